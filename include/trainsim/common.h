@@ -1,0 +1,182 @@
+/*
+ * trainsim/common.h — the pieces every subsystem shares.
+ *
+ * What it models: nothing about training; it holds the plumbing.
+ *   - TsArena: a bump allocator that owns a whole graph, partition or
+ *     workload and is freed at once. Allocation failure can be injected
+ *     (ts_arena_fail_after) so tests can prove every entry point returns
+ *     an error instead of crashing.
+ *   - TsError: errors are values. A library call returns TS_OK or a
+ *     TsStatus and fills a caller-supplied TsError with the position in the
+ *     input (file, line, col), the offending source line, a message and a
+ *     hint. The library never prints and never exits; only main() maps a
+ *     status to an exit code (TS_ERR_* values ARE the exit codes).
+ *   - TsBuf: a growable string buffer (heap, not arena) for text output.
+ *   - Atomic file output: write to "<path>.tmp.<pid>" and rename when
+ *     complete, so a failure never leaves a partial output file.
+ *   - ts_data_dir: where presets live (env TRAINSIM_DATA, then the install
+ *     prefix, then the build tree).
+ *   - JSON helpers on top of jansson that report typed-field errors with the
+ *     JSON path and the line/column of the value in the source text.
+ *
+ * Units: none here. Counts are int64_t.
+ *
+ * Example:
+ *     TsError err = {0};
+ *     TsBuf b = {0};
+ *     ts_buf_printf(&b, "%d layers\n", 12);
+ *     if (ts_write_file_atomic("out.txt", b.data, b.len, &err) != TS_OK)
+ *         ts_err_format(&err, stderr_buf);   // "out.txt: error: ..."
+ *     ts_buf_free(&b);
+ */
+#ifndef TRAINSIM_COMMON_H
+#define TRAINSIM_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TRAINSIM_VERSION "0.1.0"
+
+/* Status codes double as process exit codes (see DESIGN.md, "Errors are values"). */
+typedef enum {
+    TS_OK = 0,
+    TS_ERR_INTERNAL = 1, /* a bug or an allocation failure */
+    TS_ERR_USAGE = 2,    /* bad command line */
+    TS_ERR_INPUT = 3,    /* bad input file or value */
+    TS_ERR_PLAN = 4      /* invalid plan, or the plan does not fit */
+} TsStatus;
+
+#define TS_ERR_MSG_MAX 512
+#define TS_ERR_LINE_MAX 240
+
+typedef struct TsError {
+    TsStatus code;               /* TS_OK when no error */
+    char file[256];              /* input file, "" when not about a file */
+    int line;                    /* 1-based; 0 = no position */
+    int col;                     /* 1-based; 0 = no column */
+    char msg[TS_ERR_MSG_MAX];    /* "expected an integer for 'hidden_size'" */
+    char hint[TS_ERR_MSG_MAX];   /* "hidden_size is the model width, e.g. 4096" */
+    char src_line[TS_ERR_LINE_MAX]; /* the offending line of input, "" if none */
+} TsError;
+
+/* Set an error (printf-style message). Returns code, so callers can
+ * `return ts_err(err, TS_ERR_INPUT, ...)`. err may be NULL. */
+TsStatus ts_err(TsError *err, TsStatus code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Attach a position; src is the whole input text (or NULL) from which the
+ * offending line is copied. */
+void ts_err_at(TsError *err, const char *file, int line, int col, const char *src);
+void ts_err_hint(TsError *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ts_err_clear(TsError *err);
+
+/* ---- string buffer --------------------------------------------------------- */
+typedef struct TsBuf {
+    char *data; /* NUL-terminated; NULL until first append */
+    size_t len;
+    size_t cap;
+    bool oom;   /* set when an allocation failed; further appends are no-ops */
+} TsBuf;
+
+void ts_buf_append(TsBuf *b, const char *s, size_t n);
+void ts_buf_puts(TsBuf *b, const char *s);
+void ts_buf_printf(TsBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ts_buf_free(TsBuf *b);
+/* Render an error the way every tool prints it:
+ *   file:line:col: error: msg
+ *      <source line>
+ *      ^
+ *   hint: ...                                                               */
+void ts_err_format(const TsError *err, TsBuf *out);
+
+/* ---- arena ----------------------------------------------------------------- */
+typedef struct TsArena TsArena;
+
+/* Returns NULL on allocation failure. ts_arena_destroy(NULL) is a no-op. */
+TsArena *ts_arena_create(size_t block_bytes);
+void ts_arena_destroy(TsArena *a);
+/* Zeroed, 16-byte aligned memory; NULL on failure (real or injected). */
+void *ts_arena_alloc(TsArena *a, size_t bytes);
+char *ts_arena_strdup(TsArena *a, const char *s);
+char *ts_arena_printf(TsArena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Grow an arena array: returns a new array of new_cap elements holding the
+ * old n elements (the old block is abandoned to the arena). */
+void *ts_arena_grow(TsArena *a, void *old, size_t elem, size_t n, size_t new_cap);
+/* Testing: the (n+1)-th allocation from now fails; n < 0 disables. */
+void ts_arena_fail_after(TsArena *a, long n);
+size_t ts_arena_used_bytes(const TsArena *a);
+
+/* ---- files ----------------------------------------------------------------- */
+/* Read a whole file (NUL-terminated). Caller frees *out with free().
+ * Files larger than max_bytes are rejected with TS_ERR_INPUT. */
+TsStatus ts_read_file(const char *path, size_t max_bytes, char **out, size_t *len, TsError *err);
+/* Write atomically: temp file in the same directory, fsync-free rename.
+ * A missing directory is TS_ERR_USAGE with a clear message. */
+TsStatus ts_write_file_atomic(const char *path, const void *data, size_t len, TsError *err);
+
+/* Streaming atomic output for large files (Chakra traces, workloads). */
+typedef struct TsOutFile {
+    FILE *fp;
+    char path[1024];
+    char tmp[1100];
+} TsOutFile;
+TsStatus ts_out_open(TsOutFile *o, const char *path, TsError *err);
+TsStatus ts_out_commit(TsOutFile *o, TsError *err); /* fclose + rename */
+void ts_out_abort(TsOutFile *o);                    /* fclose + unlink tmp */
+
+/* Directory holding models/, gpus/, clusters/. Never NULL. */
+const char *ts_data_dir(void);
+/* Resolve "<data>/<sub>/<name>.json" into out; returns false if missing. */
+bool ts_data_path(const char *sub, const char *name, char *out, size_t cap);
+
+/* ---- small helpers ----------------------------------------------------------- */
+int64_t ts_round_up(int64_t x, int64_t multiple);
+int64_t ts_ceil_div(int64_t a, int64_t b);
+bool ts_str_eq(const char *a, const char *b);
+bool ts_ends_with(const char *s, const char *suffix);
+/* Strict parsers: whole string must be consumed. */
+bool ts_parse_i64(const char *s, int64_t *out);
+bool ts_parse_f64(const char *s, double *out);
+
+/* ---- JSON input (jansson) ---------------------------------------------------- */
+/* jansson reports positions only for syntax errors; for a field of the wrong
+ * type we re-scan the source text to find where the value sits (ts_json_locate),
+ * because no Debian JSON library keeps per-value positions. */
+typedef struct json_t json_t;
+
+typedef struct TsJsonDoc {
+    json_t *root;       /* owned; NULL on parse failure */
+    char *text;         /* the source text, owned */
+    size_t len;
+    char file[256];
+} TsJsonDoc;
+
+/* Parse file (or text when path is NULL: then `name` is used in messages).
+ * On syntax error: TS_ERR_INPUT with line/col and a hint. Rejects NaN/Inf,
+ * nesting deeper than 64 and files over 16 MiB. */
+TsStatus ts_json_load(TsJsonDoc *doc, const char *path, TsError *err);
+TsStatus ts_json_load_text(TsJsonDoc *doc, const char *name, const char *text, TsError *err);
+void ts_json_free(TsJsonDoc *doc);
+/* Find the line/column of the value at a dotted path ("text_config.hidden_size")
+ * in the source; returns false if not found (then line/col of the object). */
+bool ts_json_locate(const TsJsonDoc *doc, const char *path, int *line, int *col);
+/* Typed getters. `path` is the dotted JSON path used in messages. Missing
+ * key: returns TS_OK and leaves *out untouched when !required. Wrong type or
+ * out of range: TS_ERR_INPUT positioned at the value. */
+TsStatus ts_json_int(const TsJsonDoc *doc, json_t *obj, const char *key, const char *path,
+                     bool required, int64_t min, int64_t max, int64_t *out, TsError *err);
+TsStatus ts_json_num(const TsJsonDoc *doc, json_t *obj, const char *key, const char *path,
+                     bool required, double min, double max, double *out, TsError *err);
+TsStatus ts_json_bool(const TsJsonDoc *doc, json_t *obj, const char *key, const char *path,
+                      bool required, bool *out, TsError *err);
+TsStatus ts_json_str(const TsJsonDoc *doc, json_t *obj, const char *key, const char *path,
+                     bool required, char *out, size_t cap, TsError *err);
+
+/* ---- JSON output ------------------------------------------------------------- */
+/* Numbers formatted for machines: integers exactly, doubles with %.17g
+ * trimmed to the shortest form that round-trips. */
+void ts_json_fmt_double(TsBuf *b, double v);
+void ts_json_escape(TsBuf *b, const char *s);
+
+#endif

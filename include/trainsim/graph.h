@@ -1,0 +1,195 @@
+/*
+ * trainsim/graph.h — ModuleGraph: the module tree of a model, its ops and
+ * their costs, for one micro-batch of B sequences of S tokens.
+ *
+ * A ModuleGraph lives in one arena. Modules form a tree (name, class,
+ * parent, children) named the way one framework names them (Megatron-Core
+ * GPTModel, HuggingFace, DeepSpeed GPT2ModelPipe). Each module owns a list of
+ * ops (rows of the GRAPH_OP_LIST table) and of parameter tensors. Every op
+ * carries two sets of numbers:
+ *   - DeepSpeed Flops Profiler counts (ds_flops, ds_macs): forward only, by
+ *     the profiler's rules (linear without bias, softmax = numel,
+ *     LayerNorm = 5*numel, embedding = 0, RMSNorm/RoPE/residual = 0, ...);
+ *   - exact training FLOPs: fwd_flops, dgrad_flops (input gradient),
+ *     wgrad_flops (weight gradient); attention core backward = 2.5x forward.
+ * plus bytes moved at the graph's dtype and the parameters it owns.
+ *
+ * Ops and parameters are annotated with how tensor parallelism splits them
+ * (GraphSplit), so partition.h can derive per-rank shapes without knowing
+ * the framework. All op FLOPs and bytes are linear in B (build once with
+ * batch 1 and scale when sweeping micro-batches).
+ *
+ * Dimensions: B batch, S seq, H hidden, A heads, G kv heads, D head dim,
+ * F ffn, V vocab (padded when the naming is Megatron/DeepSpeed with tp>1),
+ * E experts, K top-k.
+ *
+ * Example:
+ *     GraphOptions o; graph_options_init(&o); o.batch = 4; o.seq = 128;
+ *     ModuleGraph *g; graph_build(&bert_base, &o, &g, &err);
+ *     GraphTotals t; graph_totals(g, g->root, &t);  // t.ds_macs = 44.7e9
+ *     graph_destroy(g);
+ */
+#ifndef TRAINSIM_GRAPH_H
+#define TRAINSIM_GRAPH_H
+
+#include "trainsim/model.h"
+
+/* X(NAME, "name", is_matmul) — op kinds. dims[] meaning per kind:
+ *  GEMM          dims = {M tokens, K in, N out, has_bias}
+ *  BATCHED_GEMM  dims = {batch*heads, M, K, N}
+ *  ATTENTION_CORE dims = {B, A, Sq, Sk, D (qk), Dv} fused softmax(QK^T)V, flash-style
+ *  SOFTMAX       dims = {numel}
+ *  NORM          dims = {rows, width, is_layernorm, has_affine}
+ *  ACTIVATION    dims = {numel, act kind}
+ *  ELEMENTWISE   dims = {numel, inputs}
+ *  EMBEDDING     dims = {tokens, width, rows}
+ *  DROPOUT       dims = {numel}
+ *  LOSS          dims = {tokens, V}
+ *  ROUTER        dims = {tokens, H, E, K}
+ *  ROPE          dims = {tokens, heads, D}
+ */
+#define GRAPH_OP_LIST(X)                 \
+    X(GEMM, "gemm", 1)                   \
+    X(BATCHED_GEMM, "batched_gemm", 1)   \
+    X(ATTENTION_CORE, "attention_core", 1) \
+    X(SOFTMAX, "softmax", 0)             \
+    X(NORM, "norm", 0)                   \
+    X(ACTIVATION, "activation", 0)       \
+    X(ELEMENTWISE, "elementwise", 0)     \
+    X(EMBEDDING, "embedding", 0)         \
+    X(DROPOUT, "dropout", 0)             \
+    X(LOSS, "loss", 0)                   \
+    X(ROUTER, "router", 1)               \
+    X(ROPE, "rope", 0)
+
+typedef enum {
+#define X(e, n, mm) GRAPH_OP_##e,
+    GRAPH_OP_LIST(X)
+#undef X
+    GRAPH_OP_COUNT
+} GraphOpKind;
+
+/* How tensor parallelism (and expert parallelism) splits an op or a tensor. */
+typedef enum {
+    GRAPH_SPLIT_NONE,   /* replicated on every TP rank (norms, biases of row linears) */
+    GRAPH_SPLIT_COL,    /* column-parallel: output dim / TP (QKV, fc1, LM head) */
+    GRAPH_SPLIT_ROW,    /* row-parallel: input dim / TP (proj, fc2) */
+    GRAPH_SPLIT_HEADS,  /* per-head work / TP (attention core, softmax) */
+    GRAPH_SPLIT_VOCAB,  /* vocabulary rows / TP (word embedding, loss) */
+    GRAPH_SPLIT_SEQ     /* sequence-parallel region: tokens / TP when SP is on */
+} GraphSplit;
+
+/* Where a module sits in the model, for stage assignment. */
+typedef enum {
+    GRAPH_ROLE_ROOT,
+    GRAPH_ROLE_EMBED,   /* first pipeline stage */
+    GRAPH_ROLE_LAYER,   /* inside transformer layer `layer` */
+    GRAPH_ROLE_HEAD,    /* final norm, LM head, loss, pooler: last stage */
+    GRAPH_ROLE_OTHER
+} GraphRole;
+
+typedef enum { GRAPH_NAMING_MEGATRON, GRAPH_NAMING_HF, GRAPH_NAMING_DEEPSPEED } GraphNaming;
+
+/* Which part of a layer an op belongs to (for AICB-style per-layer lines,
+ * recompute rules and the optable writer). */
+typedef enum {
+    GRAPH_PART_NONE,
+    GRAPH_PART_ATTN,     /* input norm, QKV, core, proj */
+    GRAPH_PART_ATTN_CORE,/* the part selective recompute drops */
+    GRAPH_PART_MLP,      /* post-attn norm, fc1, act, fc2 */
+    GRAPH_PART_MOE       /* router and experts */
+} GraphPart;
+
+typedef struct GraphOp {
+    GraphOpKind kind;
+    int32_t module;        /* owning module id */
+    const char *name;      /* "linear_qkv", "core_attention", arena string */
+    int64_t dims[6];       /* see GRAPH_OP_LIST */
+    GraphSplit split;      /* TP split */
+    GraphPart part;
+    int32_t layer;         /* transformer layer index, -1 outside layers */
+    bool expert;           /* runs per routed expert (tokens already * K / E ...) */
+    double ds_flops;       /* DeepSpeed profiler forward FLOPs */
+    double ds_macs;        /* DeepSpeed profiler forward MACs */
+    double fwd_flops;      /* exact forward FLOPs (causal per GraphOptions) */
+    double dgrad_flops;    /* exact input-gradient FLOPs */
+    double wgrad_flops;    /* exact weight-gradient FLOPs */
+    double fwd_bytes;      /* bytes read+written in forward at the dtype */
+    double bwd_bytes;      /* bytes read+written in backward (dgrad+wgrad) */
+    double act_bytes;      /* activation bytes this op saves for backward */
+} GraphOp;
+
+typedef struct GraphParam {
+    int32_t module;        /* owning module id */
+    const char *name;      /* "weight", "bias" */
+    int64_t shape[2];      /* logical (unsharded) shape, torch order (out, in) */
+    int ndim;              /* 1 or 2 */
+    GraphSplit split;      /* GRAPH_SPLIT_COL splits shape[0], ROW shape[1], VOCAB shape[0] */
+    bool expert;           /* one routed expert's tensor (count = experts) */
+    bool tied;             /* shares storage with an earlier tensor (counted once) */
+    int64_t numel;         /* shape[0]*shape[1] (per expert when expert) */
+} GraphParam;
+
+typedef struct GraphModule {
+    const char *name;      /* attribute name in the parent: "linear_qkv", "0" */
+    const char *cls;       /* class: "ColumnParallelLinear" */
+    const char *extra_repr;/* PyTorch extra_repr: "in_features=768, out_features=768, bias=True" */
+    int32_t parent;        /* -1 for the root */
+    int32_t first_child;   /* -1 if leaf */
+    int32_t next_sibling;  /* -1 if last */
+    int32_t depth;         /* root = 0 */
+    int32_t layer;         /* transformer layer index, -1 outside layers */
+    GraphRole role;
+    int32_t first_op, n_ops;     /* ops owned directly (contiguous in ops[]) */
+    int32_t first_param, n_params;/* params owned directly (contiguous) */
+} GraphModule;
+
+typedef struct GraphOptions {
+    GraphNaming naming;    /* default: the family's usual framework */
+    bool naming_set;
+    int64_t batch;         /* B, 1 */
+    int64_t seq;           /* S, default min(max_positions, 2048)... set by caller */
+    int dtype_bytes;       /* 2 (bf16) */
+    bool causal;           /* exact FLOPs skip the masked half of attention */
+    bool flash;            /* attention core fused (no S^2 activations stored) */
+    int64_t tp;            /* used only for vocab padding in names/shapes; 1 */
+} GraphOptions;
+
+typedef struct ModuleGraph {
+    TsArena *arena;
+    ModelSpec spec;
+    GraphOptions opt;
+    GraphModule *mods;  int32_t n_mods;
+    GraphOp *ops;       int32_t n_ops;
+    GraphParam *params; int32_t n_params;
+    int32_t root;       /* 0 */
+} ModuleGraph;
+
+/* Sums over a subtree (recursive, like the profiler's get_module_*). */
+typedef struct GraphTotals {
+    double ds_flops, ds_macs;
+    double fwd_flops, dgrad_flops, wgrad_flops;
+    double fwd_bytes, bwd_bytes, act_bytes;
+    int64_t params;        /* tied tensors counted once */
+} GraphTotals;
+
+const char *graph_op_name(GraphOpKind k);
+const char *graph_naming_name(GraphNaming n);
+bool graph_naming_parse(const char *s, GraphNaming *out);
+
+void graph_options_init(GraphOptions *o);
+/* Build the graph of `m`. On failure returns a status, fills err and *out is
+ * NULL. The caller owns *out (graph_destroy). */
+TsStatus graph_build(const ModelSpec *m, const GraphOptions *o, ModuleGraph **out, TsError *err);
+void graph_destroy(ModuleGraph *g);
+
+void graph_totals(const ModuleGraph *g, int32_t module, GraphTotals *out);
+/* Print the tree in the "Module: X / Submodule: name (Class)" format of a
+ * Megatron module-tree dump (no trailing newline after the last line). */
+void graph_print_tree(const ModuleGraph *g, TsBuf *out);
+/* JSON array of modules with depth, class, params, MACs, FLOPs. */
+void graph_to_json(const ModuleGraph *g, TsBuf *out);
+/* Graphviz DOT of the module tree. */
+void graph_to_dot(const ModuleGraph *g, TsBuf *out);
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * trainsim/model.h — ModelSpec: the shape of a transformer, and where it comes from.
+ *
+ * A ModelSpec is plain data: every dimension the later stages need to build
+ * the module graph (graph.h), partition it (partition.h) and cost it. It is
+ * filled from one of four sources, picked by model_load():
+ *   1. a preset name ("llama3-70b") -> data/models/<name>.json
+ *   2. flags only (--arch gpt --layers 12 --hidden 768 --heads 12)
+ *   3. a HuggingFace config.json (llama, mistral, mixtral, qwen2, qwen3,
+ *      qwen3_moe, gpt2, bert, gpt_neox, deepseek_v3)
+ *   4. a Megatron module-tree dump or a parameter table (name;module;shape;...)
+ * and then command-line flags override any field (model_apply_overrides).
+ *
+ * Dimension legend used across trainsim:
+ *   L layers, H hidden, A query heads, G kv heads (groups), D head dim,
+ *   F ffn (MLP intermediate), V vocab, E experts, K top-k, B micro-batch, S seq.
+ *
+ * Invariants after model_validate(): layers, hidden, heads, head_dim, ffn (or
+ * moe_ffn for all-MoE models), vocab > 0; kv_heads divides heads; topk <= experts.
+ *
+ * Example (GPT-2 small):
+ *     ModelSpec m; model_defaults(&m, MODEL_ARCH_GPT);
+ *     m.layers = 12; m.hidden = 768; m.heads = 12;
+ *     model_finalize(&m);            // fills head_dim 64, ffn 3072, kv_heads 12
+ *     ModelCounts c; model_count_params(&m, &c);   // c.total = 124439808
+ */
+#ifndef TRAINSIM_MODEL_H
+#define TRAINSIM_MODEL_H
+
+#include "trainsim/common.h"
+
+/* Architecture families: X(enum suffix, name, default naming framework). */
+#define MODEL_ARCH_LIST(X)            \
+    X(GPT, "gpt", "megatron")         \
+    X(LLAMA, "llama", "hf")           \
+    X(BERT, "bert", "hf")             \
+    X(MIXTRAL, "mixtral", "hf")       \
+    X(DEEPSEEK, "deepseek", "megatron") \
+    X(NEOX, "gpt_neox", "hf")         \
+    X(QWEN, "qwen", "hf")
+
+typedef enum {
+#define X(e, n, f) MODEL_ARCH_##e,
+    MODEL_ARCH_LIST(X)
+#undef X
+    MODEL_ARCH_COUNT
+} ModelArch;
+
+typedef enum { MODEL_NORM_LAYERNORM, MODEL_NORM_RMSNORM } ModelNorm;
+typedef enum {
+    MODEL_ACT_GELU,   /* 2-matrix MLP, GeLU (also gelu_new / gelu_fast) */
+    MODEL_ACT_SWIGLU, /* 3-matrix gated MLP, SiLU gate */
+    MODEL_ACT_RELU2   /* 2-matrix MLP, squared ReLU (Nemotron-4) */
+} ModelAct;
+typedef enum { MODEL_POS_LEARNED, MODEL_POS_ROPE, MODEL_POS_ALIBI } ModelPos;
+
+typedef struct ModelSpec {
+    char name[64];        /* "llama3-70b", or the file's base name */
+    char source[256];     /* where the numbers come from: "HF meta-llama/Meta-Llama-3-70B config.json" */
+    ModelArch arch;       /* family; decides module naming and defaults */
+
+    int64_t layers;       /* L, transformer blocks, e.g. 80 */
+    int64_t hidden;       /* H, model width, e.g. 8192 */
+    int64_t heads;        /* A, query heads, e.g. 64 */
+    int64_t kv_heads;     /* G, key/value heads (GQA/MQA), e.g. 8; = heads for MHA */
+    int64_t head_dim;     /* D, per-head dim, e.g. 128 (A*D may differ from H: Qwen3) */
+    int64_t ffn;          /* F, dense MLP intermediate, e.g. 28672 */
+    int64_t vocab;        /* V, tokenizer vocabulary before padding, e.g. 128256 */
+    int64_t vocab_divisible; /* Megatron --make-vocab-size-divisible-by, 128; padded to a multiple of this*TP */
+    int64_t max_positions;/* context window / learned position table rows, e.g. 8192 */
+    int64_t type_vocab;   /* BERT token-type embeddings, 2; 0 otherwise */
+
+    ModelNorm norm;       /* LayerNorm (with bias) or RMSNorm (weight only) */
+    double norm_eps;      /* 1e-5 */
+    ModelAct act;         /* GeLU / SwiGLU / squared ReLU */
+    ModelPos pos;         /* learned / RoPE / ALiBi */
+    double rotary_pct;    /* fraction of head dim rotated, 1.0 (NeoX 0.25) */
+
+    bool qkv_bias;        /* bias on the Q/K/V projection (GPT-2, BERT; Qwen2) */
+    bool proj_bias;       /* bias on the attention output projection */
+    bool mlp_bias;        /* bias on the MLP linears */
+    bool qk_norm;         /* per-head RMSNorm on q and k (Qwen3) */
+    bool tied_embeddings; /* LM head shares the word-embedding matrix */
+    bool pooler;          /* BERT pooler (dense + tanh) */
+    bool lm_head;         /* a vocabulary projection at the end (false for a bare BertModel) */
+
+    /* Mixture of experts (experts == 0: dense). */
+    int64_t experts;        /* E routed experts, e.g. 256 */
+    int64_t topk;           /* K experts per token, e.g. 8 */
+    int64_t moe_ffn;        /* intermediate size of one expert, e.g. 2048 */
+    int64_t shared_experts; /* always-on experts per MoE layer, e.g. 1 */
+    int64_t dense_layers;   /* leading dense layers before the first MoE layer, e.g. 3 */
+    int64_t moe_layer_freq; /* every n-th layer (after dense_layers) is MoE, 1 */
+
+    /* Multi-head latent attention (DeepSeek); q_lora_rank == 0 and
+     * kv_lora_rank == 0 means ordinary attention. */
+    int64_t q_lora_rank;    /* 1536 */
+    int64_t kv_lora_rank;   /* 512 */
+    int64_t qk_nope_dim;    /* 128 */
+    int64_t qk_rope_dim;    /* 64 */
+    int64_t v_head_dim;     /* 128 */
+    int64_t mtp_layers;     /* multi-token-prediction layers (DeepSeek-V3: 1); informational */
+} ModelSpec;
+
+/* Parameter counts in elements. Tied weights counted once. */
+typedef struct ModelCounts {
+    int64_t total;          /* every parameter, e.g. 70553706496 for llama3-70b */
+    int64_t embedding;      /* word (+ position, token-type) embeddings */
+    int64_t lm_head;        /* untied output projection (0 when tied) */
+    int64_t per_layer_dense;/* one dense transformer block */
+    int64_t per_layer_moe;  /* one MoE block, all experts */
+    int64_t active;         /* parameters touched per token (top-k experts) */
+    int64_t non_embedding;  /* total - embedding - lm_head */
+} ModelCounts;
+
+const char *model_arch_name(ModelArch a);
+bool model_arch_parse(const char *s, ModelArch *out);
+/* Framework whose module names the family usually carries: "megatron", "hf", "deepspeed". */
+const char *model_arch_default_naming(ModelArch a);
+
+/* Sensible defaults of a family (norm, activation, biases, tying). */
+void model_defaults(ModelSpec *m, ModelArch arch);
+/* Fill derived fields (head_dim = H/A, kv_heads = A, ffn = 4H or 8H/3 rounded,
+ * moe_layer_freq = 1, vocab_divisible = 128). Idempotent. */
+void model_finalize(ModelSpec *m);
+/* Check the invariants above; names the field and the rule. TS_ERR_INPUT. */
+TsStatus model_validate(const ModelSpec *m, TsError *err);
+
+bool model_layer_is_moe(const ModelSpec *m, int64_t layer);
+int64_t model_moe_layer_count(const ModelSpec *m);
+/* Vocabulary padded like Megatron: multiple of vocab_divisible * tp. */
+int64_t model_padded_vocab(const ModelSpec *m, int64_t tp);
+void model_count_params(const ModelSpec *m, ModelCounts *out);
+
+/* ---- sources --------------------------------------------------------------- */
+
+/* Which fields a source determined; flags may fill the rest. */
+typedef struct ModelKnown {
+    bool layers, hidden, heads, kv_heads, head_dim, ffn, vocab, max_positions;
+} ModelKnown;
+
+/* Command-line overrides: a field < 0 (or arch_set false) means "not given". */
+typedef struct ModelOverrides {
+    bool arch_set;
+    ModelArch arch;
+    int64_t layers, hidden, heads, kv_heads, head_dim, ffn, vocab, max_positions;
+    int64_t experts, topk, moe_ffn, shared_experts, dense_layers;
+} ModelOverrides;
+void model_overrides_init(ModelOverrides *o);
+
+/* Load `source`: a preset name, a path to a preset/HF config.json, a module
+ * tree dump, or a parameter table (sniffed from content). NULL source with
+ * ov->arch_set builds from flags. Then applies overrides, finalizes and
+ * validates. On a missing dimension the error names the flag to give. */
+TsStatus model_load(const char *source, const ModelOverrides *ov, ModelSpec *out, TsError *err);
+
+TsStatus model_preset(const char *name, ModelSpec *out, TsError *err);
+/* Names of all presets, sorted; returns count (<= cap). */
+int model_preset_names(char names[][64], int cap);
+
+TsStatus model_parse_hf_config(const char *path, ModelSpec *out, ModelKnown *known, TsError *err);
+TsStatus model_parse_preset_json(const char *path, ModelSpec *out, ModelKnown *known, TsError *err);
+TsStatus model_parse_module_tree(const char *path, const char *text, ModelSpec *out,
+                                 ModelKnown *known, TsError *err);
+TsStatus model_parse_param_table(const char *path, const char *text, ModelSpec *out,
+                                 ModelKnown *known, int64_t *tp_out, TsError *err);
+
+/* Write the spec as a JSON object (no trailing newline). */
+void model_to_json(const ModelSpec *m, TsBuf *out);
+
+#endif

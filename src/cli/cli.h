@@ -1,0 +1,74 @@
+/*
+ * cli.h — the command-line layer: option tables, shared option groups and
+ * output helpers. Only main() and the cmd_*.c files use it; they call the
+ * library through its public headers only.
+ *
+ * Conventions: `trainsim <command> [options]`; long options as `--name value`
+ * or `--name=value`; `--help` on every command; a bad option prints one line
+ * naming it and pointing to --help, exit code 2.
+ */
+#ifndef TRAINSIM_CLI_H
+#define TRAINSIM_CLI_H
+
+#include "trainsim/common.h"
+#include "trainsim/graph.h"
+#include "trainsim/model.h"
+
+typedef enum { CLI_FLAG, CLI_INT, CLI_DOUBLE, CLI_STR, CLI_NOFLAG } CliKind;
+
+/* One option. dst points to bool (FLAG/NOFLAG: NOFLAG stores false),
+ * int64_t (INT), double (DOUBLE) or const char * (STR). `seen`, when set,
+ * records that the option was given. */
+typedef struct CliOpt {
+    const char *name;    /* without the leading "--" */
+    CliKind kind;
+    void *dst;
+    const char *metavar; /* "N", "FILE" */
+    const char *help;
+    bool *seen;
+} CliOpt;
+
+#define CLI_MAX_OPTS 160
+
+typedef struct CliSpec {
+    const char *cmd;      /* "profile" */
+    const char *usage;    /* "trainsim profile [--model M] [options]" */
+    const char *summary;  /* one paragraph */
+    CliOpt opts[CLI_MAX_OPTS];
+    int n;
+    int max_positional;   /* 0: none allowed */
+    const char *positional[8];
+    int n_positional;
+    bool seen[CLI_MAX_OPTS]; /* filled by cli_parse */
+} CliSpec;
+
+void cli_add(CliSpec *s, const char *name, CliKind kind, void *dst, const char *metavar,
+             const char *help);
+/* Parse argv (argv[0] is the command name). Returns:
+ *   0  parsed; -1 help printed (exit 0); 2 usage error printed to stderr. */
+int cli_parse(CliSpec *s, int argc, char **argv);
+void cli_print_help(const CliSpec *s, FILE *fp);
+/* Was option `name` given? */
+bool cli_seen(const CliSpec *s, const char *name);
+
+/* Print err to stderr in the house format; return its exit code. */
+int cli_fail(const TsError *err);
+/* Write text to `path` atomically, or to stdout when path is NULL/"-". */
+int cli_emit(const char *path, const TsBuf *text);
+
+/* ---- shared option group: the model ---------------------------------------- */
+typedef struct CliModel {
+    const char *model;      /* --model preset|FILE */
+    const char *arch;       /* --arch */
+    const char *naming;     /* --naming megatron|hf|deepspeed */
+    ModelOverrides ov;
+} CliModel;
+
+void cli_model_init(CliModel *cm);
+void cli_model_add(CliSpec *s, CliModel *cm);
+/* Load the model per the options; on failure prints and returns exit code. */
+int cli_model_load(CliModel *cm, const char *default_model, ModelSpec *out);
+/* Resolve --naming (or the family default). Returns 2 on a bad value. */
+int cli_naming(const CliModel *cm, const ModelSpec *m, GraphNaming *out);
+
+#endif

@@ -1,0 +1,121 @@
+/* model_load: pick the source (preset, JSON file, module tree, parameter
+ * table or flags), apply overrides, finalize, validate. */
+#include "trainsim/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MODEL_TEXT_MAX (64u << 20)
+
+static bool is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Sniff a text model source: a module tree starts with "Module:", a parameter
+ * table has a header or rows with ';' separators. */
+static TsStatus load_text(const char *path, ModelSpec *out, ModelKnown *known, TsError *err)
+{
+    char *text;
+    size_t len;
+    TsStatus st = ts_read_file(path, MODEL_TEXT_MAX, &text, &len, err);
+    if (st) {
+        if (err && !err->file[0]) snprintf(err->file, sizeof err->file, "%s", path);
+        return st;
+    }
+    const char *p = text;
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+    if (strncmp(p, "Module:", 7) == 0) {
+        st = model_parse_module_tree(path, text, out, known, err);
+    } else if (strchr(p, ';')) {
+        int64_t tp = 1;
+        st = model_parse_param_table(path, text, out, known, &tp, err);
+    } else {
+        ts_err(err, TS_ERR_INPUT, "cannot tell what kind of model file this is");
+        ts_err_at(err, path, 1, 1, text);
+        ts_err_hint(err, "expected a preset name, a HF config.json, a module tree starting with "
+                         "'Module:' or a 'name;module;shape;...' parameter table");
+        st = TS_ERR_INPUT;
+    }
+    free(text);
+    return st;
+}
+
+static void apply(int64_t v, int64_t *field, bool *known)
+{
+    if (v >= 0) {
+        *field = v;
+        *known = true;
+    }
+}
+
+static TsStatus missing_dims(const ModelKnown *k, const char *src, TsError *err)
+{
+    const char *miss[8];
+    int n = 0;
+    if (!k->layers) miss[n++] = "--layers";
+    if (!k->hidden) miss[n++] = "--hidden";
+    if (!k->heads) miss[n++] = "--heads";
+    if (!k->vocab) miss[n++] = "--vocab";
+    if (n == 0) return TS_OK;
+    char list[200] = "";
+    for (int i = 0; i < n; i++) {
+        strcat(list, miss[i]);
+        if (i + 1 < n) strcat(list, i + 2 == n ? " and " : ", ");
+    }
+    ts_err(err, TS_ERR_INPUT, "%s does not determine the model fully: give %s", src, list);
+    ts_err_hint(err, "a module tree or parameter table lacks some dimensions; pass them as flags");
+    return TS_ERR_INPUT;
+}
+
+TsStatus model_load(const char *source, const ModelOverrides *ov, ModelSpec *out, TsError *err)
+{
+    ModelKnown known;
+    memset(&known, 0, sizeof known);
+    TsStatus st = TS_OK;
+    const char *what = source;
+    if (!source) {
+        if (!ov || !ov->arch_set) return ts_err(err, TS_ERR_USAGE, "no model given: use --model or --arch");
+        model_defaults(out, ov->arch);
+        known.vocab = known.max_positions = true; /* family defaults */
+        what = "--arch";
+    } else if (is_file(source)) {
+        if (ts_ends_with(source, ".json")) {
+            st = model_parse_hf_config(source, out, &known, err);
+        } else {
+            st = load_text(source, out, &known, err);
+        }
+    } else if (strchr(source, '/') || ts_ends_with(source, ".json") || ts_ends_with(source, ".txt") ||
+               ts_ends_with(source, ".csv")) {
+        ts_err(err, TS_ERR_INPUT, "model file '%s' does not exist", source);
+        ts_err_hint(err, "give a path to an existing file, or a preset name ('trainsim models' lists them)");
+        return TS_ERR_INPUT;
+    } else {
+        st = model_preset(source, out, err);
+        if (st == TS_OK) known = (ModelKnown){true, true, true, true, true, true, true, true};
+    }
+    if (st) return st;
+    if (ov) {
+        if (ov->arch_set && source) out->arch = ov->arch;
+        apply(ov->layers, &out->layers, &known.layers);
+        apply(ov->hidden, &out->hidden, &known.hidden);
+        apply(ov->heads, &out->heads, &known.heads);
+        apply(ov->kv_heads, &out->kv_heads, &known.kv_heads);
+        apply(ov->head_dim, &out->head_dim, &known.head_dim);
+        apply(ov->ffn, &out->ffn, &known.ffn);
+        apply(ov->vocab, &out->vocab, &known.vocab);
+        apply(ov->max_positions, &out->max_positions, &known.max_positions);
+        bool dummy;
+        apply(ov->experts, &out->experts, &dummy);
+        apply(ov->topk, &out->topk, &dummy);
+        apply(ov->moe_ffn, &out->moe_ffn, &dummy);
+        apply(ov->shared_experts, &out->shared_experts, &dummy);
+        apply(ov->dense_layers, &out->dense_layers, &dummy);
+    }
+    st = missing_dims(&known, what, err);
+    if (st) return st;
+    model_finalize(out);
+    return model_validate(out, err);
+}

@@ -1,0 +1,244 @@
+/* ModelSpec: families, defaults, derived fields, validation and parameter counts.
+ * Legend: L layers, H hidden, A heads, G kv heads, D head dim, F ffn, V vocab,
+ * E experts, K top-k. */
+#include "trainsim/model.h"
+
+#include <string.h>
+
+static const char *const ARCH_NAMES[] = {
+#define X(e, n, f) n,
+    MODEL_ARCH_LIST(X)
+#undef X
+};
+static const char *const ARCH_NAMING[] = {
+#define X(e, n, f) f,
+    MODEL_ARCH_LIST(X)
+#undef X
+};
+_Static_assert(sizeof ARCH_NAMES / sizeof ARCH_NAMES[0] == MODEL_ARCH_COUNT, "arch table");
+_Static_assert(sizeof ARCH_NAMING / sizeof ARCH_NAMING[0] == MODEL_ARCH_COUNT, "arch table");
+
+const char *model_arch_name(ModelArch a) { return (unsigned)a < MODEL_ARCH_COUNT ? ARCH_NAMES[a] : "?"; }
+const char *model_arch_default_naming(ModelArch a)
+{
+    return (unsigned)a < MODEL_ARCH_COUNT ? ARCH_NAMING[a] : "megatron";
+}
+
+bool model_arch_parse(const char *s, ModelArch *out)
+{
+    for (int i = 0; i < MODEL_ARCH_COUNT; i++)
+        if (strcmp(s, ARCH_NAMES[i]) == 0) {
+            *out = (ModelArch)i;
+            return true;
+        }
+    if (strcmp(s, "neox") == 0) {
+        *out = MODEL_ARCH_NEOX;
+        return true;
+    }
+    return false;
+}
+
+void model_defaults(ModelSpec *m, ModelArch arch)
+{
+    memset(m, 0, sizeof *m);
+    m->arch = arch;
+    m->vocab_divisible = 128;
+    m->norm_eps = 1e-5;
+    m->rotary_pct = 1.0;
+    m->moe_layer_freq = 1;
+    m->lm_head = true;
+    switch (arch) {
+    case MODEL_ARCH_GPT:
+        m->norm = MODEL_NORM_LAYERNORM;
+        m->act = MODEL_ACT_GELU;
+        m->pos = MODEL_POS_LEARNED;
+        m->qkv_bias = m->proj_bias = m->mlp_bias = true;
+        m->tied_embeddings = true;
+        m->vocab = 50257;
+        m->max_positions = 2048;
+        break;
+    case MODEL_ARCH_BERT:
+        m->norm = MODEL_NORM_LAYERNORM;
+        m->act = MODEL_ACT_GELU;
+        m->pos = MODEL_POS_LEARNED;
+        m->qkv_bias = m->proj_bias = m->mlp_bias = true;
+        m->tied_embeddings = true;
+        m->type_vocab = 2;
+        m->pooler = true;
+        m->lm_head = false;
+        m->vocab = 30522;
+        m->max_positions = 512;
+        m->norm_eps = 1e-12;
+        break;
+    case MODEL_ARCH_NEOX:
+        m->norm = MODEL_NORM_LAYERNORM;
+        m->act = MODEL_ACT_GELU;
+        m->pos = MODEL_POS_ROPE;
+        m->rotary_pct = 0.25;
+        m->qkv_bias = m->proj_bias = m->mlp_bias = true;
+        m->vocab = 50432;
+        m->max_positions = 2048;
+        break;
+    case MODEL_ARCH_LLAMA:
+    case MODEL_ARCH_MIXTRAL:
+    case MODEL_ARCH_DEEPSEEK:
+    case MODEL_ARCH_QWEN:
+    default:
+        m->norm = MODEL_NORM_RMSNORM;
+        m->act = MODEL_ACT_SWIGLU;
+        m->pos = MODEL_POS_ROPE;
+        m->vocab = 32000;
+        m->max_positions = 4096;
+        if (arch == MODEL_ARCH_MIXTRAL) {
+            m->experts = 8;
+            m->topk = 2;
+        }
+        break;
+    }
+}
+
+void model_finalize(ModelSpec *m)
+{
+    if (m->vocab_divisible <= 0) m->vocab_divisible = 128;
+    if (m->moe_layer_freq <= 0) m->moe_layer_freq = 1;
+    if (m->heads > 0 && m->kv_heads <= 0) m->kv_heads = m->heads;
+    if (m->heads > 0 && m->head_dim <= 0 && m->hidden > 0) m->head_dim = m->hidden / m->heads;
+    if (m->ffn <= 0 && m->hidden > 0) {
+        if (m->act == MODEL_ACT_SWIGLU)
+            m->ffn = ts_round_up((8 * m->hidden) / 3 + ((8 * m->hidden) % 3 ? 1 : 0), 256);
+        else
+            m->ffn = 4 * m->hidden;
+    }
+    if (m->experts > 0) {
+        if (m->topk <= 0) m->topk = m->experts >= 2 ? 2 : 1;
+        if (m->moe_ffn <= 0) m->moe_ffn = m->ffn;
+    }
+    if (m->q_lora_rank > 0 || m->kv_lora_rank > 0) {
+        if (m->v_head_dim <= 0) m->v_head_dim = m->head_dim;
+        if (m->qk_nope_dim <= 0) m->qk_nope_dim = m->head_dim;
+    }
+    if (!m->name[0]) snprintf(m->name, sizeof m->name, "%s-custom", model_arch_name(m->arch));
+}
+
+static TsStatus bad(TsError *err, const char *field, const char *rule)
+{
+    ts_err(err, TS_ERR_INPUT, "invalid model: %s %s", field, rule);
+    ts_err_hint(err, "set it with --%s or fix the model file", field);
+    return TS_ERR_INPUT;
+}
+
+TsStatus model_validate(const ModelSpec *m, TsError *err)
+{
+    if (m->layers <= 0) return bad(err, "layers", "must be positive");
+    if (m->hidden <= 0) return bad(err, "hidden", "must be positive");
+    if (m->heads <= 0) return bad(err, "heads", "must be positive");
+    if (m->kv_heads <= 0 || m->heads % m->kv_heads != 0)
+        return bad(err, "kv-heads", "must be positive and divide heads");
+    if (m->head_dim <= 0) return bad(err, "head-dim", "must be positive");
+    if (m->ffn <= 0) return bad(err, "ffn", "must be positive");
+    if (m->vocab <= 0) return bad(err, "vocab", "must be positive");
+    if (m->max_positions < 0) return bad(err, "max-positions", "must not be negative");
+    if (m->experts < 0 || m->topk < 0 || m->shared_experts < 0 || m->dense_layers < 0)
+        return bad(err, "experts", "and the other MoE sizes must not be negative");
+    if (m->experts > 0 && (m->topk > m->experts || m->topk <= 0))
+        return bad(err, "topk", "must be between 1 and the number of experts");
+    if (m->experts > 0 && m->moe_ffn <= 0) return bad(err, "moe-ffn", "must be positive for an MoE model");
+    if (m->dense_layers > m->layers) return bad(err, "dense-layers", "cannot exceed layers");
+    /* Keep every product below 2^63: 10^7 per dimension is far beyond any model. */
+    const int64_t lim = 10000000;
+    if (m->hidden > lim || m->ffn > lim || m->vocab > 100000000 || m->heads > 100000 ||
+        m->layers > 1000000 || m->experts > 100000 || m->head_dim > 100000 || m->moe_ffn > lim)
+        return bad(err, "hidden", "or another dimension is unreasonably large (limit 1e7)");
+    return TS_OK;
+}
+
+bool model_layer_is_moe(const ModelSpec *m, int64_t layer)
+{
+    if (m->experts <= 0 || layer < m->dense_layers) return false;
+    return ((layer - m->dense_layers) % (m->moe_layer_freq > 0 ? m->moe_layer_freq : 1)) == 0;
+}
+
+int64_t model_moe_layer_count(const ModelSpec *m)
+{
+    if (m->experts <= 0) return 0;
+    int64_t n = m->layers - m->dense_layers;
+    int64_t f = m->moe_layer_freq > 0 ? m->moe_layer_freq : 1;
+    return n <= 0 ? 0 : (n + f - 1) / f;
+}
+
+int64_t model_padded_vocab(const ModelSpec *m, int64_t tp)
+{
+    int64_t mult = (m->vocab_divisible > 0 ? m->vocab_divisible : 1) * (tp > 0 ? tp : 1);
+    return ts_round_up(m->vocab, mult);
+}
+
+static int64_t norm_params(const ModelSpec *m, int64_t width)
+{
+    return m->norm == MODEL_NORM_LAYERNORM ? 2 * width : width;
+}
+
+/* Attention block parameters, including its input norm. */
+static int64_t attn_params(const ModelSpec *m)
+{
+    int64_t H = m->hidden, A = m->heads, G = m->kv_heads, D = m->head_dim;
+    int64_t p = norm_params(m, H);
+    if (m->q_lora_rank > 0 || m->kv_lora_rank > 0) {
+        int64_t qk = m->qk_nope_dim + m->qk_rope_dim;
+        if (m->q_lora_rank > 0)
+            p += H * m->q_lora_rank + m->q_lora_rank + m->q_lora_rank * A * qk;
+        else
+            p += H * A * qk;
+        p += H * (m->kv_lora_rank + m->qk_rope_dim) + m->kv_lora_rank +
+             m->kv_lora_rank * A * (m->qk_nope_dim + m->v_head_dim);
+        p += A * m->v_head_dim * H;
+        return p;
+    }
+    int64_t qkv_out = A * D + 2 * G * D;
+    p += H * qkv_out + (m->qkv_bias ? qkv_out : 0);
+    p += A * D * H + (m->proj_bias ? H : 0);
+    if (m->qk_norm) p += 2 * D;
+    return p;
+}
+
+static int64_t mlp_params(const ModelSpec *m, int64_t ffn, bool bias)
+{
+    int64_t H = m->hidden;
+    if (m->act == MODEL_ACT_SWIGLU) return 3 * H * ffn + (bias ? 2 * ffn + H : 0);
+    return 2 * H * ffn + (bias ? ffn + H : 0);
+}
+
+void model_count_params(const ModelSpec *m, ModelCounts *c)
+{
+    memset(c, 0, sizeof *c);
+    int64_t H = m->hidden;
+    c->embedding = m->vocab * H;
+    if (m->pos == MODEL_POS_LEARNED) c->embedding += m->max_positions * H;
+    c->embedding += m->type_vocab * H;
+    if (m->arch == MODEL_ARCH_BERT) c->embedding += norm_params(m, H); /* embeddings.LayerNorm */
+    c->lm_head = (m->lm_head && !m->tied_embeddings) ? m->vocab * H : 0;
+
+    int64_t attn = attn_params(m);
+    int64_t mlp_norm = norm_params(m, H);
+    c->per_layer_dense = attn + mlp_norm + mlp_params(m, m->ffn, m->mlp_bias);
+    int64_t expert = mlp_params(m, m->moe_ffn, false);
+    int64_t shared = m->shared_experts > 0 ? mlp_params(m, m->moe_ffn * m->shared_experts, false) : 0;
+    int64_t router = H * m->experts;
+    c->per_layer_moe = m->experts > 0 ? attn + mlp_norm + router + m->experts * expert + shared : 0;
+
+    int64_t n_moe = model_moe_layer_count(m);
+    int64_t n_dense = m->layers - n_moe;
+    int64_t tail = norm_params(m, H) + (m->pooler ? H * H + H : 0);
+    if (m->arch == MODEL_ARCH_BERT) tail -= norm_params(m, H); /* BERT has no final norm */
+    c->total = c->embedding + c->lm_head + n_dense * c->per_layer_dense + n_moe * c->per_layer_moe + tail;
+    int64_t moe_active =
+        m->experts > 0 ? attn + mlp_norm + router + m->topk * expert + shared : 0;
+    c->active = c->embedding + c->lm_head + n_dense * c->per_layer_dense + n_moe * moe_active + tail;
+    c->non_embedding = c->total - c->embedding - c->lm_head;
+}
+
+void model_overrides_init(ModelOverrides *o)
+{
+    memset(o, 0, sizeof *o);
+    o->layers = o->hidden = o->heads = o->kv_heads = o->head_dim = o->ffn = o->vocab = -1;
+    o->max_positions = o->experts = o->topk = o->moe_ffn = o->shared_experts = o->dense_layers = -1;
+}

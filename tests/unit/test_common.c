@@ -1,0 +1,126 @@
+/* Unit tests: arena (incl. injected failure), errors, buffers, JSON positions, atomic output. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "trainsim/common.h"
+
+static void test_arena_alloc_and_fail(void **state)
+{
+    (void)state;
+    TsArena *a = ts_arena_create(64);
+    assert_non_null(a);
+    char *s = ts_arena_strdup(a, "hello");
+    assert_string_equal(s, "hello");
+    void *big = ts_arena_alloc(a, 10000); /* larger than a block */
+    assert_non_null(big);
+    ts_arena_fail_after(a, 1);
+    assert_non_null(ts_arena_alloc(a, 8));
+    assert_null(ts_arena_alloc(a, 8));
+    ts_arena_fail_after(a, -1);
+    assert_non_null(ts_arena_alloc(a, 8));
+    ts_arena_destroy(a);
+    ts_arena_destroy(NULL);
+}
+
+static void test_error_format(void **state)
+{
+    (void)state;
+    TsError e = {0};
+    ts_err(&e, TS_ERR_INPUT, "bad value '%s'", "x");
+    ts_err_at(&e, "f.json", 2, 5, "{\n  \"a\": x\n}");
+    ts_err_hint(&e, "fix it");
+    TsBuf b = {0};
+    ts_err_format(&e, &b);
+    assert_string_equal(b.data, "f.json:2:5: error: bad value 'x'\n      \"a\": x\n        ^\nhint: fix it\n");
+    ts_buf_free(&b);
+}
+
+static void test_json_positions(void **state)
+{
+    (void)state;
+    TsJsonDoc d;
+    TsError e = {0};
+    assert_int_equal(ts_json_load_text(&d, "c.json", "{\n \"x\": {\"y\": 1},\n \"h\": \"big\"\n}", &e), TS_OK);
+    int64_t v = 0;
+    assert_int_equal(ts_json_int(&d, d.root, "h", "h", true, 1, 100, &v, &e), TS_ERR_INPUT);
+    assert_int_equal(e.line, 3);
+    assert_int_equal(e.col, 7);
+    assert_non_null(strstr(e.msg, "must be an integer"));
+    int l, c;
+    assert_true(ts_json_locate(&d, "x.y", &l, &c));
+    assert_int_equal(l, 2);
+    assert_int_equal(c, 13);
+    ts_json_free(&d);
+
+    assert_int_equal(ts_json_load_text(&d, "n.json", "{\"a\": NaN}", &e), TS_ERR_INPUT);
+    assert_int_equal(e.line, 1);
+    ts_json_free(&d);
+    char deep[300];
+    memset(deep, '[', 100);
+    deep[100] = 0;
+    char doc[400];
+    snprintf(doc, sizeof doc, "{\"a\": %s}", deep);
+    assert_int_equal(ts_json_load_text(&d, "d.json", doc, &e), TS_ERR_INPUT);
+    assert_non_null(strstr(e.msg, "nested"));
+    ts_json_free(&d);
+}
+
+static void test_atomic_output(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tsXXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    TsError e = {0};
+    assert_int_equal(ts_write_file_atomic(path, "abc", 3, &e), TS_OK);
+    TsOutFile o;
+    assert_int_equal(ts_out_open(&o, path, &e), TS_OK);
+    fputs("half", o.fp);
+    ts_out_abort(&o);
+    char *text;
+    size_t n;
+    assert_int_equal(ts_read_file(path, 100, &text, &n, &e), TS_OK);
+    assert_string_equal(text, "abc"); /* the old file survives an aborted write */
+    free(text);
+    snprintf(path, sizeof path, "%s/missing/out.txt", dir);
+    assert_int_equal(ts_write_file_atomic(path, "x", 1, &e), TS_ERR_USAGE);
+    assert_non_null(strstr(e.msg, "does not exist"));
+    snprintf(path, sizeof path, "rm -rf %s", dir);
+    assert_int_equal(system(path), 0);
+}
+
+static void test_buf_and_parse(void **state)
+{
+    (void)state;
+    TsBuf b = {0};
+    for (int i = 0; i < 1000; i++) ts_buf_printf(&b, "%d,", i);
+    assert_int_equal(b.len, 3890);
+    ts_buf_free(&b);
+    int64_t v;
+    assert_true(ts_parse_i64("42", &v));
+    assert_false(ts_parse_i64("42x", &v));
+    double d;
+    assert_false(ts_parse_f64("nan", &d));
+    assert_int_equal(ts_round_up(50257, 128), 50304);
+    ts_json_fmt_double(&b, 0.1);
+    ts_json_fmt_double(&b, 3.0);
+    assert_string_equal(b.data, "0.13");
+    ts_buf_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_arena_alloc_and_fail), cmocka_unit_test(test_error_format),
+        cmocka_unit_test(test_json_positions),       cmocka_unit_test(test_atomic_output),
+        cmocka_unit_test(test_buf_and_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -130,6 +130,46 @@ const char *ts_data_dir(void);
 /* Resolve "<data>/<sub>/<name>.json" into out; returns false if missing. */
 bool ts_data_path(const char *sub, const char *name, char *out, size_t cap);
 
+/* ---- shared vocabularies ------------------------------------------------------ */
+/* Numeric formats: X(NAME, "name", bytes per element). TF32 is a compute
+ * mode on fp32 storage. */
+#define TS_DTYPE_LIST(X) \
+    X(FP32, "fp32", 4)   \
+    X(TF32, "tf32", 4)   \
+    X(BF16, "bf16", 2)   \
+    X(FP16, "fp16", 2)   \
+    X(FP8, "fp8", 1)
+typedef enum {
+#define X(e, n, b) TS_DTYPE_##e,
+    TS_DTYPE_LIST(X)
+#undef X
+    TS_DTYPE_COUNT
+} TsDtype;
+const char *ts_dtype_name(TsDtype d);
+int ts_dtype_bytes(TsDtype d);
+bool ts_dtype_parse(const char *s, TsDtype *out);
+
+/* Collective and point-to-point operations: X(NAME, "name", nccl-tests busbw
+ * factor numerator kind). Sizes attached to them are always the whole
+ * buffer in bytes (the gathered tensor for all-gather, the input of
+ * reduce-scatter), as nccl-tests and SimAI define them. */
+#define TS_COLL_LIST(X)                \
+    X(NONE, "none")                    \
+    X(ALLREDUCE, "allreduce")          \
+    X(ALLGATHER, "allgather")          \
+    X(REDUCESCATTER, "reducescatter")  \
+    X(ALLTOALL, "alltoall")            \
+    X(BROADCAST, "broadcast")          \
+    X(SENDRECV, "sendrecv")
+typedef enum {
+#define X(e, n) TS_COLL_##e,
+    TS_COLL_LIST(X)
+#undef X
+    TS_COLL_COUNT
+} TsColl;
+const char *ts_coll_name(TsColl c);
+bool ts_coll_parse(const char *s, TsColl *out);
+
 /* ---- small helpers ----------------------------------------------------------- */
 int64_t ts_round_up(int64_t x, int64_t multiple);
 int64_t ts_ceil_div(int64_t a, int64_t b);

@@ -41,5 +41,13 @@ bench: build
 install: build
 	cmake --install $(BUILD)
 
+# Fuzzing: a separate clang build (build-fuzz, -DTS_FUZZ=ON); every target in
+# tests/fuzz runs FUZZ_SECONDS over its corpus (kept in build-fuzz/corpus).
+FUZZ_SECONDS ?= 60
+fuzz:
+	@bash tests/fuzz/smoke.sh --build
+	@for t in $$(bash tests/fuzz/smoke.sh --list); do \
+	  bash tests/fuzz/smoke.sh --keep $$t $(FUZZ_SECONDS) || exit 1; done
+
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

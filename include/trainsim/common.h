@@ -194,7 +194,8 @@ typedef struct TsJsonDoc {
 
 /* Parse file (or text when path is NULL: then `name` is used in messages).
  * On syntax error: TS_ERR_INPUT with line/col and a hint. Rejects NaN/Inf,
- * nesting deeper than 64 and files over 16 MiB. */
+ * nesting deeper than 64 and files over 16 MiB. On failure *doc is left
+ * empty (nothing to free; ts_json_free on it is a harmless no-op). */
 TsStatus ts_json_load(TsJsonDoc *doc, const char *path, TsError *err);
 TsStatus ts_json_load_text(TsJsonDoc *doc, const char *name, const char *text, TsError *err);
 void ts_json_free(TsJsonDoc *doc);

@@ -100,9 +100,12 @@ TsStatus ts_json_load(TsJsonDoc *doc, const char *path, TsError *err)
         ts_err(err, TS_ERR_INPUT, "binary data (a NUL byte) in a JSON file");
         ts_err_at(err, path, l, c, doc->text);
         ts_err_hint(err, "expected a text file");
+        ts_json_free(doc);
         return TS_ERR_INPUT;
     }
-    return load_common(doc, path, err);
+    st = load_common(doc, path, err);
+    if (st) ts_json_free(doc); /* the error holds its own copy of the line */
+    return st;
 }
 
 TsStatus ts_json_load_text(TsJsonDoc *doc, const char *name, const char *text, TsError *err)
@@ -113,7 +116,9 @@ TsStatus ts_json_load_text(TsJsonDoc *doc, const char *name, const char *text, T
     doc->text = malloc(doc->len + 1);
     if (!doc->text) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
     memcpy(doc->text, text, doc->len + 1);
-    return load_common(doc, name, err);
+    TsStatus st = load_common(doc, name, err);
+    if (st) ts_json_free(doc);
+    return st;
 }
 
 void ts_json_free(TsJsonDoc *doc)

@@ -143,7 +143,7 @@ void model_finalize(ModelSpec *m)
     if (m->moe_layer_freq <= 0) m->moe_layer_freq = 1;
     if (m->heads > 0 && m->kv_heads <= 0) m->kv_heads = m->heads;
     if (m->heads > 0 && m->head_dim <= 0 && m->hidden > 0) m->head_dim = m->hidden / m->heads;
-    if (m->ffn <= 0 && m->hidden > 0) {
+    if (m->ffn <= 0 && m->hidden > 0 && m->hidden <= INT64_MAX / 8) { /* absurd sizes: model_validate rejects */
         if (m->act == MODEL_ACT_SWIGLU)
             m->ffn = ts_round_up((8 * m->hidden) / 3 + ((8 * m->hidden) % 3 ? 1 : 0), 256);
         else
@@ -169,6 +169,15 @@ static TsStatus bad(TsError *err, const char *field, const char *rule)
 
 TsStatus model_validate(const ModelSpec *m, TsError *err)
 {
+    /* Keep every product below 2^63: 10^7 per dimension is far beyond any
+     * model. Checked first: finalize leaves derived fields unset for absurd sizes. */
+    const int64_t lim = 10000000;
+    if (m->hidden > lim || m->ffn > lim || m->vocab > 100000000 || m->heads > 100000 ||
+        m->layers > 1000000 || m->experts > 100000 || m->head_dim > 100000 || m->moe_ffn > lim ||
+        m->kv_heads > 100000 || m->max_positions > 1000000000 || m->shared_experts > 100000 ||
+        m->type_vocab > 100000000 || m->q_lora_rank > lim || m->kv_lora_rank > lim ||
+        m->qk_nope_dim > 100000 || m->qk_rope_dim > 100000 || m->v_head_dim > 100000)
+        return bad(err, "hidden", "or another dimension is unreasonably large (limit 1e7)");
     if (m->layers <= 0) return bad(err, "layers", "must be positive");
     if (m->hidden <= 0) return bad(err, "hidden", "must be positive");
     if (m->heads <= 0) return bad(err, "heads", "must be positive");
@@ -184,11 +193,16 @@ TsStatus model_validate(const ModelSpec *m, TsError *err)
         return bad(err, "topk", "must be between 1 and the number of experts");
     if (m->experts > 0 && m->moe_ffn <= 0) return bad(err, "moe-ffn", "must be positive for an MoE model");
     if (m->dense_layers > m->layers) return bad(err, "dense-layers", "cannot exceed layers");
-    /* Keep every product below 2^63: 10^7 per dimension is far beyond any model. */
-    const int64_t lim = 10000000;
-    if (m->hidden > lim || m->ffn > lim || m->vocab > 100000000 || m->heads > 100000 ||
-        m->layers > 1000000 || m->experts > 100000 || m->head_dim > 100000 || m->moe_ffn > lim)
-        return bad(err, "hidden", "or another dimension is unreasonably large (limit 1e7)");
+    /* Products of these sizes must stay below 2^63 (model_count_params uses
+     * int64): the estimate below, in double, bounds the parameter count. */
+    double H = (double)m->hidden, qkv = (double)(m->heads + 2 * m->kv_heads) * (double)m->head_dim;
+    double est = ((double)m->vocab + (double)m->max_positions + (double)m->type_vocab + H) * H * 2 +
+                 (double)m->layers * (2 * H * qkv + 3 * H * (double)m->ffn +
+                                      ((double)m->experts + (double)m->shared_experts + 1) * 3 * H * (double)m->moe_ffn +
+                                      H * (double)m->experts +
+                                      ((double)m->q_lora_rank + (double)m->kv_lora_rank) * (H + 2 * qkv));
+    if (est > 1e17)
+        return bad(err, "layers", "and the other sizes give an unreasonably large model (over 1e17 parameters)");
     return TS_OK;
 }
 

@@ -1,0 +1,618 @@
+/* test_robustness.c — allocation failure, hostile and extreme inputs, and
+ * property tests across the public entry points (docs/robustness.md).
+ *
+ * Allocation failure: this executable is linked with
+ * -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup
+ * (tests/robustness.cmake), so every heap allocation made by trainsim code
+ * goes through fail_countdown; jansson's allocations are routed there too
+ * (json_set_alloc_funcs). fail_loop() runs an entry point with n = 0, 1, 2,
+ * ... successful allocations before every later one fails, until it
+ * succeeds: each failing run must return an error value (never crash, never
+ * leak: ASan and valgrind check the leaks).
+ *
+ * Time bounds checked here are loose (seconds) and only guard against
+ * quadratic blow-ups; tests never assert on precise timings. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "trainsim/common.h"
+#include "trainsim/hw.h"
+#include "trainsim/model.h"
+#include "trainsim/sim.h"
+
+/* ---- injected allocation failure ------------------------------------------- */
+static long fail_countdown = -1; /* < 0: never fail; 0: every allocation fails */
+static long injected;            /* allocations refused since fail_set */
+
+static void fail_set(long n)
+{
+    fail_countdown = n;
+    injected = 0;
+}
+
+static int refuse(void)
+{
+    if (fail_countdown < 0) return 0;
+    if (fail_countdown == 0) {
+        injected++;
+        return 1;
+    }
+    fail_countdown--;
+    return 0;
+}
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t m);
+void *__wrap_realloc(void *p, size_t n);
+char *__wrap_strdup(const char *s);
+
+void *__wrap_malloc(size_t n) { return refuse() ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t n, size_t m) { return refuse() ? NULL : __real_calloc(n, m); }
+void *__wrap_realloc(void *p, size_t n) { return refuse() ? NULL : __real_realloc(p, n); }
+char *__wrap_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = __wrap_malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+static void *json_malloc(size_t n) { return __wrap_malloc(n); }
+
+typedef TsStatus (*Entry)(void *ctx, TsError *err);
+
+/* Run f under n = 0, 1, ... allowed allocations until it succeeds. Returns
+ * how many failing runs there were (the allocation count of a success). */
+static long fail_loop(const char *what, Entry f, void *ctx)
+{
+    for (long n = 0; n < 200000; n++) {
+        TsError err = {0};
+        fail_set(n);
+        TsStatus st = f(ctx, &err);
+        long refused = injected;
+        fail_set(-1);
+        if (st == TS_OK) return n;
+        if (refused == 0) {
+            print_error("%s: failed without an injected allocation failure: %s\n", what, err.msg);
+            fail();
+        }
+        if (err.code == TS_OK || err.msg[0] == '\0') {
+            print_error("%s: allocation failure %ld returned %d without an error message\n", what, n, (int)st);
+            fail();
+        }
+    }
+    print_error("%s: never succeeded\n", what);
+    fail();
+    return -1;
+}
+
+/* ---- scratch files --------------------------------------------------------- */
+static char tmpdir[64];
+
+static int setup_dir(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ts_robust_XXXXXX");
+    json_set_alloc_funcs(json_malloc, free);
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *tpath(const char *name)
+{
+    static char p[4][256];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(p[i], sizeof p[i], "%s/%s", tmpdir, name);
+    return p[i];
+}
+
+static const char *write_tmp(const char *name, const void *data, size_t n)
+{
+    const char *p = tpath(name);
+    FILE *fp = fopen(p, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, n, fp), n);
+    fclose(fp);
+    return p;
+}
+
+static int count_dir_entries(const char *dir)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq 0", dir);
+    return system(cmd) == 0 ? 0 : 1;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static const char LLAMA_CFG[] =
+    "{\n"
+    "  \"architectures\": [\"LlamaForCausalLM\"],\n"
+    "  \"hidden_act\": \"silu\",\n"
+    "  \"hidden_size\": 4096,\n"
+    "  \"intermediate_size\": 14336,\n"
+    "  \"max_position_embeddings\": 8192,\n"
+    "  \"model_type\": \"llama\",\n"
+    "  \"num_attention_heads\": 32,\n"
+    "  \"num_hidden_layers\": 32,\n"
+    "  \"num_key_value_heads\": 8,\n"
+    "  \"rms_norm_eps\": 1e-05,\n"
+    "  \"rope_theta\": 500000.0,\n"
+    "  \"tie_word_embeddings\": false,\n"
+    "  \"vocab_size\": 128256\n"
+    "}\n";
+
+/* ===== 1. allocation failure ================================================= */
+
+static TsStatus e_read_file(void *ctx, TsError *err)
+{
+    char *text;
+    size_t n;
+    TsStatus st = ts_read_file((const char *)ctx, 1u << 24, &text, &n, err);
+    if (st == TS_OK) free(text);
+    return st;
+}
+
+static TsStatus e_json_load(void *ctx, TsError *err)
+{
+    TsJsonDoc d;
+    TsStatus st = ts_json_load(&d, (const char *)ctx, err);
+    ts_json_free(&d);
+    return st;
+}
+
+static TsStatus e_model_load(void *ctx, TsError *err)
+{
+    ModelSpec m;
+    ModelOverrides ov;
+    model_overrides_init(&ov);
+    return model_load((const char *)ctx, &ov, &m, err);
+}
+
+static TsStatus e_gpu_load(void *ctx, TsError *err)
+{
+    GpuSpec g;
+    return hw_gpu_load((const char *)ctx, &g, err);
+}
+
+static TsStatus e_pipeline(void *ctx, TsError *err)
+{
+    (void)ctx;
+    SimChunkCost c[8];
+    memset(c, 0, sizeof c);
+    for (int i = 0; i < 8; i++) c[i].fwd_s = c[i].compute_fwd_s = 1, c[i].bwd_s = c[i].compute_bwd_s = 2;
+    SimStageCost st[4] = {{0}};
+    SimPipeline pl = {.stages = 4, .chunks = 2, .micro_batches = 8, .schedule = SIM_SCHED_INTERLEAVED,
+                      .chunk = c, .stage = st, .record = true};
+    SimWork *w = sim_work_create();
+    if (!w) return ts_err(err, TS_ERR_INTERNAL, "out of memory (sim_work_create)");
+    SimResult r;
+    TsStatus s = sim_pipeline_run(&pl, w, &r, err);
+    sim_work_destroy(w);
+    if (s) return s;
+    /* and the variant that owns its result */
+    s = sim_pipeline_run(&pl, NULL, &r, err);
+    if (s == TS_OK) sim_result_free(&r);
+    return s;
+}
+
+static TsStatus e_buf(void *ctx, TsError *err)
+{
+    (void)ctx;
+    TsBuf b = {0};
+    for (int i = 0; i < 2000; i++) ts_buf_printf(&b, "line %d of a long text\n", i);
+    bool oom = b.oom;
+    ts_buf_free(&b);
+    return oom ? ts_err(err, TS_ERR_INTERNAL, "out of memory formatting output") : TS_OK;
+}
+
+static TsStatus e_arena(void *ctx, TsError *err)
+{
+    (void)ctx;
+    TsArena *a = ts_arena_create(256);
+    if (!a) return ts_err(err, TS_ERR_INTERNAL, "out of memory (arena)");
+    TsStatus st = TS_OK;
+    void *arr = NULL;
+    for (size_t i = 0; i < 200 && st == TS_OK; i++) {
+        if (!ts_arena_printf(a, "node-%zu", i)) st = ts_err(err, TS_ERR_INTERNAL, "out of memory (arena)");
+        void *g = ts_arena_grow(a, arr, 8, i, i + 1);
+        if (!g) st = ts_err(err, TS_ERR_INTERNAL, "out of memory (arena)");
+        arr = g;
+    }
+    ts_arena_destroy(a);
+    return st;
+}
+
+static void test_alloc_failure(void **state)
+{
+    (void)state;
+    const char *cfg = write_tmp("config.json", LLAMA_CFG, strlen(LLAMA_CFG));
+    long n;
+    n = fail_loop("ts_read_file", e_read_file, (void *)cfg);
+    assert_true(n >= 1);
+    n = fail_loop("ts_json_load", e_json_load, (void *)cfg);
+    assert_true(n >= 2);
+    n = fail_loop("model_load(config.json)", e_model_load, (void *)cfg);
+    assert_true(n >= 2);
+    n = fail_loop("model_load(preset)", e_model_load, "llama3-8b");
+    assert_true(n >= 2);
+    n = fail_loop("hw_gpu_load", e_gpu_load, "h100-sxm5-80gb");
+    assert_true(n >= 2);
+    n = fail_loop("sim_pipeline_run", e_pipeline, NULL);
+    assert_true(n >= 2);
+    n = fail_loop("ts_buf", e_buf, NULL);
+    assert_true(n >= 2);
+    n = fail_loop("ts_arena", e_arena, NULL);
+    assert_true(n >= 2);
+}
+
+/* Per-allocation failure inside one arena (ts_arena_fail_after). */
+static void test_arena_fail_after(void **state)
+{
+    (void)state;
+    for (long n = 0; n < 50; n++) {
+        TsArena *a = ts_arena_create(64);
+        assert_non_null(a);
+        ts_arena_fail_after(a, n);
+        long ok = 0;
+        for (int i = 0; i < 60; i++)
+            if (ts_arena_alloc(a, (size_t)(i * 7 + 1))) ok++;
+        assert_int_equal(ok, n);
+        ts_arena_destroy(a);
+    }
+}
+
+/* ===== 2. hostile inputs ====================================================== */
+
+/* Every error is positioned (line >= 1) when it is about a file's content. */
+static void expect_input_error(TsStatus st, const TsError *e, const char *needle)
+{
+    if (st != TS_ERR_INPUT) print_error("expected TS_ERR_INPUT, got %d (%s)\n", (int)st, e->msg);
+    assert_int_equal(st, TS_ERR_INPUT);
+    assert_true(e->msg[0] != '\0');
+    if (needle && !strstr(e->msg, needle)) {
+        print_error("message '%s' lacks '%s'\n", e->msg, needle);
+        fail();
+    }
+}
+
+static TsStatus load_model_file(const char *name, const void *data, size_t n, TsError *e)
+{
+    const char *p = write_tmp(name, data, n);
+    ModelSpec m;
+    ModelOverrides ov;
+    model_overrides_init(&ov);
+    memset(e, 0, sizeof *e);
+    return model_load(p, &ov, &m, e);
+}
+
+static void test_json_hostile(void **state)
+{
+    (void)state;
+    TsError e;
+    const char *nan = "{\"model_type\": \"llama\", \"hidden_size\": NaN}";
+    expect_input_error(load_model_file("nan.json", nan, strlen(nan), &e), &e, NULL);
+    assert_int_equal(e.line, 1);
+    assert_true(e.col > 1);
+    assert_non_null(strstr(e.hint, "NaN"));
+    const char *inf = "{\"model_type\": \"llama\",\n \"hidden_size\": -Infinity}";
+    expect_input_error(load_model_file("inf.json", inf, strlen(inf), &e), &e, NULL);
+    assert_int_equal(e.line, 2);
+    const char *big = "{\"model_type\": \"llama\", \"hidden_size\": 1e999}";
+    expect_input_error(load_model_file("big.json", big, strlen(big), &e), &e, NULL);
+
+    /* 10^5 nested arrays: rejected at depth 65, positioned, no recursion. */
+    size_t depth = 100000;
+    char *deep = malloc(2 * depth + 16);
+    assert_non_null(deep);
+    strcpy(deep, "{\"a\":");
+    memset(deep + 5, '[', depth);
+    memset(deep + 5 + depth, ']', depth);
+    strcpy(deep + 5 + 2 * depth, "}");
+    expect_input_error(load_model_file("deep.json", deep, strlen(deep), &e), &e, "nested deeper");
+    assert_int_equal(e.line, 1);
+    assert_int_equal(e.col, 5 + 63 + 1); /* the object is level 1 */
+    free(deep);
+
+    /* Invalid UTF-8 inside a string. */
+    const char bad_utf8[] = "{\"model_type\": \"ll\xff\xfe\"}";
+    expect_input_error(load_model_file("utf8.json", bad_utf8, sizeof bad_utf8 - 1, &e), &e, NULL);
+    assert_int_equal(e.line, 1);
+
+    /* Binary garbage with NUL bytes. */
+    unsigned char garbage[4096];
+    srand(7);
+    for (size_t i = 0; i < sizeof garbage; i++) garbage[i] = (unsigned char)(rand() & 0xff);
+    garbage[0] = '{';
+    garbage[100] = 0;
+    expect_input_error(load_model_file("garbage.json", garbage, sizeof garbage, &e), &e, NULL);
+    assert_true(e.line >= 1);
+    expect_input_error(load_model_file("garbage.txt", garbage + 1, sizeof garbage - 1, &e), &e, NULL);
+
+    /* Empty file, whitespace-only file, a top-level array. */
+    expect_input_error(load_model_file("empty.json", "", 0, &e), &e, NULL);
+    expect_input_error(load_model_file("ws.json", " \n\t\n", 4, &e), &e, NULL);
+    expect_input_error(load_model_file("arr.json", "[1,2]", 5, &e), &e, "object");
+
+    /* A directory named like a model file. */
+    const char *d = tpath("dir.json");
+    assert_int_equal(mkdir(d, 0700), 0);
+    ModelSpec m;
+    ModelOverrides ov;
+    model_overrides_init(&ov);
+    memset(&e, 0, sizeof e);
+    assert_int_not_equal(model_load(d, &ov, &m, &e), TS_OK);
+    rmdir(d);
+}
+
+/* Every truncation of a valid config is an error with a position, or (for
+ * the few prefixes that are still complete JSON) a result. */
+static void test_truncated(void **state)
+{
+    (void)state;
+    size_t n = strlen(LLAMA_CFG);
+    int errors = 0;
+    for (size_t k = 0; k < n; k++) {
+        TsError e;
+        TsStatus st = load_model_file("trunc.json", LLAMA_CFG, k, &e);
+        if (st == TS_OK) continue;
+        assert_int_equal(st, TS_ERR_INPUT);
+        assert_true(e.line >= 1);
+        errors++;
+    }
+    assert_true(errors >= (int)n - 2);
+    TsError e;
+    assert_int_equal(load_model_file("full.json", LLAMA_CFG, n, &e), TS_OK);
+}
+
+/* A 4 MiB single line, and a file over the 16 MiB JSON limit. */
+static void test_overlong(void **state)
+{
+    (void)state;
+    size_t n = 4u << 20;
+    char *s = malloc(n + 64);
+    assert_non_null(s);
+    strcpy(s, "{\"model_type\": \"");
+    size_t h = strlen(s);
+    memset(s + h, 'x', n);
+    strcpy(s + h + n, "\"}");
+    TsError e;
+    double t0 = now_s();
+    expect_input_error(load_model_file("long.json", s, strlen(s), &e), &e, NULL);
+    assert_true(now_s() - t0 < 10.0);
+    /* the copied source line is bounded */
+    assert_true(strlen(e.src_line) < TS_ERR_LINE_MAX);
+    free(s);
+
+    n = (16u << 20) + 10;
+    s = malloc(n);
+    assert_non_null(s);
+    memset(s, ' ', n);
+    s[0] = '{';
+    s[n - 1] = '}';
+    expect_input_error(load_model_file("huge.json", s, n, &e), &e, "limit");
+    free(s);
+}
+
+/* Zero, negative and absurd sizes from flags never overflow. */
+static void test_extreme_model_sizes(void **state)
+{
+    (void)state;
+    struct {
+        int64_t layers, hidden, heads;
+        TsStatus want;
+    } cases[] = {
+        {12, 768, 12, TS_OK},
+        {100000, 1024, 16, TS_OK},          /* 10^5 layers */
+        {1000000, 64, 1, TS_OK},            /* the 10^6-layer limit itself */
+        {1000001, 64, 1, TS_ERR_INPUT},
+        {0, 768, 12, TS_ERR_INPUT},
+        {12, 0, 12, TS_ERR_INPUT},
+        {12, 768, 0, TS_ERR_INPUT},
+        {12, INT64_MAX, 12, TS_ERR_INPUT},  /* 4*hidden would overflow */
+        {12, INT64_MAX / 4, 1, TS_ERR_INPUT},
+        {INT64_MAX, 768, 12, TS_ERR_INPUT},
+        {12, 768, INT64_MAX, TS_ERR_INPUT},
+        {1000000, 10000000, 100000, TS_ERR_INPUT}, /* each size allowed, product absurd */
+        {-1, 768, 12, TS_ERR_INPUT},        /* "not given": names the flag */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int arch = 0; arch < MODEL_ARCH_COUNT; arch++) {
+            ModelOverrides ov;
+            model_overrides_init(&ov);
+            ov.arch_set = true;
+            ov.arch = (ModelArch)arch;
+            ov.layers = cases[i].layers;
+            ov.hidden = cases[i].hidden;
+            ov.heads = cases[i].heads;
+            ov.vocab = 50257;
+            ModelSpec m;
+            TsError e = {0};
+            TsStatus st = model_load(NULL, &ov, &m, &e);
+            if (st != cases[i].want)
+                print_error("case %zu arch %d: status %d (%s)\n", i, arch, (int)st, e.msg);
+            assert_int_equal(st, cases[i].want);
+            if (st == TS_OK) {
+                ModelCounts c;
+                model_count_params(&m, &c);
+                assert_true(c.total > 0);
+                /* dense: everything is embedding + head + identical layers */
+                if (m.experts == 0)
+                    assert_true(c.total == c.embedding + c.lm_head + m.layers * c.per_layer_dense +
+                                               (c.total - c.embedding - c.lm_head - m.layers * c.per_layer_dense));
+                assert_true(c.non_embedding == c.total - c.embedding - c.lm_head);
+            }
+        }
+    }
+}
+
+/* ===== 3. output files ======================================================== */
+
+static void test_no_partial_output(void **state)
+{
+    (void)state;
+    const char *p = write_tmp("keep.txt", "old contents\n", 13);
+    TsError e = {0};
+    /* An aborted streaming write leaves the old file and no temp file. */
+    TsOutFile o;
+    assert_int_equal(ts_out_open(&o, p, &e), TS_OK);
+    for (int i = 0; i < 100000; i++) fputs("half-written line\n", o.fp);
+    ts_out_abort(&o);
+    char *text;
+    size_t n;
+    assert_int_equal(ts_read_file(p, 100, &text, &n, &e), TS_OK);
+    assert_string_equal(text, "old contents\n");
+    free(text);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls %s | grep '\\.tmp\\.')\"", tmpdir);
+    assert_int_equal(system(cmd), 0);
+
+    /* Missing directory: a clear usage error naming the directory. */
+    memset(&e, 0, sizeof e);
+    assert_int_equal(ts_write_file_atomic(tpath("no/such/dir/out.txt"), "x", 1, &e), TS_ERR_USAGE);
+    assert_non_null(strstr(e.msg, "does not exist"));
+    assert_non_null(strstr(e.hint, "mkdir -p"));
+
+    /* The output path is an existing directory: an error, the directory stays. */
+    const char *d = tpath("outdir");
+    assert_int_equal(mkdir(d, 0700), 0);
+    memset(&e, 0, sizeof e);
+    assert_int_not_equal(ts_write_file_atomic(d, "x", 1, &e), TS_OK);
+    struct stat st;
+    assert_int_equal(stat(d, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    rmdir(d);
+
+    /* A read-only directory. */
+    const char *ro = tpath("ro");
+    assert_int_equal(mkdir(ro, 0500), 0);
+    char f[300];
+    snprintf(f, sizeof f, "%s/out.txt", ro);
+    memset(&e, 0, sizeof e);
+    if (geteuid() != 0) assert_int_not_equal(ts_write_file_atomic(f, "x", 1, &e), TS_OK);
+    assert_int_equal(count_dir_entries(ro) == 0 || geteuid() == 0, 1);
+    chmod(ro, 0700);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", ro);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* ===== 4. properties ========================================================== */
+
+static double rnd(unsigned *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return (double)((*s >> 8) & 0xffff) / 65536.0;
+}
+
+static double pipe_time(int p, int v, int64_t m, SimSchedule sch, const SimChunkCost *c)
+{
+    SimStageCost st[16];
+    memset(st, 0, sizeof st);
+    SimPipeline pl = {.stages = p, .chunks = v, .micro_batches = m, .schedule = sch, .chunk = c, .stage = st};
+    SimResult r;
+    TsError e = {0};
+    assert_int_equal(sim_pipeline_run(&pl, NULL, &r, &e), TS_OK);
+    double t = r.iteration_time_s;
+    /* the breakdown of the critical stage sums to the iteration time */
+    double sum = 0;
+    for (int i = 0; i < SIM_BD_COUNT; i++) sum += sim_breakdown_get(&r.breakdown, i);
+    assert_true(fabs(sum - t) <= 1e-9 * t + 1e-12);
+    sim_result_free(&r);
+    return t;
+}
+
+/* Monotonicity of the schedule engine on random stage costs: making any one
+ * task slower, or adding micro-batches, never makes the iteration faster. */
+static void test_sim_monotone(void **state)
+{
+    (void)state;
+    unsigned seed = 12345;
+    SimChunkCost c[16 * 4];
+    for (int trial = 0; trial < 200; trial++) {
+        int p = 1 + (int)(rnd(&seed) * 8);
+        int v = 1 + (int)(rnd(&seed) * 3);
+        if (p == 1) v = 1;
+        SimSchedule sch = v > 1 ? SIM_SCHED_INTERLEAVED : (rnd(&seed) < 0.5 ? SIM_SCHED_1F1B : SIM_SCHED_GPIPE);
+        int64_t m = p * (1 + (int)(rnd(&seed) * 4));
+        memset(c, 0, sizeof c);
+        for (int i = 0; i < p * v; i++) {
+            c[i].compute_fwd_s = c[i].fwd_s = 0.1 + rnd(&seed);
+            c[i].compute_bwd_s = c[i].bwd_s = 0.2 + 2 * rnd(&seed);
+            c[i].p2p_fwd_s = c[i].p2p_bwd_s = 0.05 * rnd(&seed);
+        }
+        double t0 = pipe_time(p, v, m, sch, c);
+        double t1 = pipe_time(p, v, m + p, sch, c);
+        assert_true(t1 >= t0 * (1 - 1e-12));
+        int k = (int)(rnd(&seed) * p * v);
+        c[k].fwd_s += 0.5;
+        c[k].compute_fwd_s += 0.5;
+        double t2 = pipe_time(p, v, m, sch, c);
+        assert_true(t2 >= t0 * (1 - 1e-12));
+        c[k].bwd_s += 0.5;
+        c[k].compute_bwd_s += 0.5;
+        double t3 = pipe_time(p, v, m, sch, c);
+        assert_true(t3 >= t2 * (1 - 1e-12));
+    }
+}
+
+/* Hostile pipelines: zero/negative sizes are plan errors, huge ones are
+ * bounded in time (the engine is O(p*v*m)). */
+static void test_sim_hostile(void **state)
+{
+    (void)state;
+    SimChunkCost c[4] = {{0}};
+    SimStageCost st[4] = {{0}};
+    SimResult r;
+    TsError e = {0};
+    SimPipeline pl = {.stages = 0, .chunks = 1, .micro_batches = 8, .schedule = SIM_SCHED_1F1B, .chunk = c, .stage = st};
+    assert_int_equal(sim_pipeline_run(&pl, NULL, &r, &e), TS_ERR_PLAN);
+    pl.stages = 2;
+    pl.micro_batches = 0;
+    assert_int_equal(sim_pipeline_run(&pl, NULL, &r, &e), TS_ERR_PLAN);
+    pl.micro_batches = -5;
+    assert_int_equal(sim_pipeline_run(&pl, NULL, &r, &e), TS_ERR_PLAN);
+    pl.micro_batches = 8;
+    pl.chunks = 2; /* chunks > 1 without INTERLEAVED */
+    assert_int_equal(sim_pipeline_run(&pl, NULL, &r, &e), TS_ERR_PLAN);
+    pl.chunks = -1;
+    assert_int_not_equal(sim_pipeline_run(&pl, NULL, &r, &e), TS_OK);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alloc_failure),     cmocka_unit_test(test_arena_fail_after),
+        cmocka_unit_test(test_json_hostile),      cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_overlong),          cmocka_unit_test(test_extreme_model_sizes),
+        cmocka_unit_test(test_no_partial_output), cmocka_unit_test(test_sim_monotone),
+        cmocka_unit_test(test_sim_hostile),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}

@@ -5,3 +5,16 @@ if(TARGET test_robustness)
     -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup)
   target_link_libraries(test_robustness PRIVATE PkgConfig::JANSSON)
 endif()
+
+# The whole suite under valgrind memcheck (scripts/valgrind.sh): every golden
+# case and unit test, --leak-check=full, errors and leaks fail. ~15 s with 2
+# jobs at the time of writing; switch off with -DTS_VALGRIND_TEST=OFF if the
+# suite outgrows it (then run `bash scripts/valgrind.sh build`). Not in the
+# sanitizer build: ASan and valgrind do not mix.
+option(TS_VALGRIND_TEST "Run the suite under valgrind as a ctest" ON)
+find_program(TS_VALGRIND valgrind)
+if(TS_VALGRIND_TEST AND TS_VALGRIND AND NOT TS_SANITIZE AND NOT TS_FUZZ)
+  add_test(NAME valgrind/suite
+    COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/valgrind.sh ${CMAKE_BINARY_DIR} 2)
+  set_tests_properties(valgrind/suite PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+endif()

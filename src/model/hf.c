@@ -403,6 +403,6 @@ TsStatus model_parse_hf_config(const char *path, ModelSpec *out, ModelKnown *kno
     TsStatus st = ts_json_load(&doc, path, err);
     if (st == TS_OK) st = parse_hf(&doc, out, err);
     ts_json_free(&doc);
-    if (st == TS_OK && known) *known = (ModelKnown){true, true, true, true, true, true, true, true};
+    if (st == TS_OK && known) *known = (ModelKnown){true, true, true, true, true, true, true, true, false};
     return st;
 }

@@ -144,10 +144,11 @@ static int evaluate(const HwOpts *o, const CliHwLoaded *l, TsBuf *b)
         }
         int64_t nodes = o->group_nodes > 0 ? o->group_nodes : ts_ceil_div(o->group, l->cluster.gpus_per_node);
         HwCollCost r = hw_coll_cost(&l->net, c, o->bytes, o->group, nodes, 1, o->group_kind);
-        ts_buf_printf(b, "%s of %.0f bytes over %lld GPUs on %lld node%s (%s): %.3f us, busbw %.1f GB/s, %s/%s\n",
+        ts_buf_printf(b, "%s of %.0f bytes over %lld GPUs on %lld node%s (%s): %.3f us, busbw %.1f GB/s, %s%s%s\n",
                       ts_coll_name(c), o->bytes, (long long)o->group, (long long)nodes, nodes == 1 ? "" : "s",
-                      l->cluster.name, r.time_s * 1e6, r.busbw_bytes_per_s / 1e9, hw_algo_name(r.algo),
-                      r.algo == HW_ALGO_TABLE ? "busbw table" : hw_proto_name(r.proto));
+                      l->cluster.name, r.time_s * 1e6, r.busbw_bytes_per_s / 1e9,
+                      r.algo == HW_ALGO_TABLE ? "measured busbw table" : hw_algo_name(r.algo),
+                      r.algo == HW_ALGO_TABLE ? "" : "/", r.algo == HW_ALGO_TABLE ? "" : hw_proto_name(r.proto));
     }
     return 0;
 }

@@ -108,6 +108,9 @@ TsStatus hw_check_keys(const TsJsonDoc *doc, json_t *obj, const char *prefix,
                 break;
             }
             int d = edit_distance(key, allowed[i]);
+            size_t cp = 0;
+            while (key[cp] && key[cp] == allowed[i][cp]) cp++;
+            if (cp >= 5) d -= 2; /* a shared stem beats a short lookalike */
             if (d < bd) {
                 bd = d;
                 best = allowed[i];

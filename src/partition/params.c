@@ -40,6 +40,12 @@ static char *module_path(const ModuleGraph *g, int32_t id, TsArena *a)
     for (int32_t x = id; x >= 0 && n < 64; x = g->mods[x].parent) chain[n++] = x;
     TsBuf b = {0};
     bool first = true;
+    /* DeepSpeed: the engine holds the PipelineModule as `module`, so every
+     * named parameter starts with "module." (as in the seed table). */
+    if (g->opt.naming == GRAPH_NAMING_DEEPSPEED) {
+        ts_buf_puts(&b, "module");
+        first = false;
+    }
     for (int i = n - 1; i >= 0; i--) {
         const char *nm = g->mods[chain[i]].name;
         if (!nm || !*nm) continue;

@@ -19,6 +19,16 @@
  * the framework. All op FLOPs and bytes are linear in B (build once with
  * batch 1 and scale when sweeping micro-batches).
  *
+ * Ordering: modules are stored in tree order (pre-order, children in the
+ * framework's registration order, which is what `print(model)` shows);
+ * ops are stored in forward EXECUTION order (Megatron lists core_attention
+ * before linear_qkv but runs linear_qkv first); parameters in module order.
+ * A module's ops, its own and its descendants', form the contiguous span
+ * [first_op, first_op + n_ops): a forward call nests its children's calls.
+ * op.module is the module that owns an op directly (where the DeepSpeed
+ * profiler would credit it). Routed experts have one module/op/param row per
+ * expert (expert_id 0..E-1); nothing is multiplied implicitly.
+ *
  * Dimensions: B batch, S seq, H hidden, A heads, G kv heads, D head dim,
  * F ffn, V vocab (padded when the naming is Megatron/DeepSpeed with tp>1),
  * E experts, K top-k.
@@ -108,7 +118,10 @@ typedef struct GraphOp {
     GraphSplit split;      /* TP split */
     GraphPart part;
     int32_t layer;         /* transformer layer index, -1 outside layers */
-    bool expert;           /* runs per routed expert (tokens already * K / E ...) */
+    bool expert;           /* work of routed expert expert_id; dims[0] = its average
+                              tokens B*S*K/E (rounded; FLOPs use the exact ratio) */
+    int32_t expert_id;     /* 0..E-1 for expert ops, -1 otherwise */
+    GraphRole role;        /* EMBED / LAYER / HEAD: which pipeline stage runs it */
     double ds_flops;       /* DeepSpeed profiler forward FLOPs */
     double ds_macs;        /* DeepSpeed profiler forward MACs */
     double fwd_flops;      /* exact forward FLOPs (causal per GraphOptions) */
@@ -125,8 +138,11 @@ typedef struct GraphParam {
     int64_t shape[2];      /* logical (unsharded) shape, torch order (out, in) */
     int ndim;              /* 1 or 2 */
     GraphSplit split;      /* GRAPH_SPLIT_COL splits shape[0], ROW shape[1], VOCAB shape[0] */
-    bool expert;           /* one routed expert's tensor (count = experts) */
+    bool expert;           /* a routed expert's tensor (one row per expert, see expert_id) */
+    int32_t expert_id;     /* 0..E-1, -1 when not an expert tensor */
     bool tied;             /* shares storage with an earlier tensor (counted once) */
+    int32_t tied_to;       /* the param id holding the storage when tied, else -1 */
+    int32_t layer;         /* transformer layer of the owning module, -1 outside */
     int64_t numel;         /* shape[0]*shape[1] (per expert when expert) */
 } GraphParam;
 
@@ -140,8 +156,13 @@ typedef struct GraphModule {
     int32_t depth;         /* root = 0 */
     int32_t layer;         /* transformer layer index, -1 outside layers */
     GraphRole role;
-    int32_t first_op, n_ops;     /* ops owned directly (contiguous in ops[]) */
+    int32_t first_op, n_ops;     /* ops run inside this module (own + descendants'),
+                                    contiguous in execution order; n_ops 0 if none */
     int32_t first_param, n_params;/* params owned directly (contiguous) */
+    int32_t last_child;    /* -1 if leaf (for appending children in O(1)) */
+    int32_t end_mod;       /* one past the last descendant: the subtree is [id, end_mod) */
+    const char *repr;      /* non-NULL: the module overrides __repr__ (HF Conv1D prints
+                              "Conv1D(nf=2304, nx=768)"), so DeepSpeed stats never show */
 } GraphModule;
 
 typedef struct GraphOptions {
@@ -155,6 +176,14 @@ typedef struct GraphOptions {
     int64_t tp;            /* used only for vocab padding in names/shapes; 1 */
 } GraphOptions;
 
+/* Builder position: what the next ops belong to (set by the naming builders). */
+typedef struct GraphCursor {
+    int32_t layer;         /* -1 outside transformer layers */
+    GraphPart part;
+    GraphRole role;
+    int32_t expert_id;     /* -1 outside routed experts */
+} GraphCursor;
+
 typedef struct ModuleGraph {
     TsArena *arena;
     ModelSpec spec;
@@ -163,6 +192,11 @@ typedef struct ModuleGraph {
     GraphOp *ops;       int32_t n_ops;
     GraphParam *params; int32_t n_params;
     int32_t root;       /* 0 */
+    int64_t vocab;      /* V as built: padded for megatron/deepspeed naming, e.g. 50304 */
+    int64_t tokens;     /* B*S */
+    GraphCursor at;     /* builder state (see graph_add_*) */
+    bool oom;           /* an allocation failed while building; graph_build fails */
+    int32_t cap_mods, cap_ops, cap_params;
 } ModuleGraph;
 
 /* Sums over a subtree (recursive, like the profiler's get_module_*). */
@@ -184,6 +218,54 @@ TsStatus graph_build(const ModelSpec *m, const GraphOptions *o, ModuleGraph **ou
 void graph_destroy(ModuleGraph *g);
 
 void graph_totals(const ModuleGraph *g, int32_t module, GraphTotals *out);
+/* Totals of the whole model (root), with tied params counted once. */
+void graph_model_totals(const ModuleGraph *g, GraphTotals *out);
+/* Parameter count of a subtree the DeepSpeed way: a tied tensor counts in
+ * every module holding it, once within the subtree. */
+int64_t graph_params(const ModuleGraph *g, int32_t module);
+/* Dotted path of a module from the root ("decoder.layers.0.mlp"); "" for
+ * the root. Returns the length written (truncated to cap). */
+size_t graph_module_path(const ModuleGraph *g, int32_t module, char *out, size_t cap);
+/* Module id at a dotted path, -1 if none. */
+int32_t graph_find(const ModuleGraph *g, const char *path);
+
+/* ---- builders ----------------------------------------------------------------
+ * Each returns the new module id (or -1 after an allocation failure, which
+ * also sets g->oom), computes shapes, FLOPs, MACs, bytes and params, and
+ * tags ops with g->at (layer, part, role, expert). `tokens` is the M of the
+ * GEMM (B*S normally, fewer for experts or the BERT pooler); for experts
+ * pass the exact average as double via graph_add_linear_f. */
+int32_t graph_add_module(ModuleGraph *g, int32_t parent, const char *name, const char *cls,
+                         const char *extra_repr);
+int32_t graph_add_param(ModuleGraph *g, int32_t module, const char *name, int64_t d0, int64_t d1,
+                        GraphSplit split);
+/* A tied parameter: shares `owner`'s storage; counted once in totals. */
+int32_t graph_add_tied_param(ModuleGraph *g, int32_t module, const char *name, int32_t owner);
+/* Append an op to `module` with all costs zero; the caller fills them. */
+GraphOp *graph_add_op(ModuleGraph *g, int32_t module, GraphOpKind kind, const char *name);
+/* Linear layer (x W^T + b): module + weight (out, in) [+ bias] + GEMM op.
+ * DeepSpeed: 2*MACs (bias not counted). */
+int32_t graph_add_linear(ModuleGraph *g, int32_t parent, const char *name, const char *cls,
+                         const char *extra_repr, double tokens, int64_t in, int64_t out, bool bias,
+                         GraphSplit split);
+/* GEMM op only, owned by `module` (e.g. an LM head that reuses tied weights). */
+GraphOp *graph_op_gemm(ModuleGraph *g, int32_t module, const char *name, double tokens, int64_t in,
+                       int64_t out, bool bias, GraphSplit split);
+/* Norm over `width` for `rows` rows. ds_per_elem: DeepSpeed FLOPs per element
+ * (5 for F.layer_norm with affine, 0 for apex FusedLayerNorm and RMSNorm). */
+GraphOp *graph_op_norm(ModuleGraph *g, int32_t module, const char *name, double rows, int64_t width,
+                       bool layernorm, double ds_per_elem);
+/* Elementwise op over numel elements with `inputs` inputs; ds_per_elem as above. */
+GraphOp *graph_op_eltwise(ModuleGraph *g, int32_t module, GraphOpKind kind, const char *name,
+                          double numel, int inputs, double ds_per_elem, GraphSplit split);
+/* Batched matmul [b, m, k] x [b, k, n] of two activations (eager attention). */
+GraphOp *graph_op_bmm(ModuleGraph *g, int32_t module, const char *name, int64_t b, int64_t m, int64_t k,
+                      int64_t n, bool ds_baddbmm);
+/* Fused attention softmax(Q K^T) V: B, A query heads, G kv heads, Sq, Sk, Dqk, Dv.
+ * DeepSpeed counts it as SDPA (two matmuls, no causal halving). Exact FLOPs
+ * honour o.causal; backward = 2.5x forward. */
+GraphOp *graph_op_attention(ModuleGraph *g, int32_t module, const char *name, int64_t B, int64_t A,
+                            int64_t G, int64_t Sq, int64_t Sk, int64_t Dqk, int64_t Dv);
 /* Print the tree in the "Module: X / Submodule: name (Class)" format of a
  * Megatron module-tree dump (no trailing newline after the last line). */
 void graph_print_tree(const ModuleGraph *g, TsBuf *out);

@@ -147,6 +147,7 @@ void model_count_params(const ModelSpec *m, ModelCounts *out);
 /* Which fields a source determined; flags may fill the rest. */
 typedef struct ModelKnown {
     bool layers, hidden, heads, kv_heads, head_dim, ffn, vocab, max_positions;
+    bool experts_missing; /* the source shows MoE layers but not how many experts (--experts) */
 } ModelKnown;
 
 /* Command-line overrides: a field < 0 (or arch_set false) means "not given". */

@@ -1,0 +1,523 @@
+/* HuggingFace transformers naming: BertModel, GPT2LMHeadModel and the Llama
+ * family (LlamaForCausalLM, MixtralForCausalLM, Qwen2/Qwen3(-MoE),
+ * DeepseekV3ForCausalLM), modules registered in __init__ order.
+ *
+ * Legend: T = B*S tokens, H hidden, A heads, G kv heads, D head dim, F ffn,
+ * V vocab (unpadded), E experts, K top-k.
+ *
+ * DeepSpeed counts under transformers: nn.Linear -> F.linear (2*MACs);
+ * GPT-2 Conv1D -> torch.addmm (2*MACs + numel(bias)); nn.LayerNorm 5*numel;
+ * RMSNorm, RoPE, residual '+' and SwiGLU's '*' 0; nn.SiLU calls F.silu
+ * (numel); GELUActivation stores F.gelu at construction, before the profiler
+ * patches it, so it counts 0 (the seed BERT report: 89.45 G, not 89.47 G);
+ * NewGELUActivation (tanh/pow) 0; BERT eager attention = matmul + F.softmax
+ * + matmul; Llama/GPT-2/Mixtral use SDPA (two matmuls); embeddings 0.
+ */
+#include "graph_int.h"
+
+#include <string.h>
+
+typedef struct Hf {
+    ModuleGraph *g;
+    const ModelSpec *m;
+    const char *P;         /* class prefix: "Llama", "Mixtral", ... */
+    const char *norm_cls, *norm_extra, *drop_extra;
+    bool ln;
+    GraphNames idx;
+} Hf;
+
+static const char *cls(Hf *c, const char *suffix) { return ts_arena_printf(c->g->arena, "%s%s", c->P, suffix); }
+
+static const char *linear_extra(ModuleGraph *g, int64_t in, int64_t out, bool bias)
+{
+    return ts_arena_printf(g->arena, "in_features=%lld, out_features=%lld, bias=%s", (long long)in,
+                           (long long)out, bias ? "True" : "False");
+}
+
+static int32_t lin(Hf *c, int32_t parent, const char *name, int64_t in, int64_t out, bool bias, GraphSplit split)
+{
+    return gb_linear_mod(c->g, parent, name, "Linear", linear_extra(c->g, in, out, bias), in, out, bias, split);
+}
+
+static const char *ln_extra(ModuleGraph *g, int64_t w, double eps)
+{
+    char e[32];
+    graph_fmt_eps(e, sizeof e, eps);
+    return ts_arena_printf(g->arena, "(%lld,), eps=%s, elementwise_affine=True", (long long)w, e);
+}
+
+static const char *emb_extra(ModuleGraph *g, int64_t rows, int64_t w, int64_t pad)
+{
+    if (pad >= 0) return ts_arena_printf(g->arena, "%lld, %lld, padding_idx=%lld", (long long)rows, (long long)w, (long long)pad);
+    return ts_arena_printf(g->arena, "%lld, %lld", (long long)rows, (long long)w);
+}
+
+static void emb_op(ModuleGraph *g, int32_t mod, const char *name, int64_t H, GraphSplit split)
+{
+    graph_op_eltwise(g, mod, GRAPH_OP_EMBEDDING, name, (double)g->tokens * (double)H, 1, 0.0, split);
+}
+
+static void residual(ModuleGraph *g, int32_t mod, int64_t H)
+{
+    graph_op_eltwise(g, mod, GRAPH_OP_ELEMENTWISE, "residual", (double)g->tokens * (double)H, 2, 0.0, GRAPH_SPLIT_SEQ);
+}
+
+/* ---- BERT --------------------------------------------------------------------------------- */
+
+static TsStatus build_bert(Hf *c)
+{
+    ModuleGraph *g = c->g;
+    const ModelSpec *m = c->m;
+    int64_t B = g->opt.batch, S = g->opt.seq, H = m->hidden, A = m->heads, D = m->head_dim, F = m->ffn;
+    double T = (double)g->tokens;
+    const char *lne = ln_extra(g, H, m->norm_eps);
+    const char *dr = "p=0.1, inplace=False";
+    int32_t root = graph_add_module(g, -1, "", "BertModel", "");
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
+    int32_t emb = graph_add_module(g, root, "embeddings", "BertEmbeddings", "");
+    int32_t we = graph_add_module(g, emb, "word_embeddings", "Embedding", emb_extra(g, m->vocab, H, 0));
+    graph_add_param(g, we, "weight", m->vocab, H, GRAPH_SPLIT_VOCAB);
+    int32_t pe = graph_add_module(g, emb, "position_embeddings", "Embedding", emb_extra(g, m->max_positions, H, -1));
+    graph_add_param(g, pe, "weight", m->max_positions, H, GRAPH_SPLIT_NONE);
+    int32_t te = graph_add_module(g, emb, "token_type_embeddings", "Embedding", emb_extra(g, m->type_vocab, H, -1));
+    graph_add_param(g, te, "weight", m->type_vocab, H, GRAPH_SPLIT_NONE);
+    int32_t eln = gb_norm_mod(g, emb, "LayerNorm", "LayerNorm", lne, H, true);
+    int32_t edr = graph_add_module(g, emb, "dropout", "Dropout", dr);
+    emb_op(g, we, "word_embeddings", H, GRAPH_SPLIT_VOCAB);
+    emb_op(g, te, "token_type_embeddings", H, GRAPH_SPLIT_NONE);
+    graph_op_eltwise(g, emb, GRAPH_OP_ELEMENTWISE, "add", T * (double)H, 2, 0.0, GRAPH_SPLIT_SEQ);
+    emb_op(g, pe, "position_embeddings", H, GRAPH_SPLIT_NONE);
+    graph_op_eltwise(g, emb, GRAPH_OP_ELEMENTWISE, "add", T * (double)H, 2, 0.0, GRAPH_SPLIT_SEQ);
+    graph_op_norm(g, eln, "LayerNorm", T, H, true, 5.0);
+    graph_op_eltwise(g, edr, GRAPH_OP_DROPOUT, "dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_OTHER);
+    int32_t enc = graph_add_module(g, root, "encoder", "BertEncoder", "");
+    int32_t list = graph_add_module(g, enc, "layer", "ModuleList", "");
+    for (int64_t l = 0; l < m->layers && !g->oom; l++) {
+        int32_t L = (int32_t)l;
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        int32_t bl = graph_add_module(g, list, graph_idx(g, &c->idx, l), "BertLayer", "");
+        int32_t at = graph_add_module(g, bl, "attention", "BertAttention", "");
+        int32_t self = graph_add_module(g, at, "self", "BertSelfAttention", "");
+        int32_t q = lin(c, self, "query", H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
+        int32_t k = lin(c, self, "key", H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
+        int32_t v = lin(c, self, "value", H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
+        int32_t sd = graph_add_module(g, self, "dropout", "Dropout", dr);
+        graph_op_gemm(g, q, "query", T, H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
+        graph_op_gemm(g, k, "key", T, H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
+        graph_op_gemm(g, v, "value", T, H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
+        graph_at(g, L, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
+        double ss = (double)(B * A) * (double)S * (double)S;
+        graph_op_bmm(g, self, "matmul_qk", B * A, S, D, S, false);
+        graph_op_eltwise(g, self, GRAPH_OP_SOFTMAX, "softmax", ss, 1, 1.0, GRAPH_SPLIT_HEADS);
+        graph_op_eltwise(g, sd, GRAPH_OP_DROPOUT, "dropout", ss, 1, 0.0, GRAPH_SPLIT_HEADS);
+        graph_op_bmm(g, self, "matmul_av", B * A, S, S, D, false);
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        int32_t so = graph_add_module(g, at, "output", "BertSelfOutput", "");
+        int32_t sod = lin(c, so, "dense", A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
+        int32_t soln = gb_norm_mod(g, so, "LayerNorm", "LayerNorm", lne, H, true);
+        int32_t sodr = graph_add_module(g, so, "dropout", "Dropout", dr);
+        graph_op_gemm(g, sod, "dense", T, A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
+        graph_op_eltwise(g, sodr, GRAPH_OP_DROPOUT, "dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+        residual(g, so, H);
+        graph_op_norm(g, soln, "LayerNorm", T, H, true, 5.0);
+        graph_at(g, L, GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
+        int32_t im = graph_add_module(g, bl, "intermediate", "BertIntermediate", "");
+        int32_t imd = lin(c, im, "dense", H, F, m->mlp_bias, GRAPH_SPLIT_COL);
+        int32_t act = graph_add_module(g, im, "intermediate_act_fn", "GELUActivation", "");
+        graph_op_gemm(g, imd, "dense", T, H, F, m->mlp_bias, GRAPH_SPLIT_COL);
+        graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, "gelu", T * (double)F, 1, 0.0, GRAPH_SPLIT_COL);
+        int32_t ou = graph_add_module(g, bl, "output", "BertOutput", "");
+        int32_t oud = lin(c, ou, "dense", F, H, m->mlp_bias, GRAPH_SPLIT_ROW);
+        int32_t ouln = gb_norm_mod(g, ou, "LayerNorm", "LayerNorm", lne, H, true);
+        int32_t oudr = graph_add_module(g, ou, "dropout", "Dropout", dr);
+        graph_op_gemm(g, oud, "dense", T, F, H, m->mlp_bias, GRAPH_SPLIT_ROW);
+        graph_op_eltwise(g, oudr, GRAPH_OP_DROPOUT, "dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+        residual(g, ou, H);
+        graph_op_norm(g, ouln, "LayerNorm", T, H, true, 5.0);
+    }
+    if (m->pooler) {
+        graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
+        int32_t po = graph_add_module(g, root, "pooler", "BertPooler", "");
+        int32_t pd = lin(c, po, "dense", H, H, true, GRAPH_SPLIT_NONE);
+        int32_t pa = graph_add_module(g, po, "activation", "Tanh", "");
+        graph_op_gemm(g, pd, "dense", (double)B, H, H, true, GRAPH_SPLIT_NONE); /* first token only */
+        graph_op_eltwise(g, pa, GRAPH_OP_ACTIVATION, "tanh", (double)(B * H), 1, 0.0, GRAPH_SPLIT_NONE);
+    }
+    return TS_OK;
+}
+
+/* ---- GPT-2 ------------------------------------------------------------------------------------ */
+
+static int32_t conv1d(Hf *c, int32_t parent, const char *name, int64_t nx, int64_t nf, GraphSplit split)
+{
+    int32_t id = gb_linear_mod(c->g, parent, name, "Conv1D", "", nx, nf, true, split);
+    if (id >= 0) c->g->mods[id].repr = ts_arena_printf(c->g->arena, "Conv1D(nf=%lld, nx=%lld)", (long long)nf, (long long)nx);
+    return id;
+}
+
+static void conv1d_op(Hf *c, int32_t mod, const char *name, int64_t nx, int64_t nf, GraphSplit split)
+{
+    GraphOp *op = graph_op_gemm(c->g, mod, name, (double)c->g->tokens, nx, nf, true, split);
+    if (op) op->ds_flops += (double)nf; /* torch.addmm(bias, x, W): + numel(bias) */
+}
+
+static TsStatus build_gpt2(Hf *c)
+{
+    ModuleGraph *g = c->g;
+    const ModelSpec *m = c->m;
+    int64_t B = g->opt.batch, S = g->opt.seq, H = m->hidden, A = m->heads, D = m->head_dim, F = m->ffn, V = m->vocab;
+    double T = (double)g->tokens;
+    const char *lne = ln_extra(g, H, m->norm_eps);
+    const char *dr = "p=0.1, inplace=False";
+    int32_t root = graph_add_module(g, -1, "", "GPT2LMHeadModel", "");
+    int32_t tr = graph_add_module(g, root, "transformer", "GPT2Model", "");
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
+    int32_t wte = graph_add_module(g, tr, "wte", "Embedding", emb_extra(g, V, H, -1));
+    int32_t wp = graph_add_param(g, wte, "weight", V, H, GRAPH_SPLIT_VOCAB);
+    int32_t wpe = graph_add_module(g, tr, "wpe", "Embedding", emb_extra(g, m->max_positions, H, -1));
+    graph_add_param(g, wpe, "weight", m->max_positions, H, GRAPH_SPLIT_NONE);
+    int32_t drop = graph_add_module(g, tr, "drop", "Dropout", dr);
+    emb_op(g, wte, "wte", H, GRAPH_SPLIT_VOCAB);
+    emb_op(g, wpe, "wpe", H, GRAPH_SPLIT_NONE);
+    graph_op_eltwise(g, tr, GRAPH_OP_ELEMENTWISE, "add", T * (double)H, 2, 0.0, GRAPH_SPLIT_SEQ);
+    graph_op_eltwise(g, drop, GRAPH_OP_DROPOUT, "drop", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_OTHER);
+    int32_t list = graph_add_module(g, tr, "h", "ModuleList", "");
+    for (int64_t l = 0; l < m->layers && !g->oom; l++) {
+        int32_t L = (int32_t)l;
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        int32_t blk = graph_add_module(g, list, graph_idx(g, &c->idx, l), "GPT2Block", "");
+        int32_t ln1 = gb_norm_mod(g, blk, "ln_1", "LayerNorm", lne, H, true);
+        int32_t at = graph_add_module(g, blk, "attn", "GPT2Attention", "");
+        int32_t ca = conv1d(c, at, "c_attn", H, 3 * A * D, GRAPH_SPLIT_COL);
+        int32_t cp = conv1d(c, at, "c_proj", A * D, H, GRAPH_SPLIT_ROW);
+        graph_add_module(g, at, "attn_dropout", "Dropout", dr);
+        int32_t rd = graph_add_module(g, at, "resid_dropout", "Dropout", dr);
+        graph_op_norm(g, ln1, "ln_1", T, H, true, 5.0);
+        conv1d_op(c, ca, "c_attn", H, 3 * A * D, GRAPH_SPLIT_COL);
+        graph_at(g, L, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
+        graph_op_attention(g, at, "sdpa", B, A, A, S, S, D, D);
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        conv1d_op(c, cp, "c_proj", A * D, H, GRAPH_SPLIT_ROW);
+        graph_op_eltwise(g, rd, GRAPH_OP_DROPOUT, "resid_dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+        residual(g, blk, H);
+        graph_at(g, L, GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
+        int32_t ln2 = gb_norm_mod(g, blk, "ln_2", "LayerNorm", lne, H, true);
+        int32_t mlp = graph_add_module(g, blk, "mlp", "GPT2MLP", "");
+        int32_t fc = conv1d(c, mlp, "c_fc", H, F, GRAPH_SPLIT_COL);
+        int32_t fp = conv1d(c, mlp, "c_proj", F, H, GRAPH_SPLIT_ROW);
+        int32_t act = graph_add_module(g, mlp, "act", "NewGELUActivation", "");
+        int32_t md = graph_add_module(g, mlp, "dropout", "Dropout", dr);
+        graph_op_norm(g, ln2, "ln_2", T, H, true, 5.0);
+        conv1d_op(c, fc, "c_fc", H, F, GRAPH_SPLIT_COL);
+        graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, "gelu", T * (double)F, 1, 0.0, GRAPH_SPLIT_COL);
+        conv1d_op(c, fp, "c_proj", F, H, GRAPH_SPLIT_ROW);
+        graph_op_eltwise(g, md, GRAPH_OP_DROPOUT, "dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+        residual(g, blk, H);
+    }
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
+    int32_t lnf = gb_norm_mod(g, tr, "ln_f", "LayerNorm", lne, H, true);
+    graph_op_norm(g, lnf, "ln_f", T, H, true, 5.0);
+    if (m->lm_head) {
+        int32_t head = graph_add_module(g, root, "lm_head", "Linear", linear_extra(g, H, V, false));
+        if (m->tied_embeddings)
+            graph_add_tied_param(g, head, "weight", wp);
+        else
+            graph_add_param(g, head, "weight", V, H, GRAPH_SPLIT_COL);
+        graph_op_gemm(g, head, "lm_head", T, H, V, false, GRAPH_SPLIT_COL);
+        gb_loss_op(g, root, T, V);
+    }
+    return TS_OK;
+}
+
+/* ---- Llama family ------------------------------------------------------------------------------ */
+
+/* gate_proj/up_proj/down_proj/act_fn MLP (names w1/w2/w3 for Mixtral experts). */
+static void gated_mlp(Hf *c, int32_t parent, const char *name, const char *klass, int64_t ffn, double tokens,
+                      bool mixtral_names)
+{
+    ModuleGraph *g = c->g;
+    const ModelSpec *m = c->m;
+    int64_t H = m->hidden;
+    bool glu = m->act == MODEL_ACT_SWIGLU;
+    bool bias = m->mlp_bias && g->at.expert_id < 0;
+    int32_t mlp = graph_add_module(g, parent, name, klass, "");
+    int32_t gp = -1, up, dn;
+    if (mixtral_names) {
+        gp = lin(c, mlp, "w1", H, ffn, false, GRAPH_SPLIT_COL);
+        dn = lin(c, mlp, "w2", ffn, H, false, GRAPH_SPLIT_ROW);
+        up = lin(c, mlp, "w3", H, ffn, false, GRAPH_SPLIT_COL);
+    } else {
+        if (glu) gp = lin(c, mlp, "gate_proj", H, ffn, bias, GRAPH_SPLIT_COL);
+        up = lin(c, mlp, "up_proj", H, ffn, bias, GRAPH_SPLIT_COL);
+        dn = lin(c, mlp, "down_proj", ffn, H, bias, GRAPH_SPLIT_ROW);
+    }
+    int32_t act = graph_add_module(g, mlp, "act_fn", glu ? "SiLU" : "GELUActivation", "");
+    const char *gn = mixtral_names ? "w1" : "gate_proj", *un = mixtral_names ? "w3" : "up_proj";
+    double n = tokens * (double)ffn;
+    if (glu) {
+        graph_op_gemm(g, gp, gn, tokens, H, ffn, bias, GRAPH_SPLIT_COL);
+        graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, "silu", n, 1, 1.0, GRAPH_SPLIT_COL); /* F.silu */
+        graph_op_gemm(g, up, un, tokens, H, ffn, bias, GRAPH_SPLIT_COL);
+        GraphOp *mul = graph_op_eltwise(g, mlp, GRAPH_OP_ELEMENTWISE, "mul", n, 2, 0.0, GRAPH_SPLIT_COL);
+        if (mul) mul->act_bytes = (double)g->opt.dtype_bytes * 2 * n;
+    } else {
+        graph_op_gemm(g, up, un, tokens, H, ffn, bias, GRAPH_SPLIT_COL);
+        graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, "gelu", n, 1, 0.0, GRAPH_SPLIT_COL);
+    }
+    graph_op_gemm(g, dn, mixtral_names ? "w2" : "down_proj", tokens, ffn, H, bias, GRAPH_SPLIT_ROW);
+}
+
+static void hf_norm_op(Hf *c, int32_t mod, const char *name, double rows, int64_t width)
+{
+    graph_op_norm(c->g, mod, name, rows, width, c->ln, c->ln ? 5.0 : 0.0);
+}
+
+static int32_t hf_norm_mod(Hf *c, int32_t parent, const char *name, int64_t width)
+{
+    const char *ex = width == c->m->hidden ? c->norm_extra : NULL;
+    if (!ex) {
+        char e[32];
+        graph_fmt_eps(e, sizeof e, c->m->norm_eps);
+        ex = c->ln ? ln_extra(c->g, width, c->m->norm_eps)
+                   : ts_arena_printf(c->g->arena, "(%lld,), eps=%s", (long long)width, e);
+    }
+    return gb_norm_mod(c->g, parent, name, c->norm_cls, ex, width, c->ln);
+}
+
+static void llama_attention(Hf *c, int32_t layer_mod)
+{
+    ModuleGraph *g = c->g;
+    const ModelSpec *m = c->m;
+    int64_t B = g->opt.batch, S = g->opt.seq, H = m->hidden, A = m->heads, G = m->kv_heads, D = m->head_dim;
+    double T = (double)g->tokens;
+    int32_t at = graph_add_module(g, layer_mod, "self_attn", cls(c, "Attention"), "");
+    int32_t L = g->at.layer;
+    int64_t Dqk = D, Dv = D;
+    if (m->q_lora_rank > 0 || m->kv_lora_rank > 0) { /* DeepSeek MLA */
+        int64_t nope = m->qk_nope_dim, rope = m->qk_rope_dim, ql = m->q_lora_rank, kvl = m->kv_lora_rank;
+        Dqk = nope + rope;
+        Dv = m->v_head_dim;
+        int32_t qa = -1, qan = -1, qb;
+        if (ql > 0) {
+            qa = lin(c, at, "q_a_proj", H, ql, false, GRAPH_SPLIT_NONE);
+            qan = hf_norm_mod(c, at, "q_a_layernorm", ql);
+            qb = lin(c, at, "q_b_proj", ql, A * Dqk, false, GRAPH_SPLIT_COL);
+        } else {
+            qb = lin(c, at, "q_proj", H, A * Dqk, false, GRAPH_SPLIT_COL);
+        }
+        int32_t kva = lin(c, at, "kv_a_proj_with_mqa", H, kvl + rope, false, GRAPH_SPLIT_NONE);
+        int32_t kvan = hf_norm_mod(c, at, "kv_a_layernorm", kvl);
+        int32_t kvb = lin(c, at, "kv_b_proj", kvl, A * (nope + Dv), false, GRAPH_SPLIT_COL);
+        int32_t o = lin(c, at, "o_proj", A * Dv, H, false, GRAPH_SPLIT_ROW);
+        if (ql > 0) {
+            graph_op_gemm(g, qa, "q_a_proj", T, H, ql, false, GRAPH_SPLIT_NONE);
+            hf_norm_op(c, qan, "q_a_layernorm", T, ql);
+            graph_op_gemm(g, qb, "q_b_proj", T, ql, A * Dqk, false, GRAPH_SPLIT_COL);
+        } else {
+            graph_op_gemm(g, qb, "q_proj", T, H, A * Dqk, false, GRAPH_SPLIT_COL);
+        }
+        graph_op_gemm(g, kva, "kv_a_proj_with_mqa", T, H, kvl + rope, false, GRAPH_SPLIT_NONE);
+        hf_norm_op(c, kvan, "kv_a_layernorm", T, kvl);
+        graph_op_gemm(g, kvb, "kv_b_proj", T, kvl, A * (nope + Dv), false, GRAPH_SPLIT_COL);
+        graph_op_eltwise(g, at, GRAPH_OP_ROPE, "rotary", T * (double)((A + 1) * rope), 1, 0.0, GRAPH_SPLIT_HEADS);
+        graph_at(g, L, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
+        graph_op_attention(g, at, "sdpa", B, A, A, S, S, Dqk, Dv);
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        graph_op_gemm(g, o, "o_proj", T, A * Dv, H, false, GRAPH_SPLIT_ROW);
+        return;
+    }
+    int32_t q = lin(c, at, "q_proj", H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
+    int32_t k = lin(c, at, "k_proj", H, G * D, m->qkv_bias, GRAPH_SPLIT_COL);
+    int32_t v = lin(c, at, "v_proj", H, G * D, m->qkv_bias, GRAPH_SPLIT_COL);
+    int32_t o = lin(c, at, "o_proj", A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
+    int32_t qn = -1, kn = -1;
+    if (m->qk_norm) {
+        qn = hf_norm_mod(c, at, "q_norm", D);
+        kn = hf_norm_mod(c, at, "k_norm", D);
+    }
+    graph_op_gemm(g, q, "q_proj", T, H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
+    graph_op_gemm(g, k, "k_proj", T, H, G * D, m->qkv_bias, GRAPH_SPLIT_COL);
+    graph_op_gemm(g, v, "v_proj", T, H, G * D, m->qkv_bias, GRAPH_SPLIT_COL);
+    if (m->qk_norm) {
+        hf_norm_op(c, qn, "q_norm", T * (double)A, D);
+        hf_norm_op(c, kn, "k_norm", T * (double)G, D);
+        g->ops[g->n_ops - 1].split = g->ops[g->n_ops - 2].split = GRAPH_SPLIT_HEADS;
+    }
+    int64_t rd = (int64_t)((double)D * m->rotary_pct);
+    if (m->pos == MODEL_POS_ROPE)
+        graph_op_eltwise(g, at, GRAPH_OP_ROPE, "rotary", T * (double)((A + G) * rd), 1, 0.0, GRAPH_SPLIT_HEADS);
+    graph_at(g, L, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
+    graph_op_attention(g, at, "sdpa", B, A, G, S, S, D, D);
+    graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+    graph_op_gemm(g, o, "o_proj", T, A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
+}
+
+static void llama_moe(Hf *c, int32_t layer_mod)
+{
+    ModuleGraph *g = c->g;
+    const ModelSpec *m = c->m;
+    int64_t H = m->hidden, E = m->experts, K = m->topk;
+    double T = (double)g->tokens, Te = T * (double)K / (double)E;
+    bool mixtral = m->arch == MODEL_ARCH_MIXTRAL, ds = m->arch == MODEL_ARCH_DEEPSEEK;
+    const char *name = mixtral ? "block_sparse_moe" : "mlp";
+    int32_t moe = graph_add_module(g, layer_mod, name, cls(c, mixtral ? "SparseMoeBlock" : ds ? "MoE" : "SparseMoeBlock"), "");
+    int32_t gate = -1, list;
+    const char *ecls = cls(c, mixtral ? "BlockSparseTop2MLP" : "MLP");
+    if (!ds) gate = lin(c, moe, "gate", H, E, false, GRAPH_SPLIT_NONE);
+    list = graph_add_module(g, moe, "experts", "ModuleList", "");
+    /* experts are declared and run one by one (HF loops over experts) */
+    if (!ds) {
+        graph_op_gemm(g, gate, "gate", T, H, E, false, GRAPH_SPLIT_NONE);
+        gb_router_op(g, moe, T, H, E, K, false, 1.0); /* F.softmax over router logits */
+        g->ops[g->n_ops - 1].fwd_flops = 5 * T * (double)E;
+        g->ops[g->n_ops - 1].dgrad_flops = 10 * T * (double)E;
+        g->ops[g->n_ops - 1].wgrad_flops = 0;
+    }
+    int32_t first_expert_op = g->n_ops;
+    for (int64_t e = 0; e < E && !g->oom; e++) {
+        g->at.expert_id = (int32_t)e;
+        gated_mlp(c, list, graph_idx(g, &c->idx, e), ecls, m->moe_ffn, Te, mixtral);
+    }
+    g->at.expert_id = -1;
+    if (ds) {
+        /* DeepseekV3TopkRouter is registered after the experts but runs first:
+         * move its op in front of the expert ops. */
+        gate = graph_add_module(g, moe, "gate", cls(c, "TopkRouter"), "");
+        graph_add_param(g, gate, "weight", E, H, GRAPH_SPLIT_NONE);
+        GraphOp *r = gb_router_op(g, gate, T, H, E, K, true, 0.0);
+        if (r) {
+            GraphOp tmp = *r;
+            memmove(&g->ops[first_expert_op + 1], &g->ops[first_expert_op],
+                    sizeof *g->ops * (size_t)(g->n_ops - 1 - first_expert_op));
+            g->ops[first_expert_op] = tmp;
+        }
+    }
+    graph_op_eltwise(g, moe, GRAPH_OP_ELEMENTWISE, "combine", T * (double)K * (double)H, 2, 0.0, GRAPH_SPLIT_NONE);
+    if (m->shared_experts > 0)
+        gated_mlp(c, moe, "shared_experts", cls(c, "MLP"), m->moe_ffn * m->shared_experts, T, false);
+}
+
+static TsStatus build_llama(Hf *c)
+{
+    ModuleGraph *g = c->g;
+    const ModelSpec *m = c->m;
+    int64_t H = m->hidden, V = m->vocab, D = m->head_dim;
+    double T = (double)g->tokens;
+    int32_t root = graph_add_module(g, -1, "", cls(c, "ForCausalLM"), "");
+    int32_t model = graph_add_module(g, root, "model", cls(c, "Model"), "");
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
+    int32_t et = graph_add_module(g, model, "embed_tokens", "Embedding", emb_extra(g, V, H, -1));
+    int32_t wp = graph_add_param(g, et, "weight", V, H, GRAPH_SPLIT_VOCAB);
+    emb_op(g, et, "embed_tokens", H, GRAPH_SPLIT_VOCAB);
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_OTHER);
+    int32_t list = graph_add_module(g, model, "layers", "ModuleList", "");
+    /* rotary_emb runs before the layers (registered after norm): one tiny
+     * matmul inv_freq[B, D/2, 1] @ positions[B, 1, S] that DeepSpeed counts. */
+    int32_t rot_first_op = g->n_ops;
+    for (int64_t l = 0; l < m->layers && !g->oom; l++) {
+        int32_t L = (int32_t)l;
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        int32_t dl = graph_add_module(g, list, graph_idx(g, &c->idx, l), cls(c, "DecoderLayer"), "");
+        bool moe = model_layer_is_moe(m, l);
+        bool mixtral = m->arch == MODEL_ARCH_MIXTRAL;
+        /* Mixtral registers block_sparse_moe right after self_attn, like Llama's mlp */
+        int32_t attn_first = g->n_mods;
+        (void)attn_first;
+        /* declare in __init__ order: self_attn, mlp, input_layernorm, post_attention_layernorm;
+         * ops must run: input_layernorm, attention, residual, post norm, mlp, residual.
+         * Norm modules are declared after, so their ops are emitted via saved ids. */
+        int32_t in_norm_op_at = g->n_ops; /* input norm op goes first: inserted below */
+        llama_attention(c, dl);
+        int32_t after_attn_ops = g->n_ops;
+        residual(g, dl, H);
+        graph_at(g, L, moe ? GRAPH_PART_MOE : GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
+        int32_t mlp_first_op = g->n_ops;
+        if (moe)
+            llama_moe(c, dl);
+        else
+            gated_mlp(c, dl, "mlp", cls(c, "MLP"), m->ffn, T, false);
+        (void)mixtral;
+        int32_t mlp_end_op = g->n_ops;
+        residual(g, dl, H);
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        int32_t n1 = hf_norm_mod(c, dl, "input_layernorm", H);
+        hf_norm_op(c, n1, "input_layernorm", T, H);
+        graph_at(g, L, moe ? GRAPH_PART_MOE : GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
+        int32_t n2 = hf_norm_mod(c, dl, "post_attention_layernorm", H);
+        hf_norm_op(c, n2, "post_attention_layernorm", T, H);
+        if (g->oom) break;
+        /* rotate the two norm ops into execution position */
+        GraphOp on1 = g->ops[g->n_ops - 2], on2 = g->ops[g->n_ops - 1];
+        int32_t end = g->n_ops - 2;
+        memmove(&g->ops[mlp_first_op + 2], &g->ops[mlp_first_op], sizeof *g->ops * (size_t)(end - mlp_first_op));
+        g->ops[mlp_first_op + 1] = on2;
+        memmove(&g->ops[in_norm_op_at + 1], &g->ops[in_norm_op_at], sizeof *g->ops * (size_t)(mlp_first_op - in_norm_op_at));
+        g->ops[in_norm_op_at] = on1;
+        (void)after_attn_ops;
+        (void)mlp_end_op;
+    }
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
+    int32_t nm = hf_norm_mod(c, model, "norm", H);
+    hf_norm_op(c, nm, "norm", T, H);
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
+    int32_t rot = graph_add_module(g, model, "rotary_emb", cls(c, "RotaryEmbedding"), "");
+    if (m->pos == MODEL_POS_ROPE && !g->oom) {
+        GraphOp *r = graph_add_op(g, rot, GRAPH_OP_BATCHED_GEMM, "inv_freq_matmul");
+        if (r) {
+            int64_t half = (m->q_lora_rank > 0 || m->kv_lora_rank > 0 ? m->qk_rope_dim : D) / 2;
+            r->dims[0] = g->opt.batch;
+            r->dims[1] = half;
+            r->dims[2] = 1;
+            r->dims[3] = g->opt.seq;
+            r->ds_macs = (double)(g->opt.batch * half) * (double)g->opt.seq;
+            r->ds_flops = 2 * r->ds_macs;
+            r->fwd_flops = r->ds_flops;
+            r->fwd_bytes = 4.0 * (double)(g->opt.batch * half) * (double)g->opt.seq * 3;
+            GraphOp tmp = *r;
+            memmove(&g->ops[rot_first_op + 1], &g->ops[rot_first_op], sizeof *g->ops * (size_t)(g->n_ops - 1 - rot_first_op));
+            g->ops[rot_first_op] = tmp;
+        }
+    }
+    if (m->lm_head) {
+        graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
+        int32_t head = graph_add_module(g, root, "lm_head", "Linear", linear_extra(g, H, V, false));
+        if (m->tied_embeddings)
+            graph_add_tied_param(g, head, "weight", wp);
+        else
+            graph_add_param(g, head, "weight", V, H, GRAPH_SPLIT_COL);
+        graph_op_gemm(g, head, "lm_head", T, H, V, false, GRAPH_SPLIT_COL);
+        gb_loss_op(g, root, T, V);
+    }
+    return TS_OK;
+}
+
+TsStatus graph_build_hf(ModuleGraph *g, TsError *err)
+{
+    (void)err;
+    const ModelSpec *m = &g->spec;
+    Hf c = {.g = g, .m = m, .ln = m->norm == MODEL_NORM_LAYERNORM};
+    int64_t n_idx = m->layers > m->experts ? m->layers : m->experts;
+    if (!graph_names_init(g, &c.idx, n_idx)) return TS_ERR_INTERNAL;
+    if (m->arch == MODEL_ARCH_BERT) return build_bert(&c);
+    if (m->arch == MODEL_ARCH_GPT) return build_gpt2(&c);
+    switch (m->arch) {
+    case MODEL_ARCH_MIXTRAL: c.P = "Mixtral"; break;
+    case MODEL_ARCH_DEEPSEEK: c.P = "DeepseekV3"; break;
+    case MODEL_ARCH_QWEN: c.P = m->experts > 0 ? "Qwen3Moe" : m->qk_norm ? "Qwen3" : "Qwen2"; break;
+    case MODEL_ARCH_NEOX: c.P = "GPTNeoX"; break;
+    default: c.P = "Llama"; break;
+    }
+    char e[32];
+    graph_fmt_eps(e, sizeof e, m->norm_eps);
+    if (c.ln) {
+        c.norm_cls = "LayerNorm";
+        c.norm_extra = ln_extra(g, m->hidden, m->norm_eps);
+    } else {
+        c.norm_cls = cls(&c, "RMSNorm");
+        c.norm_extra = ts_arena_printf(g->arena, "(%lld,), eps=%s", (long long)m->hidden, e);
+    }
+    return build_llama(&c);
+}

@@ -1,0 +1,42 @@
+/* graph_int.h — helpers shared by the naming builders (src/graph only).
+ * Legend: B batch, S seq, T = B*S tokens, H hidden, A heads, G kv heads,
+ * D head dim, F ffn, V vocab, E experts, K top-k. */
+#ifndef TRAINSIM_GRAPH_INT_H
+#define TRAINSIM_GRAPH_INT_H
+
+#include "trainsim/graph.h"
+
+/* Index names "0".."n-1" interned once per build (experts, layers). */
+typedef struct GraphNames {
+    const char **idx;
+    int64_t n;
+} GraphNames;
+
+bool graph_names_init(ModuleGraph *g, GraphNames *nm, int64_t n);
+const char *graph_idx(ModuleGraph *g, const GraphNames *nm, int64_t i);
+
+/* Set the cursor for the following ops. */
+void graph_at(ModuleGraph *g, int32_t layer, GraphPart part, GraphRole role);
+
+/* Python float repr of small constants such as eps (1e-05, 1e-12, 1e-06). */
+void graph_fmt_eps(char *out, size_t cap, double eps);
+
+/* The framework builders; each fills g (modules, params, ops). */
+TsStatus graph_build_megatron(ModuleGraph *g, TsError *err);
+TsStatus graph_build_hf(ModuleGraph *g, TsError *err);
+TsStatus graph_build_deepspeed(ModuleGraph *g, TsError *err);
+
+/* Module + weight (out, in) [+ bias], no op (tree order and execution order
+ * differ in Megatron, so ops are emitted separately with graph_op_gemm). */
+int32_t gb_linear_mod(ModuleGraph *g, int32_t parent, const char *name, const char *cls, const char *extra,
+                      int64_t in, int64_t out, bool bias, GraphSplit split);
+/* Norm module + weight [+ bias when layernorm], no op. */
+int32_t gb_norm_mod(ModuleGraph *g, int32_t parent, const char *name, const char *cls, const char *extra,
+                    int64_t width, bool layernorm);
+/* The router op (gating GEMM + softmax/top-k): ds_gemm counts the gating matmul,
+ * ds_softmax_per_elem the softmax over T x E logits. */
+GraphOp *gb_router_op(ModuleGraph *g, int32_t module, double tokens, int64_t H, int64_t E, int64_t K,
+                      bool ds_gemm, double ds_softmax_per_elem);
+/* Cross entropy over T x V logits (DeepSpeed: 0; saves fp32 softmax). */
+GraphOp *gb_loss_op(ModuleGraph *g, int32_t module, double tokens, int64_t V);
+#endif

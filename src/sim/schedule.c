@@ -19,9 +19,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trainsim/sim.h"
+#include "sim_internal.h"
+
+/* One task of a compiled schedule (see compile()). */
+typedef struct SimOp {
+    int32_t self;  /* finish slot: F at idx, B at nt + idx, idx = (s*v + c)*m + mb */
+    int32_t dep;   /* finish slot it waits for, -1 none */
+    int32_t xi;    /* transfer on that edge: xf[] index (2*sender + is_bwd), zero slot if none */
+    int32_t di;    /* duration: dur[] index (2*(s*v + c) + is_bwd) */
+    int16_t stage;
+    int16_t last;  /* backward of the last micro-batch (DP buckets start under it) */
+} SimOp;
 
 struct SimWork {
+    SimOp *prog;         /* compiled schedule, cached for (p, v, m, schedule) */
+    size_t prog_cap;
+    int64_t prog_n, key_m;
+    int32_t key_p, key_v, key_sched;
+    double *dur, *xf;    /* [2*p*v (+1)] */
+    size_t dx_cap;
     int32_t *order;      /* [p][n_tasks] */
     size_t order_cap;
     double *fend, *bend; /* [p*v*m] */
@@ -33,9 +49,14 @@ struct SimWork {
     SimStageResult *stages;
     int64_t *pos;
     double *tfree;
+    double *ppwait;      /* idle time spent waiting for a transfer in flight, per stage */
     size_t st_cap;
     SimSpan *spans;
     size_t span_n, span_cap;
+    SimChunkCost *costs;   /* for sim_simulate */
+    size_t costs_cap;
+    SimStageCost *scosts;
+    size_t scosts_cap;
 };
 
 static const char *const SCHED_NAMES[] = {
@@ -106,6 +127,9 @@ void sim_work_destroy(SimWork *w)
 {
     if (!w) return;
     free(w->order);
+    free(w->prog);
+    free(w->dur);
+    free(w->xf);
     free(w->fend);
     free(w->bend);
     free(w->vmb);
@@ -113,7 +137,10 @@ void sim_work_destroy(SimWork *w)
     free(w->stages);
     free(w->pos);
     free(w->tfree);
+    free(w->ppwait);
     free(w->spans);
+    free(w->costs);
+    free(w->scosts);
     free(w);
 }
 
@@ -125,6 +152,19 @@ void sim_result_free(SimResult *r)
     r->stages = NULL;
     r->spans = NULL;
     r->owned = false;
+}
+
+static bool grow(void **p, size_t *cap, size_t n, size_t elem);
+
+SimChunkCost *sim_work_costs(SimWork *w, int32_t n_chunks, int32_t n_stages, SimStageCost **stages)
+{
+    if (!grow((void **)&w->costs, &w->costs_cap, (size_t)n_chunks, sizeof(SimChunkCost)) ||
+        !grow((void **)&w->scosts, &w->scosts_cap, (size_t)n_stages, sizeof(SimStageCost)))
+        return NULL;
+    memset(w->costs, 0, (size_t)n_chunks * sizeof(SimChunkCost));
+    memset(w->scosts, 0, (size_t)n_stages * sizeof(SimStageCost));
+    *stages = w->scosts;
+    return w->costs;
 }
 
 /* Grow *p to hold n elements of size elem; false on allocation failure. */
@@ -204,88 +244,133 @@ static void push_span(SimWork *w, bool *oom, int32_t s, SimStream st, int c, int
     sp->end_s = t1;
 }
 
-/* One pass of the schedule. With no_p2p, transfers cost nothing (used to
- * measure how much of the idle time pipeline transfers cause). */
-static TsStatus run_pass(const SimPipeline *pl, SimWork *w, bool no_p2p, bool record, TsError *err)
+/* Compile the schedule into a program: the tasks of all stages in one
+ * dependency-respecting order, found by sweeping the per-stage orders with
+ * "done" flags only. The order depends on (p, v, m, schedule), not on the
+ * durations, so it is cached in the work space and reused by every plan of
+ * the same shape; running a plan is then one branch-light linear pass. */
+static TsStatus compile(const SimPipeline *pl, SimWork *w, TsError *err)
 {
     const int32_t p = pl->stages, v = pl->chunks;
     const int64_t m = pl->micro_batches, ntask = 2 * m * v, nt = (int64_t)p * v * m;
-    const SimChunkCost *cc = pl->chunk;
-    for (int64_t i = 0; i < nt; i++) w->fend[i] = w->bend[i] = -1.0;
-    for (int32_t s = 0; s < p; s++) {
-        w->pos[s] = 0;
-        w->tfree[s] = 0;
+    if (w->prog_n == ntask * p && w->key_p == p && w->key_v == v && w->key_m == m && w->key_sched == (int)pl->schedule)
+        return TS_OK;
+    w->prog_n = 0;
+    if (!grow((void **)&w->prog, &w->prog_cap, (size_t)(ntask * p), sizeof(SimOp)))
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ntask * p));
+    if (pl->schedule == SIM_SCHED_INTERLEAVED) {
+        int64_t n = 0;
+        for (int64_t start = 0; start < m; start += p) {
+            int64_t g = m - start < p ? m - start : p;
+            for (int32_t c = 0; c < v; c++)
+                for (int64_t j = 0; j < g; j++) w->vmb[n++] = PACK(start + j, c, 0);
+        }
     }
-    int64_t remaining = ntask * p;
-    bool oom = false;
+    for (int32_t s = 0; s < p; s++) make_order(pl, w->vmb, s, w->order + (int64_t)s * ntask);
+    double *fdone = w->fend, *bdone = w->bend; /* used as flags: < 0 not done */
+    for (int64_t i = 0; i < nt; i++) fdone[i] = bdone[i] = -1.0;
+    for (int32_t s = 0; s < p; s++) w->pos[s] = 0;
+    int64_t remaining = ntask * p, n = 0;
+    const int32_t xzero = 2 * p * v; /* index of a zero transfer */
     for (int64_t sweep = 0; remaining > 0; sweep++) {
         int64_t before = remaining;
         for (int32_t i = 0; i < p; i++) {
             int32_t s = (sweep & 1) ? p - 1 - i : i;
             const int32_t *o = w->order + (int64_t)s * ntask;
             int64_t k = w->pos[s];
-            double tf = w->tfree[s];
-            while (k < ntask) {
-                int32_t t = o[k];
-                int64_t mb = t >> 8;
-                int32_t c = (t >> 1) & 127;
-                double dep, dur;
-                int64_t idx = ((int64_t)s * v + c) * m + mb;
-                const SimChunkCost *me = &cc[s * v + c];
+            for (; k < ntask; k++) {
+                int32_t t = o[k], c = (t >> 1) & 127;
+                int64_t mb = t >> 8, idx = ((int64_t)s * v + c) * m + mb, dep = -1;
+                int32_t xi = xzero;
                 if (!(t & 1)) {
                     if (s > 0) {
-                        double e = w->fend[idx - (int64_t)v * m];
-                        if (e < 0) break;
-                        dep = e + (no_p2p ? 0 : cc[(s - 1) * v + c].p2p_fwd_s);
+                        dep = idx - (int64_t)v * m;
+                        xi = 2 * ((s - 1) * v + c);
                     } else if (c > 0) {
-                        double e = w->fend[((int64_t)(p - 1) * v + c - 1) * m + mb];
-                        if (e < 0) break;
-                        dep = e + (no_p2p ? 0 : cc[(p - 1) * v + c - 1].p2p_fwd_s);
-                    } else {
-                        dep = 0;
+                        dep = ((int64_t)(p - 1) * v + c - 1) * m + mb;
+                        xi = 2 * ((p - 1) * v + c - 1);
                     }
-                    dur = me->fwd_s;
-                    double st = tf > dep ? tf : dep;
-                    tf = st + dur;
-                    w->fend[idx] = tf;
-                    if (record) {
-                        push_span(w, &oom, s, SIM_STREAM_COMPUTE, c, mb, 'F', st, tf);
-                        if (me->p2p_fwd_s > 0 && !(s == p - 1 && c == v - 1))
-                            push_span(w, &oom, s, SIM_STREAM_PP, c, mb, 'S', tf, tf + me->p2p_fwd_s);
-                    }
+                    if (dep >= 0 && fdone[dep] < 0) break;
+                    fdone[idx] = 1;
                 } else {
                     if (s < p - 1) {
-                        double e = w->bend[idx + (int64_t)v * m];
-                        if (e < 0) break;
-                        dep = e + (no_p2p ? 0 : cc[(s + 1) * v + c].p2p_bwd_s);
+                        dep = nt + idx + (int64_t)v * m;
+                        xi = 2 * ((s + 1) * v + c) + 1;
                     } else if (c < v - 1) {
-                        double e = w->bend[(int64_t)(c + 1) * m + mb];
-                        if (e < 0) break;
-                        dep = e + (no_p2p ? 0 : cc[c + 1].p2p_bwd_s);
+                        dep = nt + (int64_t)(c + 1) * m + mb;
+                        xi = 2 * (c + 1) + 1;
                     } else {
-                        dep = w->fend[idx];
-                        if (dep < 0) break;
+                        dep = idx;
                     }
-                    dur = me->bwd_s;
-                    double st = tf > dep ? tf : dep;
-                    tf = st + dur;
-                    w->bend[idx] = tf;
-                    if (mb == m - 1) w->bst_last[s * v + c] = st;
-                    if (record) {
-                        push_span(w, &oom, s, SIM_STREAM_COMPUTE, c, mb, 'B', st, tf);
-                        if (me->p2p_bwd_s > 0 && !(s == 0 && c == 0))
-                            push_span(w, &oom, s, SIM_STREAM_PP, c, mb, 'S', tf, tf + me->p2p_bwd_s);
-                    }
+                    if (dep >= nt ? bdone[dep - nt] < 0 : fdone[dep] < 0) break;
+                    bdone[idx] = 1;
                 }
-                k++;
+                SimOp *op = &w->prog[n++];
+                op->self = (int32_t)((t & 1) ? nt + idx : idx);
+                op->dep = (int32_t)dep;
+                op->xi = xi;
+                op->di = 2 * (s * v + c) + (t & 1);
+                op->stage = (int16_t)s;
+                op->last = (t & 1) && mb == m - 1;
             }
             remaining -= k - w->pos[s];
             w->pos[s] = k;
-            w->tfree[s] = tf;
         }
         if (remaining == before)
             return ts_err(err, TS_ERR_INTERNAL, "pipeline schedule deadlocked (schedule %s, p=%d, v=%d, m=%lld)",
                           sim_schedule_name(pl->schedule), p, v, (long long)m);
+    }
+    w->prog_n = n;
+    w->key_p = p;
+    w->key_v = v;
+    w->key_m = m;
+    w->key_sched = (int)pl->schedule;
+    return TS_OK;
+}
+
+/* Run the compiled program with this plan's durations. Idle time before a
+ * task whose input is still in flight is charged to the pipeline transfer up
+ * to the transfer's duration (ppwait); the rest of the idle time is bubble. */
+static TsStatus run_pass(const SimPipeline *pl, SimWork *w, bool record, TsError *err)
+{
+    const int32_t p = pl->stages, v = pl->chunks, pv = p * v;
+    const int64_t nt = (int64_t)pv * pl->micro_batches;
+    double *dur = w->dur, *xf = w->xf, *fin = w->fend; /* fin: [2*nt], F then B */
+    for (int32_t i = 0; i < pv; i++) {
+        dur[2 * i] = pl->chunk[i].fwd_s;
+        dur[2 * i + 1] = pl->chunk[i].bwd_s;
+        xf[2 * i] = p > 1 ? pl->chunk[i].p2p_fwd_s : 0;
+        xf[2 * i + 1] = p > 1 ? pl->chunk[i].p2p_bwd_s : 0;
+    }
+    xf[2 * pv] = 0;
+    double *fr = w->tfree, *ppw = w->ppwait;
+    for (int32_t s = 0; s < p; s++) fr[s] = ppw[s] = 0;
+    const SimOp *prog = w->prog;
+    const int64_t n = w->prog_n;
+    for (int64_t k = 0; k < n; k++) {
+        const SimOp *op = &prog[k];
+        double x = xf[op->xi], d = op->dep >= 0 ? fin[op->dep] + x : 0, f = fr[op->stage];
+        double st = f > d ? f : d, wait = d - f;
+        ppw[op->stage] += wait > 0 ? (wait < x ? wait : x) : 0;
+        double en = st + dur[op->di];
+        fin[op->self] = en;
+        fr[op->stage] = en;
+        if (op->last) w->bst_last[op->di >> 1] = st;
+    }
+    (void)nt;
+    if (!record) return TS_OK;
+    bool oom = false;
+    for (int64_t k = 0; k < n; k++) {
+        const SimOp *op = &prog[k];
+        bool bw = op->self >= nt;
+        int64_t idx = bw ? op->self - nt : op->self;
+        int32_t c = (int32_t)((idx / pl->micro_batches) % v);
+        int64_t mb = idx % pl->micro_batches;
+        double en = fin[op->self], st = en - dur[op->di];
+        push_span(w, &oom, op->stage, SIM_STREAM_COMPUTE, c, mb, bw ? 'B' : 'F', st, en);
+        double x = xf[op->di];
+        bool edge = bw ? (op->stage == 0 && c == 0) : (op->stage == p - 1 && c == v - 1);
+        if (x > 0 && !edge) push_span(w, &oom, op->stage, SIM_STREAM_PP, c, mb, 'S', en, en + x);
     }
     if (oom) return ts_err(err, TS_ERR_INTERNAL, "out of memory recording the timeline");
     return TS_OK;
@@ -322,8 +407,9 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
             continue;
         }
         double n = cc->dp_buckets > 0 ? (double)cc->dp_buckets : 1.0;
-        double t0 = w->bst_last[s * v + c], t1 = w->bend[((int64_t)s * v + c) * pl->micro_batches +
-                                                          pl->micro_batches - 1];
+        int64_t nt = (int64_t)pl->stages * v * pl->micro_batches;
+        double t0 = w->bst_last[s * v + c],
+               t1 = w->fend[nt + ((int64_t)s * v + c) * pl->micro_batches + pl->micro_batches - 1];
         double r = (t1 - t0) / n, d = dp / n;
         double e1 = free_t + n * d, e2 = t0 + r + n * d, e3 = t0 + n * r + d;
         double e = e1 > e2 ? e1 : e2;
@@ -347,44 +433,33 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     size_t nt = (size_t)p * (size_t)v * (size_t)m;
     size_t fcap = w->t_cap, bcap = w->t_cap;
     bool ok = grow((void **)&w->order, &w->order_cap, (size_t)ntask * (size_t)p, sizeof(int32_t)) &&
-              grow((void **)&w->fend, &fcap, nt, sizeof(double)) &&
+              grow((void **)&w->fend, &fcap, 2 * nt, sizeof(double)) &&
               grow((void **)&w->bend, &bcap, nt, sizeof(double)) &&
               grow((void **)&w->vmb, &w->vmb_cap, (size_t)(m * v), sizeof(int32_t)) &&
               grow((void **)&w->bst_last, &w->sc_cap, (size_t)p * (size_t)v, sizeof(double));
-    if (ok) w->t_cap = fcap < bcap ? fcap : bcap;
-    size_t stc = w->st_cap, stc2 = w->st_cap, stc3 = w->st_cap;
-    ok = ok && grow((void **)&w->stages, &stc, (size_t)p, sizeof(SimStageResult)) &&
-         grow((void **)&w->pos, &stc2, (size_t)p, sizeof(int64_t)) &&
-         grow((void **)&w->tfree, &stc3, (size_t)p, sizeof(double));
-    if (ok) w->st_cap = stc < stc2 ? (stc < stc3 ? stc : stc3) : (stc2 < stc3 ? stc2 : stc3);
+    if (ok) w->t_cap = fcap / 2 < bcap ? fcap / 2 : bcap;
+    size_t d1 = w->dx_cap, d2 = w->dx_cap;
+    ok = ok && grow((void **)&w->dur, &d1, (size_t)(2 * p * v + 1), sizeof(double)) &&
+         grow((void **)&w->xf, &d2, (size_t)(2 * p * v + 1), sizeof(double));
+    if (ok) w->dx_cap = d1 < d2 ? d1 : d2;
+    size_t c1 = w->st_cap, c2 = w->st_cap, c3 = w->st_cap, c4 = w->st_cap;
+    ok = ok && grow((void **)&w->stages, &c1, (size_t)p, sizeof(SimStageResult)) &&
+         grow((void **)&w->pos, &c2, (size_t)p, sizeof(int64_t)) &&
+         grow((void **)&w->tfree, &c3, (size_t)p, sizeof(double)) &&
+         grow((void **)&w->ppwait, &c4, (size_t)p, sizeof(double));
+    if (ok) {
+        size_t mn = c1 < c2 ? c1 : c2;
+        mn = mn < c3 ? mn : c3;
+        w->st_cap = mn < c4 ? mn : c4;
+    }
     if (!ok) {
         if (!wk) sim_work_destroy(w);
         return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ntask * p));
     }
-    if (pl->schedule == SIM_SCHED_INTERLEAVED) {
-        int64_t n = 0;
-        for (int64_t start = 0; start < m; start += p) {
-            int64_t g = m - start < p ? m - start : p;
-            for (int32_t c = 0; c < v; c++)
-                for (int64_t j = 0; j < g; j++) w->vmb[n++] = PACK(start + j, c, 0);
-        }
-    }
-    for (int32_t s = 0; s < p; s++) make_order(pl, w->vmb, s, w->order + (int64_t)s * ntask);
-
-    /* Pass without transfers first (only needed to attribute idle time to
-     * pipeline transfers), then the real pass. */
-    bool any_p2p = false;
-    for (int32_t i = 0; i < p * v && p > 1; i++)
-        if (pl->chunk[i].p2p_fwd_s > 0 || pl->chunk[i].p2p_bwd_s > 0) any_p2p = true;
-    double pipe_nop2p = 0;
     w->span_n = 0;
-    if (any_p2p) {
-        st = run_pass(pl, w, true, false, err);
-        if (st) goto fail;
-        for (int32_t s = 0; s < p; s++)
-            if (w->tfree[s] > pipe_nop2p) pipe_nop2p = w->tfree[s];
-    }
-    st = run_pass(pl, w, false, pl->record, err);
+    st = compile(pl, w, err);
+    if (st) goto fail;
+    st = run_pass(pl, w, pl->record, err);
     if (st) goto fail;
 
     double pipe_max = 0, opt = 0, ag_exposed = 0, ag_hidden = 0;
@@ -432,7 +507,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     out->stages = w->stages;
 
     SimBreakdown *bd = &out->breakdown;
-    double rec = 0, tp = 0, cp = 0, ep = 0, fsdp = 0;
+    double rec = 0, tp = 0, cp = 0, ep = 0, fsdp = 0, slow = 0;
     for (int32_t c = 0; c < v; c++) {
         const SimChunkCost *cc = &pl->chunk[crit * v + c];
         rec += cc->recompute_s;
@@ -440,23 +515,23 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         cp += cc->cp_exposed_s;
         ep += cc->ep_exposed_s;
         fsdp += cc->fsdp_exposed_s;
+        slow += cc->slowdown_s;
     }
     double md = (double)m;
     bd->recompute_s = rec * md;
     bd->tp_comm_exposed_s = tp * md;
     bd->cp_comm_exposed_s = cp * md;
     bd->ep_comm_exposed_s = ep * md;
-    bd->compute_s = cs->busy_s - (rec + tp + cp + ep + fsdp) * md;
+    bd->compute_s = cs->busy_s - (rec + tp + cp + ep + fsdp + slow) * md;
     double idle = cs->pipe_end_s - cs->busy_s;
     if (idle < 0) idle = 0;
-    double pp = any_p2p ? cs->pipe_end_s - pipe_nop2p : 0;
-    if (pp < 0) pp = 0;
+    double pp = w->ppwait[crit];
     if (pp > idle) pp = idle;
     bd->pp_comm_exposed_s = pp;
     bd->bubble_s = idle - pp;
     bd->dp_comm_exposed_s = cs->dp_exposed_s + ag_exposed + fsdp * md;
     bd->optimizer_s = opt;
-    bd->overlap_slowdown_s = cs->slowdown_s + slow_ag;
+    bd->overlap_slowdown_s = cs->slowdown_s + slow_ag + slow * md;
     out->bubble_fraction = cs->pipe_end_s > 0 ? bd->bubble_s / cs->pipe_end_s : 0;
 
     if (pl->record) {

@@ -1,0 +1,20 @@
+/* trainsim workload: the generator side (model + plan + hw -> Workload). */
+#ifndef TRAINSIM_CMD_WORKLOAD_GEN_H
+#define TRAINSIM_CMD_WORKLOAD_GEN_H
+
+#include "cli.h"
+#include "trainsim/workload.h"
+
+typedef struct WlGenCli {
+    CliModel model;
+    WlFormat fmt;       /* set by cmd_workload before build */
+    bool aicb_compat;   /* --aicb-compat given */
+    bool neusight;      /* --optable-compat neusight */
+} WlGenCli;
+
+void wl_gen_cli_init(WlGenCli *g);
+void wl_gen_cli_add(CliSpec *s, WlGenCli *g);
+/* Build the workload; on failure prints and returns the exit code. */
+int wl_gen_cli_build(WlGenCli *g, Workload **out);
+
+#endif

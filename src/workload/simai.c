@@ -210,6 +210,7 @@ static TsStatus parse_item(WlLines *L, WlRowSpec *r, Workload *w, TsError *err)
             ts_err_hint(err, "%s", TYPES_HINT);
             return TS_ERR_INPUT;
         }
+        if (ph == WL_PHASE_WG) r->flags[ph] |= WL_F_ASYNC; /* SimAI issues wg comms non-blocking */
         if (!wl_tok_f64(sz, &s)) {
             wl_err_tok(L, sz, err, "expected a byte count for %s, found '%s'", FIELD_NAMES[4 + 3 * ph],
                        wl_tok_str(sz, buf, 40));
@@ -266,10 +267,9 @@ TsStatus wl_read_simai(const char *name, const char *text, size_t len, Workload 
     int64_t count;
     int nt = wl_tokenize(&L, tk, 2);
     if (nt != 1 || !wl_tok_i64(&tk[0], &count) || count < 0 || count > WL_MAX_ROWS) {
-        char buf[40];
         st = wl_err_tok(&L, nt >= 1 ? &tk[nt > 1 ? 1 : 0] : NULL, err,
-                        "expected the number of item lines (an integer 0..%d), found '%s'", WL_MAX_ROWS,
-                        nt ? wl_tok_str(&tk[0], buf, sizeof buf) : "");
+                        "expected the number of item lines (an integer 0..%d), found '%.*s'", WL_MAX_ROWS,
+                        (int)(L.cur_len < 40 ? L.cur_len : 40), L.cur);
         ts_err_hint(err, "line 2 of a SimAI/ASTRA-sim workload is the item count, e.g. '557'");
         goto fail;
     }

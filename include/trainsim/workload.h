@@ -212,6 +212,85 @@ void wl_summary(const Workload *w, int32_t cls, WlSummary *out);
  * acyclic), rows refer to tasks of their class. TS_ERR_INTERNAL on failure. */
 TsStatus wl_validate(const Workload *w, TsError *err);
 
+/* ---- generators (model + plan -> Workload) ------------------------------------ */
+/* Compute-time callbacks for one TP shard (the CLI wires hw.h's model in;
+ * wl_cost_roofline is a self-contained fallback). Times in seconds. */
+typedef struct WlCost {
+    const void *ctx;
+    /* batch independent (M x K) @ (K x N) products */
+    double (*gemm_s)(const void *ctx, int64_t batch, int64_t m, int64_t n, int64_t k);
+    /* fused attention core, B x heads, sq x sk, head dim d */
+    double (*attn_s)(const void *ctx, int64_t b, int64_t heads, int64_t sq, int64_t sk, int64_t d,
+                     bool causal, bool backward);
+    /* memory-bound kernel moving `bytes` */
+    double (*mem_s)(const void *ctx, double bytes);
+} WlCost;
+
+/* Roofline: time = max(flops / (peak*eff), bytes / (bw*mem_eff)) + launch. */
+typedef struct WlRoofline {
+    double peak_flops;      /* dense FLOP/s at the dtype, 989e12 (H100 bf16) */
+    double gemm_eff;        /* fraction of peak a large GEMM reaches, 0.75 */
+    double attn_eff;        /* fraction of peak of the attention core, 0.55 */
+    double mem_bw;          /* HBM bytes/s, 3.35e12 */
+    double mem_eff;         /* achieved fraction of mem_bw, 0.85 */
+    double launch_s;        /* per kernel, 4e-6 */
+    int dtype_bytes;        /* element size of operands, 2 */
+} WlRoofline;
+void wl_cost_roofline(WlCost *c, const WlRoofline *r); /* r must outlive c */
+
+/* Megatron-style plan as the generators need it (filled from plan.h's
+ * ParallelPlan by the caller, so this header stays independent of it). */
+typedef enum { WL_SCHED_1F1B, WL_SCHED_INTERLEAVED, WL_SCHED_GPIPE } WlSchedule;
+typedef enum { WL_RECOMPUTE_NONE, WL_RECOMPUTE_SELECTIVE, WL_RECOMPUTE_FULL } WlRecompute;
+
+typedef struct WlModelDims {
+    char name[64];          /* "gpt3-175b" */
+    int64_t layers, hidden, heads, kv_heads, head_dim, ffn, vocab, vocab_padded;
+    bool swiglu;            /* 3-matrix gated MLP */
+    bool tied;              /* LM head tied to the word embedding */
+    bool learned_pos;       /* learned position embedding (max_positions rows) */
+    int64_t experts, topk, moe_ffn, dense_layers; /* experts = 0: dense */
+} WlModelDims;
+
+typedef struct WlPlanDims {
+    int64_t world, tp, cp, pp, vpp, dp, ep;
+    bool sp;
+    int64_t micro_batch, seq, ga;  /* B sequences, S tokens, micro-batches per step */
+    int dtype_bytes;               /* 2 */
+    int zero;                      /* 0..3 */
+    bool dist_opt;                 /* Megatron distributed optimizer */
+    bool shampoo;                  /* Shampoo optimizer */
+    int64_t shampoo_blocks;        /* K blocks per weight matrix, 1 */
+    WlRecompute recompute;
+    WlSchedule schedule;
+    bool flash;                    /* fused attention core */
+} WlPlanDims;
+
+typedef struct WlAicbOptions {
+    bool compat_1_1;        /* AICB v1.1 (Sep 2024): 2x word embedding, quirks (stale embedding
+                               wg time, 0-byte column ig reduce-scatter, final_column timed as
+                               attention) */
+} WlAicbOptions;
+/* AICB/SimAI layer rows for one pipeline stage (simai_aicb.md §2-3). */
+TsStatus wl_build_aicb(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
+                       const WlAicbOptions *o, Workload **out, TsError *err);
+
+typedef struct WlBuildOptions {
+    double bucket_params;   /* DP gradient bucket in parameters, Megatron max(4e7, 1e6*dp) when 0 */
+    int grad_bytes;         /* bytes per gradient element reduced over DP, 4 (fp32 main grads) */
+} WlBuildOptions;
+/* The full per-stage task DAG: layers with TP/SP/CP/EP collectives, PP
+ * send/recv in schedule order, bucketed DP gradient reduction overlapped with
+ * the last backward, optimizer step (Shampoo preconditioners + gather). */
+TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
+                  const WlBuildOptions *o, Workload **out, TsError *err);
+
+/* The per-operator table of a GPT-2 style model as NeuSight traces it
+ * (torch.fx node names); neusight = reproduce its size quirks (wte grad
+ * S*H, lm_head bias). Needs dp or tp or pp alone, like NeuSight. */
+TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, bool neusight,
+                          Workload **out, TsError *err);
+
 /* ---- readers ---------------------------------------------------------------- */
 /* SimAI/AICB text (all header generations, MICRO) and ASTRA-sim 1.0 text are
  * one syntax; the reader accepts both and records origin/policy/header.

@@ -1,0 +1,112 @@
+/* trainsim workload: generation from model, plan and hardware options.
+ * Maps ModelSpec/ParallelPlan onto the workload generators' flat dims and
+ * wires the compute model (a roofline on the GPU preset's figures). */
+#include "cmd_workload_gen.h"
+
+#include <string.h>
+
+#include "trainsim/hw.h"
+
+void wl_gen_cli_init(WlGenCli *g)
+{
+    memset(g, 0, sizeof *g);
+    cli_model_init(&g->model);
+    cli_plan_init(&g->plan);
+    g->gpu = "h100-sxm5-80gb";
+}
+
+void wl_gen_cli_add(CliSpec *s, WlGenCli *g)
+{
+    cli_model_add(s, &g->model);
+    cli_plan_add(s, &g->plan, true);
+    cli_add(s, "gpu", CLI_STR, &g->gpu, "G", "GPU preset for compute times (h100-sxm5-80gb)");
+    g->spec = s;
+}
+
+static void model_dims(const ModelSpec *m, int64_t tp, WlModelDims *d)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", m->name);
+    d->layers = m->layers;
+    d->hidden = m->hidden;
+    d->heads = m->heads;
+    d->kv_heads = m->kv_heads;
+    d->head_dim = m->head_dim;
+    d->ffn = m->ffn;
+    d->vocab = m->vocab;
+    d->vocab_padded = model_padded_vocab(m, tp);
+    d->swiglu = m->act == MODEL_ACT_SWIGLU;
+    d->tied = m->tied_embeddings;
+    d->learned_pos = m->pos == MODEL_POS_LEARNED;
+    d->experts = m->experts;
+    d->topk = m->topk;
+    d->moe_ffn = m->moe_ffn;
+    d->dense_layers = m->dense_layers;
+}
+
+static void plan_dims(const ParallelPlan *p, WlPlanDims *d)
+{
+    memset(d, 0, sizeof *d);
+    d->world = p->gpus;
+    d->tp = p->tp;
+    d->cp = p->cp;
+    d->pp = p->pp;
+    d->vpp = p->vpp;
+    d->dp = p->dp;
+    d->ep = p->ep;
+    d->sp = p->sp;
+    d->micro_batch = p->micro_batch;
+    d->seq = p->seq;
+    d->ga = p->grad_accum;
+    d->dtype_bytes = ts_dtype_bytes(p->dtype);
+    d->zero = p->zero;
+    d->dist_opt = p->dist_opt;
+    d->shampoo = p->optimizer == PLAN_OPTIM_SHAMPOO;
+    d->shampoo_blocks = p->shampoo_blocks > 0 ? p->shampoo_blocks : 1;
+    d->recompute = p->recompute == PLAN_RECOMPUTE_FULL        ? WL_RECOMPUTE_FULL
+                   : p->recompute == PLAN_RECOMPUTE_SELECTIVE ? WL_RECOMPUTE_SELECTIVE
+                                                              : WL_RECOMPUTE_NONE;
+    d->schedule = p->schedule == PLAN_SCHED_GPIPE         ? WL_SCHED_GPIPE
+                  : p->schedule == PLAN_SCHED_INTERLEAVED ? WL_SCHED_INTERLEAVED
+                                                          : WL_SCHED_1F1B;
+    d->flash = p->flash_attn;
+}
+
+int wl_gen_cli_build(WlGenCli *g, Workload **out)
+{
+    *out = NULL;
+    ModelSpec m;
+    int rc = cli_model_load(&g->model, "gpt3-175b", &m);
+    if (rc) return rc;
+    ParallelPlan p;
+    if ((rc = cli_plan_load(g->spec, &g->plan, &m, 0, &p))) return rc;
+    TsError err = {0};
+    GpuSpec gpu;
+    if (hw_gpu_load(g->gpu, &gpu, &err)) return cli_fail(&err);
+    /* roofline on the preset's figures (hw.h's kernel model when it lands) */
+    g->roof = (WlRoofline){.peak_flops = gpu.peak_flops[p.dtype] > 0 ? gpu.peak_flops[p.dtype]
+                                                                     : gpu.peak_flops[TS_DTYPE_BF16],
+                           .gemm_eff = gpu.gemm_eff[p.dtype] > 0 ? gpu.gemm_eff[p.dtype] : 0.75,
+                           .attn_eff = gpu.attn_fwd_eff > 0 ? gpu.attn_fwd_eff : 0.55,
+                           .mem_bw = gpu.hbm_bw_bytes_per_s,
+                           .mem_eff = gpu.mem_eff > 0 ? gpu.mem_eff : 0.85,
+                           .launch_s = gpu.launch_s,
+                           .dtype_bytes = ts_dtype_bytes(p.dtype)};
+    WlCost cost;
+    wl_cost_roofline(&cost, &g->roof);
+    WlModelDims md;
+    WlPlanDims pd;
+    model_dims(&m, p.tp, &md);
+    plan_dims(&p, &pd);
+    TsStatus st;
+    if (g->fmt == WL_FMT_SIMAI || g->fmt == WL_FMT_ASTRASIM) {
+        WlAicbOptions ao = {.compat_1_1 = g->aicb_compat};
+        st = wl_build_aicb(&md, &pd, &cost, &ao, out, &err);
+    } else if (g->fmt == WL_FMT_OPTABLE) {
+        st = wl_build_optable(&md, &pd, &cost, g->neusight, out, &err);
+    } else {
+        WlBuildOptions bo = {0};
+        st = wl_build(&md, &pd, &cost, &bo, out, &err);
+    }
+    return st ? cli_fail(&err) : 0;
+}

@@ -75,6 +75,7 @@ typedef struct ModelSpec {
     ModelAct act;         /* GeLU / SwiGLU / squared ReLU */
     ModelPos pos;         /* learned / RoPE / ALiBi */
     double rotary_pct;    /* fraction of head dim rotated, 1.0 (NeoX 0.25) */
+    double rope_theta;    /* RoPE base, 10000 (Llama-3 500000); informational, 0 = unknown */
 
     bool qkv_bias;        /* bias on the Q/K/V projection (GPT-2, BERT; Qwen2) */
     bool proj_bias;       /* bias on the attention output projection */
@@ -82,6 +83,7 @@ typedef struct ModelSpec {
     bool qk_norm;         /* per-head RMSNorm on q and k (Qwen3) */
     bool tied_embeddings; /* LM head shares the word-embedding matrix */
     bool pooler;          /* BERT pooler (dense + tanh) */
+    bool embed_norm;      /* LayerNorm right after the embeddings (BERT, BLOOM) */
     bool lm_head;         /* a vocabulary projection at the end (false for a bare BertModel) */
 
     /* Mixture of experts (experts == 0: dense). */
@@ -114,6 +116,14 @@ typedef struct ModelCounts {
 } ModelCounts;
 
 const char *model_arch_name(ModelArch a);
+/* Names used in preset files and JSON: "layernorm"/"rmsnorm", "gelu"/"swiglu"/"relu2",
+ * "learned"/"rope"/"alibi". The parsers return false on an unknown name. */
+const char *model_norm_name(ModelNorm n);
+const char *model_act_name(ModelAct a);
+const char *model_pos_name(ModelPos p);
+bool model_norm_parse(const char *s, ModelNorm *out);
+bool model_act_parse(const char *s, ModelAct *out);
+bool model_pos_parse(const char *s, ModelPos *out);
 bool model_arch_parse(const char *s, ModelArch *out);
 /* Framework whose module names the family usually carries: "megatron", "hf", "deepspeed". */
 const char *model_arch_default_naming(ModelArch a);
@@ -157,6 +167,11 @@ TsStatus model_load(const char *source, const ModelOverrides *ov, ModelSpec *out
 TsStatus model_preset(const char *name, ModelSpec *out, TsError *err);
 /* Names of all presets, sorted; returns count (<= cap). */
 int model_preset_names(char names[][64], int cap);
+/* Preset names close to `name` (edit distance <= 3, or sharing its prefix),
+ * best first, for "did you mean" hints. Returns count (<= cap). */
+int model_preset_similar(const char *name, char out[][64], int cap);
+/* Supported HF model_type values, comma separated: "llama, mistral, ...". */
+const char *model_hf_types(void);
 
 TsStatus model_parse_hf_config(const char *path, ModelSpec *out, ModelKnown *known, TsError *err);
 TsStatus model_parse_preset_json(const char *path, ModelSpec *out, ModelKnown *known, TsError *err);
@@ -165,7 +180,11 @@ TsStatus model_parse_module_tree(const char *path, const char *text, ModelSpec *
 TsStatus model_parse_param_table(const char *path, const char *text, ModelSpec *out,
                                  ModelKnown *known, int64_t *tp_out, TsError *err);
 
-/* Write the spec as a JSON object (no trailing newline). */
+/* Write the spec as a JSON object (no trailing newline), keys in a fixed
+ * order. The object is a valid preset file (format "trainsim-model",
+ * version 1, see docs/models.md): model_parse_preset_json reads it back. */
 void model_to_json(const ModelSpec *m, TsBuf *out);
+#define MODEL_FORMAT_NAME "trainsim-model"
+#define MODEL_FORMAT_VERSION 1
 
 #endif

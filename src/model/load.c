@@ -2,6 +2,7 @@
  * table or flags), apply overrides, finalize, validate. */
 #include "trainsim/model.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,7 +17,7 @@ static bool is_file(const char *p)
 
 /* Sniff a text model source: a module tree starts with "Module:", a parameter
  * table has a header or rows with ';' separators. */
-static TsStatus load_text(const char *path, ModelSpec *out, ModelKnown *known, TsError *err)
+static TsStatus load_text(const char *path, ModelSpec *out, ModelKnown *known, const char **what, TsError *err)
 {
     char *text;
     size_t len;
@@ -31,6 +32,7 @@ static TsStatus load_text(const char *path, ModelSpec *out, ModelKnown *known, T
         st = model_parse_module_tree(path, text, out, known, err);
     } else if (strchr(p, ';')) {
         int64_t tp = 1;
+        *what = "the parameter table";
         st = model_parse_param_table(path, text, out, known, &tp, err);
     } else {
         ts_err(err, TS_ERR_INPUT, "cannot tell what kind of model file this is");
@@ -43,6 +45,18 @@ static TsStatus load_text(const char *path, ModelSpec *out, ModelKnown *known, T
     return st;
 }
 
+/* A .json file is a trainsim preset ("format": "trainsim-model") or a HF config. */
+static TsStatus load_json(const char *path, ModelSpec *out, ModelKnown *known, TsError *err)
+{
+    TsJsonDoc doc;
+    TsStatus st = ts_json_load(&doc, path, err);
+    if (st) return st;
+    json_t *f = json_object_get(doc.root, "format");
+    bool preset = f && json_is_string(f) && strcmp(json_string_value(f), MODEL_FORMAT_NAME) == 0;
+    ts_json_free(&doc);
+    return preset ? model_parse_preset_json(path, out, known, err) : model_parse_hf_config(path, out, known, err);
+}
+
 static void apply(int64_t v, int64_t *field, bool *known)
 {
     if (v >= 0) {
@@ -51,22 +65,33 @@ static void apply(int64_t v, int64_t *field, bool *known)
     }
 }
 
-static TsStatus missing_dims(const ModelKnown *k, const char *src, TsError *err)
+/* The dimensions a source left open must come from flags; say which. */
+static TsStatus missing_dims(const ModelKnown *k, const char *src, const char *file, TsError *err)
 {
-    const char *miss[8];
+    const char *miss[4], *flag[4];
     int n = 0;
-    if (!k->layers) miss[n++] = "--layers";
-    if (!k->hidden) miss[n++] = "--hidden";
-    if (!k->heads) miss[n++] = "--heads";
-    if (!k->vocab) miss[n++] = "--vocab";
+    if (!k->layers) miss[n] = "layers", flag[n++] = "--layers N";
+    if (!k->hidden) miss[n] = "hidden size", flag[n++] = "--hidden N";
+    if (!k->heads) miss[n] = "attention heads", flag[n++] = "--heads N";
+    if (!k->vocab) miss[n] = "vocabulary", flag[n++] = "--vocab N";
     if (n == 0) return TS_OK;
-    char list[200] = "";
+    char what[160] = "", flags[160] = "";
     for (int i = 0; i < n; i++) {
-        strcat(list, miss[i]);
-        if (i + 1 < n) strcat(list, i + 2 == n ? " and " : ", ");
+        strcat(what, miss[i]);
+        strcat(flags, flag[i]);
+        if (i + 1 < n) {
+            strcat(what, i + 2 == n ? " and " : ", ");
+            strcat(flags, " ");
+        }
     }
-    ts_err(err, TS_ERR_INPUT, "%s does not determine the model fully: give %s", src, list);
-    ts_err_hint(err, "a module tree or parameter table lacks some dimensions; pass them as flags");
+    ts_err(err, TS_ERR_INPUT, "%s does not give the %s: add %s", src, what, flags);
+    if (file) ts_err_at(err, file, 0, 0, NULL);
+    if (file)
+        ts_err_hint(err, "a module tree or parameter table holds the structure but not every dimension, e.g. "
+                         "--model %s %s", file, flags);
+    else
+        ts_err_hint(err, "--arch starts from the family defaults; the flags give the shape, e.g. "
+                         "--arch gpt --layers 12 --hidden 768 --heads 12");
     return TS_ERR_INPUT;
 }
 
@@ -75,17 +100,21 @@ TsStatus model_load(const char *source, const ModelOverrides *ov, ModelSpec *out
     ModelKnown known;
     memset(&known, 0, sizeof known);
     TsStatus st = TS_OK;
-    const char *what = source;
+    const char *what = "the module tree";
+    char arch_what[64];
+    const char *file = source;
     if (!source) {
         if (!ov || !ov->arch_set) return ts_err(err, TS_ERR_USAGE, "no model given: use --model or --arch");
         model_defaults(out, ov->arch);
         known.vocab = known.max_positions = true; /* family defaults */
-        what = "--arch";
+        snprintf(arch_what, sizeof arch_what, "--arch %s", model_arch_name(ov->arch));
+        what = arch_what;
+        file = NULL;
     } else if (is_file(source)) {
         if (ts_ends_with(source, ".json")) {
-            st = model_parse_hf_config(source, out, &known, err);
+            st = load_json(source, out, &known, err);
         } else {
-            st = load_text(source, out, &known, err);
+            st = load_text(source, out, &known, &what, err);
         }
     } else if (strchr(source, '/') || ts_ends_with(source, ".json") || ts_ends_with(source, ".txt") ||
                ts_ends_with(source, ".csv")) {
@@ -114,7 +143,7 @@ TsStatus model_load(const char *source, const ModelOverrides *ov, ModelSpec *out
         apply(ov->shared_experts, &out->shared_experts, &dummy);
         apply(ov->dense_layers, &out->dense_layers, &dummy);
     }
-    st = missing_dims(&known, what, err);
+    st = missing_dims(&known, what, file, err);
     if (st) return st;
     model_finalize(out);
     return model_validate(out, err);

@@ -24,6 +24,43 @@ const char *model_arch_default_naming(ModelArch a)
     return (unsigned)a < MODEL_ARCH_COUNT ? ARCH_NAMING[a] : "megatron";
 }
 
+/* Names of the small enums, indexed by the enum value. */
+static const char *const NORM_NAMES[] = {"layernorm", "rmsnorm"};
+static const char *const ACT_NAMES[] = {"gelu", "swiglu", "relu2"};
+static const char *const POS_NAMES[] = {"learned", "rope", "alibi"};
+_Static_assert(sizeof NORM_NAMES / sizeof NORM_NAMES[0] == MODEL_NORM_RMSNORM + 1, "norm table");
+_Static_assert(sizeof ACT_NAMES / sizeof ACT_NAMES[0] == MODEL_ACT_RELU2 + 1, "act table");
+_Static_assert(sizeof POS_NAMES / sizeof POS_NAMES[0] == MODEL_POS_ALIBI + 1, "pos table");
+
+const char *model_norm_name(ModelNorm n) { return (unsigned)n <= MODEL_NORM_RMSNORM ? NORM_NAMES[n] : "?"; }
+const char *model_act_name(ModelAct a) { return (unsigned)a <= MODEL_ACT_RELU2 ? ACT_NAMES[a] : "?"; }
+const char *model_pos_name(ModelPos p) { return (unsigned)p <= MODEL_POS_ALIBI ? POS_NAMES[p] : "?"; }
+
+static int find_name(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+bool model_norm_parse(const char *s, ModelNorm *out)
+{
+    int i = find_name(s, NORM_NAMES, MODEL_NORM_RMSNORM + 1);
+    if (i >= 0) *out = (ModelNorm)i;
+    return i >= 0;
+}
+bool model_act_parse(const char *s, ModelAct *out)
+{
+    int i = find_name(s, ACT_NAMES, MODEL_ACT_RELU2 + 1);
+    if (i >= 0) *out = (ModelAct)i;
+    return i >= 0;
+}
+bool model_pos_parse(const char *s, ModelPos *out)
+{
+    int i = find_name(s, POS_NAMES, MODEL_POS_ALIBI + 1);
+    if (i >= 0) *out = (ModelPos)i;
+    return i >= 0;
+}
+
 bool model_arch_parse(const char *s, ModelArch *out)
 {
     for (int i = 0; i < MODEL_ARCH_COUNT; i++)
@@ -65,6 +102,7 @@ void model_defaults(ModelSpec *m, ModelArch arch)
         m->tied_embeddings = true;
         m->type_vocab = 2;
         m->pooler = true;
+        m->embed_norm = true;
         m->lm_head = false;
         m->vocab = 30522;
         m->max_positions = 512;
@@ -75,6 +113,7 @@ void model_defaults(ModelSpec *m, ModelArch arch)
         m->act = MODEL_ACT_GELU;
         m->pos = MODEL_POS_ROPE;
         m->rotary_pct = 0.25;
+        m->rope_theta = 10000.0;
         m->qkv_bias = m->proj_bias = m->mlp_bias = true;
         m->vocab = 50432;
         m->max_positions = 2048;
@@ -87,6 +126,7 @@ void model_defaults(ModelSpec *m, ModelArch arch)
         m->norm = MODEL_NORM_RMSNORM;
         m->act = MODEL_ACT_SWIGLU;
         m->pos = MODEL_POS_ROPE;
+        m->rope_theta = 10000.0;
         m->vocab = 32000;
         m->max_positions = 4096;
         if (arch == MODEL_ARCH_MIXTRAL) {
@@ -196,7 +236,7 @@ static int64_t attn_params(const ModelSpec *m)
     int64_t qkv_out = A * D + 2 * G * D;
     p += H * qkv_out + (m->qkv_bias ? qkv_out : 0);
     p += A * D * H + (m->proj_bias ? H : 0);
-    if (m->qk_norm) p += 2 * D;
+    if (m->qk_norm) p += 2 * norm_params(m, D); /* per-head q_norm, k_norm (Qwen3) */
     return p;
 }
 
@@ -214,7 +254,7 @@ void model_count_params(const ModelSpec *m, ModelCounts *c)
     c->embedding = m->vocab * H;
     if (m->pos == MODEL_POS_LEARNED) c->embedding += m->max_positions * H;
     c->embedding += m->type_vocab * H;
-    if (m->arch == MODEL_ARCH_BERT) c->embedding += norm_params(m, H); /* embeddings.LayerNorm */
+    if (m->embed_norm) c->embedding += norm_params(m, H); /* BERT embeddings.LayerNorm, BLOOM word_embeddings_layernorm */
     c->lm_head = (m->lm_head && !m->tied_embeddings) ? m->vocab * H : 0;
 
     int64_t attn = attn_params(m);

@@ -6,9 +6,9 @@
  * nothing but common.h.
  *
  * Inputs are small "views": plain data that the simulator and the search
- * results are converted to (sim_to_rep_plan / search_to_rep_sweep live with
- * their producers' callers, see docs/report.md). The writer never reaches
- * into SimResult or ParallelPlan, so it can be tested on hand-made views.
+ * results are converted to (rep_plan_view_from_sim below; the sweep view is
+ * filled by the sweep command). The writer never reaches into SimResult, so
+ * it can be tested on hand-made views (tests/browser/fixture.c).
  *
  *   RepPlanView   one plan: headline metrics, knobs, the pipeline timeline
  *                 (rows = stages, bars = forward / backward / communication /
@@ -37,6 +37,7 @@
 #define TRAINSIM_REPORT_HTML_H
 
 #include "trainsim/common.h"
+#include "trainsim/sim.h"
 
 /* X(NAME, "label", fill colour) — kinds of timeline bars. */
 #define REP_KIND_LIST(X)                      \
@@ -115,6 +116,14 @@ typedef struct RepSweepView {
  * Returns TS_OK, or TS_ERR_INTERNAL when out ran out of memory. */
 TsStatus rep_html_plan(const RepPlanView *v, TsBuf *out, TsError *err);
 TsStatus rep_html_sweep(const RepSweepView *v, TsBuf *out, TsError *err);
+
+/* Convert a simulation to a plan view: metrics, knobs (from in->knobs and
+ * in->hw), the timeline from r->spans (simulate with record = true; without
+ * spans the timeline is empty), bubbles as the gaps of each stage's compute
+ * stream, the breakdown and the memory. Strings and arrays are allocated in
+ * arena a, which must outlive *out. TS_ERR_INTERNAL on allocation failure. */
+TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const char *title, TsArena *a,
+                                RepPlanView *out, TsError *err);
 
 /* Human-readable numbers shared by the text and HTML outputs:
  * 1.23e12 -> "1.23 T", bytes 6.1e10 -> "56.8 GiB", 0.0123 s -> "12.3 ms". */

@@ -40,6 +40,9 @@
 #define TRAINSIM_SEARCH_H
 
 #include "trainsim/common.h"
+#include "trainsim/partition.h"
+#include "trainsim/plan.h"
+#include "trainsim/sim.h"
 
 #define SEARCH_MAX_VALUES 32 /* values per dimension list */
 #define SEARCH_CHUNK 1024    /* candidates per work item */
@@ -224,6 +227,24 @@ int search_compare(SearchObjective o, const SearchPoint *a, const SearchPoint *b
  * Stats are summed (elapsed_s: max). Takes ownership of nothing. */
 TsStatus search_merge(const SearchConfig *c, const SearchResult *parts, int n_parts, SearchResult *out,
                       TsError *err);
+
+/* ---- the real evaluator: plan.h + partition.h + sim.h (eval_sim.c) ---------- */
+typedef struct SearchEvalCtx {
+    const ModelSpec *model;   /* borrowed, e.g. llama3-70b */
+    SimHw hw;                 /* the machine, e.g. sim_hw_preset("dgx-h100") */
+    int64_t global_batch;     /* sequences per iteration, e.g. 1024 */
+    int64_t seq;              /* tokens per sequence, e.g. 8192 */
+    TsDtype dtype;            /* compute dtype, bf16 */
+    PartMemOptions mem_opts;  /* memory model for pruning; capacity = hw HBM */
+} SearchEvalCtx;
+
+void search_eval_init(SearchEvalCtx *x, const ModelSpec *m, const SimHw *hw, int64_t global_batch, int64_t seq);
+/* The evaluator over x (which must outlive the search): check = plan_resolve
+ * + part_memory against the HBM capacity; simulate = sim_simulate. */
+SearchEvaluator search_eval_sim(SearchEvalCtx *x);
+/* The plan / simulator knobs of a candidate (for reports and re-simulation). */
+void search_plan_from_knobs(const SearchEvalCtx *x, const SearchKnobs *k, ParallelPlan *p);
+void search_sim_knobs(const SearchEvalCtx *x, const SearchKnobs *k, SimKnobs *s);
 
 /* Distributed search (compiled only with MPI; see TS_HAVE_MPI). search_mpi_init
  * initialises MPI only when the process was started by mpirun (else it reports

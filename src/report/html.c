@@ -195,14 +195,16 @@ static void timeline_svg(TsBuf *b, const RepPlanView *v)
         if (iv->stage < 0 || iv->stage >= rows || (unsigned)iv->kind >= REP_KIND_COUNT) continue;
         double x = LABEL_W + iv->start_s * sx, w = (iv->end_s - iv->start_s) * sx;
         if (w < 0.5) w = 0.5;
-        int y = AXIS_H + iv->stage * ROW_H + 3;
+        /* compute bars fill the row; communication is a strip along its bottom,
+         * since it runs on its own streams alongside the compute */
+        bool comm = iv->kind == REP_COMM;
+        int y = AXIS_H + iv->stage * ROW_H + (comm ? ROW_H - 8 : 3), bh = comm ? 5 : ROW_H - 10;
         char t0[32], t1[32];
         rep_fmt_seconds(t0, sizeof t0, iv->start_s);
         rep_fmt_seconds(t1, sizeof t1, iv->end_s);
         ts_buf_printf(b, "<rect class=\"%s\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\">"
                          "<title>stage %d %s",
-                      KIND_NAME[iv->kind], x, y, w, ROW_H - 6, KIND_COLOR[iv->kind], iv->stage,
-                      KIND_NAME[iv->kind]);
+                      KIND_NAME[iv->kind], x, y, w, bh, KIND_COLOR[iv->kind], iv->stage, KIND_NAME[iv->kind]);
         if (iv->micro >= 0) ts_buf_printf(b, " micro-batch %d", iv->micro);
         ts_buf_printf(b, ": %s to %s</title></rect>\n", t0, t1);
     }

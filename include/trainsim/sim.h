@@ -15,8 +15,8 @@
  *      max(stage free, neighbour's finish + p2p). No event heap; cost is
  *      O(stages * chunks * micro-batches). Identical DP replicas and TP
  *      ranks are simulated once. Spans are recorded only when asked for.
- *   2. The cost builder (sim_simulate): ModelSpec + SimKnobs (the plan) +
- *      SimHw (the machine) -> per-chunk costs -> engine -> SimResult with
+ *   2. The cost builder (sim_simulate): ModelSpec + ParallelPlan (plan.h) +
+ *      HwModel + HwNet (hw.h) -> per-chunk costs -> engine -> SimResult with
  *      throughput, FLOPs, memory and warnings.
  *
  * Units: seconds, bytes, FLOPs (double). Stage 0 holds the embedding,
@@ -41,7 +41,9 @@
 #define TRAINSIM_SIM_H
 
 #include "trainsim/common.h"
+#include "trainsim/hw.h"
 #include "trainsim/model.h"
+#include "trainsim/plan.h"
 
 /* ---- schedules -------------------------------------------------------------- */
 #define SIM_SCHED_LIST(X)           \
@@ -118,7 +120,8 @@ typedef struct SimChunkCost {
     double ep_exposed_s;    /* exposed EP all-to-all inside fwd_s + bwd_s */
     double dp_grad_s;       /* DP gradient reduction of this chunk's parameters, per iteration */
     int32_t dp_buckets;     /* buckets the reduction is split into (>= 1) */
-    double fsdp_exposed_s;  /* ZeRO-3 parameter gathers not hidden under compute, per micro-batch */
+    double fsdp_exposed_s;  /* ZeRO-3 gathers/reduces not hidden under compute, inside fwd_s+bwd_s */
+    double slowdown_s;      /* compute slow-down from overlapped TP/CP comm, inside fwd_s+bwd_s */
 } SimChunkCost;
 
 /* End-of-step costs of a stage. */
@@ -207,75 +210,35 @@ void sim_result_free(SimResult *r);
 
 /* ---- layer 2: the cost builder ---------------------------------------------- */
 
-typedef enum { SIM_RECOMPUTE_NONE, SIM_RECOMPUTE_SELECTIVE, SIM_RECOMPUTE_FULL } SimRecompute;
-
-/* The plan as the simulator needs it. A ParallelPlan (plan.h) maps onto it
- * one to one. */
-typedef struct SimKnobs {
-    int64_t tp;             /* tensor parallel, 8 */
-    int64_t pp;             /* pipeline stages, 8 */
-    int64_t vpp;            /* model chunks per stage, 1 (interleaving when > 1) */
-    int64_t dp;             /* data parallel replicas, 16 */
-    int64_t cp;             /* context parallel, 1 */
-    int64_t ep;             /* expert parallel (inside dp*cp), 1 */
-    int64_t micro_batch;    /* sequences per micro-batch, 1 */
-    int64_t global_batch;   /* sequences per iteration, 1536 */
-    int64_t seq;            /* tokens per sequence, 2048 */
-    bool sp;                /* sequence parallel (TP comm as RS+AG) */
-    SimRecompute recompute;
-    int zero;               /* 0 none, 1 dist-opt/ZeRO-1, 2 ZeRO-2, 3 ZeRO-3/FSDP */
-    SimSchedule schedule;   /* 1F1B (INTERLEAVED when vpp > 1) */
-    bool tp_overlap;        /* TP comm overlapped with GEMMs (TE userbuffers) */
-    bool dp_overlap;        /* grad reduction overlapped with backward, true */
-    bool param_gather_overlap; /* dist-opt all-gather overlapped with next forward, true */
-    bool flash;             /* fused attention (causal half of S^2 computed), true */
-    TsDtype dtype;          /* compute dtype, BF16 (FP8: GEMMs at fp8 peak) */
-    bool fp32_grads;        /* gradients accumulated/reduced in fp32 (Megatron DDP), true */
-    int64_t bucket_bytes;   /* DP bucket size, 40000000 (Megatron default 40 MB) */
-    bool shampoo;           /* Shampoo instead of Adam (preconditioner work) */
-} SimKnobs;
-void sim_knobs_defaults(SimKnobs *k);
-
-/* The machine as the simulator needs it (filled from hw presets). */
-typedef struct SimHw {
-    char gpu[64];           /* "H100-SXM5-80GB" */
-    double peak_flops;      /* dense tensor FLOP/s at the compute dtype, 989e12 */
-    double peak_fp8_flops;  /* 1979e12 (0 if none) */
-    double vector_flops;    /* non-tensor FLOP/s, 67e12 */
-    double hbm_bytes_per_s; /* spec HBM bandwidth, 3.35e12 */
-    double hbm_capacity_bytes; /* 80e9 */
-    int64_t gpus_per_node;  /* 8 */
-    double nvlink_busbw;    /* achievable intra-node busbw for large messages, B/s, 370e9 */
-    double nvls_busbw;      /* all-reduce busbw with NVLS, 0 if none, 480e9 */
-    double nic_bw;          /* achievable inter-node bandwidth per GPU, B/s, 46e9 */
-    double p2p_intra_bw;    /* p2p within a node, 376e9 */
-    double coll_latency_s;  /* per-step latency intra-node, 6e-6 */
-    double net_latency_s;   /* per-step latency across nodes, 14e-6 */
-    double gemm_eff_max;    /* best large-GEMM fraction of peak, 0.80 */
-    double gemm_half_flops; /* GEMM FLOPs at which efficiency is half of max, 2e9 */
-    double attn_eff;        /* flash-attention fraction of peak, 0.55 */
-    double hbm_eff;         /* achievable fraction of HBM bandwidth, 0.85 */
-    double kernel_overhead_s; /* fixed cost per kernel (launch, tail), 4e-6 */
-    double overlap_slowdown;/* compute slow-down while overlapping comm, 0.10 */
-    double mem_reserved_bytes; /* CUDA context + NCCL + allocator, 3e9 */
-} SimHw;
-/* Built-in machines: "dgx-a100" (Selene-like, 8x200G HDR), "dgx-h100"
- * (8x400G NDR), "jean-zay-a100" (4x100G Omni-Path). Returns false if unknown. */
-bool sim_hw_preset(const char *name, SimHw *out);
-/* Per-GPU cluster size check etc. lives with the caller. */
+/* What the frameworks do that a ParallelPlan does not say. Defaults in
+ * sim_options_init; each one cites its source there (src/sim/cost.c). */
+typedef struct SimOptions {
+    bool dp_overlap;            /* grad reduce overlapped with backward (Megatron
+                                   --overlap-grad-reduce, DDP buckets), true */
+    bool param_gather_overlap;  /* dist-opt all-gather under the next forward, true */
+    double bucket_bytes;        /* DP bucket, 40e6 (Megatron --ddp-bucket-size default) */
+    bool fp32_grad_reduce;      /* gradients reduced in fp32 (Megatron DDP default), true */
+    double overlap_slowdown;    /* compute slow-down while comm overlaps, 0.10
+                                   (calibration_facts.md section 5) */
+    double optimizer_bytes_per_param; /* HBM bytes per local parameter for the step, 24 */
+    bool record;                /* keep spans for --trace */
+} SimOptions;
+void sim_options_init(SimOptions *o);
 
 typedef struct SimSetup {
     const ModelSpec *model;
-    SimKnobs knobs;
-    SimHw hw;
-    bool record;            /* spans for --trace */
+    ParallelPlan plan;          /* resolved by sim_simulate (copy) */
+    const HwModel *hw;          /* GPU compute model */
+    const HwNet *net;           /* cluster and collective model */
+    SimOptions opt;
 } SimSetup;
 
-/* Validate the knobs against the model (divisibility, batch), build costs,
- * run the engine, derive metrics, memory and warnings. Errors: TS_ERR_PLAN
+/* Resolve and validate the plan against the model (plan_resolve), build
+ * per-chunk costs, run the engine, derive metrics, memory and warnings.
+ * in->plan is resolved in place (callers may read the derived fields). Errors: TS_ERR_PLAN
  * naming the knob and the rule it breaks. Does not fail when memory does not
  * fit: it sets memory.fits = false and a warning. */
-TsStatus sim_simulate(const SimSetup *in, SimWork *w, SimResult *out, TsError *err);
+TsStatus sim_simulate(SimSetup *in, SimWork *w, SimResult *out, TsError *err);
 
 /* Summary text and JSON (the keys of `trainsim simulate --json`). */
 void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *out);

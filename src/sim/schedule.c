@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trainsim/sim.h"
+#include "sim_internal.h"
 
 struct SimWork {
     int32_t *order;      /* [p][n_tasks] */
@@ -36,6 +36,10 @@ struct SimWork {
     size_t st_cap;
     SimSpan *spans;
     size_t span_n, span_cap;
+    SimChunkCost *costs;   /* for sim_simulate */
+    size_t costs_cap;
+    SimStageCost *scosts;
+    size_t scosts_cap;
 };
 
 static const char *const SCHED_NAMES[] = {
@@ -114,6 +118,8 @@ void sim_work_destroy(SimWork *w)
     free(w->pos);
     free(w->tfree);
     free(w->spans);
+    free(w->costs);
+    free(w->scosts);
     free(w);
 }
 
@@ -125,6 +131,19 @@ void sim_result_free(SimResult *r)
     r->stages = NULL;
     r->spans = NULL;
     r->owned = false;
+}
+
+static bool grow(void **p, size_t *cap, size_t n, size_t elem);
+
+SimChunkCost *sim_work_costs(SimWork *w, int32_t n_chunks, int32_t n_stages, SimStageCost **stages)
+{
+    if (!grow((void **)&w->costs, &w->costs_cap, (size_t)n_chunks, sizeof(SimChunkCost)) ||
+        !grow((void **)&w->scosts, &w->scosts_cap, (size_t)n_stages, sizeof(SimStageCost)))
+        return NULL;
+    memset(w->costs, 0, (size_t)n_chunks * sizeof(SimChunkCost));
+    memset(w->scosts, 0, (size_t)n_stages * sizeof(SimStageCost));
+    *stages = w->scosts;
+    return w->costs;
 }
 
 /* Grow *p to hold n elements of size elem; false on allocation failure. */
@@ -432,7 +451,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     out->stages = w->stages;
 
     SimBreakdown *bd = &out->breakdown;
-    double rec = 0, tp = 0, cp = 0, ep = 0, fsdp = 0;
+    double rec = 0, tp = 0, cp = 0, ep = 0, fsdp = 0, slow = 0;
     for (int32_t c = 0; c < v; c++) {
         const SimChunkCost *cc = &pl->chunk[crit * v + c];
         rec += cc->recompute_s;
@@ -440,13 +459,14 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         cp += cc->cp_exposed_s;
         ep += cc->ep_exposed_s;
         fsdp += cc->fsdp_exposed_s;
+        slow += cc->slowdown_s;
     }
     double md = (double)m;
     bd->recompute_s = rec * md;
     bd->tp_comm_exposed_s = tp * md;
     bd->cp_comm_exposed_s = cp * md;
     bd->ep_comm_exposed_s = ep * md;
-    bd->compute_s = cs->busy_s - (rec + tp + cp + ep + fsdp) * md;
+    bd->compute_s = cs->busy_s - (rec + tp + cp + ep + fsdp + slow) * md;
     double idle = cs->pipe_end_s - cs->busy_s;
     if (idle < 0) idle = 0;
     double pp = any_p2p ? cs->pipe_end_s - pipe_nop2p : 0;
@@ -456,7 +476,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     bd->bubble_s = idle - pp;
     bd->dp_comm_exposed_s = cs->dp_exposed_s + ag_exposed + fsdp * md;
     bd->optimizer_s = opt;
-    bd->overlap_slowdown_s = cs->slowdown_s + slow_ag;
+    bd->overlap_slowdown_s = cs->slowdown_s + slow_ag + slow * md;
     out->bubble_fraction = cs->pipe_end_s > 0 ? bd->bubble_s / cs->pipe_end_s : 0;
 
     if (pl->record) {

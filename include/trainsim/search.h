@@ -231,20 +231,28 @@ TsStatus search_merge(const SearchConfig *c, const SearchResult *parts, int n_pa
 /* ---- the real evaluator: plan.h + partition.h + sim.h (eval_sim.c) ---------- */
 typedef struct SearchEvalCtx {
     const ModelSpec *model;   /* borrowed, e.g. llama3-70b */
-    SimHw hw;                 /* the machine, e.g. sim_hw_preset("dgx-h100") */
+    const HwModel *hw;        /* borrowed GPU compute model; capacity = hw->gpu.hbm_bytes */
+    const HwNet *nets[SEARCH_MAX_VALUES]; /* borrowed, one per GPU count searched */
+    int64_t net_gpus[SEARCH_MAX_VALUES];  /* the GPU count each net is sized for */
+    int n_nets;
     int64_t global_batch;     /* sequences per iteration, e.g. 1024 */
     int64_t seq;              /* tokens per sequence, e.g. 8192 */
     TsDtype dtype;            /* compute dtype, bf16 */
-    PartMemOptions mem_opts;  /* memory model for pruning; capacity = hw HBM */
+    SimOptions sim_opts;      /* sim_options_init defaults */
+    PartMemOptions mem_opts;  /* memory model for pruning, as sim_simulate uses it */
 } SearchEvalCtx;
 
-void search_eval_init(SearchEvalCtx *x, const ModelSpec *m, const SimHw *hw, int64_t global_batch, int64_t seq);
+void search_eval_init(SearchEvalCtx *x, const ModelSpec *m, const HwModel *hw, int64_t global_batch, int64_t seq);
+/* Register the network model for `gpus` GPUs (up to SEARCH_MAX_VALUES). */
+bool search_eval_add_net(SearchEvalCtx *x, int64_t gpus, const HwNet *net);
 /* The evaluator over x (which must outlive the search): check = plan_resolve
  * + part_memory against the HBM capacity; simulate = sim_simulate. */
 SearchEvaluator search_eval_sim(SearchEvalCtx *x);
-/* The plan / simulator knobs of a candidate (for reports and re-simulation). */
+/* The plan of a candidate, and its simulation setup (for reports and for
+ * re-simulating the best plan with spans recorded). setup fails (false) when
+ * no net was registered for k->gpus. */
 void search_plan_from_knobs(const SearchEvalCtx *x, const SearchKnobs *k, ParallelPlan *p);
-void search_sim_knobs(const SearchEvalCtx *x, const SearchKnobs *k, SimKnobs *s);
+bool search_sim_setup(const SearchEvalCtx *x, const SearchKnobs *k, SimSetup *in);
 
 /* Distributed search (compiled only with MPI; see TS_HAVE_MPI). search_mpi_init
  * initialises MPI only when the process was started by mpirun (else it reports

@@ -114,7 +114,7 @@ static void knobs_json(TsBuf *b, const SearchPoint *p)
     ts_buf_puts(b, "}}");
 }
 
-static void write_json(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const SimHw *hw, const SearchConfig *c,
+static void write_json(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const GpuSpec *hw, const SearchConfig *c,
                        const SearchResult *r)
 {
     ts_buf_puts(b, "{\"format\":\"trainsim-sweep\",\"version\":1,\"generator\":\"trainsim " TRAINSIM_VERSION "\",");
@@ -123,10 +123,10 @@ static void write_json(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const S
     ts_buf_puts(b, ",\"cluster\":");
     ts_json_escape(b, o->cluster);
     ts_buf_puts(b, ",\"gpu\":");
-    ts_json_escape(b, hw->gpu);
+    ts_json_escape(b, hw->name);
     ts_buf_printf(b, ",\"seq\":%lld,\"global_batch\":%lld,\"objective\":\"%s\",\"capacity_bytes\":", (long long)o->seq,
                   (long long)o->global_batch, search_objective_name(c->objective));
-    ts_json_fmt_double(b, hw->hbm_capacity_bytes);
+    ts_json_fmt_double(b, hw->hbm_bytes);
     const SearchStats *s = &r->stats;
     ts_buf_printf(b, ",\"stats\":{\"candidates\":%lld,\"enumerated\":%lld,\"pruned\":%lld,\"simulated\":%lld,"
                      "\"elapsed_s\":",
@@ -198,14 +198,14 @@ static void row_cells(const SearchPoint *p, int rank, char cells[N_COLS][24])
     snprintf(cells[19], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_BUBBLE]);
 }
 
-static void write_text(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const SimHw *hw, const SearchConfig *c,
+static void write_text(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const GpuSpec *hw, const SearchConfig *c,
                        const SearchResult *r)
 {
     const SearchStats *s = &r->stats;
     char cap[32];
-    rep_fmt_bytes(cap, sizeof cap, hw->hbm_capacity_bytes);
+    rep_fmt_bytes(cap, sizeof cap, hw->hbm_bytes);
     ts_buf_printf(b, "sweep: %s on %s x %s (%s), seq %lld, global batch %lld, ranked by %s\n", m->name, o->gpus,
-                  hw->gpu, o->cluster, (long long)o->seq, (long long)o->global_batch,
+                  hw->name, o->cluster, (long long)o->seq, (long long)o->global_batch,
                   search_objective_name(c->objective));
     ts_buf_printf(b, "plans: %lld candidates, %lld valid (enumerated), %lld pruned (do not fit in %s), "
                      "%lld simulated\n\n",
@@ -250,13 +250,13 @@ static int write_html(const char *path, const SweepOpts *o, const ModelSpec *m, 
     RepPlanView best_view;
     const RepPlanView *best = NULL;
     SimResult sr;
-    SimSetup in = {.model = m, .hw = x->hw, .record = true};
+    SimSetup in;
     bool have_sr = false;
-    if (r->n_top > 0) {
-        search_sim_knobs(x, &r->top[0].k, &in.knobs);
+    if (r->n_top > 0 && search_sim_setup(x, &r->top[0].k, &in)) {
+        in.opt.record = true;
         if (sim_simulate(&in, NULL, &sr, &err) == TS_OK) {
             have_sr = true;
-            const char *title = ts_arena_printf(a, "best plan: %s on %s x %s", m->name, o->gpus, x->hw.gpu);
+            const char *title = ts_arena_printf(a, "best plan: %s on %d x %s", m->name, r->top[0].k.gpus, x->hw->gpu.name);
             if (rep_plan_view_from_sim(&in, &sr, title, a, &best_view, &err) == TS_OK) best = &best_view;
         }
     }
@@ -268,9 +268,9 @@ static int write_html(const char *path, const SweepOpts *o, const ModelSpec *m, 
     RepKV metrics[] = {{"candidates", st[0]}, {"valid plans", st[1]}, {"pruned (memory)", st[2]},
                        {"simulated", st[3]}, {"ranked by", search_objective_name(c->objective)}};
     RepSweepView v = {.title = ts_arena_printf(a, "sweep: %s on %s x %s, seq %lld, global batch %lld", m->name, o->gpus,
-                                               x->hw.gpu, (long long)o->seq, (long long)o->global_batch),
+                                               x->hw->gpu.name, (long long)o->seq, (long long)o->global_batch),
                       .generator = "trainsim " TRAINSIM_VERSION " sweep", .metrics = metrics, .n_metrics = 5,
-                      .points = pts, .n_points = (int)r->n_all, .capacity_bytes = x->hw.hbm_capacity_bytes,
+                      .points = pts, .n_points = (int)r->n_all, .capacity_bytes = x->hw->gpu.hbm_bytes,
                       .columns = COLS, .n_columns = N_COLS, .cells = cells, .n_rows = r->n_top, .best = best};
     TsBuf b = {0};
     int rc = 0;
@@ -372,30 +372,56 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
     return 0;
 }
 
+static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, const SearchEvalCtx *x,
+                      const SearchConfig *cp, const SearchEvaluator *ev, int rank, SearchResult *rp);
+
 static int run(SweepOpts *o, int rank)
 {
     ModelSpec m;
     int rc = cli_model_load(&o->cm, "llama3-8b", &m);
     if (rc) return rc;
-    SimHw hw;
-    if (!sim_hw_preset(o->cluster, &hw)) {
-        TsError err = {0};
-        ts_err(&err, TS_ERR_INPUT, "unknown cluster '%s'", o->cluster);
-        ts_err_hint(&err, "known clusters: dgx-h100, dgx-a100, jean-zay-a100");
-        return cli_fail(&err);
-    }
     SearchConfig c;
     if ((rc = configure(o, &m, &c)) != 0) return rc;
     if (rank == 0 && isatty(2)) c.progress = progress;
+    /* one network model per GPU count (the cluster is sized to it) */
+    TsError err = {0};
+    HwNet *nets = calloc((size_t)c.gpus.n, sizeof *nets);
+    HwModel hw;
+    hw_model_init(&hw);
+    if (!nets) return cli_fail(&(TsError){.code = TS_ERR_INTERNAL, .msg = "out of memory"});
     SearchEvalCtx x;
+    for (int i = 0; i < c.gpus.n; i++) {
+        ClusterSpec cl;
+        if (hw_cluster_load(o->cluster, c.gpus.v[i], &cl, &err) != TS_OK) {
+            free(nets);
+            return cli_fail(&err);
+        }
+        hw.gpu = cl.gpu;
+        hw_net_init(&nets[i], &cl);
+    }
     search_eval_init(&x, &m, &hw, o->global_batch, o->seq);
+    for (int i = 0; i < c.gpus.n; i++) search_eval_add_net(&x, c.gpus.v[i], &nets[i]);
     SearchEvaluator ev = search_eval_sim(&x);
     SearchResult r;
+    rc = run_search(o, &m, &hw, &x, &c, &ev, rank, &r);
+    free(nets);
+    return rc;
+}
+
+static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, const SearchEvalCtx *x,
+                      const SearchConfig *cp, const SearchEvaluator *ev, int rank, SearchResult *rp)
+{
+    ModelSpec m = *mp;
+    const GpuSpec *gpu = &hwp->gpu;
+    SearchConfig c = *cp;
+    SearchResult r;
     TsError err = {0};
+    int rc;
+    (void)rp;
 #ifdef TS_HAVE_MPI
-    TsStatus st = search_mpi_run(&c, &ev, &r, &err);
+    TsStatus st = search_mpi_run(&c, ev, &r, &err);
 #else
-    TsStatus st = search_run(&c, &ev, &r, &err);
+    TsStatus st = search_run(&c, ev, &r, &err);
 #endif
     if (c.progress) fprintf(stderr, "\r%70s\r", "");
     if (st != TS_OK) return rank == 0 ? cli_fail(&err) : (int)st;
@@ -421,10 +447,10 @@ static int run(SweepOpts *o, int rank)
         if (ts_write_file_atomic(o->csv, b.data, b.len, &err) != TS_OK) rc = cli_fail(&err);
         ts_buf_free(&b);
     }
-    if (!rc && o->html) rc = write_html(o->html, o, &m, &x, &c, &r);
+    if (!rc && o->html) rc = write_html(o->html, o, &m, x, &c, &r);
     if (!rc) {
-        if (o->json) write_json(&b, o, &m, &hw, &c, &r);
-        else write_text(&b, o, &m, &hw, &c, &r);
+        if (o->json) write_json(&b, o, &m, gpu, &c, &r);
+        else write_text(&b, o, &m, gpu, &c, &r);
         rc = cli_emit(NULL, &b);
     }
     ts_buf_free(&b);

@@ -72,13 +72,13 @@ TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const ch
                                 RepPlanView *out, TsError *err)
 {
     memset(out, 0, sizeof *out);
-    const SimKnobs *k = &in->knobs;
+    const ParallelPlan *k = &in->plan;
     char buf[3][32];
     rep_fmt_seconds(buf[0], sizeof buf[0], r->iteration_time_s);
     rep_fmt_si(buf[1], sizeof buf[1], r->tokens_per_s);
     rep_fmt_bytes(buf[2], sizeof buf[2], r->memory.total_bytes);
     RepKV *m = ts_arena_alloc(a, 7 * sizeof *m);
-    RepKV *kn = ts_arena_alloc(a, 17 * sizeof *kn);
+    RepKV *kn = ts_arena_alloc(a, 20 * sizeof *kn);
     RepAmount *bd = ts_arena_alloc(a, SIM_BD_COUNT * sizeof *bd);
     RepAmount *mem = ts_arena_alloc(a, 5 * sizeof *mem);
     if (!m || !kn || !bd || !mem) return ts_err(err, TS_ERR_INTERNAL, "out of memory building the report");
@@ -90,7 +90,7 @@ TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const ch
     m[nm++] = (RepKV){"HFU", fmt(a, "%.1f%%", 100.0 * r->hfu)};
     m[nm++] = (RepKV){"model TFLOP/s per GPU", fmt(a, "%.0f", r->model_tflops_per_gpu)};
     m[nm++] = (RepKV){"memory per GPU", ts_arena_printf(a, "%s%s", buf[2], r->memory.fits ? "" : " (does not fit)")};
-    kn[nk++] = (RepKV){"gpu", ts_arena_strdup(a, in->hw.gpu)};
+    kn[nk++] = (RepKV){"gpu", ts_arena_strdup(a, in->hw ? in->hw->gpu.name : "?")};
 #define KI(name, v) kn[nk++] = (RepKV){name, ts_arena_printf(a, "%lld", (long long)(v))}
     KI("gpus", k->tp * k->pp * k->dp * k->cp);
     KI("tp", k->tp);
@@ -100,14 +100,14 @@ TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const ch
     KI("cp", k->cp);
     KI("ep", k->ep);
     KI("micro batch", k->micro_batch);
+    KI("grad accumulation", k->grad_accum);
     KI("global batch", k->global_batch);
     KI("seq", k->seq);
     KI("zero", k->zero);
 #undef KI
-    static const char *const REC[] = {"none", "selective", "full"};
     kn[nk++] = (RepKV){"sp", k->sp ? "on" : "off"};
-    kn[nk++] = (RepKV){"recompute", (unsigned)k->recompute < 3 ? REC[k->recompute] : "?"};
-    kn[nk++] = (RepKV){"schedule", sim_schedule_name(k->schedule)};
+    kn[nk++] = (RepKV){"recompute", plan_recompute_name(k->recompute)};
+    kn[nk++] = (RepKV){"schedule", plan_sched_name(k->schedule)};
     kn[nk++] = (RepKV){"tp overlap", k->tp_overlap ? "on" : "off"};
     kn[nk++] = (RepKV){"dtype", ts_dtype_name(k->dtype)};
     for (int i = 0; i < SIM_BD_COUNT; i++) bd[i] = (RepAmount){sim_breakdown_key(i), sim_breakdown_get(&r->breakdown, i)};
@@ -120,7 +120,7 @@ TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const ch
                          .n_stages = (int)k->pp, .iteration_s = r->iteration_time_s, .breakdown = bd,
                          .n_breakdown = SIM_BD_COUNT, .memory = mem, .n_memory = 5,
                          .capacity_bytes = r->memory.capacity_bytes > 0 ? r->memory.capacity_bytes
-                                                                        : in->hw.hbm_capacity_bytes};
+                                                                        : in->hw ? in->hw->gpu.hbm_bytes : 0};
     if (r->spans && timeline(r, a, out) != TS_OK)
         return ts_err(err, TS_ERR_INTERNAL, "out of memory building the report timeline");
     return TS_OK;

@@ -37,28 +37,19 @@ void search_plan_from_knobs(const SearchEvalCtx *x, const SearchKnobs *k, Parall
                                                                : PLAN_SCHED_1F1B;
 }
 
-void search_sim_knobs(const SearchEvalCtx *x, const SearchKnobs *k, SimKnobs *s)
+bool search_sim_setup(const SearchEvalCtx *x, const SearchKnobs *k, SimSetup *in)
 {
-    sim_knobs_defaults(s);
-    s->tp = k->tp;
-    s->pp = k->pp;
-    s->vpp = k->vpp;
-    s->dp = k->dp;
-    s->cp = k->cp;
-    s->ep = k->ep;
-    s->micro_batch = k->mbs;
-    s->global_batch = x->global_batch;
-    s->seq = x->seq;
-    s->sp = k->sp != 0;
-    s->recompute = (SimRecompute)(k->recompute == SEARCH_RECOMPUTE_FULL        ? SIM_RECOMPUTE_FULL
-                                  : k->recompute == SEARCH_RECOMPUTE_SELECTIVE ? SIM_RECOMPUTE_SELECTIVE
-                                                                               : SIM_RECOMPUTE_NONE);
-    s->zero = k->zero;
-    s->schedule = k->schedule == SEARCH_SCHEDULE_GPIPE         ? SIM_SCHED_GPIPE
-                  : k->schedule == SEARCH_SCHEDULE_INTERLEAVED ? SIM_SCHED_INTERLEAVED
-                                                               : SIM_SCHED_1F1B;
-    s->tp_overlap = k->tp_overlap != 0;
-    s->dtype = x->dtype;
+    const HwNet *net = NULL;
+    for (int i = 0; i < x->n_nets; i++)
+        if (x->net_gpus[i] == k->gpus) net = x->nets[i];
+    if (!net) return false;
+    memset(in, 0, sizeof *in);
+    in->model = x->model;
+    in->hw = x->hw;
+    in->net = net;
+    in->opt = x->sim_opts;
+    search_plan_from_knobs(x, k, &in->plan);
+    return true;
 }
 
 static void *thread_begin(void *ctx)
@@ -84,15 +75,15 @@ static SearchEvalStatus check(void *ctx, void *scratch, SearchPoint *pt)
     PartMemory peak;
     if (part_memory(x->model, &p, &x->mem_opts, NULL, &peak, &err) != TS_OK) return SEARCH_EVAL_INVALID;
     pt->memory_bytes = peak.total_bytes;
-    pt->capacity_bytes = x->hw.hbm_capacity_bytes;
+    pt->capacity_bytes = x->hw->gpu.hbm_bytes;
     return pt->memory_bytes > pt->capacity_bytes ? SEARCH_EVAL_NOFIT : SEARCH_EVAL_OK;
 }
 
 static SearchEvalStatus simulate(void *ctx, void *scratch, SearchPoint *pt)
 {
     const SearchEvalCtx *x = ctx;
-    SimSetup in = {.model = x->model, .hw = x->hw};
-    search_sim_knobs(x, &pt->k, &in.knobs);
+    SimSetup in;
+    if (!search_sim_setup(x, &pt->k, &in)) return SEARCH_EVAL_INVALID;
     SimResult r;
     TsError err;
     if (sim_simulate(&in, scratch, &r, &err) != TS_OK) return SEARCH_EVAL_INVALID;
@@ -111,16 +102,25 @@ static SearchEvalStatus simulate(void *ctx, void *scratch, SearchPoint *pt)
     return SEARCH_EVAL_OK;
 }
 
-void search_eval_init(SearchEvalCtx *x, const ModelSpec *m, const SimHw *hw, int64_t global_batch, int64_t seq)
+void search_eval_init(SearchEvalCtx *x, const ModelSpec *m, const HwModel *hw, int64_t global_batch, int64_t seq)
 {
     memset(x, 0, sizeof *x);
     x->model = m;
-    x->hw = *hw;
+    x->hw = hw;
     x->global_batch = global_batch;
     x->seq = seq;
     x->dtype = TS_DTYPE_BF16;
+    sim_options_init(&x->sim_opts);
     part_mem_options_init(&x->mem_opts);
-    x->mem_opts.capacity_bytes = hw->hbm_capacity_bytes;
+    x->mem_opts.capacity_bytes = hw->gpu.hbm_bytes;
+}
+
+bool search_eval_add_net(SearchEvalCtx *x, int64_t gpus, const HwNet *net)
+{
+    if (x->n_nets >= SEARCH_MAX_VALUES) return false;
+    x->net_gpus[x->n_nets] = gpus;
+    x->nets[x->n_nets++] = net;
+    return true;
 }
 
 SearchEvaluator search_eval_sim(SearchEvalCtx *x)

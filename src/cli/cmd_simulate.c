@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "trainsim/report_html.h"
 #include "trainsim/report_trace.h"
 #include "trainsim/sim.h"
 
@@ -16,7 +17,7 @@ typedef struct SimCli {
     int64_t tp, pp, vpp, dp, cp, ep, etp, gpus, micro, global, seq, zero, blocks;
     bool sp, no_sp, dist_opt, tp_overlap, no_flash, json;
     bool no_dp_overlap, no_ag_overlap, fp16_grads;
-    const char *recompute, *schedule, *optimizer, *dtype, *gpu, *cluster, *trace, *workload, *busbw;
+    const char *recompute, *schedule, *optimizer, *dtype, *gpu, *cluster, *trace, *workload, *busbw, *html;
     double bucket_mb, slowdown;
 } SimCli;
 
@@ -72,6 +73,7 @@ int cmd_simulate(int argc, char **argv)
     cli_add(&s, "cluster", CLI_STR, &o.cluster, "C", "cluster preset (default dgx-h100)");
     cli_add(&s, "json", CLI_FLAG, &o.json, NULL, "JSON output");
     cli_add(&s, "trace", CLI_STR, &o.trace, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)");
+    cli_add(&s, "html", CLI_STR, &o.html, "FILE", "write a self-contained HTML report (timeline, breakdown, memory)");
     cli_add(&s, "workload", CLI_STR, &o.workload, "FILE", "simulate an imported SimAI/ASTRA-sim/op-table workload");
     int rc = cli_parse(&s, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
@@ -141,7 +143,7 @@ int cmd_simulate(int argc, char **argv)
     if (o.fp16_grads) in.opt.fp32_grad_reduce = false;
     if (o.bucket_mb > 0) in.opt.bucket_bytes = o.bucket_mb * 1e6;
     if (o.slowdown >= 0) in.opt.overlap_slowdown = o.slowdown;
-    in.opt.record = o.trace != NULL;
+    in.opt.record = o.trace != NULL || o.html != NULL;
 
     SimResult r;
     if (sim_simulate(&in, NULL, &r, &err) != TS_OK) return cli_fail(&err);
@@ -161,6 +163,23 @@ int cmd_simulate(int argc, char **argv)
             return cli_fail(&err);
         }
         ts_buf_free(&tb);
+    }
+    if (o.html) {
+        TsArena *a = ts_arena_create(1 << 16);
+        RepPlanView v;
+        TsBuf hb = {0};
+        char title[200];
+        snprintf(title, sizeof title, "%s on %lld x %s", m.name, (long long)gpus, cl.gpu.name);
+        TsStatus hs = a ? rep_plan_view_from_sim(&in, &r, title, a, &v, &err) : ts_err(&err, TS_ERR_INTERNAL, "out of memory");
+        if (hs == TS_OK) v.generator = "trainsim " TRAINSIM_VERSION " simulate";
+        if (hs == TS_OK) hs = rep_html_plan(&v, &hb, &err);
+        if (hs == TS_OK) hs = ts_write_file_atomic(o.html, hb.data, hb.len, &err);
+        ts_buf_free(&hb);
+        ts_arena_destroy(a);
+        if (hs != TS_OK) {
+            sim_result_free(&r);
+            return cli_fail(&err);
+        }
     }
     if (o.json) sim_result_json(&in, &r, &out);
     else sim_result_text(&in, &r, &out);

@@ -295,7 +295,9 @@ TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCos
 /* SimAI/AICB text (all header generations, MICRO) and ASTRA-sim 1.0 text are
  * one syntax; the reader accepts both and records origin/policy/header.
  * `name` is used in messages. Malformed input: TS_ERR_INPUT positioned at
- * line and column (of the field). The v1.0 header sets w->warning. */
+ * line and column (of the field). The v1.0 header sets w->warning.
+ * `text` must be NUL-terminated at text[len] (as ts_read_file returns it):
+ * error messages copy the offending line up to the NUL. */
 TsStatus wl_read_simai(const char *name, const char *text, size_t len, Workload **out, TsError *err);
 TsStatus wl_read_optable(const char *name, const char *text, size_t len, Workload **out, TsError *err);
 /* Sniff the format (op table header, Chakra binary, JSON, else SimAI text). */

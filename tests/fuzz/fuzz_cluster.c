@@ -1,0 +1,34 @@
+/* fuzz_cluster — cluster files (data/clusters/*.json schema, "format":
+ * "trainsim-cluster"), read with hw_cluster_load from a temp file for a few
+ * GPU counts; a loaded cluster drives the collective model, whose times
+ * must be finite and non-negative. */
+#include "fuzz_common.h"
+
+#include <math.h>
+
+#include "trainsim/hw.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *path = fz_tmpfile(data, size, ".json");
+    static const int64_t gpus[] = {0, 8, 1 << 20};
+    for (int i = 0; i < 3; i++) {
+        ClusterSpec c;
+        TsError e = {0};
+        TsStatus st = hw_cluster_load(path, gpus[i], &c, &e);
+        fz_check_error(st, &e);
+        if (st != TS_OK) continue;
+        HwNet net;
+        hw_net_init(&net, &c);
+        double t = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1e9, 8, 1, 1, "tp") +
+                   hw_coll_time_s(&net, TS_COLL_ALLGATHER, 1e6, 1024, 128, 8, "dp") +
+                   hw_coll_time_s(&net, TS_COLL_ALLTOALL, 1, 2, 2, 1, NULL) +
+                   hw_p2p_time_s(&net, 1e8, true) + hw_alltoall_time_s(&net, 1e7, 64, 8) +
+                   hw_cp_step_time_s(&net, 1e7, 4, 1);
+        if (!(t >= 0) || isinf(t)) abort();
+        TsBuf b = {0};
+        hw_cluster_to_json(&c, &b);
+        ts_buf_free(&b);
+    }
+    return 0;
+}

@@ -28,9 +28,13 @@
 #include <jansson.h>
 
 #include "trainsim/common.h"
+#include "trainsim/graph.h"
 #include "trainsim/hw.h"
 #include "trainsim/model.h"
+#include "trainsim/partition.h"
+#include "trainsim/plan.h"
 #include "trainsim/sim.h"
+#include "trainsim/workload.h"
 
 /* ---- injected allocation failure ------------------------------------------- */
 static long fail_countdown = -1; /* < 0: never fail; 0: every allocation fails */
@@ -248,6 +252,170 @@ static TsStatus e_arena(void *ctx, TsError *err)
     }
     ts_arena_destroy(a);
     return st;
+}
+
+
+static TsStatus e_graph(void *ctx, TsError *err)
+{
+    ModelSpec m;
+    TsStatus st = model_preset((const char *)ctx, &m, err);
+    if (st) return st;
+    GraphOptions o;
+    graph_options_init(&o);
+    o.seq = 256;
+    ModuleGraph *g = NULL;
+    st = graph_build(&m, &o, &g, err);
+    if (st == TS_OK && !g) return ts_err(err, TS_ERR_INTERNAL, "graph_build returned no graph");
+    if (st != TS_OK && g) return ts_err(err, TS_ERR_INTERNAL, "graph_build failed but returned a graph");
+    graph_destroy(g);
+    return st;
+}
+
+static TsStatus e_part(void *ctx, TsError *err)
+{
+    ModelSpec m;
+    TsStatus st = model_preset((const char *)ctx, &m, err);
+    if (st) return st;
+    GraphOptions o;
+    graph_options_init(&o);
+    o.seq = 256;
+    o.batch = 1;
+    ModuleGraph *g = NULL;
+    if ((st = graph_build(&m, &o, &g, err))) return st;
+    ParallelPlan p;
+    plan_init(&p);
+    p.tp = 2;
+    p.pp = 2;
+    p.gpus = 8;
+    p.seq = 256;
+    p.global_batch = 16;
+    PartMemOptions mo;
+    part_mem_options_init(&mo);
+    Partition *pt = NULL;
+    st = part_build(g, &p, &mo, &pt, err);
+    if (st != TS_OK && pt) st = ts_err(err, TS_ERR_INTERNAL, "part_build failed but returned a partition");
+    part_destroy(pt);
+    graph_destroy(g);
+    return st;
+}
+
+static TsStatus e_simulate(void *ctx, TsError *err)
+{
+    ModelSpec m;
+    TsStatus st = model_preset((const char *)ctx, &m, err);
+    if (st) return st;
+    ClusterSpec cl;
+    if ((st = hw_cluster_load("dgx-h100", 64, &cl, err))) return st;
+    HwModel hw;
+    hw_model_init(&hw);
+    hw.gpu = cl.gpu;
+    HwNet net;
+    hw_net_init(&net, &cl);
+    SimSetup in = {.model = &m, .hw = &hw, .net = &net};
+    plan_init(&in.plan);
+    in.plan.tp = 8;
+    in.plan.pp = 4;
+    in.plan.vpp = 2;
+    in.plan.schedule = PLAN_SCHED_INTERLEAVED;
+    in.plan.gpus = 64;
+    in.plan.seq = 2048;
+    in.plan.global_batch = 64;
+    sim_options_init(&in.opt);
+    in.opt.record = true;
+    SimResult r;
+    st = sim_simulate(&in, NULL, &r, err);
+    if (st == TS_OK) sim_result_free(&r);
+    return st;
+}
+
+static TsStatus e_hw_files(void *ctx, TsError *err)
+{
+    (void)ctx;
+    ClusterSpec cl;
+    TsStatus st = hw_cluster_load("gb200-nvl72", 144, &cl, err);
+    if (st) return st;
+    HwCalib *c = NULL;
+    st = hw_calib_load_text("calib.json",
+                            "{\"format\": \"trainsim-calibration\", \"version\": 1, \"gpu\": \"x\",\n"
+                            " \"gemm\": [{\"dtype\": \"bf16\", \"batch\": 1, \"m\": 64, \"n\": 64, \"k\": 64, \"time_us\": 5},\n"
+                            "          {\"dtype\": \"bf16\", \"batch\": 1, \"m\": 128, \"n\": 128, \"k\": 128, \"time_us\": 9}],\n"
+                            " \"memory\": [{\"bytes\": 1024, \"time_us\": 2}, {\"bytes\": 1048576, \"time_us\": 4}]}\n",
+                            &c, err);
+    hw_calib_free(c);
+    if (st) return st;
+    HwBusbw *b = NULL;
+    st = hw_busbw_load_text("busbw.yaml",
+                            "test\nTP:\n  allreduce,: 300\n  allgather,: 280\nDP:\n  allreduce,: 40\n", &b, err);
+    hw_busbw_free(b);
+    return st;
+}
+
+static TsStatus e_wl_read(void *ctx, TsError *err)
+{
+    Workload *w = NULL;
+    const char *text = (const char *)ctx;
+    TsStatus st = wl_read_simai("w.txt", text, strlen(text), &w, err);
+    if (st != TS_OK && w) st = ts_err(err, TS_ERR_INTERNAL, "reader failed but returned a workload");
+    if (st == TS_OK) {
+        TsBuf b = {0};
+        WlSimaiOptions o = {0};
+        wl_write_simai(w, &o, &b);
+        wl_write_astrasim(w, &b);
+        wl_write_json(w, &b);
+        if (b.oom) st = ts_err(err, TS_ERR_INTERNAL, "out of memory writing");
+        ts_buf_free(&b);
+    }
+    wl_destroy(w);
+    return st;
+}
+
+static TsStatus e_wl_chakra(void *ctx, TsError *err)
+{
+    const char *text = (const char *)ctx;
+    Workload *w = NULL;
+    TsStatus st = wl_read_simai("w.txt", text, strlen(text), &w, err);
+    if (st) return st;
+    TsBuf b = {0};
+    st = wl_chakra_encode_rank(w, NULL, 0, &b, err);
+    if (st == TS_OK && b.oom) st = ts_err(err, TS_ERR_INTERNAL, "out of memory encoding");
+    if (st == TS_OK) {
+        WlChakraTrace t;
+        memset(&t, 0, sizeof t);
+        st = wl_chakra_decode("w.0.et", (const uint8_t *)b.data, b.len, &t, err);
+        wl_chakra_trace_free(&t);
+    }
+    ts_buf_free(&b);
+    wl_destroy(w);
+    return st;
+}
+
+static TsStatus e_model_text(void *ctx, TsError *err)
+{
+    ModelSpec m;
+    ModelOverrides ov;
+    model_overrides_init(&ov);
+    ov.heads = 16; /* what the sources do not say */
+    ov.hidden = 1024;
+    ov.layers = 24;
+    ov.vocab = 50257;
+    return model_load((const char *)ctx, &ov, &m, err);
+}
+
+static const char MICRO_AG[] = "MICRO\n1\nall_gather_1MB -1 5 NONE 0 5 NONE 0 5 ALLGATHER 1048576 100\n";
+
+static void test_alloc_failure_pipeline(void **state)
+{
+    (void)state;
+    assert_true(fail_loop("graph_build(gpt2)", e_graph, "gpt2") >= 2);
+    assert_true(fail_loop("graph_build(mixtral)", e_graph, "mixtral-8x7b") >= 2);
+    assert_true(fail_loop("graph_build(deepseek-v3)", e_graph, "deepseek-v3") >= 2);
+    assert_true(fail_loop("part_build", e_part, "gpt2-medium") >= 2);
+    assert_true(fail_loop("sim_simulate", e_simulate, "gpt3-175b") >= 1);
+    assert_true(fail_loop("hw cluster/calib/busbw", e_hw_files, NULL) >= 2);
+    assert_true(fail_loop("wl_read_simai", e_wl_read, (void *)MICRO_AG) >= 2);
+    assert_true(fail_loop("wl_chakra", e_wl_chakra, (void *)MICRO_AG) >= 2);
+    assert_true(fail_loop("model tree", e_model_text, TS_TEST_DIR "/data/megatron_gpt_module_tree.txt") >= 2);
+    assert_true(fail_loop("model table", e_model_text, TS_TEST_DIR "/data/deepspeed_pipe_param_partition.csv") >= 2);
 }
 
 static void test_alloc_failure(void **state)
@@ -608,7 +776,8 @@ static void test_sim_hostile(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_alloc_failure),     cmocka_unit_test(test_arena_fail_after),
+        cmocka_unit_test(test_alloc_failure),     cmocka_unit_test(test_alloc_failure_pipeline),
+        cmocka_unit_test(test_arena_fail_after),
         cmocka_unit_test(test_json_hostile),      cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_overlong),          cmocka_unit_test(test_extreme_model_sizes),
         cmocka_unit_test(test_no_partial_output), cmocka_unit_test(test_sim_monotone),

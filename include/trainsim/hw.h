@@ -1,0 +1,209 @@
+/*
+ * trainsim/hw.h — hardware: GPUs, clusters, and what a kernel or a
+ * collective costs on them.
+ *
+ * What it models
+ *   - GpuSpec: one accelerator (datasheet peaks, HBM, SMs, L2, power) plus
+ *     the parameters of the compute-time model, all read from
+ *     data/gpus/<name>.json (each with a `source`; see docs/hardware.md).
+ *   - ClusterSpec: a node type (GPUs per scale-up domain, scale-up and NIC
+ *     bandwidth/latency per direction, NVLS/SHARP, oversubscription) from
+ *     data/clusters/<name>.json, sized to `gpus` (nodes = ceil(gpus/per node)).
+ *   - Compute time (HwModel): GEMMs with tile and wave quantization and a
+ *     per-dtype efficiency curve (NeuSight-style), a FlashAttention-style
+ *     attention core (causal aware, own backward efficiency), memory-bound
+ *     ops as bytes / effective HBM bandwidth with a small-tensor floor, and a
+ *     per-kernel launch overhead. An optional calibration table (measured
+ *     kernel times) overrides the model where it has data (interpolated).
+ *   - Communication time (HwNet): NCCL-style ring / tree / NVLS costs per
+ *     collective with LL / LL128 / Simple protocols, the fastest chosen per
+ *     size as NCCL's tuner does; hierarchical for groups spanning nodes. An
+ *     optional measured bus-bandwidth table (--busbw, SimAI busbw.yaml or
+ *     JSON) overrides it.
+ *
+ * Units: seconds, bytes, FLOP, FLOP/s, bytes/s (per direction unless said).
+ * Collective sizes are the whole buffer (nccl-tests / SimAI convention).
+ * Invariants: every time returned is finite and >= 0; zero work costs 0 s
+ * (no launch) so callers may cost empty shards freely. Model functions are
+ * pure and allocation-free (tens of ns per call).
+ *
+ * Example:
+ *     HwModel m; TsError err = {0};
+ *     hw_model_init(&m);
+ *     hw_gpu_load("h100-sxm5-80gb", &m.gpu, &err);
+ *     double t = hw_gemm_time_s(&m, 1, 4096, 4096, 4096, TS_DTYPE_BF16);
+ *     // 2*4096^3 / t ~= 780e12 FLOP/s
+ *     ClusterSpec c; hw_cluster_load("dgx-h100", 64, &c, &err);   // 8 nodes
+ *     HwNet net; hw_net_init(&net, &c);
+ *     double ar = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1 << 30, 8, 1, 1, "tp");
+ */
+#ifndef TRAINSIM_HW_H
+#define TRAINSIM_HW_H
+
+#include "trainsim/common.h"
+#include "trainsim/graph.h"
+
+/* ---- GPUs -------------------------------------------------------------------- */
+typedef struct GpuSpec {
+    char name[64];                        /* "h100-sxm5-80gb" */
+    char source[1024];                    /* datasheet / microbenchmark citations */
+    char vendor[16];                      /* "nvidia", "amd" */
+    char arch[16];                        /* "ampere", "hopper", "blackwell", "ada", "cdna3" */
+    double peak_flops[TS_DTYPE_COUNT];    /* dense tensor FLOP/s per dtype; 0 = unsupported (A100 fp8) */
+    double hbm_bw_bytes_per_s;            /* spec HBM bandwidth, 3.35e12 */
+    double hbm_bytes;                     /* memory capacity, 80e9 */
+    int64_t sm_count;                     /* SMs (CUs on AMD), 132 */
+    double l2_bytes;                      /* L2 cache, 50e6 */
+    double power_w;                       /* TDP, 700 */
+    double clock_mhz;                     /* clock the peak FLOPs assume, 1830 */
+    double scaleup_bw_bytes_per_s;        /* NVLink/xGMI per GPU per direction, 450e9; 0 = none */
+    /* ---- compute-model parameters (docs/hardware.md says where each comes from) */
+    double gemm_eff[TS_DTYPE_COUNT];      /* fraction of peak a large, aligned, full-wave GEMM
+                                             reaches (MAMF / peak), 0.80 */
+    int64_t gemm_tile_m, gemm_tile_n;     /* output tile of the large-GEMM kernel, 128 x 256 */
+    double gemm_k_half;                   /* K at which the main-loop efficiency is 1/2:
+                                             eff_k = K / (K + k_half), 256 */
+    double gemm_align_penalty;            /* efficiency factor when a dim is not a multiple of
+                                             gemm_align_elems, 0.70 */
+    int64_t gemm_align_elems;             /* 64 (128 B at 16 bit) */
+    double attn_fwd_eff;                  /* FA fwd TFLOP/s / peak at long seq, hd128, 0.65 */
+    double attn_bwd_eff;                  /* FA bwd (2.5x fwd FLOPs) TFLOP/s / peak, long seq, 0.57 */
+    double attn_seq_half;                 /* sequence at which attention efficiency is 1/2 of
+                                             its asymptote (per-CTA tail/latency), 300 */
+    double attn_hd64_factor;              /* efficiency multiplier at head dim 64 vs 128, 0.77 */
+    double mem_eff;                       /* achieved / spec HBM bandwidth for large streams, 0.88 */
+    double mem_half_bytes;                /* bytes at which achieved bandwidth is half of it, 4e6 */
+    double launch_s;                      /* per-kernel launch + tail overhead, 4e-6 */
+} GpuSpec;
+
+/* Load a preset name ("h100-sxm5-80gb", resolved in <data>/gpus/) or a JSON
+ * file path. Unknown names: TS_ERR_INPUT listing the presets; malformed
+ * files: TS_ERR_INPUT positioned at the value. *out is fully written on
+ * success only. */
+TsStatus hw_gpu_load(const char *name_or_path, GpuSpec *out, TsError *err);
+/* Preset names, sorted; returns the count (may exceed cap; only cap filled). */
+int hw_gpu_names(char names[][64], int cap);
+/* JSON text of a spec (the preset format). */
+void hw_gpu_to_json(const GpuSpec *g, TsBuf *out);
+
+/* ---- clusters ------------------------------------------------------------------- */
+typedef struct ClusterSpec {
+    char name[64];                        /* "dgx-h100" */
+    char source[1024];
+    char gpu_name[64];                    /* GPU preset (or path) named by the file */
+    GpuSpec gpu;                          /* loaded from gpu_name */
+    int64_t gpus;                         /* GPUs in the job, 64 */
+    int64_t nodes;                        /* ceil(gpus / gpus_per_node), 8 */
+    int64_t gpus_per_node;                /* scale-up domain size, 8 (72 for NVL72) */
+    double scaleup_bw_bytes_per_s;        /* per GPU per direction, 450e9 */
+    double scaleup_lat_s;                 /* per hop, 0.6e-6 (NCCL NVLink LL hwLat) */
+    double scaleup_eff;                   /* achieved / line rate for ring traffic, 0.82 */
+    int64_t nics_per_node;                /* 8 */
+    double nic_bw_bytes_per_s;            /* per NIC per direction, 50e9 (NDR 400 Gb/s) */
+    double nic_lat_s;                     /* per hop, 2.7e-6 (NCCL NET ring LL hwLat) */
+    double nic_eff;                       /* achieved / line rate, 0.94 (46-48 of 50 GB/s) */
+    bool nvls;                            /* NVLink SHARP in the switch (Hopper+ NVSwitch) */
+    double nvls_eff;                      /* NCCL nvlsEfficiency, 0.85 Hopper */
+    bool sharp;                           /* in-network reduction in the scale-out fabric */
+    double oversubscription;              /* bandwidth ratio above the leaf, 1 = non-blocking */
+    int64_t nodes_per_leaf;               /* nodes under one leaf (rail) switch, 32 */
+    char gen[16];                         /* "ampere","hopper","blackwell","cdna3": NCCL caps */
+} ClusterSpec;
+
+/* Load a preset or file and size it to `gpus` (>= 1). Also loads the GPU. */
+TsStatus hw_cluster_load(const char *name_or_path, int64_t gpus, ClusterSpec *out, TsError *err);
+int hw_cluster_names(char names[][64], int cap);
+void hw_cluster_to_json(const ClusterSpec *c, TsBuf *out);
+
+/* ---- calibration tables ----------------------------------------------------------- */
+/* Measured kernel times (format "trainsim-calibration" v1, docs/hardware.md),
+ * written by tools/calibrate. Opaque, heap-owned; free with hw_calib_free. */
+typedef struct HwCalib HwCalib;
+TsStatus hw_calib_load(const char *path, HwCalib **out, TsError *err);
+TsStatus hw_calib_load_text(const char *name, const char *text, HwCalib **out, TsError *err);
+void hw_calib_free(HwCalib *c);  /* NULL ok */
+int hw_calib_entries(const HwCalib *c);
+const char *hw_calib_gpu(const HwCalib *c);   /* the "gpu" field */
+
+/* Measured bus bandwidth by (group kind, collective, size): SimAI busbw.yaml
+ * or JSON "trainsim-busbw" v1. Opaque; hw_busbw_free. */
+typedef struct HwBusbw HwBusbw;
+TsStatus hw_busbw_load(const char *path, HwBusbw **out, TsError *err);
+TsStatus hw_busbw_load_text(const char *name, const char *text, HwBusbw **out, TsError *err);
+void hw_busbw_free(HwBusbw *b);  /* NULL ok */
+int hw_busbw_entries(const HwBusbw *b);
+/* Measured busbw (bytes/s) for group kind / collective at `bytes`, or 0 when
+ * the table has nothing for that pair. Interpolated in log(size). */
+double hw_busbw_lookup(const HwBusbw *b, const char *group_kind, TsColl c, double bytes);
+
+/* ---- compute-time model ------------------------------------------------------------- */
+typedef struct HwModel {
+    GpuSpec gpu;
+    const HwCalib *calib;   /* optional, not owned; NULL = pure model */
+} HwModel;
+
+typedef enum { HW_PASS_FWD, HW_PASS_DGRAD, HW_PASS_WGRAD } HwPass;
+
+void hw_model_init(HwModel *m);  /* zeroes; load m->gpu next */
+
+/* batch independent (M x K) @ (K x N) products; FLOPs = 2*batch*M*N*K.
+ * One kernel launch. Returns 0 when any dim is 0. dt unsupported by the
+ * GPU (peak 0) falls back to the next wider dtype (fp8 -> bf16 -> tf32 -> fp32). */
+double hw_gemm_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt);
+/* Fused attention core for B x heads, Sq x Sk, head dim d. FLOPs (FA
+ * convention): fwd 4*B*h*Sq*Sk*d (halved if causal, Sq==Sk), backward 2.5x. */
+double hw_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t sq, int64_t sk,
+                           int64_t d, bool causal, bool backward, TsDtype dt);
+/* One memory-bound kernel moving `bytes` (read + written). 0 bytes -> 0. */
+double hw_memory_time_s(const HwModel *m, double bytes);
+/* Dispatch on op->kind using op->dims (per-rank dims already divided) and
+ * op->{fwd,bwd}_bytes. GEMM: fwd M x N x K, dgrad M x K x N, wgrad K x N x M.
+ * Attention: FWD forward, DGRAD backward, WGRAD 0. Memory-bound ops: FWD
+ * fwd_bytes, DGRAD bwd_bytes, WGRAD 0 (norm affine grads folded in DGRAD).
+ * Expert ops are costed as given (dims already per expert). */
+double hw_op_time_s(const HwModel *m, const GraphOp *op, HwPass pass, TsDtype dt);
+/* Achieved FLOP/s of a GEMM (for reports and benches). */
+double hw_gemm_flops_per_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K,
+                           TsDtype dt);
+
+/* ---- communication model ------------------------------------------------------------- */
+typedef struct HwNet {
+    ClusterSpec cl;
+    const HwBusbw *busbw;   /* optional, not owned */
+} HwNet;
+
+typedef enum { HW_ALGO_RING, HW_ALGO_TREE, HW_ALGO_NVLS, HW_ALGO_DIRECT, HW_ALGO_TABLE } HwAlgo;
+typedef enum { HW_PROTO_LL, HW_PROTO_LL128, HW_PROTO_SIMPLE } HwProto;
+const char *hw_algo_name(HwAlgo a);
+const char *hw_proto_name(HwProto p);
+
+typedef struct HwCollCost {
+    double time_s;          /* total */
+    double lat_s;           /* latency part */
+    double busbw_bytes_per_s;/* nccl-tests busbw implied by time_s */
+    HwAlgo algo;
+    HwProto proto;
+} HwCollCost;
+
+void hw_net_init(HwNet *net, const ClusterSpec *c);
+/* Cost of one collective over `group_size` ranks spanning `group_nodes`
+ * distinct nodes (1 = inside the scale-up domain). bytes = whole buffer
+ * (nccl-tests convention). nic_sharing = GPUs of one node using the node's
+ * NICs concurrently for this kind of traffic (1 default: each GPU owns its
+ * rail). group_kind "tp","dp","ep","pp","cp" selects busbw table rows (NULL
+ * ok). group_size <= 1 or bytes <= 0 costs 0. */
+HwCollCost hw_coll_cost(const HwNet *net, TsColl c, double bytes, int64_t group_size,
+                        int64_t group_nodes, int64_t nic_sharing, const char *group_kind);
+double hw_coll_time_s(const HwNet *net, TsColl c, double bytes, int64_t group_size,
+                      int64_t group_nodes, int64_t nic_sharing, const char *group_kind);
+/* One send/recv of `bytes` between two GPUs (pipeline boundary, CP ring step). */
+double hw_p2p_time_s(const HwNet *net, double bytes, bool cross_node);
+/* MoE token exchange: each of ep ranks sends bytes_per_rank spread over the
+ * other ranks (dispatch or combine), ep ranks spanning `nodes` nodes. */
+double hw_alltoall_time_s(const HwNet *net, double bytes_per_rank, int64_t ep, int64_t nodes);
+/* Ring-attention (CP) step: exchange of one K/V block of `bytes` with the
+ * ring neighbour; cp ranks spanning `nodes` nodes. Total CP comm of a layer is
+ * (cp - 1) such steps (overlappable with the block attention). */
+double hw_cp_step_time_s(const HwNet *net, double bytes, int64_t cp, int64_t nodes);
+
+#endif

@@ -1,0 +1,218 @@
+/* GPU presets: data/gpus/<name>.json ("trainsim-gpu" v1) <-> GpuSpec.
+ * Human units in the file (TFLOP/s, TB/s, GB, MB, us), SI units in memory. */
+#include "hw_internal.h"
+
+#include <string.h>
+
+static const char *const GPU_KEYS[] = {
+    "format", "version", "name", "source", "vendor", "arch", "peak_tflops", "hbm_tb_per_s",
+    "hbm_gb", "sm_count", "l2_mb", "power_w", "clock_mhz", "scaleup_gb_per_s", "model", NULL};
+static const char *const MODEL_KEYS[] = {
+    "gemm_eff", "gemm_tile", "gemm_k_half", "gemm_align_penalty", "gemm_align_elems",
+    "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "mem_eff",
+    "mem_half_mb", "launch_us", "notes", NULL};
+static const char *const DTYPE_KEYS[] = {
+#define X(e, n, b) n,
+    TS_DTYPE_LIST(X)
+#undef X
+    NULL};
+
+/* Defaults for model parameters a file leaves out (generic NVIDIA Hopper-ish;
+ * docs/hardware.md). Peaks, HBM and SMs are required. */
+static void gpu_defaults(GpuSpec *g)
+{
+    memset(g, 0, sizeof *g);
+    snprintf(g->vendor, sizeof g->vendor, "nvidia");
+    for (int d = 0; d < TS_DTYPE_COUNT; d++) g->gemm_eff[d] = 0.8;
+    g->gemm_tile_m = 128;
+    g->gemm_tile_n = 256;
+    g->gemm_k_half = 128;
+    g->gemm_align_penalty = 0.7;
+    g->gemm_align_elems = 64;
+    g->attn_fwd_eff = 0.6;
+    g->attn_bwd_eff = 0.5;
+    g->attn_seq_half = 200;
+    g->attn_hd64_factor = 0.8;
+    g->mem_eff = 0.85;
+    g->mem_half_bytes = 3e6;
+    g->launch_s = 3e-6;
+}
+
+/* Per-dtype object {"fp32": x, ...}; scale converts file units to SI. */
+static TsStatus dtype_obj(const TsJsonDoc *doc, json_t *parent, const char *key, const char *path,
+                          bool required, double lo, double hi, double scale, double *out,
+                          TsError *err)
+{
+    json_t *o;
+    TsStatus st = hw_json_obj(doc, parent, key, path, required, &o, err);
+    if (st || !o) return st;
+    if ((st = hw_check_keys(doc, o, path, DTYPE_KEYS, err))) return st;
+    for (int d = 0; d < TS_DTYPE_COUNT; d++) {
+        char p[128];
+        double v = out[d] / scale;
+        snprintf(p, sizeof p, "%s.%s", path, ts_dtype_name((TsDtype)d));
+        if ((st = ts_json_num(doc, o, ts_dtype_name((TsDtype)d), p, false, lo, hi, &v, err))) return st;
+        out[d] = v * scale;
+    }
+    return TS_OK;
+}
+
+static TsStatus num(const TsJsonDoc *doc, json_t *o, const char *key, const char *prefix,
+                    bool req, double lo, double hi, double scale, double *out, TsError *err)
+{
+    char p[128];
+    snprintf(p, sizeof p, "%s%s%s", prefix, prefix[0] ? "." : "", key);
+    double v = *out / scale;
+    TsStatus st = ts_json_num(doc, o, key, p, req, lo, hi, &v, err);
+    if (!st) *out = v * scale;
+    return st;
+}
+
+static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError *err)
+{
+    TsStatus st;
+    if ((st = hw_check_keys(doc, m, "model", MODEL_KEYS, err))) return st;
+    if ((st = dtype_obj(doc, m, "gemm_eff", "model.gemm_eff", false, 0.01, 1.0, 1.0, g->gemm_eff, err)))
+        return st;
+    json_t *tile = json_object_get(m, "gemm_tile");
+    if (tile) {
+        if (!json_is_array(tile) || json_array_size(tile) != 2 ||
+            !json_is_integer(json_array_get(tile, 0)) || !json_is_integer(json_array_get(tile, 1)) ||
+            json_integer_value(json_array_get(tile, 0)) < 16 ||
+            json_integer_value(json_array_get(tile, 1)) < 16 ||
+            json_integer_value(json_array_get(tile, 0)) > 1024 ||
+            json_integer_value(json_array_get(tile, 1)) > 1024)
+            return hw_err_path(doc, "model.gemm_tile", err,
+                               "'model.gemm_tile' must be [tile_m, tile_n], integers in 16..1024",
+                               "the output tile of the large-GEMM kernel, e.g. [128, 256]");
+        g->gemm_tile_m = (int64_t)json_integer_value(json_array_get(tile, 0));
+        g->gemm_tile_n = (int64_t)json_integer_value(json_array_get(tile, 1));
+    }
+    if ((st = num(doc, m, "gemm_k_half", "model", false, 0, 1e5, 1, &g->gemm_k_half, err))) return st;
+    if ((st = num(doc, m, "gemm_align_penalty", "model", false, 0.05, 1, 1, &g->gemm_align_penalty, err)))
+        return st;
+    if ((st = ts_json_int(doc, m, "gemm_align_elems", "model.gemm_align_elems", false, 1, 4096,
+                          &g->gemm_align_elems, err)))
+        return st;
+    if ((st = num(doc, m, "attn_fwd_eff", "model", false, 0.01, 1, 1, &g->attn_fwd_eff, err))) return st;
+    if ((st = num(doc, m, "attn_bwd_eff", "model", false, 0.01, 1, 1, &g->attn_bwd_eff, err))) return st;
+    if ((st = num(doc, m, "attn_seq_half", "model", false, 0, 1e6, 1, &g->attn_seq_half, err))) return st;
+    if ((st = num(doc, m, "attn_hd64_factor", "model", false, 0.05, 2, 1, &g->attn_hd64_factor, err)))
+        return st;
+    if ((st = num(doc, m, "mem_eff", "model", false, 0.01, 1, 1, &g->mem_eff, err))) return st;
+    if ((st = num(doc, m, "mem_half_mb", "model", false, 0, 1e4, 1e6, &g->mem_half_bytes, err))) return st;
+    if ((st = num(doc, m, "launch_us", "model", false, 0, 1e4, 1e-6, &g->launch_s, err))) return st;
+    json_t *notes = json_object_get(m, "notes");
+    if (notes && !json_is_string(notes) && !json_is_object(notes))
+        return hw_err_path(doc, "model.notes", err, "'model.notes' must be a string or an object",
+                           "free-text reasoning for the parameters");
+    return TS_OK;
+}
+
+static TsStatus parse_gpu(const TsJsonDoc *doc, GpuSpec *g, TsError *err)
+{
+    json_t *r = doc->root;
+    TsStatus st;
+    if ((st = hw_check_keys(doc, r, "", GPU_KEYS, err))) return st;
+    if ((st = hw_check_format(doc, "trainsim-gpu", err))) return st;
+    if ((st = ts_json_str(doc, r, "name", "name", true, g->name, sizeof g->name, err))) return st;
+    if ((st = ts_json_str(doc, r, "source", "source", true, g->source, sizeof g->source, err))) return st;
+    if ((st = ts_json_str(doc, r, "vendor", "vendor", false, g->vendor, sizeof g->vendor, err))) return st;
+    if ((st = ts_json_str(doc, r, "arch", "arch", false, g->arch, sizeof g->arch, err))) return st;
+    if ((st = dtype_obj(doc, r, "peak_tflops", "peak_tflops", true, 0, 1e6, 1e12, g->peak_flops, err)))
+        return st;
+    bool any = false;
+    for (int d = 0; d < TS_DTYPE_COUNT; d++) any = any || g->peak_flops[d] > 0;
+    if (!any)
+        return hw_err_path(doc, "peak_tflops", err, "'peak_tflops' gives no positive peak",
+                           "dense TFLOP/s per dtype, e.g. {\"bf16\": 989.4, \"fp32\": 66.9}");
+    if ((st = num(doc, r, "hbm_tb_per_s", "", true, 1e-3, 1e3, 1e12, &g->hbm_bw_bytes_per_s, err))) return st;
+    if ((st = num(doc, r, "hbm_gb", "", true, 0.1, 1e5, 1e9, &g->hbm_bytes, err))) return st;
+    if ((st = ts_json_int(doc, r, "sm_count", "sm_count", true, 1, 100000, &g->sm_count, err))) return st;
+    if ((st = num(doc, r, "l2_mb", "", false, 0, 1e5, 1e6, &g->l2_bytes, err))) return st;
+    if ((st = num(doc, r, "power_w", "", false, 0, 1e5, 1, &g->power_w, err))) return st;
+    if ((st = num(doc, r, "clock_mhz", "", false, 0, 1e5, 1, &g->clock_mhz, err))) return st;
+    if ((st = num(doc, r, "scaleup_gb_per_s", "", false, 0, 1e5, 1e9, &g->scaleup_bw_bytes_per_s, err)))
+        return st;
+    json_t *m;
+    if ((st = hw_json_obj(doc, r, "model", "model", false, &m, err))) return st;
+    if (m && (st = parse_model(doc, m, g, err))) return st;
+    return TS_OK;
+}
+
+TsStatus hw_gpu_load(const char *name_or_path, GpuSpec *out, TsError *err)
+{
+    char path[1200];
+    TsStatus st = hw_resolve("gpus", "GPU", name_or_path, path, sizeof path, err);
+    if (st) return st;
+    TsJsonDoc doc;
+    st = ts_json_load(&doc, path, err);
+    if (st) {
+        ts_json_free(&doc);
+        return st;
+    }
+    GpuSpec g;
+    gpu_defaults(&g);
+    st = parse_gpu(&doc, &g, err);
+    ts_json_free(&doc);
+    if (!st) *out = g;
+    return st;
+}
+
+int hw_gpu_names(char names[][64], int cap) { return hw_list_names("gpus", names, cap); }
+
+static void kv_num(TsBuf *b, const char *ind, const char *k, double v, bool comma)
+{
+    ts_buf_printf(b, "%s\"%s\": ", ind, k);
+    ts_json_fmt_double(b, v);
+    ts_buf_puts(b, comma ? ",\n" : "\n");
+}
+
+static void kv_str(TsBuf *b, const char *ind, const char *k, const char *v)
+{
+    ts_buf_printf(b, "%s\"%s\": ", ind, k);
+    ts_json_escape(b, v);
+    ts_buf_puts(b, ",\n");
+}
+
+static void dtype_map(TsBuf *b, const char *ind, const char *k, const double *v, double scale)
+{
+    ts_buf_printf(b, "%s\"%s\": {", ind, k);
+    for (int d = 0; d < TS_DTYPE_COUNT; d++) {
+        ts_buf_printf(b, "%s\"%s\": ", d ? ", " : "", ts_dtype_name((TsDtype)d));
+        ts_json_fmt_double(b, v[d] / scale);
+    }
+    ts_buf_puts(b, "},\n");
+}
+
+void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
+{
+    ts_buf_puts(b, "{\n  \"format\": \"trainsim-gpu\",\n  \"version\": 1,\n");
+    kv_str(b, "  ", "name", g->name);
+    kv_str(b, "  ", "source", g->source);
+    kv_str(b, "  ", "vendor", g->vendor);
+    kv_str(b, "  ", "arch", g->arch);
+    dtype_map(b, "  ", "peak_tflops", g->peak_flops, 1e12);
+    kv_num(b, "  ", "hbm_tb_per_s", g->hbm_bw_bytes_per_s / 1e12, true);
+    kv_num(b, "  ", "hbm_gb", g->hbm_bytes / 1e9, true);
+    kv_num(b, "  ", "sm_count", (double)g->sm_count, true);
+    kv_num(b, "  ", "l2_mb", g->l2_bytes / 1e6, true);
+    kv_num(b, "  ", "power_w", g->power_w, true);
+    kv_num(b, "  ", "clock_mhz", g->clock_mhz, true);
+    kv_num(b, "  ", "scaleup_gb_per_s", g->scaleup_bw_bytes_per_s / 1e9, true);
+    ts_buf_puts(b, "  \"model\": {\n");
+    dtype_map(b, "    ", "gemm_eff", g->gemm_eff, 1.0);
+    ts_buf_printf(b, "    \"gemm_tile\": [%lld, %lld],\n", (long long)g->gemm_tile_m,
+                  (long long)g->gemm_tile_n);
+    kv_num(b, "    ", "gemm_k_half", g->gemm_k_half, true);
+    kv_num(b, "    ", "gemm_align_penalty", g->gemm_align_penalty, true);
+    kv_num(b, "    ", "gemm_align_elems", (double)g->gemm_align_elems, true);
+    kv_num(b, "    ", "attn_fwd_eff", g->attn_fwd_eff, true);
+    kv_num(b, "    ", "attn_bwd_eff", g->attn_bwd_eff, true);
+    kv_num(b, "    ", "attn_seq_half", g->attn_seq_half, true);
+    kv_num(b, "    ", "attn_hd64_factor", g->attn_hd64_factor, true);
+    kv_num(b, "    ", "mem_eff", g->mem_eff, true);
+    kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
+    kv_num(b, "    ", "launch_us", g->launch_s * 1e6, false);
+    ts_buf_puts(b, "  }\n}\n");
+}

@@ -1,0 +1,327 @@
+/* Preset resolution, key checking and positioned errors for hw's JSON files. */
+#include "hw_internal.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static bool is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+int hw_list_names(const char *sub, char names[][64], int cap)
+{
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/%s", ts_data_dir(), sub);
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    /* Collect into a local list so the result is sorted even when cap < count. */
+    char all[256][64];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < 256) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || l - 5 >= 64 || !ts_ends_with(e->d_name, ".json")) continue;
+        memcpy(all[n], e->d_name, l - 5);
+        all[n][l - 5] = '\0';
+        n++;
+    }
+    closedir(d);
+    qsort(all, (size_t)n, sizeof all[0], cmp_name);
+    for (int i = 0; i < n && i < cap; i++) memcpy(names[i], all[i], 64);
+    return n;
+}
+
+TsStatus hw_resolve(const char *sub, const char *what, const char *name_or_path, char *path,
+                    size_t cap, TsError *err)
+{
+    if (!name_or_path || !name_or_path[0])
+        return ts_err(err, TS_ERR_USAGE, "no %s given", what);
+    if (ts_data_path(sub, name_or_path, path, cap)) return TS_OK;
+    if (is_file(name_or_path) || strchr(name_or_path, '/') || ts_ends_with(name_or_path, ".json")) {
+        snprintf(path, cap, "%s", name_or_path);
+        return TS_OK; /* a missing file is reported by the reader */
+    }
+    char names[64][64];
+    int n = hw_list_names(sub, names, 64);
+    char list[1024] = "";
+    for (int i = 0; i < n && i < 64; i++) {
+        if (strlen(list) + strlen(names[i]) + 3 >= sizeof list) break;
+        if (i) strcat(list, ", ");
+        strcat(list, names[i]);
+    }
+    ts_err(err, TS_ERR_INPUT, "unknown %s '%s'", what, name_or_path);
+    ts_err_hint(err, "presets: %s; or give a path to a JSON file", list);
+    return TS_ERR_INPUT;
+}
+
+/* Edit distance for "did you mean" (short keys only). */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40) return 99;
+    int row[41];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int prev = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int cur = row[j];
+            int best = prev + (a[i - 1] != b[j - 1]);
+            if (row[j] + 1 < best) best = row[j] + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            prev = cur;
+        }
+    }
+    return row[lb];
+}
+
+TsStatus hw_err_path(const TsJsonDoc *doc, const char *path, TsError *err, const char *msg,
+                     const char *hint)
+{
+    int l = 1, c = 1;
+    hw_locate(doc, path, &l, &c);
+    ts_err(err, TS_ERR_INPUT, "%s", msg);
+    ts_err_at(err, doc->file, l, c, doc->text);
+    if (hint) ts_err_hint(err, "%s", hint);
+    return TS_ERR_INPUT;
+}
+
+TsStatus hw_check_keys(const TsJsonDoc *doc, json_t *obj, const char *prefix,
+                       const char *const *allowed, TsError *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        bool ok = false;
+        const char *best = NULL;
+        int bd = 99;
+        for (int i = 0; allowed[i]; i++) {
+            if (strcmp(allowed[i], key) == 0) {
+                ok = true;
+                break;
+            }
+            int d = edit_distance(key, allowed[i]);
+            size_t cp = 0;
+            while (key[cp] && key[cp] == allowed[i][cp]) cp++;
+            if (cp >= 5) d -= 2; /* a shared stem beats a short lookalike */
+            if (d < bd) {
+                bd = d;
+                best = allowed[i];
+            }
+        }
+        if (ok) continue;
+        char path[256], msg[400], hint[400];
+        snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", key);
+        snprintf(msg, sizeof msg, "unknown field '%s'", path);
+        if (best && bd <= 3)
+            snprintf(hint, sizeof hint, "did you mean '%s'? (docs/hardware.md lists the fields)", best);
+        else
+            snprintf(hint, sizeof hint, "docs/hardware.md lists the fields of this file");
+        /* Point at the key itself: locate gives the value; back up to the key. */
+        TsStatus st = hw_err_path(doc, path, err, msg, hint);
+        if (err && err->col > 1) {
+            int back = (int)strlen(key) + 4; /* "key": */
+            err->col = err->col > back ? err->col - back : 1;
+            const char *s = err->src_line;
+            int c = err->col - 1;
+            /* move onto the opening quote of the key if we landed nearby */
+            while (c > 0 && s[c] && s[c] != '"') c--;
+            while (s[c] && s[c] != '"') c++;
+            if (s[c] == '"') err->col = c + 1;
+        }
+        return st;
+    }
+    return TS_OK;
+}
+
+TsStatus hw_check_format(const TsJsonDoc *doc, const char *fmt, TsError *err)
+{
+    char f[64] = "";
+    TsStatus st = ts_json_str(doc, doc->root, "format", "format", false, f, sizeof f, err);
+    if (st) return st;
+    if (f[0] && strcmp(f, fmt) != 0) {
+        char msg[200], hint[200];
+        snprintf(msg, sizeof msg, "this is a '%s' file, expected '%s'", f, fmt);
+        snprintf(hint, sizeof hint, "pass it to the option that reads '%s' files", f);
+        return hw_err_path(doc, "format", err, msg, hint);
+    }
+    int64_t v = 1;
+    st = ts_json_int(doc, doc->root, "version", "version", false, 0, 1000000, &v, err);
+    if (st) return st;
+    if (v != 1) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "unsupported %s version %lld", fmt, (long long)v);
+        return hw_err_path(doc, "version", err, msg, "this trainsim reads version 1");
+    }
+    return TS_OK;
+}
+
+TsStatus hw_json_obj(const TsJsonDoc *doc, json_t *obj, const char *key, const char *path,
+                     bool required, json_t **out, TsError *err)
+{
+    *out = NULL;
+    json_t *v = obj ? json_object_get(obj, key) : NULL;
+    if (!v) {
+        if (!required) return TS_OK;
+        char msg[300];
+        snprintf(msg, sizeof msg, "missing required field '%s'", path);
+        const char *dot = strrchr(path, '.');
+        char parent[256] = "";
+        if (dot) snprintf(parent, sizeof parent, "%.*s", (int)(dot - path), path);
+        return hw_err_path(doc, parent, err, msg, NULL);
+    }
+    if (!json_is_object(v)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "'%s' must be an object", path);
+        return hw_err_path(doc, path, err, msg, "write { \"key\": value, ... }");
+    }
+    *out = v;
+    return TS_OK;
+}
+
+/* ---- locating paths with array indices ------------------------------------- */
+typedef struct LScan {
+    const char *t;
+    size_t i, n;
+} LScan;
+
+static void l_ws(LScan *s)
+{
+    while (s->i < s->n && strchr(" \t\r\n", s->t[s->i])) s->i++;
+}
+
+static bool l_string(LScan *s, const char **start, size_t *len)
+{
+    if (s->i >= s->n || s->t[s->i] != '"') return false;
+    size_t b = ++s->i;
+    while (s->i < s->n && s->t[s->i] != '"') {
+        if (s->t[s->i] == '\\') s->i++;
+        s->i++;
+    }
+    if (start) *start = s->t + b;
+    if (len) *len = s->i - b;
+    s->i++;
+    return true;
+}
+
+static bool l_value(LScan *s, int depth)
+{
+    l_ws(s);
+    if (s->i >= s->n || depth > 64) return false;
+    char c = s->t[s->i];
+    if (c == '"') return l_string(s, NULL, NULL);
+    if (c == '{' || c == '[') {
+        char close = c == '{' ? '}' : ']';
+        s->i++;
+        for (;;) {
+            l_ws(s);
+            if (s->i < s->n && s->t[s->i] == close) {
+                s->i++;
+                return true;
+            }
+            if (c == '{') {
+                if (!l_string(s, NULL, NULL)) return false;
+                l_ws(s);
+                if (s->i >= s->n || s->t[s->i] != ':') return false;
+                s->i++;
+            }
+            if (!l_value(s, depth + 1)) return false;
+            l_ws(s);
+            if (s->i < s->n && s->t[s->i] == ',') s->i++;
+            else if (!(s->i < s->n && s->t[s->i] == close)) return false;
+        }
+    }
+    while (s->i < s->n && !strchr(",}] \t\r\n", s->t[s->i])) s->i++;
+    return true;
+}
+
+static bool l_key(LScan *s, const char *key, size_t kl)
+{
+    l_ws(s);
+    if (s->i >= s->n || s->t[s->i] != '{') return false;
+    s->i++;
+    for (;;) {
+        l_ws(s);
+        if (s->i >= s->n || s->t[s->i] == '}') return false;
+        const char *k;
+        size_t len;
+        if (!l_string(s, &k, &len)) return false;
+        l_ws(s);
+        if (s->i >= s->n || s->t[s->i] != ':') return false;
+        s->i++;
+        l_ws(s);
+        if (len == kl && memcmp(k, key, kl) == 0) return true;
+        if (!l_value(s, 1)) return false;
+        l_ws(s);
+        if (s->i < s->n && s->t[s->i] == ',') s->i++;
+    }
+}
+
+static bool l_index(LScan *s, long idx)
+{
+    l_ws(s);
+    if (s->i >= s->n || s->t[s->i] != '[') return false;
+    s->i++;
+    for (long k = 0;; k++) {
+        l_ws(s);
+        if (s->i >= s->n || s->t[s->i] == ']') return false;
+        if (k == idx) return true;
+        if (!l_value(s, 1)) return false;
+        l_ws(s);
+        if (s->i < s->n && s->t[s->i] == ',') s->i++;
+    }
+}
+
+void hw_locate(const TsJsonDoc *doc, const char *path, int *line, int *col)
+{
+    LScan s = {doc->text, 0, doc->len};
+    l_ws(&s);
+    size_t at = s.i;
+    const char *p = path;
+    while (*p) {
+        size_t save = s.i;
+        bool ok;
+        if (*p == '[') {
+            char *end;
+            long idx = strtol(p + 1, &end, 10);
+            ok = *end == ']' && l_index(&s, idx);
+            p = *end == ']' ? end + 1 : p + strlen(p);
+        } else {
+            size_t kl = strcspn(p, ".[");
+            ok = l_key(&s, p, kl);
+            p += kl;
+        }
+        if (!ok) {
+            s.i = save;
+            break;
+        }
+        at = s.i;
+        if (*p == '.') p++;
+    }
+    int l = 1, c = 1;
+    for (size_t i = 0; i < at && doc->text[i]; i++) {
+        if (doc->text[i] == '\n') {
+            l++;
+            c = 1;
+        } else if (((unsigned char)doc->text[i] & 0xC0) != 0x80) {
+            c++;
+        }
+    }
+    *line = l;
+    *col = c;
+}
+
+void hw_fix_pos(const TsJsonDoc *doc, const char *path, TsError *err)
+{
+    if (!err) return;
+    int l, c;
+    hw_locate(doc, path, &l, &c);
+    ts_err_at(err, doc->file, l, c, doc->text);
+}

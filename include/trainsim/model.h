@@ -9,7 +9,9 @@
  *   3. a HuggingFace config.json (llama, mistral, mixtral, qwen2, qwen3,
  *      qwen3_moe, gpt2, bert, gpt_neox, deepseek_v3)
  *   4. a Megatron module-tree dump or a parameter table (name;module;shape;...)
- * and then command-line flags override any field (model_apply_overrides).
+ * and then command-line flags override any field (in model_load). Preset
+ * files use the schema "trainsim-model" v1 that model_to_json writes; see
+ * docs/models.md for it and for what each source can and cannot determine.
  *
  * Dimension legend used across trainsim:
  *   L layers, H hidden, A query heads, G kv heads (groups), D head dim,
@@ -147,6 +149,7 @@ void model_count_params(const ModelSpec *m, ModelCounts *out);
 /* Which fields a source determined; flags may fill the rest. */
 typedef struct ModelKnown {
     bool layers, hidden, heads, kv_heads, head_dim, ffn, vocab, max_positions;
+    bool experts_missing; /* the source shows MoE layers but not how many experts (--experts) */
 } ModelKnown;
 
 /* Command-line overrides: a field < 0 (or arch_set false) means "not given". */

@@ -50,7 +50,10 @@ static TsStatus load_json(const char *path, ModelSpec *out, ModelKnown *known, T
 {
     TsJsonDoc doc;
     TsStatus st = ts_json_load(&doc, path, err);
-    if (st) return st;
+    if (st) {
+        ts_json_free(&doc); /* holds the text even when parsing failed */
+        return st;
+    }
     json_t *f = json_object_get(doc.root, "format");
     bool preset = f && json_is_string(f) && strcmp(json_string_value(f), MODEL_FORMAT_NAME) == 0;
     ts_json_free(&doc);
@@ -68,12 +71,13 @@ static void apply(int64_t v, int64_t *field, bool *known)
 /* The dimensions a source left open must come from flags; say which. */
 static TsStatus missing_dims(const ModelKnown *k, const char *src, const char *file, TsError *err)
 {
-    const char *miss[4], *flag[4];
+    const char *miss[5], *flag[5];
     int n = 0;
     if (!k->layers) miss[n] = "layers", flag[n++] = "--layers N";
     if (!k->hidden) miss[n] = "hidden size", flag[n++] = "--hidden N";
     if (!k->heads) miss[n] = "attention heads", flag[n++] = "--heads N";
     if (!k->vocab) miss[n] = "vocabulary", flag[n++] = "--vocab N";
+    if (k->experts_missing) miss[n] = "number of experts", flag[n++] = "--experts N";
     if (n == 0) return TS_OK;
     char what[160] = "", flags[160] = "";
     for (int i = 0; i < n; i++) {
@@ -123,7 +127,7 @@ TsStatus model_load(const char *source, const ModelOverrides *ov, ModelSpec *out
         return TS_ERR_INPUT;
     } else {
         st = model_preset(source, out, err);
-        if (st == TS_OK) known = (ModelKnown){true, true, true, true, true, true, true, true};
+        if (st == TS_OK) known = (ModelKnown){true, true, true, true, true, true, true, true, false};
     }
     if (st) return st;
     if (ov) {
@@ -138,6 +142,7 @@ TsStatus model_load(const char *source, const ModelOverrides *ov, ModelSpec *out
         apply(ov->max_positions, &out->max_positions, &known.max_positions);
         bool dummy;
         apply(ov->experts, &out->experts, &dummy);
+        if (ov->experts >= 0) known.experts_missing = false;
         apply(ov->topk, &out->topk, &dummy);
         apply(ov->moe_ffn, &out->moe_ffn, &dummy);
         apply(ov->shared_experts, &out->shared_experts, &dummy);

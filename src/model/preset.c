@@ -248,7 +248,7 @@ TsStatus model_parse_preset_json(const char *path, ModelSpec *out, ModelKnown *k
     TsStatus st = ts_json_load(&doc, path, err);
     if (st == TS_OK) st = parse_doc(&doc, out, err);
     ts_json_free(&doc);
-    if (st == TS_OK && known) *known = (ModelKnown){true, true, true, true, true, true, true, true};
+    if (st == TS_OK && known) *known = (ModelKnown){true, true, true, true, true, true, true, true, false};
     return st;
 }
 

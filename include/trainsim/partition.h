@@ -1,0 +1,194 @@
+/*
+ * trainsim/partition.h — a plan applied to a model: pipeline stages,
+ * per-rank ops with the collectives they imply, memory per GPU, and the
+ * per-rank parameter table (with Shampoo preconditioner blocks).
+ *
+ * Two paths, both cheap:
+ *   part_memory(model, plan, opts)   memory per stage from per-layer counts
+ *       of the ModelSpec alone (no graph, no allocation): the plan search
+ *       calls it millions of times (< 1 us).
+ *   part_build(graph, plan)          the full Partition, in one arena:
+ *       - chunks (pp*vpp; layer ranges, embedding on chunk 0, final norm +
+ *         LM head + loss on the last chunk, both when pp = 1);
+ *       - per-rank op TEMPLATES, one per distinct segment kind (dense layer,
+ *         MoE layer, embedding, head), copied from the graph's first layer of
+ *         that kind with per-rank dims under TP/SP/CP/EP and FLOPs/bytes
+ *         rescaled — never one list per layer or per rank;
+ *       - the collectives each template implies (TP all-reduce or SP
+ *         all-gather/reduce-scatter, CP K/V ring exchange, EP all-to-all),
+ *         and per pipeline stage the PP send/recv and DP gradient reduce;
+ *       - memory per pipeline stage (part_memory of the same plan).
+ *
+ * Units: bytes (double), FLOPs (double), parameter counts in elements
+ * (double: fractional only in the Megatron formula). Collective sizes are
+ * the whole buffer in bytes (nccl-tests convention, see TsColl).
+ * Activation terms follow Korthikanti et al. 2022 (Table 2), generalized to
+ * GQA/MLA, gated MLPs, MoE, FlashAttention and CP; see docs/memory.md.
+ *
+ * Example (memory of GPT-3 175B, Megatron's formula):
+ *     PartMemOptions mo; part_mem_options_init(&mo); mo.model = PART_MEMMODEL_MEGATRON;
+ *     PartMemory peak; part_memory(&gpt3, &plan, &mo, NULL, &peak, &err);
+ *     // peak.weights+gradients+optimizer = 18 * 2796626304 B,
+ *     // peak.activations_bytes = 13294916266.67 B (12.38 GiB)
+ */
+#ifndef TRAINSIM_PARTITION_H
+#define TRAINSIM_PARTITION_H
+
+#include "trainsim/graph.h"
+#include "trainsim/plan.h"
+
+/* ---- memory ------------------------------------------------------------------ */
+typedef enum {
+    PART_MEMMODEL_TRAINSIM, /* trainsim's own model (docs/memory.md) */
+    PART_MEMMODEL_MEGATRON  /* Megatron-LM theoretical_memory_usage.py, exactly */
+} PartMemModel;
+
+typedef struct PartMemOptions {
+    PartMemModel model;        /* trainsim | megatron */
+    double capacity_bytes;     /* GPU HBM, e.g. 85899345920 (80 GiB); 0 = unknown (fits) */
+    double cuda_context_bytes; /* CUDA context + cuBLAS/cuDNN handles, 0.75 GiB default */
+    double nccl_comm_bytes;    /* NCCL buffers per communicator of size > 1, 64 MiB default */
+    double frag_fraction;      /* allocator fragmentation on dynamic memory, 0.05 */
+    bool dropout;              /* dropout masks stored (GPT/BERT style); default by arch */
+    bool dropout_set;          /* dropout given explicitly */
+} PartMemOptions;
+void part_mem_options_init(PartMemOptions *o);
+bool part_memmodel_parse(const char *s, PartMemModel *out);
+
+/* Memory of one GPU (one pipeline rank; all TP/CP/DP ranks of a stage are
+ * alike). The five category fields add up to total_bytes. */
+typedef struct PartMemory {
+    int32_t stage;             /* pipeline rank */
+    double weights_bytes;      /* parameters at their storage dtype (after ZeRO-3 sharding) */
+    double gradients_bytes;    /* gradient buffers (fp32 main grads unless ZeRO-2/3) */
+    double optimizer_bytes;    /* Adam: fp32 master + 2 moments; Shampoo: + factors */
+    double activations_bytes;  /* stored activations of in-flight micro-batches + logits/loss */
+    double other_bytes;        /* workspace + CUDA context + NCCL + fragmentation */
+    double total_bytes;
+    /* details */
+    double params;             /* parameter elements held by this GPU (before ZeRO-3) */
+    double embed_params;       /* of which word/position embeddings and LM head */
+    double expert_params;      /* of which routed-expert weights (after EP/ETP split) */
+    double act_layers_bytes;   /* activations of transformer layers */
+    double act_embed_bytes;    /* embedding-stage activations */
+    double act_head_bytes;     /* final norm, LM head input, logits and loss */
+    double inflight;           /* micro-batches (chunk units / vpp) in flight on this stage */
+    double workspace_bytes;    /* transient buffers (activation gradients, logits grads) */
+    double runtime_bytes;      /* CUDA context + NCCL buffers */
+    double frag_bytes;         /* fragmentation allowance */
+} PartMemory;
+
+/* Memory of every pipeline stage (stages: NULL or p->pp entries) and of the
+ * most loaded one (*peak). Needs a resolved plan (plan_resolve). No
+ * allocation; TS_ERR_PLAN only for plans plan_validate would reject. */
+TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o,
+                     PartMemory *stages, PartMemory *peak, TsError *err);
+/* The pieces of Megatron's formula, for tests and docs (bytes). */
+double part_megatron_weight_optimizer_bytes(const ModelSpec *m, const ParallelPlan *p);
+double part_megatron_activation_bytes(const ModelSpec *m, const ParallelPlan *p);
+
+/* ---- the partition ------------------------------------------------------------- */
+/* Segment templates: one per kind of repeated work. */
+#define PART_SEG_LIST(X)                                  \
+    X(DENSE, "dense", "one dense transformer layer")      \
+    X(MOE, "moe", "one MoE transformer layer")            \
+    X(EMBED, "embed", "embedding (first chunk)")          \
+    X(HEAD, "head", "final norm, LM head, loss (last chunk)")
+typedef enum {
+#define X(e, n, d) PART_SEG_##e,
+    PART_SEG_LIST(X)
+#undef X
+    PART_SEG_COUNT
+} PartSegKind;
+
+typedef enum { PART_PHASE_FWD, PART_PHASE_BWD, PART_PHASE_STEP } PartPhase;
+
+typedef struct PartOp {
+    GraphOp op;       /* per-rank copy: dims divided by TP/SP/CP/EP, FLOPs/bytes rescaled */
+    int32_t graph_op; /* index of the source op in graph->ops */
+    int32_t repeat;   /* times it runs per micro-batch (local experts for expert ops), >= 1 */
+} PartOp;
+
+typedef struct PartColl {
+    const char *name; /* "tp_ar_attn", "sp_ag_mlp", "cp_kv", "ep_dispatch", "pp_send_fwd" */
+    TsColl coll;      /* allreduce, allgather, reducescatter, alltoall, sendrecv */
+    PlanGroup group;  /* which process group */
+    double bytes;     /* whole buffer, bytes, per occurrence */
+    int32_t count;    /* occurrences per micro-batch (per step for PART_PHASE_STEP) */
+    PartPhase phase;  /* fwd / bwd per micro-batch, or once per step */
+    int32_t after_op; /* template op index it follows (-1: before the first op) */
+    bool overlappable;/* may hide behind compute (tp_overlap, DP buckets, CP ring) */
+} PartColl;
+
+typedef struct PartSegment {
+    PartSegKind kind;
+    bool present;             /* the model has this segment */
+    PartOp *ops;   int32_t n_ops;
+    PartColl *colls; int32_t n_colls;
+    double fwd_flops, dgrad_flops, wgrad_flops; /* per rank per micro-batch, sum over ops*repeat */
+    double fwd_bytes, bwd_bytes;
+    double params;            /* per-rank parameter elements */
+    double expert_params;     /* of which routed experts */
+} PartSegment;
+
+typedef struct PartChunk {
+    int32_t chunk;            /* vstage*pp + pp_rank */
+    int32_t pp_rank, vstage;
+    int32_t first_layer, n_layers;
+    int32_t n_dense, n_moe;   /* layers of each kind */
+    bool has_embed, has_head;
+    double params;            /* per-rank parameter elements */
+} PartChunk;
+
+typedef struct Partition {
+    TsArena *arena;            /* owns everything below */
+    const ModuleGraph *graph;  /* borrowed; must outlive the partition */
+    ParallelPlan plan;         /* resolved copy (stage_layers copied into the arena) */
+    PartSegment seg[PART_SEG_COUNT];
+    PartChunk *chunks; int32_t n_chunks;      /* pp*vpp */
+    PartColl *stage_colls; int32_t n_stage_colls; /* PP p2p, DP grad reduce, tied embed */
+    PartMemory *mem;           /* p.pp entries, per pipeline rank */
+    PartMemory peak;           /* most loaded GPU */
+} Partition;
+
+/* Build the partition of graph g under plan p (resolved here on a copy).
+ * The graph should be built with batch = 1 (ops are rescaled to
+ * p->micro_batch) and seq = p->seq. On failure returns TS_ERR_PLAN (invalid
+ * plan) or TS_ERR_INTERNAL (allocation) and *out is NULL. Caller owns *out. */
+TsStatus part_build(const ModuleGraph *g, const ParallelPlan *p, const PartMemOptions *mo,
+                    Partition **out, TsError *err);
+void part_destroy(Partition *pt);  /* NULL is a no-op */
+
+/* ---- the parameter table (trainsim params) -------------------------------------- */
+#define PART_MAX_BLOCKS 64
+
+typedef struct PartParamRow {
+    const char *name;     /* dotted module path, "module.2.attention.query_key_value" */
+    const char *module;   /* module repr, "ColumnParallelLinear()" */
+    int32_t graph_param;  /* index in graph->params */
+    int64_t shape[2];     /* per-rank shape (TP/EP split) */
+    int ndim;
+    int32_t n_blocks;     /* Shampoo blocks (0: no preconditioner: embeddings, norms, biases) */
+    int64_t factor[2];    /* block shape (a, b): factors are a x a and b x b, per block */
+    double cost;          /* sum over blocks of a^3 + b^3 (preconditioner root cost) */
+    int64_t owner;        /* DP rank computing this tensor's preconditioners (LPT) */
+} PartParamRow;
+
+typedef struct PartParamTable {
+    PartParamRow *rows; int32_t n_rows; /* module order */
+    int64_t stage;        /* pipeline rank of the table's rank */
+    int64_t dp;           /* DP ranks sharing preconditioner work */
+    double *load;         /* dp entries: sum of cost per DP rank */
+    double imbalance;     /* max load / mean load (1.0 = perfect) */
+} PartParamTable;
+
+/* Parameter tensors of `rank`'s stage in module order, with per-rank shapes,
+ * Shampoo blocks (when p->optimizer is shampoo) and LPT owners. Allocated in
+ * arena a. TS_ERR_PLAN for a bad plan or a rank out of range. */
+TsStatus part_params(const ModuleGraph *g, const ParallelPlan *p, int64_t rank, TsArena *a,
+                     PartParamTable *out, TsError *err);
+/* Write the table in the seed format, header line included:
+ *   name;module;shape;partitioning_ranks;precs                                  */
+void part_params_write(const PartParamTable *t, TsBuf *out);
+
+#endif

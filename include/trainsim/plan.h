@@ -1,0 +1,189 @@
+/*
+ * trainsim/plan.h — ParallelPlan: how one training job is split over GPUs,
+ * its validation, and Megatron's rank layout with its process groups.
+ *
+ * A plan is flat data: the parallel degrees (TP, PP, VPP, DP, CP, EP, ETP),
+ * sequence parallelism, ZeRO stage / distributed optimizer, recompute,
+ * batch geometry, dtype, pipeline schedule, optimizer. plan_resolve() fills
+ * the derived fields (dp from the GPU count, sp default, grad_accum) and
+ * checks every rule; an error names the knob and the rule it breaks
+ * (TS_ERR_PLAN, exit code 4).
+ *
+ * Rank layout (Megatron-Core order "tp-cp-dp-pp", tp innermost):
+ *     rank = tp_i + TP*(cp_i + CP*(dp_i + DP*pp_i))
+ * Expert layers re-carve the TP*CP*DP ranks of one pipeline stage as
+ * "etp-ep-edp" (etp innermost):  local = rank mod (TP*CP*DP),
+ *     etp_i = local mod ETP, ep_i = (local/ETP) mod EP, edp_i = local/(ETP*EP)
+ * so EDP = TP*CP*DP / (ETP*EP). Every process group is then an arithmetic
+ * progression base + i*stride (i < size): the common queries (size, nodes
+ * spanned, GPUs per node) are O(1) and need no per-rank arrays; member lists
+ * are produced on demand (plan_group_members).
+ *
+ * Units: batch sizes in sequences, seq in tokens. Counts are int64_t.
+ *
+ * Example (GPT-3 175B on 64 GPUs):
+ *     ParallelPlan p; plan_init(&p);
+ *     p.tp = 8; p.pp = 8; p.vpp = 3; p.gpus = 64; p.seq = 2048;
+ *     p.micro_batch = 1; p.global_batch = 64; p.schedule = PLAN_SCHED_INTERLEAVED;
+ *     if (plan_resolve(&gpt3, &p, &err) != TS_OK) ...   // p.dp = 1, p.grad_accum = 64
+ *     PlanGroupInfo gi; plan_group(&p, PLAN_GROUP_TP, 0, 8, &gi);
+ *     // gi.size 8, gi.stride 1, gi.nodes 1, gi.per_node 8
+ *     plan_group(&p, PLAN_GROUP_PP, 0, 8, &gi);
+ *     // gi.size 8, gi.stride 8, members 0,8,...,56, gi.nodes 8, gi.per_node 1
+ */
+#ifndef TRAINSIM_PLAN_H
+#define TRAINSIM_PLAN_H
+
+#include "trainsim/model.h"
+
+/* X(NAME, "name") tables. */
+#define PLAN_RECOMPUTE_LIST(X) \
+    X(NONE, "none")            \
+    X(SELECTIVE, "selective")  \
+    X(FULL, "full")
+typedef enum {
+#define X(e, n) PLAN_RECOMPUTE_##e,
+    PLAN_RECOMPUTE_LIST(X)
+#undef X
+    PLAN_RECOMPUTE_COUNT
+} PlanRecompute;
+
+#define PLAN_SCHED_LIST(X)          \
+    X(1F1B, "1f1b")                 \
+    X(INTERLEAVED, "interleaved")   \
+    X(GPIPE, "gpipe")
+typedef enum {
+#define X(e, n) PLAN_SCHED_##e,
+    PLAN_SCHED_LIST(X)
+#undef X
+    PLAN_SCHED_COUNT
+} PlanSchedule;
+
+#define PLAN_OPTIM_LIST(X) \
+    X(ADAM, "adam")        \
+    X(SHAMPOO, "shampoo")
+typedef enum {
+#define X(e, n) PLAN_OPTIM_##e,
+    PLAN_OPTIM_LIST(X)
+#undef X
+    PLAN_OPTIM_COUNT
+} PlanOptimizer;
+
+/* Process-group kinds: X(NAME, "name", what it is). */
+#define PLAN_GROUP_LIST(X)                                              \
+    X(TP, "tp", "tensor parallel")                                      \
+    X(CP, "cp", "context parallel")                                     \
+    X(DP, "dp", "data parallel (dense params, without CP)")             \
+    X(PP, "pp", "pipeline stages (send/recv neighbours)")               \
+    X(DPCP, "dp_cp", "data x context parallel: dense gradient reduce")  \
+    X(EP, "ep", "expert parallel (all-to-all)")                         \
+    X(ETP, "etp", "expert tensor parallel")                             \
+    X(EDP, "edp", "expert data parallel: expert gradient reduce")       \
+    X(EMBED, "embed", "first and last pipeline stage: tied embedding")
+typedef enum {
+#define X(e, n, d) PLAN_GROUP_##e,
+    PLAN_GROUP_LIST(X)
+#undef X
+    PLAN_GROUP_COUNT
+} PlanGroup;
+
+typedef struct ParallelPlan {
+    /* ---- parallel degrees (1 = off) ---- */
+    int64_t gpus;           /* world size, e.g. 64; 0 = tp*pp*cp*dp */
+    int64_t tp;             /* tensor parallel, e.g. 8 */
+    int64_t pp;             /* pipeline stages, e.g. 8 */
+    int64_t vpp;            /* virtual stages (model chunks) per pipeline rank, e.g. 3; 1 = off */
+    int64_t dp;             /* data parallel, e.g. 16; 0 = gpus/(tp*pp*cp) */
+    int64_t cp;             /* context parallel (sequence split for attention), e.g. 2 */
+    int64_t ep;             /* expert parallel, e.g. 8 (carved from dp*cp*tp/etp) */
+    int64_t etp;            /* expert tensor parallel, e.g. 1; 0 = tp */
+    bool sp;                /* sequence parallel (needs tp > 1); default: tp > 1 */
+    bool sp_set;            /* sp given explicitly (else plan_resolve sets sp = tp > 1) */
+    /* ---- optimizer state sharding ---- */
+    int zero;               /* DeepSpeed ZeRO stage 0..3 (1: optimizer, 2: +grads, 3: +params) */
+    bool dist_opt;          /* Megatron distributed optimizer (like ZeRO-1 over dp*cp) */
+    PlanOptimizer optimizer;/* adam | shampoo */
+    int64_t shampoo_blocks; /* K blocks per layer weight matrix, e.g. 2 (Shampoo only) */
+    /* ---- activations ---- */
+    PlanRecompute recompute;/* none | selective | full */
+    int64_t recompute_layers;/* full recompute: layers per chunk recomputed, 0 = all */
+    bool flash_attn;        /* FlashAttention: no S^2 scores stored; default true */
+    bool tp_overlap;        /* overlap TP collectives with GEMMs (Megatron --tp-comm-overlap) */
+    /* ---- batch geometry ---- */
+    int64_t micro_batch;    /* B, sequences per micro-batch per DP rank, e.g. 1 */
+    int64_t global_batch;   /* sequences per optimizer step, e.g. 1536 */
+    int64_t seq;            /* S, tokens per sequence, e.g. 2048 */
+    TsDtype dtype;          /* compute/weight dtype, bf16 */
+    PlanSchedule schedule;  /* 1f1b | interleaved | gpipe; vpp > 1 needs interleaved */
+    /* ---- uneven pipeline stages ---- */
+    const int64_t *stage_layers; /* borrowed: layers per chunk (pp*vpp entries, chunk
+                                    c = vstage*pp + pp_rank); NULL = even split */
+    int32_t n_stage_layers;      /* entries in stage_layers, 0 = even split */
+    /* ---- derived by plan_resolve ---- */
+    int64_t grad_accum;     /* micro-batches per DP rank per step = global/(micro*dp), e.g. 64 */
+    int64_t n_chunks;       /* pp*vpp */
+} ParallelPlan;
+
+/* Defaults: all degrees 1 (dp, gpus 0 = derive, etp 0 = tp), sp auto, zero 0,
+ * adam, recompute none, flash on, micro 1, global 0 (= micro*dp), seq 0
+ * (= caller must set; plan_resolve falls back to min(max_positions, 2048)),
+ * bf16, 1f1b (interleaved when vpp > 1 and schedule not set). */
+void plan_init(ParallelPlan *p);
+
+/* Derive dp/gpus/etp/sp/global_batch/grad_accum/n_chunks, then validate all
+ * rules against the model. Returns TS_OK or TS_ERR_PLAN with err->msg like
+ * "--tp 3 does not divide the 16 attention heads" and a hint. m may be NULL
+ * (then the model-dependent rules are skipped). Cheap: no allocation. */
+TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err);
+/* Validate an already derived plan (what plan_resolve does after deriving). */
+TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err);
+
+const char *plan_recompute_name(PlanRecompute r);
+bool plan_recompute_parse(const char *s, PlanRecompute *out);
+const char *plan_sched_name(PlanSchedule s);
+bool plan_sched_parse(const char *s, PlanSchedule *out);
+const char *plan_optim_name(PlanOptimizer o);
+bool plan_optim_parse(const char *s, PlanOptimizer *out);
+const char *plan_group_name(PlanGroup g);
+
+/* Layers in chunk c (0 <= c < pp*vpp) and the first layer of the chunk. */
+int64_t plan_chunk_layers(const ParallelPlan *p, int64_t n_layers, int64_t chunk);
+int64_t plan_chunk_first_layer(const ParallelPlan *p, int64_t n_layers, int64_t chunk);
+/* Pipeline rank of a layer (for interleaved, the rank holding its chunk). */
+int64_t plan_layer_chunk(const ParallelPlan *p, int64_t n_layers, int64_t layer);
+
+/* ---- rank layout ---- */
+typedef struct PlanCoord {
+    int64_t tp, cp, dp, pp; /* dense layout coordinates */
+    int64_t etp, ep, edp;   /* expert layout coordinates (same pp) */
+} PlanCoord;
+
+void plan_rank_coord(const ParallelPlan *p, int64_t rank, PlanCoord *out);
+/* Inverse of the dense part (tp, cp, dp, pp) of plan_rank_coord. */
+int64_t plan_rank_of(const ParallelPlan *p, int64_t tp, int64_t cp, int64_t dp, int64_t pp);
+
+typedef struct PlanGroupInfo {
+    int64_t size;     /* members, e.g. 8 */
+    int64_t base;     /* lowest member rank of the group holding `rank` */
+    int64_t stride;   /* members are base + i*stride, i < size */
+    int64_t index;    /* position of `rank` in the group */
+    int64_t nodes;    /* distinct nodes spanned (given gpus_per_node) */
+    int64_t per_node; /* most members of the group on one node */
+} PlanGroupInfo;
+
+/* The group of kind `kind` containing `rank`, with its node footprint for
+ * gpus_per_node GPUs per node (<= 0: one node holds everything). O(1) for
+ * power-of-two layouts; O(size) only when the stride and gpus_per_node do
+ * not divide each other. The EMBED group has size 1 when pp == 1, else 2
+ * (first and last stage, same tp/cp/dp). */
+void plan_group(const ParallelPlan *p, PlanGroup kind, int64_t rank, int64_t gpus_per_node,
+                PlanGroupInfo *out);
+/* Write up to cap member ranks of that group into out (ascending); returns
+ * the group size. */
+int64_t plan_group_members(const ParallelPlan *p, PlanGroup kind, int64_t rank, int64_t *out,
+                           int64_t cap);
+
+/* One-line summary "tp8 pp8 vpp3 dp1 cp1 ep1 sp zero0 ..." into out. */
+void plan_describe(const ParallelPlan *p, TsBuf *out);
+
+#endif

@@ -1,0 +1,248 @@
+/*
+ * trainsim/sim.h — one training iteration, simulated: pipeline schedule,
+ * overlap of communication with compute, the optimizer step, and the
+ * derived metrics (tokens/s, MFU, HFU, breakdown of where time goes).
+ *
+ * Two layers:
+ *   1. The schedule engine (sim_pipeline_run). Input: per-(stage, chunk)
+ *      costs of ONE micro-batch (forward, backward, exposed TP/CP/EP
+ *      communication inside them, pipeline transfer to the neighbour) and
+ *      per-stage end-of-step costs (DP gradient reduction in buckets,
+ *      optimizer step, parameter all-gather). It runs GPipe, 1F1B or
+ *      Megatron's interleaved 1F1B on (stage, micro-batch, chunk) tasks:
+ *      each stage gets its task order in an array, then stages are swept
+ *      alternately forward and backward, each task starting at
+ *      max(stage free, neighbour's finish + p2p). No event heap; cost is
+ *      O(stages * chunks * micro-batches). Identical DP replicas and TP
+ *      ranks are simulated once. Spans are recorded only when asked for.
+ *   2. The cost builder (sim_simulate): ModelSpec + ParallelPlan (plan.h) +
+ *      HwModel + HwNet (hw.h) -> per-chunk costs -> engine -> SimResult with
+ *      throughput, FLOPs, memory and warnings.
+ *
+ * Units: seconds, bytes, FLOPs (double). Stage 0 holds the embedding,
+ * stage p-1 the LM head and loss. Micro-batches run in increasing order.
+ *
+ * Invariants (tests/unit/test_sim.c): more bandwidth is never slower;
+ * pp = 1 has no bubble; uniform stages with free communication give bubble
+ * fraction (p-1)/(m+p-1) for 1F1B and (p-1)/(v*m+p-1) interleaved; a larger
+ * global batch at a fixed plan never lowers tokens/s. The breakdown of the
+ * critical stage sums to the iteration time.
+ *
+ * Example (4 uniform stages, 8 micro-batches, 1F1B, fwd 1 s, bwd 2 s):
+ *     SimChunkCost c[4] = {{.fwd_s = 1, .bwd_s = 2, .compute_fwd_s = 1,
+ *                           .compute_bwd_s = 2}, ...};
+ *     SimStageCost st[4] = {0};
+ *     SimPipeline pl = {.stages = 4, .chunks = 1, .micro_batches = 8,
+ *                       .schedule = SIM_SCHED_1F1B, .chunk = c, .stage = st};
+ *     SimResult r; sim_pipeline_run(&pl, NULL, &r, &err);
+ *     // r.iteration_time_s = (8+3)*3 = 33, r.bubble_fraction = 3/11
+ */
+#ifndef TRAINSIM_SIM_H
+#define TRAINSIM_SIM_H
+
+#include "trainsim/common.h"
+#include "trainsim/hw.h"
+#include "trainsim/model.h"
+#include "trainsim/plan.h"
+
+/* ---- schedules -------------------------------------------------------------- */
+#define SIM_SCHED_LIST(X)           \
+    X(GPIPE, "gpipe")               \
+    X(1F1B, "1f1b")                 \
+    X(INTERLEAVED, "interleaved")
+typedef enum {
+#define X(e, n) SIM_SCHED_##e,
+    SIM_SCHED_LIST(X)
+#undef X
+    SIM_SCHED_COUNT
+} SimSchedule;
+const char *sim_schedule_name(SimSchedule s);
+bool sim_schedule_parse(const char *s, SimSchedule *out);
+
+/* Streams of one stage (tracks in the Chrome trace). */
+#define SIM_STREAM_LIST(X)          \
+    X(COMPUTE, "compute")           \
+    X(TP, "tp_comm")                \
+    X(CP, "cp_comm")                \
+    X(EP, "ep_comm")                \
+    X(PP, "pp_comm")                \
+    X(DP, "dp_comm")
+typedef enum {
+#define X(e, n) SIM_STREAM_##e,
+    SIM_STREAM_LIST(X)
+#undef X
+    SIM_STREAM_COUNT
+} SimStream;
+const char *sim_stream_name(SimStream s);
+
+/* Breakdown categories: X(field, json key). Order = report order. They sum to
+ * the iteration time of the critical stage. */
+#define SIM_BREAKDOWN_LIST(X)                 \
+    X(compute_s, "compute")                   \
+    X(recompute_s, "recompute")               \
+    X(tp_comm_exposed_s, "tp_comm_exposed")   \
+    X(cp_comm_exposed_s, "cp_comm_exposed")   \
+    X(ep_comm_exposed_s, "ep_comm_exposed")   \
+    X(pp_comm_exposed_s, "pp_comm_exposed")   \
+    X(dp_comm_exposed_s, "dp_comm_exposed")   \
+    X(bubble_s, "bubble")                     \
+    X(optimizer_s, "optimizer")               \
+    X(overlap_slowdown_s, "overlap_slowdown")
+typedef struct SimBreakdown {
+#define X(f, k) double f;
+    SIM_BREAKDOWN_LIST(X)
+#undef X
+} SimBreakdown;
+enum {
+#define X(f, k) SIM_BD_##f,
+    SIM_BREAKDOWN_LIST(X)
+#undef X
+    SIM_BD_COUNT
+};
+const char *sim_breakdown_key(int i);            /* "compute", ... */
+double sim_breakdown_get(const SimBreakdown *b, int i);
+
+/* ---- layer 1: the schedule engine ------------------------------------------ */
+
+/* One micro-batch through one (stage, chunk). fwd_s/bwd_s are what the compute
+ * stream is busy for (compute + recompute + exposed TP/CP/EP comm); the
+ * compute_/recompute_/..._exposed fields split them for the breakdown. */
+typedef struct SimChunkCost {
+    double fwd_s;           /* busy time of the forward task, e.g. 0.0123 */
+    double bwd_s;           /* busy time of the backward task (dgrad+wgrad+recompute) */
+    double p2p_fwd_s;       /* sending this chunk's output activation onward, e.g. 1.2e-4 */
+    double p2p_bwd_s;       /* sending this chunk's input gradient back */
+    double compute_fwd_s;   /* pure forward compute inside fwd_s */
+    double compute_bwd_s;   /* pure backward compute inside bwd_s (no recompute) */
+    double recompute_s;     /* recomputed forward inside bwd_s */
+    double tp_exposed_s;    /* exposed TP comm inside fwd_s + bwd_s */
+    double cp_exposed_s;    /* exposed CP exchange inside fwd_s + bwd_s */
+    double ep_exposed_s;    /* exposed EP all-to-all inside fwd_s + bwd_s */
+    double dp_grad_s;       /* DP gradient reduction of this chunk's parameters, per iteration */
+    int32_t dp_buckets;     /* buckets the reduction is split into (>= 1) */
+    double fsdp_exposed_s;  /* ZeRO-3 gathers/reduces not hidden under compute, inside fwd_s+bwd_s */
+    double slowdown_s;      /* compute slow-down from overlapped TP/CP comm, inside fwd_s+bwd_s */
+} SimChunkCost;
+
+/* End-of-step costs of a stage. */
+typedef struct SimStageCost {
+    double optimizer_s;     /* optimizer step on this rank's shard, e.g. 0.004 */
+    double param_gather_s;  /* dist-opt / ZeRO-1/2 parameter all-gather after the step */
+} SimStageCost;
+
+typedef struct SimPipeline {
+    int32_t stages;         /* p, >= 1 */
+    int32_t chunks;         /* v, model chunks per stage (1 unless interleaved) */
+    int64_t micro_batches;  /* m per DP replica, >= 1 */
+    SimSchedule schedule;
+    const SimChunkCost *chunk; /* [stages * chunks], index s*chunks + c */
+    const SimStageCost *stage; /* [stages] */
+    bool dp_overlap;        /* gradient reduction overlapped with the backward (bucketed) */
+    bool param_gather_overlap; /* dist-opt all-gather hidden under the next forward */
+    double overlap_slowdown;/* compute slow-down while a collective overlaps it, 0.1 */
+    bool record;            /* record spans for a trace */
+} SimPipeline;
+
+/* One span of the timeline (recorded when SimPipeline.record). */
+typedef struct SimSpan {
+    int32_t stage;
+    int16_t stream;         /* SimStream */
+    int16_t chunk;
+    int32_t micro_batch;    /* -1 for step-level spans */
+    char kind;              /* 'F' forward, 'B' backward, 'S' send, 'R' reduce, 'O' optimizer, 'G' gather */
+    double start_s, end_s;
+} SimSpan;
+
+/* Per-stage outcome. */
+typedef struct SimStageResult {
+    double busy_s;          /* compute stream busy time over the pipeline phase */
+    double pipe_end_s;      /* last backward finished */
+    double dp_exposed_s;    /* DP reduction not hidden under the backward */
+    double slowdown_s;      /* extra compute from overlapped communication */
+    double end_s;           /* pipe_end + slowdown + dp_exposed */
+} SimStageResult;
+
+#define SIM_MAX_WARNINGS 8
+typedef struct SimMemory {
+    double weights_bytes, gradients_bytes, optimizer_bytes, activations_bytes, other_bytes;
+    double total_bytes, capacity_bytes;
+    bool fits;
+} SimMemory;
+
+typedef struct SimResult {
+    /* schedule engine */
+    double iteration_time_s;  /* one optimizer step, e.g. 11.9 */
+    double pipeline_time_s;   /* forward/backward phase of the slowest stage */
+    double bubble_fraction;   /* bubble_s / pipeline phase of the critical stage */
+    int32_t critical_stage;   /* stage whose end decides the iteration */
+    SimBreakdown breakdown;   /* of the critical stage; sums to iteration_time_s */
+    int32_t n_stages;
+    SimStageResult *stages;   /* [n_stages], owned by the SimWork */
+    int64_t n_spans;
+    SimSpan *spans;           /* owned by the SimWork; NULL unless recorded */
+    bool owned;               /* stages/spans malloc'd (run with w == NULL): sim_result_free */
+
+    /* filled by sim_simulate */
+    double tokens_per_s, tokens_per_s_per_gpu, samples_per_s;
+    double model_flops_per_iteration;    /* 6N-style useful FLOPs, attention counted full */
+    double hardware_flops_per_iteration; /* + recompute */
+    double model_tflops_per_gpu, hardware_tflops_per_gpu, mfu, hfu;
+    SimMemory memory;
+    int n_warnings;
+    char warnings[SIM_MAX_WARNINGS][160];
+} SimResult;
+
+/* Reusable scratch space (task orders, finish times, spans). Create once per
+ * thread; NULL is allowed where a function takes one (then it allocates per
+ * call). sim_work_destroy(NULL) is a no-op. */
+typedef struct SimWork SimWork;
+SimWork *sim_work_create(void);
+void sim_work_destroy(SimWork *w);
+
+/* Run the schedule. Fills the engine part of *out; stages/spans point into w
+ * (valid until the next run on w, or until out is freed by sim_result_free
+ * when w was NULL). TS_ERR_PLAN for an impossible pipeline (stages < 1,
+ * m < 1, chunks > 1 without INTERLEAVED); TS_ERR_INTERNAL on allocation
+ * failure. */
+TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *w, SimResult *out, TsError *err);
+/* Free what sim_pipeline_run/sim_simulate allocated when called with w == NULL. */
+void sim_result_free(SimResult *r);
+
+/* ---- layer 2: the cost builder ---------------------------------------------- */
+
+/* What the frameworks do that a ParallelPlan does not say. Defaults in
+ * sim_options_init; each one cites its source there (src/sim/cost.c). */
+typedef struct SimOptions {
+    bool dp_overlap;            /* grad reduce overlapped with backward (Megatron
+                                   --overlap-grad-reduce, DDP buckets), true */
+    bool param_gather_overlap;  /* dist-opt all-gather under the next forward, true */
+    double bucket_bytes;        /* DP bucket, 40e6 (Megatron --ddp-bucket-size default) */
+    bool fp32_grad_reduce;      /* gradients reduced in fp32 (Megatron DDP default), true */
+    double overlap_slowdown;    /* compute slow-down while comm overlaps, 0.10
+                                   (calibration_facts.md section 5) */
+    double optimizer_bytes_per_param; /* HBM bytes per local parameter for the step, 24 */
+    bool record;                /* keep spans for --trace */
+} SimOptions;
+void sim_options_init(SimOptions *o);
+
+typedef struct SimSetup {
+    const ModelSpec *model;
+    ParallelPlan plan;          /* resolved by sim_simulate (copy) */
+    const HwModel *hw;          /* GPU compute model */
+    const HwNet *net;           /* cluster and collective model */
+    SimOptions opt;
+} SimSetup;
+
+/* Resolve and validate the plan against the model (plan_resolve), build
+ * per-chunk costs, run the engine, derive metrics, memory and warnings.
+ * in->plan is resolved in place (callers may read the derived fields). Errors: TS_ERR_PLAN
+ * naming the knob and the rule it breaks. Does not fail when memory does not
+ * fit: it sets memory.fits = false and a warning. */
+TsStatus sim_simulate(SimSetup *in, SimWork *w, SimResult *out, TsError *err);
+
+/* Summary text and JSON (the keys of `trainsim simulate --json`). */
+void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *out);
+void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *out);
+/* The Chrome trace writer is rep_trace_chrome() in report_trace.h. */
+
+#endif

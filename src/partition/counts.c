@@ -1,0 +1,189 @@
+/* counts.c — per-layer parameter and activation counts from a ModelSpec.
+ *
+ * Dimension legend: B micro-batch, S seq, H hidden, A heads, G kv heads,
+ * D head dim, F ffn, V vocab, E experts, K top-k, t TP, c CP.
+ * The parameter split mirrors Megatron-Core's layer specs (ColumnParallel
+ * QKV/fc1/q_up/kv_up, RowParallel proj/fc2, duplicated MLA down-projections
+ * and norms, replicated router); totals agree with model_count_params()
+ * (tests/unit/test_partition.c checks it). */
+#include "part_int.h"
+
+static double norm_w(const ModelSpec *m)
+{
+    return m->norm == MODEL_NORM_LAYERNORM ? 2.0 * (double)m->hidden : (double)m->hidden;
+}
+
+static bool is_mla(const ModelSpec *m) { return m->q_lora_rank > 0 || m->kv_lora_rank > 0; }
+
+/* Attention block including its input norm: tp-split and replicated parts. */
+static void attn_counts(const ModelSpec *m, double *tp, double *rep)
+{
+    double H = (double)m->hidden, A = (double)m->heads, G = (double)m->kv_heads;
+    double D = (double)m->head_dim;
+    *rep = norm_w(m);
+    *tp = 0;
+    if (is_mla(m)) {
+        double qk = (double)(m->qk_nope_dim + m->qk_rope_dim), qr = (double)m->q_lora_rank;
+        double kvr = (double)m->kv_lora_rank, vd = (double)m->v_head_dim;
+        if (m->q_lora_rank > 0) { *rep += H * qr + qr; *tp += qr * A * qk; }
+        else *tp += H * A * qk;
+        *rep += H * (kvr + (double)m->qk_rope_dim) + kvr;
+        *tp += kvr * A * ((double)m->qk_nope_dim + vd) + A * vd * H;
+        return;
+    }
+    double qkv = A * D + 2 * G * D;
+    *tp += H * qkv + (m->qkv_bias ? qkv : 0) + A * D * H;
+    *rep += m->proj_bias ? H : 0;
+    if (m->qk_norm) *rep += 2 * D;
+}
+
+static void mlp_counts(const ModelSpec *m, double F, bool bias, double *tp, double *rep)
+{
+    double H = (double)m->hidden;
+    bool gated = m->act == MODEL_ACT_SWIGLU;
+    *tp = (gated ? 3 : 2) * H * F + (bias ? (gated ? 2 : 1) * F : 0);
+    *rep = bias ? H : 0;
+}
+
+void part_counts(const ModelSpec *m, int64_t tp, PartCounts *c)
+{
+    double H = (double)m->hidden;
+    double atp, arep, mtp, mrep;
+    attn_counts(m, &atp, &arep);
+    mlp_counts(m, (double)m->ffn, m->mlp_bias, &mtp, &mrep);
+    c->dense_tp = atp + mtp;
+    c->dense_rep = arep + mrep + norm_w(m);
+    c->moe_tp = c->moe_rep = c->moe_exp = 0;
+    if (m->experts > 0) {
+        double etp, erep, stp = 0, srep = 0;
+        mlp_counts(m, (double)m->moe_ffn, false, &etp, &erep);
+        if (m->shared_experts > 0)
+            mlp_counts(m, (double)(m->moe_ffn * m->shared_experts), false, &stp, &srep);
+        c->moe_tp = atp + stp;
+        c->moe_rep = arep + norm_w(m) + H * (double)m->experts;
+        c->moe_exp = (double)m->experts * etp;
+    }
+    c->vocab_padded = (double)model_padded_vocab(m, tp);
+    c->embed_tp = c->vocab_padded * H;
+    c->embed_rep = (m->pos == MODEL_POS_LEARNED ? (double)m->max_positions * H : 0) +
+                   (double)m->type_vocab * H + (m->arch == MODEL_ARCH_BERT ? norm_w(m) : 0);
+    c->head_tp = (m->lm_head && !m->tied_embeddings) ? c->vocab_padded * H : 0;
+    c->head_rep = (m->arch == MODEL_ARCH_BERT ? 0 : norm_w(m)) + (m->pooler ? H * H + H : 0);
+    c->n_moe = model_moe_layer_count(m);
+}
+
+int64_t part_moe_in_range(const ModelSpec *m, int64_t a, int64_t b)
+{
+    if (m->experts <= 0) return 0;
+    int64_t f = m->moe_layer_freq > 0 ? m->moe_layer_freq : 1, dl = m->dense_layers;
+    if (a < dl) a = dl;
+    if (b <= a) return 0;
+    /* count k in [a, b) with (k - dl) % f == 0 */
+    int64_t lo = (a - dl + f - 1) / f, hi = (b - 1 - dl) / f;
+    return hi >= lo ? hi - lo + 1 : 0;
+}
+
+/* ---- Shampoo ---------------------------------------------------------------- */
+/* One matrix of per-rank shape rows x cols split into K blocks along dim
+ * (0: rows, 1: cols): K blocks, factors a x a and b x b, 8 bytes per factor
+ * element (fp32 statistic + fp32 inverse root). */
+static double shampoo_matrix(double rows, double cols, int dim, double K)
+{
+    double a = dim == 0 ? rows / K : rows, b = dim == 1 ? cols / K : cols;
+    return K * 8.0 * (a * a + b * b);
+}
+
+double part_shampoo_layer_bytes(const ModelSpec *m, const ParallelPlan *p, bool moe)
+{
+    double H = (double)m->hidden, A = (double)m->heads, G = (double)m->kv_heads;
+    double D = (double)m->head_dim, t = (double)p->tp, K = (double)p->shampoo_blocks;
+    bool gated = m->act == MODEL_ACT_SWIGLU;
+    double s = 0;
+    if (is_mla(m)) {
+        double qk = (double)(m->qk_nope_dim + m->qk_rope_dim), vd = (double)m->v_head_dim;
+        double qr = (double)m->q_lora_rank, kvr = (double)m->kv_lora_rank;
+        if (m->q_lora_rank > 0) {
+            s += shampoo_matrix(qr, H, 0, K);
+            s += shampoo_matrix(A * qk / t, qr, 0, K);
+        } else {
+            s += shampoo_matrix(A * qk / t, H, 0, K);
+        }
+        s += shampoo_matrix(kvr + (double)m->qk_rope_dim, H, 0, K);
+        s += shampoo_matrix(A * ((double)m->qk_nope_dim + vd) / t, kvr, 0, K);
+        s += shampoo_matrix(H, A * vd / t, 1, K);
+    } else {
+        s += shampoo_matrix((A + 2 * G) * D / t, H, 0, K);
+        s += shampoo_matrix(H, A * D / t, 1, K);
+    }
+    if (!moe) {
+        double F = (double)m->ffn;
+        s += shampoo_matrix((gated ? 2 : 1) * F / t, H, 0, K);
+        s += shampoo_matrix(H, F / t, 1, K);
+    } else {
+        double F = (double)m->moe_ffn, e = (double)p->etp;
+        double local = (double)m->experts / (double)p->ep;
+        s += local * (shampoo_matrix((gated ? 2 : 1) * F / e, H, 0, K) +
+                      shampoo_matrix(H, F / e, 1, K));
+        if (m->shared_experts > 0) {
+            double Fs = F * (double)m->shared_experts;
+            s += shampoo_matrix((gated ? 2 : 1) * Fs / t, H, 0, K) + shampoo_matrix(H, Fs / t, 1, K);
+        }
+        s += shampoo_matrix((double)m->experts, H, 0, K); /* router */
+    }
+    return s;
+}
+
+/* ---- activations (Korthikanti et al. 2022, Table 2, generalized) --------------- */
+
+bool part_default_dropout(const ModelSpec *m)
+{
+    /* GPT-2/3 and BERT train with dropout 0.1; LLaMA-style recipes with 0. */
+    return m->arch == MODEL_ARCH_GPT || m->arch == MODEL_ARCH_BERT || m->arch == MODEL_ARCH_NEOX;
+}
+
+void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dropout,
+                    PartLayerAct *out)
+{
+    double t = (double)p->tp, r = p->sp ? 1.0 / t : 1.0;
+    double S = (double)p->seq, cpd = (double)p->cp;
+    double sb = S / cpd * (double)p->micro_batch;                /* tokens on this CP rank */
+    double H = (double)m->hidden, A = (double)m->heads, G = (double)m->kv_heads;
+    double Dq = (double)m->head_dim, Dv = Dq;
+    double d = p->dtype == TS_DTYPE_FP32 ? 4.0 : 2.0;         /* fp8 recipes keep bf16 activations */
+    bool gated = m->act == MODEL_ACT_SWIGLU;
+    double mask = dropout ? 1.0 : 0.0;                         /* 1-byte dropout masks */
+
+    /* SP-shardable (else TP-replicated): LN1 in, QKV in, LN2 in, fc1/router in, 2 masks */
+    double rep = sb * H * (4 * d + 2 * mask) * r;
+    double extra = 0;                                          /* never sharded */
+    if (is_mla(m)) {
+        G = A;
+        Dq = (double)(m->qk_nope_dim + m->qk_rope_dim);
+        Dv = (double)m->v_head_dim;
+        extra += sb * (double)(m->q_lora_rank + m->kv_lora_rank + m->qk_rope_dim) * d;
+    }
+    /* TP-partitioned: Q, K, V, proj input */
+    double tpb = sb * (A * Dq + G * Dq + G * Dv + A * Dv) * d / t;
+    /* attention core: FlashAttention keeps only the fp32 log-sum-exp; otherwise
+     * softmax output (d) + dropout mask (1) + dropout output (d) per score,
+     * dropped by selective recompute. */
+    double core;
+    if (p->flash_attn) core = sb * A * 4.0 / t;
+    else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) core = 0;
+    else core = A * sb * S * (dropout ? 2 * d + 1 : d) / t;
+    double mlp;
+    if (!moe) {
+        double F = (double)m->ffn;
+        mlp = sb * F * d * (gated ? 3.0 : 2.0) / t;            /* fc1 out (gate+up), act out */
+    } else {
+        double K = (double)m->topk, E = (double)m->experts, Fe = (double)m->moe_ffn;
+        double e = (double)p->etp;
+        double tok = sb * K * (p->sp ? e / t : 1.0);            /* routed tokens on this rank */
+        mlp = sb * r * E * 4.0                                  /* fp32 router probabilities */
+            + tok * (H * d + Fe / e * d * (gated ? 3.0 : 2.0)); /* expert fc1 in, fc1 out, act out */
+        if (m->shared_experts > 0)
+            mlp += sb * Fe * (double)m->shared_experts * d * (gated ? 3.0 : 2.0) / t;
+    }
+    out->full = rep + extra + tpb + core + mlp;
+    out->input = sb * H * d * r;
+}

@@ -1,0 +1,196 @@
+/* memory.c — memory per GPU of every pipeline stage (trainsim's model).
+ *
+ * Per pipeline rank s (chunks s, s+pp, ... under interleaving):
+ *   weights     params held x 2 B (4 B for fp32), / dp*cp under ZeRO-3
+ *   gradients   fp32 main grads (4 B, Megatron's default accumulation) or
+ *               dtype-width grads under ZeRO >= 1 (DeepSpeed), / dp*cp at ZeRO >= 2
+ *   optimizer   Adam fp32 master + 2 moments = 12 B (8 B for fp32 training),
+ *               / dp*cp with ZeRO >= 1 or the distributed optimizer; Shampoo adds
+ *               its factor matrices (8 B per factor element), spread over dp*cp
+ *   activations in-flight micro-batch units x per-layer bytes (counts.c) +
+ *               embedding input/dropout on stage 0 + final norm, LM-head input and
+ *               fp32 logits on the last stage
+ *   other       workspace (largest transient: one layer's activation gradients or
+ *               the logits gradient; ZeRO-3 gathers 2 layers) + CUDA context +
+ *               NCCL buffers per communicator + fragmentation x (act + workspace)
+ * Expert parameters are divided by EP and ETP and sharded over the expert
+ * data-parallel group (tp*cp*dp / (etp*ep)). */
+#include "part_int.h"
+
+#include <string.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MIB (1024.0 * 1024.0)
+
+void part_mem_options_init(PartMemOptions *o)
+{
+    memset(o, 0, sizeof *o);
+    o->model = PART_MEMMODEL_TRAINSIM;
+    /* CUDA 12 context with cuBLAS/cuDNN/NCCL handles: 0.5-1 GB on A100/H100
+     * (PyTorch "CUDA context" reports); take the middle. */
+    o->cuda_context_bytes = 0.75 * GIB;
+    /* NCCL: NCCL_BUFFSIZE 4 MiB per channel and peer; ring + tree over ~8
+     * channels -> ~64 MiB per communicator (NCCL docs, env NCCL_BUFFSIZE). */
+    o->nccl_comm_bytes = 64.0 * MIB;
+    /* PyTorch caching allocator fragmentation on dynamic (activation)
+     * memory; 5% is the low end of reported reserved/allocated gaps. */
+    o->frag_fraction = 0.05;
+}
+
+bool part_memmodel_parse(const char *s, PartMemModel *out)
+{
+    if (!s) return false;
+    if (strcmp(s, "trainsim") == 0) { *out = PART_MEMMODEL_TRAINSIM; return true; }
+    if (strcmp(s, "megatron") == 0) { *out = PART_MEMMODEL_MEGATRON; return true; }
+    return false;
+}
+
+/* Chunk-micro-batch units in flight on pipeline rank s, divided by vpp
+ * (= micro-batches of a whole stage). */
+static double inflight(const ParallelPlan *p, int64_t s)
+{
+    double m = (double)p->grad_accum, pp = (double)p->pp, v = (double)p->vpp;
+    if (p->schedule == PLAN_SCHED_GPIPE) return m;
+    if (p->vpp > 1) {
+        /* Megatron's interleaved warm-up: (pp - s - 1)*2 + (v - 1)*pp + 1 chunk units */
+        double u = (pp - (double)s - 1) * 2 + (v - 1) * pp + 1;
+        if (u > m * v) u = m * v;
+        return u / v;
+    }
+    double u = pp - (double)s;
+    return u < m ? u : m;
+}
+
+static int count_groups(const ParallelPlan *p, const ModelSpec *m)
+{
+    int n = 0;
+    n += p->tp > 1;
+    n += p->cp > 1;
+    n += p->dp * p->cp > 1;
+    n += p->pp > 1;
+    if (m->experts > 0) {
+        n += p->ep > 1;
+        n += (p->tp * p->cp * p->dp) / (p->ep * p->etp) > 1;
+    }
+    n += p->pp > 1 && m->tied_embeddings;
+    return n;
+}
+
+static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o,
+                         const PartCounts *c, const PartLayerAct *ad, const PartLayerAct *am,
+                         double shampoo_d, double shampoo_m, int64_t s, PartMemory *out)
+{
+    memset(out, 0, sizeof *out);
+    out->stage = (int32_t)s;
+    double t = (double)p->tp, dps = (double)(p->dp * p->cp);
+    double edp = (double)(p->tp * p->cp * p->dp) / (double)(p->ep * p->etp);
+    double epx = (double)(p->ep * p->etp);
+    bool dropout = o->dropout_set ? o->dropout : part_default_dropout(m);
+    double infl = inflight(p, s);
+    out->inflight = infl;
+
+    double pd = 0, pe = 0, act_sum = 0, sh = 0, layer_max = 0;
+    bool full = p->recompute == PLAN_RECOMPUTE_FULL;
+    for (int64_t v = 0; v < p->vpp; v++) {
+        int64_t ch = v * p->pp + s;
+        int64_t a = plan_chunk_first_layer(p, m->layers, ch);
+        int64_t n = plan_chunk_layers(p, m->layers, ch);
+        double nm = (double)part_moe_in_range(m, a, a + n), nd = (double)n - nm;
+        pd += nd * (c->dense_tp / t + c->dense_rep) + nm * (c->moe_tp / t + c->moe_rep);
+        pe += nm * c->moe_exp / epx;
+        sh += nd * shampoo_d + nm * shampoo_m;
+        double full_l = nd * ad->full + nm * am->full;
+        if (full) {
+            double rec = (double)n;
+            if (p->recompute_layers > 0 && (double)p->recompute_layers < rec)
+                rec = (double)p->recompute_layers;
+            double keep = (double)n - rec; /* not recomputed: stored in full, pro rata */
+            double frac = n > 0 ? keep / (double)n : 0;
+            act_sum += frac * full_l + rec * (nd > 0 ? ad->input : am->input);
+        } else {
+            act_sum += full_l;
+        }
+        if (nd > 0 && ad->full > layer_max) layer_max = ad->full;
+        if (nm > 0 && am->full > layer_max) layer_max = am->full;
+    }
+    out->act_layers_bytes = infl * act_sum + (full ? layer_max : 0);
+
+    double d = p->dtype == TS_DTYPE_FP32 ? 4.0 : 2.0, r = p->sp ? 1.0 / t : 1.0;
+    double sb = (double)p->seq / (double)p->cp * (double)p->micro_batch;
+    double H = (double)m->hidden;
+    double emb = 0, head_grad = 0;
+    if (s == 0) {
+        emb = c->embed_tp / t + c->embed_rep;
+        double in_ch0 = p->vpp > 1 ? infl : infl; /* micro-batches through chunk 0 */
+        out->act_embed_bytes = in_ch0 * (8.0 * sb + (dropout ? sb * H * r : 0));
+    }
+    if (s == p->pp - 1) {
+        emb += c->head_tp / t + c->head_rep;
+        if (p->pp > 1 && m->tied_embeddings && m->lm_head) emb += c->embed_tp / t;
+        double n_head = p->schedule == PLAN_SCHED_GPIPE ? (double)p->grad_accum : 1.0;
+        double logits = sb * c->vocab_padded / t * 4.0; /* fp32 logits kept by the CE loss */
+        if (m->lm_head) out->act_head_bytes = n_head * (2.0 * sb * H * d * r + logits);
+        head_grad = m->lm_head ? logits : 0;
+    }
+    pd += emb;
+    out->params = pd + pe;
+    out->embed_params = emb;
+    out->expert_params = pe;
+    out->activations_bytes = out->act_layers_bytes + out->act_embed_bytes + out->act_head_bytes;
+
+    double wb = d;
+    out->weights_bytes = p->zero >= 3 ? wb * (pd / dps + pe / edp) : wb * (pd + pe);
+    double gb = p->zero >= 1 ? wb : 4.0;
+    out->gradients_bytes = p->zero >= 2 ? gb * (pd / dps + pe / edp) : gb * (pd + pe);
+    double ob = p->dtype == TS_DTYPE_FP32 ? 8.0 : 12.0;
+    bool shard = p->zero >= 1 || p->dist_opt;
+    out->optimizer_bytes = shard ? ob * (pd / dps + pe / edp) : ob * (pd + pe);
+    if (p->optimizer == PLAN_OPTIM_SHAMPOO) out->optimizer_bytes += sh / dps;
+
+    double ws = layer_max > head_grad ? layer_max : head_grad;
+    if (p->zero >= 3) {
+        double lp = c->dense_tp / t + c->dense_rep;
+        if (m->experts > 0) lp = c->moe_tp / t + c->moe_rep + c->moe_exp / epx;
+        ws += 2.0 * lp * wb; /* two gathered layers (prefetch) */
+    }
+    out->workspace_bytes = ws;
+    out->runtime_bytes = o->cuda_context_bytes + o->nccl_comm_bytes * count_groups(p, m);
+    out->frag_bytes = o->frag_fraction * (out->activations_bytes + ws);
+    out->other_bytes = out->workspace_bytes + out->runtime_bytes + out->frag_bytes;
+    out->total_bytes = out->weights_bytes + out->gradients_bytes + out->optimizer_bytes +
+                       out->activations_bytes + out->other_bytes;
+}
+
+TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o,
+                     PartMemory *stages, PartMemory *peak, TsError *err)
+{
+    if (p->grad_accum < 1 || p->n_chunks != p->pp * p->vpp)
+        return ts_err(err, TS_ERR_PLAN, "the plan is not resolved (call plan_resolve first)");
+    PartMemOptions def;
+    if (!o) { part_mem_options_init(&def); o = &def; }
+    if (o->model == PART_MEMMODEL_MEGATRON) return part_memory_megatron(m, p, o, stages, peak);
+
+    PartCounts c;
+    part_counts(m, p->tp, &c);
+    bool dropout = o->dropout_set ? o->dropout : part_default_dropout(m);
+    PartLayerAct ad, am = {0, 0};
+    part_layer_act(m, p, false, dropout, &ad);
+    if (m->experts > 0) part_layer_act(m, p, true, dropout, &am);
+    double shd = 0, shm = 0;
+    if (p->optimizer == PLAN_OPTIM_SHAMPOO) {
+        shd = part_shampoo_layer_bytes(m, p, false);
+        if (m->experts > 0) shm = part_shampoo_layer_bytes(m, p, true);
+    }
+    /* Without stages[], only the candidates for the peak: the first and last
+     * stage (embedding, head, most in flight) and, for uneven splits, all. */
+    bool all = stages != NULL || p->n_stage_layers > 0;
+    PartMemory tmp;
+    peak->total_bytes = -1;
+    for (int64_t s = 0; s < p->pp; s++) {
+        if (!all && s != 0 && s != p->pp - 1) continue;
+        PartMemory *dst = stages ? &stages[s] : &tmp;
+        stage_memory(m, p, o, &c, &ad, &am, shd, shm, s, dst);
+        if (dst->total_bytes > peak->total_bytes) *peak = *dst;
+    }
+    return TS_OK;
+}

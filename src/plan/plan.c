@@ -1,0 +1,296 @@
+/* plan.c — ParallelPlan defaults, derivation and validation.
+ *
+ * Every rule names the knob (as its command-line flag) and the rule it
+ * breaks, and gives a hint with the nearest valid values where that is
+ * cheap to say. Rules follow Megatron-LM's argument checks
+ * (megatron/training/arguments.py) and DeepSpeed's pipeline engine
+ * (ZeRO-2/3 is not supported together with pipeline parallelism). */
+#include "trainsim/plan.h"
+
+#include <string.h>
+
+static const char *const recompute_names[] = {
+#define X(e, n) n,
+    PLAN_RECOMPUTE_LIST(X)
+#undef X
+};
+_Static_assert(sizeof recompute_names / sizeof recompute_names[0] == PLAN_RECOMPUTE_COUNT,
+               "recompute names");
+static const char *const sched_names[] = {
+#define X(e, n) n,
+    PLAN_SCHED_LIST(X)
+#undef X
+};
+_Static_assert(sizeof sched_names / sizeof sched_names[0] == PLAN_SCHED_COUNT, "sched names");
+static const char *const optim_names[] = {
+#define X(e, n) n,
+    PLAN_OPTIM_LIST(X)
+#undef X
+};
+_Static_assert(sizeof optim_names / sizeof optim_names[0] == PLAN_OPTIM_COUNT, "optim names");
+static const char *const group_names[] = {
+#define X(e, n, d) n,
+    PLAN_GROUP_LIST(X)
+#undef X
+};
+_Static_assert(sizeof group_names / sizeof group_names[0] == PLAN_GROUP_COUNT, "group names");
+
+static bool parse_name(const char *s, const char *const *names, int n, int *out)
+{
+    if (!s) return false;
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) { *out = i; return true; }
+    return false;
+}
+
+const char *plan_recompute_name(PlanRecompute r)
+{ return (unsigned)r < PLAN_RECOMPUTE_COUNT ? recompute_names[r] : "?"; }
+const char *plan_sched_name(PlanSchedule s)
+{ return (unsigned)s < PLAN_SCHED_COUNT ? sched_names[s] : "?"; }
+const char *plan_optim_name(PlanOptimizer o)
+{ return (unsigned)o < PLAN_OPTIM_COUNT ? optim_names[o] : "?"; }
+const char *plan_group_name(PlanGroup g)
+{ return (unsigned)g < PLAN_GROUP_COUNT ? group_names[g] : "?"; }
+
+bool plan_recompute_parse(const char *s, PlanRecompute *out)
+{
+    int i;
+    if (!parse_name(s, recompute_names, PLAN_RECOMPUTE_COUNT, &i)) return false;
+    *out = (PlanRecompute)i;
+    return true;
+}
+bool plan_sched_parse(const char *s, PlanSchedule *out)
+{
+    int i;
+    if (!parse_name(s, sched_names, PLAN_SCHED_COUNT, &i)) return false;
+    *out = (PlanSchedule)i;
+    return true;
+}
+bool plan_optim_parse(const char *s, PlanOptimizer *out)
+{
+    int i;
+    if (!parse_name(s, optim_names, PLAN_OPTIM_COUNT, &i)) return false;
+    *out = (PlanOptimizer)i;
+    return true;
+}
+
+void plan_init(ParallelPlan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->tp = p->pp = p->vpp = p->cp = p->ep = 1;
+    p->etp = 0;
+    p->micro_batch = 1;
+    p->dtype = TS_DTYPE_BF16;
+    p->schedule = PLAN_SCHED_1F1B;
+    p->optimizer = PLAN_OPTIM_ADAM;
+    p->shampoo_blocks = 1;
+    p->recompute = PLAN_RECOMPUTE_NONE;
+    p->flash_attn = true;
+}
+
+#include <stdarg.h>
+#include <stdio.h>
+#define LL(x) ((long long)(x))
+
+static TsStatus bad(TsError *err, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static TsStatus bad(TsError *err, const char *hint, const char *fmt, ...)
+{
+    char msg[TS_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ts_err(err, TS_ERR_PLAN, "%s", msg);
+    if (hint && err) ts_err_hint(err, "%s", hint);
+    return TS_ERR_PLAN;
+}
+
+TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err)
+{
+    const struct { const char *flag; int64_t v; } deg[] = {
+        {"--tp", p->tp}, {"--pp", p->pp}, {"--vpp", p->vpp}, {"--cp", p->cp},
+        {"--ep", p->ep}, {"--micro-batch", p->micro_batch},
+    };
+    for (size_t i = 0; i < sizeof deg / sizeof deg[0]; i++)
+        if (deg[i].v < 1) {
+            ts_err(err, TS_ERR_PLAN, "%s must be at least 1, got %lld", deg[i].flag,
+                   (long long)deg[i].v);
+            return TS_ERR_PLAN;
+        }
+    if (p->etp < 0 || p->dp < 0 || p->gpus < 0 || p->global_batch < 0 || p->seq < 0)
+        return ts_err(err, TS_ERR_PLAN, "--etp, --dp, --gpus, --global-batch and --seq must not be negative");
+    if (p->etp == 0) p->etp = p->tp;
+    int64_t tpc = p->tp * p->pp * p->cp;
+    if (p->dp == 0) {
+        if (p->gpus == 0) p->gpus = tpc;
+        if (p->gpus % tpc != 0)
+            return bad(err, "--gpus must be a multiple of tp*pp*cp; dp = gpus/(tp*pp*cp)",
+                       "--gpus %lld is not a multiple of tp*pp*cp = %lld", LL(p->gpus), LL(tpc));
+        p->dp = p->gpus / tpc;
+    } else if (p->gpus == 0) {
+        p->gpus = tpc * p->dp;
+    } else if (p->gpus != tpc * p->dp) {
+        return bad(err, "drop --dp to derive it from --gpus",
+                   "--gpus %lld is not tp*pp*cp*dp = %lld", LL(p->gpus), LL(tpc * p->dp));
+    }
+    if (!p->sp_set) p->sp = p->tp > 1;
+    if (p->seq == 0 && m) p->seq = m->max_positions < 2048 ? m->max_positions : 2048;
+    if (p->global_batch == 0) p->global_batch = p->micro_batch * p->dp;
+    int64_t mdp = p->micro_batch * p->dp;
+    p->grad_accum = p->global_batch % mdp == 0 ? p->global_batch / mdp : 0;
+    p->n_chunks = p->pp * p->vpp;
+    return plan_validate(m, p, err);
+}
+
+static TsStatus validate_model(const ModelSpec *m, const ParallelPlan *p, TsError *err)
+{
+    if (m->heads % p->tp != 0)
+        return bad(err, "tensor parallelism splits attention heads evenly over the TP ranks",
+                   "--tp %lld does not divide the %lld attention heads", LL(p->tp), LL(m->heads));
+    if (m->kv_heads % p->tp != 0)
+        return bad(err, "each TP rank needs whole key/value head groups (GQA)",
+                   "--tp %lld does not divide the %lld key/value heads", LL(p->tp), LL(m->kv_heads));
+    int64_t F = m->ffn;
+    if (m->experts > 0 && m->dense_layers == 0 && m->moe_layer_freq <= 1) F = 0; /* all-MoE */
+    if (F > 0 && F % p->tp != 0)
+        return bad(err, "the MLP intermediate size must split evenly over TP ranks",
+                   "--tp %lld does not divide the MLP size %lld", LL(p->tp), LL(F));
+    int64_t chunks = p->pp * p->vpp;
+    if (p->n_stage_layers > 0) {
+        if (!p->stage_layers || p->n_stage_layers != chunks)
+            return bad(err, "give one count per chunk: pp*vpp entries (chunk = vstage*pp + stage)",
+                       "--stage-layers has %lld entries, expected pp*vpp = %lld", LL(p->n_stage_layers), LL(chunks));
+        int64_t sum = 0;
+        for (int32_t i = 0; i < p->n_stage_layers; i++) {
+            if (p->stage_layers[i] < 1)
+                return bad(err, "every pipeline chunk needs at least one layer",
+                           "--stage-layers entry %lld is %lld", LL(i + 1), LL(p->stage_layers[i]));
+            sum += p->stage_layers[i];
+        }
+        if (sum != m->layers)
+            return bad(err, "the entries of --stage-layers must add up to the model's layers",
+                       "--stage-layers adds up to %lld layers, the model has %lld", LL(sum), LL(m->layers));
+    } else if (m->layers % chunks != 0) {
+        return bad(err, "give --stage-layers for uneven stages, or pick pp*vpp dividing the layers",
+                   "pp*vpp = %lld does not divide the %lld layers", LL(chunks), LL(m->layers));
+    }
+    if (m->experts > 0) {
+        if (m->experts % p->ep != 0)
+            return bad(err, "each EP rank holds the same number of experts",
+                       "--ep %lld does not divide the %lld experts", LL(p->ep), LL(m->experts));
+        if (m->moe_ffn > 0 && m->moe_ffn % p->etp != 0)
+            return bad(err, "expert tensor parallelism splits each expert's MLP",
+                       "--etp %lld does not divide the expert MLP size %lld", LL(p->etp), LL(m->moe_ffn));
+    } else if (p->ep > 1) {
+        return bad(err, "expert parallelism needs a mixture-of-experts model (experts > 0)",
+                   "--ep %lld given for a dense model%.0lld", LL(p->ep), LL(0));
+    }
+    if (p->seq > m->max_positions && m->pos == MODEL_POS_LEARNED)
+        return bad(err, "learned position embeddings have max_positions rows",
+                   "--seq %lld exceeds the model's %lld learned positions", LL(p->seq), LL(m->max_positions));
+    return TS_OK;
+}
+
+TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
+{
+    if (p->gpus != p->tp * p->pp * p->cp * p->dp)
+        return bad(err, NULL, "--gpus %lld is not tp*pp*cp*dp = %lld", LL(p->gpus), LL(p->tp * p->pp * p->cp * p->dp));
+    if (p->vpp > 1 && p->pp == 1)
+        return bad(err, "virtual pipeline stages interleave chunks over several pipeline ranks",
+                   "--vpp %lld needs --pp > 1 (got --pp %lld)", LL(p->vpp), LL(p->pp));
+    if (p->vpp > 1 && p->schedule != PLAN_SCHED_INTERLEAVED)
+        return bad(err, "use --schedule interleaved (the default when --vpp > 1)",
+                   "--vpp %lld needs the interleaved schedule%.0lld", LL(p->vpp), LL(0));
+    if (p->vpp == 1 && p->schedule == PLAN_SCHED_INTERLEAVED)
+        return bad(err, "give --vpp N (model chunks per pipeline rank), or use --schedule 1f1b",
+                   "--schedule interleaved needs --vpp > 1");
+    if (p->sp && p->tp == 1)
+        return bad(err, "sequence parallelism shards the TP region's activations; drop --sp",
+                   "--sp needs --tp > 1");
+    if (p->cp > 1 && p->seq % (2 * p->cp) != 0)
+        return bad(err, "context parallelism splits each sequence into 2*cp load-balanced chunks",
+                   "--seq %lld is not divisible by 2*cp = %lld", LL(p->seq), LL(2 * p->cp));
+    if (p->sp && (p->seq / p->cp) % p->tp != 0)
+        return bad(err, "sequence parallelism splits the tokens of each CP rank over TP",
+                   "--seq %lld / cp is not divisible by --tp %lld", LL(p->seq), LL(p->tp));
+    if (p->seq < 1)
+        return bad(err, NULL, "--seq must be at least 1, got %lld%.0lld", LL(p->seq), LL(0));
+    if (p->global_batch % (p->micro_batch * p->dp) != 0)
+        return bad(err, "global batch = micro-batch * dp * gradient-accumulation steps",
+                   "--global-batch %lld is not divisible by micro-batch*dp = %lld", LL(p->global_batch), LL(p->micro_batch * p->dp));
+    if ((p->tp * p->cp * p->dp) % (p->etp * p->ep) != 0)
+        return bad(err, "expert groups are carved from the tp*cp*dp ranks of a pipeline stage",
+                   "--ep * --etp = %lld does not divide tp*cp*dp = %lld", LL(p->ep * p->etp), LL(p->tp * p->cp * p->dp));
+    if (p->zero < 0 || p->zero > 3)
+        return bad(err, "ZeRO stages: 0 off, 1 optimizer, 2 +gradients, 3 +parameters",
+                   "--zero %lld is not a ZeRO stage (0..3)%.0lld", LL(p->zero), LL(0));
+    if (p->dist_opt && p->zero > 0)
+        return bad(err, "--dist-opt is Megatron's ZeRO-1; use one of them",
+                   "--dist-opt and --zero %lld both shard the optimizer state%.0lld", LL(p->zero), LL(0));
+    if (p->zero >= 2 && p->pp > 1)
+        return bad(err, "DeepSpeed pipeline parallelism supports ZeRO stage 0 or 1 only",
+                   "--zero %lld cannot be combined with --pp %lld", LL(p->zero), LL(p->pp));
+    if (p->optimizer == PLAN_OPTIM_SHAMPOO && p->shampoo_blocks < 1)
+        return bad(err, NULL, "--shampoo-blocks must be at least 1, got %lld", LL(p->shampoo_blocks));
+    if (p->recompute_layers < 0)
+        return bad(err, NULL, "--recompute-layers must not be negative, got %lld%.0lld", LL(p->recompute_layers), LL(0));
+    if (p->recompute_layers > 0 && p->recompute != PLAN_RECOMPUTE_FULL)
+        return bad(err, "layer-wise recompute is a form of full recompute",
+                   "--recompute-layers %lld needs --recompute full", LL(p->recompute_layers));
+    if (p->dtype == TS_DTYPE_TF32)
+        return bad(err, "use --dtype fp32 (TF32 is a compute mode of fp32 storage)",
+                   "--dtype tf32 is not a storage dtype");
+    if (m) return validate_model(m, p, err);
+    return TS_OK;
+}
+
+/* ---- layer ranges ------------------------------------------------------------ */
+
+int64_t plan_chunk_layers(const ParallelPlan *p, int64_t n_layers, int64_t chunk)
+{
+    if (p->n_stage_layers > 0 && p->stage_layers) return p->stage_layers[chunk];
+    return n_layers / (p->pp * p->vpp);
+}
+
+int64_t plan_chunk_first_layer(const ParallelPlan *p, int64_t n_layers, int64_t chunk)
+{
+    if (p->n_stage_layers > 0 && p->stage_layers) {
+        int64_t s = 0;
+        for (int64_t c = 0; c < chunk; c++) s += p->stage_layers[c];
+        return s;
+    }
+    return chunk * (n_layers / (p->pp * p->vpp));
+}
+
+int64_t plan_layer_chunk(const ParallelPlan *p, int64_t n_layers, int64_t layer)
+{
+    int64_t chunks = p->pp * p->vpp;
+    if (p->n_stage_layers > 0 && p->stage_layers) {
+        int64_t s = 0;
+        for (int64_t c = 0; c < chunks; c++) {
+            s += p->stage_layers[c];
+            if (layer < s) return c;
+        }
+        return chunks - 1;
+    }
+    return layer / (n_layers / chunks);
+}
+
+void plan_describe(const ParallelPlan *p, TsBuf *out)
+{
+    ts_buf_printf(out, "tp%lld pp%lld", (long long)p->tp, (long long)p->pp);
+    if (p->vpp > 1) ts_buf_printf(out, " vpp%lld", (long long)p->vpp);
+    ts_buf_printf(out, " dp%lld", (long long)p->dp);
+    if (p->cp > 1) ts_buf_printf(out, " cp%lld", (long long)p->cp);
+    if (p->ep > 1) ts_buf_printf(out, " ep%lld etp%lld", (long long)p->ep, (long long)p->etp);
+    if (p->sp) ts_buf_puts(out, " sp");
+    if (p->zero) ts_buf_printf(out, " zero%d", p->zero);
+    if (p->dist_opt) ts_buf_puts(out, " dist-opt");
+    ts_buf_printf(out, " mb%lld gb%lld seq%lld %s %s recompute=%s",
+                  (long long)p->micro_batch, (long long)p->global_batch, (long long)p->seq,
+                  ts_dtype_name(p->dtype), plan_sched_name(p->schedule),
+                  plan_recompute_name(p->recompute));
+    if (p->optimizer != PLAN_OPTIM_ADAM)
+        ts_buf_printf(out, " %s(%lld)", plan_optim_name(p->optimizer), (long long)p->shampoo_blocks);
+}

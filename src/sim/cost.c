@@ -1,0 +1,544 @@
+/*
+ * cost.c — from (model, plan, hardware) to per-(stage, chunk) task costs,
+ * then the schedule engine, then metrics (sim.h layer 2).
+ *
+ * Legend: L layers, H hidden, A heads, G kv heads, D head dim, F ffn,
+ * V padded vocab, E experts, K top-k, B micro-batch, S seq, t TP, c CP.
+ * T = B*S/c tokens of one micro-batch on one GPU (before SP splitting);
+ * Tsp = T/t under sequence parallelism (norms, dropout, residuals).
+ *
+ * Each distinct layer kind (dense, MoE) is costed ONCE per plan with the hw
+ * model (hw_gemm_time_s, hw_attention_time_s, hw_memory_time_s per kernel)
+ * and the collective model (hw_coll_time_s, hw_p2p_time_s,
+ * hw_alltoall_time_s, hw_cp_step_time_s); chunks are sums of layers plus the
+ * embedding (first chunk) and LM head + loss (last chunk).
+ *
+ * Overlap rules (docs/simulate.md):
+ *   TP  exposed unless plan.tp_overlap; then hidden up to the layer's GEMM
+ *       time, and the hidden part slows compute by opt.overlap_slowdown.
+ *   CP  K/V ring steps hidden under the attention core (exposed remainder).
+ *   EP  all-to-all dispatch + combine exposed (fwd 2, bwd 2 per MoE layer).
+ *   PP  activation send per micro-batch and chunk: dependency delay in the
+ *       schedule (SP-sharded tensor, Megatron scatter/gather).
+ *   DP  per-chunk gradient reduce in buckets under the last backward
+ *       (schedule.c); dist-opt / ZeRO-1/2: reduce-scatter + parameter
+ *       all-gather after the step (hidden under the next forward when
+ *       opt.param_gather_overlap); ZeRO-3: per-layer gathers and reduces
+ *       every micro-batch, hidden under the layer's compute where they fit.
+ *   Recompute: selective = attention core forward again; full = the whole
+ *       layer forward again, including its TP/CP/EP forward communication.
+ *   Optimizer: opt.optimizer_bytes_per_param over HBM per local parameter;
+ *       Shampoo adds preconditioner GEMM work spread over DP ranks.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+#include "trainsim/partition.h"
+
+void sim_options_init(SimOptions *o)
+{
+    memset(o, 0, sizeof *o);
+    o->dp_overlap = true;           /* Megatron --overlap-grad-reduce; PyTorch DDP/FSDP default */
+    o->param_gather_overlap = true; /* Megatron --overlap-param-gather (NeMo recipes) */
+    o->bucket_bytes = 40e6;         /* Megatron-Core DDP bucket_size default 40M elements... */
+    o->fp32_grad_reduce = true;     /* Megatron accumulate_allreduce_grads_in_fp32 (bf16 runs) */
+    /* calibration_facts.md section 5: Lee et al. measure 18.9 % mean compute
+     * slow-down under overlap with SM-driven collectives on 4 GPUs; Calculon
+     * uses 0.15 for NVLink and 0.02 for IB. Our overlapped traffic is mostly
+     * NIC-bound DP buckets and TE TP overlap on few SMs: 0.10. */
+    o->overlap_slowdown = 0.10;
+    /* calibration_facts.md section 6: fused Adam moves ~16-18 B per parameter
+     * (fp32 master, m, v read+written, bf16 param written, grad read) plus
+     * the grad-norm read and the zeroing of the fp32 grad buffer: 24 B. */
+    o->optimizer_bytes_per_param = 24;
+}
+
+typedef struct Ctx {
+    const ModelSpec *m;
+    const ParallelPlan *p;
+    const HwModel *hw;
+    const HwNet *net;
+    const SimOptions *o;
+    TsDtype dt;             /* GEMM dtype */
+    TsDtype adt;            /* attention / activation dtype (bf16 under fp8) */
+    double ab;              /* activation bytes per element, 2 */
+    int64_t t, T, Tsp, S, Sl, B;
+    PlanGroupInfo tpg, cpg, epg, dpg, edpg, ppg;
+    bool gated;
+} Ctx;
+
+typedef struct LayerCost {
+    double fwd, bwd;           /* compute busy (no comm), one micro-batch */
+    double attn_fwd, attn_bwd; /* attention core alone */
+    double gemm_fwd, gemm_bwd; /* GEMMs alone (what TP overlap can hide under) */
+    double tp_f, tp_b;         /* exposed TP */
+    double cp_f, cp_b;         /* exposed CP */
+    double ep_f, ep_b;         /* exposed EP */
+    double slow;               /* slow-down from overlapped TP/CP */
+    double recompute;          /* extra forward in backward */
+    double fsdp;               /* ZeRO-3 exposed */
+    double params;             /* parameter elements on this GPU */
+    double expert_params;      /* of which routed experts */
+    double fwd_flops_token;    /* model FLOPs per token, forward, whole layer (unsharded) */
+    double recompute_flops_token;
+} LayerCost;
+
+static double coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, const char *kind)
+{
+    return hw_coll_time_s(x->net, c, bytes, g->size, g->nodes, 1, kind);
+}
+
+/* GEMM (M x K) @ (K x N): forward and backward (dgrad + wgrad) times. */
+static void gemm(const Ctx *x, int64_t batch, int64_t M, int64_t N, int64_t K, double *f, double *b)
+{
+    *f += hw_gemm_time_s(x->hw, batch, M, N, K, x->dt);
+    *b += hw_gemm_time_s(x->hw, batch, M, K, N, x->dt) + hw_gemm_time_s(x->hw, batch, K, N, M, x->dt);
+}
+
+/* A memory-bound kernel of `bytes` in forward; backward moves ~2x. */
+static void mem(const Ctx *x, double bytes, double *f, double *b)
+{
+    *f += hw_memory_time_s(x->hw, bytes);
+    *b += 2 * hw_memory_time_s(x->hw, bytes);
+}
+
+/* Attention block: projections, core, norms; fills gemm/attn/mem parts. */
+static void attention(const Ctx *x, LayerCost *lc)
+{
+    const ModelSpec *m = x->m;
+    int64_t t = x->t, H = m->hidden, A = m->heads, G = m->kv_heads, D = m->head_dim, T = x->T;
+    double gf = 0, gb = 0, af = 0, ab = 0, mf = 0, mb = 0;
+    int64_t dqk = D, dv = D;
+    if (m->kv_lora_rank > 0) { /* MLA (DeepSeek): down/up projections */
+        dqk = m->qk_nope_dim + m->qk_rope_dim;
+        dv = m->v_head_dim;
+        if (m->q_lora_rank > 0) {
+            gemm(x, 1, T, m->q_lora_rank, H, &gf, &gb);
+            gemm(x, 1, T, A * dqk / t, m->q_lora_rank, &gf, &gb);
+        } else {
+            gemm(x, 1, T, A * dqk / t, H, &gf, &gb);
+        }
+        gemm(x, 1, T, m->kv_lora_rank + m->qk_rope_dim, H, &gf, &gb);
+        gemm(x, 1, T, A * (m->qk_nope_dim + dv) / t, m->kv_lora_rank, &gf, &gb);
+        lc->params += (double)(H * (m->q_lora_rank ? m->q_lora_rank : 0) +
+                               (m->q_lora_rank ? m->q_lora_rank : H) * A * dqk / t +
+                               H * (m->kv_lora_rank + m->qk_rope_dim) +
+                               m->kv_lora_rank * A * (m->qk_nope_dim + dv) / t);
+    } else {
+        gemm(x, 1, T, (A + 2 * G) * D / t, H, &gf, &gb);
+        lc->params += (double)(H * (A + 2 * G) * D / t);
+    }
+    gemm(x, 1, T, H, A * dv / t, &gf, &gb);
+    lc->params += (double)(A * dv * H / t) + 2.0 * (double)H;
+    lc->fwd_flops_token += 2.0 * lc->params * (double)t; /* approx: projections, unsharded */
+
+    /* core: per CP rank, c blocks of (S/c x S/c) causal-balanced */
+    int64_t Ah = A / t, c = x->p->cp, Sl = x->Sl;
+    if (x->p->flash_attn) {
+        af = (double)c * hw_attention_time_s(x->hw, x->B, Ah, Sl, Sl, dqk, true, false, x->adt);
+        ab = (double)c * hw_attention_time_s(x->hw, x->B, Ah, Sl, Sl, dqk, true, true, x->adt);
+    } else { /* unfused: two batched GEMMs, softmax/mask/dropout over S^2 scores */
+        double f2 = 0, b2 = 0;
+        int64_t S = x->S;
+        gemm(x, x->B * Ah, Sl, S, dqk, &f2, &b2);
+        gemm(x, x->B * Ah, Sl, dv, S, &f2, &b2);
+        double sc = (double)(x->B * Ah) * (double)Sl * (double)S * x->ab;
+        mem(x, 3 * sc, &f2, &b2); /* scale+mask+softmax: read scores, write probs, write mask... */
+        if (m->arch == MODEL_ARCH_GPT || m->arch == MODEL_ARCH_BERT) mem(x, 2.5 * sc, &f2, &b2); /* dropout */
+        af = f2;
+        ab = b2;
+    }
+    /* full (non-causal) attention FLOPs per token: QK^T and AV, 2 FLOPs/MAC */
+    lc->fwd_flops_token += 4.0 * (double)x->S * (double)A * (double)dqk;
+    lc->attn_fwd += af;
+    lc->attn_bwd += ab;
+    lc->gemm_fwd += gf;
+    lc->gemm_bwd += gb;
+    /* norm + residual (+dropout) on Tsp tokens; rope on q,k */
+    double th = (double)x->Tsp * (double)H * x->ab;
+    mem(x, 2 * th, &mf, &mb);
+    mem(x, 3 * th, &mf, &mb);
+    if (m->arch == MODEL_ARCH_GPT || m->arch == MODEL_ARCH_BERT) mem(x, 2.5 * th, &mf, &mb);
+    if (m->pos == MODEL_POS_ROPE) mem(x, 2.0 * (double)T * (double)((A + G) * D / t) * x->ab, &mf, &mb);
+    if (x->dt == TS_DTYPE_FP8) mem(x, 3.0 * (double)T * (double)H, &mf, &mb); /* amax + cast of GEMM inputs */
+    lc->fwd += gf + af + mf;
+    lc->bwd += gb + ab + mb;
+}
+
+/* Dense MLP of width ffn (per TP rank ffn/t) on T tokens. */
+static void mlp(const Ctx *x, int64_t tokens, int64_t ffn, int64_t tp, LayerCost *lc, double *gf, double *gb)
+{
+    int64_t H = x->m->hidden;
+    double mf = 0, mb = 0;
+    gemm(x, 1, tokens, (x->gated ? 2 : 1) * ffn / tp, H, gf, gb);
+    gemm(x, 1, tokens, H, ffn / tp, gf, gb);
+    double act = (double)tokens * (double)(ffn / tp) * x->ab * (x->gated ? 3.0 : 2.0);
+    mem(x, act, &mf, &mb);
+    if (x->dt == TS_DTYPE_FP8) mem(x, 3.0 * (double)tokens * (double)(ffn / tp), &mf, &mb);
+    lc->fwd += mf;
+    lc->bwd += mb;
+    double p = (double)((x->gated ? 3 : 2) * H * ffn / tp);
+    lc->params += p;
+    lc->fwd_flops_token += 2.0 * p * (double)tp;
+}
+
+static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
+{
+    const ModelSpec *m = x->m;
+    const ParallelPlan *p = x->p;
+    memset(lc, 0, sizeof *lc);
+    attention(x, lc);
+    int64_t H = m->hidden, t = x->t;
+    double gf = 0, gb = 0, th = (double)x->Tsp * (double)H * x->ab;
+    /* residual + norm of the MLP half */
+    double mf = 0, mb = 0;
+    mem(x, 2 * th, &mf, &mb);
+    mem(x, 3 * th, &mf, &mb);
+    if (m->arch == MODEL_ARCH_GPT || m->arch == MODEL_ARCH_BERT) mem(x, 2.5 * th, &mf, &mb);
+    lc->fwd += mf;
+    lc->bwd += mb;
+    double ep_f = 0;
+    if (!moe) {
+        mlp(x, x->T, m->ffn, t, lc, &gf, &gb);
+    } else {
+        int64_t E = m->experts, K = m->topk, ep = p->ep, etp = p->etp;
+        int64_t tok = p->sp ? x->Tsp : x->T;            /* tokens this rank routes */
+        double pairs = (double)tok * (double)K * (double)etp; /* token-expert pairs it computes */
+        int64_t local = E / ep > 0 ? E / ep : 1;
+        int64_t me = (int64_t)ceil(pairs / (double)local);
+        gemm(x, 1, tok, E, H, &gf, &gb); /* router */
+        double ef = 0, eb = 0;
+        gemm(x, local, me, (x->gated ? 2 : 1) * m->moe_ffn / etp, H, &ef, &eb);
+        gemm(x, local, me, H, m->moe_ffn / etp, &ef, &eb);
+        mem(x, pairs * (double)(m->moe_ffn / etp) * x->ab * (x->gated ? 3.0 : 2.0), &mf, &mb);
+        mem(x, 4.0 * pairs * (double)H * x->ab, &mf, &mb); /* permute / unpermute */
+        gf += ef;
+        gb += eb;
+        double ex = (double)((x->gated ? 3 : 2) * H * m->moe_ffn / etp) * (double)local;
+        lc->params += ex + (double)(H * E);
+        lc->expert_params += ex;
+        lc->fwd_flops_token += 2.0 * (double)K * (double)((x->gated ? 3 : 2) * H * m->moe_ffn) + 2.0 * (double)(H * E);
+        if (m->shared_experts > 0) mlp(x, x->T, m->moe_ffn * m->shared_experts, t, lc, &gf, &gb);
+        /* EP all-to-all: dispatch + combine forward, the same backward */
+        if (ep > 1) {
+            double a2a = hw_alltoall_time_s(x->net, (double)tok * (double)K * (double)H * x->ab, ep, x->epg.nodes);
+            ep_f = 2 * a2a;
+        }
+    }
+    lc->gemm_fwd += gf;
+    lc->gemm_bwd += gb;
+    lc->fwd += gf;
+    lc->bwd += gb;
+    lc->ep_f = ep_f;
+    lc->ep_b = ep_f;
+
+    /* TP: 2 all-reduces per pass, or 2 all-gathers + 2 reduce-scatters with SP */
+    double X = (double)x->T * (double)H * x->ab, tpc = 0;
+    if (t > 1)
+        tpc = p->sp ? 2 * (coll(x, TS_COLL_ALLGATHER, X, &x->tpg, "tp") + coll(x, TS_COLL_REDUCESCATTER, X, &x->tpg, "tp"))
+                    : 2 * coll(x, TS_COLL_ALLREDUCE, X, &x->tpg, "tp");
+    double sig = x->o->overlap_slowdown;
+    if (p->tp_overlap && tpc > 0) {
+        double hf = fmin(tpc, lc->gemm_fwd), hb = fmin(tpc, lc->gemm_bwd);
+        lc->tp_f = tpc - hf;
+        lc->tp_b = tpc - hb;
+        lc->slow += sig * (hf + hb);
+    } else {
+        lc->tp_f = lc->tp_b = tpc;
+    }
+    /* CP: (c-1) ring steps of the local K and V, hidden under the attention */
+    if (p->cp > 1) {
+        int64_t kvd = m->kv_lora_rank > 0 ? m->heads * (m->qk_nope_dim + m->qk_rope_dim + m->v_head_dim) / 2
+                                          : m->kv_heads * m->head_dim;
+        double kv = 2.0 * (double)(x->B * x->Sl) * (double)(kvd / (kvd >= t ? t : 1)) * x->ab;
+        double step = hw_cp_step_time_s(x->net, kv, p->cp, x->cpg.nodes) * (double)(p->cp - 1);
+        double hid_f = fmin(step, lc->attn_fwd * (double)(p->cp - 1) / (double)p->cp);
+        double hid_b = fmin(2 * step, lc->attn_bwd * (double)(p->cp - 1) / (double)p->cp);
+        lc->cp_f = step - hid_f;
+        lc->cp_b = 2 * step - hid_b;
+        lc->slow += sig * (hid_f + hid_b);
+    }
+    /* ZeRO-3 / FSDP: gather this layer's parameters in forward and backward,
+     * reduce-scatter its gradients, every micro-batch; prefetch hides them
+     * under the layer's compute where they fit. */
+    if (p->zero >= 3 && x->dpg.size > 1) {
+        double pb = (lc->params - lc->expert_params) * x->ab;
+        double ag = coll(x, TS_COLL_ALLGATHER, pb, &x->dpg, "dp");
+        double rs = coll(x, TS_COLL_REDUCESCATTER, (lc->params - lc->expert_params) * (x->o->fp32_grad_reduce ? 4 : 2),
+                         &x->dpg, "dp");
+        double ef = fmax(0, ag - lc->fwd), eb = fmax(0, ag + rs - lc->bwd);
+        lc->fsdp = ef + eb;
+        lc->slow += sig * (ag - ef + ag + rs - eb);
+    }
+    /* recompute */
+    if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) {
+        lc->recompute = lc->attn_fwd;
+        lc->recompute_flops_token = 4.0 * (double)x->S * (double)m->heads * (double)m->head_dim;
+    } else if (p->recompute == PLAN_RECOMPUTE_FULL) {
+        lc->recompute = lc->fwd + lc->tp_f + lc->cp_f + lc->ep_f;
+        lc->recompute_flops_token = lc->fwd_flops_token;
+    }
+}
+
+/* Embedding (first chunk) and final norm + LM head + loss (last chunk). */
+static void edge_costs(const Ctx *x, double *emb_f, double *emb_b, double *emb_tp, double *head_f, double *head_b,
+                       double *head_tp, double *emb_params, double *head_params)
+{
+    const ModelSpec *m = x->m;
+    int64_t H = m->hidden, t = x->t, V = model_padded_vocab(m, t), T = x->T;
+    double th = (double)x->T * (double)H * x->ab, f = 0, b = 0, tp = 0;
+    mem(x, 2 * th, &f, &b); /* gather rows (+ position add) */
+    b += hw_memory_time_s(x->hw, (double)T * (double)H * 4.0); /* scatter-add into the fp32 grad */
+    if (t > 1) tp += x->p->sp ? coll(x, TS_COLL_REDUCESCATTER, th, &x->tpg, "tp") : coll(x, TS_COLL_ALLREDUCE, th, &x->tpg, "tp");
+    *emb_f = f;
+    *emb_b = b;
+    *emb_tp = tp;
+    *emb_params = (double)(V / t * H) + (m->pos == MODEL_POS_LEARNED ? (double)(m->max_positions * H) : 0);
+    /* head */
+    f = b = tp = 0;
+    mem(x, 2 * (double)x->Tsp * (double)H * x->ab, &f, &b); /* final norm */
+    gemm(x, 1, T, V / t, H, &f, &b);
+    double logits = (double)T * (double)(V / t);
+    mem(x, logits * (x->ab + 4.0 * 3.0), &f, &b); /* fp32 softmax cross-entropy */
+    if (t > 1) {
+        if (x->p->sp) tp += coll(x, TS_COLL_ALLGATHER, th, &x->tpg, "tp");
+        tp += 3 * coll(x, TS_COLL_ALLREDUCE, (double)T * 4.0, &x->tpg, "tp"); /* vocab-parallel CE */
+    }
+    *head_f = f;
+    *head_b = b;
+    *head_tp = tp;
+    *head_params = m->tied_embeddings && x->p->pp == 1 ? 0 : (double)(V / t * H);
+}
+
+static void warn(SimResult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(SimResult *r, const char *fmt, ...)
+{
+    if (r->n_warnings >= SIM_MAX_WARNINGS) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->warnings[r->n_warnings++], sizeof r->warnings[0], fmt, ap);
+    va_end(ap);
+}
+
+static SimSchedule sched_of(PlanSchedule s)
+{
+    return s == PLAN_SCHED_GPIPE ? SIM_SCHED_GPIPE : s == PLAN_SCHED_INTERLEAVED ? SIM_SCHED_INTERLEAVED : SIM_SCHED_1F1B;
+}
+
+TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
+{
+    memset(out, 0, sizeof *out);
+    const ModelSpec *m = in->model;
+    ParallelPlan *p = &in->plan;
+    TsStatus st = plan_resolve(m, p, err);
+    if (st) return st;
+    if (p->cp > 1 && p->seq % p->cp)
+        return ts_err(err, TS_ERR_PLAN, "--seq %lld is not a multiple of --cp %lld", (long long)p->seq, (long long)p->cp);
+    Ctx x = {.m = m, .p = p, .hw = in->hw, .net = in->net, .o = &in->opt};
+    x.dt = p->dtype;
+    x.adt = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype;
+    x.ab = (double)ts_dtype_bytes(x.adt);
+    x.t = p->tp;
+    x.B = p->micro_batch;
+    x.S = p->seq;
+    x.Sl = p->seq / p->cp;
+    x.T = x.B * x.Sl;
+    x.Tsp = p->sp ? x.T / p->tp : x.T;
+    x.gated = m->act == MODEL_ACT_SWIGLU;
+    int64_t gpn = in->net->cl.gpus_per_node;
+    plan_group(p, PLAN_GROUP_TP, 0, gpn, &x.tpg);
+    plan_group(p, PLAN_GROUP_CP, 0, gpn, &x.cpg);
+    plan_group(p, PLAN_GROUP_EP, 0, gpn, &x.epg);
+    plan_group(p, PLAN_GROUP_DPCP, 0, gpn, &x.dpg);
+    plan_group(p, PLAN_GROUP_EDP, 0, gpn, &x.edpg);
+    plan_group(p, PLAN_GROUP_PP, 0, gpn, &x.ppg);
+
+    LayerCost dense, moe;
+    layer_cost(&x, false, &dense);
+    bool has_moe = m->experts > 0;
+    if (has_moe) layer_cost(&x, true, &moe);
+    double emb_f, emb_b, emb_tp, head_f, head_b, head_tp, emb_params, head_params;
+    edge_costs(&x, &emb_f, &emb_b, &emb_tp, &head_f, &head_b, &head_tp, &emb_params, &head_params);
+
+    SimWork *w = wk ? wk : sim_work_create();
+    if (!w) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    const int32_t pp = (int32_t)p->pp, v = (int32_t)p->vpp;
+    SimStageCost *sc = NULL;
+    SimChunkCost *cc = sim_work_costs(w, pp * v, pp, &sc);
+    if (!cc) {
+        if (!wk) sim_work_destroy(w);
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    }
+    /* pipeline transfer: SP-sharded (or scatter/gather) boundary activation */
+    double p2p_bytes = (double)x.T * (double)m->hidden * x.ab / (double)p->tp;
+    double p2p = pp > 1 ? hw_p2p_time_s(in->net, p2p_bytes, x.ppg.nodes > 1) : 0;
+    double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
+    bool shard_opt = p->dist_opt || p->zero >= 1;
+    double bucket = in->opt.bucket_bytes > 0 ? in->opt.bucket_bytes : 40e6;
+    double fl_token = 0, rfl_token = 0; /* model / recompute FLOPs per token, whole model */
+    int64_t l0 = 0; /* first layer of the chunk */
+    for (int32_t vs = 0; vs < v; vs++)
+        for (int32_t s = 0; s < pp; s++) {
+            int64_t chunk = (int64_t)vs * pp + s;
+            int64_t nl = plan_chunk_layers(p, m->layers, chunk);
+            int64_t n_moe = 0;
+            if (has_moe)
+                for (int64_t l = l0; l < l0 + nl; l++) n_moe += model_layer_is_moe(m, l);
+            l0 += nl;
+            double nd = (double)(nl - n_moe), nm = (double)n_moe;
+            SimChunkCost *c = &cc[s * v + vs];
+#define SUM(f) (nd * dense.f + (has_moe ? nm * moe.f : 0))
+            c->compute_fwd_s = SUM(fwd);
+            c->compute_bwd_s = SUM(bwd);
+            c->recompute_s = SUM(recompute);
+            c->tp_exposed_s = SUM(tp_f) + SUM(tp_b);
+            c->cp_exposed_s = SUM(cp_f) + SUM(cp_b);
+            c->ep_exposed_s = SUM(ep_f) + SUM(ep_b);
+            c->fsdp_exposed_s = SUM(fsdp);
+            c->slowdown_s = SUM(slow);
+            double params = SUM(params), eparams = SUM(expert_params);
+            fl_token += SUM(fwd_flops_token);
+            rfl_token += SUM(recompute_flops_token);
+#undef SUM
+            double tp_f = nd * dense.tp_f + (has_moe ? nm * moe.tp_f : 0);
+            if (chunk == 0) {
+                c->compute_fwd_s += emb_f;
+                c->compute_bwd_s += emb_b;
+                c->tp_exposed_s += 2 * emb_tp;
+                tp_f += emb_tp;
+                params += emb_params;
+            }
+            if (chunk == (int64_t)pp * v - 1) {
+                c->compute_fwd_s += head_f;
+                c->compute_bwd_s += head_b;
+                c->tp_exposed_s += 2 * head_tp;
+                tp_f += head_tp;
+                params += head_params;
+                fl_token += 2.0 * (double)m->hidden * (double)model_padded_vocab(m, 1);
+            }
+            double exp_fwd_comm = tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) +
+                                  (has_moe ? nm * moe.ep_f : 0);
+            double fsdp_f = nd * dense.fsdp + (has_moe ? nm * moe.fsdp : 0);
+            c->fwd_s = c->compute_fwd_s + exp_fwd_comm + 0.5 * fsdp_f + (nd * dense.slow + (has_moe ? nm * moe.slow : 0)) * 0.5;
+            /* everything else runs in the backward task; the parts sum to fwd_s + bwd_s */
+            c->bwd_s = c->compute_fwd_s + c->compute_bwd_s + c->recompute_s + c->tp_exposed_s + c->cp_exposed_s +
+                       c->ep_exposed_s + c->fsdp_exposed_s + c->slowdown_s - c->fwd_s;
+            c->p2p_fwd_s = c->p2p_bwd_s = p2p;
+            /* DP gradient reduction of this chunk (not for ZeRO-3: per layer above) */
+            if (p->zero < 3) {
+                double dense_b = (params - eparams) * gbytes, exp_b = eparams * gbytes;
+                TsColl rc = shard_opt ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
+                double nb = ceil(dense_b / bucket);
+                double t_dp = 0;
+                if (x.dpg.size > 1 && dense_b > 0) t_dp += nb * coll(&x, rc, dense_b / nb, &x.dpg, "dp");
+                double ne = ceil(exp_b / bucket);
+                if (x.edpg.size > 1 && exp_b > 0) t_dp += ne * coll(&x, rc, exp_b / ne, &x.edpg, "dp");
+                c->dp_grad_s = t_dp;
+                c->dp_buckets = (int32_t)(nb + ne > 1 ? nb + ne : 1);
+                /* dist-opt: gather updated bf16 parameters after the step */
+                if (shard_opt && x.dpg.size > 1)
+                    sc[s].param_gather_s += nb * coll(&x, TS_COLL_ALLGATHER, (params - eparams) * x.ab / nb, &x.dpg, "dp");
+            }
+            /* optimizer on the local shard */
+            double local = shard_opt ? (params - eparams) / (double)x.dpg.size + eparams / (double)x.edpg.size
+                                     : params;
+            sc[s].optimizer_s += hw_memory_time_s(in->hw, local * in->opt.optimizer_bytes_per_param);
+            if (p->optimizer == PLAN_OPTIM_SHAMPOO) {
+                /* apply L^-1/4 G R^-1/4 on blocks of side bs: 4*P*bs FLOPs per step;
+                 * root (eigendecomposition ~10 n^3 per factor) every 100 steps: 0.2*P*bs.
+                 * Spread over the DP ranks (LPT assignment), fp32 GEMMs. */
+                double bs = (double)m->hidden / (double)(p->shampoo_blocks > 0 ? p->shampoo_blocks : 1);
+                double fl = 4.2 * params * bs / (double)x.dpg.size;
+                int64_t n = (int64_t)bs;
+                double one = hw_gemm_time_s(in->hw, 1, n, n, n, TS_DTYPE_FP32);
+                sc[s].optimizer_s += one * fl / (2.0 * (double)n * (double)n * (double)n);
+            }
+        }
+
+    SimPipeline pl = {.stages = pp, .chunks = v, .micro_batches = p->grad_accum, .schedule = sched_of(p->schedule),
+                      .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap,
+                      .param_gather_overlap = in->opt.param_gather_overlap,
+                      .overlap_slowdown = in->opt.overlap_slowdown, .record = in->opt.record};
+    st = sim_pipeline_run(&pl, w, out, err);
+    if (st) {
+        if (!wk) sim_work_destroy(w);
+        return st;
+    }
+    if (!wk) {
+        /* the work dies here: copy what the result keeps */
+        SimResult tmp = *out;
+        SimStageResult *stages = malloc((size_t)pp * sizeof *stages);
+        SimSpan *spans = tmp.n_spans ? malloc((size_t)tmp.n_spans * sizeof *spans) : NULL;
+        if (!stages || (tmp.n_spans && !spans)) {
+            free(stages);
+            free(spans);
+            sim_work_destroy(w);
+            memset(out, 0, sizeof *out);
+            return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+        }
+        memcpy(stages, tmp.stages, (size_t)pp * sizeof *stages);
+        if (spans) memcpy(spans, tmp.spans, (size_t)tmp.n_spans * sizeof *spans);
+        out->stages = stages;
+        out->spans = spans;
+        out->owned = true;
+        sim_work_destroy(w);
+    }
+
+    /* metrics */
+    double T = out->iteration_time_s, tokens = (double)p->global_batch * (double)p->seq;
+    double gpus = (double)p->gpus;
+    out->tokens_per_s = tokens / T;
+    out->tokens_per_s_per_gpu = out->tokens_per_s / gpus;
+    out->samples_per_s = (double)p->global_batch / T;
+    /* fl_token summed the layers of every chunk once: it is the whole model */
+    out->model_flops_per_iteration = 3.0 * fl_token * tokens;
+    out->hardware_flops_per_iteration = out->model_flops_per_iteration + rfl_token * tokens;
+    double peak = in->hw->gpu.peak_flops[p->dtype];
+    if (peak <= 0) peak = in->hw->gpu.peak_flops[TS_DTYPE_BF16];
+    out->model_tflops_per_gpu = out->model_flops_per_iteration / T / gpus / 1e12;
+    out->hardware_tflops_per_gpu = out->hardware_flops_per_iteration / T / gpus / 1e12;
+    out->mfu = out->model_tflops_per_gpu * 1e12 / peak;
+    out->hfu = out->hardware_tflops_per_gpu * 1e12 / peak;
+
+    /* memory (partition.h) */
+    PartMemOptions mo;
+    part_mem_options_init(&mo);
+    mo.capacity_bytes = in->hw->gpu.hbm_bytes;
+    PartMemory pk;
+    TsError merr = {0};
+    if (part_memory(m, p, &mo, NULL, &pk, &merr) == TS_OK) {
+        SimMemory *sm = &out->memory;
+        sm->weights_bytes = pk.weights_bytes;
+        sm->gradients_bytes = pk.gradients_bytes;
+        sm->optimizer_bytes = pk.optimizer_bytes;
+        sm->activations_bytes = pk.activations_bytes;
+        sm->other_bytes = pk.other_bytes;
+        sm->total_bytes = pk.total_bytes;
+        sm->capacity_bytes = in->hw->gpu.hbm_bytes;
+        sm->fits = sm->capacity_bytes <= 0 || sm->total_bytes <= sm->capacity_bytes;
+        if (!sm->fits)
+            warn(out, "does not fit: %.1f GiB per GPU needed, %.1f GiB available (stage %d)",
+                 sm->total_bytes / 1073741824.0, sm->capacity_bytes / 1073741824.0, pk.stage);
+    } else {
+        warn(out, "memory not estimated: %s", merr.msg);
+    }
+    /* warnings */
+    if (p->pp > 1 && p->grad_accum < p->pp)
+        warn(out, "only %lld micro-batches for %lld pipeline stages: the bubble dominates (%.0f%%)",
+             (long long)p->grad_accum, (long long)p->pp, 100 * out->bubble_fraction);
+    else if (out->bubble_fraction > 0.25)
+        warn(out, "pipeline bubble is %.0f%% of the step: more micro-batches or interleaving would help",
+             100 * out->bubble_fraction);
+    if (x.tpg.nodes > 1)
+        warn(out, "tensor parallel group of %lld spans %lld nodes: TP traffic crosses the network",
+             (long long)x.tpg.size, (long long)x.tpg.nodes);
+    if (p->cp > 1 && x.cpg.nodes > 1)
+        warn(out, "context parallel group spans %lld nodes", (long long)x.cpg.nodes);
+    if (p->ep > 1 && x.epg.nodes > 1)
+        warn(out, "expert parallel all-to-all spans %lld nodes", (long long)x.epg.nodes);
+    return TS_OK;
+}

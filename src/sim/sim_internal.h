@@ -1,0 +1,11 @@
+/* sim_internal.h — shared between the sim sources (not public). */
+#ifndef TRAINSIM_SIM_INTERNAL_H
+#define TRAINSIM_SIM_INTERNAL_H
+
+#include "trainsim/sim.h"
+
+/* Cost arrays kept in the work space: n_chunks SimChunkCost and n_stages
+ * SimStageCost, zeroed. NULL on allocation failure. */
+SimChunkCost *sim_work_costs(SimWork *w, int32_t n_chunks, int32_t n_stages, SimStageCost **stages);
+
+#endif

@@ -1,0 +1,128 @@
+/* summary.c — the readable summary and the JSON of `trainsim simulate`. */
+#include <math.h>
+#include <string.h>
+
+#include "trainsim/sim.h"
+
+static double gib(double b) { return b / 1073741824.0; }
+
+static void plan_json(const ParallelPlan *p, TsBuf *b)
+{
+    ts_buf_printf(b,
+                  "{\"gpus\": %lld, \"tp\": %lld, \"pp\": %lld, \"vpp\": %lld, \"dp\": %lld, \"cp\": %lld, "
+                  "\"ep\": %lld, \"etp\": %lld, \"sp\": %s, \"zero\": %d, \"dist_opt\": %s, \"optimizer\": \"%s\", "
+                  "\"recompute\": \"%s\", \"flash_attn\": %s, \"tp_overlap\": %s, \"micro_batch\": %lld, "
+                  "\"global_batch\": %lld, \"seq\": %lld, \"dtype\": \"%s\", \"schedule\": \"%s\", "
+                  "\"grad_accum\": %lld}",
+                  (long long)p->gpus, (long long)p->tp, (long long)p->pp, (long long)p->vpp, (long long)p->dp,
+                  (long long)p->cp, (long long)p->ep, (long long)p->etp, p->sp ? "true" : "false", p->zero,
+                  p->dist_opt ? "true" : "false", p->optimizer == PLAN_OPTIM_SHAMPOO ? "shampoo" : "adam",
+                  plan_recompute_name(p->recompute), p->flash_attn ? "true" : "false",
+                  p->tp_overlap ? "true" : "false", (long long)p->micro_batch, (long long)p->global_batch,
+                  (long long)p->seq, ts_dtype_name(p->dtype), plan_sched_name(p->schedule),
+                  (long long)p->grad_accum);
+}
+
+static void num(TsBuf *b, const char *key, double v, bool comma)
+{
+    ts_buf_printf(b, "\"%s\": ", key);
+    ts_json_fmt_double(b, v);
+    if (comma) ts_buf_puts(b, ", ");
+}
+
+void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *b)
+{
+    const ParallelPlan *p = &in->plan;
+    ts_buf_puts(b, "{\"format\": \"trainsim-simulate\", \"version\": 1, ");
+    num(b, "iteration_time_s", r->iteration_time_s, true);
+    num(b, "tokens_per_s", r->tokens_per_s, true);
+    num(b, "tokens_per_s_per_gpu", r->tokens_per_s_per_gpu, true);
+    num(b, "samples_per_s", r->samples_per_s, true);
+    num(b, "model_flops_per_iteration", r->model_flops_per_iteration, true);
+    num(b, "hardware_flops_per_iteration", r->hardware_flops_per_iteration, true);
+    num(b, "model_tflops_per_gpu", r->model_tflops_per_gpu, true);
+    num(b, "hardware_tflops_per_gpu", r->hardware_tflops_per_gpu, true);
+    num(b, "mfu", r->mfu, true);
+    num(b, "hfu", r->hfu, true);
+    num(b, "bubble_fraction", r->bubble_fraction, true);
+    ts_buf_printf(b, "\"critical_stage\": %d, ", r->critical_stage);
+    const SimMemory *mm = &r->memory;
+    ts_buf_puts(b, "\"memory\": {");
+    num(b, "weights_bytes", mm->weights_bytes, true);
+    num(b, "gradients_bytes", mm->gradients_bytes, true);
+    num(b, "optimizer_bytes", mm->optimizer_bytes, true);
+    num(b, "activations_bytes", mm->activations_bytes, true);
+    num(b, "other_bytes", mm->other_bytes, true);
+    num(b, "total_bytes", mm->total_bytes, true);
+    num(b, "capacity_bytes", mm->capacity_bytes, true);
+    ts_buf_printf(b, "\"fits\": %s}, ", mm->fits ? "true" : "false");
+    ts_buf_puts(b, "\"breakdown_s\": {");
+    for (int i = 0; i < SIM_BD_COUNT; i++) num(b, sim_breakdown_key(i), sim_breakdown_get(&r->breakdown, i), i + 1 < SIM_BD_COUNT);
+    ts_buf_puts(b, "}, \"plan\": ");
+    plan_json(p, b);
+    ModelCounts mc;
+    model_count_params(in->model, &mc);
+    ts_buf_puts(b, ", \"model\": {\"name\": ");
+    ts_json_escape(b, in->model->name);
+    ts_buf_printf(b, ", \"params\": %lld, \"active_params\": %lld, \"layers\": %lld, \"hidden\": %lld}",
+                  (long long)mc.total, (long long)mc.active, (long long)in->model->layers,
+                  (long long)in->model->hidden);
+    const ClusterSpec *cl = &in->net->cl;
+    ts_buf_puts(b, ", \"cluster\": {\"name\": ");
+    ts_json_escape(b, cl->name);
+    ts_buf_puts(b, ", \"gpu\": ");
+    ts_json_escape(b, in->hw->gpu.name);
+    ts_buf_printf(b, ", \"gpus\": %lld, \"nodes\": %lld, \"gpus_per_node\": %lld}", (long long)p->gpus,
+                  (long long)((p->gpus + cl->gpus_per_node - 1) / (cl->gpus_per_node > 0 ? cl->gpus_per_node : 1)),
+                  (long long)cl->gpus_per_node);
+    ts_buf_puts(b, ", \"warnings\": [");
+    for (int i = 0; i < r->n_warnings; i++) {
+        if (i) ts_buf_puts(b, ", ");
+        ts_json_escape(b, r->warnings[i]);
+    }
+    ts_buf_puts(b, "]}\n");
+}
+
+static void tm(TsBuf *b, double s)
+{
+    if (s >= 1) ts_buf_printf(b, "%9.3f s ", s);
+    else if (s >= 1e-3) ts_buf_printf(b, "%9.3f ms", s * 1e3);
+    else ts_buf_printf(b, "%9.3f us", s * 1e6);
+}
+
+void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *b)
+{
+    const ParallelPlan *p = &in->plan;
+    ModelCounts mc;
+    model_count_params(in->model, &mc);
+    ts_buf_printf(b, "trainsim simulate: %s (%.2f B params) on %lld x %s (%s)\n", in->model->name,
+                  (double)mc.total / 1e9, (long long)p->gpus, in->hw->gpu.name, in->net->cl.name);
+    ts_buf_printf(b, "plan: tp %lld, pp %lld, vpp %lld, dp %lld, cp %lld, ep %lld%s, zero %d%s, recompute %s, "
+                     "%s, micro-batch %lld, global batch %lld (%lld micro-batches), seq %lld, %s%s\n\n",
+                  (long long)p->tp, (long long)p->pp, (long long)p->vpp, (long long)p->dp, (long long)p->cp,
+                  (long long)p->ep, p->sp ? ", sp" : "", p->zero, p->dist_opt ? ", dist-opt" : "",
+                  plan_recompute_name(p->recompute), plan_sched_name(p->schedule), (long long)p->micro_batch,
+                  (long long)p->global_batch, (long long)p->grad_accum, (long long)p->seq, ts_dtype_name(p->dtype),
+                  p->tp_overlap ? ", tp-overlap" : "");
+    ts_buf_printf(b, "  iteration time        %.4g s\n", r->iteration_time_s);
+    ts_buf_printf(b, "  tokens/s              %.0f  (%.1f per GPU, %.2f samples/s)\n", r->tokens_per_s,
+                  r->tokens_per_s_per_gpu, r->samples_per_s);
+    ts_buf_printf(b, "  TFLOP/s per GPU       %.1f model, %.1f hardware\n", r->model_tflops_per_gpu,
+                  r->hardware_tflops_per_gpu);
+    ts_buf_printf(b, "  MFU / HFU             %.1f%% / %.1f%%  (of %s peak)\n", 100 * r->mfu, 100 * r->hfu,
+                  ts_dtype_name(p->dtype));
+    const SimMemory *mm = &r->memory;
+    ts_buf_printf(b, "  memory per GPU        %.1f GiB of %.1f GiB%s  (weights %.1f, grads %.1f, optimizer %.1f, "
+                     "activations %.1f, other %.1f)\n",
+                  gib(mm->total_bytes), gib(mm->capacity_bytes), mm->fits ? "" : "  DOES NOT FIT",
+                  gib(mm->weights_bytes), gib(mm->gradients_bytes), gib(mm->optimizer_bytes),
+                  gib(mm->activations_bytes), gib(mm->other_bytes));
+    ts_buf_printf(b, "\nwhere the time goes (critical stage %d of %d):\n", r->critical_stage, r->n_stages);
+    for (int i = 0; i < SIM_BD_COUNT; i++) {
+        double v = sim_breakdown_get(&r->breakdown, i);
+        ts_buf_printf(b, "  %-18s ", sim_breakdown_key(i));
+        tm(b, v);
+        ts_buf_printf(b, "  %5.1f%%\n", r->iteration_time_s > 0 ? 100 * v / r->iteration_time_s : 0);
+    }
+    for (int i = 0; i < r->n_warnings; i++) ts_buf_printf(b, "warning: %s\n", r->warnings[i]);
+}

@@ -116,7 +116,8 @@ typedef struct PartColl {
     double bytes;     /* whole buffer, bytes, per occurrence */
     int32_t count;    /* occurrences per micro-batch (per step for PART_PHASE_STEP) */
     PartPhase phase;  /* fwd / bwd per micro-batch, or once per step */
-    int32_t after_op; /* template op index it follows (-1: before the first op) */
+    int32_t after_op; /* template op index it follows (-1: before the first op; -1 in stage_colls) */
+    int32_t stage;    /* stage_colls: pipeline rank it belongs to, -1 = every rank */
     bool overlappable;/* may hide behind compute (tp_overlap, DP buckets, CP ring) */
 } PartColl;
 
@@ -169,7 +170,9 @@ typedef struct PartParamRow {
     int64_t shape[2];     /* per-rank shape (TP/EP split) */
     int ndim;
     int32_t n_blocks;     /* Shampoo blocks (0: no preconditioner: embeddings, norms, biases) */
-    int64_t factor[2];    /* block shape (a, b): factors are a x a and b x b, per block */
+    int block_dim;        /* dim split into blocks: 0 rows (column-parallel), 1 cols (row-parallel);
+                             block i has extent ceil(d/K) (the last one the rest), factors are
+                             a x a and b x b for block shape (a, b) */
     double cost;          /* sum over blocks of a^3 + b^3 (preconditioner root cost) */
     int64_t owner;        /* DP rank computing this tensor's preconditioners (LPT) */
 } PartParamRow;

@@ -196,6 +196,7 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
 {
     if (p->gpus != p->tp * p->pp * p->cp * p->dp)
         return bad(err, NULL, "--gpus %lld is not tp*pp*cp*dp = %lld", LL(p->gpus), LL(p->tp * p->pp * p->cp * p->dp));
+    if (m && validate_model(m, p, err) != TS_OK) return TS_ERR_PLAN;
     if (p->vpp > 1 && p->pp == 1)
         return bad(err, "virtual pipeline stages interleave chunks over several pipeline ranks",
                    "--vpp %lld needs --pp > 1 (got --pp %lld)", LL(p->vpp), LL(p->pp));
@@ -213,7 +214,7 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
                    "--seq %lld is not divisible by 2*cp = %lld", LL(p->seq), LL(2 * p->cp));
     if (p->sp && (p->seq / p->cp) % p->tp != 0)
         return bad(err, "sequence parallelism splits the tokens of each CP rank over TP",
-                   "--seq %lld / cp is not divisible by --tp %lld", LL(p->seq), LL(p->tp));
+                   "--seq %lld (%lld tokens per CP rank) is not divisible by --tp %lld", LL(p->seq), LL(p->seq / p->cp), LL(p->tp));
     if (p->seq < 1)
         return bad(err, NULL, "--seq must be at least 1, got %lld%.0lld", LL(p->seq), LL(0));
     if (p->global_batch % (p->micro_batch * p->dp) != 0)
@@ -241,7 +242,6 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
     if (p->dtype == TS_DTYPE_TF32)
         return bad(err, "use --dtype fp32 (TF32 is a compute mode of fp32 storage)",
                    "--dtype tf32 is not a storage dtype");
-    if (m) return validate_model(m, p, err);
     return TS_OK;
 }
 

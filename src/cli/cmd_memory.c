@@ -1,0 +1,136 @@
+/* trainsim memory — memory per GPU of every pipeline stage, by category,
+ * against the GPU's capacity (trainsim's model or Megatron's formula). */
+#include "cli.h"
+#include "cli_plan.h"
+#include "trainsim/hw.h"
+#include "trainsim/partition.h"
+
+#include <stdlib.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static void mem_json(TsBuf *b, const PartMemory *x, double cap, bool detail)
+{
+    ts_buf_printf(b, "{\"stage\": %d, \"weights_bytes\": ", x->stage);
+    ts_json_fmt_double(b, x->weights_bytes);
+    ts_buf_puts(b, ", \"gradients_bytes\": ");
+    ts_json_fmt_double(b, x->gradients_bytes);
+    ts_buf_puts(b, ", \"optimizer_bytes\": ");
+    ts_json_fmt_double(b, x->optimizer_bytes);
+    ts_buf_puts(b, ", \"activations_bytes\": ");
+    ts_json_fmt_double(b, x->activations_bytes);
+    ts_buf_puts(b, ", \"other_bytes\": ");
+    ts_json_fmt_double(b, x->other_bytes);
+    ts_buf_puts(b, ", \"total_bytes\": ");
+    ts_json_fmt_double(b, x->total_bytes);
+    ts_buf_puts(b, ", \"capacity_bytes\": ");
+    ts_json_fmt_double(b, cap);
+    ts_buf_printf(b, ", \"fits\": %s", x->total_bytes <= cap ? "true" : "false");
+    if (detail) {
+        const struct { const char *k; double v; } d[] = {
+            {"params", x->params}, {"embed_params", x->embed_params},
+            {"expert_params", x->expert_params}, {"act_layers_bytes", x->act_layers_bytes},
+            {"act_embed_bytes", x->act_embed_bytes}, {"act_head_bytes", x->act_head_bytes},
+            {"inflight_microbatches", x->inflight}, {"workspace_bytes", x->workspace_bytes},
+            {"runtime_bytes", x->runtime_bytes}, {"fragmentation_bytes", x->frag_bytes},
+        };
+        ts_buf_puts(b, ", \"detail\": {");
+        for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+            ts_buf_printf(b, "%s\"%s\": ", i ? ", " : "", d[i].k);
+            ts_json_fmt_double(b, d[i].v);
+        }
+        ts_buf_puts(b, "}");
+    }
+    ts_buf_puts(b, "}");
+}
+
+static void mem_row(TsBuf *b, const char *label, const PartMemory *x, double cap)
+{
+    ts_buf_printf(b, "%-7s %9.2f %9.2f %9.2f %11.2f %9.2f %9.2f  %s\n", label,
+                  x->weights_bytes / GIB, x->gradients_bytes / GIB, x->optimizer_bytes / GIB,
+                  x->activations_bytes / GIB, x->other_bytes / GIB, x->total_bytes / GIB,
+                  x->total_bytes <= cap ? "fits" : "DOES NOT FIT");
+}
+
+int cmd_memory(int argc, char **argv)
+{
+    CliSpec s = {.cmd = "memory",
+                 .usage = "trainsim memory [--model M] [plan options] [--gpu G] [--memory-model trainsim|megatron] [--json]",
+                 .summary = "Memory per GPU of every pipeline stage by category (weights, gradients, "
+                            "optimizer state, activations, other) against the GPU's capacity. "
+                            "--memory-model megatron reproduces Megatron-LM's theoretical memory formula. "
+                            "Exit 0 whether or not it fits; 4 for an invalid plan."};
+    CliModel cm;
+    CliPlan cp;
+    const char *gpu = NULL, *mm = NULL, *out_path = NULL;
+    bool json = false;
+    cli_model_init(&cm);
+    cli_plan_init(&cp);
+    cli_model_add(&s, &cm);
+    cli_plan_add(&s, &cp, true);
+    cli_add(&s, "gpu", CLI_STR, &gpu, "G", "GPU preset or file for the capacity (default h100-sxm5-80gb)");
+    cli_add(&s, "memory-model", CLI_STR, &mm, "M", "trainsim (default) | megatron");
+    cli_add(&s, "json", CLI_FLAG, &json, NULL, "JSON output");
+    cli_add(&s, "output", CLI_STR, &out_path, "FILE", "write to FILE instead of stdout");
+    int rc = cli_parse(&s, argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
+
+    PartMemOptions mo;
+    part_mem_options_init(&mo);
+    if (mm && !part_memmodel_parse(mm, &mo.model)) {
+        fprintf(stderr, "trainsim: invalid value '%s' for --memory-model (expected trainsim or megatron)\n", mm);
+        return 2;
+    }
+    ModelSpec m;
+    if ((rc = cli_model_load(&cm, "gpt2", &m)) != 0) return rc;
+    ParallelPlan p;
+    if ((rc = cli_plan_load(&s, &cp, &m, 0, &p)) != 0) return rc;
+    TsError err = {0};
+    GpuSpec g;
+    if (hw_gpu_load(gpu ? gpu : "h100-sxm5-80gb", &g, &err) != TS_OK) return cli_fail(&err);
+    double cap = g.hbm_bytes;
+
+    PartMemory *st = calloc((size_t)p.pp, sizeof *st), peak;
+    if (!st) return 1;
+    if (part_memory(&m, &p, &mo, st, &peak, &err) != TS_OK) { free(st); return cli_fail(&err); }
+
+    TsBuf b = {0}, desc = {0};
+    plan_describe(&p, &desc);
+    const char *mname = mo.model == PART_MEMMODEL_MEGATRON ? "megatron" : "trainsim";
+    if (json) {
+        ts_buf_puts(&b, "{\"format\": \"trainsim-memory\", \"version\": 1, \"model\": ");
+        ts_json_escape(&b, m.name);
+        ts_buf_puts(&b, ", \"plan\": ");
+        ts_json_escape(&b, desc.data ? desc.data : "");
+        ts_buf_printf(&b, ", \"memory_model\": \"%s\", \"gpu\": ", mname);
+        ts_json_escape(&b, g.name);
+        ts_buf_puts(&b, ",\n \"memory\": ");
+        mem_json(&b, &peak, cap, true);
+        ts_buf_puts(&b, ",\n \"stages\": [");
+        for (int64_t i = 0; i < p.pp; i++) {
+            ts_buf_puts(&b, i ? ",\n  " : "\n  ");
+            mem_json(&b, &st[i], cap, true);
+        }
+        ts_buf_puts(&b, "\n ]}\n");
+    } else {
+        ts_buf_printf(&b, "memory per GPU of %s, %s\n", m.name, desc.data ? desc.data : "");
+        ts_buf_printf(&b, "memory model: %s; GPU %s with %.2f GiB\n\n", mname, g.name, cap / GIB);
+        ts_buf_printf(&b, "%-7s %9s %9s %9s %11s %9s %9s\n", "stage", "weights", "grads",
+                      "optimizer", "activations", "other", "total");
+        ts_buf_printf(&b, "%-7s %9s %9s %9s %11s %9s %9s\n", "", "GiB", "GiB", "GiB", "GiB", "GiB", "GiB");
+        for (int64_t i = 0; i < p.pp; i++) {
+            char lab[24];
+            snprintf(lab, sizeof lab, "%lld", (long long)i);
+            mem_row(&b, lab, &st[i], cap);
+        }
+        ts_buf_printf(&b, "\nmost loaded GPU: stage %d, %.2f GiB of %.2f GiB (%.1f%%): %s\n",
+                      peak.stage, peak.total_bytes / GIB, cap / GIB,
+                      100.0 * peak.total_bytes / cap,
+                      peak.total_bytes <= cap ? "fits" : "does not fit");
+    }
+    free(st);
+    ts_buf_free(&desc);
+    rc = cli_emit(out_path, &b);
+    ts_buf_free(&b);
+    return rc;
+}

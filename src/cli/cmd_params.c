@@ -1,0 +1,65 @@
+/* trainsim params — the parameter table of one rank's pipeline stage:
+ * name;module;shape;partitioning_ranks;precs (docs/plan.md). */
+#include "cli.h"
+#include "cli_plan.h"
+#include "trainsim/partition.h"
+
+int cmd_params(int argc, char **argv)
+{
+    CliSpec s = {.cmd = "params",
+                 .usage = "trainsim params --rank R [--model M] [--naming deepspeed|megatron] [plan options] "
+                          "[--optimizer shampoo --shampoo-blocks K] [--balance]",
+                 .summary = "One line per parameter tensor of the rank's pipeline stage in module order: "
+                            "name;module;shape;partitioning_ranks;precs. With Shampoo, layer weight matrices "
+                            "are split into K blocks along their model-parallel dim; precs lists each block's "
+                            "Kronecker factors and partitioning_ranks the DP rank computing them (LPT on sum d^3)."};
+    CliModel cm;
+    CliPlan cp;
+    int64_t rank = 0;
+    bool balance = false;
+    const char *out_path = NULL;
+    cli_model_init(&cm);
+    cli_plan_init(&cp);
+    cli_model_add(&s, &cm);
+    cli_plan_add(&s, &cp, true);
+    cli_add(&s, "rank", CLI_INT, &rank, "R", "global rank whose stage is listed (default 0)");
+    cli_add(&s, "balance", CLI_FLAG, &balance, NULL, "print the preconditioner work per DP rank to stderr");
+    cli_add(&s, "output", CLI_STR, &out_path, "FILE", "write to FILE instead of stdout");
+    int rc = cli_parse(&s, argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
+    ModelSpec m;
+    if ((rc = cli_model_load(&cm, "gpt2", &m)) != 0) return rc;
+    ParallelPlan p;
+    if ((rc = cli_plan_load(&s, &cp, &m, 0, &p)) != 0) return rc;
+    GraphOptions go;
+    graph_options_init(&go);
+    if ((rc = cli_naming(&cm, &m, &go.naming)) != 0) return rc;
+    go.naming_set = true;
+    go.batch = 1;
+    go.seq = p.seq;
+    go.tp = p.tp;
+    go.dtype_bytes = ts_dtype_bytes(p.dtype);
+    TsError err = {0};
+    ModuleGraph *g = NULL;
+    if (graph_build(&m, &go, &g, &err) != TS_OK) return cli_fail(&err);
+    TsArena *a = ts_arena_create(64 * 1024);
+    PartParamTable t;
+    if (!a) { graph_destroy(g); return 1; }
+    if (part_params(g, &p, rank, a, &t, &err) != TS_OK) {
+        ts_arena_destroy(a);
+        graph_destroy(g);
+        return cli_fail(&err);
+    }
+    TsBuf b = {0};
+    part_params_write(&t, &b);
+    if (balance) {
+        fprintf(stderr, "preconditioner work (sum of d^3) per DP rank, stage %lld:\n", (long long)t.stage);
+        for (int64_t d = 0; d < t.dp; d++) fprintf(stderr, "  dp %lld: %.6g\n", (long long)d, t.load[d]);
+        fprintf(stderr, "imbalance (max/mean): %.4f\n", t.imbalance);
+    }
+    rc = cli_emit(out_path, &b);
+    ts_buf_free(&b);
+    ts_arena_destroy(a);
+    graph_destroy(g);
+    return rc;
+}

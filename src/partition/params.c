@@ -1,0 +1,173 @@
+/* params.c — the per-rank parameter table (trainsim params).
+ *
+ * One row per parameter tensor of a rank's pipeline stage, in module order,
+ * in the seed format of a DeepSpeed GPT2ModelPipe run with distributed
+ * Shampoo:   name;module;shape;partitioning_ranks;precs
+ *   name      dotted module path (weight and bias rows share it)
+ *   module    the module's repr: Class(extra_repr)
+ *   shape     per-rank shape after TP (and EP/ETP for experts), "(a, b)" / "(a,)"
+ *   partitioning_ranks  the DP rank computing the tensor's preconditioners,
+ *             assigned longest-processing-time first on sum(a^3 + b^3)
+ *   precs     Kronecker factors per block: "[torch.Size([a, a]), torch.Size([b, b]), ...]"
+ * Shampoo blocks: every 2-D weight inside a transformer layer is split into
+ * K blocks along its model-parallel dim (rows for column-parallel, cols for
+ * row-parallel, rows otherwise); embeddings, norms and biases get "[]". */
+#include "part_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Role of a module, inherited from the nearest ancestor that has one. */
+static GraphRole module_role(const ModuleGraph *g, int32_t id, int32_t *layer)
+{
+    while (id >= 0) {
+        const GraphModule *md = &g->mods[id];
+        if (md->role == GRAPH_ROLE_EMBED || md->role == GRAPH_ROLE_HEAD ||
+            md->role == GRAPH_ROLE_LAYER) {
+            *layer = md->layer;
+            return md->role;
+        }
+        id = md->parent;
+    }
+    *layer = -1;
+    return GRAPH_ROLE_EMBED;
+}
+
+static char *module_path(const ModuleGraph *g, int32_t id, TsArena *a)
+{
+    int32_t chain[64];
+    int n = 0;
+    for (int32_t x = id; x >= 0 && n < 64; x = g->mods[x].parent) chain[n++] = x;
+    TsBuf b = {0};
+    bool first = true;
+    /* DeepSpeed: the engine holds the PipelineModule as `module`, so every
+     * named parameter starts with "module." (as in the seed table). */
+    if (g->opt.naming == GRAPH_NAMING_DEEPSPEED) {
+        ts_buf_puts(&b, "module");
+        first = false;
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        const char *nm = g->mods[chain[i]].name;
+        if (!nm || !*nm) continue;
+        if (!first) ts_buf_puts(&b, ".");
+        ts_buf_puts(&b, nm);
+        first = false;
+    }
+    char *s = ts_arena_strdup(a, b.data ? b.data : "");
+    ts_buf_free(&b);
+    return s;
+}
+
+static char *module_repr(const ModuleGraph *g, int32_t id, TsArena *a)
+{
+    const GraphModule *md = &g->mods[id];
+    return ts_arena_printf(a, "%s(%s)", md->cls ? md->cls : "Module",
+                           md->extra_repr ? md->extra_repr : "");
+}
+
+static int64_t block_extent(int64_t d, int64_t K, int64_t i)
+{
+    int64_t bs = (d + K - 1) / K;
+    int64_t rest = d - bs * i;
+    return rest < bs ? rest : bs;
+}
+
+static double cube(double x) { return x * x * x; }
+
+typedef struct { double cost; int32_t idx; } CostIdx;
+
+static int by_cost_desc(const void *a, const void *b)
+{
+    const CostIdx *x = a, *y = b;
+    if (x->cost != y->cost) return x->cost < y->cost ? 1 : -1;
+    return x->idx - y->idx;
+}
+
+TsStatus part_params(const ModuleGraph *g, const ParallelPlan *plan, int64_t rank, TsArena *a,
+                     PartParamTable *out, TsError *err)
+{
+    memset(out, 0, sizeof *out);
+    ParallelPlan p = *plan;
+    if (plan_resolve(&g->spec, &p, err) != TS_OK) return TS_ERR_PLAN;
+    if (rank < 0 || rank >= p.gpus)
+        return ts_err(err, TS_ERR_PLAN, "--rank %lld is outside 0..%lld (the plan has %lld GPUs)",
+                      (long long)rank, (long long)(p.gpus - 1), (long long)p.gpus);
+    PlanCoord c;
+    plan_rank_coord(&p, rank, &c);
+    out->stage = c.pp;
+    out->dp = p.dp;
+    out->rows = ts_arena_alloc(a, sizeof *out->rows * (size_t)(g->n_params > 0 ? g->n_params : 1));
+    out->load = ts_arena_alloc(a, sizeof *out->load * (size_t)p.dp);
+    if (!out->rows || !out->load) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    bool shampoo = p.optimizer == PLAN_OPTIM_SHAMPOO;
+    int64_t K = p.shampoo_blocks, L = g->spec.layers;
+    for (int32_t i = 0; i < g->n_params; i++) {
+        const GraphParam *gp = &g->params[i];
+        int32_t layer;
+        GraphRole role = module_role(g, gp->module, &layer);
+        int64_t chunk = role == GRAPH_ROLE_HEAD ? p.n_chunks - 1
+                      : role == GRAPH_ROLE_LAYER ? plan_layer_chunk(&p, L, layer) : 0;
+        if (chunk % p.pp != c.pp) continue;
+        PartParamRow *r = &out->rows[out->n_rows++];
+        r->graph_param = i;
+        r->name = module_path(g, gp->module, a);
+        r->module = module_repr(g, gp->module, a);
+        if (!r->name || !r->module) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+        r->ndim = gp->ndim;
+        r->shape[0] = gp->shape[0];
+        r->shape[1] = gp->ndim > 1 ? gp->shape[1] : 1;
+        int64_t t = gp->expert ? p.etp : p.tp;
+        if (gp->split == GRAPH_SPLIT_COL || gp->split == GRAPH_SPLIT_VOCAB) r->shape[0] /= t;
+        else if (gp->split == GRAPH_SPLIT_ROW && gp->ndim > 1) r->shape[1] /= t;
+        if (shampoo && role == GRAPH_ROLE_LAYER && gp->ndim == 2) {
+            r->n_blocks = (int32_t)K;
+            r->block_dim = gp->split == GRAPH_SPLIT_ROW ? 1 : 0;
+            for (int64_t k = 0; k < K; k++) {
+                int64_t ext = block_extent(r->shape[r->block_dim], K, k);
+                double aa = (double)(r->block_dim == 0 ? ext : r->shape[0]);
+                double bb = (double)(r->block_dim == 1 ? ext : r->shape[1]);
+                r->cost += cube(aa) + cube(bb);
+            }
+        }
+    }
+    /* LPT: heaviest first, each to the least-loaded DP rank (lowest index on ties). */
+    CostIdx *order = malloc(sizeof *order * (size_t)(out->n_rows > 0 ? out->n_rows : 1));
+    if (!order) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    for (int32_t i = 0; i < out->n_rows; i++) order[i] = (CostIdx){out->rows[i].cost, i};
+    qsort(order, (size_t)out->n_rows, sizeof *order, by_cost_desc);
+    for (int32_t i = 0; i < out->n_rows; i++) {
+        int64_t best = 0;
+        for (int64_t d = 1; d < p.dp; d++)
+            if (out->load[d] < out->load[best]) best = d;
+        out->rows[order[i].idx].owner = best;
+        out->load[best] += order[i].cost;
+    }
+    free(order);
+    double mx = 0, sum = 0;
+    for (int64_t d = 0; d < p.dp; d++) {
+        sum += out->load[d];
+        if (out->load[d] > mx) mx = out->load[d];
+    }
+    out->imbalance = sum > 0 ? mx / (sum / (double)p.dp) : 1.0;
+    return TS_OK;
+}
+
+void part_params_write(const PartParamTable *t, TsBuf *b)
+{
+    ts_buf_puts(b, "name;module;shape;partitioning_ranks;precs\n");
+    for (int32_t i = 0; i < t->n_rows; i++) {
+        const PartParamRow *r = &t->rows[i];
+        ts_buf_printf(b, "%s;%s;", r->name, r->module);
+        if (r->ndim == 1) ts_buf_printf(b, "(%lld,)", (long long)r->shape[0]);
+        else ts_buf_printf(b, "(%lld, %lld)", (long long)r->shape[0], (long long)r->shape[1]);
+        ts_buf_printf(b, ";%lld;[", (long long)r->owner);
+        for (int32_t k = 0; k < r->n_blocks; k++) {
+            int64_t ext = block_extent(r->shape[r->block_dim], r->n_blocks, k);
+            int64_t aa = r->block_dim == 0 ? ext : r->shape[0];
+            int64_t bb = r->block_dim == 1 ? ext : r->shape[1];
+            ts_buf_printf(b, "%storch.Size([%lld, %lld]), torch.Size([%lld, %lld])", k ? ", " : "",
+                          (long long)aa, (long long)aa, (long long)bb, (long long)bb);
+        }
+        ts_buf_puts(b, "]\n");
+    }
+}

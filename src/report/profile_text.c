@@ -10,7 +10,52 @@ typedef struct Ctx {
     const ModuleGraph *g;
     const RepModuleStats *st;
     double tot_params, tot_macs, tot_dur;
+    uint64_t *sig; /* per module: hash of its repr (class, extra, stats, children) */
 } Ctx;
+
+/* FNV-1a over bytes. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Word-at-a-time variant for the figures (n a multiple of 8). */
+static uint64_t fnv_words(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, c + i, 8);
+        h = (h ^ w) * 1099511628211ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s) { return fnv(h, s ? s : "", s ? strlen(s) + 1 : 1); }
+
+/* Bottom-up signatures, so identical ModuleList items are recognised without
+ * rendering them (identical subtrees have bitwise-identical figures; a
+ * module's own name is left out because the parent prints it). */
+static void signatures(Ctx *c)
+{
+    const ModuleGraph *g = c->g;
+    for (int32_t i = g->n_mods - 1; i >= 0; i--) {
+        const GraphModule *m = &g->mods[i];
+        uint64_t h = 1469598103934665603ull;
+        h = fnv_str(h, m->cls);
+        h = fnv_str(h, m->extra_repr);
+        h = fnv_str(h, m->repr);
+        h = fnv_words(h, &c->st[i], sizeof c->st[i]);
+        for (int32_t ch = m->first_child; ch >= 0; ch = g->mods[ch].next_sibling) {
+            h = fnv_str(h, g->mods[ch].name);
+            h = fnv_words(h, &c->sig[ch], sizeof c->sig[ch]);
+        }
+        c->sig[i] = h;
+    }
+}
 
 static void line(TsBuf *b, const char *label, const char *value)
 {
@@ -87,7 +132,10 @@ static void repr_list(const Ctx *c, int32_t m, TsBuf *out)
     ts_buf_printf(out, "%s(", md->cls);
     TsBuf prev = {0}, cur = {0};
     int start = 0, i = 0;
+    int32_t prev_ch = -1;
     for (int32_t ch = md->first_child; ch >= 0; ch = c->g->mods[ch].next_sibling, i++) {
+        if (prev_ch >= 0 && c->sig[ch] == c->sig[prev_ch]) continue;
+        prev_ch = ch;
         cur.len = 0;
         if (cur.data) cur.data[0] = '\0';
         repr(c, ch, &cur);
@@ -251,7 +299,14 @@ void rep_profile_text(const ModuleGraph *g, const RepCompute *cm, const RepProfi
         return;
     }
     rep_module_stats(g, cm, st);
-    Ctx c = {g, st, st[0].params, st[0].macs, st[0].latency_s};
+    uint64_t *sig = malloc(sizeof *sig * (size_t)g->n_mods);
+    if (!sig) {
+        free(st);
+        b->oom = true;
+        return;
+    }
+    Ctx c = {g, st, st[0].params, st[0].macs, st[0].latency_s, sig};
+    signatures(&c);
     char v[64];
     ts_buf_puts(b, "\n-------------------------- DeepSpeed Flops Profiler --------------------------\n");
     ts_buf_printf(b, "Profile Summary at step %lld:\n", (long long)o->profile_step);
@@ -295,5 +350,6 @@ void rep_profile_text(const ModuleGraph *g, const RepCompute *cm, const RepProfi
     }
     ts_buf_puts(b, "------------------------------------------------------------------------------\n");
     training(g, o, b);
+    free(sig);
     free(st);
 }

@@ -25,4 +25,25 @@ TsStatus hw_err_path(const TsJsonDoc *doc, const char *path, TsError *err, const
 TsStatus hw_json_obj(const TsJsonDoc *doc, json_t *obj, const char *key, const char *path,
                      bool required, json_t **out, TsError *err);
 
+/* Locate a path with array indices ("gemm[3].m") in the source text: line and
+ * column of the value (or of the deepest container found). */
+void hw_locate(const TsJsonDoc *doc, const char *path, int *line, int *col);
+/* Re-point an error produced by ts_json_* at `path` (which may hold array
+ * indices that ts_json_locate cannot follow). */
+void hw_fix_pos(const TsJsonDoc *doc, const char *path, TsError *err);
+
+/* ---- calibration internals (calib.c <-> compute.c) ---- */
+typedef enum { HW_CAL_GEMM, HW_CAL_ATTN_FWD, HW_CAL_ATTN_BWD, HW_CAL_MEMORY, HW_CAL_KINDS } HwCalKind;
+#define HW_CAL_DIMS 6
+#define HW_CAL_NEAR 4
+/* Up to HW_CAL_NEAR entries of `kind` (and dtype unless any_dtype) nearest to
+ * dims in log2 space; returns how many, fills indices and squared distances. */
+int hw_calib_nearest(const HwCalib *c, HwCalKind kind, const double *dims, int n, TsDtype dt,
+                     bool any_dtype, int *idx, double *d2);
+/* Entry i: dims, dtype, measured seconds. */
+void hw_calib_entry(const HwCalib *c, int i, double *dims, TsDtype *dt, double *time_s);
+/* Correct a model time with the calibration table (compute.c). */
+double hw_calib_correct(const HwModel *m, HwCalKind kind, const double *dims, int n, TsDtype dt,
+                        bool any_dtype, double model_t);
+
 #endif

@@ -86,7 +86,7 @@ TsStatus hw_err_path(const TsJsonDoc *doc, const char *path, TsError *err, const
                      const char *hint)
 {
     int l = 1, c = 1;
-    ts_json_locate(doc, path, &l, &c);
+    hw_locate(doc, path, &l, &c);
     ts_err(err, TS_ERR_INPUT, "%s", msg);
     ts_err_at(err, doc->file, l, c, doc->text);
     if (hint) ts_err_hint(err, "%s", hint);
@@ -108,6 +108,9 @@ TsStatus hw_check_keys(const TsJsonDoc *doc, json_t *obj, const char *prefix,
                 break;
             }
             int d = edit_distance(key, allowed[i]);
+            size_t cp = 0;
+            while (key[cp] && key[cp] == allowed[i][cp]) cp++;
+            if (cp >= 5) d -= 2; /* a shared stem beats a short lookalike */
             if (d < bd) {
                 bd = d;
                 best = allowed[i];
@@ -181,4 +184,144 @@ TsStatus hw_json_obj(const TsJsonDoc *doc, json_t *obj, const char *key, const c
     }
     *out = v;
     return TS_OK;
+}
+
+/* ---- locating paths with array indices ------------------------------------- */
+typedef struct LScan {
+    const char *t;
+    size_t i, n;
+} LScan;
+
+static void l_ws(LScan *s)
+{
+    while (s->i < s->n && strchr(" \t\r\n", s->t[s->i])) s->i++;
+}
+
+static bool l_string(LScan *s, const char **start, size_t *len)
+{
+    if (s->i >= s->n || s->t[s->i] != '"') return false;
+    size_t b = ++s->i;
+    while (s->i < s->n && s->t[s->i] != '"') {
+        if (s->t[s->i] == '\\') s->i++;
+        s->i++;
+    }
+    if (start) *start = s->t + b;
+    if (len) *len = s->i - b;
+    s->i++;
+    return true;
+}
+
+static bool l_value(LScan *s, int depth)
+{
+    l_ws(s);
+    if (s->i >= s->n || depth > 64) return false;
+    char c = s->t[s->i];
+    if (c == '"') return l_string(s, NULL, NULL);
+    if (c == '{' || c == '[') {
+        char close = c == '{' ? '}' : ']';
+        s->i++;
+        for (;;) {
+            l_ws(s);
+            if (s->i < s->n && s->t[s->i] == close) {
+                s->i++;
+                return true;
+            }
+            if (c == '{') {
+                if (!l_string(s, NULL, NULL)) return false;
+                l_ws(s);
+                if (s->i >= s->n || s->t[s->i] != ':') return false;
+                s->i++;
+            }
+            if (!l_value(s, depth + 1)) return false;
+            l_ws(s);
+            if (s->i < s->n && s->t[s->i] == ',') s->i++;
+            else if (!(s->i < s->n && s->t[s->i] == close)) return false;
+        }
+    }
+    while (s->i < s->n && !strchr(",}] \t\r\n", s->t[s->i])) s->i++;
+    return true;
+}
+
+static bool l_key(LScan *s, const char *key, size_t kl)
+{
+    l_ws(s);
+    if (s->i >= s->n || s->t[s->i] != '{') return false;
+    s->i++;
+    for (;;) {
+        l_ws(s);
+        if (s->i >= s->n || s->t[s->i] == '}') return false;
+        const char *k;
+        size_t len;
+        if (!l_string(s, &k, &len)) return false;
+        l_ws(s);
+        if (s->i >= s->n || s->t[s->i] != ':') return false;
+        s->i++;
+        l_ws(s);
+        if (len == kl && memcmp(k, key, kl) == 0) return true;
+        if (!l_value(s, 1)) return false;
+        l_ws(s);
+        if (s->i < s->n && s->t[s->i] == ',') s->i++;
+    }
+}
+
+static bool l_index(LScan *s, long idx)
+{
+    l_ws(s);
+    if (s->i >= s->n || s->t[s->i] != '[') return false;
+    s->i++;
+    for (long k = 0;; k++) {
+        l_ws(s);
+        if (s->i >= s->n || s->t[s->i] == ']') return false;
+        if (k == idx) return true;
+        if (!l_value(s, 1)) return false;
+        l_ws(s);
+        if (s->i < s->n && s->t[s->i] == ',') s->i++;
+    }
+}
+
+void hw_locate(const TsJsonDoc *doc, const char *path, int *line, int *col)
+{
+    LScan s = {doc->text, 0, doc->len};
+    l_ws(&s);
+    size_t at = s.i;
+    const char *p = path;
+    while (*p) {
+        size_t save = s.i;
+        bool ok;
+        if (*p == '[') {
+            char *end;
+            long idx = strtol(p + 1, &end, 10);
+            ok = *end == ']' && l_index(&s, idx);
+            p = *end == ']' ? end + 1 : p + strlen(p);
+        } else {
+            size_t kl = strcspn(p, ".[");
+            ok = l_key(&s, p, kl);
+            p += kl;
+        }
+        if (!ok) {
+            s.i = save;
+            break;
+        }
+        at = s.i;
+        if (*p == '.') p++;
+    }
+    int l = 1, c = 1;
+    for (size_t i = 0; i < at && doc->text[i]; i++) {
+        if (doc->text[i] == '\n') {
+            l++;
+            c = 1;
+        } else if (((unsigned char)doc->text[i] & 0xC0) != 0x80) {
+            c++;
+        }
+    }
+    *line = l;
+    *col = c;
+}
+
+void hw_fix_pos(const TsJsonDoc *doc, const char *path, TsError *err)
+{
+    if (!err) return;
+    int l, c;
+    hw_locate(doc, path, &l, &c);
+    ts_err_at(err, doc->file, l, c, doc->text);
 }

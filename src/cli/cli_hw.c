@@ -1,0 +1,85 @@
+/* The hardware option group (cli_hw.h). */
+#include "cli_hw.h"
+
+#include <string.h>
+
+void cli_hw_init(CliHw *h)
+{
+    memset(h, 0, sizeof *h);
+    h->gpus = -1;
+}
+
+void cli_hw_add(CliSpec *s, CliHw *h)
+{
+    cli_add(s, "gpu", CLI_STR, &h->gpu, "G", "GPU preset or JSON file (trainsim hw lists them)");
+    cli_add(s, "cluster", CLI_STR, &h->cluster, "C", "cluster preset or JSON file");
+    cli_add(s, "gpus", CLI_INT, &h->gpus, "N", "GPUs in the job (nodes = ceil(N / GPUs per node))");
+    cli_add(s, "calibration", CLI_STR, &h->calibration, "FILE", "measured kernel times (tools/calibrate)");
+    cli_add(s, "busbw", CLI_STR, &h->busbw, "FILE", "measured bus bandwidth table (SimAI busbw.yaml or JSON)");
+}
+
+/* The cluster preset whose GPU is `gpu`, if any (first by name). */
+static bool cluster_for_gpu(const char *gpu, char *out, size_t cap)
+{
+    static char names[64][64];
+    int n = hw_cluster_names(names, 64);
+    for (int i = 0; i < n && i < 64; i++) {
+        ClusterSpec c;
+        TsError e = {0};
+        if (hw_cluster_load(names[i], 1, &c, &e) == TS_OK && strcmp(c.gpu.name, gpu) == 0) {
+            snprintf(out, cap, "%.63s", names[i]);
+            return true;
+        }
+    }
+    return false;
+}
+
+int cli_hw_load(const CliHw *h, const char *default_cluster, int64_t default_gpus, CliHwLoaded *out)
+{
+    memset(out, 0, sizeof *out);
+    TsError err = {0};
+    if (h->gpus != -1 && h->gpus < 1) {
+        fprintf(stderr, "trainsim: --gpus must be at least 1 (got %lld)\n", (long long)h->gpus);
+        return 2;
+    }
+    GpuSpec gpu;
+    bool have_gpu = false;
+    if (h->gpu) {
+        if (hw_gpu_load(h->gpu, &gpu, &err) != TS_OK) return cli_fail(&err);
+        have_gpu = true;
+    }
+    char cname[64];
+    const char *cl = h->cluster;
+    if (!cl) {
+        cl = default_cluster ? default_cluster : "dgx-h100";
+        if (have_gpu && cluster_for_gpu(gpu.name, cname, sizeof cname)) cl = cname;
+    }
+    /* Size after loading (the per-node count is needed for the default). */
+    if (hw_cluster_load(cl, 1, &out->cluster, &err) != TS_OK) return cli_fail(&err);
+    int64_t gpus = h->gpus > 0 ? h->gpus : default_gpus > 0 ? default_gpus : out->cluster.gpus_per_node;
+    out->cluster.gpus = gpus;
+    out->cluster.nodes = ts_ceil_div(gpus, out->cluster.gpus_per_node);
+    if (have_gpu) {
+        out->cluster.gpu = gpu;
+        snprintf(out->cluster.gpu_name, sizeof out->cluster.gpu_name, "%s", gpu.name);
+    }
+    if (h->calibration && hw_calib_load(h->calibration, &out->calib, &err) != TS_OK) return cli_fail(&err);
+    if (h->busbw && hw_busbw_load(h->busbw, &out->busbw, &err) != TS_OK) {
+        cli_hw_free(out);
+        return cli_fail(&err);
+    }
+    hw_model_init(&out->model);
+    out->model.gpu = out->cluster.gpu;
+    out->model.calib = out->calib;
+    hw_net_init(&out->net, &out->cluster);
+    out->net.busbw = out->busbw;
+    return 0;
+}
+
+void cli_hw_free(CliHwLoaded *l)
+{
+    hw_calib_free(l->calib);
+    hw_busbw_free(l->busbw);
+    l->calib = NULL;
+    l->busbw = NULL;
+}

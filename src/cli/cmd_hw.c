@@ -1,0 +1,210 @@
+/* trainsim hw — list GPU and cluster presets, show one, validate calibration
+ * and busbw files, and evaluate the cost models for one kernel or collective. */
+#include "cli_hw.h"
+
+#include <string.h>
+
+static void list_all(TsBuf *b)
+{
+    static char names[128][64];
+    int n = hw_gpu_names(names, 128);
+    ts_buf_printf(b, "GPUs (%d presets; dense TFLOP/s):\n", n);
+    ts_buf_printf(b, "  %-16s %8s %8s %8s %7s %8s %5s %6s\n", "name", "fp32", "bf16", "fp8", "HBM GB",
+                  "HBM TB/s", "SMs", "W");
+    for (int i = 0; i < n && i < 128; i++) {
+        GpuSpec g;
+        TsError e = {0};
+        if (hw_gpu_load(names[i], &g, &e) != TS_OK) {
+            ts_buf_printf(b, "  %-16s (invalid: %s)\n", names[i], e.msg);
+            continue;
+        }
+        ts_buf_printf(b, "  %-16s %8.1f %8.1f %8.1f %7.0f %8.3f %5lld %6.0f\n", g.name,
+                      g.peak_flops[TS_DTYPE_FP32] / 1e12, g.peak_flops[TS_DTYPE_BF16] / 1e12,
+                      g.peak_flops[TS_DTYPE_FP8] / 1e12, g.hbm_bytes / 1e9, g.hbm_bw_bytes_per_s / 1e12,
+                      (long long)g.sm_count, g.power_w);
+    }
+    n = hw_cluster_names(names, 128);
+    ts_buf_printf(b, "\nClusters (%d presets; bandwidth per GPU per direction):\n", n);
+    ts_buf_printf(b, "  %-12s %-16s %9s %13s %5s %9s %5s\n", "name", "gpu", "gpus/node", "scale-up GB/s",
+                  "NICs", "NIC Gb/s", "NVLS");
+    for (int i = 0; i < n && i < 128; i++) {
+        ClusterSpec c;
+        TsError e = {0};
+        if (hw_cluster_load(names[i], 1, &c, &e) != TS_OK) {
+            ts_buf_printf(b, "  %-12s (invalid: %s)\n", names[i], e.msg);
+            continue;
+        }
+        ts_buf_printf(b, "  %-12s %-16s %9lld %13.0f %5lld %9.0f %5s\n", c.name, c.gpu_name,
+                      (long long)c.gpus_per_node, c.scaleup_bw_bytes_per_s / 1e9, (long long)c.nics_per_node,
+                      c.nic_bw_bytes_per_s * 8 / 1e9, c.nvls ? "yes" : "no");
+    }
+}
+
+static void show_gpu(const GpuSpec *g, TsBuf *b)
+{
+    ts_buf_printf(b, "gpu: %s (%s %s)\n", g->name, g->vendor, g->arch);
+    ts_buf_printf(b, "  peak dense TFLOP/s:");
+    for (int d = 0; d < TS_DTYPE_COUNT; d++)
+        ts_buf_printf(b, " %s %.1f", ts_dtype_name((TsDtype)d), g->peak_flops[d] / 1e12);
+    ts_buf_printf(b, "\n  HBM: %.0f GB at %.3f TB/s; %lld SMs; L2 %.0f MB; %.0f W; %.0f MHz\n", g->hbm_bytes / 1e9,
+                  g->hbm_bw_bytes_per_s / 1e12, (long long)g->sm_count, g->l2_bytes / 1e6, g->power_w,
+                  g->clock_mhz);
+    ts_buf_printf(b, "  GEMM efficiency:");
+    for (int d = 0; d < TS_DTYPE_COUNT; d++)
+        ts_buf_printf(b, " %s %.3g", ts_dtype_name((TsDtype)d), g->gemm_eff[d]);
+    ts_buf_printf(b, "\n  GEMM tile %lldx%lld, k_half %g, alignment %lld elements (penalty %g)\n",
+                  (long long)g->gemm_tile_m, (long long)g->gemm_tile_n, g->gemm_k_half,
+                  (long long)g->gemm_align_elems, g->gemm_align_penalty);
+    ts_buf_printf(b, "  attention: fwd %.3g, bwd %.3g of peak; seq half-point %g; head dim 64 x%.3g\n",
+                  g->attn_fwd_eff, g->attn_bwd_eff, g->attn_seq_half, g->attn_hd64_factor);
+    ts_buf_printf(b, "  memory-bound: %.3g of HBM, half at %.3g MB; launch %.3g us\n", g->mem_eff,
+                  g->mem_half_bytes / 1e6, g->launch_s * 1e6);
+    ts_buf_printf(b, "  source: %s\n", g->source);
+}
+
+static void show_cluster(const ClusterSpec *c, TsBuf *b)
+{
+    ts_buf_printf(b, "cluster: %s: %lld GPUs = %lld node%s x %lld %s\n", c->name, (long long)c->gpus,
+                  (long long)c->nodes, c->nodes == 1 ? "" : "s", (long long)c->gpus_per_node, c->gpu_name);
+    ts_buf_printf(b, "  scale-up: %.0f GB/s per GPU per direction, %.3g us/hop, efficiency %.3g, NVLS %s",
+                  c->scaleup_bw_bytes_per_s / 1e9, c->scaleup_lat_s * 1e6, c->scaleup_eff, c->nvls ? "yes" : "no");
+    if (c->nvls) ts_buf_printf(b, " (efficiency %.3g)", c->nvls_eff);
+    ts_buf_printf(b, "\n  scale-out: %lld NICs x %.0f Gb/s per node, %.3g us/hop, efficiency %.3g, SHARP %s, "
+                     "oversubscription %g above %lld nodes/leaf\n",
+                  (long long)c->nics_per_node, c->nic_bw_bytes_per_s * 8 / 1e9, c->nic_lat_s * 1e6, c->nic_eff,
+                  c->sharp ? "yes" : "no", c->oversubscription, (long long)c->nodes_per_leaf);
+    ts_buf_printf(b, "  source: %s\n", c->source);
+}
+
+/* "a,b,c" -> up to n int64 values; returns the count or -1. */
+static int parse_list(const char *s, int64_t *v, int n)
+{
+    int k = 0;
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s", s);
+    for (char *tok = strtok(tmp, ","); tok; tok = strtok(NULL, ",")) {
+        if (k == n || !ts_parse_i64(tok, &v[k]) || v[k] < 1) return -1;
+        k++;
+    }
+    return k;
+}
+
+typedef struct HwOpts {
+    CliHw hw;
+    bool json;
+    const char *gemm, *attention, *coll, *dtype, *group_kind;
+    double bytes;
+    int64_t group, group_nodes;
+    bool causal, backward;
+} HwOpts;
+
+static int evaluate(const HwOpts *o, const CliHwLoaded *l, TsBuf *b)
+{
+    TsDtype dt = TS_DTYPE_BF16;
+    if (o->dtype && !ts_dtype_parse(o->dtype, &dt)) {
+        fprintf(stderr, "trainsim: unknown dtype '%s' for --dtype (expected fp32, tf32, bf16, fp16 or fp8)\n", o->dtype);
+        return 2;
+    }
+    if (o->gemm) {
+        int64_t v[4];
+        int k = parse_list(o->gemm, v, 4);
+        if (k != 3 && k != 4) {
+            fprintf(stderr, "trainsim: --gemm expects M,N,K or BATCH,M,N,K (positive integers), got '%s'\n", o->gemm);
+            return 2;
+        }
+        int64_t bt = k == 4 ? v[0] : 1, *d = k == 4 ? v + 1 : v;
+        double t = hw_gemm_time_s(&l->model, bt, d[0], d[1], d[2], dt);
+        ts_buf_printf(b, "gemm %lldx(%lldx%lldx%lld) %s on %s: %.3f us, %.1f TFLOP/s%s\n", (long long)bt,
+                      (long long)d[0], (long long)d[1], (long long)d[2], ts_dtype_name(dt), l->model.gpu.name,
+                      t * 1e6, 2.0 * (double)bt * (double)d[0] * (double)d[1] * (double)d[2] / t / 1e12,
+                      l->calib ? " (calibrated)" : "");
+    }
+    if (o->attention) {
+        int64_t v[5];
+        if (parse_list(o->attention, v, 5) != 5) {
+            fprintf(stderr, "trainsim: --attention expects B,HEADS,SQ,SK,D, got '%s'\n", o->attention);
+            return 2;
+        }
+        double t = hw_attention_time_s(&l->model, v[0], v[1], v[2], v[3], v[4], o->causal, o->backward, dt);
+        double fl = 4.0 * (double)v[0] * (double)v[1] * (double)v[2] * (double)v[3] * (double)v[4] *
+                    (o->causal && v[2] == v[3] ? 0.5 : 1.0) * (o->backward ? 2.5 : 1.0);
+        ts_buf_printf(b, "attention %s%s B=%lld heads=%lld sq=%lld sk=%lld d=%lld on %s: %.3f us, %.1f TFLOP/s\n",
+                      o->backward ? "bwd" : "fwd", o->causal ? " causal" : "", (long long)v[0], (long long)v[1],
+                      (long long)v[2], (long long)v[3], (long long)v[4], l->model.gpu.name, t * 1e6, fl / t / 1e12);
+    }
+    if (o->coll) {
+        TsColl c;
+        if (!ts_coll_parse(o->coll, &c) || c == TS_COLL_NONE) {
+            fprintf(stderr, "trainsim: unknown collective '%s' for --coll\n", o->coll);
+            return 2;
+        }
+        if (!(o->bytes > 0) || o->group < 2) {
+            fprintf(stderr, "trainsim: --coll needs --bytes > 0 and --group >= 2\n");
+            return 2;
+        }
+        int64_t nodes = o->group_nodes > 0 ? o->group_nodes : ts_ceil_div(o->group, l->cluster.gpus_per_node);
+        HwCollCost r = hw_coll_cost(&l->net, c, o->bytes, o->group, nodes, 1, o->group_kind);
+        ts_buf_printf(b, "%s of %.0f bytes over %lld GPUs on %lld node%s (%s): %.3f us, busbw %.1f GB/s, %s%s%s\n",
+                      ts_coll_name(c), o->bytes, (long long)o->group, (long long)nodes, nodes == 1 ? "" : "s",
+                      l->cluster.name, r.time_s * 1e6, r.busbw_bytes_per_s / 1e9,
+                      r.algo == HW_ALGO_TABLE ? "measured busbw table" : hw_algo_name(r.algo),
+                      r.algo == HW_ALGO_TABLE ? "" : "/", r.algo == HW_ALGO_TABLE ? "" : hw_proto_name(r.proto));
+    }
+    return 0;
+}
+
+int cmd_hw(int argc, char **argv)
+{
+    HwOpts o;
+    memset(&o, 0, sizeof o);
+    cli_hw_init(&o.hw);
+    CliSpec s = {.cmd = "hw",
+                 .usage = "trainsim hw [--gpu G | --cluster C [--gpus N]] [--json] [--gemm M,N,K] [--coll C --bytes B --group N]",
+                 .summary = "Without options: list the GPU and cluster presets. With --gpu or --cluster: show "
+                            "one (--json: its file format). --calibration/--busbw validate those files. "
+                            "--gemm, --attention and --coll evaluate the cost models."};
+    cli_hw_add(&s, &o.hw);
+    cli_add(&s, "json", CLI_FLAG, &o.json, NULL, "print the GPU (or cluster) as JSON");
+    cli_add(&s, "dtype", CLI_STR, &o.dtype, "T", "fp32|tf32|bf16|fp16|fp8 for --gemm/--attention (bf16)");
+    cli_add(&s, "gemm", CLI_STR, &o.gemm, "M,N,K", "time one GEMM ([BATCH,]M,N,K)");
+    cli_add(&s, "attention", CLI_STR, &o.attention, "B,H,SQ,SK,D", "time one attention core");
+    cli_add(&s, "causal", CLI_FLAG, &o.causal, NULL, "causal mask for --attention");
+    cli_add(&s, "backward", CLI_FLAG, &o.backward, NULL, "backward pass for --attention");
+    cli_add(&s, "coll", CLI_STR, &o.coll, "C", "time one collective (allreduce, allgather, ...)");
+    cli_add(&s, "bytes", CLI_DOUBLE, &o.bytes, "B", "collective size in bytes (whole buffer)");
+    cli_add(&s, "group", CLI_INT, &o.group, "N", "GPUs in the collective's group");
+    cli_add(&s, "group-nodes", CLI_INT, &o.group_nodes, "N", "nodes the group spans (default: packed)");
+    cli_add(&s, "group-kind", CLI_STR, &o.group_kind, "K", "tp|dp|ep|pp|cp: selects --busbw rows");
+    int rc = cli_parse(&s, argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
+    TsBuf b = {0};
+    bool eval = o.gemm || o.attention || o.coll;
+    bool any = o.hw.gpu || o.hw.cluster || o.hw.calibration || o.hw.busbw || eval;
+    if (!any) {
+        list_all(&b);
+        rc = cli_emit(NULL, &b);
+        ts_buf_free(&b);
+        return rc;
+    }
+    CliHwLoaded l;
+    rc = cli_hw_load(&o.hw, "dgx-h100", 0, &l);
+    if (rc) return rc;
+    if (eval) {
+        rc = evaluate(&o, &l, &b);
+    } else if (o.json) {
+        if (o.hw.cluster) hw_cluster_to_json(&l.cluster, &b);
+        else hw_gpu_to_json(&l.model.gpu, &b);
+    } else {
+        if (o.hw.cluster) show_cluster(&l.cluster, &b);
+        if (o.hw.gpu || o.hw.cluster) show_gpu(&l.model.gpu, &b);
+    }
+    if (!rc && !eval && l.calib)
+        ts_buf_printf(&b, "calibration: %s: %d measurements (gpu \"%s\")\n", o.hw.calibration,
+                      hw_calib_entries(l.calib), hw_calib_gpu(l.calib));
+    if (!rc && !eval && l.busbw)
+        ts_buf_printf(&b, "busbw: %s: %d rows\n", o.hw.busbw, hw_busbw_entries(l.busbw));
+    if (!rc) rc = cli_emit(NULL, &b);
+    ts_buf_free(&b);
+    cli_hw_free(&l);
+    return rc;
+}

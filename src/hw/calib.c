@@ -1,0 +1,281 @@
+/* Calibration tables: measured kernel times ("trainsim-calibration" v1),
+ * written by tools/calibrate, read with --calibration.
+ *
+ *   {"format": "trainsim-calibration", "version": 1, "gpu": "NVIDIA H100 80GB HBM3",
+ *    "generator": "...",
+ *    "gemm":      [{"dtype": "bf16", "batch": 1, "m": 4096, "n": 4096, "k": 4096, "time_us": 178.4}],
+ *    "attention": [{"dtype": "bf16", "pass": "fwd", "batch": 4, "heads": 32, "sq": 4096,
+ *                   "sk": 4096, "d": 128, "causal": true, "time_us": 950.0}],
+ *    "memory":    [{"bytes": 1048576, "time_us": 4.2}]}
+ *
+ * The model is corrected by the ratio measured/model at the nearest entries
+ * (inverse squared log-distance weights); an exact match returns the
+ * measurement. */
+#include "hw_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct CalEntry {
+    HwCalKind kind;
+    TsDtype dt;
+    double logd[HW_CAL_DIMS]; /* log2 of dims; causal flag as 0/8 */
+    double dims[HW_CAL_DIMS];
+    int n;
+    double time_s;
+} CalEntry;
+
+struct HwCalib {
+    char gpu[128];
+    CalEntry *e;
+    int n, cap;
+};
+
+static const char *const TOP_KEYS[] = {"format", "version", "gpu", "generator", "notes",
+                                       "gemm", "attention", "memory", NULL};
+static const char *const GEMM_KEYS[] = {"dtype", "batch", "m", "n", "k", "time_us", NULL};
+static const char *const ATTN_KEYS[] = {"dtype", "pass", "batch", "heads", "sq", "sk",
+                                        "d", "causal", "time_us", NULL};
+static const char *const MEM_KEYS[] = {"bytes", "time_us", "kernel", NULL};
+
+static void set_logs(CalEntry *e)
+{
+    for (int i = 0; i < e->n; i++) e->logd[i] = log2(e->dims[i] > 0 ? e->dims[i] : 1);
+    if (e->kind == HW_CAL_ATTN_FWD || e->kind == HW_CAL_ATTN_BWD) e->logd[5] = e->dims[5] * 8.0;
+}
+
+static TsStatus push(HwCalib *c, const CalEntry *e, TsError *err)
+{
+    if (c->n == c->cap) {
+        int cap = c->cap ? c->cap * 2 : 64;
+        CalEntry *p = realloc(c->e, (size_t)cap * sizeof *p);
+        if (!p) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+        c->e = p;
+        c->cap = cap;
+    }
+    c->e[c->n++] = *e;
+    return TS_OK;
+}
+
+/* Typed field of array element `path` ("gemm[3]"). */
+static TsStatus fint(const TsJsonDoc *doc, json_t *o, const char *path, const char *key, bool req,
+                     int64_t *out, TsError *err)
+{
+    char p[160];
+    snprintf(p, sizeof p, "%s.%s", path, key);
+    TsStatus st = ts_json_int(doc, o, key, p, req, 1, (int64_t)1 << 50, out, err);
+    if (st) hw_fix_pos(doc, st == TS_ERR_INPUT && !json_object_get(o, key) ? path : p, err);
+    return st;
+}
+
+static TsStatus ftime(const TsJsonDoc *doc, json_t *o, const char *path, double *out, TsError *err)
+{
+    char p[160];
+    snprintf(p, sizeof p, "%s.time_us", path);
+    double v = 0;
+    TsStatus st = ts_json_num(doc, o, "time_us", p, true, 1e-6, 1e12, &v, err);
+    if (st) {
+        hw_fix_pos(doc, json_object_get(o, "time_us") ? p : path, err);
+        if (json_object_get(o, "time_us")) ts_err_hint(err, "a measured kernel time in microseconds, > 0");
+        return st;
+    }
+    *out = v * 1e-6;
+    return TS_OK;
+}
+
+static TsStatus fdtype(const TsJsonDoc *doc, json_t *o, const char *path, TsDtype *out, TsError *err)
+{
+    char p[160], s[32] = "bf16";
+    snprintf(p, sizeof p, "%s.dtype", path);
+    TsStatus st = ts_json_str(doc, o, "dtype", p, false, s, sizeof s, err);
+    if (st) {
+        hw_fix_pos(doc, p, err);
+        return st;
+    }
+    if (!ts_dtype_parse(s, out)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "unknown dtype '%s' in '%s'", s, p);
+        return hw_err_path(doc, p, err, msg, "one of fp32, tf32, bf16, fp16, fp8");
+    }
+    return TS_OK;
+}
+
+static TsStatus elem(const TsJsonDoc *doc, json_t *arr, const char *name, size_t i, char *path,
+                     size_t cap, const char *const *keys, json_t **o, TsError *err)
+{
+    snprintf(path, cap, "%s[%zu]", name, i);
+    *o = json_array_get(arr, i);
+    if (!json_is_object(*o)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "'%s' must be an object", path);
+        return hw_err_path(doc, path, err, msg, "each measurement is {\"...\": value, \"time_us\": t}");
+    }
+    return hw_check_keys(doc, *o, path, keys, err);
+}
+
+static json_t *array_of(const TsJsonDoc *doc, const char *key, TsStatus *st, TsError *err)
+{
+    json_t *a = json_object_get(doc->root, key);
+    *st = TS_OK;
+    if (a && !json_is_array(a)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "'%s' must be an array of measurements", key);
+        *st = hw_err_path(doc, key, err, msg, "write [ {...}, {...} ]");
+        return NULL;
+    }
+    return a;
+}
+
+static TsStatus parse(const TsJsonDoc *doc, HwCalib *c, TsError *err)
+{
+    TsStatus st;
+    if ((st = hw_check_keys(doc, doc->root, "", TOP_KEYS, err))) return st;
+    json_t *fmt = json_object_get(doc->root, "format");
+    if (!fmt)
+        return hw_err_path(doc, "", err, "missing required field 'format'",
+                           "a calibration file starts {\"format\": \"trainsim-calibration\", \"version\": 1, ...}");
+    if ((st = hw_check_format(doc, "trainsim-calibration", err))) return st;
+    if ((st = ts_json_str(doc, doc->root, "gpu", "gpu", false, c->gpu, sizeof c->gpu, err))) return st;
+    char path[96];
+    json_t *a, *o;
+    if (!(a = array_of(doc, "gemm", &st, err)) && st) return st;
+    for (size_t i = 0; a && i < json_array_size(a); i++) {
+        if ((st = elem(doc, a, "gemm", i, path, sizeof path, GEMM_KEYS, &o, err))) return st;
+        CalEntry e = {.kind = HW_CAL_GEMM, .n = 4};
+        int64_t b = 1, m, n, k;
+        if ((st = fdtype(doc, o, path, &e.dt, err)) || (st = fint(doc, o, path, "batch", false, &b, err)) ||
+            (st = fint(doc, o, path, "m", true, &m, err)) || (st = fint(doc, o, path, "n", true, &n, err)) ||
+            (st = fint(doc, o, path, "k", true, &k, err)) || (st = ftime(doc, o, path, &e.time_s, err)))
+            return st;
+        e.dims[0] = (double)b, e.dims[1] = (double)m, e.dims[2] = (double)n, e.dims[3] = (double)k;
+        set_logs(&e);
+        if ((st = push(c, &e, err))) return st;
+    }
+    if (!(a = array_of(doc, "attention", &st, err)) && st) return st;
+    for (size_t i = 0; a && i < json_array_size(a); i++) {
+        if ((st = elem(doc, a, "attention", i, path, sizeof path, ATTN_KEYS, &o, err))) return st;
+        CalEntry e = {.kind = HW_CAL_ATTN_FWD, .n = 6};
+        int64_t v[5] = {1, 0, 0, 0, 0};
+        static const char *const names[5] = {"batch", "heads", "sq", "sk", "d"};
+        if ((st = fdtype(doc, o, path, &e.dt, err))) return st;
+        for (int j = 0; j < 5; j++)
+            if ((st = fint(doc, o, path, names[j], j > 0, &v[j], err))) return st;
+        char p[160], pass[16] = "fwd";
+        snprintf(p, sizeof p, "%s.pass", path);
+        if ((st = ts_json_str(doc, o, "pass", p, false, pass, sizeof pass, err))) {
+            hw_fix_pos(doc, p, err);
+            return st;
+        }
+        if (strcmp(pass, "fwd") && strcmp(pass, "bwd"))
+            return hw_err_path(doc, p, err, "'pass' must be \"fwd\" or \"bwd\"", NULL);
+        if (!strcmp(pass, "bwd")) e.kind = HW_CAL_ATTN_BWD;
+        bool causal = false;
+        snprintf(p, sizeof p, "%s.causal", path);
+        if ((st = ts_json_bool(doc, o, "causal", p, false, &causal, err))) {
+            hw_fix_pos(doc, p, err);
+            return st;
+        }
+        if ((st = ftime(doc, o, path, &e.time_s, err))) return st;
+        for (int j = 0; j < 5; j++) e.dims[j] = (double)v[j];
+        e.dims[5] = causal ? 1.0 : 0.0;
+        set_logs(&e);
+        if ((st = push(c, &e, err))) return st;
+    }
+    if (!(a = array_of(doc, "memory", &st, err)) && st) return st;
+    for (size_t i = 0; a && i < json_array_size(a); i++) {
+        if ((st = elem(doc, a, "memory", i, path, sizeof path, MEM_KEYS, &o, err))) return st;
+        CalEntry e = {.kind = HW_CAL_MEMORY, .n = 1, .dt = TS_DTYPE_BF16};
+        int64_t bytes;
+        if ((st = fint(doc, o, path, "bytes", true, &bytes, err)) || (st = ftime(doc, o, path, &e.time_s, err)))
+            return st;
+        e.dims[0] = (double)bytes;
+        set_logs(&e);
+        if ((st = push(c, &e, err))) return st;
+    }
+    if (c->n == 0)
+        return hw_err_path(doc, "", err, "calibration file holds no measurements",
+                           "give at least one entry in \"gemm\", \"attention\" or \"memory\"");
+    return TS_OK;
+}
+
+static TsStatus load_doc(TsJsonDoc *doc, HwCalib **out, TsError *err)
+{
+    HwCalib *c = calloc(1, sizeof *c);
+    if (!c) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    TsStatus st = parse(doc, c, err);
+    if (st) {
+        hw_calib_free(c);
+        return st;
+    }
+    *out = c;
+    return TS_OK;
+}
+
+TsStatus hw_calib_load(const char *path, HwCalib **out, TsError *err)
+{
+    *out = NULL;
+    TsJsonDoc doc;
+    TsStatus st = ts_json_load(&doc, path, err);
+    if (!st) st = load_doc(&doc, out, err);
+    ts_json_free(&doc);
+    return st;
+}
+
+TsStatus hw_calib_load_text(const char *name, const char *text, HwCalib **out, TsError *err)
+{
+    *out = NULL;
+    TsJsonDoc doc;
+    TsStatus st = ts_json_load_text(&doc, name, text, err);
+    if (!st) st = load_doc(&doc, out, err);
+    ts_json_free(&doc);
+    return st;
+}
+
+void hw_calib_free(HwCalib *c)
+{
+    if (!c) return;
+    free(c->e);
+    free(c);
+}
+
+int hw_calib_entries(const HwCalib *c) { return c ? c->n : 0; }
+const char *hw_calib_gpu(const HwCalib *c) { return c ? c->gpu : ""; }
+
+int hw_calib_nearest(const HwCalib *c, HwCalKind kind, const double *dims, int n, TsDtype dt,
+                     bool any_dtype, int *idx, double *d2)
+{
+    double q[HW_CAL_DIMS];
+    for (int i = 0; i < n; i++) q[i] = log2(dims[i] > 0 ? dims[i] : 1);
+    if (kind == HW_CAL_ATTN_FWD || kind == HW_CAL_ATTN_BWD) q[5] = dims[5] * 8.0;
+    int k = 0;
+    for (int i = 0; i < c->n; i++) {
+        const CalEntry *e = &c->e[i];
+        if (e->kind != kind || (!any_dtype && e->dt != dt)) continue;
+        double d = 0;
+        for (int j = 0; j < n; j++) d += (q[j] - e->logd[j]) * (q[j] - e->logd[j]);
+        /* insertion into the sorted top-HW_CAL_NEAR list */
+        int pos = k < HW_CAL_NEAR ? k : HW_CAL_NEAR;
+        while (pos > 0 && d2[pos - 1] > d) {
+            if (pos < HW_CAL_NEAR) {
+                d2[pos] = d2[pos - 1];
+                idx[pos] = idx[pos - 1];
+            }
+            pos--;
+        }
+        if (pos < HW_CAL_NEAR) {
+            d2[pos] = d;
+            idx[pos] = i;
+            if (k < HW_CAL_NEAR) k++;
+        }
+    }
+    return k;
+}
+
+void hw_calib_entry(const HwCalib *c, int i, double *dims, TsDtype *dt, double *time_s)
+{
+    const CalEntry *e = &c->e[i];
+    for (int j = 0; j < HW_CAL_DIMS; j++) dims[j] = e->dims[j];
+    *dt = e->dt;
+    *time_s = e->time_s;
+}

@@ -1,0 +1,305 @@
+/* Compute-time model: GEMM (tile + wave quantization), FlashAttention-style
+ * attention core, memory-bound kernels, launch overhead; dispatch on GraphOp.
+ *
+ * Dimension legend: batch independent products of (M x K) @ (K x N); B batch,
+ * A heads, Sq/Sk query/key length, D head dim.
+ *
+ * GEMM (NeuSight-style, optable.md 1.3; NVIDIA "Matrix Multiplication
+ * Background" 3.1-3.2): for each candidate output tile (the preset's large
+ * tile, half of it, a quarter; both orientations; split-K when the tiles do
+ * not fill the SMs) time = ceil(tiles / SMs) waves x per-tile time, per-tile
+ * time = 2 tm tn K / (peak/SMs x eff), eff = gemm_eff[dt] x tile factor x
+ * K/(K + k_half) x alignment. The fastest candidate wins (cuBLAS heuristics
+ * pick tiles the same way), then max(compute, HBM traffic) + launch. */
+#include "hw_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Efficiency of a smaller tile relative to the preset's large tile: less
+ * data reuse per loaded byte (lower arithmetic intensity in shared memory). */
+#define TILE_HALF_FACTOR 0.90
+#define TILE_QUARTER_FACTOR 0.75
+/* Split-K partial sums are reduced by an extra pass: modest loss. */
+#define SPLITK_FACTOR 0.92
+
+void hw_model_init(HwModel *m) { memset(m, 0, sizeof *m); }
+
+/* FP8 -> BF16 -> TF32 -> FP32 fallback when the GPU lacks a dtype. */
+static TsDtype usable_dtype(const GpuSpec *g, TsDtype dt)
+{
+    static const TsDtype next[TS_DTYPE_COUNT] = {
+        [TS_DTYPE_FP32] = TS_DTYPE_FP32, [TS_DTYPE_TF32] = TS_DTYPE_FP32,
+        [TS_DTYPE_BF16] = TS_DTYPE_TF32, [TS_DTYPE_FP16] = TS_DTYPE_BF16,
+        [TS_DTYPE_FP8] = TS_DTYPE_BF16};
+    for (int i = 0; i < 4 && g->peak_flops[dt] <= 0; i++) dt = next[dt];
+    return dt;
+}
+
+/* Storage bytes of activations moved by memory-bound kernels: FP8 training
+ * keeps activations in BF16 outside GEMM inputs (Transformer Engine). */
+static double act_bytes(TsDtype dt)
+{
+    int b = ts_dtype_bytes(dt);
+    return b < 2 ? 2.0 : (double)b;
+}
+
+/* Alignment (calibration_facts 1.4): a dim not a multiple of 16 B breaks
+ * vectorized/TMA loads (full penalty); not a multiple of gemm_align_elems
+ * costs a quarter of it. */
+static double align_factor(const GpuSpec *g, int64_t n, int64_t k, TsDtype dt)
+{
+    int64_t b = ts_dtype_bytes(dt);
+    int64_t v16 = 16 / b;
+    double f = 1.0;
+    int64_t dims[2] = {n, k};
+    for (int i = 0; i < 2; i++) {
+        if (dims[i] % v16) f *= g->gemm_align_penalty;
+        else if (dims[i] % g->gemm_align_elems) f *= 1.0 - (1.0 - g->gemm_align_penalty) * 0.25;
+    }
+    return f;
+}
+
+static double gemm_model(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
+{
+    dt = usable_dtype(g, dt);
+    double peak = g->peak_flops[dt];
+    if (peak <= 0) return 0;
+    int64_t sms = g->sm_count;
+    double peak_sm = peak / (double)sms;
+    double base = g->gemm_eff[dt] * align_factor(g, N, K, dt);
+    int64_t tm = g->gemm_tile_m, tn = g->gemm_tile_n;
+    const struct { int64_t m, n; double f; } cand[6] = {
+        {tm, tn, 1.0}, {tn, tm, 1.0},
+        {tm, tn / 2, TILE_HALF_FACTOR}, {tm / 2, tn, TILE_HALF_FACTOR},
+        {tm / 2, tn / 2, TILE_QUARTER_FACTOR}, {tn / 2, tm / 2, TILE_QUARTER_FACTOR}};
+    double best = INFINITY;
+    for (int c = 0; c < 6; c++) {
+        int64_t tiles = batch * ts_ceil_div(M, cand[c].m) * ts_ceil_div(N, cand[c].n);
+        /* split-K when one wave is not filled and K is long */
+        int64_t split = 1;
+        if (tiles < sms && K >= 1024) {
+            split = sms / tiles;
+            int64_t kmax = K / 512;
+            if (split > kmax) split = kmax;
+            if (split < 1) split = 1;
+        }
+        double kt = (double)K / (double)split;
+        double eff = base * cand[c].f * kt / (kt + g->gemm_k_half) * (split > 1 ? SPLITK_FACTOR : 1.0);
+        double waves = (double)ts_ceil_div(tiles * split, sms);
+        double t = waves * 2.0 * (double)cand[c].m * (double)cand[c].n * kt / (peak_sm * eff);
+        if (t < best) best = t;
+    }
+    /* A and B at the compute dtype, C at >= 16 bit (FP8 GEMMs write BF16). */
+    double eb = (double)ts_dtype_bytes(dt);
+    double bytes = (double)batch * (((double)M * (double)K + (double)K * (double)N) * eb +
+                                    (double)M * (double)N * act_bytes(dt));
+    double tmem = bytes / (g->hbm_bw_bytes_per_s * g->mem_eff);
+    return (best > tmem ? best : tmem) + g->launch_s;
+}
+
+static double attn_model(const GpuSpec *g, int64_t B, int64_t heads, int64_t sq, int64_t sk, int64_t d,
+                         bool causal, bool backward, TsDtype dt)
+{
+    /* Attention runs in BF16 even in FP8 training (TE's default; FP8 DPA is opt-in). */
+    if (dt == TS_DTYPE_FP8) dt = TS_DTYPE_BF16;
+    dt = usable_dtype(g, dt);
+    double peak = g->peak_flops[dt];
+    if (peak <= 0) return 0;
+    double fl = 4.0 * (double)B * (double)heads * (double)sq * (double)sk * (double)d;
+    bool diag = causal && sq == sk;
+    if (diag) fl *= 0.5;
+    if (backward) fl *= 2.5;
+    /* Efficiency rises with sequence (fewer tail tiles); causal work per row
+     * is half, so it saturates later; backward saturates later too (FA3 bwd
+     * 316 vs 561 at 512: twice the half-point). */
+    double half = g->attn_seq_half * (diag ? 2.0 : 1.0) * (backward ? 2.0 : 1.0);
+    double s = (double)(sk < sq ? sk : sq);
+    double eff = (backward ? g->attn_bwd_eff : g->attn_fwd_eff) * s / (s + half);
+    if (d < 128) {
+        double f = d >= 64 ? g->attn_hd64_factor + (1.0 - g->attn_hd64_factor) * (double)(d - 64) / 64.0
+                           : g->attn_hd64_factor * (double)d / 64.0;
+        eff *= f;
+    }
+    double t = fl / (peak * eff);
+    /* Never faster than reading Q, K, V and writing O once (x2.5 backward). */
+    double bytes = (double)B * (double)heads * (2.0 * (double)sq + 2.0 * (double)sk) * (double)d *
+                   (double)ts_dtype_bytes(dt) * (backward ? 2.5 : 1.0);
+    double tmem = bytes / (g->hbm_bw_bytes_per_s * g->mem_eff);
+    return (t > tmem ? t : tmem) + g->launch_s;
+}
+
+static double mem_model(const GpuSpec *g, double bytes)
+{
+    return (bytes + g->mem_half_bytes) / (g->hbm_bw_bytes_per_s * g->mem_eff) + g->launch_s;
+}
+
+double hw_gemm_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
+{
+    if (batch <= 0 || M <= 0 || N <= 0 || K <= 0) return 0;
+    double t = gemm_model(&m->gpu, batch, M, N, K, dt);
+    if (m->calib) {
+        double dims[4] = {(double)batch, (double)M, (double)N, (double)K};
+        t = hw_calib_correct(m, HW_CAL_GEMM, dims, 4, dt, false, t);
+    }
+    return t;
+}
+
+double hw_gemm_flops_per_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
+{
+    double t = hw_gemm_time_s(m, batch, M, N, K, dt);
+    return t > 0 ? 2.0 * (double)batch * (double)M * (double)N * (double)K / t : 0;
+}
+
+double hw_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t sq, int64_t sk, int64_t d,
+                           bool causal, bool backward, TsDtype dt)
+{
+    if (B <= 0 || heads <= 0 || sq <= 0 || sk <= 0 || d <= 0) return 0;
+    double t = attn_model(&m->gpu, B, heads, sq, sk, d, causal, backward, dt);
+    if (m->calib) {
+        double dims[6] = {(double)B, (double)heads, (double)sq, (double)sk, (double)d,
+                          causal ? 1.0 : 0.0};
+        t = hw_calib_correct(m, backward ? HW_CAL_ATTN_BWD : HW_CAL_ATTN_FWD, dims, 6, dt, false, t);
+    }
+    return t;
+}
+
+double hw_memory_time_s(const HwModel *m, double bytes)
+{
+    if (!(bytes > 0)) return 0;
+    double t = mem_model(&m->gpu, bytes);
+    if (m->calib) {
+        double dims[1] = {bytes};
+        t = hw_calib_correct(m, HW_CAL_MEMORY, dims, 1, TS_DTYPE_BF16, true, t);
+    }
+    return t;
+}
+
+/* ---- GraphOp dispatch ------------------------------------------------------- */
+static double gemm_pass(const HwModel *m, const GraphOp *op, HwPass pass, TsDtype dt)
+{
+    const int64_t *d = op->dims;
+    if (op->kind == GRAPH_OP_GEMM) { /* {M tokens, K in, N out} */
+        int64_t M = d[0], K = d[1], N = d[2];
+        switch (pass) {
+        case HW_PASS_FWD: return hw_gemm_time_s(m, 1, M, N, K, dt);
+        case HW_PASS_DGRAD: return op->dgrad_flops > 0 ? hw_gemm_time_s(m, 1, M, K, N, dt) : 0;
+        case HW_PASS_WGRAD: return op->wgrad_flops > 0 ? hw_gemm_time_s(m, 1, K, N, M, dt) : 0;
+        }
+        return 0;
+    }
+    /* BATCHED_GEMM {batch*heads, M, K, N}: both operands are activations; the
+     * second product's gradient sits in DGRAD or WGRAD per the graph's flops. */
+    int64_t b = d[0], M = d[1], K = d[2], N = d[3];
+    double fwd = 2.0 * (double)b * (double)M * (double)N * (double)K;
+    switch (pass) {
+    case HW_PASS_FWD: return hw_gemm_time_s(m, b, M, N, K, dt);
+    case HW_PASS_DGRAD: {
+        if (!(op->dgrad_flops > 0)) return 0;
+        double t = hw_gemm_time_s(m, b, M, K, N, dt);
+        if (op->dgrad_flops > 1.5 * fwd) t += hw_gemm_time_s(m, b, K, N, M, dt);
+        return t;
+    }
+    case HW_PASS_WGRAD: return op->wgrad_flops > 0 ? hw_gemm_time_s(m, b, K, N, M, dt) : 0;
+    }
+    return 0;
+}
+
+static double attn_pass(const HwModel *m, const GraphOp *op, HwPass pass, TsDtype dt)
+{
+    /* {B, A, Sq, Sk, D, Dv}: causal inferred from the exact forward FLOPs
+     * (the graph halves them for causal masks; see hw.h). */
+    const int64_t *d = op->dims;
+    if (pass == HW_PASS_WGRAD) return 0;
+    int64_t dv = d[5] > 0 ? d[5] : d[4];
+    double full = 2.0 * (double)d[0] * (double)d[1] * (double)d[2] * (double)d[3] * (double)(d[4] + dv);
+    bool causal = op->fwd_flops > 0 && op->fwd_flops < 0.75 * full;
+    int64_t dd = (d[4] + dv + 1) / 2;
+    return hw_attention_time_s(m, d[0], d[1], d[2], d[3], dd, causal, pass != HW_PASS_FWD, dt);
+}
+
+/* Bytes a memory-bound op moves, from its dims (so per-rank copies with
+ * divided dims cost right): (read + write) element counts x element size. */
+static double mem_bytes(const GraphOp *op, HwPass pass, double eb)
+{
+    const int64_t *d = op->dims;
+    bool fwd = pass == HW_PASS_FWD;
+    switch (op->kind) {
+    case GRAPH_OP_SOFTMAX: return (double)d[0] * eb * (fwd ? 2.0 : 3.0);
+    case GRAPH_OP_NORM: return (double)d[0] * (double)d[1] * eb * (fwd ? 2.0 : 3.0);
+    case GRAPH_OP_ACTIVATION: return (double)d[0] * eb * (fwd ? 2.0 : 3.0);
+    case GRAPH_OP_ELEMENTWISE: {
+        double in = d[1] > 0 ? (double)d[1] : 2.0;
+        return (double)d[0] * eb * (in + 1.0);
+    }
+    case GRAPH_OP_EMBEDDING: return (double)d[0] * (double)d[1] * eb * (fwd ? 2.0 : 3.0);
+    case GRAPH_OP_DROPOUT: return (double)d[0] * (2.0 * eb + 1.0);
+    case GRAPH_OP_LOSS: return (double)d[0] * (double)d[1] * eb * 2.0;
+    case GRAPH_OP_ROPE: return (double)d[0] * (double)d[1] * (double)d[2] * eb * 2.0;
+    default: return 0;
+    }
+}
+
+double hw_op_time_s(const HwModel *m, const GraphOp *op, HwPass pass, TsDtype dt)
+{
+    switch (op->kind) {
+    case GRAPH_OP_GEMM:
+    case GRAPH_OP_BATCHED_GEMM: return gemm_pass(m, op, pass, dt);
+    case GRAPH_OP_ATTENTION_CORE: return attn_pass(m, op, pass, dt);
+    case GRAPH_OP_ROUTER: { /* {tokens, H, E, K}: logits GEMM + top-k/softmax pass */
+        const int64_t *d = op->dims;
+        double t = 0;
+        if (pass == HW_PASS_FWD) t = hw_gemm_time_s(m, 1, d[0], d[2], d[1], dt);
+        else if (pass == HW_PASS_DGRAD) t = hw_gemm_time_s(m, 1, d[0], d[1], d[2], dt);
+        else return hw_gemm_time_s(m, 1, d[1], d[2], d[0], dt);
+        return t + hw_memory_time_s(m, (double)d[0] * (double)d[2] * 4.0 * 2.0);
+    }
+    default:
+        if (pass == HW_PASS_WGRAD) return 0; /* norm affine grads fused in DGRAD */
+        return hw_memory_time_s(m, mem_bytes(op, pass, act_bytes(dt)));
+    }
+}
+
+/* ---- calibration correction --------------------------------------------------- */
+static double model_at(const GpuSpec *g, HwCalKind kind, const double *d, TsDtype dt)
+{
+    switch (kind) {
+    case HW_CAL_GEMM:
+        return gemm_model(g, (int64_t)d[0], (int64_t)d[1], (int64_t)d[2], (int64_t)d[3], dt);
+    case HW_CAL_ATTN_FWD:
+    case HW_CAL_ATTN_BWD:
+        return attn_model(g, (int64_t)d[0], (int64_t)d[1], (int64_t)d[2], (int64_t)d[3], (int64_t)d[4],
+                          d[5] > 0.5, kind == HW_CAL_ATTN_BWD, dt);
+    case HW_CAL_MEMORY: return mem_model(g, d[0]);
+    default: return 0;
+    }
+}
+
+/* Exact match: the measurement. Otherwise the model times the inverse
+ * squared-distance weighted ratio measured/model of the nearest entries,
+ * so the table's bias carries to nearby shapes and the model's shape terms
+ * (tiles, waves, K ramp) still act between grid points. */
+double hw_calib_correct(const HwModel *m, HwCalKind kind, const double *dims, int n, TsDtype dt,
+                        bool any_dtype, double model_t)
+{
+    int idx[HW_CAL_NEAR];
+    double d2[HW_CAL_NEAR];
+    int k = hw_calib_nearest(m->calib, kind, dims, n, dt, any_dtype, idx, d2);
+    if (k == 0) return model_t;
+    double ed[HW_CAL_DIMS], meas;
+    TsDtype edt;
+    if (d2[0] < 1e-12) {
+        hw_calib_entry(m->calib, idx[0], ed, &edt, &meas);
+        return meas;
+    }
+    double wsum = 0, rsum = 0;
+    for (int i = 0; i < k; i++) {
+        hw_calib_entry(m->calib, idx[i], ed, &edt, &meas);
+        double mt = model_at(&m->gpu, kind, ed, edt);
+        if (!(mt > 0)) continue;
+        double w = 1.0 / d2[i];
+        wsum += w;
+        rsum += w * log(meas / mt);
+    }
+    return wsum > 0 ? model_t * exp(rsum / wsum) : model_t;
+}

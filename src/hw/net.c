@@ -1,0 +1,247 @@
+/* Communication model: NCCL-style ring / tree / NVLS collectives with the
+ * LL / LL128 / Simple protocols, the fastest (algorithm, protocol) chosen
+ * per call as NCCL's tuner does (NVIDIA/nccl src/graph/tuning.cc;
+ * calibration_facts.md 4.6; astrasim_chakra.md 3.3).
+ *
+ *   time = overhead + latency(algo, proto) + (fill(proto) + S) * factor / busbw(algo, proto)
+ *
+ * factor is nccl-tests' (2(n-1)/n all-reduce, (n-1)/n AG/RS/A2A, 1 broadcast),
+ * S the whole buffer. busbw is link-bound: intra-node the per-GPU scale-up
+ * bandwidth x efficiency; across nodes min(intra, GPUs-of-the-group-per-node x
+ * per-GPU NIC share) (NCCL rings use one rail per GPU; ml-engineering: inter-node
+ * AR busbw ~ sum of node NIC bandwidth x 0.95). fill models the pipeline ramp
+ * that makes effective bandwidth fall for mid-size messages (a single alpha-beta
+ * line does not fit the measured curves, calibration_facts 4.2). */
+#include "hw_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* NCCL base latency [algo][proto] and per-hop NVLink / NET latencies (us),
+ * tuning.cc defaults (calibration_facts 4.6). Index: 0 ring, 1 tree. */
+static const double BASE_US[2][3] = {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}};
+static const double HOP_NVL_US[2][3] = {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}};
+static const double HOP_NET_US[2][3] = {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}};
+#define NVLS_HOP_US 25.0
+#define NVLS_NET_US 18.0
+#define NVLSTREE_NET_US 20.9
+/* Per-collective launch + synchronisation seen by nccl-tests beyond NCCL's
+ * model: 8xH100 32 KiB all-reduce takes ~33 us where LL's model gives 15. */
+#define COLL_OVERHEAD_US 15.0
+/* Pipeline ramp (bytes of buffer) per protocol: fitted to the shape of the
+ * 8xA100 / 8xH100 busbw-vs-size curves (calibration_facts 4.2): Simple
+ * reaches half its bandwidth around 20 MiB, LL128 around 2 MiB. */
+static const double FILL_BYTES[3] = {0.0, 2.0 * 1048576.0, 20.0 * 1048576.0};
+
+const char *hw_algo_name(HwAlgo a)
+{
+    static const char *const n[] = {"ring", "tree", "nvls", "direct", "table"};
+    return (unsigned)a < 5 ? n[a] : "?";
+}
+
+const char *hw_proto_name(HwProto p)
+{
+    static const char *const n[] = {"LL", "LL128", "Simple"};
+    return (unsigned)p < 3 ? n[p] : "?";
+}
+
+void hw_net_init(HwNet *net, const ClusterSpec *c)
+{
+    memset(net, 0, sizeof *net);
+    net->cl = *c;
+}
+
+/* NCCL per-generation caps (tuning.cc): LL busbw cap on one node, LL128 per
+ * channel cap, channels. */
+typedef struct GenCaps {
+    double ll_max, ll128_ch;
+    int channels;
+} GenCaps;
+
+static GenCaps gen_caps(const char *gen)
+{
+    if (!strcmp(gen, "ampere")) return (GenCaps){87.7e9, 20e9, 8};
+    if (!strcmp(gen, "blackwell")) return (GenCaps){282e9, 40e9, 24};
+    return (GenCaps){141e9, 36.7e9, 16}; /* hopper and others */
+}
+
+static double coll_factor(TsColl c, int64_t n)
+{
+    double dn = (double)n;
+    switch (c) {
+    case TS_COLL_ALLREDUCE: return 2.0 * (dn - 1) / dn;
+    case TS_COLL_ALLGATHER:
+    case TS_COLL_REDUCESCATTER:
+    case TS_COLL_ALLTOALL: return (dn - 1) / dn;
+    default: return 1.0;
+    }
+}
+
+/* Ring steps (NCCL nsteps) and inter-node steps. */
+static void ring_steps(TsColl c, int64_t n, int64_t nodes, double *steps, double *inter)
+{
+    double k = c == TS_COLL_ALLREDUCE ? 2.0 : 1.0;
+    *steps = k * (double)(n - 1);
+    *inter = k * (double)(nodes - 1);
+}
+
+/* Per-GPU NIC share of bandwidth, with oversubscription past one leaf. */
+static double nic_gpu_bw(const ClusterSpec *cl, int64_t nodes, int64_t sharing)
+{
+    if (cl->nics_per_node <= 0) return 0;
+    double per_gpu = cl->nic_bw_bytes_per_s * cl->nic_eff * (double)cl->nics_per_node / (double)cl->gpus_per_node;
+    if (nodes > cl->nodes_per_leaf) per_gpu /= cl->oversubscription;
+    return per_gpu / (double)(sharing > 0 ? sharing : 1);
+}
+
+/* NVLS pipelines in the switch: half its bandwidth near 8 MiB (8xH100:
+ * 234 GB/s busbw at 16 MiB, 362 at 64 MiB). */
+#define NVLS_FILL_BYTES (8.0 * 1048576.0)
+
+static void consider(HwCollCost *best, HwAlgo a, HwProto p, double lat_s, double bw, double bytes,
+                     double factor)
+{
+    if (!(bw > 0)) return;
+    double fill = a == HW_ALGO_NVLS ? NVLS_FILL_BYTES : FILL_BYTES[p];
+    double t = lat_s + (fill + bytes) * factor / bw;
+    if (t < best->time_s) {
+        best->time_s = t;
+        best->lat_s = lat_s;
+        best->algo = a;
+        best->proto = p;
+    }
+}
+
+static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, int64_t nodes, int64_t sharing)
+{
+    const ClusterSpec *cl = &net->cl;
+    GenCaps caps = gen_caps(cl->gen);
+    HwCollCost best = {INFINITY, 0, 0, HW_ALGO_RING, HW_PROTO_SIMPLE};
+    if (nodes < 1) nodes = 1;
+    if (nodes > n) nodes = n;
+    int64_t ppn = ts_ceil_div(n, nodes);
+    double factor = coll_factor(c, n);
+    double intra = cl->scaleup_bw_bytes_per_s * cl->scaleup_eff;
+    double link = intra;
+    if (nodes > 1) {
+        double inter = (double)ppn * nic_gpu_bw(cl, nodes, sharing);
+        if (!(inter > 0)) inter = 1e9; /* no NICs: a PCIe-ish host path */
+        link = ppn > 1 ? fmin(intra, inter) : inter;
+    }
+    double over = COLL_OVERHEAD_US * 1e-6;
+
+    if (c == TS_COLL_ALLTOALL || c == TS_COLL_SENDRECV) {
+        /* direct: every pair at once; intra share over NVLink, the rest over NICs */
+        double a2a_intra = intra * 0.88; /* DGX A100 210 vs 232 ring; H100 320 vs 370 (4.1) */
+        double peers = (double)(n - 1);
+        double frac_inter = nodes > 1 ? (double)(n - ppn) / peers : 0.0;
+        for (int p = 0; p < 3; p++) {
+            double pbw = p == HW_PROTO_LL ? 0.5 : p == HW_PROTO_LL128 ? 0.92 : 1.0;
+            double t_in = (1.0 - frac_inter) / (a2a_intra * pbw);
+            double t_out = frac_inter > 0 ? frac_inter / (nic_gpu_bw(cl, nodes, sharing) * pbw) : 0;
+            double per_byte = fmax(t_in, t_out); /* seconds per busbw-byte */
+            double lat = over + (BASE_US[0][p] + (nodes > 1 ? HOP_NET_US[0][p] : HOP_NVL_US[0][p])) * 1e-6;
+            consider(&best, HW_ALGO_DIRECT, (HwProto)p, lat, 1.0 / per_byte, S, factor);
+        }
+        return best;
+    }
+
+    double steps, inter_steps;
+    ring_steps(c, n, nodes, &steps, &inter_steps);
+    if (c == TS_COLL_BROADCAST) steps = (double)(n - 1), inter_steps = (double)(nodes - 1);
+    for (int p = 0; p < 3; p++) {
+        /* ---- ring */
+        double lat = over + (BASE_US[0][p] + (steps - inter_steps) * HOP_NVL_US[0][p] +
+                             inter_steps * HOP_NET_US[0][p]) * 1e-6;
+        double bw = link;
+        if (p == HW_PROTO_LL) bw = fmin(0.5 * link, nodes == 1 ? caps.ll_max : 0.5 * link);
+        if (p == HW_PROTO_LL128) bw = fmin(0.92 * link, caps.ll128_ch * caps.channels);
+        consider(&best, HW_ALGO_RING, (HwProto)p, lat, bw, S, factor);
+        /* ---- tree (all-reduce across nodes): chain inside, tree across */
+        if (c == TS_COLL_ALLREDUCE && nodes > 1) {
+            double tl = over + (BASE_US[1][p] + 2.0 * ((double)(ppn - 1) * HOP_NVL_US[1][p] +
+                                                       log2((double)nodes) * HOP_NET_US[1][p])) * 1e-6;
+            /* NCCL: tree algbw = 0.5 x 0.92 x busbw (LL a further 1/3.8) */
+            double tbw = 0.46 * link * factor * (p == HW_PROTO_LL ? 1.0 / 3.8 : 1.0);
+            consider(&best, HW_ALGO_TREE, (HwProto)p, tl, tbw, S, factor);
+        }
+    }
+    /* ---- NVLS (Simple only): all-reduce inside the NVLink domain; with
+     * nodes > 1 NVLS-Tree (SHARP across nodes halves the NIC traffic). */
+    if (c == TS_COLL_ALLREDUCE && cl->nvls && ppn >= 2) {
+        /* The switch reduces: each GPU sends S once and receives S once, so
+         * algbw = scaleup x nvls_eff (8xH100: ~275 GB/s = busbw 480). Across
+         * nodes (NVLS-Tree) each rail carries S/ppn, twice without SHARP. */
+        double algbw = cl->scaleup_bw_bytes_per_s * cl->nvls_eff;
+        double lat = over + NVLS_HOP_US * 1e-6;
+        if (nodes > 1) {
+            algbw = fmin(algbw, (double)ppn * nic_gpu_bw(cl, nodes, sharing) * (cl->sharp ? 1.0 : 0.5));
+            lat += (cl->sharp ? NVLS_NET_US : 2.0 * log2((double)nodes) * NVLSTREE_NET_US) * 1e-6;
+        }
+        consider(&best, HW_ALGO_NVLS, HW_PROTO_SIMPLE, lat, algbw * factor, S, factor);
+    }
+    return best;
+}
+
+/* Measured table: t = S * factor / busbw (SimAI's analytical formula), plus
+ * the modelled latency of a small message so tiny messages are not free. */
+HwCollCost hw_coll_cost(const HwNet *net, TsColl c, double bytes, int64_t group_size, int64_t group_nodes,
+                        int64_t nic_sharing, const char *group_kind)
+{
+    HwCollCost r = {0, 0, 0, HW_ALGO_RING, HW_PROTO_SIMPLE};
+    if (group_size <= 1 || !(bytes > 0) || c == TS_COLL_NONE) return r;
+    if (c == TS_COLL_SENDRECV) group_size = 2;
+    double factor = coll_factor(c, group_size);
+    if (net->busbw && group_kind) {
+        double bw = hw_busbw_lookup(net->busbw, group_kind, c, bytes);
+        if (bw > 0) {
+            r.time_s = bytes * factor / bw;
+            r.busbw_bytes_per_s = bw;
+            r.algo = HW_ALGO_TABLE;
+            return r;
+        }
+    }
+    r = model_cost(net, c, bytes, group_size, group_nodes, nic_sharing);
+    r.busbw_bytes_per_s = bytes * factor / r.time_s;
+    return r;
+}
+
+double hw_coll_time_s(const HwNet *net, TsColl c, double bytes, int64_t group_size, int64_t group_nodes,
+                      int64_t nic_sharing, const char *group_kind)
+{
+    return hw_coll_cost(net, c, bytes, group_size, group_nodes, nic_sharing, group_kind).time_s;
+}
+
+/* One message to one peer: NVLink p2p (A100 274 of 300, H100 376 of 450 ~
+ * scaleup_eff) or one NIC share; LL for small, Simple for large. A "pp"
+ * table row (SimAI's PP busbw) overrides. */
+double hw_p2p_time_s(const HwNet *net, double bytes, bool cross_node)
+{
+    if (!(bytes > 0)) return 0;
+    if (net->busbw) {
+        double bw = hw_busbw_lookup(net->busbw, "pp", TS_COLL_SENDRECV, bytes);
+        if (bw > 0) return bytes / bw;
+    }
+    const ClusterSpec *cl = &net->cl;
+    double bw = cross_node ? nic_gpu_bw(cl, 2, 1) : cl->scaleup_bw_bytes_per_s * cl->scaleup_eff;
+    if (!(bw > 0)) bw = 1e9;
+    double best = INFINITY;
+    for (int p = 0; p < 3; p++) {
+        double hop = cross_node ? HOP_NET_US[0][p] : HOP_NVL_US[0][p];
+        double pbw = bw * (p == HW_PROTO_LL ? 0.5 : p == HW_PROTO_LL128 ? 0.92 : 1.0);
+        double t = (COLL_OVERHEAD_US + BASE_US[0][p] + hop) * 1e-6 + (FILL_BYTES[p] * 0.125 + bytes) / pbw;
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+double hw_alltoall_time_s(const HwNet *net, double bytes_per_rank, int64_t ep, int64_t nodes)
+{
+    return hw_coll_time_s(net, TS_COLL_ALLTOALL, bytes_per_rank, ep, nodes, 1, "ep");
+}
+
+double hw_cp_step_time_s(const HwNet *net, double bytes, int64_t cp, int64_t nodes)
+{
+    if (cp <= 1) return 0;
+    return hw_p2p_time_s(net, bytes, nodes > 1);
+}

@@ -1,0 +1,328 @@
+/* Unit tests for hw: preset loading, the GEMM / attention / memory model
+ * against calibration_facts.md microbenchmarks (tolerances stated per
+ * check), the collective model against nccl-tests curves, calibration and
+ * busbw interpolation, and invariants (monotonicity, zero work = 0 s). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "trainsim/hw.h"
+
+static HwModel model_of(const char *gpu)
+{
+    HwModel m;
+    TsError e = {0};
+    hw_model_init(&m);
+    assert_int_equal(hw_gpu_load(gpu, &m.gpu, &e), TS_OK);
+    return m;
+}
+
+static HwNet net_of(const char *cl, int64_t gpus)
+{
+    ClusterSpec c;
+    TsError e = {0};
+    assert_int_equal(hw_cluster_load(cl, gpus, &c, &e), TS_OK);
+    HwNet n;
+    hw_net_init(&n, &c);
+    return n;
+}
+
+/* |pred/meas - 1| <= tol, printing the figures when it fails. */
+static void near(const char *what, double pred, double meas, double tol)
+{
+    double err = pred / meas - 1.0;
+    if (fabs(err) > tol) {
+        print_error("%s: predicted %.2f, measured %.2f, error %+.1f%% > %.0f%%\n", what, pred, meas,
+                    err * 100, tol * 100);
+        fail();
+    }
+}
+
+static void test_presets_load(void **state)
+{
+    (void)state;
+    char names[64][64];
+    int n = hw_gpu_names(names, 64);
+    assert_true(n >= 10);
+    for (int i = 0; i < n; i++) {
+        GpuSpec g;
+        TsError e = {0};
+        assert_int_equal(hw_gpu_load(names[i], &g, &e), TS_OK);
+        assert_true(g.peak_flops[TS_DTYPE_BF16] > 0 && g.hbm_bw_bytes_per_s > 0 && g.sm_count > 0);
+        assert_true(strlen(g.source) > 20);
+    }
+    n = hw_cluster_names(names, 64);
+    assert_true(n >= 6);
+    for (int i = 0; i < n; i++) {
+        ClusterSpec c;
+        TsError e = {0};
+        assert_int_equal(hw_cluster_load(names[i], 100, &c, &e), TS_OK);
+        assert_int_equal(c.nodes, (100 + c.gpus_per_node - 1) / c.gpus_per_node);
+    }
+    GpuSpec g;
+    TsError e = {0};
+    assert_int_equal(hw_gpu_load("no-such-gpu", &g, &e), TS_ERR_INPUT);
+    assert_non_null(strstr(e.hint, "h100-sxm5-80gb"));
+}
+
+/* Square GEMMs, calibration_facts 1.2 (2048 and up; 1024 is launch-bound in
+ * those torch loops and is only printed by bench_hw). Tolerance 12 %. */
+static void test_gemm_square(void **state)
+{
+    (void)state;
+    HwModel h = model_of("h100-sxm5-80gb"), a = model_of("a100-sxm4-80gb");
+    double t4 = hw_gemm_flops_per_s(&h, 1, 4096, 4096, 4096, TS_DTYPE_BF16) / 1e12;
+    assert_true(t4 >= 750 && t4 <= 800); /* brief: H100 BF16 4096^3 ~ 760-790 */
+    near("H100 bf16 8192", hw_gemm_flops_per_s(&h, 1, 8192, 8192, 8192, TS_DTYPE_BF16) / 1e12, 797.5, 0.05);
+    near("H100 bf16 2048", hw_gemm_flops_per_s(&h, 1, 2048, 2048, 2048, TS_DTYPE_BF16) / 1e12, 676.6, 0.12);
+    near("H100 tf32 4096", hw_gemm_flops_per_s(&h, 1, 4096, 4096, 4096, TS_DTYPE_TF32) / 1e12, 402.2, 0.12);
+    near("H100 fp8 8192", hw_gemm_flops_per_s(&h, 1, 8192, 8192, 8192, TS_DTYPE_FP8) / 1e12, 1290.1, 0.12);
+    double a8 = hw_gemm_flops_per_s(&a, 1, 8192, 8192, 8192, TS_DTYPE_BF16) / 1e12;
+    assert_true(a8 >= 250 && a8 <= 290); /* brief: A100 8192^3 ~ 250-290 */
+    near("A100 MAMF 1024x10240x5120", hw_gemm_flops_per_s(&a, 1, 1024, 10240, 5120, TS_DTYPE_BF16) / 1e12,
+         271.2, 0.08);
+    /* A100 has no FP8: falls back to BF16 */
+    assert_true(fabs(hw_gemm_time_s(&a, 1, 4096, 4096, 4096, TS_DTYPE_FP8) -
+                     hw_gemm_time_s(&a, 1, 4096, 4096, 4096, TS_DTYPE_BF16)) < 1e-12);
+}
+
+static void test_gemm_shape_effects(void **state)
+{
+    (void)state;
+    HwModel h = model_of("h100-sxm5-80gb");
+    /* misaligned N (not a multiple of 8) is slower than the aligned neighbour:
+     * SwiGLU 10922 vs 10944 measured x0.68 (calibration_facts 1.3) */
+    double mis = hw_gemm_flops_per_s(&h, 4, 4096, 10922, 4096, TS_DTYPE_FP16);
+    double ali = hw_gemm_flops_per_s(&h, 4, 4096, 10944, 4096, TS_DTYPE_FP16);
+    near("misaligned/aligned", mis / ali, 272.7 / 398.4, 0.10);
+    /* wave quantization: one more tile row past a full wave costs a wave */
+    double t1 = hw_gemm_time_s(&h, 1, 128 * 132, 256, 4096, TS_DTYPE_BF16);
+    double t2 = hw_gemm_time_s(&h, 1, 128 * 132 + 1, 256, 4096, TS_DTYPE_BF16);
+    assert_true(t2 > 1.3 * t1);
+    /* more work never takes less time along one dim (monotone in K) */
+    double prev = 0;
+    for (int64_t k = 64; k <= 65536; k *= 2) {
+        double t = hw_gemm_time_s(&h, 1, 4096, 4096, k, TS_DTYPE_BF16);
+        assert_true(t > prev);
+        prev = t;
+    }
+    assert_true(hw_gemm_time_s(&h, 1, 0, 4096, 4096, TS_DTYPE_BF16) == 0);
+}
+
+/* FA3 hd128 (calibration_facts 2.2), tolerance 12 %. */
+static void test_attention(void **state)
+{
+    (void)state;
+    HwModel h = model_of("h100-sxm5-80gb"), a = model_of("a100-sxm4-80gb");
+    static const int64_t seq[] = {1024, 4096, 16384};
+    static const double fwd_nc[] = {565, 638, 648}, fwd_c[] = {423, 579, 616}, bwd[] = {424, 542, 561};
+    for (int i = 0; i < 3; i++) {
+        int64_t s = seq[i], b = 16384 / s, hd = 16;
+        double fl = 4.0 * (double)(b * hd) * (double)s * (double)s * 128;
+        double t = hw_attention_time_s(&h, b, hd, s, s, 128, false, false, TS_DTYPE_BF16);
+        near("FA3 fwd non-causal", fl / t / 1e12, fwd_nc[i], 0.12);
+        t = hw_attention_time_s(&h, b, hd, s, s, 128, true, false, TS_DTYPE_BF16);
+        near("FA3 fwd causal", fl / 2 / t / 1e12, fwd_c[i], 0.12);
+        t = hw_attention_time_s(&h, b, hd, s, s, 128, false, true, TS_DTYPE_BF16);
+        near("FA3 bwd", 2.5 * fl / t / 1e12, bwd[i], 0.12);
+    }
+    /* A100 FA2 fwd+bwd hd128 non-causal 16k: 203 */
+    double fl = 4.0 * 16.0 * 16384.0 * 16384.0 * 128;
+    double t = hw_attention_time_s(&a, 1, 16, 16384, 16384, 128, false, false, TS_DTYPE_BF16) +
+               hw_attention_time_s(&a, 1, 16, 16384, 16384, 128, false, true, TS_DTYPE_BF16);
+    near("FA2 A100 fwd+bwd", 3.5 * fl / t / 1e12, 203, 0.08);
+}
+
+static void test_memory(void **state)
+{
+    (void)state;
+    HwModel h = model_of("h100-sxm5-80gb");
+    /* STREAM-like: 2.90-3.18 TB/s for large arrays (tolerance 8 % vs 2.97) */
+    double bytes = 4e9;
+    near("H100 stream", bytes / hw_memory_time_s(&h, bytes) / 1e12, 2.97, 0.08);
+    /* small tensors are launch-bound */
+    assert_true(hw_memory_time_s(&h, 1024) >= h.gpu.launch_s);
+    assert_true(hw_memory_time_s(&h, 0) == 0);
+}
+
+static void test_op_dispatch(void **state)
+{
+    (void)state;
+    HwModel h = model_of("h100-sxm5-80gb");
+    GraphOp op;
+    memset(&op, 0, sizeof op);
+    op.kind = GRAPH_OP_GEMM;
+    op.dims[0] = 8192, op.dims[1] = 4096, op.dims[2] = 12288; /* tokens, in, out */
+    op.fwd_flops = op.dgrad_flops = op.wgrad_flops = 2.0 * 8192 * 4096 * 12288;
+    double f = hw_op_time_s(&h, &op, HW_PASS_FWD, TS_DTYPE_BF16);
+    assert_true(f > 0);
+    assert_true(fabs(f - hw_gemm_time_s(&h, 1, 8192, 12288, 4096, TS_DTYPE_BF16)) < 1e-15);
+    assert_true(hw_op_time_s(&h, &op, HW_PASS_WGRAD, TS_DTYPE_BF16) > 0.8 * f);
+    op.wgrad_flops = 0;
+    assert_true(hw_op_time_s(&h, &op, HW_PASS_WGRAD, TS_DTYPE_BF16) == 0);
+    memset(&op, 0, sizeof op);
+    op.kind = GRAPH_OP_ATTENTION_CORE;
+    int64_t d[6] = {1, 16, 4096, 4096, 128, 128};
+    memcpy(op.dims, d, sizeof d);
+    op.fwd_flops = 2.0 * 16 * 4096.0 * 4096 * 256 / 2; /* causal */
+    double tc = hw_op_time_s(&h, &op, HW_PASS_FWD, TS_DTYPE_BF16);
+    assert_true(fabs(tc - hw_attention_time_s(&h, 1, 16, 4096, 4096, 128, true, false, TS_DTYPE_BF16)) < 1e-15);
+    assert_true(hw_op_time_s(&h, &op, HW_PASS_DGRAD, TS_DTYPE_BF16) > 2.5 * tc);
+    memset(&op, 0, sizeof op);
+    op.kind = GRAPH_OP_NORM;
+    op.dims[0] = 8192, op.dims[1] = 4096;
+    double tn = hw_op_time_s(&h, &op, HW_PASS_FWD, TS_DTYPE_BF16);
+    assert_true(fabs(tn - hw_memory_time_s(&h, 2.0 * 8192 * 4096 * 2)) < 1e-15);
+}
+
+/* All-reduce busbw vs size, calibration_facts 4.2 (Azure NCCL 2.18). */
+static void test_allreduce_curves(void **state)
+{
+    (void)state;
+    HwNet h = net_of("dgx-h100", 8), a = net_of("dgx-a100", 8);
+    static const double sz[] = {1048576, 16777216, 67108864, 268435456, 1073741824, 8589934592.0};
+    static const double h_meas[] = {43.7, 234.5, 361.8, 423.4, 466.4, 478.9};
+    static const double a_meas[] = {36.2, 109.2, 166.6, 213.9, 228.1, 231.6};
+    static const double tol[] = {0.15, 0.20, 0.12, 0.06, 0.05, 0.05};
+    for (int i = 0; i < 6; i++) {
+        near("8xH100 NVLS AR busbw", hw_coll_cost(&h, TS_COLL_ALLREDUCE, sz[i], 8, 1, 1, NULL).busbw_bytes_per_s / 1e9,
+             h_meas[i], tol[i]);
+        near("8xA100 AR busbw", hw_coll_cost(&a, TS_COLL_ALLREDUCE, sz[i], 8, 1, 1, NULL).busbw_bytes_per_s / 1e9,
+             a_meas[i], tol[i]);
+    }
+    /* 4.1: multi-node large-message busbw: DGX H100 + 8x400G ~370-380;
+     * DGX A100 + 8x200G (32 GPUs) 192 */
+    HwNet h64 = net_of("dgx-h100", 64), a32 = net_of("dgx-a100", 32);
+    near("DGX H100 x8 AR", hw_coll_cost(&h64, TS_COLL_ALLREDUCE, 16e9, 64, 8, 1, NULL).busbw_bytes_per_s / 1e9, 375,
+         0.05);
+    near("DGX A100 x4 AR", hw_coll_cost(&a32, TS_COLL_ALLREDUCE, 16e9, 32, 4, 1, NULL).busbw_bytes_per_s / 1e9, 192,
+         0.05);
+    /* 4.4: AG / RS ring on 8xH200 ~361-363 */
+    HwNet h200 = net_of("hgx-h200", 8);
+    near("8xH200 AG", hw_coll_cost(&h200, TS_COLL_ALLGATHER, 16e9, 8, 1, 1, NULL).busbw_bytes_per_s / 1e9, 361.4, 0.05);
+    near("8xH200 RS", hw_coll_cost(&h200, TS_COLL_REDUCESCATTER, 16e9, 8, 1, 1, NULL).busbw_bytes_per_s / 1e9, 362.9,
+         0.05);
+    /* 4.1: all-to-all NVLink4 320, multi-node 8x400G 48 */
+    near("8xH100 A2A", hw_coll_cost(&h, TS_COLL_ALLTOALL, 4e9, 8, 1, 1, NULL).busbw_bytes_per_s / 1e9, 320, 0.08);
+    near("DGX H100 x8 A2A", hw_coll_cost(&h64, TS_COLL_ALLTOALL, 4e9, 64, 8, 1, NULL).busbw_bytes_per_s / 1e9, 48,
+         0.15);
+    /* 4.5: p2p NDR 46-48 GB/s, H100 NVLink 376 */
+    near("NDR p2p", 4e9 / hw_p2p_time_s(&h64, 4e9, true) / 1e9, 47, 0.05);
+    near("NVLink4 p2p", 4e9 / hw_p2p_time_s(&h64, 4e9, false) / 1e9, 376, 0.05);
+}
+
+static void test_coll_invariants(void **state)
+{
+    (void)state;
+    HwNet n = net_of("dgx-h100", 1024);
+    assert_true(hw_coll_time_s(&n, TS_COLL_ALLREDUCE, 1e6, 1, 1, 1, NULL) == 0);
+    assert_true(hw_coll_time_s(&n, TS_COLL_ALLREDUCE, 0, 8, 1, 1, NULL) == 0);
+    static const TsColl cs[] = {TS_COLL_ALLREDUCE, TS_COLL_ALLGATHER, TS_COLL_REDUCESCATTER, TS_COLL_ALLTOALL,
+                                TS_COLL_BROADCAST};
+    for (int c = 0; c < 5; c++) {
+        double prev = 0;
+        for (double s = 1024; s < 1e11; s *= 4) {
+            double t = hw_coll_time_s(&n, cs[c], s, 64, 8, 1, NULL);
+            assert_true(t > prev && isfinite(t));
+            prev = t;
+        }
+        /* crossing nodes is never faster; sharing NICs is never faster */
+        assert_true(hw_coll_time_s(&n, cs[c], 1e9, 8, 8, 1, NULL) >= hw_coll_time_s(&n, cs[c], 1e9, 8, 1, 1, NULL));
+        assert_true(hw_coll_time_s(&n, cs[c], 1e9, 64, 8, 4, NULL) >= hw_coll_time_s(&n, cs[c], 1e9, 64, 8, 1, NULL));
+    }
+    /* more bandwidth is never slower */
+    HwNet fast = n;
+    fast.cl.nic_bw_bytes_per_s *= 2;
+    fast.cl.scaleup_bw_bytes_per_s *= 2;
+    for (double s = 1024; s < 1e11; s *= 8)
+        assert_true(hw_coll_time_s(&fast, TS_COLL_ALLREDUCE, s, 256, 32, 1, NULL) <=
+                    hw_coll_time_s(&n, TS_COLL_ALLREDUCE, s, 256, 32, 1, NULL));
+}
+
+static void test_calibration_interp(void **state)
+{
+    (void)state;
+    HwCalib *c;
+    TsError e = {0};
+    char path[512];
+    snprintf(path, sizeof path, "%s/golden/hw_calib_interp/calib.json", TS_TEST_DIR);
+    assert_int_equal(hw_calib_load(path, &c, &e), TS_OK);
+    assert_int_equal(hw_calib_entries(c), 6);
+    HwModel m = model_of("h100-sxm5-80gb");
+    double model4 = hw_gemm_time_s(&m, 1, 4096, 4096, 4096, TS_DTYPE_BF16);
+    m.calib = c;
+    /* exact grid point: the measurement itself */
+    assert_true(fabs(hw_gemm_time_s(&m, 1, 4096, 4096, 4096, TS_DTYPE_BF16) - 174.3e-6) < 1e-12);
+    /* the model's correction carries to a neighbour: 4096x4096x6144 is
+     * scaled by about the 4096^3 ratio 174.3/model (within 3 %) */
+    HwModel raw = m;
+    raw.calib = NULL;
+    double r = hw_gemm_time_s(&m, 1, 4096, 4096, 6144, TS_DTYPE_BF16) /
+               hw_gemm_time_s(&raw, 1, 4096, 4096, 6144, TS_DTYPE_BF16);
+    near("correction ratio", r, 174.3e-6 / model4, 0.03);
+    /* memory: exact points, and between them within the two measurements' speeds */
+    assert_true(fabs(hw_memory_time_s(&m, 1048576) - 3.9e-6) < 1e-12);
+    double tm = hw_memory_time_s(&m, 32e6);
+    assert_true(tm > 3.9e-6 && tm < 370e-6);
+    /* other dtypes are not touched */
+    assert_true(hw_gemm_time_s(&m, 1, 4096, 4096, 4096, TS_DTYPE_FP8) ==
+                hw_gemm_time_s(&raw, 1, 4096, 4096, 4096, TS_DTYPE_FP8));
+    hw_calib_free(c);
+    hw_calib_free(NULL);
+    /* bad inputs are positioned */
+    assert_int_equal(hw_calib_load_text("x.json", "{\"format\": \"trainsim-calibration\", \"version\": 1,\n"
+                                                  " \"gemm\": [{\"m\": 1, \"n\": 2, \"k\": 0, \"time_us\": 1}]}",
+                                        &c, &e),
+                     TS_ERR_INPUT);
+    assert_int_equal(e.line, 2);
+    assert_null(c);
+}
+
+static void test_busbw_tables(void **state)
+{
+    (void)state;
+    HwBusbw *b;
+    TsError e = {0};
+    char path[512];
+    snprintf(path, sizeof path, "%s/golden/hw_busbw_simai/busbw.yaml", TS_TEST_DIR);
+    assert_int_equal(hw_busbw_load(path, &b, &e), TS_OK);
+    /* SimAI GiB/s semantics: TP allreduce 300 */
+    assert_true(fabs(hw_busbw_lookup(b, "tp", TS_COLL_ALLREDUCE, 1e6) - 300.0 * 1073741824.0) < 1);
+    assert_true(hw_busbw_lookup(b, "dp", TS_COLL_ALLREDUCE, 1e6) == 0); /* null */
+    assert_true(hw_busbw_lookup(b, "pp", TS_COLL_SENDRECV, 1e6) > 0);
+    HwNet n = net_of("dgx-h100", 64);
+    n.busbw = b;
+    double t = hw_coll_time_s(&n, TS_COLL_ALLGATHER, 1073741824.0, 8, 1, 1, "tp");
+    assert_true(fabs(t - 1073741824.0 * 7 / 8 / (280.0 * 1073741824.0)) < 1e-12);
+    /* no row for DP all-reduce: the model answers */
+    n.busbw = NULL;
+    double tm = hw_coll_time_s(&n, TS_COLL_ALLREDUCE, 1e8, 8, 8, 1, "dp");
+    n.busbw = b;
+    assert_true(hw_coll_time_s(&n, TS_COLL_ALLREDUCE, 1e8, 8, 8, 1, "dp") == tm);
+    hw_busbw_free(b);
+    /* JSON form: log-size interpolation between points */
+    snprintf(path, sizeof path, "%s/golden/hw_busbw_json/busbw.json", TS_TEST_DIR);
+    assert_int_equal(hw_busbw_load(path, &b, &e), TS_OK);
+    double mid = hw_busbw_lookup(b, "tp", TS_COLL_ALLREDUCE, 8388608) / 1e9; /* between 4 and 16 MiB */
+    assert_true(fabs(mid - (128.7 + 234.5) / 2) < 1e-6);
+    assert_true(fabs(hw_busbw_lookup(b, "tp", TS_COLL_ALLREDUCE, 1) / 1e9 - 43.7) < 1e-9); /* clamped */
+    hw_busbw_free(b);
+    hw_busbw_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_presets_load),   cmocka_unit_test(test_gemm_square),
+        cmocka_unit_test(test_gemm_shape_effects), cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_memory),         cmocka_unit_test(test_op_dispatch),
+        cmocka_unit_test(test_allreduce_curves), cmocka_unit_test(test_coll_invariants),
+        cmocka_unit_test(test_calibration_interp), cmocka_unit_test(test_busbw_tables),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

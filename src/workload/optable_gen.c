@@ -47,11 +47,17 @@ static bool push(Tab *t, const char *name, const WlRowSpec *spec)
     return true;
 }
 
-static void times(const WlCost *c, const OpRow *o, double db, double t[3])
+static double neusight_mem(const void *ctx, double bytes)
+{
+    const WlOptableOptions *o = ctx;
+    return bytes / (o->mem_gb_per_s * 1073741824.0);
+}
+
+static void times(const WlCost *c, const WlCost *mc, const OpRow *o, double db, double t[3])
 {
     t[0] = t[1] = t[2] = 0;
     switch (o->kind) {
-    case R_MEM: t[0] = c->mem_s(c->ctx, o->a * db); t[1] = t[0]; break;
+    case R_MEM: t[0] = mc->mem_s(mc->ctx, o->a * db); t[1] = t[0]; break;
     case R_VEC: t[0] = c->mem_s(c->ctx, o->a * o->b * db); t[1] = t[0] * 1.5; break;
     case R_GEMM:
         t[0] = c->gemm_s(c->ctx, 1, (int64_t)o->a, (int64_t)o->b, (int64_t)o->c);
@@ -67,7 +73,7 @@ static void times(const WlCost *c, const OpRow *o, double db, double t[3])
     }
 }
 
-static bool add_op(Tab *t, const WlCost *c, double db, const OpRow *o)
+static bool add_op(Tab *t, const WlCost *c, const WlCost *mc, double db, const OpRow *o)
 {
     WlRowSpec s = {0};
     if (o->kind == R_GRAD || o->kind == R_TPAR || o->kind == R_PP) {
@@ -84,7 +90,7 @@ static bool add_op(Tab *t, const WlCost *c, double db, const OpRow *o)
         return push(t, o->name, &s);
     }
     double tm[3];
-    times(c, o, db, tm);
+    times(c, mc, o, db, tm);
     for (int ph = 0; ph < 3; ph++) {
         s.has_comp[ph] = true;
         s.comp_s[ph] = tm[ph];
@@ -92,10 +98,17 @@ static bool add_op(Tab *t, const WlCost *c, double db, const OpRow *o)
     return push(t, o->name, &s);
 }
 
-TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, bool neusight,
-                          Workload **out, TsError *err)
+TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
+                          const WlOptableOptions *oo, Workload **out, TsError *err)
 {
     *out = NULL;
+    bool neusight = oo && oo->neusight;
+    /* NeuSight's MEM rows: elements*4 / (Mem_Bw * 2^30) s, no learned part */
+    WlCost nc = *c;
+    if (neusight && oo->mem_gb_per_s > 0) {
+        nc.ctx = oo;
+        nc.mem_s = neusight_mem;
+    }
     double B = (double)p->micro_batch, S = (double)p->seq, H = (double)m->hidden, V = (double)m->vocab;
     double tp = (double)p->tp, A = (double)m->heads / tp, D = H / (double)m->heads, F = (double)m->ffn;
     double T = B * S, db = p->dtype_bytes;
@@ -111,7 +124,7 @@ TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCos
     snprintf(w->source, sizeof w->source, "trainsim %s: %s op table", TRAINSIM_VERSION, m->name);
     Tab t = {0};
     bool ok = true;
-#define OP(...) ok = ok && add_op(&t, c, db, &(OpRow){__VA_ARGS__})
+#define OP(...) ok = ok && add_op(&t, c, &nc, db, &(OpRow){__VA_ARGS__})
 #define GRAD(nm, n) \
     if (dp) OP(nm, R_GRAD, n, 0, 0, 0)
     char nm[96];

@@ -120,7 +120,7 @@ static TsStatus parse_yaml(const char *file, const char *text, HwBusbw *b, TsErr
                 snprintf(msg, sizeof msg, "unknown group section '%s'", s);
                 return yaml_err(err, file, lineno, ind + 1, text, msg, "sections are TP, DP, EP, PP (or CP, DP_EP)");
             }
-            snprintf(group, sizeof group, "%s", key);
+            snprintf(group, sizeof group, "%.7s", key);
             continue;
         }
         if (!group[0])
@@ -187,7 +187,7 @@ static TsStatus parse_json(const TsJsonDoc *doc, HwBusbw *b, TsError *err)
             snprintf(msg, sizeof msg, "unknown group '%s'", g);
             return hw_err_path(doc, p2, err, msg, "one of tp, dp, ep, pp, cp, dp_ep, *");
         }
-        snprintf(r.group, sizeof r.group, "%s", g);
+        snprintf(r.group, sizeof r.group, "%.7s", g);
         snprintf(p2, sizeof p2, "%s.collective", path);
         if ((st = ts_json_str(doc, o, "collective", p2, true, cname, sizeof cname, err))) {
             hw_fix_pos(doc, json_object_get(o, "collective") ? p2 : path, err);

@@ -94,7 +94,7 @@ static TsStatus fdtype(const TsJsonDoc *doc, json_t *o, const char *path, TsDtyp
         return st;
     }
     if (!ts_dtype_parse(s, out)) {
-        char msg[200];
+        char msg[300];
         snprintf(msg, sizeof msg, "unknown dtype '%s' in '%s'", s, p);
         return hw_err_path(doc, p, err, msg, "one of fp32, tf32, bf16, fp16, fp8");
     }

@@ -1,0 +1,374 @@
+/*
+ * trainsim/workload.h — one training iteration as a per-rank task DAG, and
+ * the workload formats that carry it (SimAI/AICB text, ASTRA-sim 1.0 text,
+ * Chakra execution traces, NeuSight-style op tables, our JSON).
+ *
+ * What it models: the work ONE rank does in one iteration, as tasks:
+ *   - COMP  a kernel (or a fused group): FLOPs, bytes moved, duration_s;
+ *   - COLL  a collective over a process group kind (TP, DP, EP, ...), with the
+ *           WHOLE buffer in bytes (nccl-tests/SimAI convention: the gathered
+ *           tensor for all-gather, the input of reduce-scatter);
+ *   - SEND/RECV  pipeline point-to-point to the same rank of another stage.
+ * Every task has a phase (fwd, input-grad, weight-grad, optimizer), a
+ * micro-batch (-1 when not per micro-batch), a pipeline chunk and dependency
+ * ids (data deps then control deps, ids of tasks of the same rank class).
+ *
+ * Rank classes: ranks that behave identically share one task list (with a
+ * symmetric plan that is one class per pipeline stage). Memory grows with the
+ * number of classes, never with the GPU count; writers that need one file per
+ * rank (Chakra) expand classes on the fly through wl_rank_class().
+ *
+ * Rows: layer formats (SimAI, ASTRA-sim, op tables) describe a rank as a list
+ * of rows `name, fwd comp/comm, ig comp/comm, wg comp/comm, process_time`.
+ * Readers of those formats keep the rows (WlRow: task ids per slot) next to
+ * the DAG they imply, so conversion between row formats is lossless.
+ *
+ * Units: seconds, bytes, FLOPs (double) inside; formats convert at the edge
+ * (SimAI/ASTRA-sim ns ticks, op tables ms and fp32 element counts, Chakra
+ * whole µs). Rank layout (Megatron order): rank = tp_i + TP*(cp_i + CP*(dp_i
+ * + DP*pp_i)); EP groups are blocks of EP consecutive dp indices.
+ *
+ * Example (the 82-byte ASTRA-sim microbenchmark trace):
+ *     Workload *w = wl_create(16, &err);           // 16 ranks, one class
+ *     wl_class_begin(w, "all", 0);
+ *     WlTask t = wl_task_coll("all_gather_16npus_1MB", WL_PHASE_FWD,
+ *                             TS_COLL_ALLGATHER, WL_GROUP_WORLD, 1048576);
+ *     wl_task_add(w, &t, NULL, 0, NULL, 0);
+ *     wl_write_chakra(w, &copt, "dir/all_gather", &err); // dir/all_gather.0.et ...
+ *     wl_destroy(w);
+ */
+#ifndef TRAINSIM_WORKLOAD_H
+#define TRAINSIM_WORKLOAD_H
+
+#include "trainsim/common.h"
+
+#define WL_JSON_VERSION 1          /* "trainsim-workload" JSON schema version */
+#define WL_CHAKRA_VERSION "0.0.4"  /* GlobalMetadata.version we write */
+
+/* Input limits of the text readers (documented in docs/workloads.md). */
+#define WL_MAX_FILE_BYTES ((size_t)1 << 30) /* 1 GiB */
+#define WL_MAX_LINE_BYTES 65536             /* one line, without its newline */
+#define WL_MAX_ROWS 10000000                /* item lines / table rows */
+
+#define WL_PHASE_LIST(X) X(FWD, "fwd") X(IG, "ig") X(WG, "wg") X(OPT, "opt")
+typedef enum {
+#define X(e, n) WL_PHASE_##e,
+    WL_PHASE_LIST(X)
+#undef X
+    WL_PHASE_COUNT
+} WlPhase;
+
+#define WL_KIND_LIST(X) X(COMP, "comp") X(COLL, "coll") X(SEND, "send") X(RECV, "recv")
+typedef enum {
+#define X(e, n) WL_KIND_##e,
+    WL_KIND_LIST(X)
+#undef X
+    WL_KIND_COUNT
+} WlKind;
+
+/* Process-group kinds a collective runs over. DP_EP: the data-parallel
+ * replicas of one expert shard (SimAI's `_DP_EP`). */
+#define WL_GROUP_LIST(X) \
+    X(NONE, "none") X(TP, "tp") X(DP, "dp") X(PP, "pp") X(EP, "ep") X(DP_EP, "dp_ep") \
+    X(CP, "cp") X(WORLD, "world")
+typedef enum {
+#define X(e, n) WL_GROUP_##e,
+    WL_GROUP_LIST(X)
+#undef X
+    WL_GROUP_COUNT
+} WlGroup;
+
+/* Task flags. */
+enum {
+    WL_F_ASYNC = 1,     /* non-blocking collective (overlaps later work) */
+    WL_F_AR_A2A = 2,    /* SimAI ALLREDUCEALLTOALL (kept for round trips) */
+    WL_F_RECOMPUTE = 4  /* forward recomputation inside the backward */
+};
+
+typedef struct WlTask {
+    WlKind kind;
+    WlPhase phase;
+    const char *name;      /* "attention_column", "layer3.fc1" (arena) */
+    int32_t micro;         /* micro-batch 0..GA-1, -1 when not per micro-batch */
+    int32_t chunk;         /* virtual pipeline chunk, 0 */
+    int32_t layer;         /* transformer layer, -1 outside layers */
+    int32_t row;           /* row of the layer formats, -1 */
+    uint32_t flags;        /* WL_F_* */
+    double flops;          /* COMP: FLOPs, e.g. 2.2e12 */
+    double mem_bytes;      /* COMP: bytes read+written */
+    double duration_s;     /* COMP: seconds from the compute model, e.g. 5.7e-3 */
+    TsColl coll;           /* COLL: ALLREDUCE, ...; SEND/RECV: SENDRECV */
+    WlGroup group;         /* COLL: process group kind */
+    double comm_bytes;     /* COLL: whole buffer; SEND/RECV: message bytes */
+    int32_t peer_stage;    /* SEND/RECV: pipeline stage of the peer, -1 */
+    int32_t tag;           /* SEND/RECV: matching tag (same on both sides) */
+    int32_t dep_first;     /* into Workload.deps (filled by wl_task_add) */
+    int32_t n_data_deps;   /* deps[dep_first .. +n_data_deps) are data deps */
+    int32_t n_ctrl_deps;   /* then n_ctrl_deps control (schedule) deps */
+} WlTask;
+
+/* One row of a layer format: the task id of each slot, -1 when empty. */
+typedef struct WlRow {
+    const char *name;
+    int32_t comp[3];       /* indexed by WL_PHASE_FWD/IG/WG */
+    int32_t comm[3];
+    int64_t process_time;  /* SimAI update_time ticks (100) / op table process_time (0) */
+} WlRow;
+
+typedef struct WlClass {
+    const char *name;      /* "stage3" */
+    int32_t stage;         /* pipeline stage 0..PP-1 */
+    int32_t first_task, n_tasks; /* task ids are global; a class's are contiguous */
+    int32_t first_row, n_rows;
+} WlClass;
+
+/* Parallel layout the workload was made for (header fields of SimAI). */
+typedef struct WlParallel {
+    int64_t world;          /* all GPUs, 1024 */
+    int64_t tp, cp, pp, dp, ep; /* degrees; world = tp*cp*pp*dp; ep divides dp*cp */
+    int64_t vpp;            /* virtual pipeline chunks per stage, 1 */
+    int64_t layers_per_stage; /* what AICB writes as `vpp:`, 8 */
+    int64_t ga;             /* micro-batches per iteration per DP rank, 16 */
+    double pp_comm_bytes;   /* one stage-boundary activation per micro-batch, 16777216 */
+} WlParallel;
+
+typedef enum {
+    WL_FMT_NONE, WL_FMT_SIMAI, WL_FMT_ASTRASIM, WL_FMT_OPTABLE, WL_FMT_CHAKRA, WL_FMT_JSON
+} WlFormat;
+
+/* SimAI header generations (simai_aicb.md §1). */
+typedef enum {
+    WL_SIMAI_HDR_NONE,    /* not read from SimAI text */
+    WL_SIMAI_HDR_V1_0,    /* Jul 2024: model_parallel_NPU_group + checkpoints */
+    WL_SIMAI_HDR_V1_1,    /* Sep 2024: + ep pp ga all_gpus */
+    WL_SIMAI_HDR_CURRENT  /* Nov 2024 on: + vpp, pp_comm */
+} WlSimaiHeader;
+
+typedef struct Workload {
+    TsArena *arena;
+    char source[256];       /* "trainsim 0.1.0: llama3-405b tp8 pp16" or the input path */
+    WlFormat origin;        /* the format it was read from, NONE when generated */
+    char policy[40];        /* ASTRA-sim policy token: "HYBRID_TRANSFORMER_FWD_IN_BCKWD" */
+    WlSimaiHeader simai_header;
+    int64_t optable_elem_bytes; /* op table sizes are element counts of this size, 4 */
+    WlParallel par;
+    WlClass *classes;  int32_t n_classes, cap_classes;
+    WlTask *tasks;     int32_t n_tasks, cap_tasks;
+    int32_t *deps;     int32_t n_deps, cap_deps;
+    WlRow *rows;       int32_t n_rows, cap_rows;
+    char warning[256];      /* a non-fatal note for the CLI to print, "" if none */
+} Workload;
+
+const char *wl_phase_name(WlPhase p);
+const char *wl_kind_name(WlKind k);
+const char *wl_group_name(WlGroup g);
+bool wl_group_parse(const char *s, WlGroup *out);
+
+/* ---- building ------------------------------------------------------------- */
+/* Create an empty workload for `world` ranks (par.* = 1, world set).
+ * NULL + TS_ERR_INTERNAL on allocation failure. wl_destroy(NULL) is a no-op. */
+Workload *wl_create(int64_t world, TsError *err);
+void wl_destroy(Workload *w);
+/* Start a rank class; tasks/rows added afterwards belong to it. Returns its
+ * id, -1 on allocation failure. */
+int32_t wl_class_begin(Workload *w, const char *name, int32_t stage);
+/* Append a task (copied; name copied into the arena) with its data and
+ * control deps (task ids of the current class, each < the new id). Returns
+ * the new id, -1 on allocation failure. */
+int32_t wl_task_add(Workload *w, const WlTask *t, const int32_t *data_deps, int n_data,
+                    const int32_t *ctrl_deps, int n_ctrl);
+int32_t wl_row_add(Workload *w, const char *name, int64_t process_time);
+/* Templates with micro = -1, row = -1, layer = -1, peer_stage = -1. */
+WlTask wl_task_comp(const char *name, WlPhase ph, double flops, double mem_bytes, double dur_s);
+WlTask wl_task_coll(const char *name, WlPhase ph, TsColl c, WlGroup g, double bytes);
+WlTask wl_task_p2p(const char *name, WlPhase ph, bool send, int32_t peer_stage, double bytes, int32_t tag);
+static inline const int32_t *wl_task_deps(const Workload *w, const WlTask *t)
+{
+    return w->deps + t->dep_first;
+}
+
+/* ---- ranks and groups ------------------------------------------------------ */
+/* Class of a rank (the class whose stage is the rank's pipeline stage;
+ * class 0 when there is one class). */
+int32_t wl_rank_class(const Workload *w, int64_t rank);
+int64_t wl_rank_stage(const Workload *w, int64_t rank);
+/* The rank of `rank`'s pipeline peer in stage `stage`. */
+int64_t wl_stage_peer(const Workload *w, int64_t rank, int64_t stage);
+/* Members of the group of kind g that contains `rank`, ascending; returns the
+ * count (<= cap); *gid gets a stable id unique over (kind, group). */
+int64_t wl_group_members(const Workload *w, WlGroup g, int64_t rank, int64_t *out,
+                         int64_t cap, int64_t *gid);
+int64_t wl_group_size(const Workload *w, WlGroup g);
+
+/* ---- summaries ------------------------------------------------------------- */
+typedef struct WlSummary {
+    int64_t n_tasks, n_comp, n_coll, n_p2p;
+    double comp_s;          /* sum of COMP durations of class 0 */
+    double coll_bytes;      /* sum of COLL bytes of class 0 */
+    double flops;
+} WlSummary;
+void wl_summary(const Workload *w, int32_t cls, WlSummary *out);
+/* Structural checks: deps exist, point backwards inside the class (hence
+ * acyclic), rows refer to tasks of their class. TS_ERR_INTERNAL on failure. */
+TsStatus wl_validate(const Workload *w, TsError *err);
+
+/* ---- generators (model + plan -> Workload) ------------------------------------ */
+/* Compute-time callbacks for one TP shard (the CLI wires hw.h's model in;
+ * wl_cost_roofline is a self-contained fallback). Times in seconds. */
+typedef struct WlCost {
+    const void *ctx;
+    /* batch independent (M x K) @ (K x N) products */
+    double (*gemm_s)(const void *ctx, int64_t batch, int64_t m, int64_t n, int64_t k);
+    /* fused attention core, B x heads, sq x sk, head dim d */
+    double (*attn_s)(const void *ctx, int64_t b, int64_t heads, int64_t sq, int64_t sk, int64_t d,
+                     bool causal, bool backward);
+    /* memory-bound kernel moving `bytes` */
+    double (*mem_s)(const void *ctx, double bytes);
+} WlCost;
+
+/* Roofline: time = max(flops / (peak*eff), bytes / (bw*mem_eff)) + launch. */
+typedef struct WlRoofline {
+    double peak_flops;      /* dense FLOP/s at the dtype, 989e12 (H100 bf16) */
+    double gemm_eff;        /* fraction of peak a large GEMM reaches, 0.75 */
+    double attn_eff;        /* fraction of peak of the attention core, 0.55 */
+    double mem_bw;          /* HBM bytes/s, 3.35e12 */
+    double mem_eff;         /* achieved fraction of mem_bw, 0.85 */
+    double launch_s;        /* per kernel, 4e-6 */
+    int dtype_bytes;        /* element size of operands, 2 */
+} WlRoofline;
+void wl_cost_roofline(WlCost *c, const WlRoofline *r); /* r must outlive c */
+
+/* Megatron-style plan as the generators need it (filled from plan.h's
+ * ParallelPlan by the caller, so this header stays independent of it). */
+typedef enum { WL_SCHED_1F1B, WL_SCHED_INTERLEAVED, WL_SCHED_GPIPE } WlSchedule;
+typedef enum { WL_RECOMPUTE_NONE, WL_RECOMPUTE_SELECTIVE, WL_RECOMPUTE_FULL } WlRecompute;
+
+typedef struct WlModelDims {
+    char name[64];          /* "gpt3-175b" */
+    int64_t layers, hidden, heads, kv_heads, head_dim, ffn, vocab, vocab_padded;
+    bool swiglu;            /* 3-matrix gated MLP */
+    bool tied;              /* LM head tied to the word embedding */
+    bool learned_pos;       /* learned position embedding (max_positions rows) */
+    int64_t experts, topk, moe_ffn, dense_layers; /* experts = 0: dense */
+} WlModelDims;
+
+typedef struct WlPlanDims {
+    int64_t world, tp, cp, pp, vpp, dp, ep;
+    bool sp;
+    int64_t micro_batch, seq, ga;  /* B sequences, S tokens, micro-batches per step */
+    int dtype_bytes;               /* 2 */
+    int zero;                      /* 0..3 */
+    bool dist_opt;                 /* Megatron distributed optimizer */
+    bool shampoo;                  /* Shampoo optimizer */
+    int64_t shampoo_blocks;        /* K blocks per weight matrix, 1 */
+    WlRecompute recompute;
+    WlSchedule schedule;
+    bool flash;                    /* fused attention core */
+} WlPlanDims;
+
+typedef struct WlAicbOptions {
+    bool compat_1_1;        /* AICB v1.1 (Sep 2024): 2x word embedding, quirks (stale embedding
+                               wg time, 0-byte column ig reduce-scatter, final_column timed as
+                               attention) */
+} WlAicbOptions;
+/* AICB/SimAI layer rows for one pipeline stage (simai_aicb.md §2-3). */
+TsStatus wl_build_aicb(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
+                       const WlAicbOptions *o, Workload **out, TsError *err);
+
+typedef struct WlBuildOptions {
+    double bucket_params;   /* DP gradient bucket in parameters, Megatron max(4e7, 1e6*dp) when 0 */
+    int grad_bytes;         /* bytes per gradient element reduced over DP, 4 (fp32 main grads) */
+} WlBuildOptions;
+/* The full per-stage task DAG: layers with TP/SP/CP/EP collectives, PP
+ * send/recv in schedule order, bucketed DP gradient reduction overlapped with
+ * the last backward, optimizer step (Shampoo preconditioners + gather). */
+TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
+                  const WlBuildOptions *o, Workload **out, TsError *err);
+
+/* The per-operator table of a GPT-2 style model as NeuSight traces it
+ * (torch.fx node names); neusight = reproduce its size quirks (wte grad
+ * S*H, lm_head bias). Needs dp or tp or pp alone, like NeuSight. */
+typedef struct WlOptableOptions {
+    bool neusight;          /* keep the seed's size quirks; MEM rows by NeuSight's formula */
+    double mem_gb_per_s;    /* NeuSight Mem_Bw (GB/s, read as GiB/s by its MEM formula), 1555 */
+} WlOptableOptions;
+TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
+                          const WlOptableOptions *o, Workload **out, TsError *err);
+
+/* ---- readers ---------------------------------------------------------------- */
+/* SimAI/AICB text (all header generations, MICRO) and ASTRA-sim 1.0 text are
+ * one syntax; the reader accepts both and records origin/policy/header.
+ * `name` is used in messages. Malformed input: TS_ERR_INPUT positioned at
+ * line and column (of the field). The v1.0 header sets w->warning. */
+TsStatus wl_read_simai(const char *name, const char *text, size_t len, Workload **out, TsError *err);
+TsStatus wl_read_optable(const char *name, const char *text, size_t len, Workload **out, TsError *err);
+/* Sniff the format (op table header, Chakra binary, JSON, else SimAI text). */
+TsStatus wl_read_file(const char *path, Workload **out, TsError *err);
+
+/* ---- writers ---------------------------------------------------------------- */
+typedef struct WlSimaiOptions {
+    WlSimaiHeader header;   /* CURRENT (default when NONE), V1_1 (--aicb-compat 1.1), V1_0 */
+} WlSimaiOptions;
+/* Row formats use the rows of class 0 (or one row per task when there are
+ * none). Text appended to out. */
+void wl_write_simai(const Workload *w, const WlSimaiOptions *o, TsBuf *out);
+void wl_write_astrasim(const Workload *w, TsBuf *out);
+void wl_write_optable(const Workload *w, TsBuf *out);
+void wl_write_json(const Workload *w, TsBuf *out);
+
+typedef struct WlChakraOptions {
+    int64_t max_ranks;      /* refuse to write more files than this, 1<<20 */
+    bool comm_groups;       /* also write <prefix>.comm_groups.json (true) */
+    int involved_dims;      /* entries of involved_dim (all true) on group collectives, 1;
+                               set it to the network's dimension count, 0 omits the attr */
+    bool generator_attr;    /* GlobalMetadata attr generator="trainsim X" (true) */
+} WlChakraOptions;
+void wl_chakra_options_init(WlChakraOptions *o);
+/* Write <prefix>.<rank>.et for every rank and <prefix>.comm_groups.json,
+ * each atomically. The prefix's directory must exist (TS_ERR_USAGE). On
+ * failure files already committed are removed. *bytes_out (may be NULL) gets
+ * the total bytes written. */
+TsStatus wl_write_chakra(const Workload *w, const WlChakraOptions *o, const char *prefix,
+                         int64_t *bytes_out, TsError *err);
+/* Encode one rank's trace into out (binary, appended); o may be NULL. */
+TsStatus wl_chakra_encode_rank(const Workload *w, const WlChakraOptions *o, int64_t rank,
+                               TsBuf *out, TsError *err);
+
+/* ---- Chakra reader and checker --------------------------------------------- */
+typedef struct WlChakraNode {
+    uint64_t id;
+    const char *name;
+    int type;               /* Chakra NodeType: 4 COMP, 5 SEND, 6 RECV, 7 COLL */
+    uint64_t duration_us;
+    int64_t comm_type, comm_size, num_ops;
+    uint64_t tensor_size;
+    int32_t comm_src, comm_dst, comm_tag;
+    bool is_cpu_op, has_is_cpu_op;
+    const char *pg_name;
+    int32_t n_data, n_ctrl;
+    uint64_t *data_deps, *ctrl_deps;
+} WlChakraNode;
+
+typedef struct WlChakraTrace {
+    TsArena *arena;
+    char version[32];
+    WlChakraNode *nodes;
+    int64_t n_nodes;
+} WlChakraTrace;
+
+/* Decode a varint-delimited trace. TS_ERR_INPUT with the byte offset as col. */
+TsStatus wl_chakra_decode(const char *name, const uint8_t *data, size_t len,
+                          WlChakraTrace *out, TsError *err);
+void wl_chakra_trace_free(WlChakraTrace *t);
+
+typedef struct WlChakraCheck {
+    int64_t ranks, nodes, colls, sends, recvs, groups;
+    double bytes;
+} WlChakraCheck;
+/* Read <prefix>.<r>.et for r = 0.. until missing and <prefix>.comm_groups.json;
+ * check every dep exists, each trace is acyclic, every rank of a group issues
+ * the same collectives in the same order with the same sizes, and every send
+ * has its receive. TS_ERR_INPUT naming the rank and node on failure. */
+TsStatus wl_check_chakra(const char *prefix, WlChakraCheck *out, TsError *err);
+
+#endif

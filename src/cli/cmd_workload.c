@@ -1,0 +1,143 @@
+/* trainsim workload — write one training iteration as a workload file
+ * (SimAI/AICB, ASTRA-sim 1.0, Chakra, op table, JSON), generated from a
+ * model and plan or converted from an imported workload (--in). */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "trainsim/workload.h"
+#include "cmd_workload_gen.h"
+
+typedef struct WlCli {
+    const char *format, *output, *in, *aicb_compat, *optable_compat, *check_chakra;
+    int64_t chakra_dims;
+    bool chakra_example;
+} WlCli;
+
+static int write_out(const Workload *w, const WlCli *o, WlFormat fmt)
+{
+    TsError err = {0};
+    if (fmt == WL_FMT_CHAKRA) {
+        WlChakraOptions co;
+        wl_chakra_options_init(&co);
+        co.involved_dims = (int)o->chakra_dims;
+        if (o->chakra_example) co.generator_attr = false;
+        int64_t bytes = 0;
+        if (wl_write_chakra(w, &co, o->output, &bytes, &err)) return cli_fail(&err);
+        printf("wrote %" PRId64 " Chakra traces %s.{0..%" PRId64 "}.et and %s.comm_groups.json, %" PRId64 " bytes\n",
+               w->par.world, o->output, w->par.world - 1, o->output, bytes);
+        return 0;
+    }
+    TsBuf b = {0};
+    if (fmt == WL_FMT_SIMAI) {
+        WlSimaiOptions so = {WL_SIMAI_HDR_CURRENT};
+        if (o->aicb_compat && !strcmp(o->aicb_compat, "1.1")) so.header = WL_SIMAI_HDR_V1_1;
+        if (o->aicb_compat && !strcmp(o->aicb_compat, "1.0")) so.header = WL_SIMAI_HDR_V1_0;
+        wl_write_simai(w, &so, &b);
+    } else if (fmt == WL_FMT_ASTRASIM) {
+        wl_write_astrasim(w, &b);
+    } else if (fmt == WL_FMT_OPTABLE) {
+        wl_write_optable(w, &b);
+    } else {
+        wl_write_json(w, &b);
+    }
+    int rc = cli_emit(o->output, &b);
+    ts_buf_free(&b);
+    return rc;
+}
+
+/* The ASTRA-sim microbenchmark all_gather/16npus_1MB: one 1 MiB all-gather. */
+static Workload *example_allgather(TsError *err)
+{
+    Workload *w = wl_create(16, err);
+    if (!w) return NULL;
+    WlTask t = wl_task_coll("all_gather_16npus_1MB", WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_WORLD, 1048576);
+    if (wl_class_begin(w, "all", 0) < 0 || wl_task_add(w, &t, NULL, 0, NULL, 0) < 0) {
+        wl_destroy(w);
+        ts_err(err, TS_ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
+    return w;
+}
+
+static int check_chakra(const char *prefix)
+{
+    TsError err = {0};
+    WlChakraCheck c;
+    if (wl_check_chakra(prefix, &c, &err)) return cli_fail(&err);
+    printf("%s: %" PRId64 " ranks, %" PRId64 " nodes, %" PRId64 " collectives, %" PRId64 " sends, %" PRId64
+           " receives, %" PRId64 " groups: ok (deps exist, acyclic, groups consistent, sends matched)\n",
+           prefix, c.ranks, c.nodes, c.colls, c.sends, c.recvs, c.groups);
+    return 0;
+}
+
+int cmd_workload(int argc, char **argv)
+{
+    WlCli o = {.chakra_dims = 1};
+    WlGenCli g;
+    wl_gen_cli_init(&g);
+    CliSpec s = {.cmd = "workload",
+                 .usage = "trainsim workload --format simai|astrasim|chakra|optable|json --output PATH "
+                          "[model/plan/hw options | --in FILE]",
+                 .summary = "Write one training iteration as a workload: SimAI/AICB text, ASTRA-sim 1.0 text, "
+                            "Chakra traces (one <PATH>.<rank>.et per rank + <PATH>.comm_groups.json), a "
+                            "per-operator table or trainsim JSON. --in converts a SimAI/ASTRA-sim text workload "
+                            "or an op table into another format."};
+    cli_add(&s, "format", CLI_STR, &o.format, "F", "simai | astrasim | chakra | optable | json");
+    cli_add(&s, "output", CLI_STR, &o.output, "PATH", "output file (chakra: path prefix); '-' = stdout");
+    cli_add(&s, "in", CLI_STR, &o.in, "FILE", "convert this workload instead of generating one");
+    cli_add(&s, "aicb-compat", CLI_STR, &o.aicb_compat, "V", "simai: '1.1' writes AICB's Sep-2024 header and quirks");
+    cli_add(&s, "optable-compat", CLI_STR, &o.optable_compat, "T", "optable: 'neusight' reproduces the seed's size quirks");
+    cli_add(&s, "chakra-dims", CLI_INT, &o.chakra_dims, "N", "chakra: network dimensions for involved_dim (1; 0 omits)");
+    cli_add(&s, "check-chakra", CLI_STR, &o.check_chakra, "PREFIX", "verify a Chakra trace set and exit");
+    cli_add(&s, "chakra-example", CLI_FLAG, &o.chakra_example, NULL,
+            "write ASTRA-sim's 16-NPU 1 MiB all-gather microbenchmark trace");
+    wl_gen_cli_add(&s, &g);
+    int rc = cli_parse(&s, argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (o.check_chakra) return check_chakra(o.check_chakra);
+    static const struct { const char *n; WlFormat f; } F[] = {
+        {"simai", WL_FMT_SIMAI}, {"astrasim", WL_FMT_ASTRASIM}, {"chakra", WL_FMT_CHAKRA},
+        {"optable", WL_FMT_OPTABLE}, {"json", WL_FMT_JSON}};
+    WlFormat fmt = WL_FMT_NONE;
+    for (size_t i = 0; i < sizeof F / sizeof F[0]; i++)
+        if (o.format && !strcmp(o.format, F[i].n)) fmt = F[i].f;
+    if (fmt == WL_FMT_NONE) {
+        fprintf(stderr, "trainsim workload: %s --format (simai, astrasim, chakra, optable or json) "
+                        "(see 'trainsim workload --help')\n", o.format ? "unknown" : "missing");
+        return 2;
+    }
+    if (fmt == WL_FMT_CHAKRA && (!o.output || !strcmp(o.output, "-"))) {
+        fprintf(stderr, "trainsim workload: --format chakra needs --output PREFIX (files PREFIX.<rank>.et) "
+                        "(see 'trainsim workload --help')\n");
+        return 2;
+    }
+    if (o.aicb_compat && strcmp(o.aicb_compat, "1.1") && strcmp(o.aicb_compat, "1.0")) {
+        fprintf(stderr, "trainsim workload: --aicb-compat expects 1.0 or 1.1, got '%s' (see 'trainsim workload --help')\n",
+                o.aicb_compat);
+        return 2;
+    }
+    if (o.optable_compat && strcmp(o.optable_compat, "neusight")) {
+        fprintf(stderr, "trainsim workload: --optable-compat expects 'neusight', got '%s' (see 'trainsim workload --help')\n",
+                o.optable_compat);
+        return 2;
+    }
+    TsError err = {0};
+    Workload *w = NULL;
+    if (o.chakra_example) {
+        if (!(w = example_allgather(&err))) return cli_fail(&err);
+    } else if (o.in) {
+        if (wl_read_file(o.in, &w, &err)) return cli_fail(&err);
+        if (w->warning[0]) fprintf(stderr, "trainsim: warning: %s\n", w->warning);
+    } else {
+        g.fmt = fmt;
+        g.aicb_compat = o.aicb_compat != NULL;
+        g.neusight = o.optable_compat != NULL;
+        rc = wl_gen_cli_build(&g, &w);
+        if (rc) return rc;
+    }
+    rc = write_out(w, &o, fmt);
+    wl_destroy(w);
+    return rc;
+}

@@ -1,0 +1,29 @@
+/* trainsim workload: the generator side (model + plan + hw -> Workload). */
+#ifndef TRAINSIM_CMD_WORKLOAD_GEN_H
+#define TRAINSIM_CMD_WORKLOAD_GEN_H
+
+#include "cli.h"
+#include "cli_hw.h"
+#include "cli_plan.h"
+#include "trainsim/workload.h"
+
+typedef struct WlGenCli {
+    CliModel model;
+    CliPlan plan;
+    CliHw hw;           /* --gpu --cluster --gpus --calibration --busbw */
+    CliHwLoaded loaded; /* compute model during the build */
+    TsDtype dtype;      /* compute dtype of the plan */
+    WlRoofline roof;    /* fp32 (SIMT) GEMM roofline on the GPU's figures */
+    WlCost simt;
+    CliSpec *spec;      /* the command's option table (for cli_seen) */
+    WlFormat fmt;       /* set by cmd_workload before build */
+    bool aicb_compat;   /* --aicb-compat given */
+    bool neusight;      /* --optable-compat neusight */
+} WlGenCli;
+
+void wl_gen_cli_init(WlGenCli *g);
+void wl_gen_cli_add(CliSpec *s, WlGenCli *g);
+/* Build the workload; on failure prints and returns the exit code. */
+int wl_gen_cli_build(WlGenCli *g, Workload **out);
+
+#endif

@@ -1,0 +1,306 @@
+/* Chakra execution traces for ASTRA-sim 2.0 (reference/astrasim_chakra.md
+ * §2.2): one <prefix>.<rank>.et per rank, a stream of varint-length-delimited
+ * protobuf messages (GlobalMetadata, then one Node per task), encoded with
+ * protobuf-c from src/workload/et_def.proto; plus <prefix>.comm_groups.json.
+ *
+ * Mapping: COMP -> COMP_NODE (duration_micros = whole µs, at least 1;
+ * num_ops int64; tensor_size uint64; is_cpu_op false). COLL -> COMM_COLL_NODE
+ * (comm_type, comm_size int64; pg_name = the group id in comm_groups.json;
+ * involved_dim bool list). SEND/RECV -> COMM_SEND/RECV_NODE (comm_src,
+ * comm_dst, comm_tag int32; comm_size int64). Node ids are task ids local to
+ * the rank's class; task deps become data_deps / ctrl_deps. WORLD-group
+ * collectives carry neither pg_name nor involved_dim (all ranks, all dims),
+ * which is how ASTRA-sim's microbenchmark traces look. */
+#include "trainsim/workload.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "et_def.pb-c.h"
+
+typedef ChakraProtoMsg__AttributeProto Attr;
+typedef ChakraProtoMsg__Node Node;
+
+void wl_chakra_options_init(WlChakraOptions *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_ranks = 1 << 20;
+    o->comm_groups = true;
+    o->involved_dims = 1;
+    o->generator_attr = true;
+}
+
+static int64_t chakra_coll(TsColl c)
+{
+    switch (c) {
+    case TS_COLL_ALLREDUCE: return CHAKRA_PROTO_MSG__COLLECTIVE_COMM_TYPE__ALL_REDUCE;
+    case TS_COLL_ALLGATHER: return CHAKRA_PROTO_MSG__COLLECTIVE_COMM_TYPE__ALL_GATHER;
+    case TS_COLL_REDUCESCATTER: return CHAKRA_PROTO_MSG__COLLECTIVE_COMM_TYPE__REDUCE_SCATTER;
+    case TS_COLL_ALLTOALL: return CHAKRA_PROTO_MSG__COLLECTIVE_COMM_TYPE__ALL_TO_ALL;
+    case TS_COLL_BROADCAST: return CHAKRA_PROTO_MSG__COLLECTIVE_COMM_TYPE__BROADCAST;
+    default: return CHAKRA_PROTO_MSG__COLLECTIVE_COMM_TYPE__BARRIER;
+    }
+}
+
+/* Scratch space reused across nodes of one encode call. */
+typedef struct Enc {
+    TsBuf *out;
+    uint8_t *buf;
+    size_t cap;
+    uint64_t *deps;
+    size_t deps_cap;
+} Enc;
+
+static void put_varint(TsBuf *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    size_t n = 0;
+    do {
+        tmp[n] = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        if (v) tmp[n] |= 0x80;
+        n++;
+    } while (v);
+    ts_buf_append(b, (const char *)tmp, n);
+}
+
+static bool emit(Enc *e, const ProtobufCMessage *m)
+{
+    size_t n = protobuf_c_message_get_packed_size(m);
+    if (n > e->cap) {
+        size_t nc = n * 2 + 256;
+        uint8_t *p = realloc(e->buf, nc);
+        if (!p) return false;
+        e->buf = p;
+        e->cap = nc;
+    }
+    protobuf_c_message_pack(m, e->buf);
+    put_varint(e->out, n);
+    ts_buf_append(e->out, (const char *)e->buf, n);
+    return !e->out->oom;
+}
+
+static Attr attr_named(const char *name)
+{
+    Attr a = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__INIT;
+    a.name = (char *)name;
+    return a;
+}
+
+typedef struct RankGroups {
+    char pg[WL_GROUP_COUNT][24]; /* pg_name of the rank's group of each kind */
+} RankGroups;
+
+static void rank_groups(const Workload *w, int64_t rank, RankGroups *rg)
+{
+    for (int g = 0; g < WL_GROUP_COUNT; g++) {
+        int64_t first, gid;
+        wl_group_members(w, (WlGroup)g, rank, &first, 1, &gid);
+        snprintf(rg->pg[g], sizeof rg->pg[g], "%" PRId64, gid);
+    }
+}
+
+TsStatus wl_chakra_encode_rank(const Workload *w, const WlChakraOptions *o, int64_t rank,
+                               TsBuf *out, TsError *err)
+{
+    WlChakraOptions def;
+    if (!o) {
+        wl_chakra_options_init(&def);
+        o = &def;
+    }
+    Enc e = {.out = out};
+    TsStatus st = TS_OK;
+    ChakraProtoMsg__GlobalMetadata gm = CHAKRA_PROTO_MSG__GLOBAL_METADATA__INIT;
+    gm.version = (char *)WL_CHAKRA_VERSION;
+    Attr gen = attr_named("generator");
+    Attr *gattrs[1] = {&gen};
+    char gen_s[64];
+    if (o->generator_attr) {
+        snprintf(gen_s, sizeof gen_s, "trainsim %s", TRAINSIM_VERSION);
+        gen.value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_VAL;
+        gen.string_val = gen_s;
+        gm.n_attr = 1;
+        gm.attr = gattrs;
+    }
+    if (!emit(&e, &gm.base)) goto oom;
+    if (w->n_classes == 0) goto done;
+    const WlClass *c = &w->classes[wl_rank_class(w, rank)];
+    RankGroups rg;
+    rank_groups(w, rank, &rg);
+    protobuf_c_boolean dims[16];
+    int ndims = o->involved_dims < 0 ? 0 : o->involved_dims > 16 ? 16 : o->involved_dims;
+    for (int i = 0; i < 16; i++) dims[i] = 1;
+    ChakraProtoMsg__BoolList dimlist = CHAKRA_PROTO_MSG__BOOL_LIST__INIT;
+    dimlist.n_values = (size_t)ndims;
+    dimlist.values = dims;
+    for (int32_t i = 0; i < c->n_tasks; i++) {
+        const WlTask *t = &w->tasks[c->first_task + i];
+        Node n = CHAKRA_PROTO_MSG__NODE__INIT;
+        n.id = (uint64_t)i;
+        n.name = (char *)(t->name[0] ? t->name : "task");
+        size_t nd = (size_t)(t->n_data_deps + t->n_ctrl_deps);
+        if (nd > e.deps_cap) {
+            uint64_t *p = realloc(e.deps, (nd * 2 + 16) * sizeof *p);
+            if (!p) goto oom;
+            e.deps = p;
+            e.deps_cap = nd * 2 + 16;
+        }
+        const int32_t *d = wl_task_deps(w, t);
+        for (size_t k = 0; k < nd; k++) e.deps[k] = (uint64_t)(d[k] - c->first_task);
+        n.n_data_deps = (size_t)t->n_data_deps;
+        n.data_deps = e.deps;
+        n.n_ctrl_deps = (size_t)t->n_ctrl_deps;
+        n.ctrl_deps = e.deps + t->n_data_deps;
+        Attr a[6];
+        Attr *ap[6];
+        int na = 0;
+        a[na] = attr_named("is_cpu_op");
+        a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BOOL_VAL;
+        a[na++].bool_val = 0;
+        if (t->kind == WL_KIND_COMP) {
+            n.type = CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE;
+            double us = ceil(t->duration_s * 1e6 - 1e-6);
+            n.duration_micros = us < 1 ? 1 : (uint64_t)us;
+            a[na] = attr_named("num_ops");
+            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
+            a[na++].int64_val = (int64_t)llround(t->flops);
+            a[na] = attr_named("tensor_size");
+            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT64_VAL;
+            a[na++].uint64_val = (uint64_t)llround(t->mem_bytes);
+        } else if (t->kind == WL_KIND_COLL) {
+            n.type = CHAKRA_PROTO_MSG__NODE_TYPE__COMM_COLL_NODE;
+            a[na] = attr_named("comm_type");
+            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
+            a[na++].int64_val = chakra_coll(t->coll);
+            a[na] = attr_named("comm_size");
+            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
+            a[na++].int64_val = (int64_t)llround(t->comm_bytes);
+            if (t->group != WL_GROUP_WORLD && t->group != WL_GROUP_NONE) {
+                a[na] = attr_named("pg_name");
+                a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_VAL;
+                a[na++].string_val = rg.pg[t->group];
+                if (ndims > 0) {
+                    a[na] = attr_named("involved_dim");
+                    a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BOOL_LIST;
+                    a[na++].bool_list = &dimlist;
+                }
+            }
+        } else {
+            bool send = t->kind == WL_KIND_SEND;
+            n.type = send ? CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE : CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE;
+            int64_t peer = wl_stage_peer(w, rank, t->peer_stage);
+            a[na] = attr_named("comm_src");
+            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_VAL;
+            a[na++].int32_val = (int32_t)(send ? rank : peer);
+            a[na] = attr_named("comm_dst");
+            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_VAL;
+            a[na++].int32_val = (int32_t)(send ? peer : rank);
+            a[na] = attr_named("comm_tag");
+            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_VAL;
+            a[na++].int32_val = t->tag;
+            a[na] = attr_named("comm_size");
+            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
+            a[na++].int64_val = (int64_t)llround(t->comm_bytes);
+        }
+        for (int k = 0; k < na; k++) ap[k] = &a[k];
+        n.n_attr = (size_t)na;
+        n.attr = ap;
+        if (!emit(&e, &n.base)) goto oom;
+    }
+    goto done;
+oom:
+    st = ts_err(err, TS_ERR_INTERNAL, "out of memory encoding the Chakra trace of rank %" PRId64, rank);
+done:
+    free(e.buf);
+    free(e.deps);
+    return st;
+}
+
+/* Which group kinds do collectives of any class use? */
+static void used_groups(const Workload *w, bool used[WL_GROUP_COUNT])
+{
+    memset(used, 0, sizeof(bool) * WL_GROUP_COUNT);
+    for (int32_t i = 0; i < w->n_tasks; i++)
+        if (w->tasks[i].kind == WL_KIND_COLL) used[w->tasks[i].group] = true;
+    used[WL_GROUP_NONE] = used[WL_GROUP_WORLD] = false;
+}
+
+static TsStatus write_groups(const Workload *w, const char *path, int64_t *bytes, TsError *err)
+{
+    bool used[WL_GROUP_COUNT];
+    used_groups(w, used);
+    TsBuf b = {0};
+    ts_buf_puts(&b, "{");
+    bool first = true;
+    int64_t world = w->par.world;
+    int64_t *mem = malloc((size_t)world * sizeof *mem);
+    if (!mem) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    for (int g = 0; g < WL_GROUP_COUNT; g++) {
+        if (!used[g]) continue;
+        for (int64_t r = 0; r < world; r++) {
+            int64_t gid, k = wl_group_members(w, (WlGroup)g, r, mem, world, &gid);
+            if (mem[0] != r) continue; /* list each group once, from its first member */
+            ts_buf_printf(&b, "%s\n  \"%" PRId64 "\": [", first ? "" : ",", gid);
+            for (int64_t j = 0; j < k; j++) ts_buf_printf(&b, "%s%" PRId64, j ? ", " : "", mem[j]);
+            ts_buf_puts(&b, "]");
+            first = false;
+        }
+    }
+    free(mem);
+    ts_buf_puts(&b, first ? "}\n" : "\n}\n");
+    TsStatus st = b.oom ? ts_err(err, TS_ERR_INTERNAL, "out of memory")
+                        : ts_write_file_atomic(path, b.data, b.len, err);
+    if (!st && bytes) *bytes += (int64_t)b.len;
+    ts_buf_free(&b);
+    return st;
+}
+
+TsStatus wl_write_chakra(const Workload *w, const WlChakraOptions *o, const char *prefix,
+                         int64_t *bytes_out, TsError *err)
+{
+    WlChakraOptions def;
+    if (!o) {
+        wl_chakra_options_init(&def);
+        o = &def;
+    }
+    int64_t world = w->par.world, total = 0;
+    if (world > o->max_ranks)
+        return ts_err(err, TS_ERR_USAGE, "%" PRId64 " ranks exceed the limit of %" PRId64 " trace files",
+                      world, o->max_ranks);
+    char path[1100];
+    TsBuf b = {0};
+    TsStatus st = TS_OK;
+    int64_t r;
+    for (r = 0; r < world; r++) {
+        b.len = 0;
+        if (b.data) b.data[0] = '\0';
+        if ((st = wl_chakra_encode_rank(w, o, r, &b, err))) break;
+        snprintf(path, sizeof path, "%s.%" PRId64 ".et", prefix, r);
+        TsOutFile f;
+        if ((st = ts_out_open(&f, path, err))) break;
+        if (b.len && fwrite(b.data, 1, b.len, f.fp) != b.len) {
+            ts_out_abort(&f);
+            st = ts_err(err, TS_ERR_INTERNAL, "write error on '%s'", path);
+            break;
+        }
+        if ((st = ts_out_commit(&f, err))) break;
+        total += (int64_t)b.len;
+    }
+    ts_buf_free(&b);
+    if (!st && o->comm_groups) {
+        snprintf(path, sizeof path, "%s.comm_groups.json", prefix);
+        st = write_groups(w, path, &total, err);
+    }
+    if (st) { /* no partial output: remove the traces already committed */
+        for (int64_t k = 0; k < r; k++) {
+            snprintf(path, sizeof path, "%s.%" PRId64 ".et", prefix, k);
+            unlink(path);
+        }
+        return st;
+    }
+    if (bytes_out) *bytes_out = total;
+    return TS_OK;
+}

@@ -1,0 +1,445 @@
+/* Reading Chakra traces back, and checking a trace set for what ASTRA-sim
+ * needs: every dep inside the file, no cycle, matching collectives across
+ * each process group, and a receive for every send. */
+#include "trainsim/workload.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "et_def.pb-c.h"
+
+static bool get_varint(const uint8_t *d, size_t len, size_t *pos, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (*pos >= len) return false;
+        uint8_t b = d[(*pos)++];
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return true;
+        }
+    }
+    return false;
+}
+
+static TsStatus bad(TsError *err, const char *name, size_t off, const char *what)
+{
+    ts_err(err, TS_ERR_INPUT, "malformed Chakra trace: %s at byte %zu", what, off);
+    ts_err_at(err, name, 0, 0, NULL);
+    ts_err_hint(err, "a trace is varint(length) + GlobalMetadata, then varint(length) + Node until EOF");
+    return TS_ERR_INPUT;
+}
+
+static void take_attrs(WlChakraTrace *t, WlChakraNode *n, const ChakraProtoMsg__Node *m)
+{
+    for (size_t i = 0; i < m->n_attr; i++) {
+        const ChakraProtoMsg__AttributeProto *a = m->attr[i];
+        const char *k = a->name;
+        int64_t iv = 0;
+        switch (a->value_case) {
+        case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL: iv = a->int64_val; break;
+        case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_VAL: iv = a->int32_val; break;
+        case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT64_VAL: iv = (int64_t)a->uint64_val; break;
+        case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT32_VAL: iv = a->uint32_val; break;
+        case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BOOL_VAL: iv = a->bool_val; break;
+        default: break;
+        }
+        if (!strcmp(k, "comm_type")) n->comm_type = iv;
+        else if (!strcmp(k, "comm_size")) n->comm_size = iv;
+        else if (!strcmp(k, "num_ops")) n->num_ops = iv;
+        else if (!strcmp(k, "tensor_size")) n->tensor_size = (uint64_t)iv;
+        else if (!strcmp(k, "comm_src")) n->comm_src = (int32_t)iv;
+        else if (!strcmp(k, "comm_dst")) n->comm_dst = (int32_t)iv;
+        else if (!strcmp(k, "comm_tag")) n->comm_tag = (int32_t)iv;
+        else if (!strcmp(k, "is_cpu_op")) {
+            n->is_cpu_op = iv != 0;
+            n->has_is_cpu_op = true;
+        } else if (!strcmp(k, "pg_name") &&
+                   a->value_case == CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_VAL)
+            n->pg_name = ts_arena_strdup(t->arena, a->string_val);
+    }
+}
+
+TsStatus wl_chakra_decode(const char *name, const uint8_t *data, size_t len, WlChakraTrace *out,
+                          TsError *err)
+{
+    memset(out, 0, sizeof *out);
+    out->arena = ts_arena_create(1 << 20);
+    if (!out->arena) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    size_t pos = 0;
+    int64_t cap = 0;
+    bool first = true;
+    while (pos < len) {
+        size_t at = pos;
+        uint64_t n;
+        if (!get_varint(data, len, &pos, &n) || n > len - pos) return bad(err, name, at, "bad message length");
+        if (n == 0) return bad(err, name, at, "zero-length message");
+        if (first) {
+            ChakraProtoMsg__GlobalMetadata *g = chakra_proto_msg__global_metadata__unpack(NULL, n, data + pos);
+            if (!g) return bad(err, name, at, "GlobalMetadata does not decode");
+            snprintf(out->version, sizeof out->version, "%s", g->version);
+            chakra_proto_msg__global_metadata__free_unpacked(g, NULL);
+            first = false;
+            pos += n;
+            continue;
+        }
+        ChakraProtoMsg__Node *m = chakra_proto_msg__node__unpack(NULL, n, data + pos);
+        if (!m) return bad(err, name, at, "Node does not decode");
+        if (out->n_nodes == cap) {
+            int64_t nc = cap ? cap * 2 : 256;
+            WlChakraNode *p = ts_arena_grow(out->arena, out->nodes, sizeof *p, (size_t)cap, (size_t)nc);
+            if (!p) {
+                chakra_proto_msg__node__free_unpacked(m, NULL);
+                return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+            }
+            out->nodes = p;
+            cap = nc;
+        }
+        WlChakraNode *nd = &out->nodes[out->n_nodes++];
+        memset(nd, 0, sizeof *nd);
+        nd->id = m->id;
+        nd->name = ts_arena_strdup(out->arena, m->name);
+        nd->type = (int)m->type;
+        nd->duration_us = m->duration_micros;
+        nd->n_data = (int32_t)m->n_data_deps;
+        nd->n_ctrl = (int32_t)m->n_ctrl_deps;
+        nd->data_deps = ts_arena_alloc(out->arena, (m->n_data_deps + 1) * sizeof(uint64_t));
+        nd->ctrl_deps = ts_arena_alloc(out->arena, (m->n_ctrl_deps + 1) * sizeof(uint64_t));
+        if (!nd->data_deps || !nd->ctrl_deps || !nd->name) {
+            chakra_proto_msg__node__free_unpacked(m, NULL);
+            return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+        }
+        if (m->n_data_deps) memcpy(nd->data_deps, m->data_deps, m->n_data_deps * sizeof(uint64_t));
+        if (m->n_ctrl_deps) memcpy(nd->ctrl_deps, m->ctrl_deps, m->n_ctrl_deps * sizeof(uint64_t));
+        take_attrs(out, nd, m);
+        chakra_proto_msg__node__free_unpacked(m, NULL);
+        pos += n;
+    }
+    if (first) return bad(err, name, 0, "empty file (no GlobalMetadata)");
+    return TS_OK;
+}
+
+void wl_chakra_trace_free(WlChakraTrace *t)
+{
+    if (t) {
+        ts_arena_destroy(t->arena);
+        memset(t, 0, sizeof *t);
+    }
+}
+
+/* ---- checker ----------------------------------------------------------------- */
+typedef struct PgSeq {
+    char name[32];
+    int64_t count;
+    uint64_t hash;
+} PgSeq;
+
+typedef struct RankInfo {
+    PgSeq *pg;
+    int n_pg;
+} RankInfo;
+
+typedef struct P2p {
+    int64_t src, dst, tag, size;
+} P2p;
+
+static int p2p_cmp(const void *a, const void *b)
+{
+    const P2p *x = a, *y = b;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    if (x->dst != y->dst) return x->dst < y->dst ? -1 : 1;
+    if (x->tag != y->tag) return x->tag < y->tag ? -1 : 1;
+    if (x->size != y->size) return x->size < y->size ? -1 : 1;
+    return 0;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const uint64_t *)a)[0], y = ((const uint64_t *)b)[0];
+    return x < y ? -1 : x > y;
+}
+
+/* Map node ids to indices (sorted (id, index) pairs); deps must exist; Kahn's
+ * algorithm proves the graph acyclic. */
+static TsStatus check_graph(const char *file, const WlChakraTrace *t, TsError *err)
+{
+    int64_t n = t->n_nodes;
+    uint64_t *ix = malloc((size_t)(n + 1) * 2 * sizeof *ix);
+    int64_t *indeg = calloc((size_t)n + 1, sizeof *indeg);
+    int64_t *queue = malloc(((size_t)n + 1) * sizeof *queue);
+    int64_t *adj_n = calloc((size_t)n + 2, sizeof *adj_n);
+    TsStatus st = TS_OK;
+    int64_t *adj = NULL, *dep_idx = NULL;
+    int64_t total = 0;
+    if (!ix || !indeg || !queue || !adj_n) goto oom;
+    for (int64_t i = 0; i < n; i++) {
+        ix[2 * i] = t->nodes[i].id;
+        ix[2 * i + 1] = (uint64_t)i;
+        total += t->nodes[i].n_data + t->nodes[i].n_ctrl;
+    }
+    qsort(ix, (size_t)n, 2 * sizeof *ix, id_cmp);
+    for (int64_t i = 1; i < n; i++)
+        if (ix[2 * i] == ix[2 * i - 2]) {
+            st = ts_err(err, TS_ERR_INPUT, "%s: node id %" PRIu64 " appears twice", file, ix[2 * i]);
+            goto done;
+        }
+    dep_idx = malloc(((size_t)total + 1) * sizeof *dep_idx);
+    adj = malloc(((size_t)total + 1) * sizeof *adj);
+    if (!dep_idx || !adj) goto oom;
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const WlChakraNode *nd = &t->nodes[i];
+        for (int32_t j = 0; j < nd->n_data + nd->n_ctrl; j++) {
+            uint64_t key[2] = {j < nd->n_data ? nd->data_deps[j] : nd->ctrl_deps[j - nd->n_data], 0};
+            uint64_t *hit = bsearch(key, ix, (size_t)n, 2 * sizeof *ix, id_cmp);
+            if (!hit) {
+                st = ts_err(err, TS_ERR_INPUT, "%s: node %" PRIu64 " '%s' depends on node %" PRIu64
+                            " which is not in the file", file, nd->id, nd->name, key[0]);
+                goto done;
+            }
+            dep_idx[k++] = (int64_t)hit[1];
+            indeg[i]++;
+            adj_n[hit[1] + 1]++;
+        }
+    }
+    for (int64_t i = 0; i < n; i++) adj_n[i + 1] += adj_n[i];
+    /* fill adjacency (parent -> children) using a cursor copy */
+    int64_t *cur = malloc(((size_t)n + 1) * sizeof *cur);
+    if (!cur) goto oom;
+    memcpy(cur, adj_n, ((size_t)n + 1) * sizeof *cur);
+    k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const WlChakraNode *nd = &t->nodes[i];
+        for (int32_t j = 0; j < nd->n_data + nd->n_ctrl; j++) adj[cur[dep_idx[k++]]++] = i;
+    }
+    free(cur);
+    int64_t qh = 0, qt = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (indeg[i] == 0) queue[qt++] = i;
+    if (n > 0 && qt == 0) {
+        st = ts_err(err, TS_ERR_INPUT, "%s: no node is free of dependencies", file);
+        goto done;
+    }
+    while (qh < qt) {
+        int64_t u = queue[qh++];
+        for (int64_t e = adj_n[u]; e < adj_n[u + 1]; e++)
+            if (--indeg[adj[e]] == 0) queue[qt++] = adj[e];
+    }
+    if (qt != n) {
+        for (int64_t i = 0; i < n; i++)
+            if (indeg[i] > 0) {
+                st = ts_err(err, TS_ERR_INPUT, "%s: dependency cycle through node %" PRIu64 " '%s'", file,
+                            t->nodes[i].id, t->nodes[i].name);
+                break;
+            }
+    }
+    goto done;
+oom:
+    st = ts_err(err, TS_ERR_INTERNAL, "out of memory checking '%s'", file);
+done:
+    free(ix);
+    free(indeg);
+    free(queue);
+    free(adj_n);
+    free(adj);
+    free(dep_idx);
+    return st;
+}
+
+static PgSeq *pg_slot(RankInfo *ri, const char *name)
+{
+    for (int i = 0; i < ri->n_pg; i++)
+        if (!strcmp(ri->pg[i].name, name)) return &ri->pg[i];
+    PgSeq *p = realloc(ri->pg, (size_t)(ri->n_pg + 1) * sizeof *p);
+    if (!p) return NULL;
+    ri->pg = p;
+    PgSeq *s = &p[ri->n_pg++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->hash = 1469598103934665603ull;
+    return s;
+}
+
+static const PgSeq *pg_find(const RankInfo *ri, const char *name)
+{
+    for (int i = 0; i < ri->n_pg; i++)
+        if (!strcmp(ri->pg[i].name, name)) return &ri->pg[i];
+    return NULL;
+}
+
+static TsStatus compare_group(const char *gname, const int64_t *mem, int64_t k, const RankInfo *ri,
+                              int64_t nranks, TsError *err)
+{
+    const PgSeq *ref = NULL;
+    for (int64_t j = 0; j < k; j++) {
+        if (mem[j] < 0 || mem[j] >= nranks)
+            return ts_err(err, TS_ERR_INPUT, "group %s lists rank %" PRId64 " but there are %" PRId64 " traces",
+                          gname, mem[j], nranks);
+        const PgSeq *s = pg_find(&ri[mem[j]], gname);
+        static const PgSeq empty = {{0}, 0, 1469598103934665603ull};
+        if (!s) s = &empty;
+        if (!ref) ref = s;
+        else if (s->count != ref->count || s->hash != ref->hash)
+            return ts_err(err, TS_ERR_INPUT,
+                          "group %s: rank %" PRId64 " issues %" PRId64 " collectives, rank %" PRId64
+                          " issues %" PRId64 " (or their order, types or sizes differ)",
+                          gname, mem[0], ref->count, mem[j], s->count);
+    }
+    return TS_OK;
+}
+
+TsStatus wl_check_chakra(const char *prefix, WlChakraCheck *out, TsError *err)
+{
+    memset(out, 0, sizeof *out);
+    char path[1100];
+    RankInfo *ri = NULL;
+    P2p *sends = NULL, *recvs = NULL;
+    int64_t ns = 0, nr = 0, cs = 0, cr = 0, nranks = 0, cap = 0;
+    TsStatus st = TS_OK;
+    json_t *root = NULL;
+    for (;; nranks++) {
+        snprintf(path, sizeof path, "%s.%" PRId64 ".et", prefix, nranks);
+        char *data;
+        size_t len;
+        FILE *fp = fopen(path, "rb");
+        if (!fp) break;
+        fclose(fp);
+        if ((st = ts_read_file(path, (size_t)1 << 32, &data, &len, err))) goto done;
+        WlChakraTrace t;
+        st = wl_chakra_decode(path, (const uint8_t *)data, len, &t, err);
+        free(data);
+        out->bytes += (double)len;
+        if (!st) st = check_graph(path, &t, err);
+        if (st) {
+            wl_chakra_trace_free(&t);
+            goto done;
+        }
+        if (nranks == cap) {
+            cap = cap ? cap * 2 : 64;
+            RankInfo *p = realloc(ri, (size_t)cap * sizeof *p);
+            if (!p) {
+                wl_chakra_trace_free(&t);
+                st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
+                goto done;
+            }
+            ri = p;
+        }
+        ri[nranks] = (RankInfo){0};
+        for (int64_t i = 0; i < t.n_nodes; i++) {
+            const WlChakraNode *n = &t.nodes[i];
+            out->nodes++;
+            if (n->type == 7) {
+                out->colls++;
+                PgSeq *s = pg_slot(&ri[nranks], n->pg_name ? n->pg_name : "");
+                if (!s) goto oom_t;
+                s->count++;
+                s->hash = (s->hash ^ (uint64_t)n->comm_type) * 1099511628211ull;
+                s->hash = (s->hash ^ (uint64_t)n->comm_size) * 1099511628211ull;
+            } else if (n->type == 5 || n->type == 6) {
+                P2p **v = n->type == 5 ? &sends : &recvs;
+                int64_t *cnt = n->type == 5 ? &ns : &nr, *cp = n->type == 5 ? &cs : &cr;
+                if (n->type == 5 && n->comm_src != nranks) {
+                    wl_chakra_trace_free(&t);
+                    st = ts_err(err, TS_ERR_INPUT, "%s: send node %" PRIu64 " has comm_src %d, not its own rank",
+                                path, n->id, n->comm_src);
+                    goto done;
+                }
+                if (*cnt == *cp) {
+                    *cp = *cp ? *cp * 2 : 1024;
+                    P2p *p = realloc(*v, (size_t)*cp * sizeof *p);
+                    if (!p) goto oom_t;
+                    *v = p;
+                }
+                (*v)[(*cnt)++] = (P2p){n->comm_src, n->comm_dst, n->comm_tag, n->comm_size};
+            }
+        }
+        wl_chakra_trace_free(&t);
+        continue;
+    oom_t:
+        wl_chakra_trace_free(&t);
+        st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
+        goto done;
+    }
+    if (nranks == 0) {
+        st = ts_err(err, TS_ERR_INPUT, "no trace '%s.0.et'", prefix);
+        ts_err_hint(err, "give the prefix used with --output, e.g. DIR/gpt3 for DIR/gpt3.0.et");
+        goto done;
+    }
+    out->ranks = nranks;
+    out->sends = ns;
+    out->recvs = nr;
+    /* collectives without pg_name run over every rank */
+    int64_t *all = malloc((size_t)nranks * sizeof *all);
+    if (!all) {
+        st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < nranks; i++) all[i] = i;
+    st = compare_group("", all, nranks, ri, nranks, err);
+    free(all);
+    if (st) goto done;
+    snprintf(path, sizeof path, "%s.comm_groups.json", prefix);
+    json_error_t je;
+    root = json_load_file(path, 0, &je);
+    if (!root) {
+        bool any = false;
+        for (int64_t i = 0; i < nranks && !any; i++) any = ri[i].n_pg > 1 || (ri[i].n_pg == 1 && ri[i].pg[0].name[0]);
+        if (any) {
+            st = ts_err(err, TS_ERR_INPUT, "'%s' is missing or invalid (%s) but collectives name process groups",
+                        path, je.text);
+            goto done;
+        }
+    } else {
+        const char *key;
+        json_t *arr;
+        json_object_foreach(root, key, arr) {
+            size_t k = json_array_size(arr);
+            int64_t *mem = malloc((k + 1) * sizeof *mem);
+            if (!mem) {
+                st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
+                goto done;
+            }
+            for (size_t j = 0; j < k; j++) mem[j] = json_integer_value(json_array_get(arr, j));
+            st = compare_group(key, mem, (int64_t)k, ri, nranks, err);
+            /* every rank naming this group must be a member */
+            for (int64_t r = 0; r < nranks && !st; r++) {
+                if (!pg_find(&ri[r], key)) continue;
+                bool in = false;
+                for (size_t j = 0; j < k; j++) in |= mem[j] == r;
+                if (!in) st = ts_err(err, TS_ERR_INPUT, "rank %" PRId64 " uses group %s but is not listed in it", r, key);
+            }
+            free(mem);
+            if (st) goto done;
+            out->groups++;
+        }
+        for (int64_t r = 0; r < nranks; r++)
+            for (int i = 0; i < ri[r].n_pg; i++)
+                if (ri[r].pg[i].name[0] && !json_object_get(root, ri[r].pg[i].name)) {
+                    st = ts_err(err, TS_ERR_INPUT, "rank %" PRId64 " uses group '%s' missing from %s", r,
+                                ri[r].pg[i].name, path);
+                    goto done;
+                }
+    }
+    /* every send has its receive */
+    qsort(sends, (size_t)ns, sizeof *sends, p2p_cmp);
+    qsort(recvs, (size_t)nr, sizeof *recvs, p2p_cmp);
+    for (int64_t i = 0; i < ns || i < nr; i++) {
+        if (i >= ns || i >= nr || p2p_cmp(&sends[i], &recvs[i]) != 0) {
+            const P2p *x = i < ns ? &sends[i] : &recvs[i];
+            st = ts_err(err, TS_ERR_INPUT,
+                        "%s %" PRId64 " -> %" PRId64 " (tag %" PRId64 ", %" PRId64 " bytes) has no matching %s",
+                        i < ns ? "send" : "receive", x->src, x->dst, x->tag, x->size, i < ns ? "receive" : "send");
+            goto done;
+        }
+    }
+done:
+    if (root) json_decref(root);
+    for (int64_t i = 0; i < nranks && ri; i++) free(ri[i].pg);
+    free(ri);
+    free(sends);
+    free(recvs);
+    return st;
+}

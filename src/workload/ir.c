@@ -1,0 +1,272 @@
+/* The workload IR: arena-held rank classes, tasks, deps and rows; rank
+ * layout and process groups (Megatron order tp, cp, dp, pp). */
+#include "trainsim/workload.h"
+
+#include <string.h>
+
+static const char *const PHASE_NAMES[] = {
+#define X(e, n) n,
+    WL_PHASE_LIST(X)
+#undef X
+};
+_Static_assert(sizeof PHASE_NAMES / sizeof PHASE_NAMES[0] == WL_PHASE_COUNT, "phase names");
+static const char *const KIND_NAMES[] = {
+#define X(e, n) n,
+    WL_KIND_LIST(X)
+#undef X
+};
+_Static_assert(sizeof KIND_NAMES / sizeof KIND_NAMES[0] == WL_KIND_COUNT, "kind names");
+static const char *const GROUP_NAMES[] = {
+#define X(e, n) n,
+    WL_GROUP_LIST(X)
+#undef X
+};
+_Static_assert(sizeof GROUP_NAMES / sizeof GROUP_NAMES[0] == WL_GROUP_COUNT, "group names");
+
+const char *wl_phase_name(WlPhase p) { return (unsigned)p < WL_PHASE_COUNT ? PHASE_NAMES[p] : "?"; }
+const char *wl_kind_name(WlKind k) { return (unsigned)k < WL_KIND_COUNT ? KIND_NAMES[k] : "?"; }
+const char *wl_group_name(WlGroup g) { return (unsigned)g < WL_GROUP_COUNT ? GROUP_NAMES[g] : "?"; }
+bool wl_group_parse(const char *s, WlGroup *out)
+{
+    for (int i = 0; i < WL_GROUP_COUNT; i++)
+        if (strcmp(s, GROUP_NAMES[i]) == 0) {
+            *out = (WlGroup)i;
+            return true;
+        }
+    return false;
+}
+
+Workload *wl_create(int64_t world, TsError *err)
+{
+    TsArena *a = ts_arena_create(1 << 20);
+    Workload *w = a ? ts_arena_alloc(a, sizeof *w) : NULL;
+    if (!w) {
+        ts_arena_destroy(a);
+        ts_err(err, TS_ERR_INTERNAL, "out of memory creating a workload");
+        return NULL;
+    }
+    w->arena = a;
+    w->optable_elem_bytes = 4;
+    w->par = (WlParallel){.world = world > 0 ? world : 1, .tp = 1, .cp = 1, .pp = 1,
+                          .dp = world > 0 ? world : 1, .ep = 1, .vpp = 1, .layers_per_stage = 0, .ga = 1};
+    return w;
+}
+
+void wl_destroy(Workload *w)
+{
+    if (w) ts_arena_destroy(w->arena);
+}
+
+/* Grow an arena array to hold one more element. */
+static bool grow(TsArena *a, void **arr, size_t elem, int32_t n, int32_t *cap)
+{
+    if (n < *cap) return true;
+    if (*cap > INT32_MAX / 2) return false;
+    int32_t nc = *cap ? *cap * 2 : 64;
+    void *p = ts_arena_grow(a, *arr, elem, (size_t)n, (size_t)nc);
+    if (!p) return false;
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+int32_t wl_class_begin(Workload *w, const char *name, int32_t stage)
+{
+    if (!grow(w->arena, (void **)&w->classes, sizeof *w->classes, w->n_classes, &w->cap_classes))
+        return -1;
+    const char *nm = ts_arena_strdup(w->arena, name);
+    if (!nm) return -1;
+    w->classes[w->n_classes] = (WlClass){nm, stage, w->n_tasks, 0, w->n_rows, 0};
+    return w->n_classes++;
+}
+
+int32_t wl_task_add(Workload *w, const WlTask *t, const int32_t *data_deps, int n_data,
+                    const int32_t *ctrl_deps, int n_ctrl)
+{
+    if (w->n_classes == 0 && wl_class_begin(w, "all", 0) < 0) return -1;
+    if (!grow(w->arena, (void **)&w->tasks, sizeof *w->tasks, w->n_tasks, &w->cap_tasks)) return -1;
+    while (w->n_deps + n_data + n_ctrl > w->cap_deps)
+        if (!grow(w->arena, (void **)&w->deps, sizeof *w->deps, w->cap_deps, &w->cap_deps)) return -1;
+    WlTask nt = *t;
+    if (t->name) {
+        nt.name = ts_arena_strdup(w->arena, t->name);
+        if (!nt.name) return -1;
+    } else {
+        nt.name = "";
+    }
+    nt.dep_first = w->n_deps;
+    nt.n_data_deps = n_data;
+    nt.n_ctrl_deps = n_ctrl;
+    if (n_data) memcpy(w->deps + w->n_deps, data_deps, (size_t)n_data * sizeof *data_deps);
+    w->n_deps += n_data;
+    if (n_ctrl) memcpy(w->deps + w->n_deps, ctrl_deps, (size_t)n_ctrl * sizeof *ctrl_deps);
+    w->n_deps += n_ctrl;
+    w->tasks[w->n_tasks] = nt;
+    w->classes[w->n_classes - 1].n_tasks++;
+    return w->n_tasks++;
+}
+
+int32_t wl_row_add(Workload *w, const char *name, int64_t process_time)
+{
+    if (w->n_classes == 0 && wl_class_begin(w, "all", 0) < 0) return -1;
+    if (!grow(w->arena, (void **)&w->rows, sizeof *w->rows, w->n_rows, &w->cap_rows)) return -1;
+    const char *nm = ts_arena_strdup(w->arena, name);
+    if (!nm) return -1;
+    w->rows[w->n_rows] = (WlRow){nm, {-1, -1, -1}, {-1, -1, -1}, process_time};
+    w->classes[w->n_classes - 1].n_rows++;
+    return w->n_rows++;
+}
+
+WlTask wl_task_comp(const char *name, WlPhase ph, double flops, double mem_bytes, double dur_s)
+{
+    return (WlTask){.kind = WL_KIND_COMP, .phase = ph, .name = name, .micro = -1, .layer = -1,
+                    .row = -1, .flops = flops, .mem_bytes = mem_bytes, .duration_s = dur_s,
+                    .peer_stage = -1};
+}
+
+WlTask wl_task_coll(const char *name, WlPhase ph, TsColl c, WlGroup g, double bytes)
+{
+    return (WlTask){.kind = WL_KIND_COLL, .phase = ph, .name = name, .micro = -1, .layer = -1,
+                    .row = -1, .coll = c, .group = g, .comm_bytes = bytes, .peer_stage = -1};
+}
+
+WlTask wl_task_p2p(const char *name, WlPhase ph, bool send, int32_t peer_stage, double bytes, int32_t tag)
+{
+    return (WlTask){.kind = send ? WL_KIND_SEND : WL_KIND_RECV, .phase = ph, .name = name,
+                    .micro = -1, .layer = -1, .row = -1, .coll = TS_COLL_SENDRECV,
+                    .group = WL_GROUP_PP, .comm_bytes = bytes, .peer_stage = peer_stage, .tag = tag};
+}
+
+/* ---- rank layout ------------------------------------------------------------ */
+typedef struct Coord {
+    int64_t tp, cp, dp, pp;
+} Coord;
+
+static Coord coord_of(const WlParallel *p, int64_t r)
+{
+    Coord c;
+    c.tp = r % p->tp;
+    r /= p->tp;
+    c.cp = r % p->cp;
+    r /= p->cp;
+    c.dp = r % p->dp;
+    c.pp = r / p->dp;
+    return c;
+}
+
+static int64_t rank_of(const WlParallel *p, Coord c)
+{
+    return c.tp + p->tp * (c.cp + p->cp * (c.dp + p->dp * c.pp));
+}
+
+int64_t wl_rank_stage(const Workload *w, int64_t rank) { return coord_of(&w->par, rank).pp; }
+
+int32_t wl_rank_class(const Workload *w, int64_t rank)
+{
+    int64_t st = wl_rank_stage(w, rank);
+    for (int32_t i = 0; i < w->n_classes; i++)
+        if (w->classes[i].stage == st) return i;
+    return 0;
+}
+
+int64_t wl_stage_peer(const Workload *w, int64_t rank, int64_t stage)
+{
+    Coord c = coord_of(&w->par, rank);
+    c.pp = stage;
+    return rank_of(&w->par, c);
+}
+
+int64_t wl_group_size(const Workload *w, WlGroup g)
+{
+    const WlParallel *p = &w->par;
+    int64_t ep = p->ep > 0 ? p->ep : 1;
+    switch (g) {
+    case WL_GROUP_TP: return p->tp;
+    case WL_GROUP_CP: return p->cp;
+    case WL_GROUP_DP: return p->dp;
+    case WL_GROUP_PP: return p->pp;
+    case WL_GROUP_EP: return p->dp % ep == 0 ? ep : 1;
+    case WL_GROUP_DP_EP: return p->dp % ep == 0 ? p->dp / ep : p->dp;
+    case WL_GROUP_WORLD: return p->world;
+    default: return 1;
+    }
+}
+
+int64_t wl_group_members(const Workload *w, WlGroup g, int64_t rank, int64_t *out,
+                         int64_t cap, int64_t *gid)
+{
+    const WlParallel *p = &w->par;
+    Coord c = coord_of(p, rank);
+    int64_t n = wl_group_size(w, g), k = 0;
+    int64_t ep = wl_group_size(w, WL_GROUP_EP);
+    /* The group id is the rank of the member with index 0, offset by kind. */
+    for (int64_t i = 0; i < n; i++) {
+        Coord m = c;
+        switch (g) {
+        case WL_GROUP_TP: m.tp = i; break;
+        case WL_GROUP_CP: m.cp = i; break;
+        case WL_GROUP_DP: m.dp = i; break;
+        case WL_GROUP_PP: m.pp = i; break;
+        case WL_GROUP_EP: m.dp = (c.dp / ep) * ep + i; break;
+        case WL_GROUP_DP_EP: m.dp = c.dp % ep + i * ep; break;
+        case WL_GROUP_WORLD: {
+            if (k < cap) out[k] = i;
+            k++;
+            continue;
+        }
+        default: m = c; break;
+        }
+        int64_t r = rank_of(p, m);
+        if (k < cap) out[k] = r;
+        k++;
+    }
+    if (gid) *gid = (int64_t)g * p->world + (k > 0 && cap > 0 ? out[0] : rank);
+    return k;
+}
+
+/* ---- summaries and checks ---------------------------------------------------- */
+void wl_summary(const Workload *w, int32_t cls, WlSummary *out)
+{
+    memset(out, 0, sizeof *out);
+    if (cls < 0 || cls >= w->n_classes) return;
+    const WlClass *c = &w->classes[cls];
+    for (int32_t i = c->first_task; i < c->first_task + c->n_tasks; i++) {
+        const WlTask *t = &w->tasks[i];
+        out->n_tasks++;
+        if (t->kind == WL_KIND_COMP) {
+            out->n_comp++;
+            out->comp_s += t->duration_s;
+            out->flops += t->flops;
+        } else if (t->kind == WL_KIND_COLL) {
+            out->n_coll++;
+            out->coll_bytes += t->comm_bytes;
+        } else {
+            out->n_p2p++;
+        }
+    }
+}
+
+TsStatus wl_validate(const Workload *w, TsError *err)
+{
+    for (int32_t ci = 0; ci < w->n_classes; ci++) {
+        const WlClass *c = &w->classes[ci];
+        for (int32_t i = c->first_task; i < c->first_task + c->n_tasks; i++) {
+            const WlTask *t = &w->tasks[i];
+            const int32_t *d = wl_task_deps(w, t);
+            for (int32_t k = 0; k < t->n_data_deps + t->n_ctrl_deps; k++)
+                if (d[k] < c->first_task || d[k] >= i)
+                    return ts_err(err, TS_ERR_INTERNAL,
+                                  "class %s: task %d '%s' depends on task %d outside [%d, %d)",
+                                  c->name, i, t->name, d[k], c->first_task, i);
+        }
+        for (int32_t r = c->first_row; r < c->first_row + c->n_rows; r++)
+            for (int ph = 0; ph < 3; ph++) {
+                int32_t a = w->rows[r].comp[ph], b = w->rows[r].comm[ph];
+                if ((a >= 0 && (a < c->first_task || a >= c->first_task + c->n_tasks)) ||
+                    (b >= 0 && (b < c->first_task || b >= c->first_task + c->n_tasks)))
+                    return ts_err(err, TS_ERR_INTERNAL, "class %s: row %d refers to a task of another class",
+                                  c->name, r);
+            }
+    }
+    return TS_OK;
+}

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "cli_hw.h"
 #include "cli_plan.h"
+#include "trainsim/report_html.h"
 #include "trainsim/report_trace.h"
 #include "trainsim/sim.h"
 
@@ -19,7 +20,7 @@ int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *s
 
 typedef struct SimCli {
     bool json, no_dp_overlap, no_ag_overlap, fp16_grads;
-    const char *trace, *workload;
+    const char *trace, *workload, *html;
     double bucket_mb, slowdown;
 } SimCli;
 
@@ -50,6 +51,7 @@ int cmd_simulate(int argc, char **argv)
     cli_add(&s, "overlap-slowdown", CLI_DOUBLE, &o.slowdown, "F", "compute slow-down under overlap (0.10)");
     cli_add(&s, "json", CLI_FLAG, &o.json, NULL, "JSON output");
     cli_add(&s, "trace", CLI_STR, &o.trace, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)");
+    cli_add(&s, "html", CLI_STR, &o.html, "FILE", "write a self-contained HTML report (timeline, breakdown, memory)");
     cli_add(&s, "workload", CLI_STR, &o.workload, "FILE", "simulate an imported SimAI/ASTRA-sim/op-table workload");
     int rc = cli_parse(&s, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
@@ -61,7 +63,7 @@ int cmd_simulate(int argc, char **argv)
     if (o.fp16_grads) so.fp32_grad_reduce = false;
     if (o.bucket_mb > 0) so.bucket_bytes = o.bucket_mb * 1e6;
     if (o.slowdown >= 0) so.overlap_slowdown = o.slowdown;
-    so.record = o.trace != NULL;
+    so.record = o.trace != NULL || o.html != NULL;
 
     int64_t default_gpus = 0;
     if (o.workload) return cmd_simulate_workload(&s, &ch, &so, o.workload, o.json);
@@ -115,6 +117,25 @@ int cmd_simulate(int argc, char **argv)
             return cli_fail(&err);
         }
         ts_buf_free(&tb);
+    }
+    if (o.html) {
+        TsArena *a = ts_arena_create(1 << 16);
+        RepPlanView v;
+        TsBuf hb = {0};
+        char title[200];
+        snprintf(title, sizeof title, "%s on %lld x %s", m.name, (long long)in.plan.gpus, hl.cluster.gpu.name);
+        TsStatus hs = a ? rep_plan_view_from_sim(&in, &r, title, a, &v, &err)
+                        : ts_err(&err, TS_ERR_INTERNAL, "out of memory");
+        if (hs == TS_OK) v.generator = "trainsim " TRAINSIM_VERSION " simulate";
+        if (hs == TS_OK) hs = rep_html_plan(&v, &hb, &err);
+        if (hs == TS_OK) hs = ts_write_file_atomic(o.html, hb.data, hb.len, &err);
+        ts_buf_free(&hb);
+        ts_arena_destroy(a);
+        if (hs != TS_OK) {
+            sim_result_free(&r);
+            cli_hw_free(&hl);
+            return cli_fail(&err);
+        }
     }
     if (o.json) sim_result_json(&in, &r, &out);
     else sim_result_text(&in, &r, &out);

@@ -401,18 +401,22 @@ TsStatus graph_build(const ModelSpec *m, const GraphOptions *o, ModuleGraph **ou
     g->vocab = opt.naming == GRAPH_NAMING_HF ? m->vocab : model_padded_vocab(m, opt.tp);
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_ROOT);
 
-    /* Pre-size: experts dominate MoE models (about 4 modules/ops per expert). */
-    int64_t per_layer = 48 + (m->experts > 0 ? 5 * m->experts : 0);
-    int64_t est = 64 + m->layers * per_layer;
-    if (est > 4000000) est = 4000000;
-    g->mods = ts_arena_alloc(a, sizeof *g->mods * (size_t)est);
-    g->ops = ts_arena_alloc(a, sizeof *g->ops * (size_t)est);
-    g->params = ts_arena_alloc(a, sizeof *g->params * (size_t)est);
+    /* Pre-size from the shape (routed experts dominate MoE models: at most
+     * 5 modules, 5 ops and 3 tensors each); arrays still grow if needed. */
+    int64_t xe = model_moe_layer_count(m) * m->experts;
+    int64_t em = 64 + m->layers * 40 + xe * (opt.naming == GRAPH_NAMING_HF ? 5 : 3);
+    int64_t ep = 64 + m->layers * 30 + xe * (opt.naming == GRAPH_NAMING_HF ? 3 : 2);
+    if (em > 4000000) em = 4000000;
+    if (ep > 4000000) ep = 4000000;
+    g->mods = ts_arena_alloc(a, sizeof *g->mods * (size_t)em);
+    g->ops = ts_arena_alloc(a, sizeof *g->ops * (size_t)em);
+    g->params = ts_arena_alloc(a, sizeof *g->params * (size_t)ep);
     if (!g->mods || !g->ops || !g->params) {
         ts_arena_destroy(a);
         return ts_err(err, TS_ERR_INTERNAL, "out of memory building the module graph");
     }
-    g->cap_mods = g->cap_ops = g->cap_params = (int32_t)est;
+    g->cap_mods = g->cap_ops = (int32_t)em;
+    g->cap_params = (int32_t)ep;
 
     TsStatus st;
     switch (opt.naming) {

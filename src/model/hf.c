@@ -392,7 +392,7 @@ static TsStatus parse_hf(const TsJsonDoc *doc, ModelSpec *out, TsError *err)
     }
     if (st) return st;
     hf_name(doc, doc->root, out->name, sizeof out->name);
-    snprintf(out->source, sizeof out->source, "HF config.json %.200s (model_type %s)", doc->file, type);
+    snprintf(out->source, sizeof out->source, "HF config.json %.180s (model_type %.40s)", doc->file, type);
     return TS_OK;
 }
 

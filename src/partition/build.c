@@ -231,36 +231,59 @@ static bool fill_segment(Ctx *c, PartSegment *s, const int32_t *idx, int32_t n)
     return true;
 }
 
+/* Growable index list in the arena. */
+typedef struct IdxList { int32_t *v; int32_t n, cap; } IdxList;
+
+static bool idx_push(TsArena *a, IdxList *l, int32_t x)
+{
+    if (l->n == l->cap) {
+        int32_t cap = l->cap ? 2 * l->cap : 64;
+        int32_t *v = ts_arena_grow(a, l->v, sizeof *v, (size_t)l->n, (size_t)cap);
+        if (!v) return false;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = x;
+    return true;
+}
+
 /* Collect the op indices of each segment: one pass that stops once the
- * template layers are behind, plus a backward pass for the head. */
-static bool collect(Ctx *c, int32_t *buf[PART_SEG_COUNT], int32_t n[PART_SEG_COUNT])
+ * template layers are behind, plus a backward pass for the head. Routed
+ * experts appear once per expert in the graph; the template keeps the first
+ * expert's ops (same parent module) and repeats them E/ep times. */
+static bool collect(Ctx *c, IdxList l[PART_SEG_COUNT])
 {
     const ModuleGraph *g = c->g;
     const ModelSpec *m = &g->spec;
     int64_t first_dense = -1, first_moe = -1;
-    for (int64_t l = 0; l < m->layers && (first_dense < 0 || (m->experts > 0 && first_moe < 0)); l++) {
-        if (model_layer_is_moe(m, l)) { if (first_moe < 0) first_moe = l; }
-        else if (first_dense < 0) first_dense = l;
+    for (int64_t k = 0; k < m->layers && (first_dense < 0 || (m->experts > 0 && first_moe < 0)); k++) {
+        if (model_layer_is_moe(m, k)) { if (first_moe < 0) first_moe = k; }
+        else if (first_dense < 0) first_dense = k;
     }
     int64_t last_needed = first_dense > first_moe ? first_dense : first_moe;
-    for (int k = 0; k < PART_SEG_COUNT; k++) {
-        buf[k] = ts_arena_alloc(c->a, sizeof(int32_t) * (size_t)(g->n_ops > 0 ? g->n_ops : 1));
-        if (!buf[k]) return false;
-        n[k] = 0;
-    }
+    int32_t expert_parent = -2;
     int32_t i = 0;
     for (; i < g->n_ops; i++) {
         const GraphOp *o = &g->ops[i];
         if (o->layer > last_needed) break;
         GraphRole r = op_role(g, o);
-        if (r == GRAPH_ROLE_EMBED) buf[PART_SEG_EMBED][n[PART_SEG_EMBED]++] = i;
-        else if (r == GRAPH_ROLE_LAYER && o->layer == first_dense) buf[PART_SEG_DENSE][n[PART_SEG_DENSE]++] = i;
-        else if (r == GRAPH_ROLE_LAYER && o->layer == first_moe) buf[PART_SEG_MOE][n[PART_SEG_MOE]++] = i;
+        int k = -1;
+        if (r == GRAPH_ROLE_EMBED) k = PART_SEG_EMBED;
+        else if (r == GRAPH_ROLE_LAYER && o->layer == first_dense) k = PART_SEG_DENSE;
+        else if (r == GRAPH_ROLE_LAYER && o->layer == first_moe) k = PART_SEG_MOE;
+        if (k < 0) continue;
+        if (o->expert) {
+            int32_t par = g->mods[o->module].parent;
+            if (expert_parent == -2) expert_parent = par;
+            if (par != expert_parent) continue;
+        }
+        if (!idx_push(c->a, &l[k], i)) return false;
     }
     int32_t j = g->n_ops - 1;
     while (j >= i && op_role(g, &g->ops[j]) != GRAPH_ROLE_LAYER) j--;
     for (int32_t k = j + 1; k < g->n_ops; k++)
-        if (op_role(g, &g->ops[k]) == GRAPH_ROLE_HEAD) buf[PART_SEG_HEAD][n[PART_SEG_HEAD]++] = k;
+        if (op_role(g, &g->ops[k]) == GRAPH_ROLE_HEAD && !idx_push(c->a, &l[PART_SEG_HEAD], k))
+            return false;
     return true;
 }
 
@@ -338,15 +361,16 @@ TsStatus part_build(const ModuleGraph *g, const ParallelPlan *plan, const PartMe
     c.bscale = (double)p.micro_batch / gB;
     c.tok = (double)p.micro_batch * (double)p.seq / (gB * gS) / (double)p.cp;
 
-    int32_t *idx[PART_SEG_COUNT], n[PART_SEG_COUNT];
-    if (!collect(&c, idx, n)) goto oom;
+    IdxList idx[PART_SEG_COUNT];
+    memset(idx, 0, sizeof idx);
+    if (!collect(&c, idx)) goto oom;
     PartCounts pc;
     part_counts(m, p.tp, &pc);
     double t = (double)p.tp;
     for (int k = 0; k < PART_SEG_COUNT; k++) {
         PartSegment *s = &pt->seg[k];
         s->kind = (PartSegKind)k;
-        if (!fill_segment(&c, s, idx[k], n[k])) goto oom;
+        if (!fill_segment(&c, s, idx[k].v, idx[k].n)) goto oom;
     }
     pt->seg[PART_SEG_DENSE].params = pc.dense_tp / t + pc.dense_rep;
     pt->seg[PART_SEG_MOE].expert_params = pc.moe_exp / (double)(p.ep * p.etp);

@@ -121,8 +121,8 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
     double emb = 0, head_grad = 0;
     if (s == 0) {
         emb = c->embed_tp / t + c->embed_rep;
-        double in_ch0 = p->vpp > 1 ? infl : infl; /* micro-batches through chunk 0 */
-        out->act_embed_bytes = in_ch0 * (8.0 * sb + (dropout ? sb * H * r : 0));
+        /* token ids (int64) + embedding dropout mask per in-flight micro-batch */
+        out->act_embed_bytes = infl * (8.0 * sb + (dropout ? sb * H * r : 0));
     }
     if (s == p->pp - 1) {
         emb += c->head_tp / t + c->head_rep;

@@ -214,7 +214,7 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
                    "--seq %lld is not divisible by 2*cp = %lld", LL(p->seq), LL(2 * p->cp));
     if (p->sp && (p->seq / p->cp) % p->tp != 0)
         return bad(err, "sequence parallelism splits the tokens of each CP rank over TP",
-                   "--seq %lld / cp is not divisible by --tp %lld", LL(p->seq), LL(p->tp));
+                   "--seq %lld (%lld tokens per CP rank) is not divisible by --tp %lld", LL(p->seq), LL(p->seq / p->cp), LL(p->tp));
     if (p->seq < 1)
         return bad(err, NULL, "--seq must be at least 1, got %lld%.0lld", LL(p->seq), LL(0));
     if (p->global_batch % (p->micro_batch * p->dp) != 0)

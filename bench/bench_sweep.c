@@ -1,0 +1,124 @@
+/*
+ * bench_sweep — plan-search speed. For llama3-70b on 1024 H100s (dgx-h100,
+ * seq 8192, global batch 1024) and deepseek-v3 on 2048 H800s (hgx-h800,
+ * seq 4096, global batch 4096), the whole default plan space is searched
+ * with 1 thread and with every core; printed per case:
+ *   candidates / valid / pruned / simulated counts,
+ *   valid plans per second (checked or simulated) and simulated plans per
+ *   second, per thread count, and the speed-up;
+ *   the time to the best plan (= the whole search: the ranking is exact);
+ *   the cost of the memory-only check alone (plans/s).
+ * MPI scaling: run `mpirun -np N trainsim sweep ... -j 1` (see docs/sweep.md).
+ *   usage: bench_sweep [max_threads]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "trainsim/search.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+typedef struct Case {
+    const char *model, *cluster;
+    int64_t gpus, seq, global_batch;
+} Case;
+
+static SearchEvalStatus check_only_sim(void *ctx, void *scratch, SearchPoint *p)
+{
+    (void)ctx;
+    (void)scratch;
+    (void)p;
+    return SEARCH_EVAL_OK;
+}
+
+static int run_case(const Case *cs, int max_threads)
+{
+    TsError err = {0};
+    ModelSpec m;
+    ClusterSpec cl;
+    if (model_load(cs->model, NULL, &m, &err) != TS_OK || hw_cluster_load(cs->cluster, cs->gpus, &cl, &err) != TS_OK) {
+        fprintf(stderr, "bench_sweep: %s\n", err.msg);
+        return 1;
+    }
+    HwModel hw;
+    hw_model_init(&hw);
+    hw.gpu = cl.gpu;
+    HwNet net;
+    hw_net_init(&net, &cl);
+    SearchEvalCtx x;
+    search_eval_init(&x, &m, &hw, cs->global_batch, cs->seq);
+    search_eval_add_net(&x, cs->gpus, &net);
+    SearchEvaluator ev = search_eval_sim(&x);
+    SearchConfig c;
+    search_config_init(&c);
+    c.gpus.n = 1;
+    c.gpus.v[0] = cs->gpus;
+    c.global_batch = cs->global_batch;
+    c.seq = cs->seq;
+    c.layers = m.layers;
+    c.experts = m.experts;
+    printf("== %s on %lld x %s (%s), seq %lld, global batch %lld\n", cs->model, (long long)cs->gpus, cl.gpu.name,
+           cs->cluster, (long long)cs->seq, (long long)cs->global_batch);
+    double base = 0;
+    for (int t = 1; t <= max_threads; t *= 2) {
+        c.threads = t;
+        SearchResult r;
+        double t0 = now_s();
+        if (search_run(&c, &ev, &r, &err) != TS_OK) {
+            fprintf(stderr, "bench_sweep: %s\n", err.msg);
+            return 1;
+        }
+        double dt = now_s() - t0;
+        if (t == 1) {
+            base = dt;
+            printf("   %lld candidates, %lld valid, %lld pruned by memory, %lld simulated\n",
+                   (long long)r.stats.candidates, (long long)r.stats.enumerated, (long long)r.stats.pruned,
+                   (long long)r.stats.simulated);
+            if (r.n_top)
+                printf("   best: tp %d pp %d vpp %d cp %d ep %d dp %d mbs %d %s zero %d %s: %.0f tokens/s, %.1f%% MFU\n",
+                       r.top[0].k.tp, r.top[0].k.pp, r.top[0].k.vpp, r.top[0].k.cp, r.top[0].k.ep, r.top[0].k.dp,
+                       r.top[0].k.mbs, search_recompute_name((SearchRecompute)r.top[0].k.recompute), r.top[0].k.zero,
+                       search_schedule_name((SearchSchedule)r.top[0].k.schedule), r.top[0].tokens_per_s,
+                       100 * r.top[0].mfu);
+        }
+        printf("   %2d thread%s: %.3f s to the best plan, %9.0f valid plans/s (%8.0f per thread), "
+               "%8.0f simulated/s, speed-up %.2f\n",
+               t, t == 1 ? " " : "s", dt, (double)r.stats.enumerated / dt, (double)r.stats.enumerated / dt / t,
+               (double)r.stats.simulated / dt, base / dt);
+        search_result_free(&r);
+        if (t < max_threads && 2 * t > max_threads) t = max_threads / 2; /* end on max_threads */
+    }
+    /* the pruning path alone: check every plan, simulate none */
+    SearchEvaluator only = ev;
+    only.simulate = check_only_sim;
+    c.threads = 1;
+    SearchResult r;
+    double t0 = now_s();
+    search_run(&c, &only, &r, &err);
+    double dt = now_s() - t0;
+    printf("   memory check alone (plan_resolve + part_memory), 1 thread: %.0f plans/s\n",
+           (double)r.stats.candidates / dt);
+    search_result_free(&r);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int max_threads = argc > 1 ? atoi(argv[1]) : (int)(cores > 0 ? cores : 1);
+    if (max_threads < 1) max_threads = 1;
+    static const Case CASES[] = {
+        {"llama3-70b", "dgx-h100", 1024, 8192, 1024},
+        {"deepseek-v3", "hgx-h800", 2048, 4096, 4096},
+    };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) rc |= run_case(&CASES[i], max_threads);
+    return rc;
+}

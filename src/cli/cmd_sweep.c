@@ -1,0 +1,488 @@
+/*
+ * trainsim sweep — search the plan space of a model on a cluster and rank
+ * the plans (search.h). stdout is deterministic (no timings, no thread
+ * count) so runs with any -j or any number of MPI ranks can be compared;
+ * the timing note goes to stderr.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "trainsim/report_html.h"
+#include "trainsim/search.h"
+
+typedef struct SweepOpts {
+    CliModel cm;
+    const char *cluster, *gpus, *objective, *csv, *html;
+    const char *tp, *pp, *vpp, *cp, *ep, *mbs, *recompute, *schedule, *zero, *sp, *overlap;
+    int64_t max_tp, max_pp, max_vpp, max_cp, max_ep, max_mbs;
+    int64_t seq, global_batch, top, jobs;
+    bool json;
+} SweepOpts;
+
+static int usage(const char *fmt, const char *a)
+{
+    fprintf(stderr, "trainsim sweep: ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, " (see 'trainsim sweep --help')\n");
+    return 2;
+}
+
+/* "1,2,4,8" -> d->v; positive integers only. */
+static int parse_ints(const char *opt, const char *s, SearchDim *d)
+{
+    if (!s) return 0;
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s", s);
+    d->n = 0;
+    for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int64_t v;
+        if (!ts_parse_i64(t, &v) || v < 1 || v > 1 << 24 || d->n >= SEARCH_MAX_VALUES) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "option '--%s' expects a comma-separated list of positive integers, got '%%s'", opt);
+            return usage(msg, s);
+        }
+        d->v[d->n++] = v;
+    }
+    return d->n ? 0 : usage("empty list '%s'", s);
+}
+
+/* "none,full" -> bit mask over names[]; also "0,1" / "off,on" for booleans. */
+static int parse_mask(const char *opt, const char *s, const char *const *names, int n, unsigned *mask)
+{
+    if (!s) return 0;
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s", s);
+    *mask = 0;
+    for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int hit = -1;
+        for (int i = 0; i < n; i++)
+            if (ts_str_eq(t, names[i])) hit = i;
+        if (hit < 0 && n == 2) hit = ts_str_eq(t, "0") || ts_str_eq(t, "false") ? 0 : ts_str_eq(t, "1") || ts_str_eq(t, "true") ? 1 : -1;
+        if (hit < 0) {
+            char msg[200], list[120] = "";
+            for (int i = 0; i < n; i++) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? "," : "", names[i]);
+            snprintf(msg, sizeof msg, "option '--%s': unknown value '%%s' (expected a list of %s)", opt, list);
+            return usage(msg, t);
+        }
+        *mask |= 1u << hit;
+    }
+    return 0;
+}
+
+static void progress(void *user, int64_t done, int64_t total, double elapsed_s)
+{
+    (void)user;
+    double f = total > 0 ? (double)done / (double)total : 1.0, rate = elapsed_s > 0 ? (double)done / elapsed_s : 0;
+    double left = rate > 0 ? (double)(total - done) / rate : 0;
+    char bar[31];
+    int w = (int)(f * 30.0);
+    for (int i = 0; i < 30; i++) bar[i] = i < w ? '#' : '.';
+    bar[30] = '\0';
+    char r[32];
+    rep_fmt_si(r, sizeof r, rate);
+    fprintf(stderr, "\r[%s] %5.1f%%  %s plans/s  %.0f s left   ", bar, 100.0 * f, r, left);
+    fflush(stderr);
+}
+
+/* ---- output ------------------------------------------------------------------ */
+static const char *onoff(int b) { return b ? "on" : "off"; }
+
+static void knobs_json(TsBuf *b, const SearchPoint *p)
+{
+    const SearchKnobs *k = &p->k;
+    ts_buf_printf(b, "{\"index\":%lld,\"gpus\":%d,\"tp\":%d,\"pp\":%d,\"vpp\":%d,\"cp\":%d,\"ep\":%d,\"dp\":%d,"
+                     "\"micro_batch\":%d,\"sp\":%s,\"recompute\":\"%s\",\"zero\":%d,\"schedule\":\"%s\","
+                     "\"tp_overlap\":%s,\"iteration_time_s\":",
+                  (long long)p->index, k->gpus, k->tp, k->pp, k->vpp, k->cp, k->ep, k->dp, k->mbs,
+                  k->sp ? "true" : "false", search_recompute_name((SearchRecompute)k->recompute), k->zero,
+                  search_schedule_name((SearchSchedule)k->schedule), k->tp_overlap ? "true" : "false");
+    ts_json_fmt_double(b, p->iteration_s);
+    ts_buf_puts(b, ",\"tokens_per_s\":");
+    ts_json_fmt_double(b, p->tokens_per_s);
+    ts_buf_puts(b, ",\"mfu\":");
+    ts_json_fmt_double(b, p->mfu);
+    ts_buf_puts(b, ",\"memory_bytes\":");
+    ts_json_fmt_double(b, p->memory_bytes);
+    ts_buf_puts(b, ",\"exposed_s\":{");
+    for (int e = 0; e < SEARCH_EXPOSED_COUNT; e++) {
+        ts_buf_printf(b, "%s\"%s\":", e ? "," : "", search_exposed_name((SearchExposed)e));
+        ts_json_fmt_double(b, p->exposed_s[e]);
+    }
+    ts_buf_puts(b, "}}");
+}
+
+static void write_json(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const GpuSpec *hw, const SearchConfig *c,
+                       const SearchResult *r)
+{
+    ts_buf_puts(b, "{\"format\":\"trainsim-sweep\",\"version\":1,\"generator\":\"trainsim " TRAINSIM_VERSION "\",");
+    ts_buf_puts(b, "\"model\":");
+    ts_json_escape(b, m->name);
+    ts_buf_puts(b, ",\"cluster\":");
+    ts_json_escape(b, o->cluster);
+    ts_buf_puts(b, ",\"gpu\":");
+    ts_json_escape(b, hw->name);
+    ts_buf_printf(b, ",\"seq\":%lld,\"global_batch\":%lld,\"objective\":\"%s\",\"capacity_bytes\":", (long long)o->seq,
+                  (long long)o->global_batch, search_objective_name(c->objective));
+    ts_json_fmt_double(b, hw->hbm_bytes);
+    const SearchStats *s = &r->stats;
+    ts_buf_printf(b, ",\"stats\":{\"candidates\":%lld,\"enumerated\":%lld,\"pruned\":%lld,\"simulated\":%lld,"
+                     "\"elapsed_s\":",
+                  (long long)s->candidates, (long long)s->enumerated, (long long)s->pruned, (long long)s->simulated);
+    ts_json_fmt_double(b, s->elapsed_s);
+    ts_buf_puts(b, ",\"plans_per_s\":");
+    ts_json_fmt_double(b, s->plans_per_s);
+    ts_buf_printf(b, ",\"threads\":%d,\"ranks\":%d},\n\"top\":[", s->threads, s->ranks);
+    for (int i = 0; i < r->n_top; i++) {
+        ts_buf_puts(b, i ? ",\n" : "\n");
+        knobs_json(b, &r->top[i]);
+    }
+    ts_buf_puts(b, "],\n\"plans\":[");
+    for (int64_t i = 0; i < r->n_all; i++) {
+        ts_buf_puts(b, i ? ",\n" : "\n");
+        knobs_json(b, &r->all[i]);
+    }
+    ts_buf_puts(b, "]}\n");
+}
+
+static void write_csv(TsBuf *b, const SearchResult *r)
+{
+    ts_buf_puts(b, "# trainsim " TRAINSIM_VERSION " sweep, every simulated plan (trainsim-sweep-csv v1)\n"
+                   "index,gpus,tp,pp,vpp,cp,ep,dp,micro_batch,sp,recompute,zero,schedule,tp_overlap,"
+                   "iteration_time_s,tokens_per_s,mfu,memory_bytes");
+    for (int e = 0; e < SEARCH_EXPOSED_COUNT; e++) ts_buf_printf(b, ",%s_s", search_exposed_name((SearchExposed)e));
+    ts_buf_puts(b, "\n");
+    for (int64_t i = 0; i < r->n_all; i++) {
+        const SearchPoint *p = &r->all[i];
+        const SearchKnobs *k = &p->k;
+        ts_buf_printf(b, "%lld,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%d,%.9g,%.9g,%.6f,%.0f", (long long)p->index,
+                      k->gpus, k->tp, k->pp, k->vpp, k->cp, k->ep, k->dp, k->mbs, k->sp,
+                      search_recompute_name((SearchRecompute)k->recompute), k->zero,
+                      search_schedule_name((SearchSchedule)k->schedule), k->tp_overlap, p->iteration_s,
+                      p->tokens_per_s, p->mfu, p->memory_bytes);
+        for (int e = 0; e < SEARCH_EXPOSED_COUNT; e++) ts_buf_printf(b, ",%.6g", p->exposed_s[e]);
+        ts_buf_puts(b, "\n");
+    }
+}
+
+#define N_COLS 20
+static const char *const COLS[N_COLS] = {"#", "tp", "pp", "vpp", "cp", "ep", "dp", "mbs", "sp", "recompute",
+                                         "zero", "schedule", "tp-ovl", "iter_s", "tokens/s", "MFU", "mem_GiB",
+                                         "tp_exp_s", "dp_exp_s", "bubble_s"};
+
+/* The cells of one ranked row (shared by the text table and the HTML table). */
+static void row_cells(const SearchPoint *p, int rank, char cells[N_COLS][24])
+{
+    const SearchKnobs *k = &p->k;
+    snprintf(cells[0], 24, "%d", rank + 1);
+    snprintf(cells[1], 24, "%d", k->tp);
+    snprintf(cells[2], 24, "%d", k->pp);
+    snprintf(cells[3], 24, "%d", k->vpp);
+    snprintf(cells[4], 24, "%d", k->cp);
+    snprintf(cells[5], 24, "%d", k->ep);
+    snprintf(cells[6], 24, "%d", k->dp);
+    snprintf(cells[7], 24, "%d", k->mbs);
+    snprintf(cells[8], 24, "%s", onoff(k->sp));
+    snprintf(cells[9], 24, "%s", search_recompute_name((SearchRecompute)k->recompute));
+    snprintf(cells[10], 24, "%d", k->zero);
+    snprintf(cells[11], 24, "%s", search_schedule_name((SearchSchedule)k->schedule));
+    snprintf(cells[12], 24, "%s", onoff(k->tp_overlap));
+    snprintf(cells[13], 24, "%.4f", p->iteration_s);
+    snprintf(cells[14], 24, "%.0f", p->tokens_per_s);
+    snprintf(cells[15], 24, "%.1f%%", 100.0 * p->mfu);
+    snprintf(cells[16], 24, "%.1f", p->memory_bytes / 1073741824.0);
+    snprintf(cells[17], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_TP]);
+    snprintf(cells[18], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_DP]);
+    snprintf(cells[19], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_BUBBLE]);
+}
+
+static void write_text(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const GpuSpec *hw, const SearchConfig *c,
+                       const SearchResult *r)
+{
+    const SearchStats *s = &r->stats;
+    char cap[32];
+    rep_fmt_bytes(cap, sizeof cap, hw->hbm_bytes);
+    ts_buf_printf(b, "sweep: %s on %s x %s (%s), seq %lld, global batch %lld, ranked by %s\n", m->name, o->gpus,
+                  hw->name, o->cluster, (long long)o->seq, (long long)o->global_batch,
+                  search_objective_name(c->objective));
+    ts_buf_printf(b, "plans: %lld candidates, %lld valid (enumerated), %lld pruned (do not fit in %s), "
+                     "%lld simulated\n\n",
+                  (long long)s->candidates, (long long)s->enumerated, (long long)s->pruned, cap,
+                  (long long)s->simulated);
+    static const int W[N_COLS] = {3, 3, 3, 3, 3, 3, 5, 3, 3, 9, 4, 11, 6, 9, 11, 6, 7, 8, 8, 8};
+    for (int i = 0; i < N_COLS; i++) ts_buf_printf(b, "%s%*s", i ? " " : "", W[i], COLS[i]);
+    ts_buf_puts(b, "\n");
+    for (int r_ = 0; r_ < r->n_top; r_++) {
+        char cells[N_COLS][24];
+        row_cells(&r->top[r_], r_, cells);
+        for (int i = 0; i < N_COLS; i++) ts_buf_printf(b, "%s%*s", i ? " " : "", W[i], cells[i]);
+        ts_buf_puts(b, "\n");
+    }
+}
+
+/* The HTML report: every simulated plan, the top-k, the best plan in detail
+ * (simulated again with its timeline recorded). */
+static int write_html(const char *path, const SweepOpts *o, const ModelSpec *m, const SearchEvalCtx *x,
+                      const SearchConfig *c, const SearchResult *r)
+{
+    TsError err = {0};
+    TsArena *a = ts_arena_create(1 << 16);
+    RepSweepPoint *pts = malloc((size_t)(r->n_all + 1) * sizeof *pts);
+    const char **cells = malloc((size_t)(r->n_top + 1) * N_COLS * sizeof *cells);
+    if (!a || !pts || !cells) {
+        ts_arena_destroy(a);
+        free(pts);
+        free(cells);
+        return cli_fail(&(TsError){.code = TS_ERR_INTERNAL, .msg = "out of memory writing the HTML report"});
+    }
+    for (int64_t i = 0; i < r->n_all; i++) {
+        pts[i] = (RepSweepPoint){r->all[i].tokens_per_s, r->all[i].memory_bytes, -1};
+        for (int t = 0; t < r->n_top; t++)
+            if (r->top[t].index == r->all[i].index) pts[i].rank = t;
+    }
+    for (int t = 0; t < r->n_top; t++) {
+        char row[N_COLS][24];
+        row_cells(&r->top[t], t, row);
+        for (int i = 0; i < N_COLS; i++) cells[t * N_COLS + i] = ts_arena_strdup(a, row[i]);
+    }
+    RepPlanView best_view;
+    const RepPlanView *best = NULL;
+    SimResult sr;
+    SimSetup in;
+    bool have_sr = false;
+    if (r->n_top > 0 && search_sim_setup(x, &r->top[0].k, &in)) {
+        in.opt.record = true;
+        if (sim_simulate(&in, NULL, &sr, &err) == TS_OK) {
+            have_sr = true;
+            const char *title = ts_arena_printf(a, "best plan: %s on %d x %s", m->name, r->top[0].k.gpus, x->hw->gpu.name);
+            if (rep_plan_view_from_sim(&in, &sr, title, a, &best_view, &err) == TS_OK) best = &best_view;
+        }
+    }
+    char st[4][32];
+    snprintf(st[0], 32, "%lld", (long long)r->stats.candidates);
+    snprintf(st[1], 32, "%lld", (long long)r->stats.enumerated);
+    snprintf(st[2], 32, "%lld", (long long)r->stats.pruned);
+    snprintf(st[3], 32, "%lld", (long long)r->stats.simulated);
+    RepKV metrics[] = {{"candidates", st[0]}, {"valid plans", st[1]}, {"pruned (memory)", st[2]},
+                       {"simulated", st[3]}, {"ranked by", search_objective_name(c->objective)}};
+    RepSweepView v = {.title = ts_arena_printf(a, "sweep: %s on %s x %s, seq %lld, global batch %lld", m->name, o->gpus,
+                                               x->hw->gpu.name, (long long)o->seq, (long long)o->global_batch),
+                      .generator = "trainsim " TRAINSIM_VERSION " sweep", .metrics = metrics, .n_metrics = 5,
+                      .points = pts, .n_points = (int)r->n_all, .capacity_bytes = x->hw->gpu.hbm_bytes,
+                      .columns = COLS, .n_columns = N_COLS, .cells = cells, .n_rows = r->n_top, .best = best};
+    TsBuf b = {0};
+    int rc = 0;
+    if (rep_html_sweep(&v, &b, &err) != TS_OK || ts_write_file_atomic(path, b.data, b.len, &err) != TS_OK)
+        rc = cli_fail(&err);
+    ts_buf_free(&b);
+    if (have_sr) sim_result_free(&sr);
+    ts_arena_destroy(a);
+    free(pts);
+    free(cells);
+    return rc;
+}
+
+/* ---- the command ------------------------------------------------------------- */
+static void add_options(CliSpec *s, SweepOpts *o)
+{
+    cli_model_add(s, &o->cm);
+    cli_add(s, "cluster", CLI_STR, &o->cluster, "C", "cluster preset (dgx-h100, dgx-a100, ...); default dgx-h100");
+    cli_add(s, "gpus", CLI_STR, &o->gpus, "N[,N..]", "GPU counts to plan for (several: compare by --objective cost)");
+    cli_add(s, "seq", CLI_INT, &o->seq, "S", "tokens per sequence; default 4096");
+    cli_add(s, "global-batch", CLI_INT, &o->global_batch, "B", "sequences per iteration; default 1024");
+    cli_add(s, "tp", CLI_STR, &o->tp, "LIST", "tensor-parallel sizes to try, e.g. 1,2,4,8");
+    cli_add(s, "pp", CLI_STR, &o->pp, "LIST", "pipeline-parallel sizes to try");
+    cli_add(s, "vpp", CLI_STR, &o->vpp, "LIST", "virtual stages per pipeline rank (interleaved schedule)");
+    cli_add(s, "cp", CLI_STR, &o->cp, "LIST", "context-parallel sizes to try");
+    cli_add(s, "ep", CLI_STR, &o->ep, "LIST", "expert-parallel sizes to try (MoE models)");
+    cli_add(s, "micro-batch", CLI_STR, &o->mbs, "LIST", "micro-batch sizes to try");
+    cli_add(s, "max-tp", CLI_INT, &o->max_tp, "N", "largest tp when --tp is not given (default 8)");
+    cli_add(s, "max-pp", CLI_INT, &o->max_pp, "N", "largest pp when --pp is not given (default 64)");
+    cli_add(s, "max-vpp", CLI_INT, &o->max_vpp, "N", "largest vpp when --vpp is not given (default 8)");
+    cli_add(s, "max-cp", CLI_INT, &o->max_cp, "N", "largest cp when --cp is not given (default 8)");
+    cli_add(s, "max-ep", CLI_INT, &o->max_ep, "N", "largest ep when --ep is not given (default 64)");
+    cli_add(s, "max-micro-batch", CLI_INT, &o->max_mbs, "N", "largest micro-batch (default 8)");
+    cli_add(s, "recompute", CLI_STR, &o->recompute, "LIST", "recompute modes: none,selective,full");
+    cli_add(s, "schedule", CLI_STR, &o->schedule, "LIST", "pipeline schedules: gpipe,1f1b,interleaved");
+    cli_add(s, "zero", CLI_STR, &o->zero, "LIST", "ZeRO stages 0-3 (1 = distributed optimizer)");
+    cli_add(s, "sp", CLI_STR, &o->sp, "LIST", "sequence parallel: off,on");
+    cli_add(s, "tp-overlap", CLI_STR, &o->overlap, "LIST", "TP communication overlap: off,on");
+    cli_add(s, "objective", CLI_STR, &o->objective, "O", "rank by throughput (default), time, memory or cost");
+    cli_add(s, "top", CLI_INT, &o->top, "K", "plans in the ranking (default 10)");
+    cli_add(s, "jobs", CLI_INT, &o->jobs, "N", "threads (also -j N); default: all cores");
+    cli_add(s, "json", CLI_FLAG, &o->json, NULL, "print JSON (every simulated plan and stats) instead of the table");
+    cli_add(s, "csv", CLI_STR, &o->csv, "FILE", "write every simulated plan as CSV");
+    cli_add(s, "html", CLI_STR, &o->html, "FILE", "write a self-contained HTML report");
+}
+
+/* -j N / -jN -> --jobs N (the option parser knows long options only). */
+static char **rewrite_j(int argc, char **argv, char *store)
+{
+    char **av = malloc((size_t)(argc + 2) * sizeof *av);
+    if (!av) return NULL;
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-j") == 0) av[n++] = "--jobs";
+        else if (strncmp(argv[i], "-j", 2) == 0 && argv[i][2] >= '0' && argv[i][2] <= '9') {
+            snprintf(store, 64, "--jobs=%.50s", argv[i] + 2);
+            av[n++] = store;
+        } else av[n++] = argv[i];
+    }
+    av[n] = NULL;
+    return av;
+}
+
+static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
+{
+    static const char *const REC[] = {"none", "selective", "full"};
+    static const char *const SCH[] = {"gpipe", "1f1b", "interleaved"};
+    static const char *const ZER[] = {"0", "1", "2", "3"};
+    static const char *const OFFON[] = {"off", "on"};
+    search_config_init(c);
+    int rc = parse_ints("gpus", o->gpus, &c->gpus) || parse_ints("tp", o->tp, &c->tp) ||
+             parse_ints("pp", o->pp, &c->pp) || parse_ints("vpp", o->vpp, &c->vpp) ||
+             parse_ints("cp", o->cp, &c->cp) || parse_ints("ep", o->ep, &c->ep) ||
+             parse_ints("micro-batch", o->mbs, &c->mbs) ||
+             parse_mask("recompute", o->recompute, REC, 3, &c->recompute_mask) ||
+             parse_mask("schedule", o->schedule, SCH, 3, &c->schedule_mask) ||
+             parse_mask("zero", o->zero, ZER, 4, &c->zero_mask) || parse_mask("sp", o->sp, OFFON, 2, &c->sp_mask) ||
+             parse_mask("tp-overlap", o->overlap, OFFON, 2, &c->overlap_mask);
+    if (rc) return 2;
+    if (o->objective && !search_objective_parse(o->objective, &c->objective))
+        return usage("unknown objective '%s' (expected throughput, time, memory or cost)", o->objective);
+    if (o->top < 1 || o->top > 100000) return usage("--top must be between 1 and 100000, got %s", "it");
+    if (o->seq < 1 || o->global_batch < 1) return usage("%s must be positive", "--seq and --global-batch");
+    if (o->jobs < 0) return usage("%s must be positive", "--jobs");
+    if (o->max_tp) c->tp.max = o->max_tp;
+    if (o->max_pp) c->pp.max = o->max_pp;
+    if (o->max_vpp) c->vpp.max = o->max_vpp;
+    if (o->max_cp) c->cp.max = o->max_cp;
+    if (o->max_ep) c->ep.max = o->max_ep;
+    if (o->max_mbs) c->mbs.max = o->max_mbs;
+    c->global_batch = o->global_batch;
+    c->seq = o->seq;
+    c->layers = m->layers;
+    c->experts = m->experts;
+    c->top_k = (int)o->top;
+    c->keep_all = o->json || o->csv || o->html;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    c->threads = o->jobs > 0 ? (int)(o->jobs < 1024 ? o->jobs : 1024) : (int)(cores > 0 ? cores : 1);
+    return 0;
+}
+
+static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, const SearchEvalCtx *x,
+                      const SearchConfig *cp, const SearchEvaluator *ev, int rank, SearchResult *rp);
+
+static int run(SweepOpts *o, int rank)
+{
+    ModelSpec m;
+    int rc = cli_model_load(&o->cm, "llama3-8b", &m);
+    if (rc) return rc;
+    SearchConfig c;
+    if ((rc = configure(o, &m, &c)) != 0) return rc;
+    if (rank == 0 && isatty(2)) c.progress = progress;
+    /* one network model per GPU count (the cluster is sized to it) */
+    TsError err = {0};
+    HwNet *nets = calloc((size_t)c.gpus.n, sizeof *nets);
+    HwModel hw;
+    hw_model_init(&hw);
+    if (!nets) return cli_fail(&(TsError){.code = TS_ERR_INTERNAL, .msg = "out of memory"});
+    SearchEvalCtx x;
+    for (int i = 0; i < c.gpus.n; i++) {
+        ClusterSpec cl;
+        if (hw_cluster_load(o->cluster, c.gpus.v[i], &cl, &err) != TS_OK) {
+            free(nets);
+            return cli_fail(&err);
+        }
+        hw.gpu = cl.gpu;
+        hw_net_init(&nets[i], &cl);
+    }
+    search_eval_init(&x, &m, &hw, o->global_batch, o->seq);
+    for (int i = 0; i < c.gpus.n; i++) search_eval_add_net(&x, c.gpus.v[i], &nets[i]);
+    SearchEvaluator ev = search_eval_sim(&x);
+    SearchResult r;
+    rc = run_search(o, &m, &hw, &x, &c, &ev, rank, &r);
+    free(nets);
+    return rc;
+}
+
+static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, const SearchEvalCtx *x,
+                      const SearchConfig *cp, const SearchEvaluator *ev, int rank, SearchResult *rp)
+{
+    ModelSpec m = *mp;
+    const GpuSpec *gpu = &hwp->gpu;
+    SearchConfig c = *cp;
+    SearchResult r;
+    TsError err = {0};
+    int rc;
+    (void)rp;
+#ifdef TS_HAVE_MPI
+    TsStatus st = search_mpi_run(&c, ev, &r, &err);
+#else
+    TsStatus st = search_run(&c, ev, &r, &err);
+#endif
+    if (c.progress) fprintf(stderr, "\r%70s\r", "");
+    if (st != TS_OK) return rank == 0 ? cli_fail(&err) : (int)st;
+    if (rank != 0) {
+        search_result_free(&r);
+        return 0;
+    }
+    fprintf(stderr, "sweep: %lld valid plans in %.3g s (%.0f plans/s), %d thread%s x %d rank%s\n",
+            (long long)r.stats.enumerated, r.stats.elapsed_s, r.stats.plans_per_s, r.stats.threads,
+            r.stats.threads == 1 ? "" : "s", r.stats.ranks, r.stats.ranks == 1 ? "" : "s");
+    if (r.n_top == 0) {
+        ts_err(&err, TS_ERR_PLAN, "no plan fits: %lld valid plans, all %lld need more than the GPU's memory",
+               (long long)r.stats.enumerated, (long long)r.stats.pruned);
+        if (r.stats.enumerated == 0) ts_err(&err, TS_ERR_PLAN, "no valid plan among %lld candidates", (long long)r.stats.candidates);
+        ts_err_hint(&err, "use more GPUs, allow recompute / ZeRO / larger tp or pp, or a smaller micro-batch");
+        search_result_free(&r);
+        return cli_fail(&err);
+    }
+    TsBuf b = {0};
+    rc = 0;
+    if (o->csv) {
+        write_csv(&b, &r);
+        if (ts_write_file_atomic(o->csv, b.data, b.len, &err) != TS_OK) rc = cli_fail(&err);
+        ts_buf_free(&b);
+    }
+    if (!rc && o->html) rc = write_html(o->html, o, &m, x, &c, &r);
+    if (!rc) {
+        if (o->json) write_json(&b, o, &m, gpu, &c, &r);
+        else write_text(&b, o, &m, gpu, &c, &r);
+        rc = cli_emit(NULL, &b);
+    }
+    ts_buf_free(&b);
+    search_result_free(&r);
+    return rc;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    SweepOpts o = {.cluster = "dgx-h100", .gpus = "64", .seq = 4096, .global_batch = 1024, .top = 10};
+    cli_model_init(&o.cm);
+    CliSpec s = {.cmd = "sweep",
+                 .usage = "trainsim sweep [--model M] [--cluster C] [--gpus N] [--seq S] [--global-batch B] "
+                          "[limits] [-j N] [--json] [--csv FILE] [--html FILE]",
+                 .summary = "Enumerate every valid parallel plan (tp, pp, vpp, cp, ep, dp, micro-batch, sp, "
+                            "recompute, ZeRO, schedule, TP overlap), prune those that do not fit in memory, "
+                            "simulate the rest and rank them. Under mpirun the plan space is split over the ranks."};
+    add_options(&s, &o);
+    char store[64];
+    char **av = rewrite_j(argc, argv, store);
+    if (!av) return 1;
+    int rc = cli_parse(&s, argc, av);
+    free(av);
+    if (rc) return rc < 0 ? 0 : rc;
+    int rank = 0, ranks = 1;
+#ifdef TS_HAVE_MPI
+    search_mpi_init(NULL, NULL, &rank, &ranks);
+#endif
+    (void)ranks;
+    rc = run(&o, rank);
+#ifdef TS_HAVE_MPI
+    search_mpi_finalize();
+#endif
+    return rc;
+}

@@ -1,0 +1,130 @@
+/*
+ * eval_sim.c — the real evaluator of the search: a candidate's knobs become
+ * a ParallelPlan (plan_resolve: every validity rule), its memory comes from
+ * part_memory (no graph, no allocation: the cheap pruning path), and the
+ * plans that fit are simulated with sim_simulate on a per-thread SimWork.
+ */
+#include "trainsim/search.h"
+
+#include <string.h>
+
+#include "trainsim/partition.h"
+
+void search_plan_from_knobs(const SearchEvalCtx *x, const SearchKnobs *k, ParallelPlan *p)
+{
+    plan_init(p);
+    p->gpus = k->gpus;
+    p->tp = k->tp;
+    p->pp = k->pp;
+    p->vpp = k->vpp;
+    p->cp = k->cp;
+    p->ep = k->ep;
+    p->dp = k->dp;
+    p->sp = k->sp != 0;
+    p->sp_set = true;
+    p->zero = k->zero;
+    p->dist_opt = false; /* ZeRO-1 is the distributed optimizer; one knob for both */
+    p->recompute = (PlanRecompute)(k->recompute == SEARCH_RECOMPUTE_FULL        ? PLAN_RECOMPUTE_FULL
+                                   : k->recompute == SEARCH_RECOMPUTE_SELECTIVE ? PLAN_RECOMPUTE_SELECTIVE
+                                                                                : PLAN_RECOMPUTE_NONE);
+    p->tp_overlap = k->tp_overlap != 0;
+    p->micro_batch = k->mbs;
+    p->global_batch = x->global_batch;
+    p->seq = x->seq;
+    p->dtype = x->dtype;
+    p->schedule = k->schedule == SEARCH_SCHEDULE_GPIPE         ? PLAN_SCHED_GPIPE
+                  : k->schedule == SEARCH_SCHEDULE_INTERLEAVED ? PLAN_SCHED_INTERLEAVED
+                                                               : PLAN_SCHED_1F1B;
+}
+
+bool search_sim_setup(const SearchEvalCtx *x, const SearchKnobs *k, SimSetup *in)
+{
+    const HwNet *net = NULL;
+    for (int i = 0; i < x->n_nets; i++)
+        if (x->net_gpus[i] == k->gpus) net = x->nets[i];
+    if (!net) return false;
+    memset(in, 0, sizeof *in);
+    in->model = x->model;
+    in->hw = x->hw;
+    in->net = net;
+    in->opt = x->sim_opts;
+    search_plan_from_knobs(x, k, &in->plan);
+    return true;
+}
+
+static void *thread_begin(void *ctx)
+{
+    (void)ctx;
+    return sim_work_create();
+}
+
+static void thread_end(void *ctx, void *scratch)
+{
+    (void)ctx;
+    sim_work_destroy(scratch);
+}
+
+static SearchEvalStatus check(void *ctx, void *scratch, SearchPoint *pt)
+{
+    (void)scratch;
+    const SearchEvalCtx *x = ctx;
+    ParallelPlan p;
+    TsError err; /* not cleared: only its code matters here, and ts_err sets it */
+    search_plan_from_knobs(x, &pt->k, &p);
+    if (plan_resolve(x->model, &p, &err) != TS_OK) return SEARCH_EVAL_INVALID;
+    PartMemory peak;
+    if (part_memory(x->model, &p, &x->mem_opts, NULL, &peak, &err) != TS_OK) return SEARCH_EVAL_INVALID;
+    pt->memory_bytes = peak.total_bytes;
+    pt->capacity_bytes = x->hw->gpu.hbm_bytes;
+    return pt->memory_bytes > pt->capacity_bytes ? SEARCH_EVAL_NOFIT : SEARCH_EVAL_OK;
+}
+
+static SearchEvalStatus simulate(void *ctx, void *scratch, SearchPoint *pt)
+{
+    const SearchEvalCtx *x = ctx;
+    SimSetup in;
+    if (!search_sim_setup(x, &pt->k, &in)) return SEARCH_EVAL_INVALID;
+    SimResult r;
+    TsError err;
+    if (sim_simulate(&in, scratch, &r, &err) != TS_OK) return SEARCH_EVAL_INVALID;
+    pt->iteration_s = r.iteration_time_s;
+    pt->tokens_per_s = r.tokens_per_s;
+    pt->mfu = r.mfu;
+    const SimBreakdown *b = &r.breakdown;
+    pt->exposed_s[SEARCH_EXPOSED_TP] = b->tp_comm_exposed_s;
+    pt->exposed_s[SEARCH_EXPOSED_CP] = b->cp_comm_exposed_s;
+    pt->exposed_s[SEARCH_EXPOSED_EP] = b->ep_comm_exposed_s;
+    pt->exposed_s[SEARCH_EXPOSED_PP] = b->pp_comm_exposed_s;
+    pt->exposed_s[SEARCH_EXPOSED_DP] = b->dp_comm_exposed_s;
+    pt->exposed_s[SEARCH_EXPOSED_BUBBLE] = b->bubble_s;
+    pt->exposed_s[SEARCH_EXPOSED_RECOMPUTE] = b->recompute_s;
+    pt->exposed_s[SEARCH_EXPOSED_OPTIMIZER] = b->optimizer_s;
+    return SEARCH_EVAL_OK;
+}
+
+void search_eval_init(SearchEvalCtx *x, const ModelSpec *m, const HwModel *hw, int64_t global_batch, int64_t seq)
+{
+    memset(x, 0, sizeof *x);
+    x->model = m;
+    x->hw = hw;
+    x->global_batch = global_batch;
+    x->seq = seq;
+    x->dtype = TS_DTYPE_BF16;
+    sim_options_init(&x->sim_opts);
+    part_mem_options_init(&x->mem_opts);
+    x->mem_opts.capacity_bytes = hw->gpu.hbm_bytes;
+}
+
+bool search_eval_add_net(SearchEvalCtx *x, int64_t gpus, const HwNet *net)
+{
+    if (x->n_nets >= SEARCH_MAX_VALUES) return false;
+    x->net_gpus[x->n_nets] = gpus;
+    x->nets[x->n_nets++] = net;
+    return true;
+}
+
+SearchEvaluator search_eval_sim(SearchEvalCtx *x)
+{
+    return (SearchEvaluator){.ctx = x, .thread_begin = thread_begin, .thread_end = thread_end,
+                             .check = check, .simulate = simulate};
+}

@@ -1,0 +1,262 @@
+/*
+ * run.c — the search loop: threads take chunks of candidates, check and
+ * simulate them, keep a per-thread top-k (and every point when asked), and
+ * the results are merged into one ranking. Determinism: a point's values
+ * depend only on its knobs, and the ranking's ties are broken by the
+ * candidate index, so the merge order does not matter.
+ */
+#include "search_int.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- ranking ---------------------------------------------------------------- */
+static double key_of(SearchObjective o, const SearchPoint *p)
+{
+    switch (o) {
+    case SEARCH_OBJ_THROUGHPUT: return -p->tokens_per_s;
+    case SEARCH_OBJ_TIME: return p->iteration_s;
+    case SEARCH_OBJ_MEMORY: return p->memory_bytes;
+    case SEARCH_OBJ_COST: /* GPU-seconds per token */
+        return p->tokens_per_s > 0 ? (double)p->k.gpus / p->tokens_per_s : 1e300;
+    default: return 0;
+    }
+}
+
+int search_compare(SearchObjective o, const SearchPoint *a, const SearchPoint *b)
+{
+    double ka = key_of(o, a), kb = key_of(o, b);
+    if (ka < kb) return -1;
+    if (ka > kb) return 1;
+    if (o == SEARCH_OBJ_MEMORY && a->tokens_per_s != b->tokens_per_s) /* equal memory: faster first */
+        return a->tokens_per_s > b->tokens_per_s ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index ? 1 : 0;
+}
+
+/* Insert p into the sorted array top[0..*n) of capacity k. */
+static void topk_insert(SearchObjective o, SearchPoint *top, int *n, int k, const SearchPoint *p)
+{
+    if (k <= 0) return;
+    if (*n == k && search_compare(o, p, &top[k - 1]) >= 0) return;
+    int i = *n < k ? (*n)++ : k - 1;
+    while (i > 0 && search_compare(o, p, &top[i - 1]) < 0) {
+        top[i] = top[i - 1];
+        i--;
+    }
+    top[i] = *p;
+}
+
+/* ---- workers ------------------------------------------------------------------ */
+typedef struct Shared {
+    const SearchConfig *c;
+    const SearchEvaluator *ev;
+    SearchSpace space;
+    int64_t n_chunks;        /* chunks owned by this rank */
+    int64_t mine;            /* candidates in those chunks */
+    atomic_llong next_chunk; /* next local chunk to take */
+    atomic_llong done;       /* candidates finished */
+    atomic_int failed;       /* a worker could not allocate */
+    double t0;
+} Shared;
+
+typedef struct Worker {
+    Shared *sh;
+    int id;
+    pthread_t thread;
+    SearchPoint *top;
+    int n_top;
+    SearchPoint *all;
+    int64_t n_all, cap_all;
+    int64_t enumerated, pruned, simulated;
+} Worker;
+
+static bool keep(Worker *w, const SearchPoint *p)
+{
+    if (w->n_all == w->cap_all) {
+        int64_t ncap = w->cap_all ? 2 * w->cap_all : 4096;
+        SearchPoint *q = realloc(w->all, (size_t)ncap * sizeof *q);
+        if (!q) return false;
+        w->all = q;
+        w->cap_all = ncap;
+    }
+    w->all[w->n_all++] = *p;
+    return true;
+}
+
+static void run_chunk(Worker *w, void *scratch, int64_t lo, int64_t hi)
+{
+    Shared *sh = w->sh;
+    const SearchConfig *c = sh->c;
+    const SearchEvaluator *ev = sh->ev;
+    for (int64_t i = lo; i < hi; i++) {
+        SearchPoint p;
+        memset(&p, 0, sizeof p);
+        search_space_decode(&sh->space, i, &p.k);
+        p.index = i;
+        SearchEvalStatus st = ev->check(ev->ctx, scratch, &p);
+        if (st == SEARCH_EVAL_INVALID) continue;
+        w->enumerated++;
+        if (st == SEARCH_EVAL_NOFIT) {
+            w->pruned++;
+            continue;
+        }
+        if (ev->simulate(ev->ctx, scratch, &p) != SEARCH_EVAL_OK) continue;
+        w->simulated++;
+        topk_insert(c->objective, w->top, &w->n_top, c->top_k, &p);
+        if (c->keep_all && !keep(w, &p)) atomic_store(&sh->failed, 1);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    Worker *w = arg;
+    Shared *sh = w->sh;
+    const SearchConfig *c = sh->c;
+    void *scratch = sh->ev->thread_begin ? sh->ev->thread_begin(sh->ev->ctx) : NULL;
+    if (sh->ev->thread_begin && !scratch) {
+        atomic_store(&sh->failed, 1);
+        return NULL;
+    }
+    double last = sh->t0;
+    for (;;) {
+        if (atomic_load(&sh->failed)) break;
+        int64_t local = atomic_fetch_add(&sh->next_chunk, 1);
+        if (local >= sh->n_chunks) break;
+        int64_t chunk = (int64_t)c->rank + local * (int64_t)c->ranks;
+        int64_t lo = chunk * SEARCH_CHUNK, hi = lo + SEARCH_CHUNK;
+        if (hi > sh->space.total) hi = sh->space.total;
+        run_chunk(w, scratch, lo, hi);
+        int64_t done = atomic_fetch_add(&sh->done, hi - lo) + (hi - lo);
+        if (w->id == 0 && c->progress) {
+            double t = now_s();
+            if (t - last >= 0.1) {
+                last = t;
+                c->progress(c->progress_user, done, sh->mine, t - sh->t0);
+            }
+        }
+    }
+    if (sh->ev->thread_end) sh->ev->thread_end(sh->ev->ctx, scratch);
+    return NULL;
+}
+
+static int cmp_index(const void *a, const void *b)
+{
+    int64_t x = ((const SearchPoint *)a)->index, y = ((const SearchPoint *)b)->index;
+    return x < y ? -1 : x > y;
+}
+
+/* ---- merging ------------------------------------------------------------------- */
+TsStatus search_merge(const SearchConfig *c, const SearchResult *parts, int n_parts, SearchResult *out,
+                      TsError *err)
+{
+    memset(out, 0, sizeof *out);
+    int64_t n_all = 0;
+    for (int i = 0; i < n_parts; i++) n_all += parts[i].n_all;
+    out->top = calloc((size_t)(c->top_k > 0 ? c->top_k : 1), sizeof *out->top);
+    out->all = n_all ? malloc((size_t)n_all * sizeof *out->all) : NULL;
+    if (!out->top || (n_all && !out->all)) {
+        search_result_free(out);
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory merging search results");
+    }
+    for (int i = 0; i < n_parts; i++) {
+        const SearchResult *p = &parts[i];
+        for (int j = 0; j < p->n_top; j++) topk_insert(c->objective, out->top, &out->n_top, c->top_k, &p->top[j]);
+        if (p->n_all) memcpy(out->all + out->n_all, p->all, (size_t)p->n_all * sizeof *p->all);
+        out->n_all += p->n_all;
+        out->stats.candidates = p->stats.candidates; /* the same space on every part */
+        out->stats.enumerated += p->stats.enumerated;
+        out->stats.pruned += p->stats.pruned;
+        out->stats.simulated += p->stats.simulated;
+        if (p->stats.elapsed_s > out->stats.elapsed_s) out->stats.elapsed_s = p->stats.elapsed_s;
+        out->stats.threads = p->stats.threads;
+        out->stats.ranks += p->stats.ranks;
+    }
+    if (out->n_all > 1) qsort(out->all, (size_t)out->n_all, sizeof *out->all, cmp_index);
+    out->stats.plans_per_s = out->stats.elapsed_s > 0 ? (double)out->stats.enumerated / out->stats.elapsed_s : 0;
+    return TS_OK;
+}
+
+void search_result_free(SearchResult *r)
+{
+    if (!r) return;
+    free(r->top);
+    free(r->all);
+    r->top = r->all = NULL;
+    r->n_top = 0;
+    r->n_all = 0;
+}
+
+/* ---- the search ----------------------------------------------------------------- */
+static TsStatus collect(Shared *sh, Worker *ws, int n, SearchResult *r, TsError *err)
+{
+    SearchResult *parts = calloc((size_t)n, sizeof *parts);
+    if (!parts) return ts_err(err, TS_ERR_INTERNAL, "out of memory merging search results");
+    for (int i = 0; i < n; i++) {
+        parts[i] = (SearchResult){.top = ws[i].top, .n_top = ws[i].n_top, .all = ws[i].all, .n_all = ws[i].n_all};
+        parts[i].stats = (SearchStats){.candidates = sh->space.total, .enumerated = ws[i].enumerated,
+                                       .pruned = ws[i].pruned, .simulated = ws[i].simulated,
+                                       .threads = n, .ranks = i == 0 ? 1 : 0};
+    }
+    TsStatus st = search_merge(sh->c, parts, n, r, err);
+    free(parts);
+    return st;
+}
+
+TsStatus search_run(const SearchConfig *c, const SearchEvaluator *ev, SearchResult *r, TsError *err)
+{
+    memset(r, 0, sizeof *r);
+    if (c->top_k < 0 || c->threads < 1 || c->ranks < 1 || c->rank < 0 || c->rank >= c->ranks)
+        return ts_err(err, TS_ERR_USAGE, "bad search settings: top_k %d, threads %d, rank %d of %d", c->top_k,
+                      c->threads, c->rank, c->ranks);
+    Shared sh = {.c = c, .ev = ev, .t0 = now_s()};
+    TsStatus st = search_space_build(c, &sh.space, err);
+    if (st != TS_OK) return st;
+    int64_t chunks = (sh.space.total + SEARCH_CHUNK - 1) / SEARCH_CHUNK;
+    sh.n_chunks = chunks > c->rank ? (chunks - c->rank + c->ranks - 1) / c->ranks : 0;
+    sh.mine = sh.n_chunks * SEARCH_CHUNK;
+    if (chunks - 1 >= c->rank && (chunks - 1 - c->rank) % c->ranks == 0) sh.mine -= chunks * SEARCH_CHUNK - sh.space.total;
+    atomic_init(&sh.next_chunk, 0);
+    atomic_init(&sh.done, 0);
+    atomic_init(&sh.failed, 0);
+
+    int n = c->threads;
+    Worker *ws = calloc((size_t)n, sizeof *ws);
+    bool ok = ws != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        ws[i] = (Worker){.sh = &sh, .id = i};
+        ws[i].top = calloc((size_t)(c->top_k > 0 ? c->top_k : 1), sizeof *ws[i].top);
+        ok = ws[i].top != NULL;
+    }
+    int started = 1;
+    for (int i = 1; ok && i < n; i++, started++)
+        if (pthread_create(&ws[i].thread, NULL, worker_main, &ws[i]) != 0) {
+            atomic_store(&sh.failed, 1);
+            break;
+        }
+    if (ok) worker_main(&ws[0]);
+    for (int i = 1; ok && i < started; i++) pthread_join(ws[i].thread, NULL);
+    if (!ok || atomic_load(&sh.failed)) st = ts_err(err, TS_ERR_INTERNAL, "the search ran out of memory or threads");
+    else st = collect(&sh, ws, n, r, err);
+    if (st == TS_OK) {
+        r->stats.elapsed_s = now_s() - sh.t0;
+        r->stats.plans_per_s = r->stats.elapsed_s > 0 ? (double)r->stats.enumerated / r->stats.elapsed_s : 0;
+        r->stats.ranks = 1;
+    }
+    for (int i = 0; ws && i < n; i++) {
+        free(ws[i].top);
+        free(ws[i].all);
+    }
+    free(ws);
+    search_space_free(&sh.space);
+    return st;
+}

@@ -1,0 +1,39 @@
+/* search_int.h — internals shared by the search files (not installed). */
+#ifndef TRAINSIM_SEARCH_INT_H
+#define TRAINSIM_SEARCH_INT_H
+
+#include "trainsim/search.h"
+
+/* (schedule, vpp) pairs of one shape. */
+typedef struct SearchSv {
+    int8_t schedule, vpp;
+} SearchSv;
+
+/* One (gpus, tp, pp, cp, ep, dp) shape with its inner value lists; the
+ * candidates of the shape are the product of the lists, in the order
+ * mbs, sv, recompute, zero, sp, overlap (mbs most significant). */
+typedef struct SearchShape {
+    int64_t start; /* index of the shape's first candidate */
+    int64_t count; /* product of the list sizes */
+    int32_t gpus, dp;
+    int16_t tp, pp, cp, ep;
+    int16_t mbs[SEARCH_MAX_VALUES];
+    SearchSv sv[2 + SEARCH_MAX_VALUES];
+    int8_t rec[SEARCH_RECOMPUTE_COUNT], zero[4], sp[2], ov[2];
+    int8_t n_mbs, n_sv, n_rec, n_zero, n_sp, n_ov;
+} SearchShape;
+
+typedef struct SearchSpace {
+    SearchShape *shapes; /* malloc'd */
+    int n_shapes;
+    int64_t total;       /* candidates */
+} SearchSpace;
+
+/* Build the space of c. Returns TS_ERR_USAGE (with a hint) when empty,
+ * TS_ERR_INTERNAL on allocation failure. */
+TsStatus search_space_build(const SearchConfig *c, SearchSpace *s, TsError *err);
+void search_space_free(SearchSpace *s);
+/* Knobs of candidate idx (0 <= idx < s->total). */
+void search_space_decode(const SearchSpace *s, int64_t idx, SearchKnobs *k);
+
+#endif

@@ -1,0 +1,265 @@
+/* Unit tests for the module graph: DeepSpeed op counting rules, totals, tied
+ * parameters, the three namings, op spans and linearity in the batch.
+ * Exact comparisons are on integers held in doubles (all < 2^53). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "trainsim/graph.h"
+
+static ModelSpec flags(ModelArch arch, int64_t L, int64_t H, int64_t A)
+{
+    ModelSpec m;
+    model_defaults(&m, arch);
+    m.layers = L;
+    m.hidden = H;
+    m.heads = A;
+    model_finalize(&m);
+    return m;
+}
+
+static ModuleGraph *build(const ModelSpec *m, GraphNaming n, int64_t B, int64_t S)
+{
+    GraphOptions o;
+    graph_options_init(&o);
+    o.naming = n;
+    o.naming_set = true;
+    o.batch = B;
+    o.seq = S;
+    ModuleGraph *g = NULL;
+    TsError err = {0};
+    assert_int_equal(graph_build(m, &o, &g, &err), TS_OK);
+    return g;
+}
+
+static const GraphOp *own_op(const ModuleGraph *g, const char *path, int k)
+{
+    int32_t id = graph_find(g, path);
+    assert_true(id >= 0);
+    for (int32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].module == id && k-- == 0) return &g->ops[i];
+    fail_msg("no op %d in %s", k, path);
+    return NULL;
+}
+
+static void test_bert_seed_totals(void **state)
+{
+    (void)state;
+    ModelSpec m = flags(MODEL_ARCH_BERT, 12, 768, 12);
+    ModuleGraph *g = build(&m, GRAPH_NAMING_HF, 4, 128);
+    GraphTotals t;
+    graph_model_totals(g, &t);
+    /* the seed report: 109.48 M params, 44.7 GMACs, 89.45 G flops */
+    assert_int_equal(t.params, 109482240);
+    assert_true(t.ds_macs == 44696862720.0);
+    assert_true(t.ds_flops == 89452314624.0);
+    /* rules: linear 2*MACs without bias; F.softmax numel; LayerNorm 5*numel; GELUActivation 0 */
+    const GraphOp *q = own_op(g, "encoder.layer.0.attention.self.query", 0);
+    assert_true(q->ds_macs == 512.0 * 768 * 768 && q->ds_flops == 2 * q->ds_macs);
+    const GraphOp *sm = own_op(g, "encoder.layer.0.attention.self", 1); /* matmul, softmax, matmul */
+    assert_int_equal(sm->kind, GRAPH_OP_SOFTMAX);
+    assert_true(sm->ds_flops == 4.0 * 12 * 128 * 128);
+    const GraphOp *ln = own_op(g, "embeddings.LayerNorm", 0);
+    assert_true(ln->ds_flops == 5.0 * 512 * 768);
+    assert_true(own_op(g, "encoder.layer.0.intermediate.intermediate_act_fn", 0)->ds_flops == 0);
+    /* pooler runs on the first token only: 2.36 MMACs */
+    GraphTotals p;
+    graph_totals(g, graph_find(g, "pooler"), &p);
+    assert_true(p.ds_macs == 4.0 * 768 * 768);
+    assert_string_equal(g->mods[graph_find(g, "embeddings.word_embeddings")].extra_repr, "30522, 768, padding_idx=0");
+    assert_string_equal(g->mods[graph_find(g, "encoder.layer.3.output.LayerNorm")].extra_repr,
+                        "(768,), eps=1e-12, elementwise_affine=True");
+    graph_destroy(g);
+}
+
+static void test_gpt2_tied_and_conv1d(void **state)
+{
+    (void)state;
+    ModelSpec m = flags(MODEL_ARCH_GPT, 2, 768, 12);
+    m.max_positions = 1024;
+    ModuleGraph *g = build(&m, GRAPH_NAMING_HF, 1, 64);
+    ModelCounts c;
+    model_count_params(&m, &c);
+    GraphTotals t;
+    graph_model_totals(g, &t);
+    assert_int_equal(t.params, c.total); /* tied lm_head counted once */
+    int32_t head = graph_find(g, "lm_head");
+    assert_int_equal(graph_params(g, head), 50257 * 768); /* but shown in the module holding it */
+    assert_true(g->params[g->mods[head].first_param].tied);
+    /* Conv1D is torch.addmm: 2*MACs + numel(bias) */
+    const GraphOp *ca = own_op(g, "transformer.h.0.attn.c_attn", 0);
+    assert_true(ca->ds_flops == 2.0 * 64 * 768 * 2304 + 2304);
+    assert_string_equal(g->mods[graph_find(g, "transformer.h.0.attn.c_attn")].repr, "Conv1D(nf=2304, nx=768)");
+    /* SDPA: two matmuls, no softmax, no causal halving */
+    const GraphOp *sd = own_op(g, "transformer.h.1.attn", 0);
+    assert_int_equal(sd->kind, GRAPH_OP_ATTENTION_CORE);
+    assert_true(sd->ds_macs == 2.0 * 12 * 64 * 64 * 64);
+    graph_destroy(g);
+}
+
+static void test_llama_gqa_swiglu(void **state)
+{
+    (void)state;
+    ModelSpec m = flags(MODEL_ARCH_LLAMA, 2, 4096, 32);
+    m.kv_heads = 8;
+    m.ffn = 14336;
+    m.vocab = 128256;
+    ModuleGraph *g = build(&m, GRAPH_NAMING_HF, 1, 128);
+    assert_true(graph_find(g, "model.layers.1.self_attn.k_proj") >= 0);
+    assert_true(own_op(g, "model.layers.0.self_attn.k_proj", 0)->ds_macs == 128.0 * 4096 * 1024);
+    /* RMSNorm, RoPE, residual and SwiGLU's mul count 0; SiLU counts numel */
+    assert_true(own_op(g, "model.layers.0.input_layernorm", 0)->ds_flops == 0);
+    assert_true(own_op(g, "model.layers.0.mlp.act_fn", 0)->ds_flops == 128.0 * 14336);
+    assert_true(own_op(g, "model.layers.0.mlp", 0)->ds_flops == 0); /* act(g) * u */
+    const GraphOp *dn = own_op(g, "model.layers.0.mlp.down_proj", 0);
+    assert_int_equal(dn->split, GRAPH_SPLIT_ROW);
+    assert_int_equal(dn->part, GRAPH_PART_MLP);
+    assert_int_equal(dn->layer, 0);
+    assert_string_equal(g->mods[graph_find(g, "model.norm")].extra_repr, "(4096,), eps=1e-05");
+    /* ops run in order: input norm first in a layer, the head last */
+    int32_t l1 = graph_find(g, "model.layers.1");
+    assert_string_equal(g->ops[g->mods[l1].first_op].name, "input_layernorm");
+    assert_int_equal(g->ops[g->n_ops - 1].kind, GRAPH_OP_LOSS);
+    graph_destroy(g);
+}
+
+static void test_spans_and_batch_linearity(void **state)
+{
+    (void)state;
+    ModelSpec m = flags(MODEL_ARCH_MIXTRAL, 2, 512, 8);
+    m.kv_heads = 2;
+    m.experts = 4;
+    m.topk = 2;
+    m.moe_ffn = 1024;
+    for (int n = 0; n < 2; n++) {
+        GraphNaming nm = n ? GRAPH_NAMING_MEGATRON : GRAPH_NAMING_HF;
+        ModuleGraph *g1 = build(&m, nm, 1, 256), *g3 = build(&m, nm, 3, 256);
+        assert_int_equal(g1->n_ops, g3->n_ops);
+        for (int32_t i = 0; i < g1->n_ops; i++) {
+            assert_true(g3->ops[i].ds_flops == 3 * g1->ops[i].ds_flops ||
+                        g1->ops[i].kind == GRAPH_OP_BATCHED_GEMM); /* HF rotary inv_freq */
+            assert_true(g3->ops[i].fwd_bytes <= 3 * g1->ops[i].fwd_bytes + 1e-6 * g3->ops[i].fwd_bytes ||
+                        g1->ops[i].kind == GRAPH_OP_GEMM || g1->ops[i].kind == GRAPH_OP_ROUTER);
+        }
+        /* every module's op span holds only ops of its subtree */
+        for (int32_t md = 0; md < g1->n_mods; md++) {
+            const GraphModule *x = &g1->mods[md];
+            for (int32_t i = x->first_op; i < x->first_op + x->n_ops; i++)
+                assert_true(g1->ops[i].module >= md && g1->ops[i].module < x->end_mod);
+        }
+        int experts = 0;
+        for (int32_t i = 0; i < g1->n_ops; i++)
+            if (g1->ops[i].expert) {
+                experts++;
+                assert_true(g1->ops[i].expert_id >= 0 && g1->ops[i].expert_id < 4);
+            }
+        assert_true(experts >= 2 * 4 * 3);
+        ModelCounts c;
+        model_count_params(&m, &c);
+        GraphTotals t;
+        graph_model_totals(g1, &t);
+        if (nm == GRAPH_NAMING_HF) assert_int_equal(t.params, c.total);
+        graph_destroy(g1);
+        graph_destroy(g3);
+    }
+}
+
+static void test_megatron_naming(void **state)
+{
+    (void)state;
+    ModelSpec m = flags(MODEL_ARCH_GPT, 2, 768, 12);
+    ModuleGraph *g = build(&m, GRAPH_NAMING_MEGATRON, 2, 128);
+    int32_t sa = graph_find(g, "decoder.layers.0.self_attention");
+    /* Megatron's registration order */
+    const char *want[] = {"core_attention", "linear_proj", "linear_qkv", "q_layernorm", "k_layernorm"};
+    int k = 0;
+    for (int32_t c = g->mods[sa].first_child; c >= 0; c = g->mods[c].next_sibling, k++)
+        assert_string_equal(g->mods[c].name, want[k]);
+    assert_int_equal(k, 5);
+    /* but linear_qkv runs first */
+    assert_string_equal(g->ops[g->mods[sa].first_op].name, "linear_qkv");
+    assert_int_equal(own_op(g, "decoder.layers.0.self_attention.linear_qkv", 0)->split, GRAPH_SPLIT_COL);
+    assert_int_equal(own_op(g, "decoder.layers.0.mlp.linear_fc2", 0)->split, GRAPH_SPLIT_ROW);
+    assert_int_equal(own_op(g, "embedding.word_embeddings", 0)->split, GRAPH_SPLIT_VOCAB);
+    assert_true(own_op(g, "decoder.layers.0.input_layernorm", 0)->ds_flops == 0); /* apex */
+    assert_int_equal(g->vocab, 50304); /* padded to 128 */
+    /* core attention: DeepSpeed counts baddbmm (+numel) + bmm */
+    const GraphOp *core = own_op(g, "decoder.layers.1.self_attention.core_attention", 0);
+    double ss = 2.0 * 12 * 128 * 128;
+    assert_true(core->ds_flops == 2 * (ss * 64 * 2) + ss);
+    assert_true(core->dgrad_flops == 2.5 * core->fwd_flops);
+    char path[256];
+    graph_module_path(g, graph_find(g, "decoder.final_layernorm"), path, sizeof path);
+    assert_string_equal(path, "decoder.final_layernorm");
+    graph_destroy(g);
+}
+
+static void test_deepspeed_pipe_params(void **state)
+{
+    (void)state;
+    ModelSpec m = flags(MODEL_ARCH_GPT, 4, 1024, 16);
+    m.max_positions = 1024;
+    GraphOptions o;
+    graph_options_init(&o);
+    o.naming = GRAPH_NAMING_DEEPSPEED;
+    o.naming_set = true;
+    o.seq = 1024;
+    o.tp = 4;
+    ModuleGraph *g;
+    TsError err = {0};
+    assert_int_equal(graph_build(&m, &o, &g, &err), TS_OK);
+    /* seed deepspeed_pipe_param_partition.csv: per-rank (12672, 1024) = 50688 / 4 */
+    const GraphParam *p = &g->params[0];
+    char path[256];
+    graph_module_path(g, p->module, path, sizeof path);
+    assert_string_equal(path, "tied_modules.embed.word_embeddings");
+    assert_true(p->shape[0] == 50688 && p->shape[1] == 1024 && p->split == GRAPH_SPLIT_VOCAB);
+    assert_string_equal(g->mods[g->params[1].module].extra_repr, "1024, 1024");
+    const GraphParam *n = &g->params[2];
+    graph_module_path(g, n->module, path, sizeof path);
+    assert_string_equal(path, "2.input_layernorm");
+    assert_string_equal(g->mods[n->module].extra_repr, "torch.Size([1024]), eps=1e-05, elementwise_affine=True");
+    const GraphParam *qkv = &g->params[4];
+    graph_module_path(g, qkv->module, path, sizeof path);
+    assert_string_equal(path, "2.attention.query_key_value");
+    assert_true(qkv->shape[0] == 3072 && qkv->shape[1] == 1024 && qkv->split == GRAPH_SPLIT_COL);
+    const GraphParam *dn = &g->params[6];
+    assert_true(dn->shape[0] == 1024 && dn->shape[1] == 1024 && dn->split == GRAPH_SPLIT_ROW);
+    assert_int_equal(g->params[7].split, GRAPH_SPLIT_NONE); /* row-parallel bias is replicated */
+    assert_true(graph_find(g, "6") >= 0);                  /* final norm after layers 2..5 */
+    graph_destroy(g);
+}
+
+static void test_bad_options(void **state)
+{
+    (void)state;
+    ModelSpec m = flags(MODEL_ARCH_BERT, 2, 128, 2);
+    GraphOptions o;
+    graph_options_init(&o);
+    o.naming = GRAPH_NAMING_MEGATRON;
+    o.naming_set = true;
+    ModuleGraph *g = (ModuleGraph *)1;
+    TsError err = {0};
+    assert_int_equal(graph_build(&m, &o, &g, &err), TS_ERR_USAGE);
+    assert_null(g);
+    assert_string_equal(err.msg, "naming 'megatron' has no BERT model");
+    GraphNaming nm;
+    assert_false(graph_naming_parse("torch", &nm));
+    assert_true(graph_naming_parse("deepspeed", &nm) && nm == GRAPH_NAMING_DEEPSPEED);
+    assert_string_equal(graph_op_name(GRAPH_OP_ATTENTION_CORE), "attention_core");
+    graph_destroy(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bert_seed_totals),   cmocka_unit_test(test_gpt2_tied_and_conv1d),
+        cmocka_unit_test(test_llama_gqa_swiglu),   cmocka_unit_test(test_spans_and_batch_linearity),
+        cmocka_unit_test(test_megatron_naming),    cmocka_unit_test(test_deepspeed_pipe_params),
+        cmocka_unit_test(test_bad_options),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

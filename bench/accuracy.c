@@ -92,7 +92,7 @@ typedef struct Table {
 static int row_model(const Row *r, ModelSpec *m, char *why, size_t cap)
 {
     char name[64];
-    snprintf(name, sizeof name, "%s", r->f[col("model")]);
+    snprintf(name, sizeof name, "%.63s", r->f[col("model")]);
     for (char *q = name; *q; q++) *q = (char)tolower((unsigned char)*q);
     TsError err = {0};
     const char *tries[4] = {name, NULL, NULL, NULL};
@@ -119,7 +119,7 @@ static int row_model(const Row *r, ModelSpec *m, char *why, size_t cap)
     m->vocab = geti(r, "vocab", m->vocab);
     int64_t seq = geti(r, "seq", 2048);
     if (m->max_positions < seq) m->max_positions = seq;
-    snprintf(m->name, sizeof m->name, "%s", r->f[col("model")]);
+    snprintf(m->name, sizeof m->name, "%.63s", r->f[col("model")]);
     return model_validate(m, &err) != TS_OK;
 }
 

@@ -240,6 +240,17 @@ typedef struct SimSetup {
  * fit: it sets memory.fits = false and a warning. */
 TsStatus sim_simulate(SimSetup *in, SimWork *w, SimResult *out, TsError *err);
 
+/* ---- imported workloads ----------------------------------------------------- */
+struct Workload;
+/* Run an imported layer-format workload (wl_read_file: SimAI/AICB, ASTRA-sim
+ * 1.0 text, op table) with SimAI's semantics: forward over the rows, backward
+ * reversed with blocking input-grad comm and non-blocking weight-grad comm,
+ * GA micro-batches unrolled, no pipeline interaction (docs/simulate.md says
+ * where SimAI's analytical mode computes differently). Compute times from the
+ * file, collectives from hw_coll_time_s. Fills iteration_time_s and the
+ * breakdown (compute, tp/ep/dp exposed). TS_ERR_INPUT when there are no rows. */
+TsStatus sim_replay_simai(const struct Workload *w, const HwNet *net, SimResult *out, TsError *err);
+
 /* Summary text and JSON (the keys of `trainsim simulate --json`). */
 void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *out);
 void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *out);

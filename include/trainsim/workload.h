@@ -288,8 +288,12 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
 /* The per-operator table of a GPT-2 style model as NeuSight traces it
  * (torch.fx node names); neusight = reproduce its size quirks (wte grad
  * S*H, lm_head bias). Needs dp or tp or pp alone, like NeuSight. */
-TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, bool neusight,
-                          Workload **out, TsError *err);
+typedef struct WlOptableOptions {
+    bool neusight;          /* keep the seed's size quirks; MEM rows by NeuSight's formula */
+    double mem_gb_per_s;    /* NeuSight Mem_Bw (GB/s, read as GiB/s by its MEM formula), 1555 */
+} WlOptableOptions;
+TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
+                          const WlOptableOptions *o, Workload **out, TsError *err);
 
 /* ---- readers ---------------------------------------------------------------- */
 /* SimAI/AICB text (all header generations, MICRO) and ASTRA-sim 1.0 text are

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_hw.h"
+#include "cli_plan.h"
 #include "trainsim/report_html.h"
 #include "trainsim/report_trace.h"
 #include "trainsim/sim.h"
@@ -13,19 +15,14 @@
 #define DEFAULT_MODEL "gpt3-175b"
 #define DEFAULT_CLUSTER "dgx-h100"
 
+/* --workload: cmd_simulate_wl.c */
+int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *so, const char *path, bool json);
+
 typedef struct SimCli {
-    int64_t tp, pp, vpp, dp, cp, ep, etp, gpus, micro, global, seq, zero, blocks;
-    bool sp, no_sp, dist_opt, tp_overlap, no_flash, json;
-    bool no_dp_overlap, no_ag_overlap, fp16_grads;
-    const char *recompute, *schedule, *optimizer, *dtype, *gpu, *cluster, *trace, *workload, *busbw, *html;
+    bool json, no_dp_overlap, no_ag_overlap, fp16_grads;
+    const char *trace, *workload, *html;
     double bucket_mb, slowdown;
 } SimCli;
-
-static int bad(const char *opt, const char *val, const char *expect)
-{
-    fprintf(stderr, "trainsim: invalid value '%s' for --%s (expected %s)\n", val, opt, expect);
-    return 2;
-}
 
 int cmd_simulate(int argc, char **argv)
 {
@@ -34,43 +31,24 @@ int cmd_simulate(int argc, char **argv)
                           "[--gpus N] [--seq S] [--json] [--trace FILE] [--workload FILE]",
                  .summary = "Simulate one training iteration: pipeline schedule, communication overlap, optimizer "
                             "step. Prints iteration time, tokens/s, MFU/HFU, memory per GPU and where the time "
-                            "goes. With no options: GPT-3 175B on 1024 H100s, TP 8, PP 8, DP 16, global batch "
-                            "1536."};
+                            "goes. With no options: GPT-3 175B on 1024 H100s (dgx-h100), TP 8, PP 8, DP 16, "
+                            "global batch 1536, distributed optimizer."};
     CliModel cm;
     cli_model_init(&cm);
     cli_model_add(&s, &cm);
-    SimCli o = {.tp = -1, .pp = -1, .vpp = -1, .dp = -1, .cp = -1, .ep = -1, .etp = -1, .gpus = -1,
-                .micro = -1, .global = -1, .seq = -1, .zero = -1, .blocks = -1, .bucket_mb = -1, .slowdown = -1};
-    cli_add(&s, "tp", CLI_INT, &o.tp, "N", "tensor parallel size");
-    cli_add(&s, "pp", CLI_INT, &o.pp, "N", "pipeline stages");
-    cli_add(&s, "vpp", CLI_INT, &o.vpp, "N", "model chunks per stage (interleaved 1F1B when > 1)");
-    cli_add(&s, "dp", CLI_INT, &o.dp, "N", "data parallel size (default: gpus / (tp*pp*cp))");
-    cli_add(&s, "cp", CLI_INT, &o.cp, "N", "context parallel size");
-    cli_add(&s, "ep", CLI_INT, &o.ep, "N", "expert parallel size");
-    cli_add(&s, "etp", CLI_INT, &o.etp, "N", "expert tensor parallel size (default tp)");
-    cli_add(&s, "gpus", CLI_INT, &o.gpus, "N", "GPUs in the job");
-    cli_add(&s, "micro-batch", CLI_INT, &o.micro, "N", "sequences per micro-batch");
-    cli_add(&s, "global-batch", CLI_INT, &o.global, "N", "sequences per iteration");
-    cli_add(&s, "seq", CLI_INT, &o.seq, "S", "sequence length");
-    cli_add(&s, "sp", CLI_FLAG, &o.sp, NULL, "sequence parallelism (default when tp > 1)");
-    cli_add(&s, "no-sp", CLI_FLAG, &o.no_sp, NULL, "no sequence parallelism");
-    cli_add(&s, "zero", CLI_INT, &o.zero, "0-3", "ZeRO stage (3 = FSDP)");
-    cli_add(&s, "dist-opt", CLI_FLAG, &o.dist_opt, NULL, "Megatron distributed optimizer");
-    cli_add(&s, "recompute", CLI_STR, &o.recompute, "R", "none|selective|full");
-    cli_add(&s, "schedule", CLI_STR, &o.schedule, "S", "1f1b|interleaved|gpipe");
-    cli_add(&s, "optimizer", CLI_STR, &o.optimizer, "O", "adam|shampoo");
-    cli_add(&s, "shampoo-blocks", CLI_INT, &o.blocks, "K", "Shampoo blocks per weight dimension");
-    cli_add(&s, "dtype", CLI_STR, &o.dtype, "T", "bf16|fp16|fp8|fp32");
-    cli_add(&s, "tp-overlap", CLI_FLAG, &o.tp_overlap, NULL, "overlap TP communication with GEMMs");
-    cli_add(&s, "no-flash", CLI_FLAG, &o.no_flash, NULL, "unfused attention (S^2 scores in memory)");
+    CliPlan cp;
+    cli_plan_init(&cp);
+    cli_plan_add(&s, &cp, false);
+    CliHw ch;
+    cli_hw_init(&ch);
+    cli_hw_add(&s, &ch);
+    SimCli o = {.bucket_mb = -1, .slowdown = -1};
     cli_add(&s, "no-dp-overlap", CLI_FLAG, &o.no_dp_overlap, NULL, "gradient reduction after the backward");
     cli_add(&s, "no-param-gather-overlap", CLI_FLAG, &o.no_ag_overlap, NULL,
             "dist-opt parameter all-gather exposed at the step");
     cli_add(&s, "fp16-grad-reduce", CLI_FLAG, &o.fp16_grads, NULL, "reduce gradients at 16 bit (default fp32)");
     cli_add(&s, "bucket-mb", CLI_DOUBLE, &o.bucket_mb, "MB", "DP gradient bucket size (default 40)");
     cli_add(&s, "overlap-slowdown", CLI_DOUBLE, &o.slowdown, "F", "compute slow-down under overlap (0.10)");
-    cli_add(&s, "gpu", CLI_STR, &o.gpu, "G", "GPU preset (overrides the cluster's)");
-    cli_add(&s, "cluster", CLI_STR, &o.cluster, "C", "cluster preset (default dgx-h100)");
     cli_add(&s, "json", CLI_FLAG, &o.json, NULL, "JSON output");
     cli_add(&s, "trace", CLI_STR, &o.trace, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)");
     cli_add(&s, "html", CLI_STR, &o.html, "FILE", "write a self-contained HTML report (timeline, breakdown, memory)");
@@ -78,77 +56,52 @@ int cmd_simulate(int argc, char **argv)
     int rc = cli_parse(&s, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
 
+    SimOptions so;
+    sim_options_init(&so);
+    if (o.no_dp_overlap) so.dp_overlap = false;
+    if (o.no_ag_overlap) so.param_gather_overlap = false;
+    if (o.fp16_grads) so.fp32_grad_reduce = false;
+    if (o.bucket_mb > 0) so.bucket_bytes = o.bucket_mb * 1e6;
+    if (o.slowdown >= 0) so.overlap_slowdown = o.slowdown;
+    so.record = o.trace != NULL || o.html != NULL;
+
+    int64_t default_gpus = 0;
+    if (o.workload) return cmd_simulate_workload(&s, &ch, &so, o.workload, o.json);
+
     ModelSpec m;
-    bool defaults = !cm.model && !cm.arch;
+    bool builtin = !cm.model && !cm.arch;
     rc = cli_model_load(&cm, DEFAULT_MODEL, &m);
     if (rc) return rc;
-
+    static const char *const plan_opts[] = {"tp", "pp", "vpp", "dp", "cp", "ep", "global-batch", "gpus", NULL};
+    bool plan_given = false;
+    for (int i = 0; plan_opts[i]; i++) plan_given |= cli_seen(&s, plan_opts[i]);
+    if (builtin && !plan_given) {
+        cp.tp = 8;
+        cp.pp = 8;
+        cp.global_batch = 1536;
+        if (!cli_seen(&s, "seq")) cp.seq = 2048;
+        cp.dist_opt = true;
+        default_gpus = 1024;
+    } else {
+        default_gpus = cp.tp * cp.pp * cp.cp * (cp.dp > 0 ? cp.dp : 1);
+    }
+    CliHwLoaded hl;
+    rc = cli_hw_load(&ch, DEFAULT_CLUSTER, default_gpus, &hl);
+    if (rc) return rc;
     ParallelPlan p;
-    plan_init(&p);
-    if (defaults && o.tp < 0 && o.pp < 0 && o.gpus < 0) {
-        p.tp = 8;
-        p.pp = 8;
-        p.gpus = 1024;
-        p.global_batch = 1536;
-        p.seq = 2048;
-        p.dist_opt = true;
+    rc = cli_plan_load(&s, &cp, &m, hl.cluster.gpus, &p);
+    if (rc) {
+        cli_hw_free(&hl);
+        return rc;
     }
-    if (o.tp > 0) p.tp = o.tp;
-    if (o.pp > 0) p.pp = o.pp;
-    if (o.vpp > 0) p.vpp = o.vpp;
-    if (o.cp > 0) p.cp = o.cp;
-    if (o.ep > 0) p.ep = o.ep;
-    if (o.etp > 0) p.etp = o.etp;
-    if (o.dp > 0) p.dp = o.dp;
-    if (o.gpus > 0) p.gpus = o.gpus;
-    if (o.micro > 0) p.micro_batch = o.micro;
-    if (o.global > 0) p.global_batch = o.global;
-    if (o.seq > 0) p.seq = o.seq;
-    if (o.zero >= 0) p.zero = (int)o.zero;
-    if (o.blocks > 0) p.shampoo_blocks = o.blocks;
-    if (o.dist_opt) p.dist_opt = true;
-    if (o.sp || o.no_sp) {
-        p.sp = o.sp && !o.no_sp;
-        p.sp_set = true;
-    }
-    p.tp_overlap = o.tp_overlap;
-    if (o.no_flash) p.flash_attn = false;
-    if (o.recompute && !plan_recompute_parse(o.recompute, &p.recompute))
-        return bad("recompute", o.recompute, "none, selective or full");
-    if (o.schedule && !plan_sched_parse(o.schedule, &p.schedule))
-        return bad("schedule", o.schedule, "1f1b, interleaved or gpipe");
-    if (p.vpp > 1 && !o.schedule) p.schedule = PLAN_SCHED_INTERLEAVED;
-    if (o.optimizer) {
-        if (strcmp(o.optimizer, "adam") == 0) p.optimizer = PLAN_OPTIM_ADAM;
-        else if (strcmp(o.optimizer, "shampoo") == 0) p.optimizer = PLAN_OPTIM_SHAMPOO;
-        else return bad("optimizer", o.optimizer, "adam or shampoo");
-    }
-    if (o.dtype && !ts_dtype_parse(o.dtype, &p.dtype)) return bad("dtype", o.dtype, "bf16, fp16, fp8, fp32 or tf32");
-
-    int64_t gpus = p.gpus > 0 ? p.gpus : p.tp * p.pp * p.cp * (p.dp > 0 ? p.dp : 1);
+    SimSetup in = {.model = &m, .plan = p, .hw = &hl.model, .net = &hl.net, .opt = so};
     TsError err = {0};
-    ClusterSpec cl;
-    if (hw_cluster_load(o.cluster ? o.cluster : DEFAULT_CLUSTER, gpus, &cl, &err) != TS_OK) return cli_fail(&err);
-    if (o.gpu && hw_gpu_load(o.gpu, &cl.gpu, &err) != TS_OK) return cli_fail(&err);
-    HwModel hw;
-    hw_model_init(&hw);
-    hw.gpu = cl.gpu;
-    HwNet net;
-    hw_net_init(&net, &cl);
-
-    SimSetup in = {.model = &m, .plan = p, .hw = &hw, .net = &net};
-    sim_options_init(&in.opt);
-    if (o.no_dp_overlap) in.opt.dp_overlap = false;
-    if (o.no_ag_overlap) in.opt.param_gather_overlap = false;
-    if (o.fp16_grads) in.opt.fp32_grad_reduce = false;
-    if (o.bucket_mb > 0) in.opt.bucket_bytes = o.bucket_mb * 1e6;
-    if (o.slowdown >= 0) in.opt.overlap_slowdown = o.slowdown;
-    in.opt.record = o.trace != NULL || o.html != NULL;
-
     SimResult r;
-    if (sim_simulate(&in, NULL, &r, &err) != TS_OK) return cli_fail(&err);
+    if (sim_simulate(&in, NULL, &r, &err) != TS_OK) {
+        cli_hw_free(&hl);
+        return cli_fail(&err);
+    }
     TsBuf out = {0};
-    int code = 0;
     if (o.trace) {
         TsBuf tb = {0};
         char title[160];
@@ -156,10 +109,11 @@ int cmd_simulate(int argc, char **argv)
                  (long long)in.plan.pp, (long long)in.plan.vpp, (long long)in.plan.dp);
         int64_t lpc = m.layers / (in.plan.pp * in.plan.vpp);
         rep_trace_chrome(&r, title, lpc, &tb);
+        if (tb.oom) ts_err(&err, TS_ERR_INTERNAL, "out of memory writing the trace");
         if (tb.oom || ts_write_file_atomic(o.trace, tb.data, tb.len, &err) != TS_OK) {
             ts_buf_free(&tb);
             sim_result_free(&r);
-            if (tb.oom) ts_err(&err, TS_ERR_INTERNAL, "out of memory writing the trace");
+            cli_hw_free(&hl);
             return cli_fail(&err);
         }
         ts_buf_free(&tb);
@@ -169,8 +123,9 @@ int cmd_simulate(int argc, char **argv)
         RepPlanView v;
         TsBuf hb = {0};
         char title[200];
-        snprintf(title, sizeof title, "%s on %lld x %s", m.name, (long long)gpus, cl.gpu.name);
-        TsStatus hs = a ? rep_plan_view_from_sim(&in, &r, title, a, &v, &err) : ts_err(&err, TS_ERR_INTERNAL, "out of memory");
+        snprintf(title, sizeof title, "%s on %lld x %s", m.name, (long long)in.plan.gpus, hl.cluster.gpu.name);
+        TsStatus hs = a ? rep_plan_view_from_sim(&in, &r, title, a, &v, &err)
+                        : ts_err(&err, TS_ERR_INTERNAL, "out of memory");
         if (hs == TS_OK) v.generator = "trainsim " TRAINSIM_VERSION " simulate";
         if (hs == TS_OK) hs = rep_html_plan(&v, &hb, &err);
         if (hs == TS_OK) hs = ts_write_file_atomic(o.html, hb.data, hb.len, &err);
@@ -178,13 +133,15 @@ int cmd_simulate(int argc, char **argv)
         ts_arena_destroy(a);
         if (hs != TS_OK) {
             sim_result_free(&r);
+            cli_hw_free(&hl);
             return cli_fail(&err);
         }
     }
     if (o.json) sim_result_json(&in, &r, &out);
     else sim_result_text(&in, &r, &out);
-    code = cli_emit(NULL, &out);
+    int code = cli_emit(NULL, &out);
     ts_buf_free(&out);
     sim_result_free(&r);
+    cli_hw_free(&hl);
     return code;
 }

@@ -12,14 +12,14 @@ void wl_gen_cli_init(WlGenCli *g)
     memset(g, 0, sizeof *g);
     cli_model_init(&g->model);
     cli_plan_init(&g->plan);
-    g->gpu = "h100-sxm5-80gb";
+    cli_hw_init(&g->hw);
 }
 
 void wl_gen_cli_add(CliSpec *s, WlGenCli *g)
 {
     cli_model_add(s, &g->model);
-    cli_plan_add(s, &g->plan, true);
-    cli_add(s, "gpu", CLI_STR, &g->gpu, "G", "GPU preset for compute times (h100-sxm5-80gb)");
+    cli_plan_add(s, &g->plan, false);
+    cli_hw_add(s, &g->hw);
     g->spec = s;
 }
 
@@ -72,41 +72,64 @@ static void plan_dims(const ParallelPlan *p, WlPlanDims *d)
     d->flash = p->flash_attn;
 }
 
+/* The compute model of hw.h behind the generators' callbacks. */
+static double hw_gemm_cb(const void *ctx, int64_t batch, int64_t m, int64_t n, int64_t k)
+{
+    const WlGenCli *g = ctx;
+    /* fp32 GEMMs run on the SIMT cores: hw.h's tensor-core ramp and alignment
+     * penalties do not apply, a tile-quantized roofline does (NeuSight's A100
+     * fp32 table: 74-85% of peak) */
+    if (g->dtype == TS_DTYPE_FP32) return g->simt.gemm_s(g->simt.ctx, batch, m, n, k);
+    return hw_gemm_time_s(&g->loaded.model, batch, m, n, k, g->dtype);
+}
+
+static double hw_attn_cb(const void *ctx, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, bool causal,
+                         bool bwd)
+{
+    const WlGenCli *g = ctx;
+    return hw_attention_time_s(&g->loaded.model, b, h, sq, sk, d, causal, bwd, g->dtype);
+}
+
+static double hw_mem_cb(const void *ctx, double bytes)
+{
+    const WlGenCli *g = ctx;
+    return hw_memory_time_s(&g->loaded.model, bytes);
+}
+
 int wl_gen_cli_build(WlGenCli *g, Workload **out)
 {
     *out = NULL;
     ModelSpec m;
     int rc = cli_model_load(&g->model, "gpt3-175b", &m);
     if (rc) return rc;
+    /* the plan fixes the GPU count when --gpus is not given */
+    int64_t gpus = g->hw.gpus > 0 ? g->hw.gpus : 0;
     ParallelPlan p;
-    if ((rc = cli_plan_load(g->spec, &g->plan, &m, 0, &p))) return rc;
-    TsError err = {0};
-    GpuSpec gpu;
-    if (hw_gpu_load(g->gpu, &gpu, &err)) return cli_fail(&err);
-    /* roofline on the preset's figures (hw.h's kernel model when it lands) */
-    g->roof = (WlRoofline){.peak_flops = gpu.peak_flops[p.dtype] > 0 ? gpu.peak_flops[p.dtype]
-                                                                     : gpu.peak_flops[TS_DTYPE_BF16],
-                           .gemm_eff = gpu.gemm_eff[p.dtype] > 0 ? gpu.gemm_eff[p.dtype] : 0.75,
-                           .attn_eff = gpu.attn_fwd_eff > 0 ? gpu.attn_fwd_eff : 0.55,
-                           .mem_bw = gpu.hbm_bw_bytes_per_s,
-                           .mem_eff = gpu.mem_eff > 0 ? gpu.mem_eff : 0.85,
-                           .launch_s = gpu.launch_s,
-                           .dtype_bytes = ts_dtype_bytes(p.dtype)};
-    WlCost cost;
-    wl_cost_roofline(&cost, &g->roof);
+    if ((rc = cli_plan_load(g->spec, &g->plan, &m, gpus, &p))) return rc;
+    if ((rc = cli_hw_load(&g->hw, "dgx-h100", p.gpus, &g->loaded))) return rc;
+    g->dtype = p.dtype;
+    const GpuSpec *gs = &g->loaded.cluster.gpu;
+    g->roof = (WlRoofline){.peak_flops = gs->peak_flops[TS_DTYPE_FP32], .gemm_eff = gs->gemm_eff[TS_DTYPE_FP32],
+                           .attn_eff = gs->attn_fwd_eff, .mem_bw = gs->hbm_bw_bytes_per_s,
+                           .mem_eff = gs->mem_eff, .launch_s = gs->launch_s, .dtype_bytes = 4};
+    wl_cost_roofline(&g->simt, &g->roof);
+    WlCost cost = {.ctx = g, .gemm_s = hw_gemm_cb, .attn_s = hw_attn_cb, .mem_s = hw_mem_cb};
     WlModelDims md;
     WlPlanDims pd;
     model_dims(&m, p.tp, &md);
     plan_dims(&p, &pd);
+    TsError err = {0};
     TsStatus st;
     if (g->fmt == WL_FMT_SIMAI || g->fmt == WL_FMT_ASTRASIM) {
         WlAicbOptions ao = {.compat_1_1 = g->aicb_compat};
         st = wl_build_aicb(&md, &pd, &cost, &ao, out, &err);
     } else if (g->fmt == WL_FMT_OPTABLE) {
-        st = wl_build_optable(&md, &pd, &cost, g->neusight, out, &err);
+        WlOptableOptions oo = {.neusight = g->neusight, .mem_gb_per_s = gs->hbm_bw_bytes_per_s / 1e9};
+        st = wl_build_optable(&md, &pd, &cost, &oo, out, &err);
     } else {
         WlBuildOptions bo = {0};
         st = wl_build(&md, &pd, &cost, &bo, out, &err);
     }
+    cli_hw_free(&g->loaded);
     return st ? cli_fail(&err) : 0;
 }

@@ -3,15 +3,19 @@
 #define TRAINSIM_CMD_WORKLOAD_GEN_H
 
 #include "cli.h"
+#include "cli_hw.h"
 #include "cli_plan.h"
 #include "trainsim/workload.h"
 
 typedef struct WlGenCli {
     CliModel model;
     CliPlan plan;
-    const char *gpu;    /* --gpu preset */
+    CliHw hw;           /* --gpu --cluster --gpus --calibration --busbw */
+    CliHwLoaded loaded; /* compute model during the build */
+    TsDtype dtype;      /* compute dtype of the plan */
+    WlRoofline roof;    /* fp32 (SIMT) GEMM roofline on the GPU's figures */
+    WlCost simt;
     CliSpec *spec;      /* the command's option table (for cli_seen) */
-    WlRoofline roof;    /* cost model state; outlives the build */
     WlFormat fmt;       /* set by cmd_workload before build */
     bool aicb_compat;   /* --aicb-compat given */
     bool neusight;      /* --optable-compat neusight */

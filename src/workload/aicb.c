@@ -18,7 +18,9 @@ static double rl_gemm(const void *ctx, int64_t batch, int64_t m, int64_t n, int6
     if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return 0;
     double fl = 2.0 * (double)batch * (double)m * (double)n * (double)k;
     double by = (double)batch * ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n) * r->dtype_bytes;
-    double t = fmax(fl / (r->peak_flops * r->gemm_eff), by / (r->mem_bw * r->mem_eff));
+    /* output-tile quantization on 128 x 128 tiles (partial tiles do full work) */
+    double util = (double)m * (double)n / ((double)ts_ceil_div(m, 128) * 128.0 * (double)ts_ceil_div(n, 128) * 128.0);
+    double t = fmax(fl / (r->peak_flops * r->gemm_eff * util), by / (r->mem_bw * r->mem_eff));
     return t + r->launch_s;
 }
 

@@ -1,14 +1,496 @@
-/* placeholder, replaced below */
-#include "trainsim/workload.h"
+/* The generator: one training iteration of a Megatron-style job as a task
+ * DAG per pipeline stage (one rank class per stage: every TP/CP/DP rank of a
+ * stage does the same work).
+ *
+ * Per micro-batch and model chunk, in the order of the plan's schedule
+ * (GPipe, 1F1B, interleaved 1F1B as Megatron-Core orders them):
+ *   forward:  [recv activation] [embedding] per layer: attention block and
+ *             MLP/MoE block, each [SP all-gather | -] compute [SP reduce-
+ *             scatter | TP all-reduce], CP K/V all-gather, EP all-to-all
+ *             dispatch/combine; [head + loss all-reduces] [send activation]
+ *   backward: the mirror image (ig compute, the transposed collective, wg
+ *             compute), recompute work folded into ig; on the last
+ *             micro-batch of each chunk, DP gradient buckets are reduced
+ *             asynchronously as their layers finish (Megatron's overlapped
+ *             grad reduce): reduce-scatter with ZeRO/dist-opt, else all-reduce.
+ *   step:     wait for the buckets, [Shampoo preconditioners + all-gather],
+ *             optimizer update, [dist-opt/ZeRO parameter all-gather], grad-norm
+ *             all-reduce.
+ * Tasks run on one compute stream: each depends on the previous one, so the
+ * dependency list is also the issue order; async collectives and sends hang
+ * off the stream without blocking it.
+ *
+ * Legend: B micro-batch, S seq (per CP rank), H hidden, F ffn, V padded
+ * vocab, A heads, G kv heads, D head dim, E experts, K top-k. */
+#include "wl_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Block {
+    double fwd_s, ig_s, wg_s;       /* per rank per micro-batch */
+    double fwd_flops, ig_flops, wg_flops;
+    double fwd_bytes, bwd_bytes;
+    double recompute_s;             /* extra forward work redone in backward */
+    double params;                  /* per-rank parameter elements */
+} Block;
+
+typedef struct Gen {
+    Workload *w;
+    const WlModelDims *m;
+    const WlPlanDims *p;
+    const WlCost *c;
+    const WlBuildOptions *o;
+    int32_t last;                   /* tail of the compute stream */
+    int32_t *pending; int64_t n_pending, cap_pending; /* async DP collectives */
+    int32_t *fwd_last;              /* [mb * n_chunks + chunk] */
+    Block attn, mlp, moe, embed, head;
+    double tpc;                     /* TP collective buffer: B*S*H*db */
+    double act_bytes;               /* PP boundary message */
+    double bucket;                  /* grad elements waiting for a bucket */
+    double bucket_max;
+    int64_t lps;                    /* layers per chunk */
+    int64_t n_chunks;
+    bool oom;
+} Gen;
+
+/* ---- costs of one layer's blocks --------------------------------------------------- */
+static void gemm(const Gen *g, Block *b, int64_t M, int64_t N, int64_t K)
+{
+    const WlCost *c = g->c;
+    double db = g->p->dtype_bytes, fl = 2.0 * (double)M * (double)N * (double)K;
+    b->fwd_s += c->gemm_s(c->ctx, 1, M, N, K);
+    b->ig_s += c->gemm_s(c->ctx, 1, M, K, N);
+    b->wg_s += c->gemm_s(c->ctx, 1, K, N, M);
+    b->fwd_flops += fl;
+    b->ig_flops += fl;
+    b->wg_flops += fl;
+    b->fwd_bytes += db * ((double)M * (double)K + (double)K * (double)N + (double)M * (double)N);
+    b->bwd_bytes += 2 * db * ((double)M * (double)K + (double)K * (double)N + (double)M * (double)N);
+    b->params += (double)K * (double)N;
+}
+
+static void mem(const Gen *g, Block *b, double bytes, double fwd_flops)
+{
+    double t = g->c->mem_s(g->c->ctx, bytes);
+    b->fwd_s += t;
+    b->ig_s += t;
+    b->fwd_bytes += bytes;
+    b->bwd_bytes += bytes;
+    b->fwd_flops += fwd_flops;
+    b->ig_flops += fwd_flops;
+}
+
+static void layer_costs(Gen *g)
+{
+    const WlModelDims *m = g->m;
+    const WlPlanDims *p = g->p;
+    int64_t tp = p->tp, S = p->seq / p->cp, B = p->micro_batch, T = B * S, H = m->hidden;
+    int64_t D = m->head_dim > 0 ? m->head_dim : H / m->heads;
+    int64_t A = m->heads / tp, G = (m->kv_heads > 0 ? m->kv_heads : m->heads) / tp;
+    if (G < 1) G = 1;
+    double db = p->dtype_bytes, tok = (double)T * (double)H * db;
+    /* attention: norm, QKV, core, projection */
+    Block *a = &g->attn;
+    mem(g, a, 2 * tok, 5.0 * (double)T * (double)H);
+    gemm(g, a, T, (A + 2 * G) * D, H);
+    double core_f = g->c->attn_s(g->c->ctx, B, A, S, S * p->cp, D, true, false);
+    double core_b = g->c->attn_s(g->c->ctx, B, A, S, S * p->cp, D, true, true);
+    double core_fl = 2.0 * (double)B * (double)A * (double)S * (double)(S * p->cp) * (double)D;
+    a->fwd_s += core_f;
+    a->ig_s += core_b;
+    a->fwd_flops += core_fl;
+    a->ig_flops += 2.5 * core_fl;
+    gemm(g, a, T, H, A * D);
+    a->params += 2.0 * (double)H; /* norm */
+    if (p->recompute == WL_RECOMPUTE_SELECTIVE) a->recompute_s = core_f;
+    /* dense MLP: norm, fc1 (gate+up for SwiGLU), activation, fc2 */
+    int64_t F = m->ffn / tp;
+    Block *f = &g->mlp;
+    mem(g, f, 2 * tok, 5.0 * (double)T * (double)H);
+    gemm(g, f, T, F * (m->swiglu ? 2 : 1), H);
+    mem(g, f, (double)T * (double)F * db * (m->swiglu ? 3.0 : 2.0), 8.0 * (double)T * (double)F);
+    gemm(g, f, T, H, F);
+    f->params += 2.0 * (double)H;
+    /* MoE MLP: router + the local experts over T*K routed tokens (balanced) */
+    if (m->experts > 0) {
+        Block *e = &g->moe;
+        int64_t EF = (m->moe_ffn > 0 ? m->moe_ffn : m->ffn) / tp, Tk = T * m->topk;
+        mem(g, e, 2 * tok, 5.0 * (double)T * (double)H);
+        gemm(g, e, T, m->experts, H);
+        Block ex = {0};
+        gemm(g, &ex, Tk, EF * (m->swiglu ? 2 : 1), H);
+        gemm(g, &ex, Tk, H, EF);
+        double local = (double)(m->experts / (p->ep > 0 ? p->ep : 1));
+        e->fwd_s += ex.fwd_s;
+        e->ig_s += ex.ig_s;
+        e->wg_s += ex.wg_s;
+        e->fwd_flops += ex.fwd_flops;
+        e->ig_flops += ex.ig_flops;
+        e->wg_flops += ex.wg_flops;
+        e->params += ex.params * local;
+    }
+    if (p->recompute == WL_RECOMPUTE_FULL) {
+        a->recompute_s = a->fwd_s;
+        g->mlp.recompute_s = g->mlp.fwd_s;
+        g->moe.recompute_s = g->moe.fwd_s;
+    }
+    /* embedding: gather rows (+ position add); backward scatters into the table */
+    Block *em = &g->embed;
+    mem(g, em, 3 * tok, 0);
+    em->wg_s = g->c->mem_s(g->c->ctx, 3 * tok);
+    em->params = (double)(m->vocab_padded / tp) * (double)H + (m->learned_pos ? (double)(S * p->cp) * (double)H : 0);
+    /* head: final norm, LM head, vocab-parallel cross-entropy */
+    Block *hd = &g->head;
+    mem(g, hd, 2 * tok, 5.0 * (double)T * (double)H);
+    gemm(g, hd, T, m->vocab_padded / tp, H);
+    mem(g, hd, (double)T * (double)(m->vocab_padded / tp) * 4.0 * 2.0, 5.0 * (double)T * (double)(m->vocab_padded / tp));
+    if (m->tied && p->pp == 1) hd->params -= (double)(m->vocab_padded / tp) * (double)H;
+    g->tpc = (double)B * (double)S * (double)H * db;
+    g->act_bytes = g->tpc / (p->sp ? (double)tp : 1.0);
+}
+
+/* ---- emission ------------------------------------------------------------------------- */
+static int32_t emit(Gen *g, WlTask *t, int32_t extra_dep, bool advance)
+{
+    int32_t d[2];
+    int n = 0;
+    if (g->last >= 0) d[n++] = g->last;
+    if (extra_dep >= 0 && extra_dep != g->last) d[n++] = extra_dep;
+    int32_t id = wl_task_add(g->w, t, d, n, NULL, 0);
+    if (id < 0) g->oom = true;
+    else if (advance) g->last = id;
+    return id;
+}
+
+static void comp(Gen *g, const char *name, WlPhase ph, int64_t mb, int64_t ch, int64_t layer, double s,
+                 double flops, double bytes, int32_t extra)
+{
+    WlTask t = wl_task_comp(name, ph, flops, bytes, s);
+    t.micro = (int32_t)mb;
+    t.chunk = (int32_t)ch;
+    t.layer = (int32_t)layer;
+    emit(g, &t, extra, true);
+}
+
+static int32_t coll(Gen *g, const char *name, WlPhase ph, int64_t mb, TsColl c, WlGroup grp, double bytes,
+                    bool blocking)
+{
+    if (c == TS_COLL_NONE || wl_group_size(g->w, grp) <= 1 || bytes <= 0) return -1;
+    WlTask t = wl_task_coll(name, ph, c, grp, bytes);
+    t.micro = (int32_t)mb;
+    if (!blocking) t.flags |= WL_F_ASYNC;
+    return emit(g, &t, -1, blocking);
+}
+
+static void pend(Gen *g, int32_t id)
+{
+    if (id < 0) return;
+    if (g->n_pending == g->cap_pending) {
+        int64_t nc = g->cap_pending ? g->cap_pending * 2 : 64;
+        int32_t *p = realloc(g->pending, (size_t)nc * sizeof *p);
+        if (!p) {
+            g->oom = true;
+            return;
+        }
+        g->pending = p;
+        g->cap_pending = nc;
+    }
+    g->pending[g->n_pending++] = id;
+}
+
+static int32_t tag_of(const Gen *g, int64_t mb, int64_t boundary, int dir)
+{
+    return (int32_t)((mb * g->n_chunks + boundary) * 2 + dir);
+}
+
+static void p2p(Gen *g, const char *name, WlPhase ph, int64_t mb, bool send, int64_t peer_chunk, int64_t boundary,
+                int dir)
+{
+    int32_t peer = (int32_t)(peer_chunk % g->p->pp);
+    WlTask t = wl_task_p2p(name, ph, send, peer, g->act_bytes, tag_of(g, mb, boundary, dir));
+    t.micro = (int32_t)mb;
+    /* a receive gates the compute after it; a send does not */
+    emit(g, &t, -1, !send);
+}
+
+/* Gradient bucket: reduce asynchronously once bucket_max elements are ready. */
+static void grad_ready(Gen *g, double params, bool flush)
+{
+    g->bucket += params;
+    if (g->bucket <= 0 || (!flush && g->bucket < g->bucket_max) || g->p->dp <= 1) {
+        if (g->p->dp <= 1) g->bucket = 0;
+        return;
+    }
+    bool rs = g->p->dist_opt || g->p->zero >= 1;
+    int gb = g->o->grad_bytes > 0 ? g->o->grad_bytes : 4;
+    pend(g, coll(g, rs ? "grad.rs" : "grad.ar", WL_PHASE_WG, -1, rs ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE,
+                 WL_GROUP_DP, g->bucket * gb, false));
+    g->bucket = 0;
+}
+
+static bool is_moe_layer(const Gen *g, int64_t layer)
+{
+    return g->m->experts > 0 && layer >= g->m->dense_layers;
+}
+
+static void block_fwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_t ch, int64_t l, bool moe)
+{
+    const WlPlanDims *p = g->p;
+    char name[48];
+    if (p->sp) coll(g, "sp.ag", WL_PHASE_FWD, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
+    if (moe && p->ep > 1) {
+        double a2a = g->tpc * (double)g->m->topk / (double)(p->sp ? p->tp : 1);
+        coll(g, "ep.dispatch", WL_PHASE_FWD, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+        snprintf(name, sizeof name, "L%lld.%s.f", (long long)l, nm);
+        comp(g, name, WL_PHASE_FWD, mb, ch, l, b->fwd_s, b->fwd_flops, b->fwd_bytes, -1);
+        coll(g, "ep.combine", WL_PHASE_FWD, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+    } else {
+        if (b == &g->attn && p->cp > 1) /* K/V of every CP rank (ring exchange, as one gather) */
+            coll(g, "cp.kv", WL_PHASE_FWD, mb, TS_COLL_ALLGATHER, WL_GROUP_CP,
+                 g->tpc * 2.0 * (double)((g->m->kv_heads > 0 ? g->m->kv_heads : g->m->heads) * (g->m->head_dim > 0 ? g->m->head_dim : g->m->hidden / g->m->heads)) /
+                     (double)g->m->hidden / (double)p->tp * (double)p->cp, true);
+        snprintf(name, sizeof name, "L%lld.%s.f", (long long)l, nm);
+        comp(g, name, WL_PHASE_FWD, mb, ch, l, b->fwd_s, b->fwd_flops, b->fwd_bytes, -1);
+    }
+    if (p->sp) coll(g, "sp.rs", WL_PHASE_FWD, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
+    else coll(g, "tp.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
+}
+
+static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_t ch, int64_t l, bool moe,
+                      bool last_mb, int32_t extra)
+{
+    const WlPlanDims *p = g->p;
+    char name[48];
+    if (p->sp) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
+    double a2a = g->tpc * (double)g->m->topk / (double)(p->sp ? p->tp : 1);
+    if (moe && p->ep > 1) coll(g, "ep.combine.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+    snprintf(name, sizeof name, "L%lld.%s.ig", (long long)l, nm);
+    comp(g, name, WL_PHASE_IG, mb, ch, l, b->ig_s + b->recompute_s, b->ig_flops, b->bwd_bytes / 2, extra);
+    if (moe && p->ep > 1) coll(g, "ep.dispatch.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+    if (b == &g->attn && p->cp > 1) coll(g, "cp.dkv", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_CP, g->tpc * 2.0 / (double)p->tp * (double)p->cp, true);
+    if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
+    else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
+    snprintf(name, sizeof name, "L%lld.%s.wg", (long long)l, nm);
+    comp(g, name, WL_PHASE_WG, mb, ch, l, b->wg_s, b->wg_flops, b->bwd_bytes / 2, -1);
+    if (last_mb) grad_ready(g, b->params, false);
+}
+
+static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
+{
+    const WlPlanDims *p = g->p;
+    int64_t first = ch * g->lps;
+    if (ch > 0) p2p(g, "pp.recv.f", WL_PHASE_FWD, mb, false, ch - 1, ch - 1, 0);
+    if (ch == 0) {
+        comp(g, "embed.f", WL_PHASE_FWD, mb, ch, -1, g->embed.fwd_s, 0, g->embed.fwd_bytes, -1);
+        if (p->sp) coll(g, "sp.rs", WL_PHASE_FWD, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
+        else coll(g, "tp.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
+    }
+    for (int64_t l = first; l < first + g->lps; l++) {
+        block_fwd(g, &g->attn, "attn", mb, ch, l, false);
+        bool moe = is_moe_layer(g, l);
+        block_fwd(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe);
+    }
+    if (ch == g->n_chunks - 1) {
+        if (p->sp) coll(g, "sp.ag", WL_PHASE_FWD, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
+        comp(g, "head.f", WL_PHASE_FWD, mb, ch, -1, g->head.fwd_s, g->head.fwd_flops, g->head.fwd_bytes, -1);
+        for (int i = 0; i < 3; i++) /* vocab-parallel cross-entropy: max, sum-exp, target logit */
+            coll(g, "loss.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP,
+                 (double)(p->micro_batch * (p->seq / p->cp)) * 4.0, true);
+    } else {
+        p2p(g, "pp.send.f", WL_PHASE_FWD, mb, true, ch + 1, ch, 0);
+    }
+    g->fwd_last[mb * g->n_chunks + ch] = g->last;
+}
+
+static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
+{
+    const WlPlanDims *p = g->p;
+    int64_t first = ch * g->lps;
+    int32_t extra = g->fwd_last[mb * g->n_chunks + ch];
+    if (ch < g->n_chunks - 1) p2p(g, "pp.recv.b", WL_PHASE_IG, mb, false, ch + 1, ch, 1);
+    if (ch == g->n_chunks - 1) {
+        comp(g, "head.ig", WL_PHASE_IG, mb, ch, -1, g->head.ig_s, g->head.ig_flops, g->head.bwd_bytes / 2, extra);
+        extra = -1;
+        if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
+        else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
+        comp(g, "head.wg", WL_PHASE_WG, mb, ch, -1, g->head.wg_s, g->head.wg_flops, g->head.bwd_bytes / 2, -1);
+        if (last_mb) grad_ready(g, g->head.params, false);
+    }
+    for (int64_t l = first + g->lps - 1; l >= first; l--) {
+        bool moe = is_moe_layer(g, l);
+        block_bwd(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, last_mb, extra);
+        extra = -1;
+        block_bwd(g, &g->attn, "attn", mb, ch, l, false, last_mb, -1);
+    }
+    if (ch == 0) {
+        if (p->sp) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
+        comp(g, "embed.wg", WL_PHASE_WG, mb, ch, -1, g->embed.wg_s, 0, g->embed.bwd_bytes, extra);
+        if (last_mb) grad_ready(g, g->embed.params, false);
+    } else {
+        p2p(g, "pp.send.b", WL_PHASE_IG, mb, true, ch - 1, ch - 1, 1);
+    }
+    if (last_mb) grad_ready(g, 0, true);
+}
+
+/* ---- schedule ------------------------------------------------------------------------- */
+typedef struct Step {
+    bool fwd;
+    int64_t mb, chunk;
+} Step;
+
+/* Megatron-Core forward_backward_pipelining_* order for pipeline rank s:
+ * warm-up forwards, steady 1F1B pairs, cool-down backwards. Interleaved:
+ * virtual micro-batch k runs model chunk (k mod pp*v)/pp (reversed for
+ * backward) on micro-batch (k / (pp*v))*pp + k mod pp. */
+static Step step_at(const WlPlanDims *p, int64_t s, int64_t v, int64_t k, bool fwd)
+{
+    int64_t pp = p->pp;
+    if (v == 1) return (Step){fwd, k, s};
+    int64_t grp = k / (pp * v), in = k % (pp * v), vc = in / pp;
+    return (Step){fwd, grp * pp + in % pp, (fwd ? vc : v - 1 - vc) * pp + s};
+}
+
+static int64_t schedule(const WlPlanDims *p, int64_t s, Step *out)
+{
+    int64_t pp = p->pp, ga = p->ga, v = p->vpp > 1 ? p->vpp : 1, n = 0;
+    if (p->schedule == WL_SCHED_GPIPE) {
+        for (int64_t mb = 0; mb < ga; mb++)
+            for (int64_t k = 0; k < v; k++) out[n++] = (Step){true, mb, k * pp + s};
+        for (int64_t mb = 0; mb < ga; mb++)
+            for (int64_t k = v - 1; k >= 0; k--) out[n++] = (Step){false, mb, k * pp + s};
+        return n;
+    }
+    int64_t total = ga * v;
+    int64_t warm = v > 1 ? (pp - s - 1) * 2 + (v - 1) * pp : pp - s - 1;
+    if (warm > total) warm = total;
+    int64_t kf = 0, kb = 0;
+    for (; kf < warm; kf++) out[n++] = step_at(p, s, v, kf, true);
+    for (; kf < total; kf++, kb++) {
+        out[n++] = step_at(p, s, v, kf, true);
+        out[n++] = step_at(p, s, v, kb, false);
+    }
+    for (; kb < total; kb++) out[n++] = step_at(p, s, v, kb, false);
+    return n;
+}
+
+/* ---- optimizer step ------------------------------------------------------------------- */
+static void step(Gen *g, double params)
+{
+    const WlPlanDims *p = g->p;
+    bool sharded = p->dist_opt || p->zero >= 1;
+    double shard = sharded ? params / (double)p->dp : params;
+    /* join the stream with every pending gradient reduction */
+    int32_t *d = malloc((size_t)(g->n_pending + 1) * sizeof *d);
+    if (!d) {
+        g->oom = true;
+        return;
+    }
+    int n = 0;
+    if (g->last >= 0) d[n++] = g->last;
+    for (int64_t i = 0; i < g->n_pending; i++) d[n++] = g->pending[i];
+    WlTask t = wl_task_comp("grads.ready", WL_PHASE_OPT, 0, 0, 0);
+    int32_t id = wl_task_add(g->w, &t, d, n, NULL, 0);
+    free(d);
+    if (id < 0) {
+        g->oom = true;
+        return;
+    }
+    g->last = id;
+    coll(g, "grad_norm.ar", WL_PHASE_OPT, -1, TS_COLL_ALLREDUCE, WL_GROUP_DP, 4, true);
+    if (p->shampoo) {
+        /* per layer weight matrix (H x N) split in K blocks along N: factors
+         * H x H and (N/K) x (N/K); inverse roots ~ 10 n^3 FLOPs, shared among
+         * the DP ranks, then gathered. */
+        const WlModelDims *m = g->m;
+        int64_t K = p->shampoo_blocks, H = m->hidden, tp = p->tp;
+        int64_t N[4] = {3 * H / tp, H / tp, m->ffn * (m->swiglu ? 2 : 1) / tp, m->ffn / tp};
+        double fl = 0, bytes = 0;
+        for (int i = 0; i < 4; i++) {
+            double a = (double)H, b = (double)N[i] / (double)K;
+            fl += (double)K * 10.0 * (a * a * a + b * b * b);
+            bytes += (double)K * (a * a + b * b) * 4.0;
+        }
+        fl *= (double)(g->lps * g->n_chunks / p->pp);
+        bytes *= (double)(g->lps * g->n_chunks / p->pp);
+        double peak = fl / (double)p->dp;
+        comp(g, "shampoo.precond", WL_PHASE_OPT, -1, -1, -1,
+             g->c->gemm_s(g->c->ctx, 1, 1, 1, 1) > 0 ? g->c->gemm_s(g->c->ctx, 1, (int64_t)cbrt(peak / 2) + 1, (int64_t)cbrt(peak / 2) + 1, (int64_t)cbrt(peak / 2) + 1) : 0,
+             peak, bytes / (double)p->dp, -1);
+        coll(g, "shampoo.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, WL_GROUP_DP, bytes, true);
+    }
+    /* Adam: read fp32 param, m, v, grad; write param, m, v and the bf16 copy */
+    comp(g, "optimizer", WL_PHASE_OPT, -1, -1, -1, g->c->mem_s(g->c->ctx, shard * 30.0), shard * 10.0, shard * 30.0, -1);
+    if (sharded)
+        coll(g, "param.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, WL_GROUP_DP, params * (double)p->dtype_bytes, true);
+}
+
 TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, const WlBuildOptions *o,
                   Workload **out, TsError *err)
 {
-    (void)m; (void)p; (void)c; (void)o; *out = NULL;
-    return ts_err(err, TS_ERR_INTERNAL, "not yet");
-}
-TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, bool neusight,
-                          Workload **out, TsError *err)
-{
-    (void)m; (void)p; (void)c; (void)neusight; *out = NULL;
-    return ts_err(err, TS_ERR_INTERNAL, "not yet");
+    *out = NULL;
+    WlBuildOptions def = {0};
+    if (!o) o = &def;
+    int64_t v = p->vpp > 1 ? p->vpp : 1;
+    int64_t n_chunks = p->pp * v;
+    if (p->ga < 1)
+        return ts_err(err, TS_ERR_PLAN, "the global batch gives no micro-batch per data-parallel rank");
+    if (m->layers % n_chunks)
+        return ts_err(err, TS_ERR_PLAN, "%lld layers do not split evenly into %lld pipeline chunks",
+                      (long long)m->layers, (long long)n_chunks);
+    if (v > 1 && p->schedule == WL_SCHED_INTERLEAVED && p->ga % p->pp)
+        return ts_err(err, TS_ERR_PLAN, "interleaved 1F1B needs the %lld micro-batches to be a multiple of pp %lld",
+                      (long long)p->ga, (long long)p->pp);
+    Gen g = {.m = m, .p = p, .c = c, .o = o, .last = -1, .n_chunks = n_chunks, .lps = m->layers / n_chunks};
+    g.bucket_max = o->bucket_params > 0 ? o->bucket_params : fmax(4e7, 1e6 * (double)p->dp);
+    layer_costs(&g);
+    Step *steps = malloc((size_t)(2 * p->ga * v) * sizeof *steps);
+    g.fwd_last = malloc((size_t)(p->ga * n_chunks) * sizeof *g.fwd_last);
+    g.w = wl_create(p->world, err);
+    if (!steps || !g.fwd_last || !g.w) goto oom;
+    Workload *w = g.w;
+    w->par = (WlParallel){.world = p->world, .tp = p->tp, .cp = p->cp, .pp = p->pp, .dp = p->dp,
+                          .ep = p->ep > 0 ? p->ep : 1, .vpp = v, .layers_per_stage = m->layers / p->pp,
+                          .ga = p->ga, .pp_comm_bytes = p->pp > 1 ? g.act_bytes : 0};
+    snprintf(w->source, sizeof w->source, "trainsim %s: %s tp%lld cp%lld pp%lld vpp%lld dp%lld ep%lld", TRAINSIM_VERSION,
+             m->name, (long long)p->tp, (long long)p->cp, (long long)p->pp, (long long)v, (long long)p->dp,
+             (long long)p->ep);
+    snprintf(w->policy, sizeof w->policy, "HYBRID_TRANSFORMER_FWD_IN_BCKWD");
+    for (int64_t s = 0; s < p->pp; s++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "stage%lld", (long long)s);
+        if (wl_class_begin(w, nm, (int32_t)s) < 0) goto oom;
+        g.last = -1;
+        g.n_pending = 0;
+        g.bucket = 0;
+        int64_t n = schedule(p, s, steps);
+        /* the last backward of each chunk triggers its gradient reduction */
+        double params = 0;
+        for (int64_t k = 0; k < v; k++) {
+            int64_t ch = k * p->pp + s;
+            params += (double)g.lps * g.attn.params;
+            for (int64_t l = ch * g.lps; l < (ch + 1) * g.lps; l++) params += is_moe_layer(&g, l) ? g.moe.params : g.mlp.params;
+            if (ch == 0) params += g.embed.params;
+            if (ch == n_chunks - 1) params += g.head.params;
+        }
+        for (int64_t i = 0; i < n && !g.oom; i++) {
+            if (steps[i].fwd) chunk_fwd(&g, steps[i].mb, steps[i].chunk);
+            else chunk_bwd(&g, steps[i].mb, steps[i].chunk, steps[i].mb == p->ga - 1);
+        }
+        step(&g, params);
+        if (g.oom) goto oom;
+    }
+    free(steps);
+    free(g.fwd_last);
+    free(g.pending);
+    *out = w;
+    return TS_OK;
+oom:
+    free(steps);
+    free(g.fwd_last);
+    free(g.pending);
+    wl_destroy(g.w);
+    return ts_err(err, TS_ERR_INTERNAL, "out of memory building the workload");
 }

@@ -10,6 +10,9 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
+
+#include "trainsim/hw.h"
 #include "trainsim/sim.h"
 
 #define NEAR(a, b, rel) assert_true(fabs((a) - (b)) <= (rel) * fabs(b) + 1e-12)
@@ -169,6 +172,143 @@ static void test_workspace_reuse_and_trace(void **state)
     sim_work_destroy(NULL);
 }
 
+/* ---- the full simulator (presets from TRAINSIM_DATA) ---------------------- */
+typedef struct Fix {
+    ModelSpec m;
+    ClusterSpec cl;
+    HwModel hw;
+    HwNet net;
+} Fix;
+
+static void fix_load(Fix *f, const char *model, const char *cluster, int64_t gpus)
+{
+    TsError err = {0};
+    assert_int_equal(model_preset(model, &f->m, &err), TS_OK);
+    assert_int_equal(hw_cluster_load(cluster, gpus, &f->cl, &err), TS_OK);
+    hw_model_init(&f->hw);
+    f->hw.gpu = f->cl.gpu;
+    hw_net_init(&f->net, &f->cl);
+}
+
+static double sim(Fix *f, const ParallelPlan *p, SimResult *r)
+{
+    SimSetup in = {.model = &f->m, .plan = *p, .hw = &f->hw, .net = &f->net};
+    sim_options_init(&in.opt);
+    TsError err = {0};
+    TsStatus st = sim_simulate(&in, NULL, r, &err);
+    if (st) fprintf(stderr, "sim_simulate: %s\n", err.msg);
+    assert_int_equal(st, TS_OK);
+    double sum = 0;
+    for (int i = 0; i < SIM_BD_COUNT; i++) sum += sim_breakdown_get(&r->breakdown, i);
+    NEAR(sum, r->iteration_time_s, 1e-9); /* the breakdown always sums up */
+    return r->iteration_time_s;
+}
+
+static ParallelPlan plan(int64_t tp, int64_t pp, int64_t vpp, int64_t gpus, int64_t gb, int64_t seq)
+{
+    ParallelPlan p;
+    plan_init(&p);
+    p.tp = tp;
+    p.pp = pp;
+    p.vpp = vpp;
+    p.gpus = gpus;
+    p.global_batch = gb;
+    p.seq = seq;
+    if (vpp > 1) p.schedule = PLAN_SCHED_INTERLEAVED;
+    return p;
+}
+
+static void test_more_bandwidth_never_slower(void **state)
+{
+    (void)state;
+    static Fix f;
+    fix_load(&f, "gpt3-175b", "dgx-a100", 1024);
+    ParallelPlan ps[4] = {plan(8, 8, 1, 1024, 1536, 2048), plan(8, 8, 3, 1024, 1536, 2048),
+                          plan(4, 16, 1, 1024, 512, 2048), plan(8, 4, 1, 1024, 256, 2048)};
+    ps[1].dist_opt = true;
+    ps[2].zero = 1;
+    ps[3].recompute = PLAN_RECOMPUTE_FULL;
+    for (int i = 0; i < 4; i++) {
+        SimResult a, b, c;
+        fix_load(&f, "gpt3-175b", "dgx-a100", 1024);
+        double t0 = sim(&f, &ps[i], &a);
+        f.net.cl.nic_bw_bytes_per_s *= 2; /* faster network */
+        double t1 = sim(&f, &ps[i], &b);
+        f.net.cl.scaleup_bw_bytes_per_s *= 2; /* and faster NVLink */
+        double t2 = sim(&f, &ps[i], &c);
+        assert_true(t1 <= t0 * (1 + 1e-12));
+        assert_true(t2 <= t1 * (1 + 1e-12));
+        sim_result_free(&a);
+        sim_result_free(&b);
+        sim_result_free(&c);
+    }
+}
+
+static void test_pp1_no_bubble_full(void **state)
+{
+    (void)state;
+    static Fix f;
+    fix_load(&f, "llama3-8b", "dgx-h100", 16);
+    ParallelPlan p = plan(2, 1, 1, 16, 64, 4096);
+    SimResult r;
+    sim(&f, &p, &r);
+    assert_true(r.breakdown.bubble_s == 0 && r.breakdown.pp_comm_exposed_s == 0);
+    sim_result_free(&r);
+}
+
+static void test_larger_batch_never_lowers_throughput(void **state)
+{
+    (void)state;
+    static Fix f;
+    fix_load(&f, "gpt3-175b", "dgx-h100", 1024);
+    for (int v = 1; v <= 2; v++) {
+        double prev = 0;
+        for (int64_t gb = 128; gb <= 4096; gb *= 2) {
+            ParallelPlan p = plan(8, 8, v == 2 ? 3 : 1, 1024, gb, 2048);
+            p.dist_opt = true;
+            SimResult r;
+            sim(&f, &p, &r);
+            assert_true(r.tokens_per_s >= prev * (1 - 1e-12));
+            prev = r.tokens_per_s;
+            sim_result_free(&r);
+        }
+    }
+}
+
+static void test_recompute_costs_time(void **state)
+{
+    (void)state;
+    static Fix f;
+    fix_load(&f, "llama3-70b", "dgx-h100", 64);
+    ParallelPlan p = plan(8, 4, 1, 64, 64, 4096);
+    SimResult a, b, c;
+    double t0 = sim(&f, &p, &a);
+    p.recompute = PLAN_RECOMPUTE_SELECTIVE;
+    double t1 = sim(&f, &p, &b);
+    p.recompute = PLAN_RECOMPUTE_FULL;
+    double t2 = sim(&f, &p, &c);
+    assert_true(t0 < t1 && t1 < t2);
+    assert_true(c.hfu > c.mfu && a.hfu == a.mfu);
+    /* full recompute repeats the forward: about a third more compute */
+    assert_true(c.breakdown.recompute_s > 0.25 * c.breakdown.compute_s);
+    sim_result_free(&a);
+    sim_result_free(&b);
+    sim_result_free(&c);
+}
+
+static void test_bad_plan_is_plan_error(void **state)
+{
+    (void)state;
+    static Fix f;
+    fix_load(&f, "gpt2", "dgx-h100", 8);
+    ParallelPlan p = plan(5, 1, 1, 5, 5, 1024);
+    SimSetup in = {.model = &f.m, .plan = p, .hw = &f.hw, .net = &f.net};
+    sim_options_init(&in.opt);
+    SimResult r;
+    TsError err = {0};
+    assert_int_equal(sim_simulate(&in, NULL, &r, &err), TS_ERR_PLAN);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -179,6 +319,11 @@ int main(void)
         cmocka_unit_test(test_dp_overlap),
         cmocka_unit_test(test_bad_pipeline),
         cmocka_unit_test(test_workspace_reuse_and_trace),
+        cmocka_unit_test(test_more_bandwidth_never_slower),
+        cmocka_unit_test(test_pp1_no_bubble_full),
+        cmocka_unit_test(test_larger_batch_never_lowers_throughput),
+        cmocka_unit_test(test_recompute_costs_time),
+        cmocka_unit_test(test_bad_plan_is_plan_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

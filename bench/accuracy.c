@@ -1,0 +1,285 @@
+/*
+ * accuracy — predicted vs published throughput for every time/throughput row
+ * of bench/data/calibration_runs.csv (a copy of validation/calibration_runs.csv).
+ *
+ * Like with like (validation/README.md):
+ *   N21 tflops_per_gpu      96*B*s*l*h^2*(1 + s/6h + V/16lh) / (T_pred * gpus)
+ *   BLOOM/OPT tflops_per_gpu  our model FLOPs per GPU per second
+ *   tokens_per_s_per_gpu    global_batch * seq / (T_pred * gpus)
+ * Error = predicted / published - 1 on the throughput: positive = we predict
+ * faster than measured. Per table: MAPE and signed bias (mean error).
+ *
+ * Unstated knobs are chosen by fixed rules, printed with each row; nothing is
+ * fitted per row or per model. Usage: accuracy [csv]   (default
+ * TS_BENCH_DIR/data/calibration_runs.csv).
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainsim/hw.h"
+#include "trainsim/sim.h"
+
+#ifndef TS_BENCH_DIR
+#define TS_BENCH_DIR "bench"
+#endif
+
+enum { NCOL = 26, MAXROW = 128 };
+static const char *const COLS[NCOL] = {
+    "id", "source", "model", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "global_batch",
+    "micro_batch", "tp", "pp", "vpp", "dp", "cp", "ep", "seq_parallel", "recompute", "dist_opt", "gpu",
+    "num_gpus", "metric", "value", "notes"};
+
+typedef struct Row {
+    char f[NCOL][512];
+} Row;
+
+/* Split one CSV line (RFC 4180 quotes) into fields. */
+static int split(const char *line, Row *r)
+{
+    int n = 0;
+    const char *p = line;
+    while (n < NCOL) {
+        char *o = r->f[n];
+        size_t k = 0;
+        if (*p == '"') {
+            p++;
+            while (*p && !(*p == '"' && p[1] != '"')) {
+                if (*p == '"') p++;
+                if (k < 511) o[k++] = *p;
+                p++;
+            }
+            if (*p == '"') p++;
+        } else {
+            while (*p && *p != ',' && *p != '\n' && *p != '\r') {
+                if (k < 511) o[k++] = *p;
+                p++;
+            }
+        }
+        o[k] = 0;
+        n++;
+        if (*p != ',') break;
+        p++;
+    }
+    return n;
+}
+
+static int col(const char *name)
+{
+    for (int i = 0; i < NCOL; i++)
+        if (strcmp(COLS[i], name) == 0) return i;
+    return -1;
+}
+
+static int64_t geti(const Row *r, const char *c, int64_t dflt)
+{
+    const char *s = r->f[col(c)];
+    return *s ? strtoll(s, NULL, 10) : dflt;
+}
+
+static bool starts(const char *s, const char *pre) { return strncmp(s, pre, strlen(pre)) == 0; }
+
+typedef struct Table {
+    const char *name;
+    double sum_abs, sum;
+    int n;
+} Table;
+
+/* Model: the preset of the same name supplies the architecture (norm,
+ * activation, positions, biases, tying); the row supplies every dimension. */
+static int row_model(const Row *r, ModelSpec *m, char *why, size_t cap)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%.63s", r->f[col("model")]);
+    for (char *q = name; *q; q++) *q = (char)tolower((unsigned char)*q);
+    TsError err = {0};
+    const char *tries[4] = {name, NULL, NULL, NULL};
+    char alt[64];
+    if (starts(name, "gpt-175b")) tries[1] = "gpt3-175b";
+    if (starts(name, "gpt3-")) {
+        snprintf(alt, sizeof alt, "gpt3-%s", name + 5);
+        tries[1] = alt;
+    }
+    tries[2] = strstr(name, "llama") ? "llama2-7b" : "gpt3-175b";
+    int ok = 0;
+    for (int i = 0; i < 3 && !ok; i++)
+        if (tries[i] && model_preset(tries[i], m, &err) == TS_OK) {
+            ok = 1;
+            snprintf(why, cap, "arch from preset %s", tries[i]);
+        }
+    if (!ok) return 1;
+    m->layers = geti(r, "layers", m->layers);
+    m->hidden = geti(r, "hidden", m->hidden);
+    m->heads = geti(r, "heads", m->heads);
+    m->kv_heads = geti(r, "kv_heads", m->heads);
+    m->head_dim = m->hidden / m->heads;
+    m->ffn = geti(r, "ffn", m->ffn);
+    m->vocab = geti(r, "vocab", m->vocab);
+    int64_t seq = geti(r, "seq", 2048);
+    if (m->max_positions < seq) m->max_positions = seq;
+    snprintf(m->name, sizeof m->name, "%.63s", r->f[col("model")]);
+    return model_validate(m, &err) != TS_OK;
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = argc > 1 ? argv[1] : TS_BENCH_DIR "/data/calibration_runs.csv";
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        fprintf(stderr, "accuracy: cannot open %s\n", path);
+        return 1;
+    }
+    static char line[8192];
+    static Row rows[MAXROW];
+    int n = 0;
+    if (!fgets(line, sizeof line, fp)) return 1; /* header */
+    while (n < MAXROW && fgets(line, sizeof line, fp))
+        if (split(line, &rows[n]) == NCOL) n++;
+    fclose(fp);
+
+    Table tabs[] = {{"N21-T1", 0, 0, 0}, {"N21-T2", 0, 0, 0}, {"NEMO2407", 0, 0, 0},
+                    {"BLOOM", 0, 0, 0},  {"OPT", 0, 0, 0},    {"TT", 0, 0, 0}};
+    const int ntab = (int)(sizeof tabs / sizeof tabs[0]);
+    SimWork *w = sim_work_create();
+    printf("accuracy: trainsim simulate vs published runs (%s)\n", path);
+    printf("error = predicted/published - 1 of the throughput (positive: predicted faster)\n\n");
+    printf("%-11s %-15s %-44s %10s %10s %8s\n", "id", "model", "plan (resolved)", "published", "predicted", "error");
+    for (int i = 0; i < n; i++) {
+        const Row *r = &rows[i];
+        const char *metric = r->f[col("metric")], *id = r->f[col("id")];
+        bool tfl = strcmp(metric, "tflops_per_gpu") == 0, tok = strcmp(metric, "tokens_per_s_per_gpu") == 0;
+        if (!tfl && !tok) continue;
+        bool n21 = starts(id, "N21"), nemo = starts(id, "NEMO"), bloom = starts(id, "BLOOM"), opt = starts(id, "OPT");
+        ModelSpec m;
+        char why[128], rules[512] = "";
+        if (row_model(r, &m, why, sizeof why)) {
+            printf("%-11s model not buildable\n", id);
+            continue;
+        }
+        ParallelPlan p;
+        plan_init(&p);
+        p.tp = geti(r, "tp", 1);
+        p.pp = geti(r, "pp", 1);
+        p.vpp = geti(r, "vpp", 1);
+        p.dp = geti(r, "dp", 1);
+        p.cp = geti(r, "cp", 1);
+        p.ep = geti(r, "ep", 1);
+        p.gpus = geti(r, "num_gpus", p.tp * p.pp * p.dp * p.cp);
+        p.seq = geti(r, "seq", 2048);
+        p.global_batch = geti(r, "global_batch", 1);
+        p.sp = strcmp(r->f[col("seq_parallel")], "yes") == 0;
+        p.sp_set = true;
+        if (p.vpp > 1) p.schedule = PLAN_SCHED_INTERLEAVED;
+        /* unstated micro-batch: 1 with pipelining (Megatron's choice for
+         * pipelined runs); without pipelining the per-replica batch up to 8 */
+        if (*r->f[col("micro_batch")]) {
+            p.micro_batch = geti(r, "micro_batch", 1);
+        } else {
+            int64_t per = p.global_batch / (p.dp > 0 ? p.dp : 1);
+            p.micro_batch = 1;
+            if (p.pp == 1)
+                while (p.micro_batch * 2 <= 8 && per % (p.micro_batch * 2) == 0) p.micro_batch *= 2;
+            strcat(rules, "mb rule; ");
+        }
+        if (p.global_batch % (p.micro_batch * p.dp)) { /* OPT: ~1024 seqs on dp 124 */
+            p.global_batch = (p.global_batch / (p.micro_batch * p.dp)) * p.micro_batch * p.dp;
+            if (p.global_batch == 0) p.global_batch = p.micro_batch * p.dp;
+            strcat(rules, "gb rounded to dp; ");
+        }
+        const char *rc = r->f[col("recompute")];
+        p.recompute = starts(rc, "full") ? PLAN_RECOMPUTE_FULL
+                      : starts(rc, "selective") ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
+        if (!*rc) strcat(rules, "recompute none; ");
+        const char *dopt = r->f[col("dist_opt")];
+        if (strstr(dopt, "zero3")) p.zero = 3;
+        else if (starts(dopt, "distopt")) p.dist_opt = true;
+        else if (strstr(dopt, "zero1")) p.zero = 1;
+        p.dtype = nemo ? TS_DTYPE_FP8 : (n21 || opt) ? TS_DTYPE_FP16 : TS_DTYPE_BF16;
+        /* fused attention only in the 2024 frameworks (NeMo/TE, torchtitan SDPA) */
+        p.flash_attn = !(n21 || bloom || opt);
+        /* NeMo performance recipes overlap TP comm (TE userbuffers) */
+        p.tp_overlap = nemo && p.tp > 1;
+        /* uneven pipelines: first and last stage one layer lighter */
+        int64_t stage_layers[256];
+        if (m.layers % (p.pp * p.vpp) && p.vpp == 1 && p.pp <= 256) {
+            int64_t base = (m.layers + p.pp - 1) / p.pp, excess = base * p.pp - m.layers;
+            for (int64_t s = 0; s < p.pp; s++) stage_layers[s] = base;
+            for (int64_t k = 0; k < excess; k++) stage_layers[k % 2 ? 0 : p.pp - 1 - k / 2] -= 1;
+            p.stage_layers = stage_layers;
+            p.n_stage_layers = (int32_t)p.pp;
+            strcat(rules, "uneven stages; ");
+        }
+        const char *cluster = strstr(r->f[col("gpu")], "H100") ? "dgx-h100" : bloom ? "jean-zay-a100" : "dgx-a100";
+        TsError err = {0};
+        ClusterSpec cl;
+        if (hw_cluster_load(cluster, p.gpus, &cl, &err) != TS_OK) {
+            printf("%-11s cluster: %s\n", id, err.msg);
+            continue;
+        }
+        HwModel hw;
+        hw_model_init(&hw);
+        hw.gpu = cl.gpu;
+        HwNet net;
+        hw_net_init(&net, &cl);
+        SimSetup in = {.model = &m, .plan = p, .hw = &hw, .net = &net};
+        sim_options_init(&in.opt);
+        /* Megatron-LM 2021 all-reduced gradients after the backward pass,
+         * at the 16-bit training dtype */
+        if (n21) in.opt.dp_overlap = false;
+        in.opt.fp32_grad_reduce = p.dtype == TS_DTYPE_BF16 || p.dtype == TS_DTYPE_FP8;
+        SimResult res;
+        if (sim_simulate(&in, w, &res, &err) != TS_OK) {
+            printf("%-11s plan rejected: %s\n", id, err.msg);
+            continue;
+        }
+        const ParallelPlan *q = &in.plan;
+        double T = res.iteration_time_s, pub = atof(r->f[col("value")]), pred;
+        if (n21) {
+            double B = (double)q->global_batch, s = (double)q->seq, l = (double)m.layers, h = (double)m.hidden,
+                   V = (double)m.vocab;
+            double fl = 96.0 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+            pred = fl / T / (double)q->gpus / 1e12;
+        } else if (tfl) {
+            pred = res.model_tflops_per_gpu;
+        } else {
+            pred = res.tokens_per_s_per_gpu;
+        }
+        double e = pred / pub - 1;
+        char plan[96];
+        snprintf(plan, sizeof plan, "tp%lld pp%lld v%lld dp%lld cp%lld mb%lld %s%s%s%s", (long long)q->tp,
+                 (long long)q->pp, (long long)q->vpp, (long long)q->dp, (long long)q->cp, (long long)q->micro_batch,
+                 q->sp ? "sp " : "", plan_recompute_name(q->recompute),
+                 q->zero ? (q->zero == 3 ? " zero3" : " zero1") : q->dist_opt ? " distopt" : "",
+                 q->tp_overlap ? " tpov" : "");
+        printf("%-11s %-15s %-44s %10.1f %10.1f %+7.1f%%   T=%.3fs %s %s%s\n", id, m.name, plan, pub, pred, 100 * e,
+               T, ts_dtype_name(q->dtype), rules, res.memory.fits ? "" : "[does not fit]");
+        for (int t = 0; t < ntab; t++)
+            if (starts(id, tabs[t].name)) {
+                tabs[t].sum_abs += fabs(e);
+                tabs[t].sum += e;
+                tabs[t].n++;
+            }
+    }
+    printf("\nper table (target: MAPE <= 5%%, |bias| <= 3%%):\n");
+    printf("%-10s %4s %8s %8s\n", "table", "rows", "MAPE", "bias");
+    double all = 0;
+    int alln = 0;
+    for (int t = 0; t < ntab; t++) {
+        if (!tabs[t].n) continue;
+        printf("%-10s %4d %7.1f%% %+7.1f%%\n", tabs[t].name, tabs[t].n, 100 * tabs[t].sum_abs / tabs[t].n,
+               100 * tabs[t].sum / tabs[t].n);
+        all += tabs[t].sum_abs;
+        alln += tabs[t].n;
+    }
+    printf("%-10s %4d %7.1f%%\n", "all", alln, alln ? 100 * all / alln : 0);
+    printf("\nrules for unstated knobs: micro-batch 1 with PP, else the per-replica batch up to 8 (mb rule);\n"
+           "no interleaving unless vpp is given; recompute none unless given; SP as stated; N21/OPT fp16,\n"
+           "NeMo fp8 (fp8 GEMM peaks, bf16 attention), others bf16; unfused attention for 2021-22 frameworks\n"
+           "(N21, BLOOM, OPT); N21 gradients all-reduced after the backward (Megatron 2021), in 16 bit;\n"
+           "NeMo TP overlap on; uneven PP splits put one layer less on the first/last stage; BLOOM on\n"
+           "jean-zay-a100 (4x100G Omni-Path), other A100 rows on dgx-a100 (8x200G HDR), H100 on dgx-h100.\n");
+    sim_work_destroy(w);
+    return 0;
+}

@@ -9,7 +9,9 @@
  *   3. a HuggingFace config.json (llama, mistral, mixtral, qwen2, qwen3,
  *      qwen3_moe, gpt2, bert, gpt_neox, deepseek_v3)
  *   4. a Megatron module-tree dump or a parameter table (name;module;shape;...)
- * and then command-line flags override any field (model_apply_overrides).
+ * and then command-line flags override any field (in model_load). Preset
+ * files use the schema "trainsim-model" v1 that model_to_json writes; see
+ * docs/models.md for it and for what each source can and cannot determine.
  *
  * Dimension legend used across trainsim:
  *   L layers, H hidden, A query heads, G kv heads (groups), D head dim,

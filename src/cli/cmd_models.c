@@ -42,7 +42,7 @@ int cmd_models(int argc, char **argv)
                  .summary = "List the model presets in data/models: family, layers, hidden size, query/kv heads, "
                             "parameters (tied weights once), active parameters per token for MoE models, and "
                             "where the numbers come from."};
-    cli_add(&s, "json", CLI_FLAG, &json, NULL, "print a JSON array with every preset's full spec");
+    cli_add(&s, "json", CLI_FLAG, &json, NULL, "print JSON (format trainsim-models v1): counts and full spec of every preset");
     int rc = cli_parse(&s, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
     char(*names)[64] = malloc(MODELS_MAX * sizeof *names);

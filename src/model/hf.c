@@ -33,10 +33,9 @@ static void hf_path(const Hf *h, const char *key, char *out, size_t cap)
     snprintf(out, cap, "%s%s", h->prefix, key);
 }
 
-static void hint_if_none(Hf *h, const char *key, const char *what)
+static void hint_for(Hf *h, const char *key, const char *what)
 {
-    if (h->err && !h->err->hint[0])
-        ts_err_hint(h->err, "'%s' is %s in a %s config.json", key, what, h->type);
+    if (h->err) ts_err_hint(h->err, "in a %s config.json, '%s' is %s", h->type, key, what);
 }
 
 /* Integer field; `what` describes it for the hint ("the model width, e.g. 4096"). */
@@ -47,7 +46,7 @@ static TsStatus hf_int(Hf *h, const char *key, bool req, int64_t min, int64_t ma
     hf_path(h, key, path, sizeof path);
     if (h->err) h->err->hint[0] = '\0';
     TsStatus st = ts_json_int(h->doc, h->obj, key, path, req, min, max, out, h->err);
-    if (st) hint_if_none(h, key, what);
+    if (st) hint_for(h, key, what);
     return st;
 }
 
@@ -393,7 +392,7 @@ static TsStatus parse_hf(const TsJsonDoc *doc, ModelSpec *out, TsError *err)
     }
     if (st) return st;
     hf_name(doc, doc->root, out->name, sizeof out->name);
-    snprintf(out->source, sizeof out->source, "HF config.json %.200s (model_type %s)", doc->file, type);
+    snprintf(out->source, sizeof out->source, "HF config.json %.180s (model_type %.40s)", doc->file, type);
     return TS_OK;
 }
 

@@ -50,7 +50,10 @@ static TsStatus load_json(const char *path, ModelSpec *out, ModelKnown *known, T
 {
     TsJsonDoc doc;
     TsStatus st = ts_json_load(&doc, path, err);
-    if (st) return st;
+    if (st) {
+        ts_json_free(&doc); /* holds the text even when parsing failed */
+        return st;
+    }
     json_t *f = json_object_get(doc.root, "format");
     bool preset = f && json_is_string(f) && strcmp(json_string_value(f), MODEL_FORMAT_NAME) == 0;
     ts_json_free(&doc);

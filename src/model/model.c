@@ -172,8 +172,12 @@ TsStatus model_validate(const ModelSpec *m, TsError *err)
     if (m->layers <= 0) return bad(err, "layers", "must be positive");
     if (m->hidden <= 0) return bad(err, "hidden", "must be positive");
     if (m->heads <= 0) return bad(err, "heads", "must be positive");
-    if (m->kv_heads <= 0 || m->heads % m->kv_heads != 0)
-        return bad(err, "kv-heads", "must be positive and divide heads");
+    if (m->kv_heads <= 0 || m->heads % m->kv_heads != 0) {
+        char rule[96];
+        snprintf(rule, sizeof rule, "(%lld) must be positive and divide heads (%lld)", (long long)m->kv_heads,
+                 (long long)m->heads);
+        return bad(err, "kv-heads", rule);
+    }
     if (m->head_dim <= 0) return bad(err, "head-dim", "must be positive");
     if (m->ffn <= 0) return bad(err, "ffn", "must be positive");
     if (m->vocab <= 0) return bad(err, "vocab", "must be positive");

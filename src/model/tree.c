@@ -95,7 +95,7 @@ static TsStatus tree_parse(const TParse *p, Tree *t)
     int stack[256];
     int top = -1;           /* stack[k] = node whose Module line is at depth 2k */
     int pending = -1;       /* node declared by a Submodule line, awaiting its Module line */
-    int pending_line = 0;
+    int pending_line = 0, pending_col = 1;
     const char *s = p->text;
     int line = 0;
     while (*s) {
@@ -188,6 +188,7 @@ static TsStatus tree_parse(const TParse *p, Tree *t)
             if (id < 0) return ts_err(p->err, TS_ERR_INTERNAL, "out of memory");
             pending = id;
             pending_line = line;
+            pending_col = (int)ind + 1;
         } else {
             size_t k = 0;
             while (k < wl && k < 40 && w[k] != ' ') k++;
@@ -203,9 +204,22 @@ static TsStatus tree_parse(const TParse *p, Tree *t)
     if (pending >= 0) {
         char hint[320];
         snprintf(hint, sizeof hint, "the file ends before 'Module: %s'; is it truncated?", t->n[pending].cls);
-        return tree_err(p, pending_line, 1, hint, "%s", "'Submodule:' line without its 'Module:' line");
+        return tree_err(p, pending_line, pending_col, hint, "%s", "'Submodule:' line without its 'Module:' line");
     }
     return TS_OK;
+}
+
+/* Leading spaces of a 1-based line, for carets under a node's first character. */
+static int line_indent(const char *text, int line)
+{
+    const char *s = text;
+    for (int l = 1; l < line && s; l++) {
+        s = strchr(s, '\n');
+        if (s) s++;
+    }
+    int n = 0;
+    while (s && s[n] == ' ') n++;
+    return n;
 }
 
 /* Fill the spec from the parsed tree. */
@@ -227,11 +241,12 @@ static TsStatus tree_infer(const TParse *p, const Tree *t, ModelSpec *m, ModelKn
         char want[16];
         snprintf(want, sizeof want, "%d", idx);
         if (strcmp(t->n[c].name, want) != 0)
-            return tree_err(p, t->n[c].line, 1, "the layers are numbered 0, 1, 2, ... in order", "unexpected layer name '%s'", t->n[c].name);
+            return tree_err(p, t->n[c].line, line_indent(p->text, t->n[c].line) + 1, "the layers are numbered 0, 1, 2, ... in order",
+                            "unexpected layer name '%s'", t->n[c].name);
         if (t->n[c].nchild != t->n[l0].nchild) {
             char hint[128];
             snprintf(hint, sizeof hint, "layer 0 has %d submodules, this one %d; is the file truncated?", t->n[l0].nchild, t->n[c].nchild);
-            return tree_err(p, t->n[c].line, 1, hint, "layer %s is incomplete", t->n[c].name);
+            return tree_err(p, t->n[c].line, line_indent(p->text, t->n[c].line) + 1, hint, "layer %s is incomplete", t->n[c].name);
         }
     }
     /* Norm: input_layernorm, or a TE fused LayerNorm+linear. */

@@ -207,6 +207,13 @@ static void test_hf_configs(void **state)
     assert_string_equal(m.name, "model_hf_gpt2"); /* "<dir>/config.json" is named after <dir> */
     load_file("golden/model_hf_llama2_7b/config.json", &m);
     assert_string_equal(m.name, "Llama-2-7b-hf");
+    /* Qwen3-8B: the card says 8.2 B total, 6.95 B non-embedding. */
+    load_file("golden/model_hf_qwen3_8b/config.json", &m);
+    ModelCounts q8;
+    model_count_params(&m, &q8);
+    assert_int_equal(q8.total, 8190735360);
+    near("qwen3-8b non-embedding", q8.non_embedding, 6.95, 1e9, 2);
+    assert_true(m.qk_norm && m.head_dim == 128);
     load_file("golden/model_hf_gpt_neox_20b/config.json", &m);
     assert_true(m.rotary_pct == 0.25);
 }
@@ -386,6 +393,45 @@ static void test_param_table(void **state)
     assert_string_equal(e.msg, "shape dimension 'x' is not a positive integer");
 }
 
+/* Every prefix (in steps) and single-byte corruption of the seeds either
+ * parses or fails with TS_ERR_INPUT and a position; never crashes (ASan). */
+static void robust(const char *rel, bool tree)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", TS_TEST_DIR, rel);
+    char *text;
+    size_t len;
+    TsError e = {0};
+    assert_int_equal(ts_read_file(path, 1 << 20, &text, &len, &e), TS_OK);
+    char *buf = malloc(len + 1);
+    assert_non_null(buf);
+    static const char junk[] = {' ', '(', ')', ';', ',', 'x', '\t', '\n', '0', '\r'};
+    for (size_t cut = 0; cut <= len; cut += (cut < 400 ? 1 : 29)) {
+        for (int j = -1; j < (int)sizeof junk; j++) {
+            memcpy(buf, text, cut);
+            buf[cut] = '\0';
+            if (j >= 0 && cut > 0) buf[((size_t)j + 1) * 7919 % cut] = junk[j];
+            ModelSpec m;
+            ModelKnown k;
+            int64_t tp;
+            memset(&e, 0, sizeof e);
+            TsStatus st = tree ? model_parse_module_tree("f", buf, &m, &k, &e)
+                               : model_parse_param_table("f", buf, &m, &k, &tp, &e);
+            if (st != TS_OK && (st != TS_ERR_INPUT || e.line <= 0))
+                fail_msg("%s cut %zu junk %d: status %d line %d: %s", rel, cut, j, st, e.line, e.msg);
+        }
+    }
+    free(buf);
+    free(text);
+}
+
+static void test_parsers_robust(void **state)
+{
+    (void)state;
+    robust("data/megatron_gpt_module_tree.txt", true);
+    robust("data/deepspeed_pipe_param_partition.csv", false);
+}
+
 static void test_preset_hint(void **state)
 {
     (void)state;
@@ -409,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_module_tree),
         cmocka_unit_test(test_module_tree_moe_and_errors),
         cmocka_unit_test(test_param_table),
+        cmocka_unit_test(test_parsers_robust),
         cmocka_unit_test(test_preset_hint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,364 @@
+/* test_properties.c — invariants that must hold for every plan, checked over
+ * many generated cases (docs/robustness.md, "Property tests"):
+ *   1. partition: the parameters of all pipeline chunks add up to the model
+ *      (tp = 1; the tied LM-head copy on the last stage is the only extra),
+ *      and with TP every rank holds at least 1/tp of the tp = 1 chunk;
+ *   2. process groups: every member of a rank's group sees the same member
+ *      list (the collective's members agree), groups of one kind partition
+ *      the world, and the rank is in its own group;
+ *   3. workload: for every pair of pipeline stages, bytes sent equal bytes
+ *      received (and the number of sends equals the number of receives);
+ *      every generated Chakra rank trace decodes;
+ *   4. simulator: more micro-batches, a slower GPU or a slower network
+ *      never make the iteration faster.
+ * Tolerances: parameter sums are exact in double below 2^53 (checked to
+ * 1e-9 relative); times are compared with 1e-9 relative slack. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "trainsim/graph.h"
+#include "trainsim/hw.h"
+#include "trainsim/model.h"
+#include "trainsim/partition.h"
+#include "trainsim/plan.h"
+#include "trainsim/sim.h"
+#include "trainsim/workload.h"
+
+static void load(const char *name, ModelSpec *m)
+{
+    TsError e = {0};
+    if (model_preset(name, m, &e) != TS_OK) print_error("%s: %s\n", name, e.msg);
+    assert_int_equal(model_preset(name, m, &e), TS_OK);
+}
+
+/* ---- 1. partition ------------------------------------------------------------ */
+static double chunk_param_sum(const ModuleGraph *g, int64_t tp, int64_t pp, int64_t vpp, const Partition **keep)
+{
+    ParallelPlan p;
+    plan_init(&p);
+    p.tp = tp;
+    p.pp = pp;
+    p.vpp = vpp;
+    if (vpp > 1) p.schedule = PLAN_SCHED_INTERLEAVED;
+    p.gpus = tp * pp;
+    p.seq = g->opt.seq;
+    p.global_batch = 4 * pp;
+    PartMemOptions mo;
+    part_mem_options_init(&mo);
+    Partition *pt = NULL;
+    TsError e = {0};
+    TsStatus st = part_build(g, &p, &mo, &pt, &e);
+    if (st != TS_OK) {
+        print_error("part_build tp%lld pp%lld vpp%lld: %s\n", (long long)tp, (long long)pp, (long long)vpp, e.msg);
+        fail();
+    }
+    double sum = 0;
+    for (int32_t i = 0; i < pt->n_chunks; i++) sum += pt->chunks[i].params;
+    if (keep) *keep = pt;
+    else part_destroy(pt);
+    return sum;
+}
+
+static void test_partition_params_add_up(void **state)
+{
+    (void)state;
+    static const char *models[] = {"gpt2", "gpt2-medium", "llama2-7b", "mixtral-8x7b", "bert-base-uncased",
+                                   "qwen3-30b-a3b", "gpt3-175b"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        ModelSpec m;
+        load(models[i], &m);
+        GraphOptions o;
+        graph_options_init(&o);
+        o.seq = 128;
+        o.batch = 1;
+        ModuleGraph *g = NULL;
+        TsError e = {0};
+        assert_int_equal(graph_build(&m, &o, &g, &e), TS_OK);
+        double whole = chunk_param_sum(g, 1, 1, 1, NULL);
+        /* pp = 1 holds the whole model: the graph's own total (tied once).
+         * The partition always pads the vocabulary Megatron's way; graphs
+         * with HF naming keep the HF vocabulary (BERT: 30522 vs 30592 rows),
+         * so the padding rows are the only difference allowed. */
+        GraphTotals t;
+        graph_totals(g, g->root, &t);
+        double pad = (double)(model_padded_vocab(&m, 1) - m.vocab) * (double)m.hidden * 2;
+        if (whole < (double)t.params * (1 - 1e-12) || whole > (double)t.params + pad)
+            print_error("%s: pp1 chunk %.0f vs graph %lld\n", models[i], whole, (long long)t.params);
+        assert_true(whole >= (double)t.params * (1 - 1e-12) && whole <= (double)t.params + pad);
+        int64_t pps[] = {2, 3, 4, 6, 8};
+        for (int k = 0; k < 5; k++) {
+            int64_t pp = pps[k];
+            for (int64_t vpp = 1; vpp <= 2; vpp++) {
+                if (m.layers % (pp * vpp)) continue;
+                double s = chunk_param_sum(g, 1, pp, vpp, NULL);
+                /* the last stage keeps its own copy of a tied embedding */
+                double extra = (m.tied_embeddings && m.lm_head) ? (double)model_padded_vocab(&m, 1) * (double)m.hidden : 0;
+                if (fabs(s - (whole + extra)) > 1e-9 * whole)
+                    print_error("%s pp%lld vpp%lld: %.0f vs %.0f + %.0f\n", models[i], (long long)pp,
+                                (long long)vpp, s, whole, extra);
+                assert_true(fabs(s - (whole + extra)) <= 1e-9 * whole);
+            }
+        }
+        /* with TP each rank holds at least its 1/tp share (replicated norms
+         * and biases only add) */
+        for (int64_t tp = 2; tp <= 8; tp *= 2) {
+            if (m.heads % tp || m.kv_heads % tp) continue;
+            double s = chunk_param_sum(g, tp, 1, 1, NULL);
+            assert_true(s * (double)tp >= whole * (1 - 1e-12));
+            assert_true(s * (double)tp <= whole * 1.05 + (double)model_padded_vocab(&m, tp) * (double)m.hidden * (double)tp);
+        }
+        graph_destroy(g);
+    }
+}
+
+/* ---- 2. process groups ------------------------------------------------------------ */
+static void test_groups_agree(void **state)
+{
+    (void)state;
+    ModelSpec m;
+    load("mixtral-8x7b", &m);
+    struct {
+        int64_t tp, pp, cp, ep, gpus;
+    } plans[] = {{1, 1, 1, 1, 8}, {2, 2, 1, 1, 16}, {4, 2, 2, 1, 64}, {2, 4, 1, 8, 128},
+                 {8, 2, 1, 4, 256}, {1, 8, 2, 2, 64}, {2, 1, 1, 8, 32}};
+    int64_t *mem = malloc(4096 * sizeof *mem), *mem2 = malloc(4096 * sizeof *mem2);
+    char *hits = malloc(4096);
+    assert_non_null(mem);
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        ParallelPlan p;
+        plan_init(&p);
+        p.tp = plans[i].tp;
+        p.pp = plans[i].pp;
+        p.cp = plans[i].cp;
+        p.ep = plans[i].ep;
+        p.gpus = plans[i].gpus;
+        p.seq = 4096;
+        p.global_batch = 1024;
+        TsError e = {0};
+        if (plan_resolve(&m, &p, &e) != TS_OK) {
+            print_error("plan %zu: %s\n", i, e.msg);
+            fail();
+        }
+        for (int g = 0; g < PLAN_GROUP_COUNT; g++) {
+            memset(hits, 0, (size_t)p.gpus);
+            for (int64_t r = 0; r < p.gpus; r++) {
+                int64_t n = plan_group_members(&p, (PlanGroup)g, r, mem, 4096);
+                assert_true(n >= 1 && n <= p.gpus);
+                bool self = false;
+                for (int64_t k = 0; k < n; k++) {
+                    assert_true(mem[k] >= 0 && mem[k] < p.gpus);
+                    if (k) assert_true(mem[k] > mem[k - 1]);
+                    if (mem[k] == r) self = true;
+                }
+                if (!self && g == PLAN_GROUP_EMBED) continue; /* middle stages hold no embedding */
+                if (!self)
+                    print_error("plan %zu group %s rank %lld: not in its own group\n", i,
+                                plan_group_name((PlanGroup)g), (long long)r);
+                assert_true(self);
+                /* every member agrees on the member list */
+                for (int64_t k = 0; k < n; k++) {
+                    int64_t n2 = plan_group_members(&p, (PlanGroup)g, mem[k], mem2, 4096);
+                    assert_int_equal(n2, n);
+                    assert_memory_equal(mem, mem2, (size_t)n * sizeof *mem);
+                }
+                if (mem[0] == r) /* count each group once, at its first member */
+                    for (int64_t k = 0; k < n; k++) hits[mem[k]]++;
+            }
+            /* groups of one kind partition the world (EMBED: only stage ends) */
+            for (int64_t r = 0; r < p.gpus; r++)
+                if (g != PLAN_GROUP_EMBED) assert_int_equal(hits[r], 1);
+        }
+    }
+    free(mem);
+    free(mem2);
+    free(hits);
+}
+
+/* ---- 3. workload conservation -------------------------------------------------------- */
+static double rf_gemm(const void *c, int64_t b, int64_t m, int64_t n, int64_t k)
+{
+    (void)c;
+    return 2e-15 * (double)b * (double)m * (double)n * (double)k + 5e-6;
+}
+static double rf_attn(const void *c, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, bool causal, bool bwd)
+{
+    (void)c;
+    (void)causal;
+    return (bwd ? 2.5 : 1) * 4e-15 * (double)b * (double)h * (double)sq * (double)sk * (double)d + 5e-6;
+}
+static double rf_mem(const void *c, double bytes)
+{
+    (void)c;
+    return bytes / 2e12 + 3e-6;
+}
+
+static void conservation(const char *name, int64_t tp, int64_t pp, int64_t vpp, int64_t dp, int64_t ga,
+                         WlSchedule sched)
+{
+    ModelSpec m;
+    load(name, &m);
+    WlModelDims md = {0};
+    snprintf(md.name, sizeof md.name, "%s", m.name);
+    md.layers = m.layers;
+    md.hidden = m.hidden;
+    md.heads = m.heads;
+    md.kv_heads = m.kv_heads;
+    md.head_dim = m.head_dim;
+    md.ffn = m.ffn;
+    md.vocab = m.vocab;
+    md.vocab_padded = model_padded_vocab(&m, tp);
+    md.swiglu = m.act == MODEL_ACT_SWIGLU;
+    md.tied = m.tied_embeddings;
+    md.learned_pos = m.pos == MODEL_POS_LEARNED;
+    md.experts = m.experts;
+    md.topk = m.topk;
+    md.moe_ffn = m.moe_ffn;
+    md.dense_layers = m.dense_layers;
+    WlPlanDims pd = {.world = tp * pp * dp, .tp = tp, .cp = 1, .pp = pp, .vpp = vpp, .dp = dp, .ep = 1,
+                     .sp = tp > 1, .micro_batch = 1, .seq = 1024, .ga = ga, .dtype_bytes = 2,
+                     .shampoo_blocks = 1, .schedule = sched, .flash = true};
+    WlCost cost = {.ctx = NULL, .gemm_s = rf_gemm, .attn_s = rf_attn, .mem_s = rf_mem};
+    WlBuildOptions bo = {0};
+    Workload *w = NULL;
+    TsError e = {0};
+    if (wl_build(&md, &pd, &cost, &bo, &w, &e) != TS_OK) {
+        print_error("wl_build %s tp%lld pp%lld vpp%lld: %s\n", name, (long long)tp, (long long)pp,
+                    (long long)vpp, e.msg);
+        fail();
+    }
+    assert_int_equal(wl_validate(w, &e), TS_OK);
+    /* sent[s][d] / recv[s][d]: bytes and counts from stage s to stage d */
+    enum { MAXP = 16 };
+    double sent[MAXP][MAXP] = {{0}}, recv[MAXP][MAXP] = {{0}};
+    int64_t nsent[MAXP][MAXP] = {{0}}, nrecv[MAXP][MAXP] = {{0}};
+    for (int32_t c = 0; c < w->n_classes; c++) {
+        const WlClass *cl = &w->classes[c];
+        for (int32_t i = 0; i < cl->n_tasks; i++) {
+            const WlTask *t = &w->tasks[cl->first_task + i];
+            if (t->kind != WL_KIND_SEND && t->kind != WL_KIND_RECV) continue;
+            assert_true(t->peer_stage >= 0 && t->peer_stage < pp && t->peer_stage != cl->stage);
+            if (t->kind == WL_KIND_SEND) {
+                sent[cl->stage][t->peer_stage] += t->comm_bytes;
+                nsent[cl->stage][t->peer_stage]++;
+            } else {
+                recv[t->peer_stage][cl->stage] += t->comm_bytes;
+                nrecv[t->peer_stage][cl->stage]++;
+            }
+        }
+    }
+    double total = 0;
+    for (int s = 0; s < pp; s++)
+        for (int d = 0; d < pp; d++) {
+            if (sent[s][d] != recv[s][d] || nsent[s][d] != nrecv[s][d])
+                print_error("%s pp%lld: stage %d->%d sent %.0f B in %lld, received %.0f B in %lld\n", name,
+                            (long long)pp, s, d, sent[s][d], (long long)nsent[s][d], recv[s][d],
+                            (long long)nrecv[s][d]);
+            assert_true(sent[s][d] == recv[s][d]);
+            assert_int_equal(nsent[s][d], nrecv[s][d]);
+            total += sent[s][d];
+        }
+    if (pp > 1) assert_true(total > 0);
+    /* every rank's Chakra trace encodes and decodes */
+    for (int64_t r = 0; r < pd.world; r += (pd.world > 8 ? pd.world / 8 : 1)) {
+        TsBuf b = {0};
+        assert_int_equal(wl_chakra_encode_rank(w, NULL, r, &b, &e), TS_OK);
+        WlChakraTrace t;
+        memset(&t, 0, sizeof t);
+        assert_int_equal(wl_chakra_decode("x.et", (const uint8_t *)b.data, b.len, &t, &e), TS_OK);
+        assert_true(t.n_nodes > 0);
+        wl_chakra_trace_free(&t);
+        ts_buf_free(&b);
+    }
+    wl_destroy(w);
+}
+
+static void test_workload_conservation(void **state)
+{
+    (void)state;
+    conservation("gpt2", 1, 2, 1, 2, 4, WL_SCHED_1F1B);
+    conservation("gpt2", 2, 4, 1, 1, 8, WL_SCHED_1F1B);
+    conservation("gpt2", 1, 4, 1, 1, 8, WL_SCHED_GPIPE);
+    conservation("gpt2", 2, 2, 3, 2, 4, WL_SCHED_INTERLEAVED);
+    conservation("llama2-7b", 4, 8, 1, 2, 16, WL_SCHED_1F1B);
+    conservation("llama2-7b", 2, 4, 2, 1, 8, WL_SCHED_INTERLEAVED);
+    conservation("mixtral-8x7b", 2, 4, 1, 2, 4, WL_SCHED_1F1B);
+}
+
+/* ---- 4. simulator monotonicity ----------------------------------------------------------- */
+static double sim_time(const ModelSpec *m, const ParallelPlan *p0, double gpu_scale, double net_scale)
+{
+    ClusterSpec cl;
+    TsError e = {0};
+    assert_int_equal(hw_cluster_load("dgx-h100", p0->gpus, &cl, &e), TS_OK);
+    HwModel hw;
+    hw_model_init(&hw);
+    hw.gpu = cl.gpu;
+    for (int d = 0; d < TS_DTYPE_COUNT; d++) hw.gpu.peak_flops[d] *= gpu_scale;
+    hw.gpu.hbm_bw_bytes_per_s *= gpu_scale;
+    cl.scaleup_bw_bytes_per_s *= net_scale;
+    cl.nic_bw_bytes_per_s *= net_scale;
+    HwNet net;
+    hw_net_init(&net, &cl);
+    SimSetup in = {.model = m, .plan = *p0, .hw = &hw, .net = &net};
+    sim_options_init(&in.opt);
+    SimResult r;
+    if (sim_simulate(&in, NULL, &r, &e) != TS_OK) {
+        print_error("sim_simulate: %s\n", e.msg);
+        fail();
+    }
+    double t = r.iteration_time_s;
+    assert_true(isfinite(t) && t > 0);
+    sim_result_free(&r);
+    return t;
+}
+
+static void test_sim_monotone_hw(void **state)
+{
+    (void)state;
+    static const char *models[] = {"gpt3-175b", "llama3-70b", "mixtral-8x7b"};
+    struct {
+        int64_t tp, pp, vpp, gpus;
+    } plans[] = {{8, 8, 1, 256}, {8, 4, 2, 128}, {4, 2, 1, 64}, {8, 1, 1, 64}};
+    for (size_t i = 0; i < 3; i++) {
+        ModelSpec m;
+        load(models[i], &m);
+        for (size_t j = 0; j < sizeof plans / sizeof plans[0]; j++) {
+            ParallelPlan p;
+            plan_init(&p);
+            p.tp = plans[j].tp;
+            p.pp = plans[j].pp;
+            p.vpp = plans[j].vpp;
+            if (p.vpp > 1) p.schedule = PLAN_SCHED_INTERLEAVED;
+            p.gpus = plans[j].gpus;
+            p.seq = 2048;
+            p.global_batch = 512;
+            p.recompute = PLAN_RECOMPUTE_SELECTIVE;
+            if (m.layers % (p.pp * p.vpp)) continue;
+            double base = sim_time(&m, &p, 1, 1);
+            assert_true(sim_time(&m, &p, 0.5, 1) >= base * (1 - 1e-9)); /* slower GPU */
+            assert_true(sim_time(&m, &p, 1, 0.5) >= base * (1 - 1e-9)); /* slower network */
+            assert_true(sim_time(&m, &p, 2, 2) <= base * (1 + 1e-9));   /* faster both */
+            ParallelPlan q = p;
+            q.global_batch = 1024; /* more micro-batches per step */
+            assert_true(sim_time(&m, &q, 1, 1) >= base * (1 - 1e-9));
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_partition_params_add_up),
+        cmocka_unit_test(test_groups_agree),
+        cmocka_unit_test(test_workload_conservation),
+        cmocka_unit_test(test_sim_monotone_hw),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

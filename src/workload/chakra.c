@@ -158,7 +158,7 @@ static bool encode_node(Enc *e, const NodeCtx *x, int32_t i)
     n.n_data_deps = (size_t)t->n_data_deps;
     n.data_deps = e->deps;
     n.n_ctrl_deps = (size_t)t->n_ctrl_deps;
-    n.ctrl_deps = e->deps + t->n_data_deps;
+    n.ctrl_deps = e->deps ? e->deps + t->n_data_deps : NULL; /* no deps yet: NULL + 0 is UB */
     Attr a[6];
     Attr *ap[6];
     int na = 0;

@@ -127,6 +127,10 @@ TsStatus wl_read_optable(const char *name, const char *text, size_t len, Workloa
                                 wl_tok_str(tt, buf, 40));
                 goto fail;
             }
+            if (t >= 9.2e15) { /* int64 ns ticks downstream (SimAI, Chakra) */
+                st = wl_err_tok(&L, tt, err, "%s is out of range (at most 9.2e15 ms)", COLS[1 + 3 * ph]);
+                goto fail;
+            }
             r->has_comp[ph] = !is_int_zero(tt);
             r->comp_s[ph] = t * 1e-3;
             if (!parse_type(ty, ph, &r->coll[ph], &r->group[ph], &r->flags[ph])) {
@@ -137,6 +141,10 @@ TsStatus wl_read_optable(const char *name, const char *text, size_t len, Workloa
             if (!wl_tok_f64(sz, &s) || s < 0) {
                 st = wl_err_tok(&L, sz, err, "expected an element count >= 0 for %s, found '%s'",
                                 COLS[3 + 3 * ph], wl_tok_str(sz, buf, 40));
+                goto fail;
+            }
+            if (s * (double)w->optable_elem_bytes >= 9.2e18) { /* Chakra comm_size is an int64 */
+                st = wl_err_tok(&L, sz, err, "%s is out of range (at most 9.2e18 bytes)", COLS[3 + 3 * ph]);
                 goto fail;
             }
             r->bytes[ph] = s * (double)w->optable_elem_bytes;

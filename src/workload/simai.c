@@ -203,6 +203,8 @@ static TsStatus parse_item(WlLines *L, WlRowSpec *r, Workload *w, TsError *err)
             return TS_ERR_INPUT;
         }
         if (t < 0) return wl_err_tok(L, tt, err, "%s must be >= 0", FIELD_NAMES[2 + 3 * ph]);
+        if (t >= 9.2e18) /* int64 ns ticks (292 years): what the writers and Chakra can carry */
+            return wl_err_tok(L, tt, err, "%s is out of range (at most 9.2e18 ns)", FIELD_NAMES[2 + 3 * ph]);
         r->has_comp[ph] = true;
         r->comp_s[ph] = t * 1e-9;
         if (!parse_type(ty, ph, &r->coll[ph], &r->group[ph], &r->flags[ph])) {
@@ -218,6 +220,8 @@ static TsStatus parse_item(WlLines *L, WlRowSpec *r, Workload *w, TsError *err)
         }
         if (s < 0) return wl_err_tok(L, sz, err, "%s must be >= 0, found %s", FIELD_NAMES[4 + 3 * ph],
                                      wl_tok_str(sz, buf, 40));
+        if (s >= 9.2e18) /* Chakra comm_size is an int64 */
+            return wl_err_tok(L, sz, err, "%s is out of range (at most 9.2e18 bytes)", FIELD_NAMES[4 + 3 * ph]);
         r->bytes[ph] = s;
     }
     if (!wl_tok_i64(&tk[11], &r->process_time))

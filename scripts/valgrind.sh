@@ -16,6 +16,7 @@ logs="$bld/valgrind"
 rm -rf "$logs"
 mkdir -p "$logs"
 export TRAINSIM_DATA="$src/data"
+export TS_TEST_SMALL=1 # unit tests shrink their 10^6-line inputs
 VG="valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible --track-origins=no"
 
 # A wrapper that run_case.sh uses as the trainsim binary: valgrind writes to

@@ -1,7 +1,7 @@
 /* fuzz_simai — SimAI/AICB workload text (all header generations, MICRO):
  * wl_read_simai from memory. A workload that reads must validate, and what
  * the SimAI writer makes of it must read back (round trip) with the same
- * number of rows' tasks. */
+ * number of rows' tasks; rank 0's Chakra trace must encode and decode. */
 #include "fuzz_common.h"
 
 #include "trainsim/workload.h"
@@ -30,6 +30,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         wl_destroy(w2);
     }
     ts_buf_free(&b);
+    /* and through the Chakra encoder and decoder (rank 0) */
+    TsBuf et = {0};
+    ts_err_clear(&e);
+    if (wl_chakra_encode_rank(w, NULL, 0, &et, &e) == TS_OK && !et.oom) {
+        WlChakraTrace t;
+        memset(&t, 0, sizeof t);
+        ts_err_clear(&e);
+        if (wl_chakra_decode("roundtrip.et", (const uint8_t *)et.data, et.len, &t, &e) != TS_OK) abort();
+        wl_chakra_trace_free(&t);
+    }
+    ts_buf_free(&et);
     wl_destroy(w);
     return 0;
 }

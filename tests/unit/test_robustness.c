@@ -149,6 +149,10 @@ static int count_dir_entries(const char *dir)
     return system(cmd) == 0 ? 0 : 1;
 }
 
+/* Under valgrind (scripts/valgrind.sh sets TS_TEST_SMALL) the 10^6-line
+ * inputs shrink to 10^4 lines: same code paths, 50x slower interpreter. */
+static int64_t big_n(void) { return getenv("TS_TEST_SMALL") ? 10000 : 1000000; }
+
 static double now_s(void)
 {
     struct timespec t;
@@ -641,6 +645,199 @@ static void test_extreme_model_sizes(void **state)
     }
 }
 
+
+/* ===== 2b. hostile and extreme workloads ===================================== */
+
+/* A 10^6-item SimAI/ASTRA-sim text, generated here (never committed): reads
+ * in bounded time (loose 30 s guard, about 1 s measured) and memory that is
+ * linear in the lines; then every item is accounted for. */
+static void test_workload_million_lines(void **state)
+{
+    (void)state;
+    const int64_t n = big_n();
+    TsBuf b = {0};
+    ts_buf_printf(&b, "MICRO\n%lld\n", (long long)n);
+    for (int64_t i = 0; i < n; i++)
+        ts_buf_printf(&b, "l%lld\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tALLGATHER\t%lld\t1\n", (long long)i,
+                      (long long)(4096 + i));
+    assert_false(b.oom);
+    Workload *w = NULL;
+    TsError e = {0};
+    double t0 = now_s();
+    TsStatus st = wl_read_simai("big.txt", b.data, b.len, &w, &e);
+    double dt = now_s() - t0;
+    if (st) print_error("%s\n", e.msg);
+    assert_int_equal(st, TS_OK);
+    assert_true(dt < 30.0);
+    assert_int_equal(w->n_rows, n);
+    WlSummary sum;
+    wl_summary(w, 0, &sum);
+    /* bytes conserved through the reader: sum of 4096+i */
+    double want = (double)n * 4096.0 + (double)n * (double)(n - 1) / 2.0;
+    assert_true(fabs(sum.coll_bytes - want) <= 1e-12 * want);
+    wl_destroy(w);
+
+    /* the same file with its count line one short: an error at the extra
+     * line (a count larger than the file is a warning, as AICB v1.0 wrote) */
+    char *p = strchr(b.data + 6, '\n');
+    assert_non_null(p);
+    for (size_t j = 6; b.data[j] != '\n'; j++) b.data[j] = j == 6 ? '0' : '9'; /* n -> n-1 */
+    st = wl_read_simai("big.txt", b.data, b.len, &w, &e);
+    assert_int_equal(st, TS_ERR_INPUT);
+    assert_null(w);
+    assert_int_equal(e.line, 2 + n);
+    ts_buf_free(&b);
+}
+
+/* Op tables with 10^6 rows as well. */
+static void test_optable_million_rows(void **state)
+{
+    (void)state;
+    const int64_t n = big_n();
+    TsBuf b = {0};
+    ts_buf_puts(&b, "name\tforward_compute_time\tforward_comm_type\tforward_comm_size\tbackward_compute_time\t"
+                    "backward_comm_type\tbackward_comm_size\tweight_grad_compute_time\tweight_grad_comm_type\t"
+                    "weight_grad_comm_size\tprocess_time\n");
+    for (int64_t i = 0; i < n; i++)
+        ts_buf_printf(&b, "op_%lld\t0.01\tNone\t0\t0.02\tNone\t0\t0.0\tNone\t0\t0\n", (long long)i);
+    assert_false(b.oom);
+    Workload *w = NULL;
+    TsError e = {0};
+    double t0 = now_s();
+    TsStatus st = wl_read_optable("big.tsv", b.data, b.len, &w, &e);
+    if (st) print_error("%s\n", e.msg);
+    assert_int_equal(st, TS_OK);
+    assert_true(now_s() - t0 < 30.0);
+    assert_int_equal(w->n_rows, n);
+    wl_destroy(w);
+    ts_buf_free(&b);
+}
+
+/* Overlong lines, garbage, invalid UTF-8, negative/NaN sizes, truncation:
+ * positioned TS_ERR_INPUT, never a crash, never a workload. */
+static void expect_wl_error(const char *what, const char *text, size_t len)
+{
+    Workload *w = NULL;
+    TsError e = {0};
+    TsStatus st = wl_read_simai("bad.txt", text, len, &w, &e);
+    if (st != TS_ERR_INPUT) print_error("%s: status %d (%s)\n", what, (int)st, e.msg);
+    assert_int_equal(st, TS_ERR_INPUT);
+    assert_null(w);
+    assert_true(e.line >= 1);
+    assert_true(e.msg[0] != '\0');
+}
+
+static void test_workload_hostile(void **state)
+{
+    (void)state;
+    /* a 1 MiB line (limit WL_MAX_LINE_BYTES = 64 KiB) */
+    size_t n = 1u << 20;
+    char *s = malloc(n + 64);
+    assert_non_null(s);
+    strcpy(s, "MICRO\n1\n");
+    memset(s + 8, 'x', n);
+    strcpy(s + 8 + n, "\n");
+    expect_wl_error("overlong line", s, strlen(s));
+    free(s);
+    const char neg[] = "MICRO\n1\nx\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tALLGATHER\t-4096\t1\n";
+    expect_wl_error("negative size", neg, sizeof neg - 1);
+    const char nan[] = "MICRO\n1\nx\t-1\tnan\tNONE\t0\t1\tNONE\t0\t1\tALLGATHER\t4096\t1\n";
+    expect_wl_error("NaN time", nan, sizeof nan - 1);
+    const char inf[] = "MICRO\n1\nx\t-1\t1e999\tNONE\t0\t1\tNONE\t0\t1\tALLGATHER\t4096\t1\n";
+    expect_wl_error("infinite time", inf, sizeof inf - 1);
+    const char huge[] = "MICRO\n1\nx\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tALLGATHER\t99999999999999999999999\t1\n";
+    expect_wl_error("size overflow", huge, sizeof huge - 1);
+    const char hugetime[] = "MICRO\n1\nx\t-1\t1e300\tNONE\t0\t1\tNONE\t0\t1\tALLGATHER\t4096\t1\n";
+    expect_wl_error("time overflow", hugetime, sizeof hugetime - 1);
+    const char count[] = "MICRO\n-5\n";
+    expect_wl_error("negative count", count, sizeof count - 1);
+    const char bigcount[] = "MICRO\n99999999999999\n";
+    expect_wl_error("absurd count", bigcount, sizeof bigcount - 1);
+    const char utf8[] = "MICRO\n1\n\xff\xfe\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tALLGATHER\t4096\t1\n";
+    Workload *w = NULL;
+    TsError e = {0};
+    TsStatus st = wl_read_simai("u.txt", utf8, sizeof utf8 - 1, &w, &e); /* a name is opaque bytes */
+    assert_true(st == TS_OK || st == TS_ERR_INPUT);
+    wl_destroy(w);
+    unsigned char garbage[8192];
+    srand(11);
+    for (size_t i = 0; i < sizeof garbage; i++) garbage[i] = (unsigned char)(rand() & 0xff);
+    garbage[sizeof garbage - 1] = 0;
+    expect_wl_error("garbage", (const char *)garbage, sizeof garbage - 1);
+    expect_wl_error("empty", "", 0);
+    /* every prefix of a valid file: an error or (at line ends) a result */
+    const char *ok = "MICRO\n2\na\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tALLGATHER\t4096\t1\n"
+                     "b\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tALLREDUCE\t8192\t1\n";
+    for (size_t k = 0; k <= strlen(ok); k++) {
+        char *pre = malloc(k + 1);
+        memcpy(pre, ok, k);
+        pre[k] = 0;
+        w = NULL;
+        st = wl_read_simai("t.txt", pre, k, &w, &e);
+        assert_true(st == TS_OK || st == TS_ERR_INPUT);
+        assert_true((st == TS_OK) == (w != NULL));
+        wl_destroy(w);
+        free(pre);
+    }
+    /* Chakra: random and truncated protobuf never decode into garbage */
+    TsBuf b = {0};
+    st = wl_read_simai("ok.txt", ok, strlen(ok), &w, &e);
+    assert_int_equal(st, TS_OK);
+    assert_int_equal(wl_chakra_encode_rank(w, NULL, 0, &b, &e), TS_OK);
+    wl_destroy(w);
+    for (size_t k = 0; k < b.len; k++) {
+        WlChakraTrace t;
+        memset(&t, 0, sizeof t);
+        st = wl_chakra_decode("t.et", (const uint8_t *)b.data, k, &t, &e);
+        assert_true(st == TS_OK || st == TS_ERR_INPUT);
+        wl_chakra_trace_free(&t);
+    }
+    ts_buf_free(&b);
+}
+
+/* 2^20 GPUs: the cluster, the plan and the simulation stay O(1) in the GPU
+ * count (rank classes, arithmetic groups); a bounded time. */
+static void test_million_gpus(void **state)
+{
+    (void)state;
+    ModelSpec m;
+    TsError e = {0};
+    assert_int_equal(model_preset("gpt3-175b", &m, &e), TS_OK);
+    ClusterSpec cl;
+    assert_int_equal(hw_cluster_load("dgx-h100", 1 << 20, &cl, &e), TS_OK);
+    HwModel hw;
+    hw_model_init(&hw);
+    hw.gpu = cl.gpu;
+    HwNet net;
+    hw_net_init(&net, &cl);
+    SimSetup in = {.model = &m, .hw = &hw, .net = &net};
+    plan_init(&in.plan);
+    in.plan.tp = 8;
+    in.plan.pp = 16;
+    in.plan.gpus = 1 << 20;
+    in.plan.seq = 2048;
+    in.plan.global_batch = 1 << 16; /* 8192 DP replicas x 8 micro-batches */
+    sim_options_init(&in.opt);
+    SimResult r;
+    double t0 = now_s();
+    TsStatus st = sim_simulate(&in, NULL, &r, &e);
+    if (st) print_error("%s\n", e.msg);
+    assert_int_equal(st, TS_OK);
+    assert_true(now_s() - t0 < 10.0);
+    assert_true(isfinite(r.iteration_time_s) && r.iteration_time_s > 0);
+    assert_true(isfinite(r.tokens_per_s) && r.tokens_per_s > 0);
+    sim_result_free(&r);
+    /* a rank's groups are still answered in O(size) */
+    int64_t mem[16];
+    assert_int_equal(plan_group_members(&in.plan, PLAN_GROUP_PP, (1 << 20) - 1, mem, 16), 16);
+    assert_int_equal(mem[15], (1 << 20) - 1);
+    /* 2^40 GPUs: an error, not an overflow */
+    in.plan.gpus = (int64_t)1 << 40;
+    in.plan.dp = 0;
+    st = sim_simulate(&in, NULL, &r, &e);
+    if (st == TS_OK) sim_result_free(&r);
+}
+
 /* ===== 3. output files ======================================================== */
 
 static void test_no_partial_output(void **state)
@@ -781,7 +978,9 @@ int main(void)
         cmocka_unit_test(test_json_hostile),      cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_overlong),          cmocka_unit_test(test_extreme_model_sizes),
         cmocka_unit_test(test_no_partial_output), cmocka_unit_test(test_sim_monotone),
-        cmocka_unit_test(test_sim_hostile),
+        cmocka_unit_test(test_sim_hostile),       cmocka_unit_test(test_workload_million_lines),
+        cmocka_unit_test(test_optable_million_rows), cmocka_unit_test(test_workload_hostile),
+        cmocka_unit_test(test_million_gpus),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

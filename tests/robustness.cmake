@@ -18,3 +18,9 @@ if(TS_VALGRIND_TEST AND TS_VALGRIND AND NOT TS_SANITIZE AND NOT TS_FUZZ)
     COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/valgrind.sh ${CMAKE_BINARY_DIR} 2)
   set_tests_properties(valgrind/suite PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endif()
+
+# Output safety at the CLI level: missing directories, directories as
+# outputs, failing commands, kill -9 mid-write, half-written Chakra sets.
+add_test(NAME robust/cli_output
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/robust_cli.sh $<TARGET_FILE:trainsim>)
+set_tests_properties(robust/cli_output PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")

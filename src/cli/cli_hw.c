@@ -57,6 +57,9 @@ int cli_hw_load(const CliHw *h, const char *default_cluster, int64_t default_gpu
     /* Size after loading (the per-node count is needed for the default). */
     if (hw_cluster_load(cl, 1, &out->cluster, &err) != TS_OK) return cli_fail(&err);
     int64_t gpus = h->gpus > 0 ? h->gpus : default_gpus > 0 ? default_gpus : out->cluster.gpus_per_node;
+    /* Re-load at the real size: hw_cluster_load checks what depends on it
+     * (a cluster without NICs cannot span nodes). */
+    if (gpus != 1 && hw_cluster_load(cl, gpus, &out->cluster, &err) != TS_OK) return cli_fail(&err);
     out->cluster.gpus = gpus;
     out->cluster.nodes = ts_ceil_div(gpus, out->cluster.gpus_per_node);
     if (have_gpu) {

@@ -106,6 +106,12 @@ TsStatus hw_cluster_load(const char *name_or_path, int64_t gpus, ClusterSpec *ou
     if (!c.gen[0]) snprintf(c.gen, sizeof c.gen, "%s", c.gpu.arch);
     c.gpus = gpus;
     c.nodes = ts_ceil_div(gpus, c.gpus_per_node);
+    if (c.nodes > 1 && c.nics_per_node <= 0) { /* no scale-out: inter-node traffic would take forever */
+        ts_err(err, TS_ERR_INPUT, "%lld GPUs need %lld nodes, but cluster '%s' has no NICs (scaleout.nics_per_node 0)",
+               (long long)gpus, (long long)c.nodes, c.name);
+        ts_err_hint(err, "use at most %lld GPUs, or give the nodes NICs", (long long)c.gpus_per_node);
+        return TS_ERR_INPUT;
+    }
     *out = c;
     return TS_OK;
 }

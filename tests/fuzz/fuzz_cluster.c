@@ -20,11 +20,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (st != TS_OK) continue;
         HwNet net;
         hw_net_init(&net, &c);
-        double t = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1e9, 8, 1, 1, "tp") +
-                   hw_coll_time_s(&net, TS_COLL_ALLGATHER, 1e6, 1024, 128, 8, "dp") +
-                   hw_coll_time_s(&net, TS_COLL_ALLTOALL, 1, 2, 2, 1, NULL) +
-                   hw_p2p_time_s(&net, 1e8, true) + hw_alltoall_time_s(&net, 1e7, 64, 8) +
-                   hw_cp_step_time_s(&net, 1e7, 4, 1);
+        /* groups that fit the cluster as loaded (nodes = ceil(gpus / per node)) */
+        int64_t nodes = c.nodes < 128 ? c.nodes : 128, n = nodes * c.gpus_per_node;
+        double t = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1e9, c.gpus_per_node, 1, 1, "tp") +
+                   hw_coll_time_s(&net, TS_COLL_ALLGATHER, 1e6, n, nodes, c.gpus_per_node, "dp") +
+                   hw_coll_time_s(&net, TS_COLL_ALLTOALL, 1, n < 2 ? n : 2, nodes < 2 ? nodes : 2, 1, NULL) +
+                   hw_p2p_time_s(&net, 1e8, nodes > 1) + hw_alltoall_time_s(&net, 1e7, n, nodes) +
+                   hw_cp_step_time_s(&net, 1e7, n < 4 ? n : 4, 1);
         if (!(t >= 0) || isinf(t)) abort();
         TsBuf b = {0};
         hw_cluster_to_json(&c, &b);

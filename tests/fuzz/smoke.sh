@@ -75,7 +75,7 @@ log=$(mktemp)
 ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-  -print_final_stats=1 -close_fd_mask=3 "${dict[@]}" \
+  -print_final_stats=1 -close_fd_mask=3 -error_exitcode=1 -timeout_exitcode=1 "${dict[@]}" \
   -artifact_prefix="$bld/artifacts/${target}-" "${dirs[@]}" >"$log" 2>&1
 rc=$?
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

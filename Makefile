@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 
-.PHONY: all deps build build-asan run test test-fast bench fuzz install clean
+.PHONY: all deps build build-asan run test test-fast bench fuzz valgrind install clean
 
 all: build
 
@@ -48,6 +48,10 @@ fuzz:
 	@bash tests/fuzz/smoke.sh --build
 	@for t in $$(bash tests/fuzz/smoke.sh --list); do \
 	  bash tests/fuzz/smoke.sh --keep $$t $(FUZZ_SECONDS) || exit 1; done
+
+# The whole suite under valgrind memcheck (figures in docs/robustness.md).
+valgrind: build
+	bash scripts/valgrind.sh $(BUILD) 2
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

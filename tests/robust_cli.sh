@@ -41,8 +41,8 @@ echo "precious" >"$d/out.txt"
 # 4: kill -9 at several moments of a ~30 MB write
 for delay in 0.05 0.2 0.4 0.8; do
   rm -f "$d/big.json"
-  (timeout -s KILL $delay "$bin" workload --model gpt3-175b --tp 8 --pp 8 --dp 16 --global-batch 1536 \
-    --seq 2048 --format json --output "$d/big.json" >/dev/null 2>&1) 2>/dev/null
+  bash -c 'timeout -s KILL "$1" "$2" workload --model gpt3-175b --tp 8 --pp 8 --dp 16 --global-batch 1536 \
+    --seq 2048 --format json --output "$3" >/dev/null 2>&1' _ $delay "$bin" "$d/big.json" 2>/dev/null
   if [ -f "$d/big.json" ]; then
     tail -c 2 "$d/big.json" | grep -q '}' || bad "killed after ${delay}s: partial big.json"
   fi

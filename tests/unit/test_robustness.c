@@ -10,8 +10,8 @@
  * succeeds: each failing run must return an error value (never crash, never
  * leak: ASan and valgrind check the leaks).
  *
- * Time bounds checked here are loose (seconds) and only guard against
- * quadratic blow-ups; tests never assert on precise timings. */
+ * Tests never assert on time (STYLE.md 16): the big inputs print how long
+ * they took; docs/robustness.md records the figures. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -578,7 +578,7 @@ static void test_overlong(void **state)
     TsError e;
     double t0 = now_s();
     expect_input_error(load_model_file("long.json", s, strlen(s), &e), &e, NULL);
-    assert_true(now_s() - t0 < 10.0);
+    print_message("4 MiB single-line JSON rejected in %.3f s\n", now_s() - t0);
     /* the copied source line is bounded */
     assert_true(strlen(e.src_line) < TS_ERR_LINE_MAX);
     free(s);
@@ -649,8 +649,7 @@ static void test_extreme_model_sizes(void **state)
 /* ===== 2b. hostile and extreme workloads ===================================== */
 
 /* A 10^6-item SimAI/ASTRA-sim text, generated here (never committed): reads
- * in bounded time (loose 30 s guard, about 1 s measured) and memory that is
- * linear in the lines; then every item is accounted for. */
+ * (time printed) and every item is accounted for. */
 static void test_workload_million_lines(void **state)
 {
     (void)state;
@@ -668,7 +667,7 @@ static void test_workload_million_lines(void **state)
     double dt = now_s() - t0;
     if (st) print_error("%s\n", e.msg);
     assert_int_equal(st, TS_OK);
-    assert_true(dt < 30.0);
+    print_message("%lld-line SimAI text (%.1f MB) read in %.3f s\n", (long long)n, (double)b.len / 1e6, dt);
     assert_int_equal(w->n_rows, n);
     WlSummary sum;
     wl_summary(w, 0, &sum);
@@ -707,7 +706,7 @@ static void test_optable_million_rows(void **state)
     TsStatus st = wl_read_optable("big.tsv", b.data, b.len, &w, &e);
     if (st) print_error("%s\n", e.msg);
     assert_int_equal(st, TS_OK);
-    assert_true(now_s() - t0 < 30.0);
+    print_message("%lld-row op table read in %.3f s\n", (long long)n, now_s() - t0);
     assert_int_equal(w->n_rows, n);
     wl_destroy(w);
     ts_buf_free(&b);
@@ -823,7 +822,7 @@ static void test_million_gpus(void **state)
     TsStatus st = sim_simulate(&in, NULL, &r, &e);
     if (st) print_error("%s\n", e.msg);
     assert_int_equal(st, TS_OK);
-    assert_true(now_s() - t0 < 10.0);
+    print_message("2^20-GPU simulation in %.4f s\n", now_s() - t0);
     assert_true(isfinite(r.iteration_time_s) && r.iteration_time_s > 0);
     assert_true(isfinite(r.tokens_per_s) && r.tokens_per_s > 0);
     sim_result_free(&r);

@@ -51,7 +51,8 @@ typedef struct Gen {
     double act_bytes;               /* PP boundary message */
     double bucket;                  /* grad elements waiting for a bucket */
     double bucket_max;
-    int64_t lps;                    /* layers per chunk */
+    int64_t lps;                    /* layers per chunk (the first `rem` chunks get one more) */
+    int64_t rem;
     int64_t n_chunks;
     bool oom;
 } Gen;
@@ -278,17 +279,22 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     if (last_mb) grad_ready(g, b->params, false);
 }
 
+/* Uneven splits (126 layers on 16 stages): the first layers % chunks chunks
+ * hold one layer more. */
+static int64_t chunk_first(const Gen *g, int64_t ch) { return ch * g->lps + (ch < g->rem ? ch : g->rem); }
+static int64_t chunk_layers(const Gen *g, int64_t ch) { return g->lps + (ch < g->rem ? 1 : 0); }
+
 static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
 {
     const WlPlanDims *p = g->p;
-    int64_t first = ch * g->lps;
+    int64_t first = chunk_first(g, ch), nl = chunk_layers(g, ch);
     if (ch > 0) p2p(g, "pp.recv.f", WL_PHASE_FWD, mb, false, ch - 1, ch - 1, 0);
     if (ch == 0) {
         comp(g, "embed.f", WL_PHASE_FWD, mb, ch, -1, g->embed.fwd_s, 0, g->embed.fwd_bytes, -1);
         if (p->sp) coll(g, "sp.rs", WL_PHASE_FWD, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
         else coll(g, "tp.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
     }
-    for (int64_t l = first; l < first + g->lps; l++) {
+    for (int64_t l = first; l < first + nl; l++) {
         block_fwd(g, &g->attn, "attn", mb, ch, l, false);
         bool moe = is_moe_layer(g, l);
         block_fwd(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe);
@@ -308,7 +314,7 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
 static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
 {
     const WlPlanDims *p = g->p;
-    int64_t first = ch * g->lps;
+    int64_t first = chunk_first(g, ch), nl = chunk_layers(g, ch);
     int32_t extra = g->fwd_last[mb * g->n_chunks + ch];
     if (ch < g->n_chunks - 1) p2p(g, "pp.recv.b", WL_PHASE_IG, mb, false, ch + 1, ch, 1);
     if (ch == g->n_chunks - 1) {
@@ -319,7 +325,7 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
         comp(g, "head.wg", WL_PHASE_WG, mb, ch, -1, g->head.wg_s, g->head.wg_flops, g->head.bwd_bytes / 2, -1);
         if (last_mb) grad_ready(g, g->head.params, false);
     }
-    for (int64_t l = first + g->lps - 1; l >= first; l--) {
+    for (int64_t l = first + nl - 1; l >= first; l--) {
         bool moe = is_moe_layer(g, l);
         block_bwd(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, last_mb, extra);
         extra = -1;
@@ -413,8 +419,8 @@ static void step(Gen *g, double params)
             fl += (double)K * 10.0 * (a * a * a + b * b * b);
             bytes += (double)K * (a * a + b * b) * 4.0;
         }
-        fl *= (double)(g->lps * g->n_chunks / p->pp);
-        bytes *= (double)(g->lps * g->n_chunks / p->pp);
+        fl *= (double)(g->m->layers / p->pp);
+        bytes *= (double)(g->m->layers / p->pp);
         double peak = fl / (double)p->dp;
         comp(g, "shampoo.precond", WL_PHASE_OPT, -1, -1, -1,
              g->c->gemm_s(g->c->ctx, 1, 1, 1, 1) > 0 ? g->c->gemm_s(g->c->ctx, 1, (int64_t)cbrt(peak / 2) + 1, (int64_t)cbrt(peak / 2) + 1, (int64_t)cbrt(peak / 2) + 1) : 0,
@@ -437,13 +443,14 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
     int64_t n_chunks = p->pp * v;
     if (p->ga < 1)
         return ts_err(err, TS_ERR_PLAN, "the global batch gives no micro-batch per data-parallel rank");
-    if (m->layers % n_chunks)
-        return ts_err(err, TS_ERR_PLAN, "%lld layers do not split evenly into %lld pipeline chunks",
+    if (m->layers < n_chunks)
+        return ts_err(err, TS_ERR_PLAN, "%lld layers cannot fill %lld pipeline chunks",
                       (long long)m->layers, (long long)n_chunks);
     if (v > 1 && p->schedule == WL_SCHED_INTERLEAVED && p->ga % p->pp)
         return ts_err(err, TS_ERR_PLAN, "interleaved 1F1B needs the %lld micro-batches to be a multiple of pp %lld",
                       (long long)p->ga, (long long)p->pp);
-    Gen g = {.m = m, .p = p, .c = c, .o = o, .last = -1, .n_chunks = n_chunks, .lps = m->layers / n_chunks};
+    Gen g = {.m = m, .p = p, .c = c, .o = o, .last = -1, .n_chunks = n_chunks, .lps = m->layers / n_chunks,
+              .rem = m->layers % n_chunks};
     g.bucket_max = o->bucket_params > 0 ? o->bucket_params : fmax(4e7, 1e6 * (double)p->dp);
     layer_costs(&g);
     Step *steps = malloc((size_t)(2 * p->ga * v) * sizeof *steps);
@@ -470,8 +477,8 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
         double params = 0;
         for (int64_t k = 0; k < v; k++) {
             int64_t ch = k * p->pp + s;
-            params += (double)g.lps * g.attn.params;
-            for (int64_t l = ch * g.lps; l < (ch + 1) * g.lps; l++) params += is_moe_layer(&g, l) ? g.moe.params : g.mlp.params;
+            params += (double)chunk_layers(&g, ch) * g.attn.params;
+            for (int64_t l = chunk_first(&g, ch); l < chunk_first(&g, ch) + chunk_layers(&g, ch); l++) params += is_moe_layer(&g, l) ? g.moe.params : g.mlp.params;
             if (ch == 0) params += g.embed.params;
             if (ch == n_chunks - 1) params += g.head.params;
         }

@@ -97,21 +97,141 @@ typedef struct RankGroups {
 static void rank_groups(const Workload *w, int64_t rank, RankGroups *rg)
 {
     for (int g = 0; g < WL_GROUP_COUNT; g++) {
+        rg->pg[g][0] = '\0';
+        if (g == WL_GROUP_NONE || g == WL_GROUP_WORLD) continue;
         int64_t first, gid;
         wl_group_members(w, (WlGroup)g, rank, &first, 1, &gid);
         snprintf(rg->pg[g], sizeof rg->pg[g], "%" PRId64, gid);
     }
 }
 
-TsStatus wl_chakra_encode_rank(const Workload *w, const WlChakraOptions *o, int64_t rank,
-                               TsBuf *out, TsError *err)
+/* Encoded nodes of the current class, reused across its ranks: a COMP node
+ * is the same on every rank, a group collective on every rank of the group;
+ * only sends and receives (and DP/CP/EP collectives, whose group changes
+ * from one rank to the next) are re-encoded. */
+typedef struct Slot {
+    uint8_t *p;
+    size_t len, cap;
+    int64_t key;      /* -2: empty */
+} Slot;
+
+typedef struct Cache {
+    int32_t cls;      /* class the slots belong to, -1 */
+    Slot *slots;
+    int32_t n;
+} Cache;
+
+static void cache_free(Cache *c)
 {
-    WlChakraOptions def;
-    if (!o) {
-        wl_chakra_options_init(&def);
-        o = &def;
+    for (int32_t i = 0; i < c->n; i++) free(c->slots[i].p);
+    free(c->slots);
+    memset(c, 0, sizeof *c);
+    c->cls = -1;
+}
+
+typedef struct NodeCtx {
+    const Workload *w;
+    const WlClass *c;
+    int64_t rank;
+    const RankGroups *rg;
+    ChakraProtoMsg__BoolList *dims;
+    int ndims;
+} NodeCtx;
+
+static bool encode_node(Enc *e, const NodeCtx *x, int32_t i)
+{
+    const Workload *w = x->w;
+    const WlClass *c = x->c;
+    const WlTask *t = &w->tasks[c->first_task + i];
+    Node n = CHAKRA_PROTO_MSG__NODE__INIT;
+    n.id = (uint64_t)i;
+    n.name = (char *)(t->name[0] ? t->name : "task");
+    size_t nd = (size_t)(t->n_data_deps + t->n_ctrl_deps);
+    if (nd > e->deps_cap) {
+        uint64_t *p = realloc(e->deps, (nd * 2 + 16) * sizeof *p);
+        if (!p) return false;
+        e->deps = p;
+        e->deps_cap = nd * 2 + 16;
     }
+    const int32_t *d = wl_task_deps(w, t);
+    for (size_t k = 0; k < nd; k++) e->deps[k] = (uint64_t)(d[k] - c->first_task);
+    n.n_data_deps = (size_t)t->n_data_deps;
+    n.data_deps = e->deps;
+    n.n_ctrl_deps = (size_t)t->n_ctrl_deps;
+    n.ctrl_deps = e->deps + t->n_data_deps;
+    Attr a[6];
+    Attr *ap[6];
+    int na = 0;
+    a[na] = attr_named("is_cpu_op");
+    a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BOOL_VAL;
+    a[na++].bool_val = 0;
+    if (t->kind == WL_KIND_COMP) {
+        n.type = CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE;
+        double us = ceil(t->duration_s * 1e6 - 1e-6);
+        n.duration_micros = us < 1 ? 1 : (uint64_t)us;
+        a[na] = attr_named("num_ops");
+        a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
+        a[na++].int64_val = (int64_t)llround(t->flops);
+        a[na] = attr_named("tensor_size");
+        a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT64_VAL;
+        a[na++].uint64_val = (uint64_t)llround(t->mem_bytes);
+    } else if (t->kind == WL_KIND_COLL) {
+        n.type = CHAKRA_PROTO_MSG__NODE_TYPE__COMM_COLL_NODE;
+        a[na] = attr_named("comm_type");
+        a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
+        a[na++].int64_val = chakra_coll(t->coll);
+        a[na] = attr_named("comm_size");
+        a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
+        a[na++].int64_val = (int64_t)llround(t->comm_bytes);
+        if (t->group != WL_GROUP_WORLD && t->group != WL_GROUP_NONE) {
+            a[na] = attr_named("pg_name");
+            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_VAL;
+            a[na++].string_val = (char *)x->rg->pg[t->group];
+            if (x->ndims > 0) {
+                a[na] = attr_named("involved_dim");
+                a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BOOL_LIST;
+                a[na++].bool_list = x->dims;
+            }
+        }
+    } else {
+        bool send = t->kind == WL_KIND_SEND;
+        n.type = send ? CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE : CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE;
+        int64_t peer = wl_stage_peer(w, x->rank, t->peer_stage);
+        a[na] = attr_named("comm_src");
+        a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_VAL;
+        a[na++].int32_val = (int32_t)(send ? x->rank : peer);
+        a[na] = attr_named("comm_dst");
+        a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_VAL;
+        a[na++].int32_val = (int32_t)(send ? peer : x->rank);
+        a[na] = attr_named("comm_tag");
+        a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_VAL;
+        a[na++].int32_val = t->tag;
+        a[na] = attr_named("comm_size");
+        a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
+        a[na++].int64_val = (int64_t)llround(t->comm_bytes);
+    }
+    for (int k = 0; k < na; k++) ap[k] = &a[k];
+    n.n_attr = (size_t)na;
+    n.attr = ap;
+    return emit(e, &n.base);
+}
+
+/* Key under which a node's encoding may be reused, -1 = never. */
+static int64_t node_key(const Workload *w, const WlTask *t, int64_t rank)
+{
+    if (t->kind == WL_KIND_COMP) return 0;
+    if (t->kind != WL_KIND_COLL || t->group == WL_GROUP_WORLD || t->group == WL_GROUP_NONE) return
+        t->kind == WL_KIND_COLL ? 0 : -1;
+    int64_t first, gid;
+    wl_group_members(w, t->group, rank, &first, 1, &gid);
+    return gid + 1;
+}
+
+static TsStatus encode_rank(const Workload *w, const WlChakraOptions *o, int64_t rank, Cache *cache,
+                            TsBuf *out, TsError *err)
+{
     Enc e = {.out = out};
+    TsBuf scratch = {0};
     TsStatus st = TS_OK;
     ChakraProtoMsg__GlobalMetadata gm = CHAKRA_PROTO_MSG__GLOBAL_METADATA__INIT;
     gm.version = (char *)WL_CHAKRA_VERSION;
@@ -127,7 +247,16 @@ TsStatus wl_chakra_encode_rank(const Workload *w, const WlChakraOptions *o, int6
     }
     if (!emit(&e, &gm.base)) goto oom;
     if (w->n_classes == 0) goto done;
-    const WlClass *c = &w->classes[wl_rank_class(w, rank)];
+    int32_t ci = wl_rank_class(w, rank);
+    const WlClass *c = &w->classes[ci];
+    if (cache->cls != ci) {
+        cache_free(cache);
+        cache->slots = calloc((size_t)c->n_tasks + 1, sizeof *cache->slots);
+        if (!cache->slots) goto oom;
+        cache->n = c->n_tasks;
+        cache->cls = ci;
+        for (int32_t i = 0; i < c->n_tasks; i++) cache->slots[i].key = -2;
+    }
     RankGroups rg;
     rank_groups(w, rank, &rg);
     protobuf_c_boolean dims[16];
@@ -136,86 +265,54 @@ TsStatus wl_chakra_encode_rank(const Workload *w, const WlChakraOptions *o, int6
     ChakraProtoMsg__BoolList dimlist = CHAKRA_PROTO_MSG__BOOL_LIST__INIT;
     dimlist.n_values = (size_t)ndims;
     dimlist.values = dims;
+    NodeCtx x = {w, c, rank, &rg, &dimlist, ndims};
     for (int32_t i = 0; i < c->n_tasks; i++) {
-        const WlTask *t = &w->tasks[c->first_task + i];
-        Node n = CHAKRA_PROTO_MSG__NODE__INIT;
-        n.id = (uint64_t)i;
-        n.name = (char *)(t->name[0] ? t->name : "task");
-        size_t nd = (size_t)(t->n_data_deps + t->n_ctrl_deps);
-        if (nd > e.deps_cap) {
-            uint64_t *p = realloc(e.deps, (nd * 2 + 16) * sizeof *p);
-            if (!p) goto oom;
-            e.deps = p;
-            e.deps_cap = nd * 2 + 16;
+        Slot *sl = &cache->slots[i];
+        int64_t key = node_key(w, &w->tasks[c->first_task + i], rank);
+        if (key >= 0 && sl->key == key) {
+            ts_buf_append(out, (const char *)sl->p, sl->len);
+            continue;
         }
-        const int32_t *d = wl_task_deps(w, t);
-        for (size_t k = 0; k < nd; k++) e.deps[k] = (uint64_t)(d[k] - c->first_task);
-        n.n_data_deps = (size_t)t->n_data_deps;
-        n.data_deps = e.deps;
-        n.n_ctrl_deps = (size_t)t->n_ctrl_deps;
-        n.ctrl_deps = e.deps + t->n_data_deps;
-        Attr a[6];
-        Attr *ap[6];
-        int na = 0;
-        a[na] = attr_named("is_cpu_op");
-        a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BOOL_VAL;
-        a[na++].bool_val = 0;
-        if (t->kind == WL_KIND_COMP) {
-            n.type = CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE;
-            double us = ceil(t->duration_s * 1e6 - 1e-6);
-            n.duration_micros = us < 1 ? 1 : (uint64_t)us;
-            a[na] = attr_named("num_ops");
-            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
-            a[na++].int64_val = (int64_t)llround(t->flops);
-            a[na] = attr_named("tensor_size");
-            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT64_VAL;
-            a[na++].uint64_val = (uint64_t)llround(t->mem_bytes);
-        } else if (t->kind == WL_KIND_COLL) {
-            n.type = CHAKRA_PROTO_MSG__NODE_TYPE__COMM_COLL_NODE;
-            a[na] = attr_named("comm_type");
-            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
-            a[na++].int64_val = chakra_coll(t->coll);
-            a[na] = attr_named("comm_size");
-            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
-            a[na++].int64_val = (int64_t)llround(t->comm_bytes);
-            if (t->group != WL_GROUP_WORLD && t->group != WL_GROUP_NONE) {
-                a[na] = attr_named("pg_name");
-                a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_VAL;
-                a[na++].string_val = rg.pg[t->group];
-                if (ndims > 0) {
-                    a[na] = attr_named("involved_dim");
-                    a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BOOL_LIST;
-                    a[na++].bool_list = &dimlist;
-                }
+        scratch.len = 0;
+        e.out = &scratch;
+        bool ok = encode_node(&e, &x, i);
+        e.out = out;
+        if (!ok || scratch.oom) goto oom;
+        ts_buf_append(out, scratch.data, scratch.len);
+        if (key >= 0) {
+            if (scratch.len > sl->cap) {
+                uint8_t *p = realloc(sl->p, scratch.len);
+                if (!p) goto oom;
+                sl->p = p;
+                sl->cap = scratch.len;
             }
-        } else {
-            bool send = t->kind == WL_KIND_SEND;
-            n.type = send ? CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE : CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE;
-            int64_t peer = wl_stage_peer(w, rank, t->peer_stage);
-            a[na] = attr_named("comm_src");
-            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_VAL;
-            a[na++].int32_val = (int32_t)(send ? rank : peer);
-            a[na] = attr_named("comm_dst");
-            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_VAL;
-            a[na++].int32_val = (int32_t)(send ? peer : rank);
-            a[na] = attr_named("comm_tag");
-            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_VAL;
-            a[na++].int32_val = t->tag;
-            a[na] = attr_named("comm_size");
-            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
-            a[na++].int64_val = (int64_t)llround(t->comm_bytes);
+            memcpy(sl->p, scratch.data, scratch.len);
+            sl->len = scratch.len;
+            sl->key = key;
         }
-        for (int k = 0; k < na; k++) ap[k] = &a[k];
-        n.n_attr = (size_t)na;
-        n.attr = ap;
-        if (!emit(&e, &n.base)) goto oom;
     }
+    if (out->oom) goto oom;
     goto done;
 oom:
     st = ts_err(err, TS_ERR_INTERNAL, "out of memory encoding the Chakra trace of rank %" PRId64, rank);
 done:
+    ts_buf_free(&scratch);
     free(e.buf);
     free(e.deps);
+    return st;
+}
+
+TsStatus wl_chakra_encode_rank(const Workload *w, const WlChakraOptions *o, int64_t rank,
+                               TsBuf *out, TsError *err)
+{
+    WlChakraOptions def;
+    if (!o) {
+        wl_chakra_options_init(&def);
+        o = &def;
+    }
+    Cache cache = {.cls = -1};
+    TsStatus st = encode_rank(w, o, rank, &cache, out, err);
+    cache_free(&cache);
     return st;
 }
 
@@ -273,11 +370,12 @@ TsStatus wl_write_chakra(const Workload *w, const WlChakraOptions *o, const char
     char path[1100];
     TsBuf b = {0};
     TsStatus st = TS_OK;
+    Cache cache = {.cls = -1};
     int64_t r;
     for (r = 0; r < world; r++) {
         b.len = 0;
         if (b.data) b.data[0] = '\0';
-        if ((st = wl_chakra_encode_rank(w, o, r, &b, err))) break;
+        if ((st = encode_rank(w, o, r, &cache, &b, err))) break;
         snprintf(path, sizeof path, "%s.%" PRId64 ".et", prefix, r);
         TsOutFile f;
         if ((st = ts_out_open(&f, path, err))) break;
@@ -290,6 +388,7 @@ TsStatus wl_write_chakra(const Workload *w, const WlChakraOptions *o, const char
         total += (int64_t)b.len;
     }
     ts_buf_free(&b);
+    cache_free(&cache);
     if (!st && o->comm_groups) {
         snprintf(path, sizeof path, "%s.comm_groups.json", prefix);
         st = write_groups(w, path, &total, err);

@@ -9,7 +9,7 @@
 #   stderr    expected standard error (exact), optional
 #   exit      expected exit code (default 0)
 #   files/    expected output files, compared byte for byte with $OUT/<name>
-#   check     optional bash script run after the command with OUT, STDOUT,
+#   check     optional bash script run after the command with OUT, STDOUT, TRAINSIM (the binary),
 #             STDERR set; for numeric checks with stated tolerances
 # A failing command (exit != 0) must leave $OUT empty: no partial output.
 set -u
@@ -20,7 +20,8 @@ OUT=$(mktemp -d)
 STDOUT=$(mktemp)
 STDERR=$(mktemp)
 trap 'rm -rf "$OUT" "$STDOUT" "$STDERR"' EXIT
-export OUT STDOUT STDERR
+TRAINSIM=$bin
+export OUT STDOUT STDERR TRAINSIM
 fail=0
 
 cd "$case_dir" || exit 1

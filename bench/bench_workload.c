@@ -1,0 +1,163 @@
+/* bench_workload — time and size of the workload writers:
+ *   1. the seed's SimAI workload (aicb-llama-405b, tp8 pp16 1024 GPUs, AICB 1.1
+ *      layout): build + format, target < 5 ms;
+ *   2. Chakra traces of gpt3-175b on 1024 GPUs (tp8 pp8 dp16, gbs 1536);
+ *   3. Chakra traces of llama3-405b on 16384 GPUs (tp8 pp16 dp128, gbs 1024,
+ *      seq 8192, uneven stages): target > 200 MB/s of output;
+ * plus the IR's memory, which grows with rank classes (stages), not GPUs.
+ * Traces go to a fresh directory under /tmp that is deleted afterwards. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "trainsim/hw.h"
+#include "trainsim/model.h"
+#include "trainsim/plan.h"
+#include "trainsim/workload.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static HwModel g_hw;
+static TsDtype g_dt = TS_DTYPE_BF16;
+static double cb_gemm(const void *c, int64_t b, int64_t m, int64_t n, int64_t k)
+{
+    (void)c;
+    return hw_gemm_time_s(&g_hw, b, m, n, k, g_dt);
+}
+static double cb_attn(const void *c, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, bool causal, bool bwd)
+{
+    (void)c;
+    return hw_attention_time_s(&g_hw, b, h, sq, sk, d, causal, bwd, g_dt);
+}
+static double cb_mem(const void *c, double bytes)
+{
+    (void)c;
+    return hw_memory_time_s(&g_hw, bytes);
+}
+
+static int dims(const char *model, int64_t tp, int64_t pp, int64_t gpus, int64_t gbs, int64_t seq, bool rec,
+                WlModelDims *md, WlPlanDims *pd)
+{
+    TsError err = {0};
+    ModelSpec m;
+    if (model_preset(model, &m, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    ParallelPlan p;
+    plan_init(&p);
+    p.tp = tp;
+    p.pp = pp;
+    p.gpus = gpus;
+    p.global_batch = gbs;
+    p.seq = seq;
+    p.dist_opt = true;
+    static const int64_t uneven[16] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 7}; /* 126 layers */
+    if (m.layers % pp) {
+        p.stage_layers = uneven;
+        p.n_stage_layers = 16;
+    }
+    if (rec) p.recompute = PLAN_RECOMPUTE_SELECTIVE;
+    if (plan_resolve(&m, &p, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    *md = (WlModelDims){.layers = m.layers, .hidden = m.hidden, .heads = m.heads, .kv_heads = m.kv_heads,
+                        .head_dim = m.head_dim, .ffn = m.ffn, .vocab = m.vocab,
+                        .vocab_padded = model_padded_vocab(&m, tp), .swiglu = m.act == MODEL_ACT_SWIGLU,
+                        .tied = m.tied_embeddings, .learned_pos = m.pos == MODEL_POS_LEARNED};
+    snprintf(md->name, sizeof md->name, "%s", m.name);
+    *pd = (WlPlanDims){.world = p.gpus, .tp = p.tp, .cp = p.cp, .pp = p.pp, .vpp = p.vpp, .dp = p.dp, .ep = p.ep,
+                       .sp = p.sp, .micro_batch = p.micro_batch, .seq = p.seq, .ga = p.grad_accum,
+                       .dtype_bytes = 2, .dist_opt = true,
+                       .recompute = rec ? WL_RECOMPUTE_SELECTIVE : WL_RECOMPUTE_NONE, .flash = true};
+    return 0;
+}
+
+static long rss_kb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+static int bench_chakra(const char *label, const char *model, int64_t tp, int64_t pp, int64_t gpus, int64_t gbs,
+                        int64_t seq, const WlCost *c)
+{
+    WlModelDims md;
+    WlPlanDims pd;
+    if (dims(model, tp, pp, gpus, gbs, seq, false, &md, &pd)) return 1;
+    TsError err = {0};
+    Workload *w;
+    double t0 = now_s();
+    if (wl_build(&md, &pd, c, NULL, &w, &err)) {
+        fprintf(stderr, "%s: %s\n", label, err.msg);
+        return 1;
+    }
+    double t1 = now_s();
+    char dir[] = "/tmp/bench_workload.XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s/trace", dir);
+    int64_t bytes = 0;
+    TsStatus st = wl_write_chakra(w, NULL, prefix, &bytes, &err);
+    double t2 = now_s();
+    printf("%-26s %6lld ranks %3d classes %8d tasks  IR %6.1f MiB  build %6.3f s  write %6.2f s  %8.1f MB  %6.0f MB/s\n",
+           label, (long long)gpus, w->n_classes, w->n_tasks, (double)ts_arena_used_bytes(w->arena) / 1048576.0,
+           t1 - t0, t2 - t1, (double)bytes / 1e6, (double)bytes / 1e6 / (t2 - t1));
+    if (st) fprintf(stderr, "%s: %s\n", label, err.msg);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    wl_destroy(w);
+    return st ? 1 : 0;
+}
+
+int main(void)
+{
+    TsError err = {0};
+    hw_model_init(&g_hw);
+    if (hw_gpu_load("h100-sxm5-80gb", &g_hw.gpu, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    WlCost c = {NULL, cb_gemm, cb_attn, cb_mem};
+    /* 1. SimAI */
+    WlModelDims md;
+    WlPlanDims pd;
+    if (dims("aicb-llama-405b", 8, 16, 1024, 128, 4096, true, &md, &pd)) return 1;
+    pd.sp = true;
+    WlAicbOptions ao = {true};
+    WlSimaiOptions so = {WL_SIMAI_HDR_V1_1};
+    int reps = 200;
+    size_t size = 0;
+    double t0 = now_s();
+    for (int i = 0; i < reps; i++) {
+        Workload *w;
+        if (wl_build_aicb(&md, &pd, &c, &ao, &w, &err)) return 1;
+        TsBuf b = {0};
+        wl_write_simai(w, &so, &b);
+        size = b.len;
+        if (ts_write_file_atomic("/tmp/bench_workload_simai.txt", b.data, b.len, &err)) return 1;
+        ts_buf_free(&b);
+        wl_destroy(w);
+    }
+    double t = (now_s() - t0) / reps;
+    unlink("/tmp/bench_workload_simai.txt");
+    printf("%-26s %6d ranks  build+format+write %.3f ms  %zu bytes (target < 5 ms)\n", "simai aicb-llama-405b", 1024,
+           t * 1e3, size);
+    /* 2, 3. Chakra */
+    int rc = bench_chakra("chakra gpt3-175b", "gpt3-175b", 8, 8, 1024, 1536, 2048, &c);
+    rc |= bench_chakra("chakra llama3-405b", "llama3-405b", 8, 16, 16384, 1024, 8192, &c);
+    printf("max RSS %.1f MiB (IR memory scales with classes = pipeline stages; the encoder holds one rank's trace)\n",
+           (double)rss_kb() / 1024.0);
+    return rc;
+}

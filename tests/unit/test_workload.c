@@ -1,0 +1,231 @@
+/* Unit tests: workload IR, rank layout and groups, Python float formatting,
+ * readers (positions), the 82-byte Chakra trace, the generator's DAG
+ * (deps backwards, sends matched, schedules), injected allocation failure. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainsim/workload.h"
+#include "../../src/workload/wl_internal.h"
+
+static void test_pyfloat(void **state)
+{
+    (void)state;
+    struct { double v; const char *s; } C[] = {
+        {0.0, "0.0"}, {4.791370158793459e-09, "4.791370158793459e-09"}, {9.9808843806386, "9.9808843806386"},
+        {127.3467093706131, "127.3467093706131"}, {100000.0, "100000.0"}, {1e16, "1e+16"}, {0.0001, "0.0001"},
+        {1e-05, "1e-05"}, {0.05028040846061094, "0.05028040846061094"}, {-2.5, "-2.5"}};
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        TsBuf b = {0};
+        wl_fmt_pyfloat(&b, C[i].v);
+        assert_string_equal(b.data, C[i].s);
+        ts_buf_free(&b);
+    }
+}
+
+static void test_groups(void **state)
+{
+    (void)state;
+    TsError err = {0};
+    Workload *w = wl_create(1024, &err);
+    assert_non_null(w);
+    w->par = (WlParallel){.world = 1024, .tp = 8, .cp = 1, .pp = 8, .dp = 16, .ep = 4, .vpp = 1, .ga = 1};
+    int64_t m[64], gid;
+    assert_int_equal(wl_group_members(w, WL_GROUP_TP, 13, m, 64, &gid), 8);
+    assert_int_equal(m[0], 8);
+    assert_int_equal(m[7], 15);
+    assert_int_equal(wl_group_members(w, WL_GROUP_DP, 13, m, 64, &gid), 16);
+    assert_int_equal(m[0], 5);
+    assert_int_equal(m[1], 13);
+    assert_int_equal(wl_group_members(w, WL_GROUP_PP, 13, m, 64, &gid), 8);
+    assert_int_equal(m[1], 13 + 128);
+    assert_int_equal(wl_group_members(w, WL_GROUP_EP, 13, m, 64, &gid), 4);   /* dp 1 -> block 0..3 */
+    assert_int_equal(m[3], 5 + 3 * 8);
+    assert_int_equal(wl_group_members(w, WL_GROUP_DP_EP, 13, m, 64, &gid), 4);
+    assert_int_equal(m[1], 13 + 4 * 8);
+    assert_int_equal(wl_rank_stage(w, 300), 2);
+    assert_int_equal(wl_stage_peer(w, 300, 3), 300 + 128);
+    wl_destroy(w);
+    wl_destroy(NULL);
+}
+
+static const char SIMAI[] =
+    "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 8 ep: 1 pp: 16 vpp: 8 ga: 16 all_gpus: 1024 "
+    "checkpoints: 0 checkpoint_initiates: 0 pp_comm: 16777216.0\n"
+    "2\n"
+    "grad_gather\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tALLGATHER\t640\t100\n"
+    "mlp  -1 5278888 ALLGATHER_EP 134217728   5278888 None 0 5278888 NONE 0 100\n";
+
+static void test_read_simai(void **state)
+{
+    (void)state;
+    Workload *w;
+    TsError err = {0};
+    assert_int_equal(wl_read_simai("t.txt", SIMAI, strlen(SIMAI), &w, &err), TS_OK);
+    assert_int_equal(w->simai_header, WL_SIMAI_HDR_CURRENT);
+    assert_int_equal(w->par.dp, 8);
+    assert_true(w->par.pp_comm_bytes == 16777216.0);
+    assert_int_equal(w->n_rows, 2);
+    const WlTask *t = &w->tasks[w->rows[1].comm[WL_PHASE_FWD]];
+    assert_int_equal(t->group, WL_GROUP_EP);
+    assert_int_equal(t->coll, TS_COLL_ALLGATHER);
+    assert_int_equal(wl_validate(w, &err), TS_OK);
+    TsBuf b = {0};
+    WlSimaiOptions o = {WL_SIMAI_HDR_CURRENT};
+    wl_write_simai(w, &o, &b);
+    assert_non_null(strstr(b.data, "pp_comm: 16777216\n2\n"));
+    assert_non_null(strstr(b.data, "mlp\t-1\t5278888\tALLGATHER_EP\t134217728\t5278888\tNONE\t0\t"));
+    ts_buf_free(&b);
+    wl_destroy(w);
+}
+
+static void test_read_errors(void **state)
+{
+    (void)state;
+    Workload *w;
+    TsError err = {0};
+    const char *bad = "MICRO\n1\nx -1 1 NONE 0 1 NONE 0 1 ALLGATHER -5 1\n";
+    assert_int_equal(wl_read_simai("b.txt", bad, strlen(bad), &w, &err), TS_ERR_INPUT);
+    assert_null(w);
+    assert_int_equal(err.line, 3);
+    assert_int_equal(err.col, 36);
+    assert_non_null(strstr(err.msg, "wg_comm_size must be >= 0"));
+}
+
+/* the ASTRA-sim microbenchmark trace, byte for byte (astrasim_chakra.md §2.2) */
+static void test_chakra_82_bytes(void **state)
+{
+    (void)state;
+    static const unsigned char want[82] = {
+        0x07, 0x0a, 0x05, '0', '.', '0', '.', '4', 0x49, 0x12, 0x15, 'a', 'l', 'l', '_', 'g', 'a', 't', 'h', 'e',
+        'r', '_', '1', '6', 'n', 'p', 'u', 's', '_', '1', 'M', 'B', 0x18, 0x07, 0x52, 0x0e, 0x0a, 0x09, 'i', 's',
+        '_', 'c', 'p', 'u', '_', 'o', 'p', 0xd8, 0x01, 0x00, 0x52, 0x0d, 0x0a, 0x09, 'c', 'o', 'm', 'm', '_', 't',
+        'y', 'p', 'e', 0x48, 0x02, 0x52, 0x0f, 0x0a, 0x09, 'c', 'o', 'm', 'm', '_', 's', 'i', 'z', 'e', 0x48, 0x80,
+        0x80, 0x40};
+    TsError err = {0};
+    Workload *w = wl_create(16, &err);
+    WlTask t = wl_task_coll("all_gather_16npus_1MB", WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_WORLD, 1048576);
+    assert_true(wl_task_add(w, &t, NULL, 0, NULL, 0) == 0);
+    WlChakraOptions o;
+    wl_chakra_options_init(&o);
+    o.generator_attr = false;
+    TsBuf b = {0};
+    assert_int_equal(wl_chakra_encode_rank(w, &o, 5, &b, &err), TS_OK);
+    assert_int_equal(b.len, 82);
+    assert_memory_equal(b.data, want, 82);
+    WlChakraTrace tr;
+    assert_int_equal(wl_chakra_decode("x.et", (const uint8_t *)b.data, b.len, &tr, &err), TS_OK);
+    assert_string_equal(tr.version, "0.0.4");
+    assert_int_equal(tr.n_nodes, 1);
+    assert_int_equal(tr.nodes[0].comm_size, 1048576);
+    assert_int_equal(tr.nodes[0].comm_type, 2);
+    assert_true(tr.nodes[0].has_is_cpu_op && !tr.nodes[0].is_cpu_op);
+    wl_chakra_trace_free(&tr);
+    ts_buf_free(&b);
+    wl_destroy(w);
+}
+
+static double g_gemm(const void *c, int64_t b, int64_t m, int64_t n, int64_t k)
+{
+    (void)c;
+    return 2e-15 * (double)b * (double)m * (double)n * (double)k;
+}
+static double g_attn(const void *c, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, bool causal, bool bwd)
+{
+    (void)c; (void)causal;
+    return (bwd ? 2.5 : 1) * 2e-15 * (double)(b * h * sq) * (double)(sk * d);
+}
+static double g_mem(const void *c, double bytes)
+{
+    (void)c;
+    return bytes * 1e-12;
+}
+
+static void small_plan(WlModelDims *m, WlPlanDims *p)
+{
+    *m = (WlModelDims){.name = "tiny", .layers = 8, .hidden = 256, .heads = 8, .kv_heads = 8, .head_dim = 32,
+                       .ffn = 1024, .vocab = 1000, .vocab_padded = 1024, .learned_pos = true};
+    *p = (WlPlanDims){.world = 32, .tp = 2, .cp = 1, .pp = 4, .vpp = 1, .dp = 4, .ep = 1, .sp = true,
+                      .micro_batch = 1, .seq = 128, .ga = 8, .dtype_bytes = 2, .dist_opt = true,
+                      .schedule = WL_SCHED_1F1B, .flash = true};
+}
+
+/* Every send of stage s to stage s' has a receive with the same tag on s'. */
+static void check_dag(const Workload *w)
+{
+    TsError err = {0};
+    assert_int_equal(wl_validate(w, &err), TS_OK);
+    int64_t sends = 0, recvs = 0, tagsum_s = 0, tagsum_r = 0;
+    for (int32_t i = 0; i < w->n_tasks; i++) {
+        const WlTask *t = &w->tasks[i];
+        if (t->kind == WL_KIND_SEND) sends++, tagsum_s += t->tag;
+        if (t->kind == WL_KIND_RECV) recvs++, tagsum_r += t->tag;
+    }
+    assert_int_equal(sends, recvs);
+    assert_int_equal(tagsum_s, tagsum_r);
+}
+
+static void test_build_schedules(void **state)
+{
+    (void)state;
+    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlModelDims m;
+    WlPlanDims p;
+    small_plan(&m, &p);
+    TsError err = {0};
+    Workload *w;
+    WlSchedule sch[] = {WL_SCHED_1F1B, WL_SCHED_GPIPE, WL_SCHED_INTERLEAVED};
+    for (int i = 0; i < 3; i++) {
+        p.schedule = sch[i];
+        p.vpp = sch[i] == WL_SCHED_INTERLEAVED ? 2 : 1;
+        assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+        assert_int_equal(w->n_classes, 4);
+        check_dag(w);
+        WlSummary s;
+        wl_summary(w, 0, &s);
+        assert_true(s.n_coll > 0 && s.n_p2p > 0 && s.comp_s > 0);
+        wl_destroy(w);
+    }
+    /* 1F1B: stage 0 runs pp-1 = 3 warm-up forwards before its first backward */
+    p.schedule = WL_SCHED_1F1B;
+    p.vpp = 1;
+    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    int fwd_mb = -1;
+    for (int32_t i = 0; i < w->classes[0].n_tasks; i++) {
+        const WlTask *t = &w->tasks[i];
+        if (t->phase == WL_PHASE_IG) break;
+        if (t->micro > fwd_mb) fwd_mb = t->micro;
+    }
+    assert_int_equal(fwd_mb, 3); /* micro-batches 0..3 forward before the first backward */
+    wl_destroy(w);
+}
+
+static void test_build_aicb_rows(void **state)
+{
+    (void)state;
+    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlModelDims m;
+    WlPlanDims p;
+    small_plan(&m, &p);
+    WlAicbOptions ao = {false};
+    TsError err = {0};
+    Workload *w;
+    assert_int_equal(wl_build_aicb(&m, &p, &c, &ao, &w, &err), TS_OK);
+    assert_int_equal(w->n_rows, 6 + 8 * (1 + 2 * 4 + 1) + 7);
+    wl_destroy(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pyfloat),       cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_read_simai),    cmocka_unit_test(test_read_errors),
+        cmocka_unit_test(test_chakra_82_bytes), cmocka_unit_test(test_build_schedules),
+        cmocka_unit_test(test_build_aicb_rows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

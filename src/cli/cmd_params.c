@@ -13,7 +13,9 @@ int cmd_params(int argc, char **argv)
                  .summary = "One line per parameter tensor of the rank's pipeline stage in module order: "
                             "name;module;shape;partitioning_ranks;precs. With Shampoo, layer weight matrices "
                             "are split into K blocks along their model-parallel dim; precs lists each block's "
-                            "Kronecker factors and partitioning_ranks the DP rank computing them (LPT on sum d^3)."};
+                            "Kronecker factors and partitioning_ranks the DP rank computing them (LPT on sum d^3; "
+                            "for routed experts the expert-DP rank). With --ep, the rank holds and lists "
+                            "its E/ep experts (global indices)."};
     CliModel cm;
     CliPlan cp;
     CliHw hw;
@@ -65,6 +67,14 @@ int cmd_params(int argc, char **argv)
         fprintf(stderr, "preconditioner work (sum of d^3) per DP rank, stage %lld:\n", (long long)t.stage);
         for (int64_t d = 0; d < t.dp; d++) fprintf(stderr, "  dp %lld: %.6g\n", (long long)d, t.load[d]);
         fprintf(stderr, "imbalance (max/mean): %.4f\n", t.imbalance);
+        if (t.n_local_experts > 0) {
+            fprintf(stderr, "routed experts %lld..%lld (ep rank %lld), work per expert-DP rank:\n",
+                    (long long)t.first_expert, (long long)(t.first_expert + t.n_local_experts - 1),
+                    (long long)t.ep_rank);
+            for (int64_t d = 0; d < t.edp; d++)
+                fprintf(stderr, "  edp %lld: %.6g\n", (long long)d, t.expert_load[d]);
+            fprintf(stderr, "expert imbalance (max/mean): %.4f\n", t.expert_imbalance);
+        }
     }
     rc = cli_emit(out_path, &b);
     ts_buf_free(&b);

@@ -42,7 +42,7 @@ void rep_profile_json(const ModuleGraph *g, const RepCompute *cm, const RepProfi
     ts_json_escape(b, g->spec.name);
     ts_buf_printf(b, ",\"naming\":\"%s\",\"batch\":%lld,\"seq\":%lld,\"dtype\":\"%s\",\"gpu\":", graph_naming_name(g->opt.naming),
                   (long long)g->opt.batch, (long long)g->opt.seq, ts_dtype_name(cm->dtype));
-    ts_json_escape(b, cm->gpu.name);
+    ts_json_escape(b, cm->hw.gpu.name);
     ts_buf_printf(b, ",\"causal\":%s,\"recompute\":\"%s\",\n\"totals\":{", g->opt.causal ? "true" : "false", rc[o->recompute]);
     num(b, "params", st[0].params, true);
     num(b, "fwd_macs", st[0].macs, true);

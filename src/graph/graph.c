@@ -351,21 +351,61 @@ void graph_fmt_eps(char *out, size_t cap, double eps)
 
 /* ---- build --------------------------------------------------------------------------- */
 
-static void finish_spans(ModuleGraph *g)
+/* Op spans and the per-layer index, in O(modules + ops): each module's own
+ * ops first, then children merged into parents bottom-up (pre-order ids:
+ * children come after their parent). n_ops holds the span end meanwhile. */
+static bool finish_spans(ModuleGraph *g)
 {
     for (int32_t i = g->n_mods - 1; i > 0; i--) {
         int32_t p = g->mods[i].parent;
         if (p >= 0 && g->mods[i].end_mod > g->mods[p].end_mod) g->mods[p].end_mod = g->mods[i].end_mod;
     }
     for (int32_t i = 0; i < g->n_ops; i++) {
-        for (int32_t m = g->ops[i].module; m >= 0; m = g->mods[m].parent) {
-            GraphModule *md = &g->mods[m];
-            if (md->first_op < 0) md->first_op = i;
-            md->n_ops = i - md->first_op + 1;
+        GraphModule *md = &g->mods[g->ops[i].module];
+        if (md->first_op < 0) md->first_op = i;
+        md->n_ops = i + 1;
+    }
+    for (int32_t i = g->n_mods - 1; i > 0; i--) {
+        const GraphModule *c = &g->mods[i];
+        if (c->first_op < 0 || c->parent < 0) continue;
+        GraphModule *p = &g->mods[c->parent];
+        if (p->first_op < 0 || c->first_op < p->first_op) p->first_op = c->first_op;
+        if (c->n_ops > p->n_ops) p->n_ops = c->n_ops;
+    }
+    for (int32_t m = 0; m < g->n_mods; m++) {
+        GraphModule *md = &g->mods[m];
+        if (md->first_op < 0) {
+            md->first_op = 0;
+            md->n_ops = 0;
+        } else {
+            md->n_ops -= md->first_op;
         }
     }
-    for (int32_t m = 0; m < g->n_mods; m++)
-        if (g->mods[m].first_op < 0) g->mods[m].first_op = 0;
+    /* per-layer index: layer l runs ops [lf[l], lf[l+1]); expert runs [x[2l], x[2l+1]) */
+    int64_t L = g->spec.layers > 0 ? g->spec.layers : 0;
+    g->layer_first_op = ts_arena_alloc(g->arena, sizeof *g->layer_first_op * (size_t)(L + 1));
+    g->layer_expert_ops = ts_arena_alloc(g->arena, sizeof *g->layer_expert_ops * (size_t)(2 * L + 1));
+    if (!g->layer_first_op || !g->layer_expert_ops) return false;
+    int32_t *lf = g->layer_first_op, *x = g->layer_expert_ops;
+    for (int64_t l = 0; l <= L; l++) lf[l] = -1;
+    for (int64_t l = 0; l < 2 * L; l++) x[l] = -1;
+    int32_t end = -1;
+    for (int32_t i = 0; i < g->n_ops; i++) {
+        int32_t l = g->ops[i].layer;
+        if (l < 0 || l >= L) continue;
+        if (lf[l] < 0) lf[l] = i;
+        end = i + 1;
+        if (g->ops[i].expert) {
+            if (x[2 * l] < 0) x[2 * l] = i;
+            x[2 * l + 1] = i + 1;
+        }
+    }
+    lf[L] = end >= 0 ? end : g->n_ops;
+    for (int64_t l = L - 1; l >= 0; l--) {
+        if (lf[l] < 0) lf[l] = lf[l + 1];
+        if (x[2 * l] < 0) x[2 * l] = x[2 * l + 1] = lf[l];
+    }
+    return true;
 }
 
 TsStatus graph_build(const ModelSpec *m, const GraphOptions *o, ModuleGraph **out, TsError *err)
@@ -430,7 +470,10 @@ TsStatus graph_build(const ModelSpec *m, const GraphOptions *o, ModuleGraph **ou
         ts_arena_destroy(a);
         return st;
     }
-    finish_spans(g);
+    if (!finish_spans(g)) {
+        ts_arena_destroy(a);
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory building the module graph");
+    }
     *out = g;
     return TS_OK;
 }

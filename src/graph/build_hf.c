@@ -377,10 +377,10 @@ static void llama_moe(Hf *c, int32_t layer_mod)
         g->ops[g->n_ops - 1].wgrad_flops = 0;
     }
     int32_t first_expert_op = g->n_ops;
-    for (int64_t e = 0; e < E && !g->oom; e++) {
-        g->at.expert_id = (int32_t)e;
-        gated_mlp(c, list, graph_idx(g, &c->idx, e), ecls, m->moe_ffn, Te, mixtral);
-    }
+    int32_t m0 = g->n_mods, p0 = g->n_params;
+    g->at.expert_id = 0;
+    gated_mlp(c, list, graph_idx(g, &c->idx, 0), ecls, m->moe_ffn, Te, mixtral);
+    gb_clone_experts(g, list, m0, first_expert_op, p0, E, &c->idx);
     g->at.expert_id = -1;
     if (ds) {
         /* DeepseekV3TopkRouter is registered after the experts but runs first:

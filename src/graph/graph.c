@@ -304,6 +304,74 @@ GraphOp *graph_op_attention(ModuleGraph *g, int32_t module, const char *name, in
     return op;
 }
 
+/* ---- routed experts: build one, copy the rest ------------------------------------ */
+
+static bool reserve(ModuleGraph *g, void **arr, size_t elem, int32_t n, int32_t *cap, int64_t need)
+{
+    if (need <= *cap) return true;
+    if (need > INT32_MAX) {
+        g->oom = true;
+        return false;
+    }
+    int64_t nc = (int64_t)*cap * 2 > need ? (int64_t)*cap * 2 : need;
+    if (nc > INT32_MAX) nc = INT32_MAX;
+    void *p = ts_arena_grow(g->arena, *arr, elem, (size_t)n, (size_t)nc);
+    if (!p) {
+        g->oom = true;
+        return false;
+    }
+    *arr = p;
+    *cap = (int32_t)nc;
+    return true;
+}
+
+bool gb_clone_experts(ModuleGraph *g, int32_t list, int32_t m0, int32_t o0, int32_t p0, int64_t n,
+                      const GraphNames *idx)
+{
+    if (g->oom) return false;
+    int32_t bm = g->n_mods - m0, bo = g->n_ops - o0, bp = g->n_params - p0;
+    if (bm <= 0 || n <= 1) return true;
+    int64_t k = n - 1;
+    if (!reserve(g, (void **)&g->mods, sizeof *g->mods, g->n_mods, &g->cap_mods, g->n_mods + k * bm) ||
+        !reserve(g, (void **)&g->ops, sizeof *g->ops, g->n_ops, &g->cap_ops, g->n_ops + k * bo) ||
+        !reserve(g, (void **)&g->params, sizeof *g->params, g->n_params, &g->cap_params, g->n_params + k * bp))
+        return false;
+    for (int64_t e = 1; e < n; e++) {
+        int32_t dm = (int32_t)e * bm, dox = (int32_t)e * bo, dp = (int32_t)e * bp, eid = (int32_t)e;
+        GraphModule *md = &g->mods[m0 + dm];
+        memcpy(md, &g->mods[m0], sizeof *md * (size_t)bm);
+        for (int32_t i = 0; i < bm; i++) {
+            GraphModule *x = &md[i];
+            if (i > 0) x->parent += dm;
+            if (x->first_child >= 0) x->first_child += dm, x->last_child += dm;
+            if (i > 0 && x->next_sibling >= 0) x->next_sibling += dm;
+            x->first_param += dp;
+            x->end_mod += dm;
+        }
+        md->name = graph_idx(g, idx, e);
+        md->next_sibling = -1;
+        g->mods[g->mods[list].last_child].next_sibling = m0 + dm;
+        g->mods[list].last_child = m0 + dm;
+        GraphOp *op = &g->ops[o0 + dox];
+        memcpy(op, &g->ops[o0], sizeof *op * (size_t)bo);
+        for (int32_t i = 0; i < bo; i++) {
+            op[i].module += dm;
+            op[i].expert_id = eid;
+        }
+        GraphParam *pr = &g->params[p0 + dp];
+        memcpy(pr, &g->params[p0], sizeof *pr * (size_t)bp);
+        for (int32_t i = 0; i < bp; i++) {
+            pr[i].module += dm;
+            pr[i].expert_id = eid;
+            if (pr[i].tied && pr[i].tied_to >= p0) pr[i].tied_to += dp;
+        }
+    }
+    g->n_mods += (int32_t)k * bm;
+    g->n_ops += (int32_t)k * bo;
+    g->n_params += (int32_t)k * bp;
+    return true;
+}
+
 /* ---- small helpers ----------------------------------------------------------------- */
 
 bool graph_names_init(ModuleGraph *g, GraphNames *nm, int64_t n)

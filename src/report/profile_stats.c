@@ -37,9 +37,11 @@ typedef struct Memo {
 
 static double memo_time(Memo *mm, const RepCompute *c, const GraphOp *op)
 {
-    uint64_t h = (uint64_t)op->kind * 0x9e3779b97f4a7c15ull;
-    for (int i = 0; i < 6; i++) h = (h ^ (uint64_t)op->dims[i]) * 0x100000001b3ull;
-    h ^= h >> 31;
+    const uint64_t *d = (const uint64_t *)op->dims; /* independent products: no serial chain */
+    uint64_t h = (uint64_t)op->kind * 0x9e3779b97f4a7c15ull + d[0] * 0xc2b2ae3d27d4eb4full +
+                 d[1] * 0x165667b19e3779f9ull + d[2] * 0xd6e8feb86659fd93ull + d[3] * 0xff51afd7ed558ccdull +
+                 d[4] * 0xc4ceb9fe1a85ec53ull + d[5] * 0x9fb21c651e98df25ull;
+    h ^= h >> 29;
     unsigned s = (unsigned)(h % MEMO_SLOTS);
     if (mm->used[s] && mm->kind[s] == op->kind && mm->fwd[s] == op->fwd_flops &&
         memcmp(mm->dims[s], op->dims, sizeof op->dims) == 0)
@@ -77,10 +79,10 @@ void rep_module_stats(const ModuleGraph *g, const RepCompute *c, RepModuleStats 
         s->latency_s += memo ? memo_time(memo, c, op) : rep_op_time_s(c, op);
     }
     free(memo);
-    for (int32_t i = 0; i < n; i++) {
-        const GraphModule *m = &g->mods[i];
-        for (int32_t p = m->first_param; p < m->first_param + m->n_params; p++)
-            st[i].params += (double)g->params[p].numel;
+    int32_t tied = 0;
+    for (int32_t p = 0; p < g->n_params; p++) {
+        st[g->params[p].module].params += (double)g->params[p].numel;
+        tied += g->params[p].tied;
     }
     for (int32_t i = n - 1; i > 0; i--) {
         int32_t p = g->mods[i].parent;
@@ -90,9 +92,10 @@ void rep_module_stats(const ModuleGraph *g, const RepCompute *c, RepModuleStats 
         st[p].params += st[i].params;
     }
     /* a tied tensor counts once in any subtree that also holds its owner */
-    for (int32_t p = 0; p < g->n_params; p++) {
+    for (int32_t p = 0; p < g->n_params && tied > 0; p++) {
         const GraphParam *gp = &g->params[p];
         if (!gp->tied) continue;
+        tied--;
         int32_t om = g->params[gp->tied_to].module;
         for (int32_t a = gp->module; a >= 0; a = g->mods[a].parent)
             if (om >= a && om < g->mods[a].end_mod) st[a].params -= (double)gp->numel;

@@ -12,6 +12,7 @@ typedef struct Ctx {
     const RepModuleStats *st;
     double tot_params, tot_macs, tot_dur;
     uint64_t *sig; /* per module: hash of its repr (class, extra, stats, children) */
+    TsArena *scr;  /* scratch for per-module arrays: one block (huge pages when large) */
 } Ctx;
 
 /* FNV-1a over bytes. */
@@ -284,20 +285,18 @@ static void aggregated(const Ctx *c, const RepProfileOptions *o, TsBuf *b)
     ts_buf_printf(b, "Top %lld modules in terms of params, MACs or fwd latency at different model depths:\n",
                   (long long)o->top_modules);
     size_t nm = (size_t)(g->n_mods ? g->n_mods : 1);
-    int32_t *cid = malloc(sizeof *cid * nm);
-    const char **names = malloc(sizeof *names * nm);
+    int32_t *cid = ts_arena_alloc(c->scr, sizeof *cid * nm);
+    const char **names = ts_arena_alloc(c->scr, sizeof *names * nm);
     if (!cid || !names) {
-        free(cid);
-        free(names);
         b->oom = true;
         return;
     }
     int32_t ncls = class_ids(g, cid, names);
     size_t cells = (size_t)(depth > 0 ? depth : 1) * (size_t)(ncls > 0 ? ncls : 1);
-    Agg *items = malloc(sizeof *items * cells);
-    int32_t *pos = malloc(sizeof *pos * cells), *cnt = calloc((size_t)(depth > 0 ? depth : 1), sizeof *cnt);
+    Agg *items = ts_arena_alloc(c->scr, sizeof *items * cells);
+    int32_t *pos = ts_arena_alloc(c->scr, sizeof *pos * cells);
+    int32_t *cnt = ts_arena_alloc(c->scr, sizeof *cnt * (size_t)(depth > 0 ? depth : 1));
     if (!items || !pos || !cnt) {
-        free(items), free(pos), free(cnt), free(cid), free(names);
         b->oom = true;
         return;
     }
@@ -325,7 +324,6 @@ static void aggregated(const Ctx *c, const RepProfileOptions *o, TsBuf *b)
         ts_buf_puts(b, "    fwd latency - ");
         print_dict(b, row, cnt[d], 2, o->top_modules);
     }
-    free(items), free(pos), free(cnt), free(cid), free(names);
 }
 
 /* ---- training section ------------------------------------------------------------------ */
@@ -363,19 +361,18 @@ static void training(const ModuleGraph *g, const RepProfileOptions *o, TsBuf *b)
 
 void rep_profile_text(const ModuleGraph *g, const RepCompute *cm, const RepProfileOptions *o, TsBuf *b)
 {
-    RepModuleStats *st = malloc(sizeof *st * (size_t)g->n_mods);
-    if (!st) {
+    /* stats, signatures, class ids, names: ~64 bytes per module in one block */
+    size_t nm = (size_t)(g->n_mods > 0 ? g->n_mods : 1);
+    TsArena *scr = ts_arena_create(nm * 64 + (64u << 10));
+    RepModuleStats *st = scr ? ts_arena_alloc(scr, sizeof *st * nm) : NULL;
+    uint64_t *sig = st ? ts_arena_alloc(scr, sizeof *sig * nm) : NULL;
+    if (!sig) {
+        ts_arena_destroy(scr);
         b->oom = true;
         return;
     }
     rep_module_stats(g, cm, st);
-    uint64_t *sig = malloc(sizeof *sig * (size_t)g->n_mods);
-    if (!sig) {
-        free(st);
-        b->oom = true;
-        return;
-    }
-    Ctx c = {g, st, st[0].params, st[0].macs, st[0].latency_s, sig};
+    Ctx c = {g, st, st[0].params, st[0].macs, st[0].latency_s, sig, scr};
     signatures(&c);
     char v[64];
     ts_buf_puts(b, "\n-------------------------- DeepSpeed Flops Profiler --------------------------\n");
@@ -420,6 +417,5 @@ void rep_profile_text(const ModuleGraph *g, const RepCompute *cm, const RepProfi
     }
     ts_buf_puts(b, "------------------------------------------------------------------------------\n");
     training(g, o, b);
-    free(sig);
-    free(st);
+    ts_arena_destroy(scr);
 }

@@ -279,7 +279,7 @@ static void test_layer_index(void **state)
 {
     (void)state;
     static const char *const presets[] = {"gpt2", "bert-base-uncased", "llama2-7b", "mixtral-8x7b",
-                                          "qwen3-30b-a3b", "deepseek-v3", "gpt-1t"};
+                                          "qwen3-30b-a3b", "deepseek-v3", "gpt-1t", "gpt-neox-20b"};
     for (size_t k = 0; k < sizeof presets / sizeof presets[0]; k++) {
         ModelSpec m;
         TsError err = {0};
@@ -296,6 +296,30 @@ static void test_layer_index(void **state)
             graph_destroy(g);
         }
     }
+    /* GPT-NeoX in HF naming: its own module names, parallel residual (one 3-input add) */
+    ModelSpec nx = flags(MODEL_ARCH_NEOX, 2, 256, 4);
+    ModuleGraph *g = build(&nx, GRAPH_NAMING_HF, 2, 64);
+    check_index(g);
+    assert_string_equal(g->mods[0].cls, "GPTNeoXForCausalLM");
+    static const char *const paths[] = {"gpt_neox.embed_in", "gpt_neox.layers.1.input_layernorm",
+                                        "gpt_neox.layers.1.post_attention_layernorm",
+                                        "gpt_neox.layers.0.attention.query_key_value", "gpt_neox.layers.0.attention.dense",
+                                        "gpt_neox.layers.0.mlp.dense_h_to_4h", "gpt_neox.layers.0.mlp.dense_4h_to_h",
+                                        "gpt_neox.final_layer_norm", "embed_out"};
+    for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++) assert_true(graph_find(g, paths[k]) > 0);
+    assert_string_equal(g->mods[graph_find(g, "gpt_neox.layers.0")].cls, "GPTNeoXLayer");
+    assert_string_equal(g->mods[graph_find(g, "gpt_neox.layers.0.attention")].cls, "GPTNeoXAttention");
+    assert_string_equal(g->mods[graph_find(g, "gpt_neox.layers.0.mlp")].cls, "GPTNeoXMLP");
+    GraphTotals t;
+    graph_model_totals(g, &t);
+    ModelCounts mc;
+    model_count_params(&nx, &mc);
+    assert_true(t.params == mc.total);
+    int adds = 0;
+    for (int32_t i = g->layer_first_op[0]; i < g->layer_first_op[1]; i++)
+        if (g->ops[i].kind == GRAPH_OP_ELEMENTWISE) adds++, assert_int_equal(g->ops[i].dims[1], 3);
+    assert_int_equal(adds, 1);
+    graph_destroy(g);
 }
 
 static void test_bad_options(void **state)

@@ -24,9 +24,20 @@ typedef struct Hf {
     const char *norm_cls, *norm_extra, *drop_extra;
     bool ln;
     GraphNames idx;
+    /* strings formatted once per build and shared by every layer */
+    struct { const char *suffix, *s; } cls_memo[16];
+    struct { int64_t in, out; bool bias; const char *s; } lin_memo[16];
+    int n_cls, n_lin;
 } Hf;
 
-static const char *cls(Hf *c, const char *suffix) { return ts_arena_printf(c->g->arena, "%s%s", c->P, suffix); }
+static const char *cls(Hf *c, const char *suffix)
+{
+    for (int i = 0; i < c->n_cls; i++)
+        if (c->cls_memo[i].suffix == suffix || strcmp(c->cls_memo[i].suffix, suffix) == 0) return c->cls_memo[i].s;
+    const char *s = ts_arena_printf(c->g->arena, "%s%s", c->P, suffix);
+    if (s && c->n_cls < 16) c->cls_memo[c->n_cls].suffix = suffix, c->cls_memo[c->n_cls++].s = s;
+    return s;
+}
 
 static const char *linear_extra(ModuleGraph *g, int64_t in, int64_t out, bool bias)
 {
@@ -36,7 +47,17 @@ static const char *linear_extra(ModuleGraph *g, int64_t in, int64_t out, bool bi
 
 static int32_t lin(Hf *c, int32_t parent, const char *name, int64_t in, int64_t out, bool bias, GraphSplit split)
 {
-    return gb_linear_mod(c->g, parent, name, "Linear", linear_extra(c->g, in, out, bias), in, out, bias, split);
+    const char *ex = NULL;
+    for (int i = 0; i < c->n_lin && !ex; i++)
+        if (c->lin_memo[i].in == in && c->lin_memo[i].out == out && c->lin_memo[i].bias == bias) ex = c->lin_memo[i].s;
+    if (!ex) {
+        ex = linear_extra(c->g, in, out, bias);
+        if (ex) {
+            int k = c->n_lin < 16 ? c->n_lin++ : (int)(in % 16); /* full: overwrite one */
+            c->lin_memo[k].in = in, c->lin_memo[k].out = out, c->lin_memo[k].bias = bias, c->lin_memo[k].s = ex;
+        }
+    }
+    return gb_linear_mod(c->g, parent, name, "Linear", ex, in, out, bias, split);
 }
 
 static const char *ln_extra(ModuleGraph *g, int64_t w, double eps)

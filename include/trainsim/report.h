@@ -84,6 +84,8 @@ typedef struct RepTraining {
     double closed_flops[3];  /* Korthikanti none/selective, Narayanan full */
 } RepTraining;
 void rep_training_flops(const ModuleGraph *g, RepTraining *out);
+/* Both in one pass over the ops (same figures; what the reports use). */
+void rep_stats_and_training(const ModuleGraph *g, const RepCompute *c, RepModuleStats *stats, RepTraining *out);
 
 /* The DeepSpeed-style text report plus the training section. */
 void rep_profile_text(const ModuleGraph *g, const RepCompute *c, const RepProfileOptions *o, TsBuf *out);

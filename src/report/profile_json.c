@@ -23,7 +23,6 @@ void rep_profile_json(const ModuleGraph *g, const RepCompute *cm, const RepProfi
         b->oom = true;
         return;
     }
-    rep_module_stats(g, cm, st);
     /* prefix sums of exact fwd, dgrad+wgrad, act bytes, fwd bytes over the execution order */
     memset(pre, 0, sizeof *pre * 4);
     for (int32_t i = 0; i < g->n_ops; i++) {
@@ -35,7 +34,7 @@ void rep_profile_json(const ModuleGraph *g, const RepCompute *cm, const RepProfi
         q[3] = p[3] + op->fwd_bytes;
     }
     RepTraining t;
-    rep_training_flops(g, &t);
+    rep_stats_and_training(g, cm, st, &t);
     static const char *const rc[3] = {"none", "selective", "full"};
     ts_buf_printf(b, "{\"format\":\"trainsim.profile\",\"version\":1,\"generator\":\"trainsim %s\",\n", TRAINSIM_VERSION);
     ts_buf_puts(b, "\"model\":");

@@ -65,9 +65,17 @@ void rep_profile_options_init(RepProfileOptions *o)
     o->recompute = REP_RECOMPUTE_NONE;
 }
 
+static void training_from_sums(const ModuleGraph *g, double base, double core, double layers, RepTraining *t);
+
 void rep_module_stats(const ModuleGraph *g, const RepCompute *c, RepModuleStats *st)
 {
+    rep_stats_and_training(g, c, st, NULL);
+}
+
+void rep_stats_and_training(const ModuleGraph *g, const RepCompute *c, RepModuleStats *st, RepTraining *tr)
+{
     int32_t n = g->n_mods;
+    double base = 0, core = 0, layers = 0; /* training sums, same order as rep_training_flops */
     for (int32_t i = 0; i < n; i++) memset(&st[i], 0, sizeof st[i]);
     Memo *memo = calloc(1, sizeof *memo); /* NULL: no memo, same figures */
     /* ops: credit each op to its owner, then add subtrees bottom-up (ids are pre-order) */
@@ -77,8 +85,14 @@ void rep_module_stats(const ModuleGraph *g, const RepCompute *c, RepModuleStats 
         s->macs += op->ds_macs;
         s->flops += op->ds_flops;
         s->latency_s += memo ? memo_time(memo, c, op) : rep_op_time_s(c, op);
+        if (tr) {
+            base += op->fwd_flops + op->dgrad_flops + op->wgrad_flops;
+            if (op->part == GRAPH_PART_ATTN_CORE) core += op->fwd_flops;
+            if (op->role == GRAPH_ROLE_LAYER) layers += op->fwd_flops;
+        }
     }
     free(memo);
+    if (tr) training_from_sums(g, base, core, layers, tr);
     int32_t tied = 0;
     for (int32_t p = 0; p < g->n_params; p++) {
         st[g->params[p].module].params += (double)g->params[p].numel;
@@ -104,7 +118,6 @@ void rep_module_stats(const ModuleGraph *g, const RepCompute *c, RepModuleStats 
 
 void rep_training_flops(const ModuleGraph *g, RepTraining *t)
 {
-    memset(t, 0, sizeof *t);
     double base = 0, core = 0, layers = 0;
     for (int32_t i = 0; i < g->n_ops; i++) {
         const GraphOp *op = &g->ops[i];
@@ -112,6 +125,12 @@ void rep_training_flops(const ModuleGraph *g, RepTraining *t)
         if (op->part == GRAPH_PART_ATTN_CORE) core += op->fwd_flops;
         if (op->role == GRAPH_ROLE_LAYER) layers += op->fwd_flops;
     }
+    training_from_sums(g, base, core, layers, t);
+}
+
+static void training_from_sums(const ModuleGraph *g, double base, double core, double layers, RepTraining *t)
+{
+    memset(t, 0, sizeof *t);
     t->exact_flops[REP_RECOMPUTE_NONE] = base;
     t->exact_flops[REP_RECOMPUTE_SELECTIVE] = base + core;
     t->exact_flops[REP_RECOMPUTE_FULL] = base + layers;

@@ -328,10 +328,9 @@ static void aggregated(const Ctx *c, const RepProfileOptions *o, TsBuf *b)
 
 /* ---- training section ------------------------------------------------------------------ */
 
-static void training(const ModuleGraph *g, const RepProfileOptions *o, TsBuf *b)
+static void training(const ModuleGraph *g, const RepTraining *tr, const RepProfileOptions *o, TsBuf *b)
 {
-    RepTraining t;
-    rep_training_flops(g, &t);
+    RepTraining t = *tr;
     static const char *const names[3] = {"none", "selective", "full"};
     static const char *const forms[3] = {
         "Korthikanti 2022: 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h))",
@@ -371,7 +370,8 @@ void rep_profile_text(const ModuleGraph *g, const RepCompute *cm, const RepProfi
         b->oom = true;
         return;
     }
-    rep_module_stats(g, cm, st);
+    RepTraining tr;
+    rep_stats_and_training(g, cm, st, &tr);
     Ctx c = {g, st, st[0].params, st[0].macs, st[0].latency_s, sig, scr};
     signatures(&c);
     char v[64];
@@ -416,6 +416,6 @@ void rep_profile_text(const ModuleGraph *g, const RepCompute *cm, const RepProfi
         ts_buf_puts(b, "\n");
     }
     ts_buf_puts(b, "------------------------------------------------------------------------------\n");
-    training(g, o, b);
+    training(g, &tr, o, b);
     ts_arena_destroy(scr);
 }

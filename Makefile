@@ -1,5 +1,5 @@
 # trainsim — the two commands of the README:
-#   make run   install missing build dependencies, build, simulate the default
+#   make run   install missing build dependencies, build, simulate the built-in default
 #   make test  the same set-up, then every test (normal and ASan+UBSan builds)
 JOBS ?= $(shell nproc)
 BUILD ?= build
@@ -25,7 +25,7 @@ build-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 run: build
-	./$(BUILD)/trainsim profile
+	./$(BUILD)/trainsim simulate
 
 test: build build-asan
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

@@ -1,16 +1,18 @@
 /* bench_plan — time to validate a plan, compute its memory, and build the
  * full partition, for gpt3-175b on 1024 GPUs and deepseek-v3 on 2048 GPUs
  * (graph built once). Target: validate + memory < 5 us per plan. Prints
- * ns per plan for each path; tests never assert on these times. */
+ * ns per plan for each path (thread CPU time); tests never assert on these. */
 #include "trainsim/partition.h"
 
 #include <stdio.h>
 #include <time.h>
 
+/* Thread CPU time (user + system, page faults included): the dev box is
+ * shared, and wall time there mostly measures the other jobs. */
 static double now_s(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -48,21 +50,26 @@ static void bench(const char *model, ParallelPlan base, const int64_t *tps, int 
                 sink += peak.total_bytes;
             }
     double t_mem = (now_s() - t0) / (double)n;
-    /* full partition of the base plan */
-    int reps = 2000;
-    t0 = now_s();
-    for (int r = 0; r < reps; r++) {
-        Partition *pt = NULL;
-        if (part_build(g, &base, &mo, &pt, &err) != TS_OK) { printf("build: %s\n", err.msg); break; }
-        sink += pt->peak.total_bytes;
-        part_destroy(pt);
+    /* full partition of the base plan: best of 20 batches of 100 */
+    double t_build = 1e9;
+    for (int bt = 0; bt < 20; bt++) {
+        int reps = 100;
+        t0 = now_s();
+        for (int r = 0; r < reps; r++) {
+            Partition *pt = NULL;
+            if (part_build(g, &base, &mo, &pt, &err) != TS_OK) { printf("build: %s\n", err.msg); break; }
+            sink += pt->peak.total_bytes;
+            part_destroy(pt);
+        }
+        double tb = (now_s() - t0) / reps;
+        if (tb < t_build) t_build = tb;
     }
-    double t_build = (now_s() - t0) / reps;
     printf("%-12s gpus %5lld  graph build %.2f ms (%d ops)\n", model, (long long)base.gpus,
            t_graph * 1e3, g->n_ops);
     printf("  validate + memory (peak only): %7.0f ns/plan over %ld plans (%ld valid)\n",
            t_mem * 1e9, n, valid);
-    printf("  part_build (templates, collectives, memory of all stages): %7.0f ns\n", t_build * 1e9);
+    printf("  part_build (templates, collectives, memory of all stages): %7.0f ns (best batch mean)\n",
+           t_build * 1e9);
     if (sink < 0) printf("%g\n", sink);
     graph_destroy(g);
 }

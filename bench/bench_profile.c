@@ -12,7 +12,7 @@
 static double now_s(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); /* the dev box is shared: CPU time, faults included */
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
@@ -82,6 +82,7 @@ int main(void)
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("median of %d runs, B=1 S=4096, one thread; peak RSS %.1f MB\n", REPS, (double)ru.ru_maxrss / 1024.0);
+    printf("median of %d runs (thread CPU time), B=1 S=4096, one thread; peak RSS %.1f MB\n", REPS,
+           (double)ru.ru_maxrss / 1024.0);
     return 0;
 }

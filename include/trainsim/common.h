@@ -199,7 +199,8 @@ typedef struct TsJsonDoc {
 TsStatus ts_json_load(TsJsonDoc *doc, const char *path, TsError *err);
 TsStatus ts_json_load_text(TsJsonDoc *doc, const char *name, const char *text, TsError *err);
 void ts_json_free(TsJsonDoc *doc);
-/* Find the line/column of the value at a dotted path ("text_config.hidden_size")
+/* Find the line/column of the value at a dotted path with optional array
+ * indices ("text_config.hidden_size", "links[2].bw")
  * in the source; returns false if not found (then line/col of the object). */
 bool ts_json_locate(const TsJsonDoc *doc, const char *path, int *line, int *col);
 /* Typed getters. `path` is the dotted JSON path used in messages. Missing

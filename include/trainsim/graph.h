@@ -194,6 +194,12 @@ typedef struct ModuleGraph {
     int32_t root;       /* 0 */
     int64_t vocab;      /* V as built: padded for megatron/deepspeed naming, e.g. 50304 */
     int64_t tokens;     /* B*S */
+    int32_t *layer_first_op;  /* [spec.layers + 1]: layer l runs ops [layer_first_op[l],
+                                 layer_first_op[l + 1]) (contiguous in execution order);
+                                 [spec.layers] = one past the last layer op */
+    int32_t *layer_expert_ops;/* [2 * spec.layers]: routed-expert ops of layer l are the
+                                 contiguous run [x[2l], x[2l + 1]), expert 0 first, each
+                                 expert's ops contiguous; empty (equal) in dense layers */
     GraphCursor at;     /* builder state (see graph_add_*) */
     bool oom;           /* an allocation failed while building; graph_build fails */
     int32_t cap_mods, cap_ops, cap_params;

@@ -44,6 +44,10 @@
 #include "trainsim/graph.h"
 
 /* ---- GPUs -------------------------------------------------------------------- */
+/* Bytes in one datasheet "GB" of memory CAPACITY: GPU vendors count memory in
+ * binary units (H100 "80 GB" = 5 HBM3 stacks x 16 GiB; nvidia-smi shows 81559
+ * MiB of it to CUDA). Bandwidths (TB/s, GB/s) stay decimal. */
+#define HW_CAPACITY_GB_BYTES 1073741824.0
 typedef struct GpuSpec {
     char name[64];                        /* "h100-sxm5-80gb" */
     char source[1024];                    /* datasheet / microbenchmark citations */
@@ -51,7 +55,8 @@ typedef struct GpuSpec {
     char arch[16];                        /* "ampere", "hopper", "blackwell", "ada", "cdna3" */
     double peak_flops[TS_DTYPE_COUNT];    /* dense tensor FLOP/s per dtype; 0 = unsupported (A100 fp8) */
     double hbm_bw_bytes_per_s;            /* spec HBM bandwidth, 3.35e12 */
-    double hbm_bytes;                     /* memory capacity, 80e9 */
+    double hbm_bytes;                     /* memory capacity: the datasheet's "GB" x 2^30,
+                                             80 GiB = 85899345920 (docs/memory.md) */
     int64_t sm_count;                     /* SMs (CUs on AMD), 132 */
     double l2_bytes;                      /* L2 cache, 50e6 */
     double power_w;                       /* TDP, 700 */

@@ -169,25 +169,37 @@ typedef struct PartParamRow {
     int32_t graph_param;  /* index in graph->params */
     int64_t shape[2];     /* per-rank shape (TP/EP split) */
     int ndim;
+    bool expert;          /* a routed expert's tensor (owner is an expert-DP rank) */
     int32_t n_blocks;     /* Shampoo blocks (0: no preconditioner: embeddings, norms, biases) */
     int block_dim;        /* dim split into blocks: 0 rows (column-parallel), 1 cols (row-parallel);
                              block i has extent ceil(d/K) (the last one the rest), factors are
                              a x a and b x b for block shape (a, b) */
     double cost;          /* sum over blocks of a^3 + b^3 (preconditioner root cost) */
-    int64_t owner;        /* DP rank computing this tensor's preconditioners (LPT) */
+    int64_t owner;        /* rank, within the group replicating the tensor, computing its
+                             preconditioners (LPT): a DP rank, or an expert-DP rank for experts */
 } PartParamRow;
 
 typedef struct PartParamTable {
     PartParamRow *rows; int32_t n_rows; /* module order */
     int64_t stage;        /* pipeline rank of the table's rank */
-    int64_t dp;           /* DP ranks sharing preconditioner work */
-    double *load;         /* dp entries: sum of cost per DP rank */
+    int64_t dp;           /* DP ranks sharing the dense tensors' preconditioner work */
+    double *load;         /* dp entries: sum of cost per DP rank (dense tensors) */
     double imbalance;     /* max load / mean load (1.0 = perfect) */
+    /* ---- routed experts (Megatron layout: EP rank e holds experts
+     *      e*E/ep .. (e+1)*E/ep - 1, replicated over the EDP group) ---- */
+    int64_t ep_rank;      /* the rank's expert-parallel index */
+    int64_t first_expert; /* global index of its first local expert, ep_rank*E/ep */
+    int64_t n_local_experts; /* E/ep (0 for dense models) */
+    int64_t edp;          /* expert-DP ranks sharing the experts' preconditioner work */
+    double *expert_load;  /* edp entries: sum of cost per expert-DP rank */
+    double expert_imbalance; /* max/mean of expert_load (1.0 when no expert work) */
 } PartParamTable;
 
 /* Parameter tensors of `rank`'s stage in module order, with per-rank shapes,
- * Shampoo blocks (when p->optimizer is shampoo) and LPT owners. Allocated in
- * arena a. TS_ERR_PLAN for a bad plan or a rank out of range. */
+ * Shampoo blocks (when p->optimizer is shampoo) and LPT owners. Routed
+ * experts: only the rank's E/ep local experts, named by their global index
+ * (the graph's names). Allocated in arena a. TS_ERR_PLAN for a bad plan or a
+ * rank out of range. */
 TsStatus part_params(const ModuleGraph *g, const ParallelPlan *p, int64_t rank, TsArena *a,
                      PartParamTable *out, TsError *err);
 /* Write the table in the seed format, header line included:

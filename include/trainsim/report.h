@@ -13,11 +13,13 @@
  * full next to the closed forms of Korthikanti et al. 2022 and Narayanan et
  * al. 2021 (reference/flops_profiler.md §4).
  *
- * Inputs: a built graph and a compute model (GPU spec, dtype). Latency of a
- * module = sum of its ops' times from rep_op_time_s (one function: a
- * roofline with the GPU's GEMM and memory efficiencies, to be replaced by
- * the full compute model). Units: FLOPs, bytes, seconds; numbers are
- * formatted exactly like DeepSpeed's number_to_string (2 decimals, :g).
+ * Inputs: a built graph and a compute model (GPU spec, dtype, optional
+ * calibration table). Latency of a module = sum of its ops' forward times
+ * from rep_op_time_s, which is hw_op_time_s(HW_PASS_FWD): tile/wave
+ * quantized GEMMs, FlashAttention-style core, memory-bound ops with a
+ * small-tensor floor, per-kernel launch overhead (hw.h). Units: FLOPs,
+ * bytes, seconds; numbers are formatted exactly like DeepSpeed's
+ * number_to_string (2 decimals, :g).
  *
  * Example:
  *     RepCompute c; rep_compute_init(&c, "a100-sxm4-80gb", TS_DTYPE_BF16, &err);
@@ -44,12 +46,13 @@ void rep_fmt_params(char *out, size_t cap, double n);      /* "109.48 M", "6.74 
 
 /* ---- compute model for the profile ------------------------------------------------ */
 typedef struct RepCompute {
-    GpuSpec gpu;          /* from hw_gpu_load */
+    HwModel hw;           /* hw.gpu from hw_gpu_load; hw.calib optional (not owned) */
     TsDtype dtype;        /* bf16 */
 } RepCompute;
 
+/* Load the GPU preset or file; no calibration (set c->hw.calib to add one). */
 TsStatus rep_compute_init(RepCompute *c, const char *gpu, TsDtype dtype, TsError *err);
-/* Forward time of one op in seconds: max(FLOPs / (peak * eff), bytes / (HBM * mem_eff)). */
+/* Forward time of one op in seconds: hw_op_time_s(&c->hw, op, HW_PASS_FWD, c->dtype). */
 double rep_op_time_s(const RepCompute *c, const GraphOp *op);
 
 /* ---- the profile ------------------------------------------------------------------ */
@@ -81,6 +84,8 @@ typedef struct RepTraining {
     double closed_flops[3];  /* Korthikanti none/selective, Narayanan full */
 } RepTraining;
 void rep_training_flops(const ModuleGraph *g, RepTraining *out);
+/* Both in one pass over the ops (same figures; what the reports use). */
+void rep_stats_and_training(const ModuleGraph *g, const RepCompute *c, RepModuleStats *stats, RepTraining *out);
 
 /* The DeepSpeed-style text report plus the training section. */
 void rep_profile_text(const ModuleGraph *g, const RepCompute *c, const RepProfileOptions *o, TsBuf *out);

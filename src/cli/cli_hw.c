@@ -9,13 +9,21 @@ void cli_hw_init(CliHw *h)
     h->gpus = -1;
 }
 
-void cli_hw_add(CliSpec *s, CliHw *h)
+static void add_group(CliSpec *s, CliHw *h, const char *gpus_help)
 {
     cli_add(s, "gpu", CLI_STR, &h->gpu, "G", "GPU preset or JSON file (trainsim hw lists them)");
-    cli_add(s, "cluster", CLI_STR, &h->cluster, "C", "cluster preset or JSON file");
-    cli_add(s, "gpus", CLI_INT, &h->gpus, "N", "GPUs in the job (nodes = ceil(N / GPUs per node))");
+    cli_add(s, "cluster", CLI_STR, &h->cluster, "C", "cluster preset or JSON file (default dgx-h100)");
+    if (gpus_help) cli_add(s, "gpus", CLI_STR, &h->gpus_list, "N[,N..]", gpus_help);
+    else cli_add(s, "gpus", CLI_INT, &h->gpus, "N", "GPUs in the job (nodes = ceil(N / GPUs per node))");
     cli_add(s, "calibration", CLI_STR, &h->calibration, "FILE", "measured kernel times (tools/calibrate)");
     cli_add(s, "busbw", CLI_STR, &h->busbw, "FILE", "measured bus bandwidth table (SimAI busbw.yaml or JSON)");
+}
+
+void cli_hw_add(CliSpec *s, CliHw *h) { add_group(s, h, NULL); }
+
+void cli_hw_add_list(CliSpec *s, CliHw *h, const char *gpus_help)
+{
+    add_group(s, h, gpus_help ? gpus_help : "GPU counts, comma-separated");
 }
 
 /* The cluster preset whose GPU is `gpu`, if any (first by name). */
@@ -77,6 +85,15 @@ int cli_hw_load(const CliHw *h, const char *default_cluster, int64_t default_gpu
     hw_net_init(&out->net, &out->cluster);
     out->net.busbw = out->busbw;
     return 0;
+}
+
+void cli_hw_net_sized(const CliHwLoaded *l, int64_t gpus, HwNet *net)
+{
+    ClusterSpec c = l->cluster;
+    c.gpus = gpus;
+    c.nodes = ts_ceil_div(gpus, c.gpus_per_node);
+    hw_net_init(net, &c);
+    net->busbw = l->busbw;
 }
 
 void cli_hw_free(CliHwLoaded *l)

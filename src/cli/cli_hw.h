@@ -21,6 +21,7 @@ typedef struct CliHw {
     int64_t gpus;             /* --gpus N; -1 = not given */
     const char *calibration;  /* --calibration FILE (measured kernel times) */
     const char *busbw;        /* --busbw FILE (measured bus bandwidth, SimAI yaml or JSON) */
+    const char *gpus_list;    /* --gpus N[,N..] when added by cli_hw_add_list (sweep), else NULL */
 } CliHw;
 
 typedef struct CliHwLoaded {
@@ -33,11 +34,17 @@ typedef struct CliHwLoaded {
 
 void cli_hw_init(CliHw *h);
 void cli_hw_add(CliSpec *s, CliHw *h);
+/* The same group with --gpus taking a comma-separated list of counts
+ * (h->gpus_list; the caller parses it and sets h->gpus before loading). */
+void cli_hw_add_list(CliSpec *s, CliHw *h, const char *gpus_help);
 /* Load per the options. default_cluster: preset used when neither --cluster
  * nor a matching --gpu preset applies ("dgx-h100"); default_gpus: GPU count
  * when --gpus is not given (0 = one node). Returns 0, or prints the error
  * and returns its exit code (2 usage, 3 bad input). */
 int cli_hw_load(const CliHw *h, const char *default_cluster, int64_t default_gpus, CliHwLoaded *out);
 void cli_hw_free(CliHwLoaded *l);
+/* The loaded cluster sized to `gpus` instead (same node type, GPU and busbw
+ * table): for commands that plan several GPU counts at once. */
+void cli_hw_net_sized(const CliHwLoaded *l, int64_t gpus, HwNet *net);
 
 #endif

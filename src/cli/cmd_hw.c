@@ -9,7 +9,7 @@ static void list_all(TsBuf *b)
     static char names[128][64];
     int n = hw_gpu_names(names, 128);
     ts_buf_printf(b, "GPUs (%d presets; dense TFLOP/s):\n", n);
-    ts_buf_printf(b, "  %-16s %8s %8s %8s %7s %8s %5s %6s\n", "name", "fp32", "bf16", "fp8", "HBM GB",
+    ts_buf_printf(b, "  %-16s %8s %8s %8s %7s %8s %5s %6s\n", "name", "fp32", "bf16", "fp8", "HBM GiB",
                   "HBM TB/s", "SMs", "W");
     for (int i = 0; i < n && i < 128; i++) {
         GpuSpec g;
@@ -20,7 +20,7 @@ static void list_all(TsBuf *b)
         }
         ts_buf_printf(b, "  %-16s %8.1f %8.1f %8.1f %7.0f %8.3f %5lld %6.0f\n", g.name,
                       g.peak_flops[TS_DTYPE_FP32] / 1e12, g.peak_flops[TS_DTYPE_BF16] / 1e12,
-                      g.peak_flops[TS_DTYPE_FP8] / 1e12, g.hbm_bytes / 1e9, g.hbm_bw_bytes_per_s / 1e12,
+                      g.peak_flops[TS_DTYPE_FP8] / 1e12, g.hbm_bytes / HW_CAPACITY_GB_BYTES, g.hbm_bw_bytes_per_s / 1e12,
                       (long long)g.sm_count, g.power_w);
     }
     n = hw_cluster_names(names, 128);
@@ -46,7 +46,7 @@ static void show_gpu(const GpuSpec *g, TsBuf *b)
     ts_buf_printf(b, "  peak dense TFLOP/s:");
     for (int d = 0; d < TS_DTYPE_COUNT; d++)
         ts_buf_printf(b, " %s %.1f", ts_dtype_name((TsDtype)d), g->peak_flops[d] / 1e12);
-    ts_buf_printf(b, "\n  HBM: %.0f GB at %.3f TB/s; %lld SMs; L2 %.0f MB; %.0f W; %.0f MHz\n", g->hbm_bytes / 1e9,
+    ts_buf_printf(b, "\n  HBM: %.0f GiB at %.3f TB/s; %lld SMs; L2 %.0f MB; %.0f W; %.0f MHz\n", g->hbm_bytes / HW_CAPACITY_GB_BYTES,
                   g->hbm_bw_bytes_per_s / 1e12, (long long)g->sm_count, g->l2_bytes / 1e6, g->power_w,
                   g->clock_mhz);
     ts_buf_printf(b, "  GEMM efficiency:");

@@ -12,15 +12,17 @@ int cmd_profile(int argc, char **argv)
     CliSpec s = {.cmd = "profile",
                  .usage = "trainsim profile [--model M] [model flags] [--batch B] [--seq S] [options]",
                  .summary = "Profile a model's forward pass the way the DeepSpeed Flops Profiler prints it\n"
-                            "(summary, aggregated profile per depth, detailed module tree), with latencies\n"
-                            "from a roofline of the chosen GPU, then the exact training FLOPs for each\n"
+                            "(summary, aggregated profile per depth, detailed module tree), with forward\n"
+                            "latencies from the compute model of the chosen GPU (tile/wave-quantized GEMMs,\n"
+                            "flash attention, memory-bound ops, launch overhead; --calibration FILE corrects\n"
+                            "it with measured kernel times), then the exact training FLOPs for each\n"
                             "recompute mode next to the Narayanan 2021 / Korthikanti 2022 closed forms."};
     CliModel cm;
     cli_model_init(&cm);
     cli_model_add(&s, &cm);
     int64_t batch = 1, seq = 0, depth = -1, top = 1, step = 1;
     bool no_detailed = false, json = false, causal = false, no_flash = false;
-    const char *output = NULL, *gpu = "a100-sxm4-80gb", *dtype = "bf16", *recompute = "none";
+    const char *output = NULL, *gpu = "a100-sxm4-80gb", *dtype = "bf16", *recompute = "none", *calib = NULL;
     cli_add(&s, "batch", CLI_INT, &batch, "B", "micro-batch size (sequences), default 1");
     cli_add(&s, "seq", CLI_INT, &seq, "S", "sequence length, default min(max positions, 2048)");
     cli_add(&s, "module-depth", CLI_INT, &depth, "D", "aggregated profile depths 0..D-1 (-1: all but the innermost)");
@@ -29,6 +31,7 @@ int cmd_profile(int argc, char **argv)
     cli_add(&s, "profile-step", CLI_INT, &step, "N", "step number printed in the summary, default 1");
     cli_add(&s, "gpu", CLI_STR, &gpu, "NAME", "GPU preset for latencies, default a100-sxm4-80gb");
     cli_add(&s, "dtype", CLI_STR, &dtype, "T", "fp32|tf32|bf16|fp16|fp8, default bf16");
+    cli_add(&s, "calibration", CLI_STR, &calib, "FILE", "measured kernel times (tools/calibrate) correcting the model");
     cli_add(&s, "recompute", CLI_STR, &recompute, "R", "none|selective|full: the training row marked");
     cli_add(&s, "causal", CLI_FLAG, &causal, NULL, "exact FLOPs skip the masked half of causal attention");
     cli_add(&s, "no-flash", CLI_FLAG, &no_flash, NULL, "unfused attention core (Megatron/DeepSpeed namings)");
@@ -81,14 +84,21 @@ int cmd_profile(int argc, char **argv)
     TsError err = {0};
     RepCompute comp;
     if (rep_compute_init(&comp, gpu, dt, &err) != TS_OK) return cli_fail(&err);
+    HwCalib *cal = NULL;
+    if (calib && hw_calib_load(calib, &cal, &err) != TS_OK) return cli_fail(&err);
+    comp.hw.calib = cal;
     ModuleGraph *g;
-    if (graph_build(&m, &o, &g, &err) != TS_OK) return cli_fail(&err);
+    if (graph_build(&m, &o, &g, &err) != TS_OK) {
+        hw_calib_free(cal);
+        return cli_fail(&err);
+    }
     TsBuf b = {0};
     if (json)
         rep_profile_json(g, &comp, &po, &b);
     else
         rep_profile_text(g, &comp, &po, &b);
     graph_destroy(g);
+    hw_calib_free(cal);
     rc = cli_emit(output, &b);
     ts_buf_free(&b);
     return rc;

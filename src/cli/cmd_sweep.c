@@ -10,12 +10,16 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_hw.h"
 #include "trainsim/report_html.h"
 #include "trainsim/search.h"
 
 typedef struct SweepOpts {
     CliModel cm;
-    const char *cluster, *gpus, *objective, *csv, *html;
+    CliHw hw;                 /* --gpu --cluster --gpus LIST --calibration --busbw */
+    const char *cluster;      /* name of the loaded cluster (for the output) */
+    const char *gpus;         /* the --gpus list as given, "64" by default */
+    const char *objective, *csv, *html;
     const char *tp, *pp, *vpp, *cp, *ep, *mbs, *recompute, *schedule, *zero, *sp, *overlap;
     int64_t max_tp, max_pp, max_vpp, max_cp, max_ep, max_mbs;
     int64_t seq, global_batch, top, jobs;
@@ -288,8 +292,7 @@ static int write_html(const char *path, const SweepOpts *o, const ModelSpec *m, 
 static void add_options(CliSpec *s, SweepOpts *o)
 {
     cli_model_add(s, &o->cm);
-    cli_add(s, "cluster", CLI_STR, &o->cluster, "C", "cluster preset (dgx-h100, dgx-a100, ...); default dgx-h100");
-    cli_add(s, "gpus", CLI_STR, &o->gpus, "N[,N..]", "GPU counts to plan for (several: compare by --objective cost)");
+    cli_hw_add_list(s, &o->hw, "GPU counts to plan for, default 64 (several: compare by --objective cost)");
     cli_add(s, "seq", CLI_INT, &o->seq, "S", "tokens per sequence; default 4096");
     cli_add(s, "global-batch", CLI_INT, &o->global_batch, "B", "sequences per iteration; default 1024");
     cli_add(s, "tp", CLI_STR, &o->tp, "LIST", "tensor-parallel sizes to try, e.g. 1,2,4,8");
@@ -380,31 +383,30 @@ static int run(SweepOpts *o, int rank)
     ModelSpec m;
     int rc = cli_model_load(&o->cm, "llama3-8b", &m);
     if (rc) return rc;
+    if (o->hw.gpus_list) o->gpus = o->hw.gpus_list;
     SearchConfig c;
     if ((rc = configure(o, &m, &c)) != 0) return rc;
     if (rank == 0 && isatty(2)) c.progress = progress;
-    /* one network model per GPU count (the cluster is sized to it) */
-    TsError err = {0};
+    /* the hardware group, loaded once (GPU, calibration, busbw); then one
+     * network model per GPU count (the cluster is sized to it) */
+    o->hw.gpus = c.gpus.v[0];
+    CliHwLoaded l;
+    if ((rc = cli_hw_load(&o->hw, "dgx-h100", c.gpus.v[0], &l)) != 0) return rc;
+    o->cluster = l.cluster.name;
     HwNet *nets = calloc((size_t)c.gpus.n, sizeof *nets);
-    HwModel hw;
-    hw_model_init(&hw);
-    if (!nets) return cli_fail(&(TsError){.code = TS_ERR_INTERNAL, .msg = "out of memory"});
-    SearchEvalCtx x;
-    for (int i = 0; i < c.gpus.n; i++) {
-        ClusterSpec cl;
-        if (hw_cluster_load(o->cluster, c.gpus.v[i], &cl, &err) != TS_OK) {
-            free(nets);
-            return cli_fail(&err);
-        }
-        hw.gpu = cl.gpu;
-        hw_net_init(&nets[i], &cl);
+    if (!nets) {
+        cli_hw_free(&l);
+        return cli_fail(&(TsError){.code = TS_ERR_INTERNAL, .msg = "out of memory"});
     }
-    search_eval_init(&x, &m, &hw, o->global_batch, o->seq);
+    for (int i = 0; i < c.gpus.n; i++) cli_hw_net_sized(&l, c.gpus.v[i], &nets[i]);
+    SearchEvalCtx x;
+    search_eval_init(&x, &m, &l.model, o->global_batch, o->seq);
     for (int i = 0; i < c.gpus.n; i++) search_eval_add_net(&x, c.gpus.v[i], &nets[i]);
     SearchEvaluator ev = search_eval_sim(&x);
     SearchResult r;
-    rc = run_search(o, &m, &hw, &x, &c, &ev, rank, &r);
+    rc = run_search(o, &m, &l.model, &x, &c, &ev, rank, &r);
     free(nets);
+    cli_hw_free(&l);
     return rc;
 }
 
@@ -462,8 +464,9 @@ int cmd_sweep(int argc, char **argv)
 {
     SweepOpts o = {.cluster = "dgx-h100", .gpus = "64", .seq = 4096, .global_batch = 1024, .top = 10};
     cli_model_init(&o.cm);
+    cli_hw_init(&o.hw);
     CliSpec s = {.cmd = "sweep",
-                 .usage = "trainsim sweep [--model M] [--cluster C] [--gpus N] [--seq S] [--global-batch B] "
+                 .usage = "trainsim sweep [--model M] [--cluster C] [--gpu G] [--gpus N[,N..]] [--seq S] [--global-batch B] "
                           "[limits] [-j N] [--json] [--csv FILE] [--html FILE]",
                  .summary = "Enumerate every valid parallel plan (tp, pp, vpp, cp, ep, dp, micro-batch, sp, "
                             "recompute, ZeRO, schedule, TP overlap), prune those that do not fit in memory, "

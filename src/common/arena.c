@@ -1,15 +1,74 @@
-/* Bump arena: blocks chained, freed at once. Allocation failure injectable. */
+/* Bump arena: blocks chained, freed at once. Allocation failure injectable.
+ *
+ * Blocks of 2 MiB and more (a pre-sized graph of a 256-expert MoE model is
+ * ~13 MB) are mapped directly, aligned to 2 MiB and advised for transparent
+ * huge pages where the OS has them: first touch then costs a few huge-page
+ * faults instead of thousands of 4 KiB ones (measured on the dev box: 13 MB
+ * first touch 20 ms with malloc, 1.4 ms with huge pages). Fresh mappings
+ * are zero, so allocations from them skip the memset and pages are touched
+ * only when used. */
 #include "trainsim/common.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#define ARENA_MAP 1
+#endif
+
+#define ARENA_HUGE ((size_t)2 << 20)
 
 typedef struct Block {
     struct Block *next;
     size_t used, cap;
+    void *map;          /* mapping start when mapped (munmap), else NULL (free) */
+    size_t map_bytes;
     _Alignas(16) unsigned char data[];
 } Block;
+
+static Block *block_new(size_t cap)
+{
+#ifdef ARENA_MAP
+    if (cap >= ARENA_HUGE && cap < SIZE_MAX - 2 * ARENA_HUGE) {
+        size_t want = (sizeof(Block) + cap + ARENA_HUGE - 1) & ~(ARENA_HUGE - 1);
+        size_t span = want + ARENA_HUGE;
+        void *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) {
+            uintptr_t a = ((uintptr_t)p + ARENA_HUGE - 1) & ~(uintptr_t)(ARENA_HUGE - 1);
+            size_t head = (size_t)(a - (uintptr_t)p), tail = span - head - want;
+            if (head) munmap(p, head);
+            if (tail) munmap((unsigned char *)a + want, tail);
+#ifdef MADV_HUGEPAGE
+            madvise((void *)a, want, MADV_HUGEPAGE); /* advisory: failure is harmless */
+#endif
+            Block *b = (Block *)a;
+            b->map = (void *)a;
+            b->map_bytes = want;
+            b->cap = want - sizeof(Block);
+            return b;
+        }
+    }
+#endif
+    Block *b = malloc(sizeof *b + cap);
+    if (!b) return NULL;
+    b->map = NULL;
+    b->map_bytes = 0;
+    b->cap = cap;
+    return b;
+}
+
+static void block_free(Block *b)
+{
+#ifdef ARENA_MAP
+    if (b->map) {
+        munmap(b->map, b->map_bytes);
+        return;
+    }
+#endif
+    free(b);
+}
 
 struct TsArena {
     Block *head;
@@ -33,7 +92,7 @@ void ts_arena_destroy(TsArena *a)
     Block *b = a->head;
     while (b) {
         Block *n = b->next;
-        free(b);
+        block_free(b);
         b = n;
     }
     free(a);
@@ -52,9 +111,8 @@ void *ts_arena_alloc(TsArena *a, size_t bytes)
     Block *b = a->head;
     if (!b || b->cap - b->used < need) {
         size_t cap = need > a->block_bytes ? need : a->block_bytes;
-        Block *nb = malloc(sizeof *nb + cap);
+        Block *nb = block_new(cap);
         if (!nb) return NULL;
-        nb->cap = cap;
         nb->used = 0;
         /* Keep the partially used head first when the new block is a one-off
          * big allocation, so small allocations continue to fill it. */
@@ -70,7 +128,7 @@ void *ts_arena_alloc(TsArena *a, size_t bytes)
     void *p = b->data + b->used;
     b->used += need;
     a->used_total += need;
-    memset(p, 0, bytes);
+    if (!b->map) memset(p, 0, bytes); /* mapped blocks are zero and never reused */
     return p;
 }
 

@@ -208,27 +208,52 @@ static bool find_key(Scan *s, const char *key, size_t klen)
     }
 }
 
+/* With s at an array's '[', move to element idx; leave s at it. */
+static bool find_index(Scan *s, long idx)
+{
+    skip_ws(s);
+    if (s->i >= s->n || s->t[s->i] != '[') return false;
+    s->i++;
+    for (long k = 0;; k++) {
+        skip_ws(s);
+        if (s->i >= s->n || s->t[s->i] == ']') return false;
+        if (k == idx) return true;
+        if (!skip_value(s, 1)) return false;
+        skip_ws(s);
+        if (s->i < s->n && s->t[s->i] == ',') s->i++;
+    }
+}
+
+/* Paths are dotted keys with optional array indices: "links[2].bw". */
 bool ts_json_locate(const TsJsonDoc *doc, const char *path, int *line, int *col)
 {
     Scan s = {doc->text, 0, doc->len};
     skip_ws(&s);
-    size_t obj_at = s.i;
+    size_t at = s.i;
     const char *p = path;
     bool found = true;
     while (*p) {
-        const char *dot = strchr(p, '.');
-        size_t kl = dot ? (size_t)(dot - p) : strlen(p);
         size_t save = s.i;
-        if (!find_key(&s, p, kl)) {
+        bool ok;
+        if (*p == '[') {
+            char *end;
+            long idx = strtol(p + 1, &end, 10);
+            ok = *end == ']' && find_index(&s, idx);
+            p = *end == ']' ? end + 1 : p + strlen(p);
+        } else {
+            size_t kl = strcspn(p, ".[");
+            ok = find_key(&s, p, kl);
+            p += kl;
+        }
+        if (!ok) {
             s.i = save;
             found = false;
             break;
         }
-        obj_at = s.i;
-        p += kl + (dot ? 1 : 0);
-        if (!dot) break;
+        at = s.i;
+        if (*p == '.') p++;
     }
-    pos_of(doc->text, found ? s.i : obj_at, line, col);
+    pos_of(doc->text, at, line, col);
     return found;
 }
 

@@ -1,5 +1,5 @@
-/* HuggingFace transformers naming: BertModel, GPT2LMHeadModel and the Llama
- * family (LlamaForCausalLM, MixtralForCausalLM, Qwen2/Qwen3(-MoE),
+/* HuggingFace transformers naming: BertModel, GPT2LMHeadModel, GPTNeoXForCausalLM
+ * and the Llama family (LlamaForCausalLM, MixtralForCausalLM, Qwen2/Qwen3(-MoE),
  * DeepseekV3ForCausalLM), modules registered in __init__ order.
  *
  * Legend: T = B*S tokens, H hidden, A heads, G kv heads, D head dim, F ffn,
@@ -24,9 +24,20 @@ typedef struct Hf {
     const char *norm_cls, *norm_extra, *drop_extra;
     bool ln;
     GraphNames idx;
+    /* strings formatted once per build and shared by every layer */
+    struct { const char *suffix, *s; } cls_memo[16];
+    struct { int64_t in, out; bool bias; const char *s; } lin_memo[16];
+    int n_cls, n_lin;
 } Hf;
 
-static const char *cls(Hf *c, const char *suffix) { return ts_arena_printf(c->g->arena, "%s%s", c->P, suffix); }
+static const char *cls(Hf *c, const char *suffix)
+{
+    for (int i = 0; i < c->n_cls; i++)
+        if (c->cls_memo[i].suffix == suffix || strcmp(c->cls_memo[i].suffix, suffix) == 0) return c->cls_memo[i].s;
+    const char *s = ts_arena_printf(c->g->arena, "%s%s", c->P, suffix);
+    if (s && c->n_cls < 16) c->cls_memo[c->n_cls].suffix = suffix, c->cls_memo[c->n_cls++].s = s;
+    return s;
+}
 
 static const char *linear_extra(ModuleGraph *g, int64_t in, int64_t out, bool bias)
 {
@@ -36,7 +47,17 @@ static const char *linear_extra(ModuleGraph *g, int64_t in, int64_t out, bool bi
 
 static int32_t lin(Hf *c, int32_t parent, const char *name, int64_t in, int64_t out, bool bias, GraphSplit split)
 {
-    return gb_linear_mod(c->g, parent, name, "Linear", linear_extra(c->g, in, out, bias), in, out, bias, split);
+    const char *ex = NULL;
+    for (int i = 0; i < c->n_lin && !ex; i++)
+        if (c->lin_memo[i].in == in && c->lin_memo[i].out == out && c->lin_memo[i].bias == bias) ex = c->lin_memo[i].s;
+    if (!ex) {
+        ex = linear_extra(c->g, in, out, bias);
+        if (ex) {
+            int k = c->n_lin < 16 ? c->n_lin++ : (int)(in % 16); /* full: overwrite one */
+            c->lin_memo[k].in = in, c->lin_memo[k].out = out, c->lin_memo[k].bias = bias, c->lin_memo[k].s = ex;
+        }
+    }
+    return gb_linear_mod(c->g, parent, name, "Linear", ex, in, out, bias, split);
 }
 
 static const char *ln_extra(ModuleGraph *g, int64_t w, double eps)
@@ -377,10 +398,10 @@ static void llama_moe(Hf *c, int32_t layer_mod)
         g->ops[g->n_ops - 1].wgrad_flops = 0;
     }
     int32_t first_expert_op = g->n_ops;
-    for (int64_t e = 0; e < E && !g->oom; e++) {
-        g->at.expert_id = (int32_t)e;
-        gated_mlp(c, list, graph_idx(g, &c->idx, e), ecls, m->moe_ffn, Te, mixtral);
-    }
+    int32_t m0 = g->n_mods, p0 = g->n_params;
+    g->at.expert_id = 0;
+    gated_mlp(c, list, graph_idx(g, &c->idx, 0), ecls, m->moe_ffn, Te, mixtral);
+    gb_clone_experts(g, list, m0, first_expert_op, p0, E, &c->idx);
     g->at.expert_id = -1;
     if (ds) {
         /* DeepseekV3TopkRouter is registered after the experts but runs first:
@@ -494,6 +515,103 @@ static TsStatus build_llama(Hf *c)
     return TS_OK;
 }
 
+/* ---- GPT-NeoX (Pythia, GPT-NeoX-20B) -----------------------------------------------------------
+ * transformers >= 4.48 layout: GPTNeoXForCausalLM(gpt_neox: GPTNeoXModel(embed_in, emb_dropout,
+ * layers, final_layer_norm, rotary_emb), embed_out); GPTNeoXLayer registers input_layernorm,
+ * post_attention_layernorm, post_attention_dropout, post_mlp_dropout, attention, mlp;
+ * GPTNeoXAttention(query_key_value, dense) (attention dropout is a float there, not a module);
+ * GPTNeoXMLP(dense_h_to_4h, dense_4h_to_h, act). Forward with use_parallel_residual (the
+ * config default, true for every released NeoX/Pythia checkpoint): x + attn(ln1(x)) +
+ * mlp(ln2(x)), one three-input add. ModelSpec keeps no hidden_act string, so act is
+ * GELUActivation (NeoX-20B's gelu_fast is FastGELUActivation; DeepSpeed counts both 0). */
+static TsStatus build_neox(Hf *c)
+{
+    ModuleGraph *g = c->g;
+    const ModelSpec *m = c->m;
+    int64_t B = g->opt.batch, S = g->opt.seq, H = m->hidden, A = m->heads, G = m->kv_heads, D = m->head_dim;
+    int64_t F = m->ffn, V = m->vocab, qkv = A * D + 2 * G * D;
+    double T = (double)g->tokens;
+    const char *dr = "p=0.0, inplace=False";
+    int32_t root = graph_add_module(g, -1, "", "GPTNeoXForCausalLM", "");
+    int32_t model = graph_add_module(g, root, "gpt_neox", "GPTNeoXModel", "");
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
+    int32_t ei = graph_add_module(g, model, "embed_in", "Embedding", emb_extra(g, V, H, -1));
+    int32_t wp = graph_add_param(g, ei, "weight", V, H, GRAPH_SPLIT_VOCAB);
+    int32_t ed = graph_add_module(g, model, "emb_dropout", "Dropout", dr);
+    emb_op(g, ei, "embed_in", H, GRAPH_SPLIT_VOCAB);
+    graph_op_eltwise(g, ed, GRAPH_OP_DROPOUT, "emb_dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+    int32_t rot_first_op = g->n_ops; /* rotary_emb runs here, after emb_dropout */
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_OTHER);
+    int32_t list = graph_add_module(g, model, "layers", "ModuleList", "");
+    int64_t rd = (int64_t)((double)D * m->rotary_pct);
+    for (int64_t l = 0; l < m->layers && !g->oom; l++) {
+        int32_t L = (int32_t)l;
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        int32_t ly = graph_add_module(g, list, graph_idx(g, &c->idx, l), "GPTNeoXLayer", "");
+        int32_t n1 = hf_norm_mod(c, ly, "input_layernorm", H);
+        graph_at(g, L, GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
+        int32_t n2 = hf_norm_mod(c, ly, "post_attention_layernorm", H);
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        int32_t pad = graph_add_module(g, ly, "post_attention_dropout", "Dropout", dr);
+        int32_t pmd = graph_add_module(g, ly, "post_mlp_dropout", "Dropout", dr);
+        int32_t at = graph_add_module(g, ly, "attention", "GPTNeoXAttention", "");
+        int32_t q = lin(c, at, "query_key_value", H, qkv, m->qkv_bias, GRAPH_SPLIT_COL);
+        int32_t o = lin(c, at, "dense", A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
+        graph_at(g, L, GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
+        int32_t mlp = graph_add_module(g, ly, "mlp", "GPTNeoXMLP", "");
+        int32_t up = lin(c, mlp, "dense_h_to_4h", H, F, m->mlp_bias, GRAPH_SPLIT_COL);
+        int32_t dn = lin(c, mlp, "dense_4h_to_h", F, H, m->mlp_bias, GRAPH_SPLIT_ROW);
+        int32_t act = graph_add_module(g, mlp, "act", "GELUActivation", "");
+        /* execution order */
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        hf_norm_op(c, n1, "input_layernorm", T, H);
+        graph_op_gemm(g, q, "query_key_value", T, H, qkv, m->qkv_bias, GRAPH_SPLIT_COL);
+        if (m->pos == MODEL_POS_ROPE && rd > 0)
+            graph_op_eltwise(g, at, GRAPH_OP_ROPE, "rotary", T * (double)((A + G) * rd), 1, 0.0, GRAPH_SPLIT_HEADS);
+        graph_at(g, L, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
+        graph_op_attention(g, at, "sdpa", B, A, G, S, S, D, D);
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        graph_op_gemm(g, o, "dense", T, A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
+        graph_op_eltwise(g, pad, GRAPH_OP_DROPOUT, "post_attention_dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+        graph_at(g, L, GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
+        hf_norm_op(c, n2, "post_attention_layernorm", T, H);
+        graph_op_gemm(g, up, "dense_h_to_4h", T, H, F, m->mlp_bias, GRAPH_SPLIT_COL);
+        graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, "gelu", T * (double)F, 1, 0.0, GRAPH_SPLIT_COL);
+        graph_op_gemm(g, dn, "dense_4h_to_h", T, F, H, m->mlp_bias, GRAPH_SPLIT_ROW);
+        graph_op_eltwise(g, pmd, GRAPH_OP_DROPOUT, "post_mlp_dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+        graph_op_eltwise(g, ly, GRAPH_OP_ELEMENTWISE, "residual", T * (double)H, 3, 0.0, GRAPH_SPLIT_SEQ);
+    }
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
+    int32_t fn = hf_norm_mod(c, model, "final_layer_norm", H);
+    hf_norm_op(c, fn, "final_layer_norm", T, H);
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
+    int32_t rot = graph_add_module(g, model, "rotary_emb", "GPTNeoXRotaryEmbedding", "");
+    if (m->pos == MODEL_POS_ROPE && rd > 0 && !g->oom) {
+        GraphOp *r = graph_add_op(g, rot, GRAPH_OP_BATCHED_GEMM, "inv_freq_matmul");
+        if (r) { /* inv_freq[B, rd/2, 1] @ positions[B, 1, S], counted by DeepSpeed */
+            int64_t half = rd / 2;
+            r->dims[0] = B, r->dims[1] = half, r->dims[2] = 1, r->dims[3] = S;
+            r->ds_macs = (double)(B * half) * (double)S;
+            r->ds_flops = r->fwd_flops = 2 * r->ds_macs;
+            r->fwd_bytes = 4.0 * (double)(B * half) * (double)S * 3;
+            GraphOp tmp = *r;
+            memmove(&g->ops[rot_first_op + 1], &g->ops[rot_first_op], sizeof *g->ops * (size_t)(g->n_ops - 1 - rot_first_op));
+            g->ops[rot_first_op] = tmp;
+        }
+    }
+    if (m->lm_head) {
+        graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
+        int32_t head = graph_add_module(g, root, "embed_out", "Linear", linear_extra(g, H, V, false));
+        if (m->tied_embeddings)
+            graph_add_tied_param(g, head, "weight", wp);
+        else
+            graph_add_param(g, head, "weight", V, H, GRAPH_SPLIT_COL);
+        graph_op_gemm(g, head, "embed_out", T, H, V, false, GRAPH_SPLIT_COL);
+        gb_loss_op(g, root, T, V);
+    }
+    return TS_OK;
+}
+
 TsStatus graph_build_hf(ModuleGraph *g, TsError *err)
 {
     (void)err;
@@ -507,7 +625,7 @@ TsStatus graph_build_hf(ModuleGraph *g, TsError *err)
     case MODEL_ARCH_MIXTRAL: c.P = "Mixtral"; break;
     case MODEL_ARCH_DEEPSEEK: c.P = "DeepseekV3"; break;
     case MODEL_ARCH_QWEN: c.P = m->experts > 0 ? "Qwen3Moe" : m->qk_norm ? "Qwen3" : "Qwen2"; break;
-    case MODEL_ARCH_NEOX: c.P = "GPTNeoX"; break;
+    case MODEL_ARCH_NEOX: c.P = "GPTNeoX"; break; /* GPT-NeoX layout: build_neox */
     default: c.P = "Llama"; break;
     }
     char e[32];
@@ -519,5 +637,5 @@ TsStatus graph_build_hf(ModuleGraph *g, TsError *err)
         c.norm_cls = cls(&c, "RMSNorm");
         c.norm_extra = ts_arena_printf(g->arena, "(%lld,), eps=%s", (long long)m->hidden, e);
     }
-    return build_llama(&c);
+    return m->arch == MODEL_ARCH_NEOX ? build_neox(&c) : build_llama(&c);
 }

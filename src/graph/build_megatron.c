@@ -68,10 +68,10 @@ static void moe_block(Mg *c, int32_t layer_mod, int32_t layer)
     graph_op_eltwise(g, moe, GRAPH_OP_ELEMENTWISE, "dispatch", T * (double)K * (double)H, 1, 0.0, GRAPH_SPLIT_NONE);
     int32_t experts = graph_add_module(g, moe, "experts", "SequentialMLP", "");
     int32_t list = graph_add_module(g, experts, "local_experts", "ModuleList", "");
-    for (int64_t e = 0; e < E && !g->oom; e++) {
-        g->at.expert_id = (int32_t)e;
-        mlp_block(c, list, graph_idx(g, &c->idx, e), "MLP", m->moe_ffn, Te, false);
-    }
+    int32_t m0 = g->n_mods, o0 = g->n_ops, p0 = g->n_params;
+    g->at.expert_id = 0;
+    mlp_block(c, list, graph_idx(g, &c->idx, 0), "MLP", m->moe_ffn, Te, false);
+    gb_clone_experts(g, list, m0, o0, p0, E, &c->idx);
     g->at.expert_id = -1;
     graph_op_eltwise(g, moe, GRAPH_OP_ELEMENTWISE, "combine", T * (double)K * (double)H, 2, 0.0, GRAPH_SPLIT_NONE);
     if (m->shared_experts > 0)

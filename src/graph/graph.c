@@ -304,6 +304,74 @@ GraphOp *graph_op_attention(ModuleGraph *g, int32_t module, const char *name, in
     return op;
 }
 
+/* ---- routed experts: build one, copy the rest ------------------------------------ */
+
+static bool reserve(ModuleGraph *g, void **arr, size_t elem, int32_t n, int32_t *cap, int64_t need)
+{
+    if (need <= *cap) return true;
+    if (need > INT32_MAX) {
+        g->oom = true;
+        return false;
+    }
+    int64_t nc = (int64_t)*cap * 2 > need ? (int64_t)*cap * 2 : need;
+    if (nc > INT32_MAX) nc = INT32_MAX;
+    void *p = ts_arena_grow(g->arena, *arr, elem, (size_t)n, (size_t)nc);
+    if (!p) {
+        g->oom = true;
+        return false;
+    }
+    *arr = p;
+    *cap = (int32_t)nc;
+    return true;
+}
+
+bool gb_clone_experts(ModuleGraph *g, int32_t list, int32_t m0, int32_t o0, int32_t p0, int64_t n,
+                      const GraphNames *idx)
+{
+    if (g->oom) return false;
+    int32_t bm = g->n_mods - m0, bo = g->n_ops - o0, bp = g->n_params - p0;
+    if (bm <= 0 || n <= 1) return true;
+    int64_t k = n - 1;
+    if (!reserve(g, (void **)&g->mods, sizeof *g->mods, g->n_mods, &g->cap_mods, g->n_mods + k * bm) ||
+        !reserve(g, (void **)&g->ops, sizeof *g->ops, g->n_ops, &g->cap_ops, g->n_ops + k * bo) ||
+        !reserve(g, (void **)&g->params, sizeof *g->params, g->n_params, &g->cap_params, g->n_params + k * bp))
+        return false;
+    for (int64_t e = 1; e < n; e++) {
+        int32_t dm = (int32_t)e * bm, dox = (int32_t)e * bo, dp = (int32_t)e * bp, eid = (int32_t)e;
+        GraphModule *md = &g->mods[m0 + dm];
+        memcpy(md, &g->mods[m0], sizeof *md * (size_t)bm);
+        for (int32_t i = 0; i < bm; i++) {
+            GraphModule *x = &md[i];
+            if (i > 0) x->parent += dm;
+            if (x->first_child >= 0) x->first_child += dm, x->last_child += dm;
+            if (i > 0 && x->next_sibling >= 0) x->next_sibling += dm;
+            x->first_param += dp;
+            x->end_mod += dm;
+        }
+        md->name = graph_idx(g, idx, e);
+        md->next_sibling = -1;
+        g->mods[g->mods[list].last_child].next_sibling = m0 + dm;
+        g->mods[list].last_child = m0 + dm;
+        GraphOp *op = &g->ops[o0 + dox];
+        memcpy(op, &g->ops[o0], sizeof *op * (size_t)bo);
+        for (int32_t i = 0; i < bo; i++) {
+            op[i].module += dm;
+            op[i].expert_id = eid;
+        }
+        GraphParam *pr = &g->params[p0 + dp];
+        memcpy(pr, &g->params[p0], sizeof *pr * (size_t)bp);
+        for (int32_t i = 0; i < bp; i++) {
+            pr[i].module += dm;
+            pr[i].expert_id = eid;
+            if (pr[i].tied && pr[i].tied_to >= p0) pr[i].tied_to += dp;
+        }
+    }
+    g->n_mods += (int32_t)k * bm;
+    g->n_ops += (int32_t)k * bo;
+    g->n_params += (int32_t)k * bp;
+    return true;
+}
+
 /* ---- small helpers ----------------------------------------------------------------- */
 
 bool graph_names_init(ModuleGraph *g, GraphNames *nm, int64_t n)
@@ -351,21 +419,61 @@ void graph_fmt_eps(char *out, size_t cap, double eps)
 
 /* ---- build --------------------------------------------------------------------------- */
 
-static void finish_spans(ModuleGraph *g)
+/* Op spans and the per-layer index, in O(modules + ops): each module's own
+ * ops first, then children merged into parents bottom-up (pre-order ids:
+ * children come after their parent). n_ops holds the span end meanwhile. */
+static bool finish_spans(ModuleGraph *g)
 {
     for (int32_t i = g->n_mods - 1; i > 0; i--) {
         int32_t p = g->mods[i].parent;
         if (p >= 0 && g->mods[i].end_mod > g->mods[p].end_mod) g->mods[p].end_mod = g->mods[i].end_mod;
     }
     for (int32_t i = 0; i < g->n_ops; i++) {
-        for (int32_t m = g->ops[i].module; m >= 0; m = g->mods[m].parent) {
-            GraphModule *md = &g->mods[m];
-            if (md->first_op < 0) md->first_op = i;
-            md->n_ops = i - md->first_op + 1;
+        GraphModule *md = &g->mods[g->ops[i].module];
+        if (md->first_op < 0) md->first_op = i;
+        md->n_ops = i + 1;
+    }
+    for (int32_t i = g->n_mods - 1; i > 0; i--) {
+        const GraphModule *c = &g->mods[i];
+        if (c->first_op < 0 || c->parent < 0) continue;
+        GraphModule *p = &g->mods[c->parent];
+        if (p->first_op < 0 || c->first_op < p->first_op) p->first_op = c->first_op;
+        if (c->n_ops > p->n_ops) p->n_ops = c->n_ops;
+    }
+    for (int32_t m = 0; m < g->n_mods; m++) {
+        GraphModule *md = &g->mods[m];
+        if (md->first_op < 0) {
+            md->first_op = 0;
+            md->n_ops = 0;
+        } else {
+            md->n_ops -= md->first_op;
         }
     }
-    for (int32_t m = 0; m < g->n_mods; m++)
-        if (g->mods[m].first_op < 0) g->mods[m].first_op = 0;
+    /* per-layer index: layer l runs ops [lf[l], lf[l+1]); expert runs [x[2l], x[2l+1]) */
+    int64_t L = g->spec.layers > 0 ? g->spec.layers : 0;
+    g->layer_first_op = ts_arena_alloc(g->arena, sizeof *g->layer_first_op * (size_t)(L + 1));
+    g->layer_expert_ops = ts_arena_alloc(g->arena, sizeof *g->layer_expert_ops * (size_t)(2 * L + 1));
+    if (!g->layer_first_op || !g->layer_expert_ops) return false;
+    int32_t *lf = g->layer_first_op, *x = g->layer_expert_ops;
+    for (int64_t l = 0; l <= L; l++) lf[l] = -1;
+    for (int64_t l = 0; l < 2 * L; l++) x[l] = -1;
+    int32_t end = -1;
+    for (int32_t i = 0; i < g->n_ops; i++) {
+        int32_t l = g->ops[i].layer;
+        if (l < 0 || l >= L) continue;
+        if (lf[l] < 0) lf[l] = i;
+        end = i + 1;
+        if (g->ops[i].expert) {
+            if (x[2 * l] < 0) x[2 * l] = i;
+            x[2 * l + 1] = i + 1;
+        }
+    }
+    lf[L] = end >= 0 ? end : g->n_ops;
+    for (int64_t l = L - 1; l >= 0; l--) {
+        if (lf[l] < 0) lf[l] = lf[l + 1];
+        if (x[2 * l] < 0) x[2 * l] = x[2 * l + 1] = lf[l];
+    }
+    return true;
 }
 
 TsStatus graph_build(const ModelSpec *m, const GraphOptions *o, ModuleGraph **out, TsError *err)
@@ -430,7 +538,10 @@ TsStatus graph_build(const ModelSpec *m, const GraphOptions *o, ModuleGraph **ou
         ts_arena_destroy(a);
         return st;
     }
-    finish_spans(g);
+    if (!finish_spans(g)) {
+        ts_arena_destroy(a);
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory building the module graph");
+    }
     *out = g;
     return TS_OK;
 }

@@ -15,6 +15,14 @@ typedef struct GraphNames {
 bool graph_names_init(ModuleGraph *g, GraphNames *nm, int64_t n);
 const char *graph_idx(ModuleGraph *g, const GraphNames *nm, int64_t i);
 
+/* Routed experts are identical but for their name and expert_id: build
+ * expert 0 (modules [m0, n_mods) with its root a child of `list`, ops
+ * [o0, n_ops), params [p0, n_params)), then this appends experts 1..n-1 as
+ * copies named by idx, exactly what building each would give. False after
+ * an allocation failure (g->oom set). */
+bool gb_clone_experts(ModuleGraph *g, int32_t list, int32_t m0, int32_t o0, int32_t p0, int64_t n,
+                      const GraphNames *idx);
+
 /* Set the cursor for the following ops. */
 void graph_at(ModuleGraph *g, int32_t layer, GraphPart part, GraphRole role);
 

@@ -127,7 +127,10 @@ static TsStatus parse_gpu(const TsJsonDoc *doc, GpuSpec *g, TsError *err)
         return hw_err_path(doc, "peak_tflops", err, "'peak_tflops' gives no positive peak",
                            "dense TFLOP/s per dtype, e.g. {\"bf16\": 989.4, \"fp32\": 66.9}");
     if ((st = num(doc, r, "hbm_tb_per_s", "", true, 1e-3, 1e3, 1e12, &g->hbm_bw_bytes_per_s, err))) return st;
-    if ((st = num(doc, r, "hbm_gb", "", true, 0.1, 1e5, 1e9, &g->hbm_bytes, err))) return st;
+    /* Memory capacity as the datasheet prints it: "80 GB" of HBM is 80 GiB
+     * (5 stacks x 16 GiB), so hbm_gb is read in units of 2^30 bytes
+     * (docs/memory.md, "GPU capacity"). */
+    if ((st = num(doc, r, "hbm_gb", "", true, 0.1, 1e5, HW_CAPACITY_GB_BYTES, &g->hbm_bytes, err))) return st;
     if ((st = ts_json_int(doc, r, "sm_count", "sm_count", true, 1, 100000, &g->sm_count, err))) return st;
     if ((st = num(doc, r, "l2_mb", "", false, 0, 1e5, 1e6, &g->l2_bytes, err))) return st;
     if ((st = num(doc, r, "power_w", "", false, 0, 1e5, 1, &g->power_w, err))) return st;
@@ -194,7 +197,7 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     kv_str(b, "  ", "arch", g->arch);
     dtype_map(b, "  ", "peak_tflops", g->peak_flops, 1e12);
     kv_num(b, "  ", "hbm_tb_per_s", g->hbm_bw_bytes_per_s / 1e12, true);
-    kv_num(b, "  ", "hbm_gb", g->hbm_bytes / 1e9, true);
+    kv_num(b, "  ", "hbm_gb", g->hbm_bytes / HW_CAPACITY_GB_BYTES, true);
     kv_num(b, "  ", "sm_count", (double)g->sm_count, true);
     kv_num(b, "  ", "l2_mb", g->l2_bytes / 1e6, true);
     kv_num(b, "  ", "power_w", g->power_w, true);

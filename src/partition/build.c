@@ -247,40 +247,43 @@ static bool idx_push(TsArena *a, IdxList *l, int32_t x)
     return true;
 }
 
-/* Collect the op indices of each segment: one pass that stops once the
- * template layers are behind, plus a backward pass for the head. Routed
- * experts appear once per expert in the graph; the template keeps the first
- * expert's ops (same parent module) and repeats them E/ep times. */
+/* Collect the op indices of each segment from the graph's per-layer index
+ * (layer_first_op, layer_expert_ops): the ops before layer 0, the first
+ * dense and the first MoE layer, and the head after the last layer, without
+ * scanning the other layers. Routed experts appear once per expert in the
+ * graph; the template keeps the first expert's ops (all of them: GEMMs,
+ * activation, gating product) and repeats them E/ep times. */
 static bool collect(Ctx *c, IdxList l[PART_SEG_COUNT])
 {
     const ModuleGraph *g = c->g;
     const ModelSpec *m = &g->spec;
+    const int32_t *lf = g->layer_first_op, *x = g->layer_expert_ops;
     int64_t first_dense = -1, first_moe = -1;
     for (int64_t k = 0; k < m->layers && (first_dense < 0 || (m->experts > 0 && first_moe < 0)); k++) {
         if (model_layer_is_moe(m, k)) { if (first_moe < 0) first_moe = k; }
         else if (first_dense < 0) first_dense = k;
     }
-    int64_t last_needed = first_dense > first_moe ? first_dense : first_moe;
-    int32_t expert_parent = -2;
-    int32_t i = 0;
-    for (; i < g->n_ops; i++) {
-        const GraphOp *o = &g->ops[i];
-        if (o->layer > last_needed) break;
-        GraphRole r = op_role(g, o);
-        int k = -1;
-        if (r == GRAPH_ROLE_EMBED) k = PART_SEG_EMBED;
-        else if (r == GRAPH_ROLE_LAYER && o->layer == first_dense) k = PART_SEG_DENSE;
-        else if (r == GRAPH_ROLE_LAYER && o->layer == first_moe) k = PART_SEG_MOE;
-        if (k < 0) continue;
-        if (o->expert) {
-            int32_t par = g->mods[o->module].parent;
-            if (expert_parent == -2) expert_parent = par;
-            if (par != expert_parent) continue;
+    for (int32_t i = 0; i < lf[0]; i++)
+        if (op_role(g, &g->ops[i]) == GRAPH_ROLE_EMBED && !idx_push(c->a, &l[PART_SEG_EMBED], i)) return false;
+    int64_t seg_layer[2] = {first_dense, first_moe};
+    int seg_kind[2] = {PART_SEG_DENSE, PART_SEG_MOE};
+    for (int s = 0; s < 2; s++) {
+        int64_t L = seg_layer[s];
+        if (L < 0) continue;
+        int32_t xb = x[2 * L], xe = x[2 * L + 1];
+        for (int32_t i = lf[L]; i < lf[L + 1]; i++) {
+            if (i == xb && xb < xe) { /* the first expert's run, then past the others */
+                int32_t id0 = g->ops[xb].expert_id;
+                for (; i < xe && g->ops[i].expert_id == id0; i++)
+                    if (!idx_push(c->a, &l[seg_kind[s]], i)) return false;
+                i = xe - 1;
+                continue;
+            }
+            if (op_role(g, &g->ops[i]) == GRAPH_ROLE_LAYER && !idx_push(c->a, &l[seg_kind[s]], i)) return false;
         }
-        if (!idx_push(c->a, &l[k], i)) return false;
     }
     int32_t j = g->n_ops - 1;
-    while (j >= i && op_role(g, &g->ops[j]) != GRAPH_ROLE_LAYER) j--;
+    while (j >= lf[m->layers] && op_role(g, &g->ops[j]) != GRAPH_ROLE_LAYER) j--;
     for (int32_t k = j + 1; k < g->n_ops; k++)
         if (op_role(g, &g->ops[k]) == GRAPH_ROLE_HEAD && !idx_push(c->a, &l[PART_SEG_HEAD], k))
             return false;

@@ -11,7 +11,12 @@
  *   precs     Kronecker factors per block: "[torch.Size([a, a]), torch.Size([b, b]), ...]"
  * Shampoo blocks: every 2-D weight inside a transformer layer is split into
  * K blocks along its model-parallel dim (rows for column-parallel, cols for
- * row-parallel, rows otherwise); embeddings, norms and biases get "[]". */
+ * row-parallel, rows otherwise); embeddings, norms and biases get "[]".
+ * Routed experts (Megatron layout): EP rank e holds experts e*E/ep ..
+ * (e+1)*E/ep - 1, listed under their global index as the graph names them;
+ * they are replicated over the expert-DP group only, so their
+ * preconditioners are shared out over the EDP ranks (partitioning_ranks is
+ * then an expert-DP index), the dense tensors' over the DP ranks. */
 #include "part_int.h"
 
 #include <stdlib.h>
@@ -83,6 +88,33 @@ static int by_cost_desc(const void *a, const void *b)
     return x->idx - y->idx;
 }
 
+/* LPT over the rows of one kind (expert or dense): heaviest first, each to
+ * the least-loaded of n ranks (lowest index on ties); *imb = max/mean. */
+static TsStatus lpt(PartParamTable *t, bool expert, int64_t n, double *load, double *imb)
+{
+    CostIdx *order = malloc(sizeof *order * (size_t)(t->n_rows > 0 ? t->n_rows : 1));
+    if (!order) return TS_ERR_INTERNAL;
+    int32_t k = 0;
+    for (int32_t i = 0; i < t->n_rows; i++)
+        if (t->rows[i].expert == expert) order[k++] = (CostIdx){t->rows[i].cost, i};
+    qsort(order, (size_t)k, sizeof *order, by_cost_desc);
+    for (int32_t i = 0; i < k; i++) {
+        int64_t best = 0;
+        for (int64_t d = 1; d < n; d++)
+            if (load[d] < load[best]) best = d;
+        t->rows[order[i].idx].owner = best;
+        load[best] += order[i].cost;
+    }
+    free(order);
+    double mx = 0, sum = 0;
+    for (int64_t d = 0; d < n; d++) {
+        sum += load[d];
+        if (load[d] > mx) mx = load[d];
+    }
+    *imb = sum > 0 ? mx / (sum / (double)n) : 1.0;
+    return TS_OK;
+}
+
 TsStatus part_params(const ModuleGraph *g, const ParallelPlan *plan, int64_t rank, TsArena *a,
                      PartParamTable *out, TsError *err)
 {
@@ -96,9 +128,19 @@ TsStatus part_params(const ModuleGraph *g, const ParallelPlan *plan, int64_t ran
     plan_rank_coord(&p, rank, &c);
     out->stage = c.pp;
     out->dp = p.dp;
+    int64_t E = g->spec.experts;
+    out->ep_rank = c.ep;
+    out->n_local_experts = E > 0 ? E / p.ep : 0;
+    out->first_expert = c.ep * out->n_local_experts;
+    out->edp = p.tp * p.cp * p.dp / (p.etp * p.ep);
+    if (out->edp < 1) out->edp = 1;
     out->rows = ts_arena_alloc(a, sizeof *out->rows * (size_t)(g->n_params > 0 ? g->n_params : 1));
     out->load = ts_arena_alloc(a, sizeof *out->load * (size_t)p.dp);
-    if (!out->rows || !out->load) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    out->expert_load = ts_arena_alloc(a, sizeof *out->expert_load * (size_t)out->edp);
+    if (!out->rows || !out->load || !out->expert_load)
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    memset(out->load, 0, sizeof *out->load * (size_t)p.dp);
+    memset(out->expert_load, 0, sizeof *out->expert_load * (size_t)out->edp);
     bool shampoo = p.optimizer == PLAN_OPTIM_SHAMPOO;
     int64_t K = p.shampoo_blocks, L = g->spec.layers;
     for (int32_t i = 0; i < g->n_params; i++) {
@@ -108,7 +150,12 @@ TsStatus part_params(const ModuleGraph *g, const ParallelPlan *plan, int64_t ran
         int64_t chunk = role == GRAPH_ROLE_HEAD ? p.n_chunks - 1
                       : role == GRAPH_ROLE_LAYER ? plan_layer_chunk(&p, L, layer) : 0;
         if (chunk % p.pp != c.pp) continue;
+        /* routed experts: only this EP rank's slice */
+        if (gp->expert && (gp->expert_id < out->first_expert ||
+                           gp->expert_id >= out->first_expert + out->n_local_experts))
+            continue;
         PartParamRow *r = &out->rows[out->n_rows++];
+        r->expert = gp->expert;
         r->graph_param = i;
         r->name = module_path(g, gp->module, a);
         r->module = module_repr(g, gp->module, a);
@@ -130,25 +177,9 @@ TsStatus part_params(const ModuleGraph *g, const ParallelPlan *plan, int64_t ran
             }
         }
     }
-    /* LPT: heaviest first, each to the least-loaded DP rank (lowest index on ties). */
-    CostIdx *order = malloc(sizeof *order * (size_t)(out->n_rows > 0 ? out->n_rows : 1));
-    if (!order) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
-    for (int32_t i = 0; i < out->n_rows; i++) order[i] = (CostIdx){out->rows[i].cost, i};
-    qsort(order, (size_t)out->n_rows, sizeof *order, by_cost_desc);
-    for (int32_t i = 0; i < out->n_rows; i++) {
-        int64_t best = 0;
-        for (int64_t d = 1; d < p.dp; d++)
-            if (out->load[d] < out->load[best]) best = d;
-        out->rows[order[i].idx].owner = best;
-        out->load[best] += order[i].cost;
-    }
-    free(order);
-    double mx = 0, sum = 0;
-    for (int64_t d = 0; d < p.dp; d++) {
-        sum += out->load[d];
-        if (out->load[d] > mx) mx = out->load[d];
-    }
-    out->imbalance = sum > 0 ? mx / (sum / (double)p.dp) : 1.0;
+    if (lpt(out, false, p.dp, out->load, &out->imbalance) != TS_OK ||
+        lpt(out, true, out->edp, out->expert_load, &out->expert_imbalance) != TS_OK)
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory");
     return TS_OK;
 }
 

@@ -23,7 +23,6 @@ void rep_profile_json(const ModuleGraph *g, const RepCompute *cm, const RepProfi
         b->oom = true;
         return;
     }
-    rep_module_stats(g, cm, st);
     /* prefix sums of exact fwd, dgrad+wgrad, act bytes, fwd bytes over the execution order */
     memset(pre, 0, sizeof *pre * 4);
     for (int32_t i = 0; i < g->n_ops; i++) {
@@ -35,14 +34,14 @@ void rep_profile_json(const ModuleGraph *g, const RepCompute *cm, const RepProfi
         q[3] = p[3] + op->fwd_bytes;
     }
     RepTraining t;
-    rep_training_flops(g, &t);
+    rep_stats_and_training(g, cm, st, &t);
     static const char *const rc[3] = {"none", "selective", "full"};
     ts_buf_printf(b, "{\"format\":\"trainsim.profile\",\"version\":1,\"generator\":\"trainsim %s\",\n", TRAINSIM_VERSION);
     ts_buf_puts(b, "\"model\":");
     ts_json_escape(b, g->spec.name);
     ts_buf_printf(b, ",\"naming\":\"%s\",\"batch\":%lld,\"seq\":%lld,\"dtype\":\"%s\",\"gpu\":", graph_naming_name(g->opt.naming),
                   (long long)g->opt.batch, (long long)g->opt.seq, ts_dtype_name(cm->dtype));
-    ts_json_escape(b, cm->gpu.name);
+    ts_json_escape(b, cm->hw.gpu.name);
     ts_buf_printf(b, ",\"causal\":%s,\"recompute\":\"%s\",\n\"totals\":{", g->opt.causal ? "true" : "false", rc[o->recompute]);
     num(b, "params", st[0].params, true);
     num(b, "fwd_macs", st[0].macs, true);

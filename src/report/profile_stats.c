@@ -1,4 +1,4 @@
-/* Profile figures: the first compute model (roofline), per-module stats with
+/* Profile figures: op latencies from the hw compute model, per-module stats with
  * DeepSpeed semantics, and training FLOPs with the closed forms.
  * Legend: B micro-batch, s sequence, l layers, h hidden, V vocabulary. */
 #include "trainsim/report.h"
@@ -9,43 +9,50 @@
 TsStatus rep_compute_init(RepCompute *c, const char *gpu, TsDtype dtype, TsError *err)
 {
     memset(c, 0, sizeof *c);
+    hw_model_init(&c->hw);
     c->dtype = dtype;
-    return hw_gpu_load(gpu, &c->gpu, err);
+    return hw_gpu_load(gpu, &c->hw.gpu, err);
 }
 
-static double peak_for(const GpuSpec *g, TsDtype dt)
-{
-    if (g->peak_flops[dt] > 0) return g->peak_flops[dt];
-    if (g->peak_flops[TS_DTYPE_BF16] > 0) return g->peak_flops[TS_DTYPE_BF16];
-    return g->peak_flops[TS_DTYPE_FP32] > 0 ? g->peak_flops[TS_DTYPE_FP32] : 1e12;
-}
-
-/* The one place the profile turns an op into time. A roofline: tensor-core
- * ops at peak[dtype] x the GPU's large-GEMM (or FlashAttention forward)
- * efficiency, everything bounded below by its bytes at HBM bandwidth x
- * mem_eff (efficiencies: data/gpus/<gpu>.json, calibration_facts.md §1-3),
- * plus the GPU's per-kernel launch overhead (launch_s) for every op that
- * touches memory. Replaced by hw_op_time_s once the full compute model lands. */
+/* The one place the profile turns an op into time: the hw subsystem's
+ * compute model, forward pass (GEMM tile/wave quantization and efficiency
+ * curve, FlashAttention core with causality read from the op's exact FLOPs,
+ * memory-bound ops as bytes / effective HBM bandwidth, launch overhead;
+ * calibration table when c->hw.calib is set). */
 double rep_op_time_s(const RepCompute *c, const GraphOp *op)
 {
-    const GpuSpec *g = &c->gpu;
-    double peak = peak_for(g, c->dtype), tc;
-    double geff = g->gemm_eff[c->dtype] > 0 ? g->gemm_eff[c->dtype] : 0.8;
-    switch (op->kind) {
-    case GRAPH_OP_GEMM:
-    case GRAPH_OP_BATCHED_GEMM:
-    case GRAPH_OP_ROUTER: tc = op->fwd_flops / (peak * geff); break;
-    case GRAPH_OP_ATTENTION_CORE:
-        tc = op->fwd_flops / (peak * (g->attn_fwd_eff > 0 ? g->attn_fwd_eff : 0.6));
-        break;
-    default: /* CUDA-core arithmetic; these are memory-bound in practice */
-        tc = op->fwd_flops / (g->peak_flops[TS_DTYPE_FP32] > 0 ? g->peak_flops[TS_DTYPE_FP32] : peak);
-        break;
-    }
-    double bw = g->hbm_bw_bytes_per_s > 0 ? g->hbm_bw_bytes_per_s : 1e12;
-    double tm = op->fwd_bytes / (bw * (g->mem_eff > 0 ? g->mem_eff : 0.8));
-    double t = tc > tm ? tc : tm;
-    return t > 0 ? t + g->launch_s : 0;
+    return hw_op_time_s(&c->hw, op, HW_PASS_FWD, c->dtype);
+}
+
+/* Op times memoized by what hw_op_time_s reads in the forward pass (kind,
+ * dims, exact forward FLOPs): routed experts repeat the same few ops tens
+ * of thousands of times. Direct-mapped, full-key compare. */
+enum { MEMO_SLOTS = 256 };
+typedef struct Memo {
+    GraphOpKind kind[MEMO_SLOTS];
+    int64_t dims[MEMO_SLOTS][6];
+    double fwd[MEMO_SLOTS], t[MEMO_SLOTS];
+    bool used[MEMO_SLOTS];
+} Memo;
+
+static double memo_time(Memo *mm, const RepCompute *c, const GraphOp *op)
+{
+    const uint64_t *d = (const uint64_t *)op->dims; /* independent products: no serial chain */
+    uint64_t h = (uint64_t)op->kind * 0x9e3779b97f4a7c15ull + d[0] * 0xc2b2ae3d27d4eb4full +
+                 d[1] * 0x165667b19e3779f9ull + d[2] * 0xd6e8feb86659fd93ull + d[3] * 0xff51afd7ed558ccdull +
+                 d[4] * 0xc4ceb9fe1a85ec53ull + d[5] * 0x9fb21c651e98df25ull;
+    h ^= h >> 29;
+    unsigned s = (unsigned)(h % MEMO_SLOTS);
+    if (mm->used[s] && mm->kind[s] == op->kind && mm->fwd[s] == op->fwd_flops &&
+        memcmp(mm->dims[s], op->dims, sizeof op->dims) == 0)
+        return mm->t[s];
+    double t = rep_op_time_s(c, op);
+    mm->used[s] = true;
+    mm->kind[s] = op->kind;
+    mm->fwd[s] = op->fwd_flops;
+    memcpy(mm->dims[s], op->dims, sizeof op->dims);
+    mm->t[s] = t;
+    return t;
 }
 
 void rep_profile_options_init(RepProfileOptions *o)
@@ -58,22 +65,38 @@ void rep_profile_options_init(RepProfileOptions *o)
     o->recompute = REP_RECOMPUTE_NONE;
 }
 
+static void training_from_sums(const ModuleGraph *g, double base, double core, double layers, RepTraining *t);
+
 void rep_module_stats(const ModuleGraph *g, const RepCompute *c, RepModuleStats *st)
 {
+    rep_stats_and_training(g, c, st, NULL);
+}
+
+void rep_stats_and_training(const ModuleGraph *g, const RepCompute *c, RepModuleStats *st, RepTraining *tr)
+{
     int32_t n = g->n_mods;
+    double base = 0, core = 0, layers = 0; /* training sums, same order as rep_training_flops */
     for (int32_t i = 0; i < n; i++) memset(&st[i], 0, sizeof st[i]);
+    Memo *memo = calloc(1, sizeof *memo); /* NULL: no memo, same figures */
     /* ops: credit each op to its owner, then add subtrees bottom-up (ids are pre-order) */
     for (int32_t i = 0; i < g->n_ops; i++) {
         const GraphOp *op = &g->ops[i];
         RepModuleStats *s = &st[op->module];
         s->macs += op->ds_macs;
         s->flops += op->ds_flops;
-        s->latency_s += rep_op_time_s(c, op);
+        s->latency_s += memo ? memo_time(memo, c, op) : rep_op_time_s(c, op);
+        if (tr) {
+            base += op->fwd_flops + op->dgrad_flops + op->wgrad_flops;
+            if (op->part == GRAPH_PART_ATTN_CORE) core += op->fwd_flops;
+            if (op->role == GRAPH_ROLE_LAYER) layers += op->fwd_flops;
+        }
     }
-    for (int32_t i = 0; i < n; i++) {
-        const GraphModule *m = &g->mods[i];
-        for (int32_t p = m->first_param; p < m->first_param + m->n_params; p++)
-            st[i].params += (double)g->params[p].numel;
+    free(memo);
+    if (tr) training_from_sums(g, base, core, layers, tr);
+    int32_t tied = 0;
+    for (int32_t p = 0; p < g->n_params; p++) {
+        st[g->params[p].module].params += (double)g->params[p].numel;
+        tied += g->params[p].tied;
     }
     for (int32_t i = n - 1; i > 0; i--) {
         int32_t p = g->mods[i].parent;
@@ -83,9 +106,10 @@ void rep_module_stats(const ModuleGraph *g, const RepCompute *c, RepModuleStats 
         st[p].params += st[i].params;
     }
     /* a tied tensor counts once in any subtree that also holds its owner */
-    for (int32_t p = 0; p < g->n_params; p++) {
+    for (int32_t p = 0; p < g->n_params && tied > 0; p++) {
         const GraphParam *gp = &g->params[p];
         if (!gp->tied) continue;
+        tied--;
         int32_t om = g->params[gp->tied_to].module;
         for (int32_t a = gp->module; a >= 0; a = g->mods[a].parent)
             if (om >= a && om < g->mods[a].end_mod) st[a].params -= (double)gp->numel;
@@ -94,7 +118,6 @@ void rep_module_stats(const ModuleGraph *g, const RepCompute *c, RepModuleStats 
 
 void rep_training_flops(const ModuleGraph *g, RepTraining *t)
 {
-    memset(t, 0, sizeof *t);
     double base = 0, core = 0, layers = 0;
     for (int32_t i = 0; i < g->n_ops; i++) {
         const GraphOp *op = &g->ops[i];
@@ -102,6 +125,12 @@ void rep_training_flops(const ModuleGraph *g, RepTraining *t)
         if (op->part == GRAPH_PART_ATTN_CORE) core += op->fwd_flops;
         if (op->role == GRAPH_ROLE_LAYER) layers += op->fwd_flops;
     }
+    training_from_sums(g, base, core, layers, t);
+}
+
+static void training_from_sums(const ModuleGraph *g, double base, double core, double layers, RepTraining *t)
+{
+    memset(t, 0, sizeof *t);
     t->exact_flops[REP_RECOMPUTE_NONE] = base;
     t->exact_flops[REP_RECOMPUTE_SELECTIVE] = base + core;
     t->exact_flops[REP_RECOMPUTE_FULL] = base + layers;

@@ -3,6 +3,7 @@
  * a ModuleGraph, followed by trainsim's training-FLOPs section. */
 #include "trainsim/report.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@ typedef struct Ctx {
     const RepModuleStats *st;
     double tot_params, tot_macs, tot_dur;
     uint64_t *sig; /* per module: hash of its repr (class, extra, stats, children) */
+    TsArena *scr;  /* scratch for per-module arrays: one block (huge pages when large) */
 } Ctx;
 
 /* FNV-1a over bytes. */
@@ -36,25 +38,53 @@ static uint64_t fnv_words(uint64_t h, const void *p, size_t n)
 
 static uint64_t fnv_str(uint64_t h, const char *s) { return fnv(h, s ? s : "", s ? strlen(s) + 1 : 1); }
 
+/* Content hashes of strings, cached by address: the graph shares class
+ * names, extra_reprs and index names between modules (literals and interned
+ * strings), so 46k modules hash a few hundred distinct strings. */
+enum { STR_SLOTS = 1024 };
+typedef struct StrCache {
+    const char *p[STR_SLOTS];
+    uint64_t h[STR_SLOTS];
+} StrCache;
+
+static uint64_t str_hash(StrCache *sc, const char *s)
+{
+    if (!sc || !s) return fnv_str(1469598103934665603ull, s);
+    unsigned k = (unsigned)((((uintptr_t)s >> 3) ^ ((uintptr_t)s >> 13)) % STR_SLOTS);
+    if (sc->p[k] != s) {
+        sc->p[k] = s;
+        sc->h[k] = fnv_str(1469598103934665603ull, s);
+    }
+    return sc->h[k];
+}
+
+static uint64_t mix(uint64_t h, uint64_t w)
+{
+    h = (h ^ w) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
 /* Bottom-up signatures, so identical ModuleList items are recognised without
  * rendering them (identical subtrees have bitwise-identical figures; a
  * module's own name is left out because the parent prints it). */
 static void signatures(Ctx *c)
 {
     const ModuleGraph *g = c->g;
+    StrCache *sc = calloc(1, sizeof *sc); /* NULL: hash every string, same result */
     for (int32_t i = g->n_mods - 1; i >= 0; i--) {
         const GraphModule *m = &g->mods[i];
         uint64_t h = 1469598103934665603ull;
-        h = fnv_str(h, m->cls);
-        h = fnv_str(h, m->extra_repr);
-        h = fnv_str(h, m->repr);
+        h = mix(h, str_hash(sc, m->cls));
+        h = mix(h, str_hash(sc, m->extra_repr));
+        h = mix(h, str_hash(sc, m->repr));
         h = fnv_words(h, &c->st[i], sizeof c->st[i]);
         for (int32_t ch = m->first_child; ch >= 0; ch = g->mods[ch].next_sibling) {
-            h = fnv_str(h, g->mods[ch].name);
-            h = fnv_words(h, &c->sig[ch], sizeof c->sig[ch]);
+            h = mix(h, str_hash(sc, g->mods[ch].name));
+            h = mix(h, c->sig[ch]);
         }
         c->sig[i] = h;
     }
+    free(sc);
 }
 
 static void line(TsBuf *b, const char *label, const char *value)
@@ -222,6 +252,28 @@ static void print_dict(TsBuf *b, Agg *items, int n, int metric, int64_t k)
     free(ord);
 }
 
+/* Class ids by content (pointer cache first: most modules share literals). */
+static int32_t class_ids(const ModuleGraph *g, int32_t *cid, const char **names)
+{
+    enum { SLOTS = 1024 };
+    const char *cp[SLOTS] = {0};
+    int32_t cv[SLOTS];
+    int32_t n = 0;
+    for (int32_t i = 0; i < g->n_mods; i++) {
+        const char *p = g->mods[i].cls;
+        unsigned k = (unsigned)((((uintptr_t)p >> 3) ^ ((uintptr_t)p >> 13)) % SLOTS);
+        if (cp[k] != p) {
+            int32_t j = 0;
+            while (j < n && strcmp(names[j], p) != 0) j++;
+            if (j == n) names[n++] = p;
+            cp[k] = p;
+            cv[k] = j;
+        }
+        cid[i] = cv[k];
+    }
+    return n;
+}
+
 static void aggregated(const Ctx *c, const RepProfileOptions *o, TsBuf *b)
 {
     const ModuleGraph *g = c->g;
@@ -232,38 +284,53 @@ static void aggregated(const Ctx *c, const RepProfileOptions *o, TsBuf *b)
     if (depth > levels) depth = levels; /* DeepSpeed would raise KeyError */
     ts_buf_printf(b, "Top %lld modules in terms of params, MACs or fwd latency at different model depths:\n",
                   (long long)o->top_modules);
-    Agg *items = malloc(sizeof *items * (size_t)(g->n_mods ? g->n_mods : 1));
-    if (!items) {
+    size_t nm = (size_t)(g->n_mods ? g->n_mods : 1);
+    int32_t *cid = ts_arena_alloc(c->scr, sizeof *cid * nm);
+    const char **names = ts_arena_alloc(c->scr, sizeof *names * nm);
+    if (!cid || !names) {
         b->oom = true;
         return;
     }
-    for (int64_t d = 0; d < depth; d++) {
-        int n = 0;
-        for (int32_t i = 0; i < g->n_mods; i++) { /* pre-order = the profiler's walk */
-            if (g->mods[i].depth != d) continue;
-            int j = 0;
-            while (j < n && strcmp(items[j].cls, g->mods[i].cls) != 0) j++;
-            if (j == n) items[n++] = (Agg){g->mods[i].cls, {0, 0, 0}};
-            items[j].v[0] += c->st[i].macs;
-            items[j].v[1] += c->st[i].params;
-            items[j].v[2] += c->st[i].latency_s;
-        }
-        ts_buf_printf(b, "depth %lld:\n    params      - ", (long long)d);
-        print_dict(b, items, n, 1, o->top_modules);
-        ts_buf_puts(b, "    MACs        - ");
-        print_dict(b, items, n, 0, o->top_modules);
-        ts_buf_puts(b, "    fwd latency - ");
-        print_dict(b, items, n, 2, o->top_modules);
+    int32_t ncls = class_ids(g, cid, names);
+    size_t cells = (size_t)(depth > 0 ? depth : 1) * (size_t)(ncls > 0 ? ncls : 1);
+    Agg *items = ts_arena_alloc(c->scr, sizeof *items * cells);
+    int32_t *pos = ts_arena_alloc(c->scr, sizeof *pos * cells);
+    int32_t *cnt = ts_arena_alloc(c->scr, sizeof *cnt * (size_t)(depth > 0 ? depth : 1));
+    if (!items || !pos || !cnt) {
+        b->oom = true;
+        return;
     }
-    free(items);
+    for (size_t k = 0; k < cells; k++) pos[k] = -1;
+    /* one pre-order walk (the profiler's order): classes in first-seen order per depth */
+    for (int32_t i = 0; i < g->n_mods; i++) {
+        int64_t d = g->mods[i].depth;
+        if (d >= depth) continue;
+        size_t k = (size_t)d * (size_t)ncls + (size_t)cid[i];
+        if (pos[k] < 0) {
+            pos[k] = cnt[d]++;
+            items[(size_t)d * (size_t)ncls + (size_t)pos[k]] = (Agg){names[cid[i]], {0, 0, 0}};
+        }
+        Agg *a = &items[(size_t)d * (size_t)ncls + (size_t)pos[k]];
+        a->v[0] += c->st[i].macs;
+        a->v[1] += c->st[i].params;
+        a->v[2] += c->st[i].latency_s;
+    }
+    for (int64_t d = 0; d < depth; d++) {
+        Agg *row = &items[(size_t)d * (size_t)ncls];
+        ts_buf_printf(b, "depth %lld:\n    params      - ", (long long)d);
+        print_dict(b, row, cnt[d], 1, o->top_modules);
+        ts_buf_puts(b, "    MACs        - ");
+        print_dict(b, row, cnt[d], 0, o->top_modules);
+        ts_buf_puts(b, "    fwd latency - ");
+        print_dict(b, row, cnt[d], 2, o->top_modules);
+    }
 }
 
 /* ---- training section ------------------------------------------------------------------ */
 
-static void training(const ModuleGraph *g, const RepProfileOptions *o, TsBuf *b)
+static void training(const ModuleGraph *g, const RepTraining *tr, const RepProfileOptions *o, TsBuf *b)
 {
-    RepTraining t;
-    rep_training_flops(g, &t);
+    RepTraining t = *tr;
     static const char *const names[3] = {"none", "selective", "full"};
     static const char *const forms[3] = {
         "Korthikanti 2022: 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h))",
@@ -293,19 +360,19 @@ static void training(const ModuleGraph *g, const RepProfileOptions *o, TsBuf *b)
 
 void rep_profile_text(const ModuleGraph *g, const RepCompute *cm, const RepProfileOptions *o, TsBuf *b)
 {
-    RepModuleStats *st = malloc(sizeof *st * (size_t)g->n_mods);
-    if (!st) {
-        b->oom = true;
-        return;
-    }
-    rep_module_stats(g, cm, st);
-    uint64_t *sig = malloc(sizeof *sig * (size_t)g->n_mods);
+    /* stats, signatures, class ids, names: ~64 bytes per module in one block */
+    size_t nm = (size_t)(g->n_mods > 0 ? g->n_mods : 1);
+    TsArena *scr = ts_arena_create(nm * 64 + (64u << 10));
+    RepModuleStats *st = scr ? ts_arena_alloc(scr, sizeof *st * nm) : NULL;
+    uint64_t *sig = st ? ts_arena_alloc(scr, sizeof *sig * nm) : NULL;
     if (!sig) {
-        free(st);
+        ts_arena_destroy(scr);
         b->oom = true;
         return;
     }
-    Ctx c = {g, st, st[0].params, st[0].macs, st[0].latency_s, sig};
+    RepTraining tr;
+    rep_stats_and_training(g, cm, st, &tr);
+    Ctx c = {g, st, st[0].params, st[0].macs, st[0].latency_s, sig, scr};
     signatures(&c);
     char v[64];
     ts_buf_puts(b, "\n-------------------------- DeepSpeed Flops Profiler --------------------------\n");
@@ -349,7 +416,6 @@ void rep_profile_text(const ModuleGraph *g, const RepCompute *cm, const RepProfi
         ts_buf_puts(b, "\n");
     }
     ts_buf_puts(b, "------------------------------------------------------------------------------\n");
-    training(g, o, b);
-    free(sig);
-    free(st);
+    training(g, &tr, o, b);
+    ts_arena_destroy(scr);
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "trainsim/graph.h"
@@ -233,6 +234,94 @@ static void test_deepspeed_pipe_params(void **state)
     graph_destroy(g);
 }
 
+/* Op spans (against the ancestor walk), the per-layer index and the expert
+ * runs, for every preset family and naming that has it. */
+static void check_index(const ModuleGraph *g)
+{
+    int32_t *first = calloc((size_t)g->n_mods, sizeof *first), *last = calloc((size_t)g->n_mods, sizeof *last);
+    assert_non_null(first);
+    assert_non_null(last);
+    for (int32_t m = 0; m < g->n_mods; m++) first[m] = last[m] = -1;
+    for (int32_t i = 0; i < g->n_ops; i++)
+        for (int32_t m = g->ops[i].module; m >= 0; m = g->mods[m].parent) {
+            if (first[m] < 0) first[m] = i;
+            last[m] = i;
+        }
+    for (int32_t m = 0; m < g->n_mods; m++) {
+        assert_int_equal(g->mods[m].n_ops, first[m] < 0 ? 0 : last[m] - first[m] + 1);
+        if (first[m] >= 0) assert_int_equal(g->mods[m].first_op, first[m]);
+    }
+    free(first);
+    free(last);
+    int64_t L = g->spec.layers;
+    const int32_t *lf = g->layer_first_op, *x = g->layer_expert_ops;
+    for (int32_t i = 0; i < g->n_ops; i++) {
+        int32_t l = g->ops[i].layer;
+        if (l < 0) {
+            assert_true(i < lf[0] || i >= lf[L]);
+            continue;
+        }
+        assert_true(i >= lf[l] && i < lf[l + 1]);
+        bool in_run = i >= x[2 * l] && i < x[2 * l + 1];
+        assert_int_equal(in_run, g->ops[i].expert);
+        if (in_run && i > x[2 * l]) /* expert by expert */
+            assert_true(g->ops[i].expert_id == g->ops[i - 1].expert_id ||
+                        g->ops[i].expert_id == g->ops[i - 1].expert_id + 1);
+    }
+    for (int64_t l = 0; l < L; l++) {
+        assert_true(lf[l] <= lf[l + 1]);
+        assert_true(x[2 * l] >= lf[l] && x[2 * l] <= x[2 * l + 1] && x[2 * l + 1] <= lf[l + 1]);
+        if (x[2 * l] < x[2 * l + 1]) assert_int_equal(g->ops[x[2 * l]].expert_id, 0);
+    }
+}
+
+static void test_layer_index(void **state)
+{
+    (void)state;
+    static const char *const presets[] = {"gpt2", "bert-base-uncased", "llama2-7b", "mixtral-8x7b",
+                                          "qwen3-30b-a3b", "deepseek-v3", "gpt-1t", "gpt-neox-20b"};
+    for (size_t k = 0; k < sizeof presets / sizeof presets[0]; k++) {
+        ModelSpec m;
+        TsError err = {0};
+        assert_int_equal(model_preset(presets[k], &m, &err), TS_OK);
+        for (int n = 0; n <= GRAPH_NAMING_DEEPSPEED; n++) {
+            GraphOptions o;
+            graph_options_init(&o);
+            o.naming = (GraphNaming)n;
+            o.naming_set = true;
+            o.seq = 128;
+            ModuleGraph *g = NULL;
+            if (graph_build(&m, &o, &g, &err) != TS_OK) continue; /* BERT only hf, MoE not deepspeed */
+            check_index(g);
+            graph_destroy(g);
+        }
+    }
+    /* GPT-NeoX in HF naming: its own module names, parallel residual (one 3-input add) */
+    ModelSpec nx = flags(MODEL_ARCH_NEOX, 2, 256, 4);
+    ModuleGraph *g = build(&nx, GRAPH_NAMING_HF, 2, 64);
+    check_index(g);
+    assert_string_equal(g->mods[0].cls, "GPTNeoXForCausalLM");
+    static const char *const paths[] = {"gpt_neox.embed_in", "gpt_neox.layers.1.input_layernorm",
+                                        "gpt_neox.layers.1.post_attention_layernorm",
+                                        "gpt_neox.layers.0.attention.query_key_value", "gpt_neox.layers.0.attention.dense",
+                                        "gpt_neox.layers.0.mlp.dense_h_to_4h", "gpt_neox.layers.0.mlp.dense_4h_to_h",
+                                        "gpt_neox.final_layer_norm", "embed_out"};
+    for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++) assert_true(graph_find(g, paths[k]) > 0);
+    assert_string_equal(g->mods[graph_find(g, "gpt_neox.layers.0")].cls, "GPTNeoXLayer");
+    assert_string_equal(g->mods[graph_find(g, "gpt_neox.layers.0.attention")].cls, "GPTNeoXAttention");
+    assert_string_equal(g->mods[graph_find(g, "gpt_neox.layers.0.mlp")].cls, "GPTNeoXMLP");
+    GraphTotals t;
+    graph_model_totals(g, &t);
+    ModelCounts mc;
+    model_count_params(&nx, &mc);
+    assert_true(t.params == mc.total);
+    int adds = 0;
+    for (int32_t i = g->layer_first_op[0]; i < g->layer_first_op[1]; i++)
+        if (g->ops[i].kind == GRAPH_OP_ELEMENTWISE) adds++, assert_int_equal(g->ops[i].dims[1], 3);
+    assert_int_equal(adds, 1);
+    graph_destroy(g);
+}
+
 static void test_bad_options(void **state)
 {
     (void)state;
@@ -259,7 +348,7 @@ int main(void)
         cmocka_unit_test(test_bert_seed_totals),   cmocka_unit_test(test_gpt2_tied_and_conv1d),
         cmocka_unit_test(test_llama_gqa_swiglu),   cmocka_unit_test(test_spans_and_batch_linearity),
         cmocka_unit_test(test_megatron_naming),    cmocka_unit_test(test_deepspeed_pipe_params),
-        cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_bad_options),        cmocka_unit_test(test_layer_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -120,6 +120,55 @@ static void test_ranks_add_up(void **state)
     graph_destroy(g);
 }
 
+/* Routed experts under EP (Megatron layout): every rank lists exactly E/ep
+ * experts per MoE layer of its stage, ep rank e the experts e*E/ep ..
+ * (e+1)*E/ep - 1, and the expert elements of the TP*DP ranks of one stage,
+ * divided by the EDP replication, add up to the stage's experts once. */
+static void test_params_expert_slice(void **state)
+{
+    (void)state;
+    ModelSpec m;
+    assert_int_equal(model_preset("mixtral-8x7b", &m, NULL), TS_OK);
+    ParallelPlan p;
+    plan_init(&p);
+    p.tp = 2; p.ep = 4; p.pp = 2; p.gpus = 32; p.seq = 1024; /* dp 8, edp 2 */
+    GraphOptions go;
+    graph_options_init(&go);
+    go.naming = GRAPH_NAMING_MEGATRON; go.naming_set = true; go.seq = 1024; go.tp = 2;
+    ModuleGraph *g = NULL;
+    TsError err = {0};
+    assert_int_equal(graph_build(&m, &go, &g, &err), TS_OK);
+    ParallelPlan q = p;
+    assert_int_equal(plan_resolve(&m, &q, &err), TS_OK);
+    double want = 0, got[2] = {0, 0};
+    for (int32_t i = 0; i < g->n_params; i++)
+        if (g->params[i].expert) want += (double)g->params[i].numel;
+    for (int64_t r = 0; r < 32; r++) {
+        TsArena *a = ts_arena_create(4096);
+        PartParamTable t;
+        assert_int_equal(part_params(g, &p, r, a, &t, &err), TS_OK);
+        PlanCoord c;
+        plan_rank_coord(&q, r, &c);
+        assert_int_equal(t.n_local_experts, 2);
+        assert_int_equal(t.first_expert, 2 * c.ep);
+        assert_int_equal(t.edp, 2);
+        int64_t n_exp = 0;
+        for (int32_t k = 0; k < t.n_rows; k++) {
+            const GraphParam *gp = &g->params[t.rows[k].graph_param];
+            if (!gp->expert) continue;
+            n_exp++;
+            assert_true(gp->expert_id / 2 == c.ep);
+            assert_true(t.rows[k].owner < t.edp);
+            got[c.pp] += (double)t.rows[k].shape[0] * (double)t.rows[k].shape[1] / (double)t.edp;
+        }
+        assert_int_equal(n_exp, 16 * 2 * 2); /* 16 layers x 2 experts x (fc1, fc2) */
+        ts_arena_destroy(a);
+    }
+    near(got[0] + got[1], want, 1e-12, "expert elements over ranks");
+    near(got[0], want / 2, 1e-12, "expert elements of stage 0");
+    graph_destroy(g);
+}
+
 static void test_korthikanti_layer(void **state)
 {
     (void)state;
@@ -227,7 +276,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_megatron_gpt3), cmocka_unit_test(test_counts_vs_model),
-        cmocka_unit_test(test_ranks_add_up), cmocka_unit_test(test_korthikanti_layer),
+        cmocka_unit_test(test_ranks_add_up), cmocka_unit_test(test_params_expert_slice),
+        cmocka_unit_test(test_korthikanti_layer),
         cmocka_unit_test(test_sharding), cmocka_unit_test(test_build_gpt3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

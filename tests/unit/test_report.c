@@ -97,7 +97,12 @@ static void test_module_stats(void **state)
     int32_t out = graph_find(g, "output_layer");
     assert_true(st[out].params == (double)g->vocab * 256); /* but shown where it is held */
     double sum = 0;
-    for (int32_t i = 0; i < g->n_ops; i++) sum += rep_op_time_s(&c, &g->ops[i]);
+    for (int32_t i = 0; i < g->n_ops; i++) {
+        double ot = rep_op_time_s(&c, &g->ops[i]);
+        /* the profile's latency is the hw compute model's forward time */
+        assert_true(ot == hw_op_time_s(&c.hw, &g->ops[i], HW_PASS_FWD, TS_DTYPE_BF16));
+        sum += ot;
+    }
     assert_true(st[0].latency_s > 0 && st[0].latency_s <= sum * (1 + 1e-12) && st[0].latency_s >= sum * (1 - 1e-12));
     TsBuf b = {0};
     RepProfileOptions po;

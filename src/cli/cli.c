@@ -138,10 +138,22 @@ int cli_emit(const char *path, const TsBuf *text)
 }
 
 /* ---- model option group ------------------------------------------------------ */
+/* The model size flags: ModelOverrides uses -1 for "not given", so the CLI
+ * starts them at OV_UNSET and can tell a given negative value from none. */
+#define OV_UNSET INT64_MIN
+#define OV_FIELDS(X)                                                                          \
+    X("layers", layers) X("hidden", hidden) X("heads", heads) X("kv-heads", kv_heads)         \
+    X("head-dim", head_dim) X("ffn", ffn) X("vocab", vocab) X("max-positions", max_positions) \
+    X("experts", experts) X("topk", topk) X("moe-ffn", moe_ffn)                               \
+    X("shared-experts", shared_experts) X("dense-layers", dense_layers)
+
 void cli_model_init(CliModel *cm)
 {
     memset(cm, 0, sizeof *cm);
     model_overrides_init(&cm->ov);
+#define X(flag, f) cm->ov.f = OV_UNSET;
+    OV_FIELDS(X)
+#undef X
 }
 
 void cli_model_add(CliSpec *s, CliModel *cm)
@@ -176,6 +188,17 @@ int cli_model_load(CliModel *cm, const char *default_model, ModelSpec *out)
         }
         cm->ov.arch_set = true;
     }
+    /* A negative size is bad input (exit 3), not "not given". */
+#define X(flag, f)                                                                              \
+    if (cm->ov.f == OV_UNSET) {                                                                 \
+        cm->ov.f = -1;                                                                          \
+    } else if (cm->ov.f < 0) {                                                                  \
+        ts_err(&err, TS_ERR_INPUT, "invalid model: --%s must not be negative, got %lld", flag,   \
+               (long long)cm->ov.f);                                                            \
+        return cli_fail(&err);                                                                  \
+    }
+    OV_FIELDS(X)
+#undef X
     const char *src = cm->model;
     if (!src && !cm->ov.arch_set) src = default_model;
     if (model_load(src, &cm->ov, out, &err) != TS_OK) return cli_fail(&err);

@@ -10,7 +10,8 @@
  * the input. Such values are legitimate but slow under ASan (a 10^5-layer
  * graph takes ~1 s and 1.2 GB natively; 4096 Chakra files; 10^9
  * micro-batches) and their bounds are tested in test_robustness instead;
- * small values and absurd ones (>= 1e12, overflow territory) stay in. */
+ * small values and absurd ones (>= 1e12, overflow territory) stay in.
+ * Sweeps need --gpus <= 64 for the same reason. */
 #include "fuzz_common.h"
 
 #include <dirent.h>
@@ -78,6 +79,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p = q + 1;
     }
     argv[argc] = NULL;
+    /* A plan search over 1024 GPUs (16680 plans, 0.4 s natively) outlasts
+     * the 10 s per-input timeout under ASan + coverage: sweeps are fuzzed
+     * only with --gpus <= 64 (a few thousand candidates). */
+    if (argc > 1 && strcmp(argv[1], "sweep") == 0) {
+        long gpus = 0;
+        for (int i = 2; i < argc; i++) {
+            if (strncmp(argv[i], "--gpus=", 7) == 0) gpus = strtol(argv[i] + 7, NULL, 10);
+            else if (strcmp(argv[i], "--gpus") == 0 && i + 1 < argc) gpus = strtol(argv[i + 1], NULL, 10);
+        }
+        if (gpus < 1 || gpus > 64) {
+            free(text);
+            return 0;
+        }
+    }
     int rc = ts_cli_main(argc, argv);
     if (rc < 0 || rc > 4) abort(); /* exit codes are 0..4 (DESIGN.md) */
     fflush(stdout);

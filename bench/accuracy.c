@@ -125,6 +125,11 @@ static int row_model(const Row *r, ModelSpec *m, char *why, size_t cap)
 
 int main(int argc, char **argv)
 {
+    bool verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
+    if (verbose) {
+        argc--;
+        argv++;
+    }
     const char *path = argc > 1 ? argv[1] : TS_BENCH_DIR "/data/calibration_runs.csv";
     FILE *fp = fopen(path, "r");
     if (!fp) {
@@ -191,7 +196,7 @@ int main(int argc, char **argv)
         const char *rc = r->f[col("recompute")];
         p.recompute = starts(rc, "full") ? PLAN_RECOMPUTE_FULL
                       : starts(rc, "selective") ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
-        if (!*rc) strcat(rules, "recompute none; ");
+        bool rc_rule = !*rc;
         const char *dopt = r->f[col("dist_opt")];
         if (strstr(dopt, "zero3")) p.zero = 3;
         else if (starts(dopt, "distopt")) p.dist_opt = true;
@@ -228,11 +233,29 @@ int main(int argc, char **argv)
         /* Megatron-LM 2021 all-reduced gradients after the backward pass,
          * at the 16-bit training dtype */
         if (n21) in.opt.dp_overlap = false;
-        in.opt.fp32_grad_reduce = p.dtype == TS_DTYPE_BF16 || p.dtype == TS_DTYPE_FP8;
+        /* bf16 runs reduce in fp32 (Megatron default), except NeMo 24.07
+         * recipes: Apex distributed_fused_adam with grad_sync_dtype bf16 */
+        in.opt.fp32_grad_reduce = p.dtype == TS_DTYPE_BF16;
         SimResult res;
         if (sim_simulate(&in, w, &res, &err) != TS_OK) {
             printf("%-11s plan rejected: %s\n", id, err.msg);
             continue;
+        }
+        /* unstated recompute: the least that fits in memory. Megatron-Core
+         * (NeMo) recomputes whole layers, k per chunk (--recompute-num-layers);
+         * Megatron-DeepSpeed 2022 and metaseq recompute every layer. */
+        if (rc_rule) {
+            int64_t per_chunk = (m.layers + p.pp * p.vpp - 1) / (p.pp * p.vpp);
+            int64_t k = nemo ? 1 : per_chunk;
+            while (!res.memory.fits && k <= per_chunk) {
+                in.plan = p;
+                in.plan.recompute = PLAN_RECOMPUTE_FULL;
+                in.plan.recompute_layers = k < per_chunk ? k : 0;
+                if (sim_simulate(&in, w, &res, &err) != TS_OK) break;
+                k++;
+            }
+            strcat(rules, in.plan.recompute == PLAN_RECOMPUTE_NONE ? "recompute none (fits); "
+                                                                    : "recompute: least that fits; ");
         }
         const ParallelPlan *q = &in.plan;
         double T = res.iteration_time_s, pub = atof(r->f[col("value")]), pred;
@@ -247,14 +270,28 @@ int main(int argc, char **argv)
             pred = res.tokens_per_s_per_gpu;
         }
         double e = pred / pub - 1;
-        char plan[96];
+        char plan[96], rcname[24];
+        snprintf(rcname, sizeof rcname, "%s", plan_recompute_name(q->recompute));
+        if (q->recompute == PLAN_RECOMPUTE_FULL && q->recompute_layers > 0)
+            snprintf(rcname, sizeof rcname, "full%lld", (long long)q->recompute_layers);
         snprintf(plan, sizeof plan, "tp%lld pp%lld v%lld dp%lld cp%lld mb%lld %s%s%s%s", (long long)q->tp,
                  (long long)q->pp, (long long)q->vpp, (long long)q->dp, (long long)q->cp, (long long)q->micro_batch,
-                 q->sp ? "sp " : "", plan_recompute_name(q->recompute),
+                 q->sp ? "sp " : "", rcname,
                  q->zero ? (q->zero == 3 ? " zero3" : " zero1") : q->dist_opt ? " distopt" : "",
                  q->tp_overlap ? " tpov" : "");
         printf("%-11s %-15s %-44s %10.1f %10.1f %+7.1f%%   T=%.3fs %s %s%s\n", id, m.name, plan, pub, pred, 100 * e,
                T, ts_dtype_name(q->dtype), rules, res.memory.fits ? "" : "[does not fit]");
+        if (verbose) {
+            printf("            breakdown:");
+            for (int b = 0; b < SIM_BD_COUNT; b++) {
+                double v = sim_breakdown_get(&res.breakdown, b);
+                if (v > 0) printf(" %s %.3f", sim_breakdown_key(b), v);
+            }
+            printf("  mem %.1f GiB (w %.1f g %.1f o %.1f a %.1f x %.1f)\n", res.memory.total_bytes / 1073741824.0,
+                   res.memory.weights_bytes / 1073741824.0, res.memory.gradients_bytes / 1073741824.0,
+                   res.memory.optimizer_bytes / 1073741824.0, res.memory.activations_bytes / 1073741824.0,
+                   res.memory.other_bytes / 1073741824.0);
+        }
         for (int t = 0; t < ntab; t++)
             if (starts(id, tabs[t].name)) {
                 tabs[t].sum_abs += fabs(e);

@@ -221,6 +221,8 @@ typedef struct SimOptions {
     double overlap_slowdown;    /* compute slow-down while comm overlaps, 0.10
                                    (calibration_facts.md section 5) */
     double optimizer_bytes_per_param; /* HBM bytes per local parameter for the step, 24 */
+    double straggler;           /* tensor-core slow-down of a synchronous multi-GPU step:
+                                   it runs at the slowest GPU's pace, 0.03 */
     bool record;                /* keep spans for --trace */
 } SimOptions;
 void sim_options_init(SimOptions *o);

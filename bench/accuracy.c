@@ -156,7 +156,7 @@ int main(int argc, char **argv)
         const char *metric = r->f[col("metric")], *id = r->f[col("id")];
         bool tfl = strcmp(metric, "tflops_per_gpu") == 0, tok = strcmp(metric, "tokens_per_s_per_gpu") == 0;
         if (!tfl && !tok) continue;
-        bool n21 = starts(id, "N21"), nemo = starts(id, "NEMO"), bloom = starts(id, "BLOOM"), opt = starts(id, "OPT");
+        bool n21 = starts(id, "N21"), nemo = starts(id, "NEMO"), bloom = starts(id, "BLOOM"), opt = starts(id, "OPT"), tt = starts(id, "TT");
         ModelSpec m;
         char why[128], rules[512] = "";
         if (row_model(r, &m, why, sizeof why)) {
@@ -236,6 +236,10 @@ int main(int argc, char **argv)
         /* bf16 runs reduce in fp32 (Megatron default), except NeMo 24.07
          * recipes: Apex distributed_fused_adam with grad_sync_dtype bf16 */
         in.opt.fp32_grad_reduce = p.dtype == TS_DTYPE_BF16;
+        /* torchtitan 2024 defaults: eager PyTorch (compile off, norm_type
+         * rmsnorm), "selective op" activation checkpointing */
+        in.opt.eager_elementwise = tt;
+        in.opt.selective_ops = tt;
         SimResult res;
         if (sim_simulate(&in, w, &res, &err) != TS_OK) {
             printf("%-11s plan rejected: %s\n", id, err.msg);

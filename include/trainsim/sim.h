@@ -221,6 +221,11 @@ typedef struct SimOptions {
     double overlap_slowdown;    /* compute slow-down while comm overlaps, 0.10
                                    (calibration_facts.md section 5) */
     double optimizer_bytes_per_param; /* HBM bytes per local parameter for the step, 24 */
+    bool eager_elementwise;     /* unfused eager PyTorch elementwise kernels (RMSNorm with
+                                   fp32 upcast, complex RoPE, silu * mul, repeat_kv), false */
+    bool selective_ops;         /* selective recompute is op-level SAC (every second matmul
+                                   + all non-matmul ops; torchtitan), not Megatron's core
+                                   attention, false */
     double straggler;           /* tensor-core slow-down of a synchronous multi-GPU step:
                                    it runs at the slowest GPU's pace, 0.03 */
     bool record;                /* keep spans for --trace */

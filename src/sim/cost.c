@@ -140,7 +140,10 @@ static void mem(const Ctx *x, double fwd, double bwd, double *f, double *b)
 static void half_layer_mem(const Ctx *x, double *f, double *b)
 {
     double th = (double)x->Tsp * (double)x->m->hidden * x->ab;
-    mem(x, 2 * th, 3 * th, f, b);
+    if (x->o->eager_elementwise) /* x.float() -> pow -> mean -> x*rsqrt -> type_as -> *w: 36 B/elem */
+        mem(x, 18 * th, 36 * th, f, b);
+    else
+        mem(x, 2 * th, 3 * th, f, b);
     mem(x, 3 * th, 3 * th, f, b);
     if (x->m->arch == MODEL_ARCH_GPT || x->m->arch == MODEL_ARCH_BERT) mem(x, 2.5 * th, 2.5 * th, f, b);
 }
@@ -201,8 +204,16 @@ static void attention(const Ctx *x, LayerCost *lc)
 
     half_layer_mem(x, &mf, &mb);
     if (m->pos == MODEL_POS_ROPE) {
-        double qk = 2.0 * (double)T * (double)((A + G) * D / t) * x->ab;
+        /* eager complex RoPE: upcast, complex multiply, downcast (20 B/elem) */
+        double qk = (x->o->eager_elementwise ? 10.0 : 2.0) * (double)T * (double)((A + G) * D / t) * x->ab;
         mem(x, qk, qk, &mf, &mb);
+    }
+    if (x->o->eager_elementwise) {
+        /* GQA repeat_kv copies of K and V, and the attention output made
+         * contiguous after the head transpose */
+        double kv = G < A ? 2.0 * (double)T * (double)(A * D / t) * x->ab * 2.0 : 0.0;
+        double o = 2.0 * (double)T * (double)(A * dv / t) * x->ab;
+        mem(x, kv + o, kv + o, &mf, &mb);
     }
     lc->fwd += gf + af + mf;
     lc->bwd += gb + ab + mb;
@@ -216,7 +227,10 @@ static void mlp(const Ctx *x, int64_t tokens, int64_t ffn, int64_t tp, LayerCost
     gemm(x, 1, tokens, (x->gated ? 2 : 1) * ffn / tp, H, gf, gb);
     gemm(x, 1, tokens, H, ffn / tp, gf, gb);
     double act = (double)tokens * (double)(ffn / tp) * x->ab;
-    mem(x, act * (x->gated ? 3.0 : 2.0), act * (x->gated ? 5.0 : 3.0), &mf, &mb);
+    if (x->gated && x->o->eager_elementwise) /* silu(a) then * b: two kernels */
+        mem(x, act * 5.0, act * 8.0, &mf, &mb);
+    else
+        mem(x, act * (x->gated ? 3.0 : 2.0), act * (x->gated ? 5.0 : 3.0), &mf, &mb);
     lc->fwd += mf;
     lc->bwd += mb;
     double p = (double)((x->gated ? 3 : 2) * H * ffn / tp);
@@ -307,12 +321,34 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         double ag = coll(x, TS_COLL_ALLGATHER, pb, &x->dpg, "dp");
         double rs = coll(x, TS_COLL_REDUCESCATTER, (lc->params - lc->expert_params) * (x->o->fp32_grad_reduce ? 4 : 2),
                          &x->dpg, "dp");
+        /* copy-out of the gathered flat buffer into the parameters (read +
+         * write) before each use, copy-in of the gradients (cast to the
+         * reduction dtype) before the reduce-scatter: on the compute stream */
+        double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab, dense_p = lc->params - lc->expert_params;
+        double cf = 0, cb = 0;
+        mem(x, 2.0 * dense_p * x->ab, dense_p * (2.0 * x->ab + x->ab + gr), &cf, &cb);
+        lc->fwd += cf;
+        lc->bwd += cb;
         double ef = fmax(0, ag - lc->fwd), eb = fmax(0, ag + rs - lc->bwd);
         lc->fsdp = ef + eb;
         lc->slow += sig * (ag - ef + ag + rs - eb);
     }
     /* recompute */
-    if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) {
+    if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && x->o->selective_ops && !moe && m->kv_lora_rank == 0) {
+        /* op-level SAC (torchtitan "selective op"): matmul outputs are saved
+         * except every second one (wq wk wv wo w1 w3 w2 -> wk, wo, w3; GeLU
+         * MLP: wk, wo, fc2), attention outputs are saved, every other op is
+         * recomputed */
+        double ef = 0, eb = 0;
+        int64_t D = m->head_dim, Gk = m->kv_heads, F = m->ffn;
+        gemm(x, 1, x->T, Gk * D / t, H, &ef, &eb);
+        gemm(x, 1, x->T, H, m->heads * D / t, &ef, &eb);
+        if (x->gated) gemm(x, 1, x->T, F / t, H, &ef, &eb);
+        else gemm(x, 1, x->T, H, F / t, &ef, &eb);
+        lc->recompute = ef + (lc->fwd - lc->gemm_fwd - lc->attn_fwd);
+        double even = (double)(Gk * D * H + H * m->heads * D + F * H) / (double)t;
+        lc->recompute_flops_token = 2.0 * even * (double)t;
+    } else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) {
         lc->recompute = lc->attn_fwd;
         lc->recompute_flops_token = 4.0 * (double)x->S * (double)m->heads * (double)m->head_dim;
     } else if (p->recompute == PLAN_RECOMPUTE_FULL) {

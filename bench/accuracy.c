@@ -285,6 +285,10 @@ int main(int argc, char **argv)
                  q->tp_overlap ? " tpov" : "");
         printf("%-11s %-15s %-44s %10.1f %10.1f %+7.1f%%   T=%.3fs %s %s%s\n", id, m.name, plan, pub, pred, 100 * e,
                T, ts_dtype_name(q->dtype), rules, res.memory.fits ? "" : "[does not fit]");
+        if (tfl && !n21 && q->recompute != PLAN_RECOMPUTE_NONE)
+            printf("            (compared as model FLOPs per validation/README; counting the recompute\n"
+                   "             pass as Megatron-DeepSpeed's logged TFLOP/s do would give %.1f, %+.1f%%)\n",
+                   res.hardware_tflops_per_gpu, 100 * (res.hardware_tflops_per_gpu / pub - 1));
         if (verbose) {
             printf("            breakdown:");
             for (int b = 0; b < SIM_BD_COUNT; b++) {
@@ -315,12 +319,28 @@ int main(int argc, char **argv)
         alln += tabs[t].n;
     }
     printf("%-10s %4d %7.1f%%\n", "all", alln, alln ? 100 * all / alln : 0);
-    printf("\nrules for unstated knobs: micro-batch 1 with PP, else the per-replica batch up to 8 (mb rule);\n"
-           "no interleaving unless vpp is given; recompute none unless given; SP as stated; N21/OPT fp16,\n"
-           "NeMo fp8 (fp8 GEMM peaks, bf16 attention), others bf16; unfused attention for 2021-22 frameworks\n"
-           "(N21, BLOOM, OPT); N21 gradients all-reduced after the backward (Megatron 2021), in 16 bit;\n"
-           "NeMo TP overlap on; uneven PP splits put one layer less on the first/last stage; BLOOM on\n"
-           "jean-zay-a100 (4x100G Omni-Path), other A100 rows on dgx-a100 (8x200G HDR), H100 on dgx-h100.\n");
+    printf("\nrules for unstated knobs (the same for every row of a table):\n"
+           "  micro-batch   1 with PP, else the per-replica batch up to 8 (mb rule); global batch rounded\n"
+           "                down to a multiple of mb x dp where it is not one (OPT)\n"
+           "  recompute     as stated; unstated: the least that fits in memory: none, else full recompute\n"
+           "                of the fewest layers per chunk (NeMo / Megatron-Core) or of every layer\n"
+           "                (Megatron-DeepSpeed 2022, metaseq)\n"
+           "  precision     N21 and OPT fp16; NeMo fp8 (Transformer Engine: transformer-layer GEMMs in fp8,\n"
+           "                attention and LM head in bf16, fp8-saved GEMM inputs); others bf16\n"
+           "  attention     unfused (fused softmax) for the 2021-22 frameworks (N21, BLOOM, OPT); fused\n"
+           "                (cuDNN / FlashAttention) for NeMo and torchtitan\n"
+           "  gradients     N21: all-reduced after the backward in fp16 (Megatron 2021); NeMo 24.07:\n"
+           "                distributed_fused_adam, bf16 grad buffer and sync, overlapped; other bf16\n"
+           "                rows: fp32 reduction (Megatron / FSDP default), overlapped\n"
+           "  TP overlap    on for NeMo (TE userbuffers), off elsewhere\n"
+           "  torchtitan    eager PyTorch elementwise kernels (compile off, norm_type rmsnorm: its 2024\n"
+           "                defaults); selective = op-level SAC (every second matmul + non-matmul ops)\n"
+           "  PP split      uneven splits put one layer less on the first/last stage\n"
+           "  cluster       BLOOM on jean-zay-a100 (4x100G Omni-Path), other A100 rows on dgx-a100\n"
+           "                (8x200G HDR), H100 rows on dgx-h100 (8x400G NDR)\n"
+           "physical parameters (presets and sim_options_init, docs/accuracy.md): GPU speed spread 5%%\n"
+           "per node -> slowest-of-n straggler slow-down; H100 sustained clock 1500 of 1830 MHz;\n"
+           "A100 at its 1410 MHz clock; overlap slow-down 10%%.\n");
     sim_work_destroy(w);
     return 0;
 }

@@ -336,7 +336,9 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
          * reduction dtype) before the reduce-scatter: on the compute stream */
         double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab, dense_p = lc->params - lc->expert_params;
         double cf = 0, cb = 0;
-        mem(x, 2.0 * dense_p * x->ab, dense_p * (2.0 * x->ab + x->ab + gr), &cf, &cb);
+        /* (under full recompute the backward's copy-out is the recompute's) */
+        double out_b = p->recompute == PLAN_RECOMPUTE_FULL ? 0.0 : 2.0 * x->ab;
+        mem(x, 2.0 * dense_p * x->ab, dense_p * (out_b + x->ab + gr), &cf, &cb);
         lc->fwd += cf;
         lc->bwd += cb;
         double ef = fmax(0, ag - lc->fwd), eb = fmax(0, ag + rs - lc->bwd);

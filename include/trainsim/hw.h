@@ -61,6 +61,11 @@ typedef struct GpuSpec {
     double l2_bytes;                      /* L2 cache, 50e6 */
     double power_w;                       /* TDP, 700 */
     double clock_mhz;                     /* clock the peak FLOPs assume, 1830 */
+    double sustained_clock_mhz;           /* SM clock under sustained full-node training load
+                                             (power/thermal cap), 1650; 0 = clock_mhz. The
+                                             kernel models reproduce microbenchmarks; the
+                                             simulator scales tensor-core kernels by
+                                             clock_mhz / sustained_clock_mhz */
     double scaleup_bw_bytes_per_s;        /* NVLink/xGMI per GPU per direction, 450e9; 0 = none */
     /* ---- compute-model parameters (docs/hardware.md says where each comes from) */
     double gemm_eff[TS_DTYPE_COUNT];      /* fraction of peak a large, aligned, full-wave GEMM

@@ -221,9 +221,20 @@ typedef struct SimOptions {
     double overlap_slowdown;    /* compute slow-down while comm overlaps, 0.10
                                    (calibration_facts.md section 5) */
     double optimizer_bytes_per_param; /* HBM bytes per local parameter for the step, 24 */
+    bool eager_elementwise;     /* unfused eager PyTorch elementwise kernels (RMSNorm with
+                                   fp32 upcast, complex RoPE, silu * mul, repeat_kv), false */
+    bool selective_ops;         /* selective recompute is op-level SAC (every second matmul
+                                   + all non-matmul ops; torchtitan), not Megatron's core
+                                   attention, false */
+    double gpu_spread;          /* speed spread (max - min) among the 8 GPUs of a node,
+                                   0.05; a synchronous job runs at its slowest GPU's
+                                   pace (sim_straggler) */
     bool record;                /* keep spans for --trace */
 } SimOptions;
 void sim_options_init(SimOptions *o);
+/* Tensor-core slow-down of the slowest of n GPUs given the per-node spread:
+ * spread / 2.85 * sqrt(2 ln n) (0 for n = 1), e.g. 0.05 at n = 64. */
+double sim_straggler(double spread, int64_t n);
 
 typedef struct SimSetup {
     const ModelSpec *model;

@@ -6,7 +6,7 @@
 
 static const char *const GPU_KEYS[] = {
     "format", "version", "name", "source", "vendor", "arch", "peak_tflops", "hbm_tb_per_s",
-    "hbm_gb", "sm_count", "l2_mb", "power_w", "clock_mhz", "scaleup_gb_per_s", "model", NULL};
+    "hbm_gb", "sm_count", "l2_mb", "power_w", "clock_mhz", "sustained_clock_mhz", "scaleup_gb_per_s", "model", NULL};
 static const char *const MODEL_KEYS[] = {
     "gemm_eff", "gemm_tile", "gemm_k_half", "gemm_align_penalty", "gemm_align_elems",
     "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "mem_eff",
@@ -135,6 +135,7 @@ static TsStatus parse_gpu(const TsJsonDoc *doc, GpuSpec *g, TsError *err)
     if ((st = num(doc, r, "l2_mb", "", false, 0, 1e5, 1e6, &g->l2_bytes, err))) return st;
     if ((st = num(doc, r, "power_w", "", false, 0, 1e5, 1, &g->power_w, err))) return st;
     if ((st = num(doc, r, "clock_mhz", "", false, 0, 1e5, 1, &g->clock_mhz, err))) return st;
+    if ((st = num(doc, r, "sustained_clock_mhz", "", false, 0, 1e5, 1, &g->sustained_clock_mhz, err))) return st;
     if ((st = num(doc, r, "scaleup_gb_per_s", "", false, 0, 1e5, 1e9, &g->scaleup_bw_bytes_per_s, err)))
         return st;
     json_t *m;
@@ -202,6 +203,7 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     kv_num(b, "  ", "l2_mb", g->l2_bytes / 1e6, true);
     kv_num(b, "  ", "power_w", g->power_w, true);
     kv_num(b, "  ", "clock_mhz", g->clock_mhz, true);
+    if (g->sustained_clock_mhz > 0) kv_num(b, "  ", "sustained_clock_mhz", g->sustained_clock_mhz, true);
     kv_num(b, "  ", "scaleup_gb_per_s", g->scaleup_bw_bytes_per_s / 1e9, true);
     ts_buf_puts(b, "  \"model\": {\n");
     dtype_map(b, "    ", "gemm_eff", g->gemm_eff, 1.0);

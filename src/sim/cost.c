@@ -326,19 +326,29 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     /* ZeRO-3 / FSDP: gather this layer's parameters in forward and backward,
      * reduce-scatter its gradients, every micro-batch; prefetch hides them
      * under the layer's compute where they fit. */
-    if (p->zero >= 3 && x->dpg.size > 1) {
-        double pb = (lc->params - lc->expert_params) * x->ab;
-        double ag = coll(x, TS_COLL_ALLGATHER, pb, &x->dpg, "dp");
-        double rs = coll(x, TS_COLL_REDUCESCATTER, (lc->params - lc->expert_params) * (x->o->fp32_grad_reduce ? 4 : 2),
-                         &x->dpg, "dp");
+    if (p->zero >= 3 && (x->dpg.size > 1 || x->edpg.size > 1)) {
+        /* dense parameters are sharded over DP, expert parameters over the
+         * expert-data-parallel group (EDP = DP*CP/EP) */
+        double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
+        double dense_p = x->dpg.size > 1 ? lc->params - lc->expert_params : 0;
+        double exp_p = x->edpg.size > 1 ? lc->expert_params : 0;
+        double ag = 0, rs = 0;
+        if (dense_p > 0) {
+            ag += coll(x, TS_COLL_ALLGATHER, dense_p * x->ab, &x->dpg, "dp");
+            rs += coll(x, TS_COLL_REDUCESCATTER, dense_p * gr, &x->dpg, "dp");
+        }
+        if (exp_p > 0) {
+            ag += coll(x, TS_COLL_ALLGATHER, exp_p * x->ab, &x->edpg, "dp");
+            rs += coll(x, TS_COLL_REDUCESCATTER, exp_p * gr, &x->edpg, "dp");
+        }
         /* copy-out of the gathered flat buffer into the parameters (read +
          * write) before each use, copy-in of the gradients (cast to the
          * reduction dtype) before the reduce-scatter: on the compute stream */
-        double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab, dense_p = lc->params - lc->expert_params;
+        double gp = dense_p + exp_p;
         double cf = 0, cb = 0;
         /* (under full recompute the backward's copy-out is the recompute's) */
         double out_b = p->recompute == PLAN_RECOMPUTE_FULL ? 0.0 : 2.0 * x->ab;
-        mem(x, 2.0 * dense_p * x->ab, dense_p * (out_b + x->ab + gr), &cf, &cb);
+        mem(x, 2.0 * gp * x->ab, gp * (out_b + x->ab + gr), &cf, &cb);
         lc->fwd += cf;
         lc->bwd += cb;
         double ef = fmax(0, ag - lc->fwd), eb = fmax(0, ag + rs - lc->bwd);
@@ -536,8 +546,10 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
                 c->dp_grad_s = t_dp;
                 c->dp_buckets = (int32_t)(nb + ne > 1 ? nb + ne : 1);
                 /* dist-opt: gather updated bf16 parameters after the step */
-                if (shard_opt && x.dpg.size > 1)
+                if (shard_opt && x.dpg.size > 1 && dense_b > 0)
                     sc[s].param_gather_s += nb * coll(&x, TS_COLL_ALLGATHER, (params - eparams) * x.ab / nb, &x.dpg, "dp");
+                if (shard_opt && x.edpg.size > 1 && exp_b > 0)
+                    sc[s].param_gather_s += ne * coll(&x, TS_COLL_ALLGATHER, eparams * x.ab / ne, &x.edpg, "dp");
             }
             /* optimizer on the local shard */
             double local = shard_opt ? (params - eparams) / (double)x.dpg.size + eparams / (double)x.edpg.size

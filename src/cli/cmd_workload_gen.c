@@ -76,10 +76,6 @@ static void plan_dims(const ParallelPlan *p, WlPlanDims *d)
 static double hw_gemm_cb(const void *ctx, int64_t batch, int64_t m, int64_t n, int64_t k)
 {
     const WlGenCli *g = ctx;
-    /* fp32 GEMMs run on the SIMT cores: hw.h's tensor-core ramp and alignment
-     * penalties do not apply, a tile-quantized roofline does (NeuSight's A100
-     * fp32 table: 74-85% of peak) */
-    if (g->dtype == TS_DTYPE_FP32) return g->simt.gemm_s(g->simt.ctx, batch, m, n, k);
     return hw_gemm_time_s(&g->loaded.model, batch, m, n, k, g->dtype);
 }
 
@@ -109,10 +105,6 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
     if ((rc = cli_hw_load(&g->hw, "dgx-h100", p.gpus, &g->loaded))) return rc;
     g->dtype = p.dtype;
     const GpuSpec *gs = &g->loaded.cluster.gpu;
-    g->roof = (WlRoofline){.peak_flops = gs->peak_flops[TS_DTYPE_FP32], .gemm_eff = gs->gemm_eff[TS_DTYPE_FP32],
-                           .attn_eff = gs->attn_fwd_eff, .mem_bw = gs->hbm_bw_bytes_per_s,
-                           .mem_eff = gs->mem_eff, .launch_s = gs->launch_s, .dtype_bytes = 4};
-    wl_cost_roofline(&g->simt, &g->roof);
     WlCost cost = {.ctx = g, .gemm_s = hw_gemm_cb, .attn_s = hw_attn_cb, .mem_s = hw_mem_cb};
     WlModelDims md;
     WlPlanDims pd;

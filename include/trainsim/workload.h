@@ -41,6 +41,7 @@
 #define TRAINSIM_WORKLOAD_H
 
 #include "trainsim/common.h"
+#include "trainsim/hw.h"
 
 #define WL_JSON_VERSION 1          /* "trainsim-workload" JSON schema version */
 #define WL_CHAKRA_VERSION "0.0.4"  /* GlobalMetadata.version we write */
@@ -214,7 +215,7 @@ TsStatus wl_validate(const Workload *w, TsError *err);
 
 /* ---- generators (model + plan -> Workload) ------------------------------------ */
 /* Compute-time callbacks for one TP shard (the CLI wires hw.h's model in;
- * wl_cost_roofline is a self-contained fallback). Times in seconds. */
+ * tests may pass their own). Times in seconds. */
 typedef struct WlCost {
     const void *ctx;
     /* batch independent (M x K) @ (K x N) products */
@@ -225,18 +226,6 @@ typedef struct WlCost {
     /* memory-bound kernel moving `bytes` */
     double (*mem_s)(const void *ctx, double bytes);
 } WlCost;
-
-/* Roofline: time = max(flops / (peak*eff), bytes / (bw*mem_eff)) + launch. */
-typedef struct WlRoofline {
-    double peak_flops;      /* dense FLOP/s at the dtype, 989e12 (H100 bf16) */
-    double gemm_eff;        /* fraction of peak a large GEMM reaches, 0.75 */
-    double attn_eff;        /* fraction of peak of the attention core, 0.55 */
-    double mem_bw;          /* HBM bytes/s, 3.35e12 */
-    double mem_eff;         /* achieved fraction of mem_bw, 0.85 */
-    double launch_s;        /* per kernel, 4e-6 */
-    int dtype_bytes;        /* element size of operands, 2 */
-} WlRoofline;
-void wl_cost_roofline(WlCost *c, const WlRoofline *r); /* r must outlive c */
 
 /* Megatron-style plan as the generators need it (filled from plan.h's
  * ParallelPlan by the caller, so this header stays independent of it). */
@@ -286,13 +275,15 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
                   const WlBuildOptions *o, Workload **out, TsError *err);
 
 /* The per-operator table of a GPT-2 style model as NeuSight traces it
- * (torch.fx node names); neusight = reproduce its size quirks (wte grad
- * S*H, lm_head bias). Needs dp or tp or pp alone, like NeuSight. */
+ * (torch.fx node names). Every row is costed by hw.h (hw_op_time_s on a
+ * GraphOp of the row's kind) at dtype dt. neusight = reproduce its size
+ * quirks (wte grad S*H, lm_head bias) and its MEM-row formula, bytes /
+ * (Mem_Bw * 2^30) with Mem_Bw = the GPU's HBM GB/s. Needs dp or tp or pp
+ * alone, like NeuSight. */
 typedef struct WlOptableOptions {
     bool neusight;          /* keep the seed's size quirks; MEM rows by NeuSight's formula */
-    double mem_gb_per_s;    /* NeuSight Mem_Bw (GB/s, read as GiB/s by its MEM formula), 1555 */
 } WlOptableOptions;
-TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
+TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const HwModel *hw, TsDtype dt,
                           const WlOptableOptions *o, Workload **out, TsError *err);
 
 /* ---- readers ---------------------------------------------------------------- */

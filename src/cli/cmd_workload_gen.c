@@ -1,6 +1,6 @@
 /* trainsim workload: generation from model, plan and hardware options.
  * Maps ModelSpec/ParallelPlan onto the workload generators' flat dims and
- * wires the compute model (a roofline on the GPU preset's figures). */
+ * wires hw.h's compute model in. */
 #include "cmd_workload_gen.h"
 
 #include <string.h>
@@ -104,7 +104,6 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
     if ((rc = cli_plan_load(g->spec, &g->plan, &m, gpus, &p))) return rc;
     if ((rc = cli_hw_load(&g->hw, "dgx-h100", p.gpus, &g->loaded))) return rc;
     g->dtype = p.dtype;
-    const GpuSpec *gs = &g->loaded.cluster.gpu;
     WlCost cost = {.ctx = g, .gemm_s = hw_gemm_cb, .attn_s = hw_attn_cb, .mem_s = hw_mem_cb};
     WlModelDims md;
     WlPlanDims pd;
@@ -116,8 +115,8 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
         WlAicbOptions ao = {.compat_1_1 = g->aicb_compat};
         st = wl_build_aicb(&md, &pd, &cost, &ao, out, &err);
     } else if (g->fmt == WL_FMT_OPTABLE) {
-        WlOptableOptions oo = {.neusight = g->neusight, .mem_gb_per_s = gs->hbm_bw_bytes_per_s / 1e9};
-        st = wl_build_optable(&md, &pd, &cost, &oo, out, &err);
+        WlOptableOptions oo = {.neusight = g->neusight};
+        st = wl_build_optable(&md, &pd, &g->loaded.model, p.dtype, &oo, out, &err);
     } else {
         WlBuildOptions bo = {0};
         st = wl_build(&md, &pd, &cost, &bo, out, &err);

@@ -68,10 +68,14 @@ typedef enum {
 } WlKind;
 
 /* Process-group kinds a collective runs over. DP_EP: the data-parallel
- * replicas of one expert shard (SimAI's `_DP_EP`). */
+ * replicas of one expert shard (SimAI's `_DP_EP`). DP_CP: the data-parallel
+ * and context-parallel ranks of one model shard (Megatron reduces gradients
+ * over it when cp > 1), dp*cp ranks. EMB: Megatron's embedding group, the
+ * ranks of stage 0 and stage pp-1 with the same tp/cp/dp coordinates (the
+ * tied word-embedding gradient all-reduce), 2 ranks when pp > 1. */
 #define WL_GROUP_LIST(X) \
     X(NONE, "none") X(TP, "tp") X(DP, "dp") X(PP, "pp") X(EP, "ep") X(DP_EP, "dp_ep") \
-    X(CP, "cp") X(WORLD, "world")
+    X(CP, "cp") X(WORLD, "world") X(DP_CP, "dp_cp") X(EMB, "emb")
 typedef enum {
 #define X(e, n) WL_GROUP_##e,
     WL_GROUP_LIST(X)
@@ -253,6 +257,10 @@ typedef struct WlPlanDims {
     WlRecompute recompute;
     WlSchedule schedule;
     bool flash;                    /* fused attention core */
+    const int64_t *stage_layers;   /* borrowed: layers per chunk (pp*vpp entries, chunk
+                                      c = vstage*pp + stage), plan's --stage-layers; NULL =
+                                      even split (the first layers % chunks chunks +1) */
+    int32_t n_stage_layers;        /* entries in stage_layers, 0 */
 } WlPlanDims;
 
 typedef struct WlAicbOptions {
@@ -269,8 +277,10 @@ typedef struct WlBuildOptions {
     int grad_bytes;         /* bytes per gradient element reduced over DP, 4 (fp32 main grads) */
 } WlBuildOptions;
 /* The full per-stage task DAG: layers with TP/SP/CP/EP collectives, PP
- * send/recv in schedule order, bucketed DP gradient reduction overlapped with
- * the last backward, optimizer step (Shampoo preconditioners + gather). */
+ * send/recv in schedule order, bucketed gradient reduction over DP (DP x CP
+ * when cp > 1) overlapped with the last backward, the tied word-embedding
+ * gradient all-reduce between the first and last stage (pp > 1), optimizer
+ * step (Shampoo preconditioners + gather). */
 TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
                   const WlBuildOptions *o, Workload **out, TsError *err);
 

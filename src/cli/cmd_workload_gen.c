@@ -70,6 +70,8 @@ static void plan_dims(const ParallelPlan *p, WlPlanDims *d)
                   : p->schedule == PLAN_SCHED_INTERLEAVED ? WL_SCHED_INTERLEAVED
                                                           : WL_SCHED_1F1B;
     d->flash = p->flash_attn;
+    d->stage_layers = p->stage_layers;
+    d->n_stage_layers = p->n_stage_layers;
 }
 
 /* The compute model of hw.h behind the generators' callbacks. */

@@ -140,7 +140,9 @@ typedef struct SimPipeline {
     bool dp_overlap;        /* gradient reduction overlapped with the backward (bucketed) */
     bool param_gather_overlap; /* dist-opt all-gather hidden under the next forward */
     double overlap_slowdown;/* compute slow-down while a collective overlaps it, 0.1 */
-    bool record;            /* record spans for a trace */
+    bool record;            /* record spans for a trace (implies the full pass) */
+    bool full_pass;         /* simulate every micro-batch even when the schedule
+                               is periodic (the reference for tests) */
 } SimPipeline;
 
 /* One span of the timeline (recorded when SimPipeline.record). */
@@ -175,6 +177,7 @@ typedef struct SimResult {
     double pipeline_time_s;   /* forward/backward phase of the slowest stage */
     double bubble_fraction;   /* bubble_s / pipeline phase of the critical stage */
     int32_t critical_stage;   /* stage whose end decides the iteration */
+    bool periodic;            /* steady state extrapolated (fast path), not every micro-batch run */
     SimBreakdown breakdown;   /* of the critical stage; sums to iteration_time_s */
     int32_t n_stages;
     SimStageResult *stages;   /* [n_stages], owned by the SimWork */

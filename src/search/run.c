@@ -63,10 +63,13 @@ typedef struct Shared {
     SearchSpace space;
     int64_t n_chunks;        /* chunks owned by this rank */
     int64_t mine;            /* candidates in those chunks */
-    atomic_llong next_chunk; /* next local chunk to take */
+    double t0;
+    /* written by every worker: on their own cache line, away from the
+     * read-mostly fields above that every candidate reads */
+    _Alignas(64) atomic_llong next_chunk; /* next local chunk to take */
     atomic_llong done;       /* candidates finished */
     atomic_int failed;       /* a worker could not allocate */
-    double t0;
+    char pad[64];
 } Shared;
 
 typedef struct Worker {

@@ -604,6 +604,15 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
     int64_t mr = head + reach + 2 * delta + tail; /* room for P = delta */
     *done = false;
     if (pl->schedule == SIM_SCHED_INTERLEAVED && m % p) return TS_OK; /* partial groups: the full pass decides */
+    if (pl->schedule == SIM_SCHED_GPIPE) {
+        /* GPipe has no back-pressure: stage s forwards at the pace of the
+         * slowest stage up to s, and backwards of the slowest from s on. One
+         * lambda for all (what the extrapolation needs) only when stage 0 has
+         * the longest forward and stage p-1 the longest backward. */
+        for (int32_t s = 1; s < p; s++)
+            if (pl->chunk[s].fwd_s > pl->chunk[0].fwd_s || pl->chunk[s - 1].bwd_s > pl->chunk[p - 1].bwd_s)
+                return TS_OK;
+    }
     SimPipeline q;
     for (;;) {
         if (mr >= m) return TS_OK;

@@ -112,9 +112,11 @@ static int run_case(const Case *cs, int max_threads)
          * sharing); wall speed-up below t with efficiency ~1 means the cores
          * were not free (other processes). */
         printf("   %2d thread%s: %.3f s to the best plan, %9.0f valid plans/s (%8.0f per thread), "
-               "%8.0f simulated/s (%7.0f per thread), speed-up %.2f, CPU %.3f s, CPU efficiency %.2f\n",
+               "%8.0f simulated/s (%7.0f per thread), speed-up %.2f, CPU %.3f s, CPU efficiency %.2f, "
+               "%.0f simulated per CPU-second\n",
                t, t == 1 ? " " : "s", dt, (double)r.stats.enumerated / dt, (double)r.stats.enumerated / dt / t,
-               (double)r.stats.simulated / dt, (double)r.stats.simulated / dt / t, base / dt, cpu, base_cpu / cpu);
+               (double)r.stats.simulated / dt, (double)r.stats.simulated / dt / t, base / dt, cpu, base_cpu / cpu,
+               (double)r.stats.simulated / cpu);
         search_result_free(&r);
         if (t < max_threads && 2 * t > max_threads) t = max_threads / 2; /* end on max_threads */
     }

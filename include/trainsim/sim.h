@@ -12,9 +12,13 @@
  *      Megatron's interleaved 1F1B on (stage, micro-batch, chunk) tasks:
  *      each stage gets its task order in an array, then stages are swept
  *      alternately forward and backward, each task starting at
- *      max(stage free, neighbour's finish + p2p). No event heap; cost is
- *      O(stages * chunks * micro-batches). Identical DP replicas and TP
- *      ranks are simulated once. Spans are recorded only when asked for.
+ *      max(stage free, neighbour's finish + p2p). No event heap; the full
+ *      pass costs O(stages * chunks * micro-batches). Identical DP replicas
+ *      and TP ranks are simulated once. Spans are recorded only when asked
+ *      for. Without spans, a periodic fast path runs a few periods after the
+ *      warm-up, detects the steady state (every task repeats with one
+ *      increment) and extrapolates it exactly, so the cost stops growing
+ *      with m (docs/simulate.md; SimPipeline.full_pass forces the full pass).
  *   2. The cost builder (sim_simulate): ModelSpec + ParallelPlan (plan.h) +
  *      HwModel + HwNet (hw.h) -> per-chunk costs -> engine -> SimResult with
  *      throughput, FLOPs, memory and warnings.

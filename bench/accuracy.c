@@ -125,6 +125,11 @@ static int row_model(const Row *r, ModelSpec *m, char *why, size_t cap)
 
 int main(int argc, char **argv)
 {
+    bool verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
+    if (verbose) {
+        argc--;
+        argv++;
+    }
     const char *path = argc > 1 ? argv[1] : TS_BENCH_DIR "/data/calibration_runs.csv";
     FILE *fp = fopen(path, "r");
     if (!fp) {
@@ -151,7 +156,7 @@ int main(int argc, char **argv)
         const char *metric = r->f[col("metric")], *id = r->f[col("id")];
         bool tfl = strcmp(metric, "tflops_per_gpu") == 0, tok = strcmp(metric, "tokens_per_s_per_gpu") == 0;
         if (!tfl && !tok) continue;
-        bool n21 = starts(id, "N21"), nemo = starts(id, "NEMO"), bloom = starts(id, "BLOOM"), opt = starts(id, "OPT");
+        bool n21 = starts(id, "N21"), nemo = starts(id, "NEMO"), bloom = starts(id, "BLOOM"), opt = starts(id, "OPT"), tt = starts(id, "TT");
         ModelSpec m;
         char why[128], rules[512] = "";
         if (row_model(r, &m, why, sizeof why)) {
@@ -191,7 +196,7 @@ int main(int argc, char **argv)
         const char *rc = r->f[col("recompute")];
         p.recompute = starts(rc, "full") ? PLAN_RECOMPUTE_FULL
                       : starts(rc, "selective") ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
-        if (!*rc) strcat(rules, "recompute none; ");
+        bool rc_rule = !*rc;
         const char *dopt = r->f[col("dist_opt")];
         if (strstr(dopt, "zero3")) p.zero = 3;
         else if (starts(dopt, "distopt")) p.dist_opt = true;
@@ -228,11 +233,33 @@ int main(int argc, char **argv)
         /* Megatron-LM 2021 all-reduced gradients after the backward pass,
          * at the 16-bit training dtype */
         if (n21) in.opt.dp_overlap = false;
-        in.opt.fp32_grad_reduce = p.dtype == TS_DTYPE_BF16 || p.dtype == TS_DTYPE_FP8;
+        /* bf16 runs reduce in fp32 (Megatron default), except NeMo 24.07
+         * recipes: Apex distributed_fused_adam with grad_sync_dtype bf16 */
+        in.opt.fp32_grad_reduce = p.dtype == TS_DTYPE_BF16;
+        /* torchtitan 2024 defaults: eager PyTorch (compile off, norm_type
+         * rmsnorm), "selective op" activation checkpointing */
+        in.opt.eager_elementwise = tt;
+        in.opt.selective_ops = tt;
         SimResult res;
         if (sim_simulate(&in, w, &res, &err) != TS_OK) {
             printf("%-11s plan rejected: %s\n", id, err.msg);
             continue;
+        }
+        /* unstated recompute: the least that fits in memory. Megatron-Core
+         * (NeMo) recomputes whole layers, k per chunk (--recompute-num-layers);
+         * Megatron-DeepSpeed 2022 and metaseq recompute every layer. */
+        if (rc_rule) {
+            int64_t per_chunk = (m.layers + p.pp * p.vpp - 1) / (p.pp * p.vpp);
+            int64_t k = nemo ? 1 : per_chunk;
+            while (!res.memory.fits && k <= per_chunk) {
+                in.plan = p;
+                in.plan.recompute = PLAN_RECOMPUTE_FULL;
+                in.plan.recompute_layers = k < per_chunk ? k : 0;
+                if (sim_simulate(&in, w, &res, &err) != TS_OK) break;
+                k++;
+            }
+            strcat(rules, in.plan.recompute == PLAN_RECOMPUTE_NONE ? "recompute none (fits); "
+                                                                    : "recompute: least that fits; ");
         }
         const ParallelPlan *q = &in.plan;
         double T = res.iteration_time_s, pub = atof(r->f[col("value")]), pred;
@@ -247,14 +274,32 @@ int main(int argc, char **argv)
             pred = res.tokens_per_s_per_gpu;
         }
         double e = pred / pub - 1;
-        char plan[96];
+        char plan[96], rcname[24];
+        snprintf(rcname, sizeof rcname, "%s", plan_recompute_name(q->recompute));
+        if (q->recompute == PLAN_RECOMPUTE_FULL && q->recompute_layers > 0)
+            snprintf(rcname, sizeof rcname, "full%lld", (long long)q->recompute_layers);
         snprintf(plan, sizeof plan, "tp%lld pp%lld v%lld dp%lld cp%lld mb%lld %s%s%s%s", (long long)q->tp,
                  (long long)q->pp, (long long)q->vpp, (long long)q->dp, (long long)q->cp, (long long)q->micro_batch,
-                 q->sp ? "sp " : "", plan_recompute_name(q->recompute),
+                 q->sp ? "sp " : "", rcname,
                  q->zero ? (q->zero == 3 ? " zero3" : " zero1") : q->dist_opt ? " distopt" : "",
                  q->tp_overlap ? " tpov" : "");
         printf("%-11s %-15s %-44s %10.1f %10.1f %+7.1f%%   T=%.3fs %s %s%s\n", id, m.name, plan, pub, pred, 100 * e,
                T, ts_dtype_name(q->dtype), rules, res.memory.fits ? "" : "[does not fit]");
+        if (tfl && !n21 && q->recompute != PLAN_RECOMPUTE_NONE)
+            printf("            (compared as model FLOPs per validation/README; counting the recompute\n"
+                   "             pass as Megatron-DeepSpeed's logged TFLOP/s do would give %.1f, %+.1f%%)\n",
+                   res.hardware_tflops_per_gpu, 100 * (res.hardware_tflops_per_gpu / pub - 1));
+        if (verbose) {
+            printf("            breakdown:");
+            for (int b = 0; b < SIM_BD_COUNT; b++) {
+                double v = sim_breakdown_get(&res.breakdown, b);
+                if (v > 0) printf(" %s %.3f", sim_breakdown_key(b), v);
+            }
+            printf("  mem %.1f GiB (w %.1f g %.1f o %.1f a %.1f x %.1f)\n", res.memory.total_bytes / 1073741824.0,
+                   res.memory.weights_bytes / 1073741824.0, res.memory.gradients_bytes / 1073741824.0,
+                   res.memory.optimizer_bytes / 1073741824.0, res.memory.activations_bytes / 1073741824.0,
+                   res.memory.other_bytes / 1073741824.0);
+        }
         for (int t = 0; t < ntab; t++)
             if (starts(id, tabs[t].name)) {
                 tabs[t].sum_abs += fabs(e);
@@ -274,12 +319,28 @@ int main(int argc, char **argv)
         alln += tabs[t].n;
     }
     printf("%-10s %4d %7.1f%%\n", "all", alln, alln ? 100 * all / alln : 0);
-    printf("\nrules for unstated knobs: micro-batch 1 with PP, else the per-replica batch up to 8 (mb rule);\n"
-           "no interleaving unless vpp is given; recompute none unless given; SP as stated; N21/OPT fp16,\n"
-           "NeMo fp8 (fp8 GEMM peaks, bf16 attention), others bf16; unfused attention for 2021-22 frameworks\n"
-           "(N21, BLOOM, OPT); N21 gradients all-reduced after the backward (Megatron 2021), in 16 bit;\n"
-           "NeMo TP overlap on; uneven PP splits put one layer less on the first/last stage; BLOOM on\n"
-           "jean-zay-a100 (4x100G Omni-Path), other A100 rows on dgx-a100 (8x200G HDR), H100 on dgx-h100.\n");
+    printf("\nrules for unstated knobs (the same for every row of a table):\n"
+           "  micro-batch   1 with PP, else the per-replica batch up to 8 (mb rule); global batch rounded\n"
+           "                down to a multiple of mb x dp where it is not one (OPT)\n"
+           "  recompute     as stated; unstated: the least that fits in memory: none, else full recompute\n"
+           "                of the fewest layers per chunk (NeMo / Megatron-Core) or of every layer\n"
+           "                (Megatron-DeepSpeed 2022, metaseq)\n"
+           "  precision     N21 and OPT fp16; NeMo fp8 (Transformer Engine: transformer-layer GEMMs in fp8,\n"
+           "                attention and LM head in bf16, fp8-saved GEMM inputs); others bf16\n"
+           "  attention     unfused (fused softmax) for the 2021-22 frameworks (N21, BLOOM, OPT); fused\n"
+           "                (cuDNN / FlashAttention) for NeMo and torchtitan\n"
+           "  gradients     N21: all-reduced after the backward in fp16 (Megatron 2021); NeMo 24.07:\n"
+           "                distributed_fused_adam, bf16 grad buffer and sync, overlapped; other bf16\n"
+           "                rows: fp32 reduction (Megatron / FSDP default), overlapped\n"
+           "  TP overlap    on for NeMo (TE userbuffers), off elsewhere\n"
+           "  torchtitan    eager PyTorch elementwise kernels (compile off, norm_type rmsnorm: its 2024\n"
+           "                defaults); selective = op-level SAC (every second matmul + non-matmul ops)\n"
+           "  PP split      uneven splits put one layer less on the first/last stage\n"
+           "  cluster       BLOOM on jean-zay-a100 (4x100G Omni-Path), other A100 rows on dgx-a100\n"
+           "                (8x200G HDR), H100 rows on dgx-h100 (8x400G NDR)\n"
+           "physical parameters (presets and sim_options_init, docs/accuracy.md): GPU speed spread 5%%\n"
+           "per node -> slowest-of-n straggler slow-down; H100 sustained clock 1500 of 1830 MHz;\n"
+           "A100 at its 1410 MHz clock; overlap slow-down 10%%.\n");
     sim_work_destroy(w);
     return 0;
 }

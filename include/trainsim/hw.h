@@ -10,7 +10,9 @@
  *     bandwidth/latency per direction, NVLS/SHARP, oversubscription) from
  *     data/clusters/<name>.json, sized to `gpus` (nodes = ceil(gpus/per node)).
  *   - Compute time (HwModel): GEMMs with tile and wave quantization and a
- *     per-dtype efficiency curve (NeuSight-style), a FlashAttention-style
+ *     per-dtype efficiency curve (NeuSight-style; FP32 without TF32 runs on
+ *     the CUDA cores: SIMT tiles, its own ramp, no tensor-core alignment
+ *     rules; TF32 and narrower on tensor cores), a FlashAttention-style
  *     attention core (causal aware, own backward efficiency), memory-bound
  *     ops as bytes / effective HBM bandwidth with a small-tensor floor, and a
  *     per-kernel launch overhead. An optional calibration table (measured
@@ -61,13 +63,23 @@ typedef struct GpuSpec {
     double l2_bytes;                      /* L2 cache, 50e6 */
     double power_w;                       /* TDP, 700 */
     double clock_mhz;                     /* clock the peak FLOPs assume, 1830 */
+    double sustained_clock_mhz;           /* SM clock under sustained full-node training load
+                                             (power/thermal cap), 1650; 0 = clock_mhz. The
+                                             kernel models reproduce microbenchmarks; the
+                                             simulator scales tensor-core kernels by
+                                             clock_mhz / sustained_clock_mhz */
     double scaleup_bw_bytes_per_s;        /* NVLink/xGMI per GPU per direction, 450e9; 0 = none */
     /* ---- compute-model parameters (docs/hardware.md says where each comes from) */
     double gemm_eff[TS_DTYPE_COUNT];      /* fraction of peak a large, aligned, full-wave GEMM
-                                             reaches (MAMF / peak), 0.80 */
+                                             reaches (MAMF / peak), 0.80; fp32 = the SIMT
+                                             (CUDA-core) kernel's fraction of the FP32 peak */
     int64_t gemm_tile_m, gemm_tile_n;     /* output tile of the large-GEMM kernel, 128 x 256 */
     double gemm_k_half;                   /* K at which the main-loop efficiency is 1/2:
                                              eff_k = K / (K + k_half), 256 */
+    int64_t simt_tile_m, simt_tile_n;     /* output tile of the FP32 (no TF32) CUDA-core GEMM
+                                             kernel, cuBLAS sgemm 128 x 128 */
+    double simt_k_half;                   /* its main-loop ramp K/(K + k_half); default the FP32
+                                             machine balance peak_fp32 / HBM B/s, 12.5 on A100 */
     double gemm_align_penalty;            /* efficiency factor when a dim is not a multiple of
                                              gemm_align_elems, 0.70 */
     int64_t gemm_align_elems;             /* 64 (128 B at 16 bit) */

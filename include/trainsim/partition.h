@@ -51,6 +51,9 @@ typedef struct PartMemOptions {
     double frag_fraction;      /* allocator fragmentation on dynamic memory, 0.05 */
     bool dropout;              /* dropout masks stored (GPT/BERT style); default by arch */
     bool dropout_set;          /* dropout given explicitly */
+    double grad_bytes;         /* bytes per gradient element without ZeRO (Megatron grad
+                                  buffer): 4 (fp32, default, 0 = this), 2 when gradients
+                                  are accumulated and reduced in bf16 */
 } PartMemOptions;
 void part_mem_options_init(PartMemOptions *o);
 bool part_memmodel_parse(const char *s, PartMemModel *out);

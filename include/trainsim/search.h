@@ -45,7 +45,9 @@
 #include "trainsim/sim.h"
 
 #define SEARCH_MAX_VALUES 32 /* values per dimension list */
-#define SEARCH_CHUNK 1024    /* candidates per work item */
+#define SEARCH_CHUNK 256     /* candidates per work item: small enough that the
+                                last chunks do not leave threads idle (valid
+                                plans cluster: a chunk's cost varies 100x) */
 
 /* X(NAME, "name") — recomputation modes. */
 #define SEARCH_RECOMPUTE_LIST(X) X(NONE, "none") X(SELECTIVE, "selective") X(FULL, "full")

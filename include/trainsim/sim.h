@@ -12,9 +12,13 @@
  *      Megatron's interleaved 1F1B on (stage, micro-batch, chunk) tasks:
  *      each stage gets its task order in an array, then stages are swept
  *      alternately forward and backward, each task starting at
- *      max(stage free, neighbour's finish + p2p). No event heap; cost is
- *      O(stages * chunks * micro-batches). Identical DP replicas and TP
- *      ranks are simulated once. Spans are recorded only when asked for.
+ *      max(stage free, neighbour's finish + p2p). No event heap; the full
+ *      pass costs O(stages * chunks * micro-batches). Identical DP replicas
+ *      and TP ranks are simulated once. Spans are recorded only when asked
+ *      for. Without spans, a periodic fast path runs a few periods after the
+ *      warm-up, detects the steady state (every task repeats with one
+ *      increment) and extrapolates it exactly, so the cost stops growing
+ *      with m (docs/simulate.md; SimPipeline.full_pass forces the full pass).
  *   2. The cost builder (sim_simulate): ModelSpec + ParallelPlan (plan.h) +
  *      HwModel + HwNet (hw.h) -> per-chunk costs -> engine -> SimResult with
  *      throughput, FLOPs, memory and warnings.
@@ -140,7 +144,9 @@ typedef struct SimPipeline {
     bool dp_overlap;        /* gradient reduction overlapped with the backward (bucketed) */
     bool param_gather_overlap; /* dist-opt all-gather hidden under the next forward */
     double overlap_slowdown;/* compute slow-down while a collective overlaps it, 0.1 */
-    bool record;            /* record spans for a trace */
+    bool record;            /* record spans for a trace (implies the full pass) */
+    bool full_pass;         /* simulate every micro-batch even when the schedule
+                               is periodic (the reference for tests) */
 } SimPipeline;
 
 /* One span of the timeline (recorded when SimPipeline.record). */
@@ -175,6 +181,7 @@ typedef struct SimResult {
     double pipeline_time_s;   /* forward/backward phase of the slowest stage */
     double bubble_fraction;   /* bubble_s / pipeline phase of the critical stage */
     int32_t critical_stage;   /* stage whose end decides the iteration */
+    bool periodic;            /* steady state extrapolated (fast path), not every micro-batch run */
     SimBreakdown breakdown;   /* of the critical stage; sums to iteration_time_s */
     int32_t n_stages;
     SimStageResult *stages;   /* [n_stages], owned by the SimWork */
@@ -221,9 +228,20 @@ typedef struct SimOptions {
     double overlap_slowdown;    /* compute slow-down while comm overlaps, 0.10
                                    (calibration_facts.md section 5) */
     double optimizer_bytes_per_param; /* HBM bytes per local parameter for the step, 24 */
+    bool eager_elementwise;     /* unfused eager PyTorch elementwise kernels (RMSNorm with
+                                   fp32 upcast, complex RoPE, silu * mul, repeat_kv), false */
+    bool selective_ops;         /* selective recompute is op-level SAC (every second matmul
+                                   + all non-matmul ops; torchtitan), not Megatron's core
+                                   attention, false */
+    double gpu_spread;          /* speed spread (max - min) among the 8 GPUs of a node,
+                                   0.05; a synchronous job runs at its slowest GPU's
+                                   pace (sim_straggler) */
     bool record;                /* keep spans for --trace */
 } SimOptions;
 void sim_options_init(SimOptions *o);
+/* Tensor-core slow-down of the slowest of n GPUs given the per-node spread:
+ * spread / 2.85 * sqrt(2 ln n) (0 for n = 1), e.g. 0.05 at n = 64. */
+double sim_straggler(double spread, int64_t n);
 
 typedef struct SimSetup {
     const ModelSpec *model;

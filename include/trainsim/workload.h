@@ -41,6 +41,7 @@
 #define TRAINSIM_WORKLOAD_H
 
 #include "trainsim/common.h"
+#include "trainsim/hw.h"
 
 #define WL_JSON_VERSION 1          /* "trainsim-workload" JSON schema version */
 #define WL_CHAKRA_VERSION "0.0.4"  /* GlobalMetadata.version we write */
@@ -67,10 +68,14 @@ typedef enum {
 } WlKind;
 
 /* Process-group kinds a collective runs over. DP_EP: the data-parallel
- * replicas of one expert shard (SimAI's `_DP_EP`). */
+ * replicas of one expert shard (SimAI's `_DP_EP`). DP_CP: the data-parallel
+ * and context-parallel ranks of one model shard (Megatron reduces gradients
+ * over it when cp > 1), dp*cp ranks. EMB: Megatron's embedding group, the
+ * ranks of stage 0 and stage pp-1 with the same tp/cp/dp coordinates (the
+ * tied word-embedding gradient all-reduce), 2 ranks when pp > 1. */
 #define WL_GROUP_LIST(X) \
     X(NONE, "none") X(TP, "tp") X(DP, "dp") X(PP, "pp") X(EP, "ep") X(DP_EP, "dp_ep") \
-    X(CP, "cp") X(WORLD, "world")
+    X(CP, "cp") X(WORLD, "world") X(DP_CP, "dp_cp") X(EMB, "emb")
 typedef enum {
 #define X(e, n) WL_GROUP_##e,
     WL_GROUP_LIST(X)
@@ -214,7 +219,7 @@ TsStatus wl_validate(const Workload *w, TsError *err);
 
 /* ---- generators (model + plan -> Workload) ------------------------------------ */
 /* Compute-time callbacks for one TP shard (the CLI wires hw.h's model in;
- * wl_cost_roofline is a self-contained fallback). Times in seconds. */
+ * tests may pass their own). Times in seconds. */
 typedef struct WlCost {
     const void *ctx;
     /* batch independent (M x K) @ (K x N) products */
@@ -225,18 +230,6 @@ typedef struct WlCost {
     /* memory-bound kernel moving `bytes` */
     double (*mem_s)(const void *ctx, double bytes);
 } WlCost;
-
-/* Roofline: time = max(flops / (peak*eff), bytes / (bw*mem_eff)) + launch. */
-typedef struct WlRoofline {
-    double peak_flops;      /* dense FLOP/s at the dtype, 989e12 (H100 bf16) */
-    double gemm_eff;        /* fraction of peak a large GEMM reaches, 0.75 */
-    double attn_eff;        /* fraction of peak of the attention core, 0.55 */
-    double mem_bw;          /* HBM bytes/s, 3.35e12 */
-    double mem_eff;         /* achieved fraction of mem_bw, 0.85 */
-    double launch_s;        /* per kernel, 4e-6 */
-    int dtype_bytes;        /* element size of operands, 2 */
-} WlRoofline;
-void wl_cost_roofline(WlCost *c, const WlRoofline *r); /* r must outlive c */
 
 /* Megatron-style plan as the generators need it (filled from plan.h's
  * ParallelPlan by the caller, so this header stays independent of it). */
@@ -264,6 +257,10 @@ typedef struct WlPlanDims {
     WlRecompute recompute;
     WlSchedule schedule;
     bool flash;                    /* fused attention core */
+    const int64_t *stage_layers;   /* borrowed: layers per chunk (pp*vpp entries, chunk
+                                      c = vstage*pp + stage), plan's --stage-layers; NULL =
+                                      even split (the first layers % chunks chunks +1) */
+    int32_t n_stage_layers;        /* entries in stage_layers, 0 */
 } WlPlanDims;
 
 typedef struct WlAicbOptions {
@@ -280,19 +277,23 @@ typedef struct WlBuildOptions {
     int grad_bytes;         /* bytes per gradient element reduced over DP, 4 (fp32 main grads) */
 } WlBuildOptions;
 /* The full per-stage task DAG: layers with TP/SP/CP/EP collectives, PP
- * send/recv in schedule order, bucketed DP gradient reduction overlapped with
- * the last backward, optimizer step (Shampoo preconditioners + gather). */
+ * send/recv in schedule order, bucketed gradient reduction over DP (DP x CP
+ * when cp > 1) overlapped with the last backward, the tied word-embedding
+ * gradient all-reduce between the first and last stage (pp > 1), optimizer
+ * step (Shampoo preconditioners + gather). */
 TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
                   const WlBuildOptions *o, Workload **out, TsError *err);
 
 /* The per-operator table of a GPT-2 style model as NeuSight traces it
- * (torch.fx node names); neusight = reproduce its size quirks (wte grad
- * S*H, lm_head bias). Needs dp or tp or pp alone, like NeuSight. */
+ * (torch.fx node names). Every row is costed by hw.h (hw_op_time_s on a
+ * GraphOp of the row's kind) at dtype dt. neusight = reproduce its size
+ * quirks (wte grad S*H, lm_head bias) and its MEM-row formula, bytes /
+ * (Mem_Bw * 2^30) with Mem_Bw = the GPU's HBM GB/s. Needs dp or tp or pp
+ * alone, like NeuSight. */
 typedef struct WlOptableOptions {
     bool neusight;          /* keep the seed's size quirks; MEM rows by NeuSight's formula */
-    double mem_gb_per_s;    /* NeuSight Mem_Bw (GB/s, read as GiB/s by its MEM formula), 1555 */
 } WlOptableOptions;
-TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
+TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const HwModel *hw, TsDtype dt,
                           const WlOptableOptions *o, Workload **out, TsError *err);
 
 /* ---- readers ---------------------------------------------------------------- */

@@ -79,7 +79,7 @@ int cmd_memory(int argc, char **argv)
                             "headroom. The capacity is the HBM of --gpu or of the cluster's GPU (default "
                             "dgx-h100: h100-sxm5-80gb, 80 GiB). "
                             "--memory-model megatron reproduces Megatron-LM's theoretical memory formula. "
-                            "Exit 0 whether or not it fits (a warning on stderr when not); 4 for an invalid plan."};
+                            "Exit 0 when every stage fits; 4 when a stage does not fit (the table is printed, with a warning on stderr) or the plan is invalid."};
     CliModel cm;
     CliPlan cp;
     CliHw hw;
@@ -168,5 +168,7 @@ int cmd_memory(int argc, char **argv)
     ts_buf_free(&desc);
     rc = cli_emit(out_path, &b);
     ts_buf_free(&b);
-    return rc;
+    /* Printed in full either way; for scripts a plan that does not fit is a
+     * failed plan (exit 4, DESIGN.md). */
+    return rc == 0 && n_over > 0 ? TS_ERR_PLAN : rc;
 }

@@ -140,6 +140,9 @@ int cmd_simulate(int argc, char **argv)
     if (o.json) sim_result_json(&in, &r, &out);
     else sim_result_text(&in, &r, &out);
     int code = cli_emit(NULL, &out);
+    /* The full result is printed either way; a plan that does not fit in
+     * memory is a failed plan for scripts (exit 4, DESIGN.md). */
+    if (code == 0 && !r.memory.fits) code = TS_ERR_PLAN;
     ts_buf_free(&out);
     sim_result_free(&r);
     cli_hw_free(&hl);

@@ -1,6 +1,6 @@
 /* trainsim workload: generation from model, plan and hardware options.
  * Maps ModelSpec/ParallelPlan onto the workload generators' flat dims and
- * wires the compute model (a roofline on the GPU preset's figures). */
+ * wires hw.h's compute model in. */
 #include "cmd_workload_gen.h"
 
 #include <string.h>
@@ -70,16 +70,14 @@ static void plan_dims(const ParallelPlan *p, WlPlanDims *d)
                   : p->schedule == PLAN_SCHED_INTERLEAVED ? WL_SCHED_INTERLEAVED
                                                           : WL_SCHED_1F1B;
     d->flash = p->flash_attn;
+    d->stage_layers = p->stage_layers;
+    d->n_stage_layers = p->n_stage_layers;
 }
 
 /* The compute model of hw.h behind the generators' callbacks. */
 static double hw_gemm_cb(const void *ctx, int64_t batch, int64_t m, int64_t n, int64_t k)
 {
     const WlGenCli *g = ctx;
-    /* fp32 GEMMs run on the SIMT cores: hw.h's tensor-core ramp and alignment
-     * penalties do not apply, a tile-quantized roofline does (NeuSight's A100
-     * fp32 table: 74-85% of peak) */
-    if (g->dtype == TS_DTYPE_FP32) return g->simt.gemm_s(g->simt.ctx, batch, m, n, k);
     return hw_gemm_time_s(&g->loaded.model, batch, m, n, k, g->dtype);
 }
 
@@ -108,11 +106,6 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
     if ((rc = cli_plan_load(g->spec, &g->plan, &m, gpus, &p))) return rc;
     if ((rc = cli_hw_load(&g->hw, "dgx-h100", p.gpus, &g->loaded))) return rc;
     g->dtype = p.dtype;
-    const GpuSpec *gs = &g->loaded.cluster.gpu;
-    g->roof = (WlRoofline){.peak_flops = gs->peak_flops[TS_DTYPE_FP32], .gemm_eff = gs->gemm_eff[TS_DTYPE_FP32],
-                           .attn_eff = gs->attn_fwd_eff, .mem_bw = gs->hbm_bw_bytes_per_s,
-                           .mem_eff = gs->mem_eff, .launch_s = gs->launch_s, .dtype_bytes = 4};
-    wl_cost_roofline(&g->simt, &g->roof);
     WlCost cost = {.ctx = g, .gemm_s = hw_gemm_cb, .attn_s = hw_attn_cb, .mem_s = hw_mem_cb};
     WlModelDims md;
     WlPlanDims pd;
@@ -124,8 +117,8 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
         WlAicbOptions ao = {.compat_1_1 = g->aicb_compat};
         st = wl_build_aicb(&md, &pd, &cost, &ao, out, &err);
     } else if (g->fmt == WL_FMT_OPTABLE) {
-        WlOptableOptions oo = {.neusight = g->neusight, .mem_gb_per_s = gs->hbm_bw_bytes_per_s / 1e9};
-        st = wl_build_optable(&md, &pd, &cost, &oo, out, &err);
+        WlOptableOptions oo = {.neusight = g->neusight};
+        st = wl_build_optable(&md, &pd, &g->loaded.model, p.dtype, &oo, out, &err);
     } else {
         WlBuildOptions bo = {0};
         st = wl_build(&md, &pd, &cost, &bo, out, &err);

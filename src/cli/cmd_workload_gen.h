@@ -13,8 +13,6 @@ typedef struct WlGenCli {
     CliHw hw;           /* --gpu --cluster --gpus --calibration --busbw */
     CliHwLoaded loaded; /* compute model during the build */
     TsDtype dtype;      /* compute dtype of the plan */
-    WlRoofline roof;    /* fp32 (SIMT) GEMM roofline on the GPU's figures */
-    WlCost simt;
     CliSpec *spec;      /* the command's option table (for cli_seen) */
     WlFormat fmt;       /* set by cmd_workload before build */
     bool aicb_compat;   /* --aicb-compat given */

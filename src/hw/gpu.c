@@ -6,9 +6,10 @@
 
 static const char *const GPU_KEYS[] = {
     "format", "version", "name", "source", "vendor", "arch", "peak_tflops", "hbm_tb_per_s",
-    "hbm_gb", "sm_count", "l2_mb", "power_w", "clock_mhz", "scaleup_gb_per_s", "model", NULL};
+    "hbm_gb", "sm_count", "l2_mb", "power_w", "clock_mhz", "sustained_clock_mhz", "scaleup_gb_per_s", "model", NULL};
 static const char *const MODEL_KEYS[] = {
     "gemm_eff", "gemm_tile", "gemm_k_half", "gemm_align_penalty", "gemm_align_elems",
+    "simt_tile", "simt_k_half",
     "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "mem_eff",
     "mem_half_mb", "launch_us", "notes", NULL};
 static const char *const DTYPE_KEYS[] = {
@@ -27,6 +28,9 @@ static void gpu_defaults(GpuSpec *g)
     g->gemm_tile_m = 128;
     g->gemm_tile_n = 256;
     g->gemm_k_half = 128;
+    g->simt_tile_m = 128;
+    g->simt_tile_n = 128;
+    g->simt_k_half = -1; /* < 0: derived in parse_gpu from peak and HBM */
     g->gemm_align_penalty = 0.7;
     g->gemm_align_elems = 64;
     g->attn_fwd_eff = 0.6;
@@ -68,27 +72,38 @@ static TsStatus num(const TsJsonDoc *doc, json_t *o, const char *key, const char
     return st;
 }
 
+/* "key": [tile_m, tile_n], integers in 16..1024 (absent: keep *tm, *tn). */
+static TsStatus tile_pair(const TsJsonDoc *doc, json_t *m, const char *key, const char *example, int64_t *tm,
+                          int64_t *tn, TsError *err)
+{
+    json_t *tile = json_object_get(m, key);
+    if (!tile) return TS_OK;
+    if (!json_is_array(tile) || json_array_size(tile) != 2 || !json_is_integer(json_array_get(tile, 0)) ||
+        !json_is_integer(json_array_get(tile, 1)) || json_integer_value(json_array_get(tile, 0)) < 16 ||
+        json_integer_value(json_array_get(tile, 1)) < 16 || json_integer_value(json_array_get(tile, 0)) > 1024 ||
+        json_integer_value(json_array_get(tile, 1)) > 1024) {
+        char path[64], msg[128], hint[128];
+        snprintf(path, sizeof path, "model.%s", key);
+        snprintf(msg, sizeof msg, "'model.%s' must be [tile_m, tile_n], integers in 16..1024", key);
+        snprintf(hint, sizeof hint, "the output tile of the %s kernel, e.g. %s",
+                 key[0] == 's' ? "FP32 CUDA-core GEMM" : "large-GEMM", example);
+        return hw_err_path(doc, path, err, msg, hint);
+    }
+    *tm = (int64_t)json_integer_value(json_array_get(tile, 0));
+    *tn = (int64_t)json_integer_value(json_array_get(tile, 1));
+    return TS_OK;
+}
+
 static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError *err)
 {
     TsStatus st;
     if ((st = hw_check_keys(doc, m, "model", MODEL_KEYS, err))) return st;
     if ((st = dtype_obj(doc, m, "gemm_eff", "model.gemm_eff", false, 0.01, 1.0, 1.0, g->gemm_eff, err)))
         return st;
-    json_t *tile = json_object_get(m, "gemm_tile");
-    if (tile) {
-        if (!json_is_array(tile) || json_array_size(tile) != 2 ||
-            !json_is_integer(json_array_get(tile, 0)) || !json_is_integer(json_array_get(tile, 1)) ||
-            json_integer_value(json_array_get(tile, 0)) < 16 ||
-            json_integer_value(json_array_get(tile, 1)) < 16 ||
-            json_integer_value(json_array_get(tile, 0)) > 1024 ||
-            json_integer_value(json_array_get(tile, 1)) > 1024)
-            return hw_err_path(doc, "model.gemm_tile", err,
-                               "'model.gemm_tile' must be [tile_m, tile_n], integers in 16..1024",
-                               "the output tile of the large-GEMM kernel, e.g. [128, 256]");
-        g->gemm_tile_m = (int64_t)json_integer_value(json_array_get(tile, 0));
-        g->gemm_tile_n = (int64_t)json_integer_value(json_array_get(tile, 1));
-    }
+    if ((st = tile_pair(doc, m, "gemm_tile", "[128, 256]", &g->gemm_tile_m, &g->gemm_tile_n, err))) return st;
+    if ((st = tile_pair(doc, m, "simt_tile", "[128, 128]", &g->simt_tile_m, &g->simt_tile_n, err))) return st;
     if ((st = num(doc, m, "gemm_k_half", "model", false, 0, 1e5, 1, &g->gemm_k_half, err))) return st;
+    if ((st = num(doc, m, "simt_k_half", "model", false, 0, 1e5, 1, &g->simt_k_half, err))) return st;
     if ((st = num(doc, m, "gemm_align_penalty", "model", false, 0.05, 1, 1, &g->gemm_align_penalty, err)))
         return st;
     if ((st = ts_json_int(doc, m, "gemm_align_elems", "model.gemm_align_elems", false, 1, 4096,
@@ -135,11 +150,17 @@ static TsStatus parse_gpu(const TsJsonDoc *doc, GpuSpec *g, TsError *err)
     if ((st = num(doc, r, "l2_mb", "", false, 0, 1e5, 1e6, &g->l2_bytes, err))) return st;
     if ((st = num(doc, r, "power_w", "", false, 0, 1e5, 1, &g->power_w, err))) return st;
     if ((st = num(doc, r, "clock_mhz", "", false, 0, 1e5, 1, &g->clock_mhz, err))) return st;
+    if ((st = num(doc, r, "sustained_clock_mhz", "", false, 0, 1e5, 1, &g->sustained_clock_mhz, err))) return st;
     if ((st = num(doc, r, "scaleup_gb_per_s", "", false, 0, 1e5, 1e9, &g->scaleup_bw_bytes_per_s, err)))
         return st;
     json_t *m;
     if ((st = hw_json_obj(doc, r, "model", "model", false, &m, err))) return st;
     if (m && (st = parse_model(doc, m, g, err))) return st;
+    /* SIMT main-loop ramp when the file leaves it out: the FP32 machine balance
+     * (FLOP per HBM byte). The K at which a CTA's main loop costs as much as
+     * writing its fp32 C tile through its SM's share of HBM (2 peak/bw K-steps)
+     * with half of that hidden by the co-resident CTA (docs/hardware.md). */
+    if (g->simt_k_half < 0) g->simt_k_half = g->peak_flops[TS_DTYPE_FP32] / g->hbm_bw_bytes_per_s;
     return TS_OK;
 }
 
@@ -202,12 +223,16 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     kv_num(b, "  ", "l2_mb", g->l2_bytes / 1e6, true);
     kv_num(b, "  ", "power_w", g->power_w, true);
     kv_num(b, "  ", "clock_mhz", g->clock_mhz, true);
+    if (g->sustained_clock_mhz > 0) kv_num(b, "  ", "sustained_clock_mhz", g->sustained_clock_mhz, true);
     kv_num(b, "  ", "scaleup_gb_per_s", g->scaleup_bw_bytes_per_s / 1e9, true);
     ts_buf_puts(b, "  \"model\": {\n");
     dtype_map(b, "    ", "gemm_eff", g->gemm_eff, 1.0);
     ts_buf_printf(b, "    \"gemm_tile\": [%lld, %lld],\n", (long long)g->gemm_tile_m,
                   (long long)g->gemm_tile_n);
     kv_num(b, "    ", "gemm_k_half", g->gemm_k_half, true);
+    ts_buf_printf(b, "    \"simt_tile\": [%lld, %lld],\n", (long long)g->simt_tile_m,
+                  (long long)g->simt_tile_n);
+    kv_num(b, "    ", "simt_k_half", g->simt_k_half, true);
     kv_num(b, "    ", "gemm_align_penalty", g->gemm_align_penalty, true);
     kv_num(b, "    ", "gemm_align_elems", (double)g->gemm_align_elems, true);
     kv_num(b, "    ", "attn_fwd_eff", g->attn_fwd_eff, true);

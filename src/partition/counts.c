@@ -153,8 +153,12 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dr
     bool gated = m->act == MODEL_ACT_SWIGLU;
     double mask = dropout ? 1.0 : 0.0;                         /* 1-byte dropout masks */
 
+    /* Transformer Engine FP8 saves the fp8 copy of each GEMM input for the
+     * weight gradient (1 B): QKV in, proj in, fc1 in, fc2 in; norm inputs,
+     * Q/K/V and the gated halves stay bf16. */
+    double g8 = p->dtype == TS_DTYPE_FP8 ? 1.0 : d;
     /* SP-shardable (else TP-replicated): LN1 in, QKV in, LN2 in, fc1/router in, 2 masks */
-    double rep = sb * H * (4 * d + 2 * mask) * r;
+    double rep = sb * H * (2 * d + 2 * g8 + 2 * mask) * r;
     double extra = 0;                                          /* never sharded */
     if (is_mla(m)) {
         G = A;
@@ -163,7 +167,7 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dr
         extra += sb * (double)(m->q_lora_rank + m->kv_lora_rank + m->qk_rope_dim) * d;
     }
     /* TP-partitioned: Q, K, V, proj input */
-    double tpb = sb * (A * Dq + G * Dq + G * Dv + A * Dv) * d / t;
+    double tpb = sb * ((A * Dq + G * Dq + G * Dv) * d + A * Dv * g8) / t;
     /* attention core: FlashAttention keeps only the fp32 log-sum-exp; otherwise
      * softmax output (d) + dropout mask (1) + dropout output (d) per score,
      * dropped by selective recompute. */
@@ -174,7 +178,7 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dr
     double mlp;
     if (!moe) {
         double F = (double)m->ffn;
-        mlp = sb * F * d * (gated ? 3.0 : 2.0) / t;            /* fc1 out (gate+up), act out */
+        mlp = sb * F * (d * (gated ? 2.0 : 1.0) + g8) / t;     /* fc1 out (gate+up), act out = fc2 in */
     } else {
         double K = (double)m->topk, E = (double)m->experts, Fe = (double)m->moe_ffn;
         double e = (double)p->etp;

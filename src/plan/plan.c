@@ -96,6 +96,7 @@ static TsStatus bad(TsError *err, const char *hint, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static TsStatus bad(TsError *err, const char *hint, const char *fmt, ...)
 {
+    if (!err) return TS_ERR_PLAN; /* the search only needs the verdict: no formatting */
     char msg[TS_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);

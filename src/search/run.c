@@ -63,10 +63,13 @@ typedef struct Shared {
     SearchSpace space;
     int64_t n_chunks;        /* chunks owned by this rank */
     int64_t mine;            /* candidates in those chunks */
-    atomic_llong next_chunk; /* next local chunk to take */
+    double t0;
+    /* written by every worker: on their own cache line, away from the
+     * read-mostly fields above that every candidate reads */
+    _Alignas(64) atomic_llong next_chunk; /* next local chunk to take */
     atomic_llong done;       /* candidates finished */
     atomic_int failed;       /* a worker could not allocate */
-    double t0;
+    char pad[64];
 } Shared;
 
 typedef struct Worker {
@@ -78,6 +81,8 @@ typedef struct Worker {
     SearchPoint *all;
     int64_t n_all, cap_all;
     int64_t enumerated, pruned, simulated;
+    char pad[128]; /* workers sit side by side in one array: keep their hot
+                      fields on different cache lines (no false sharing) */
 } Worker;
 
 static bool keep(Worker *w, const SearchPoint *p)
@@ -98,23 +103,31 @@ static void run_chunk(Worker *w, void *scratch, int64_t lo, int64_t hi)
     Shared *sh = w->sh;
     const SearchConfig *c = sh->c;
     const SearchEvaluator *ev = sh->ev;
+    SearchCursor cur;
+    SearchKnobs k;
+    int64_t enumerated = 0, pruned = 0, simulated = 0; /* locals: no shared-line writes per plan */
     for (int64_t i = lo; i < hi; i++) {
+        if (i == lo) search_cursor_seek(&sh->space, i, &cur, &k);
+        else search_cursor_next(&sh->space, &cur, &k);
         SearchPoint p;
         memset(&p, 0, sizeof p);
-        search_space_decode(&sh->space, i, &p.k);
+        p.k = k;
         p.index = i;
         SearchEvalStatus st = ev->check(ev->ctx, scratch, &p);
         if (st == SEARCH_EVAL_INVALID) continue;
-        w->enumerated++;
+        enumerated++;
         if (st == SEARCH_EVAL_NOFIT) {
-            w->pruned++;
+            pruned++;
             continue;
         }
         if (ev->simulate(ev->ctx, scratch, &p) != SEARCH_EVAL_OK) continue;
-        w->simulated++;
+        simulated++;
         topk_insert(c->objective, w->top, &w->n_top, c->top_k, &p);
         if (c->keep_all && !keep(w, &p)) atomic_store(&sh->failed, 1);
     }
+    w->enumerated += enumerated;
+    w->pruned += pruned;
+    w->simulated += simulated;
 }
 
 static void *worker_main(void *arg)

@@ -36,4 +36,16 @@ void search_space_free(SearchSpace *s);
 /* Knobs of candidate idx (0 <= idx < s->total). */
 void search_space_decode(const SearchSpace *s, int64_t idx, SearchKnobs *k);
 
+/* Walking candidates in index order without a decode (binary search and
+ * five divisions) per candidate: the mixed-radix digits of the current one. */
+typedef struct SearchCursor {
+    int64_t idx;
+    int shape;
+    int mbs, sv, rec, zero, sp, ov;
+} SearchCursor;
+/* Position c on idx and fill k. */
+void search_cursor_seek(const SearchSpace *s, int64_t idx, SearchCursor *c, SearchKnobs *k);
+/* Advance to idx + 1 (which must be < s->total) and fill k. */
+void search_cursor_next(const SearchSpace *s, SearchCursor *c, SearchKnobs *k);
+
 #endif

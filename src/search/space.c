@@ -232,7 +232,16 @@ void search_space_free(SearchSpace *s)
     s->total = 0;
 }
 
-void search_space_decode(const SearchSpace *s, int64_t idx, SearchKnobs *k)
+static void cursor_knobs(const SearchSpace *s, const SearchCursor *c, SearchKnobs *k)
+{
+    const SearchShape *sh = &s->shapes[c->shape];
+    *k = (SearchKnobs){.gpus = sh->gpus, .tp = sh->tp, .pp = sh->pp, .cp = sh->cp, .ep = sh->ep, .dp = sh->dp,
+                       .mbs = sh->mbs[c->mbs], .vpp = sh->sv[c->sv].vpp, .sp = sh->sp[c->sp],
+                       .recompute = sh->rec[c->rec], .zero = sh->zero[c->zero],
+                       .schedule = sh->sv[c->sv].schedule, .tp_overlap = sh->ov[c->ov]};
+}
+
+void search_cursor_seek(const SearchSpace *s, int64_t idx, SearchCursor *c, SearchKnobs *k)
 {
     int lo = 0, hi = s->n_shapes - 1;
     while (lo < hi) { /* last shape with start <= idx */
@@ -242,19 +251,52 @@ void search_space_decode(const SearchSpace *s, int64_t idx, SearchKnobs *k)
     }
     const SearchShape *sh = &s->shapes[lo];
     int64_t r = idx - sh->start;
-    int ov = (int)(r % sh->n_ov);
+    c->idx = idx;
+    c->shape = lo;
+    c->ov = (int)(r % sh->n_ov);
     r /= sh->n_ov;
-    int sp = (int)(r % sh->n_sp);
+    c->sp = (int)(r % sh->n_sp);
     r /= sh->n_sp;
-    int z = (int)(r % sh->n_zero);
+    c->zero = (int)(r % sh->n_zero);
     r /= sh->n_zero;
-    int rc = (int)(r % sh->n_rec);
+    c->rec = (int)(r % sh->n_rec);
     r /= sh->n_rec;
-    int sv = (int)(r % sh->n_sv);
+    c->sv = (int)(r % sh->n_sv);
     r /= sh->n_sv;
-    *k = (SearchKnobs){.gpus = sh->gpus, .tp = sh->tp, .pp = sh->pp, .cp = sh->cp, .ep = sh->ep, .dp = sh->dp,
-                       .mbs = sh->mbs[r], .vpp = sh->sv[sv].vpp, .sp = sh->sp[sp], .recompute = sh->rec[rc],
-                       .zero = sh->zero[z], .schedule = sh->sv[sv].schedule, .tp_overlap = sh->ov[ov]};
+    c->mbs = (int)r;
+    cursor_knobs(s, c, k);
+}
+
+void search_cursor_next(const SearchSpace *s, SearchCursor *c, SearchKnobs *k)
+{
+    const SearchShape *sh = &s->shapes[c->shape];
+    c->idx++;
+    if (++c->ov == sh->n_ov) {
+        c->ov = 0;
+        if (++c->sp == sh->n_sp) {
+            c->sp = 0;
+            if (++c->zero == sh->n_zero) {
+                c->zero = 0;
+                if (++c->rec == sh->n_rec) {
+                    c->rec = 0;
+                    if (++c->sv == sh->n_sv) {
+                        c->sv = 0;
+                        if (++c->mbs == sh->n_mbs) {
+                            c->mbs = 0;
+                            c->shape++;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    cursor_knobs(s, c, k);
+}
+
+void search_space_decode(const SearchSpace *s, int64_t idx, SearchKnobs *k)
+{
+    SearchCursor c;
+    search_cursor_seek(s, idx, &c, k);
 }
 
 int64_t search_space_size(const SearchConfig *c, TsError *err)

@@ -55,6 +55,21 @@ void sim_options_init(SimOptions *o)
      * (fp32 master, m, v read+written, bf16 param written, grad read) plus
      * the grad-norm read and the zeroing of the fp32 grad buffer: 24 B. */
     o->optimizer_bytes_per_param = 24;
+    /* calibration_facts.md section 0: "5 %+ MAMF spread between GPUs" of one
+     * node (persistent chip-to-chip variation). The microbenchmarks time one
+     * typical GPU; a synchronous job runs at the pace of its slowest GPU. */
+    o->gpu_spread = 0.05;
+}
+
+/* Slow-down of the slowest of n GPUs against a typical one, when the spread
+ * (max - min) among the 8 GPUs of a node is `spread`: chip speeds ~ normal,
+ * the range of 8 samples is ~2.85 sigma, the slowest of n lies
+ * sigma * sqrt(2 ln n) below the mean. 8 GPUs: 3.6 %, 64: 5.0 %, 1024: 6.5 %
+ * at spread 0.05. */
+double sim_straggler(double spread, int64_t n)
+{
+    if (n <= 1 || !(spread > 0)) return 0;
+    return spread / 2.85 * sqrt(2.0 * log((double)n));
 }
 
 typedef struct Ctx {
@@ -65,6 +80,7 @@ typedef struct Ctx {
     const SimOptions *o;
     TsDtype dt;             /* GEMM dtype */
     TsDtype adt;            /* attention / activation dtype (bf16 under fp8) */
+    double tc;              /* tensor-core time factor: clock / sustained clock x (1 + straggler) */
     double ab;              /* activation bytes per element, 2 */
     int64_t t, T, Tsp, S, Sl, B;
     PlanGroupInfo tpg, cpg, epg, dpg, edpg, ppg;
@@ -92,12 +108,13 @@ static double coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g,
     return hw_coll_time_s(x->net, c, bytes, g->size, g->nodes, 1, kind);
 }
 
-/* GEMM (M x K) @ (K x N): forward and backward (dgrad + wgrad) times. */
-static void gemm(const Ctx *x, int64_t batch, int64_t M, int64_t N, int64_t K, double *f, double *b)
+/* GEMM (M x K) @ (K x N) at dtype dt: forward and backward (dgrad + wgrad)
+ * times, tensor-core work scaled by x->tc (sustained clock, stragglers). */
+static void gemm_as(const Ctx *x, TsDtype dt, int64_t batch, int64_t M, int64_t N, int64_t K, double *f, double *b)
 {
-    *f += hw_gemm_time_s(x->hw, batch, M, N, K, x->dt);
-    *b += hw_gemm_time_s(x->hw, batch, M, K, N, x->dt) + hw_gemm_time_s(x->hw, batch, K, N, M, x->dt);
-    if (x->dt == TS_DTYPE_FP8) {
+    *f += x->tc * hw_gemm_time_s(x->hw, batch, M, N, K, dt);
+    *b += x->tc * (hw_gemm_time_s(x->hw, batch, M, K, N, dt) + hw_gemm_time_s(x->hw, batch, K, N, M, dt));
+    if (dt == TS_DTYPE_FP8) {
         /* Transformer Engine FP8 recipe: the input is cast to fp8 with an
          * amax (read 2 B, write 1 B per element); in backward the output
          * gradient is cast and transposed (read 2, write 1 + 1) and the saved
@@ -109,11 +126,36 @@ static void gemm(const Ctx *x, int64_t batch, int64_t M, int64_t N, int64_t K, d
     }
 }
 
-/* A memory-bound kernel of `bytes` in forward; backward moves ~2x. */
-static void mem(const Ctx *x, double bytes, double *f, double *b)
+/* A transformer-layer GEMM: at the plan's GEMM dtype (fp8 under FP8). */
+static void gemm(const Ctx *x, int64_t batch, int64_t M, int64_t N, int64_t K, double *f, double *b)
 {
-    *f += hw_memory_time_s(x->hw, bytes);
-    *b += 2 * hw_memory_time_s(x->hw, bytes);
+    gemm_as(x, x->dt, batch, M, N, K, f, b);
+}
+
+/* A memory-bound kernel moving `fwd` bytes in forward and `bwd` bytes in
+ * backward (its gradient kernel; 0 = none). Per-kernel traffic in units of
+ * one activation tensor read or written (docs/simulate.md, "memory-bound
+ * kernels"): norm 2 fwd / 3 bwd (read x, dy, write dx); residual add 3 / 3
+ * (the backward adds the branch gradient into the residual stream); dropout
+ * 2.5 / 2.5 (1-byte mask); GeLU 2 / 3; SwiGLU 3 / 5; RoPE 2 / 2; fused
+ * scale-mask-softmax 2 / 3 (Megatron's fused kernel). */
+static void mem(const Ctx *x, double fwd, double bwd, double *f, double *b)
+{
+    *f += hw_memory_time_s(x->hw, fwd);
+    *b += hw_memory_time_s(x->hw, bwd);
+}
+
+/* Norm, dropout and residual add of one half-layer (attention or MLP) on the
+ * Tsp tokens of this rank: norm 2/3, residual 3/3, dropout 2.5/2.5. */
+static void half_layer_mem(const Ctx *x, double *f, double *b)
+{
+    double th = (double)x->Tsp * (double)x->m->hidden * x->ab;
+    if (x->o->eager_elementwise) /* x.float() -> pow -> mean -> x*rsqrt -> type_as -> *w: 36 B/elem */
+        mem(x, 18 * th, 36 * th, f, b);
+    else
+        mem(x, 2 * th, 3 * th, f, b);
+    mem(x, 3 * th, 3 * th, f, b);
+    if (x->m->arch == MODEL_ARCH_GPT || x->m->arch == MODEL_ARCH_BERT) mem(x, 2.5 * th, 2.5 * th, f, b);
 }
 
 /* Attention block: projections, core, norms; fills gemm/attn/mem parts. */
@@ -149,16 +191,16 @@ static void attention(const Ctx *x, LayerCost *lc)
     /* core: per CP rank, c blocks of (S/c x S/c) causal-balanced */
     int64_t Ah = A / t, c = x->p->cp, Sl = x->Sl;
     if (x->p->flash_attn) {
-        af = (double)c * hw_attention_time_s(x->hw, x->B, Ah, Sl, Sl, dqk, true, false, x->adt);
-        ab = (double)c * hw_attention_time_s(x->hw, x->B, Ah, Sl, Sl, dqk, true, true, x->adt);
+        af = x->tc * (double)c * hw_attention_time_s(x->hw, x->B, Ah, Sl, Sl, dqk, true, false, x->adt);
+        ab = x->tc * (double)c * hw_attention_time_s(x->hw, x->B, Ah, Sl, Sl, dqk, true, true, x->adt);
     } else { /* unfused: two batched GEMMs, softmax/mask/dropout over S^2 scores */
         double f2 = 0, b2 = 0;
         int64_t S = x->S;
-        gemm(x, x->B * Ah, Sl, S, dqk, &f2, &b2);
-        gemm(x, x->B * Ah, Sl, dv, S, &f2, &b2);
+        gemm_as(x, x->adt, x->B * Ah, Sl, S, dqk, &f2, &b2);
+        gemm_as(x, x->adt, x->B * Ah, Sl, dv, S, &f2, &b2);
         double sc = (double)(x->B * Ah) * (double)Sl * (double)S * x->ab;
-        mem(x, 3 * sc, &f2, &b2); /* scale+mask+softmax: read scores, write probs, write mask... */
-        if (m->arch == MODEL_ARCH_GPT || m->arch == MODEL_ARCH_BERT) mem(x, 2.5 * sc, &f2, &b2); /* dropout */
+        mem(x, 2 * sc, 3 * sc, &f2, &b2); /* fused scale+mask+softmax */
+        if (m->arch == MODEL_ARCH_GPT || m->arch == MODEL_ARCH_BERT) mem(x, 2.5 * sc, 2.5 * sc, &f2, &b2); /* dropout */
         af = f2;
         ab = b2;
     }
@@ -169,11 +211,20 @@ static void attention(const Ctx *x, LayerCost *lc)
     lc->gemm_fwd += gf;
     lc->gemm_bwd += gb;
     /* norm + residual (+dropout) on Tsp tokens; rope on q,k */
-    double th = (double)x->Tsp * (double)H * x->ab;
-    mem(x, 2 * th, &mf, &mb);
-    mem(x, 3 * th, &mf, &mb);
-    if (m->arch == MODEL_ARCH_GPT || m->arch == MODEL_ARCH_BERT) mem(x, 2.5 * th, &mf, &mb);
-    if (m->pos == MODEL_POS_ROPE) mem(x, 2.0 * (double)T * (double)((A + G) * D / t) * x->ab, &mf, &mb);
+
+    half_layer_mem(x, &mf, &mb);
+    if (m->pos == MODEL_POS_ROPE) {
+        /* eager complex RoPE: upcast, complex multiply, downcast (20 B/elem) */
+        double qk = (x->o->eager_elementwise ? 10.0 : 2.0) * (double)T * (double)((A + G) * D / t) * x->ab;
+        mem(x, qk, qk, &mf, &mb);
+    }
+    if (x->o->eager_elementwise) {
+        /* GQA repeat_kv copies of K and V, and the attention output made
+         * contiguous after the head transpose */
+        double kv = G < A ? 2.0 * (double)T * (double)(A * D / t) * x->ab * 2.0 : 0.0;
+        double o = 2.0 * (double)T * (double)(A * dv / t) * x->ab;
+        mem(x, kv + o, kv + o, &mf, &mb);
+    }
     lc->fwd += gf + af + mf;
     lc->bwd += gb + ab + mb;
 }
@@ -185,8 +236,11 @@ static void mlp(const Ctx *x, int64_t tokens, int64_t ffn, int64_t tp, LayerCost
     double mf = 0, mb = 0;
     gemm(x, 1, tokens, (x->gated ? 2 : 1) * ffn / tp, H, gf, gb);
     gemm(x, 1, tokens, H, ffn / tp, gf, gb);
-    double act = (double)tokens * (double)(ffn / tp) * x->ab * (x->gated ? 3.0 : 2.0);
-    mem(x, act, &mf, &mb);
+    double act = (double)tokens * (double)(ffn / tp) * x->ab;
+    if (x->gated && x->o->eager_elementwise) /* silu(a) then * b: two kernels */
+        mem(x, act * 5.0, act * 8.0, &mf, &mb);
+    else
+        mem(x, act * (x->gated ? 3.0 : 2.0), act * (x->gated ? 5.0 : 3.0), &mf, &mb);
     lc->fwd += mf;
     lc->bwd += mb;
     double p = (double)((x->gated ? 3 : 2) * H * ffn / tp);
@@ -201,12 +255,10 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     memset(lc, 0, sizeof *lc);
     attention(x, lc);
     int64_t H = m->hidden, t = x->t;
-    double gf = 0, gb = 0, th = (double)x->Tsp * (double)H * x->ab;
+    double gf = 0, gb = 0;
     /* residual + norm of the MLP half */
     double mf = 0, mb = 0;
-    mem(x, 2 * th, &mf, &mb);
-    mem(x, 3 * th, &mf, &mb);
-    if (m->arch == MODEL_ARCH_GPT || m->arch == MODEL_ARCH_BERT) mem(x, 2.5 * th, &mf, &mb);
+    half_layer_mem(x, &mf, &mb);
     lc->fwd += mf;
     lc->bwd += mb;
     double ep_f = 0;
@@ -222,8 +274,9 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         double ef = 0, eb = 0;
         gemm(x, local, me, (x->gated ? 2 : 1) * m->moe_ffn / etp, H, &ef, &eb);
         gemm(x, local, me, H, m->moe_ffn / etp, &ef, &eb);
-        mem(x, pairs * (double)(m->moe_ffn / etp) * x->ab * (x->gated ? 3.0 : 2.0), &mf, &mb);
-        mem(x, 4.0 * pairs * (double)H * x->ab, &mf, &mb); /* permute / unpermute */
+        double ea = pairs * (double)(m->moe_ffn / etp) * x->ab;
+        mem(x, ea * (x->gated ? 3.0 : 2.0), ea * (x->gated ? 5.0 : 3.0), &mf, &mb);
+        mem(x, 4.0 * pairs * (double)H * x->ab, 4.0 * pairs * (double)H * x->ab, &mf, &mb); /* permute / unpermute */
         gf += ef;
         gb += eb;
         double ex = (double)((x->gated ? 3 : 2) * H * m->moe_ffn / etp) * (double)local;
@@ -273,17 +326,51 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     /* ZeRO-3 / FSDP: gather this layer's parameters in forward and backward,
      * reduce-scatter its gradients, every micro-batch; prefetch hides them
      * under the layer's compute where they fit. */
-    if (p->zero >= 3 && x->dpg.size > 1) {
-        double pb = (lc->params - lc->expert_params) * x->ab;
-        double ag = coll(x, TS_COLL_ALLGATHER, pb, &x->dpg, "dp");
-        double rs = coll(x, TS_COLL_REDUCESCATTER, (lc->params - lc->expert_params) * (x->o->fp32_grad_reduce ? 4 : 2),
-                         &x->dpg, "dp");
+    if (p->zero >= 3 && (x->dpg.size > 1 || x->edpg.size > 1)) {
+        /* dense parameters are sharded over DP, expert parameters over the
+         * expert-data-parallel group (EDP = DP*CP/EP) */
+        double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
+        double dense_p = x->dpg.size > 1 ? lc->params - lc->expert_params : 0;
+        double exp_p = x->edpg.size > 1 ? lc->expert_params : 0;
+        double ag = 0, rs = 0;
+        if (dense_p > 0) {
+            ag += coll(x, TS_COLL_ALLGATHER, dense_p * x->ab, &x->dpg, "dp");
+            rs += coll(x, TS_COLL_REDUCESCATTER, dense_p * gr, &x->dpg, "dp");
+        }
+        if (exp_p > 0) {
+            ag += coll(x, TS_COLL_ALLGATHER, exp_p * x->ab, &x->edpg, "dp");
+            rs += coll(x, TS_COLL_REDUCESCATTER, exp_p * gr, &x->edpg, "dp");
+        }
+        /* copy-out of the gathered flat buffer into the parameters (read +
+         * write) before each use, copy-in of the gradients (cast to the
+         * reduction dtype) before the reduce-scatter: on the compute stream */
+        double gp = dense_p + exp_p;
+        double cf = 0, cb = 0;
+        /* (under full recompute the backward's copy-out is the recompute's) */
+        double out_b = p->recompute == PLAN_RECOMPUTE_FULL ? 0.0 : 2.0 * x->ab;
+        mem(x, 2.0 * gp * x->ab, gp * (out_b + x->ab + gr), &cf, &cb);
+        lc->fwd += cf;
+        lc->bwd += cb;
         double ef = fmax(0, ag - lc->fwd), eb = fmax(0, ag + rs - lc->bwd);
         lc->fsdp = ef + eb;
         lc->slow += sig * (ag - ef + ag + rs - eb);
     }
     /* recompute */
-    if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) {
+    if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && x->o->selective_ops && !moe && m->kv_lora_rank == 0) {
+        /* op-level SAC (torchtitan "selective op"): matmul outputs are saved
+         * except every second one (wq wk wv wo w1 w3 w2 -> wk, wo, w3; GeLU
+         * MLP: wk, wo, fc2), attention outputs are saved, every other op is
+         * recomputed */
+        double ef = 0, eb = 0;
+        int64_t D = m->head_dim, Gk = m->kv_heads, F = m->ffn;
+        gemm(x, 1, x->T, Gk * D / t, H, &ef, &eb);
+        gemm(x, 1, x->T, H, m->heads * D / t, &ef, &eb);
+        if (x->gated) gemm(x, 1, x->T, F / t, H, &ef, &eb);
+        else gemm(x, 1, x->T, H, F / t, &ef, &eb);
+        lc->recompute = ef + (lc->fwd - lc->gemm_fwd - lc->attn_fwd);
+        double even = (double)(Gk * D * H + H * m->heads * D + F * H) / (double)t;
+        lc->recompute_flops_token = 2.0 * even * (double)t;
+    } else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) {
         lc->recompute = lc->attn_fwd;
         lc->recompute_flops_token = 4.0 * (double)x->S * (double)m->heads * (double)m->head_dim;
     } else if (p->recompute == PLAN_RECOMPUTE_FULL) {
@@ -299,7 +386,7 @@ static void edge_costs(const Ctx *x, double *emb_f, double *emb_b, double *emb_t
     const ModelSpec *m = x->m;
     int64_t H = m->hidden, t = x->t, V = model_padded_vocab(m, t), T = x->T;
     double th = (double)x->T * (double)H * x->ab, f = 0, b = 0, tp = 0;
-    mem(x, 2 * th, &f, &b); /* gather rows (+ position add) */
+    mem(x, 2 * th, 0, &f, &b); /* gather rows (+ position add) */
     b += hw_memory_time_s(x->hw, (double)T * (double)H * 4.0); /* scatter-add into the fp32 grad */
     if (t > 1) tp += x->p->sp ? coll(x, TS_COLL_REDUCESCATTER, th, &x->tpg, "tp") : coll(x, TS_COLL_ALLREDUCE, th, &x->tpg, "tp");
     *emb_f = f;
@@ -308,10 +395,15 @@ static void edge_costs(const Ctx *x, double *emb_f, double *emb_b, double *emb_t
     *emb_params = (double)(V / t * H) + (m->pos == MODEL_POS_LEARNED ? (double)(m->max_positions * H) : 0);
     /* head */
     f = b = tp = 0;
-    mem(x, 2 * (double)x->Tsp * (double)H * x->ab, &f, &b); /* final norm */
-    gemm(x, 1, T, V / t, H, &f, &b);
+    mem(x, 2 * (double)x->Tsp * (double)H * x->ab, 3 * (double)x->Tsp * (double)H * x->ab, &f, &b); /* final norm */
+    /* the output layer is not a Transformer Engine module (Megatron-Core's
+     * ColumnParallelLinear): it runs in bf16 even in FP8 training */
+    gemm_as(x, x->adt, 1, T, V / t, H, &f, &b);
     double logits = (double)T * (double)(V / t);
-    mem(x, logits * (x->ab + 4.0 * 3.0), &f, &b); /* fp32 softmax cross-entropy */
+    /* fp32 vocab-parallel cross-entropy: upcast, max, exp/sum, log-prob
+     * (~14 B per logit) forward; softmax - one-hot and the downcast of the
+     * logits gradient (~28 B) backward */
+    mem(x, logits * (x->ab + 4.0 * 3.0), 2 * logits * (x->ab + 4.0 * 3.0), &f, &b);
     if (t > 1) {
         if (x->p->sp) tp += coll(x, TS_COLL_ALLGATHER, th, &x->tpg, "tp");
         tp += 3 * coll(x, TS_COLL_ALLREDUCE, (double)T * 4.0, &x->tpg, "tp"); /* vocab-parallel CE */
@@ -350,6 +442,9 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
     x.dt = p->dtype;
     x.adt = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype;
     x.ab = (double)ts_dtype_bytes(x.adt);
+    const GpuSpec *g = &in->hw->gpu;
+    x.tc = g->sustained_clock_mhz > 0 && g->clock_mhz > 0 ? g->clock_mhz / g->sustained_clock_mhz : 1.0;
+    x.tc *= 1.0 + sim_straggler(in->opt.gpu_spread, p->gpus);
     x.t = p->tp;
     x.B = p->micro_batch;
     x.S = p->seq;
@@ -400,9 +495,12 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
             double nd = (double)(nl - n_moe), nm = (double)n_moe;
             SimChunkCost *c = &cc[s * v + vs];
 #define SUM(f) (nd * dense.f + (has_moe ? nm * moe.f : 0))
+            double rk = p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0 && p->recompute_layers < nl
+                            ? (double)p->recompute_layers / (double)nl : 1.0;
             c->compute_fwd_s = SUM(fwd);
             c->compute_bwd_s = SUM(bwd);
             c->recompute_s = SUM(recompute);
+            c->recompute_s *= rk; /* --recompute-num-layers k (block): k layers of the chunk */
             c->tp_exposed_s = SUM(tp_f) + SUM(tp_b);
             c->cp_exposed_s = SUM(cp_f) + SUM(cp_b);
             c->ep_exposed_s = SUM(ep_f) + SUM(ep_b);
@@ -410,7 +508,7 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
             c->slowdown_s = SUM(slow);
             double params = SUM(params), eparams = SUM(expert_params);
             fl_token += SUM(fwd_flops_token);
-            rfl_token += SUM(recompute_flops_token);
+            rfl_token += rk * SUM(recompute_flops_token);
 #undef SUM
             double tp_f = nd * dense.tp_f + (has_moe ? nm * moe.tp_f : 0);
             if (chunk == 0) {
@@ -448,8 +546,10 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
                 c->dp_grad_s = t_dp;
                 c->dp_buckets = (int32_t)(nb + ne > 1 ? nb + ne : 1);
                 /* dist-opt: gather updated bf16 parameters after the step */
-                if (shard_opt && x.dpg.size > 1)
+                if (shard_opt && x.dpg.size > 1 && dense_b > 0)
                     sc[s].param_gather_s += nb * coll(&x, TS_COLL_ALLGATHER, (params - eparams) * x.ab / nb, &x.dpg, "dp");
+                if (shard_opt && x.edpg.size > 1 && exp_b > 0)
+                    sc[s].param_gather_s += ne * coll(&x, TS_COLL_ALLGATHER, eparams * x.ab / ne, &x.edpg, "dp");
             }
             /* optimizer on the local shard */
             double local = shard_opt ? (params - eparams) / (double)x.dpg.size + eparams / (double)x.edpg.size
@@ -516,6 +616,8 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
     PartMemOptions mo;
     part_mem_options_init(&mo);
     mo.capacity_bytes = in->hw->gpu.hbm_bytes;
+    /* Megatron's grad buffer has the reduction dtype (grad_reduce_in_fp32) */
+    mo.grad_bytes = in->opt.fp32_grad_reduce ? 4.0 : x.ab;
     PartMemory pk;
     TsError merr = {0};
     if (part_memory(m, p, &mo, NULL, &pk, &merr) == TS_OK) {

@@ -16,6 +16,7 @@
  * start = max(stage free, dependency); the schedule orders are deadlock-free,
  * so every sweep makes progress (checked: no progress -> TS_ERR_INTERNAL).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,11 +32,22 @@ typedef struct SimOp {
     int16_t last;  /* backward of the last micro-batch (DP buckets start under it) */
 } SimOp;
 
+/* A compiled schedule for (p, v, m, schedule). */
+typedef struct SimProg {
+    SimOp *ops;
+    size_t cap;
+    int64_t n, m;        /* n == 0: empty slot */
+    int32_t p, v, sched;
+    uint64_t used;       /* LRU stamp */
+} SimProg;
+
+/* Compiled schedules kept per work space: a sweep alternates schedules and
+ * vpp within a shape, and the periodic fast path runs few distinct m. */
+#define SIM_PROG_CACHE 16
+
 struct SimWork {
-    SimOp *prog;         /* compiled schedule, cached for (p, v, m, schedule) */
-    size_t prog_cap;
-    int64_t prog_n, key_m;
-    int32_t key_p, key_v, key_sched;
+    SimProg progs[SIM_PROG_CACHE];
+    uint64_t clock;
     double *dur, *xf;    /* [2*p*v (+1)] */
     size_t dx_cap;
     int32_t *order;      /* [p][n_tasks] */
@@ -46,6 +58,10 @@ struct SimWork {
     size_t vmb_cap;
     double *bst_last;    /* start of B(s, m-1, c): [p*v] */
     size_t sc_cap;
+    double *bfin_last;   /* finish of B(s, m-1, c): [p*v] */
+    size_t bl_cap;
+    double *ppc;         /* per-task transfer wait (fast path): [2*p*v*m] */
+    size_t ppc_cap;
     SimStageResult *stages;
     int64_t *pos;
     double *tfree;
@@ -127,7 +143,9 @@ void sim_work_destroy(SimWork *w)
 {
     if (!w) return;
     free(w->order);
-    free(w->prog);
+    for (int i = 0; i < SIM_PROG_CACHE; i++) free(w->progs[i].ops);
+    free(w->bfin_last);
+    free(w->ppc);
     free(w->dur);
     free(w->xf);
     free(w->fend);
@@ -247,16 +265,26 @@ static void push_span(SimWork *w, bool *oom, int32_t s, SimStream st, int c, int
 /* Compile the schedule into a program: the tasks of all stages in one
  * dependency-respecting order, found by sweeping the per-stage orders with
  * "done" flags only. The order depends on (p, v, m, schedule), not on the
- * durations, so it is cached in the work space and reused by every plan of
- * the same shape; running a plan is then one branch-light linear pass. */
-static TsStatus compile(const SimPipeline *pl, SimWork *w, TsError *err)
+ * durations, so it is cached in the work space (SIM_PROG_CACHE programs,
+ * least recently used replaced) and reused by every plan of the same shape;
+ * running a plan is then one branch-light linear pass. */
+static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, TsError *err)
 {
     const int32_t p = pl->stages, v = pl->chunks;
     const int64_t m = pl->micro_batches, ntask = 2 * m * v, nt = (int64_t)p * v * m;
-    if (w->prog_n == ntask * p && w->key_p == p && w->key_v == v && w->key_m == m && w->key_sched == (int)pl->schedule)
-        return TS_OK;
-    w->prog_n = 0;
-    if (!grow((void **)&w->prog, &w->prog_cap, (size_t)(ntask * p), sizeof(SimOp)))
+    SimProg *pg = &w->progs[0];
+    for (int i = 0; i < SIM_PROG_CACHE; i++) {
+        SimProg *q = &w->progs[i];
+        if (q->n == ntask * p && q->p == p && q->v == v && q->m == m && q->sched == (int)pl->schedule) {
+            q->used = ++w->clock;
+            *out = q;
+            return TS_OK;
+        }
+        if (q->used < pg->used) pg = q;
+    }
+    pg->n = 0;
+    pg->used = ++w->clock;
+    if (!grow((void **)&pg->ops, &pg->cap, (size_t)(ntask * p), sizeof(SimOp)))
         return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ntask * p));
     if (pl->schedule == SIM_SCHED_INTERLEAVED) {
         int64_t n = 0;
@@ -305,7 +333,7 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, TsError *err)
                     if (dep >= nt ? bdone[dep - nt] < 0 : fdone[dep] < 0) break;
                     bdone[idx] = 1;
                 }
-                SimOp *op = &w->prog[n++];
+                SimOp *op = &pg->ops[n++];
                 op->self = (int32_t)((t & 1) ? nt + idx : idx);
                 op->dep = (int32_t)dep;
                 op->xi = xi;
@@ -320,21 +348,24 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, TsError *err)
             return ts_err(err, TS_ERR_INTERNAL, "pipeline schedule deadlocked (schedule %s, p=%d, v=%d, m=%lld)",
                           sim_schedule_name(pl->schedule), p, v, (long long)m);
     }
-    w->prog_n = n;
-    w->key_p = p;
-    w->key_v = v;
-    w->key_m = m;
-    w->key_sched = (int)pl->schedule;
+    pg->n = n;
+    pg->p = p;
+    pg->v = v;
+    pg->m = m;
+    pg->sched = (int)pl->schedule;
+    *out = pg;
     return TS_OK;
 }
 
 /* Run the compiled program with this plan's durations. Idle time before a
  * task whose input is still in flight is charged to the pipeline transfer up
- * to the transfer's duration (ppwait); the rest of the idle time is bubble. */
-static TsStatus run_pass(const SimPipeline *pl, SimWork *w, bool record, TsError *err)
+ * to the transfer's duration (ppwait); the rest of the idle time is bubble.
+ * ppc (may be NULL) receives each task's charge, indexed like fin. Fills
+ * tfree, ppwait, bst_last and bfin_last. */
+static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double *ppc)
 {
     const int32_t p = pl->stages, v = pl->chunks, pv = p * v;
-    const int64_t nt = (int64_t)pv * pl->micro_batches;
+    const int64_t m = pl->micro_batches, nt = (int64_t)pv * m;
     double *dur = w->dur, *xf = w->xf, *fin = w->fend; /* fin: [2*nt], F then B */
     for (int32_t i = 0; i < pv; i++) {
         dur[2 * i] = pl->chunk[i].fwd_s;
@@ -345,23 +376,32 @@ static TsStatus run_pass(const SimPipeline *pl, SimWork *w, bool record, TsError
     xf[2 * pv] = 0;
     double *fr = w->tfree, *ppw = w->ppwait;
     for (int32_t s = 0; s < p; s++) fr[s] = ppw[s] = 0;
-    const SimOp *prog = w->prog;
-    const int64_t n = w->prog_n;
+    const SimOp *prog = pg->ops;
+    const int64_t n = pg->n;
     for (int64_t k = 0; k < n; k++) {
         const SimOp *op = &prog[k];
         double x = xf[op->xi], d = op->dep >= 0 ? fin[op->dep] + x : 0, f = fr[op->stage];
         double st = f > d ? f : d, wait = d - f;
-        ppw[op->stage] += wait > 0 ? (wait < x ? wait : x) : 0;
+        double c = wait > 0 ? (wait < x ? wait : x) : 0;
+        ppw[op->stage] += c;
+        if (ppc) ppc[op->self] = c;
         double en = st + dur[op->di];
         fin[op->self] = en;
         fr[op->stage] = en;
         if (op->last) w->bst_last[op->di >> 1] = st;
     }
-    (void)nt;
-    if (!record) return TS_OK;
+    for (int32_t i = 0; i < pv; i++) w->bfin_last[i] = fin[nt + (int64_t)i * m + m - 1];
+}
+
+/* Spans of the timeline from the finish times of the last run_ops. */
+static TsStatus record_spans(const SimPipeline *pl, SimWork *w, const SimProg *pg, TsError *err)
+{
+    const int32_t p = pl->stages, v = pl->chunks;
+    const int64_t nt = (int64_t)p * v * pl->micro_batches;
+    const double *fin = w->fend, *dur = w->dur, *xf = w->xf;
     bool oom = false;
-    for (int64_t k = 0; k < n; k++) {
-        const SimOp *op = &prog[k];
+    for (int64_t k = 0; k < pg->n; k++) {
+        const SimOp *op = &pg->ops[k];
         bool bw = op->self >= nt;
         int64_t idx = bw ? op->self - nt : op->self;
         int32_t c = (int32_t)((idx / pl->micro_batches) % v);
@@ -407,9 +447,7 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
             continue;
         }
         double n = cc->dp_buckets > 0 ? (double)cc->dp_buckets : 1.0;
-        int64_t nt = (int64_t)pl->stages * v * pl->micro_batches;
-        double t0 = w->bst_last[s * v + c],
-               t1 = w->fend[nt + ((int64_t)s * v + c) * pl->micro_batches + pl->micro_batches - 1];
+        double t0 = w->bst_last[s * v + c], t1 = w->bfin_last[s * v + c];
         double r = (t1 - t0) / n, d = dp / n;
         double e1 = free_t + n * d, e2 = t0 + r + n * d, e3 = t0 + n * r + d;
         double e = e1 > e2 ? e1 : e2;
@@ -421,22 +459,20 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
     sr->slowdown_s = pl->overlap_slowdown * overlapped;
 }
 
-TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, TsError *err)
+/* Grow the work arrays for a (p, v, m) pipeline; ppc too when with_ppc. */
+static TsStatus prepare(SimWork *w, int32_t p, int32_t v, int64_t m, bool with_ppc, TsError *err)
 {
-    memset(out, 0, sizeof *out);
-    TsStatus st = check(pl, err);
-    if (st) return st;
-    SimWork *w = wk ? wk : sim_work_create();
-    if (!w) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
-    const int32_t p = pl->stages, v = pl->chunks;
-    const int64_t m = pl->micro_batches, ntask = 2 * m * v;
+    const int64_t ntask = 2 * m * v;
     size_t nt = (size_t)p * (size_t)v * (size_t)m;
-    size_t fcap = w->t_cap, bcap = w->t_cap;
+    size_t fcap = w->t_cap, bcap = w->t_cap, blc = w->bl_cap;
     bool ok = grow((void **)&w->order, &w->order_cap, (size_t)ntask * (size_t)p, sizeof(int32_t)) &&
               grow((void **)&w->fend, &fcap, 2 * nt, sizeof(double)) &&
               grow((void **)&w->bend, &bcap, nt, sizeof(double)) &&
               grow((void **)&w->vmb, &w->vmb_cap, (size_t)(m * v), sizeof(int32_t)) &&
-              grow((void **)&w->bst_last, &w->sc_cap, (size_t)p * (size_t)v, sizeof(double));
+              grow((void **)&w->bst_last, &w->sc_cap, (size_t)p * (size_t)v, sizeof(double)) &&
+              grow((void **)&w->bfin_last, &blc, (size_t)p * (size_t)v, sizeof(double)) &&
+              (!with_ppc || grow((void **)&w->ppc, &w->ppc_cap, 2 * nt, sizeof(double)));
+    w->bl_cap = blc;
     if (ok) w->t_cap = fcap / 2 < bcap ? fcap / 2 : bcap;
     size_t d1 = w->dx_cap, d2 = w->dx_cap;
     ok = ok && grow((void **)&w->dur, &d1, (size_t)(2 * p * v + 1), sizeof(double)) &&
@@ -452,15 +488,203 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         mn = mn < c3 ? mn : c3;
         w->st_cap = mn < c4 ? mn : c4;
     }
-    if (!ok) {
-        if (!wk) sim_work_destroy(w);
-        return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ntask * p));
+    if (!ok) return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ntask * p));
+    return TS_OK;
+}
+
+/* ---- the periodic fast path ---------------------------------------------------
+ * After warm-up, GPipe, 1F1B and interleaved 1F1B repeat themselves: moving
+ * P micro-batches on (P a multiple of delta = 1, or p for interleaved: one
+ * group) adds the same lambda to every task's finish time (GPipe: lambda_F
+ * to forwards, lambda_B to backwards). P > delta happens: uniform stages
+ * with transfers repeat every p rounds. The task graph is shift-invariant
+ * between warm-up and cool-down, and max/+ commute with adding a constant,
+ * so once a window of tasks repeats exactly, every later period does too,
+ * and a run with m micro-batches equals a run with m_r = m - n*P whose
+ * cool-down is shifted by n periods. So: run m_r micro-batches (a margin
+ * for the warm-up, a few periods, a margin before the cool-down), find P
+ * and a window where for EVERY (stage, chunk, F/B) task fin(mb + P) -
+ * fin(mb) is the same lambda (1e-12 relative) and the transfer wait
+ * repeats, then shift the end state by n*lambda and add n periods of
+ * transfer wait. No window: double m_r; m_r >= m: the full pass.
+ * tests/unit/test_sim_periodic.c compares both on random pipelines. */
+#define PERIOD_TOL 1e-12
+
+static bool same(double a, double b, double scale)
+{
+    return fabs(a - b) <= PERIOD_TOL * scale;
+}
+
+/* First window of W micro-batches in [lo, hi) (mb + P < hi) where every
+ * task repeats with period P and the same increments. */
+static bool find_window(const SimPipeline *q, const SimWork *w, int64_t P, int64_t lo, int64_t hi, int64_t W,
+                        int64_t *a, double *lam_f, double *lam_b)
+{
+    const int32_t pv = q->stages * q->chunks;
+    const int64_t m = q->micro_batches, nt = (int64_t)pv * m;
+    const double *fin = w->fend, *ppc = w->ppc;
+    int64_t run = 0;
+    double rf = 0, rb = 0;
+    for (int64_t mb = lo; mb + P < hi; mb++) {
+        double lf = fin[mb + P] - fin[mb], lb = fin[nt + mb + P] - fin[nt + mb];
+        double sc = fabs(lf) + fabs(lb);
+        bool ok = q->schedule == SIM_SCHED_GPIPE || same(lf, lb, sc);
+        for (int32_t i = 0; ok && i < pv; i++) {
+            int64_t f = (int64_t)i * m + mb, b = nt + f;
+            ok = same(fin[f + P] - fin[f], lf, sc) && same(fin[b + P] - fin[b], lb, sc) &&
+                 same(ppc[f + P], ppc[f], sc) && same(ppc[b + P], ppc[b], sc);
+        }
+        if (!ok) {
+            run = 0;
+            continue;
+        }
+        if (run > 0 && same(lf, rf, sc) && same(lb, rb, sc)) {
+            run++;
+        } else {
+            run = 1;
+            rf = lf;
+            rb = lb;
+        }
+        if (run == W) {
+            *a = mb - W + 1;
+            *lam_f = rf;
+            *lam_b = rb;
+            return true;
+        }
     }
+    return false;
+}
+
+/* Does the scalar sequence x[lo..hi) repeat with period P (constant
+ * x[mb+P] - x[mb]) over W consecutive micro-batches? A cheap filter before
+ * find_window. */
+static bool scalar_period(const double *x, int64_t P, int64_t lo, int64_t hi, int64_t W)
+{
+    int64_t run = 0;
+    double r = 0;
+    for (int64_t mb = lo; mb + P < hi; mb++) {
+        double d = x[mb + P] - x[mb];
+        if (run > 0 && same(d, r, fabs(d))) {
+            if (++run == W) return true;
+        } else {
+            run = 1;
+            r = d;
+        }
+    }
+    return false;
+}
+
+/* Run m_r micro-batches with transfer waits recorded. */
+static TsStatus run_reduced(const SimPipeline *pl, SimWork *w, int64_t mr, SimPipeline *q, TsError *err)
+{
+    *q = *pl;
+    q->micro_batches = mr;
+    const SimProg *pg = NULL;
+    TsStatus st = prepare(w, pl->stages, pl->chunks, mr, true, err);
+    if (!st) st = compile(q, w, &pg, err);
+    if (st) return st;
+    run_ops(q, w, pg, w->ppc);
+    return TS_OK;
+}
+
+/* Try the fast path; *done = false when it does not apply (then the caller
+ * runs the full pass). Fills what run_ops fills, for m micro-batches. */
+static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsError *err)
+{
+    const int32_t p = pl->stages, v = pl->chunks;
+    const int64_t m = pl->micro_batches, delta = pl->schedule == SIM_SCHED_INTERLEAVED ? p : 1;
+    /* Margins in micro-batches. reach: how far ahead (in micro-batches) a
+     * task's inputs can be, through its stage's order: a 1F1B stage runs up
+     * to p-1 forwards ahead of its backward, an interleaved one up to
+     * (p-1)*2 + (v-1)*p tasks ahead, under 2 groups of p. The window starts
+     * after the warm-up (head), covers a period plus the reach, and it and
+     * what it depends on end before the cool-down (tail). */
+    const int64_t reach = pl->schedule == SIM_SCHED_INTERLEAVED ? 2 * (int64_t)p : p;
+    const int64_t head = reach + delta, tail = 2 * reach + delta;
+    int64_t mr = head + reach + 2 * delta + tail; /* room for P = delta */
+    *done = false;
+    if (pl->schedule == SIM_SCHED_INTERLEAVED && m % p) return TS_OK; /* partial groups: the full pass decides */
+    if (pl->schedule == SIM_SCHED_GPIPE) {
+        /* GPipe has no back-pressure: stage s forwards at the pace of the
+         * slowest stage up to s, and backwards of the slowest from s on. One
+         * lambda for all (what the extrapolation needs) only when stage 0 has
+         * the longest forward and stage p-1 the longest backward. */
+        for (int32_t s = 1; s < p; s++)
+            if (pl->chunk[s].fwd_s > pl->chunk[0].fwd_s || pl->chunk[s - 1].bwd_s > pl->chunk[p - 1].bwd_s)
+                return TS_OK;
+    }
+    SimPipeline q;
+    for (;;) {
+        if (mr >= m) return TS_OK;
+        TsStatus st = run_reduced(pl, w, mr, &q, err);
+        if (st) return st;
+        const int64_t nt = (int64_t)p * v * mr;
+        int64_t a = 0, P = 0;
+        double lf = 0, lb = 0;
+        /* the smallest period that fits: hi - lo >= W + P = reach + 2P */
+        for (int64_t k = 1; head + reach + 2 * k * delta + tail <= mr; k++) {
+            int64_t Pk = k * delta, W = reach + Pk;
+            if (!scalar_period(w->fend + nt, Pk, head, mr - tail, W)) continue; /* B of stage 0, chunk 0 */
+            if (find_window(&q, w, Pk, head, mr - tail, W, &a, &lf, &lb)) {
+                P = Pk;
+                break;
+            }
+        }
+        if (P == 0) {
+            mr *= 2;
+            continue;
+        }
+        if ((m - mr) % P) { /* whole periods only: add the rest to the reduced run */
+            int64_t W = reach + P;
+            mr += (m - mr) % P;
+            if (mr >= m) return TS_OK;
+            if ((st = run_reduced(pl, w, mr, &q, err)) != TS_OK) return st;
+            if (!find_window(&q, w, P, a, a + W + P, W, &a, &lf, &lb)) return TS_OK; /* cannot happen */
+        }
+        const int64_t n = (m - mr) / P, ntr = (int64_t)p * v * mr;
+        const double dn = (double)n, shift = dn * lb + (pl->schedule == SIM_SCHED_GPIPE ? dn * lf : 0);
+        for (int32_t s = 0; s < p; s++) {
+            double round = 0; /* transfer wait of one period on stage s */
+            for (int32_t c = 0; c < v; c++)
+                for (int64_t mb = a; mb < a + P; mb++) {
+                    int64_t f = ((int64_t)s * v + c) * mr + mb;
+                    round += w->ppc[f] + w->ppc[ntr + f];
+                }
+            w->tfree[s] += shift;
+            w->ppwait[s] += dn * round;
+        }
+        for (int32_t i = 0; i < p * v; i++) {
+            w->bst_last[i] += shift;
+            w->bfin_last[i] += shift;
+        }
+        *done = true;
+        return TS_OK;
+    }
+}
+
+TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, TsError *err)
+{
+    memset(out, 0, sizeof *out);
+    TsStatus st = check(pl, err);
+    if (st) return st;
+    SimWork *w = wk ? wk : sim_work_create();
+    if (!w) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    const int32_t p = pl->stages, v = pl->chunks;
+    const int64_t m = pl->micro_batches;
     w->span_n = 0;
-    st = compile(pl, w, err);
-    if (st) goto fail;
-    st = run_pass(pl, w, pl->record, err);
-    if (st) goto fail;
+    bool done = false;
+    if (!pl->record && !pl->full_pass) {
+        st = run_periodic(pl, w, &done, err);
+        if (st) goto fail;
+    }
+    if (!done) {
+        const SimProg *pg = NULL;
+        st = prepare(w, p, v, m, false, err);
+        if (!st) st = compile(pl, w, &pg, err);
+        if (st) goto fail;
+        run_ops(pl, w, pg, NULL);
+        if (pl->record && (st = record_spans(pl, w, pg, err)) != TS_OK) goto fail;
+    }
 
     double pipe_max = 0, opt = 0, ag_exposed = 0, ag_hidden = 0;
     int32_t crit = 0;
@@ -503,6 +727,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     out->iteration_time_s = cs->end_s + opt + ag_exposed + slow_ag;
     out->pipeline_time_s = pipe_max;
     out->critical_stage = crit;
+    out->periodic = done;
     out->n_stages = p;
     out->stages = w->stages;
 

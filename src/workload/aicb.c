@@ -1,7 +1,6 @@
 /* AICB's SimAI workload for one pipeline stage (reference/simai_aicb.md
  * §2-3, the AIOB path of SimAI_training_workload_generator.py), with the
- * compute times from trainsim's compute model instead of AIOB measurements,
- * plus the roofline fallback cost model.
+ * compute times from trainsim's compute model instead of AIOB measurements.
  *
  * Legend: B micro-batch, S seq, H hidden, F ffn, V padded vocab, TP, L
  * layers per stage. tp_comm = 2*B*S*H bytes (bf16, full sequence, not /TP). */
@@ -10,42 +9,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- roofline fallback ------------------------------------------------------------ */
-static double rl_gemm(const void *ctx, int64_t batch, int64_t m, int64_t n, int64_t k)
-{
-    const WlRoofline *r = ctx;
-    if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return 0;
-    double fl = 2.0 * (double)batch * (double)m * (double)n * (double)k;
-    double by = (double)batch * ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n) * r->dtype_bytes;
-    /* output-tile quantization on 128 x 128 tiles (partial tiles do full work) */
-    double util = (double)m * (double)n / ((double)ts_ceil_div(m, 128) * 128.0 * (double)ts_ceil_div(n, 128) * 128.0);
-    double t = fmax(fl / (r->peak_flops * r->gemm_eff * util), by / (r->mem_bw * r->mem_eff));
-    return t + r->launch_s;
-}
-
-static double rl_attn(const void *ctx, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, bool causal,
-                      bool bwd)
-{
-    const WlRoofline *r = ctx;
-    double fl = 4.0 * (double)b * (double)h * (double)sq * (double)sk * (double)d * (causal && sq == sk ? 0.5 : 1);
-    if (bwd) fl *= 2.5;
-    return fl > 0 ? fl / (r->peak_flops * r->attn_eff) + r->launch_s : 0;
-}
-
-static double rl_mem(const void *ctx, double bytes)
-{
-    const WlRoofline *r = ctx;
-    return bytes > 0 ? bytes / (r->mem_bw * r->mem_eff) + r->launch_s : 0;
-}
-
-void wl_cost_roofline(WlCost *c, const WlRoofline *r)
-{
-    c->ctx = r;
-    c->gemm_s = rl_gemm;
-    c->attn_s = rl_attn;
-    c->mem_s = rl_mem;
-}
 
 /* ---- AIOB-like per-shard times (ns, as AICB writes them) -------------------------- */
 typedef struct AiobTimes {

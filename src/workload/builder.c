@@ -12,8 +12,12 @@
  *             compute), recompute work folded into ig; on the last
  *             micro-batch of each chunk, DP gradient buckets are reduced
  *             asynchronously as their layers finish (Megatron's overlapped
- *             grad reduce): reduce-scatter with ZeRO/dist-opt, else all-reduce.
- *   step:     wait for the buckets, [Shampoo preconditioners + all-gather],
+ *             grad reduce): reduce-scatter with ZeRO/dist-opt, else all-reduce,
+ *             over the DP group, or DP x CP when cp > 1 (Megatron's
+ *             data-parallel group with context parallelism).
+ *   step:     wait for the buckets, [tied word-embedding gradient all-reduce
+ *             between stage 0 and stage pp-1 (Megatron finalize_model_grads,
+ *             after the DP reduction)], [Shampoo preconditioners + all-gather],
  *             optimizer update, [dist-opt/ZeRO parameter all-gather], grad-norm
  *             all-reduce.
  * Tasks run on one compute stream: each depends on the previous one, so the
@@ -51,9 +55,10 @@ typedef struct Gen {
     double act_bytes;               /* PP boundary message */
     double bucket;                  /* grad elements waiting for a bucket */
     double bucket_max;
-    int64_t lps;                    /* layers per chunk (the first `rem` chunks get one more) */
-    int64_t rem;
+    int64_t *first;                 /* [n_chunks + 1]: first layer of each chunk */
     int64_t n_chunks;
+    WlGroup dpg;                    /* gradient reduction group: DP, or DP_CP when cp > 1 */
+    int64_t dpn;                    /* its size, dp*cp */
     bool oom;
 } Gen;
 
@@ -221,14 +226,14 @@ static void p2p(Gen *g, const char *name, WlPhase ph, int64_t mb, bool send, int
 static void grad_ready(Gen *g, double params, bool flush)
 {
     g->bucket += params;
-    if (g->bucket <= 0 || (!flush && g->bucket < g->bucket_max) || g->p->dp <= 1) {
-        if (g->p->dp <= 1) g->bucket = 0;
+    if (g->bucket <= 0 || (!flush && g->bucket < g->bucket_max) || g->dpn <= 1) {
+        if (g->dpn <= 1) g->bucket = 0;
         return;
     }
     bool rs = g->p->dist_opt || g->p->zero >= 1;
     int gb = g->o->grad_bytes > 0 ? g->o->grad_bytes : 4;
     pend(g, coll(g, rs ? "grad.rs" : "grad.ar", WL_PHASE_WG, -1, rs ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE,
-                 WL_GROUP_DP, g->bucket * gb, false));
+                 g->dpg, g->bucket * gb, false));
     g->bucket = 0;
 }
 
@@ -279,10 +284,17 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     if (last_mb) grad_ready(g, b->params, false);
 }
 
-/* Uneven splits (126 layers on 16 stages): the first layers % chunks chunks
- * hold one layer more. */
-static int64_t chunk_first(const Gen *g, int64_t ch) { return ch * g->lps + (ch < g->rem ? ch : g->rem); }
-static int64_t chunk_layers(const Gen *g, int64_t ch) { return g->lps + (ch < g->rem ? 1 : 0); }
+/* Layers of each chunk: the plan's --stage-layers, else an even split where
+ * the first layers % chunks chunks hold one layer more. */
+static void chunk_split(const WlModelDims *m, const WlPlanDims *p, int64_t n_chunks, int64_t *first)
+{
+    int64_t lps = m->layers / n_chunks, rem = m->layers % n_chunks;
+    first[0] = 0;
+    for (int64_t c = 0; c < n_chunks; c++)
+        first[c + 1] = first[c] + (p->n_stage_layers > 0 ? p->stage_layers[c] : lps + (c < rem ? 1 : 0));
+}
+static int64_t chunk_first(const Gen *g, int64_t ch) { return g->first[ch]; }
+static int64_t chunk_layers(const Gen *g, int64_t ch) { return g->first[ch + 1] - g->first[ch]; }
 
 static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
 {
@@ -383,11 +395,11 @@ static int64_t schedule(const WlPlanDims *p, int64_t s, Step *out)
 }
 
 /* ---- optimizer step ------------------------------------------------------------------- */
-static void step(Gen *g, double params)
+static void step(Gen *g, int64_t stage, double params)
 {
     const WlPlanDims *p = g->p;
     bool sharded = p->dist_opt || p->zero >= 1;
-    double shard = sharded ? params / (double)p->dp : params;
+    double shard = sharded ? params / (double)g->dpn : params;
     /* join the stream with every pending gradient reduction */
     int32_t *d = malloc((size_t)(g->n_pending + 1) * sizeof *d);
     if (!d) {
@@ -405,7 +417,15 @@ static void step(Gen *g, double params)
         return;
     }
     g->last = id;
-    coll(g, "grad_norm.ar", WL_PHASE_OPT, -1, TS_COLL_ALLREDUCE, WL_GROUP_DP, 4, true);
+    /* tied LM head: stage 0's word embedding and stage pp-1's output layer are
+     * one parameter; their gradients (V/TP x H, gradient dtype) are summed
+     * over the embedding group once the DP reduction is done */
+    if (g->m->tied && p->pp > 1 && (stage == 0 || stage == p->pp - 1)) {
+        int gb = g->o->grad_bytes > 0 ? g->o->grad_bytes : 4;
+        coll(g, "embed_grad.ar", WL_PHASE_OPT, -1, TS_COLL_ALLREDUCE, WL_GROUP_EMB,
+             (double)(g->m->vocab_padded / p->tp) * (double)g->m->hidden * gb, true);
+    }
+    coll(g, "grad_norm.ar", WL_PHASE_OPT, -1, TS_COLL_ALLREDUCE, g->dpg, 4, true);
     if (p->shampoo) {
         /* per layer weight matrix (H x N) split in K blocks along N: factors
          * H x H and (N/K) x (N/K); inverse roots ~ 10 n^3 FLOPs, shared among
@@ -421,16 +441,16 @@ static void step(Gen *g, double params)
         }
         fl *= (double)(g->m->layers / p->pp);
         bytes *= (double)(g->m->layers / p->pp);
-        double peak = fl / (double)p->dp;
+        double peak = fl / (double)g->dpn;
         comp(g, "shampoo.precond", WL_PHASE_OPT, -1, -1, -1,
              g->c->gemm_s(g->c->ctx, 1, 1, 1, 1) > 0 ? g->c->gemm_s(g->c->ctx, 1, (int64_t)cbrt(peak / 2) + 1, (int64_t)cbrt(peak / 2) + 1, (int64_t)cbrt(peak / 2) + 1) : 0,
-             peak, bytes / (double)p->dp, -1);
-        coll(g, "shampoo.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, WL_GROUP_DP, bytes, true);
+             peak, bytes / (double)g->dpn, -1);
+        coll(g, "shampoo.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, g->dpg, bytes, true);
     }
     /* Adam: read fp32 param, m, v, grad; write param, m, v and the bf16 copy */
     comp(g, "optimizer", WL_PHASE_OPT, -1, -1, -1, g->c->mem_s(g->c->ctx, shard * 30.0), shard * 10.0, shard * 30.0, -1);
     if (sharded)
-        coll(g, "param.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, WL_GROUP_DP, params * (double)p->dtype_bytes, true);
+        coll(g, "param.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, g->dpg, params * (double)p->dtype_bytes, true);
 }
 
 TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, const WlBuildOptions *o,
@@ -446,17 +466,30 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
     if (m->layers < n_chunks)
         return ts_err(err, TS_ERR_PLAN, "%lld layers cannot fill %lld pipeline chunks",
                       (long long)m->layers, (long long)n_chunks);
+    if (p->n_stage_layers > 0) {
+        int64_t sum = 0;
+        bool ok = p->stage_layers && p->n_stage_layers == n_chunks;
+        for (int32_t i = 0; ok && i < p->n_stage_layers; i++) {
+            ok = p->stage_layers[i] >= 1;
+            sum += p->stage_layers[i];
+        }
+        if (!ok || sum != m->layers)
+            return ts_err(err, TS_ERR_PLAN, "stage layers must be %lld counts >= 1 adding up to %lld layers",
+                          (long long)n_chunks, (long long)m->layers);
+    }
     if (v > 1 && p->schedule == WL_SCHED_INTERLEAVED && p->ga % p->pp)
         return ts_err(err, TS_ERR_PLAN, "interleaved 1F1B needs the %lld micro-batches to be a multiple of pp %lld",
                       (long long)p->ga, (long long)p->pp);
-    Gen g = {.m = m, .p = p, .c = c, .o = o, .last = -1, .n_chunks = n_chunks, .lps = m->layers / n_chunks,
-              .rem = m->layers % n_chunks};
+    Gen g = {.m = m, .p = p, .c = c, .o = o, .last = -1, .n_chunks = n_chunks,
+             .dpg = p->cp > 1 ? WL_GROUP_DP_CP : WL_GROUP_DP, .dpn = p->dp * (p->cp > 1 ? p->cp : 1)};
     g.bucket_max = o->bucket_params > 0 ? o->bucket_params : fmax(4e7, 1e6 * (double)p->dp);
     layer_costs(&g);
     Step *steps = malloc((size_t)(2 * p->ga * v) * sizeof *steps);
     g.fwd_last = malloc((size_t)(p->ga * n_chunks) * sizeof *g.fwd_last);
+    g.first = malloc((size_t)(n_chunks + 1) * sizeof *g.first);
     g.w = wl_create(p->world, err);
-    if (!steps || !g.fwd_last || !g.w) goto oom;
+    if (!steps || !g.fwd_last || !g.first || !g.w) goto oom;
+    chunk_split(m, p, n_chunks, g.first);
     Workload *w = g.w;
     w->par = (WlParallel){.world = p->world, .tp = p->tp, .cp = p->cp, .pp = p->pp, .dp = p->dp,
                           .ep = p->ep > 0 ? p->ep : 1, .vpp = v, .layers_per_stage = m->layers / p->pp,
@@ -486,17 +519,19 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
             if (steps[i].fwd) chunk_fwd(&g, steps[i].mb, steps[i].chunk);
             else chunk_bwd(&g, steps[i].mb, steps[i].chunk, steps[i].mb == p->ga - 1);
         }
-        step(&g, params);
+        step(&g, s, params);
         if (g.oom) goto oom;
     }
     free(steps);
     free(g.fwd_last);
+    free(g.first);
     free(g.pending);
     *out = w;
     return TS_OK;
 oom:
     free(steps);
     free(g.fwd_last);
+    free(g.first);
     free(g.pending);
     wl_destroy(g.w);
     return ts_err(err, TS_ERR_INTERNAL, "out of memory building the workload");

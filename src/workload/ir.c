@@ -188,6 +188,8 @@ int64_t wl_group_size(const Workload *w, WlGroup g)
     case WL_GROUP_EP: return p->dp % ep == 0 ? ep : 1;
     case WL_GROUP_DP_EP: return p->dp % ep == 0 ? p->dp / ep : p->dp;
     case WL_GROUP_WORLD: return p->world;
+    case WL_GROUP_DP_CP: return p->dp * p->cp;
+    case WL_GROUP_EMB: return p->pp > 1 ? 2 : 1;
     default: return 1;
     }
 }
@@ -209,6 +211,8 @@ int64_t wl_group_members(const Workload *w, WlGroup g, int64_t rank, int64_t *ou
         case WL_GROUP_PP: m.pp = i; break;
         case WL_GROUP_EP: m.dp = (c.dp / ep) * ep + i; break;
         case WL_GROUP_DP_EP: m.dp = c.dp % ep + i * ep; break;
+        case WL_GROUP_DP_CP: m.cp = i % p->cp, m.dp = i / p->cp; break;
+        case WL_GROUP_EMB: m.pp = i == 0 ? 0 : p->pp - 1; break;
         case WL_GROUP_WORLD: {
             if (k < cap) out[k] = i;
             k++;

@@ -1,10 +1,12 @@
 /* The per-operator table of a GPT-2 model as NeuSight traces it with
  * torch.fx (reference/optable.md §1.2-1.4): the fx node names of HF GPT-2,
  * one block replicated per layer, DP gradient rows `<op>_grad` before each
- * parameterized op, TP all-reduce rows, a PP send/recv row. Times come from
- * the compute model (ms in the table); forward, input-gradient and
- * weight-gradient are all filled. neusight = keep the seed's size quirks
- * (wte grad S*H instead of V*H, a bias on the tied lm_head).
+ * parameterized op, TP all-reduce rows, a PP send/recv row. Every time comes
+ * from hw.h's compute model (hw_op_time_s on a GraphOp of the row's kind;
+ * ms in the table); forward, input-gradient and weight-gradient are all
+ * filled. neusight = keep the seed's size quirks (wte grad S*H instead of
+ * V*H, a bias on the tied lm_head) and NeuSight's formula for its MEM rows
+ * (elements*4 / (Mem_Bw * 2^30) s, no efficiency or launch; optable.md 1.3).
  *
  * Legend: B micro-batch, S seq, H hidden, A heads, D head dim, V vocab. */
 #include "wl_internal.h"
@@ -13,14 +15,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Row kinds: X(kind) */
-typedef enum { R_MEM, R_VEC, R_GEMM, R_BMM, R_GRAD, R_TPAR, R_PP } RKind;
+/* Row kinds: MEM a pure copy/view (NeuSight's MEM); EMB the word-embedding
+ * gather (a MEM row for NeuSight); VEC elementwise, SOFTMAX, NORM, ACT
+ * (tanh) memory-bound kernels; GEMM, BMM; GRAD, TPAR, PP communication. */
+typedef enum { R_MEM, R_EMB, R_VEC, R_SOFTMAX, R_NORM, R_ACT, R_GEMM, R_BMM, R_GRAD, R_TPAR, R_PP } RKind;
 
 typedef struct OpRow {
     const char *name;
     RKind kind;
-    double a, b, c, d; /* MEM: elements moved; VEC: elements, tensors; GEMM: M N K; BMM: batch M N K; GRAD: elements */
+    double a, b, c, d; /* MEM: elements moved; EMB: tokens, width; VEC: elements, tensors (inputs +
+                          output); SOFTMAX/ACT: elements; NORM: rows, width; GEMM: M N K; BMM: batch M N K;
+                          GRAD/TPAR/PP: elements */
 } OpRow;
+
+/* What the rows are costed with. */
+typedef struct Cost {
+    const HwModel *hw;
+    TsDtype dt;
+    bool neusight_mem;  /* MEM rows by NeuSight's formula */
+    double elem_bytes;  /* of MEM rows: 4 for NeuSight (fp32 tables), else the plan's dtype */
+    double mem_bw_gib;  /* its Mem_Bw (the datasheet GB/s, read as GiB/s), 1555 */
+} Cost;
 
 typedef struct Tab {
     WlRowSpec *r;
@@ -47,33 +62,59 @@ static bool push(Tab *t, const char *name, const WlRowSpec *spec)
     return true;
 }
 
-static double neusight_mem(const void *ctx, double bytes)
+static double mem_row_s(const Cost *c, double bytes)
 {
-    const WlOptableOptions *o = ctx;
-    return bytes / (o->mem_gb_per_s * 1073741824.0);
+    if (c->neusight_mem) return bytes / (c->mem_bw_gib * 1073741824.0);
+    return hw_memory_time_s(c->hw, bytes);
 }
 
-static void times(const WlCost *c, const WlCost *mc, const OpRow *o, double db, double t[3])
+/* fwd / input-grad / weight-grad seconds of a compute row */
+static void times(const Cost *c, const OpRow *o, double t[3])
 {
     t[0] = t[1] = t[2] = 0;
+    GraphOp op = {.layer = -1, .expert_id = -1};
+    double fl;
     switch (o->kind) {
-    case R_MEM: t[0] = mc->mem_s(mc->ctx, o->a * db); t[1] = t[0]; break;
-    case R_VEC: t[0] = c->mem_s(c->ctx, o->a * o->b * db); t[1] = t[0] * 1.5; break;
-    case R_GEMM:
-        t[0] = c->gemm_s(c->ctx, 1, (int64_t)o->a, (int64_t)o->b, (int64_t)o->c);
-        t[1] = c->gemm_s(c->ctx, 1, (int64_t)o->a, (int64_t)o->c, (int64_t)o->b);
-        t[2] = c->gemm_s(c->ctx, 1, (int64_t)o->c, (int64_t)o->b, (int64_t)o->a);
+    case R_MEM: t[0] = t[1] = mem_row_s(c, o->a * c->elem_bytes); return;
+    case R_EMB:
+        if (c->neusight_mem) { /* NeuSight: indices + output rows, 4 B each */
+            t[0] = t[1] = mem_row_s(c, (o->a + o->a * o->b) * 4.0);
+            return;
+        }
+        op.kind = GRAPH_OP_EMBEDDING;
+        op.dims[0] = (int64_t)o->a, op.dims[1] = (int64_t)o->b;
         break;
-    case R_BMM:
-        t[0] = c->gemm_s(c->ctx, (int64_t)o->a, (int64_t)o->b, (int64_t)o->c, (int64_t)o->d);
-        t[1] = c->gemm_s(c->ctx, (int64_t)o->a, (int64_t)o->b, (int64_t)o->d, (int64_t)o->c) +
-               c->gemm_s(c->ctx, (int64_t)o->a, (int64_t)o->d, (int64_t)o->c, (int64_t)o->b);
+    case R_VEC:
+        op.kind = GRAPH_OP_ELEMENTWISE;
+        op.dims[0] = (int64_t)o->a, op.dims[1] = (int64_t)o->b - 1;
         break;
-    default: break;
+    case R_SOFTMAX: op.kind = GRAPH_OP_SOFTMAX, op.dims[0] = (int64_t)o->a; break;
+    case R_ACT: op.kind = GRAPH_OP_ACTIVATION, op.dims[0] = (int64_t)o->a; break;
+    case R_NORM:
+        op.kind = GRAPH_OP_NORM;
+        op.dims[0] = (int64_t)o->a, op.dims[1] = (int64_t)o->b, op.dims[2] = 1, op.dims[3] = 1;
+        break;
+    case R_GEMM: /* {M tokens, K in, N out, bias} */
+        op.kind = GRAPH_OP_GEMM;
+        op.dims[0] = (int64_t)o->a, op.dims[1] = (int64_t)o->c, op.dims[2] = (int64_t)o->b, op.dims[3] = 1;
+        fl = 2.0 * o->a * o->b * o->c;
+        op.fwd_flops = op.dgrad_flops = op.wgrad_flops = fl;
+        break;
+    case R_BMM: /* {batch, M, K, N}; both operands are activations: two products in DGRAD */
+        op.kind = GRAPH_OP_BATCHED_GEMM;
+        op.dims[0] = (int64_t)o->a, op.dims[1] = (int64_t)o->b, op.dims[2] = (int64_t)o->d;
+        op.dims[3] = (int64_t)o->c;
+        fl = 2.0 * o->a * o->b * o->c * o->d;
+        op.fwd_flops = fl, op.dgrad_flops = 2.0 * fl;
+        break;
+    default: return;
     }
+    t[0] = hw_op_time_s(c->hw, &op, HW_PASS_FWD, c->dt);
+    t[1] = hw_op_time_s(c->hw, &op, HW_PASS_DGRAD, c->dt);
+    t[2] = hw_op_time_s(c->hw, &op, HW_PASS_WGRAD, c->dt);
 }
 
-static bool add_op(Tab *t, const WlCost *c, const WlCost *mc, double db, const OpRow *o)
+static bool add_op(Tab *t, const Cost *c, const OpRow *o)
 {
     WlRowSpec s = {0};
     if (o->kind == R_GRAD || o->kind == R_TPAR || o->kind == R_PP) {
@@ -90,7 +131,7 @@ static bool add_op(Tab *t, const WlCost *c, const WlCost *mc, double db, const O
         return push(t, o->name, &s);
     }
     double tm[3];
-    times(c, mc, o, db, tm);
+    times(c, o, tm);
     for (int ph = 0; ph < 3; ph++) {
         s.has_comp[ph] = true;
         s.comp_s[ph] = tm[ph];
@@ -98,20 +139,16 @@ static bool add_op(Tab *t, const WlCost *c, const WlCost *mc, double db, const O
     return push(t, o->name, &s);
 }
 
-TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
+TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const HwModel *hw, TsDtype dt,
                           const WlOptableOptions *oo, Workload **out, TsError *err)
 {
     *out = NULL;
     bool neusight = oo && oo->neusight;
-    /* NeuSight's MEM rows: elements*4 / (Mem_Bw * 2^30) s, no learned part */
-    WlCost nc = *c;
-    if (neusight && oo->mem_gb_per_s > 0) {
-        nc.ctx = oo;
-        nc.mem_s = neusight_mem;
-    }
+    Cost cost = {.hw = hw, .dt = dt, .neusight_mem = neusight,
+                 .elem_bytes = neusight ? 4.0 : (double)p->dtype_bytes, .mem_bw_gib = hw->gpu.hbm_bw_bytes_per_s / 1e9};
     double B = (double)p->micro_batch, S = (double)p->seq, H = (double)m->hidden, V = (double)m->vocab;
     double tp = (double)p->tp, A = (double)m->heads / tp, D = H / (double)m->heads, F = (double)m->ffn;
-    double T = B * S, db = p->dtype_bytes;
+    double T = B * S;
     bool dp = p->dp > 1, tpm = p->tp > 1;
     if ((dp ? 1 : 0) + (tpm ? 1 : 0) + (p->pp > 1 ? 1 : 0) > 1)
         return ts_err(err, TS_ERR_PLAN, "op tables describe one kind of parallelism at a time (dp, tp or pp), "
@@ -124,7 +161,7 @@ TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCos
     snprintf(w->source, sizeof w->source, "trainsim %s: %s op table", TRAINSIM_VERSION, m->name);
     Tab t = {0};
     bool ok = true;
-#define OP(...) ok = ok && add_op(&t, c, &nc, db, &(OpRow){__VA_ARGS__})
+#define OP(...) ok = ok && add_op(&t, &cost, &(OpRow){__VA_ARGS__})
 #define GRAD(nm, n) \
     if (dp) OP(nm, R_GRAD, n, 0, 0, 0)
     char nm[96];
@@ -133,7 +170,7 @@ TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCos
     OP("getitem_1", R_MEM, tiny, 0, 0, 0);
     OP("getitem_2", R_MEM, tiny, 0, 0, 0);
     GRAD("transformer_wte_grad", neusight ? S * H : V * H);
-    OP("transformer_wte", R_MEM, T + T * H, 0, 0, 0);
+    OP("transformer_wte", R_EMB, T, H, 0, 0);
     OP("add_1", R_VEC, T * H, 3, 0, 0);
     OP("getitem_3", R_MEM, tiny, 0, 0, 0);
     for (int64_t l = 0; l < m->layers && ok; l++) {
@@ -145,7 +182,7 @@ TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCos
         snprintf(nm, sizeof nm, "transformer_h_%lld_ln_1_grad", (long long)l);
         GRAD(nm, 2 * H);
         snprintf(nm, sizeof nm, "transformer_h_%lld_ln_1", (long long)l);
-        OP(nm, R_VEC, T * H, 2, 0, 0);
+        OP(nm, R_NORM, T, H, 0, 0);
         OP(N("getitem_4"), R_MEM, tiny, 0, 0, 0);
         GRAD(N("addmm_grad"), H * 3 * H + 3 * H);
         OP(N("addmm"), R_GEMM, T, 3 * H / tp, H, 0);
@@ -159,7 +196,7 @@ TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCos
         OP(N("truediv"), R_VEC, B * A * S * S, 2, 0, 0);
         OP(N("getitem_11"), R_MEM, 2 * S * S, 0, 0, 0);
         OP(N("where"), R_MEM, 2 * B * A * S * S, 0, 0, 0);
-        OP(N("softmax"), R_VEC, B * A * S * S, 3, 0, 0); /* max pass, sum pass, write */
+        OP(N("softmax"), R_SOFTMAX, B * A * S * S, 0, 0, 0);
         OP(N("matmul_1"), R_BMM, B * A, S, D, S);
         OP(N("contiguous"), R_MEM, 2 * T * H / tp, 0, 0, 0);
         OP(N("getitem_12"), R_MEM, tiny, 0, 0, 0);
@@ -171,7 +208,7 @@ TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCos
         snprintf(nm, sizeof nm, "transformer_h_%lld_ln_2_grad", (long long)l);
         GRAD(nm, 2 * H);
         snprintf(nm, sizeof nm, "transformer_h_%lld_ln_2", (long long)l);
-        OP(nm, R_VEC, T * H, 2, 0, 0);
+        OP(nm, R_NORM, T, H, 0, 0);
         OP(N("getitem_14"), R_MEM, tiny, 0, 0, 0);
         GRAD(N("addmm_2_grad"), H * F + F);
         OP(N("addmm_2"), R_GEMM, T, F / tp, H, 0);
@@ -182,7 +219,7 @@ TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCos
         OP(N("mul_1"), R_VEC, Fe, 2, 0, 0);
         OP(N("add_12"), R_VEC, Fe, 3, 0, 0);
         OP(N("mul_2"), R_VEC, Fe, 2, 0, 0);
-        OP(N("tanh"), R_VEC, Fe, 2, 0, 0);
+        OP(N("tanh"), R_ACT, Fe, 0, 0, 0);
         OP(N("add_13"), R_VEC, Fe, 2, 0, 0);
         OP(N("mul_3"), R_VEC, Fe, 3, 0, 0);
         OP(N("getitem_15"), R_MEM, tiny, 0, 0, 0);
@@ -194,7 +231,7 @@ TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const WlCos
 #undef N
     }
     GRAD("transformer_ln_f_grad", 2 * H);
-    OP("transformer_ln_f", R_VEC, T * H, 2, 0, 0);
+    OP("transformer_ln_f", R_NORM, T, H, 0, 0);
     if (neusight || !m->tied) GRAD("lm_head_grad", neusight ? H * V + V : H * V);
     OP("lm_head", R_GEMM, T, V / tp, H, 0);
 #undef OP

@@ -19,7 +19,11 @@ name=$(basename "$case_dir")
 OUT=$(mktemp -d)
 STDOUT=$(mktemp)
 STDERR=$(mktemp)
-trap 'rm -rf "$OUT" "$STDOUT" "$STDERR"' EXIT
+# Remove the outputs however the run ends (some cases write GBs): normal exit,
+# or a signal from ctest's timeout or ^C (the signal trap exits, which runs EXIT).
+cleanup() { rm -rf "$OUT" "$STDOUT" "$STDERR"; }
+trap cleanup EXIT
+trap 'exit 130' INT HUP TERM
 TRAINSIM=$bin
 export OUT STDOUT STDERR TRAINSIM
 fail=0

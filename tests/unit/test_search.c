@@ -12,6 +12,7 @@
 
 #include "trainsim/report_html.h"
 #include "trainsim/search.h"
+#include "../../src/search/search_int.h" /* white box: the cursor against the decode */
 
 static void small_config(SearchConfig *c)
 {
@@ -77,6 +78,33 @@ static void test_space_matches_brute_force(void **state)
                 want += mbs * sv * 3 * z * sp * sp;
             }
     assert_int_equal(n, want);
+}
+
+/* The cursor the workers walk with gives every candidate the knobs of the
+ * reference decode. */
+static void test_cursor_matches_decode(void **state)
+{
+    (void)state;
+    SearchConfig c;
+    small_config(&c);
+    SearchSpace sp;
+    TsError err = {0};
+    assert_int_equal(search_space_build(&c, &sp, &err), TS_OK);
+    SearchCursor cur;
+    SearchKnobs a, b;
+    for (int64_t i = 0; i < sp.total; i++) {
+        if (i == 0) search_cursor_seek(&sp, 0, &cur, &a);
+        else search_cursor_next(&sp, &cur, &a);
+        search_space_decode(&sp, i, &b);
+        assert_int_equal(cur.idx, i);
+        assert_memory_equal(&a, &b, sizeof a);
+        if (i % 97 == 0) { /* seeking anywhere lands on the same digits */
+            SearchCursor c2;
+            search_cursor_seek(&sp, i, &c2, &b);
+            assert_memory_equal(&a, &b, sizeof a);
+        }
+    }
+    search_space_free(&sp);
 }
 
 static void run_with(int threads, int rank, int ranks, bool keep_all, SearchResult *r)
@@ -209,6 +237,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_space_matches_brute_force),
+        cmocka_unit_test(test_cursor_matches_decode),
         cmocka_unit_test(test_deterministic_over_threads_and_ranks),
         cmocka_unit_test(test_objectives),
         cmocka_unit_test(test_limits_and_empty_space),

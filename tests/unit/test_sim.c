@@ -275,6 +275,30 @@ static void test_larger_batch_never_lowers_throughput(void **state)
     }
 }
 
+/* ZeRO-3 on an MoE model gathers the expert parameters too (over the
+ * expert-data-parallel group): with ep = 1 every rank holds all 256 experts
+ * of DeepSeek-V3, so the per-micro-batch gathers dominate the step. Found by
+ * the sweep ranking a ZeRO-3, ep 1 plan first with no exposed DP time. */
+static void test_zero3_gathers_experts(void **state)
+{
+    (void)state;
+    static Fix f;
+    fix_load(&f, "deepseek-v3", "hgx-h800", 2048);
+    ParallelPlan p = plan(2, 1, 1, 2048, 4096, 4096);
+    p.micro_batch = 4;
+    p.zero = 3;
+    p.recompute = PLAN_RECOMPUTE_FULL;
+    SimResult r1, r8;
+    sim(&f, &p, &r1);
+    /* 335 G parameters per TP rank at 2 B, gathered twice: far over 5 s on 50 GB/s NICs */
+    assert_true(r1.breakdown.dp_comm_exposed_s > 5.0);
+    p.ep = 8; /* experts sharded 8 ways: less to gather, faster */
+    sim(&f, &p, &r8);
+    assert_true(r8.iteration_time_s < r1.iteration_time_s);
+    sim_result_free(&r1);
+    sim_result_free(&r8);
+}
+
 static void test_recompute_costs_time(void **state)
 {
     (void)state;
@@ -294,6 +318,49 @@ static void test_recompute_costs_time(void **state)
     sim_result_free(&a);
     sim_result_free(&b);
     sim_result_free(&c);
+}
+
+/* Straggler: spread/2.85*sqrt(2 ln n), 0 for one GPU, growing with n
+ * (tolerance 0.5 % relative). */
+static void test_straggler(void **state)
+{
+    (void)state;
+    assert_true(sim_straggler(0.05, 1) == 0 && sim_straggler(0, 64) == 0);
+    NEAR(sim_straggler(0.05, 64), 0.0506, 0.005);
+    NEAR(sim_straggler(0.05, 8), 0.0358, 0.005);
+    assert_true(sim_straggler(0.05, 1024) > sim_straggler(0.05, 64));
+}
+
+/* A lower sustained clock slows a compute-bound step, at most by the clock
+ * ratio; partial recompute lies between none and full. */
+static void test_sustained_clock_and_partial_recompute(void **state)
+{
+    (void)state;
+    static Fix f;
+    fix_load(&f, "llama3-8b", "dgx-h100", 8);
+    ParallelPlan p = plan(1, 1, 1, 8, 32, 4096);
+    SimResult a, b;
+    f.hw.gpu.sustained_clock_mhz = 0;
+    double t0 = sim(&f, &p, &a);
+    f.hw.gpu.sustained_clock_mhz = f.hw.gpu.clock_mhz / 1.2;
+    double t1 = sim(&f, &p, &b);
+    assert_true(t1 > 1.1 * t0 && t1 <= 1.2 * t0 * (1 + 1e-12));
+    sim_result_free(&a);
+    sim_result_free(&b);
+    fix_load(&f, "llama3-70b", "dgx-h100", 64);
+    ParallelPlan q = plan(8, 4, 1, 64, 64, 4096);
+    SimResult c, d, e;
+    double r0 = sim(&f, &q, &c);
+    q.recompute = PLAN_RECOMPUTE_FULL;
+    q.recompute_layers = 5; /* of 20 per stage */
+    double r1 = sim(&f, &q, &d);
+    q.recompute_layers = 0;
+    double r2 = sim(&f, &q, &e);
+    assert_true(r0 < r1 && r1 < r2);
+    NEAR(d.breakdown.recompute_s, 0.25 * e.breakdown.recompute_s, 1e-3 * e.breakdown.recompute_s);
+    sim_result_free(&c);
+    sim_result_free(&d);
+    sim_result_free(&e);
 }
 
 static void test_bad_plan_is_plan_error(void **state)
@@ -323,6 +390,9 @@ int main(void)
         cmocka_unit_test(test_pp1_no_bubble_full),
         cmocka_unit_test(test_larger_batch_never_lowers_throughput),
         cmocka_unit_test(test_recompute_costs_time),
+        cmocka_unit_test(test_zero3_gathers_experts),
+        cmocka_unit_test(test_straggler),
+        cmocka_unit_test(test_sustained_clock_and_partial_recompute),
         cmocka_unit_test(test_bad_plan_is_plan_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

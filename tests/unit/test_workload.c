@@ -219,13 +219,149 @@ static void test_build_aicb_rows(void **state)
     wl_destroy(w);
 }
 
+/* Tasks of class cls named `name`: count, and the group/bytes of the last. */
+static int count_named(const Workload *w, int32_t cls, const char *name, WlGroup *grp, double *bytes)
+{
+    int n = 0;
+    const WlClass *c = &w->classes[cls];
+    for (int32_t i = c->first_task; i < c->first_task + c->n_tasks; i++)
+        if (strcmp(w->tasks[i].name, name) == 0) {
+            n++;
+            if (grp) *grp = w->tasks[i].group;
+            if (bytes) *bytes = w->tasks[i].comm_bytes;
+        }
+    return n;
+}
+
+/* Megatron's embedding group: stage 0 and stage pp-1 with the same tp/cp/dp
+ * coordinates all-reduce the tied word-embedding gradient (V_pad/TP x H in
+ * the gradient dtype) once per step, after the DP reduction; middle stages
+ * and untied models do not. */
+static void test_build_tied_embedding_allreduce(void **state)
+{
+    (void)state;
+    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlModelDims m;
+    WlPlanDims p;
+    small_plan(&m, &p);
+    m.tied = true;
+    TsError err = {0};
+    Workload *w;
+    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    check_dag(w);
+    for (int32_t s = 0; s < 4; s++) {
+        WlGroup g = WL_GROUP_NONE;
+        double bytes = 0;
+        int n = count_named(w, s, "embed_grad.ar", &g, &bytes);
+        assert_int_equal(n, s == 0 || s == 3 ? 1 : 0);
+        if (n) {
+            assert_int_equal(g, WL_GROUP_EMB);
+            assert_true(bytes == 1024.0 / 2 * 256 * 4); /* V_pad/TP x H x fp32 */
+        }
+    }
+    /* group: rank 5 (tp 1, dp 2, stage 0) pairs with the same tp/dp on stage 3 */
+    int64_t mem[4], gid, gid2;
+    assert_int_equal(wl_group_members(w, WL_GROUP_EMB, 5, mem, 4, &gid), 2);
+    assert_int_equal(mem[0], 5);
+    assert_int_equal(mem[1], 5 + 3 * 8);
+    assert_int_equal(wl_group_members(w, WL_GROUP_EMB, 5 + 3 * 8, mem, 4, &gid2), 2);
+    assert_true(gid == gid2);
+    /* after the gradient buckets are joined, before the grad-norm */
+    const WlClass *c0 = &w->classes[0];
+    int32_t ready = -1, ar = -1, norm = -1;
+    for (int32_t i = c0->first_task; i < c0->first_task + c0->n_tasks; i++) {
+        if (!strcmp(w->tasks[i].name, "grads.ready")) ready = i;
+        if (!strcmp(w->tasks[i].name, "embed_grad.ar")) ar = i;
+        if (!strcmp(w->tasks[i].name, "grad_norm.ar")) norm = i;
+    }
+    assert_true(ready >= 0 && ready < ar && ar < norm);
+    wl_destroy(w);
+    /* untied, or one stage: no such collective */
+    m.tied = false;
+    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    assert_int_equal(count_named(w, 0, "embed_grad.ar", NULL, NULL), 0);
+    wl_destroy(w);
+    m.tied = true;
+    p.pp = 1, p.world = 8;
+    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    assert_int_equal(count_named(w, 0, "embed_grad.ar", NULL, NULL), 0);
+    wl_destroy(w);
+}
+
+/* cp > 1: gradients (and the dist-opt parameter gather) go over DP x CP. */
+static void test_build_dp_cp_reduction(void **state)
+{
+    (void)state;
+    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlModelDims m;
+    WlPlanDims p;
+    small_plan(&m, &p);
+    p.cp = 2, p.world = 64;
+    TsError err = {0};
+    Workload *w;
+    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    check_dag(w);
+    WlGroup g = WL_GROUP_NONE;
+    assert_true(count_named(w, 0, "grad.rs", &g, NULL) > 0);
+    assert_int_equal(g, WL_GROUP_DP_CP);
+    assert_int_equal(count_named(w, 0, "param.ag", &g, NULL), 1);
+    assert_int_equal(g, WL_GROUP_DP_CP);
+    assert_int_equal(wl_group_size(w, WL_GROUP_DP_CP), 8);
+    /* members of rank 3 (tp 1, cp 1, dp 0): tp 1 of every (cp, dp), cp fastest */
+    int64_t mem[8], gid;
+    assert_int_equal(wl_group_members(w, WL_GROUP_DP_CP, 3, mem, 8, &gid), 8);
+    for (int i = 0; i < 8; i++) assert_int_equal(mem[i], 1 + 2 * i);
+    wl_destroy(w);
+    p.cp = 1, p.world = 32; /* cp 1 keeps the plain DP group */
+    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    assert_int_equal(count_named(w, 0, "param.ag", &g, NULL), 1);
+    assert_int_equal(g, WL_GROUP_DP);
+    wl_destroy(w);
+}
+
+/* --stage-layers: chunk c runs stage_layers[c] layers, in order. */
+static void test_build_stage_layers(void **state)
+{
+    (void)state;
+    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlModelDims m;
+    WlPlanDims p;
+    small_plan(&m, &p);
+    static const int64_t sl[4] = {1, 3, 3, 1};
+    p.stage_layers = sl, p.n_stage_layers = 4;
+    TsError err = {0};
+    Workload *w;
+    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    check_dag(w);
+    int64_t first = 0;
+    for (int32_t s = 0; s < 4; s++) {
+        const WlClass *cl = &w->classes[s];
+        int64_t lo = 1 << 30, hi = -1;
+        for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++) {
+            int32_t l = w->tasks[i].layer;
+            if (l < 0) continue;
+            if (l < lo) lo = l;
+            if (l > hi) hi = l;
+        }
+        assert_int_equal(lo, first);
+        assert_int_equal(hi, first + sl[s] - 1);
+        first += sl[s];
+    }
+    wl_destroy(w);
+    static const int64_t bad[4] = {1, 3, 3, 2}; /* adds up to 9, not 8 */
+    p.stage_layers = bad;
+    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_ERR_PLAN);
+    assert_null(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pyfloat),       cmocka_unit_test(test_groups),
         cmocka_unit_test(test_read_simai),    cmocka_unit_test(test_read_errors),
         cmocka_unit_test(test_chakra_82_bytes), cmocka_unit_test(test_build_schedules),
-        cmocka_unit_test(test_build_aicb_rows),
+        cmocka_unit_test(test_build_aicb_rows), cmocka_unit_test(test_build_tied_embedding_allreduce),
+        cmocka_unit_test(test_build_dp_cp_reduction), cmocka_unit_test(test_build_stage_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,9 @@
  * non-blocking all-reduce. */
 #include "wl_internal.h"
 
+/* Largest GPU count a SimAI header may describe (= Chakra's max_ranks). */
+#define WL_MAX_WORLD (1 << 20)
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -148,6 +151,9 @@ static TsStatus parse_header(WlLines *L, Workload *w, TsError *err)
             h.has[7] = true;
             continue;
         }
+        if (iv > WL_MAX_WORLD) /* keeps tp*pp*dp and the group walks bounded */
+            return wl_err_tok(L, v, err, "header key '%s' is out of range (at most %d)", wl_tok_str(k, buf, 40),
+                              WL_MAX_WORLD);
         h.has[ki] = true;
         int64_t *dst[] = {&p->tp, &p->ep, &p->pp, &p->layers_per_stage, &p->ga, &p->world};
         *dst[ki] = iv;
@@ -165,6 +171,11 @@ static TsStatus parse_header(WlLines *L, Workload *w, TsError *err)
     if (p->ep < 1) p->ep = 1;
     if (p->pp < 1) p->pp = 1;
     if (p->ga < 1) p->ga = 1;
+    if (p->tp * p->pp > WL_MAX_WORLD) {
+        wl_err_tok(L, &tk[0], err, "model_parallel_NPU_group x pp = %" PRId64 " GPUs is more than %d",
+                   p->tp * p->pp, WL_MAX_WORLD);
+        return TS_ERR_INPUT;
+    }
     if (p->world < p->tp * p->pp) p->world = p->tp * p->pp;
     p->dp = p->world / (p->tp * p->pp);
     if (p->dp < 1) p->dp = 1;

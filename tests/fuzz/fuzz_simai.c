@@ -30,10 +30,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         wl_destroy(w2);
     }
     ts_buf_free(&b);
-    /* and through the Chakra encoder and decoder (rank 0) */
+    /* and through the Chakra encoder and decoder (rank 0); group member
+     * lists are O(world), so only for worlds a fuzzing run can afford */
     TsBuf et = {0};
     ts_err_clear(&e);
-    if (wl_chakra_encode_rank(w, NULL, 0, &et, &e) == TS_OK && !et.oom) {
+    if (w->par.world <= 4096 && wl_chakra_encode_rank(w, NULL, 0, &et, &e) == TS_OK && !et.oom) {
         WlChakraTrace t;
         memset(&t, 0, sizeof t);
         ts_err_clear(&e);

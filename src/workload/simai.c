@@ -143,9 +143,9 @@ static TsStatus parse_header(WlLines *L, Workload *w, TsError *err)
         if (ki >= 7) { /* checkpoints: k l1..lk */
             if (iv > n - i - 1)
                 return wl_err_tok(L, v, err, "%" PRId64 " layer indices announced, %d tokens follow", iv, n - i - 1);
-            for (int64_t j = 0; j < iv; j++) {
+            for (int64_t j = 0, layer; j < iv; j++) { /* own variable: iv is the loop bound */
                 const WlTok *li = &tk[++i];
-                if (!wl_tok_i64(li, &iv) || iv < 0)
+                if (!wl_tok_i64(li, &layer) || layer < 0)
                     return wl_err_tok(L, li, err, "expected a layer index");
             }
             h.has[7] = true;

@@ -228,8 +228,9 @@ typedef struct SimOptions {
     double overlap_slowdown;    /* compute slow-down while comm overlaps, 0.10
                                    (calibration_facts.md section 5) */
     double optimizer_bytes_per_param; /* HBM bytes per local parameter for the step, 24 */
-    bool eager_elementwise;     /* unfused eager PyTorch elementwise kernels (RMSNorm with
-                                   fp32 upcast, complex RoPE, silu * mul, repeat_kv), false */
+    bool eager_elementwise;     /* eager PyTorch model code (torchtitan): unfused elementwise
+                                   kernels (RMSNorm with fp32 upcast, complex RoPE, silu * mul,
+                                   repeat_kv) and separate wq/wk/wv, w1/w3 GEMMs, false */
     bool selective_ops;         /* selective recompute is op-level SAC (every second matmul
                                    + all non-matmul ops; torchtitan), not Megatron's core
                                    attention, false */

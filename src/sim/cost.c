@@ -97,6 +97,7 @@ typedef struct LayerCost {
     double slow;               /* slow-down from overlapped TP/CP */
     double recompute;          /* extra forward in backward */
     double fsdp;               /* ZeRO-3 exposed */
+    double fsdp_ag, fsdp_rs;   /* ZeRO-3 all-gather / reduce-scatter of this layer */
     double params;             /* parameter elements on this GPU */
     double expert_params;      /* of which routed experts */
     double fwd_flops_token;    /* model FLOPs per token, forward, whole layer (unsharded) */
@@ -180,6 +181,13 @@ static void attention(const Ctx *x, LayerCost *lc)
                                (m->q_lora_rank ? m->q_lora_rank : H) * A * dqk / t +
                                H * (m->kv_lora_rank + m->qk_rope_dim) +
                                m->kv_lora_rank * A * (m->qk_nope_dim + dv) / t);
+    } else if (x->o->eager_elementwise) {
+        /* eager model code (torchtitan Llama): wq, wk, wv are separate
+         * nn.Linear modules, three GEMMs instead of Megatron's fused QKV */
+        gemm(x, 1, T, A * D / t, H, &gf, &gb);
+        gemm(x, 1, T, G * D / t, H, &gf, &gb);
+        gemm(x, 1, T, G * D / t, H, &gf, &gb);
+        lc->params += (double)(H * (A + 2 * G) * D / t);
     } else {
         gemm(x, 1, T, (A + 2 * G) * D / t, H, &gf, &gb);
         lc->params += (double)(H * (A + 2 * G) * D / t);
@@ -234,7 +242,12 @@ static void mlp(const Ctx *x, int64_t tokens, int64_t ffn, int64_t tp, LayerCost
 {
     int64_t H = x->m->hidden;
     double mf = 0, mb = 0;
-    gemm(x, 1, tokens, (x->gated ? 2 : 1) * ffn / tp, H, gf, gb);
+    if (x->gated && x->o->eager_elementwise) { /* eager: w1 and w3 are separate nn.Linear */
+        gemm(x, 1, tokens, ffn / tp, H, gf, gb);
+        gemm(x, 1, tokens, ffn / tp, H, gf, gb);
+    } else {
+        gemm(x, 1, tokens, (x->gated ? 2 : 1) * ffn / tp, H, gf, gb);
+    }
     gemm(x, 1, tokens, H, ffn / tp, gf, gb);
     double act = (double)tokens * (double)(ffn / tp) * x->ab;
     if (x->gated && x->o->eager_elementwise) /* silu(a) then * b: two kernels */
@@ -353,6 +366,8 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         lc->bwd += cb;
         double ef = fmax(0, ag - lc->fwd), eb = fmax(0, ag + rs - lc->bwd);
         lc->fsdp = ef + eb;
+        lc->fsdp_ag = ag;
+        lc->fsdp_rs = rs;
         lc->slow += sig * (ag - ef + ag + rs - eb);
     }
     /* recompute */
@@ -412,6 +427,40 @@ static void edge_costs(const Ctx *x, double *emb_f, double *emb_b, double *emb_t
     *head_b = b;
     *head_tp = tp;
     *head_params = m->tied_embeddings && x->p->pp == 1 ? 0 : (double)(V / t * H);
+}
+
+/* ZeRO-3 / FSDP root unit of a stage (torchtitan: fully_shard on every block,
+ * then on the whole model, so the embedding, final norm and output layer form
+ * the root unit). FSDP2 keeps the root unsharded from forward to backward:
+ * its all-gather opens the forward and its reduce-scatter closes the backward
+ * (it fires from the end-of-backward callback), with no compute to hide
+ * under. The stage's first block gathers behind it (only the embedding lookup
+ * runs meanwhile) and its reduce-scatter overlaps only the embedding
+ * backward: exposed too (the per-layer rule had hidden both). Adds to the
+ * chunk's exposed FSDP time, compute (copy-out / copy-in of the root's
+ * parameters) and overlap slow-down; returns the forward part. */
+static double fsdp_root(const Ctx *x, double emb_params, double head_params, const LayerCost *first, SimChunkCost *c)
+{
+    double rp = emb_params + head_params, gr = x->o->fp32_grad_reduce ? 4.0 : x->ab, f = 0, b = 0;
+    if (rp > 0) {
+        f = coll(x, TS_COLL_ALLGATHER, rp * x->ab, &x->dpg, "dp");
+        b = coll(x, TS_COLL_REDUCESCATTER, rp * gr, &x->dpg, "dp");
+        double cf = 0, cb = 0;
+        mem(x, 2.0 * rp * x->ab, rp * (x->ab + gr), &cf, &cb);
+        c->compute_fwd_s += cf;
+        c->compute_bwd_s += cb;
+    }
+    /* first block: forward gather and backward reduce-scatter exposed, the
+     * backward re-gather still prefetched under the next block */
+    double ag = first->fsdp_ag, rs = first->fsdp_rs;
+    double ef = fmax(0, ag - first->fwd), eb = fmax(0, ag + rs - first->bwd);
+    double eb_new = rs + fmax(0, ag - first->bwd);
+    f += ag - ef;
+    b += eb_new - eb;
+    c->slowdown_s -= x->o->overlap_slowdown * ((ag - ef) + (ag + rs - eb) - fmin(ag, first->bwd));
+    if (c->slowdown_s < 0) c->slowdown_s = 0;
+    c->fsdp_exposed_s += f + b;
+    return f;
 }
 
 static void warn(SimResult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -526,7 +575,11 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
                 params += head_params;
                 fl_token += 2.0 * (double)m->hidden * (double)model_padded_vocab(m, 1);
             }
-            double exp_fwd_comm = tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) +
+            double root_f = 0; /* exposed FSDP time in the forward task */
+            if (p->zero >= 3 && x.dpg.size > 1 && nl > 0)
+                root_f = fsdp_root(&x, chunk == 0 ? emb_params : 0, chunk == (int64_t)pp * v - 1 ? head_params : 0,
+                                   has_moe && model_layer_is_moe(m, l0 - nl) ? &moe : &dense, c);
+            double exp_fwd_comm = root_f + tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) +
                                   (has_moe ? nm * moe.ep_f : 0);
             double fsdp_f = nd * dense.fsdp + (has_moe ? nm * moe.fsdp : 0);
             c->fwd_s = c->compute_fwd_s + exp_fwd_comm + 0.5 * fsdp_f + (nd * dense.slow + (has_moe ? nm * moe.slow : 0)) * 0.5;

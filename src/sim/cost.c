@@ -487,7 +487,7 @@ typedef struct CostEntry {
     double edge[8];
 } CostEntry;
 
-#define COST_CACHE_SIZE 512 /* entries, direct-mapped: ~330 KB per work space */
+#define COST_CACHE_SIZE 1024 /* entries, direct-mapped: ~650 KB per work space */
 
 typedef struct CostCache {
     int64_t hits, misses;

@@ -213,7 +213,7 @@ void sim_work_destroy(SimWork *w);
  * options, the group sizes and node spans) and by the ADDRESSES of the
  * model, hw and net: the caller promises that the objects at those
  * addresses keep their contents while the cache is on (a sweep does). Off
- * by default; results are bit-identical either way (tests/unit/test_search.c).
+ * by default; results are bit-identical either way (tests/unit/test_sim_cache.c).
  * sim_work_cost_stats reports hits and misses (NULL-safe). */
 void sim_work_cache_costs(SimWork *w, bool on);
 void sim_work_cost_stats(const SimWork *w, int64_t *hits, int64_t *misses);

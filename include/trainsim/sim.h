@@ -205,6 +205,18 @@ typedef struct SimResult {
 typedef struct SimWork SimWork;
 SimWork *sim_work_create(void);
 void sim_work_destroy(SimWork *w);
+/* Keep the per-layer costs (dense and MoE layer, embedding, head) of the
+ * plans simulated on w, keyed by every plan knob and hardware figure the
+ * layer costing reads (tp, cp, ep, etp, sp, micro-batch, seq, recompute,
+ * dtype, flash, tp-overlap, ZeRO-3 and the DP groups it uses, pp == 1 for
+ * tied embeddings, the GPU-count-dependent straggler factor, the costing
+ * options, the group sizes and node spans) and by the ADDRESSES of the
+ * model, hw and net: the caller promises that the objects at those
+ * addresses keep their contents while the cache is on (a sweep does). Off
+ * by default; results are bit-identical either way (tests/unit/test_sim_cache.c).
+ * sim_work_cost_stats reports hits and misses (NULL-safe). */
+void sim_work_cache_costs(SimWork *w, bool on);
+void sim_work_cost_stats(const SimWork *w, int64_t *hits, int64_t *misses);
 
 /* Run the schedule. Fills the engine part of *out; stages/spans point into w
  * (valid until the next run on w, or until out is freed by sim_result_free
@@ -228,8 +240,9 @@ typedef struct SimOptions {
     double overlap_slowdown;    /* compute slow-down while comm overlaps, 0.10
                                    (calibration_facts.md section 5) */
     double optimizer_bytes_per_param; /* HBM bytes per local parameter for the step, 24 */
-    bool eager_elementwise;     /* unfused eager PyTorch elementwise kernels (RMSNorm with
-                                   fp32 upcast, complex RoPE, silu * mul, repeat_kv), false */
+    bool eager_elementwise;     /* eager PyTorch model code (torchtitan): unfused elementwise
+                                   kernels (RMSNorm with fp32 upcast, complex RoPE, silu * mul,
+                                   repeat_kv) and separate wq/wk/wv, w1/w3 GEMMs, false */
     bool selective_ops;         /* selective recompute is op-level SAC (every second matmul
                                    + all non-matmul ops; torchtitan), not Megatron's core
                                    attention, false */

@@ -5,9 +5,46 @@
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
 
-int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *so, const char *path, bool json);
+#include <string.h>
 
-static void text(const Workload *w, const CliHwLoaded *hl, const SimResult *r, const char *path, TsBuf *b)
+int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *so, const char *path, bool json,
+                          int64_t seq, int64_t micro_batch);
+
+/* SimAI-Analytical reads micro-batch and sequence length from AICB's file
+ * name ("...-gbs128-mbs1-seq4096-...") when it is not told them; so do we.
+ * Returns the value after `key`, or 0. */
+static int64_t name_field(const char *path, const char *key)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (const char *p = strstr(base, key); p; p = strstr(p + 1, key)) {
+        if (p != base && p[-1] != '-' && p[-1] != '_') continue;
+        const char *d = p + strlen(key);
+        int64_t v = 0;
+        int n = 0;
+        while (*d >= '0' && *d <= '9' && n < 12) v = v * 10 + (*d++ - '0'), n++;
+        if (n > 0 && (*d == '-' || *d == '_' || *d == '.' || *d == '\0')) return v;
+    }
+    return 0;
+}
+
+/* Tokens per iteration = ga * micro-batch * dp * seq, dp = world/(tp*pp). */
+static void add_throughput(const Workload *w, int64_t seq, int64_t mbs, SimResult *r, char *how, size_t cap)
+{
+    const WlParallel *p = &w->par;
+    if (seq <= 0 || mbs <= 0 || p->world <= 0 || p->tp <= 0 || p->pp <= 0 || p->ga <= 0 ||
+        r->iteration_time_s <= 0)
+        return;
+    double dp = (double)p->world / (double)(p->tp * p->pp);
+    double samples = (double)p->ga * (double)mbs * dp;
+    r->samples_per_s = samples / r->iteration_time_s;
+    r->tokens_per_s = samples * (double)seq / r->iteration_time_s;
+    r->tokens_per_s_per_gpu = r->tokens_per_s / (double)p->world;
+    snprintf(how, cap, "micro-batch %lld, seq %lld", (long long)mbs, (long long)seq);
+}
+
+static void text(const Workload *w, const CliHwLoaded *hl, const SimResult *r, const char *path, const char *how,
+                 TsBuf *b)
 {
     const WlParallel *p = &w->par;
     ts_buf_printf(b, "trainsim simulate --workload %s (SimAI semantics: one rank, no pipeline interaction)\n", path);
@@ -16,7 +53,10 @@ static void text(const Workload *w, const CliHwLoaded *hl, const SimResult *r, c
                   hl->cluster.gpu.name, hl->cluster.name, w->n_classes ? w->classes[0].n_rows : 0);
     ts_buf_printf(b, "  iteration time        %.6g s\n", r->iteration_time_s);
     if (r->tokens_per_s > 0)
-        ts_buf_printf(b, "  tokens/s              %.0f  (%.1f per GPU)\n", r->tokens_per_s, r->tokens_per_s_per_gpu);
+        ts_buf_printf(b, "  tokens/s              %.0f  (%.1f per GPU, %.2f samples/s; %s)\n", r->tokens_per_s,
+                      r->tokens_per_s_per_gpu, r->samples_per_s, how);
+    else
+        ts_buf_puts(b, "  tokens/s              unknown: give --seq and --micro-batch (the workload does not say)\n");
     ts_buf_puts(b, "\nwhere the time goes:\n");
     for (int i = 0; i < SIM_BD_COUNT; i++) {
         double v = sim_breakdown_get(&r->breakdown, i);
@@ -30,6 +70,14 @@ static void json(const Workload *w, const CliHwLoaded *hl, const SimResult *r, T
 {
     ts_buf_puts(b, "{\"format\": \"trainsim-simulate\", \"version\": 1, \"semantics\": \"simai\", \"iteration_time_s\": ");
     ts_json_fmt_double(b, r->iteration_time_s);
+    if (r->tokens_per_s > 0) {
+        ts_buf_puts(b, ", \"tokens_per_s\": ");
+        ts_json_fmt_double(b, r->tokens_per_s);
+        ts_buf_puts(b, ", \"tokens_per_s_per_gpu\": ");
+        ts_json_fmt_double(b, r->tokens_per_s_per_gpu);
+        ts_buf_puts(b, ", \"samples_per_s\": ");
+        ts_json_fmt_double(b, r->samples_per_s);
+    }
     ts_buf_puts(b, ", \"breakdown_s\": {");
     for (int i = 0; i < SIM_BD_COUNT; i++) {
         ts_buf_printf(b, "%s\"%s\": ", i ? ", " : "", sim_breakdown_key(i));
@@ -46,7 +94,8 @@ static void json(const Workload *w, const CliHwLoaded *hl, const SimResult *r, T
                   (long long)hl->cluster.nodes);
 }
 
-int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *so, const char *path, bool js)
+int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *so, const char *path, bool js,
+                          int64_t seq, int64_t micro_batch)
 {
     (void)s;
     (void)so;
@@ -65,9 +114,15 @@ int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *s
         cli_hw_free(&hl);
         return cli_fail(&err);
     }
+    char how[96] = "";
+    bool from_name = seq <= 0 || micro_batch <= 0;
+    if (seq <= 0) seq = name_field(path, "seq");
+    if (micro_batch <= 0) micro_batch = name_field(path, "mbs");
+    add_throughput(w, seq, micro_batch, &r, how, sizeof how);
+    if (from_name && how[0]) strncat(how, " (from the file name)", sizeof how - strlen(how) - 1);
     TsBuf b = {0};
     if (js) json(w, &hl, &r, &b);
-    else text(w, &hl, &r, path, &b);
+    else text(w, &hl, &r, path, how, &b);
     rc = cli_emit(NULL, &b);
     ts_buf_free(&b);
     wl_destroy(w);

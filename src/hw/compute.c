@@ -9,8 +9,9 @@
  * tile, half of it, a quarter; both orientations; split-K when the tiles do
  * not fill the SMs) time = ceil(tiles / SMs) waves x per-tile time, per-tile
  * time = 2 tm tn K / (peak/SMs x eff), eff = gemm_eff[dt] x tile factor x
- * K/(K + k_half) x alignment. The fastest candidate wins (cuBLAS heuristics
- * pick tiles the same way), then max(compute, HBM traffic) + launch.
+ * K/(K + k_half) x alignment; plus a stream-K candidate (no partial wave,
+ * split-tile fix-up cost). The fastest candidate wins (cuBLAS heuristics
+ * pick kernels the same way), then max(compute, HBM traffic) + launch.
  *
  * FP32 without TF32 (simt_gemm) runs on the CUDA cores (cuBLAS sgemm
  * kernels), not on tensor cores: the preset's SIMT tile (128 x 128), its own
@@ -125,6 +126,21 @@ static double gemm_model(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, 
         double eff = base * cand[c].f * kt / (kt + g->gemm_k_half) * (split > 1 ? SPLITK_FACTOR : 1.0);
         double waves = (double)ts_ceil_div(tiles * split, sms);
         double t = waves * 2.0 * (double)cand[c].m * (double)cand[c].n * kt / (peak_sm * eff);
+        if (t < best) best = t;
+    }
+    /* Stream-K (Osama et al., "Stream-K: Work-centric Parallel Decomposition
+     * for Dense Matrix-Matrix Multiplication on the GPU", PPoPP'23; CUTLASS
+     * 2.11+, cuBLAS 12): the K iterations of all output tiles are dealt out
+     * evenly to the SMs, so there is no partial last wave; tiles split
+     * between SMs are fixed up through global memory (SPLITK_FACTOR), and an
+     * SM's contiguous K segment sets its main-loop ramp. Large tile, both
+     * orientations. */
+    for (int c = 0; c < 2 && dt != TS_DTYPE_FP32; c++) {
+        int64_t tiles = batch * ts_ceil_div(M, cand[c].m) * ts_ceil_div(N, cand[c].n);
+        double per_sm = (double)tiles * (double)K / (double)sms; /* K iterations per SM */
+        double kseg = per_sm < (double)K ? per_sm : (double)K;
+        double eff = base * kseg / (kseg + g->gemm_k_half) * SPLITK_FACTOR;
+        double t = per_sm * 2.0 * (double)cand[c].m * (double)cand[c].n / (peak_sm * eff);
         if (t < best) best = t;
     }
     /* A and B at the compute dtype, C at >= 16 bit (FP8 GEMMs write BF16). */

@@ -55,7 +55,10 @@ bool search_sim_setup(const SearchEvalCtx *x, const SearchKnobs *k, SimSetup *in
 static void *thread_begin(void *ctx)
 {
     (void)ctx;
-    return sim_work_create();
+    SimWork *w = sim_work_create();
+    /* the model, hw and nets of the context stay put during the search */
+    sim_work_cache_costs(w, true);
+    return w;
 }
 
 static void thread_end(void *ctx, void *scratch)

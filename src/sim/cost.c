@@ -97,6 +97,7 @@ typedef struct LayerCost {
     double slow;               /* slow-down from overlapped TP/CP */
     double recompute;          /* extra forward in backward */
     double fsdp;               /* ZeRO-3 exposed */
+    double fsdp_ag, fsdp_rs;   /* ZeRO-3 all-gather / reduce-scatter of this layer */
     double params;             /* parameter elements on this GPU */
     double expert_params;      /* of which routed experts */
     double fwd_flops_token;    /* model FLOPs per token, forward, whole layer (unsharded) */
@@ -180,6 +181,13 @@ static void attention(const Ctx *x, LayerCost *lc)
                                (m->q_lora_rank ? m->q_lora_rank : H) * A * dqk / t +
                                H * (m->kv_lora_rank + m->qk_rope_dim) +
                                m->kv_lora_rank * A * (m->qk_nope_dim + dv) / t);
+    } else if (x->o->eager_elementwise) {
+        /* eager model code (torchtitan Llama): wq, wk, wv are separate
+         * nn.Linear modules, three GEMMs instead of Megatron's fused QKV */
+        gemm(x, 1, T, A * D / t, H, &gf, &gb);
+        gemm(x, 1, T, G * D / t, H, &gf, &gb);
+        gemm(x, 1, T, G * D / t, H, &gf, &gb);
+        lc->params += (double)(H * (A + 2 * G) * D / t);
     } else {
         gemm(x, 1, T, (A + 2 * G) * D / t, H, &gf, &gb);
         lc->params += (double)(H * (A + 2 * G) * D / t);
@@ -234,7 +242,12 @@ static void mlp(const Ctx *x, int64_t tokens, int64_t ffn, int64_t tp, LayerCost
 {
     int64_t H = x->m->hidden;
     double mf = 0, mb = 0;
-    gemm(x, 1, tokens, (x->gated ? 2 : 1) * ffn / tp, H, gf, gb);
+    if (x->gated && x->o->eager_elementwise) { /* eager: w1 and w3 are separate nn.Linear */
+        gemm(x, 1, tokens, ffn / tp, H, gf, gb);
+        gemm(x, 1, tokens, ffn / tp, H, gf, gb);
+    } else {
+        gemm(x, 1, tokens, (x->gated ? 2 : 1) * ffn / tp, H, gf, gb);
+    }
     gemm(x, 1, tokens, H, ffn / tp, gf, gb);
     double act = (double)tokens * (double)(ffn / tp) * x->ab;
     if (x->gated && x->o->eager_elementwise) /* silu(a) then * b: two kernels */
@@ -353,6 +366,8 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         lc->bwd += cb;
         double ef = fmax(0, ag - lc->fwd), eb = fmax(0, ag + rs - lc->bwd);
         lc->fsdp = ef + eb;
+        lc->fsdp_ag = ag;
+        lc->fsdp_rs = rs;
         lc->slow += sig * (ag - ef + ag + rs - eb);
     }
     /* recompute */
@@ -414,6 +429,219 @@ static void edge_costs(const Ctx *x, double *emb_f, double *emb_b, double *emb_t
     *head_params = m->tied_embeddings && x->p->pp == 1 ? 0 : (double)(V / t * H);
 }
 
+/* ZeRO-3 / FSDP root unit of a stage (torchtitan: fully_shard on every block,
+ * then on the whole model, so the embedding, final norm and output layer form
+ * the root unit). FSDP2 keeps the root unsharded from forward to backward:
+ * its all-gather opens the forward and its reduce-scatter closes the backward
+ * (it fires from the end-of-backward callback), with no compute to hide
+ * under. The stage's first block gathers behind it (only the embedding lookup
+ * runs meanwhile) and its reduce-scatter overlaps only the embedding
+ * backward: exposed too (the per-layer rule had hidden both). Adds to the
+ * chunk's exposed FSDP time, compute (copy-out / copy-in of the root's
+ * parameters) and overlap slow-down; returns the forward part. */
+static double fsdp_root(const Ctx *x, double emb_params, double head_params, const LayerCost *first, SimChunkCost *c)
+{
+    double rp = emb_params + head_params, gr = x->o->fp32_grad_reduce ? 4.0 : x->ab, f = 0, b = 0;
+    if (rp > 0) {
+        f = coll(x, TS_COLL_ALLGATHER, rp * x->ab, &x->dpg, "dp");
+        b = coll(x, TS_COLL_REDUCESCATTER, rp * gr, &x->dpg, "dp");
+        double cf = 0, cb = 0;
+        mem(x, 2.0 * rp * x->ab, rp * (x->ab + gr), &cf, &cb);
+        c->compute_fwd_s += cf;
+        c->compute_bwd_s += cb;
+    }
+    /* first block: forward gather and backward reduce-scatter exposed, the
+     * backward re-gather still prefetched under the next block */
+    double ag = first->fsdp_ag, rs = first->fsdp_rs;
+    double ef = fmax(0, ag - first->fwd), eb = fmax(0, ag + rs - first->bwd);
+    double eb_new = rs + fmax(0, ag - first->bwd);
+    f += ag - ef;
+    b += eb_new - eb;
+    c->slowdown_s -= x->o->overlap_slowdown * ((ag - ef) + (ag + rs - eb) - fmin(ag, first->bwd));
+    if (c->slowdown_s < 0) c->slowdown_s = 0;
+    c->fsdp_exposed_s += f + b;
+    return f;
+}
+
+/* ---- layer-cost cache (sim_work_cache_costs) ---------------------------
+ * layer_cost and edge_costs read the model, hw and net (by address), the
+ * Ctx scalars (dtypes, tc, t, B, S, Sl; T, Tsp and ab follow from them and
+ * sp), the plan knobs sp, cp, ep, etp, flash_attn, tp_overlap, zero >= 3,
+ * recompute, pp == 1 (tied embeddings), the costing options below, and the
+ * size / node span of the TP, CP, EP groups and, under ZeRO-3 only, of the
+ * DP and expert-DP groups. The key holds exactly these; it is zeroed before
+ * filling so it compares with memcmp. */
+typedef struct CostKey {
+    const void *m, *hw, *net;
+    double tc, overlap_slowdown;
+    int64_t t, B, S, Sl, cp, ep, etp;
+    int64_t tp_size, tp_nodes, cp_nodes, ep_nodes, dp_size, dp_nodes, edp_size, edp_nodes;
+    int32_t dt, adt, recompute;
+    uint8_t sp, flash, tp_overlap, zero3, pp1, eager, selective_ops, fp32_grad;
+} CostKey;
+
+typedef struct CostEntry {
+    CostKey key;
+    bool valid;
+    LayerCost dense, moe;
+    double edge[8];
+} CostEntry;
+
+#define COST_CACHE_SIZE 1024 /* entries, direct-mapped: ~650 KB per work space */
+
+typedef struct CostCache {
+    int64_t hits, misses;
+    CostEntry e[COST_CACHE_SIZE];
+} CostCache;
+
+static void cost_key(const Ctx *x, CostKey *k)
+{
+    const ParallelPlan *p = x->p;
+    memset(k, 0, sizeof *k);
+    k->m = x->m;
+    k->hw = x->hw;
+    k->net = x->net;
+    k->tc = x->tc;
+    k->overlap_slowdown = x->o->overlap_slowdown;
+    k->t = x->t;
+    k->B = x->B;
+    k->S = x->S;
+    k->Sl = x->Sl;
+    k->cp = p->cp;
+    k->ep = p->ep;
+    k->etp = p->etp;
+    k->tp_size = x->tpg.size;
+    k->tp_nodes = x->tpg.nodes;
+    k->cp_nodes = x->cpg.nodes;
+    k->ep_nodes = x->epg.nodes;
+    k->zero3 = p->zero >= 3;
+    if (k->zero3) {
+        k->dp_size = x->dpg.size;
+        k->dp_nodes = x->dpg.nodes;
+        k->edp_size = x->edpg.size;
+        k->edp_nodes = x->edpg.nodes;
+    }
+    k->dt = (int32_t)x->dt;
+    k->adt = (int32_t)x->adt;
+    k->recompute = (int32_t)p->recompute;
+    k->sp = p->sp;
+    k->flash = p->flash_attn;
+    k->tp_overlap = p->tp_overlap;
+    k->pp1 = p->pp == 1;
+    k->eager = x->o->eager_elementwise;
+    k->selective_ops = x->o->selective_ops;
+    k->fp32_grad = x->o->fp32_grad_reduce;
+}
+
+static size_t cost_hash(const CostKey *k)
+{
+    const unsigned char *b = (const unsigned char *)k;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a, 64-bit words */
+    for (size_t i = 0; i + 8 <= sizeof *k; i += 8) {
+        uint64_t v;
+        memcpy(&v, b + i, 8);
+        h = (h ^ v) * 1099511628211ull;
+        h ^= h >> 29;
+    }
+    return (size_t)(h % COST_CACHE_SIZE);
+}
+
+/* Cost the layers and edges of x, through the cache of w when it is on. */
+static void layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe, double edge[8])
+{
+    void **slot = sim_work_cost_cache(w);
+    CostEntry *e = NULL;
+    CostKey k;
+    if (slot) {
+        if (!*slot) *slot = calloc(1, sizeof(CostCache));
+        if (*slot) {
+            CostCache *cc = *slot;
+            cost_key(x, &k);
+            e = &cc->e[cost_hash(&k)];
+            if (e->valid && memcmp(&e->key, &k, sizeof k) == 0) {
+                cc->hits++;
+                *dense = e->dense;
+                *moe = e->moe;
+                memcpy(edge, e->edge, sizeof e->edge);
+                return;
+            }
+            cc->misses++;
+        }
+    }
+    layer_cost(x, false, dense);
+    if (x->m->experts > 0) layer_cost(x, true, moe);
+    else memset(moe, 0, sizeof *moe);
+    edge_costs(x, &edge[0], &edge[1], &edge[2], &edge[3], &edge[4], &edge[5], &edge[6], &edge[7]);
+    if (e) {
+        e->key = k;
+        e->valid = true;
+        e->dense = *dense;
+        e->moe = *moe;
+        memcpy(e->edge, edge, sizeof e->edge);
+    }
+}
+
+void sim_work_cost_stats(const SimWork *w, int64_t *hits, int64_t *misses)
+{
+    void **slot = sim_work_cost_cache((SimWork *)w);
+    const CostCache *cc = slot ? *slot : NULL;
+    if (hits) *hits = cc ? cc->hits : 0;
+    if (misses) *misses = cc ? cc->misses : 0;
+}
+
+/* DP gradient reduction, parameter gather and optimizer step of a chunk
+ * holding params parameter elements (eparams of them routed experts). */
+typedef struct ChunkDp {
+    bool valid, has_ag, has_eag, has_shampoo;
+    double params, eparams;
+    double t_dp, ag, eag, opt, shampoo;
+    int32_t buckets;
+} ChunkDp;
+
+static void chunk_dp_costs(const Ctx *x, const SimSetup *in, double params, double eparams, ChunkDp *d)
+{
+    const ParallelPlan *p = x->p;
+    const ModelSpec *m = x->m;
+    memset(d, 0, sizeof *d);
+    d->valid = true;
+    d->params = params;
+    d->eparams = eparams;
+    double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
+    bool shard_opt = p->dist_opt || p->zero >= 1;
+    double bucket = in->opt.bucket_bytes > 0 ? in->opt.bucket_bytes : 40e6;
+    /* not for ZeRO-3: per layer in layer_cost */
+    if (p->zero < 3) {
+        double dense_b = (params - eparams) * gbytes, exp_b = eparams * gbytes;
+        TsColl rc = shard_opt ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
+        double nb = ceil(dense_b / bucket);
+        double t_dp = 0;
+        if (x->dpg.size > 1 && dense_b > 0) t_dp += nb * coll(x, rc, dense_b / nb, &x->dpg, "dp");
+        double ne = ceil(exp_b / bucket);
+        if (x->edpg.size > 1 && exp_b > 0) t_dp += ne * coll(x, rc, exp_b / ne, &x->edpg, "dp");
+        d->t_dp = t_dp;
+        d->buckets = (int32_t)(nb + ne > 1 ? nb + ne : 1);
+        /* dist-opt: gather updated bf16 parameters after the step */
+        d->has_ag = shard_opt && x->dpg.size > 1 && dense_b > 0;
+        if (d->has_ag) d->ag = nb * coll(x, TS_COLL_ALLGATHER, (params - eparams) * x->ab / nb, &x->dpg, "dp");
+        d->has_eag = shard_opt && x->edpg.size > 1 && exp_b > 0;
+        if (d->has_eag) d->eag = ne * coll(x, TS_COLL_ALLGATHER, eparams * x->ab / ne, &x->edpg, "dp");
+    }
+    /* optimizer on the local shard */
+    double local = shard_opt ? (params - eparams) / (double)x->dpg.size + eparams / (double)x->edpg.size : params;
+    d->opt = hw_memory_time_s(in->hw, local * in->opt.optimizer_bytes_per_param);
+    if (p->optimizer == PLAN_OPTIM_SHAMPOO) {
+        /* apply L^-1/4 G R^-1/4 on blocks of side bs: 4*P*bs FLOPs per step;
+         * root (eigendecomposition ~10 n^3 per factor) every 100 steps: 0.2*P*bs.
+         * Spread over the DP ranks (LPT assignment), fp32 GEMMs. */
+        double bs = (double)m->hidden / (double)(p->shampoo_blocks > 0 ? p->shampoo_blocks : 1);
+        double fl = 4.2 * params * bs / (double)x->dpg.size;
+        int64_t n = (int64_t)bs;
+        double one = hw_gemm_time_s(in->hw, 1, n, n, n, TS_DTYPE_FP32);
+        d->has_shampoo = true;
+        d->shampoo = one * fl / (2.0 * (double)n * (double)n * (double)n);
+    }
+}
+
 static void warn(SimResult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(SimResult *r, const char *fmt, ...)
 {
@@ -460,15 +688,14 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
     plan_group(p, PLAN_GROUP_EDP, 0, gpn, &x.edpg);
     plan_group(p, PLAN_GROUP_PP, 0, gpn, &x.ppg);
 
-    LayerCost dense, moe;
-    layer_cost(&x, false, &dense);
-    bool has_moe = m->experts > 0;
-    if (has_moe) layer_cost(&x, true, &moe);
-    double emb_f, emb_b, emb_tp, head_f, head_b, head_tp, emb_params, head_params;
-    edge_costs(&x, &emb_f, &emb_b, &emb_tp, &head_f, &head_b, &head_tp, &emb_params, &head_params);
-
     SimWork *w = wk ? wk : sim_work_create();
     if (!w) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    LayerCost dense, moe;
+    bool has_moe = m->experts > 0;
+    double edge[8];
+    layer_costs(&x, w, &dense, &moe, edge);
+    const double emb_f = edge[0], emb_b = edge[1], emb_tp = edge[2], head_f = edge[3], head_b = edge[4],
+                 head_tp = edge[5], emb_params = edge[6], head_params = edge[7];
     const int32_t pp = (int32_t)p->pp, v = (int32_t)p->vpp;
     SimStageCost *sc = NULL;
     SimChunkCost *cc = sim_work_costs(w, pp * v, pp, &sc);
@@ -479,11 +706,9 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
     /* pipeline transfer: SP-sharded (or scatter/gather) boundary activation */
     double p2p_bytes = (double)x.T * (double)m->hidden * x.ab / (double)p->tp;
     double p2p = pp > 1 ? hw_p2p_time_s(in->net, p2p_bytes, x.ppg.nodes > 1) : 0;
-    double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
-    bool shard_opt = p->dist_opt || p->zero >= 1;
-    double bucket = in->opt.bucket_bytes > 0 ? in->opt.bucket_bytes : 40e6;
     double fl_token = 0, rfl_token = 0; /* model / recompute FLOPs per token, whole model */
     int64_t l0 = 0; /* first layer of the chunk */
+    ChunkDp dpm = {0};
     for (int32_t vs = 0; vs < v; vs++)
         for (int32_t s = 0; s < pp; s++) {
             int64_t chunk = (int64_t)vs * pp + s;
@@ -526,7 +751,11 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
                 params += head_params;
                 fl_token += 2.0 * (double)m->hidden * (double)model_padded_vocab(m, 1);
             }
-            double exp_fwd_comm = tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) +
+            double root_f = 0; /* exposed FSDP time in the forward task */
+            if (p->zero >= 3 && x.dpg.size > 1 && nl > 0)
+                root_f = fsdp_root(&x, chunk == 0 ? emb_params : 0, chunk == (int64_t)pp * v - 1 ? head_params : 0,
+                                   has_moe && model_layer_is_moe(m, l0 - nl) ? &moe : &dense, c);
+            double exp_fwd_comm = root_f + tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) +
                                   (has_moe ? nm * moe.ep_f : 0);
             double fsdp_f = nd * dense.fsdp + (has_moe ? nm * moe.fsdp : 0);
             c->fwd_s = c->compute_fwd_s + exp_fwd_comm + 0.5 * fsdp_f + (nd * dense.slow + (has_moe ? nm * moe.slow : 0)) * 0.5;
@@ -534,37 +763,19 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
             c->bwd_s = c->compute_fwd_s + c->compute_bwd_s + c->recompute_s + c->tp_exposed_s + c->cp_exposed_s +
                        c->ep_exposed_s + c->fsdp_exposed_s + c->slowdown_s - c->fwd_s;
             c->p2p_fwd_s = c->p2p_bwd_s = p2p;
-            /* DP gradient reduction of this chunk (not for ZeRO-3: per layer above) */
+            /* DP gradient reduction and optimizer step of this chunk: a
+             * function of (params, eparams) alone, which most chunks share
+             * (equal layer counts): computed once per distinct pair. */
+            if (!dpm.valid || params != dpm.params || eparams != dpm.eparams)
+                chunk_dp_costs(&x, in, params, eparams, &dpm);
             if (p->zero < 3) {
-                double dense_b = (params - eparams) * gbytes, exp_b = eparams * gbytes;
-                TsColl rc = shard_opt ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
-                double nb = ceil(dense_b / bucket);
-                double t_dp = 0;
-                if (x.dpg.size > 1 && dense_b > 0) t_dp += nb * coll(&x, rc, dense_b / nb, &x.dpg, "dp");
-                double ne = ceil(exp_b / bucket);
-                if (x.edpg.size > 1 && exp_b > 0) t_dp += ne * coll(&x, rc, exp_b / ne, &x.edpg, "dp");
-                c->dp_grad_s = t_dp;
-                c->dp_buckets = (int32_t)(nb + ne > 1 ? nb + ne : 1);
-                /* dist-opt: gather updated bf16 parameters after the step */
-                if (shard_opt && x.dpg.size > 1 && dense_b > 0)
-                    sc[s].param_gather_s += nb * coll(&x, TS_COLL_ALLGATHER, (params - eparams) * x.ab / nb, &x.dpg, "dp");
-                if (shard_opt && x.edpg.size > 1 && exp_b > 0)
-                    sc[s].param_gather_s += ne * coll(&x, TS_COLL_ALLGATHER, eparams * x.ab / ne, &x.edpg, "dp");
+                c->dp_grad_s = dpm.t_dp;
+                c->dp_buckets = dpm.buckets;
+                if (dpm.has_ag) sc[s].param_gather_s += dpm.ag;
+                if (dpm.has_eag) sc[s].param_gather_s += dpm.eag;
             }
-            /* optimizer on the local shard */
-            double local = shard_opt ? (params - eparams) / (double)x.dpg.size + eparams / (double)x.edpg.size
-                                     : params;
-            sc[s].optimizer_s += hw_memory_time_s(in->hw, local * in->opt.optimizer_bytes_per_param);
-            if (p->optimizer == PLAN_OPTIM_SHAMPOO) {
-                /* apply L^-1/4 G R^-1/4 on blocks of side bs: 4*P*bs FLOPs per step;
-                 * root (eigendecomposition ~10 n^3 per factor) every 100 steps: 0.2*P*bs.
-                 * Spread over the DP ranks (LPT assignment), fp32 GEMMs. */
-                double bs = (double)m->hidden / (double)(p->shampoo_blocks > 0 ? p->shampoo_blocks : 1);
-                double fl = 4.2 * params * bs / (double)x.dpg.size;
-                int64_t n = (int64_t)bs;
-                double one = hw_gemm_time_s(in->hw, 1, n, n, n, TS_DTYPE_FP32);
-                sc[s].optimizer_s += one * fl / (2.0 * (double)n * (double)n * (double)n);
-            }
+            sc[s].optimizer_s += dpm.opt;
+            if (dpm.has_shampoo) sc[s].optimizer_s += dpm.shampoo;
         }
 
     SimPipeline pl = {.stages = pp, .chunks = v, .micro_batches = p->grad_accum, .schedule = sched_of(p->schedule),

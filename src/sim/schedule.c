@@ -73,6 +73,8 @@ struct SimWork {
     size_t costs_cap;
     SimStageCost *scosts;
     size_t scosts_cap;
+    void *cost_cache;      /* cost.c's layer-cost cache (sim_work_cache_costs) */
+    bool cost_cache_on;
 };
 
 static const char *const SCHED_NAMES[] = {
@@ -159,7 +161,18 @@ void sim_work_destroy(SimWork *w)
     free(w->spans);
     free(w->costs);
     free(w->scosts);
+    free(w->cost_cache);
     free(w);
+}
+
+void sim_work_cache_costs(SimWork *w, bool on)
+{
+    if (w) w->cost_cache_on = on;
+}
+
+void **sim_work_cost_cache(SimWork *w)
+{
+    return w && w->cost_cache_on ? &w->cost_cache : NULL;
 }
 
 void sim_result_free(SimResult *r)

@@ -7,11 +7,11 @@ if(TARGET test_robustness)
 endif()
 
 # The whole suite under valgrind memcheck (scripts/valgrind.sh): every golden
-# case and unit test, --leak-check=full, errors and leaks fail. It takes about
-# 3.5 minutes with 2 jobs (150 cases), beyond the ~60 s a ctest may take, so
-# it is `make valgrind`; -DTS_VALGRIND_TEST=ON adds it to ctest. Not in the
+# case and unit test, --leak-check=full, errors and leaks fail. It takes 1 to
+# 3.5 minutes with 2 jobs (167 cases) depending on load, beyond the ~60 s a
+# ctest may take, so it is `make valgrind`; -DTS_VALGRIND_TEST=ON adds it to ctest. Not in the
 # sanitizer build: ASan and valgrind do not mix.
-option(TS_VALGRIND_TEST "Run the suite under valgrind as a ctest (about 3.5 min: off by default; make valgrind)" OFF)
+option(TS_VALGRIND_TEST "Run the suite under valgrind as a ctest (1-3.5 min: off by default; make valgrind)" OFF)
 find_program(TS_VALGRIND valgrind)
 if(TS_VALGRIND_TEST AND TS_VALGRIND AND NOT TS_SANITIZE AND NOT TS_FUZZ)
   add_test(NAME valgrind/suite

@@ -169,6 +169,39 @@ static TsStatus build_bert(Hf *c)
     return TS_OK;
 }
 
+/* The vocabulary projection every HF causal LM ends with (`lm_head`,
+ * `embed_out`): tied to the word embedding `wp` or its own [V, H] weight,
+ * followed by the loss. */
+static void hf_lm_head(ModuleGraph *g, int32_t root, const char *name, int64_t H, int64_t V, double T, int32_t wp)
+{
+    const ModelSpec *m = &g->spec;
+    int32_t head = graph_add_module(g, root, name, "Linear", linear_extra(g, H, V, false));
+    if (m->tied_embeddings)
+        graph_add_tied_param(g, head, "weight", wp);
+    else
+        graph_add_param(g, head, "weight", V, H, GRAPH_SPLIT_COL);
+    graph_op_gemm(g, head, name, T, H, V, false, GRAPH_SPLIT_COL);
+    gb_loss_op(g, root, T, V);
+}
+
+/* HF's rotary embedding module computes cos/sin once per forward as
+ * inv_freq[B, half, 1] @ positions[B, 1, S] (a batched matmul DeepSpeed
+ * counts); it runs right after the embedding, so the op moves to op index
+ * `first_op` (execution order). */
+static void hf_rotary_op(ModuleGraph *g, int32_t rot, int64_t half, int32_t first_op)
+{
+    GraphOp *r = graph_add_op(g, rot, GRAPH_OP_BATCHED_GEMM, "inv_freq_matmul");
+    if (!r) return;
+    int64_t B = g->opt.batch, S = g->opt.seq;
+    r->dims[0] = B, r->dims[1] = half, r->dims[2] = 1, r->dims[3] = S;
+    r->ds_macs = (double)(B * half) * (double)S;
+    r->ds_flops = r->fwd_flops = 2 * r->ds_macs;
+    r->fwd_bytes = 4.0 * (double)(B * half) * (double)S * 3;
+    GraphOp tmp = *r;
+    memmove(&g->ops[first_op + 1], &g->ops[first_op], sizeof *g->ops * (size_t)(g->n_ops - 1 - first_op));
+    g->ops[first_op] = tmp;
+}
+
 /* ---- GPT-2 ------------------------------------------------------------------------------------ */
 
 static int32_t conv1d(Hf *c, int32_t parent, const char *name, int64_t nx, int64_t nf, GraphSplit split)
@@ -241,15 +274,7 @@ static TsStatus build_gpt2(Hf *c)
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
     int32_t lnf = gb_norm_mod(g, tr, "ln_f", "LayerNorm", lne, H, true);
     graph_op_norm(g, lnf, "ln_f", T, H, true, 5.0);
-    if (m->lm_head) {
-        int32_t head = graph_add_module(g, root, "lm_head", "Linear", linear_extra(g, H, V, false));
-        if (m->tied_embeddings)
-            graph_add_tied_param(g, head, "weight", wp);
-        else
-            graph_add_param(g, head, "weight", V, H, GRAPH_SPLIT_COL);
-        graph_op_gemm(g, head, "lm_head", T, H, V, false, GRAPH_SPLIT_COL);
-        gb_loss_op(g, root, T, V);
-    }
+    if (m->lm_head) hf_lm_head(g, root, "lm_head", H, V, T, wp);
     return TS_OK;
 }
 
@@ -485,32 +510,11 @@ static TsStatus build_llama(Hf *c)
     hf_norm_op(c, nm, "norm", T, H);
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
     int32_t rot = graph_add_module(g, model, "rotary_emb", cls(c, "RotaryEmbedding"), "");
-    if (m->pos == MODEL_POS_ROPE && !g->oom) {
-        GraphOp *r = graph_add_op(g, rot, GRAPH_OP_BATCHED_GEMM, "inv_freq_matmul");
-        if (r) {
-            int64_t half = (m->q_lora_rank > 0 || m->kv_lora_rank > 0 ? m->qk_rope_dim : D) / 2;
-            r->dims[0] = g->opt.batch;
-            r->dims[1] = half;
-            r->dims[2] = 1;
-            r->dims[3] = g->opt.seq;
-            r->ds_macs = (double)(g->opt.batch * half) * (double)g->opt.seq;
-            r->ds_flops = 2 * r->ds_macs;
-            r->fwd_flops = r->ds_flops;
-            r->fwd_bytes = 4.0 * (double)(g->opt.batch * half) * (double)g->opt.seq * 3;
-            GraphOp tmp = *r;
-            memmove(&g->ops[rot_first_op + 1], &g->ops[rot_first_op], sizeof *g->ops * (size_t)(g->n_ops - 1 - rot_first_op));
-            g->ops[rot_first_op] = tmp;
-        }
-    }
+    if (m->pos == MODEL_POS_ROPE && !g->oom)
+        hf_rotary_op(g, rot, (m->q_lora_rank > 0 || m->kv_lora_rank > 0 ? m->qk_rope_dim : D) / 2, rot_first_op);
     if (m->lm_head) {
         graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
-        int32_t head = graph_add_module(g, root, "lm_head", "Linear", linear_extra(g, H, V, false));
-        if (m->tied_embeddings)
-            graph_add_tied_param(g, head, "weight", wp);
-        else
-            graph_add_param(g, head, "weight", V, H, GRAPH_SPLIT_COL);
-        graph_op_gemm(g, head, "lm_head", T, H, V, false, GRAPH_SPLIT_COL);
-        gb_loss_op(g, root, T, V);
+        hf_lm_head(g, root, "lm_head", H, V, T, wp);
     }
     return TS_OK;
 }
@@ -586,28 +590,10 @@ static TsStatus build_neox(Hf *c)
     hf_norm_op(c, fn, "final_layer_norm", T, H);
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
     int32_t rot = graph_add_module(g, model, "rotary_emb", "GPTNeoXRotaryEmbedding", "");
-    if (m->pos == MODEL_POS_ROPE && rd > 0 && !g->oom) {
-        GraphOp *r = graph_add_op(g, rot, GRAPH_OP_BATCHED_GEMM, "inv_freq_matmul");
-        if (r) { /* inv_freq[B, rd/2, 1] @ positions[B, 1, S], counted by DeepSpeed */
-            int64_t half = rd / 2;
-            r->dims[0] = B, r->dims[1] = half, r->dims[2] = 1, r->dims[3] = S;
-            r->ds_macs = (double)(B * half) * (double)S;
-            r->ds_flops = r->fwd_flops = 2 * r->ds_macs;
-            r->fwd_bytes = 4.0 * (double)(B * half) * (double)S * 3;
-            GraphOp tmp = *r;
-            memmove(&g->ops[rot_first_op + 1], &g->ops[rot_first_op], sizeof *g->ops * (size_t)(g->n_ops - 1 - rot_first_op));
-            g->ops[rot_first_op] = tmp;
-        }
-    }
+    if (m->pos == MODEL_POS_ROPE && rd > 0 && !g->oom) hf_rotary_op(g, rot, rd / 2, rot_first_op);
     if (m->lm_head) {
         graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
-        int32_t head = graph_add_module(g, root, "embed_out", "Linear", linear_extra(g, H, V, false));
-        if (m->tied_embeddings)
-            graph_add_tied_param(g, head, "weight", wp);
-        else
-            graph_add_param(g, head, "weight", V, H, GRAPH_SPLIT_COL);
-        graph_op_gemm(g, head, "embed_out", T, H, V, false, GRAPH_SPLIT_COL);
-        gb_loss_op(g, root, T, V);
+        hf_lm_head(g, root, "embed_out", H, V, T, wp);
     }
     return TS_OK;
 }

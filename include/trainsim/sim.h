@@ -285,6 +285,6 @@ TsStatus sim_replay_simai(const struct Workload *w, const HwNet *net, SimResult 
 /* Summary text and JSON (the keys of `trainsim simulate --json`). */
 void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *out);
 void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *out);
-/* The Chrome trace writer is rep_trace_chrome() in report_trace.h. */
+/* The Chrome trace writer is rep_trace_chrome() in report.h. */
 
 #endif

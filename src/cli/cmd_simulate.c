@@ -8,8 +8,8 @@
 #include "cli.h"
 #include "cli_hw.h"
 #include "cli_plan.h"
-#include "trainsim/report_html.h"
-#include "trainsim/report_trace.h"
+#include "trainsim/report.h"
+#include "trainsim/report.h"
 #include "trainsim/sim.h"
 
 #define DEFAULT_MODEL "gpt3-175b"

@@ -11,7 +11,7 @@
 
 #include "cli.h"
 #include "cli_hw.h"
-#include "trainsim/report_html.h"
+#include "trainsim/report.h"
 #include "trainsim/search.h"
 
 typedef struct SweepOpts {

@@ -1,6 +1,6 @@
 /*
  * html.c — the self-contained HTML/SVG report for a plan and for a sweep
- * (see report_html.h). No script, no external resource: everything the
+ * (see report.h, HTML part). No script, no external resource: everything the
  * page needs is inline, so the file can be mailed or archived as is.
  *
  * Layout (pixels): SVGs are W_SVG wide; the timeline has one ROW_H row per
@@ -8,7 +8,7 @@
  * stacked bar each with a legend; the sweep scatter is PLOT_W x PLOT_H with
  * memory per GPU on x and tokens/s on y.
  */
-#include "trainsim/report_html.h"
+#include "trainsim/report.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,11 +1,11 @@
 /*
- * html_sim.c — SimResult -> RepPlanView (see report_html.h): the only place
+ * html_sim.c — SimResult -> RepPlanView (see report.h, HTML part): the only place
  * where the HTML report knows about the simulator's structures.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "trainsim/report_html.h"
+#include "trainsim/report.h"
 
 typedef struct Span2 {
     int32_t stage;

@@ -1,5 +1,5 @@
 /* trace.c — Chrome trace (Trace Event Format) of a simulated iteration. */
-#include "trainsim/report_trace.h"
+#include "trainsim/report.h"
 
 static void ev(TsBuf *b, bool *first, const char *name, int32_t pid, int tid, double t0_s, double t1_s,
                int64_t mb, int chunk)

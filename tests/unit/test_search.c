@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trainsim/report_html.h"
+#include "trainsim/report.h"
 #include "trainsim/search.h"
 #include "../../src/search/search_int.h" /* white box: the cursor against the decode */
 

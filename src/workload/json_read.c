@@ -8,6 +8,7 @@
  * ts_json_locate), with the JSON path in the message. */
 #include "wl_internal.h"
 
+#include <float.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -77,15 +78,22 @@ static TsStatus get_i32(Rd *r, json_t *obj, const char *key, int64_t min, int64_
     return st;
 }
 
-/* Sizes, FLOPs and times: finite, >= 0, below 1e30. */
+/* Sizes, FLOPs and times: finite, >= 0, at most 1e30. */
 static TsStatus get_size(Rd *r, json_t *obj, const char *key, double *out)
 {
     char p[256];
     sub(p, sizeof p, r->path, key);
-    TsStatus st = ts_json_num(r->doc, obj, key, p, true, 0.0, 1e30, out, r->err);
-    if (st && r->err && r->err->code == TS_ERR_INPUT && strstr(r->err->msg, "out of range"))
-        ts_err_hint(r->err, "sizes, FLOPs and times are finite and non-negative (bytes, FLOPs, seconds)");
-    return st;
+    double x = 0;
+    TsStatus st = ts_json_num(r->doc, obj, key, p, true, -DBL_MAX, DBL_MAX, &x, r->err);
+    if (st) return st;
+    if (x < 0 || x > 1e30) {
+        char got[40];
+        snprintf(got, sizeof got, "%.17g", x);
+        return rd_err(r, p, "sizes, FLOPs and times are finite and non-negative (bytes, FLOPs, seconds)",
+                      "'%s' must be %s, found %s", p, x < 0 ? ">= 0" : "at most 1e30", got);
+    }
+    *out = x;
+    return TS_OK;
 }
 
 /* A string field; *out points into the JSON document. */

@@ -50,6 +50,12 @@
 #define WL_MAX_FILE_BYTES ((size_t)1 << 30) /* 1 GiB */
 #define WL_MAX_LINE_BYTES 65536             /* one line, without its newline */
 #define WL_MAX_ROWS 10000000                /* item lines / table rows */
+/* Limits of the JSON reader (docs/workloads.md). */
+#define WL_JSON_MAX_BYTES ((size_t)256 << 20) /* 256 MiB of JSON */
+#define WL_JSON_MAX_CLASSES 65536           /* rank classes */
+#define WL_JSON_MAX_TASKS 10000000          /* tasks, all classes together */
+#define WL_JSON_MAX_DEPS 65536              /* data (or control) deps of one task */
+#define WL_JSON_MAX_NAME 4096               /* bytes of a task or row name */
 
 #define WL_PHASE_LIST(X) X(FWD, "fwd") X(IG, "ig") X(WG, "wg") X(OPT, "opt")
 typedef enum {
@@ -305,6 +311,14 @@ TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const HwMod
  * error messages copy the offending line up to the NUL. */
 TsStatus wl_read_simai(const char *name, const char *text, size_t len, Workload **out, TsError *err);
 TsStatus wl_read_optable(const char *name, const char *text, size_t len, Workload **out, TsError *err);
+/* Our JSON ("trainsim-workload", WL_JSON_VERSION), as wl_write_json writes
+ * it: every field checked (names, dependency ids earlier than their task,
+ * sizes and times finite and >= 0, WL_JSON_MAX_* limits). Malformed input:
+ * TS_ERR_INPUT at the line:col of the value, with its JSON path. The
+ * workload keeps the origin/policy recorded in the file (origin NONE when
+ * the file was generated), so conversions match those of the original.
+ * `text` must be NUL-terminated at text[len]; a NUL before it is an error. */
+TsStatus wl_read_json(const char *name, const char *text, size_t len, Workload **out, TsError *err);
 /* Sniff the format (op table header, Chakra binary, JSON, else SimAI text). */
 TsStatus wl_read_file(const char *path, Workload **out, TsError *err);
 

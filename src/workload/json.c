@@ -12,7 +12,11 @@
  *               {"kind": "send", "peer_stage": 1, "tag": 7, "bytes": ...}],
  *     "rows": [{"name": "...", "comp": [0, -1, -1], "comm": [1, -1, -1],
  *               "process_time": 100}]}]}
- * Task ids and row slots are local to their class. */
+ * Task ids and row slots are local to their class. Workloads read from a
+ * layer format also carry "origin" ("simai", "astrasim", "optable") and,
+ * when not HYBRID_TRANSFORMER_FWD_IN_BCKWD, "policy"; collectives read from
+ * SimAI's ALLREDUCEALLTOALL carry "ar_a2a": true; recomputation tasks
+ * "recompute": true. json_read.c reads it back. */
 #include "wl_internal.h"
 
 #include <inttypes.h>
@@ -40,10 +44,12 @@ static void put_task(TsBuf *b, const Workload *w, const WlClass *c, int32_t id)
         ts_buf_printf(b, ", \"coll\": \"%s\", \"group\": \"%s\"", ts_coll_name(t->coll), wl_group_name(t->group));
         kv_num(b, "bytes", t->comm_bytes);
         ts_buf_printf(b, ", \"async\": %s", (t->flags & WL_F_ASYNC) ? "true" : "false");
+        if (t->flags & WL_F_AR_A2A) ts_buf_puts(b, ", \"ar_a2a\": true");
     } else {
         ts_buf_printf(b, ", \"peer_stage\": %d, \"tag\": %d", t->peer_stage, t->tag);
         kv_num(b, "bytes", t->comm_bytes);
     }
+    if (t->flags & WL_F_RECOMPUTE) ts_buf_puts(b, ", \"recompute\": true");
     const int32_t *d = wl_task_deps(w, t);
     ts_buf_puts(b, ", \"deps\": [");
     for (int32_t k = 0; k < t->n_data_deps; k++) ts_buf_printf(b, "%s%d", k ? ", " : "", d[k] - c->first_task);
@@ -59,6 +65,16 @@ void wl_write_json(const Workload *w, TsBuf *b)
     ts_buf_printf(b, "{\"format\": \"trainsim-workload\", \"version\": %d, \"generator\": \"trainsim %s\", "
                      "\"source\": ", WL_JSON_VERSION, TRAINSIM_VERSION);
     ts_json_escape(b, w->source);
+    /* Only for workloads read from a layer format: what its writers need to
+     * convert the JSON exactly as they convert the original. */
+    static const char *const ORIGIN[] = {[WL_FMT_SIMAI] = "simai", [WL_FMT_ASTRASIM] = "astrasim",
+                                         [WL_FMT_OPTABLE] = "optable"};
+    if (w->origin == WL_FMT_SIMAI || w->origin == WL_FMT_ASTRASIM || w->origin == WL_FMT_OPTABLE)
+        ts_buf_printf(b, ", \"origin\": \"%s\"", ORIGIN[w->origin]);
+    if (w->policy[0] && strcmp(w->policy, "HYBRID_TRANSFORMER_FWD_IN_BCKWD") != 0) {
+        ts_buf_puts(b, ", \"policy\": ");
+        ts_json_escape(b, w->policy);
+    }
     ts_buf_printf(b, ",\n \"parallel\": {\"world\": %" PRId64 ", \"tp\": %" PRId64 ", \"cp\": %" PRId64
                      ", \"pp\": %" PRId64 ", \"dp\": %" PRId64 ", \"ep\": %" PRId64 ", \"vpp\": %" PRId64
                      ", \"layers_per_stage\": %" PRId64 ", \"ga\": %" PRId64,
@@ -101,13 +117,13 @@ TsStatus wl_read_file(const char *path, Workload **out, TsError *err)
     size_t len;
     TsStatus st = ts_read_file(path, WL_MAX_FILE_BYTES, &text, &len, err);
     if (st) return st;
-    if (len > 0 && text[0] == '{') {
+    size_t lead = 0; /* JSON: the first non-blank byte is '{' (SimAI text starts with a policy word) */
+    while (lead < len && (text[lead] == ' ' || text[lead] == '\t' || text[lead] == '\n' || text[lead] == '\r'))
+        lead++;
+    if (lead < len && text[lead] == '{') {
+        st = wl_read_json(path, text, len, out, err);
         free(text);
-        ts_err(err, TS_ERR_INPUT, "reading trainsim JSON workloads is not supported");
-        ts_err_at(err, path, 1, 1, NULL);
-        ts_err_hint(err, "regenerate it with 'trainsim workload' and the model/plan options, or convert "
-                         "a SimAI/ASTRA-sim text or op table");
-        return TS_ERR_INPUT;
+        return st;
     }
     if (ts_ends_with(path, ".et")) {
         free(text);

@@ -1,6 +1,7 @@
 /* Unit tests: workload IR, rank layout and groups, Python float formatting,
  * readers (positions), the 82-byte Chakra trace, the generator's DAG
- * (deps backwards, sends matched, schedules), injected allocation failure. */
+ * (deps backwards, sends matched, schedules), injected allocation failure,
+ * the JSON reader (byte-identical round trips, positioned errors). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -354,6 +355,115 @@ static void test_build_stage_layers(void **state)
     assert_null(w);
 }
 
+/* json -> read -> json is byte-identical, and the layer formats written from
+ * the re-read workload equal those written from the original. */
+static void json_roundtrip(const Workload *w)
+{
+    TsBuf a = {0}, b = {0};
+    wl_write_json(w, &a);
+    assert_false(a.oom);
+    TsError err = {0};
+    Workload *r = NULL;
+    assert_int_equal(wl_read_json("rt.json", a.data, a.len, &r, &err), TS_OK);
+    wl_write_json(r, &b);
+    assert_int_equal(a.len, b.len);
+    assert_memory_equal(a.data, b.data, a.len);
+    assert_int_equal(r->n_tasks, w->n_tasks);
+    assert_int_equal(r->n_rows, w->n_rows);
+    for (int32_t i = 0; i < w->n_tasks; i++) {
+        assert_int_equal(r->tasks[i].flags, w->tasks[i].flags);
+        assert_int_equal(r->tasks[i].row, w->tasks[i].row);
+        assert_int_equal(r->tasks[i].coll, w->tasks[i].coll);
+        assert_int_equal(r->tasks[i].group, w->tasks[i].group);
+    }
+    for (int f = 0; f < 3; f++) {
+        TsBuf x = {0}, y = {0};
+        if (f == 0) wl_write_simai(w, NULL, &x), wl_write_simai(r, NULL, &y);
+        if (f == 1) wl_write_astrasim(w, &x), wl_write_astrasim(r, &y);
+        if (f == 2) wl_write_optable(w, &x), wl_write_optable(r, &y);
+        assert_int_equal(x.len, y.len);
+        assert_memory_equal(x.data, y.data, x.len);
+        ts_buf_free(&x);
+        ts_buf_free(&y);
+    }
+    ts_buf_free(&a);
+    ts_buf_free(&b);
+    wl_destroy(r);
+}
+
+static void test_json_roundtrip(void **state)
+{
+    (void)state;
+    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlModelDims m;
+    WlPlanDims p;
+    small_plan(&m, &p);
+    TsError err = {0};
+    Workload *w;
+    WlSchedule sch[] = {WL_SCHED_1F1B, WL_SCHED_GPIPE, WL_SCHED_INTERLEAVED};
+    for (int i = 0; i < 3; i++) {
+        p.schedule = sch[i];
+        p.vpp = sch[i] == WL_SCHED_INTERLEAVED ? 2 : 1;
+        assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+        json_roundtrip(w);
+        wl_destroy(w);
+    }
+    p.schedule = WL_SCHED_1F1B;
+    p.vpp = 1;
+    WlAicbOptions ao = {false};
+    assert_int_equal(wl_build_aicb(&m, &p, &c, &ao, &w, &err), TS_OK);
+    json_roundtrip(w);
+    wl_destroy(w);
+    assert_int_equal(wl_read_simai("t.txt", SIMAI, sizeof SIMAI - 1, &w, &err), TS_OK);
+    json_roundtrip(w);
+    wl_destroy(w);
+    /* flags only the JSON extras carry */
+    w = wl_create(8, &err);
+    assert_non_null(w);
+    snprintf(w->policy, sizeof w->policy, "DATA");
+    w->origin = WL_FMT_ASTRASIM;
+    WlTask t = wl_task_coll("a2a", WL_PHASE_WG, TS_COLL_ALLREDUCE, WL_GROUP_DP, 4096);
+    t.flags = WL_F_AR_A2A | WL_F_ASYNC | WL_F_RECOMPUTE;
+    assert_true(wl_task_add(w, &t, NULL, 0, NULL, 0) >= 0);
+    json_roundtrip(w);
+    wl_destroy(w);
+}
+
+static void test_json_errors(void **state)
+{
+    (void)state;
+    static const struct { const char *text; int line, col; const char *msg; } C[] = {
+        {"{\"format\": \"trainsim-workload\", \"version\": 2}", 1, 44, "unsupported trainsim-workload version 2"},
+        {"{\"format\": \"other\", \"version\": 1}", 1, 12, "unknown format 'other'"},
+        {"[1]", 1, 1, "expected a JSON object"},
+        {"{\"format\": \"trainsim-workload\", \"version\": 1, \"generator\": \"x\", \"source\": \"s\",\n"
+         " \"parallel\": {\"world\": 8, \"tp\": 2, \"cp\": 1, \"pp\": 1, \"dp\": 2, \"ep\": 1, \"vpp\": 1,"
+         " \"layers_per_stage\": 0, \"ga\": 1, \"pp_comm_bytes\": 0}, \"classes\": []}", 2, 24,
+         "'parallel.world' is 8, not tp*cp*pp*dp"},
+        {"{\"format\": \"trainsim-workload\", \"version\": 1, \"generator\": \"x\", \"source\": \"s\",\n"
+         " \"parallel\": {\"world\": 1, \"tp\": 1, \"cp\": 1, \"pp\": 1, \"dp\": 1, \"ep\": 1, \"vpp\": 1,"
+         " \"layers_per_stage\": 0, \"ga\": 1, \"pp_comm_bytes\": 0},\n \"classes\": [{\"name\": \"c\", \"stage\": 0,"
+         " \"tasks\": [{\"id\": 0, \"kind\": \"comp\", \"phase\": \"fwd\", \"name\": \"t\", \"micro\": -1, \"chunk\": 0,"
+         " \"layer\": -1, \"flops\": 0, \"mem_bytes\": 0, \"duration_s\": 1, \"deps\": [0], \"ctrl_deps\": []}],"
+         " \"rows\": []}]}", 3, 197, "'classes[0].tasks[0].deps[0]' is 0, not an earlier task of this class"},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        TsError err = {0};
+        Workload *w = (Workload *)1;
+        assert_int_equal(wl_read_json("bad.json", C[i].text, strlen(C[i].text), &w, &err), TS_ERR_INPUT);
+        assert_null(w);
+        assert_string_equal(err.file, "bad.json");
+        if (!strstr(err.msg, C[i].msg)) fail_msg("case %zu: '%s'", i, err.msg);
+        if (err.line != C[i].line || err.col != C[i].col)
+            fail_msg("case %zu: at %d:%d, expected %d:%d", i, err.line, err.col, C[i].line, C[i].col);
+    }
+    /* an embedded NUL */
+    TsError err = {0};
+    Workload *w = NULL;
+    assert_int_equal(wl_read_json("nul.json", "{\"a\0\": 1}", 9, &w, &err), TS_ERR_INPUT);
+    assert_int_equal(err.col, 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_chakra_82_bytes), cmocka_unit_test(test_build_schedules),
         cmocka_unit_test(test_build_aicb_rows), cmocka_unit_test(test_build_tied_embedding_allreduce),
         cmocka_unit_test(test_build_dp_cp_reduction), cmocka_unit_test(test_build_stage_layers),
+        cmocka_unit_test(test_json_roundtrip), cmocka_unit_test(test_json_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,10 +131,14 @@ TsStatus hw_check_keys(const TsJsonDoc *doc, json_t *obj, const char *prefix,
             err->col = err->col > back ? err->col - back : 1;
             const char *s = err->src_line;
             int c = err->col - 1;
-            /* move onto the opening quote of the key if we landed nearby */
-            while (c > 0 && s[c] && s[c] != '"') c--;
-            while (s[c] && s[c] != '"') c++;
-            if (s[c] == '"') err->col = c + 1;
+            /* move onto the opening quote of the key if we landed nearby;
+             * the stored source line is truncated (TS_ERR_LINE_MAX), so the
+             * column may lie past its end: then leave the column alone */
+            if ((size_t)c < strlen(s)) {
+                while (c > 0 && s[c] != '"') c--;
+                while (s[c] && s[c] != '"') c++;
+                if (s[c] == '"') err->col = c + 1;
+            }
         }
         return st;
     }

@@ -170,6 +170,23 @@ static void check_dag(const Workload *w)
     assert_int_equal(tagsum_s, tagsum_r);
 }
 
+/* The small plan built with schedule i of {1F1B, GPipe, interleaved v=2}. */
+static const int N_SCHEDULES = 3;
+static Workload *build_schedule(int i)
+{
+    static const WlSchedule sch[] = {WL_SCHED_1F1B, WL_SCHED_GPIPE, WL_SCHED_INTERLEAVED};
+    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlModelDims m;
+    WlPlanDims p;
+    small_plan(&m, &p);
+    p.schedule = sch[i];
+    p.vpp = sch[i] == WL_SCHED_INTERLEAVED ? 2 : 1;
+    TsError err = {0};
+    Workload *w = NULL;
+    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    return w;
+}
+
 static void test_build_schedules(void **state)
 {
     (void)state;
@@ -179,11 +196,8 @@ static void test_build_schedules(void **state)
     small_plan(&m, &p);
     TsError err = {0};
     Workload *w;
-    WlSchedule sch[] = {WL_SCHED_1F1B, WL_SCHED_GPIPE, WL_SCHED_INTERLEAVED};
-    for (int i = 0; i < 3; i++) {
-        p.schedule = sch[i];
-        p.vpp = sch[i] == WL_SCHED_INTERLEAVED ? 2 : 1;
-        assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    for (int i = 0; i < N_SCHEDULES; i++) {
+        w = build_schedule(i);
         assert_int_equal(w->n_classes, 4);
         check_dag(w);
         WlSummary s;
@@ -400,11 +414,8 @@ static void test_json_roundtrip(void **state)
     small_plan(&m, &p);
     TsError err = {0};
     Workload *w;
-    WlSchedule sch[] = {WL_SCHED_1F1B, WL_SCHED_GPIPE, WL_SCHED_INTERLEAVED};
-    for (int i = 0; i < 3; i++) {
-        p.schedule = sch[i];
-        p.vpp = sch[i] == WL_SCHED_INTERLEAVED ? 2 : 1;
-        assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    for (int i = 0; i < N_SCHEDULES; i++) {
+        w = build_schedule(i);
         json_roundtrip(w);
         wl_destroy(w);
     }

@@ -126,12 +126,16 @@ typedef struct SimChunkCost {
     int32_t dp_buckets;     /* buckets the reduction is split into (>= 1) */
     double fsdp_exposed_s;  /* ZeRO-3 gathers/reduces not hidden under compute, inside fwd_s+bwd_s */
     double slowdown_s;      /* compute slow-down from overlapped TP/CP comm, inside fwd_s+bwd_s */
+    double pp_blocked_s;    /* blocking pipeline sends/receives (SimOptions.ds_pipe) inside
+                               fwd_s + bwd_s; p2p_fwd_s/p2p_bwd_s are then 0 */
 } SimChunkCost;
 
 /* End-of-step costs of a stage. */
 typedef struct SimStageCost {
     double optimizer_s;     /* optimizer step on this rank's shard, e.g. 0.004 */
     double param_gather_s;  /* dist-opt / ZeRO-1/2 parameter all-gather after the step */
+    double embed_sync_s;    /* tied word-embedding gradient all-reduce between the first and
+                               last stage (pp > 1), exposed after the DP reduction */
 } SimStageCost;
 
 typedef struct SimPipeline {
@@ -165,7 +169,8 @@ typedef struct SimStageResult {
     double pipe_end_s;      /* last backward finished */
     double dp_exposed_s;    /* DP reduction not hidden under the backward */
     double slowdown_s;      /* extra compute from overlapped communication */
-    double end_s;           /* pipe_end + slowdown + dp_exposed */
+    double embed_sync_s;    /* tied-embedding gradient all-reduce (SimStageCost) */
+    double end_s;           /* pipe_end + slowdown + dp_exposed + embed_sync */
 } SimStageResult;
 
 #define SIM_MAX_WARNINGS 8
@@ -243,6 +248,14 @@ typedef struct SimOptions {
     bool eager_elementwise;     /* eager PyTorch model code (torchtitan): unfused elementwise
                                    kernels (RMSNorm with fp32 upcast, complex RoPE, silu * mul,
                                    repeat_kv) and separate wq/wk/wv, w1/w3 GEMMs, false */
+    bool ds_pipe;               /* DeepSpeed PipelineEngine (Megatron-DeepSpeed 2022), false:
+                                   pipeline sends/receives block the compute stream and
+                                   every TP rank sends the whole boundary activation; the
+                                   DP gradients are all-reduced after the pipeline flush
+                                   (also under ZeRO-1) and the ZeRO-1 parameter all-gather
+                                   is exposed at the step; with bf16 the BF16 optimizer
+                                   adds each micro-batch's gradients into the fp32 ones
+                                   (update_hp_grads) on the compute stream */
     bool selective_ops;         /* selective recompute is op-level SAC (every second matmul
                                    + all non-matmul ops; torchtitan), not Megatron's core
                                    attention, false */

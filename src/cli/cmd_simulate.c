@@ -20,7 +20,7 @@ int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *s
                           int64_t seq, int64_t micro_batch);
 
 typedef struct SimCli {
-    bool json, no_dp_overlap, no_ag_overlap, fp16_grads;
+    bool json, no_dp_overlap, no_ag_overlap, fp16_grads, ds_pipe;
     const char *trace, *workload, *html;
     double bucket_mb, slowdown;
 } SimCli;
@@ -48,6 +48,8 @@ int cmd_simulate(int argc, char **argv)
     cli_add(&s, "no-param-gather-overlap", CLI_FLAG, &o.no_ag_overlap, NULL,
             "dist-opt parameter all-gather exposed at the step");
     cli_add(&s, "fp16-grad-reduce", CLI_FLAG, &o.fp16_grads, NULL, "reduce gradients at 16 bit (default fp32)");
+    cli_add(&s, "deepspeed-pipe", CLI_FLAG, &o.ds_pipe, NULL,
+            "DeepSpeed pipeline engine: blocking p2p, grads all-reduced after the flush");
     cli_add(&s, "bucket-mb", CLI_DOUBLE, &o.bucket_mb, "MB", "DP gradient bucket size (default 40)");
     cli_add(&s, "overlap-slowdown", CLI_DOUBLE, &o.slowdown, "F", "compute slow-down under overlap (0.10)");
     cli_add(&s, "json", CLI_FLAG, &o.json, NULL, "JSON output");
@@ -62,6 +64,7 @@ int cmd_simulate(int argc, char **argv)
     if (o.no_dp_overlap) so.dp_overlap = false;
     if (o.no_ag_overlap) so.param_gather_overlap = false;
     if (o.fp16_grads) so.fp32_grad_reduce = false;
+    so.ds_pipe = o.ds_pipe;
     if (o.bucket_mb > 0) so.bucket_bytes = o.bucket_mb * 1e6;
     if (o.slowdown >= 0) so.overlap_slowdown = o.slowdown;
     so.record = o.trace != NULL || o.html != NULL;

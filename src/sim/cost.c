@@ -612,7 +612,9 @@ static void chunk_dp_costs(const Ctx *x, const SimSetup *in, double params, doub
     /* not for ZeRO-3: per layer in layer_cost */
     if (p->zero < 3) {
         double dense_b = (params - eparams) * gbytes, exp_b = eparams * gbytes;
-        TsColl rc = shard_opt ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
+        /* DeepSpeed's pipeline engine all-reduces (buffered_allreduce_fallback)
+         * even under ZeRO-1 */
+        TsColl rc = shard_opt && !in->opt.ds_pipe ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
         double nb = ceil(dense_b / bucket);
         double t_dp = 0;
         if (x->dpg.size > 1 && dense_b > 0) t_dp += nb * coll(x, rc, dense_b / nb, &x->dpg, "dp");
@@ -703,8 +705,9 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
         if (!wk) sim_work_destroy(w);
         return ts_err(err, TS_ERR_INTERNAL, "out of memory");
     }
-    /* pipeline transfer: SP-sharded (or scatter/gather) boundary activation */
-    double p2p_bytes = (double)x.T * (double)m->hidden * x.ab / (double)p->tp;
+    /* pipeline transfer: SP-sharded (or scatter/gather) boundary activation;
+     * DeepSpeed's pipeline engine sends the whole tensor from every TP rank */
+    double p2p_bytes = (double)x.T * (double)m->hidden * x.ab / (in->opt.ds_pipe ? 1.0 : (double)p->tp);
     double p2p = pp > 1 ? hw_p2p_time_s(in->net, p2p_bytes, x.ppg.nodes > 1) : 0;
     double fl_token = 0, rfl_token = 0; /* model / recompute FLOPs per token, whole model */
     int64_t l0 = 0; /* first layer of the chunk */
@@ -751,6 +754,11 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
                 params += head_params;
                 fl_token += 2.0 * (double)m->hidden * (double)model_padded_vocab(m, 1);
             }
+            /* BF16 optimizer under DeepSpeed's pipeline engine: after each
+             * micro-batch's backward, update_hp_grads adds the bf16 gradients
+             * into the fp32 ones (cast: read 2 write 4; add: read 8 write 4)
+             * and the bf16 grads are zeroed (write 2): 20 B per parameter */
+            if (in->opt.ds_pipe && p->dtype == TS_DTYPE_BF16) c->compute_bwd_s += hw_memory_time_s(in->hw, 20.0 * params);
             double root_f = 0; /* exposed FSDP time in the forward task */
             if (p->zero >= 3 && x.dpg.size > 1 && nl > 0)
                 root_f = fsdp_root(&x, chunk == 0 ? emb_params : 0, chunk == (int64_t)pp * v - 1 ? head_params : 0,
@@ -759,10 +767,20 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
                                   (has_moe ? nm * moe.ep_f : 0);
             double fsdp_f = nd * dense.fsdp + (has_moe ? nm * moe.fsdp : 0);
             c->fwd_s = c->compute_fwd_s + exp_fwd_comm + 0.5 * fsdp_f + (nd * dense.slow + (has_moe ? nm * moe.slow : 0)) * 0.5;
+            c->p2p_fwd_s = c->p2p_bwd_s = p2p;
+            if (in->opt.ds_pipe && pp > 1) {
+                /* blocking sends/receives on the compute stream: the forward
+                 * receives its input and sends its output, the backward
+                 * receives the output gradient and sends the input gradient
+                 * (none beyond the first / last chunk of the model) */
+                double sides = (chunk > 0 ? 1.0 : 0.0) + (chunk < (int64_t)pp * v - 1 ? 1.0 : 0.0);
+                c->pp_blocked_s = 2.0 * sides * p2p;
+                c->fwd_s += sides * p2p;
+                c->p2p_fwd_s = c->p2p_bwd_s = 0;
+            }
             /* everything else runs in the backward task; the parts sum to fwd_s + bwd_s */
             c->bwd_s = c->compute_fwd_s + c->compute_bwd_s + c->recompute_s + c->tp_exposed_s + c->cp_exposed_s +
-                       c->ep_exposed_s + c->fsdp_exposed_s + c->slowdown_s - c->fwd_s;
-            c->p2p_fwd_s = c->p2p_bwd_s = p2p;
+                       c->ep_exposed_s + c->fsdp_exposed_s + c->slowdown_s + c->pp_blocked_s - c->fwd_s;
             /* DP gradient reduction and optimizer step of this chunk: a
              * function of (params, eparams) alone, which most chunks share
              * (equal layer counts): computed once per distinct pair. */
@@ -778,9 +796,21 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
             if (dpm.has_shampoo) sc[s].optimizer_s += dpm.shampoo;
         }
 
+    /* tied word embeddings split over the first and last stage: Megatron
+     * (_allreduce_embedding_grads) and DeepSpeed (_exec_reduce_tied_grads)
+     * all-reduce their gradients in the main-grad dtype over that 2-rank
+     * group, on both stages, outside any overlap */
+    if (m->tied_embeddings && pp > 1 && p->zero < 3) {
+        double wbytes = (double)(model_padded_vocab(m, x.t) / x.t) * (double)m->hidden *
+                        (in->opt.fp32_grad_reduce ? 4.0 : x.ab);
+        PlanGroupInfo eg = {.size = 2, .nodes = x.ppg.nodes > 1 ? 2 : 1, .per_node = x.ppg.nodes > 1 ? 1 : 2};
+        double t_emb = coll(&x, TS_COLL_ALLREDUCE, wbytes, &eg, "pp");
+        sc[0].embed_sync_s += t_emb;
+        sc[pp - 1].embed_sync_s += t_emb;
+    }
     SimPipeline pl = {.stages = pp, .chunks = v, .micro_batches = p->grad_accum, .schedule = sched_of(p->schedule),
-                      .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap,
-                      .param_gather_overlap = in->opt.param_gather_overlap,
+                      .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !in->opt.ds_pipe,
+                      .param_gather_overlap = in->opt.param_gather_overlap && !in->opt.ds_pipe,
                       .overlap_slowdown = in->opt.overlap_slowdown, .record = in->opt.record};
     st = sim_pipeline_run(&pl, w, out, err);
     if (st) {

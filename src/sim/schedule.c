@@ -710,9 +710,10 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         sr->pipe_end_s = w->tfree[s];
         if (sr->pipe_end_s > pipe_max) pipe_max = sr->pipe_end_s;
         stage_dp(pl, w, s, sr);
-        sr->end_s = sr->pipe_end_s + sr->slowdown_s + sr->dp_exposed_s;
-        if (sr->end_s > w->stages[crit].end_s) crit = s;
         const SimStageCost *sc = pl->stage ? &pl->stage[s] : NULL;
+        sr->embed_sync_s = sc ? sc->embed_sync_s : 0;
+        sr->end_s = sr->pipe_end_s + sr->slowdown_s + sr->dp_exposed_s + sr->embed_sync_s;
+        if (sr->end_s > w->stages[crit].end_s) crit = s;
         if (sc) {
             if (sc->optimizer_s > opt) opt = sc->optimizer_s;
             if (pl->param_gather_overlap) {
@@ -728,6 +729,10 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
             if (tot > 0) {
                 double t1 = sr->pipe_end_s + sr->dp_exposed_s, t0 = t1 - tot;
                 push_span(w, &oom, s, SIM_STREAM_DP, 0, -1, 'R', t0 > 0 ? t0 : 0, t1);
+            }
+            if (sr->embed_sync_s > 0) {
+                double t0 = sr->pipe_end_s + sr->dp_exposed_s;
+                push_span(w, &oom, s, SIM_STREAM_DP, 0, -1, 'R', t0, t0 + sr->embed_sync_s);
             }
             if (oom) {
                 st = ts_err(err, TS_ERR_INTERNAL, "out of memory recording the timeline");
@@ -745,9 +750,10 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     out->stages = w->stages;
 
     SimBreakdown *bd = &out->breakdown;
-    double rec = 0, tp = 0, cp = 0, ep = 0, fsdp = 0, slow = 0;
+    double rec = 0, tp = 0, cp = 0, ep = 0, fsdp = 0, slow = 0, ppb = 0;
     for (int32_t c = 0; c < v; c++) {
         const SimChunkCost *cc = &pl->chunk[crit * v + c];
+        ppb += cc->pp_blocked_s;
         rec += cc->recompute_s;
         tp += cc->tp_exposed_s;
         cp += cc->cp_exposed_s;
@@ -760,14 +766,14 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     bd->tp_comm_exposed_s = tp * md;
     bd->cp_comm_exposed_s = cp * md;
     bd->ep_comm_exposed_s = ep * md;
-    bd->compute_s = cs->busy_s - (rec + tp + cp + ep + fsdp + slow) * md;
+    bd->compute_s = cs->busy_s - (rec + tp + cp + ep + fsdp + slow + ppb) * md;
     double idle = cs->pipe_end_s - cs->busy_s;
     if (idle < 0) idle = 0;
     double pp = w->ppwait[crit];
     if (pp > idle) pp = idle;
-    bd->pp_comm_exposed_s = pp;
+    bd->pp_comm_exposed_s = pp + ppb * md;
     bd->bubble_s = idle - pp;
-    bd->dp_comm_exposed_s = cs->dp_exposed_s + ag_exposed + fsdp * md;
+    bd->dp_comm_exposed_s = cs->dp_exposed_s + cs->embed_sync_s + ag_exposed + fsdp * md;
     bd->optimizer_s = opt;
     bd->overlap_slowdown_s = cs->slowdown_s + slow_ag + slow * md;
     out->bubble_fraction = cs->pipe_end_s > 0 ? bd->bubble_s / cs->pipe_end_s : 0;

@@ -60,6 +60,12 @@ void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *b)
     for (int i = 0; i < SIM_BD_COUNT; i++) num(b, sim_breakdown_key(i), sim_breakdown_get(&r->breakdown, i), i + 1 < SIM_BD_COUNT);
     ts_buf_puts(b, "}, \"plan\": ");
     plan_json(p, b);
+    const SimOptions *o = &in->opt;
+    ts_buf_printf(b, ", \"options\": {\"pipeline_engine\": \"%s\", \"dp_overlap\": %s, \"param_gather_overlap\": %s, "
+                     "\"grad_reduce_dtype\": \"%s\", \"bucket_bytes\": %.17g, \"overlap_slowdown\": %.17g}",
+                  o->ds_pipe ? "deepspeed" : "megatron", o->dp_overlap && !o->ds_pipe ? "true" : "false",
+                  o->param_gather_overlap && !o->ds_pipe ? "true" : "false", o->fp32_grad_reduce ? "fp32" : "16-bit",
+                  o->bucket_bytes, o->overlap_slowdown);
     ModelCounts mc;
     model_count_params(in->model, &mc);
     ts_buf_puts(b, ", \"model\": {\"name\": ");

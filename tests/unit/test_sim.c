@@ -190,10 +190,9 @@ static void fix_load(Fix *f, const char *model, const char *cluster, int64_t gpu
     hw_net_init(&f->net, &f->cl);
 }
 
-static double sim(Fix *f, const ParallelPlan *p, SimResult *r)
+static double sim_opt(Fix *f, const ParallelPlan *p, const SimOptions *o, SimResult *r)
 {
-    SimSetup in = {.model = &f->m, .plan = *p, .hw = &f->hw, .net = &f->net};
-    sim_options_init(&in.opt);
+    SimSetup in = {.model = &f->m, .plan = *p, .hw = &f->hw, .net = &f->net, .opt = *o};
     TsError err = {0};
     TsStatus st = sim_simulate(&in, NULL, r, &err);
     if (st) fprintf(stderr, "sim_simulate: %s\n", err.msg);
@@ -202,6 +201,13 @@ static double sim(Fix *f, const ParallelPlan *p, SimResult *r)
     for (int i = 0; i < SIM_BD_COUNT; i++) sum += sim_breakdown_get(&r->breakdown, i);
     NEAR(sum, r->iteration_time_s, 1e-9); /* the breakdown always sums up */
     return r->iteration_time_s;
+}
+
+static double sim(Fix *f, const ParallelPlan *p, SimResult *r)
+{
+    SimOptions o;
+    sim_options_init(&o);
+    return sim_opt(f, p, &o, r);
 }
 
 static ParallelPlan plan(int64_t tp, int64_t pp, int64_t vpp, int64_t gpus, int64_t gb, int64_t seq)
@@ -363,6 +369,71 @@ static void test_sustained_clock_and_partial_recompute(void **state)
     sim_result_free(&e);
 }
 
+/* Tied word embeddings split over the first and last stage: their fp32
+ * gradients are all-reduced between those two stages (2 ranks, across
+ * nodes here), on those stages only; untied models have no such step. */
+static void test_tied_embedding_sync(void **state)
+{
+    (void)state;
+    static Fix f;
+    fix_load(&f, "gpt3-175b", "dgx-a100", 128);
+    ParallelPlan p = plan(8, 8, 1, 128, 256, 2048);
+    SimResult r;
+    sim(&f, &p, &r);
+    double bytes = (double)(model_padded_vocab(&f.m, 8) / 8) * (double)f.m.hidden * 4.0;
+    double want = hw_coll_time_s(&f.net, TS_COLL_ALLREDUCE, bytes, 2, 2, 1, "pp");
+    assert_true(want > 0);
+    NEAR(r.stages[0].embed_sync_s, want, 1e-12);
+    NEAR(r.stages[7].embed_sync_s, want, 1e-12);
+    for (int s = 1; s < 7; s++) assert_true(r.stages[s].embed_sync_s == 0);
+    sim_result_free(&r);
+    fix_load(&f, "llama3-70b", "dgx-a100", 128);
+    sim(&f, &p, &r);
+    for (int s = 0; s < 8; s++) assert_true(r.stages[s].embed_sync_s == 0);
+    sim_result_free(&r);
+}
+
+/* DeepSpeed's pipeline engine: blocking p2p of the whole activation is
+ * charged on the compute stream (2 transfers per neighbour per micro-batch),
+ * the all-reduce after the flush and the BF16-optimizer accumulation only
+ * slow the step down; with nothing to send, reduce or accumulate (pp 1,
+ * dp 1, fp16) it changes nothing. */
+static void test_ds_pipe(void **state)
+{
+    (void)state;
+    static Fix f;
+    fix_load(&f, "gpt3-175b", "dgx-a100", 128);
+    ParallelPlan p = plan(8, 8, 1, 128, 256, 2048);
+    p.zero = 1;
+    p.recompute = PLAN_RECOMPUTE_FULL;
+    SimOptions o, ds;
+    sim_options_init(&o);
+    ds = o;
+    ds.ds_pipe = true;
+    SimResult a, b, c;
+    double t0 = sim_opt(&f, &p, &o, &a), t1 = sim_opt(&f, &p, &ds, &b);
+    assert_true(t1 > t0);
+    /* the critical stage sends and receives 2048 x 12288 x 2 B per TP rank,
+     * twice per neighbour, 128 micro-batches */
+    int s = b.critical_stage, sides = (s > 0) + (s < 7);
+    double x = hw_p2p_time_s(&f.net, 2048.0 * 12288.0 * 2.0, true);
+    assert_true(b.breakdown.pp_comm_exposed_s >= 128.0 * 2.0 * sides * x * (1 - 1e-9));
+    /* bf16: the fp32 accumulation adds compute; fp16 does not */
+    p.dtype = TS_DTYPE_FP16;
+    sim_opt(&f, &p, &ds, &c);
+    assert_true(b.breakdown.compute_s > c.breakdown.compute_s * 1.02);
+    sim_result_free(&a);
+    sim_result_free(&b);
+    sim_result_free(&c);
+    fix_load(&f, "llama3-8b", "dgx-a100", 8);
+    ParallelPlan q = plan(8, 1, 1, 8, 8, 4096);
+    q.dtype = TS_DTYPE_FP16;
+    double u0 = sim_opt(&f, &q, &o, &a), u1 = sim_opt(&f, &q, &ds, &b);
+    assert_true(u0 == u1);
+    sim_result_free(&a);
+    sim_result_free(&b);
+}
+
 static void test_bad_plan_is_plan_error(void **state)
 {
     (void)state;
@@ -393,6 +464,8 @@ int main(void)
         cmocka_unit_test(test_zero3_gathers_experts),
         cmocka_unit_test(test_straggler),
         cmocka_unit_test(test_sustained_clock_and_partial_recompute),
+        cmocka_unit_test(test_tied_embedding_sync),
+        cmocka_unit_test(test_ds_pipe),
         cmocka_unit_test(test_bad_plan_is_plan_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -54,6 +54,9 @@ typedef struct PartMemOptions {
     double grad_bytes;         /* bytes per gradient element without ZeRO (Megatron grad
                                   buffer): 4 (fp32, default, 0 = this), 2 when gradients
                                   are accumulated and reduced in bf16 */
+    bool fp32_grad_copy;       /* an fp32 gradient copy of every local parameter beside the
+                                  16-bit gradients, also under ZeRO-1 (DeepSpeed's BF16
+                                  optimizer: 4 B more per parameter), false */
 } PartMemOptions;
 void part_mem_options_init(PartMemOptions *o);
 bool part_memmodel_parse(const char *s, PartMemModel *out);

@@ -859,6 +859,7 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
     mo.capacity_bytes = in->hw->gpu.hbm_bytes;
     /* Megatron's grad buffer has the reduction dtype (grad_reduce_in_fp32) */
     mo.grad_bytes = in->opt.fp32_grad_reduce ? 4.0 : x.ab;
+    mo.fp32_grad_copy = in->opt.ds_pipe && p->dtype == TS_DTYPE_BF16; /* BF16 optimizer's hp grads */
     PartMemory pk;
     TsError merr = {0};
     if (part_memory(m, p, &mo, NULL, &pk, &merr) == TS_OK) {

@@ -268,6 +268,12 @@ void sim_options_init(SimOptions *o);
 /* Tensor-core slow-down of the slowest of n GPUs given the per-node spread:
  * spread / 2.85 * sqrt(2 ln n) (0 for n = 1), e.g. 0.05 at n = 64. */
 double sim_straggler(double spread, int64_t n);
+/* Time factor on tensor-core kernels (GEMMs, attention) of a job on `gpus`
+ * GPUs: clock / sustained clock of the GPU preset (power/thermal cap under
+ * full-node load), times 1 + sim_straggler(o->gpu_spread, gpus). 1.22 x 1.065
+ * for 1024 H100s. The simulator and the workload generators both use it, so
+ * a generated workload carries the kernel times `simulate` assumes. */
+double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus);
 
 typedef struct SimSetup {
     const ModelSpec *model;
@@ -294,6 +300,16 @@ struct Workload;
  * file, collectives from hw_coll_time_s. Fills iteration_time_s and the
  * breakdown (compute, tp/ep/dp exposed). TS_ERR_INPUT when there are no rows. */
 TsStatus sim_replay_simai(const struct Workload *w, const HwNet *net, SimResult *out, TsError *err);
+/* Run a task-graph workload (the JSON IR: every class, tasks with data and
+ * control dependencies, send/recv matched by peer stage and tag) as the
+ * graph says: a task starts when its dependencies are done and its stream
+ * (per class: compute, send, one per group kind) is free; COMP durations
+ * from the file, COLL from hw_coll_time_s over the workload's rank layout,
+ * SEND from hw_p2p_time_s. Fills iteration_time_s, critical_stage and the
+ * breakdown of the slowest class (idle gaps charged to the dependency that
+ * ended last). TS_ERR_INPUT when there are no tasks, a recv has no send, or
+ * the graph deadlocks. */
+TsStatus sim_replay_dag(const struct Workload *w, const HwNet *net, SimResult *out, TsError *err);
 
 /* Summary text and JSON (the keys of `trainsim simulate --json`). */
 void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *out);

@@ -1,5 +1,7 @@
 /* trainsim simulate --workload FILE — an imported SimAI/AICB, ASTRA-sim 1.0
- * or op-table workload run with SimAI's semantics (sim_replay_simai). */
+ * or op-table workload run with SimAI's semantics (sim_replay_simai); a
+ * task-graph workload without layer rows (the JSON IR of `trainsim workload
+ * --format json`) run as its graph says (sim_replay_dag). */
 #include "cli.h"
 #include "cli_hw.h"
 #include "trainsim/sim.h"
@@ -47,10 +49,22 @@ static void text(const Workload *w, const CliHwLoaded *hl, const SimResult *r, c
                  TsBuf *b)
 {
     const WlParallel *p = &w->par;
-    ts_buf_printf(b, "trainsim simulate --workload %s (SimAI semantics: one rank, no pipeline interaction)\n", path);
-    ts_buf_printf(b, "layout: %lld GPUs, tp %lld, pp %lld, ep %lld, ga %lld on %s (%s); %d rows\n\n",
-                  (long long)p->world, (long long)p->tp, (long long)p->pp, (long long)p->ep, (long long)p->ga,
-                  hl->cluster.gpu.name, hl->cluster.name, w->n_classes ? w->classes[0].n_rows : 0);
+    if (w->n_rows > 0) {
+        ts_buf_printf(b, "trainsim simulate --workload %s (SimAI semantics: one rank, no pipeline interaction)\n",
+                      path);
+        ts_buf_printf(b, "layout: %lld GPUs, tp %lld, pp %lld, ep %lld, ga %lld on %s (%s); %d rows\n\n",
+                      (long long)p->world, (long long)p->tp, (long long)p->pp, (long long)p->ep, (long long)p->ga,
+                      hl->cluster.gpu.name, hl->cluster.name, w->n_classes ? w->classes[0].n_rows : 0);
+    } else {
+        ts_buf_printf(b, "trainsim simulate --workload %s (task-graph semantics: every stage, dependencies and "
+                         "send/recv as written)\n",
+                      path);
+        ts_buf_printf(b, "layout: %lld GPUs, tp %lld, cp %lld, pp %lld, dp %lld, ep %lld, ga %lld on %s (%s); "
+                         "%d classes, %d tasks; critical stage %d\n\n",
+                      (long long)p->world, (long long)p->tp, (long long)p->cp, (long long)p->pp, (long long)p->dp,
+                      (long long)p->ep, (long long)p->ga, hl->cluster.gpu.name, hl->cluster.name, w->n_classes,
+                      w->n_tasks, r->critical_stage);
+    }
     ts_buf_printf(b, "  iteration time        %.6g s\n", r->iteration_time_s);
     if (r->tokens_per_s > 0)
         ts_buf_printf(b, "  tokens/s              %.0f  (%.1f per GPU, %.2f samples/s; %s)\n", r->tokens_per_s,
@@ -68,7 +82,8 @@ static void text(const Workload *w, const CliHwLoaded *hl, const SimResult *r, c
 
 static void json(const Workload *w, const CliHwLoaded *hl, const SimResult *r, TsBuf *b)
 {
-    ts_buf_puts(b, "{\"format\": \"trainsim-simulate\", \"version\": 1, \"semantics\": \"simai\", \"iteration_time_s\": ");
+    ts_buf_printf(b, "{\"format\": \"trainsim-simulate\", \"version\": 1, \"semantics\": \"%s\", \"iteration_time_s\": ",
+                  w->n_rows > 0 ? "simai" : "dag");
     ts_json_fmt_double(b, r->iteration_time_s);
     if (r->tokens_per_s > 0) {
         ts_buf_puts(b, ", \"tokens_per_s\": ");
@@ -84,9 +99,10 @@ static void json(const Workload *w, const CliHwLoaded *hl, const SimResult *r, T
         ts_json_fmt_double(b, sim_breakdown_get(&r->breakdown, i));
     }
     ts_buf_printf(b, "}, \"workload\": {\"world\": %lld, \"tp\": %lld, \"pp\": %lld, \"ep\": %lld, \"ga\": %lld, "
-                     "\"rows\": %d}, \"cluster\": {\"name\": ",
+                     "\"rows\": %d, \"classes\": %d, \"tasks\": %d, \"critical_stage\": %d}, \"cluster\": {\"name\": ",
                   (long long)w->par.world, (long long)w->par.tp, (long long)w->par.pp, (long long)w->par.ep,
-                  (long long)w->par.ga, w->n_classes ? w->classes[0].n_rows : 0);
+                  (long long)w->par.ga, w->n_classes ? w->classes[0].n_rows : 0, w->n_classes, w->n_tasks,
+                  r->critical_stage);
     ts_json_escape(b, hl->cluster.name);
     ts_buf_puts(b, ", \"gpu\": ");
     ts_json_escape(b, hl->cluster.gpu.name);
@@ -109,7 +125,9 @@ int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *s
         return rc;
     }
     SimResult r;
-    if (sim_replay_simai(w, &hl.net, &r, &err) != TS_OK) {
+    TsStatus st = w->n_rows > 0 ? sim_replay_simai(w, &hl.net, &r, &err) : sim_replay_dag(w, &hl.net, &r, &err);
+    if (st != TS_OK) {
+        if (!err.file[0]) ts_err_at(&err, path, 0, 0, NULL);
         wl_destroy(w);
         cli_hw_free(&hl);
         return cli_fail(&err);

@@ -72,6 +72,12 @@ double sim_straggler(double spread, int64_t n)
     return spread / 2.85 * sqrt(2.0 * log((double)n));
 }
 
+double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)
+{
+    double f = g->sustained_clock_mhz > 0 && g->clock_mhz > 0 ? g->clock_mhz / g->sustained_clock_mhz : 1.0;
+    return f * (1.0 + sim_straggler(o->gpu_spread, gpus));
+}
+
 typedef struct Ctx {
     const ModelSpec *m;
     const ParallelPlan *p;
@@ -673,8 +679,7 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
     x.adt = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype;
     x.ab = (double)ts_dtype_bytes(x.adt);
     const GpuSpec *g = &in->hw->gpu;
-    x.tc = g->sustained_clock_mhz > 0 && g->clock_mhz > 0 ? g->clock_mhz / g->sustained_clock_mhz : 1.0;
-    x.tc *= 1.0 + sim_straggler(in->opt.gpu_spread, p->gpus);
+    x.tc = sim_tensor_factor(g, &in->opt, p->gpus);
     x.t = p->tp;
     x.B = p->micro_batch;
     x.S = p->seq;

@@ -6,6 +6,9 @@
  * input in 16 so the dispatch stays covered without doubling the cost. */
 #include "fuzz_common.h"
 
+#include <math.h>
+
+#include "trainsim/sim.h"
 #include "trainsim/workload.h"
 
 static void render(const Workload *w, TsBuf *b)
@@ -38,6 +41,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (wl_read_json("fuzz2.json", b1.data, b1.len, &w2, &e) != TS_OK) abort(); /* our output reads */
     render(w2, &b2);
     if (b1.len != b2.len || memcmp(b1.data, b2.data, b1.len) != 0) abort(); /* byte-identical round trip */
+    /* a workload that reads replays to a result or an input error (a
+     * deadlock), never a crash, and its breakdown adds up */
+    static HwNet net;
+    static int net_ok = -1;
+    if (net_ok < 0) {
+        ClusterSpec cl;
+        TsError ce = {0};
+        net_ok = hw_cluster_load("dgx-h100", 8, &cl, &ce) == TS_OK;
+        if (net_ok) hw_net_init(&net, &cl);
+    }
+    if (net_ok && w->n_rows == 0) {
+        SimResult r;
+        TsError re = {0};
+        TsStatus rs = sim_replay_dag(w, &net, &r, &re);
+        fz_check_error(rs, &re);
+        if (rs == TS_OK) {
+            double s = 0;
+            for (int i = 0; i < SIM_BD_COUNT; i++) s += sim_breakdown_get(&r.breakdown, i);
+            if (!(fabs(s - r.iteration_time_s) <= 1e-9 * (r.iteration_time_s + 1e-300))) abort();
+        }
+    }
     ts_buf_free(&b1);
     ts_buf_free(&b2);
     wl_destroy(w);

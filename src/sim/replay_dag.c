@@ -1,0 +1,311 @@
+/*
+ * replay_dag.c — a task-graph workload (trainsim JSON IR, e.g. written by
+ * `trainsim workload --format json`) run as the graph says, every pipeline
+ * stage at once (the way ASTRA-sim's workload layer walks a Chakra graph):
+ *   - a task starts when its data and control dependencies have finished and
+ *     its stream is free; a class (one per pipeline stage) has one compute
+ *     stream, one stream per collective group kind and one send stream;
+ *   - COMP takes its duration from the file; COLL is costed with
+ *     hw_coll_time_s over its group, whose size and node span come from the
+ *     rank layout of the workload (wl_group_members); SEND takes the p2p time (hw_p2p_time_s, across nodes when the
+ *     peer rank sits on another node); RECV finishes when its dependencies
+ *     and the matching SEND (peer stage, tag) have;
+ *   - the iteration ends when the slowest class's last task does.
+ * Breakdown of that class: its COMP durations (recompute and optimizer
+ * apart); every idle gap of the compute stream, and the tail after its last
+ * COMP, goes to the dependency that ended last: a collective's group (TP,
+ * CP, EP, DP), a RECV (pp up to the transfer, bubble beyond), else bubble.
+ * The parts add up to the iteration time.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainsim/sim.h"
+#include "trainsim/workload.h"
+
+/* A SEND, keyed by (from stage, to stage, tag) for the RECV lookup. */
+typedef struct SendKey {
+    int64_t from, to, tag;
+    int32_t id;
+} SendKey;
+
+static int key_cmp(const void *a, const void *b)
+{
+    const SendKey *x = a, *y = b;
+    if (x->from != y->from) return x->from < y->from ? -1 : 1;
+    if (x->to != y->to) return x->to < y->to ? -1 : 1;
+    if (x->tag != y->tag) return x->tag < y->tag ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int i64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct Dag {
+    const Workload *w;
+    const HwNet *net;
+    double *fin;     /* [n_tasks] finish time, -1 = not run yet */
+    double *dur;     /* [n_tasks] own busy time (COMP/COLL/SEND); RECV 0 */
+    int32_t *send;   /* [n_tasks] RECV -> matching SEND, else -1 */
+    double *geom;    /* [WL_GROUP_COUNT * 2] group {size, nodes}; 0 = not yet */
+} Dag;
+
+/* Size and node span of group g, from the group of rank 0: the pipeline
+ * stage is the outermost rank coordinate, so every stage's groups of a kind
+ * have the same shape (and the PP and embedding groups are shared). */
+static TsStatus group_geom(Dag *d, WlGroup g, int64_t *size, int64_t *nodes, TsError *err)
+{
+    double *e = d->geom + 2 * (size_t)g;
+    if (e[0] <= 0) {
+        const Workload *w = d->w;
+        int64_t n = wl_group_size(w, g), gpn = d->net->cl.gpus_per_node, nn = 1;
+        if (n > 1 && gpn > 0) {
+            int64_t *m = malloc((size_t)n * sizeof *m);
+            if (!m) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+            int64_t k = wl_group_members(w, g, 0, m, n, NULL);
+            if (k > n) k = n;
+            for (int64_t i = 0; i < k; i++) m[i] /= gpn;
+            qsort(m, (size_t)k, sizeof *m, i64_cmp);
+            nn = k > 0 ? 1 : 0;
+            for (int64_t i = 1; i < k; i++) nn += m[i] != m[i - 1];
+            free(m);
+        }
+        e[0] = (double)(n > 0 ? n : 1);
+        e[1] = (double)(nn > 0 ? nn : 1);
+    }
+    *size = (int64_t)e[0];
+    *nodes = (int64_t)e[1];
+    return TS_OK;
+}
+
+/* Busy time of every task that occupies a stream, and the SEND of every RECV. */
+static TsStatus prepare(Dag *d, TsError *err)
+{
+    const Workload *w = d->w;
+    int32_t ns = 0;
+    for (int32_t i = 0; i < w->n_tasks; i++) ns += w->tasks[i].kind == WL_KIND_SEND;
+    SendKey *keys = ns ? malloc((size_t)ns * sizeof *keys) : NULL;
+    if (ns && !keys) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    int64_t gpn = d->net->cl.gpus_per_node;
+    int32_t k = 0;
+    TsStatus st = TS_OK;
+    for (int32_t c = 0; c < w->n_classes && !st; c++) {
+        const WlClass *cl = &w->classes[c];
+        int64_t r0 = wl_stage_peer(w, 0, cl->stage);
+        for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks && !st; i++) {
+            const WlTask *t = &w->tasks[i];
+            d->send[i] = -1;
+            d->fin[i] = -1;
+            d->dur[i] = 0;
+            if (t->kind == WL_KIND_COMP) {
+                d->dur[i] = t->duration_s > 0 ? t->duration_s : 0;
+            } else if (t->kind == WL_KIND_COLL && t->comm_bytes > 0 && t->coll != TS_COLL_NONE) {
+                int64_t n = 1, nodes = 1;
+                st = group_geom(d, t->group, &n, &nodes, err);
+                if (!st && n > 1)
+                    d->dur[i] = hw_coll_time_s(d->net, t->coll, t->comm_bytes, n, nodes, 1, wl_group_name(t->group));
+            } else if (t->kind == WL_KIND_SEND) {
+                int64_t peer = wl_stage_peer(w, r0, t->peer_stage);
+                bool cross = gpn > 0 && peer / gpn != r0 / gpn;
+                d->dur[i] = t->comm_bytes > 0 ? hw_p2p_time_s(d->net, t->comm_bytes, cross) : 0;
+                keys[k++] = (SendKey){.from = cl->stage, .to = t->peer_stage, .tag = t->tag, .id = i};
+            }
+        }
+    }
+    if (!st && k > 1) qsort(keys, (size_t)k, sizeof *keys, key_cmp);
+    for (int32_t c = 0; c < w->n_classes && !st; c++) {
+        const WlClass *cl = &w->classes[c];
+        for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++) {
+            const WlTask *t = &w->tasks[i];
+            if (t->kind != WL_KIND_RECV) continue;
+            SendKey q = {.from = t->peer_stage, .to = cl->stage, .tag = t->tag, .id = -1};
+            SendKey *hit = NULL;
+            size_t lo = 0, hi = (size_t)k; /* first key >= q */
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (key_cmp(&keys[mid], &q) < 0) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo < (size_t)k && keys[lo].from == q.from && keys[lo].to == q.to && keys[lo].tag == q.tag) hit = &keys[lo];
+            if (!hit) {
+                st = ts_err(err, TS_ERR_INPUT, "task %d (recv \"%s\") of class %s: no send from stage %d with tag %d",
+                            i - cl->first_task, t->name ? t->name : "", cl->name, t->peer_stage, t->tag);
+                break;
+            }
+            d->send[i] = hit->id;
+        }
+    }
+    free(keys);
+    return st;
+}
+
+/* Per-class stream clocks: compute, send, one per group kind. */
+enum { ST_COMP = 0, ST_SEND = 1, ST_GROUP = 2, ST_N = ST_GROUP + WL_GROUP_COUNT };
+
+/* Run task i of class c if its inputs are known; false when it must wait. */
+static bool run_task(Dag *d, double *clk, int32_t i)
+{
+    const Workload *w = d->w;
+    const WlTask *t = &w->tasks[i];
+    const int32_t *dp = wl_task_deps(w, t);
+    double ready = 0;
+    for (int32_t j = 0; j < t->n_data_deps + t->n_ctrl_deps; j++) {
+        double f = d->fin[dp[j]];
+        if (f < 0) return false;
+        if (f > ready) ready = f;
+    }
+    if (t->kind == WL_KIND_RECV) {
+        double f = d->fin[d->send[i]];
+        if (f < 0) return false;
+        d->fin[i] = f > ready ? f : ready;
+        return true;
+    }
+    int s = t->kind == WL_KIND_COMP ? ST_COMP : t->kind == WL_KIND_SEND ? ST_SEND : ST_GROUP + (int)t->group;
+    double st = clk[s] > ready ? clk[s] : ready;
+    d->fin[i] = st + d->dur[i];
+    clk[s] = d->fin[i];
+    return true;
+}
+
+/* The dependency of task i that finished last (RECV: its SEND too), -1 none. */
+static int32_t binding(const Dag *d, int32_t i)
+{
+    const Workload *w = d->w;
+    const WlTask *t = &w->tasks[i];
+    const int32_t *dp = wl_task_deps(w, t);
+    int32_t b = t->kind == WL_KIND_RECV ? d->send[i] : -1;
+    for (int32_t j = 0; j < t->n_data_deps + t->n_ctrl_deps; j++)
+        if (b < 0 || d->fin[dp[j]] > d->fin[b]) b = dp[j];
+    return b;
+}
+
+static double *group_slot(SimBreakdown *b, WlGroup g)
+{
+    switch (g) {
+    case WL_GROUP_TP: return &b->tp_comm_exposed_s;
+    case WL_GROUP_CP: return &b->cp_comm_exposed_s;
+    case WL_GROUP_EP: return &b->ep_comm_exposed_s;
+    case WL_GROUP_PP: return &b->pp_comm_exposed_s;
+    default: return &b->dp_comm_exposed_s;
+    }
+}
+
+/* Charge an idle gap of the compute stream along the chain of dependencies
+ * that ended last, starting at `by`: each collective or send on the chain
+ * takes up to its own time (its group; sends: pp), a recv passes on to its
+ * send; what is left when the chain reaches compute (here or, through a
+ * send, on another stage) is bubble. */
+static void charge(const Dag *d, int32_t by, double gap, SimBreakdown *b)
+{
+    const Workload *w = d->w;
+    for (int hops = 0; gap > 0 && by >= 0 && hops < 1 << 20; hops++) {
+        const WlTask *t = &w->tasks[by];
+        if (t->kind == WL_KIND_COMP) break;
+        if (t->kind == WL_KIND_RECV) {
+            int32_t nx = binding(d, by);
+            if (nx >= 0 && nx == d->send[by]) {
+                double x = gap < d->dur[nx] ? gap : d->dur[nx];
+                b->pp_comm_exposed_s += x;
+                gap -= x;
+                break; /* beyond the transfer: the sender's stage was busy */
+            }
+            by = nx;
+            continue;
+        }
+        double x = gap < d->dur[by] ? gap : d->dur[by];
+        if (t->kind == WL_KIND_SEND) b->pp_comm_exposed_s += x;
+        else *group_slot(b, t->group) += x;
+        gap -= x;
+        by = binding(d, by);
+    }
+    if (gap > 0) b->bubble_s += gap;
+}
+
+static void breakdown(const Dag *d, int32_t c, double T, SimBreakdown *b)
+{
+    const Workload *w = d->w;
+    const WlClass *cl = &w->classes[c];
+    double prev = 0;
+    int32_t last = -1;
+    for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++) {
+        const WlTask *t = &w->tasks[i];
+        if (t->kind != WL_KIND_COMP) {
+            if (last < 0 || d->fin[i] >= d->fin[last]) last = i;
+            continue;
+        }
+        double start = d->fin[i] - d->dur[i];
+        if (start > prev) charge(d, binding(d, i), start - prev, b);
+        if (t->phase == WL_PHASE_OPT) b->optimizer_s += d->dur[i];
+        else if (t->flags & WL_F_RECOMPUTE) b->recompute_s += d->dur[i];
+        else b->compute_s += d->dur[i];
+        if (d->fin[i] > prev) prev = d->fin[i];
+    }
+    if (T > prev) charge(d, last, T - prev, b);
+}
+
+TsStatus sim_replay_dag(const Workload *w, const HwNet *net, SimResult *out, TsError *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!w || w->n_classes < 1 || w->n_tasks < 1) return ts_err(err, TS_ERR_INPUT, "the workload has no tasks to replay");
+    size_t n = (size_t)w->n_tasks, nc = (size_t)w->n_classes;
+    Dag d = {.w = w, .net = net};
+    d.fin = malloc(n * sizeof *d.fin);
+    d.dur = malloc(n * sizeof *d.dur);
+    d.send = malloc(n * sizeof *d.send);
+    d.geom = calloc(WL_GROUP_COUNT * 2, sizeof *d.geom);
+    double *clk = calloc(nc * ST_N, sizeof *clk);
+    int32_t *pos = malloc(nc * sizeof *pos);
+    TsStatus st = TS_OK;
+    if (!d.fin || !d.dur || !d.send || !d.geom || !clk || !pos) st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    if (!st) st = prepare(&d, err);
+    for (size_t c = 0; c < nc && !st; c++) pos[c] = w->classes[c].first_task;
+    /* sweep the classes until every task has run; a class stops at a task
+     * whose inputs (another class's send, say) are not known yet */
+    int64_t left = (int64_t)n;
+    while (!st && left > 0) {
+        int64_t before = left;
+        for (size_t c = 0; c < nc; c++) {
+            const WlClass *cl = &w->classes[c];
+            while (pos[c] < cl->first_task + cl->n_tasks && run_task(&d, clk + c * ST_N, pos[c])) {
+                pos[c]++;
+                left--;
+            }
+        }
+        if (left == before) {
+            for (size_t c = 0; c < nc; c++)
+                if (pos[c] < w->classes[c].first_task + w->classes[c].n_tasks) {
+                    const WlTask *t = &w->tasks[pos[c]];
+                    st = ts_err(err, TS_ERR_INPUT, "the workload deadlocks: task %d (%s \"%s\") of class %s never gets its input",
+                                pos[c] - w->classes[c].first_task, wl_kind_name(t->kind), t->name ? t->name : "",
+                                w->classes[c].name);
+                    ts_err_hint(err, "a recv waits for a send that itself waits, directly or not, for this task: check "
+                                     "the order of the sends and receives between the stages");
+                    break;
+                }
+        }
+    }
+    if (!st) {
+        double T = 0;
+        int32_t crit = 0;
+        for (size_t c = 0; c < nc; c++) {
+            const WlClass *cl = &w->classes[c];
+            for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++)
+                if (d.fin[i] > T) T = d.fin[i], crit = (int32_t)c;
+        }
+        out->iteration_time_s = T;
+        out->pipeline_time_s = T;
+        out->critical_stage = w->classes[crit].stage;
+        out->n_stages = (int32_t)nc;
+        breakdown(&d, crit, T, &out->breakdown);
+    }
+    free(d.fin);
+    free(d.dur);
+    free(d.send);
+    free(d.geom);
+    free(clk);
+    free(pos);
+    return st;
+}

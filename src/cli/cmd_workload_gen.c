@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "trainsim/hw.h"
+#include "trainsim/sim.h"
 
 void wl_gen_cli_init(WlGenCli *g)
 {
@@ -74,18 +75,20 @@ static void plan_dims(const ParallelPlan *p, WlPlanDims *d)
     d->n_stage_layers = p->n_stage_layers;
 }
 
-/* The compute model of hw.h behind the generators' callbacks. */
+/* The compute model of hw.h behind the generators' callbacks; tensor-core
+ * kernels scaled as `simulate` scales them (sim_tensor_factor: sustained
+ * clock, slowest GPU of the job). */
 static double hw_gemm_cb(const void *ctx, int64_t batch, int64_t m, int64_t n, int64_t k)
 {
     const WlGenCli *g = ctx;
-    return hw_gemm_time_s(&g->loaded.model, batch, m, n, k, g->dtype);
+    return g->tensor_factor * hw_gemm_time_s(&g->loaded.model, batch, m, n, k, g->dtype);
 }
 
 static double hw_attn_cb(const void *ctx, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, bool causal,
                          bool bwd)
 {
     const WlGenCli *g = ctx;
-    return hw_attention_time_s(&g->loaded.model, b, h, sq, sk, d, causal, bwd, g->dtype);
+    return g->tensor_factor * hw_attention_time_s(&g->loaded.model, b, h, sq, sk, d, causal, bwd, g->dtype);
 }
 
 static double hw_mem_cb(const void *ctx, double bytes)
@@ -106,6 +109,9 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
     if ((rc = cli_plan_load(g->spec, &g->plan, &m, gpus, &p))) return rc;
     if ((rc = cli_hw_load(&g->hw, "dgx-h100", p.gpus, &g->loaded))) return rc;
     g->dtype = p.dtype;
+    SimOptions so;
+    sim_options_init(&so);
+    g->tensor_factor = sim_tensor_factor(&g->loaded.model.gpu, &so, p.gpus);
     WlCost cost = {.ctx = g, .gemm_s = hw_gemm_cb, .attn_s = hw_attn_cb, .mem_s = hw_mem_cb};
     WlModelDims md;
     WlPlanDims pd;

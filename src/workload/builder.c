@@ -57,12 +57,20 @@ typedef struct Gen {
     double bucket_max;
     int64_t *first;                 /* [n_chunks + 1]: first layer of each chunk */
     int64_t n_chunks;
+    int32_t unit_end[2];            /* last task of the two latest FSDP units (layers, root;
+                                       [1] newest): a ZeRO-3 gather waits for [1] */
+    int32_t join;                   /* an asynchronous task the next task on the stream
+                                       also waits for (CP ring), -1 */
+    double core_f, core_b;          /* attention core forward / backward, one micro-batch */
     WlGroup dpg;                    /* gradient reduction group: DP, or DP_CP when cp > 1 */
     int64_t dpn;                    /* its size, dp*cp */
     bool oom;
 } Gen;
 
 /* ---- costs of one layer's blocks --------------------------------------------------- */
+/* Bytes per gradient element reduced over DP (fp32 main grads by default). */
+static double o_grad_bytes(const Gen *g) { return g->o->grad_bytes > 0 ? (double)g->o->grad_bytes : 4.0; }
+
 static void gemm(const Gen *g, Block *b, int64_t M, int64_t N, int64_t K)
 {
     const WlCost *c = g->c;
@@ -102,11 +110,16 @@ static void layer_costs(Gen *g)
     Block *a = &g->attn;
     mem(g, a, 2 * tok, 5.0 * (double)T * (double)H);
     gemm(g, a, T, (A + 2 * G) * D, H);
-    double core_f = g->c->attn_s(g->c->ctx, B, A, S, S * p->cp, D, true, false);
-    double core_b = g->c->attn_s(g->c->ctx, B, A, S, S * p->cp, D, true, true);
+    /* causal core over the whole sequence; with CP each rank holds 2 of the
+     * 2cp load-balanced chunks (Megatron), so its share of the causal work
+     * is cp times one causal S x S block, as the simulator counts it */
+    double core_f = (double)p->cp * g->c->attn_s(g->c->ctx, B, A, S, S, D, true, false);
+    double core_b = (double)p->cp * g->c->attn_s(g->c->ctx, B, A, S, S, D, true, true);
     double core_fl = 2.0 * (double)B * (double)A * (double)S * (double)(S * p->cp) * (double)D;
     a->fwd_s += core_f;
     a->ig_s += core_b;
+    g->core_f = core_f;
+    g->core_b = core_b;
     a->fwd_flops += core_fl;
     a->ig_flops += 2.5 * core_fl;
     gemm(g, a, T, H, A * D);
@@ -154,31 +167,60 @@ static void layer_costs(Gen *g)
     gemm(g, hd, T, m->vocab_padded / tp, H);
     mem(g, hd, (double)T * (double)(m->vocab_padded / tp) * 4.0 * 2.0, 5.0 * (double)T * (double)(m->vocab_padded / tp));
     if (m->tied && p->pp == 1) hd->params -= (double)(m->vocab_padded / tp) * (double)H;
+    /* ZeRO-3 / FSDP, on the compute stream: copy-out of the gathered flat
+     * buffer into the parameters before each use (read + write), copy-in of
+     * the gradients cast to the reduction dtype before the reduce-scatter
+     * (under full recompute the backward's copy-out is the recompute's) */
+    if (p->zero >= 3 && p->dp * p->cp > 1) {
+        double gr = o_grad_bytes(g), out_b = p->recompute == WL_RECOMPUTE_FULL ? 0.0 : 2.0 * db;
+        Block *bl[5] = {a, f, &g->moe, em, hd};
+        for (int i = 0; i < 5; i++) {
+            bl[i]->fwd_s += g->c->mem_s(g->c->ctx, 2.0 * bl[i]->params * db);
+            bl[i]->wg_s += g->c->mem_s(g->c->ctx, bl[i]->params * ((i >= 3 ? 0.0 : out_b) + db + gr));
+        }
+    }
     g->tpc = (double)B * (double)S * (double)H * db;
     g->act_bytes = g->tpc / (p->sp ? (double)tp : 1.0);
 }
 
 /* ---- emission ------------------------------------------------------------------------- */
-static int32_t emit(Gen *g, WlTask *t, int32_t extra_dep, bool advance)
+static int32_t emit2(Gen *g, WlTask *t, int32_t extra_dep, int32_t extra2, bool advance)
 {
-    int32_t d[2];
+    int32_t d[4];
     int n = 0;
     if (g->last >= 0) d[n++] = g->last;
     if (extra_dep >= 0 && extra_dep != g->last) d[n++] = extra_dep;
+    if (extra2 >= 0 && extra2 != g->last && extra2 != extra_dep) d[n++] = extra2;
+    if (g->join >= 0 && advance) {
+        d[n++] = g->join;
+        g->join = -1;
+    }
     int32_t id = wl_task_add(g->w, t, d, n, NULL, 0);
     if (id < 0) g->oom = true;
     else if (advance) g->last = id;
     return id;
 }
 
-static void comp(Gen *g, const char *name, WlPhase ph, int64_t mb, int64_t ch, int64_t layer, double s,
-                 double flops, double bytes, int32_t extra)
+static int32_t emit(Gen *g, WlTask *t, int32_t extra_dep, bool advance)
+{
+    return emit2(g, t, extra_dep, -1, advance);
+}
+
+static void comp_f(Gen *g, const char *name, WlPhase ph, int64_t mb, int64_t ch, int64_t layer, double s,
+                   double flops, double bytes, int32_t extra, int32_t extra2, uint32_t flags)
 {
     WlTask t = wl_task_comp(name, ph, flops, bytes, s);
     t.micro = (int32_t)mb;
     t.chunk = (int32_t)ch;
     t.layer = (int32_t)layer;
-    emit(g, &t, extra, true);
+    t.flags |= flags;
+    emit2(g, &t, extra, extra2, true);
+}
+
+static void comp(Gen *g, const char *name, WlPhase ph, int64_t mb, int64_t ch, int64_t layer, double s,
+                 double flops, double bytes, int32_t extra)
+{
+    comp_f(g, name, ph, mb, ch, layer, s, flops, bytes, extra, -1, 0);
 }
 
 static int32_t coll(Gen *g, const char *name, WlPhase ph, int64_t mb, TsColl c, WlGroup grp, double bytes,
@@ -225,6 +267,7 @@ static void p2p(Gen *g, const char *name, WlPhase ph, int64_t mb, bool send, int
 /* Gradient bucket: reduce asynchronously once bucket_max elements are ready. */
 static void grad_ready(Gen *g, double params, bool flush)
 {
+    if (g->p->zero >= 3) return; /* per block: fsdp_reduce */
     g->bucket += params;
     if (g->bucket <= 0 || (!flush && g->bucket < g->bucket_max) || g->dpn <= 1) {
         if (g->dpn <= 1) g->bucket = 0;
@@ -237,46 +280,131 @@ static void grad_ready(Gen *g, double params, bool flush)
     g->bucket = 0;
 }
 
+/* An FSDP unit (a layer, or the root: embedding / head) is done. */
+static void unit_done(Gen *g)
+{
+    g->unit_end[0] = g->unit_end[1];
+    g->unit_end[1] = g->last;
+}
+
+/* ZeRO-3 / FSDP: gather a unit's parameters (16-bit) over the DP group.
+ * Emitted one unit ahead by the callers (prefetch), it waits for the unit
+ * before (FSDP frees it, so at most two units are gathered at a time), not
+ * for the stream. Returns the gather for the unit's first compute to wait
+ * on, -1 when there is nothing to gather. */
+static int32_t fsdp_gather(Gen *g, double params, WlPhase ph, int64_t mb)
+{
+    if (g->p->zero < 3 || g->dpn <= 1 || params <= 0) return -1;
+    WlTask t = wl_task_coll("fsdp.ag", ph, TS_COLL_ALLGATHER, g->dpg, params * (double)g->p->dtype_bytes);
+    t.micro = (int32_t)mb;
+    t.flags |= WL_F_ASYNC;
+    int32_t a = g->unit_end[1];
+    int32_t id = wl_task_add(g->w, &t, &a, a >= 0 ? 1 : 0, NULL, 0);
+    if (id < 0) g->oom = true;
+    return id;
+}
+
+/* ZeRO-3: reduce-scatter a unit's gradients after its weight gradients
+ * (asynchronous, joined at the optimizer step). */
+static void fsdp_reduce(Gen *g, double params, int64_t mb)
+{
+    if (g->p->zero < 3 || g->dpn <= 1 || params <= 0) return;
+    int gb = g->o->grad_bytes > 0 ? g->o->grad_bytes : 4;
+    int32_t id = coll(g, "fsdp.rs", WL_PHASE_WG, mb, TS_COLL_REDUCESCATTER, g->dpg, params * gb, false);
+    pend(g, id);
+}
+
 static bool is_moe_layer(const Gen *g, int64_t layer)
 {
     return g->m->experts > 0 && layer >= g->m->dense_layers;
 }
 
-static void block_fwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_t ch, int64_t l, bool moe)
+/* A block's forward with its collectives; `rf`: the full-recompute forward
+ * inside the backward (phase ig, flagged, parameters already gathered). */
+/* The K/V of all CP ranks of one micro-batch on this TP rank (the buffer of
+ * the CP ring as one all-gather). */
+static double cp_kv_bytes(const Gen *g)
+{
+    const WlModelDims *m = g->m;
+    int64_t kvd = (m->kv_heads > 0 ? m->kv_heads : m->heads) * (m->head_dim > 0 ? m->head_dim : m->hidden / m->heads);
+    return g->tpc * 2.0 * (double)kvd / (double)m->hidden / (double)g->p->tp * (double)g->p->cp;
+}
+
+static void block_fwd_as(Gen *g, const Block *b, const char *nm, int64_t mb, int64_t ch, int64_t l, bool moe, bool rf,
+                         int32_t ag)
 {
     const WlPlanDims *p = g->p;
+    WlPhase ph = rf ? WL_PHASE_IG : WL_PHASE_FWD;
+    uint32_t fl = rf ? WL_F_RECOMPUTE : 0;
     char name[48];
-    if (p->sp) coll(g, "sp.ag", WL_PHASE_FWD, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
+    snprintf(name, sizeof name, "L%lld.%s.%s", (long long)l, nm, rf ? "rf" : "f");
+    if (p->sp) coll(g, "sp.ag", ph, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
     if (moe && p->ep > 1) {
         double a2a = g->tpc * (double)g->m->topk / (double)(p->sp ? p->tp : 1);
-        coll(g, "ep.dispatch", WL_PHASE_FWD, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
-        snprintf(name, sizeof name, "L%lld.%s.f", (long long)l, nm);
-        comp(g, name, WL_PHASE_FWD, mb, ch, l, b->fwd_s, b->fwd_flops, b->fwd_bytes, -1);
-        coll(g, "ep.combine", WL_PHASE_FWD, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+        coll(g, "ep.dispatch", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+        comp_f(g, name, ph, mb, ch, l, b->fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl);
+        coll(g, "ep.combine", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
     } else {
-        if (b == &g->attn && p->cp > 1) /* K/V of every CP rank (ring exchange, as one gather) */
-            coll(g, "cp.kv", WL_PHASE_FWD, mb, TS_COLL_ALLGATHER, WL_GROUP_CP,
-                 g->tpc * 2.0 * (double)((g->m->kv_heads > 0 ? g->m->kv_heads : g->m->heads) * (g->m->head_dim > 0 ? g->m->head_dim : g->m->hidden / g->m->heads)) /
-                     (double)g->m->hidden / (double)p->tp * (double)p->cp, true);
-        snprintf(name, sizeof name, "L%lld.%s.f", (long long)l, nm);
-        comp(g, name, WL_PHASE_FWD, mb, ch, l, b->fwd_s, b->fwd_flops, b->fwd_bytes, -1);
+        if (b == &g->attn && p->cp > 1) {
+            /* CP ring: the K/V of the other CP ranks (as one gather) travel
+             * while the attention core works on the chunks it has: the
+             * gather overlaps (cp-1)/cp of the core, the rest of the block
+             * waits for it (the simulator's rule) */
+            double hid = g->core_f * (double)(p->cp - 1) / (double)p->cp;
+            comp_f(g, name, ph, mb, ch, l, b->fwd_s - hid, b->fwd_flops, b->fwd_bytes, ag, -1, fl);
+            int32_t kv = coll(g, "cp.kv", ph, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, cp_kv_bytes(g), false);
+            snprintf(name, sizeof name, "L%lld.%s.%s.ring", (long long)l, nm, rf ? "rf" : "f");
+            comp_f(g, name, ph, mb, ch, l, hid, 0, 0, -1, -1, fl);
+            g->join = kv;
+        } else {
+            comp_f(g, name, ph, mb, ch, l, b->fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl);
+        }
     }
-    if (p->sp) coll(g, "sp.rs", WL_PHASE_FWD, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
-    else coll(g, "tp.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
+    if (p->sp) coll(g, "sp.rs", ph, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
+    else coll(g, "tp.ar", ph, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
+}
+
+static void block_fwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_t ch, int64_t l, bool moe,
+                      int32_t ag)
+{
+    block_fwd_as(g, b, nm, mb, ch, l, moe, false, ag);
 }
 
 static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_t ch, int64_t l, bool moe,
-                      bool last_mb, int32_t extra)
+                      bool last_mb, int32_t extra, int32_t ag)
 {
     const WlPlanDims *p = g->p;
     char name[48];
+    bool full = p->recompute == WL_RECOMPUTE_FULL;
+    /* full recompute: the block's forward again, with its collectives, on
+     * the gathered parameters; then the gradients */
+    if (full) {
+        block_fwd_as(g, b, nm, mb, ch, l, moe, true, ag);
+        ag = -1;
+    }
     if (p->sp) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
     double a2a = g->tpc * (double)g->m->topk / (double)(p->sp ? p->tp : 1);
     if (moe && p->ep > 1) coll(g, "ep.combine.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
     snprintf(name, sizeof name, "L%lld.%s.ig", (long long)l, nm);
-    comp(g, name, WL_PHASE_IG, mb, ch, l, b->ig_s + b->recompute_s, b->ig_flops, b->bwd_bytes / 2, extra);
+    double ig = b->ig_s + (full ? 0 : b->recompute_s);
+    if (b == &g->attn && p->cp > 1) {
+        /* CP ring backward: K/V again and the dK/dV partial sums travel
+         * while (cp-1)/cp of the core backward runs */
+        double hid = g->core_b * (double)(p->cp - 1) / (double)p->cp;
+        comp_f(g, name, WL_PHASE_IG, mb, ch, l, ig - hid, b->ig_flops, b->bwd_bytes / 2, extra, ag, 0);
+        int32_t kv = coll(g, "cp.kv.b", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, cp_kv_bytes(g), false);
+        WlTask t = wl_task_coll("cp.dkv", WL_PHASE_IG, TS_COLL_REDUCESCATTER, WL_GROUP_CP, cp_kv_bytes(g));
+        t.micro = (int32_t)mb;
+        t.flags |= WL_F_ASYNC;
+        int32_t dkv = kv >= 0 ? wl_task_add(g->w, &t, &kv, 1, NULL, 0) : -1;
+        if (kv >= 0 && dkv < 0) g->oom = true;
+        snprintf(name, sizeof name, "L%lld.%s.ig.ring", (long long)l, nm);
+        comp_f(g, name, WL_PHASE_IG, mb, ch, l, hid, 0, 0, -1, -1, 0);
+        g->join = dkv;
+    } else {
+        comp_f(g, name, WL_PHASE_IG, mb, ch, l, ig, b->ig_flops, b->bwd_bytes / 2, extra, ag, 0);
+    }
     if (moe && p->ep > 1) coll(g, "ep.dispatch.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
-    if (b == &g->attn && p->cp > 1) coll(g, "cp.dkv", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_CP, g->tpc * 2.0 / (double)p->tp * (double)p->cp, true);
     if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
     else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
     snprintf(name, sizeof name, "L%lld.%s.wg", (long long)l, nm);
@@ -296,24 +424,41 @@ static void chunk_split(const WlModelDims *m, const WlPlanDims *p, int64_t n_chu
 static int64_t chunk_first(const Gen *g, int64_t ch) { return g->first[ch]; }
 static int64_t chunk_layers(const Gen *g, int64_t ch) { return g->first[ch + 1] - g->first[ch]; }
 
+/* Parameters of layer l on this rank (one FSDP unit under ZeRO-3). */
+static double layer_params(const Gen *g, int64_t l)
+{
+    return g->attn.params + (is_moe_layer(g, l) ? g->moe.params : g->mlp.params);
+}
+
 static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
 {
     const WlPlanDims *p = g->p;
     int64_t first = chunk_first(g, ch), nl = chunk_layers(g, ch);
     if (ch > 0) p2p(g, "pp.recv.f", WL_PHASE_FWD, mb, false, ch - 1, ch - 1, 0);
     if (ch == 0) {
-        comp(g, "embed.f", WL_PHASE_FWD, mb, ch, -1, g->embed.fwd_s, 0, g->embed.fwd_bytes, -1);
+        comp_f(g, "embed.f", WL_PHASE_FWD, mb, ch, -1, g->embed.fwd_s, 0, g->embed.fwd_bytes,
+               fsdp_gather(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), WL_PHASE_FWD, mb), -1, 0);
         if (p->sp) coll(g, "sp.rs", WL_PHASE_FWD, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
         else coll(g, "tp.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
+        unit_done(g);
     }
+    /* ZeRO-3: each layer's gather is issued when the previous layer starts
+     * (FSDP's prefetch of the next unit) */
+    int32_t ag = fsdp_gather(g, layer_params(g, first), WL_PHASE_FWD, mb);
     for (int64_t l = first; l < first + nl; l++) {
-        block_fwd(g, &g->attn, "attn", mb, ch, l, false);
         bool moe = is_moe_layer(g, l);
-        block_fwd(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe);
+        int32_t next = l + 1 < first + nl ? fsdp_gather(g, layer_params(g, l + 1), WL_PHASE_FWD, mb) : -1;
+        block_fwd(g, &g->attn, "attn", mb, ch, l, false, ag);
+        block_fwd(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, -1);
+        unit_done(g);
+        ag = next;
     }
     if (ch == g->n_chunks - 1) {
         if (p->sp) coll(g, "sp.ag", WL_PHASE_FWD, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
-        comp(g, "head.f", WL_PHASE_FWD, mb, ch, -1, g->head.fwd_s, g->head.fwd_flops, g->head.fwd_bytes, -1);
+        /* (ZeRO-3: the head belongs to the root unit, gathered with the
+         * embedding when the chunk holds both, else here) */
+        comp_f(g, "head.f", WL_PHASE_FWD, mb, ch, -1, g->head.fwd_s, g->head.fwd_flops, g->head.fwd_bytes,
+               ch == 0 ? -1 : fsdp_gather(g, g->head.params, WL_PHASE_FWD, mb), -1, 0);
         for (int i = 0; i < 3; i++) /* vocab-parallel cross-entropy: max, sum-exp, target logit */
             coll(g, "loss.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP,
                  (double)(p->micro_batch * (p->seq / p->cp)) * 4.0, true);
@@ -330,22 +475,32 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
     int32_t extra = g->fwd_last[mb * g->n_chunks + ch];
     if (ch < g->n_chunks - 1) p2p(g, "pp.recv.b", WL_PHASE_IG, mb, false, ch + 1, ch, 1);
     if (ch == g->n_chunks - 1) {
+        /* (ZeRO-3: embedding and head form the root unit, kept gathered
+         * from its forward to its backward as FSDP does) */
         comp(g, "head.ig", WL_PHASE_IG, mb, ch, -1, g->head.ig_s, g->head.ig_flops, g->head.bwd_bytes / 2, extra);
         extra = -1;
         if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
         else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
         comp(g, "head.wg", WL_PHASE_WG, mb, ch, -1, g->head.wg_s, g->head.wg_flops, g->head.bwd_bytes / 2, -1);
+        if (ch > 0) fsdp_reduce(g, g->head.params, mb);
+        unit_done(g);
         if (last_mb) grad_ready(g, g->head.params, false);
     }
+    int32_t ag = fsdp_gather(g, layer_params(g, first + nl - 1), WL_PHASE_IG, mb);
     for (int64_t l = first + nl - 1; l >= first; l--) {
         bool moe = is_moe_layer(g, l);
-        block_bwd(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, last_mb, extra);
+        int32_t next = l > first ? fsdp_gather(g, layer_params(g, l - 1), WL_PHASE_IG, mb) : -1;
+        block_bwd(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, last_mb, extra, ag);
         extra = -1;
-        block_bwd(g, &g->attn, "attn", mb, ch, l, false, last_mb, -1);
+        block_bwd(g, &g->attn, "attn", mb, ch, l, false, last_mb, -1, -1);
+        fsdp_reduce(g, layer_params(g, l), mb);
+        unit_done(g);
+        ag = next;
     }
     if (ch == 0) {
         if (p->sp) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
         comp(g, "embed.wg", WL_PHASE_WG, mb, ch, -1, g->embed.wg_s, 0, g->embed.bwd_bytes, extra);
+        fsdp_reduce(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), mb);
         if (last_mb) grad_ready(g, g->embed.params, false);
     } else {
         p2p(g, "pp.send.b", WL_PHASE_IG, mb, true, ch - 1, ch - 1, 1);
@@ -399,6 +554,7 @@ static void step(Gen *g, int64_t stage, double params)
 {
     const WlPlanDims *p = g->p;
     bool sharded = p->dist_opt || p->zero >= 1;
+    bool gather_after = sharded && p->zero < 3; /* ZeRO-3 gathers per block */
     double shard = sharded ? params / (double)g->dpn : params;
     /* join the stream with every pending gradient reduction */
     int32_t *d = malloc((size_t)(g->n_pending + 1) * sizeof *d);
@@ -449,7 +605,7 @@ static void step(Gen *g, int64_t stage, double params)
     }
     /* Adam: read fp32 param, m, v, grad; write param, m, v and the bf16 copy */
     comp(g, "optimizer", WL_PHASE_OPT, -1, -1, -1, g->c->mem_s(g->c->ctx, shard * 30.0), shard * 10.0, shard * 30.0, -1);
-    if (sharded)
+    if (gather_after)
         coll(g, "param.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, g->dpg, params * (double)p->dtype_bytes, true);
 }
 
@@ -480,7 +636,7 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
     if (v > 1 && p->schedule == WL_SCHED_INTERLEAVED && p->ga % p->pp)
         return ts_err(err, TS_ERR_PLAN, "interleaved 1F1B needs the %lld micro-batches to be a multiple of pp %lld",
                       (long long)p->ga, (long long)p->pp);
-    Gen g = {.m = m, .p = p, .c = c, .o = o, .last = -1, .n_chunks = n_chunks,
+    Gen g = {.m = m, .p = p, .c = c, .o = o, .last = -1, .join = -1, .n_chunks = n_chunks,
              .dpg = p->cp > 1 ? WL_GROUP_DP_CP : WL_GROUP_DP, .dpn = p->dp * (p->cp > 1 ? p->cp : 1)};
     g.bucket_max = o->bucket_params > 0 ? o->bucket_params : fmax(4e7, 1e6 * (double)p->dp);
     layer_costs(&g);
@@ -503,6 +659,8 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
         snprintf(nm, sizeof nm, "stage%lld", (long long)s);
         if (wl_class_begin(w, nm, (int32_t)s) < 0) goto oom;
         g.last = -1;
+        g.join = -1;
+        g.unit_end[0] = g.unit_end[1] = -1;
         g.n_pending = 0;
         g.bucket = 0;
         int64_t n = schedule(p, s, steps);

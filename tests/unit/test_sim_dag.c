@@ -25,6 +25,18 @@ static void load_net(int64_t gpus)
     hw_net_init(&net, &cl);
 }
 
+/* An empty workload of world = tp*pp*dp ranks on dgx-h100 (net loaded). */
+static Workload *new_wl(int64_t tp, int64_t pp, int64_t dp)
+{
+    int64_t world = tp * pp * dp;
+    load_net(world);
+    TsError err = {0};
+    Workload *w = wl_create(world, &err);
+    assert_non_null(w);
+    w->par = (WlParallel){.world = world, .tp = tp, .cp = 1, .pp = pp, .dp = dp, .ep = 1, .vpp = 1, .ga = 1};
+    return w;
+}
+
 static int32_t add(Workload *w, WlTask t, int32_t dep)
 {
     int32_t id = wl_task_add(w, &t, dep >= 0 ? &dep : NULL, dep >= 0 ? 1 : 0, NULL, 0);
@@ -44,11 +56,8 @@ static double sum(const SimBreakdown *b)
 static void test_handoff(void **state)
 {
     (void)state;
-    load_net(2);
+    Workload *w = new_wl(1, 2, 1);
     TsError err = {0};
-    Workload *w = wl_create(2, &err);
-    assert_non_null(w);
-    w->par = (WlParallel){.world = 2, .tp = 1, .cp = 1, .pp = 2, .dp = 1, .ep = 1, .vpp = 1, .ga = 1};
     wl_class_begin(w, "stage0", 0);
     int32_t c0 = add(w, wl_task_comp("L0.f", WL_PHASE_FWD, 0, 0, 1e-3), -1);
     add(w, wl_task_p2p("send", WL_PHASE_FWD, true, 1, 1048576, 7), c0);
@@ -74,11 +83,8 @@ static void test_handoff(void **state)
 static void test_collectives(void **state)
 {
     (void)state;
-    load_net(16);
+    Workload *w = new_wl(8, 1, 2);
     TsError err = {0};
-    Workload *w = wl_create(16, &err);
-    assert_non_null(w);
-    w->par = (WlParallel){.world = 16, .tp = 8, .cp = 1, .pp = 1, .dp = 2, .ep = 1, .vpp = 1, .ga = 1};
     wl_class_begin(w, "stage0", 0);
     int32_t a = add(w, wl_task_comp("f", WL_PHASE_FWD, 0, 0, 1e-3), -1);
     int32_t ar = add(w, wl_task_coll("tp.ar", WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_TP, 64.0 * 1048576), a);
@@ -103,11 +109,8 @@ static void test_collectives(void **state)
 static void test_deadlock(void **state)
 {
     (void)state;
-    load_net(2);
+    Workload *w = new_wl(1, 2, 1);
     TsError err = {0};
-    Workload *w = wl_create(2, &err);
-    assert_non_null(w);
-    w->par = (WlParallel){.world = 2, .tp = 1, .cp = 1, .pp = 2, .dp = 1, .ep = 1, .vpp = 1, .ga = 1};
     wl_class_begin(w, "stage0", 0);
     int32_t r0 = add(w, wl_task_p2p("recv", WL_PHASE_IG, false, 1, 1024, 1), -1);
     add(w, wl_task_p2p("send", WL_PHASE_FWD, true, 1, 1024, 2), r0);

@@ -137,6 +137,11 @@ typedef struct WlClass {
 typedef struct WlParallel {
     int64_t world;          /* all GPUs, 1024 */
     int64_t tp, cp, pp, dp, ep; /* degrees; world = tp*cp*pp*dp; ep divides dp*cp */
+    int64_t etp;            /* expert tensor parallel size; 0 = tp (EP inside DP). Else
+                               Megatron's expert layout within a stage: local rank
+                               l = tp + TP*(cp + CP*dp), etp_i = l mod ETP, ep_i =
+                               (l/ETP) mod EP, edp_i = l/(ETP*EP); ETP*EP divides
+                               TP*CP*DP */
     int64_t vpp;            /* virtual pipeline chunks per stage, 1 */
     int64_t layers_per_stage; /* what AICB writes as `vpp:`, 8 */
     int64_t ga;             /* micro-batches per iteration per DP rank, 16 */
@@ -249,10 +254,14 @@ typedef struct WlModelDims {
     bool tied;              /* LM head tied to the word embedding */
     bool learned_pos;       /* learned position embedding (max_positions rows) */
     int64_t experts, topk, moe_ffn, dense_layers; /* experts = 0: dense */
+    int64_t shared_experts;   /* always-on experts of moe_ffn width per MoE layer, 0 */
+    /* multi-head latent attention (DeepSeek), kv_lora_rank = 0: ordinary attention */
+    int64_t q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim;
 } WlModelDims;
 
 typedef struct WlPlanDims {
     int64_t world, tp, cp, pp, vpp, dp, ep;
+    int64_t etp;                   /* expert tensor parallel size, 0 = tp */
     bool sp;
     int64_t micro_batch, seq, ga;  /* B sequences, S tokens, micro-batches per step */
     int dtype_bytes;               /* 2 */

@@ -43,6 +43,12 @@ static void model_dims(const ModelSpec *m, int64_t tp, WlModelDims *d)
     d->topk = m->topk;
     d->moe_ffn = m->moe_ffn;
     d->dense_layers = m->dense_layers;
+    d->shared_experts = m->shared_experts;
+    d->q_lora_rank = m->q_lora_rank;
+    d->kv_lora_rank = m->kv_lora_rank;
+    d->qk_nope_dim = m->qk_nope_dim;
+    d->qk_rope_dim = m->qk_rope_dim;
+    d->v_head_dim = m->v_head_dim;
 }
 
 static void plan_dims(const ParallelPlan *p, WlPlanDims *d)
@@ -55,6 +61,7 @@ static void plan_dims(const ParallelPlan *p, WlPlanDims *d)
     d->vpp = p->vpp;
     d->dp = p->dp;
     d->ep = p->ep;
+    d->etp = p->etp;
     d->sp = p->sp;
     d->micro_batch = p->micro_batch;
     d->seq = p->seq;

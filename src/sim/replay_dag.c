@@ -4,7 +4,8 @@
  * stage at once (the way ASTRA-sim's workload layer walks a Chakra graph):
  *   - a task starts when its data and control dependencies have finished and
  *     its stream is free; a class (one per pipeline stage) has one compute
- *     stream, one stream per collective group kind and one send stream;
+ *     stream, one send stream and one stream per collective group kind (the
+ *     gradient-side groups DP, DP x CP, expert DP, embedding share one);
  *   - COMP takes its duration from the file; COLL is costed with
  *     hw_coll_time_s over its group, whose size and node span come from the
  *     rank layout of the workload (wl_group_members); SEND takes the p2p time (hw_p2p_time_s, across nodes when the
@@ -13,8 +14,10 @@
  *   - the iteration ends when the slowest class's last task does.
  * Breakdown of that class: its COMP durations (recompute and optimizer
  * apart); every idle gap of the compute stream, and the tail after its last
- * COMP, goes to the dependency that ended last: a collective's group (TP,
- * CP, EP, DP), a RECV (pp up to the transfer, bubble beyond), else bubble.
+ * COMP, goes along the chain of dependencies that ended last: a collective
+ * or send takes its own time and its wait for its stream (its group: TP,
+ * CP, EP, DP; sends: pp), a RECV passes to its SEND (pp up to the transfer,
+ * bubble beyond), compute ends the chain (bubble).
  * The parts add up to the iteration time.
  */
 #include <stdlib.h>
@@ -142,8 +145,19 @@ static TsStatus prepare(Dag *d, TsError *err)
     return st;
 }
 
-/* Per-class stream clocks: compute, send, one per group kind. */
+/* Per-class stream clocks: compute, send, one per group kind, except that
+ * the gradient-side groups (DP, DP x CP, expert DP, embedding, world) share
+ * one: they cross the same NICs, so they take turns (the simulator sums
+ * them too). */
 enum { ST_COMP = 0, ST_SEND = 1, ST_GROUP = 2, ST_N = ST_GROUP + WL_GROUP_COUNT };
+
+static int stream_of(WlGroup g)
+{
+    switch (g) {
+    case WL_GROUP_DP_CP: case WL_GROUP_DP_EP: case WL_GROUP_EMB: case WL_GROUP_WORLD: return (int)WL_GROUP_DP;
+    default: return (int)g;
+    }
+}
 
 /* Run task i of class c if its inputs are known; false when it must wait. */
 static bool run_task(Dag *d, double *clk, int32_t i)
@@ -163,7 +177,7 @@ static bool run_task(Dag *d, double *clk, int32_t i)
         d->fin[i] = f > ready ? f : ready;
         return true;
     }
-    int s = t->kind == WL_KIND_COMP ? ST_COMP : t->kind == WL_KIND_SEND ? ST_SEND : ST_GROUP + (int)t->group;
+    int s = t->kind == WL_KIND_COMP ? ST_COMP : t->kind == WL_KIND_SEND ? ST_SEND : ST_GROUP + stream_of(t->group);
     double st = clk[s] > ready ? clk[s] : ready;
     d->fin[i] = st + d->dur[i];
     clk[s] = d->fin[i];
@@ -215,11 +229,16 @@ static void charge(const Dag *d, int32_t by, double gap, SimBreakdown *b)
             by = nx;
             continue;
         }
-        double x = gap < d->dur[by] ? gap : d->dur[by];
+        /* its own time and any wait for its stream (queued behind other
+         * transfers of the same kind) */
+        int32_t nx = binding(d, by);
+        double ready = nx >= 0 ? d->fin[nx] : 0, own = d->fin[by] - ready;
+        if (own < d->dur[by]) own = d->dur[by];
+        double x = gap < own ? gap : own;
         if (t->kind == WL_KIND_SEND) b->pp_comm_exposed_s += x;
         else *group_slot(b, t->group) += x;
         gap -= x;
-        by = binding(d, by);
+        by = nx;
     }
     if (gap > 0) b->bubble_s += gap;
 }

@@ -39,6 +39,7 @@ typedef struct Block {
     double fwd_bytes, bwd_bytes;
     double recompute_s;             /* extra forward work redone in backward */
     double params;                  /* per-rank parameter elements */
+    double eparams;                 /* of which routed experts (reduced over DP_EP) */
 } Block;
 
 typedef struct Gen {
@@ -54,6 +55,7 @@ typedef struct Gen {
     double tpc;                     /* TP collective buffer: B*S*H*db */
     double act_bytes;               /* PP boundary message */
     double bucket;                  /* grad elements waiting for a bucket */
+    double ebucket;                 /* expert grad elements waiting (expert-DP group) */
     double bucket_max;
     int64_t *first;                 /* [n_chunks + 1]: first layer of each chunk */
     int64_t n_chunks;
@@ -71,19 +73,25 @@ typedef struct Gen {
 /* Bytes per gradient element reduced over DP (fp32 main grads by default). */
 static double o_grad_bytes(const Gen *g) { return g->o->grad_bytes > 0 ? (double)g->o->grad_bytes : 4.0; }
 
-static void gemm(const Gen *g, Block *b, int64_t M, int64_t N, int64_t K)
+/* `batch` GEMMs (M x K) @ (K x N): forward, dgrad, wgrad; K*N parameters each. */
+static void gemm_b(const Gen *g, Block *b, int64_t batch, int64_t M, int64_t N, int64_t K)
 {
     const WlCost *c = g->c;
-    double db = g->p->dtype_bytes, fl = 2.0 * (double)M * (double)N * (double)K;
-    b->fwd_s += c->gemm_s(c->ctx, 1, M, N, K);
-    b->ig_s += c->gemm_s(c->ctx, 1, M, K, N);
-    b->wg_s += c->gemm_s(c->ctx, 1, K, N, M);
+    double nb = (double)batch, db = g->p->dtype_bytes, fl = nb * 2.0 * (double)M * (double)N * (double)K;
+    b->fwd_s += c->gemm_s(c->ctx, batch, M, N, K);
+    b->ig_s += c->gemm_s(c->ctx, batch, M, K, N);
+    b->wg_s += c->gemm_s(c->ctx, batch, K, N, M);
     b->fwd_flops += fl;
     b->ig_flops += fl;
     b->wg_flops += fl;
-    b->fwd_bytes += db * ((double)M * (double)K + (double)K * (double)N + (double)M * (double)N);
-    b->bwd_bytes += 2 * db * ((double)M * (double)K + (double)K * (double)N + (double)M * (double)N);
-    b->params += (double)K * (double)N;
+    b->fwd_bytes += nb * db * ((double)M * (double)K + (double)K * (double)N + (double)M * (double)N);
+    b->bwd_bytes += nb * 2 * db * ((double)M * (double)K + (double)K * (double)N + (double)M * (double)N);
+    b->params += nb * (double)K * (double)N;
+}
+
+static void gemm(const Gen *g, Block *b, int64_t M, int64_t N, int64_t K)
+{
+    gemm_b(g, b, 1, M, N, K);
 }
 
 static void mem(const Gen *g, Block *b, double bytes, double fwd_flops)
@@ -106,10 +114,24 @@ static void layer_costs(Gen *g)
     int64_t A = m->heads / tp, G = (m->kv_heads > 0 ? m->kv_heads : m->heads) / tp;
     if (G < 1) G = 1;
     double db = p->dtype_bytes, tok = (double)T * (double)H * db;
-    /* attention: norm, QKV, core, projection */
+    /* attention: norm, QKV (MLA: down/up projections), core, projection */
     Block *a = &g->attn;
     mem(g, a, 2 * tok, 5.0 * (double)T * (double)H);
-    gemm(g, a, T, (A + 2 * G) * D, H);
+    int64_t dv = D;
+    if (m->kv_lora_rank > 0) {
+        D = m->qk_nope_dim + m->qk_rope_dim; /* q.k width per head */
+        dv = m->v_head_dim;
+        if (m->q_lora_rank > 0) {
+            gemm(g, a, T, m->q_lora_rank, H);
+            gemm(g, a, T, A * D, m->q_lora_rank);
+        } else {
+            gemm(g, a, T, A * D, H);
+        }
+        gemm(g, a, T, m->kv_lora_rank + m->qk_rope_dim, H);
+        gemm(g, a, T, A * (m->qk_nope_dim + dv), m->kv_lora_rank);
+    } else {
+        gemm(g, a, T, (A + 2 * G) * D, H);
+    }
     /* causal core over the whole sequence; with CP each rank holds 2 of the
      * 2cp load-balanced chunks (Megatron), so its share of the causal work
      * is cp times one causal S x S block, as the simulator counts it */
@@ -122,7 +144,7 @@ static void layer_costs(Gen *g)
     g->core_b = core_b;
     a->fwd_flops += core_fl;
     a->ig_flops += 2.5 * core_fl;
-    gemm(g, a, T, H, A * D);
+    gemm(g, a, T, H, A * dv);
     a->params += 2.0 * (double)H; /* norm */
     if (p->recompute == WL_RECOMPUTE_SELECTIVE) a->recompute_s = core_f;
     /* dense MLP: norm, fc1 (gate+up for SwiGLU), activation, fc2 */
@@ -133,23 +155,32 @@ static void layer_costs(Gen *g)
     mem(g, f, (double)T * (double)F * db * (m->swiglu ? 3.0 : 2.0), 8.0 * (double)T * (double)F);
     gemm(g, f, T, H, F);
     f->params += 2.0 * (double)H;
-    /* MoE MLP: router + the local experts over T*K routed tokens (balanced) */
+    /* MoE MLP, as the simulator costs it: router over the tokens this rank
+     * routes (T/TP under SP), the local experts (E/EP of them, balanced) as
+     * one batched GEMM over the token-expert pairs this rank computes
+     * (tokens x K x ETP) at width moe_ffn/ETP, the activation and the
+     * permute/unpermute traffic, then the shared experts as a dense MLP */
     if (m->experts > 0) {
         Block *e = &g->moe;
-        int64_t EF = (m->moe_ffn > 0 ? m->moe_ffn : m->ffn) / tp, Tk = T * m->topk;
+        int64_t etp = p->etp > 0 ? p->etp : tp, EF = (m->moe_ffn > 0 ? m->moe_ffn : m->ffn) / etp;
+        int64_t rt = p->sp ? T / tp : T, local = m->experts / (p->ep > 0 ? p->ep : 1);
+        if (local < 1) local = 1;
+        double pairs = (double)rt * (double)m->topk * (double)etp;
+        int64_t me = (int64_t)ceil(pairs / (double)local);
         mem(g, e, 2 * tok, 5.0 * (double)T * (double)H);
-        gemm(g, e, T, m->experts, H);
-        Block ex = {0};
-        gemm(g, &ex, Tk, EF * (m->swiglu ? 2 : 1), H);
-        gemm(g, &ex, Tk, H, EF);
-        double local = (double)(m->experts / (p->ep > 0 ? p->ep : 1));
-        e->fwd_s += ex.fwd_s;
-        e->ig_s += ex.ig_s;
-        e->wg_s += ex.wg_s;
-        e->fwd_flops += ex.fwd_flops;
-        e->ig_flops += ex.ig_flops;
-        e->wg_flops += ex.wg_flops;
-        e->params += ex.params * local;
+        gemm(g, e, rt, m->experts, H);
+        double p0 = e->params;
+        gemm_b(g, e, local, me, EF * (m->swiglu ? 2 : 1), H);
+        gemm_b(g, e, local, me, H, EF);
+        e->eparams = e->params - p0;
+        mem(g, e, pairs * (double)EF * db * (m->swiglu ? 3.0 : 2.0), 8.0 * pairs * (double)EF);
+        mem(g, e, 4.0 * pairs * (double)H * db, 0);
+        if (m->shared_experts > 0) {
+            int64_t SF = (m->moe_ffn > 0 ? m->moe_ffn : m->ffn) * m->shared_experts / tp;
+            gemm(g, e, T, SF * (m->swiglu ? 2 : 1), H);
+            mem(g, e, (double)T * (double)SF * db * (m->swiglu ? 3.0 : 2.0), 8.0 * (double)T * (double)SF);
+            gemm(g, e, T, H, SF);
+        }
     }
     if (p->recompute == WL_RECOMPUTE_FULL) {
         a->recompute_s = a->fwd_s;
@@ -264,20 +295,36 @@ static void p2p(Gen *g, const char *name, WlPhase ph, int64_t mb, bool send, int
     emit(g, &t, -1, !send);
 }
 
-/* Gradient bucket: reduce asynchronously once bucket_max elements are ready. */
-static void grad_ready(Gen *g, double params, bool flush)
+/* One gradient bucket over group grp of n ranks: reduce asynchronously once
+ * bucket_max elements are ready (or at the flush). */
+static void bucket_add(Gen *g, double *bucket, double params, bool flush, WlGroup grp, int64_t n, const char *rs_name,
+                       const char *ar_name)
 {
-    if (g->p->zero >= 3) return; /* per block: fsdp_reduce */
-    g->bucket += params;
-    if (g->bucket <= 0 || (!flush && g->bucket < g->bucket_max) || g->dpn <= 1) {
-        if (g->dpn <= 1) g->bucket = 0;
+    *bucket += params;
+    if (*bucket <= 0 || (!flush && *bucket < g->bucket_max) || n <= 1) {
+        if (n <= 1) *bucket = 0;
         return;
     }
     bool rs = g->p->dist_opt || g->p->zero >= 1;
-    int gb = g->o->grad_bytes > 0 ? g->o->grad_bytes : 4;
-    pend(g, coll(g, rs ? "grad.rs" : "grad.ar", WL_PHASE_WG, -1, rs ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE,
-                 g->dpg, g->bucket * gb, false));
-    g->bucket = 0;
+    pend(g, coll(g, rs ? rs_name : ar_name, WL_PHASE_WG, -1, rs ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE, grp,
+                 *bucket * o_grad_bytes(g), false));
+    *bucket = 0;
+}
+
+/* Gradients of `params` elements are ready, `eparams` of them routed
+ * experts: dense ones go to the DP (DP x CP) buckets, expert ones to the
+ * expert-data-parallel (DP_EP) buckets, as the simulator reduces them. */
+static void grad_ready2(Gen *g, double params, double eparams, bool flush)
+{
+    if (g->p->zero >= 3) return; /* per unit: fsdp_reduce */
+    bucket_add(g, &g->bucket, params - eparams, flush, g->dpg, g->dpn, "grad.rs", "grad.ar");
+    bucket_add(g, &g->ebucket, eparams, flush, WL_GROUP_DP_EP, wl_group_size(g->w, WL_GROUP_DP_EP), "egrad.rs",
+               "egrad.ar");
+}
+
+static void grad_ready(Gen *g, double params, bool flush)
+{
+    grad_ready2(g, params, 0, flush);
 }
 
 /* An FSDP unit (a layer, or the root: embedding / head) is done. */
@@ -409,7 +456,7 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
     snprintf(name, sizeof name, "L%lld.%s.wg", (long long)l, nm);
     comp(g, name, WL_PHASE_WG, mb, ch, l, b->wg_s, b->wg_flops, b->bwd_bytes / 2, -1);
-    if (last_mb) grad_ready(g, b->params, false);
+    if (last_mb) grad_ready2(g, b->params, b->eparams, false);
 }
 
 /* Layers of each chunk: the plan's --stage-layers, else an even split where
@@ -550,12 +597,14 @@ static int64_t schedule(const WlPlanDims *p, int64_t s, Step *out)
 }
 
 /* ---- optimizer step ------------------------------------------------------------------- */
-static void step(Gen *g, int64_t stage, double params)
+static void step(Gen *g, int64_t stage, double params, double eparams)
 {
     const WlPlanDims *p = g->p;
     bool sharded = p->dist_opt || p->zero >= 1;
     bool gather_after = sharded && p->zero < 3; /* ZeRO-3 gathers per block */
-    double shard = sharded ? params / (double)g->dpn : params;
+    int64_t edpn = wl_group_size(g->w, WL_GROUP_DP_EP);
+    /* dense parameters sharded over DP (x CP), routed experts over DP_EP */
+    double shard = sharded ? (params - eparams) / (double)g->dpn + eparams / (double)(edpn > 0 ? edpn : 1) : params;
     /* join the stream with every pending gradient reduction */
     int32_t *d = malloc((size_t)(g->n_pending + 1) * sizeof *d);
     if (!d) {
@@ -605,8 +654,12 @@ static void step(Gen *g, int64_t stage, double params)
     }
     /* Adam: read fp32 param, m, v, grad; write param, m, v and the bf16 copy */
     comp(g, "optimizer", WL_PHASE_OPT, -1, -1, -1, g->c->mem_s(g->c->ctx, shard * 30.0), shard * 10.0, shard * 30.0, -1);
-    if (gather_after)
-        coll(g, "param.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, g->dpg, params * (double)p->dtype_bytes, true);
+    if (gather_after) {
+        coll(g, "param.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, g->dpg, (params - eparams) * (double)p->dtype_bytes,
+             true);
+        coll(g, "eparam.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, WL_GROUP_DP_EP, eparams * (double)p->dtype_bytes,
+             true);
+    }
 }
 
 TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, const WlBuildOptions *o,
@@ -648,7 +701,8 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
     chunk_split(m, p, n_chunks, g.first);
     Workload *w = g.w;
     w->par = (WlParallel){.world = p->world, .tp = p->tp, .cp = p->cp, .pp = p->pp, .dp = p->dp,
-                          .ep = p->ep > 0 ? p->ep : 1, .vpp = v, .layers_per_stage = m->layers / p->pp,
+                          .ep = p->ep > 0 ? p->ep : 1, .etp = p->etp > 0 && p->etp != p->tp ? p->etp : 0,
+                          .vpp = v, .layers_per_stage = m->layers / p->pp,
                           .ga = p->ga, .pp_comm_bytes = p->pp > 1 ? g.act_bytes : 0};
     snprintf(w->source, sizeof w->source, "trainsim %s: %s tp%lld cp%lld pp%lld vpp%lld dp%lld ep%lld", TRAINSIM_VERSION,
              m->name, (long long)p->tp, (long long)p->cp, (long long)p->pp, (long long)v, (long long)p->dp,
@@ -662,14 +716,18 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
         g.join = -1;
         g.unit_end[0] = g.unit_end[1] = -1;
         g.n_pending = 0;
-        g.bucket = 0;
+        g.bucket = g.ebucket = 0;
         int64_t n = schedule(p, s, steps);
         /* the last backward of each chunk triggers its gradient reduction */
-        double params = 0;
+        double params = 0, eparams = 0;
         for (int64_t k = 0; k < v; k++) {
             int64_t ch = k * p->pp + s;
             params += (double)chunk_layers(&g, ch) * g.attn.params;
-            for (int64_t l = chunk_first(&g, ch); l < chunk_first(&g, ch) + chunk_layers(&g, ch); l++) params += is_moe_layer(&g, l) ? g.moe.params : g.mlp.params;
+            for (int64_t l = chunk_first(&g, ch); l < chunk_first(&g, ch) + chunk_layers(&g, ch); l++) {
+                bool moe = is_moe_layer(&g, l);
+                params += moe ? g.moe.params : g.mlp.params;
+                eparams += moe ? g.moe.eparams : 0;
+            }
             if (ch == 0) params += g.embed.params;
             if (ch == n_chunks - 1) params += g.head.params;
         }
@@ -677,7 +735,7 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
             if (steps[i].fwd) chunk_fwd(&g, steps[i].mb, steps[i].chunk);
             else chunk_bwd(&g, steps[i].mb, steps[i].chunk, steps[i].mb == p->ga - 1);
         }
-        step(&g, s, params);
+        step(&g, s, params, eparams);
         if (g.oom) goto oom;
     }
     free(steps);

@@ -176,10 +176,20 @@ int64_t wl_stage_peer(const Workload *w, int64_t rank, int64_t stage)
     return rank_of(&w->par, c);
 }
 
+/* Expert layout with its own ETP (ETP != TP): EP and DP_EP follow
+ * Megatron's etp-ep-edp order over the stage's TP*CP*DP ranks. */
+static bool expert_layout(const WlParallel *p)
+{
+    int64_t ep = p->ep > 0 ? p->ep : 1, local = p->tp * p->cp * p->dp;
+    return p->etp > 0 && p->etp != p->tp && local % (p->etp * ep) == 0;
+}
+
 int64_t wl_group_size(const Workload *w, WlGroup g)
 {
     const WlParallel *p = &w->par;
     int64_t ep = p->ep > 0 ? p->ep : 1;
+    if (expert_layout(p) && (g == WL_GROUP_EP || g == WL_GROUP_DP_EP))
+        return g == WL_GROUP_EP ? ep : p->tp * p->cp * p->dp / (p->etp * ep);
     switch (g) {
     case WL_GROUP_TP: return p->tp;
     case WL_GROUP_CP: return p->cp;
@@ -201,6 +211,18 @@ int64_t wl_group_members(const Workload *w, WlGroup g, int64_t rank, int64_t *ou
     Coord c = coord_of(p, rank);
     int64_t n = wl_group_size(w, g), k = 0;
     int64_t ep = wl_group_size(w, WL_GROUP_EP);
+    if (expert_layout(p) && (g == WL_GROUP_EP || g == WL_GROUP_DP_EP)) {
+        int64_t local_n = p->tp * p->cp * p->dp, base = c.pp * local_n;
+        int64_t l = c.tp + p->tp * (c.cp + p->cp * c.dp), et = p->etp;
+        int64_t ei = l % et, epi = (l / et) % ep, edi = l / (et * ep);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t r = base + (g == WL_GROUP_EP ? ei + et * (i + ep * edi) : ei + et * (epi + ep * i));
+            if (k < cap) out[k] = r;
+            k++;
+        }
+        if (gid) *gid = (int64_t)g * p->world + (k > 0 && cap > 0 ? out[0] : rank);
+        return k;
+    }
     /* The group id is the rank of the member with index 0, offset by kind. */
     for (int64_t i = 0; i < n; i++) {
         Coord m = c;

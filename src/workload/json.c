@@ -80,6 +80,7 @@ void wl_write_json(const Workload *w, TsBuf *b)
                      ", \"layers_per_stage\": %" PRId64 ", \"ga\": %" PRId64,
                   p->world, p->tp, p->cp, p->pp, p->dp, p->ep, p->vpp, p->layers_per_stage, p->ga);
     kv_num(b, "pp_comm_bytes", p->pp_comm_bytes);
+    if (p->etp > 0 && p->etp != p->tp) ts_buf_printf(b, ", \"etp\": %" PRId64, p->etp);
     ts_buf_puts(b, "},\n \"classes\": [");
     for (int32_t ci = 0; ci < w->n_classes; ci++) {
         const WlClass *c = &w->classes[ci];

@@ -214,6 +214,15 @@ static TsStatus read_parallel(Rd *r, json_t *root)
         snprintf(hint, sizeof hint, "world = tp*cp*pp*dp; here tp*cp*pp*dp = %lld", (long long)(p->tp * p->cp * p->pp > M ? -1 : p->tp * p->cp * p->pp * p->dp));
         return rd_err(r, "parallel.world", hint, "'parallel.world' is %lld, not tp*cp*pp*dp", (long long)p->world);
     }
+    if (json_object_get(po, "etp")) {
+        if ((st = get_int(r, po, "etp", 1, M, &p->etp))) return st;
+        if ((p->tp * p->cp * p->dp) % (p->etp * p->ep) != 0)
+            return rd_err(r, "parallel.etp", "etp*ep divides tp*cp*dp (the expert layout of one pipeline stage)",
+                          "'parallel.etp' * 'parallel.ep' (%lld) does not divide tp*cp*dp (%lld)",
+                          (long long)(p->etp * p->ep), (long long)(p->tp * p->cp * p->dp));
+        if (p->etp == p->tp) p->etp = 0;
+        return TS_OK;
+    }
     if ((p->dp * p->cp) % p->ep != 0)
         return rd_err(r, "parallel.ep", "ep divides dp*cp (experts are sharded over data-parallel ranks)",
                       "'parallel.ep' (%lld) does not divide dp*cp (%lld)", (long long)p->ep,

@@ -159,8 +159,10 @@ typedef struct SimSpan {
     int16_t stream;         /* SimStream */
     int16_t chunk;
     int32_t micro_batch;    /* -1 for step-level spans */
-    char kind;              /* 'F' forward, 'B' backward, 'S' send, 'R' reduce, 'O' optimizer, 'G' gather */
+    char kind;              /* 'F' forward, 'B' backward, 'S' send, 'R' reduce, 'O' optimizer, 'G' gather,
+                               'T' a workload task (sim_replay_dag) */
     double start_s, end_s;
+    const char *name;       /* 'T': the task's name, borrowed from the workload; else NULL */
 } SimSpan;
 
 /* Per-stage outcome. */
@@ -309,7 +311,10 @@ TsStatus sim_replay_simai(const struct Workload *w, const HwNet *net, SimResult 
  * breakdown of the slowest class (idle gaps charged to the dependency that
  * ended last). TS_ERR_INPUT when there are no tasks, a recv has no send, or
  * the graph deadlocks. */
-TsStatus sim_replay_dag(const struct Workload *w, const HwNet *net, SimResult *out, TsError *err);
+TsStatus sim_replay_dag(const struct Workload *w, const HwNet *net, bool record, SimResult *out, TsError *err);
+/* With record: out->spans holds one 'T' span per task that occupies a stream
+ * (compute, collective, send; named after the task, the workload must
+ * outlive the result), out->owned is set: free with sim_result_free. */
 
 /* Summary text and JSON (the keys of `trainsim simulate --json`). */
 void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *out);

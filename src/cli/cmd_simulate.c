@@ -17,7 +17,7 @@
 
 /* --workload: cmd_simulate_wl.c */
 int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *so, const char *path, bool json,
-                          int64_t seq, int64_t micro_batch);
+                          int64_t seq, int64_t micro_batch, const char *trace);
 
 typedef struct SimCli {
     bool json, no_dp_overlap, no_ag_overlap, fp16_grads, ds_pipe;
@@ -72,7 +72,7 @@ int cmd_simulate(int argc, char **argv)
     int64_t default_gpus = 0;
     if (o.workload)
         return cmd_simulate_workload(&s, &ch, &so, o.workload, o.json, cli_seen(&s, "seq") ? cp.seq : 0,
-                                     cli_seen(&s, "micro-batch") ? cp.micro_batch : 0);
+                                     cli_seen(&s, "micro-batch") ? cp.micro_batch : 0, o.trace);
 
     ModelSpec m;
     bool builtin = !cm.model && !cm.arch;

@@ -4,13 +4,14 @@
  * --format json`) run as its graph says (sim_replay_dag). */
 #include "cli.h"
 #include "cli_hw.h"
+#include "trainsim/report.h"
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
 
 #include <string.h>
 
 int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *so, const char *path, bool json,
-                          int64_t seq, int64_t micro_batch);
+                          int64_t seq, int64_t micro_batch, const char *trace);
 
 /* SimAI-Analytical reads micro-batch and sequence length from AICB's file
  * name ("...-gbs128-mbs1-seq4096-...") when it is not told them; so do we.
@@ -110,8 +111,22 @@ static void json(const Workload *w, const CliHwLoaded *hl, const SimResult *r, T
                   (long long)hl->cluster.nodes);
 }
 
+/* The replayed task graph as a Chrome trace (one process per stage, a
+ * track per stream, one slice per task, named after it). */
+static int write_trace(const Workload *w, const SimResult *r, const char *path, TsError *err)
+{
+    TsBuf tb = {0};
+    char title[320];
+    snprintf(title, sizeof title, "%s (replayed)", w->source);
+    rep_trace_chrome(r, title, 1, &tb);
+    if (tb.oom) ts_err(err, TS_ERR_INTERNAL, "out of memory writing the trace");
+    int rc = tb.oom || ts_write_file_atomic(path, tb.data, tb.len, err) != TS_OK ? cli_fail(err) : 0;
+    ts_buf_free(&tb);
+    return rc;
+}
+
 int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *so, const char *path, bool js,
-                          int64_t seq, int64_t micro_batch)
+                          int64_t seq, int64_t micro_batch, const char *trace)
 {
     (void)s;
     (void)so;
@@ -125,12 +140,25 @@ int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *s
         return rc;
     }
     SimResult r;
-    TsStatus st = w->n_rows > 0 ? sim_replay_simai(w, &hl.net, &r, &err) : sim_replay_dag(w, &hl.net, &r, &err);
+    TsStatus st = TS_OK;
+    if (trace && w->n_rows > 0) {
+        st = ts_err(&err, TS_ERR_USAGE, "--trace needs a task-graph workload; '%s' has layer rows (SimAI semantics)",
+                    path);
+        ts_err_hint(&err, "write a task graph with 'trainsim workload --format json' from the model and plan");
+    } else {
+        st = w->n_rows > 0 ? sim_replay_simai(w, &hl.net, &r, &err) : sim_replay_dag(w, &hl.net, trace != NULL, &r, &err);
+    }
     if (st != TS_OK) {
         if (!err.file[0]) ts_err_at(&err, path, 0, 0, NULL);
         wl_destroy(w);
         cli_hw_free(&hl);
         return cli_fail(&err);
+    }
+    if (trace && (rc = write_trace(w, &r, trace, &err)) != 0) {
+        sim_result_free(&r);
+        wl_destroy(w);
+        cli_hw_free(&hl);
+        return rc;
     }
     char how[96] = "";
     bool from_name = seq <= 0 || micro_batch <= 0;
@@ -143,6 +171,7 @@ int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *s
     else text(w, &hl, &r, path, how, &b);
     rc = cli_emit(NULL, &b);
     ts_buf_free(&b);
+    sim_result_free(&r);
     wl_destroy(w);
     cli_hw_free(&hl);
     return rc;

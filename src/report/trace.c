@@ -37,6 +37,10 @@ void rep_trace_chrome(const SimResult *r, const char *title, int64_t layers_per_
     for (int64_t i = 0; i < r->n_spans; i++) {
         const SimSpan *sp = &r->spans[i];
         char nm[96];
+        if (sp->name) { /* a workload task: its own name */
+            ev(b, &first, sp->name, sp->stage, sp->stream, sp->start_s, sp->end_s, sp->micro_batch, sp->chunk);
+            continue;
+        }
         switch (sp->kind) {
         case 'F': case 'B':
             if (layers_per_chunk > 1) {

@@ -265,7 +265,43 @@ static void breakdown(const Dag *d, int32_t c, double T, SimBreakdown *b)
     if (T > prev) charge(d, last, T - prev, b);
 }
 
-TsStatus sim_replay_dag(const Workload *w, const HwNet *net, SimResult *out, TsError *err)
+static SimStream span_stream(const WlTask *t)
+{
+    if (t->kind == WL_KIND_COMP) return SIM_STREAM_COMPUTE;
+    if (t->kind == WL_KIND_SEND) return SIM_STREAM_PP;
+    switch (t->group) {
+    case WL_GROUP_TP: return SIM_STREAM_TP;
+    case WL_GROUP_CP: return SIM_STREAM_CP;
+    case WL_GROUP_EP: return SIM_STREAM_EP;
+    case WL_GROUP_PP: return SIM_STREAM_PP;
+    default: return SIM_STREAM_DP;
+    }
+}
+
+/* One 'T' span per task that occupied a stream. */
+static TsStatus record(const Dag *d, SimResult *out, TsError *err)
+{
+    const Workload *w = d->w;
+    SimSpan *sp = malloc((size_t)w->n_tasks * sizeof *sp);
+    if (!sp) return ts_err(err, TS_ERR_INTERNAL, "out of memory recording the timeline");
+    int64_t n = 0;
+    for (int32_t c = 0; c < w->n_classes; c++) {
+        const WlClass *cl = &w->classes[c];
+        for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++) {
+            const WlTask *t = &w->tasks[i];
+            if (t->kind == WL_KIND_RECV || d->dur[i] <= 0) continue;
+            sp[n++] = (SimSpan){.stage = cl->stage, .stream = (int16_t)span_stream(t), .chunk = (int16_t)t->chunk,
+                                .micro_batch = t->micro, .kind = 'T', .start_s = d->fin[i] - d->dur[i],
+                                .end_s = d->fin[i], .name = t->name ? t->name : ""};
+        }
+    }
+    out->spans = sp;
+    out->n_spans = n;
+    out->owned = true;
+    return TS_OK;
+}
+
+TsStatus sim_replay_dag(const Workload *w, const HwNet *net, bool rec, SimResult *out, TsError *err)
 {
     memset(out, 0, sizeof *out);
     if (!w || w->n_classes < 1 || w->n_tasks < 1) return ts_err(err, TS_ERR_INPUT, "the workload has no tasks to replay");
@@ -319,6 +355,7 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, SimResult *out, TsE
         out->critical_stage = w->classes[crit].stage;
         out->n_stages = (int32_t)nc;
         breakdown(&d, crit, T, &out->breakdown);
+        if (rec) st = record(&d, out, err);
     }
     free(d.fin);
     free(d.dur);

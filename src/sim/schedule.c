@@ -273,6 +273,7 @@ static void push_span(SimWork *w, bool *oom, int32_t s, SimStream st, int c, int
     sp->kind = kind;
     sp->start_s = t0;
     sp->end_s = t1;
+    sp->name = NULL;
 }
 
 /* Compile the schedule into a program: the tasks of all stages in one

@@ -65,7 +65,7 @@ static void test_handoff(void **state)
     int32_t r = add(w, wl_task_p2p("recv", WL_PHASE_FWD, false, 0, 1048576, 7), -1);
     add(w, wl_task_comp("L1.f", WL_PHASE_FWD, 0, 0, 1e-3), r);
     SimResult res;
-    assert_int_equal(sim_replay_dag(w, &net, &res, &err), TS_OK);
+    assert_int_equal(sim_replay_dag(w, &net, false, &res, &err), TS_OK);
     double x = hw_p2p_time_s(&net, 1048576, false);
     assert_true(x > 0);
     NEAR(res.iteration_time_s, 2e-3 + x);
@@ -93,7 +93,7 @@ static void test_collectives(void **state)
     g.flags |= WL_F_ASYNC;
     add(w, g, b);
     SimResult res;
-    assert_int_equal(sim_replay_dag(w, &net, &res, &err), TS_OK);
+    assert_int_equal(sim_replay_dag(w, &net, false, &res, &err), TS_OK);
     double t_tp = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 64.0 * 1048576, 8, 1, 1, "tp");
     /* the DP pair: rank 0 and rank 8, on two nodes */
     double t_dp = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 256.0 * 1048576, 2, 2, 1, "dp");
@@ -118,11 +118,11 @@ static void test_deadlock(void **state)
     int32_t r1 = add(w, wl_task_p2p("recv", WL_PHASE_FWD, false, 0, 1024, 2), -1);
     add(w, wl_task_p2p("send", WL_PHASE_IG, true, 0, 1024, 1), r1);
     SimResult res;
-    assert_int_equal(sim_replay_dag(w, &net, &res, &err), TS_ERR_INPUT);
+    assert_int_equal(sim_replay_dag(w, &net, false, &res, &err), TS_ERR_INPUT);
     assert_non_null(strstr(err.msg, "deadlocks"));
     /* an empty workload is an input error too */
     Workload *e = wl_create(1, &err);
-    assert_int_equal(sim_replay_dag(e, &net, &res, &err), TS_ERR_INPUT);
+    assert_int_equal(sim_replay_dag(e, &net, false, &res, &err), TS_ERR_INPUT);
     wl_destroy(e);
     wl_destroy(w);
 }

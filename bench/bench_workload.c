@@ -16,6 +16,7 @@
 #include "trainsim/hw.h"
 #include "trainsim/model.h"
 #include "trainsim/plan.h"
+#include "trainsim/sim.h"
 #include "trainsim/workload.h"
 
 static double now_s(void)
@@ -103,6 +104,22 @@ static int bench_chakra(const char *label, const char *model, int64_t tp, int64_
         return 1;
     }
     double t1 = now_s();
+    /* task-graph replay of the built workload (simulate --workload on JSON) */
+    {
+        ClusterSpec cl;
+        TsError ce = {0};
+        if (hw_cluster_load("dgx-h100", gpus, &cl, &ce) == TS_OK) {
+            HwNet net;
+            hw_net_init(&net, &cl);
+            SimResult r;
+            double r0 = now_s();
+            TsStatus rs = sim_replay_dag(w, &net, false, &r, &ce);
+            double r1 = now_s();
+            if (rs == TS_OK)
+                printf("%-26s replay (sim_replay_dag) %.1f ms for %d tasks, %.0f ns per task; iteration %.4g s\n",
+                       label, (r1 - r0) * 1e3, w->n_tasks, (r1 - r0) * 1e9 / (double)w->n_tasks, r.iteration_time_s);
+        }
+    }
     char dir[] = "/tmp/bench_workload.XXXXXX";
     if (!mkdtemp(dir)) return 1;
     char prefix[64];

@@ -674,6 +674,13 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
     if (st) return st;
     if (p->cp > 1 && p->seq % p->cp)
         return ts_err(err, TS_ERR_PLAN, "--seq %lld is not a multiple of --cp %lld", (long long)p->seq, (long long)p->cp);
+    if (in->opt.ds_pipe && (p->vpp > 1 || p->schedule != PLAN_SCHED_1F1B)) {
+        ts_err(err, TS_ERR_PLAN, "--deepspeed-pipe runs DeepSpeed's 1F1B schedule only (got %s, vpp %lld)",
+               plan_sched_name(p->schedule), (long long)p->vpp);
+        ts_err_hint(err, "DeepSpeed's PipelineEngine (TrainSchedule) has no interleaved or GPipe schedule: drop "
+                         "--schedule and --vpp");
+        return TS_ERR_PLAN;
+    }
     Ctx x = {.m = m, .p = p, .hw = in->hw, .net = in->net, .o = &in->opt};
     x.dt = p->dtype;
     x.adt = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype;

@@ -276,6 +276,11 @@ double sim_straggler(double spread, int64_t n);
  * for 1024 H100s. The simulator and the workload generators both use it, so
  * a generated workload carries the kernel times `simulate` assumes. */
 double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus);
+/* The memory options (partition.h) the simulator's options imply for a plan
+ * of compute dtype dt: the gradient buffer's dtype, the BF16 optimizer's fp32
+ * gradient copy. Leaves the other fields (capacity, ...) as they are. */
+struct PartMemOptions;
+void sim_mem_options(const SimOptions *o, TsDtype dt, struct PartMemOptions *mo);
 
 typedef struct SimSetup {
     const ModelSpec *model;

@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "cli_hw.h"
 #include "cli_plan.h"
-#include "trainsim/report.h"
+#include "cli_sim.h"
 #include "trainsim/report.h"
 #include "trainsim/sim.h"
 
@@ -20,9 +20,8 @@ int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *s
                           int64_t seq, int64_t micro_batch, const char *trace);
 
 typedef struct SimCli {
-    bool json, no_dp_overlap, no_ag_overlap, fp16_grads, ds_pipe;
+    bool json;
     const char *trace, *workload, *html;
-    double bucket_mb, slowdown;
 } SimCli;
 
 int cmd_simulate(int argc, char **argv)
@@ -43,15 +42,10 @@ int cmd_simulate(int argc, char **argv)
     CliHw ch;
     cli_hw_init(&ch);
     cli_hw_add(&s, &ch);
-    SimCli o = {.bucket_mb = -1, .slowdown = -1};
-    cli_add(&s, "no-dp-overlap", CLI_FLAG, &o.no_dp_overlap, NULL, "gradient reduction after the backward");
-    cli_add(&s, "no-param-gather-overlap", CLI_FLAG, &o.no_ag_overlap, NULL,
-            "dist-opt parameter all-gather exposed at the step");
-    cli_add(&s, "fp16-grad-reduce", CLI_FLAG, &o.fp16_grads, NULL, "reduce gradients at 16 bit (default fp32)");
-    cli_add(&s, "deepspeed-pipe", CLI_FLAG, &o.ds_pipe, NULL,
-            "DeepSpeed pipeline engine: blocking p2p, grads all-reduced after the flush");
-    cli_add(&s, "bucket-mb", CLI_DOUBLE, &o.bucket_mb, "MB", "DP gradient bucket size (default 40)");
-    cli_add(&s, "overlap-slowdown", CLI_DOUBLE, &o.slowdown, "F", "compute slow-down under overlap (0.10)");
+    SimCli o = {0};
+    CliSim cs;
+    cli_sim_init(&cs);
+    cli_sim_add(&s, &cs);
     cli_add(&s, "json", CLI_FLAG, &o.json, NULL, "JSON output");
     cli_add(&s, "trace", CLI_STR, &o.trace, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)");
     cli_add(&s, "html", CLI_STR, &o.html, "FILE", "write a self-contained HTML report (timeline, breakdown, memory)");
@@ -60,13 +54,7 @@ int cmd_simulate(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
 
     SimOptions so;
-    sim_options_init(&so);
-    if (o.no_dp_overlap) so.dp_overlap = false;
-    if (o.no_ag_overlap) so.param_gather_overlap = false;
-    if (o.fp16_grads) so.fp32_grad_reduce = false;
-    so.ds_pipe = o.ds_pipe;
-    if (o.bucket_mb > 0) so.bucket_bytes = o.bucket_mb * 1e6;
-    if (o.slowdown >= 0) so.overlap_slowdown = o.slowdown;
+    cli_sim_options(&cs, &so);
     so.record = o.trace != NULL || o.html != NULL;
 
     int64_t default_gpus = 0;

@@ -11,12 +11,15 @@
 
 #include "cli.h"
 #include "cli_hw.h"
+#include "cli_sim.h"
+#include "trainsim/partition.h"
 #include "trainsim/report.h"
 #include "trainsim/search.h"
 
 typedef struct SweepOpts {
     CliModel cm;
     CliHw hw;                 /* --gpu --cluster --gpus LIST --calibration --busbw */
+    CliSim sim;               /* runtime behaviours (--deepspeed-pipe, --no-dp-overlap, ...) */
     const char *cluster;      /* name of the loaded cluster (for the output) */
     const char *gpus;         /* the --gpus list as given, "64" by default */
     const char *objective, *csv, *html;
@@ -315,6 +318,7 @@ static void add_options(CliSpec *s, SweepOpts *o)
     cli_add(s, "objective", CLI_STR, &o->objective, "O", "rank by throughput (default), time, memory or cost");
     cli_add(s, "top", CLI_INT, &o->top, "K", "plans in the ranking (default 10)");
     cli_add(s, "jobs", CLI_INT, &o->jobs, "N", "threads (also -j N); default: all cores");
+    cli_sim_add(s, &o->sim);
     cli_add(s, "json", CLI_FLAG, &o->json, NULL, "print JSON (every simulated plan and stats) instead of the table");
     cli_add(s, "csv", CLI_STR, &o->csv, "FILE", "write every simulated plan as CSV");
     cli_add(s, "html", CLI_STR, &o->html, "FILE", "write a self-contained HTML report");
@@ -353,6 +357,8 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
              parse_mask("zero", o->zero, ZER, 4, &c->zero_mask) || parse_mask("sp", o->sp, OFFON, 2, &c->sp_mask) ||
              parse_mask("tp-overlap", o->overlap, OFFON, 2, &c->overlap_mask);
     if (rc) return 2;
+    /* DeepSpeed's pipeline engine has one schedule: 1F1B */
+    if (o->sim.ds_pipe && !o->schedule) c->schedule_mask = 1u << SEARCH_SCHEDULE_1F1B;
     if (o->objective && !search_objective_parse(o->objective, &c->objective))
         return usage("unknown objective '%s' (expected throughput, time, memory or cost)", o->objective);
     if (o->top < 1 || o->top > 100000) return usage("--top must be between 1 and 100000, got %s", "it");
@@ -401,6 +407,8 @@ static int run(SweepOpts *o, int rank)
     for (int i = 0; i < c.gpus.n; i++) cli_hw_net_sized(&l, c.gpus.v[i], &nets[i]);
     SearchEvalCtx x;
     search_eval_init(&x, &m, &l.model, o->global_batch, o->seq);
+    cli_sim_options(&o->sim, &x.sim_opts);
+    sim_mem_options(&x.sim_opts, x.dtype, &x.mem_opts); /* prune with the memory the simulator will count */
     for (int i = 0; i < c.gpus.n; i++) search_eval_add_net(&x, c.gpus.v[i], &nets[i]);
     SearchEvaluator ev = search_eval_sim(&x);
     SearchResult r;
@@ -465,6 +473,7 @@ int cmd_sweep(int argc, char **argv)
     SweepOpts o = {.cluster = "dgx-h100", .gpus = "64", .seq = 4096, .global_batch = 1024, .top = 10};
     cli_model_init(&o.cm);
     cli_hw_init(&o.hw);
+    cli_sim_init(&o.sim);
     CliSpec s = {.cmd = "sweep",
                  .usage = "trainsim sweep [--model M] [--cluster C] [--gpu G] [--gpus N[,N..]] [--seq S] [--global-batch B] "
                           "[limits] [-j N] [--json] [--csv FILE] [--html FILE]",

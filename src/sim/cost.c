@@ -72,6 +72,15 @@ double sim_straggler(double spread, int64_t n)
     return spread / 2.85 * sqrt(2.0 * log((double)n));
 }
 
+void sim_mem_options(const SimOptions *o, TsDtype dt, PartMemOptions *mo)
+{
+    /* Megatron's grad buffer has the reduction dtype (grad_reduce_in_fp32);
+     * DeepSpeed's BF16 optimizer keeps fp32 gradients beside the bf16 ones */
+    TsDtype adt = dt == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : dt;
+    mo->grad_bytes = o->fp32_grad_reduce ? 4.0 : (double)ts_dtype_bytes(adt);
+    mo->fp32_grad_copy = o->ds_pipe && dt == TS_DTYPE_BF16;
+}
+
 double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)
 {
     double f = g->sustained_clock_mhz > 0 && g->clock_mhz > 0 ? g->clock_mhz / g->sustained_clock_mhz : 1.0;
@@ -869,9 +878,7 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
     PartMemOptions mo;
     part_mem_options_init(&mo);
     mo.capacity_bytes = in->hw->gpu.hbm_bytes;
-    /* Megatron's grad buffer has the reduction dtype (grad_reduce_in_fp32) */
-    mo.grad_bytes = in->opt.fp32_grad_reduce ? 4.0 : x.ab;
-    mo.fp32_grad_copy = in->opt.ds_pipe && p->dtype == TS_DTYPE_BF16; /* BF16 optimizer's hp grads */
+    sim_mem_options(&in->opt, p->dtype, &mo);
     PartMemory pk;
     TsError merr = {0};
     if (part_memory(m, p, &mo, NULL, &pk, &merr) == TS_OK) {

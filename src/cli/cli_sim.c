@@ -1,0 +1,30 @@
+/* cli_sim.c — the SimOptions option group (cli_sim.h). */
+#include "cli_sim.h"
+
+void cli_sim_init(CliSim *o)
+{
+    *o = (CliSim){.bucket_mb = -1, .slowdown = -1};
+}
+
+void cli_sim_add(CliSpec *s, CliSim *o)
+{
+    cli_add(s, "no-dp-overlap", CLI_FLAG, &o->no_dp_overlap, NULL, "gradient reduction after the backward");
+    cli_add(s, "no-param-gather-overlap", CLI_FLAG, &o->no_ag_overlap, NULL,
+            "dist-opt parameter all-gather exposed at the step");
+    cli_add(s, "fp16-grad-reduce", CLI_FLAG, &o->fp16_grads, NULL, "reduce gradients at 16 bit (default fp32)");
+    cli_add(s, "deepspeed-pipe", CLI_FLAG, &o->ds_pipe, NULL,
+            "DeepSpeed pipeline engine: blocking p2p, grads all-reduced after the flush");
+    cli_add(s, "bucket-mb", CLI_DOUBLE, &o->bucket_mb, "MB", "DP gradient bucket size (default 40)");
+    cli_add(s, "overlap-slowdown", CLI_DOUBLE, &o->slowdown, "F", "compute slow-down under overlap (0.10)");
+}
+
+void cli_sim_options(const CliSim *o, SimOptions *so)
+{
+    sim_options_init(so);
+    if (o->no_dp_overlap) so->dp_overlap = false;
+    if (o->no_ag_overlap) so->param_gather_overlap = false;
+    if (o->fp16_grads) so->fp32_grad_reduce = false;
+    so->ds_pipe = o->ds_pipe;
+    if (o->bucket_mb > 0) so->bucket_bytes = o->bucket_mb * 1e6;
+    if (o->slowdown >= 0) so->overlap_slowdown = o->slowdown;
+}

@@ -1,0 +1,23 @@
+/*
+ * cli_sim.h — the runtime-behaviour option group (SimOptions) shared by
+ * `simulate` and `sweep`: --no-dp-overlap, --no-param-gather-overlap,
+ * --fp16-grad-reduce, --deepspeed-pipe, --bucket-mb, --overlap-slowdown.
+ */
+#ifndef TRAINSIM_CLI_SIM_H
+#define TRAINSIM_CLI_SIM_H
+
+#include "cli.h"
+#include "trainsim/sim.h"
+
+typedef struct CliSim {
+    bool no_dp_overlap, no_ag_overlap, fp16_grads, ds_pipe;
+    double bucket_mb;   /* --bucket-mb, -1 = default */
+    double slowdown;    /* --overlap-slowdown, -1 = default */
+} CliSim;
+
+void cli_sim_init(CliSim *o);
+void cli_sim_add(CliSpec *s, CliSim *o);
+/* sim_options_init, then the given options on top. */
+void cli_sim_options(const CliSim *o, SimOptions *so);
+
+#endif

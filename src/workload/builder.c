@@ -356,8 +356,7 @@ static int32_t fsdp_gather(Gen *g, double params, WlPhase ph, int64_t mb)
 static void fsdp_reduce(Gen *g, double params, int64_t mb)
 {
     if (g->p->zero < 3 || g->dpn <= 1 || params <= 0) return;
-    int gb = g->o->grad_bytes > 0 ? g->o->grad_bytes : 4;
-    int32_t id = coll(g, "fsdp.rs", WL_PHASE_WG, mb, TS_COLL_REDUCESCATTER, g->dpg, params * gb, false);
+    int32_t id = coll(g, "fsdp.rs", WL_PHASE_WG, mb, TS_COLL_REDUCESCATTER, g->dpg, params * o_grad_bytes(g), false);
     pend(g, id);
 }
 
@@ -366,8 +365,6 @@ static bool is_moe_layer(const Gen *g, int64_t layer)
     return g->m->experts > 0 && layer >= g->m->dense_layers;
 }
 
-/* A block's forward with its collectives; `rf`: the full-recompute forward
- * inside the backward (phase ig, flagged, parameters already gathered). */
 /* The K/V of all CP ranks of one micro-batch on this TP rank (the buffer of
  * the CP ring as one all-gather). */
 static double cp_kv_bytes(const Gen *g)
@@ -377,6 +374,9 @@ static double cp_kv_bytes(const Gen *g)
     return g->tpc * 2.0 * (double)kvd / (double)m->hidden / (double)g->p->tp * (double)g->p->cp;
 }
 
+/* A block's forward with its collectives; `rf`: the full-recompute forward
+ * inside the backward (phase ig, flagged); `ag`: the ZeRO-3 gather its
+ * compute waits for, -1 none. */
 static void block_fwd_as(Gen *g, const Block *b, const char *nm, int64_t mb, int64_t ch, int64_t l, bool moe, bool rf,
                          int32_t ag)
 {
@@ -626,9 +626,8 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
      * one parameter; their gradients (V/TP x H, gradient dtype) are summed
      * over the embedding group once the DP reduction is done */
     if (g->m->tied && p->pp > 1 && (stage == 0 || stage == p->pp - 1)) {
-        int gb = g->o->grad_bytes > 0 ? g->o->grad_bytes : 4;
         coll(g, "embed_grad.ar", WL_PHASE_OPT, -1, TS_COLL_ALLREDUCE, WL_GROUP_EMB,
-             (double)(g->m->vocab_padded / p->tp) * (double)g->m->hidden * gb, true);
+             (double)(g->m->vocab_padded / p->tp) * (double)g->m->hidden * o_grad_bytes(g), true);
     }
     coll(g, "grad_norm.ar", WL_PHASE_OPT, -1, TS_COLL_ALLREDUCE, g->dpg, 4, true);
     if (p->shampoo) {

@@ -119,6 +119,12 @@ typedef struct ParallelPlan {
     const int64_t *stage_layers; /* borrowed: layers per chunk (pp*vpp entries, chunk
                                     c = vstage*pp + pp_rank); NULL = even split */
     int32_t n_stage_layers;      /* entries in stage_layers, 0 = even split */
+    bool uneven;                 /* no stage_layers and pp*vpp does not divide the layers:
+                                    chunks get ceil(L/(pp*vpp)) layers, one fewer on the
+                                    d = ceil*pp*vpp - L chunks taken in the order last,
+                                    first, second to last, second, ... (the chunks that
+                                    also hold the LM head and the embedding first, as
+                                    Megatron's uneven pipeline does); false: refuse */
     /* ---- derived by plan_resolve ---- */
     int64_t grad_accum;     /* micro-batches per DP rank per step = global/(micro*dp), e.g. 64 */
     int64_t n_chunks;       /* pp*vpp */

@@ -37,6 +37,8 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
     cli_add(s, "schedule", CLI_STR, &cp->schedule, "S", "1f1b|interleaved|gpipe");
     cli_add(s, "stage-layers", CLI_STR, &cp->stage_layers, "a,b,...",
             "layers per pipeline chunk (pp*vpp entries)");
+    cli_add(s, "uneven-stages", CLI_FLAG, &cp->uneven, NULL,
+            "when pp*vpp does not divide the layers: last and first chunks one layer lighter");
     cli_add(s, "optimizer", CLI_STR, &cp->optimizer, "O", "adam|shampoo");
     cli_add(s, "shampoo-blocks", CLI_INT, &cp->shampoo_blocks, "K",
             "Shampoo blocks per layer weight matrix");
@@ -96,6 +98,7 @@ int cli_plan_load(const CliSpec *s, CliPlan *cp, const ModelSpec *m, int64_t gpu
         p->stage_layers = cp->stage_buf;
         p->n_stage_layers = n;
     }
+    p->uneven = cp->uneven;
     TsError err = {0};
     if (plan_resolve(m, p, &err) != TS_OK) return cli_fail(&err);
     return 0;

@@ -3,6 +3,7 @@
  * wires hw.h's compute model in. */
 #include "cmd_workload_gen.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "trainsim/hw.h"
@@ -124,6 +125,19 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
     WlPlanDims pd;
     model_dims(&m, p.tp, &md);
     plan_dims(&p, &pd);
+    /* the plan's uneven rule, spelled out per chunk for the generators */
+    int64_t chunks = p.pp * p.vpp;
+    int64_t *split = NULL;
+    if (p.n_stage_layers == 0 && m.layers % chunks != 0) {
+        split = malloc((size_t)chunks * sizeof *split);
+        if (!split) {
+            cli_hw_free(&g->loaded);
+            return cli_fail(&(TsError){.code = TS_ERR_INTERNAL, .msg = "out of memory"});
+        }
+        for (int64_t c = 0; c < chunks; c++) split[c] = plan_chunk_layers(&p, m.layers, c);
+        pd.stage_layers = split;
+        pd.n_stage_layers = (int32_t)chunks;
+    }
     TsError err = {0};
     TsStatus st;
     if (g->fmt == WL_FMT_SIMAI || g->fmt == WL_FMT_ASTRASIM) {
@@ -136,6 +150,7 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
         WlBuildOptions bo = {0};
         st = wl_build(&md, &pd, &cost, &bo, out, &err);
     }
+    free(split);
     cli_hw_free(&g->loaded);
     return st ? cli_fail(&err) : 0;
 }

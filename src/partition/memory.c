@@ -184,7 +184,7 @@ TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOpt
     }
     /* Without stages[], only the candidates for the peak: the first and last
      * stage (embedding, head, most in flight) and, for uneven splits, all. */
-    bool all = stages != NULL || p->n_stage_layers > 0;
+    bool all = stages != NULL || p->n_stage_layers > 0 || (p->uneven && m->layers % (p->pp * p->vpp) != 0);
     PartMemory tmp;
     peak->total_bytes = -1;
     for (int64_t s = 0; s < p->pp; s++) {

@@ -172,8 +172,8 @@ static TsStatus validate_model(const ModelSpec *m, const ParallelPlan *p, TsErro
         if (sum != m->layers)
             return bad(err, "the entries of --stage-layers must add up to the model's layers",
                        "--stage-layers adds up to %lld layers, the model has %lld", LL(sum), LL(m->layers));
-    } else if (m->layers % chunks != 0) {
-        return bad(err, "give --stage-layers for uneven stages, or pick pp*vpp dividing the layers",
+    } else if (m->layers % chunks != 0 && (!p->uneven || m->layers < chunks)) {
+        return bad(err, "give --stage-layers or --uneven-stages for uneven stages, or pick pp*vpp dividing the layers",
                    "pp*vpp = %lld does not divide the %lld layers", LL(chunks), LL(m->layers));
     }
     if (m->experts > 0) {
@@ -257,17 +257,35 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
 
 /* ---- layer ranges ------------------------------------------------------------ */
 
+/* Is the plan's split the uneven rule (ParallelPlan.uneven) for n_layers? */
+static bool by_rule(const ParallelPlan *p, int64_t n_layers)
+{
+    int64_t c = p->pp * p->vpp;
+    return !(p->n_stage_layers > 0 && p->stage_layers) && p->uneven && c > 0 && n_layers % c != 0;
+}
+
+/* The uneven rule: ceil(L/c) layers, one fewer on the first d chunks of the
+ * order c-1, 0, c-2, 1, ... (position 2j for the j-th from the end, 2i+1
+ * for the i-th from the start). */
+static int64_t rule_layers(int64_t c, int64_t n_layers, int64_t chunk)
+{
+    int64_t base = (n_layers + c - 1) / c, d = base * c - n_layers, j = c - 1 - chunk;
+    int64_t pos = j <= chunk ? 2 * j : 2 * chunk + 1;
+    return base - (pos < d ? 1 : 0);
+}
+
 int64_t plan_chunk_layers(const ParallelPlan *p, int64_t n_layers, int64_t chunk)
 {
     if (p->n_stage_layers > 0 && p->stage_layers) return p->stage_layers[chunk];
+    if (by_rule(p, n_layers)) return rule_layers(p->pp * p->vpp, n_layers, chunk);
     return n_layers / (p->pp * p->vpp);
 }
 
 int64_t plan_chunk_first_layer(const ParallelPlan *p, int64_t n_layers, int64_t chunk)
 {
-    if (p->n_stage_layers > 0 && p->stage_layers) {
+    if ((p->n_stage_layers > 0 && p->stage_layers) || by_rule(p, n_layers)) {
         int64_t s = 0;
-        for (int64_t c = 0; c < chunk; c++) s += p->stage_layers[c];
+        for (int64_t c = 0; c < chunk; c++) s += plan_chunk_layers(p, n_layers, c);
         return s;
     }
     return chunk * (n_layers / (p->pp * p->vpp));
@@ -276,10 +294,10 @@ int64_t plan_chunk_first_layer(const ParallelPlan *p, int64_t n_layers, int64_t 
 int64_t plan_layer_chunk(const ParallelPlan *p, int64_t n_layers, int64_t layer)
 {
     int64_t chunks = p->pp * p->vpp;
-    if (p->n_stage_layers > 0 && p->stage_layers) {
+    if ((p->n_stage_layers > 0 && p->stage_layers) || by_rule(p, n_layers)) {
         int64_t s = 0;
         for (int64_t c = 0; c < chunks; c++) {
-            s += p->stage_layers[c];
+            s += plan_chunk_layers(p, n_layers, c);
             if (layer < s) return c;
         }
         return chunks - 1;

@@ -191,11 +191,57 @@ static void test_nodes(void **state)
     assert_int_equal(gi.nodes, 3); assert_int_equal(gi.per_node, 3);
 }
 
+/* The uneven rule (ParallelPlan.uneven): ceil(L/c) layers per chunk, one
+ * fewer on the last, first, second-to-last, ... chunk; the counts add up to
+ * L, first layers and the layer -> chunk map agree with them; without the
+ * flag plan_resolve refuses the split. */
+static void test_uneven(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t layers, pp, vpp;
+        int64_t want[16];
+    } cases[] = {
+        {70, 12, 1, {5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5}},          /* BLOOM on 12 stages */
+        {61, 16, 1, {3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 3, 3}}, /* DeepSeek-V3 */
+        {126, 16, 1, {7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7}}, /* Llama 3 405B */
+        {10, 2, 3, {1, 2, 2, 2, 2, 1}},                               /* interleaved: by chunk */
+        {7, 7, 1, {1, 1, 1, 1, 1, 1, 1}},                             /* divides: the even split */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ModelSpec m;
+        TsError err = {0};
+        assert_int_equal(model_preset("llama2-7b", &m, &err), TS_OK);
+        m.layers = cases[i].layers;
+        ParallelPlan p;
+        plan_init(&p);
+        p.tp = 1;
+        p.pp = cases[i].pp;
+        p.vpp = cases[i].vpp;
+        p.gpus = p.pp;
+        p.global_batch = 64;
+        p.seq = 2048;
+        if (p.vpp > 1) p.schedule = PLAN_SCHED_INTERLEAVED;
+        bool divides = cases[i].layers % (cases[i].pp * cases[i].vpp) == 0;
+        assert_int_equal(plan_resolve(&m, &p, &err), divides ? TS_OK : TS_ERR_PLAN);
+        p.uneven = true;
+        assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
+        int64_t c = p.pp * p.vpp, sum = 0;
+        for (int64_t k = 0; k < c; k++) {
+            assert_int_equal(plan_chunk_layers(&p, m.layers, k), cases[i].want[k]);
+            assert_int_equal(plan_chunk_first_layer(&p, m.layers, k), sum);
+            for (int64_t l = sum; l < sum + cases[i].want[k]; l++) assert_int_equal(plan_layer_chunk(&p, m.layers, l), k);
+            sum += cases[i].want[k];
+        }
+        assert_int_equal(sum, m.layers);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_derive), cmocka_unit_test(test_rules),
-        cmocka_unit_test(test_layout), cmocka_unit_test(test_nodes),
+        cmocka_unit_test(test_layout), cmocka_unit_test(test_nodes), cmocka_unit_test(test_uneven),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -290,6 +290,11 @@ TsStatus wl_build_aicb(const WlModelDims *m, const WlPlanDims *p, const WlCost *
 typedef struct WlBuildOptions {
     double bucket_params;   /* DP gradient bucket in parameters, Megatron max(4e7, 1e6*dp) when 0 */
     int grad_bytes;         /* bytes per gradient element reduced over DP, 4 (fp32 main grads) */
+    bool param_gather_at_step; /* dist-opt / ZeRO-1/2: all-gather the updated parameters after
+                               the optimizer step (exposed). false (Megatron
+                               --overlap-param-gather, the simulator's default): the gathers
+                               open the iteration, one per layer, and each layer's first
+                               forward waits only for its own */
 } WlBuildOptions;
 /* The full per-stage task DAG: layers with TP/SP/CP/EP collectives, PP
  * send/recv in schedule order, bucketed gradient reduction over DP (DP x CP

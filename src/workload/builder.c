@@ -61,6 +61,8 @@ typedef struct Gen {
     int64_t n_chunks;
     int32_t unit_end[2];            /* last task of the two latest FSDP units (layers, root;
                                        [1] newest): a ZeRO-3 gather waits for [1] */
+    int32_t *pg_ag;                 /* [layers + 2]: the dist-opt parameter gather of each layer
+                                       (then embedding, head) of this class, -1 none */
     int32_t join;                   /* an asynchronous task the next task on the stream
                                        also waits for (CP ring), -1 */
     double core_f, core_b;          /* attention core forward / backward, one micro-batch */
@@ -484,7 +486,8 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
     if (ch > 0) p2p(g, "pp.recv.f", WL_PHASE_FWD, mb, false, ch - 1, ch - 1, 0);
     if (ch == 0) {
         comp_f(g, "embed.f", WL_PHASE_FWD, mb, ch, -1, g->embed.fwd_s, 0, g->embed.fwd_bytes,
-               fsdp_gather(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), WL_PHASE_FWD, mb), -1, 0);
+               fsdp_gather(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), WL_PHASE_FWD, mb),
+               mb == 0 ? g->pg_ag[g->m->layers] : -1, 0);
         if (p->sp) coll(g, "sp.rs", WL_PHASE_FWD, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
         else coll(g, "tp.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
         unit_done(g);
@@ -495,7 +498,7 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
     for (int64_t l = first; l < first + nl; l++) {
         bool moe = is_moe_layer(g, l);
         int32_t next = l + 1 < first + nl ? fsdp_gather(g, layer_params(g, l + 1), WL_PHASE_FWD, mb) : -1;
-        block_fwd(g, &g->attn, "attn", mb, ch, l, false, ag);
+        block_fwd(g, &g->attn, "attn", mb, ch, l, false, ag >= 0 ? ag : mb == 0 ? g->pg_ag[l] : -1);
         block_fwd(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, -1);
         unit_done(g);
         ag = next;
@@ -505,7 +508,8 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
         /* (ZeRO-3: the head belongs to the root unit, gathered with the
          * embedding when the chunk holds both, else here) */
         comp_f(g, "head.f", WL_PHASE_FWD, mb, ch, -1, g->head.fwd_s, g->head.fwd_flops, g->head.fwd_bytes,
-               ch == 0 ? -1 : fsdp_gather(g, g->head.params, WL_PHASE_FWD, mb), -1, 0);
+               ch == 0 ? -1 : fsdp_gather(g, g->head.params, WL_PHASE_FWD, mb),
+               mb == 0 ? g->pg_ag[g->m->layers + 1] : -1, 0);
         for (int i = 0; i < 3; i++) /* vocab-parallel cross-entropy: max, sum-exp, target logit */
             coll(g, "loss.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP,
                  (double)(p->micro_batch * (p->seq / p->cp)) * 4.0, true);
@@ -601,7 +605,7 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
 {
     const WlPlanDims *p = g->p;
     bool sharded = p->dist_opt || p->zero >= 1;
-    bool gather_after = sharded && p->zero < 3; /* ZeRO-3 gathers per block */
+    bool gather_after = sharded && p->zero < 3 && g->o->param_gather_at_step; /* else: param_gathers() */
     int64_t edpn = wl_group_size(g->w, WL_GROUP_DP_EP);
     /* dense parameters sharded over DP (x CP), routed experts over DP_EP */
     double shard = sharded ? (params - eparams) / (double)g->dpn + eparams / (double)(edpn > 0 ? edpn : 1) : params;
@@ -661,6 +665,38 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
     }
 }
 
+/* Dist-opt / ZeRO-1/2 with the parameter gather overlapped (Megatron
+ * --overlap-param-gather): the previous step's updated parameters are
+ * gathered at the start of the iteration, one gather per layer (expert
+ * parameters over the expert-DP group), then the embedding and the head, in
+ * forward order on the DP stream; the first forward of each layer waits for
+ * its gather (g->pg_ag). */
+static void param_gathers(Gen *g, int64_t stage)
+{
+    const WlPlanDims *p = g->p;
+    int64_t L = g->m->layers;
+    for (int64_t i = 0; i < L + 2; i++) g->pg_ag[i] = -1;
+    if (!(p->dist_opt || p->zero >= 1) || p->zero >= 3 || g->o->param_gather_at_step) return;
+    double db = (double)p->dtype_bytes;
+    int64_t v = p->vpp > 1 ? p->vpp : 1;
+    for (int64_t k = 0; k < v; k++) {
+        int64_t ch = k * p->pp + stage;
+        if (ch == 0) g->pg_ag[L] = coll(g, "param.ag", WL_PHASE_FWD, -1, TS_COLL_ALLGATHER, g->dpg, g->embed.params * db,
+                                        false);
+        for (int64_t l = chunk_first(g, ch); l < chunk_first(g, ch) + chunk_layers(g, ch); l++) {
+            bool moe = is_moe_layer(g, l);
+            double e = moe ? g->moe.eparams : 0;
+            int32_t a = coll(g, "param.ag", WL_PHASE_FWD, -1, TS_COLL_ALLGATHER, g->dpg, (layer_params(g, l) - e) * db,
+                             false);
+            int32_t b = e > 0 ? coll(g, "eparam.ag", WL_PHASE_FWD, -1, TS_COLL_ALLGATHER, WL_GROUP_DP_EP, e * db, false)
+                              : -1;
+            g->pg_ag[l] = b >= 0 ? b : a;
+        }
+        if (ch == g->n_chunks - 1 && g->head.params > 0)
+            g->pg_ag[L + 1] = coll(g, "param.ag", WL_PHASE_FWD, -1, TS_COLL_ALLGATHER, g->dpg, g->head.params * db, false);
+    }
+}
+
 TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, const WlBuildOptions *o,
                   Workload **out, TsError *err)
 {
@@ -695,8 +731,9 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
     Step *steps = malloc((size_t)(2 * p->ga * v) * sizeof *steps);
     g.fwd_last = malloc((size_t)(p->ga * n_chunks) * sizeof *g.fwd_last);
     g.first = malloc((size_t)(n_chunks + 1) * sizeof *g.first);
+    g.pg_ag = malloc((size_t)(m->layers + 2) * sizeof *g.pg_ag);
     g.w = wl_create(p->world, err);
-    if (!steps || !g.fwd_last || !g.first || !g.w) goto oom;
+    if (!steps || !g.fwd_last || !g.first || !g.pg_ag || !g.w) goto oom;
     chunk_split(m, p, n_chunks, g.first);
     Workload *w = g.w;
     w->par = (WlParallel){.world = p->world, .tp = p->tp, .cp = p->cp, .pp = p->pp, .dp = p->dp,
@@ -717,6 +754,7 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
         g.n_pending = 0;
         g.bucket = g.ebucket = 0;
         int64_t n = schedule(p, s, steps);
+        param_gathers(&g, s);
         /* the last backward of each chunk triggers its gradient reduction */
         double params = 0, eparams = 0;
         for (int64_t k = 0; k < v; k++) {
@@ -740,6 +778,7 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
     free(steps);
     free(g.fwd_last);
     free(g.first);
+    free(g.pg_ag);
     free(g.pending);
     *out = w;
     return TS_OK;
@@ -747,6 +786,7 @@ oom:
     free(steps);
     free(g.fwd_last);
     free(g.first);
+    free(g.pg_ag);
     free(g.pending);
     wl_destroy(g.w);
     return ts_err(err, TS_ERR_INTERNAL, "out of memory building the workload");

@@ -319,9 +319,28 @@ static void test_build_dp_cp_reduction(void **state)
     WlGroup g = WL_GROUP_NONE;
     assert_true(count_named(w, 0, "grad.rs", &g, NULL) > 0);
     assert_int_equal(g, WL_GROUP_DP_CP);
+    /* overlapped (default): one gather per layer of stage 0 (8 layers / 4
+     * stages) and one for the embedding, opening the iteration */
+    assert_int_equal(count_named(w, 0, "param.ag", &g, NULL), 3);
+    assert_int_equal(g, WL_GROUP_DP_CP);
+    int32_t first_ag = -1, l0 = -1;
+    for (int32_t i = w->classes[0].first_task; i < w->classes[0].first_task + w->classes[0].n_tasks; i++) {
+        if (first_ag < 0 && !strcmp(w->tasks[i].name, "param.ag")) first_ag = i;
+        if (l0 < 0 && !strcmp(w->tasks[i].name, "L0.attn.f")) l0 = i;
+    }
+    assert_true(first_ag == w->classes[0].first_task && l0 > first_ag);
+    bool waits = false; /* layer 0's first forward waits for a parameter gather */
+    const int32_t *dp = wl_task_deps(w, &w->tasks[l0]);
+    for (int32_t j = 0; j < w->tasks[l0].n_data_deps + w->tasks[l0].n_ctrl_deps; j++)
+        waits |= !strcmp(w->tasks[dp[j]].name, "param.ag");
+    assert_true(waits);
+    assert_int_equal(wl_group_size(w, WL_GROUP_DP_CP), 8);
+    wl_destroy(w);
+    /* at the step (exposed): one gather of the stage's parameters */
+    WlBuildOptions bo = {.param_gather_at_step = true};
+    assert_int_equal(wl_build(&m, &p, &c, &bo, &w, &err), TS_OK);
     assert_int_equal(count_named(w, 0, "param.ag", &g, NULL), 1);
     assert_int_equal(g, WL_GROUP_DP_CP);
-    assert_int_equal(wl_group_size(w, WL_GROUP_DP_CP), 8);
     /* members of rank 3 (tp 1, cp 1, dp 0): tp 1 of every (cp, dp), cp fastest */
     int64_t mem[8], gid;
     assert_int_equal(wl_group_members(w, WL_GROUP_DP_CP, 3, mem, 8, &gid), 8);
@@ -329,7 +348,7 @@ static void test_build_dp_cp_reduction(void **state)
     wl_destroy(w);
     p.cp = 1, p.world = 32; /* cp 1 keeps the plain DP group */
     assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
-    assert_int_equal(count_named(w, 0, "param.ag", &g, NULL), 1);
+    assert_int_equal(count_named(w, 0, "param.ag", &g, NULL), 3);
     assert_int_equal(g, WL_GROUP_DP);
     wl_destroy(w);
 }

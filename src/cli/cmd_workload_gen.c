@@ -40,6 +40,8 @@ static void model_dims(const ModelSpec *m, int64_t tp, WlModelDims *d)
     d->swiglu = m->act == MODEL_ACT_SWIGLU;
     d->tied = m->tied_embeddings;
     d->learned_pos = m->pos == MODEL_POS_LEARNED;
+    d->rope = m->pos == MODEL_POS_ROPE;
+    d->dropout = m->arch == MODEL_ARCH_GPT || m->arch == MODEL_ARCH_BERT;
     d->experts = m->experts;
     d->topk = m->topk;
     d->moe_ffn = m->moe_ffn;

@@ -96,15 +96,26 @@ static void gemm(const Gen *g, Block *b, int64_t M, int64_t N, int64_t K)
     gemm_b(g, b, 1, M, N, K);
 }
 
-static void mem(const Gen *g, Block *b, double bytes, double fwd_flops)
+/* A memory-bound kernel moving fb bytes forward and bb backward (its
+ * gradient kernel), as the simulator charges it (src/sim/cost.c mem). */
+static void mem2(const Gen *g, Block *b, double fb, double bb, double fwd_flops)
 {
-    double t = g->c->mem_s(g->c->ctx, bytes);
-    b->fwd_s += t;
-    b->ig_s += t;
-    b->fwd_bytes += bytes;
-    b->bwd_bytes += bytes;
+    b->fwd_s += g->c->mem_s(g->c->ctx, fb);
+    b->ig_s += g->c->mem_s(g->c->ctx, bb);
+    b->fwd_bytes += fb;
+    b->bwd_bytes += bb;
     b->fwd_flops += fwd_flops;
     b->ig_flops += fwd_flops;
+}
+
+/* Norm (2 / 3 tensor passes), residual add (3 / 3) and dropout (2.5 / 2.5,
+ * GPT/BERT) of one half layer on th bytes of the rank's tokens (T/TP under
+ * SP): the simulator's half_layer_mem. */
+static void half_layer(const Gen *g, Block *b, double th, double elems)
+{
+    mem2(g, b, 2 * th, 3 * th, 5.0 * elems);
+    mem2(g, b, 3 * th, 3 * th, 0);
+    if (g->m->dropout) mem2(g, b, 2.5 * th, 2.5 * th, 0);
 }
 
 static void layer_costs(Gen *g)
@@ -116,9 +127,15 @@ static void layer_costs(Gen *g)
     int64_t A = m->heads / tp, G = (m->kv_heads > 0 ? m->kv_heads : m->heads) / tp;
     if (G < 1) G = 1;
     double db = p->dtype_bytes, tok = (double)T * (double)H * db;
+    int64_t Tsp = p->sp ? T / tp : T;                          /* tokens of the norms, residuals */
+    double th = (double)Tsp * (double)H * db, el = (double)Tsp * (double)H;
     /* attention: norm, QKV (MLA: down/up projections), core, projection */
     Block *a = &g->attn;
-    mem(g, a, 2 * tok, 5.0 * (double)T * (double)H);
+    half_layer(g, a, th, el);
+    if (m->rope) { /* rotary on q and k */
+        double qk = 2.0 * (double)T * (double)((A + G) * D) * db;
+        mem2(g, a, qk, qk, 0);
+    }
     int64_t dv = D;
     if (m->kv_lora_rank > 0) {
         D = m->qk_nope_dim + m->qk_rope_dim; /* q.k width per head */
@@ -152,9 +169,10 @@ static void layer_costs(Gen *g)
     /* dense MLP: norm, fc1 (gate+up for SwiGLU), activation, fc2 */
     int64_t F = m->ffn / tp;
     Block *f = &g->mlp;
-    mem(g, f, 2 * tok, 5.0 * (double)T * (double)H);
+    half_layer(g, f, th, el);
     gemm(g, f, T, F * (m->swiglu ? 2 : 1), H);
-    mem(g, f, (double)T * (double)F * db * (m->swiglu ? 3.0 : 2.0), 8.0 * (double)T * (double)F);
+    double act = (double)T * (double)F * db; /* GeLU 2 / 3 passes, SwiGLU 3 / 5 */
+    mem2(g, f, act * (m->swiglu ? 3.0 : 2.0), act * (m->swiglu ? 5.0 : 3.0), 8.0 * (double)T * (double)F);
     gemm(g, f, T, H, F);
     f->params += 2.0 * (double)H;
     /* MoE MLP, as the simulator costs it: router over the tokens this rank
@@ -169,18 +187,20 @@ static void layer_costs(Gen *g)
         if (local < 1) local = 1;
         double pairs = (double)rt * (double)m->topk * (double)etp;
         int64_t me = (int64_t)ceil(pairs / (double)local);
-        mem(g, e, 2 * tok, 5.0 * (double)T * (double)H);
+        half_layer(g, e, th, el);
         gemm(g, e, rt, m->experts, H);
         double p0 = e->params;
         gemm_b(g, e, local, me, EF * (m->swiglu ? 2 : 1), H);
         gemm_b(g, e, local, me, H, EF);
         e->eparams = e->params - p0;
-        mem(g, e, pairs * (double)EF * db * (m->swiglu ? 3.0 : 2.0), 8.0 * pairs * (double)EF);
-        mem(g, e, 4.0 * pairs * (double)H * db, 0);
+        double ea = pairs * (double)EF * db;
+        mem2(g, e, ea * (m->swiglu ? 3.0 : 2.0), ea * (m->swiglu ? 5.0 : 3.0), 8.0 * pairs * (double)EF);
+        mem2(g, e, 4.0 * pairs * (double)H * db, 4.0 * pairs * (double)H * db, 0); /* permute / unpermute */
         if (m->shared_experts > 0) {
             int64_t SF = (m->moe_ffn > 0 ? m->moe_ffn : m->ffn) * m->shared_experts / tp;
             gemm(g, e, T, SF * (m->swiglu ? 2 : 1), H);
-            mem(g, e, (double)T * (double)SF * db * (m->swiglu ? 3.0 : 2.0), 8.0 * (double)T * (double)SF);
+            double sa = (double)T * (double)SF * db;
+            mem2(g, e, sa * (m->swiglu ? 3.0 : 2.0), sa * (m->swiglu ? 5.0 : 3.0), 8.0 * (double)T * (double)SF);
             gemm(g, e, T, H, SF);
         }
     }
@@ -191,14 +211,16 @@ static void layer_costs(Gen *g)
     }
     /* embedding: gather rows (+ position add); backward scatters into the table */
     Block *em = &g->embed;
-    mem(g, em, 3 * tok, 0);
-    em->wg_s = g->c->mem_s(g->c->ctx, 3 * tok);
+    mem2(g, em, 2 * tok, 0, 0);                                       /* gather rows (+ position add) */
+    em->wg_s = g->c->mem_s(g->c->ctx, (double)T * (double)H * 4.0); /* scatter-add into the fp32 grad */
     em->params = (double)(m->vocab_padded / tp) * (double)H + (m->learned_pos ? (double)(S * p->cp) * (double)H : 0);
     /* head: final norm, LM head, vocab-parallel cross-entropy */
     Block *hd = &g->head;
-    mem(g, hd, 2 * tok, 5.0 * (double)T * (double)H);
+    mem2(g, hd, 2 * th, 3 * th, 5.0 * el); /* final norm */
     gemm(g, hd, T, m->vocab_padded / tp, H);
-    mem(g, hd, (double)T * (double)(m->vocab_padded / tp) * 4.0 * 2.0, 5.0 * (double)T * (double)(m->vocab_padded / tp));
+    /* fp32 vocab-parallel cross-entropy: ~14 B per logit forward, 28 B backward */
+    double logits = (double)T * (double)(m->vocab_padded / tp);
+    mem2(g, hd, logits * (db + 12.0), 2.0 * logits * (db + 12.0), 5.0 * logits);
     if (m->tied && p->pp == 1) hd->params -= (double)(m->vocab_padded / tp) * (double)H;
     /* ZeRO-3 / FSDP, on the compute stream: copy-out of the gathered flat
      * buffer into the parameters before each use (read + write), copy-in of

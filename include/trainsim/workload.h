@@ -227,6 +227,12 @@ void wl_summary(const Workload *w, int32_t cls, WlSummary *out);
 /* Structural checks: deps exist, point backwards inside the class (hence
  * acyclic), rows refer to tasks of their class. TS_ERR_INTERNAL on failure. */
 TsStatus wl_validate(const Workload *w, TsError *err);
+/* Pair every RECV with the SEND of its peer stage that has the same tag (the
+ * class's stage is the receiver's; the send's peer_stage must be it).
+ * send_of (may be NULL): [n_tasks], the SEND of each RECV, -1 for other
+ * tasks. Returns -1 when all pair up, else the id of the first RECV
+ * without a SEND; -2 when out of memory. */
+int32_t wl_pair_p2p(const Workload *w, int32_t *send_of);
 
 /* ---- generators (model + plan -> Workload) ------------------------------------ */
 /* Compute-time callbacks for one TP shard (the CLI wires hw.h's model in;

@@ -26,21 +26,6 @@
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
 
-/* A SEND, keyed by (from stage, to stage, tag) for the RECV lookup. */
-typedef struct SendKey {
-    int64_t from, to, tag;
-    int32_t id;
-} SendKey;
-
-static int key_cmp(const void *a, const void *b)
-{
-    const SendKey *x = a, *y = b;
-    if (x->from != y->from) return x->from < y->from ? -1 : 1;
-    if (x->to != y->to) return x->to < y->to ? -1 : 1;
-    if (x->tag != y->tag) return x->tag < y->tag ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
 static int i64_cmp(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -88,19 +73,13 @@ static TsStatus group_geom(Dag *d, WlGroup g, int64_t *size, int64_t *nodes, TsE
 static TsStatus prepare(Dag *d, TsError *err)
 {
     const Workload *w = d->w;
-    int32_t ns = 0;
-    for (int32_t i = 0; i < w->n_tasks; i++) ns += w->tasks[i].kind == WL_KIND_SEND;
-    SendKey *keys = ns ? malloc((size_t)ns * sizeof *keys) : NULL;
-    if (ns && !keys) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
     int64_t gpn = d->net->cl.gpus_per_node;
-    int32_t k = 0;
     TsStatus st = TS_OK;
     for (int32_t c = 0; c < w->n_classes && !st; c++) {
         const WlClass *cl = &w->classes[c];
         int64_t r0 = wl_stage_peer(w, 0, cl->stage);
         for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks && !st; i++) {
             const WlTask *t = &w->tasks[i];
-            d->send[i] = -1;
             d->fin[i] = -1;
             d->dur[i] = 0;
             if (t->kind == WL_KIND_COMP) {
@@ -114,35 +93,20 @@ static TsStatus prepare(Dag *d, TsError *err)
                 int64_t peer = wl_stage_peer(w, r0, t->peer_stage);
                 bool cross = gpn > 0 && peer / gpn != r0 / gpn;
                 d->dur[i] = t->comm_bytes > 0 ? hw_p2p_time_s(d->net, t->comm_bytes, cross) : 0;
-                keys[k++] = (SendKey){.from = cl->stage, .to = t->peer_stage, .tag = t->tag, .id = i};
             }
         }
     }
-    if (!st && k > 1) qsort(keys, (size_t)k, sizeof *keys, key_cmp);
-    for (int32_t c = 0; c < w->n_classes && !st; c++) {
-        const WlClass *cl = &w->classes[c];
-        for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++) {
-            const WlTask *t = &w->tasks[i];
-            if (t->kind != WL_KIND_RECV) continue;
-            SendKey q = {.from = t->peer_stage, .to = cl->stage, .tag = t->tag, .id = -1};
-            SendKey *hit = NULL;
-            size_t lo = 0, hi = (size_t)k; /* first key >= q */
-            while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (key_cmp(&keys[mid], &q) < 0) lo = mid + 1;
-                else hi = mid;
-            }
-            if (lo < (size_t)k && keys[lo].from == q.from && keys[lo].to == q.to && keys[lo].tag == q.tag) hit = &keys[lo];
-            if (!hit) {
-                st = ts_err(err, TS_ERR_INPUT, "task %d (recv \"%s\") of class %s: no send from stage %d with tag %d",
-                            i - cl->first_task, t->name ? t->name : "", cl->name, t->peer_stage, t->tag);
-                break;
-            }
-            d->send[i] = hit->id;
-        }
+    if (st) return st;
+    int32_t bad = wl_pair_p2p(w, d->send);
+    if (bad == -2) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    if (bad >= 0) {
+        int32_t c = 0;
+        while (c + 1 < w->n_classes && bad >= w->classes[c + 1].first_task) c++;
+        const WlTask *t = &w->tasks[bad];
+        return ts_err(err, TS_ERR_INPUT, "task %d (recv \"%s\") of class %s: no send from stage %d with tag %d",
+                      bad - w->classes[c].first_task, t->name ? t->name : "", w->classes[c].name, t->peer_stage, t->tag);
     }
-    free(keys);
-    return st;
+    return TS_OK;
 }
 
 /* Per-class stream clocks: compute, send, one per group kind, except that

@@ -2,6 +2,7 @@
  * layout and process groups (Megatron order tp, cp, dp, pp). */
 #include "trainsim/workload.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const PHASE_NAMES[] = {
@@ -295,4 +296,48 @@ TsStatus wl_validate(const Workload *w, TsError *err)
             }
     }
     return TS_OK;
+}
+
+/* ---- send / recv pairing ------------------------------------------------------ */
+typedef struct P2pKey {
+    int64_t from, to, tag;
+    int32_t id;
+} P2pKey;
+
+static int p2p_cmp(const void *a, const void *b)
+{
+    const P2pKey *x = a, *y = b;
+    if (x->from != y->from) return x->from < y->from ? -1 : 1;
+    if (x->to != y->to) return x->to < y->to ? -1 : 1;
+    return x->tag < y->tag ? -1 : x->tag > y->tag;
+}
+
+int32_t wl_pair_p2p(const Workload *w, int32_t *send_of)
+{
+    int32_t ns = 0;
+    for (int32_t i = 0; i < w->n_tasks; i++) ns += w->tasks[i].kind == WL_KIND_SEND;
+    P2pKey *k = ns ? malloc((size_t)ns * sizeof *k) : NULL;
+    if (ns && !k) return -2;
+    int32_t n = 0;
+    for (int32_t c = 0; c < w->n_classes; c++)
+        for (int32_t i = w->classes[c].first_task; i < w->classes[c].first_task + w->classes[c].n_tasks; i++)
+            if (w->tasks[i].kind == WL_KIND_SEND)
+                k[n++] = (P2pKey){w->classes[c].stage, w->tasks[i].peer_stage, w->tasks[i].tag, i};
+    if (n > 1) qsort(k, (size_t)n, sizeof *k, p2p_cmp);
+    int32_t bad = -1;
+    for (int32_t c = 0; c < w->n_classes && bad < 0; c++)
+        for (int32_t i = w->classes[c].first_task; i < w->classes[c].first_task + w->classes[c].n_tasks; i++) {
+            const WlTask *t = &w->tasks[i];
+            if (send_of) send_of[i] = -1;
+            if (t->kind != WL_KIND_RECV) continue;
+            P2pKey q = {t->peer_stage, w->classes[c].stage, t->tag, 0};
+            const P2pKey *hit = n ? bsearch(&q, k, (size_t)n, sizeof *k, p2p_cmp) : NULL;
+            if (!hit) {
+                bad = i;
+                break;
+            }
+            if (send_of) send_of[i] = hit->id;
+        }
+    free(k);
+    return bad;
 }

@@ -474,50 +474,22 @@ static TsStatus read_doc(Rd *r)
     return TS_OK;
 }
 
-/* A send: (from stage, to stage, tag) and its class-local position. */
-typedef struct P2pKey {
-    int64_t from, to, tag;
-} P2pKey;
-
-static int p2p_cmp(const void *a, const void *b)
-{
-    const P2pKey *x = a, *y = b;
-    if (x->from != y->from) return x->from < y->from ? -1 : 1;
-    if (x->to != y->to) return x->to < y->to ? -1 : 1;
-    return x->tag < y->tag ? -1 : x->tag > y->tag;
-}
-
 /* Every recv needs a send from its peer stage with the same tag (what the
  * Chakra writer and the task-graph replay pair up). */
 static TsStatus check_p2p(Rd *r)
 {
     const Workload *w = r->w;
-    int32_t ns = 0;
-    for (int32_t i = 0; i < w->n_tasks; i++) ns += w->tasks[i].kind == WL_KIND_SEND;
-    P2pKey *k = ns ? malloc((size_t)ns * sizeof *k) : NULL;
-    if (ns && !k) return oom(r);
-    int32_t n = 0;
-    for (int32_t c = 0; c < w->n_classes; c++)
-        for (int32_t i = 0; i < w->classes[c].n_tasks; i++) {
-            const WlTask *t = &w->tasks[w->classes[c].first_task + i];
-            if (t->kind == WL_KIND_SEND) k[n++] = (P2pKey){w->classes[c].stage, t->peer_stage, t->tag};
-        }
-    if (n > 1) qsort(k, (size_t)n, sizeof *k, p2p_cmp);
-    TsStatus st = TS_OK;
-    for (int32_t c = 0; c < w->n_classes && !st; c++)
-        for (int32_t i = 0; i < w->classes[c].n_tasks && !st; i++) {
-            const WlTask *t = &w->tasks[w->classes[c].first_task + i];
-            if (t->kind != WL_KIND_RECV) continue;
-            P2pKey q = {t->peer_stage, w->classes[c].stage, t->tag};
-            if (n && bsearch(&q, k, (size_t)n, sizeof *k, p2p_cmp)) continue;
-            char path[96], hint[192];
-            snprintf(path, sizeof path, "classes[%d].tasks[%d].tag", c, i);
-            snprintf(hint, sizeof hint, "the class of stage %d needs a send with \"peer_stage\": %d and \"tag\": %d "
-                     "(sends and receives pair up by stage and tag)", t->peer_stage, w->classes[c].stage, t->tag);
-            st = rd_err(r, path, hint, "recv from stage %d with tag %d has no matching send", t->peer_stage, t->tag);
-        }
-    free(k);
-    return st;
+    int32_t bad = wl_pair_p2p(w, NULL);
+    if (bad == -2) return oom(r);
+    if (bad < 0) return TS_OK;
+    int32_t c = 0;
+    while (c + 1 < w->n_classes && bad >= w->classes[c + 1].first_task) c++;
+    const WlTask *t = &w->tasks[bad];
+    char path[96], hint[192];
+    snprintf(path, sizeof path, "classes[%d].tasks[%d].tag", c, bad - w->classes[c].first_task);
+    snprintf(hint, sizeof hint, "the class of stage %d needs a send with \"peer_stage\": %d and \"tag\": %d "
+             "(sends and receives pair up by stage and tag)", t->peer_stage, w->classes[c].stage, t->tag);
+    return rd_err(r, path, hint, "recv from stage %d with tag %d has no matching send", t->peer_stage, t->tag);
 }
 
 TsStatus wl_read_json(const char *name, const char *text, size_t len, Workload **out, TsError *err)

@@ -58,6 +58,12 @@ int cmd_simulate(int argc, char **argv)
     so.record = o.trace != NULL || o.html != NULL;
 
     int64_t default_gpus = 0;
+    if (o.workload && o.html) {
+        TsError e = {.code = TS_ERR_USAGE};
+        ts_err(&e, TS_ERR_USAGE, "--html is not available with --workload");
+        ts_err_hint(&e, "write the replayed timeline with --trace FILE (Perfetto, chrome://tracing)");
+        return cli_fail(&e);
+    }
     if (o.workload)
         return cmd_simulate_workload(&s, &ch, &so, o.workload, o.json, cli_seen(&s, "seq") ? cp.seq : 0,
                                      cli_seen(&s, "micro-batch") ? cp.micro_batch : 0, o.trace);

@@ -31,14 +31,14 @@ static int64_t name_field(const char *path, const char *key)
     return 0;
 }
 
-/* Tokens per iteration = ga * micro-batch * dp * seq, dp = world/(tp*pp). */
+/* Tokens per iteration = ga * micro-batch * dp * seq, dp = world/(tp*pp*cp). */
 static void add_throughput(const Workload *w, int64_t seq, int64_t mbs, SimResult *r, char *how, size_t cap)
 {
     const WlParallel *p = &w->par;
     if (seq <= 0 || mbs <= 0 || p->world <= 0 || p->tp <= 0 || p->pp <= 0 || p->ga <= 0 ||
         r->iteration_time_s <= 0)
         return;
-    double dp = (double)p->world / (double)(p->tp * p->pp);
+    double dp = (double)p->world / (double)(p->tp * p->pp * (p->cp > 0 ? p->cp : 1));
     double samples = (double)p->ga * (double)mbs * dp;
     r->samples_per_s = samples / r->iteration_time_s;
     r->tokens_per_s = samples * (double)seq / r->iteration_time_s;
@@ -161,11 +161,15 @@ int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *s
         return rc;
     }
     char how[96] = "";
-    bool from_name = seq <= 0 || micro_batch <= 0;
-    if (seq <= 0) seq = name_field(path, "seq");
-    if (micro_batch <= 0) micro_batch = name_field(path, "mbs");
+    /* not given: the workload's own (a generated JSON carries them), else
+     * AICB's file name */
+    bool from_file = (seq <= 0 || micro_batch <= 0) && w->par.seq > 0 && w->par.micro_batch > 0;
+    bool from_name = (seq <= 0 || micro_batch <= 0) && !from_file;
+    if (seq <= 0) seq = w->par.seq > 0 ? w->par.seq : name_field(path, "seq");
+    if (micro_batch <= 0) micro_batch = w->par.micro_batch > 0 ? w->par.micro_batch : name_field(path, "mbs");
     add_throughput(w, seq, micro_batch, &r, how, sizeof how);
     if (from_name && how[0]) strncat(how, " (from the file name)", sizeof how - strlen(how) - 1);
+    if (from_file && how[0]) strncat(how, " (from the workload)", sizeof how - strlen(how) - 1);
     TsBuf b = {0};
     if (js) json(w, &hl, &r, &b);
     else text(w, &hl, &r, path, how, &b);

@@ -760,7 +760,8 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
     Workload *w = g.w;
     w->par = (WlParallel){.world = p->world, .tp = p->tp, .cp = p->cp, .pp = p->pp, .dp = p->dp,
                           .ep = p->ep > 0 ? p->ep : 1, .etp = p->etp > 0 && p->etp != p->tp ? p->etp : 0,
-                          .vpp = v, .layers_per_stage = m->layers / p->pp,
+                          .vpp = v, .layers_per_stage = m->layers / p->pp, .micro_batch = p->micro_batch,
+                          .seq = p->seq,
                           .ga = p->ga, .pp_comm_bytes = p->pp > 1 ? g.act_bytes : 0};
     snprintf(w->source, sizeof w->source, "trainsim %s: %s tp%lld cp%lld pp%lld vpp%lld dp%lld ep%lld", TRAINSIM_VERSION,
              m->name, (long long)p->tp, (long long)p->cp, (long long)p->pp, (long long)v, (long long)p->dp,

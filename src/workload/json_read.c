@@ -214,6 +214,11 @@ static TsStatus read_parallel(Rd *r, json_t *root)
         snprintf(hint, sizeof hint, "world = tp*cp*pp*dp; here tp*cp*pp*dp = %lld", (long long)(p->tp * p->cp * p->pp > M ? -1 : p->tp * p->cp * p->pp * p->dp));
         return rd_err(r, "parallel.world", hint, "'parallel.world' is %lld, not tp*cp*pp*dp", (long long)p->world);
     }
+    if (json_object_get(po, "micro_batch") || json_object_get(po, "seq")) {
+        if ((st = get_int(r, po, "micro_batch", 1, 1 << 24, &p->micro_batch)) ||
+            (st = get_int(r, po, "seq", 1, (int64_t)1 << 30, &p->seq)))
+            return st;
+    }
     if (json_object_get(po, "etp")) {
         if ((st = get_int(r, po, "etp", 1, M, &p->etp))) return st;
         if ((p->tp * p->cp * p->dp) % (p->etp * p->ep) != 0)

@@ -218,14 +218,10 @@ int main(int argc, char **argv)
         p.flash_attn = !(n21 || bloom || opt);
         /* NeMo performance recipes overlap TP comm (TE userbuffers) */
         p.tp_overlap = nemo && p.tp > 1;
-        /* uneven pipelines: first and last stage one layer lighter */
-        int64_t stage_layers[256];
-        if (m.layers % (p.pp * p.vpp) && p.vpp == 1 && p.pp <= 256) {
-            int64_t base = (m.layers + p.pp - 1) / p.pp, excess = base * p.pp - m.layers;
-            for (int64_t s = 0; s < p.pp; s++) stage_layers[s] = base;
-            for (int64_t k = 0; k < excess; k++) stage_layers[k % 2 ? 0 : p.pp - 1 - k / 2] -= 1;
-            p.stage_layers = stage_layers;
-            p.n_stage_layers = (int32_t)p.pp;
+        /* uneven pipelines: the plan's rule (last and first chunk one layer
+         * lighter first, plan.h ParallelPlan.uneven) */
+        if (m.layers % (p.pp * p.vpp)) {
+            p.uneven = true;
             strcat(rules, "uneven stages; ");
         }
         const char *cluster = strstr(r->f[col("gpu")], "H100") ? "dgx-h100" : bloom ? "jean-zay-a100" : "dgx-a100";
@@ -367,7 +363,7 @@ int main(int argc, char **argv)
            "                gather at the step, BF16-optimizer fp32 accumulation per micro-batch\n"
            "  torchtitan    eager PyTorch elementwise kernels (compile off, norm_type rmsnorm: its 2024\n"
            "                defaults); selective = op-level SAC (every second matmul + non-matmul ops)\n"
-           "  PP split      uneven splits put one layer less on the first/last stage\n"
+           "  PP split      uneven splits: --uneven-stages (last, first, ... chunk one layer lighter)\n"
            "  cluster       BLOOM on jean-zay-a100 (4x100G Omni-Path), other A100 rows on dgx-a100\n"
            "                (8x200G HDR), H100 rows on dgx-h100 (8x400G NDR)\n"
            "physical parameters (presets and sim_options_init, docs/accuracy.md): GPU speed spread 5%%\n"

@@ -906,9 +906,18 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
     if (p->pp > 1 && p->grad_accum < p->pp)
         warn(out, "only %lld micro-batches for %lld pipeline stages: the bubble dominates (%.0f%%)",
              (long long)p->grad_accum, (long long)p->pp, 100 * out->bubble_fraction);
-    else if (out->bubble_fraction > 0.25)
-        warn(out, "pipeline bubble is %.0f%% of the step: more micro-batches or interleaving would help",
-             100 * out->bubble_fraction);
+    else if (out->bubble_fraction > 0.25) {
+        /* the schedule's own fill and drain, (p-1)/(v*m + p-1) of the step;
+         * beyond that, stages wait for slower ones */
+        double fill = (double)(p->pp - 1) / (double)(p->vpp * p->grad_accum + p->pp - 1);
+        if (out->bubble_fraction > 2 * fill)
+            warn(out, "pipeline bubble is %.0f%% of the step, %.0f%% of it fill and drain: the rest is stages "
+                      "waiting for slower ones; balance the layers per stage (--stage-layers)",
+                 100 * out->bubble_fraction, 100 * fill);
+        else
+            warn(out, "pipeline bubble is %.0f%% of the step: more micro-batches%s would help",
+                 100 * out->bubble_fraction, in->opt.ds_pipe ? "" : " or interleaving");
+    }
     if (x.tpg.nodes > 1)
         warn(out, "tensor parallel group of %lld spans %lld nodes: TP traffic crosses the network",
              (long long)x.tpg.size, (long long)x.tpg.nodes);

@@ -174,6 +174,9 @@ bool ts_coll_parse(const char *s, TsColl *out);
 int64_t ts_round_up(int64_t x, int64_t multiple);
 int64_t ts_ceil_div(int64_t a, int64_t b);
 bool ts_str_eq(const char *a, const char *b);
+/* Index of s in names[0..n) (the name tables of the X-macro enums), -1 when
+ * absent or s is NULL. */
+int ts_name_index(const char *s, const char *const *names, int n);
 bool ts_ends_with(const char *s, const char *suffix);
 /* Strict parsers: whole string must be consumed. */
 bool ts_parse_i64(const char *s, int64_t *out);

@@ -181,6 +181,8 @@ const char *wl_phase_name(WlPhase p);
 const char *wl_kind_name(WlKind k);
 const char *wl_group_name(WlGroup g);
 bool wl_group_parse(const char *s, WlGroup *out);
+bool wl_kind_parse(const char *s, WlKind *out);
+bool wl_phase_parse(const char *s, WlPhase *out);
 
 /* ---- building ------------------------------------------------------------- */
 /* Create an empty workload for `world` ranks (par.* = 1, world set).

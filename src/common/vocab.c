@@ -25,24 +25,26 @@ _Static_assert(sizeof COLL_NAMES / sizeof COLL_NAMES[0] == TS_COLL_COUNT, "coll 
 const char *ts_dtype_name(TsDtype d) { return (unsigned)d < TS_DTYPE_COUNT ? DTYPE_NAMES[d] : "?"; }
 int ts_dtype_bytes(TsDtype d) { return (unsigned)d < TS_DTYPE_COUNT ? DTYPE_BYTES[d] : 0; }
 
+int ts_name_index(const char *s, const char *const *names, int n)
+{
+    if (!s) return -1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
 bool ts_dtype_parse(const char *s, TsDtype *out)
 {
-    for (int i = 0; i < TS_DTYPE_COUNT; i++)
-        if (strcmp(s, DTYPE_NAMES[i]) == 0) {
-            *out = (TsDtype)i;
-            return true;
-        }
-    return false;
+    int i = ts_name_index(s, DTYPE_NAMES, TS_DTYPE_COUNT);
+    if (i >= 0) *out = (TsDtype)i;
+    return i >= 0;
 }
 
 const char *ts_coll_name(TsColl c) { return (unsigned)c < TS_COLL_COUNT ? COLL_NAMES[c] : "?"; }
 
 bool ts_coll_parse(const char *s, TsColl *out)
 {
-    for (int i = 0; i < TS_COLL_COUNT; i++)
-        if (strcmp(s, COLL_NAMES[i]) == 0) {
-            *out = (TsColl)i;
-            return true;
-        }
-    return false;
+    int i = ts_name_index(s, COLL_NAMES, TS_COLL_COUNT);
+    if (i >= 0) *out = (TsColl)i;
+    return i >= 0;
 }

@@ -36,38 +36,32 @@ const char *model_norm_name(ModelNorm n) { return (unsigned)n <= MODEL_NORM_RMSN
 const char *model_act_name(ModelAct a) { return (unsigned)a <= MODEL_ACT_RELU2 ? ACT_NAMES[a] : "?"; }
 const char *model_pos_name(ModelPos p) { return (unsigned)p <= MODEL_POS_ALIBI ? POS_NAMES[p] : "?"; }
 
-static int find_name(const char *s, const char *const *names, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(s, names[i]) == 0) return i;
-    return -1;
-}
 bool model_norm_parse(const char *s, ModelNorm *out)
 {
-    int i = find_name(s, NORM_NAMES, MODEL_NORM_RMSNORM + 1);
+    int i = ts_name_index(s, NORM_NAMES, MODEL_NORM_RMSNORM + 1);
     if (i >= 0) *out = (ModelNorm)i;
     return i >= 0;
 }
 bool model_act_parse(const char *s, ModelAct *out)
 {
-    int i = find_name(s, ACT_NAMES, MODEL_ACT_RELU2 + 1);
+    int i = ts_name_index(s, ACT_NAMES, MODEL_ACT_RELU2 + 1);
     if (i >= 0) *out = (ModelAct)i;
     return i >= 0;
 }
 bool model_pos_parse(const char *s, ModelPos *out)
 {
-    int i = find_name(s, POS_NAMES, MODEL_POS_ALIBI + 1);
+    int i = ts_name_index(s, POS_NAMES, MODEL_POS_ALIBI + 1);
     if (i >= 0) *out = (ModelPos)i;
     return i >= 0;
 }
 
 bool model_arch_parse(const char *s, ModelArch *out)
 {
-    for (int i = 0; i < MODEL_ARCH_COUNT; i++)
-        if (strcmp(s, ARCH_NAMES[i]) == 0) {
-            *out = (ModelArch)i;
-            return true;
-        }
+    int i = ts_name_index(s, ARCH_NAMES, MODEL_ARCH_COUNT);
+    if (i >= 0) {
+        *out = (ModelArch)i;
+        return true;
+    }
     if (strcmp(s, "neox") == 0) {
         *out = MODEL_ARCH_NEOX;
         return true;

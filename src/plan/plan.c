@@ -35,14 +35,6 @@ static const char *const group_names[] = {
 };
 _Static_assert(sizeof group_names / sizeof group_names[0] == PLAN_GROUP_COUNT, "group names");
 
-static bool parse_name(const char *s, const char *const *names, int n, int *out)
-{
-    if (!s) return false;
-    for (int i = 0; i < n; i++)
-        if (strcmp(s, names[i]) == 0) { *out = i; return true; }
-    return false;
-}
-
 const char *plan_recompute_name(PlanRecompute r)
 { return (unsigned)r < PLAN_RECOMPUTE_COUNT ? recompute_names[r] : "?"; }
 const char *plan_sched_name(PlanSchedule s)
@@ -54,24 +46,21 @@ const char *plan_group_name(PlanGroup g)
 
 bool plan_recompute_parse(const char *s, PlanRecompute *out)
 {
-    int i;
-    if (!parse_name(s, recompute_names, PLAN_RECOMPUTE_COUNT, &i)) return false;
-    *out = (PlanRecompute)i;
-    return true;
+    int i = ts_name_index(s, recompute_names, PLAN_RECOMPUTE_COUNT);
+    if (i >= 0) *out = (PlanRecompute)i;
+    return i >= 0;
 }
 bool plan_sched_parse(const char *s, PlanSchedule *out)
 {
-    int i;
-    if (!parse_name(s, sched_names, PLAN_SCHED_COUNT, &i)) return false;
-    *out = (PlanSchedule)i;
-    return true;
+    int i = ts_name_index(s, sched_names, PLAN_SCHED_COUNT);
+    if (i >= 0) *out = (PlanSchedule)i;
+    return i >= 0;
 }
 bool plan_optim_parse(const char *s, PlanOptimizer *out)
 {
-    int i;
-    if (!parse_name(s, optim_names, PLAN_OPTIM_COUNT, &i)) return false;
-    *out = (PlanOptimizer)i;
-    return true;
+    int i = ts_name_index(s, optim_names, PLAN_OPTIM_COUNT);
+    if (i >= 0) *out = (PlanOptimizer)i;
+    return i >= 0;
 }
 
 void plan_init(ParallelPlan *p)

@@ -55,8 +55,8 @@ const char *search_objective_name(SearchObjective o)
 
 bool search_objective_parse(const char *s, SearchObjective *out)
 {
-    for (int i = 0; i < SEARCH_OBJ_COUNT; i++)
-        if (ts_str_eq(s, OBJECTIVE_NAME[i])) return *out = (SearchObjective)i, true;
+    int i = ts_name_index(s, OBJECTIVE_NAME, SEARCH_OBJ_COUNT);
+    if (i >= 0) return *out = (SearchObjective)i, true;
     if (ts_str_eq(s, "tokens") || ts_str_eq(s, "tokens/s")) return *out = SEARCH_OBJ_THROUGHPUT, true;
     return false;
 }

@@ -103,11 +103,11 @@ const char *sim_schedule_name(SimSchedule s)
 
 bool sim_schedule_parse(const char *s, SimSchedule *out)
 {
-    for (int i = 0; i < SIM_SCHED_COUNT; i++)
-        if (strcmp(s, SCHED_NAMES[i]) == 0) {
-            *out = (SimSchedule)i;
-            return true;
-        }
+    int i = ts_name_index(s, SCHED_NAMES, SIM_SCHED_COUNT);
+    if (i >= 0) {
+        *out = (SimSchedule)i;
+        return true;
+    }
     if (strcmp(s, "vpp") == 0 || strcmp(s, "interleaved-1f1b") == 0) {
         *out = SIM_SCHED_INTERLEAVED;
         return true;

@@ -27,14 +27,25 @@ _Static_assert(sizeof GROUP_NAMES / sizeof GROUP_NAMES[0] == WL_GROUP_COUNT, "gr
 const char *wl_phase_name(WlPhase p) { return (unsigned)p < WL_PHASE_COUNT ? PHASE_NAMES[p] : "?"; }
 const char *wl_kind_name(WlKind k) { return (unsigned)k < WL_KIND_COUNT ? KIND_NAMES[k] : "?"; }
 const char *wl_group_name(WlGroup g) { return (unsigned)g < WL_GROUP_COUNT ? GROUP_NAMES[g] : "?"; }
+bool wl_kind_parse(const char *s, WlKind *out)
+{
+    int i = ts_name_index(s, KIND_NAMES, WL_KIND_COUNT);
+    if (i >= 0) *out = (WlKind)i;
+    return i >= 0;
+}
+
+bool wl_phase_parse(const char *s, WlPhase *out)
+{
+    int i = ts_name_index(s, PHASE_NAMES, WL_PHASE_COUNT);
+    if (i >= 0) *out = (WlPhase)i;
+    return i >= 0;
+}
+
 bool wl_group_parse(const char *s, WlGroup *out)
 {
-    for (int i = 0; i < WL_GROUP_COUNT; i++)
-        if (strcmp(s, GROUP_NAMES[i]) == 0) {
-            *out = (WlGroup)i;
-            return true;
-        }
-    return false;
+    int i = ts_name_index(s, GROUP_NAMES, WL_GROUP_COUNT);
+    if (i >= 0) *out = (WlGroup)i;
+    return i >= 0;
 }
 
 Workload *wl_create(int64_t world, TsError *err)

@@ -127,15 +127,17 @@ static TsStatus get_enum(Rd *r, json_t *obj, const char *key, const char *what, 
 
 static bool parse_kind(const char *s, int *o)
 {
-    for (int i = 0; i < WL_KIND_COUNT; i++)
-        if (strcmp(s, wl_kind_name((WlKind)i)) == 0) return (*o = i), true;
-    return false;
+    WlKind k;
+    if (!wl_kind_parse(s, &k)) return false;
+    *o = (int)k;
+    return true;
 }
 static bool parse_phase(const char *s, int *o)
 {
-    for (int i = 0; i < WL_PHASE_COUNT; i++)
-        if (strcmp(s, wl_phase_name((WlPhase)i)) == 0) return (*o = i), true;
-    return false;
+    WlPhase ph;
+    if (!wl_phase_parse(s, &ph)) return false;
+    *o = (int)ph;
+    return true;
 }
 static bool parse_group(const char *s, int *o)
 {

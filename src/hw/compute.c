@@ -113,18 +113,19 @@ static double gemm_model(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, 
         {tm / 2, tn / 2, TILE_QUARTER_FACTOR}, {tn / 2, tm / 2, TILE_QUARTER_FACTOR}};
     double best = dt == TS_DTYPE_FP32 ? simt_gemm(g, batch, M, N, K) : INFINITY;
     for (int c = 0; c < 6 && dt != TS_DTYPE_FP32; c++) {
-        int64_t tiles = batch * ts_ceil_div(M, cand[c].m) * ts_ceil_div(N, cand[c].n);
+        /* tile counts in double: exact below 2^53, no overflow for absurd shapes */
+        double tiles = (double)batch * (double)ts_ceil_div(M, cand[c].m) * (double)ts_ceil_div(N, cand[c].n);
         /* split-K when one wave is not filled and K is long */
         int64_t split = 1;
-        if (tiles < sms && K >= 1024) {
-            split = sms / tiles;
+        if (tiles < (double)sms && K >= 1024) {
+            split = (int64_t)((double)sms / tiles);
             int64_t kmax = K / 512;
             if (split > kmax) split = kmax;
             if (split < 1) split = 1;
         }
         double kt = (double)K / (double)split;
         double eff = base * cand[c].f * kt / (kt + g->gemm_k_half) * (split > 1 ? SPLITK_FACTOR : 1.0);
-        double waves = (double)ts_ceil_div(tiles * split, sms);
+        double waves = ceil(tiles * (double)split / (double)sms);
         double t = waves * 2.0 * (double)cand[c].m * (double)cand[c].n * kt / (peak_sm * eff);
         if (t < best) best = t;
     }
@@ -136,8 +137,8 @@ static double gemm_model(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, 
      * SM's contiguous K segment sets its main-loop ramp. Large tile, both
      * orientations. */
     for (int c = 0; c < 2 && dt != TS_DTYPE_FP32; c++) {
-        int64_t tiles = batch * ts_ceil_div(M, cand[c].m) * ts_ceil_div(N, cand[c].n);
-        double per_sm = (double)tiles * (double)K / (double)sms; /* K iterations per SM */
+        double tiles = (double)batch * (double)ts_ceil_div(M, cand[c].m) * (double)ts_ceil_div(N, cand[c].n);
+        double per_sm = tiles * (double)K / (double)sms; /* K iterations per SM */
         double kseg = per_sm < (double)K ? per_sm : (double)K;
         double eff = base * kseg / (kseg + g->gemm_k_half) * SPLITK_FACTOR;
         double t = per_sm * 2.0 * (double)cand[c].m * (double)cand[c].n / (peak_sm * eff);

@@ -110,6 +110,14 @@ TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err)
         }
     if (p->etp < 0 || p->dp < 0 || p->gpus < 0 || p->global_batch < 0 || p->seq < 0)
         return ts_err(err, TS_ERR_PLAN, "--etp, --dp, --gpus, --global-batch and --seq must not be negative");
+    /* sizes whose products would overflow: far beyond any cluster (2^40) */
+    double lim = 1099511627776.0, dp1 = p->dp > 0 ? (double)p->dp : 1.0;
+    if ((double)p->tp * (double)p->pp * (double)p->cp * dp1 > lim || (double)p->gpus > lim ||
+        (double)p->micro_batch * dp1 > lim || (double)p->global_batch > lim || (double)p->vpp * (double)p->pp > lim ||
+        (double)p->seq > lim || (double)p->etp * (double)p->ep > lim)
+        return bad(err, "tp*pp*cp*dp, gpus, micro-batch*dp, global batch and seq must stay below 2^40",
+                   "the plan's sizes are out of range (tp %lld, pp %lld, cp %lld, dp %lld, micro-batch %lld)",
+                   LL(p->tp), LL(p->pp), LL(p->cp), LL(p->dp), LL(p->micro_batch));
     if (p->etp == 0) p->etp = p->tp;
     int64_t tpc = p->tp * p->pp * p->cp;
     if (p->dp == 0) {

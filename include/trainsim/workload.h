@@ -219,6 +219,11 @@ int64_t wl_stage_peer(const Workload *w, int64_t rank, int64_t stage);
 int64_t wl_group_members(const Workload *w, WlGroup g, int64_t rank, int64_t *out,
                          int64_t cap, int64_t *gid);
 int64_t wl_group_size(const Workload *w, WlGroup g);
+/* Size of group g and the nodes its members span (gpus_per_node ranks per
+ * node), from the group of rank 0: the pipeline stage is the outermost rank
+ * coordinate, so every stage's groups of a kind have this shape. false when
+ * out of memory. */
+bool wl_group_span(const Workload *w, WlGroup g, int64_t gpus_per_node, int64_t *size, int64_t *nodes);
 
 /* ---- summaries ------------------------------------------------------------- */
 typedef struct WlSummary {

@@ -12,7 +12,8 @@
  *   no pipeline interaction (pp and vpp are statistics only).
  * Compute durations come from the file; collectives are costed with our
  * collective model (hw_coll_time_s) on the group sizes SimAI uses: TP =
- * header tp, EP = ep, DP = all_gpus/(tp*pp), DP_EP = DP/EP.
+ * header tp, EP = ep, DP = all_gpus/(tp*pp), DP_EP = DP/EP (wl_group_span),
+ * once per row: every micro-batch repeats them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,33 +21,19 @@
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
 
-/* Group size and nodes spanned, SimAI layout (TP innermost, then DP). */
-static void group_geom(const Workload *w, WlGroup g, int64_t gpn, int64_t *size, int64_t *nodes)
-{
-    const WlParallel *p = &w->par;
-    int64_t tp = p->tp > 0 ? p->tp : 1, pp = p->pp > 0 ? p->pp : 1, ep = p->ep > 0 ? p->ep : 1;
-    int64_t dp = p->world / (tp * pp) > 0 ? p->world / (tp * pp) : 1, stride = 1, n = 1;
-    switch (g) {
-    case WL_GROUP_TP: n = tp; stride = 1; break;
-    case WL_GROUP_DP: n = dp; stride = tp; break;
-    case WL_GROUP_EP: n = dp % ep == 0 ? ep : 1; stride = tp; break;
-    case WL_GROUP_DP_EP: n = dp % ep == 0 ? dp / ep : dp; stride = tp * ep; break;
-    case WL_GROUP_WORLD: n = p->world; stride = 1; break;
-    default: n = wl_group_size(w, g); stride = tp; break;
-    }
-    *size = n;
-    if (gpn <= 0 || n <= 1) *nodes = 1;
-    else if (stride >= gpn) *nodes = n;
-    else *nodes = ((n - 1) * stride) / gpn + 1;
-}
-
-static double coll_s(const Workload *w, const HwNet *net, int32_t id, WlGroup *grp)
+/* A row's collective in one phase: its time over SimAI's groups (TP = tp,
+ * DP = world/(tp*pp), EP, DP_EP as wl_group_size carves them) and its group;
+ * 0 when there is none. */
+static double coll_s(const Workload *w, const HwNet *net, int32_t id, WlGroup *grp, bool *oom)
 {
     if (id < 0) return 0;
     const WlTask *t = &w->tasks[id];
     if (t->kind != WL_KIND_COLL || t->comm_bytes <= 0 || t->coll == TS_COLL_NONE) return 0;
     int64_t n, nodes;
-    group_geom(w, t->group, net->cl.gpus_per_node, &n, &nodes);
+    if (!wl_group_span(w, t->group, net->cl.gpus_per_node, &n, &nodes)) {
+        *oom = true;
+        return 0;
+    }
     *grp = t->group;
     return hw_coll_time_s(net, t->coll, t->comm_bytes, n, nodes, 1, wl_group_name(t->group));
 }
@@ -55,6 +42,12 @@ static double comp_s(const Workload *w, int32_t id)
 {
     return id >= 0 && w->tasks[id].kind == WL_KIND_COMP ? w->tasks[id].duration_s : 0;
 }
+
+/* One row's times, the same for every micro-batch: computed once. */
+typedef struct RowCost {
+    double comp[WL_PHASE_COUNT], comm[WL_PHASE_COUNT];
+    WlGroup grp[WL_PHASE_COUNT];
+} RowCost;
 
 static void charge(SimBreakdown *b, WlGroup g, double s)
 {
@@ -75,38 +68,44 @@ TsStatus sim_replay_simai(const Workload *w, const HwNet *net, SimResult *out, T
     const WlClass *cls = &w->classes[0];
     int32_t r0 = cls->first_row, n = cls->n_rows;
     double *wg_done = calloc((size_t)n, sizeof *wg_done);
-    if (!wg_done) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    RowCost *rc = calloc((size_t)n, sizeof *rc);
+    bool oom = !wg_done || !rc;
+    for (int32_t i = 0; i < n && !oom; i++)
+        for (int ph = 0; ph < WL_PHASE_COUNT; ph++) {
+            const WlRow *r = &w->rows[r0 + i];
+            rc[i].grp[ph] = WL_GROUP_TP;
+            if (ph == WL_PHASE_OPT) continue;
+            rc[i].comp[ph] = comp_s(w, r->comp[ph]);
+            rc[i].comm[ph] = coll_s(w, net, r->comm[ph], &rc[i].grp[ph], &oom);
+        }
+    if (oom) {
+        free(wg_done);
+        free(rc);
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    }
     int64_t ga = w->par.ga > 0 ? w->par.ga : 1;
     double t = 0, a = 0; /* compute stream, async (wg) stream */
     SimBreakdown *b = &out->breakdown;
-    WlGroup g = WL_GROUP_TP;
     for (int64_t mb = 0; mb < ga; mb++)
         for (int32_t i = 0; i < n; i++) {
-            const WlRow *r = &w->rows[r0 + i];
             if (wg_done[i] > t) {
                 charge(b, WL_GROUP_DP, wg_done[i] - t);
                 t = wg_done[i];
             }
-            double c = comp_s(w, r->comp[WL_PHASE_FWD]);
-            t += c;
-            b->compute_s += c;
-            double x = coll_s(w, net, r->comm[WL_PHASE_FWD], &g);
-            t += x;
-            charge(b, g, x);
+            t += rc[i].comp[WL_PHASE_FWD];
+            b->compute_s += rc[i].comp[WL_PHASE_FWD];
+            t += rc[i].comm[WL_PHASE_FWD];
+            charge(b, rc[i].grp[WL_PHASE_FWD], rc[i].comm[WL_PHASE_FWD]);
         }
     for (int64_t mb = 0; mb < ga; mb++)
         for (int32_t i = n - 1; i >= 0; i--) {
-            const WlRow *r = &w->rows[r0 + i];
-            double c = comp_s(w, r->comp[WL_PHASE_IG]);
-            t += c;
-            b->compute_s += c;
-            double x = coll_s(w, net, r->comm[WL_PHASE_IG], &g);
-            t += x;
-            charge(b, g, x);
-            c = comp_s(w, r->comp[WL_PHASE_WG]);
-            t += c;
-            b->compute_s += c;
-            x = coll_s(w, net, r->comm[WL_PHASE_WG], &g);
+            t += rc[i].comp[WL_PHASE_IG];
+            b->compute_s += rc[i].comp[WL_PHASE_IG];
+            t += rc[i].comm[WL_PHASE_IG];
+            charge(b, rc[i].grp[WL_PHASE_IG], rc[i].comm[WL_PHASE_IG]);
+            t += rc[i].comp[WL_PHASE_WG];
+            b->compute_s += rc[i].comp[WL_PHASE_WG];
+            double x = rc[i].comm[WL_PHASE_WG];
             if (x > 0) {
                 double st = a > t ? a : t;
                 a = st + x;
@@ -114,6 +113,7 @@ TsStatus sim_replay_simai(const Workload *w, const HwNet *net, SimResult *out, T
             }
         }
     free(wg_done);
+    free(rc);
     if (a > t) charge(b, WL_GROUP_DP, a - t);
     out->iteration_time_s = t > a ? t : a;
     out->pipeline_time_s = t;

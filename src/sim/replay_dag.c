@@ -26,12 +26,6 @@
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
 
-static int i64_cmp(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 typedef struct Dag {
     const Workload *w;
     const HwNet *net;
@@ -41,28 +35,16 @@ typedef struct Dag {
     double *geom;    /* [WL_GROUP_COUNT * 2] group {size, nodes}; 0 = not yet */
 } Dag;
 
-/* Size and node span of group g, from the group of rank 0: the pipeline
- * stage is the outermost rank coordinate, so every stage's groups of a kind
- * have the same shape (and the PP and embedding groups are shared). */
+/* Size and node span of group g (wl_group_span), computed once per kind. */
 static TsStatus group_geom(Dag *d, WlGroup g, int64_t *size, int64_t *nodes, TsError *err)
 {
     double *e = d->geom + 2 * (size_t)g;
     if (e[0] <= 0) {
-        const Workload *w = d->w;
-        int64_t n = wl_group_size(w, g), gpn = d->net->cl.gpus_per_node, nn = 1;
-        if (n > 1 && gpn > 0) {
-            int64_t *m = malloc((size_t)n * sizeof *m);
-            if (!m) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
-            int64_t k = wl_group_members(w, g, 0, m, n, NULL);
-            if (k > n) k = n;
-            for (int64_t i = 0; i < k; i++) m[i] /= gpn;
-            qsort(m, (size_t)k, sizeof *m, i64_cmp);
-            nn = k > 0 ? 1 : 0;
-            for (int64_t i = 1; i < k; i++) nn += m[i] != m[i - 1];
-            free(m);
-        }
-        e[0] = (double)(n > 0 ? n : 1);
-        e[1] = (double)(nn > 0 ? nn : 1);
+        int64_t n, nn;
+        if (!wl_group_span(d->w, g, d->net->cl.gpus_per_node, &n, &nn))
+            return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+        e[0] = (double)n;
+        e[1] = (double)nn;
     }
     *size = (int64_t)e[0];
     *nodes = (int64_t)e[1];

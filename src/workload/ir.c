@@ -309,6 +309,31 @@ TsStatus wl_validate(const Workload *w, TsError *err)
     return TS_OK;
 }
 
+static int i64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+bool wl_group_span(const Workload *w, WlGroup g, int64_t gpus_per_node, int64_t *size, int64_t *nodes)
+{
+    int64_t n = wl_group_size(w, g), nn = 1;
+    if (n > 1 && gpus_per_node > 0) {
+        int64_t *m = malloc((size_t)n * sizeof *m);
+        if (!m) return false;
+        int64_t k = wl_group_members(w, g, 0, m, n, NULL);
+        if (k > n) k = n;
+        for (int64_t i = 0; i < k; i++) m[i] /= gpus_per_node;
+        qsort(m, (size_t)k, sizeof *m, i64_cmp);
+        nn = k > 0 ? 1 : 0;
+        for (int64_t i = 1; i < k; i++) nn += m[i] != m[i - 1];
+        free(m);
+    }
+    *size = n > 0 ? n : 1;
+    *nodes = nn > 0 ? nn : 1;
+    return true;
+}
+
 /* ---- send / recv pairing ------------------------------------------------------ */
 typedef struct P2pKey {
     int64_t from, to, tag;

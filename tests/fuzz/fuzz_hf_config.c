@@ -1,9 +1,7 @@
 /* fuzz_hf_config — HuggingFace config.json (model_parse_hf_config takes a
  * path: the bytes go to a temp file). A parsed spec is then finalized,
  * validated and counted, as model_load does. */
-#include "fuzz_common.h"
-
-#include "trainsim/model.h"
+#include "fuzz_model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -13,18 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ModelKnown k;
     memset(&k, 0, sizeof k);
     TsError e = {0};
-    TsStatus st = model_parse_hf_config(path, &m, &k, &e);
-    fz_check_error(st, &e);
-    if (st == TS_OK) {
-        model_finalize(&m);
-        ts_err_clear(&e);
-        st = model_validate(&m, &e);
-        fz_check_error(st, &e);
-        if (st == TS_OK) {
-            ModelCounts c;
-            model_count_params(&m, &c);
-        }
-    }
+    fz_model_parsed(model_parse_hf_config(path, &m, &k, &e), &m, &e);
     /* The same bytes through the front door (source sniffing, overrides). */
     ModelOverrides ov;
     model_overrides_init(&ov);

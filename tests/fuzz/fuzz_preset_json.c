@@ -1,8 +1,6 @@
 /* fuzz_preset_json — a model preset file (data/models/*.json schema) read
  * with model_parse_preset_json, then finalized, validated and counted. */
-#include "fuzz_common.h"
-
-#include "trainsim/model.h"
+#include "fuzz_model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -12,17 +10,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ModelKnown k;
     memset(&k, 0, sizeof k);
     TsError e = {0};
-    TsStatus st = model_parse_preset_json(path, &m, &k, &e);
-    fz_check_error(st, &e);
-    if (st == TS_OK) {
-        model_finalize(&m);
-        ts_err_clear(&e);
-        st = model_validate(&m, &e);
-        fz_check_error(st, &e);
-        if (st == TS_OK) {
-            ModelCounts c;
-            model_count_params(&m, &c);
-        }
-    }
+    fz_model_parsed(model_parse_preset_json(path, &m, &k, &e), &m, &e);
     return 0;
 }

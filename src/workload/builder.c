@@ -435,12 +435,6 @@ static void block_fwd_as(Gen *g, const Block *b, const char *nm, int64_t mb, int
     else coll(g, "tp.ar", ph, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
 }
 
-static void block_fwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_t ch, int64_t l, bool moe,
-                      int32_t ag)
-{
-    block_fwd_as(g, b, nm, mb, ch, l, moe, false, ag);
-}
-
 static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_t ch, int64_t l, bool moe,
                       bool last_mb, int32_t extra, int32_t ag)
 {
@@ -520,8 +514,8 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
     for (int64_t l = first; l < first + nl; l++) {
         bool moe = is_moe_layer(g, l);
         int32_t next = l + 1 < first + nl ? fsdp_gather(g, layer_params(g, l + 1), WL_PHASE_FWD, mb) : -1;
-        block_fwd(g, &g->attn, "attn", mb, ch, l, false, ag >= 0 ? ag : mb == 0 ? g->pg_ag[l] : -1);
-        block_fwd(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, -1);
+        block_fwd_as(g, &g->attn, "attn", mb, ch, l, false, false, ag >= 0 ? ag : mb == 0 ? g->pg_ag[l] : -1);
+        block_fwd_as(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, false, -1);
         unit_done(g);
         ag = next;
     }

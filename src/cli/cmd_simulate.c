@@ -16,8 +16,8 @@
 #define DEFAULT_CLUSTER "dgx-h100"
 
 /* --workload: cmd_simulate_wl.c */
-int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *so, const char *path, bool json,
-                          int64_t seq, int64_t micro_batch, const char *trace);
+int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t seq, int64_t micro_batch,
+                          const char *trace);
 
 typedef struct SimCli {
     bool json;
@@ -65,7 +65,7 @@ int cmd_simulate(int argc, char **argv)
         return cli_fail(&e);
     }
     if (o.workload)
-        return cmd_simulate_workload(&s, &ch, &so, o.workload, o.json, cli_seen(&s, "seq") ? cp.seq : 0,
+        return cmd_simulate_workload(&ch, o.workload, o.json, cli_seen(&s, "seq") ? cp.seq : 0,
                                      cli_seen(&s, "micro-batch") ? cp.micro_batch : 0, o.trace);
 
     ModelSpec m;

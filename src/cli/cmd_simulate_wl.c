@@ -10,8 +10,8 @@
 
 #include <string.h>
 
-int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *so, const char *path, bool json,
-                          int64_t seq, int64_t micro_batch, const char *trace);
+int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t seq, int64_t micro_batch,
+                          const char *trace);
 
 /* SimAI-Analytical reads micro-batch and sequence length from AICB's file
  * name ("...-gbs128-mbs1-seq4096-...") when it is not told them; so do we.
@@ -125,11 +125,9 @@ static int write_trace(const Workload *w, const SimResult *r, const char *path, 
     return rc;
 }
 
-int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *so, const char *path, bool js,
-                          int64_t seq, int64_t micro_batch, const char *trace)
+int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t seq, int64_t micro_batch,
+                          const char *trace)
 {
-    (void)s;
-    (void)so;
     TsError err = {0};
     Workload *w = NULL;
     if (wl_read_file(path, &w, &err) != TS_OK) return cli_fail(&err);
@@ -139,7 +137,7 @@ int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *s
         wl_destroy(w);
         return rc;
     }
-    SimResult r;
+    SimResult r = {0};
     TsStatus st = TS_OK;
     if (trace && w->n_rows > 0) {
         st = ts_err(&err, TS_ERR_USAGE, "--trace needs a task-graph workload; '%s' has layer rows (SimAI semantics)",
@@ -150,16 +148,10 @@ int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *s
     }
     if (st != TS_OK) {
         if (!err.file[0]) ts_err_at(&err, path, 0, 0, NULL);
-        wl_destroy(w);
-        cli_hw_free(&hl);
-        return cli_fail(&err);
+        rc = cli_fail(&err);
+        goto done;
     }
-    if (trace && (rc = write_trace(w, &r, trace, &err)) != 0) {
-        sim_result_free(&r);
-        wl_destroy(w);
-        cli_hw_free(&hl);
-        return rc;
-    }
+    if (trace && (rc = write_trace(w, &r, trace, &err)) != 0) goto done;
     char how[96] = "";
     /* not given: the workload's own (a generated JSON carries them), else
      * AICB's file name */
@@ -175,6 +167,7 @@ int cmd_simulate_workload(const CliSpec *s, const CliHw *ch, const SimOptions *s
     else text(w, &hl, &r, path, how, &b);
     rc = cli_emit(NULL, &b);
     ts_buf_free(&b);
+done:
     sim_result_free(&r);
     wl_destroy(w);
     cli_hw_free(&hl);

@@ -75,6 +75,58 @@ static void gemm_table(void)
     printf("  mean |error| excluding 1024^3: %.1f%% over %d rows\n\n", 100 * sum / n, n);
 }
 
+/* Attention curves, calibration_facts.md 2.1 (FA2 fwd+bwd, flash-attention
+ * README plots: hidden 2048, batch 16k/seq) and 2.2 (cuDNN on H100, fwd and
+ * bwd panels of the FA3 paper). pass: 0 fwd, 1 bwd, 2 fwd+bwd (FA FLOP
+ * convention: bwd 2.5x fwd, causal halves). */
+typedef struct AttnRow {
+    const char *gpu, *what;
+    int d, causal, pass;
+    double meas[6]; /* seq 512 .. 16k */
+} AttnRow;
+
+static const AttnRow ATTNS[] = {
+    {"a100-sxm4-80gb", "FA2 fwd+bwd", 64, 0, 2, {132, 153, 162, 171, 175, 176}},
+    {"a100-sxm4-80gb", "FA2 fwd+bwd", 128, 0, 2, {151, 172, 187, 196, 201, 203}},
+    {"a100-sxm4-80gb", "FA2 fwd+bwd", 64, 1, 2, {88, 119, 140, 156, 165, 171}},
+    {"a100-sxm4-80gb", "FA2 fwd+bwd", 128, 1, 2, {99, 133, 155, 173, 182, 189}},
+    {"h100-sxm5-80gb", "cuDNN fwd", 128, 0, 0, {497, 574, 617, 609, 600, 595}},
+    {"h100-sxm5-80gb", "cuDNN fwd", 128, 1, 0, {315, 410, 484, 518, 529, 539}},
+    {"h100-sxm5-80gb", "cuDNN bwd", 128, 0, 1, {305, 408, 465, 499, 518, 516}},
+    {"h100-sxm5-80gb", "cuDNN fwd", 64, 0, 0, {335, 373, 395, 408, 412, 413}},
+    {"h100-sxm5-80gb", "cuDNN fwd", 64, 1, 0, {225, 288, 334, 363, 379, 388}},
+};
+
+static void attn_table(void)
+{
+    printf("Attention model vs measured TFLOP/s (calibration_facts.md 2.1-2.2), seq 512..16k\n");
+    double sum = 0;
+    int n = 0;
+    for (size_t i = 0; i < sizeof ATTNS / sizeof ATTNS[0]; i++) {
+        const AttnRow *r = &ATTNS[i];
+        HwModel m;
+        TsError e = {0};
+        hw_model_init(&m);
+        if (hw_gpu_load(r->gpu, &m.gpu, &e)) {
+            printf("  cannot load %s: %s\n", r->gpu, e.msg);
+            continue;
+        }
+        printf("  %-15s %-12s hd%-3d %-10s", r->gpu, r->what, r->d, r->causal ? "causal" : "non-causal");
+        for (int k = 0; k < 6; k++) {
+            int64_t s = 512LL << k, heads = 2048 / r->d, B = 16384 / s;
+            double fl = 4.0 * (double)B * (double)heads * (double)s * (double)s * r->d * (r->causal ? 0.5 : 1.0);
+            double tf = hw_attention_time_s(&m, B, heads, s, s, r->d, r->causal, false, TS_DTYPE_BF16);
+            double tb = hw_attention_time_s(&m, B, heads, s, s, r->d, r->causal, true, TS_DTYPE_BF16);
+            double p = r->pass == 0 ? fl / tf : r->pass == 1 ? 2.5 * fl / tb : 3.5 * fl / (tf + tb);
+            double err = p / 1e12 / r->meas[k] - 1;
+            printf(" %+5.1f%%", 100 * err);
+            sum += fabs(err), n++;
+        }
+        printf("\n");
+    }
+    printf("  mean |error| %.1f%% over %d points\n\n", 100 * sum / n, n);
+}
+
 static void coll_table(void)
 {
     static const double sz[] = {32768, 1048576, 4194304, 16777216, 67108864, 268435456, 1073741824, 8589934592.0};
@@ -151,6 +203,7 @@ static void speed(void)
 int main(void)
 {
     gemm_table();
+    attn_table();
     coll_table();
     speed();
     return 0;

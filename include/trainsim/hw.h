@@ -88,6 +88,10 @@ typedef struct GpuSpec {
     double attn_seq_half;                 /* sequence at which attention efficiency is 1/2 of
                                              its asymptote (per-CTA tail/latency), 300 */
     double attn_hd64_factor;              /* efficiency multiplier at head dim 64 vs 128, 0.77 */
+    double attn_causal_half;              /* causal (square) attention: half-point multiplier, 2
+                                             (half the work per row saturates later) */
+    double attn_causal_eff;               /* causal: asymptote multiplier, 1 (diagonal tiles and
+                                             uneven rows: FA2 on A100 0.94, cuDNN on H100 0.91) */
     double mem_eff;                       /* achieved / spec HBM bandwidth for large streams, 0.88 */
     double mem_half_bytes;                /* bytes at which achieved bandwidth is half of it, 4e6 */
     double launch_s;                      /* per-kernel launch + tail overhead, 4e-6 */

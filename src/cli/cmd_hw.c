@@ -55,8 +55,10 @@ static void show_gpu(const GpuSpec *g, TsBuf *b)
     ts_buf_printf(b, "\n  GEMM tile %lldx%lld, k_half %g, alignment %lld elements (penalty %g)\n",
                   (long long)g->gemm_tile_m, (long long)g->gemm_tile_n, g->gemm_k_half,
                   (long long)g->gemm_align_elems, g->gemm_align_penalty);
-    ts_buf_printf(b, "  attention: fwd %.3g, bwd %.3g of peak; seq half-point %g; head dim 64 x%.3g\n",
-                  g->attn_fwd_eff, g->attn_bwd_eff, g->attn_seq_half, g->attn_hd64_factor);
+    ts_buf_printf(b, "  attention: fwd %.3g, bwd %.3g of peak; seq half-point %g; head dim 64 x%.3g; "
+                     "causal: half-point x%g, efficiency x%.3g\n",
+                  g->attn_fwd_eff, g->attn_bwd_eff, g->attn_seq_half, g->attn_hd64_factor, g->attn_causal_half,
+                  g->attn_causal_eff);
     ts_buf_printf(b, "  memory-bound: %.3g of HBM, half at %.3g MB; launch %.3g us\n", g->mem_eff,
                   g->mem_half_bytes / 1e6, g->launch_s * 1e6);
     ts_buf_printf(b, "  source: %s\n", g->source);

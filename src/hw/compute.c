@@ -165,11 +165,13 @@ static double attn_model(const GpuSpec *g, int64_t B, int64_t heads, int64_t sq,
     if (diag) fl *= 0.5;
     if (backward) fl *= 2.5;
     /* Efficiency rises with sequence (fewer tail tiles); causal work per row
-     * is half, so it saturates later; backward saturates later too (FA3 bwd
-     * 316 vs 561 at 512: twice the half-point). */
-    double half = g->attn_seq_half * (diag ? 2.0 : 1.0) * (backward ? 2.0 : 1.0);
+     * is half, so it saturates later (attn_causal_half) and below the
+     * non-causal asymptote (attn_causal_eff: masked diagonal tiles, rows of
+     * uneven length); backward saturates later too (FA3 bwd 316 vs 561 at
+     * 512: twice the half-point). */
+    double half = g->attn_seq_half * (diag ? g->attn_causal_half : 1.0) * (backward ? 2.0 : 1.0);
     double s = (double)(sk < sq ? sk : sq);
-    double eff = (backward ? g->attn_bwd_eff : g->attn_fwd_eff) * s / (s + half);
+    double eff = (backward ? g->attn_bwd_eff : g->attn_fwd_eff) * (diag ? g->attn_causal_eff : 1.0) * s / (s + half);
     if (d < 128) {
         double f = d >= 64 ? g->attn_hd64_factor + (1.0 - g->attn_hd64_factor) * (double)(d - 64) / 64.0
                            : g->attn_hd64_factor * (double)d / 64.0;

@@ -10,7 +10,8 @@ static const char *const GPU_KEYS[] = {
 static const char *const MODEL_KEYS[] = {
     "gemm_eff", "gemm_tile", "gemm_k_half", "gemm_align_penalty", "gemm_align_elems",
     "simt_tile", "simt_k_half",
-    "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "mem_eff",
+    "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "attn_causal_half",
+    "attn_causal_eff", "mem_eff",
     "mem_half_mb", "launch_us", "notes", NULL};
 static const char *const DTYPE_KEYS[] = {
 #define X(e, n, b) n,
@@ -37,6 +38,8 @@ static void gpu_defaults(GpuSpec *g)
     g->attn_bwd_eff = 0.5;
     g->attn_seq_half = 200;
     g->attn_hd64_factor = 0.8;
+    g->attn_causal_half = 2.0;
+    g->attn_causal_eff = 1.0;
     g->mem_eff = 0.85;
     g->mem_half_bytes = 3e6;
     g->launch_s = 3e-6;
@@ -114,6 +117,8 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
     if ((st = num(doc, m, "attn_seq_half", "model", false, 0, 1e6, 1, &g->attn_seq_half, err))) return st;
     if ((st = num(doc, m, "attn_hd64_factor", "model", false, 0.05, 2, 1, &g->attn_hd64_factor, err)))
         return st;
+    if ((st = num(doc, m, "attn_causal_half", "model", false, 0.1, 100, 1, &g->attn_causal_half, err))) return st;
+    if ((st = num(doc, m, "attn_causal_eff", "model", false, 0.05, 2, 1, &g->attn_causal_eff, err))) return st;
     if ((st = num(doc, m, "mem_eff", "model", false, 0.01, 1, 1, &g->mem_eff, err))) return st;
     if ((st = num(doc, m, "mem_half_mb", "model", false, 0, 1e4, 1e6, &g->mem_half_bytes, err))) return st;
     if ((st = num(doc, m, "launch_us", "model", false, 0, 1e4, 1e-6, &g->launch_s, err))) return st;
@@ -239,6 +244,8 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     kv_num(b, "    ", "attn_bwd_eff", g->attn_bwd_eff, true);
     kv_num(b, "    ", "attn_seq_half", g->attn_seq_half, true);
     kv_num(b, "    ", "attn_hd64_factor", g->attn_hd64_factor, true);
+    kv_num(b, "    ", "attn_causal_half", g->attn_causal_half, true);
+    kv_num(b, "    ", "attn_causal_eff", g->attn_causal_eff, true);
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
     kv_num(b, "    ", "launch_us", g->launch_s * 1e6, false);

@@ -19,6 +19,30 @@
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t seq, int64_t micro_batch,
                           const char *trace);
 
+/* With --workload the file fixes the model, the plan and the schedule: only
+ * the hardware, the two figures SimAI also takes from outside (sequence and
+ * micro-batch, for tokens/s) and the output options apply. Any other option
+ * is refused rather than silently ignored. Returns 0 or the exit code. */
+static int workload_options_check(const CliSpec *s)
+{
+    static const char *const ok[] = {"workload", "gpu",  "cluster", "calibration", "busbw",
+                                     "seq",      "micro-batch", "json", "trace", NULL};
+    for (int i = 0; i < s->n; i++) {
+        if (!s->seen[i]) continue;
+        bool allowed = false;
+        for (int k = 0; ok[k] && !allowed; k++) allowed = strcmp(s->opts[i].name, ok[k]) == 0;
+        if (allowed) continue;
+        TsError e = {.code = TS_ERR_USAGE};
+        ts_err(&e, TS_ERR_USAGE, "--%s does not apply with --workload: the workload file fixes the model, the plan "
+                                 "and the GPU count", s->opts[i].name);
+        ts_err_hint(&e, "with --workload use only --gpu, --cluster, --calibration, --busbw, --seq, --micro-batch, "
+                        "--json and --trace; to simulate another plan, regenerate the workload with "
+                        "'trainsim workload'");
+        return cli_fail(&e);
+    }
+    return 0;
+}
+
 typedef struct SimCli {
     bool json;
     const char *trace, *workload, *html;
@@ -64,6 +88,7 @@ int cmd_simulate(int argc, char **argv)
         ts_err_hint(&e, "write the replayed timeline with --trace FILE (Perfetto, chrome://tracing)");
         return cli_fail(&e);
     }
+    if (o.workload && (rc = workload_options_check(&s))) return rc;
     if (o.workload)
         return cmd_simulate_workload(&ch, o.workload, o.json, cli_seen(&s, "seq") ? cp.seq : 0,
                                      cli_seen(&s, "micro-batch") ? cp.micro_batch : 0, o.trace);

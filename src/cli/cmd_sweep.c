@@ -97,7 +97,20 @@ static void progress(void *user, int64_t done, int64_t total, double elapsed_s)
 /* ---- output ------------------------------------------------------------------ */
 static const char *onoff(int b) { return b ? "on" : "off"; }
 
-static void knobs_json(TsBuf *b, const SearchPoint *p)
+/* Layers per pipeline chunk of a swept plan whose pp*vpp does not divide the
+ * model's layers (the sweep applies the uneven rule, plan.h), into `out`
+ * separated by `sep`; false (and nothing written) for an even split. */
+static bool uneven_split(const SearchKnobs *k, int64_t layers, const char *sep, TsBuf *out)
+{
+    int64_t c = (int64_t)k->pp * k->vpp;
+    if (c <= 1 || layers % c == 0) return false;
+    ParallelPlan q = {.pp = k->pp, .vpp = k->vpp, .uneven = true};
+    for (int64_t i = 0; i < c; i++)
+        ts_buf_printf(out, "%s%lld", i ? sep : "", (long long)plan_chunk_layers(&q, layers, i));
+    return true;
+}
+
+static void knobs_json(TsBuf *b, const SearchPoint *p, int64_t layers)
 {
     const SearchKnobs *k = &p->k;
     ts_buf_printf(b, "{\"index\":%lld,\"gpus\":%d,\"tp\":%d,\"pp\":%d,\"vpp\":%d,\"cp\":%d,\"ep\":%d,\"dp\":%d,"
@@ -107,6 +120,9 @@ static void knobs_json(TsBuf *b, const SearchPoint *p)
                   k->sp ? "true" : "false", search_recompute_name((SearchRecompute)k->recompute), k->zero,
                   search_schedule_name((SearchSchedule)k->schedule), k->tp_overlap ? "true" : "false");
     ts_json_fmt_double(b, p->iteration_s);
+    TsBuf split = {0};
+    if (uneven_split(k, layers, ",", &split)) ts_buf_printf(b, ",\"stage_layers\":[%s]", split.data);
+    ts_buf_free(&split);
     ts_buf_puts(b, ",\"tokens_per_s\":");
     ts_json_fmt_double(b, p->tokens_per_s);
     ts_buf_puts(b, ",\"mfu\":");
@@ -144,12 +160,12 @@ static void write_json(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const G
     ts_buf_printf(b, ",\"threads\":%d,\"ranks\":%d},\n\"top\":[", s->threads, s->ranks);
     for (int i = 0; i < r->n_top; i++) {
         ts_buf_puts(b, i ? ",\n" : "\n");
-        knobs_json(b, &r->top[i]);
+        knobs_json(b, &r->top[i], m->layers);
     }
     ts_buf_puts(b, "],\n\"plans\":[");
     for (int64_t i = 0; i < r->n_all; i++) {
         ts_buf_puts(b, i ? ",\n" : "\n");
-        knobs_json(b, &r->all[i]);
+        knobs_json(b, &r->all[i], m->layers);
     }
     ts_buf_puts(b, "]}\n");
 }
@@ -226,6 +242,19 @@ static void write_text(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const G
         row_cells(&r->top[r_], r_, cells);
         for (int i = 0; i < N_COLS; i++) ts_buf_printf(b, "%s%*s", i ? " " : "", W[i], cells[i]);
         ts_buf_puts(b, "\n");
+    }
+    /* uneven splits: the layers of each chunk, as --stage-layers takes them */
+    bool head = false;
+    for (int r_ = 0; r_ < r->n_top; r_++) {
+        TsBuf split = {0};
+        if (uneven_split(&r->top[r_].k, m->layers, ",", &split)) {
+            if (!head) ts_buf_printf(b, "\n%lld layers do not divide into pp*vpp chunks for these plans; "
+                                        "layers per chunk (--uneven-stages, or --stage-layers as shown):\n",
+                                     (long long)m->layers);
+            head = true;
+            ts_buf_printf(b, "  #%d: %s\n", r_ + 1, split.data);
+        }
+        ts_buf_free(&split);
     }
 }
 

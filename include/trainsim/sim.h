@@ -317,6 +317,29 @@ TsStatus sim_replay_simai(const struct Workload *w, const HwNet *net, SimResult 
  * ended last). TS_ERR_INPUT when there are no tasks, a recv has no send, or
  * the graph deadlocks. */
 TsStatus sim_replay_dag(const struct Workload *w, const HwNet *net, bool record, SimResult *out, TsError *err);
+
+/* A Chakra execution-trace set (<prefix>.<rank>.et, <prefix>.comm_groups.json)
+ * replayed with ASTRA-sim's semantics (replay_chakra.c): every rank, a node
+ * issued when its parents are done, COMP by duration_micros (or the GPU
+ * roofline of num_ops / tensor_size), collectives waiting for their whole
+ * group and costed over its node span, sends on a send stream, receives
+ * matched on (src, dst, tag). The breakdown is the rank that ends last; its
+ * GPU idle gaps are charged along the chain of parents that ended last:
+ * compute_s + coll_s + p2p_s + wait_s + other_s = iteration_time_s. */
+typedef struct SimChakraResult {
+    int64_t ranks, nodes, collectives, sends, groups;
+    double iteration_time_s;
+    int64_t critical_rank;
+    double compute_s;     /* its GPU kernels */
+    double coll_s;        /* its GPU idle during collectives it waited for (cost, stream queue) */
+    double p2p_s;         /* ... during sends it waited for (transfer, stream queue) */
+    double wait_s;        /* ... while other ranks were late: a collective's last arrival,
+                             a receive's send not yet started (the pipeline bubble) */
+    double other_s;       /* ... anything else (CPU ops, the chain's start) */
+    double cpu_s;         /* its CPU ops (is_cpu_op), beside the GPU */
+} SimChakraResult;
+TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *net, SimChakraResult *out,
+                           TsError *err);
 /* With record: out->spans holds one 'T' span per task that occupies a stream
  * (compute, collective, send; named after the task, the workload must
  * outlive the result), out->owned is set: free with sim_result_free. */

@@ -418,5 +418,12 @@ typedef struct WlChakraCheck {
  * the same collectives in the same order with the same sizes, and every send
  * has its receive. TS_ERR_INPUT naming the rank and node on failure. */
 TsStatus wl_check_chakra(const char *prefix, WlChakraCheck *out, TsError *err);
+/* The same, handing each rank's decoded trace (deps exist, acyclic) to
+ * visit(user, rank, trace, err) before the cross-rank checks, which run
+ * after the last rank; a visit error stops the check. One decode serves a
+ * reader that needs the nodes (sim_replay_chakra). */
+typedef TsStatus (*WlChakraVisit)(void *user, int64_t rank, const WlChakraTrace *t, TsError *err);
+TsStatus wl_check_chakra_visit(const char *prefix, WlChakraVisit visit, void *user, WlChakraCheck *out,
+                               TsError *err);
 
 #endif

@@ -20,24 +20,25 @@ int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t 
                           const char *trace);
 
 /* With --workload the file fixes the model, the plan and the schedule: only
- * the hardware, the two figures SimAI also takes from outside (sequence and
- * micro-batch, for tokens/s) and the output options apply. Any other option
- * is refused rather than silently ignored. Returns 0 or the exit code. */
+ * the hardware (--gpus must then match the workload's ranks), the two
+ * figures SimAI also takes from outside (sequence and micro-batch, for
+ * tokens/s) and the output options apply. Any other option is refused
+ * rather than silently ignored. Returns 0 or the exit code. */
 static int workload_options_check(const CliSpec *s)
 {
-    static const char *const ok[] = {"workload", "gpu",  "cluster", "calibration", "busbw",
-                                     "seq",      "micro-batch", "json", "trace", NULL};
+    static const char *const ok[] = {"workload", "gpu",         "cluster", "gpus",  "calibration",
+                                     "busbw",    "micro-batch", "seq",     "json",  "trace", NULL};
     for (int i = 0; i < s->n; i++) {
         if (!s->seen[i]) continue;
         bool allowed = false;
         for (int k = 0; ok[k] && !allowed; k++) allowed = strcmp(s->opts[i].name, ok[k]) == 0;
         if (allowed) continue;
         TsError e = {.code = TS_ERR_USAGE};
-        ts_err(&e, TS_ERR_USAGE, "--%s does not apply with --workload: the workload file fixes the model, the plan "
-                                 "and the GPU count", s->opts[i].name);
-        ts_err_hint(&e, "with --workload use only --gpu, --cluster, --calibration, --busbw, --seq, --micro-batch, "
-                        "--json and --trace; to simulate another plan, regenerate the workload with "
-                        "'trainsim workload'");
+        ts_err(&e, TS_ERR_USAGE, "--%s does not apply with --workload: the workload file fixes the model and the "
+                                 "plan", s->opts[i].name);
+        ts_err_hint(&e, "with --workload use only --gpu, --cluster, --gpus, --calibration, --busbw, --seq, "
+                        "--micro-batch, --json and --trace; to simulate another plan, regenerate the workload "
+                        "with 'trainsim workload'");
         return cli_fail(&e);
     }
     return 0;

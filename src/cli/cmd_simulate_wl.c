@@ -125,15 +125,139 @@ static int write_trace(const Workload *w, const SimResult *r, const char *path, 
     return rc;
 }
 
+/* --gpus, when given, must be the workload's rank count. Returns 0 or 2. */
+static int gpus_match(const CliHw *ch, int64_t ranks)
+{
+    if (ch->gpus == -1 || ranks <= 0 || ch->gpus == ranks) return 0;
+    TsError e = {.code = TS_ERR_USAGE};
+    ts_err(&e, TS_ERR_USAGE, "--gpus %lld does not match the workload, which has %lld ranks", (long long)ch->gpus,
+           (long long)ranks);
+    ts_err_hint(&e, "leave --gpus out (the cluster is sized to the workload), or regenerate the workload for "
+                    "that many GPUs");
+    return cli_fail(&e);
+}
+
+/* ---- Chakra trace sets -------------------------------------------------------- */
+
+static bool is_file(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (fp) fclose(fp);
+    return fp != NULL;
+}
+
+/* A Chakra trace set named by its prefix (DIR/gpt3 for DIR/gpt3.0.et) or by
+ * one of its files (DIR/gpt3.5.et): the prefix into buf, else false. */
+static bool chakra_prefix(const char *path, char *buf, size_t cap)
+{
+    size_t n = strlen(path);
+    if (n >= cap) return false;
+    if (n > 3 && !strcmp(path + n - 3, ".et")) {
+        size_t e = n - 3, d = e;
+        while (d > 0 && path[d - 1] >= '0' && path[d - 1] <= '9') d--;
+        size_t cut = d < e && d > 0 && path[d - 1] == '.' ? d - 1 : e;
+        memcpy(buf, path, cut);
+        buf[cut] = '\0';
+        return true;
+    }
+    char probe[1100];
+    snprintf(probe, sizeof probe, "%s.0.et", path);
+    if (is_file(path) || !is_file(probe)) return false;
+    snprintf(buf, cap, "%s", path);
+    return true;
+}
+
+static void chakra_text(const char *prefix, const CliHwLoaded *hl, const SimChakraResult *r, TsBuf *b)
+{
+    ts_buf_printf(b, "trainsim simulate --workload %s (Chakra semantics, as ASTRA-sim: every rank; a collective "
+                     "waits for its whole group)\n", prefix);
+    ts_buf_printf(b, "traces: %lld ranks, %lld nodes, %lld collectives, %lld send/receive pairs, %lld groups "
+                     "on %s (%s)\n\n",
+                  (long long)r->ranks, (long long)r->nodes, (long long)r->collectives, (long long)r->sends,
+                  (long long)r->groups, hl->cluster.gpu.name, hl->cluster.name);
+    ts_buf_printf(b, "  iteration time        %.6g s  (rank %lld ends last)\n", r->iteration_time_s,
+                  (long long)r->critical_rank);
+    ts_buf_puts(b, "  tokens/s              unknown: a Chakra trace does not carry batch or sequence sizes\n");
+    ts_buf_printf(b, "\nwhere the time goes on rank %lld:\n", (long long)r->critical_rank);
+    const double T = r->iteration_time_s > 0 ? r->iteration_time_s : 1;
+    const char *names[] = {"compute", "collective", "p2p", "other_ranks", "other"};
+    const double v[] = {r->compute_s, r->coll_s, r->p2p_s, r->wait_s, r->other_s};
+    for (int i = 0; i < 5; i++)
+        ts_buf_printf(b, "  %-18s %12.3f ms  %5.1f%%\n", names[i], v[i] * 1e3, 100 * v[i] / T);
+    if (r->cpu_s > 0) ts_buf_printf(b, "  (CPU ops beside the GPU: %.3f ms)\n", r->cpu_s * 1e3);
+}
+
+static void chakra_json(const CliHwLoaded *hl, const SimChakraResult *r, TsBuf *b)
+{
+    ts_buf_puts(b, "{\"semantics\": \"chakra\", \"iteration_time_s\": ");
+    ts_json_fmt_double(b, r->iteration_time_s);
+    ts_buf_printf(b, ", \"critical_rank\": %lld, \"breakdown_s\": {\"compute\": ", (long long)r->critical_rank);
+    ts_json_fmt_double(b, r->compute_s);
+    ts_buf_puts(b, ", \"collective\": ");
+    ts_json_fmt_double(b, r->coll_s);
+    ts_buf_puts(b, ", \"p2p\": ");
+    ts_json_fmt_double(b, r->p2p_s);
+    ts_buf_puts(b, ", \"other_ranks\": ");
+    ts_json_fmt_double(b, r->wait_s);
+    ts_buf_puts(b, ", \"other\": ");
+    ts_json_fmt_double(b, r->other_s);
+    ts_buf_puts(b, ", \"cpu\": ");
+    ts_json_fmt_double(b, r->cpu_s);
+    ts_buf_printf(b, "}, \"traces\": {\"ranks\": %lld, \"nodes\": %lld, \"collectives\": %lld, \"sends\": %lld, "
+                     "\"groups\": %lld}, \"cluster\": {\"gpu\": ",
+                  (long long)r->ranks, (long long)r->nodes, (long long)r->collectives, (long long)r->sends,
+                  (long long)r->groups);
+    ts_json_escape(b, hl->cluster.gpu.name);
+    ts_buf_printf(b, ", \"gpus\": %lld, \"nodes\": %lld}}\n", (long long)hl->cluster.gpus,
+                  (long long)hl->cluster.nodes);
+}
+
+static int simulate_chakra(const CliHw *ch, const char *prefix, bool js, bool sizes, const char *trace)
+{
+    TsError err = {0};
+    if (trace || sizes) {
+        ts_err(&err, TS_ERR_USAGE, "%s is not available for a Chakra trace set",
+               trace ? "--trace" : "--seq / --micro-batch");
+        ts_err_hint(&err, trace ? "write the timeline from the JSON task graph ('trainsim workload --format json') "
+                                  "with 'simulate --workload FILE.json --trace OUT'"
+                                : "a Chakra trace carries no batch layout, so tokens/s cannot be derived");
+        return cli_fail(&err);
+    }
+    int64_t ranks = 0;
+    char probe[1100];
+    for (;; ranks++) {
+        snprintf(probe, sizeof probe, "%s.%lld.et", prefix, (long long)ranks);
+        if (!is_file(probe)) break;
+    }
+    CliHwLoaded hl;
+    int rc = gpus_match(ch, ranks);
+    if (rc || (rc = cli_hw_load(ch, "dgx-h100", ranks, &hl))) return rc;
+    SimChakraResult r;
+    if (sim_replay_chakra(prefix, &hl.model, &hl.net, &r, &err) != TS_OK) {
+        rc = cli_fail(&err);
+    } else {
+        TsBuf b = {0};
+        if (js) chakra_json(&hl, &r, &b);
+        else chakra_text(prefix, &hl, &r, &b);
+        rc = cli_emit(NULL, &b);
+        ts_buf_free(&b);
+    }
+    cli_hw_free(&hl);
+    return rc;
+}
+
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t seq, int64_t micro_batch,
                           const char *trace)
 {
     TsError err = {0};
+    char prefix[1024];
+    if (chakra_prefix(path, prefix, sizeof prefix))
+        return simulate_chakra(ch, prefix, js, seq > 0 || micro_batch > 0, trace);
     Workload *w = NULL;
     if (wl_read_file(path, &w, &err) != TS_OK) return cli_fail(&err);
     CliHwLoaded hl;
-    int rc = cli_hw_load(ch, "dgx-h100", w->par.world > 0 ? w->par.world : 0, &hl);
-    if (rc) {
+    int rc = gpus_match(ch, w->par.world);
+    if (rc || (rc = cli_hw_load(ch, "dgx-h100", w->par.world > 0 ? w->par.world : 0, &hl))) {
         wl_destroy(w);
         return rc;
     }

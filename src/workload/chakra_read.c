@@ -293,6 +293,12 @@ static TsStatus compare_group(const char *gname, const int64_t *mem, int64_t k, 
 
 TsStatus wl_check_chakra(const char *prefix, WlChakraCheck *out, TsError *err)
 {
+    return wl_check_chakra_visit(prefix, NULL, NULL, out, err);
+}
+
+TsStatus wl_check_chakra_visit(const char *prefix, WlChakraVisit visit, void *user, WlChakraCheck *out,
+                               TsError *err)
+{
     memset(out, 0, sizeof *out);
     char path[1100];
     RankInfo *ri = NULL;
@@ -313,6 +319,7 @@ TsStatus wl_check_chakra(const char *prefix, WlChakraCheck *out, TsError *err)
         free(data);
         out->bytes += (double)len;
         if (!st) st = check_graph(path, &t, err);
+        if (!st && visit) st = visit(user, nranks, &t, err);
         if (st) {
             wl_chakra_trace_free(&t);
             goto done;
@@ -424,8 +431,8 @@ TsStatus wl_check_chakra(const char *prefix, WlChakraCheck *out, TsError *err)
                 }
     }
     /* every send has its receive */
-    qsort(sends, (size_t)ns, sizeof *sends, p2p_cmp);
-    qsort(recvs, (size_t)nr, sizeof *recvs, p2p_cmp);
+    if (ns) qsort(sends, (size_t)ns, sizeof *sends, p2p_cmp);
+    if (nr) qsort(recvs, (size_t)nr, sizeof *recvs, p2p_cmp);
     for (int64_t i = 0; i < ns || i < nr; i++) {
         if (i >= ns || i >= nr || p2p_cmp(&sends[i], &recvs[i]) != 0) {
             const P2p *x = i < ns ? &sends[i] : &recvs[i];

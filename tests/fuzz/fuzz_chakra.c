@@ -1,8 +1,10 @@
 /* fuzz_chakra — Chakra execution traces (varint-delimited protobuf):
- * wl_chakra_decode from memory, plus the file sniffing of wl_read_file on
- * the same bytes (Chakra, JSON workload, op table or SimAI text). */
+ * wl_chakra_decode from memory, the file sniffing of wl_read_file on the
+ * same bytes (Chakra, JSON workload, op table or SimAI text), and the
+ * bytes as a one-rank trace set replayed by sim_replay_chakra. */
 #include "fuzz_common.h"
 
+#include "trainsim/sim.h"
 #include "trainsim/workload.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -27,5 +29,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     st = wl_read_file(path, &w, &e);
     fz_check_error(st, &e);
     wl_destroy(w);
+
+    static HwModel hw;
+    static HwNet net;
+    static int net_ok = -1;
+    if (net_ok < 0) {
+        ClusterSpec cl;
+        TsError ce = {0};
+        net_ok = hw_cluster_load("dgx-h100", 1, &cl, &ce) == TS_OK;
+        if (net_ok) {
+            hw_net_init(&net, &cl);
+            hw_model_init(&hw);
+            hw.gpu = cl.gpu;
+        }
+    }
+    if (net_ok) { /* path is <prefix>.0.et */
+        char prefix[512];
+        size_t n = strlen(path);
+        if (n > 5 && n - 5 < sizeof prefix) {
+            memcpy(prefix, path, n - 5);
+            prefix[n - 5] = '\0';
+            SimChakraResult r;
+            ts_err_clear(&e);
+            st = sim_replay_chakra(prefix, &hw, &net, &r, &e);
+            fz_check_error(st, &e);
+            if (st == TS_OK && !(r.iteration_time_s >= 0)) abort();
+        }
+    }
     return 0;
 }

@@ -1,0 +1,687 @@
+/*
+ * replay_chakra.c — a Chakra execution-trace set (<prefix>.<rank>.et and
+ * <prefix>.comm_groups.json, as ASTRA-sim 2.0 reads it) replayed rank by
+ * rank with ASTRA-sim's semantics (reference/astrasim_chakra.md §2.2):
+ *   - a node is issued when all its data and control parents are done;
+ *   - COMP runs on its rank's GPU (is_cpu_op: its CPU), one at a time in
+ *     issue order, for duration_micros (0 µs and no num_ops: 1 ns, as
+ *     ASTRA-sim; num_ops / tensor_size without a duration: the GPU
+ *     roofline);
+ *   - a collective waits for every rank of its group (pg_name in
+ *     comm_groups.json; none: all ranks) to issue it — the k-th collective
+ *     of a group on each rank is one operation — then takes hw_coll_time_s
+ *     over the group's size and node span; collectives of one group on one
+ *     rank run one after another (one NCCL communicator stream);
+ *   - a send runs on its rank's send stream for the p2p time (across nodes
+ *     when the peer is on another node); its receive, matched on (src, dst,
+ *     tag) in file order, finishes when both it is issued and the send has
+ *     finished;
+ *   - the iteration ends when the last node of any rank does.
+ * Breakdown of the rank that ends last: its GPU busy time, and every idle
+ * gap of its GPU charged to what the next kernel waited for (the parent that
+ * finished last: a collective, a send/receive, or anything else).
+ *
+ * Discrete-event simulation over all ranks: a heap of node completions
+ * processed in time order (ties by node order, so runs are deterministic).
+ * wl_check_chakra validates the set first (deps exist, acyclic, groups
+ * consistent, sends matched), so the replay only meets well-formed input;
+ * it still reports a cross-rank deadlock (ranks issuing two groups'
+ * collectives in opposite orders).
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainsim/sim.h"
+#include "trainsim/workload.h"
+
+enum { T_COMP = 4, T_SEND = 5, T_RECV = 6, T_COLL = 7 };
+enum { S_GPU, S_CPU, S_SEND, S_FIXED }; /* per-rank streams; groups follow */
+#define MAX_NODES ((int64_t)1 << 30)
+
+typedef struct CNode {
+    double dur;     /* COMP: kernel time; SEND: transfer; COLL: the collective's cost */
+    double ready;   /* when the last parent finished, -1 before */
+    double fin;     /* finish, -1 before */
+    double start;   /* when its stream started it (a collective: its arrival on this rank) */
+    int32_t stream; /* global stream index; RECV -1 */
+    int32_t next;   /* FIFO link in its stream, or rendezvous chain */
+    int32_t pend;   /* parents not finished */
+    int32_t child0, nchild;
+    int32_t match;  /* COLL: rendezvous slot; SEND: its RECV; RECV: its SEND */
+    int32_t rank;
+    int32_t lastp;  /* the parent that finished last, -1 */
+    uint8_t type, cpu;
+} CNode;
+
+typedef struct Stream {
+    int32_t head, tail; /* FIFO of ready nodes, -1 = empty */
+    int32_t busy;       /* node in flight, -1 = free */
+    int32_t group;      /* group of a collective stream, -1 for GPU/CPU/send */
+} Stream;
+
+typedef struct Group {
+    char *name;         /* pg_name; "" for the all-ranks group */
+    int64_t *ranks;
+    int64_t size, nodes;
+    int64_t ncoll;      /* collectives each member issues */
+    int64_t slot0;      /* first rendezvous slot */
+} Group;
+
+typedef struct NameIx {
+    const char *name;
+    int32_t g;
+} NameIx;
+
+typedef struct Slot {
+    double tmax;
+    int32_t arrived, chain;
+} Slot;
+
+typedef struct Edge {
+    int32_t parent, child;
+} Edge;
+
+typedef struct P2pKey {
+    int64_t src, dst, tag, seq;
+    int32_t gid;
+} P2pKey;
+
+typedef struct Heap {
+    double *t;
+    int32_t *id;
+    int64_t n, cap;
+} Heap;
+
+typedef struct Rep {
+    const HwModel *hw;
+    const HwNet *net;
+    int64_t ranks, n, cap;
+    CNode *nd;
+    int32_t *children;
+    Edge *edges;
+    int64_t n_edges, cap_edges;
+    Stream *st;         /* a rank's streams are contiguous: GPU, CPU, send, its groups */
+    int32_t *rank_st0;  /* rank -> its first stream */
+    int64_t n_st, cap_st;
+    Group *g;
+    int64_t n_g;
+    NameIx *by_name;    /* groups 1.. sorted by name (group_of) */
+    Slot *slots;
+    P2pKey *sends, *recvs;
+    int64_t n_send, n_recv, cap_send, cap_recv;
+    Heap h;
+} Rep;
+
+static TsStatus oom(TsError *err) { return ts_err(err, TS_ERR_INTERNAL, "out of memory replaying the Chakra traces"); }
+
+static bool grow(void **p, int64_t *cap, int64_t need, size_t elem)
+{
+    if (need <= *cap) return true;
+    int64_t nc = *cap ? *cap : 256;
+    while (nc < need) nc *= 2;
+    void *q = realloc(*p, (size_t)nc * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = nc;
+    return true;
+}
+
+/* ---- heap of completions (time, node) ------------------------------------------ */
+static bool before(const Heap *h, int64_t a, int64_t b)
+{
+    return h->t[a] < h->t[b] || (h->t[a] == h->t[b] && h->id[a] < h->id[b]);
+}
+
+static void swap_at(Heap *h, int64_t a, int64_t b)
+{
+    double t = h->t[a];
+    int32_t i = h->id[a];
+    h->t[a] = h->t[b];
+    h->id[a] = h->id[b];
+    h->t[b] = t;
+    h->id[b] = i;
+}
+
+static bool heap_push(Heap *h, double t, int32_t id)
+{
+    if (h->n == h->cap) {
+        int64_t nc = h->cap ? h->cap * 2 : 1024;
+        double *tt = realloc(h->t, (size_t)nc * sizeof *tt);
+        if (!tt) return false;
+        h->t = tt;
+        int32_t *ii = realloc(h->id, (size_t)nc * sizeof *ii);
+        if (!ii) return false;
+        h->id = ii;
+        h->cap = nc;
+    }
+    int64_t i = h->n++;
+    h->t[i] = t;
+    h->id[i] = id;
+    while (i > 0 && before(h, i, (i - 1) / 2)) {
+        swap_at(h, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+    return true;
+}
+
+static void heap_pop(Heap *h, double *t, int32_t *id)
+{
+    *t = h->t[0];
+    *id = h->id[0];
+    h->n--;
+    h->t[0] = h->t[h->n];
+    h->id[0] = h->id[h->n];
+    for (int64_t i = 0;;) {
+        int64_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->n && before(h, l, m)) m = l;
+        if (r < h->n && before(h, r, m)) m = r;
+        if (m == i) break;
+        swap_at(h, i, m);
+        i = m;
+    }
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(((const NameIx *)a)->name, ((const NameIx *)b)->name);
+}
+
+static bool index_groups(Rep *r)
+{
+    r->by_name = malloc(((size_t)r->n_g + 1) * sizeof *r->by_name);
+    if (!r->by_name) return false;
+    for (int64_t k = 1; k < r->n_g; k++) r->by_name[k - 1] = (NameIx){r->g[k].name, (int32_t)k};
+    if (r->n_g > 1) qsort(r->by_name, (size_t)(r->n_g - 1), sizeof *r->by_name, name_cmp);
+    return true;
+}
+
+static int32_t group_of(const Rep *r, const char *pg)
+{
+    if (!pg || !pg[0]) return 0;
+    NameIx key = {pg, 0};
+    const NameIx *hit = r->n_g > 1 ? bsearch(&key, r->by_name, (size_t)(r->n_g - 1), sizeof key, name_cmp) : NULL;
+    return hit ? hit->g : -1;
+}
+
+/* ---- loading ---------------------------------------------------------------------- */
+static TsStatus load_groups(Rep *r, const char *prefix, TsError *err)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s.comm_groups.json", prefix);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je); /* wl_check_chakra accepted it (or its absence) */
+    size_t n = root ? json_object_size(root) : 0;
+    r->g = calloc(n + 1, sizeof *r->g);
+    if (!r->g) {
+        json_decref(root);
+        return oom(err);
+    }
+    /* group 0: collectives without pg_name run over every rank */
+    r->g[0].ranks = malloc((size_t)r->ranks * sizeof *r->g[0].ranks);
+    if (!r->g[0].ranks) {
+        json_decref(root);
+        return oom(err);
+    }
+    for (int64_t i = 0; i < r->ranks; i++) r->g[0].ranks[i] = i;
+    r->g[0].size = r->ranks;
+    r->g[0].name = strdup("");
+    if (!r->g[0].name) {
+        json_decref(root);
+        return oom(err);
+    }
+    r->n_g = 1;
+    const char *key;
+    json_t *arr;
+    json_object_foreach(root, key, arr) {
+        Group *g = &r->g[r->n_g++];
+        g->name = strdup(key);
+        g->size = (int64_t)json_array_size(arr);
+        g->ranks = malloc(((size_t)g->size + 1) * sizeof *g->ranks);
+        if (!g->ranks || !g->name) {
+            json_decref(root);
+            return oom(err);
+        }
+        for (int64_t j = 0; j < g->size; j++) g->ranks[j] = json_integer_value(json_array_get(arr, (size_t)j));
+    }
+    json_decref(root);
+    int64_t gpn = r->net->cl.gpus_per_node > 0 ? r->net->cl.gpus_per_node : 1;
+    uint8_t *seen = calloc((size_t)(r->ranks / gpn) + 1, 1);
+    if (!seen) return oom(err);
+    for (int64_t k = 0; k < r->n_g; k++) { /* node span: distinct rank / gpn (ranks checked < ranks) */
+        Group *g = &r->g[k];
+        for (int64_t j = 0; j < g->size; j++) {
+            int64_t node = g->ranks[j] / gpn;
+            if (node >= 0 && node <= r->ranks / gpn && !seen[node]) seen[node] = 1, g->nodes++;
+        }
+        for (int64_t j = 0; j < g->size; j++)
+            if (g->ranks[j] / gpn >= 0 && g->ranks[j] / gpn <= r->ranks / gpn) seen[g->ranks[j] / gpn] = 0;
+    }
+    free(seen);
+    if (!index_groups(r)) return oom(err);
+    return TS_OK;
+}
+
+static bool coll_kind(int64_t t, TsColl *c)
+{
+    switch (t) {
+    case 0: *c = TS_COLL_ALLREDUCE; return true;
+    case 2: *c = TS_COLL_ALLGATHER; return true;
+    case 5: *c = TS_COLL_BROADCAST; return true;
+    case 6: *c = TS_COLL_ALLTOALL; return true;
+    case 7: case 8: *c = TS_COLL_REDUCESCATTER; return true;
+    default: return false;
+    }
+}
+
+/* Kernel time of a COMP node: its duration, else the GPU roofline of
+ * num_ops and tensor_size, else ASTRA-sim's 1 ns. */
+static double comp_time(const Rep *r, const WlChakraNode *n)
+{
+    if (n->duration_us > 0) return (double)n->duration_us * 1e-6;
+    const GpuSpec *g = &r->hw->gpu;
+    double f = n->num_ops > 0 && g->peak_flops[TS_DTYPE_BF16] > 0
+                   ? (double)n->num_ops / (g->peak_flops[TS_DTYPE_BF16] * g->gemm_eff[TS_DTYPE_BF16]) : 0;
+    double m = n->tensor_size > 0 && g->hbm_bw_bytes_per_s > 0
+                   ? (double)n->tensor_size / (g->hbm_bw_bytes_per_s * g->mem_eff) : 0;
+    double t = f > m ? f : m;
+    return t > 0 ? t : 1e-9;
+}
+
+static bool add_stream(Rep *r, int32_t group)
+{
+    if (!grow((void **)&r->st, &r->cap_st, r->n_st + 1, sizeof *r->st)) return false;
+    r->st[r->n_st++] = (Stream){-1, -1, -1, group};
+    return true;
+}
+
+/* The collective stream of (rank, group), created on first use. -1: out of memory. */
+static int32_t group_stream(Rep *r, int64_t rank, int32_t grp)
+{
+    for (int64_t s = r->rank_st0[rank] + S_FIXED; s < r->n_st; s++)
+        if (r->st[s].group == grp) return (int32_t)s;
+    return add_stream(r, grp) ? (int32_t)(r->n_st - 1) : -1;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const uint64_t *)a)[0], y = ((const uint64_t *)b)[0];
+    return x < y ? -1 : x > y;
+}
+
+static bool add_p2p(P2pKey **v, int64_t *n, int64_t *cap, P2pKey k)
+{
+    if (!grow((void **)v, cap, *n + 1, sizeof **v)) return false;
+    (*v)[(*n)++] = k;
+    return true;
+}
+
+/* One rank's nodes, streams, edges and p2p keys. */
+static TsStatus load_rank(Rep *r, int64_t rank, const WlChakraTrace *t, int64_t *seq, TsError *err)
+{
+    int64_t base = r->n, gpn = r->net->cl.gpus_per_node > 0 ? r->net->cl.gpus_per_node : 1;
+    if (base + t->n_nodes > MAX_NODES)
+        return ts_err(err, TS_ERR_INPUT, "the traces hold more than %" PRId64 " nodes", MAX_NODES);
+    uint64_t *ix = malloc(((size_t)t->n_nodes + 1) * 2 * sizeof *ix);
+    if (!ix || !grow((void **)&r->nd, &r->cap, base + t->n_nodes, sizeof *r->nd)) {
+        free(ix);
+        return oom(err);
+    }
+    for (int64_t i = 0; i < t->n_nodes; i++) {
+        ix[2 * i] = t->nodes[i].id;
+        ix[2 * i + 1] = (uint64_t)i;
+    }
+    qsort(ix, (size_t)t->n_nodes, 2 * sizeof *ix, id_cmp);
+    r->rank_st0[rank] = (int32_t)r->n_st;
+    TsStatus st = TS_OK;
+    for (int k = 0; k < S_FIXED && !st; k++)
+        if (!add_stream(r, -1)) st = oom(err);
+    for (int64_t i = 0; i < t->n_nodes && !st; i++) {
+        const WlChakraNode *n = &t->nodes[i];
+        int32_t gid = (int32_t)(base + i);
+        CNode *c = &r->nd[gid];
+        *c = (CNode){.ready = -1, .fin = -1, .stream = -1, .next = -1, .match = -1, .rank = (int32_t)rank,
+                     .lastp = -1,
+                     .type = (uint8_t)(n->type >= 0 && n->type < 256 ? n->type : 0)};
+        if (n->type == T_COMP) {
+            c->cpu = n->has_is_cpu_op && n->is_cpu_op;
+            c->stream = r->rank_st0[rank] + (c->cpu ? S_CPU : S_GPU);
+            c->dur = comp_time(r, n);
+        } else if (n->type == T_COLL) {
+            int32_t g = group_of(r, n->pg_name);
+            TsColl kind;
+            if (g < 0 || !coll_kind(n->comm_type, &kind)) {
+                st = ts_err(err, TS_ERR_INPUT, "rank %" PRId64 " node %" PRIu64 " '%s': %s", rank, n->id, n->name,
+                            g < 0 ? "unknown process group" : "collective type not replayed");
+                ts_err_hint(err, "ASTRA-sim replays all-reduce, all-gather, reduce-scatter and all-to-all "
+                                 "(comm_type 0, 2, 7, 6); trainsim also broadcast (5)");
+                break;
+            }
+            c->stream = group_stream(r, rank, g);
+            if (c->stream < 0) st = oom(err);
+            c->match = (int32_t)seq[g]++;
+            c->dur = hw_coll_time_s(r->net, kind, (double)n->comm_size, r->g[g].size, r->g[g].nodes, 1, NULL);
+        } else if (n->type == T_SEND) {
+            c->stream = r->rank_st0[rank] + S_SEND;
+            bool cross = rank / gpn != (int64_t)n->comm_dst / gpn;
+            c->dur = hw_p2p_time_s(r->net, (double)n->comm_size, cross);
+            if (!add_p2p(&r->sends, &r->n_send, &r->cap_send, (P2pKey){rank, n->comm_dst, n->comm_tag, gid, gid}))
+                st = oom(err);
+        } else if (n->type == T_RECV) {
+            if (!add_p2p(&r->recvs, &r->n_recv, &r->cap_recv, (P2pKey){n->comm_src, rank, n->comm_tag, gid, gid}))
+                st = oom(err);
+        }
+        for (int32_t j = 0; j < n->n_data + n->n_ctrl && !st; j++) {
+            uint64_t key[2] = {j < n->n_data ? n->data_deps[j] : n->ctrl_deps[j - n->n_data], 0};
+            const uint64_t *hit = bsearch(key, ix, (size_t)t->n_nodes, 2 * sizeof *ix, id_cmp);
+            if (!grow((void **)&r->edges, &r->cap_edges, r->n_edges + 1, sizeof *r->edges)) st = oom(err);
+            else if (hit) r->edges[r->n_edges++] = (Edge){(int32_t)(base + (int64_t)hit[1]), gid};
+            c->pend += hit != NULL;
+        }
+    }
+    free(ix);
+    r->n = base + t->n_nodes;
+    return st;
+}
+
+static int p2p_cmp(const void *a, const void *b)
+{
+    const P2pKey *x = a, *y = b;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    if (x->dst != y->dst) return x->dst < y->dst ? -1 : 1;
+    if (x->tag != y->tag) return x->tag < y->tag ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Rendezvous slots, send/recv pairs and the children lists. */
+static TsStatus link_all(Rep *r, TsError *err)
+{
+    int64_t slots = 0;
+    for (int64_t k = 0; k < r->n_g; k++) {
+        r->g[k].slot0 = slots;
+        slots += r->g[k].ncoll;
+    }
+    r->slots = calloc((size_t)slots + 1, sizeof *r->slots);
+    r->children = malloc(((size_t)r->n_edges + 1) * sizeof *r->children);
+    int32_t *cnt = calloc((size_t)r->n + 1, sizeof *cnt);
+    if (!r->slots || !r->children || !cnt) {
+        free(cnt);
+        return oom(err);
+    }
+    for (int64_t s = 0; s < slots; s++) r->slots[s] = (Slot){0, 0, -1};
+    for (int64_t i = 0; i < r->n; i++)
+        if (r->nd[i].type == T_COLL) r->nd[i].match += (int32_t)r->g[r->st[r->nd[i].stream].group].slot0;
+    if (r->n_send) qsort(r->sends, (size_t)r->n_send, sizeof *r->sends, p2p_cmp);
+    if (r->n_recv) qsort(r->recvs, (size_t)r->n_recv, sizeof *r->recvs, p2p_cmp);
+    for (int64_t i = 0; i < r->n_send && i < r->n_recv; i++) {
+        r->nd[r->sends[i].gid].match = r->recvs[i].gid;
+        r->nd[r->recvs[i].gid].match = r->sends[i].gid;
+    }
+    for (int64_t e = 0; e < r->n_edges; e++) cnt[r->edges[e].parent]++;
+    int32_t at = 0;
+    for (int64_t i = 0; i < r->n; i++) {
+        r->nd[i].child0 = at;
+        at += cnt[i];
+        cnt[i] = r->nd[i].child0;
+    }
+    for (int64_t e = 0; e < r->n_edges; e++) r->children[cnt[r->edges[e].parent]++] = r->edges[e].child;
+    for (int64_t i = 0; i < r->n; i++) r->nd[i].nchild = cnt[i] - r->nd[i].child0;
+    free(cnt);
+    return TS_OK;
+}
+
+/* ---- simulation --------------------------------------------------------------------- */
+static bool start_next(Rep *r, int32_t s, double t);
+
+static bool ready(Rep *r, int32_t id, double t)
+{
+    CNode *c = &r->nd[id];
+    c->ready = c->start = t;
+    if (c->type == T_RECV) {
+        const CNode *snd = c->match >= 0 ? &r->nd[c->match] : NULL;
+        if (!snd) return heap_push(&r->h, t, id); /* unmatched (checked): completes at once */
+        return snd->fin < 0 || heap_push(&r->h, snd->fin > t ? snd->fin : t, id);
+    }
+    if (c->stream < 0) return heap_push(&r->h, t, id); /* other node types take no time */
+    Stream *s = &r->st[c->stream];
+    if (s->tail >= 0) r->nd[s->tail].next = id;
+    else s->head = id;
+    s->tail = id;
+    return s->busy >= 0 || start_next(r, c->stream, t);
+}
+
+static bool start_next(Rep *r, int32_t s, double t)
+{
+    Stream *q = &r->st[s];
+    int32_t id = q->head;
+    if (id < 0) return true;
+    q->head = r->nd[id].next;
+    if (q->head < 0) q->tail = -1;
+    q->busy = id;
+    CNode *c = &r->nd[id];
+    c->next = -1;
+    c->start = t;
+    if (c->type != T_COLL) return heap_push(&r->h, t + c->dur, id);
+    /* the collective: arrived on this rank; done when the whole group is */
+    Slot *sl = &r->slots[c->match];
+    const Group *g = &r->g[q->group];
+    if (t > sl->tmax) sl->tmax = t;
+    c->next = sl->chain;
+    sl->chain = id;
+    if (++sl->arrived < g->size) return true;
+    for (int32_t m = sl->chain; m >= 0; m = r->nd[m].next)
+        if (!heap_push(&r->h, sl->tmax + c->dur, m)) return false;
+    return true;
+}
+
+static bool complete(Rep *r, int32_t id, double t)
+{
+    CNode *c = &r->nd[id];
+    c->fin = t;
+    if (c->stream >= 0) {
+        r->st[c->stream].busy = -1;
+        if (!start_next(r, c->stream, t)) return false;
+    }
+    if (c->type == T_SEND && c->match >= 0) { /* its receive may be waiting */
+        const CNode *rv = &r->nd[c->match];
+        if (rv->ready >= 0 && rv->fin < 0 && !heap_push(&r->h, rv->ready > t ? rv->ready : t, c->match)) return false;
+    }
+    for (int32_t k = 0; k < c->nchild; k++) {
+        int32_t ch = r->children[c->child0 + k];
+        if (--r->nd[ch].pend == 0) {
+            r->nd[ch].lastp = id;
+            if (!ready(r, ch, t)) return false;
+        }
+    }
+    return true;
+}
+
+static TsStatus run(Rep *r, TsError *err)
+{
+    for (int64_t i = 0; i < r->n; i++)
+        if (r->nd[i].pend == 0 && !ready(r, (int32_t)i, 0)) return oom(err);
+    int64_t done = 0;
+    while (r->h.n > 0) {
+        double t;
+        int32_t id;
+        heap_pop(&r->h, &t, &id);
+        if (r->nd[id].fin >= 0) continue; /* a receive queued twice */
+        if (!complete(r, id, t)) return oom(err);
+        done++;
+    }
+    if (done == r->n) return TS_OK;
+    for (int64_t i = 0; i < r->n; i++) {
+        const CNode *c = &r->nd[i];
+        if (c->fin >= 0 || c->type != T_COLL || r->st[c->stream].busy != (int32_t)i) continue;
+        const Group *g = &r->g[r->st[c->stream].group];
+        ts_err(err, TS_ERR_INPUT,
+               "deadlock: rank %d waits in a collective of group %s that %" PRId64 " of its %" PRId64
+               " ranks never reach", c->rank, g->name[0] ? g->name : "(all ranks)",
+               g->size - r->slots[c->match].arrived, g->size);
+        ts_err_hint(err, "the ranks of two groups issue their collectives in different orders");
+        return TS_ERR_INPUT;
+    }
+    return ts_err(err, TS_ERR_INPUT, "deadlock: %" PRId64 " of %" PRId64 " nodes never run", r->n - done, r->n);
+}
+
+/* ---- breakdown ------------------------------------------------------------------------ */
+static int start_cmp(const void *a, const void *b)
+{
+    double x = ((const double *)a)[0], y = ((const double *)b)[0];
+    return x < y ? -1 : x > y;
+}
+
+/* Charge [a, b) of the critical rank's GPU idle time, which ended when node
+ * `id` finished at b, along the chain of parents that finished last: a
+ * collective's own cost and its wait for its stream are collective time, its
+ * wait for late ranks of the group is waiting; a send's transfer and stream
+ * wait are p2p; a receive whose send ended last passes to the send: its
+ * transfer is p2p, before it the peer rank was late (the pipeline bubble). */
+static void blame(const Rep *r, SimChakraResult *o, int32_t id, double a, double b)
+{
+#define TAKE(field, from)                                  \
+    do {                                                   \
+        double s_ = (from) > a ? (from) : a;               \
+        if (b > s_) o->field += b - s_, b = s_;            \
+    } while (0)
+    while (id >= 0 && b > a) {
+        const CNode *c = &r->nd[id];
+        if (c->type == T_COLL) {
+            TAKE(coll_s, c->fin - c->dur);
+            TAKE(wait_s, c->start);
+            TAKE(coll_s, c->ready);
+        } else if (c->type == T_SEND) {
+            TAKE(p2p_s, c->start);
+            TAKE(p2p_s, c->ready);
+        } else if (c->type == T_RECV && c->match >= 0 && r->nd[c->match].fin >= c->ready) {
+            const CNode *snd = &r->nd[c->match];
+            TAKE(p2p_s, snd->fin - snd->dur);
+            TAKE(wait_s, a);
+            return;
+        } else if (c->type == T_COMP) {
+            break;
+        }
+        id = c->lastp;
+    }
+    if (b > a) o->other_s += b - a;
+#undef TAKE
+}
+
+/* The critical rank: GPU busy time and its idle gaps (blame). */
+static TsStatus breakdown(const Rep *r, SimChakraResult *o, TsError *err)
+{
+    int64_t lo = -1, hi = -1, n = 0;
+    int32_t last = -1;
+    for (int64_t i = 0; i < r->n; i++)
+        if (r->nd[i].fin > o->iteration_time_s) {
+            o->iteration_time_s = r->nd[i].fin;
+            o->critical_rank = r->nd[i].rank;
+            last = (int32_t)i;
+        }
+    for (int64_t i = 0; i < r->n; i++) {
+        if (r->nd[i].rank != o->critical_rank) continue;
+        if (lo < 0) lo = i;
+        hi = i;
+    }
+    double *k = malloc(((size_t)(hi - lo + 1) + 1) * 3 * sizeof *k);
+    if (!k) return oom(err);
+    for (int64_t i = lo; i <= hi && lo >= 0; i++) {
+        const CNode *c = &r->nd[i];
+        if (c->type != T_COMP) continue;
+        if (c->cpu) {
+            o->cpu_s += c->dur;
+            continue;
+        }
+        k[3 * n] = c->start;
+        k[3 * n + 1] = c->fin;
+        k[3 * n + 2] = (double)i;
+        n++;
+    }
+    qsort(k, (size_t)n, 3 * sizeof *k, start_cmp);
+    double t = 0;
+    for (int64_t j = 0; j < n; j++) {
+        const CNode *c = &r->nd[(int64_t)k[3 * j + 2]];
+        if (k[3 * j] > t) blame(r, o, c->lastp, t, k[3 * j]);
+        o->compute_s += k[3 * j + 1] - k[3 * j];
+        t = k[3 * j + 1];
+    }
+    if (o->iteration_time_s > t) blame(r, o, last, t, o->iteration_time_s);
+    free(k);
+    return TS_OK;
+}
+
+static void rep_free(Rep *r)
+{
+    free(r->nd);
+    free(r->children);
+    free(r->edges);
+    free(r->st);
+    free(r->rank_st0);
+    for (int64_t k = 0; k < r->n_g && r->g; k++) {
+        free(r->g[k].ranks);
+        free(r->g[k].name);
+    }
+    free(r->by_name);
+    free(r->g);
+    free(r->slots);
+    free(r->sends);
+    free(r->recvs);
+    free(r->h.t);
+    free(r->h.id);
+}
+
+typedef struct Load {
+    Rep *r;
+    int64_t *seq; /* per group: collectives of the rank being loaded */
+} Load;
+
+static TsStatus visit(void *user, int64_t rank, const WlChakraTrace *t, TsError *err)
+{
+    Load *l = user;
+    Rep *r = l->r;
+    if (rank >= r->ranks)
+        return ts_err(err, TS_ERR_INPUT, "trace '%" PRId64 ".et' appeared while the set was read", rank);
+    memset(l->seq, 0, (size_t)r->n_g * sizeof *l->seq);
+    TsStatus st = load_rank(r, rank, t, l->seq, err);
+    for (int64_t g = 0; g < r->n_g && !st; g++)
+        if (l->seq[g] > r->g[g].ncoll) r->g[g].ncoll = l->seq[g];
+    return st;
+}
+
+TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *net, SimChakraResult *out,
+                           TsError *err)
+{
+    memset(out, 0, sizeof *out);
+    char path[1100];
+    int64_t ranks = 0;
+    for (;; ranks++) { /* the set's size first: the all-ranks group needs it */
+        snprintf(path, sizeof path, "%s.%" PRId64 ".et", prefix, ranks);
+        FILE *fp = fopen(path, "rb");
+        if (!fp) break;
+        fclose(fp);
+    }
+    Rep r = {.hw = hw, .net = net, .ranks = ranks};
+    TsStatus st = TS_OK;
+    r.rank_st0 = calloc((size_t)ranks + 1, sizeof *r.rank_st0);
+    if (!r.rank_st0) st = oom(err);
+    if (!st) st = load_groups(&r, prefix, err);
+    Load l = {&r, calloc((size_t)r.n_g + 1, sizeof *l.seq)};
+    if (!st && !l.seq) st = oom(err);
+    WlChakraCheck chk;
+    if (!st) st = wl_check_chakra_visit(prefix, visit, &l, &chk, err);
+    free(l.seq);
+    if (!st && chk.ranks != ranks) st = ts_err(err, TS_ERR_INPUT, "the trace set changed while it was read");
+    if (!st) st = link_all(&r, err);
+    if (!st) st = run(&r, err);
+    if (!st) st = breakdown(&r, out, err);
+    if (!st) {
+        out->ranks = chk.ranks;
+        out->nodes = chk.nodes;
+        out->collectives = chk.colls;
+        out->sends = chk.sends;
+        out->groups = chk.groups;
+    }
+    rep_free(&r);
+    return st;
+}

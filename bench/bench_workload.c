@@ -90,8 +90,32 @@ static long rss_kb(void)
     return ru.ru_maxrss;
 }
 
+/* sim_replay_chakra on the set just written (simulate --workload PREFIX). */
+static void replay_set(const char *label, const char *prefix, int64_t gpus, double bytes)
+{
+    ClusterSpec cl;
+    TsError e = {0};
+    if (hw_cluster_load("dgx-h100", gpus, &cl, &e) != TS_OK) return;
+    HwNet net;
+    hw_net_init(&net, &cl);
+    HwModel hw;
+    hw_model_init(&hw);
+    hw.gpu = cl.gpu;
+    SimChakraResult r;
+    double t0 = now_s();
+    TsStatus st = sim_replay_chakra(prefix, &hw, &net, &r, &e);
+    double t = now_s() - t0;
+    if (st != TS_OK) {
+        fprintf(stderr, "%s: %s\n", label, e.msg);
+        return;
+    }
+    printf("%-26s Chakra replay (sim_replay_chakra) %.2f s for %lld nodes, %.0f ns per node, %.0f MB/s; "
+           "iteration %.4g s\n",
+           label, t, (long long)r.nodes, t * 1e9 / (double)r.nodes, bytes / 1e6 / t, r.iteration_time_s);
+}
+
 static int bench_chakra(const char *label, const char *model, int64_t tp, int64_t pp, int64_t gpus, int64_t gbs,
-                        int64_t seq, const WlCost *c)
+                        int64_t seq, const WlCost *c, bool replay)
 {
     WlModelDims md;
     WlPlanDims pd;
@@ -141,6 +165,7 @@ static int bench_chakra(const char *label, const char *model, int64_t tp, int64_
     printf("%-26s CPU user %.2f s (encoding) + sys %.2f s (file creation, page cache): %.0f MB per CPU-second\n", "",
            usr, sys, (double)bytes / 1e6 / (usr + sys));
     if (st) fprintf(stderr, "%s: %s\n", label, err.msg);
+    else if (replay) replay_set(label, prefix, gpus, (double)bytes);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
@@ -182,8 +207,10 @@ int main(void)
     printf("%-26s %6d ranks  build+format+write %.3f ms  %zu bytes (target < 5 ms)\n", "simai aicb-llama-405b", 1024,
            t * 1e3, size);
     /* 2, 3. Chakra */
-    int rc = bench_chakra("chakra gpt3-175b", "gpt3-175b", 8, 8, 1024, 1536, 2048, &c);
-    rc |= bench_chakra("chakra llama3-405b", "llama3-405b", 8, 16, 16384, 1024, 8192, &c);
+    int rc = bench_chakra("chakra gpt3-175b", "gpt3-175b", 8, 8, 1024, 1536, 2048, &c, false);
+    rc |= bench_chakra("chakra llama3-405b", "llama3-405b", 8, 16, 16384, 1024, 8192, &c, false);
+    /* 4. replaying a Chakra set (last: its memory dominates the max RSS) */
+    rc |= bench_chakra("chakra gpt3-175b 128", "gpt3-175b", 8, 8, 128, 64, 2048, &c, true);
     printf("max RSS %.1f MiB (IR memory scales with classes = pipeline stages; the encoder holds one rank's trace)\n",
            (double)rss_kb() / 1024.0);
     return rc;

@@ -49,6 +49,17 @@ static const GemmRow GEMMS[] = {
     {"mi300x", TS_DTYPE_BF16, 10240, 15360, 8192, 668.4, "MAMF best shape"},
 };
 
+/* The kernel model of a GPU preset; false (and a line saying why) when it
+ * does not load. */
+static bool load_gpu(const char *name, HwModel *m)
+{
+    TsError e = {0};
+    hw_model_init(m);
+    if (hw_gpu_load(name, &m->gpu, &e) == TS_OK) return true;
+    printf("  cannot load %s: %s\n", name, e.msg);
+    return false;
+}
+
 static void gemm_table(void)
 {
     printf("GEMM model vs measured TFLOP/s (calibration_facts.md 1.1-1.3)\n");
@@ -58,12 +69,7 @@ static void gemm_table(void)
     for (size_t i = 0; i < sizeof GEMMS / sizeof GEMMS[0]; i++) {
         const GemmRow *r = &GEMMS[i];
         HwModel m;
-        TsError e = {0};
-        hw_model_init(&m);
-        if (hw_gpu_load(r->gpu, &m.gpu, &e)) {
-            printf("  cannot load %s: %s\n", r->gpu, e.msg);
-            continue;
-        }
+        if (!load_gpu(r->gpu, &m)) continue;
         double p = hw_gemm_flops_per_s(&m, 1, r->m, r->n, r->k, r->dt) / 1e12;
         char shape[40];
         snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)r->m, (long long)r->n, (long long)r->k);
@@ -105,12 +111,7 @@ static void attn_table(void)
     for (size_t i = 0; i < sizeof ATTNS / sizeof ATTNS[0]; i++) {
         const AttnRow *r = &ATTNS[i];
         HwModel m;
-        TsError e = {0};
-        hw_model_init(&m);
-        if (hw_gpu_load(r->gpu, &m.gpu, &e)) {
-            printf("  cannot load %s: %s\n", r->gpu, e.msg);
-            continue;
-        }
+        if (!load_gpu(r->gpu, &m)) continue;
         printf("  %-15s %-12s hd%-3d %-10s", r->gpu, r->what, r->d, r->causal ? "causal" : "non-causal");
         for (int k = 0; k < 6; k++) {
             int64_t s = 512LL << k, heads = 2048 / r->d, B = 16384 / s;

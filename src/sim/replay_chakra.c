@@ -104,6 +104,8 @@ typedef struct Rep {
     int64_t n_edges, cap_edges;
     Stream *st;         /* a rank's streams are contiguous: GPU, CPU, send, its groups */
     int32_t *rank_st0;  /* rank -> its first stream */
+    int64_t *rank_n0;   /* rank -> its first node (global index) */
+    const char *prefix;
     int64_t n_st, cap_st;
     Group *g;
     int64_t n_g;
@@ -334,6 +336,7 @@ static TsStatus load_rank(Rep *r, int64_t rank, const WlChakraTrace *t, int64_t 
     }
     qsort(ix, (size_t)t->n_nodes, 2 * sizeof *ix, id_cmp);
     r->rank_st0[rank] = (int32_t)r->n_st;
+    r->rank_n0[rank] = base;
     TsStatus st = TS_OK;
     for (int k = 0; k < S_FIXED && !st; k++)
         if (!add_stream(r, -1)) st = oom(err);
@@ -497,6 +500,46 @@ static bool complete(Rep *r, int32_t id, double t)
     return true;
 }
 
+/* The first node that was issued but never ran, named by its Chakra id and
+ * name (its rank's file decoded again: this is the error path). */
+static TsStatus deadlock(const Rep *r, int64_t stuck, TsError *err)
+{
+    int64_t i = 0;
+    while (i < r->n && !(r->nd[i].fin < 0 && r->nd[i].ready >= 0)) i++;
+    if (i == r->n) i = 0;
+    const CNode *c = &r->nd[i];
+    char path[1100], what[160] = "";
+    snprintf(path, sizeof path, "%s.%d.et", r->prefix, c->rank);
+    char *data = NULL;
+    size_t len = 0;
+    WlChakraTrace t = {0};
+    TsError e2 = {0};
+    int64_t k = i - r->rank_n0[c->rank];
+    if (ts_read_file(path, (size_t)1 << 32, &data, &len, &e2) == TS_OK &&
+        wl_chakra_decode(path, (const uint8_t *)data, len, &t, &e2) == TS_OK && k < t.n_nodes)
+        snprintf(what, sizeof what, "node %" PRIu64 " '%s'", t.nodes[k].id, t.nodes[k].name);
+    free(data);
+    wl_chakra_trace_free(&t);
+    if (c->type == T_COLL) {
+        const Group *g = &r->g[r->st[c->stream].group];
+        ts_err(err, TS_ERR_INPUT,
+               "deadlock: %s, a collective of group %s, waits for %" PRId64 " of its %" PRId64
+               " ranks, which never reach it (%" PRId64 " of %" PRId64 " nodes never run)",
+               what, g->name[0] ? g->name : "(all ranks)", g->size - r->slots[c->match].arrived, g->size, stuck,
+               r->n);
+        ts_err_hint(err, "ranks issue the collectives of two groups in different orders, or wait on a receive "
+                         "first");
+    } else {
+        ts_err(err, TS_ERR_INPUT, "deadlock: %s%s waits for a %s that never runs (%" PRId64 " of %" PRId64
+               " nodes never run)", what, c->type == T_RECV ? ", a receive," : "",
+               c->type == T_RECV ? "send" : "stream", stuck, r->n);
+        ts_err_hint(err, "every rank waits on another: a receive must not depend on its own rank's later "
+                         "sends or collectives");
+    }
+    ts_err_at(err, path, 0, 0, NULL);
+    return TS_ERR_INPUT;
+}
+
 static TsStatus run(Rep *r, TsError *err)
 {
     for (int64_t i = 0; i < r->n; i++)
@@ -511,18 +554,7 @@ static TsStatus run(Rep *r, TsError *err)
         done++;
     }
     if (done == r->n) return TS_OK;
-    for (int64_t i = 0; i < r->n; i++) {
-        const CNode *c = &r->nd[i];
-        if (c->fin >= 0 || c->type != T_COLL || r->st[c->stream].busy != (int32_t)i) continue;
-        const Group *g = &r->g[r->st[c->stream].group];
-        ts_err(err, TS_ERR_INPUT,
-               "deadlock: rank %d waits in a collective of group %s that %" PRId64 " of its %" PRId64
-               " ranks never reach", c->rank, g->name[0] ? g->name : "(all ranks)",
-               g->size - r->slots[c->match].arrived, g->size);
-        ts_err_hint(err, "the ranks of two groups issue their collectives in different orders");
-        return TS_ERR_INPUT;
-    }
-    return ts_err(err, TS_ERR_INPUT, "deadlock: %" PRId64 " of %" PRId64 " nodes never run", r->n - done, r->n);
+    return deadlock(r, r->n - done, err);
 }
 
 /* ---- breakdown ------------------------------------------------------------------------ */
@@ -618,6 +650,7 @@ static void rep_free(Rep *r)
     free(r->edges);
     free(r->st);
     free(r->rank_st0);
+    free(r->rank_n0);
     for (int64_t k = 0; k < r->n_g && r->g; k++) {
         free(r->g[k].ranks);
         free(r->g[k].name);
@@ -661,10 +694,11 @@ TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *n
         if (!fp) break;
         fclose(fp);
     }
-    Rep r = {.hw = hw, .net = net, .ranks = ranks};
+    Rep r = {.hw = hw, .net = net, .ranks = ranks, .prefix = prefix};
     TsStatus st = TS_OK;
     r.rank_st0 = calloc((size_t)ranks + 1, sizeof *r.rank_st0);
-    if (!r.rank_st0) st = oom(err);
+    r.rank_n0 = calloc((size_t)ranks + 1, sizeof *r.rank_n0);
+    if (!r.rank_st0 || !r.rank_n0) st = oom(err);
     if (!st) st = load_groups(&r, prefix, err);
     Load l = {&r, calloc((size_t)r.n_g + 1, sizeof *l.seq)};
     if (!st && !l.seq) st = oom(err);

@@ -142,7 +142,8 @@ static void test_deadlock(void **state)
     }
     SimChakraResult r;
     assert_int_equal(replay(w, "dead", &r, &err), TS_ERR_INPUT);
-    assert_non_null(strstr(err.msg, "deadlock: 4 of 4 nodes never run"));
+    assert_non_null(strstr(err.msg, "deadlock: node 0 'recv', a receive"));
+    assert_non_null(strstr(err.msg, "(4 of 4 nodes never run)"));
     wl_destroy(w);
 }
 

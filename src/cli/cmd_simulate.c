@@ -74,7 +74,8 @@ int cmd_simulate(int argc, char **argv)
     cli_add(&s, "json", CLI_FLAG, &o.json, NULL, "JSON output");
     cli_add(&s, "trace", CLI_STR, &o.trace, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)");
     cli_add(&s, "html", CLI_STR, &o.html, "FILE", "write a self-contained HTML report (timeline, breakdown, memory)");
-    cli_add(&s, "workload", CLI_STR, &o.workload, "FILE", "simulate an imported SimAI/ASTRA-sim/op-table workload");
+    cli_add(&s, "workload", CLI_STR, &o.workload, "FILE",
+            "replay a workload: SimAI/ASTRA-sim text, op table, JSON task graph, or a Chakra set (PREFIX)");
     int rc = cli_parse(&s, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
 

@@ -156,6 +156,13 @@ int main(void)
         printf("    %5lld mb  1F1B %8.2f us/plan   interleaved v=3 %8.2f us/plan\n", (long long)mb, t1 * 1e6,
                t3 * 1e6);
     }
+    printf("\n  uneven stages (llama3-70b, 80 layers, H100, TP8 DP8; first and last stages one layer lighter):\n");
+    for (int64_t pp = 6; pp <= 15; pp += 9)
+        for (int64_t mb = 16; mb <= 256; mb *= 4) {
+            if (setup(&c, "llama3-70b", "dgx-h100", 64 * pp, 8, pp, 1, mb * 8)) return 1;
+            t = per_plan(&c, w, &it);
+            printf("    PP %2lld  %4lld mb  1F1B %8.2f us/plan\n", (long long)pp, (long long)mb, t * 1e6);
+        }
     sim_work_destroy(w);
     return 0;
 }

@@ -1,7 +1,8 @@
 /* test_sim_periodic.c — the schedule engine's periodic fast path (steady
  * state detected and extrapolated) against the full pass (every micro-batch
- * simulated) on random pipelines: uneven stages, pipeline transfers, DP
- * buckets, GPipe / 1F1B / interleaved, 1 to 4096 micro-batches.
+ * simulated) on random pipelines: uneven stages, uneven layer splits (tied
+ * middle stages), pipeline transfers, DP buckets, GPipe / 1F1B /
+ * interleaved, 1 to 4096 micro-batches.
  * Tolerance: 1e-9 relative for the iteration time, the pipeline time and
  * every breakdown term and per-stage figure, with a floor of 1e-12 of the
  * iteration time for terms that round to ~0 in one pass and 0 in the other. */
@@ -67,10 +68,16 @@ static bool one(int inst, SimWork *wf, SimWork *wr)
     if (sch == SIM_SCHED_INTERLEAVED) m = (m + p - 1) / p * p; /* whole groups (Megatron's rule) */
     double base_f = 0.5 + rnd(), p2p = rnd() < 0.3 ? 0 : 0.2 * rnd() * base_f;
     bool even = rnd() < 0.3; /* uniform stages with transfers repeat every p rounds, not every round */
+    /* an uneven layer split: the middle chunks tied, the first and last (and
+     * sometimes the second and second-to-last) one layer lighter; such
+     * pipelines repeat every (tied span) micro-batches and settle late */
+    bool split = !even && rnd() < 0.4;
+    int32_t light = rnd() < 0.5 ? 1 : 2;
     for (int32_t i = 0; i < p * v; i++) {
         SimChunkCost *k = &c[i];
         memset(k, 0, sizeof *k);
-        double f = base_f * (even || rnd() < 0.5 ? 1.0 : 0.8 + 0.4 * rnd()); /* uneven stages */
+        double f = base_f * (even || split || rnd() < 0.5 ? 1.0 : 0.8 + 0.4 * rnd()); /* uneven stages */
+        if (split && (i < light || i >= p * v - light)) f *= 5.0 / 6.0;
         k->compute_fwd_s = f;
         k->compute_bwd_s = 2 * f;
         k->recompute_s = rnd() < 0.3 ? 0.3 * f : 0;
@@ -81,7 +88,10 @@ static bool one(int inst, SimWork *wf, SimWork *wr)
         k->dp_grad_s = rnd() < 0.5 ? 4 * f * rnd() : 0;
         k->dp_buckets = 1 + (int32_t)(rnd() * 8);
     }
-    if (!even) {
+    if (split) {
+        c[p * v - 1].fwd_s += 0.04 * base_f; /* a small LM head: the last chunk stays lighter */
+        c[p * v - 1].bwd_s += 0.08 * base_f;
+    } else if (!even) {
         c[0].fwd_s += 0.2 * base_f; /* embedding */
         c[p * v - 1].fwd_s += 0.4 * base_f; /* LM head and loss */
         c[p * v - 1].bwd_s += 0.8 * base_f;

@@ -8,6 +8,7 @@
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
 
+#include <dirent.h>
 #include <string.h>
 
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t seq, int64_t micro_batch,
@@ -167,6 +168,25 @@ static bool chakra_prefix(const char *path, char *buf, size_t cap)
     return true;
 }
 
+/* `path` is a directory holding Chakra sets: the hint names one prefix. */
+static void dir_hint(const char *path, TsError *err)
+{
+    DIR *d = opendir(path);
+    if (!d) return;
+    struct dirent *e;
+    int n = 0;
+    char first[512] = "";
+    while ((e = readdir(d)) != NULL) {
+        size_t k = strlen(e->d_name);
+        if (k > 5 && !strcmp(e->d_name + k - 5, ".0.et") && n++ == 0)
+            snprintf(first, sizeof first, "%.*s", (int)(k - 5), e->d_name);
+    }
+    closedir(d);
+    if (n > 0)
+        ts_err_hint(err, "%s holds %d Chakra trace set%s; give a set's prefix, e.g. --workload %s/%s", path, n,
+                    n > 1 ? "s" : "", path, first);
+}
+
 static void chakra_text(const char *prefix, const CliHwLoaded *hl, const SimChakraResult *r, TsBuf *b)
 {
     ts_buf_printf(b, "trainsim simulate --workload %s (Chakra semantics, as ASTRA-sim: every rank; a collective "
@@ -254,7 +274,10 @@ int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t se
     if (chakra_prefix(path, prefix, sizeof prefix))
         return simulate_chakra(ch, prefix, js, seq > 0 || micro_batch > 0, trace);
     Workload *w = NULL;
-    if (wl_read_file(path, &w, &err) != TS_OK) return cli_fail(&err);
+    if (wl_read_file(path, &w, &err) != TS_OK) {
+        dir_hint(path, &err);
+        return cli_fail(&err);
+    }
     CliHwLoaded hl;
     int rc = gpus_match(ch, w->par.world);
     if (rc || (rc = cli_hw_load(ch, "dgx-h100", w->par.world > 0 ? w->par.world : 0, &hl))) {

@@ -326,6 +326,14 @@ TsStatus sim_replay_dag(const struct Workload *w, const HwNet *net, bool record,
  * matched on (src, dst, tag). The breakdown is the rank that ends last; its
  * GPU idle gaps are charged along the chain of parents that ended last:
  * compute_s + coll_s + p2p_s + wait_s + other_s = iteration_time_s. */
+/* One replayed node of a recorded rank (SimChakraResult.spans). */
+typedef struct SimChakraSpan {
+    int32_t rank;
+    int32_t thread;       /* 0 GPU, 1 CPU, 2 sends, 3 + g: collectives of group g */
+    double start_s, end_s;/* a collective: from its arrival on this rank to its end */
+    const char *name;     /* the node's name (SimChakraResult.arena) */
+} SimChakraSpan;
+
 typedef struct SimChakraResult {
     int64_t ranks, nodes, collectives, sends, groups;
     double iteration_time_s;
@@ -337,9 +345,18 @@ typedef struct SimChakraResult {
                              a receive's send not yet started (the pipeline bubble) */
     double other_s;       /* ... anything else (CPU ops, the chain's start) */
     double cpu_s;         /* its CPU ops (is_cpu_op), beside the GPU */
+    /* recorded timeline (record_ranks > 0): the nodes with a duration of ranks
+     * 0 .. recorded_ranks-1, and the group names (index 0: all ranks, "") */
+    int64_t recorded_ranks, n_spans, n_group_names;
+    SimChakraSpan *spans;
+    const char **group_names;
+    TsArena *arena;
 } SimChakraResult;
-TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *net, SimChakraResult *out,
-                           TsError *err);
+/* record_ranks: record the timeline of ranks 0 .. record_ranks-1 (0: none).
+ * Free a result with sim_chakra_result_free. */
+TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *net, int64_t record_ranks,
+                           SimChakraResult *out, TsError *err);
+void sim_chakra_result_free(SimChakraResult *r);
 /* With record: out->spans holds one 'T' span per task that occupies a stream
  * (compute, collective, send; named after the task, the workload must
  * outlive the result), out->owned is set: free with sim_result_free. */

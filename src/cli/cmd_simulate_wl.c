@@ -232,15 +232,16 @@ static void chakra_json(const CliHwLoaded *hl, const SimChakraResult *r, TsBuf *
                   (long long)hl->cluster.nodes);
 }
 
+/* Ranks whose timeline --trace writes (a trace of every rank of a large set
+ * would be gigabytes). */
+#define CHAKRA_TRACE_RANKS 64
+
 static int simulate_chakra(const CliHw *ch, const char *prefix, bool js, bool sizes, const char *trace)
 {
     TsError err = {0};
-    if (trace || sizes) {
-        ts_err(&err, TS_ERR_USAGE, "%s is not available for a Chakra trace set",
-               trace ? "--trace" : "--seq / --micro-batch");
-        ts_err_hint(&err, trace ? "write the timeline from the JSON task graph ('trainsim workload --format json') "
-                                  "with 'simulate --workload FILE.json --trace OUT'"
-                                : "a Chakra trace carries no batch layout, so tokens/s cannot be derived");
+    if (sizes) {
+        ts_err(&err, TS_ERR_USAGE, "--seq / --micro-batch are not available for a Chakra trace set");
+        ts_err_hint(&err, "a Chakra trace carries no batch layout, so tokens/s cannot be derived");
         return cli_fail(&err);
     }
     int64_t ranks = 0;
@@ -253,15 +254,30 @@ static int simulate_chakra(const CliHw *ch, const char *prefix, bool js, bool si
     int rc = gpus_match(ch, ranks);
     if (rc || (rc = cli_hw_load(ch, "dgx-h100", ranks, &hl))) return rc;
     SimChakraResult r;
-    if (sim_replay_chakra(prefix, &hl.model, &hl.net, &r, &err) != TS_OK) {
+    if (sim_replay_chakra(prefix, &hl.model, &hl.net, trace ? CHAKRA_TRACE_RANKS : 0, &r, &err) != TS_OK) {
         rc = cli_fail(&err);
     } else {
         TsBuf b = {0};
-        if (js) chakra_json(&hl, &r, &b);
-        else chakra_text(prefix, &hl, &r, &b);
-        rc = cli_emit(NULL, &b);
-        ts_buf_free(&b);
+        if (trace) {
+            char title[1200];
+            snprintf(title, sizeof title, "%s (Chakra replay, ranks 0-%lld of %lld)", prefix,
+                     (long long)r.recorded_ranks - 1, (long long)r.ranks);
+            rep_trace_chakra(&r, title, &b);
+            if (b.oom) rc = cli_fail(&(TsError){.code = TS_ERR_INTERNAL, .msg = "out of memory writing the trace"});
+            else if (ts_write_file_atomic(trace, b.data, b.len, &err) != TS_OK) rc = cli_fail(&err);
+            ts_buf_free(&b);
+        }
+        if (!rc) {
+            if (js) chakra_json(&hl, &r, &b);
+            else chakra_text(prefix, &hl, &r, &b);
+            if (trace && !js)
+                ts_buf_printf(&b, "\ntimeline of ranks 0-%lld (of %lld) written to %s\n", (long long)r.recorded_ranks - 1,
+                              (long long)r.ranks, trace);
+            rc = cli_emit(NULL, &b);
+            ts_buf_free(&b);
+        }
     }
+    sim_chakra_result_free(&r);
     cli_hw_free(&hl);
     return rc;
 }

@@ -1,5 +1,7 @@
 /* trace.c — Chrome trace (Trace Event Format) of a simulated iteration. */
 #include "trainsim/report.h"
+#include <stdio.h>
+#include <stdlib.h>
 
 static void ev(TsBuf *b, bool *first, const char *name, int32_t pid, int tid, double t0_s, double t1_s,
                int64_t mb, int chunk)
@@ -62,6 +64,48 @@ void rep_trace_chrome(const SimResult *r, const char *title, int64_t layers_per_
         default: snprintf(nm, sizeof nm, "%c", sp->kind); break;
         }
         ev(b, &first, nm, sp->stage, sp->stream, sp->start_s, sp->end_s, sp->micro_batch, sp->chunk);
+    }
+    ts_buf_puts(b, "\n]}\n");
+}
+
+/* A replayed Chakra trace set: one process per recorded rank, a thread per
+ * stream (GPU, CPU, sends, the collectives of each process group). */
+void rep_trace_chakra(const SimChakraResult *r, const char *title, TsBuf *b)
+{
+    bool first = true;
+    ts_buf_puts(b, "{\"displayTimeUnit\": \"ms\", \"metadata\": {\"generator\": \"trainsim " TRAINSIM_VERSION
+                   "\", \"format\": \"chrome-trace-event\", \"title\": ");
+    ts_json_escape(b, title ? title : "");
+    ts_buf_puts(b, "}, \"traceEvents\": [");
+    int64_t nt = 3 + r->n_group_names;
+    bool *used = calloc((size_t)(r->recorded_ranks * nt) + 1, sizeof *used);
+    if (used)
+        for (int64_t i = 0; i < r->n_spans; i++)
+            if (r->spans[i].rank < r->recorded_ranks && r->spans[i].thread < nt)
+                used[(int64_t)r->spans[i].rank * nt + r->spans[i].thread] = true;
+    for (int64_t k = 0; k < r->recorded_ranks; k++) {
+        ts_buf_printf(b, "%s{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %lld, \"args\": {\"name\": \"rank %lld\"}}",
+                      first ? "\n" : ",\n", (long long)k, (long long)k);
+        first = false;
+        for (int64_t t = 0; t < nt && used; t++) {
+            if (!used[k * nt + t]) continue;
+            ts_buf_printf(b, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, \"args\": {\"name\": ",
+                          (long long)k, (long long)t);
+            if (t < 3) {
+                ts_json_escape(b, t == 0 ? "gpu" : t == 1 ? "cpu" : "sends");
+            } else {
+                const char *g = r->group_names[t - 3];
+                char nm[160];
+                snprintf(nm, sizeof nm, "collectives %s", g && g[0] ? g : "(all ranks)");
+                ts_json_escape(b, nm);
+            }
+            ts_buf_puts(b, "}}");
+        }
+    }
+    free(used);
+    for (int64_t i = 0; i < r->n_spans; i++) {
+        const SimChakraSpan *sp = &r->spans[i];
+        ev(b, &first, sp->name ? sp->name : "", sp->rank, sp->thread, sp->start_s, sp->end_s, -1, 0);
     }
     ts_buf_puts(b, "\n]}\n");
 }

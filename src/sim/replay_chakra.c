@@ -106,6 +106,10 @@ typedef struct Rep {
     int32_t *rank_st0;  /* rank -> its first stream */
     int64_t *rank_n0;   /* rank -> its first node (global index) */
     const char *prefix;
+    int64_t record;     /* ranks 0 .. record-1 keep their node names for the timeline */
+    const char **names; /* [nodes of the recorded ranks] */
+    int64_t cap_names;
+    TsArena *arena;     /* the names (handed to the result) */
     int64_t n_st, cap_st;
     Group *g;
     int64_t n_g;
@@ -340,9 +344,12 @@ static TsStatus load_rank(Rep *r, int64_t rank, const WlChakraTrace *t, int64_t 
     TsStatus st = TS_OK;
     for (int k = 0; k < S_FIXED && !st; k++)
         if (!add_stream(r, -1)) st = oom(err);
+    bool keep = rank < r->record;
+    if (keep && !grow((void **)&r->names, &r->cap_names, base + t->n_nodes, sizeof *r->names)) st = oom(err);
     for (int64_t i = 0; i < t->n_nodes && !st; i++) {
         const WlChakraNode *n = &t->nodes[i];
         int32_t gid = (int32_t)(base + i);
+        if (keep && !(r->names[gid] = ts_arena_strdup(r->arena, n->name ? n->name : ""))) st = oom(err);
         CNode *c = &r->nd[gid];
         *c = (CNode){.ready = -1, .fin = -1, .stream = -1, .next = -1, .match = -1, .rank = (int32_t)rank,
                      .lastp = -1,
@@ -643,6 +650,39 @@ static TsStatus breakdown(const Rep *r, SimChakraResult *o, TsError *err)
     return TS_OK;
 }
 
+/* The timeline of the recorded ranks: every node that took time. */
+static TsStatus spans(Rep *r, SimChakraResult *o, TsError *err)
+{
+    int64_t rec = r->record < r->ranks ? r->record : r->ranks, end = rec < r->ranks ? r->rank_n0[rec] : r->n, n = 0;
+    o->spans = ts_arena_alloc(r->arena, ((size_t)end + 1) * sizeof *o->spans);
+    o->group_names = ts_arena_alloc(r->arena, ((size_t)r->n_g + 1) * sizeof *o->group_names);
+    if (!o->spans || !o->group_names) return oom(err);
+    for (int64_t k = 0; k < r->n_g; k++)
+        if (!(o->group_names[k] = ts_arena_strdup(r->arena, r->g[k].name))) return oom(err);
+    for (int64_t i = 0; i < end; i++) {
+        const CNode *c = &r->nd[i];
+        if (c->stream < 0 || !(c->fin > c->start)) continue;
+        int32_t th = c->type == T_COLL ? 3 + r->st[c->stream].group : c->type == T_SEND ? 2 : c->cpu ? 1 : 0;
+        o->spans[n++] = (SimChakraSpan){c->rank, th, c->start, c->fin, r->names[i]};
+    }
+    o->n_spans = n;
+    o->n_group_names = r->n_g;
+    o->recorded_ranks = rec;
+    o->arena = r->arena;
+    r->arena = NULL;
+    return TS_OK;
+}
+
+void sim_chakra_result_free(SimChakraResult *r)
+{
+    if (!r) return;
+    ts_arena_destroy(r->arena);
+    r->arena = NULL;
+    r->spans = NULL;
+    r->group_names = NULL;
+    r->n_spans = 0;
+}
+
 static void rep_free(Rep *r)
 {
     free(r->nd);
@@ -651,6 +691,8 @@ static void rep_free(Rep *r)
     free(r->st);
     free(r->rank_st0);
     free(r->rank_n0);
+    free(r->names);
+    ts_arena_destroy(r->arena);
     for (int64_t k = 0; k < r->n_g && r->g; k++) {
         free(r->g[k].ranks);
         free(r->g[k].name);
@@ -682,8 +724,8 @@ static TsStatus visit(void *user, int64_t rank, const WlChakraTrace *t, TsError 
     return st;
 }
 
-TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *net, SimChakraResult *out,
-                           TsError *err)
+TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *net, int64_t record_ranks,
+                           SimChakraResult *out, TsError *err)
 {
     memset(out, 0, sizeof *out);
     char path[1100];
@@ -694,11 +736,12 @@ TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *n
         if (!fp) break;
         fclose(fp);
     }
-    Rep r = {.hw = hw, .net = net, .ranks = ranks, .prefix = prefix};
+    Rep r = {.hw = hw, .net = net, .ranks = ranks, .prefix = prefix, .record = record_ranks};
     TsStatus st = TS_OK;
+    if (record_ranks > 0 && !(r.arena = ts_arena_create(1 << 16))) st = oom(err);
     r.rank_st0 = calloc((size_t)ranks + 1, sizeof *r.rank_st0);
     r.rank_n0 = calloc((size_t)ranks + 1, sizeof *r.rank_n0);
-    if (!r.rank_st0 || !r.rank_n0) st = oom(err);
+    if (!st && (!r.rank_st0 || !r.rank_n0)) st = oom(err);
     if (!st) st = load_groups(&r, prefix, err);
     Load l = {&r, calloc((size_t)r.n_g + 1, sizeof *l.seq)};
     if (!st && !l.seq) st = oom(err);
@@ -709,6 +752,7 @@ TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *n
     if (!st) st = link_all(&r, err);
     if (!st) st = run(&r, err);
     if (!st) st = breakdown(&r, out, err);
+    if (!st && record_ranks > 0) st = spans(&r, out, err);
     if (!st) {
         out->ranks = chk.ranks;
         out->nodes = chk.nodes;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "trainsim/report.h"
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
 
@@ -70,7 +71,7 @@ static TsStatus replay(Workload *w, const char *name, SimChakraResult *r, TsErro
     WlChakraOptions o;
     wl_chakra_options_init(&o);
     assert_int_equal(wl_write_chakra(w, &o, prefix, NULL, err), TS_OK);
-    return sim_replay_chakra(prefix, &hw, &net, r, err);
+    return sim_replay_chakra(prefix, &hw, &net, 0, r, err);
 }
 
 static double parts(const SimChakraResult *r) { return r->compute_s + r->coll_s + r->p2p_s + r->wait_s + r->other_s; }
@@ -100,6 +101,44 @@ static void test_collective_waits(void **state)
     NEAR(r.wait_s, 10e-6);
     NEAR(r.coll_s, c);
     NEAR(parts(&r), r.iteration_time_s);
+    wl_destroy(w);
+}
+
+/* the timeline of rank 0 in the collective case: its all-reduce slice runs
+ * from its arrival (10 us) to the end (20 us + c) */
+static void test_timeline(void **state)
+{
+    (void)state;
+    Workload *w = two_ranks();
+    TsError err = {0};
+    for (int s = 0; s < 2; s++) {
+        wl_class_begin(w, s ? "stage1" : "stage0", s);
+        int32_t c = add(w, wl_task_comp("a", WL_PHASE_FWD, 0, 0, s ? 20e-6 : 10e-6), -1);
+        int32_t ar = add(w, wl_task_coll("ar", WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_WORLD, 1048576), c);
+        add(w, wl_task_comp("b", WL_PHASE_FWD, 0, 0, 5e-6), ar);
+    }
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "%s/timeline", dir);
+    WlChakraOptions o;
+    wl_chakra_options_init(&o);
+    assert_int_equal(wl_write_chakra(w, &o, prefix, NULL, &err), TS_OK);
+    SimChakraResult r;
+    assert_int_equal(sim_replay_chakra(prefix, &hw, &net, 1, &r, &err), TS_OK);
+    double c = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1048576, 2, 1, 1, NULL);
+    assert_int_equal(r.recorded_ranks, 1);
+    assert_int_equal(r.n_spans, 3);
+    assert_string_equal(r.spans[1].name, "ar");
+    assert_int_equal(r.spans[1].thread, 3); /* the all-ranks group */
+    NEAR(r.spans[0].end_s, 10e-6);
+    NEAR(r.spans[1].start_s, 10e-6);
+    NEAR(r.spans[1].end_s, 20e-6 + c);
+    NEAR(r.spans[2].end_s, 25e-6 + c);
+    TsBuf b = {0};
+    rep_trace_chakra(&r, "t", &b);
+    assert_non_null(strstr(b.data, "\"name\": \"rank 0\""));
+    assert_non_null(strstr(b.data, "collectives (all ranks)"));
+    ts_buf_free(&b);
+    sim_chakra_result_free(&r);
     wl_destroy(w);
 }
 
@@ -181,14 +220,15 @@ static void test_missing(void **state)
     SimChakraResult r;
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/none", dir);
-    assert_int_equal(sim_replay_chakra(prefix, &hw, &net, &r, &err), TS_ERR_INPUT);
+    assert_int_equal(sim_replay_chakra(prefix, &hw, &net, 0, &r, &err), TS_ERR_INPUT);
     assert_non_null(strstr(err.msg, "no trace"));
     wl_destroy(w);
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_collective_waits), cmocka_unit_test(test_handoff),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_collective_waits), cmocka_unit_test(test_timeline),
+                                       cmocka_unit_test(test_handoff),
                                        cmocka_unit_test(test_deadlock), cmocka_unit_test(test_agrees_with_dag),
                                        cmocka_unit_test(test_missing)};
     return cmocka_run_group_tests(tests, setup, teardown);

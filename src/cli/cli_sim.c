@@ -3,7 +3,7 @@
 
 void cli_sim_init(CliSim *o)
 {
-    *o = (CliSim){.bucket_mb = -1, .slowdown = -1};
+    *o = (CliSim){.bucket_mb = -1, .slowdown = -1, .spread = -1};
 }
 
 void cli_sim_add(CliSpec *s, CliSim *o)
@@ -16,6 +16,12 @@ void cli_sim_add(CliSpec *s, CliSim *o)
             "DeepSpeed pipeline engine: blocking p2p, grads all-reduced after the flush");
     cli_add(s, "bucket-mb", CLI_DOUBLE, &o->bucket_mb, "MB", "DP gradient bucket size (default 40)");
     cli_add(s, "overlap-slowdown", CLI_DOUBLE, &o->slowdown, "F", "compute slow-down under overlap (0.10)");
+    cli_add(s, "eager-pytorch", CLI_FLAG, &o->eager, NULL,
+            "eager PyTorch model code (torchtitan): unfused norm/RoPE/SwiGLU, separate q/k/v and w1/w3 GEMMs");
+    cli_add(s, "selective-ops", CLI_FLAG, &o->sel_ops, NULL,
+            "selective recompute as op-level SAC (torchtitan): every second matmul and all non-matmul ops");
+    cli_add(s, "gpu-spread", CLI_DOUBLE, &o->spread, "F",
+            "speed spread among a node's GPUs (0.05); a synchronous job runs at its slowest GPU");
 }
 
 void cli_sim_options(const CliSim *o, SimOptions *so)
@@ -27,4 +33,7 @@ void cli_sim_options(const CliSim *o, SimOptions *so)
     so->ds_pipe = o->ds_pipe;
     if (o->bucket_mb > 0) so->bucket_bytes = o->bucket_mb * 1e6;
     if (o->slowdown >= 0) so->overlap_slowdown = o->slowdown;
+    so->eager_elementwise = o->eager;
+    so->selective_ops = o->sel_ops;
+    if (o->spread >= 0) so->gpu_spread = o->spread;
 }

@@ -1,7 +1,8 @@
 /*
  * cli_sim.h — the runtime-behaviour option group (SimOptions) shared by
  * `simulate` and `sweep`: --no-dp-overlap, --no-param-gather-overlap,
- * --fp16-grad-reduce, --deepspeed-pipe, --bucket-mb, --overlap-slowdown.
+ * --fp16-grad-reduce, --deepspeed-pipe, --bucket-mb, --overlap-slowdown,
+ * --eager-pytorch, --selective-ops, --gpu-spread.
  */
 #ifndef TRAINSIM_CLI_SIM_H
 #define TRAINSIM_CLI_SIM_H
@@ -10,9 +11,10 @@
 #include "trainsim/sim.h"
 
 typedef struct CliSim {
-    bool no_dp_overlap, no_ag_overlap, fp16_grads, ds_pipe;
+    bool no_dp_overlap, no_ag_overlap, fp16_grads, ds_pipe, eager, sel_ops;
     double bucket_mb;   /* --bucket-mb, -1 = default */
     double slowdown;    /* --overlap-slowdown, -1 = default */
+    double spread;      /* --gpu-spread, -1 = default */
 } CliSim;
 
 void cli_sim_init(CliSim *o);

@@ -62,10 +62,12 @@ void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *b)
     plan_json(p, b);
     const SimOptions *o = &in->opt;
     ts_buf_printf(b, ", \"options\": {\"pipeline_engine\": \"%s\", \"dp_overlap\": %s, \"param_gather_overlap\": %s, "
-                     "\"grad_reduce_dtype\": \"%s\", \"bucket_bytes\": %.17g, \"overlap_slowdown\": %.17g}",
+                     "\"grad_reduce_dtype\": \"%s\", \"bucket_bytes\": %.17g, \"overlap_slowdown\": %.17g, "
+                     "\"model_code\": \"%s\", \"selective_recompute\": \"%s\", \"gpu_spread\": %.17g}",
                   o->ds_pipe ? "deepspeed" : "megatron", o->dp_overlap && !o->ds_pipe ? "true" : "false",
                   o->param_gather_overlap && !o->ds_pipe ? "true" : "false", o->fp32_grad_reduce ? "fp32" : "16-bit",
-                  o->bucket_bytes, o->overlap_slowdown);
+                  o->bucket_bytes, o->overlap_slowdown, o->eager_elementwise ? "eager" : "fused",
+                  o->selective_ops ? "ops" : "attention", o->gpu_spread);
     ModelCounts mc;
     model_count_params(in->model, &mc);
     ts_buf_puts(b, ", \"model\": {\"name\": ");

@@ -277,6 +277,7 @@ static bool coll_kind(int64_t t, TsColl *c)
     case 5: *c = TS_COLL_BROADCAST; return true;
     case 6: *c = TS_COLL_ALLTOALL; return true;
     case 7: case 8: *c = TS_COLL_REDUCESCATTER; return true;
+    case 9: *c = TS_COLL_ALLREDUCE; return true; /* barrier: a one-element all-reduce (torch) */
     default: return false;
     }
 }
@@ -362,16 +363,27 @@ static TsStatus load_rank(Rep *r, int64_t rank, const WlChakraTrace *t, int64_t 
             int32_t g = group_of(r, n->pg_name);
             TsColl kind;
             if (g < 0 || !coll_kind(n->comm_type, &kind)) {
-                st = ts_err(err, TS_ERR_INPUT, "rank %" PRId64 " node %" PRIu64 " '%s': %s", rank, n->id, n->name,
-                            g < 0 ? "unknown process group" : "collective type not replayed");
+                if (g < 0)
+                    st = ts_err(err, TS_ERR_INPUT, "rank %" PRId64 " node %" PRIu64 " '%s': unknown process group",
+                                rank, n->id, n->name);
+                else
+                    st = ts_err(err, TS_ERR_INPUT,
+                                "rank %" PRId64 " node %" PRIu64 " '%s': collective comm_type %" PRId64
+                                " (REDUCE 1, GATHER 3, SCATTER 4) is not replayed",
+                                rank, n->id, n->name, n->comm_type);
                 ts_err_hint(err, "ASTRA-sim replays all-reduce, all-gather, reduce-scatter and all-to-all "
-                                 "(comm_type 0, 2, 7, 6); trainsim also broadcast (5)");
+                                 "(comm_type 0, 2, 7, 6); trainsim also broadcast (5), reduce-scatter-block "
+                                 "(8) and barrier (9)");
+                char path[1100];
+                snprintf(path, sizeof path, "%s.%" PRId64 ".et", r->prefix, rank);
+                ts_err_at(err, path, 0, 0, NULL);
                 break;
             }
             c->stream = group_stream(r, rank, g);
             if (c->stream < 0) st = oom(err);
             c->match = (int32_t)seq[g]++;
-            c->dur = hw_coll_time_s(r->net, kind, (double)n->comm_size, r->g[g].size, r->g[g].nodes, 1, NULL);
+            double bytes = n->comm_type == 9 ? 4.0 : (double)n->comm_size;
+            c->dur = hw_coll_time_s(r->net, kind, bytes, r->g[g].size, r->g[g].nodes, 1, NULL);
         } else if (n->type == T_SEND) {
             c->stream = r->rank_st0[rank] + S_SEND;
             bool cross = rank / gpn != (int64_t)n->comm_dst / gpn;

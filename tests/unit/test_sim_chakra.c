@@ -168,6 +168,23 @@ static void test_handoff(void **state)
     wl_destroy(w);
 }
 
+/* a barrier (our writer's comm_type 9) costs a one-element all-reduce */
+static void test_barrier(void **state)
+{
+    (void)state;
+    Workload *w = two_ranks();
+    TsError err = {0};
+    for (int s = 0; s < 2; s++) {
+        wl_class_begin(w, s ? "stage1" : "stage0", s);
+        int32_t c = add(w, wl_task_comp("a", WL_PHASE_FWD, 0, 0, s ? 3e-6 : 1e-6), -1);
+        add(w, wl_task_coll("barrier", WL_PHASE_FWD, TS_COLL_SENDRECV, WL_GROUP_WORLD, 0), c);
+    }
+    SimChakraResult r;
+    assert_int_equal(replay(w, "barrier", &r, &err), TS_OK);
+    NEAR(r.iteration_time_s, 3e-6 + hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 4, 2, 1, 1, NULL));
+    wl_destroy(w);
+}
+
 /* each rank receives before it sends: every node waits forever */
 static void test_deadlock(void **state)
 {
@@ -228,7 +245,7 @@ static void test_missing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_collective_waits), cmocka_unit_test(test_timeline),
-                                       cmocka_unit_test(test_handoff),
+                                       cmocka_unit_test(test_handoff), cmocka_unit_test(test_barrier),
                                        cmocka_unit_test(test_deadlock), cmocka_unit_test(test_agrees_with_dag),
                                        cmocka_unit_test(test_missing)};
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -209,7 +209,8 @@ static void chakra_text(const char *prefix, const CliHwLoaded *hl, const SimChak
 
 static void chakra_json(const CliHwLoaded *hl, const SimChakraResult *r, TsBuf *b)
 {
-    ts_buf_puts(b, "{\"semantics\": \"chakra\", \"iteration_time_s\": ");
+    ts_buf_puts(b, "{\"format\": \"trainsim-simulate\", \"version\": 1, \"semantics\": \"chakra\", "
+                   "\"iteration_time_s\": ");
     ts_json_fmt_double(b, r->iteration_time_s);
     ts_buf_printf(b, ", \"critical_rank\": %lld, \"breakdown_s\": {\"compute\": ", (long long)r->critical_rank);
     ts_json_fmt_double(b, r->compute_s);

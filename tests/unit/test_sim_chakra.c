@@ -74,6 +74,18 @@ static TsStatus replay(Workload *w, const char *name, SimChakraResult *r, TsErro
     return sim_replay_chakra(prefix, &hw, &net, 0, r, err);
 }
 
+/* rank 0 computes 10 us, rank 1 20 us, then both all-reduce 1 MiB over all
+ * ranks ("ar") and compute 5 us */
+static void collective_graph(Workload *w)
+{
+    for (int s = 0; s < 2; s++) {
+        wl_class_begin(w, s ? "stage1" : "stage0", s);
+        int32_t c = add(w, wl_task_comp("a", WL_PHASE_FWD, 0, 0, s ? 20e-6 : 10e-6), -1);
+        int32_t ar = add(w, wl_task_coll("ar", WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_WORLD, 1048576), c);
+        add(w, wl_task_comp("b", WL_PHASE_FWD, 0, 0, 5e-6), ar);
+    }
+}
+
 static double parts(const SimChakraResult *r) { return r->compute_s + r->coll_s + r->p2p_s + r->wait_s + r->other_s; }
 
 /* rank 0 computes 10 us, rank 1 20 us, then both all-reduce 1 MiB over all
@@ -83,12 +95,7 @@ static void test_collective_waits(void **state)
     (void)state;
     Workload *w = two_ranks();
     TsError err = {0};
-    for (int s = 0; s < 2; s++) {
-        wl_class_begin(w, s ? "stage1" : "stage0", s);
-        int32_t c = add(w, wl_task_comp("a", WL_PHASE_FWD, 0, 0, s ? 20e-6 : 10e-6), -1);
-        int32_t ar = add(w, wl_task_coll("ar", WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_WORLD, 1048576), c);
-        add(w, wl_task_comp("b", WL_PHASE_FWD, 0, 0, 5e-6), ar);
-    }
+    collective_graph(w);
     SimChakraResult r;
     assert_int_equal(replay(w, "coll", &r, &err), TS_OK);
     double c = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1048576, 2, 1, 1, NULL);
@@ -111,12 +118,7 @@ static void test_timeline(void **state)
     (void)state;
     Workload *w = two_ranks();
     TsError err = {0};
-    for (int s = 0; s < 2; s++) {
-        wl_class_begin(w, s ? "stage1" : "stage0", s);
-        int32_t c = add(w, wl_task_comp("a", WL_PHASE_FWD, 0, 0, s ? 20e-6 : 10e-6), -1);
-        int32_t ar = add(w, wl_task_coll("ar", WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_WORLD, 1048576), c);
-        add(w, wl_task_comp("b", WL_PHASE_FWD, 0, 0, 5e-6), ar);
-    }
+    collective_graph(w);
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/timeline", dir);
     WlChakraOptions o;

@@ -24,6 +24,23 @@ void cli_sim_add(CliSpec *s, CliSim *o)
             "speed spread among a node's GPUs (0.05); a synchronous job runs at its slowest GPU");
 }
 
+static int range(const CliSpec *s, const char *name, double v, double lo, double hi, bool open_lo)
+{
+    if (!cli_seen(s, name) || ((open_lo ? v > lo : v >= lo) && v <= hi)) return 0;
+    TsError e = {.code = TS_ERR_USAGE};
+    ts_err(&e, TS_ERR_USAGE, "--%s %g is out of range", name, v);
+    ts_err_hint(&e, "--%s takes a value %s %g and at most %g", name, open_lo ? "above" : "from", lo, hi);
+    return cli_fail(&e);
+}
+
+int cli_sim_check(const CliSpec *s, const CliSim *o)
+{
+    int rc = range(s, "bucket-mb", o->bucket_mb, 0, 1e6, true);
+    if (!rc) rc = range(s, "overlap-slowdown", o->slowdown, 0, 1, false);
+    if (!rc) rc = range(s, "gpu-spread", o->spread, 0, 1, false);
+    return rc;
+}
+
 void cli_sim_options(const CliSim *o, SimOptions *so)
 {
     sim_options_init(so);

@@ -78,6 +78,7 @@ int cmd_simulate(int argc, char **argv)
             "replay a workload: SimAI/ASTRA-sim text, op table, JSON task graph, or a Chakra set (PREFIX)");
     int rc = cli_parse(&s, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
+    if ((rc = cli_sim_check(&s, &cs))) return rc;
 
     SimOptions so;
     cli_sim_options(&cs, &so);

@@ -516,6 +516,7 @@ int cmd_sweep(int argc, char **argv)
     int rc = cli_parse(&s, argc, av);
     free(av);
     if (rc) return rc < 0 ? 0 : rc;
+    if ((rc = cli_sim_check(&s, &o.sim))) return rc;
     int rank = 0, ranks = 1;
 #ifdef TS_HAVE_MPI
     search_mpi_init(NULL, NULL, &rank, &ranks);

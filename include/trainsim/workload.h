@@ -402,6 +402,9 @@ typedef struct WlChakraTrace {
     char version[32];
     WlChakraNode *nodes;
     int64_t n_nodes;
+    int64_t *dep_index;     /* after the graph check (wl_check_chakra_visit): the node index
+                               of every dep, node by node, data deps then control deps;
+                               NULL before */
 } WlChakraTrace;
 
 /* Decode a varint-delimited trace. TS_ERR_INPUT with the byte offset as col. */
@@ -418,7 +421,8 @@ typedef struct WlChakraCheck {
  * the same collectives in the same order with the same sizes, and every send
  * has its receive. TS_ERR_INPUT naming the rank and node on failure. */
 TsStatus wl_check_chakra(const char *prefix, WlChakraCheck *out, TsError *err);
-/* The same, handing each rank's decoded trace (deps exist, acyclic) to
+/* The same, handing each rank's decoded trace (deps exist, acyclic, resolved
+ * in dep_index) to
  * visit(user, rank, trace, err) before the cross-rank checks, which run
  * after the last rank; a visit error stops the check. One decode serves a
  * reader that needs the nodes (sim_replay_chakra). */

@@ -311,12 +311,6 @@ static int32_t group_stream(Rep *r, int64_t rank, int32_t grp)
     return add_stream(r, grp) ? (int32_t)(r->n_st - 1) : -1;
 }
 
-static int id_cmp(const void *a, const void *b)
-{
-    uint64_t x = ((const uint64_t *)a)[0], y = ((const uint64_t *)b)[0];
-    return x < y ? -1 : x > y;
-}
-
 static bool add_p2p(P2pKey **v, int64_t *n, int64_t *cap, P2pKey k)
 {
     if (!grow((void **)v, cap, *n + 1, sizeof **v)) return false;
@@ -330,21 +324,14 @@ static TsStatus load_rank(Rep *r, int64_t rank, const WlChakraTrace *t, int64_t 
     int64_t base = r->n, gpn = r->net->cl.gpus_per_node > 0 ? r->net->cl.gpus_per_node : 1;
     if (base + t->n_nodes > MAX_NODES)
         return ts_err(err, TS_ERR_INPUT, "the traces hold more than %" PRId64 " nodes", MAX_NODES);
-    uint64_t *ix = malloc(((size_t)t->n_nodes + 1) * 2 * sizeof *ix);
-    if (!ix || !grow((void **)&r->nd, &r->cap, base + t->n_nodes, sizeof *r->nd)) {
-        free(ix);
-        return oom(err);
-    }
-    for (int64_t i = 0; i < t->n_nodes; i++) {
-        ix[2 * i] = t->nodes[i].id;
-        ix[2 * i + 1] = (uint64_t)i;
-    }
-    qsort(ix, (size_t)t->n_nodes, 2 * sizeof *ix, id_cmp);
+    if (!t->dep_index) return ts_err(err, TS_ERR_INTERNAL, "a Chakra trace reached the replay unchecked");
+    if (!grow((void **)&r->nd, &r->cap, base + t->n_nodes, sizeof *r->nd)) return oom(err);
     r->rank_st0[rank] = (int32_t)r->n_st;
     r->rank_n0[rank] = base;
     TsStatus st = TS_OK;
     for (int k = 0; k < S_FIXED && !st; k++)
         if (!add_stream(r, -1)) st = oom(err);
+    int64_t dep = 0;
     bool keep = rank < r->record;
     if (keep && !grow((void **)&r->names, &r->cap_names, base + t->n_nodes, sizeof *r->names)) st = oom(err);
     for (int64_t i = 0; i < t->n_nodes && !st; i++) {
@@ -394,15 +381,12 @@ static TsStatus load_rank(Rep *r, int64_t rank, const WlChakraTrace *t, int64_t 
             if (!add_p2p(&r->recvs, &r->n_recv, &r->cap_recv, (P2pKey){n->comm_src, rank, n->comm_tag, gid, gid}))
                 st = oom(err);
         }
-        for (int32_t j = 0; j < n->n_data + n->n_ctrl && !st; j++) {
-            uint64_t key[2] = {j < n->n_data ? n->data_deps[j] : n->ctrl_deps[j - n->n_data], 0};
-            const uint64_t *hit = bsearch(key, ix, (size_t)t->n_nodes, 2 * sizeof *ix, id_cmp);
-            if (!grow((void **)&r->edges, &r->cap_edges, r->n_edges + 1, sizeof *r->edges)) st = oom(err);
-            else if (hit) r->edges[r->n_edges++] = (Edge){(int32_t)(base + (int64_t)hit[1]), gid};
-            c->pend += hit != NULL;
-        }
+        int32_t nd = n->n_data + n->n_ctrl; /* deps resolved by the check (dep_index) */
+        if (!st && !grow((void **)&r->edges, &r->cap_edges, r->n_edges + nd, sizeof *r->edges)) st = oom(err);
+        for (int32_t j = 0; j < nd && !st; j++)
+            r->edges[r->n_edges++] = (Edge){(int32_t)(base + t->dep_index[dep++]), gid};
+        c->pend = nd;
     }
-    free(ix);
     r->n = base + t->n_nodes;
     return st;
 }

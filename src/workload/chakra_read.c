@@ -163,8 +163,9 @@ static int id_cmp(const void *a, const void *b)
 }
 
 /* Map node ids to indices (sorted (id, index) pairs); deps must exist; Kahn's
- * algorithm proves the graph acyclic. */
-static TsStatus check_graph(const char *file, const WlChakraTrace *t, TsError *err)
+ * algorithm proves the graph acyclic. Leaves the resolved deps in
+ * t->dep_index (the trace's arena) for readers that need the graph. */
+static TsStatus check_graph(const char *file, WlChakraTrace *t, TsError *err)
 {
     int64_t n = t->n_nodes;
     uint64_t *ix = malloc((size_t)(n + 1) * 2 * sizeof *ix);
@@ -186,7 +187,7 @@ static TsStatus check_graph(const char *file, const WlChakraTrace *t, TsError *e
             st = ts_err(err, TS_ERR_INPUT, "%s: node id %" PRIu64 " appears twice", file, ix[2 * i]);
             goto done;
         }
-    dep_idx = malloc(((size_t)total + 1) * sizeof *dep_idx);
+    dep_idx = ts_arena_alloc(t->arena, ((size_t)total + 1) * sizeof *dep_idx);
     adj = malloc(((size_t)total + 1) * sizeof *adj);
     if (!dep_idx || !adj) goto oom;
     int64_t k = 0;
@@ -245,7 +246,7 @@ done:
     free(queue);
     free(adj_n);
     free(adj);
-    free(dep_idx);
+    t->dep_index = st == TS_OK ? dep_idx : NULL;
     return st;
 }
 

@@ -416,6 +416,8 @@ typedef struct WlChakraCheck {
     int64_t ranks, nodes, colls, sends, recvs, groups;
     double bytes;
 } WlChakraCheck;
+/* Ranks of the set: <prefix>.<r>.et exist for r = 0 .. result-1. */
+int64_t wl_chakra_ranks(const char *prefix);
 /* Read <prefix>.<r>.et for r = 0.. until missing and <prefix>.comm_groups.json;
  * check every dep exists, each trace is acyclic, every rank of a group issues
  * the same collectives in the same order with the same sizes, and every send

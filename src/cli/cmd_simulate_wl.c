@@ -245,12 +245,7 @@ static int simulate_chakra(const CliHw *ch, const char *prefix, bool js, bool si
         ts_err_hint(&err, "a Chakra trace carries no batch layout, so tokens/s cannot be derived");
         return cli_fail(&err);
     }
-    int64_t ranks = 0;
-    char probe[1100];
-    for (;; ranks++) {
-        snprintf(probe, sizeof probe, "%s.%lld.et", prefix, (long long)ranks);
-        if (!is_file(probe)) break;
-    }
+    int64_t ranks = wl_chakra_ranks(prefix);
     CliHwLoaded hl;
     int rc = gpus_match(ch, ranks);
     if (rc || (rc = cli_hw_load(ch, "dgx-h100", ranks, &hl))) return rc;

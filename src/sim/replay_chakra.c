@@ -724,14 +724,7 @@ TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *n
                            SimChakraResult *out, TsError *err)
 {
     memset(out, 0, sizeof *out);
-    char path[1100];
-    int64_t ranks = 0;
-    for (;; ranks++) { /* the set's size first: the all-ranks group needs it */
-        snprintf(path, sizeof path, "%s.%" PRId64 ".et", prefix, ranks);
-        FILE *fp = fopen(path, "rb");
-        if (!fp) break;
-        fclose(fp);
-    }
+    int64_t ranks = wl_chakra_ranks(prefix); /* first: the all-ranks group needs it */
     Rep r = {.hw = hw, .net = net, .ranks = ranks, .prefix = prefix, .record = record_ranks};
     TsStatus st = TS_OK;
     if (record_ranks > 0 && !(r.arena = ts_arena_create(1 << 16))) st = oom(err);

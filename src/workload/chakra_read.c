@@ -292,6 +292,18 @@ static TsStatus compare_group(const char *gname, const int64_t *mem, int64_t k, 
     return TS_OK;
 }
 
+int64_t wl_chakra_ranks(const char *prefix)
+{
+    char path[1100];
+    int64_t n = 0;
+    for (;; n++) {
+        snprintf(path, sizeof path, "%s.%" PRId64 ".et", prefix, n);
+        FILE *fp = fopen(path, "rb");
+        if (!fp) return n;
+        fclose(fp);
+    }
+}
+
 TsStatus wl_check_chakra(const char *prefix, WlChakraCheck *out, TsError *err)
 {
     return wl_check_chakra_visit(prefix, NULL, NULL, out, err);
@@ -307,13 +319,10 @@ TsStatus wl_check_chakra_visit(const char *prefix, WlChakraVisit visit, void *us
     int64_t ns = 0, nr = 0, cs = 0, cr = 0, nranks = 0, cap = 0;
     TsStatus st = TS_OK;
     json_t *root = NULL;
-    for (;; nranks++) {
+    for (const int64_t count = wl_chakra_ranks(prefix); nranks < count; nranks++) {
         snprintf(path, sizeof path, "%s.%" PRId64 ".et", prefix, nranks);
         char *data;
         size_t len;
-        FILE *fp = fopen(path, "rb");
-        if (!fp) break;
-        fclose(fp);
         if ((st = ts_read_file(path, (size_t)1 << 32, &data, &len, err))) goto done;
         WlChakraTrace t;
         st = wl_chakra_decode(path, (const uint8_t *)data, len, &t, err);

@@ -18,13 +18,19 @@ static void ev(TsBuf *b, bool *first, const char *name, int32_t pid, int tid, do
     ts_buf_puts(b, "}");
 }
 
-void rep_trace_chrome(const SimResult *r, const char *title, int64_t layers_per_chunk, TsBuf *b)
+/* The document head up to the opening of traceEvents. */
+static void begin(TsBuf *b, const char *title)
 {
-    bool first = true;
     ts_buf_puts(b, "{\"displayTimeUnit\": \"ms\", \"metadata\": {\"generator\": \"trainsim " TRAINSIM_VERSION
                    "\", \"format\": \"chrome-trace-event\", \"title\": ");
     ts_json_escape(b, title ? title : "");
     ts_buf_puts(b, "}, \"traceEvents\": [");
+}
+
+void rep_trace_chrome(const SimResult *r, const char *title, int64_t layers_per_chunk, TsBuf *b)
+{
+    bool first = true;
+    begin(b, title);
     for (int32_t s = 0; s < r->n_stages; s++) {
         char nm[64];
         ts_buf_puts(b, first ? "\n" : ",\n");
@@ -73,10 +79,7 @@ void rep_trace_chrome(const SimResult *r, const char *title, int64_t layers_per_
 void rep_trace_chakra(const SimChakraResult *r, const char *title, TsBuf *b)
 {
     bool first = true;
-    ts_buf_puts(b, "{\"displayTimeUnit\": \"ms\", \"metadata\": {\"generator\": \"trainsim " TRAINSIM_VERSION
-                   "\", \"format\": \"chrome-trace-event\", \"title\": ");
-    ts_json_escape(b, title ? title : "");
-    ts_buf_puts(b, "}, \"traceEvents\": [");
+    begin(b, title);
     int64_t nt = 3 + r->n_group_names;
     bool *used = calloc((size_t)(r->recorded_ranks * nt) + 1, sizeof *used);
     if (used)

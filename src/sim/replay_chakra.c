@@ -285,15 +285,15 @@ static bool coll_kind(int64_t t, TsColl *c)
 }
 
 /* Kernel time of a COMP node: its duration, else the GPU roofline of
- * num_ops and tensor_size, else ASTRA-sim's 1 ns. */
+ * num_ops (tensor-core peak x GEMM efficiency) and tensor_size (the memory
+ * kernel model, hw_memory_time_s), else ASTRA-sim's 1 ns. */
 static double comp_time(const Rep *r, const WlChakraNode *n)
 {
     if (n->duration_us > 0) return (double)n->duration_us * 1e-6;
     const GpuSpec *g = &r->hw->gpu;
     double f = n->num_ops > 0 && g->peak_flops[TS_DTYPE_BF16] > 0
                    ? (double)n->num_ops / (g->peak_flops[TS_DTYPE_BF16] * g->gemm_eff[TS_DTYPE_BF16]) : 0;
-    double m = n->tensor_size > 0 && g->hbm_bw_bytes_per_s > 0
-                   ? (double)n->tensor_size / (g->hbm_bw_bytes_per_s * g->mem_eff) : 0;
+    double m = n->tensor_size > 0 ? hw_memory_time_s(r->hw, (double)n->tensor_size) : 0;
     double t = f > m ? f : m;
     return t > 0 ? t : 1e-9;
 }

@@ -623,13 +623,14 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
     int64_t k0 = 1;
     if (pl->schedule == SIM_SCHED_1F1B) {
         double top = 0;
-        int32_t first = 0, last = 0;
+        int32_t first = -1, last = 0;
         for (int32_t s = 0; s < p; s++) top = fmax(top, pl->chunk[s].fwd_s + pl->chunk[s].bwd_s);
-        for (int32_t s = p - 1; s >= 0; s--)
-            if (same(pl->chunk[s].fwd_s + pl->chunk[s].bwd_s, top, top)) first = s;
         for (int32_t s = 0; s < p; s++)
-            if (same(pl->chunk[s].fwd_s + pl->chunk[s].bwd_s, top, top)) last = s;
-        k0 = last - first + 1;
+            if (same(pl->chunk[s].fwd_s + pl->chunk[s].bwd_s, top, top)) {
+                if (first < 0) first = s;
+                last = s;
+            }
+        k0 = first < 0 ? 1 : last - first + 1;
     }
     const int64_t P0 = k0 * delta; /* the expected period */
     int64_t mr = head + reach + 2 * P0 + tail; /* room for it */

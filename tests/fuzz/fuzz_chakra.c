@@ -3,6 +3,7 @@
  * same bytes (Chakra, JSON workload, op table or SimAI text), and the
  * bytes as a one-rank trace set replayed by sim_replay_chakra. */
 #include "fuzz_common.h"
+#include "fuzz_hw.h"
 
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
@@ -30,20 +31,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_check_error(st, &e);
     wl_destroy(w);
 
-    static HwModel hw;
-    static HwNet net;
-    static int net_ok = -1;
-    if (net_ok < 0) {
-        ClusterSpec cl;
-        TsError ce = {0};
-        net_ok = hw_cluster_load("dgx-h100", 1, &cl, &ce) == TS_OK;
-        if (net_ok) {
-            hw_net_init(&net, &cl);
-            hw_model_init(&hw);
-            hw.gpu = cl.gpu;
-        }
-    }
-    if (net_ok) { /* path is <prefix>.0.et */
+    const HwModel *hw;
+    const HwNet *net;
+    if (fz_dgx_h100(&hw, &net)) { /* path is <prefix>.0.et */
         char prefix[512];
         size_t n = strlen(path);
         if (n > 5 && n - 5 < sizeof prefix) {
@@ -51,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             prefix[n - 5] = '\0';
             SimChakraResult r;
             ts_err_clear(&e);
-            st = sim_replay_chakra(prefix, &hw, &net, (size & 1) ? 1 : 0, &r, &e);
+            st = sim_replay_chakra(prefix, hw, net, (size & 1) ? 1 : 0, &r, &e);
             sim_chakra_result_free(&r);
             fz_check_error(st, &e);
             if (st == TS_OK && !(r.iteration_time_s >= 0)) abort();

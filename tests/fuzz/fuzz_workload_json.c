@@ -5,6 +5,7 @@
  * (json -> read -> json is byte-identical once written by us). Format sniffing of .json paths (wl_read_file) is kept on one
  * input in 16 so the dispatch stays covered without doubling the cost. */
 #include "fuzz_common.h"
+#include "fuzz_hw.h"
 
 #include <math.h>
 
@@ -43,18 +44,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (b1.len != b2.len || memcmp(b1.data, b2.data, b1.len) != 0) abort(); /* byte-identical round trip */
     /* a workload that reads replays to a result or an input error (a
      * deadlock), never a crash, and its breakdown adds up */
-    static HwNet net;
-    static int net_ok = -1;
-    if (net_ok < 0) {
-        ClusterSpec cl;
-        TsError ce = {0};
-        net_ok = hw_cluster_load("dgx-h100", 8, &cl, &ce) == TS_OK;
-        if (net_ok) hw_net_init(&net, &cl);
-    }
-    if (net_ok && w->n_rows == 0) {
+    const HwModel *hw;
+    const HwNet *net;
+    if (fz_dgx_h100(&hw, &net) && w->n_rows == 0) {
         SimResult r;
         TsError re = {0};
-        TsStatus rs = sim_replay_dag(w, &net, (size & 7) == 0, &r, &re);
+        TsStatus rs = sim_replay_dag(w, net, (size & 7) == 0, &r, &re);
         fz_check_error(rs, &re);
         if (rs == TS_OK) {
             double s = 0;

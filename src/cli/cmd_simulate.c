@@ -26,19 +26,22 @@ int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t 
  * rather than silently ignored. Returns 0 or the exit code. */
 static int workload_options_check(const CliSpec *s)
 {
-    static const char *const ok[] = {"workload", "gpu",         "cluster", "gpus",  "calibration",
-                                     "busbw",    "micro-batch", "seq",     "json",  "trace", NULL};
+    static const char *const ok[] = {"workload", "gpu", "cluster",     "gpus", "calibration",
+                                     "busbw",    "seq", "micro-batch", "json", "trace", NULL};
     for (int i = 0; i < s->n; i++) {
         if (!s->seen[i]) continue;
         bool allowed = false;
         for (int k = 0; ok[k] && !allowed; k++) allowed = strcmp(s->opts[i].name, ok[k]) == 0;
         if (allowed) continue;
+        char list[256] = "";
+        for (int k = 1; ok[k]; k++) /* ok[0] is --workload itself */
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s--%s",
+                     k == 1 ? "" : ok[k + 1] ? ", " : " and ", ok[k]);
         TsError e = {.code = TS_ERR_USAGE};
         ts_err(&e, TS_ERR_USAGE, "--%s does not apply with --workload: the workload file fixes the model and the "
                                  "plan", s->opts[i].name);
-        ts_err_hint(&e, "with --workload use only --gpu, --cluster, --gpus, --calibration, --busbw, --seq, "
-                        "--micro-batch, --json and --trace; to simulate another plan, regenerate the workload "
-                        "with 'trainsim workload'");
+        ts_err_hint(&e, "with --workload use only %s; to simulate another plan, regenerate the workload with "
+                        "'trainsim workload'", list);
         return cli_fail(&e);
     }
     return 0;

@@ -726,7 +726,7 @@ static TsStatus visit(void *user, int64_t rank, const WlChakraTrace *t, TsError 
     Load *l = user;
     Rep *r = l->r;
     if (rank >= r->ranks)
-        return ts_err(err, TS_ERR_INPUT, "trace '%" PRId64 ".et' appeared while the set was read", rank);
+        return ts_err(err, TS_ERR_INPUT, "the trace set changed while it was read (rank %" PRId64 ")", rank);
     memset(l->seq, 0, (size_t)r->n_g * sizeof *l->seq);
     TsStatus st = load_rank(r, rank, t, l->seq, err);
     for (int64_t g = 0; g < r->n_g && !st; g++)

@@ -98,6 +98,28 @@ static void tm(TsBuf *b, double s)
     else ts_buf_printf(b, "%9.3f us", s * 1e6);
 }
 
+/* The runtime behaviours that differ from sim_options_init, one line ("" when none). */
+static void runtime_line(const SimOptions *o, TsBuf *b)
+{
+    SimOptions d;
+    sim_options_init(&d);
+    const char *part[10];
+    int n = 0;
+    if (o->ds_pipe) part[n++] = "DeepSpeed pipeline engine";
+    if (o->eager_elementwise) part[n++] = "eager PyTorch model code";
+    if (o->selective_ops) part[n++] = "op-level selective recompute";
+    if (!o->dp_overlap && !o->ds_pipe) part[n++] = "gradient reduction after the backward";
+    if (!o->param_gather_overlap && !o->ds_pipe) part[n++] = "parameter gather at the step";
+    if (!o->fp32_grad_reduce) part[n++] = "16-bit gradient reduction";
+    if (o->bucket_bytes != d.bucket_bytes) part[n++] = "bucket size";
+    if (o->overlap_slowdown != d.overlap_slowdown) part[n++] = "overlap slow-down";
+    if (o->gpu_spread != d.gpu_spread) part[n++] = "GPU speed spread";
+    if (!n) return;
+    ts_buf_puts(b, "runtime (not the defaults):");
+    for (int i = 0; i < n; i++) ts_buf_printf(b, "%s %s", i ? "," : "", part[i]);
+    ts_buf_puts(b, " (values in --json \"options\")\n\n");
+}
+
 void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *b)
 {
     const ParallelPlan *p = &in->plan;
@@ -112,6 +134,7 @@ void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *b)
                   plan_recompute_name(p->recompute), plan_sched_name(p->schedule), (long long)p->micro_batch,
                   (long long)p->global_batch, (long long)p->grad_accum, (long long)p->seq, ts_dtype_name(p->dtype),
                   p->tp_overlap ? ", tp-overlap" : "");
+    runtime_line(&in->opt, b);
     ts_buf_printf(b, "  iteration time        %.4g s\n", r->iteration_time_s);
     ts_buf_printf(b, "  tokens/s              %.0f  (%.1f per GPU, %.2f samples/s)\n", r->tokens_per_s,
                   r->tokens_per_s_per_gpu, r->samples_per_s);

@@ -57,6 +57,9 @@ typedef struct PartMemOptions {
     bool fp32_grad_copy;       /* an fp32 gradient copy of every local parameter beside the
                                   16-bit gradients, also under ZeRO-1 (DeepSpeed's BF16
                                   optimizer: 4 B more per parameter), false */
+    bool selective_ops;        /* selective recompute is op-level SAC (torchtitan's policy):
+                                  a layer keeps its input, every second matmul output and
+                                  the attention output; dense non-MLA layers, false */
 } PartMemOptions;
 void part_mem_options_init(PartMemOptions *o);
 bool part_memmodel_parse(const char *s, PartMemModel *out);

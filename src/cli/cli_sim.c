@@ -18,8 +18,7 @@ void cli_sim_add(CliSpec *s, CliSim *o)
     cli_add(s, "overlap-slowdown", CLI_DOUBLE, &o->slowdown, "F", "compute slow-down under overlap (0.10)");
     cli_add(s, "eager-pytorch", CLI_FLAG, &o->eager, NULL,
             "eager PyTorch model code (torchtitan): unfused norm/RoPE/SwiGLU, separate q/k/v and w1/w3 GEMMs");
-    cli_add(s, "selective-ops", CLI_FLAG, &o->sel_ops, NULL,
-            "selective recompute as op-level SAC (torchtitan): every second matmul and all non-matmul ops");
+    cli_add(s, "selective-ops", CLI_FLAG, &o->sel_ops, NULL, CLI_SEL_OPS_HELP);
     cli_add(s, "gpu-spread", CLI_DOUBLE, &o->spread, "F",
             "speed spread among a node's GPUs (0.05); a synchronous job runs at its slowest GPU");
 }

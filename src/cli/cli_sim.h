@@ -10,6 +10,9 @@
 #include "cli.h"
 #include "trainsim/sim.h"
 
+/* --selective-ops: simulate, sweep (runtime) and memory (what is stored) */
+#define CLI_SEL_OPS_HELP "selective recompute as op-level SAC (torchtitan): every second matmul and all non-matmul ops"
+
 typedef struct CliSim {
     bool no_dp_overlap, no_ag_overlap, fp16_grads, ds_pipe, eager, sel_ops;
     double bucket_mb;   /* --bucket-mb, -1 = default */

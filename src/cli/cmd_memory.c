@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "cli_hw.h"
 #include "cli_plan.h"
+#include "cli_sim.h"
 #include "trainsim/hw.h"
 #include "trainsim/partition.h"
 
@@ -84,7 +85,7 @@ int cmd_memory(int argc, char **argv)
     CliPlan cp;
     CliHw hw;
     const char *mm = NULL, *out_path = NULL;
-    bool json = false;
+    bool json = false, sel_ops = false;
     cli_model_init(&cm);
     cli_plan_init(&cp);
     cli_hw_init(&hw);
@@ -92,6 +93,8 @@ int cmd_memory(int argc, char **argv)
     cli_plan_add(&s, &cp, false);
     cli_hw_add(&s, &hw);
     cli_add(&s, "memory-model", CLI_STR, &mm, "M", "trainsim (default) | megatron");
+    cli_add(&s, "selective-ops", CLI_FLAG, &sel_ops, NULL,
+CLI_SEL_OPS_HELP);
     cli_add(&s, "json", CLI_FLAG, &json, NULL, "JSON output");
     cli_add(&s, "output", CLI_STR, &out_path, "FILE", "write to FILE instead of stdout");
     int rc = cli_parse(&s, argc, argv);
@@ -99,9 +102,16 @@ int cmd_memory(int argc, char **argv)
 
     PartMemOptions mo;
     part_mem_options_init(&mo);
+    mo.selective_ops = sel_ops;
     if (mm && !part_memmodel_parse(mm, &mo.model)) {
         fprintf(stderr, "trainsim: invalid value '%s' for --memory-model (expected trainsim or megatron)\n", mm);
         return 2;
+    }
+    if (sel_ops && mo.model == PART_MEMMODEL_MEGATRON) {
+        TsError e = {0};
+        ts_err(&e, TS_ERR_USAGE, "--selective-ops does not apply to --memory-model megatron");
+        ts_err_hint(&e, "Megatron's formula knows only its own selective recompute; drop one of the two");
+        return cli_fail(&e);
     }
     ModelSpec m;
     if ((rc = cli_model_load(&cm, "gpt2", &m)) != 0) return rc;
@@ -132,7 +142,8 @@ int cmd_memory(int argc, char **argv)
         ts_json_escape(&b, m.name);
         ts_buf_puts(&b, ", \"plan\": ");
         ts_json_escape(&b, desc.data ? desc.data : "");
-        ts_buf_printf(&b, ", \"memory_model\": \"%s\", \"gpu\": ", mname);
+        ts_buf_printf(&b, ", \"memory_model\": \"%s\", \"selective_recompute\": \"%s\", \"gpu\": ", mname,
+                      sel_ops ? "ops" : "attention");
         ts_json_escape(&b, g->name);
         ts_buf_printf(&b, ", \"stages_not_fitting\": %lld", (long long)n_over);
         ts_buf_puts(&b, ",\n \"memory\": ");
@@ -145,7 +156,8 @@ int cmd_memory(int argc, char **argv)
         ts_buf_puts(&b, "\n ]}\n");
     } else {
         ts_buf_printf(&b, "memory per GPU of %s, %s\n", m.name, desc.data ? desc.data : "");
-        ts_buf_printf(&b, "memory model: %s; GPU %s with %.2f GiB\n\n", mname, g->name, cap / GIB);
+        ts_buf_printf(&b, "memory model: %s%s; GPU %s with %.2f GiB\n\n", mname,
+                      sel_ops ? " (selective recompute as op-level SAC)" : "", g->name, cap / GIB);
         ts_buf_printf(&b, "%-7s %9s %9s %9s %11s %9s %9s %9s\n", "stage", "weights", "grads",
                       "optimizer", "activations", "other", "total", "headroom");
         ts_buf_printf(&b, "%-7s %9s %9s %9s %11s %9s %9s %9s\n", "", "GiB", "GiB", "GiB", "GiB", "GiB",

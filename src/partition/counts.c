@@ -141,7 +141,7 @@ bool part_default_dropout(const ModelSpec *m)
     return m->arch == MODEL_ARCH_GPT || m->arch == MODEL_ARCH_BERT || m->arch == MODEL_ARCH_NEOX;
 }
 
-void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dropout,
+void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dropout, bool sac_ops,
                     PartLayerAct *out)
 {
     double t = (double)p->tp, r = p->sp ? 1.0 / t : 1.0;
@@ -190,4 +190,20 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dr
     }
     out->full = rep + extra + tpb + core + mlp;
     out->input = sb * H * d * r;
+    out->remat = 0;
+    if (sac_ops && p->recompute == PLAN_RECOMPUTE_SELECTIVE && !moe && !is_mla(m)) {
+        /* op-level SAC (torchtitan "selective op", the policy sim/cost.c
+         * times): the checkpoint keeps the layer input, the policy keeps the
+         * outputs of every second matmul (wq wk wv wo w1 w3 w2 -> wq, wv, w1,
+         * w2; GeLU MLP: wq, wv, fc1) and of the flash attention (output and
+         * fp32 log-sum-exp); the backward re-materializes the rest, one
+         * layer at a time. w2's output is the row-parallel partial sum, whole
+         * on every TP rank. */
+        double F = (double)m->ffn;
+        double saved = out->input + sb * d * (A * Dq + G * Dv) / t + sb * d * (gated ? F / t + H : F / t);
+        if (p->flash_attn) saved += sb * A * (Dv * d + 4.0) / t;
+        double none = out->full + (p->flash_attn ? 0 : A * sb * S * (dropout ? 2 * d + 1 : d) / t);
+        out->full = saved;
+        out->remat = none > saved ? none - saved : 0;
+    }
 }

@@ -17,6 +17,7 @@
  * data-parallel group (tp*cp*dp / (etp*ep)). */
 #include "part_int.h"
 
+#include <math.h>
 #include <string.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -89,7 +90,7 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
     double infl = inflight(p, s);
     out->inflight = infl;
 
-    double pd = 0, pe = 0, act_sum = 0, sh = 0, layer_max = 0;
+    double pd = 0, pe = 0, act_sum = 0, sh = 0, layer_max = 0, remat_max = 0;
     bool full = p->recompute == PLAN_RECOMPUTE_FULL;
     for (int64_t v = 0; v < p->vpp; v++) {
         int64_t ch = v * p->pp + s;
@@ -110,10 +111,16 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
         } else {
             act_sum += full_l;
         }
-        if (nd > 0 && ad->full > layer_max) layer_max = ad->full;
-        if (nm > 0 && am->full > layer_max) layer_max = am->full;
+        if (nd > 0) {
+            layer_max = fmax(layer_max, ad->full + ad->remat);
+            remat_max = fmax(remat_max, ad->remat);
+        }
+        if (nm > 0) {
+            layer_max = fmax(layer_max, am->full + am->remat);
+            remat_max = fmax(remat_max, am->remat);
+        }
     }
-    out->act_layers_bytes = infl * act_sum + (full ? layer_max : 0);
+    out->act_layers_bytes = infl * act_sum + (full ? layer_max : remat_max);
 
     double d = p->dtype == TS_DTYPE_FP32 ? 4.0 : 2.0, r = p->sp ? 1.0 / t : 1.0;
     double sb = (double)p->seq / (double)p->cp * (double)p->micro_batch;
@@ -174,9 +181,9 @@ TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOpt
     PartCounts c;
     part_counts(m, p->tp, &c);
     bool dropout = o->dropout_set ? o->dropout : part_default_dropout(m);
-    PartLayerAct ad, am = {0, 0};
-    part_layer_act(m, p, false, dropout, &ad);
-    if (m->experts > 0) part_layer_act(m, p, true, dropout, &am);
+    PartLayerAct ad, am = {0, 0, 0};
+    part_layer_act(m, p, false, dropout, o->selective_ops, &ad);
+    if (m->experts > 0) part_layer_act(m, p, true, dropout, o->selective_ops, &am);
     double shd = 0, shm = 0;
     if (p->optimizer == PLAN_OPTIM_SHAMPOO) {
         shd = part_shampoo_layer_bytes(m, p, false);

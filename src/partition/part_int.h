@@ -30,10 +30,14 @@ double part_shampoo_layer_bytes(const ModelSpec *m, const ParallelPlan *p, bool 
 /* Activation bytes of one layer for one micro-batch on one rank (trainsim
  * model). `full` = everything stored (recompute none/selective per plan);
  * `input` = the checkpointed layer input kept under full recompute. */
+/* Stored activation bytes of one layer and micro-batch: `full` as the plan's
+ * recompute mode keeps them (all of them under full recompute, where only
+ * `input` stays between forward and backward), `remat` what op-level SAC
+ * re-materializes in the layer's backward (0 otherwise). */
 typedef struct PartLayerAct {
-    double full, input;
+    double full, input, remat;
 } PartLayerAct;
-void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dropout,
+void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dropout, bool sac_ops,
                     PartLayerAct *out);
 bool part_default_dropout(const ModelSpec *m);
 

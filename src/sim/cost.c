@@ -79,6 +79,7 @@ void sim_mem_options(const SimOptions *o, TsDtype dt, PartMemOptions *mo)
     TsDtype adt = dt == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : dt;
     mo->grad_bytes = o->fp32_grad_reduce ? 4.0 : (double)ts_dtype_bytes(adt);
     mo->fp32_grad_copy = o->ds_pipe && dt == TS_DTYPE_BF16;
+    mo->selective_ops = o->selective_ops;
 }
 
 double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)

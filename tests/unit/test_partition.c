@@ -201,6 +201,45 @@ static void test_korthikanti_layer(void **state)
          1e-12, "22B full");
 }
 
+static void test_sac_ops_layer(void **state)
+{
+    (void)state;
+    /* Llama3-8B (h 4096, 32 heads of 128, 8 KV heads, ffn 14336), t 1, b 1,
+     * s 8192, flash, selective recompute as op-level SAC: per layer the
+     * input, wq, wv, w1 and w2 outputs (4096 + 4096 + 1024 + 14336 + 4096
+     * elements per token, bf16) and the flash output + fp32 LSE
+     * (32 x (128 x 2 + 4) B per token); plus, once, what one layer's backward
+     * re-materializes: no-recompute bytes (norm/QKV/fc1 inputs 8h, Q K V and
+     * proj input 2(4096 + 2048 + 4096), LSE 128, fc1 out + act out 6 x 14336)
+     * less the saved ones. */
+    ModelSpec m;
+    TsError err = {0};
+    assert_int_equal(model_preset("llama3-8b", &m, &err), TS_OK);
+    ParallelPlan p;
+    plan_init(&p);
+    p.gpus = 64; p.seq = 8192; p.micro_batch = 1; p.global_batch = 64; p.zero = 3;
+    p.recompute = PLAN_RECOMPUTE_SELECTIVE;
+    assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
+    PartMemOptions o;
+    part_mem_options_init(&o);
+    o.selective_ops = true;
+    PartMemory st[1], peak;
+    assert_int_equal(part_memory(&m, &p, &o, st, &peak, &err), TS_OK);
+    double sb = 8192.0;
+    double saved = sb * (2.0 * 27648 + 32.0 * 260), none = sb * (8.0 * 4096 + 2.0 * 10240 + 128 + 6.0 * 14336);
+    near(st[0].act_layers_bytes, 32 * saved + (none - saved), 1e-12, "8B op SAC");
+    /* without the flag, Megatron's selective keeps everything but the scores
+     * (none with flash) */
+    o.selective_ops = false;
+    assert_int_equal(part_memory(&m, &p, &o, st, &peak, &err), TS_OK);
+    near(st[0].act_layers_bytes, 32 * none, 1e-12, "8B selective");
+    /* op SAC applies to selective recompute only */
+    o.selective_ops = true;
+    p.recompute = PLAN_RECOMPUTE_NONE;
+    assert_int_equal(part_memory(&m, &p, &o, st, &peak, &err), TS_OK);
+    near(st[0].act_layers_bytes, 32 * none, 1e-12, "8B none");
+}
+
 static void test_sharding(void **state)
 {
     (void)state;
@@ -277,7 +316,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_megatron_gpt3), cmocka_unit_test(test_counts_vs_model),
         cmocka_unit_test(test_ranks_add_up), cmocka_unit_test(test_params_expert_slice),
-        cmocka_unit_test(test_korthikanti_layer),
+        cmocka_unit_test(test_korthikanti_layer), cmocka_unit_test(test_sac_ops_layer),
         cmocka_unit_test(test_sharding), cmocka_unit_test(test_build_gpt3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -173,6 +173,7 @@ typedef struct SimStageResult {
     double slowdown_s;      /* extra compute from overlapped communication */
     double embed_sync_s;    /* tied-embedding gradient all-reduce (SimStageCost) */
     double end_s;           /* pipe_end + slowdown + dp_exposed + embed_sync */
+    SimBreakdown breakdown; /* this stage up to end_s (optimizer 0): sums to end_s */
 } SimStageResult;
 
 #define SIM_MAX_WARNINGS 8
@@ -188,6 +189,8 @@ typedef struct SimResult {
     double pipeline_time_s;   /* forward/backward phase of the slowest stage */
     double bubble_fraction;   /* bubble_s / pipeline phase of the critical stage */
     int32_t critical_stage;   /* stage whose end decides the iteration */
+    int32_t slowest_stage;    /* stage with the most busy time: it sets the steady-state pace,
+                                 the others wait for it (uneven work per stage) */
     bool periodic;            /* steady state extrapolated (fast path), not every micro-batch run */
     SimBreakdown breakdown;   /* of the critical stage; sums to iteration_time_s */
     int32_t n_stages;

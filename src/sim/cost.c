@@ -912,9 +912,9 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
          * beyond that, stages wait for slower ones */
         double fill = (double)(p->pp - 1) / (double)(p->vpp * p->grad_accum + p->pp - 1);
         if (out->bubble_fraction > 2 * fill)
-            warn(out, "pipeline bubble is %.0f%% of the step, %.0f%% of it fill and drain: the rest is stages "
-                      "waiting for slower ones; balance the layers per stage (--stage-layers)",
-                 100 * out->bubble_fraction, 100 * fill);
+            warn(out, "pipeline bubble is %.0f%% of the step, fill and drain %.0f%%: the rest is waiting for "
+                      "slower stages (slowest: %d); balance the work per stage (--stage-layers)",
+                 100 * out->bubble_fraction, 100 * fill, out->slowest_stage);
         else
             warn(out, "pipeline bubble is %.0f%% of the step: more micro-batches%s would help",
                  100 * out->bubble_fraction, in->opt.ds_pipe ? "" : " or interleaving");

@@ -697,6 +697,44 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
     }
 }
 
+/* Where stage s spends its time up to its end (end_s): its busy time split
+ * by what the chunk costs say each micro-batch holds, its idle time split
+ * into waiting for a transfer in flight (pp) and bubble, then its DP
+ * reduction and slow-down; `ag` (an exposed parameter gather) and `slow_ag`
+ * (a hidden one's slow-down) are the iteration's, 0 for a stage on its own. */
+static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, double ag, double slow_ag,
+                            SimBreakdown *bd)
+{
+    const SimStageResult *sr = &w->stages[s];
+    const int32_t v = pl->chunks;
+    double rec = 0, tp = 0, cp = 0, ep = 0, fsdp = 0, slow = 0, ppb = 0;
+    for (int32_t c = 0; c < v; c++) {
+        const SimChunkCost *cc = &pl->chunk[s * v + c];
+        ppb += cc->pp_blocked_s;
+        rec += cc->recompute_s;
+        tp += cc->tp_exposed_s;
+        cp += cc->cp_exposed_s;
+        ep += cc->ep_exposed_s;
+        fsdp += cc->fsdp_exposed_s;
+        slow += cc->slowdown_s;
+    }
+    double md = (double)pl->micro_batches;
+    memset(bd, 0, sizeof *bd);
+    bd->recompute_s = rec * md;
+    bd->tp_comm_exposed_s = tp * md;
+    bd->cp_comm_exposed_s = cp * md;
+    bd->ep_comm_exposed_s = ep * md;
+    bd->compute_s = sr->busy_s - (rec + tp + cp + ep + fsdp + slow + ppb) * md;
+    double idle = sr->pipe_end_s - sr->busy_s;
+    if (idle < 0) idle = 0;
+    double pp = w->ppwait[s];
+    if (pp > idle) pp = idle;
+    bd->pp_comm_exposed_s = pp + ppb * md;
+    bd->bubble_s = idle - pp;
+    bd->dp_comm_exposed_s = sr->dp_exposed_s + sr->embed_sync_s + ag + fsdp * md;
+    bd->overlap_slowdown_s = sr->slowdown_s + slow_ag + slow * md;
+}
+
 TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, TsError *err)
 {
     memset(out, 0, sizeof *out);
@@ -771,33 +809,14 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     out->n_stages = p;
     out->stages = w->stages;
 
+    for (int32_t s = 0; s < p; s++) stage_breakdown(pl, w, s, 0, 0, &w->stages[s].breakdown);
     SimBreakdown *bd = &out->breakdown;
-    double rec = 0, tp = 0, cp = 0, ep = 0, fsdp = 0, slow = 0, ppb = 0;
-    for (int32_t c = 0; c < v; c++) {
-        const SimChunkCost *cc = &pl->chunk[crit * v + c];
-        ppb += cc->pp_blocked_s;
-        rec += cc->recompute_s;
-        tp += cc->tp_exposed_s;
-        cp += cc->cp_exposed_s;
-        ep += cc->ep_exposed_s;
-        fsdp += cc->fsdp_exposed_s;
-        slow += cc->slowdown_s;
-    }
-    double md = (double)m;
-    bd->recompute_s = rec * md;
-    bd->tp_comm_exposed_s = tp * md;
-    bd->cp_comm_exposed_s = cp * md;
-    bd->ep_comm_exposed_s = ep * md;
-    bd->compute_s = cs->busy_s - (rec + tp + cp + ep + fsdp + slow + ppb) * md;
-    double idle = cs->pipe_end_s - cs->busy_s;
-    if (idle < 0) idle = 0;
-    double pp = w->ppwait[crit];
-    if (pp > idle) pp = idle;
-    bd->pp_comm_exposed_s = pp + ppb * md;
-    bd->bubble_s = idle - pp;
-    bd->dp_comm_exposed_s = cs->dp_exposed_s + cs->embed_sync_s + ag_exposed + fsdp * md;
+    stage_breakdown(pl, w, crit, ag_exposed, slow_ag, bd);
     bd->optimizer_s = opt;
-    bd->overlap_slowdown_s = cs->slowdown_s + slow_ag + slow * md;
+    int32_t slowest = 0;
+    for (int32_t s = 1; s < p; s++)
+        if (w->stages[s].busy_s > w->stages[slowest].busy_s) slowest = s;
+    out->slowest_stage = slowest;
     out->bubble_fraction = cs->pipe_end_s > 0 ? bd->bubble_s / cs->pipe_end_s : 0;
 
     if (pl->record) {

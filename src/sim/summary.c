@@ -30,6 +30,31 @@ static void num(TsBuf *b, const char *key, double v, bool comma)
     if (comma) ts_buf_puts(b, ", ");
 }
 
+static void breakdown_json(const SimBreakdown *bd, TsBuf *b)
+{
+    ts_buf_puts(b, "{");
+    for (int i = 0; i < SIM_BD_COUNT; i++) num(b, sim_breakdown_key(i), sim_breakdown_get(bd, i), i + 1 < SIM_BD_COUNT);
+    ts_buf_puts(b, "}");
+}
+
+/* "stages": each pipeline stage's busy time, end and breakdown (the schedule
+ * engine's result only; replays have no stage table). */
+static void stages_json(const SimResult *r, TsBuf *b)
+{
+    if (!r->stages) return;
+    ts_buf_puts(b, "\"stages\": [");
+    for (int32_t s = 0; s < r->n_stages; s++) {
+        const SimStageResult *st = &r->stages[s];
+        ts_buf_printf(b, "%s{\"stage\": %d, ", s ? ", " : "", s);
+        num(b, "busy_s", st->busy_s, true);
+        num(b, "end_s", st->end_s, true);
+        ts_buf_puts(b, "\"breakdown_s\": ");
+        breakdown_json(&st->breakdown, b);
+        ts_buf_puts(b, "}");
+    }
+    ts_buf_puts(b, "], ");
+}
+
 void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *b)
 {
     const ParallelPlan *p = &in->plan;
@@ -46,6 +71,7 @@ void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *b)
     num(b, "hfu", r->hfu, true);
     num(b, "bubble_fraction", r->bubble_fraction, true);
     ts_buf_printf(b, "\"critical_stage\": %d, ", r->critical_stage);
+    if (r->stages) ts_buf_printf(b, "\"slowest_stage\": %d, ", r->slowest_stage);
     const SimMemory *mm = &r->memory;
     ts_buf_puts(b, "\"memory\": {");
     num(b, "weights_bytes", mm->weights_bytes, true);
@@ -56,9 +82,11 @@ void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *b)
     num(b, "total_bytes", mm->total_bytes, true);
     num(b, "capacity_bytes", mm->capacity_bytes, true);
     ts_buf_printf(b, "\"fits\": %s}, ", mm->fits ? "true" : "false");
-    ts_buf_puts(b, "\"breakdown_s\": {");
-    for (int i = 0; i < SIM_BD_COUNT; i++) num(b, sim_breakdown_key(i), sim_breakdown_get(&r->breakdown, i), i + 1 < SIM_BD_COUNT);
-    ts_buf_puts(b, "}, \"plan\": ");
+    ts_buf_puts(b, "\"breakdown_s\": ");
+    breakdown_json(&r->breakdown, b);
+    ts_buf_puts(b, ", ");
+    stages_json(r, b);
+    ts_buf_puts(b, "\"plan\": ");
     plan_json(p, b);
     const SimOptions *o = &in->opt;
     ts_buf_printf(b, ", \"options\": {\"pipeline_engine\": \"%s\", \"dp_overlap\": %s, \"param_gather_overlap\": %s, "
@@ -120,6 +148,29 @@ static void runtime_line(const SimOptions *o, TsBuf *b)
     ts_buf_puts(b, " (values in --json \"options\")\n\n");
 }
 
+/* When another stage works markedly longer than the critical one (uneven
+ * work per stage), the critical stage's bubble is mostly waiting for it:
+ * name it and what its busy time holds. */
+static void slowest_text(const SimResult *r, TsBuf *b)
+{
+    if (!r->stages || r->n_stages < 2 || r->slowest_stage == r->critical_stage) return;
+    const SimStageResult *sl = &r->stages[r->slowest_stage], *cr = &r->stages[r->critical_stage];
+    if (!(sl->busy_s > 1.05 * cr->busy_s)) return;
+    ts_buf_printf(b, "\nslowest stage %d (busy %.4g s, the critical stage %.4g s: its bubble is mostly waiting "
+                     "for this one):\n",
+                  r->slowest_stage, sl->busy_s, cr->busy_s);
+    static const int busy_part[] = {SIM_BD_compute_s,         SIM_BD_recompute_s,        SIM_BD_tp_comm_exposed_s,
+                                    SIM_BD_cp_comm_exposed_s, SIM_BD_ep_comm_exposed_s,  SIM_BD_pp_comm_exposed_s,
+                                    SIM_BD_dp_comm_exposed_s, SIM_BD_overlap_slowdown_s};
+    for (size_t i = 0; i < sizeof busy_part / sizeof busy_part[0]; i++) {
+        double v = sim_breakdown_get(&sl->breakdown, busy_part[i]);
+        if (v <= 0) continue;
+        ts_buf_printf(b, "  %-18s ", sim_breakdown_key(busy_part[i]));
+        tm(b, v);
+        ts_buf_printf(b, "  %5.1f%%\n", sl->end_s > 0 ? 100 * v / sl->end_s : 0);
+    }
+}
+
 void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *b)
 {
     const ParallelPlan *p = &in->plan;
@@ -155,5 +206,6 @@ void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *b)
         tm(b, v);
         ts_buf_printf(b, "  %5.1f%%\n", r->iteration_time_s > 0 ? 100 * v / r->iteration_time_s : 0);
     }
+    slowest_text(r, b);
     for (int i = 0; i < r->n_warnings; i++) ts_buf_printf(b, "warning: %s\n", r->warnings[i]);
 }

@@ -106,6 +106,16 @@ static void test_uneven_and_p2p(void **state)
     double sum = 0;
     for (int i = 0; i < SIM_BD_COUNT; i++) sum += sim_breakdown_get(&b.breakdown, i);
     NEAR(sum, t1, 1e-9);
+    /* every stage's own breakdown sums to its end; the LM-head stage works
+     * longest (32 x 4.5 s, all compute) and is named the slowest */
+    for (int s = 0; s < 8; s++) {
+        double ss = 0;
+        for (int i = 0; i < SIM_BD_COUNT; i++) ss += sim_breakdown_get(&b.stages[s].breakdown, i);
+        NEAR(ss, b.stages[s].end_s, 1e-9);
+    }
+    assert_int_equal(a.slowest_stage, 7);
+    NEAR(a.stages[7].busy_s, 32 * 4.5, 1e-12);
+    NEAR(a.stages[7].breakdown.compute_s, 32 * 4.5, 1e-12);
     sim_result_free(&a);
     sim_result_free(&b);
 }

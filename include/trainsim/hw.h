@@ -166,6 +166,9 @@ typedef struct HwModel {
 typedef enum { HW_PASS_FWD, HW_PASS_DGRAD, HW_PASS_WGRAD } HwPass;
 
 void hw_model_init(HwModel *m);  /* zeroes; load m->gpu next */
+/* The dtype GEMMs of `dt` run at on g: dt itself, or the fallback when g has
+ * no tensor cores for it (FP8 -> BF16 -> TF32 -> FP32; fp8 on an A100 is bf16). */
+TsDtype hw_usable_dtype(const GpuSpec *g, TsDtype dt);
 
 /* batch independent (M x K) @ (K x N) products; FLOPs = 2*batch*M*N*K.
  * One kernel launch. Returns 0 when any dim is 0. dt unsupported by the

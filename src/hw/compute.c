@@ -35,7 +35,7 @@
 void hw_model_init(HwModel *m) { memset(m, 0, sizeof *m); }
 
 /* FP8 -> BF16 -> TF32 -> FP32 fallback when the GPU lacks a dtype. */
-static TsDtype usable_dtype(const GpuSpec *g, TsDtype dt)
+TsDtype hw_usable_dtype(const GpuSpec *g, TsDtype dt)
 {
     static const TsDtype next[TS_DTYPE_COUNT] = {
         [TS_DTYPE_FP32] = TS_DTYPE_FP32, [TS_DTYPE_TF32] = TS_DTYPE_FP32,
@@ -100,7 +100,7 @@ static double simt_gemm(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, i
 
 static double gemm_model(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
 {
-    dt = usable_dtype(g, dt);
+    dt = hw_usable_dtype(g, dt);
     double peak = g->peak_flops[dt];
     if (peak <= 0) return 0;
     int64_t sms = g->sm_count;
@@ -157,7 +157,7 @@ static double attn_model(const GpuSpec *g, int64_t B, int64_t heads, int64_t sq,
 {
     /* Attention runs in BF16 even in FP8 training (TE's default; FP8 DPA is opt-in). */
     if (dt == TS_DTYPE_FP8) dt = TS_DTYPE_BF16;
-    dt = usable_dtype(g, dt);
+    dt = hw_usable_dtype(g, dt);
     double peak = g->peak_flops[dt];
     if (peak <= 0) return 0;
     double fl = 4.0 * (double)B * (double)heads * (double)sq * (double)sk * (double)d;

@@ -873,8 +873,7 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
     /* fl_token summed the layers of every chunk once: it is the whole model */
     out->model_flops_per_iteration = 3.0 * fl_token * tokens;
     out->hardware_flops_per_iteration = out->model_flops_per_iteration + rfl_token * tokens;
-    double peak = in->hw->gpu.peak_flops[p->dtype];
-    if (peak <= 0) peak = in->hw->gpu.peak_flops[TS_DTYPE_BF16];
+    double peak = in->hw->gpu.peak_flops[hw_usable_dtype(&in->hw->gpu, p->dtype)];
     out->model_tflops_per_gpu = out->model_flops_per_iteration / T / gpus / 1e12;
     out->hardware_tflops_per_gpu = out->hardware_flops_per_iteration / T / gpus / 1e12;
     out->mfu = out->model_tflops_per_gpu * 1e12 / peak;
@@ -904,6 +903,10 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
         warn(out, "memory not estimated: %s", merr.msg);
     }
     /* warnings */
+    TsDtype gdt = hw_usable_dtype(&in->hw->gpu, p->dtype);
+    if (gdt != p->dtype)
+        warn(out, "%s has no %s tensor cores: its GEMMs are timed at %s, MFU/HFU are of the %s peak",
+             in->hw->gpu.name, ts_dtype_name(p->dtype), ts_dtype_name(gdt), ts_dtype_name(gdt));
     if (p->pp > 1 && p->grad_accum < p->pp)
         warn(out, "only %lld micro-batches for %lld pipeline stages: the bubble dominates (%.0f%%)",
              (long long)p->grad_accum, (long long)p->pp, 100 * out->bubble_fraction);

@@ -191,8 +191,10 @@ void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *b)
                   r->tokens_per_s_per_gpu, r->samples_per_s);
     ts_buf_printf(b, "  TFLOP/s per GPU       %.1f model, %.1f hardware\n", r->model_tflops_per_gpu,
                   r->hardware_tflops_per_gpu);
+    /* a dtype without tensor-core support is timed and scored at bf16 (sim_simulate) */
+    TsDtype pk = hw_usable_dtype(&in->hw->gpu, p->dtype);
     ts_buf_printf(b, "  MFU / HFU             %.1f%% / %.1f%%  (of %s peak)\n", 100 * r->mfu, 100 * r->hfu,
-                  ts_dtype_name(p->dtype));
+                  ts_dtype_name(pk));
     const SimMemory *mm = &r->memory;
     ts_buf_printf(b, "  memory per GPU        %.1f GiB of %.1f GiB%s  (weights %.1f, grads %.1f, optimizer %.1f, "
                      "activations %.1f, other %.1f)\n",

@@ -22,7 +22,8 @@ typedef struct SweepOpts {
     CliSim sim;               /* runtime behaviours (--deepspeed-pipe, --no-dp-overlap, ...) */
     const char *cluster;      /* name of the loaded cluster (for the output) */
     const char *gpus;         /* the --gpus list as given, "64" by default */
-    const char *objective, *csv, *html;
+    const char *objective, *csv, *html, *dtype;
+    TsDtype dt;               /* --dtype, resolved (bf16 by default) */
     const char *tp, *pp, *vpp, *cp, *ep, *mbs, *recompute, *schedule, *zero, *sp, *overlap;
     int64_t max_tp, max_pp, max_vpp, max_cp, max_ep, max_mbs;
     int64_t seq, global_batch, top, jobs;
@@ -147,8 +148,8 @@ static void write_json(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const G
     ts_json_escape(b, o->cluster);
     ts_buf_puts(b, ",\"gpu\":");
     ts_json_escape(b, hw->name);
-    ts_buf_printf(b, ",\"seq\":%lld,\"global_batch\":%lld,\"objective\":\"%s\",\"capacity_bytes\":", (long long)o->seq,
-                  (long long)o->global_batch, search_objective_name(c->objective));
+    ts_buf_printf(b, ",\"seq\":%lld,\"global_batch\":%lld,\"dtype\":\"%s\",\"objective\":\"%s\",\"capacity_bytes\":",
+                  (long long)o->seq, (long long)o->global_batch, ts_dtype_name(o->dt), search_objective_name(c->objective));
     ts_json_fmt_double(b, hw->hbm_bytes);
     const SearchStats *s = &r->stats;
     ts_buf_printf(b, ",\"stats\":{\"candidates\":%lld,\"enumerated\":%lld,\"pruned\":%lld,\"simulated\":%lld,"
@@ -227,8 +228,8 @@ static void write_text(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const G
     const SearchStats *s = &r->stats;
     char cap[32];
     rep_fmt_bytes(cap, sizeof cap, hw->hbm_bytes);
-    ts_buf_printf(b, "sweep: %s on %s x %s (%s), seq %lld, global batch %lld, ranked by %s\n", m->name, o->gpus,
-                  hw->name, o->cluster, (long long)o->seq, (long long)o->global_batch,
+    ts_buf_printf(b, "sweep: %s on %s x %s (%s), seq %lld, global batch %lld, %s, ranked by %s\n", m->name, o->gpus,
+                  hw->name, o->cluster, (long long)o->seq, (long long)o->global_batch, ts_dtype_name(o->dt),
                   search_objective_name(c->objective));
     ts_buf_printf(b, "plans: %lld candidates, %lld valid (enumerated), %lld pruned (do not fit in %s), "
                      "%lld simulated\n\n",
@@ -303,8 +304,9 @@ static int write_html(const char *path, const SweepOpts *o, const ModelSpec *m, 
     snprintf(st[3], 32, "%lld", (long long)r->stats.simulated);
     RepKV metrics[] = {{"candidates", st[0]}, {"valid plans", st[1]}, {"pruned (memory)", st[2]},
                        {"simulated", st[3]}, {"ranked by", search_objective_name(c->objective)}};
-    RepSweepView v = {.title = ts_arena_printf(a, "sweep: %s on %s x %s, seq %lld, global batch %lld", m->name, o->gpus,
-                                               x->hw->gpu.name, (long long)o->seq, (long long)o->global_batch),
+    RepSweepView v = {.title = ts_arena_printf(a, "sweep: %s on %s x %s, seq %lld, global batch %lld, %s", m->name,
+                                               o->gpus, x->hw->gpu.name, (long long)o->seq, (long long)o->global_batch,
+                                               ts_dtype_name(o->dt)),
                       .generator = "trainsim " TRAINSIM_VERSION " sweep", .metrics = metrics, .n_metrics = 5,
                       .points = pts, .n_points = (int)r->n_all, .capacity_bytes = x->hw->gpu.hbm_bytes,
                       .columns = COLS, .n_columns = N_COLS, .cells = cells, .n_rows = r->n_top, .best = best};
@@ -327,6 +329,7 @@ static void add_options(CliSpec *s, SweepOpts *o)
     cli_hw_add_list(s, &o->hw, "GPU counts to plan for, default 64 (several: compare by --objective cost)");
     cli_add(s, "seq", CLI_INT, &o->seq, "S", "tokens per sequence; default 4096");
     cli_add(s, "global-batch", CLI_INT, &o->global_batch, "B", "sequences per iteration; default 1024");
+    cli_add(s, "dtype", CLI_STR, &o->dtype, "T", "training dtype of every plan: bf16 (default), fp16, fp8 or fp32");
     cli_add(s, "tp", CLI_STR, &o->tp, "LIST", "tensor-parallel sizes to try, e.g. 1,2,4,8");
     cli_add(s, "pp", CLI_STR, &o->pp, "LIST", "pipeline-parallel sizes to try");
     cli_add(s, "vpp", CLI_STR, &o->vpp, "LIST", "virtual stages per pipeline rank (interleaved schedule)");
@@ -388,6 +391,9 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
     if (rc) return 2;
     /* DeepSpeed's pipeline engine has one schedule: 1F1B */
     if (o->sim.ds_pipe && !o->schedule) c->schedule_mask = 1u << SEARCH_SCHEDULE_1F1B;
+    o->dt = TS_DTYPE_BF16;
+    if (o->dtype && (!ts_dtype_parse(o->dtype, &o->dt) || o->dt == TS_DTYPE_TF32))
+        return usage("invalid value '%s' for --dtype (expected bf16, fp16, fp8 or fp32)", o->dtype);
     if (o->objective && !search_objective_parse(o->objective, &c->objective))
         return usage("unknown objective '%s' (expected throughput, time, memory or cost)", o->objective);
     if (o->top < 1 || o->top > 100000) return usage("--top must be between 1 and 100000, got %s", "it");
@@ -436,6 +442,7 @@ static int run(SweepOpts *o, int rank)
     for (int i = 0; i < c.gpus.n; i++) cli_hw_net_sized(&l, c.gpus.v[i], &nets[i]);
     SearchEvalCtx x;
     search_eval_init(&x, &m, &l.model, o->global_batch, o->seq);
+    x.dtype = o->dt;
     cli_sim_options(&o->sim, &x.sim_opts);
     sim_mem_options(&x.sim_opts, x.dtype, &x.mem_opts); /* prune with the memory the simulator will count */
     for (int i = 0; i < c.gpus.n; i++) search_eval_add_net(&x, c.gpus.v[i], &nets[i]);

@@ -278,9 +278,22 @@ int64_t plan_chunk_layers(const ParallelPlan *p, int64_t n_layers, int64_t chunk
     return n_layers / (p->pp * p->vpp);
 }
 
+/* First layer of a chunk under the uneven rule, in O(1): the d lighter
+ * chunks are the first floor(d/2) and the last ceil(d/2) (the order
+ * c-1, 0, c-2, 1, ... alternates end and start). A sweep asks for every
+ * chunk of every plan; summing rule_layers made that quadratic. */
+static int64_t rule_first_layer(int64_t c, int64_t n_layers, int64_t chunk)
+{
+    int64_t base = (n_layers + c - 1) / c, d = base * c - n_layers;
+    int64_t start = d / 2, end = d - start;
+    int64_t light = (chunk < start ? chunk : start) + (chunk > c - end ? chunk - (c - end) : 0);
+    return chunk * base - light;
+}
+
 int64_t plan_chunk_first_layer(const ParallelPlan *p, int64_t n_layers, int64_t chunk)
 {
-    if ((p->n_stage_layers > 0 && p->stage_layers) || by_rule(p, n_layers)) {
+    if (by_rule(p, n_layers)) return rule_first_layer(p->pp * p->vpp, n_layers, chunk);
+    if (p->n_stage_layers > 0 && p->stage_layers) {
         int64_t s = 0;
         for (int64_t c = 0; c < chunk; c++) s += plan_chunk_layers(p, n_layers, c);
         return s;

@@ -235,6 +235,21 @@ static void test_uneven(void **state)
         }
         assert_int_equal(sum, m.layers);
     }
+    /* the closed-form first layer equals the running sum for every split of
+     * up to 200 layers */
+    for (int64_t L = 1; L <= 200; L++)
+        for (int64_t c = 1; c <= L; c++) {
+            ParallelPlan p;
+            plan_init(&p);
+            p.pp = c;
+            p.uneven = true;
+            int64_t sum = 0;
+            for (int64_t k = 0; k < c; k++) {
+                if (plan_chunk_first_layer(&p, L, k) != sum) fail_msg("L %lld c %lld chunk %lld", (long long)L, (long long)c, (long long)k);
+                sum += plan_chunk_layers(&p, L, k);
+            }
+            assert_int_equal(sum, L);
+        }
 }
 
 int main(void)

@@ -2,8 +2,10 @@
  * line and 11 tab-separated columns per op. Times are ms (Python floats),
  * comm sizes are element counts (fp32: 4 bytes each). Comm types: None,
  * ALLREDUCE (TP, blocking), ALLREDUCE_ASYNC (DP gradient bucket, in the
- * backward column), SENDRECV (pipeline). Rows with no compute print their
- * times as the integer 0, as the seed does. */
+ * backward column), SENDRECV (pipeline); tables converted from other
+ * formats also carry the SimAI collectives with _ASYNC and group suffixes
+ * (wl_comm_type_parse), so conversions round-trip. Rows with no compute
+ * print their times as the integer 0, as the seed does. */
 #include "wl_internal.h"
 
 #include <inttypes.h>
@@ -27,32 +29,6 @@ bool wl_optable_sniff(const char *text, size_t len);
 bool wl_optable_sniff(const char *text, size_t len)
 {
     return len >= 5 && strncmp(text, "name", 4) == 0 && (text[4] == '\t' || text[4] == ' ');
-}
-
-static bool parse_type(const WlTok *t, int ph, TsColl *c, WlGroup *g, uint32_t *f)
-{
-    *f = 0;
-    *g = WL_GROUP_NONE;
-    *c = TS_COLL_NONE;
-    if (wl_tok_eq(t, "None") || wl_tok_eq(t, "NONE")) return true;
-    if (wl_tok_eq(t, "ALLREDUCE")) {
-        *c = TS_COLL_ALLREDUCE;
-        *g = WL_GROUP_TP;
-        return true;
-    }
-    if (wl_tok_eq(t, "ALLREDUCE_ASYNC")) {
-        *c = TS_COLL_ALLREDUCE;
-        *g = WL_GROUP_DP;
-        *f = WL_F_ASYNC;
-        return true;
-    }
-    if (wl_tok_eq(t, "SENDRECV")) {
-        *c = TS_COLL_SENDRECV;
-        *g = WL_GROUP_PP;
-        return true;
-    }
-    (void)ph;
-    return false;
 }
 
 /* "0" (an int) marks a row without compute in that slot. */
@@ -133,9 +109,11 @@ TsStatus wl_read_optable(const char *name, const char *text, size_t len, Workloa
             }
             r->has_comp[ph] = !is_int_zero(tt);
             r->comp_s[ph] = t * 1e-3;
-            if (!parse_type(ty, ph, &r->coll[ph], &r->group[ph], &r->flags[ph])) {
+            if (!wl_comm_type_parse(ty, ph, true, &r->coll[ph], &r->group[ph], &r->flags[ph])) {
                 st = wl_err_tok(&L, ty, err, "unknown comm type '%s' in %s", wl_tok_str(ty, buf, 40), COLS[2 + 3 * ph]);
-                ts_err_hint(err, "op tables use None, ALLREDUCE, ALLREDUCE_ASYNC or SENDRECV");
+                ts_err_hint(err, "op tables use None, ALLREDUCE, ALLREDUCE_ASYNC or SENDRECV (NeuSight), or in tables "
+                                 "converted by trainsim ALLGATHER, REDUCESCATTER, ALLTOALL, ALLREDUCEALLTOALL, "
+                                 "BROADCAST, with _ASYNC and _EP or _DP_EP");
                 goto fail;
             }
             if (!wl_tok_f64(sz, &s) || s < 0) {
@@ -192,12 +170,10 @@ void wl_write_optable(const Workload *w, TsBuf *out)
             ts_buf_puts(out, "\t");
             put_time(out, r, ph);
             TsColl c = r->coll[ph];
-            const char *ty = c == TS_COLL_NONE                       ? "None"
-                             : c == TS_COLL_SENDRECV                 ? "SENDRECV"
-                             : (r->flags[ph] & WL_F_ASYNC)           ? "ALLREDUCE_ASYNC"
-                             : c == TS_COLL_ALLREDUCE                ? "ALLREDUCE"
-                                                                     : wl_coll_upper(c);
-            ts_buf_printf(out, "\t%s\t%.0f", ty, c == TS_COLL_NONE ? 0.0 : r->bytes[ph] / eb);
+            ts_buf_puts(out, "\t");
+            if (c == TS_COLL_NONE) ts_buf_puts(out, "None"); /* NeuSight's spelling */
+            else wl_comm_type_put(out, r, ph, WL_TOK_GROUPS | WL_TOK_ASYNC | WL_TOK_SENDRECV);
+            ts_buf_printf(out, "\t%.0f", c == TS_COLL_NONE ? 0.0 : r->bytes[ph] / eb);
         }
         ts_buf_printf(out, "\t%" PRId64 "\n", r->process_time);
     }

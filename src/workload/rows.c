@@ -273,3 +273,63 @@ const char *wl_coll_upper(TsColl c)
     default: return "NONE";
     }
 }
+
+bool wl_comm_type_parse(const WlTok *t, int ph, bool sendrecv, TsColl *c, WlGroup *g, uint32_t *flags)
+{
+    char buf[48];
+    *flags = 0;
+    *c = TS_COLL_NONE;
+    *g = ph == WL_PHASE_WG ? WL_GROUP_DP : WL_GROUP_TP;
+    if (t->len >= (int)sizeof buf) return false;
+    wl_tok_str(t, buf, sizeof buf);
+    if (strcmp(buf, "NONE") == 0 || strcmp(buf, "None") == 0) return true;
+    if (sendrecv && strcmp(buf, "SENDRECV") == 0) {
+        *c = TS_COLL_SENDRECV;
+        *g = WL_GROUP_PP;
+        return true;
+    }
+    bool grp = true;
+    if (ts_ends_with(buf, "_DP_EP")) {
+        *g = WL_GROUP_DP_EP;
+        buf[strlen(buf) - 6] = '\0';
+    } else if (ts_ends_with(buf, "_EP")) {
+        *g = WL_GROUP_EP;
+        buf[strlen(buf) - 3] = '\0';
+    } else {
+        grp = false;
+    }
+    if (ts_ends_with(buf, "_ASYNC")) {
+        *flags |= WL_F_ASYNC;
+        if (!grp) *g = WL_GROUP_DP;
+        buf[strlen(buf) - 6] = '\0';
+    }
+    static const struct { const char *s; TsColl c; uint32_t f; } T[] = {
+        {"ALLREDUCE", TS_COLL_ALLREDUCE, 0}, {"ALLGATHER", TS_COLL_ALLGATHER, 0},
+        {"REDUCESCATTER", TS_COLL_REDUCESCATTER, 0}, {"ALLTOALL", TS_COLL_ALLTOALL, 0},
+        {"ALLREDUCEALLTOALL", TS_COLL_ALLREDUCE, WL_F_AR_A2A}, {"BROADCAST", TS_COLL_BROADCAST, 0}};
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
+        if (strcmp(buf, T[i].s) == 0) {
+            *c = T[i].c;
+            *flags |= T[i].f;
+            return true;
+        }
+    return false;
+}
+
+void wl_comm_type_put(TsBuf *b, const WlRowSpec *r, int ph, unsigned what)
+{
+    TsColl c = r->coll[ph];
+    if (c == TS_COLL_NONE || (c == TS_COLL_SENDRECV && !(what & WL_TOK_SENDRECV))) {
+        ts_buf_puts(b, "NONE");
+        return;
+    }
+    if (c == TS_COLL_SENDRECV) {
+        ts_buf_puts(b, "SENDRECV");
+        return;
+    }
+    WlGroup g = r->group[ph];
+    ts_buf_puts(b, (r->flags[ph] & WL_F_AR_A2A) ? "ALLREDUCEALLTOALL" : wl_coll_upper(c));
+    if ((what & WL_TOK_ASYNC) && (r->flags[ph] & WL_F_ASYNC)) ts_buf_puts(b, "_ASYNC");
+    if ((what & WL_TOK_GROUPS) && g == WL_GROUP_EP) ts_buf_puts(b, "_EP");
+    if ((what & WL_TOK_GROUPS) && g == WL_GROUP_DP_EP) ts_buf_puts(b, "_DP_EP");
+}

@@ -39,46 +39,6 @@ static const char TYPES_HINT[] =
     "comm types are ALLREDUCE, ALLGATHER, REDUCESCATTER, ALLTOALL, ALLREDUCEALLTOALL, BROADCAST "
     "or NONE, optionally with the suffix _EP or _DP_EP";
 
-/* Parse "ALLGATHER_DP_EP" etc. Phase decides the default group. */
-static bool parse_type(const WlTok *t, int ph, TsColl *c, WlGroup *g, uint32_t *flags)
-{
-    char buf[48];
-    if (t->len >= (int)sizeof buf) return false;
-    wl_tok_str(t, buf, sizeof buf);
-    *flags = 0;
-    *g = ph == WL_PHASE_WG ? WL_GROUP_DP : WL_GROUP_TP;
-    if (strcmp(buf, "NONE") == 0 || strcmp(buf, "None") == 0) {
-        *c = TS_COLL_NONE;
-        return true;
-    }
-    if (strcmp(buf, "ALLREDUCE_ASYNC") == 0) {
-        *c = TS_COLL_ALLREDUCE;
-        *g = WL_GROUP_DP;
-        *flags = WL_F_ASYNC;
-        return true;
-    }
-    char *suf = NULL;
-    if (ts_ends_with(buf, "_DP_EP")) {
-        *g = WL_GROUP_DP_EP;
-        suf = buf + strlen(buf) - 6;
-    } else if (ts_ends_with(buf, "_EP")) {
-        *g = WL_GROUP_EP;
-        suf = buf + strlen(buf) - 3;
-    }
-    if (suf) *suf = '\0';
-    static const struct { const char *s; TsColl c; uint32_t f; } T[] = {
-        {"ALLREDUCE", TS_COLL_ALLREDUCE, 0}, {"ALLGATHER", TS_COLL_ALLGATHER, 0},
-        {"REDUCESCATTER", TS_COLL_REDUCESCATTER, 0}, {"ALLTOALL", TS_COLL_ALLTOALL, 0},
-        {"ALLREDUCEALLTOALL", TS_COLL_ALLREDUCE, WL_F_AR_A2A}, {"BROADCAST", TS_COLL_BROADCAST, 0}};
-    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
-        if (strcmp(buf, T[i].s) == 0) {
-            *c = T[i].c;
-            *flags = T[i].f;
-            return true;
-        }
-    return false;
-}
-
 typedef struct Hdr {
     bool has[8]; /* tp ep pp vpp ga all_gpus pp_comm checkpoints */
 } Hdr;
@@ -218,7 +178,7 @@ static TsStatus parse_item(WlLines *L, WlRowSpec *r, Workload *w, TsError *err)
             return wl_err_tok(L, tt, err, "%s is out of range (at most 9.2e18 ns)", FIELD_NAMES[2 + 3 * ph]);
         r->has_comp[ph] = true;
         r->comp_s[ph] = t * 1e-9;
-        if (!parse_type(ty, ph, &r->coll[ph], &r->group[ph], &r->flags[ph])) {
+        if (!wl_comm_type_parse(ty, ph, false, &r->coll[ph], &r->group[ph], &r->flags[ph])) {
             wl_err_tok(L, ty, err, "unknown comm type '%s' in %s", wl_tok_str(ty, buf, 40), FIELD_NAMES[3 + 3 * ph]);
             ts_err_hint(err, "%s", TYPES_HINT);
             return TS_ERR_INPUT;
@@ -342,14 +302,8 @@ fail:
 static void put_type(TsBuf *b, const WlRowSpec *r, int ph, bool suffixes)
 {
     TsColl c = r->coll[ph];
-    if (c == TS_COLL_NONE || c == TS_COLL_SENDRECV) {
-        ts_buf_puts(b, "NONE\t0");
-        return;
-    }
-    ts_buf_puts(b, (r->flags[ph] & WL_F_AR_A2A) ? "ALLREDUCEALLTOALL" : wl_coll_upper(c));
-    if (suffixes && r->group[ph] == WL_GROUP_EP) ts_buf_puts(b, "_EP");
-    if (suffixes && r->group[ph] == WL_GROUP_DP_EP) ts_buf_puts(b, "_DP_EP");
-    ts_buf_printf(b, "\t%.0f", r->bytes[ph]);
+    wl_comm_type_put(b, r, ph, suffixes ? WL_TOK_GROUPS : 0);
+    ts_buf_printf(b, "\t%.0f", c == TS_COLL_NONE || c == TS_COLL_SENDRECV ? 0.0 : r->bytes[ph]);
 }
 
 static void put_rows(TsBuf *b, WlRowSpec *rs, int64_t n, bool suffixes)

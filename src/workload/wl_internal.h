@@ -63,6 +63,20 @@ void wl_fmt_pyfloat(TsBuf *b, double v);
 /* Upper-case collective name for the text formats: "ALLREDUCE". */
 const char *wl_coll_upper(TsColl c);
 
+/* The comm-type token of the layer formats (SimAI and op tables share it):
+ * BASE[_ASYNC][_EP|_DP_EP], BASE one of ALLREDUCE ALLGATHER REDUCESCATTER
+ * ALLTOALL ALLREDUCEALLTOALL BROADCAST (and SENDRECV, group pp, where
+ * sendrecv is true), or None/NONE. Without a group suffix the group is the
+ * phase's (wg: dp, else tp), dp for _ASYNC (NeuSight's ALLREDUCE_ASYNC). */
+bool wl_comm_type_parse(const WlTok *t, int ph, bool sendrecv, TsColl *c, WlGroup *g, uint32_t *flags);
+/* Write the token of slot ph of r, what wl_comm_type_parse reads back to the
+ * same collective, group and async flag, with the parts `what` asks for
+ * (WL_TOK_*: ASTRA-sim has no group suffixes, SimAI no _ASYNC nor
+ * SENDRECV). Groups other than tp, dp, ep, dp_ep and pp have no token and
+ * read back as the phase's. */
+enum { WL_TOK_GROUPS = 1, WL_TOK_ASYNC = 2, WL_TOK_SENDRECV = 4 };
+void wl_comm_type_put(TsBuf *b, const WlRowSpec *r, int ph, unsigned what);
+
 /* Rows of class 0 as specs (rows if present, else one per task). Returns the
  * count; *out is heap memory the caller frees. -1 on OOM. */
 int64_t wl_rows_collect(const Workload *w, WlRowSpec **out);

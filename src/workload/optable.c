@@ -9,6 +9,7 @@
 #include "wl_internal.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,7 +174,13 @@ void wl_write_optable(const Workload *w, TsBuf *out)
             ts_buf_puts(out, "\t");
             if (c == TS_COLL_NONE) ts_buf_puts(out, "None"); /* NeuSight's spelling */
             else wl_comm_type_put(out, r, ph, WL_TOK_GROUPS | WL_TOK_ASYNC | WL_TOK_SENDRECV);
-            ts_buf_printf(out, "\t%.0f", c == TS_COLL_NONE ? 0.0 : r->bytes[ph] / eb);
+            /* element counts are integers in NeuSight's tables; a byte count
+             * that is not a whole number of elements (converted workloads)
+             * keeps its fraction so that it reads back exactly */
+            double el = c == TS_COLL_NONE ? 0.0 : r->bytes[ph] / eb;
+            ts_buf_puts(out, "\t");
+            if (el == floor(el)) ts_buf_printf(out, "%.0f", el);
+            else wl_fmt_pyfloat(out, el);
         }
         ts_buf_printf(out, "\t%" PRId64 "\n", r->process_time);
     }

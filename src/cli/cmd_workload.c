@@ -25,8 +25,12 @@ static int write_out(const Workload *w, const WlCli *o, WlFormat fmt)
         if (o->chakra_example) co.generator_attr = false;
         int64_t bytes = 0;
         if (wl_write_chakra(w, &co, o->output, &bytes, &err)) return cli_fail(&err);
-        printf("wrote %" PRId64 " Chakra traces %s.{0..%" PRId64 "}.et and %s.comm_groups.json, %" PRId64 " bytes\n",
-               w->par.world, o->output, w->par.world - 1, o->output, bytes);
+        if (w->par.world == 1)
+            printf("wrote 1 Chakra trace %s.0.et and %s.comm_groups.json, %" PRId64 " bytes\n", o->output, o->output,
+                   bytes);
+        else
+            printf("wrote %" PRId64 " Chakra traces %s.{0..%" PRId64 "}.et and %s.comm_groups.json, %" PRId64 " bytes\n",
+                   w->par.world, o->output, w->par.world - 1, o->output, bytes);
         return 0;
     }
     TsBuf b = {0};

@@ -175,6 +175,10 @@ typedef struct Workload {
     int32_t *deps;     int32_t n_deps, cap_deps;
     WlRow *rows;       int32_t n_rows, cap_rows;
     char warning[256];      /* a non-fatal note for the CLI to print, "" if none */
+    bool world_unstated;    /* the file does not give the GPU count (SimAI headers without
+                               all_gpus: AICB v1.0, MICRO; ASTRA-sim text; op tables):
+                               par.world is the least it can be, tp*pp; simulate --gpus
+                               may set it */
 } Workload;
 
 const char *wl_phase_name(WlPhase p);

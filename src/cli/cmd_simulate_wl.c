@@ -138,6 +138,30 @@ static int gpus_match(const CliHw *ch, int64_t ranks)
     return cli_fail(&e);
 }
 
+/* The file does not give its GPU count (w->world_unstated): --gpus does,
+ * as data parallelism over the tp*pp ranks the file describes (SimAI's
+ * MICRO collective tests run over all GPUs this way). Returns 0 or 2. */
+static int gpus_set(const CliHw *ch, Workload *w)
+{
+    if (ch->gpus == -1) return 0;
+    int64_t mp = w->par.tp * w->par.pp;
+    if (ch->gpus < mp || ch->gpus % mp) {
+        TsError e = {.code = TS_ERR_USAGE};
+        ts_err(&e, TS_ERR_USAGE, "--gpus %lld is not a multiple of the workload's tp x pp = %lld", (long long)ch->gpus,
+               (long long)mp);
+        ts_err_hint(&e, "the GPUs are tp x pp x dp; the file gives tp and pp, --gpus sets dp");
+        return cli_fail(&e);
+    }
+    w->par.dp = ch->gpus / mp;
+    w->par.world = ch->gpus;
+    if (w->warning[0]) {
+        size_t n = strlen(w->warning);
+        snprintf(w->warning + n, sizeof w->warning - n, "; --gpus %lld sets dp %lld", (long long)ch->gpus,
+                 (long long)w->par.dp);
+    }
+    return 0;
+}
+
 /* ---- Chakra trace sets -------------------------------------------------------- */
 
 static bool is_file(const char *path)
@@ -291,7 +315,7 @@ int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t se
         return cli_fail(&err);
     }
     CliHwLoaded hl;
-    int rc = gpus_match(ch, w->par.world);
+    int rc = w->world_unstated ? gpus_set(ch, w) : gpus_match(ch, w->par.world);
     if (rc || (rc = cli_hw_load(ch, "dgx-h100", w->par.world > 0 ? w->par.world : 0, &hl))) {
         wl_destroy(w);
         return rc;

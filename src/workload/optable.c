@@ -42,6 +42,7 @@ TsStatus wl_read_optable(const char *name, const char *text, size_t len, Workloa
     if (st) return st;
     Workload *w = wl_create(1, err);
     if (!w) return TS_ERR_INTERNAL;
+    w->world_unstated = true; /* an op table has no layout */
     snprintf(w->source, sizeof w->source, "%s", name);
     w->origin = WL_FMT_OPTABLE;
     WlLines L = {.name = name, .text = text, .len = len};

@@ -140,6 +140,7 @@ static TsStatus parse_header(WlLines *L, Workload *w, TsError *err)
     p->dp = p->world / (p->tp * p->pp);
     if (p->dp < 1) p->dp = 1;
     p->world = p->tp * p->pp * p->dp;
+    w->world_unstated = !h.has[5];
     if (w->simai_header == WL_SIMAI_HDR_V1_0)
         snprintf(w->warning, sizeof w->warning,
                  "%s:1: old AICB v1.0 header (July 2024): no ep/pp/ga/all_gpus, assuming pp 1, ga 1, "

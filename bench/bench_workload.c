@@ -103,7 +103,7 @@ static void replay_set(const char *label, const char *prefix, int64_t gpus, doub
     hw.gpu = cl.gpu;
     SimChakraResult r;
     double t0 = now_s();
-    TsStatus st = sim_replay_chakra(prefix, &hw, &net, 0, &r, &e);
+    TsStatus st = sim_replay_chakra(prefix, &hw, &net, 0, 0, &r, &e);
     double t = now_s() - t0;
     if (st != TS_OK) {
         fprintf(stderr, "%s: %s\n", label, e.msg);

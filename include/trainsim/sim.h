@@ -349,16 +349,18 @@ typedef struct SimChakraResult {
     double other_s;       /* ... anything else (CPU ops, the chain's start) */
     double cpu_s;         /* its CPU ops (is_cpu_op), beside the GPU */
     /* recorded timeline (record_ranks > 0): the nodes with a duration of ranks
-     * 0 .. recorded_ranks-1, and the group names (index 0: all ranks, "") */
-    int64_t recorded_ranks, n_spans, n_group_names;
+     * recorded_first .. recorded_first + recorded_ranks - 1, and the group
+     * names (index 0: all ranks, "") */
+    int64_t recorded_first, recorded_ranks, n_spans, n_group_names;
     SimChakraSpan *spans;
     const char **group_names;
     TsArena *arena;
 } SimChakraResult;
-/* record_ranks: record the timeline of ranks 0 .. record_ranks-1 (0: none).
- * Free a result with sim_chakra_result_free. */
-TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *net, int64_t record_ranks,
-                           SimChakraResult *out, TsError *err);
+/* Record the timeline of ranks record_first .. record_first + record_ranks - 1
+ * (clipped to the set; record_ranks 0: none). Free a result with
+ * sim_chakra_result_free. */
+TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *net, int64_t record_first,
+                           int64_t record_ranks, SimChakraResult *out, TsError *err);
 void sim_chakra_result_free(SimChakraResult *r);
 /* With record: out->spans holds one 'T' span per task that occupies a stream
  * (compute, collective, send; named after the task, the workload must

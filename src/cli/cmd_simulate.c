@@ -17,7 +17,7 @@
 
 /* --workload: cmd_simulate_wl.c */
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t seq, int64_t micro_batch,
-                          const char *trace);
+                          const char *trace, const char *trace_ranks);
 
 /* With --workload the file fixes the model, the plan and the schedule: only
  * the hardware (--gpus must then match the workload's ranks), the two
@@ -27,7 +27,7 @@ int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t 
 static int workload_options_check(const CliSpec *s)
 {
     static const char *const ok[] = {"workload", "gpu", "cluster",     "gpus", "calibration",
-                                     "busbw",    "seq", "micro-batch", "json", "trace", NULL};
+                                     "busbw",    "seq", "micro-batch", "json", "trace", "trace-ranks", NULL};
     for (int i = 0; i < s->n; i++) {
         if (!s->seen[i]) continue;
         bool allowed = false;
@@ -49,7 +49,7 @@ static int workload_options_check(const CliSpec *s)
 
 typedef struct SimCli {
     bool json;
-    const char *trace, *workload, *html;
+    const char *trace, *trace_ranks, *workload, *html;
 } SimCli;
 
 int cmd_simulate(int argc, char **argv)
@@ -76,6 +76,8 @@ int cmd_simulate(int argc, char **argv)
     cli_sim_add(&s, &cs);
     cli_add(&s, "json", CLI_FLAG, &o.json, NULL, "JSON output");
     cli_add(&s, "trace", CLI_STR, &o.trace, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)");
+    cli_add(&s, "trace-ranks", CLI_STR, &o.trace_ranks, "A-B",
+            "Chakra replay: the ranks --trace writes (default 0-63)");
     cli_add(&s, "html", CLI_STR, &o.html, "FILE", "write a self-contained HTML report (timeline, breakdown, memory)");
     cli_add(&s, "workload", CLI_STR, &o.workload, "FILE",
             "replay a workload: SimAI/ASTRA-sim text, op table, JSON task graph, or a Chakra set (PREFIX)");
@@ -97,7 +99,13 @@ int cmd_simulate(int argc, char **argv)
     if (o.workload && (rc = workload_options_check(&s))) return rc;
     if (o.workload)
         return cmd_simulate_workload(&ch, o.workload, o.json, cli_seen(&s, "seq") ? cp.seq : 0,
-                                     cli_seen(&s, "micro-batch") ? cp.micro_batch : 0, o.trace);
+                                     cli_seen(&s, "micro-batch") ? cp.micro_batch : 0, o.trace, o.trace_ranks);
+    if (o.trace_ranks) {
+        TsError e = {.code = TS_ERR_USAGE};
+        ts_err(&e, TS_ERR_USAGE, "--trace-ranks applies to Chakra trace sets (--workload PREFIX)");
+        ts_err_hint(&e, "a simulated plan's --trace holds every pipeline stage");
+        return cli_fail(&e);
+    }
 
     ModelSpec m;
     bool builtin = !cm.model && !cm.arch;

@@ -9,10 +9,11 @@
 #include "trainsim/workload.h"
 
 #include <dirent.h>
+#include <stdlib.h>
 #include <string.h>
 
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t seq, int64_t micro_batch,
-                          const char *trace);
+                          const char *trace, const char *trace_ranks);
 
 /* SimAI-Analytical reads micro-batch and sequence length from AICB's file
  * name ("...-gbs128-mbs1-seq4096-...") when it is not told them; so do we.
@@ -257,13 +258,42 @@ static void chakra_json(const CliHwLoaded *hl, const SimChakraResult *r, TsBuf *
                   (long long)hl->cluster.nodes);
 }
 
-/* Ranks whose timeline --trace writes (a trace of every rank of a large set
- * would be gigabytes). */
+/* Ranks whose timeline --trace writes by default (a trace of every rank of a
+ * large set would be gigabytes); --trace-ranks A-B picks others. */
 #define CHAKRA_TRACE_RANKS 64
 
-static int simulate_chakra(const CliHw *ch, const char *prefix, bool js, bool sizes, const char *trace)
+/* "A-B" or "A" -> first rank and count; false when malformed. */
+static bool parse_ranks(const char *s, int64_t *first, int64_t *count)
+{
+    char *end;
+    long long a = strtoll(s, &end, 10), b = a;
+    if (end == s || a < 0) return false;
+    if (*end == '-') {
+        const char *q = end + 1;
+        b = strtoll(q, &end, 10);
+        if (end == q || b < a) return false;
+    }
+    if (*end) return false;
+    *first = a;
+    *count = b - a + 1;
+    return true;
+}
+
+static int simulate_chakra(const CliHw *ch, const char *prefix, bool js, bool sizes, const char *trace,
+                           const char *trace_ranks)
 {
     TsError err = {0};
+    int64_t rec0 = 0, nrec = CHAKRA_TRACE_RANKS;
+    if (trace_ranks && !trace) {
+        ts_err(&err, TS_ERR_USAGE, "--trace-ranks needs --trace FILE");
+        ts_err_hint(&err, "--trace-ranks picks the ranks whose timeline --trace writes");
+        return cli_fail(&err);
+    }
+    if (trace_ranks && !parse_ranks(trace_ranks, &rec0, &nrec)) {
+        ts_err(&err, TS_ERR_USAGE, "invalid value '%s' for --trace-ranks", trace_ranks);
+        ts_err_hint(&err, "give a rank or a range, e.g. --trace-ranks 512 or --trace-ranks 0-63");
+        return cli_fail(&err);
+    }
     if (sizes) {
         ts_err(&err, TS_ERR_USAGE, "--seq / --micro-batch are not available for a Chakra trace set");
         ts_err_hint(&err, "a Chakra trace carries no batch layout, so tokens/s cannot be derived");
@@ -274,14 +304,21 @@ static int simulate_chakra(const CliHw *ch, const char *prefix, bool js, bool si
     int rc = gpus_match(ch, ranks);
     if (rc || (rc = cli_hw_load(ch, "dgx-h100", ranks, &hl))) return rc;
     SimChakraResult r;
-    if (sim_replay_chakra(prefix, &hl.model, &hl.net, trace ? CHAKRA_TRACE_RANKS : 0, &r, &err) != TS_OK) {
+    if (trace && rec0 >= ranks) {
+        ts_err(&err, TS_ERR_USAGE, "--trace-ranks %s: the set has ranks 0-%lld", trace_ranks, (long long)ranks - 1);
+        ts_err_hint(&err, "give ranks of the set");
+        cli_hw_free(&hl);
+        return cli_fail(&err);
+    }
+    if (sim_replay_chakra(prefix, &hl.model, &hl.net, rec0, trace ? nrec : 0, &r, &err) != TS_OK) {
         rc = cli_fail(&err);
     } else {
         TsBuf b = {0};
         if (trace) {
             char title[1200];
-            snprintf(title, sizeof title, "%s (Chakra replay, ranks 0-%lld of %lld)", prefix,
-                     (long long)r.recorded_ranks - 1, (long long)r.ranks);
+            snprintf(title, sizeof title, "%s (Chakra replay, ranks %lld-%lld of %lld)", prefix,
+                     (long long)r.recorded_first, (long long)(r.recorded_first + r.recorded_ranks - 1),
+                     (long long)r.ranks);
             rep_trace_chakra(&r, title, &b);
             if (b.oom) rc = cli_fail(&(TsError){.code = TS_ERR_INTERNAL, .msg = "out of memory writing the trace"});
             else if (ts_write_file_atomic(trace, b.data, b.len, &err) != TS_OK) rc = cli_fail(&err);
@@ -290,9 +327,14 @@ static int simulate_chakra(const CliHw *ch, const char *prefix, bool js, bool si
         if (!rc) {
             if (js) chakra_json(&hl, &r, &b);
             else chakra_text(prefix, &hl, &r, &b);
-            if (trace && !js)
-                ts_buf_printf(&b, "\ntimeline of ranks 0-%lld (of %lld) written to %s\n", (long long)r.recorded_ranks - 1,
+            if (trace && !js) {
+                int64_t a = r.recorded_first, z = r.recorded_first + r.recorded_ranks - 1;
+                ts_buf_printf(&b, "\ntimeline of ranks %lld-%lld (of %lld) written to %s\n", (long long)a, (long long)z,
                               (long long)r.ranks, trace);
+                if (r.critical_rank < a || r.critical_rank > z)
+                    ts_buf_printf(&b, "(rank %lld, which ends last, is not in it: --trace-ranks %lld)\n",
+                                  (long long)r.critical_rank, (long long)r.critical_rank);
+            }
             rc = cli_emit(NULL, &b);
             ts_buf_free(&b);
         }
@@ -303,12 +345,17 @@ static int simulate_chakra(const CliHw *ch, const char *prefix, bool js, bool si
 }
 
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t seq, int64_t micro_batch,
-                          const char *trace)
+                          const char *trace, const char *trace_ranks)
 {
     TsError err = {0};
     char prefix[1024];
     if (chakra_prefix(path, prefix, sizeof prefix))
-        return simulate_chakra(ch, prefix, js, seq > 0 || micro_batch > 0, trace);
+        return simulate_chakra(ch, prefix, js, seq > 0 || micro_batch > 0, trace, trace_ranks);
+    if (trace_ranks) {
+        ts_err(&err, TS_ERR_USAGE, "--trace-ranks applies to Chakra trace sets only");
+        ts_err_hint(&err, "'%s' is replayed as one timeline per pipeline stage: --trace writes all of them", path);
+        return cli_fail(&err);
+    }
     Workload *w = NULL;
     if (wl_read_file(path, &w, &err) != TS_OK) {
         dir_hint(path, &err);

@@ -81,19 +81,21 @@ void rep_trace_chakra(const SimChakraResult *r, const char *title, TsBuf *b)
     bool first = true;
     begin(b, title);
     int64_t nt = 3 + r->n_group_names;
+    int64_t r0 = r->recorded_first;
     bool *used = calloc((size_t)(r->recorded_ranks * nt) + 1, sizeof *used);
     if (used)
-        for (int64_t i = 0; i < r->n_spans; i++)
-            if (r->spans[i].rank < r->recorded_ranks && r->spans[i].thread < nt)
-                used[(int64_t)r->spans[i].rank * nt + r->spans[i].thread] = true;
+        for (int64_t i = 0; i < r->n_spans; i++) {
+            int64_t k = (int64_t)r->spans[i].rank - r0;
+            if (k >= 0 && k < r->recorded_ranks && r->spans[i].thread < nt) used[k * nt + r->spans[i].thread] = true;
+        }
     for (int64_t k = 0; k < r->recorded_ranks; k++) {
         ts_buf_printf(b, "%s{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %lld, \"args\": {\"name\": \"rank %lld\"}}",
-                      first ? "\n" : ",\n", (long long)k, (long long)k);
+                      first ? "\n" : ",\n", (long long)(r0 + k), (long long)(r0 + k));
         first = false;
         for (int64_t t = 0; t < nt && used; t++) {
             if (!used[k * nt + t]) continue;
             ts_buf_printf(b, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, \"args\": {\"name\": ",
-                          (long long)k, (long long)t);
+                          (long long)(r0 + k), (long long)t);
             if (t < 3) {
                 ts_json_escape(b, t == 0 ? "gpu" : t == 1 ? "cpu" : "sends");
             } else {

@@ -108,7 +108,7 @@ typedef struct Rep {
     int32_t *rank_st0;  /* rank -> its first stream */
     int64_t *rank_n0;   /* rank -> its first node (global index) */
     const char *prefix;
-    int64_t record;     /* ranks 0 .. record-1 keep their node names for the timeline */
+    int64_t rec0, record; /* ranks rec0 .. rec0+record-1 keep their node names for the timeline */
     const char **names; /* [nodes of the recorded ranks] */
     int64_t cap_names;
     TsArena *arena;     /* the names (handed to the result) */
@@ -334,7 +334,7 @@ static TsStatus load_rank(Rep *r, int64_t rank, const WlChakraTrace *t, int64_t 
     for (int k = 0; k < S_FIXED && !st; k++)
         if (!add_stream(r, -1)) st = oom(err);
     int64_t dep = 0;
-    bool keep = rank < r->record;
+    bool keep = rank >= r->rec0 && rank < r->rec0 + r->record;
     if (keep && !grow((void **)&r->names, &r->cap_names, base + t->n_nodes, sizeof *r->names)) st = oom(err);
     for (int64_t i = 0; i < t->n_nodes && !st; i++) {
         const WlChakraNode *n = &t->nodes[i];
@@ -662,13 +662,16 @@ static TsStatus breakdown(const Rep *r, SimChakraResult *o, TsError *err)
 /* The timeline of the recorded ranks: every node that took time. */
 static TsStatus spans(Rep *r, SimChakraResult *o, TsError *err)
 {
-    int64_t rec = r->record < r->ranks ? r->record : r->ranks, end = rec < r->ranks ? r->rank_n0[rec] : r->n, n = 0;
-    o->spans = ts_arena_alloc(r->arena, ((size_t)end + 1) * sizeof *o->spans);
+    int64_t first = r->rec0 < r->ranks ? r->rec0 : r->ranks;
+    int64_t rec = r->record < r->ranks - first ? r->record : r->ranks - first;
+    int64_t beg = first < r->ranks ? r->rank_n0[first] : r->n;
+    int64_t end = first + rec < r->ranks ? r->rank_n0[first + rec] : r->n, n = 0;
+    o->spans = ts_arena_alloc(r->arena, ((size_t)(end - beg) + 1) * sizeof *o->spans);
     o->group_names = ts_arena_alloc(r->arena, ((size_t)r->n_g + 1) * sizeof *o->group_names);
     if (!o->spans || !o->group_names) return oom(err);
     for (int64_t k = 0; k < r->n_g; k++)
         if (!(o->group_names[k] = ts_arena_strdup(r->arena, r->g[k].name))) return oom(err);
-    for (int64_t i = 0; i < end; i++) {
+    for (int64_t i = beg; i < end; i++) {
         const CNode *c = &r->nd[i];
         if (c->stream < 0 || !(c->fin > c->start)) continue;
         int32_t th = c->type == T_COLL ? 3 + r->st[c->stream].group : c->type == T_SEND ? 2 : c->cpu ? 1 : 0;
@@ -676,6 +679,7 @@ static TsStatus spans(Rep *r, SimChakraResult *o, TsError *err)
     }
     o->n_spans = n;
     o->n_group_names = r->n_g;
+    o->recorded_first = first;
     o->recorded_ranks = rec;
     o->arena = r->arena;
     r->arena = NULL;
@@ -734,12 +738,13 @@ static TsStatus visit(void *user, int64_t rank, const WlChakraTrace *t, TsError 
     return st;
 }
 
-TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *net, int64_t record_ranks,
-                           SimChakraResult *out, TsError *err)
+TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *net, int64_t record_first,
+                           int64_t record_ranks, SimChakraResult *out, TsError *err)
 {
     memset(out, 0, sizeof *out);
     int64_t ranks = wl_chakra_ranks(prefix); /* first: the all-ranks group needs it */
-    Rep r = {.hw = hw, .net = net, .ranks = ranks, .prefix = prefix, .record = record_ranks};
+    Rep r = {.hw = hw, .net = net, .ranks = ranks, .prefix = prefix, .rec0 = record_first > 0 ? record_first : 0,
+             .record = record_ranks};
     TsStatus st = TS_OK;
     if (record_ranks > 0 && !(r.arena = ts_arena_create(1 << 16))) st = oom(err);
     r.rank_st0 = calloc((size_t)ranks + 1, sizeof *r.rank_st0);

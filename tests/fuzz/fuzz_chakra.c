@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             prefix[n - 5] = '\0';
             SimChakraResult r;
             ts_err_clear(&e);
-            st = sim_replay_chakra(prefix, hw, net, (size & 1) ? 1 : 0, &r, &e);
+            st = sim_replay_chakra(prefix, hw, net, (size & 2) ? 1 : 0, (size & 1) ? 1 : 0, &r, &e);
             sim_chakra_result_free(&r);
             fz_check_error(st, &e);
             if (st == TS_OK && !(r.iteration_time_s >= 0)) abort();

@@ -71,7 +71,7 @@ static TsStatus replay(Workload *w, const char *name, SimChakraResult *r, TsErro
     WlChakraOptions o;
     wl_chakra_options_init(&o);
     assert_int_equal(wl_write_chakra(w, &o, prefix, NULL, err), TS_OK);
-    return sim_replay_chakra(prefix, &hw, &net, 0, r, err);
+    return sim_replay_chakra(prefix, &hw, &net, 0, 0, r, err);
 }
 
 /* rank 0 computes 10 us, rank 1 20 us, then both all-reduce 1 MiB over all
@@ -125,7 +125,7 @@ static void test_timeline(void **state)
     wl_chakra_options_init(&o);
     assert_int_equal(wl_write_chakra(w, &o, prefix, NULL, &err), TS_OK);
     SimChakraResult r;
-    assert_int_equal(sim_replay_chakra(prefix, &hw, &net, 1, &r, &err), TS_OK);
+    assert_int_equal(sim_replay_chakra(prefix, &hw, &net, 0, 1, &r, &err), TS_OK);
     double c = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1048576, 2, 1, 1, NULL);
     assert_int_equal(r.recorded_ranks, 1);
     assert_int_equal(r.n_spans, 3);
@@ -139,6 +139,18 @@ static void test_timeline(void **state)
     rep_trace_chakra(&r, "t", &b);
     assert_non_null(strstr(b.data, "\"name\": \"rank 0\""));
     assert_non_null(strstr(b.data, "collectives (all ranks)"));
+    ts_buf_free(&b);
+    sim_chakra_result_free(&r);
+    /* rank 1 alone: its spans, its process, none of rank 0's; a range past
+     * the set is clipped */
+    assert_int_equal(sim_replay_chakra(prefix, &hw, &net, 1, 5, &r, &err), TS_OK);
+    assert_int_equal(r.recorded_first, 1);
+    assert_int_equal(r.recorded_ranks, 1);
+    assert_true(r.n_spans > 0);
+    for (int64_t i = 0; i < r.n_spans; i++) assert_int_equal(r.spans[i].rank, 1);
+    rep_trace_chakra(&r, "t", &b);
+    assert_non_null(strstr(b.data, "\"name\": \"rank 1\""));
+    assert_null(strstr(b.data, "\"name\": \"rank 0\""));
     ts_buf_free(&b);
     sim_chakra_result_free(&r);
     wl_destroy(w);
@@ -239,7 +251,7 @@ static void test_missing(void **state)
     SimChakraResult r;
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/none", dir);
-    assert_int_equal(sim_replay_chakra(prefix, &hw, &net, 0, &r, &err), TS_ERR_INPUT);
+    assert_int_equal(sim_replay_chakra(prefix, &hw, &net, 0, 0, &r, &err), TS_ERR_INPUT);
     assert_non_null(strstr(err.msg, "no trace"));
     wl_destroy(w);
 }

@@ -2,8 +2,11 @@
  * bench_sweep — plan-search speed. For llama3-70b on 1024 H100s (dgx-h100,
  * seq 8192, global batch 1024) and deepseek-v3 on 2048 H800s (hgx-h800,
  * seq 4096, global batch 4096), the whole default plan space is searched
- * with 1 thread and with every core; printed per case:
- *   candidates / valid / pruned / simulated counts,
+ * with 1 thread and with every core, twice: with branch and bound (the
+ * default: plans simulated in the order of their lower bound until it is
+ * worse than the k-th best, search.h) and exhaustively (every plan that fits
+ * simulated, the rate earlier sessions reported); printed per case and mode:
+ *   candidates / valid / pruned / bounded / simulated counts,
  *   valid plans per second (checked or simulated) and simulated plans per
  *   second, per thread count, and the speed-up;
  *   the time to the best plan (= the whole search: the ranking is exact);
@@ -78,6 +81,10 @@ static int run_case(const Case *cs, int max_threads)
     c.experts = m.experts;
     printf("== %s on %lld x %s (%s), seq %lld, global batch %lld\n", cs->model, (long long)cs->gpus, cl.gpu.name,
            cs->cluster, (long long)cs->seq, (long long)cs->global_batch);
+    for (int mode = 0; mode < 2; mode++) {
+    SearchEvaluator em = ev;
+    if (mode == 1) em.bound = NULL;
+    printf("  %s\n", mode == 0 ? "branch and bound (default)" : "exhaustive (every plan that fits simulated)");
     double base = 0, base_cpu = 0;
     for (int t = 1; t <= max_threads; t *= 2) {
         c.threads = t;
@@ -85,7 +92,7 @@ static int run_case(const Case *cs, int max_threads)
         double dt = 1e9, cpu = 1e9; /* best of REPEATS: the machine is shared */
         for (int rep = 0; rep < REPEATS; rep++) {
             double c0 = cpu_s(), t0 = now_s();
-            if (search_run(&c, &ev, &r, &err) != TS_OK) {
+            if (search_run(&c, &em, &r, &err) != TS_OK) {
                 fprintf(stderr, "bench_sweep: %s\n", err.msg);
                 return 1;
             }
@@ -97,9 +104,9 @@ static int run_case(const Case *cs, int max_threads)
         if (t == 1) {
             base = dt;
             base_cpu = cpu;
-            printf("   %lld candidates, %lld valid, %lld pruned by memory, %lld simulated\n",
+            printf("   %lld candidates, %lld valid, %lld pruned by memory, %lld bounded, %lld simulated\n",
                    (long long)r.stats.candidates, (long long)r.stats.enumerated, (long long)r.stats.pruned,
-                   (long long)r.stats.simulated);
+                   (long long)r.stats.bounded, (long long)r.stats.simulated);
             if (r.n_top)
                 printf("   best: tp %d pp %d vpp %d cp %d ep %d dp %d mbs %d %s zero %d %s: %.0f tokens/s, %.1f%% MFU\n",
                        r.top[0].k.tp, r.top[0].k.pp, r.top[0].k.vpp, r.top[0].k.cp, r.top[0].k.ep, r.top[0].k.dp,
@@ -120,9 +127,11 @@ static int run_case(const Case *cs, int max_threads)
         search_result_free(&r);
         if (t < max_threads && 2 * t > max_threads) t = max_threads / 2; /* end on max_threads */
     }
+    }
     /* the pruning path alone: check every plan, simulate none */
     SearchEvaluator only = ev;
     only.simulate = check_only_sim;
+    only.bound = NULL;
     c.threads = 1;
     SearchResult r;
     double t0 = now_s();

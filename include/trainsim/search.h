@@ -176,20 +176,31 @@ typedef enum { SEARCH_EVAL_OK, SEARCH_EVAL_INVALID, SEARCH_EVAL_NOFIT } SearchEv
  *             p->capacity_bytes; returns OK, INVALID or NOFIT. Must be cheap.
  *   simulate: called only after check returned OK on the same point; fills
  *             the remaining fields; returns OK or INVALID.
- * Both must be pure functions of the knobs (the search is deterministic). */
+ *   bound:    optional (NULL: every plan that fits is simulated); called
+ *             after check returned OK: fills p->iteration_s with a lower
+ *             bound on what simulate would give and p->tokens_per_s with
+ *             the matching upper bound (cheaper than simulate); returns OK or
+ *             INVALID. Without keep_all, the search then simulates plans in
+ *             the order of their bound and stops where the bound is worse
+ *             than the k-th best plan found (branch and bound: the ranking
+ *             stays exact; the plans left out are counted as bounded).
+ * All must be pure functions of the knobs (the search is deterministic). */
 typedef struct SearchEvaluator {
     void *ctx;
     void *(*thread_begin)(void *ctx);
     void (*thread_end)(void *ctx, void *scratch);
     SearchEvalStatus (*check)(void *ctx, void *scratch, SearchPoint *p);
     SearchEvalStatus (*simulate)(void *ctx, void *scratch, SearchPoint *p);
+    SearchEvalStatus (*bound)(void *ctx, void *scratch, SearchPoint *p);
 } SearchEvaluator;
 
 typedef struct SearchStats {
     int64_t candidates;  /* index space size: every combination of the knobs */
     int64_t enumerated;  /* valid plans among the candidates */
     int64_t pruned;      /* valid plans rejected by the memory check */
-    int64_t simulated;   /* plans simulated (= enumerated - pruned - failed) */
+    int64_t bounded;     /* plans that fit but whose lower bound could not reach the top k
+                            (not simulated; 0 with keep_all or without a bound) */
+    int64_t simulated;   /* plans simulated (= enumerated - pruned - bounded - failed) */
     double elapsed_s;    /* wall clock of the search (max over ranks) */
     double plans_per_s;  /* enumerated / elapsed_s */
     int threads;         /* threads per rank */

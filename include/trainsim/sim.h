@@ -299,6 +299,13 @@ typedef struct SimSetup {
  * naming the knob and the rule it breaks. Does not fail when memory does not
  * fit: it sets memory.fits = false and a warning. */
 TsStatus sim_simulate(SimSetup *in, SimWork *w, SimResult *out, TsError *err);
+/* A lower bound on sim_simulate's iteration time from the per-chunk costs
+ * alone, without the schedule engine: the busiest stage's compute-stream
+ * time (micro-batches x its chunks' forward and backward tasks, which run one
+ * after another) plus the optimizer step. The search ranks plans against it
+ * (search.h: a plan whose bound is already worse than the k-th best cannot
+ * enter the top k). Same validation and errors as sim_simulate. */
+TsStatus sim_lower_bound(SimSetup *in, SimWork *w, double *lower_bound_s, TsError *err);
 
 /* ---- imported workloads ----------------------------------------------------- */
 struct Workload;

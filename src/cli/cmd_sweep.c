@@ -152,9 +152,10 @@ static void write_json(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const G
                   (long long)o->seq, (long long)o->global_batch, ts_dtype_name(o->dt), search_objective_name(c->objective));
     ts_json_fmt_double(b, hw->hbm_bytes);
     const SearchStats *s = &r->stats;
-    ts_buf_printf(b, ",\"stats\":{\"candidates\":%lld,\"enumerated\":%lld,\"pruned\":%lld,\"simulated\":%lld,"
-                     "\"elapsed_s\":",
-                  (long long)s->candidates, (long long)s->enumerated, (long long)s->pruned, (long long)s->simulated);
+    ts_buf_printf(b, ",\"stats\":{\"candidates\":%lld,\"enumerated\":%lld,\"pruned\":%lld,\"bounded\":%lld,"
+                     "\"simulated\":%lld,\"elapsed_s\":",
+                  (long long)s->candidates, (long long)s->enumerated, (long long)s->pruned, (long long)s->bounded,
+                  (long long)s->simulated);
     ts_json_fmt_double(b, s->elapsed_s);
     ts_buf_puts(b, ",\"plans_per_s\":");
     ts_json_fmt_double(b, s->plans_per_s);
@@ -232,9 +233,9 @@ static void write_text(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const G
                   hw->name, o->cluster, (long long)o->seq, (long long)o->global_batch, ts_dtype_name(o->dt),
                   search_objective_name(c->objective));
     ts_buf_printf(b, "plans: %lld candidates, %lld valid (enumerated), %lld pruned (do not fit in %s), "
-                     "%lld simulated\n\n",
+                     "%lld bounded (cannot reach the top %d), %lld simulated\n\n",
                   (long long)s->candidates, (long long)s->enumerated, (long long)s->pruned, cap,
-                  (long long)s->simulated);
+                  (long long)s->bounded, c->top_k, (long long)s->simulated);
     static const int W[N_COLS] = {3, 3, 3, 3, 3, 3, 5, 3, 3, 9, 4, 11, 6, 9, 11, 6, 7, 8, 8, 8};
     for (int i = 0; i < N_COLS; i++) ts_buf_printf(b, "%s%*s", i ? " " : "", W[i], COLS[i]);
     ts_buf_puts(b, "\n");

@@ -107,6 +107,23 @@ static SearchEvalStatus simulate(void *ctx, void *scratch, SearchPoint *pt)
     return SEARCH_EVAL_OK;
 }
 
+/* Branch and bound: sim_lower_bound (the costing without the schedule
+ * engine). The bound is lowered by 1e-9 so that rounding in the engine's
+ * sums can never put a plan's simulated time below it. */
+static SearchEvalStatus bound(void *ctx, void *scratch, SearchPoint *pt)
+{
+    const SearchEvalCtx *x = ctx;
+    SimSetup in;
+    if (!search_sim_setup(x, &pt->k, &in)) return SEARCH_EVAL_INVALID;
+    double lb;
+    TsError err;
+    if (sim_lower_bound(&in, scratch, &lb, &err) != TS_OK || !(lb > 0)) return SEARCH_EVAL_INVALID;
+    lb *= 1 - 1e-9;
+    pt->iteration_s = lb;
+    pt->tokens_per_s = (double)x->global_batch * (double)x->seq / lb;
+    return SEARCH_EVAL_OK;
+}
+
 void search_eval_init(SearchEvalCtx *x, const ModelSpec *m, const HwModel *hw, int64_t global_batch, int64_t seq)
 {
     memset(x, 0, sizeof *x);
@@ -131,5 +148,5 @@ bool search_eval_add_net(SearchEvalCtx *x, int64_t gpus, const HwNet *net)
 SearchEvaluator search_eval_sim(SearchEvalCtx *x)
 {
     return (SearchEvaluator){.ctx = x, .thread_begin = thread_begin, .thread_end = thread_end,
-                             .check = check, .simulate = simulate};
+                             .check = check, .simulate = simulate, .bound = bound};
 }

@@ -4,9 +4,18 @@
  * the results are merged into one ranking. Determinism: a point's values
  * depend only on its knobs, and the ranking's ties are broken by the
  * candidate index, so the merge order does not matter.
+ *
+ * Branch and bound (an evaluator with `bound`, no keep_all): the threads
+ * check and bound every candidate instead (pass A), the plans that fit are
+ * sorted by their optimistic key, and pass B simulates them in that order,
+ * a batch at a time, until the next bound is worse than the k-th best plan
+ * found: every plan left then is worse than k simulated ones. The threshold
+ * is read at batch starts and batches have a fixed size, so what is
+ * simulated does not depend on the thread count.
  */
 #include "search_int.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -64,6 +73,7 @@ typedef struct Shared {
     int64_t n_chunks;        /* chunks owned by this rank */
     int64_t mine;            /* candidates in those chunks */
     double t0;
+    bool bnb;                /* branch and bound (pass A, then pass B) */
     /* written by every worker: on their own cache line, away from the
      * read-mostly fields above that every candidate reads */
     _Alignas(64) atomic_llong next_chunk; /* next local chunk to take */
@@ -72,15 +82,24 @@ typedef struct Shared {
     char pad[64];
 } Shared;
 
+/* A plan that fits, waiting for pass B: its optimistic key and memory. */
+typedef struct Cand {
+    int64_t index;
+    double key, memory, capacity;
+} Cand;
+
 typedef struct Worker {
     Shared *sh;
     int id;
     pthread_t thread;
+    void *scratch;           /* the evaluator's, for this worker */
     SearchPoint *top;
     int n_top;
     SearchPoint *all;
     int64_t n_all, cap_all;
-    int64_t enumerated, pruned, simulated;
+    Cand *cand;              /* pass A of branch and bound */
+    int64_t n_cand, cap_cand;
+    int64_t enumerated, pruned, bounded, simulated;
     char pad[128]; /* workers sit side by side in one array: keep their hot
                       fields on different cache lines (no false sharing) */
 } Worker;
@@ -95,6 +114,19 @@ static bool keep(Worker *w, const SearchPoint *p)
         w->cap_all = ncap;
     }
     w->all[w->n_all++] = *p;
+    return true;
+}
+
+static bool keep_cand(Worker *w, const SearchPoint *p, SearchObjective o)
+{
+    if (w->n_cand == w->cap_cand) {
+        int64_t ncap = w->cap_cand ? 2 * w->cap_cand : 4096;
+        Cand *q = realloc(w->cand, (size_t)ncap * sizeof *q);
+        if (!q) return false;
+        w->cand = q;
+        w->cap_cand = ncap;
+    }
+    w->cand[w->n_cand++] = (Cand){p->index, key_of(o, p), p->memory_bytes, p->capacity_bytes};
     return true;
 }
 
@@ -120,6 +152,11 @@ static void run_chunk(Worker *w, void *scratch, int64_t lo, int64_t hi)
             pruned++;
             continue;
         }
+        if (sh->bnb) { /* pass A: the bound only */
+            if (ev->bound(ev->ctx, scratch, &p) != SEARCH_EVAL_OK) continue;
+            if (!keep_cand(w, &p, c->objective)) atomic_store(&sh->failed, 1);
+            continue;
+        }
         if (ev->simulate(ev->ctx, scratch, &p) != SEARCH_EVAL_OK) continue;
         simulated++;
         topk_insert(c->objective, w->top, &w->n_top, c->top_k, &p);
@@ -135,11 +172,7 @@ static void *worker_main(void *arg)
     Worker *w = arg;
     Shared *sh = w->sh;
     const SearchConfig *c = sh->c;
-    void *scratch = sh->ev->thread_begin ? sh->ev->thread_begin(sh->ev->ctx) : NULL;
-    if (sh->ev->thread_begin && !scratch) {
-        atomic_store(&sh->failed, 1);
-        return NULL;
-    }
+    void *scratch = w->scratch;
     double last = sh->t0;
     for (;;) {
         if (atomic_load(&sh->failed)) break;
@@ -158,8 +191,106 @@ static void *worker_main(void *arg)
             }
         }
     }
-    if (sh->ev->thread_end) sh->ev->thread_end(sh->ev->ctx, scratch);
     return NULL;
+}
+
+/* ---- pass B of branch and bound ------------------------------------------------ */
+static int cmp_cand(const void *a, const void *b)
+{
+    const Cand *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* One batch of pass B: threads take its plans one at a time. */
+typedef struct Batch {
+    Shared *sh;
+    const Cand *cand;
+    SearchPoint *pts;
+    SearchEvalStatus *st;
+    int64_t n;
+    atomic_llong next;
+} Batch;
+
+typedef struct BatchArg {
+    Batch *b;
+    void *scratch;
+} BatchArg;
+
+static void *batch_main(void *arg)
+{
+    BatchArg *a = arg;
+    Batch *b = a->b;
+    const SearchEvaluator *ev = b->sh->ev;
+    for (;;) {
+        int64_t j = atomic_fetch_add(&b->next, 1);
+        if (j >= b->n) break;
+        SearchPoint *p = &b->pts[j];
+        memset(p, 0, sizeof *p);
+        search_space_decode(&b->sh->space, b->cand[j].index, &p->k);
+        p->index = b->cand[j].index;
+        p->memory_bytes = b->cand[j].memory;
+        p->capacity_bytes = b->cand[j].capacity;
+        b->st[j] = ev->simulate(ev->ctx, a->scratch, p);
+    }
+    return NULL;
+}
+
+/* Simulate the candidates of every worker in the order of their bound, a
+ * batch at a time (2k plans, at least 16, doubling up to SEARCH_BATCH_MAX:
+ * a fixed sequence, so the result does not depend on the threads), until the
+ * next bound cannot beat the k-th best; the ranking and the counts go to
+ * worker 0. */
+#define SEARCH_BATCH_MAX 1024
+static bool pass_b(Shared *sh, Worker *ws, int n)
+{
+    const SearchConfig *c = sh->c;
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total += ws[i].n_cand;
+    Cand *all = total ? malloc((size_t)total * sizeof *all) : NULL;
+    SearchPoint *pts = malloc(SEARCH_BATCH_MAX * sizeof *pts);
+    SearchEvalStatus *st = malloc(SEARCH_BATCH_MAX * sizeof *st);
+    BatchArg *args = malloc((size_t)n * sizeof *args);
+    pthread_t *th = malloc((size_t)n * sizeof *th);
+    bool ok = (all || !total) && pts && st && args && th;
+    int64_t k = 0;
+    for (int i = 0; ok && i < n; i++) {
+        if (ws[i].n_cand) memcpy(all + k, ws[i].cand, (size_t)ws[i].n_cand * sizeof *all);
+        k += ws[i].n_cand;
+    }
+    if (ok && total > 1) qsort(all, (size_t)total, sizeof *all, cmp_cand);
+    Worker *w0 = &ws[0];
+    int64_t size = 2 * (int64_t)c->top_k < 16 ? 16 : 2 * (int64_t)c->top_k;
+    if (size > SEARCH_BATCH_MAX) size = SEARCH_BATCH_MAX;
+    for (int64_t i = 0; ok && i < total; i += size, size = 2 * size < SEARCH_BATCH_MAX ? 2 * size : SEARCH_BATCH_MAX) {
+        /* the threshold at the batch start: the k-th best so far */
+        double thr = w0->n_top == c->top_k ? key_of(c->objective, &w0->top[c->top_k - 1]) : INFINITY;
+        int64_t end = i + size < total ? i + size : total, cut = i;
+        while (cut < end && !(all[cut].key > thr)) cut++;
+        if (cut < end) w0->bounded += total - cut; /* sorted: every later one too */
+        Batch b = {.sh = sh, .cand = all + i, .pts = pts, .st = st, .n = cut - i};
+        atomic_init(&b.next, 0);
+        int started = 0;
+        for (int t = 1; t < n && b.n > 1; t++, started++) {
+            args[t] = (BatchArg){&b, ws[t].scratch};
+            if (pthread_create(&th[t], NULL, batch_main, &args[t]) != 0) break;
+        }
+        args[0] = (BatchArg){&b, ws[0].scratch};
+        batch_main(&args[0]);
+        for (int t = 1; t <= started; t++) pthread_join(th[t], NULL);
+        for (int64_t j = 0; j < b.n; j++) {
+            if (st[j] != SEARCH_EVAL_OK) continue;
+            w0->simulated++;
+            topk_insert(c->objective, w0->top, &w0->n_top, c->top_k, &pts[j]);
+        }
+        if (cut < end) break;
+    }
+    free(all);
+    free(pts);
+    free(st);
+    free(args);
+    free(th);
+    return ok;
 }
 
 static int cmp_index(const void *a, const void *b)
@@ -189,6 +320,7 @@ TsStatus search_merge(const SearchConfig *c, const SearchResult *parts, int n_pa
         out->stats.candidates = p->stats.candidates; /* the same space on every part */
         out->stats.enumerated += p->stats.enumerated;
         out->stats.pruned += p->stats.pruned;
+        out->stats.bounded += p->stats.bounded;
         out->stats.simulated += p->stats.simulated;
         if (p->stats.elapsed_s > out->stats.elapsed_s) out->stats.elapsed_s = p->stats.elapsed_s;
         out->stats.threads = p->stats.threads;
@@ -217,7 +349,8 @@ static TsStatus collect(Shared *sh, Worker *ws, int n, SearchResult *r, TsError 
     for (int i = 0; i < n; i++) {
         parts[i] = (SearchResult){.top = ws[i].top, .n_top = ws[i].n_top, .all = ws[i].all, .n_all = ws[i].n_all};
         parts[i].stats = (SearchStats){.candidates = sh->space.total, .enumerated = ws[i].enumerated,
-                                       .pruned = ws[i].pruned, .simulated = ws[i].simulated,
+                                       .pruned = ws[i].pruned, .bounded = ws[i].bounded,
+                                       .simulated = ws[i].simulated,
                                        .threads = n, .ranks = i == 0 ? 1 : 0};
     }
     TsStatus st = search_merge(sh->c, parts, n, r, err);
@@ -231,7 +364,7 @@ TsStatus search_run(const SearchConfig *c, const SearchEvaluator *ev, SearchResu
     if (c->top_k < 0 || c->threads < 1 || c->ranks < 1 || c->rank < 0 || c->rank >= c->ranks)
         return ts_err(err, TS_ERR_USAGE, "bad search settings: top_k %d, threads %d, rank %d of %d", c->top_k,
                       c->threads, c->rank, c->ranks);
-    Shared sh = {.c = c, .ev = ev, .t0 = now_s()};
+    Shared sh = {.c = c, .ev = ev, .t0 = now_s(), .bnb = ev->bound && !c->keep_all && c->top_k > 0};
     TsStatus st = search_space_build(c, &sh.space, err);
     if (st != TS_OK) return st;
     int64_t chunks = (sh.space.total + SEARCH_CHUNK - 1) / SEARCH_CHUNK;
@@ -249,6 +382,8 @@ TsStatus search_run(const SearchConfig *c, const SearchEvaluator *ev, SearchResu
         ws[i] = (Worker){.sh = &sh, .id = i};
         ws[i].top = calloc((size_t)(c->top_k > 0 ? c->top_k : 1), sizeof *ws[i].top);
         ok = ws[i].top != NULL;
+        /* scratch per worker, kept for pass B */
+        if (ok && ev->thread_begin) ok = (ws[i].scratch = ev->thread_begin(ev->ctx)) != NULL;
     }
     int started = 1;
     for (int i = 1; ok && i < n; i++, started++)
@@ -258,6 +393,7 @@ TsStatus search_run(const SearchConfig *c, const SearchEvaluator *ev, SearchResu
         }
     if (ok) worker_main(&ws[0]);
     for (int i = 1; ok && i < started; i++) pthread_join(ws[i].thread, NULL);
+    if (ok && !atomic_load(&sh.failed) && sh.bnb && !pass_b(&sh, ws, n)) atomic_store(&sh.failed, 1);
     if (!ok || atomic_load(&sh.failed)) st = ts_err(err, TS_ERR_INTERNAL, "the search ran out of memory or threads");
     else st = collect(&sh, ws, n, r, err);
     if (st == TS_OK) {
@@ -266,8 +402,10 @@ TsStatus search_run(const SearchConfig *c, const SearchEvaluator *ev, SearchResu
         r->stats.ranks = 1;
     }
     for (int i = 0; ws && i < n; i++) {
+        if (ws[i].scratch && ev->thread_end) ev->thread_end(ev->ctx, ws[i].scratch);
         free(ws[i].top);
         free(ws[i].all);
+        free(ws[i].cand);
     }
     free(ws);
     search_space_free(&sh.space);

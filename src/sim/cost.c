@@ -680,7 +680,8 @@ static SimSchedule sched_of(PlanSchedule s)
     return s == PLAN_SCHED_GPIPE ? SIM_SCHED_GPIPE : s == PLAN_SCHED_INTERLEAVED ? SIM_SCHED_INTERLEAVED : SIM_SCHED_1F1B;
 }
 
-TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
+/* sim_simulate, or with lb != NULL sim_lower_bound: stop after the costing. */
+static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, TsError *err)
 {
     memset(out, 0, sizeof *out);
     const ModelSpec *m = in->model;
@@ -835,6 +836,21 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
         sc[0].embed_sync_s += t_emb;
         sc[pp - 1].embed_sync_s += t_emb;
     }
+    if (lb) {
+        /* every task of a stage runs on its compute stream, one after the
+         * other: the engine's iteration (the critical stage's end + the
+         * step) is at least the busiest stage's sum plus the step */
+        double busy = 0, opt = 0;
+        for (int32_t s = 0; s < pp; s++) {
+            double b = 0;
+            for (int32_t c = 0; c < v; c++) b += cc[s * v + c].fwd_s + cc[s * v + c].bwd_s;
+            busy = fmax(busy, b * (double)p->grad_accum);
+            opt = fmax(opt, sc[s].optimizer_s);
+        }
+        *lb = busy + opt;
+        if (!wk) sim_work_destroy(w);
+        return TS_OK;
+    }
     SimPipeline pl = {.stages = pp, .chunks = v, .micro_batches = p->grad_accum, .schedule = sched_of(p->schedule),
                       .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !in->opt.ds_pipe,
                       .param_gather_overlap = in->opt.param_gather_overlap && !in->opt.ds_pipe,
@@ -930,4 +946,16 @@ TsStatus sim_simulate(SimSetup *in, SimWork *wk, SimResult *out, TsError *err)
     if (p->ep > 1 && x.epg.nodes > 1)
         warn(out, "expert parallel all-to-all spans %lld nodes", (long long)x.epg.nodes);
     return TS_OK;
+}
+
+TsStatus sim_simulate(SimSetup *in, SimWork *w, SimResult *out, TsError *err)
+{
+    return simulate(in, w, out, NULL, err);
+}
+
+TsStatus sim_lower_bound(SimSetup *in, SimWork *w, double *lower_bound_s, TsError *err)
+{
+    SimResult r;
+    *lower_bound_s = 0;
+    return simulate(in, w, &r, lower_bound_s, err);
 }

@@ -282,7 +282,7 @@ static TsStatus read_task(Rd *r, json_t *to, const WlClass *c, int32_t local)
         return rd_err(r, pp, "task ids are local to their class and count up from 0 in order",
                       "'%s' is %lld, expected %d", pp, (long long)id, local);
     }
-    int kind, phase;
+    int kind = 0, phase = 0;
     if ((st = get_enum(r, to, "kind", "task kind", "comp, coll, send, recv", parse_kind, &kind)) ||
         (st = get_enum(r, to, "phase", "phase", "fwd, ig, wg, opt", parse_phase, &phase)))
         return st;
@@ -450,7 +450,7 @@ static TsStatus read_doc(Rd *r)
         return st;
     snprintf(r->w->source, sizeof r->w->source, "%s", src);
     if (json_object_get(root, "origin")) {
-        int o;
+        int o = 0;
         if ((st = get_enum(r, root, "origin", "origin", "simai, astrasim, optable", parse_origin, &o))) return st;
         r->w->origin = (WlFormat)o;
     }

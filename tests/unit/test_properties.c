@@ -147,7 +147,8 @@ static void test_groups_agree(void **state)
             fail();
         }
         for (int g = 0; g < PLAN_GROUP_COUNT; g++) {
-            memset(hits, 0, (size_t)p.gpus);
+            assert_true(p.gpus > 0 && p.gpus <= 4096); /* hits holds 4096 */
+            memset(hits, 0, p.gpus > 0 && p.gpus <= 4096 ? (size_t)p.gpus : 4096);
             for (int64_t r = 0; r < p.gpus; r++) {
                 int64_t n = plan_group_members(&p, (PlanGroup)g, r, mem, 4096);
                 assert_true(n >= 1 && n <= p.gpus);

@@ -179,6 +179,74 @@ static void test_objectives(void **state)
     assert_false(search_objective_parse("speed", &o));
 }
 
+/* Branch and bound with the synthetic evaluator: bounds that are exact
+ * (every quantised tie must still be simulated) or loose by a plan-dependent
+ * margin. For every objective the ranking is the exhaustive one, the counts
+ * add up, plans are left out, and the result does not depend on threads. */
+static SearchEvalStatus syn_bound_exact(void *ctx, void *scratch, SearchPoint *p)
+{
+    SearchEvalStatus st = syn_sim(ctx, scratch, p);
+    memset(p->exposed_s, 0, sizeof p->exposed_s);
+    p->mfu = 0;
+    return st;
+}
+
+static SearchEvalStatus syn_bound_loose(void *ctx, void *scratch, SearchPoint *p)
+{
+    SearchEvalStatus st = syn_bound_exact(ctx, scratch, p);
+    p->iteration_s *= 1.0 - 0.02 * (double)(p->index % 7); /* 0..12 % below */
+    p->tokens_per_s = 128.0 * 4096.0 / p->iteration_s;
+    return st;
+}
+
+static void test_branch_and_bound(void **state)
+{
+    (void)state;
+    static const SearchObjective OBJ[] = {SEARCH_OBJ_THROUGHPUT, SEARCH_OBJ_TIME, SEARCH_OBJ_COST, SEARCH_OBJ_MEMORY};
+    SearchEvalStatus (*const B[])(void *, void *, SearchPoint *) = {syn_bound_exact, syn_bound_loose};
+    for (size_t o = 0; o < sizeof OBJ / sizeof OBJ[0]; o++)
+        for (size_t b = 0; b < 2; b++) {
+            SearchConfig c;
+            small_config(&c);
+            c.objective = OBJ[o];
+            c.top_k = 5;
+            TsError err = {0};
+            SearchResult ex, one, four;
+            c.threads = 1;
+            assert_int_equal(search_run(&c, &SYN, &ex, &err), TS_OK);
+            SearchEvaluator ev = SYN;
+            ev.bound = B[b];
+            assert_int_equal(search_run(&c, &ev, &one, &err), TS_OK);
+            c.threads = 4;
+            assert_int_equal(search_run(&c, &ev, &four, &err), TS_OK);
+            assert_int_equal(one.n_top, ex.n_top);
+            for (int i = 0; i < ex.n_top; i++) {
+                assert_int_equal(one.top[i].index, ex.top[i].index);
+                assert_true(one.top[i].tokens_per_s == ex.top[i].tokens_per_s);
+            }
+            assert_same(&one, &four);
+            assert_int_equal(one.stats.bounded, four.stats.bounded);
+            assert_int_equal(one.stats.enumerated, one.stats.pruned + one.stats.bounded + one.stats.simulated);
+            assert_int_equal(ex.stats.bounded, 0);
+            if (OBJ[o] != SEARCH_OBJ_MEMORY) assert_true(one.stats.bounded > 0);
+            search_result_free(&ex);
+            search_result_free(&one);
+            search_result_free(&four);
+        }
+    /* keep_all (--json/--csv/--html) simulates every plan that fits */
+    SearchConfig c;
+    small_config(&c);
+    c.keep_all = true;
+    SearchEvaluator ev = SYN;
+    ev.bound = syn_bound_loose;
+    SearchResult r;
+    TsError err = {0};
+    assert_int_equal(search_run(&c, &ev, &r, &err), TS_OK);
+    assert_int_equal(r.stats.bounded, 0);
+    assert_int_equal(r.n_all, r.stats.simulated);
+    search_result_free(&r);
+}
+
 static void test_limits_and_empty_space(void **state)
 {
     (void)state;
@@ -240,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_cursor_matches_decode),
         cmocka_unit_test(test_deterministic_over_threads_and_ranks),
         cmocka_unit_test(test_objectives),
+        cmocka_unit_test(test_branch_and_bound),
         cmocka_unit_test(test_limits_and_empty_space),
         cmocka_unit_test(test_html_escapes_and_is_complete),
     };

@@ -446,6 +446,46 @@ static void test_ds_pipe(void **state)
     sim_result_free(&b);
 }
 
+/* sim_lower_bound never exceeds the simulated iteration time, over a grid
+ * of schedules, stage counts, micro-batches, ZeRO stages and recompute modes
+ * (even and uneven splits), and is not far below it. */
+static void test_lower_bound(void **state)
+{
+    (void)state;
+    Fix f;
+    fix_load(&f, "llama3-70b", "dgx-h100", 256);
+    SimWork *w = sim_work_create();
+    int n = 0;
+    for (int pp = 1; pp <= 16; pp *= 2)
+        for (int vpp = 1; vpp <= 3; vpp++)
+            for (int mb = 1; mb <= 2; mb++)
+                for (int z = 0; z <= 3; z++)
+                    for (int rc = 0; rc < 3; rc++) {
+                        if ((vpp > 1 && pp == 1) || (z >= 2 && pp > 1)) continue;
+                        ParallelPlan p = plan(8, pp, vpp, 256, 256, 4096);
+                        p.micro_batch = mb;
+                        p.zero = z;
+                        p.uneven = true;
+                        p.recompute = rc == 0 ? PLAN_RECOMPUTE_NONE : rc == 1 ? PLAN_RECOMPUTE_SELECTIVE
+                                                                               : PLAN_RECOMPUTE_FULL;
+                        if (vpp > 1) p.schedule = PLAN_SCHED_INTERLEAVED;
+                        SimSetup in = {.model = &f.m, .plan = p, .hw = &f.hw, .net = &f.net};
+                        sim_options_init(&in.opt);
+                        TsError err = {0};
+                        double lb = -1;
+                        if (sim_lower_bound(&in, w, &lb, &err) != TS_OK) continue; /* invalid plan */
+                        SimResult r;
+                        in.plan = p;
+                        assert_int_equal(sim_simulate(&in, w, &r, &err), TS_OK);
+                        assert_true(lb > 0);
+                        assert_true(lb <= r.iteration_time_s * (1 + 1e-12));
+                        assert_true(lb >= 0.5 * r.iteration_time_s); /* and useful */
+                        n++;
+                    }
+    assert_true(n > 100);
+    sim_work_destroy(w);
+}
+
 static void test_bad_plan_is_plan_error(void **state)
 {
     (void)state;
@@ -478,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_sustained_clock_and_partial_recompute),
         cmocka_unit_test(test_tied_embedding_sync),
         cmocka_unit_test(test_ds_pipe),
+        cmocka_unit_test(test_lower_bound),
         cmocka_unit_test(test_bad_plan_is_plan_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -104,28 +104,28 @@ typedef struct Worker {
                       fields on different cache lines (no false sharing) */
 } Worker;
 
+/* Room for one more element in the growing array *p (doubling from 4096). */
+static bool room(void **p, int64_t n, int64_t *cap, size_t elem)
+{
+    if (n < *cap) return true;
+    int64_t ncap = *cap ? 2 * *cap : 4096;
+    void *q = realloc(*p, (size_t)ncap * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = ncap;
+    return true;
+}
+
 static bool keep(Worker *w, const SearchPoint *p)
 {
-    if (w->n_all == w->cap_all) {
-        int64_t ncap = w->cap_all ? 2 * w->cap_all : 4096;
-        SearchPoint *q = realloc(w->all, (size_t)ncap * sizeof *q);
-        if (!q) return false;
-        w->all = q;
-        w->cap_all = ncap;
-    }
+    if (!room((void **)&w->all, w->n_all, &w->cap_all, sizeof *w->all)) return false;
     w->all[w->n_all++] = *p;
     return true;
 }
 
 static bool keep_cand(Worker *w, const SearchPoint *p, SearchObjective o)
 {
-    if (w->n_cand == w->cap_cand) {
-        int64_t ncap = w->cap_cand ? 2 * w->cap_cand : 4096;
-        Cand *q = realloc(w->cand, (size_t)ncap * sizeof *q);
-        if (!q) return false;
-        w->cand = q;
-        w->cap_cand = ncap;
-    }
+    if (!room((void **)&w->cand, w->n_cand, &w->cap_cand, sizeof *w->cand)) return false;
     w->cand[w->n_cand++] = (Cand){p->index, key_of(o, p), p->memory_bytes, p->capacity_bytes};
     return true;
 }

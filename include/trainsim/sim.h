@@ -241,6 +241,17 @@ void sim_result_free(SimResult *r);
 
 /* What the frameworks do that a ParallelPlan does not say. Defaults in
  * sim_options_init; each one cites its source there (src/sim/cost.c). */
+/* How context parallelism exchanges K/V (Transformer Engine's cp_comm_type). */
+typedef enum {
+    SIM_CP_P2P,       /* ring: cp-1 send/receive steps of the local K/V, under the attention blocks */
+    SIM_CP_ALLGATHER, /* all-gather of K/V before the attention (and again in backward, then a
+                         reduce-scatter of dK/dV), exposed */
+    SIM_CP_A2A        /* all-to-all of Q, K, V to whole sequences over heads/cp, and back (DeepSpeed
+                         Ulysses), exposed; needs the heads per TP rank divisible by cp */
+} SimCpComm;
+const char *sim_cp_comm_name(SimCpComm c);        /* "p2p", "allgather", "a2a" */
+bool sim_cp_comm_parse(const char *s, SimCpComm *out);
+
 typedef struct SimOptions {
     bool dp_overlap;            /* grad reduce overlapped with backward (Megatron
                                    --overlap-grad-reduce, DDP buckets), true */
@@ -267,6 +278,7 @@ typedef struct SimOptions {
     double gpu_spread;          /* speed spread (max - min) among the 8 GPUs of a node,
                                    0.05; a synchronous job runs at its slowest GPU's
                                    pace (sim_straggler) */
+    SimCpComm cp_comm;          /* context-parallel K/V exchange, SIM_CP_P2P */
     bool record;                /* keep spans for --trace */
 } SimOptions;
 void sim_options_init(SimOptions *o);

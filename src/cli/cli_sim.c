@@ -21,6 +21,8 @@ void cli_sim_add(CliSpec *s, CliSim *o)
     cli_add(s, "selective-ops", CLI_FLAG, &o->sel_ops, NULL, CLI_SEL_OPS_HELP);
     cli_add(s, "gpu-spread", CLI_DOUBLE, &o->spread, "F",
             "speed spread among a node's GPUs (0.05); a synchronous job runs at its slowest GPU");
+    cli_add(s, "cp-comm", CLI_STR, &o->cp_comm, "MODE",
+            "context-parallel K/V exchange: p2p (ring, default), allgather, a2a (Ulysses all-to-all)");
 }
 
 static int range(const CliSpec *s, const char *name, double v, double lo, double hi, bool open_lo)
@@ -37,6 +39,14 @@ int cli_sim_check(const CliSpec *s, const CliSim *o)
     int rc = range(s, "bucket-mb", o->bucket_mb, 0, 1e6, true);
     if (!rc) rc = range(s, "overlap-slowdown", o->slowdown, 0, 1, false);
     if (!rc) rc = range(s, "gpu-spread", o->spread, 0, 1, false);
+    SimCpComm cc;
+    if (!rc && o->cp_comm && !sim_cp_comm_parse(o->cp_comm, &cc)) {
+        TsError e = {0};
+        ts_err(&e, TS_ERR_USAGE, "invalid value '%s' for --cp-comm", o->cp_comm);
+        ts_err_hint(&e, "--cp-comm takes p2p (ring send/receive), allgather (K/V all-gather) or a2a (all-to-all, "
+                        "Ulysses)");
+        rc = cli_fail(&e);
+    }
     return rc;
 }
 
@@ -52,4 +62,5 @@ void cli_sim_options(const CliSim *o, SimOptions *so)
     so->eager_elementwise = o->eager;
     so->selective_ops = o->sel_ops;
     if (o->spread >= 0) so->gpu_spread = o->spread;
+    if (o->cp_comm) sim_cp_comm_parse(o->cp_comm, &so->cp_comm); /* checked by cli_sim_check */
 }

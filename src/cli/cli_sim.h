@@ -18,12 +18,14 @@ typedef struct CliSim {
     double bucket_mb;   /* --bucket-mb, -1 = default */
     double slowdown;    /* --overlap-slowdown, -1 = default */
     double spread;      /* --gpu-spread, -1 = default */
+    const char *cp_comm; /* --cp-comm, NULL = default */
 } CliSim;
 
 void cli_sim_init(CliSim *o);
 void cli_sim_add(CliSpec *s, CliSim *o);
 /* The given values in range (--bucket-mb > 0, --overlap-slowdown and
- * --gpu-spread in [0, 1]); 0, or the usage error printed and 2. */
+ * --gpu-spread in [0, 1], --cp-comm a known exchange); 0, or the usage error
+ * printed and 2. */
 int cli_sim_check(const CliSpec *s, const CliSim *o);
 /* sim_options_init, then the given options on top. */
 void cli_sim_options(const CliSim *o, SimOptions *so);

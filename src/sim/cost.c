@@ -59,6 +59,24 @@ void sim_options_init(SimOptions *o)
      * node (persistent chip-to-chip variation). The microbenchmarks time one
      * typical GPU; a synchronous job runs at the pace of its slowest GPU. */
     o->gpu_spread = 0.05;
+    o->cp_comm = SIM_CP_P2P; /* Megatron / Transformer Engine default cp_comm_type "p2p" */
+}
+
+static const char *const CP_COMM[] = {"p2p", "allgather", "a2a"};
+
+const char *sim_cp_comm_name(SimCpComm c)
+{
+    return c >= SIM_CP_P2P && c <= SIM_CP_A2A ? CP_COMM[c] : "?";
+}
+
+bool sim_cp_comm_parse(const char *s, SimCpComm *out)
+{
+    for (int i = 0; i <= SIM_CP_A2A; i++)
+        if (strcmp(s, CP_COMM[i]) == 0) {
+            *out = (SimCpComm)i;
+            return true;
+        }
+    return false;
 }
 
 /* Slow-down of the slowest of n GPUs against a typical one, when the spread
@@ -212,9 +230,13 @@ static void attention(const Ctx *x, LayerCost *lc)
     lc->params += (double)(A * dv * H / t) + 2.0 * (double)H;
     lc->fwd_flops_token += 2.0 * lc->params * (double)t; /* approx: projections, unsharded */
 
-    /* core: per CP rank, c blocks of (S/c x S/c) causal-balanced */
+    /* core: per CP rank, c blocks of (S/c x S/c) causal-balanced; with the
+     * all-to-all exchange whole sequences over heads/c instead */
     int64_t Ah = A / t, c = x->p->cp, Sl = x->Sl;
-    if (x->p->flash_attn) {
+    if (x->p->flash_attn && c > 1 && x->o->cp_comm == SIM_CP_A2A) {
+        af = x->tc * hw_attention_time_s(x->hw, x->B, Ah / c, x->S, x->S, dqk, true, false, x->adt);
+        ab = x->tc * hw_attention_time_s(x->hw, x->B, Ah / c, x->S, x->S, dqk, true, true, x->adt);
+    } else if (x->p->flash_attn) {
         af = x->tc * (double)c * hw_attention_time_s(x->hw, x->B, Ah, Sl, Sl, dqk, true, false, x->adt);
         ab = x->tc * (double)c * hw_attention_time_s(x->hw, x->B, Ah, Sl, Sl, dqk, true, true, x->adt);
     } else { /* unfused: two batched GEMMs, softmax/mask/dropout over S^2 scores */
@@ -345,17 +367,33 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     } else {
         lc->tp_f = lc->tp_b = tpc;
     }
-    /* CP: (c-1) ring steps of the local K and V, hidden under the attention */
+    /* CP: (c-1) ring steps of the local K and V, hidden under the attention;
+     * or an exposed all-gather (backward: again, and a reduce-scatter of the
+     * K/V gradients); or all-to-alls of Q, K, V and of the output, forward
+     * and backward (Ulysses) */
     if (p->cp > 1) {
         int64_t kvd = m->kv_lora_rank > 0 ? m->heads * (m->qk_nope_dim + m->qk_rope_dim + m->v_head_dim) / 2
                                           : m->kv_heads * m->head_dim;
         double kv = 2.0 * (double)(x->B * x->Sl) * (double)(kvd / (kvd >= t ? t : 1)) * x->ab;
-        double step = hw_cp_step_time_s(x->net, kv, p->cp, x->cpg.nodes) * (double)(p->cp - 1);
-        double hid_f = fmin(step, lc->attn_fwd * (double)(p->cp - 1) / (double)p->cp);
-        double hid_b = fmin(2 * step, lc->attn_bwd * (double)(p->cp - 1) / (double)p->cp);
-        lc->cp_f = step - hid_f;
-        lc->cp_b = 2 * step - hid_b;
-        lc->slow += sig * (hid_f + hid_b);
+        if (x->o->cp_comm == SIM_CP_ALLGATHER) {
+            double ag = coll(x, TS_COLL_ALLGATHER, kv * (double)p->cp, &x->cpg, "cp");
+            lc->cp_f = ag;
+            lc->cp_b = ag + coll(x, TS_COLL_REDUCESCATTER, kv * (double)p->cp, &x->cpg, "cp");
+        } else if (x->o->cp_comm == SIM_CP_A2A) {
+            int64_t qd = m->kv_lora_rank > 0 ? m->heads * (m->qk_nope_dim + m->qk_rope_dim) : m->heads * m->head_dim;
+            int64_t od = m->kv_lora_rank > 0 ? m->heads * m->v_head_dim : m->heads * m->head_dim;
+            double tok = (double)(x->B * x->Sl);
+            double q = tok * (double)(qd / t) * x->ab, o = tok * (double)(od / t) * x->ab;
+            lc->cp_f = lc->cp_b = hw_alltoall_time_s(x->net, q + kv, p->cp, x->cpg.nodes) +
+                                  hw_alltoall_time_s(x->net, o, p->cp, x->cpg.nodes);
+        } else {
+            double step = hw_cp_step_time_s(x->net, kv, p->cp, x->cpg.nodes) * (double)(p->cp - 1);
+            double hid_f = fmin(step, lc->attn_fwd * (double)(p->cp - 1) / (double)p->cp);
+            double hid_b = fmin(2 * step, lc->attn_bwd * (double)(p->cp - 1) / (double)p->cp);
+            lc->cp_f = step - hid_f;
+            lc->cp_b = 2 * step - hid_b;
+            lc->slow += sig * (hid_f + hid_b);
+        }
     }
     /* ZeRO-3 / FSDP: gather this layer's parameters in forward and backward,
      * reduce-scatter its gradients, every micro-batch; prefetch hides them
@@ -498,7 +536,7 @@ typedef struct CostKey {
     int64_t t, B, S, Sl, cp, ep, etp;
     int64_t tp_size, tp_nodes, cp_nodes, ep_nodes, dp_size, dp_nodes, edp_size, edp_nodes;
     int32_t dt, adt, recompute;
-    uint8_t sp, flash, tp_overlap, zero3, pp1, eager, selective_ops, fp32_grad;
+    uint8_t sp, flash, tp_overlap, zero3, pp1, eager, selective_ops, fp32_grad, cp_comm;
 } CostKey;
 
 typedef struct CostEntry {
@@ -552,6 +590,7 @@ static void cost_key(const Ctx *x, CostKey *k)
     k->eager = x->o->eager_elementwise;
     k->selective_ops = x->o->selective_ops;
     k->fp32_grad = x->o->fp32_grad_reduce;
+    k->cp_comm = (uint8_t)x->o->cp_comm;
 }
 
 static size_t cost_hash(const CostKey *k)
@@ -690,6 +729,17 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     if (st) return st;
     if (p->cp > 1 && p->seq % p->cp)
         return ts_err(err, TS_ERR_PLAN, "--seq %lld is not a multiple of --cp %lld", (long long)p->seq, (long long)p->cp);
+    if (p->cp > 1 && in->opt.cp_comm == SIM_CP_A2A) {
+        int64_t ah = m->heads / p->tp, gh = (m->kv_lora_rank > 0 ? m->heads : m->kv_heads) / p->tp;
+        if (ah % p->cp || gh < 1 || gh % p->cp) {
+            ts_err(err, TS_ERR_PLAN,
+                   "--cp-comm a2a splits the heads over --cp %lld: %lld query and %lld key/value heads per TP rank",
+                   (long long)p->cp, (long long)ah, (long long)gh);
+            ts_err_hint(err, "the all-to-all (Ulysses) needs both divisible by cp: use --cp-comm p2p or allgather, "
+                             "or a cp that divides them");
+            return TS_ERR_PLAN;
+        }
+    }
     if (in->opt.ds_pipe && (p->vpp > 1 || p->schedule != PLAN_SCHED_1F1B)) {
         ts_err(err, TS_ERR_PLAN, "--deepspeed-pipe runs DeepSpeed's 1F1B schedule only (got %s, vpp %lld)",
                plan_sched_name(p->schedule), (long long)p->vpp);

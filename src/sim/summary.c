@@ -91,11 +91,12 @@ void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *b)
     const SimOptions *o = &in->opt;
     ts_buf_printf(b, ", \"options\": {\"pipeline_engine\": \"%s\", \"dp_overlap\": %s, \"param_gather_overlap\": %s, "
                      "\"grad_reduce_dtype\": \"%s\", \"bucket_bytes\": %.17g, \"overlap_slowdown\": %.17g, "
-                     "\"model_code\": \"%s\", \"selective_recompute\": \"%s\", \"gpu_spread\": %.17g}",
+                     "\"model_code\": \"%s\", \"selective_recompute\": \"%s\", \"gpu_spread\": %.17g, "
+                     "\"cp_comm\": \"%s\"}",
                   o->ds_pipe ? "deepspeed" : "megatron", o->dp_overlap && !o->ds_pipe ? "true" : "false",
                   o->param_gather_overlap && !o->ds_pipe ? "true" : "false", o->fp32_grad_reduce ? "fp32" : "16-bit",
                   o->bucket_bytes, o->overlap_slowdown, o->eager_elementwise ? "eager" : "fused",
-                  o->selective_ops ? "ops" : "attention", o->gpu_spread);
+                  o->selective_ops ? "ops" : "attention", o->gpu_spread, sim_cp_comm_name(o->cp_comm));
     ModelCounts mc;
     model_count_params(in->model, &mc);
     ts_buf_puts(b, ", \"model\": {\"name\": ");
@@ -131,7 +132,7 @@ static void runtime_line(const SimOptions *o, TsBuf *b)
 {
     SimOptions d;
     sim_options_init(&d);
-    const char *part[10];
+    const char *part[12];
     int n = 0;
     if (o->ds_pipe) part[n++] = "DeepSpeed pipeline engine";
     if (o->eager_elementwise) part[n++] = "eager PyTorch model code";
@@ -142,6 +143,8 @@ static void runtime_line(const SimOptions *o, TsBuf *b)
     if (o->bucket_bytes != d.bucket_bytes) part[n++] = "bucket size";
     if (o->overlap_slowdown != d.overlap_slowdown) part[n++] = "overlap slow-down";
     if (o->gpu_spread != d.gpu_spread) part[n++] = "GPU speed spread";
+    if (o->cp_comm == SIM_CP_ALLGATHER) part[n++] = "CP K/V all-gather";
+    if (o->cp_comm == SIM_CP_A2A) part[n++] = "CP all-to-all (Ulysses)";
     if (!n) return;
     ts_buf_puts(b, "runtime (not the defaults):");
     for (int i = 0; i < n; i++) ts_buf_printf(b, "%s %s", i ? "," : "", part[i]);

@@ -486,6 +486,45 @@ static void test_lower_bound(void **state)
     sim_work_destroy(w);
 }
 
+/* The CP exchange (--cp-comm): the ring hides its steps under the attention
+ * blocks, the all-gather and the all-to-all are exposed (forward and
+ * backward), the all-to-all needs the heads per TP rank divisible by cp. */
+static void test_cp_comm(void **state)
+{
+    (void)state;
+    Fix f;
+    fix_load(&f, "llama3-70b", "dgx-h100", 64);
+    ParallelPlan p = plan(4, 2, 1, 64, 16, 32768);
+    p.cp = 2;
+    SimOptions o;
+    sim_options_init(&o);
+    SimResult r[3];
+    double t[3];
+    for (int c = 0; c < 3; c++) {
+        o.cp_comm = (SimCpComm)c;
+        t[c] = sim_opt(&f, &p, &o, &r[c]);
+    }
+    assert_true(r[SIM_CP_P2P].breakdown.cp_comm_exposed_s < r[SIM_CP_ALLGATHER].breakdown.cp_comm_exposed_s);
+    assert_true(r[SIM_CP_ALLGATHER].breakdown.cp_comm_exposed_s > 0 && r[SIM_CP_A2A].breakdown.cp_comm_exposed_s > 0);
+    assert_true(t[SIM_CP_P2P] < t[SIM_CP_ALLGATHER]);
+    /* the same model FLOPs whichever way K/V travel */
+    NEAR(r[SIM_CP_A2A].model_flops_per_iteration, r[SIM_CP_P2P].model_flops_per_iteration, 1e-12);
+    for (int c = 0; c < 3; c++) sim_result_free(&r[c]);
+    /* TP 8 leaves one KV head per rank: no all-to-all over cp 2 */
+    p = plan(8, 2, 1, 64, 16, 32768);
+    p.cp = 2;
+    o.cp_comm = SIM_CP_A2A;
+    SimSetup in = {.model = &f.m, .plan = p, .hw = &f.hw, .net = &f.net, .opt = o};
+    TsError err = {0};
+    SimResult bad;
+    assert_int_equal(sim_simulate(&in, NULL, &bad, &err), TS_ERR_PLAN);
+    assert_non_null(strstr(err.msg, "--cp-comm a2a"));
+    SimCpComm cc;
+    assert_true(sim_cp_comm_parse("allgather", &cc) && cc == SIM_CP_ALLGATHER);
+    assert_false(sim_cp_comm_parse("ring", &cc));
+    assert_string_equal(sim_cp_comm_name(SIM_CP_A2A), "a2a");
+}
+
 static void test_bad_plan_is_plan_error(void **state)
 {
     (void)state;
@@ -519,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_tied_embedding_sync),
         cmocka_unit_test(test_ds_pipe),
         cmocka_unit_test(test_lower_bound),
+        cmocka_unit_test(test_cp_comm),
         cmocka_unit_test(test_bad_plan_is_plan_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

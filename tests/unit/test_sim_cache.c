@@ -2,7 +2,8 @@
  * every valid plan of two sweep spaces (a dense and a MoE model, two GPU
  * counts each, so the straggler factor, group spans, ZeRO-3 DP groups and
  * expert parallelism all vary) is simulated on one caching work space, in
- * enumeration order and again in reverse, and on a non-caching one; every
+ * enumeration order and again in reverse (the CP exchange changing from plan
+ * to plan), and on a non-caching one; every
  * scalar of the results, the breakdown and every stage must be bit-identical
  * (tolerance 0). The cache must have hit, or the test proves nothing. */
 #include <setjmp.h>
@@ -72,6 +73,8 @@ static int64_t check_model(const char *model, int64_t gb, int64_t seq, int64_t m
             search_space_decode(&s, idx, &kn);
             SimSetup in1, in2;
             if (!search_sim_setup(&x, &kn, &in1)) continue;
+            /* the CP exchange varies from plan to plan: the key must tell them apart */
+            in1.opt.cp_comm = (SimCpComm)(idx % 3);
             in2 = in1;
             TsError e1 = {0}, e2 = {0};
             TsStatus s1 = sim_simulate(&in1, cw, &a, &e1), s2 = sim_simulate(&in2, pw, &b, &e2);

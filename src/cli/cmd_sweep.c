@@ -192,10 +192,22 @@ static void write_csv(TsBuf *b, const SearchResult *r)
     }
 }
 
-#define N_COLS 20
-static const char *const COLS[N_COLS] = {"#", "tp", "pp", "vpp", "cp", "ep", "dp", "mbs", "sp", "recompute",
-                                         "zero", "schedule", "tp-ovl", "iter_s", "tokens/s", "MFU", "mem_GiB",
-                                         "tp_exp_s", "dp_exp_s", "bubble_s"};
+#define N_COLS 21
+#define COL_EP_EXP 18 /* shown for MoE models only */
+static const char *const COLS[N_COLS] = {"#",        "tp",       "pp",       "vpp",      "cp",      "ep",
+                                         "dp",       "mbs",      "sp",       "recompute", "zero",   "schedule",
+                                         "tp-ovl",   "iter_s",   "tokens/s", "MFU",      "mem_GiB", "tp_exp_s",
+                                         "ep_exp_s", "dp_exp_s", "bubble_s"};
+
+/* The columns of the table for model m (indices into COLS): ep_exp_s only
+ * when it has experts. Returns the count. */
+static int table_cols(const ModelSpec *m, int *cols)
+{
+    int n = 0;
+    for (int i = 0; i < N_COLS; i++)
+        if (i != COL_EP_EXP || m->experts > 0) cols[n++] = i;
+    return n;
+}
 
 /* The cells of one ranked row (shared by the text table and the HTML table). */
 static void row_cells(const SearchPoint *p, int rank, char cells[N_COLS][24])
@@ -219,8 +231,9 @@ static void row_cells(const SearchPoint *p, int rank, char cells[N_COLS][24])
     snprintf(cells[15], 24, "%.1f%%", 100.0 * p->mfu);
     snprintf(cells[16], 24, "%.1f", p->memory_bytes / 1073741824.0);
     snprintf(cells[17], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_TP]);
-    snprintf(cells[18], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_DP]);
-    snprintf(cells[19], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_BUBBLE]);
+    snprintf(cells[COL_EP_EXP], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_EP]);
+    snprintf(cells[19], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_DP]);
+    snprintf(cells[20], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_BUBBLE]);
 }
 
 static void write_text(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const GpuSpec *hw, const SearchConfig *c,
@@ -236,13 +249,14 @@ static void write_text(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const G
                      "%lld bounded (cannot reach the top %d), %lld simulated\n\n",
                   (long long)s->candidates, (long long)s->enumerated, (long long)s->pruned, cap,
                   (long long)s->bounded, c->top_k, (long long)s->simulated);
-    static const int W[N_COLS] = {3, 3, 3, 3, 3, 3, 5, 3, 3, 9, 4, 11, 6, 9, 11, 6, 7, 8, 8, 8};
-    for (int i = 0; i < N_COLS; i++) ts_buf_printf(b, "%s%*s", i ? " " : "", W[i], COLS[i]);
+    static const int W[N_COLS] = {3, 3, 3, 3, 3, 3, 5, 3, 3, 9, 4, 11, 6, 9, 11, 6, 7, 8, 8, 8, 8};
+    int cols[N_COLS], nc = table_cols(m, cols);
+    for (int j = 0; j < nc; j++) ts_buf_printf(b, "%s%*s", j ? " " : "", W[cols[j]], COLS[cols[j]]);
     ts_buf_puts(b, "\n");
     for (int r_ = 0; r_ < r->n_top; r_++) {
         char cells[N_COLS][24];
         row_cells(&r->top[r_], r_, cells);
-        for (int i = 0; i < N_COLS; i++) ts_buf_printf(b, "%s%*s", i ? " " : "", W[i], cells[i]);
+        for (int j = 0; j < nc; j++) ts_buf_printf(b, "%s%*s", j ? " " : "", W[cols[j]], cells[cols[j]]);
         ts_buf_puts(b, "\n");
     }
     /* uneven splits: the layers of each chunk, as --stage-layers takes them */
@@ -280,10 +294,13 @@ static int write_html(const char *path, const SweepOpts *o, const ModelSpec *m, 
         for (int t = 0; t < r->n_top; t++)
             if (r->top[t].index == r->all[i].index) pts[i].rank = t;
     }
+    int cols[N_COLS], nc = table_cols(m, cols);
+    const char *heads[N_COLS];
+    for (int j = 0; j < nc; j++) heads[j] = COLS[cols[j]];
     for (int t = 0; t < r->n_top; t++) {
         char row[N_COLS][24];
         row_cells(&r->top[t], t, row);
-        for (int i = 0; i < N_COLS; i++) cells[t * N_COLS + i] = ts_arena_strdup(a, row[i]);
+        for (int j = 0; j < nc; j++) cells[t * nc + j] = ts_arena_strdup(a, row[cols[j]]);
     }
     RepPlanView best_view;
     const RepPlanView *best = NULL;
@@ -310,7 +327,7 @@ static int write_html(const char *path, const SweepOpts *o, const ModelSpec *m, 
                                                ts_dtype_name(o->dt)),
                       .generator = "trainsim " TRAINSIM_VERSION " sweep", .metrics = metrics, .n_metrics = 5,
                       .points = pts, .n_points = (int)r->n_all, .capacity_bytes = x->hw->gpu.hbm_bytes,
-                      .columns = COLS, .n_columns = N_COLS, .cells = cells, .n_rows = r->n_top, .best = best};
+                      .columns = heads, .n_columns = nc, .cells = cells, .n_rows = r->n_top, .best = best};
     TsBuf b = {0};
     int rc = 0;
     if (rep_html_sweep(&v, &b, &err) != TS_OK || ts_write_file_atomic(path, b.data, b.len, &err) != TS_OK)

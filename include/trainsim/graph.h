@@ -264,6 +264,9 @@ GraphOp *graph_op_norm(ModuleGraph *g, int32_t module, const char *name, double 
 /* Elementwise op over numel elements with `inputs` inputs; ds_per_elem as above. */
 GraphOp *graph_op_eltwise(ModuleGraph *g, int32_t module, GraphOpKind kind, const char *name,
                           double numel, int inputs, double ds_per_elem, GraphSplit split);
+/* Rotary embedding of `heads` heads of width `dim` on `tokens` tokens, split
+ * by heads over TP: dims {tokens, heads, dim} (numel = their product). */
+GraphOp *graph_op_rope(ModuleGraph *g, int32_t module, double tokens, int64_t heads, int64_t dim);
 /* Batched matmul [b, m, k] x [b, k, n] of two activations (eager attention). */
 GraphOp *graph_op_bmm(ModuleGraph *g, int32_t module, const char *name, int64_t b, int64_t m, int64_t k,
                       int64_t n, bool ds_baddbmm);

@@ -73,7 +73,7 @@ TsStatus graph_build_deepspeed(ModuleGraph *g, TsError *err)
         graph_op_gemm(g, qkv, "query_key_value", T, H, qkv_out, m->qkv_bias, GRAPH_SPLIT_COL);
         if (m->pos == MODEL_POS_ROPE) {
             int64_t rd = (int64_t)((double)D * m->rotary_pct);
-            graph_op_eltwise(g, at, GRAPH_OP_ROPE, "rotary", T * (double)((A + G) * rd), 1, 0.0, GRAPH_SPLIT_HEADS);
+            graph_op_rope(g, at, T, A + G, rd);
         }
         graph_at(g, L, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
         if (g->opt.flash) {

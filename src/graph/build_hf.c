@@ -368,7 +368,7 @@ static void llama_attention(Hf *c, int32_t layer_mod)
         graph_op_gemm(g, kva, "kv_a_proj_with_mqa", T, H, kvl + rope, false, GRAPH_SPLIT_NONE);
         hf_norm_op(c, kvan, "kv_a_layernorm", T, kvl);
         graph_op_gemm(g, kvb, "kv_b_proj", T, kvl, A * (nope + Dv), false, GRAPH_SPLIT_COL);
-        graph_op_eltwise(g, at, GRAPH_OP_ROPE, "rotary", T * (double)((A + 1) * rope), 1, 0.0, GRAPH_SPLIT_HEADS);
+        graph_op_rope(g, at, T, A + 1, rope);
         graph_at(g, L, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
         graph_op_attention(g, at, "sdpa", B, A, A, S, S, Dqk, Dv);
         graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
@@ -393,8 +393,7 @@ static void llama_attention(Hf *c, int32_t layer_mod)
         g->ops[g->n_ops - 1].split = g->ops[g->n_ops - 2].split = GRAPH_SPLIT_HEADS;
     }
     int64_t rd = (int64_t)((double)D * m->rotary_pct);
-    if (m->pos == MODEL_POS_ROPE)
-        graph_op_eltwise(g, at, GRAPH_OP_ROPE, "rotary", T * (double)((A + G) * rd), 1, 0.0, GRAPH_SPLIT_HEADS);
+    if (m->pos == MODEL_POS_ROPE) graph_op_rope(g, at, T, A + G, rd);
     graph_at(g, L, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
     graph_op_attention(g, at, "sdpa", B, A, G, S, S, D, D);
     graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
@@ -570,8 +569,7 @@ static TsStatus build_neox(Hf *c)
         graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
         hf_norm_op(c, n1, "input_layernorm", T, H);
         graph_op_gemm(g, q, "query_key_value", T, H, qkv, m->qkv_bias, GRAPH_SPLIT_COL);
-        if (m->pos == MODEL_POS_ROPE && rd > 0)
-            graph_op_eltwise(g, at, GRAPH_OP_ROPE, "rotary", T * (double)((A + G) * rd), 1, 0.0, GRAPH_SPLIT_HEADS);
+        if (m->pos == MODEL_POS_ROPE && rd > 0) graph_op_rope(g, at, T, A + G, rd);
         graph_at(g, L, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
         graph_op_attention(g, at, "sdpa", B, A, G, S, S, D, D);
         graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);

@@ -118,8 +118,7 @@ static void attention(Mg *c, int32_t layer_mod)
         graph_op_gemm(g, kvd, "linear_kv_down_proj", T, H, kvl + rope, false, GRAPH_SPLIT_NONE);
         graph_op_norm(g, kvn, "kv_layernorm", T, kvl, false, 0.0);
         graph_op_gemm(g, kvu, "linear_kv_up_proj", T, kvl, A * (nope + vd), false, GRAPH_SPLIT_COL);
-        GraphOp *r = graph_op_eltwise(g, sa, GRAPH_OP_ROPE, "rotary", T * (double)((A + 1) * rope), 1, 0.0, GRAPH_SPLIT_HEADS);
-        if (r) r->dims[1] = A, r->dims[2] = rope;
+        graph_op_rope(g, sa, T, A + 1, rope); /* q heads and the shared k_pe */
         G = A;
         graph_at(g, g->at.layer, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
         (void)proj;
@@ -147,8 +146,7 @@ static void attention(Mg *c, int32_t layer_mod)
         }
         if (m->pos == MODEL_POS_ROPE) {
             int64_t rd = (int64_t)((double)D * m->rotary_pct);
-            GraphOp *r = graph_op_eltwise(g, sa, GRAPH_OP_ROPE, "rotary", T * (double)((A + G) * rd), 1, 0.0, GRAPH_SPLIT_HEADS);
-            if (r) r->dims[1] = A + G, r->dims[2] = rd;
+            graph_op_rope(g, sa, T, A + G, rd);
         }
         graph_at(g, g->at.layer, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
     }

@@ -258,6 +258,18 @@ GraphOp *graph_op_eltwise(ModuleGraph *g, int32_t module, GraphOpKind kind, cons
     return op;
 }
 
+GraphOp *graph_op_rope(ModuleGraph *g, int32_t module, double tokens, int64_t heads, int64_t dim)
+{
+    GraphOp *op = graph_op_eltwise(g, module, GRAPH_OP_ROPE, "rotary", tokens * (double)heads * (double)dim, 1, 0.0,
+                                   GRAPH_SPLIT_HEADS);
+    if (!op) return NULL;
+    /* the shape the cost model and the per-rank split read (graph.h) */
+    op->dims[0] = (int64_t)llround(tokens);
+    op->dims[1] = heads;
+    op->dims[2] = dim;
+    return op;
+}
+
 GraphOp *graph_op_bmm(ModuleGraph *g, int32_t module, const char *name, int64_t b, int64_t m, int64_t k,
                       int64_t n, bool ds_baddbmm)
 {

@@ -180,6 +180,9 @@ typedef struct RepPlanView {
     const RepAmount *memory;  /* bytes per GPU by category (worst rank) */
     int n_memory;
     double capacity_bytes;    /* HBM per GPU; e.g. 80e9 */
+    const RepAmount *stage_breakdown; /* [n_stages * n_breakdown]: each stage's own breakdown
+                                         (same categories as breakdown), or NULL */
+    int slowest_stage;        /* marked in the stage chart; -1 none */
 } RepPlanView;
 
 typedef struct RepSweepPoint {

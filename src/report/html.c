@@ -270,6 +270,38 @@ static void stacked_bar(TsBuf *b, const char *id, const RepAmount *a, int n, boo
     ts_buf_puts(b, "</table>\n");
 }
 
+/* One bar per pipeline stage on the iteration's time scale: where each
+ * stage's time goes, so that the stage the others wait for stands out. */
+static void stage_bars(TsBuf *b, const RepPlanView *v)
+{
+    if (!v->stage_breakdown || v->n_stages < 2 || v->n_breakdown < 1) return;
+    const int rh = 20, h = 16 + v->n_stages * rh + 24;
+    double plot_w = W_SVG - LABEL_W - 20, sx = plot_w / (v->iteration_s > 0 ? v->iteration_s : 1.0);
+    ts_buf_puts(b, "<section id=\"sec-stages\"><h2>Pipeline stages</h2>\n");
+    ts_buf_printf(b, "<svg id=\"stages\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+                     "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\">\n<title>stages</title>\n",
+                  W_SVG, h, W_SVG, h);
+    for (int s = 0; s < v->n_stages; s++) {
+        double y = 10 + s * rh, x = LABEL_W;
+        ts_buf_printf(b, "<text x=\"8\" y=\"%.0f\"%s>stage %d%s</text>\n", y + 13,
+                      s == v->slowest_stage ? " font-weight=\"bold\"" : "", s, s == v->slowest_stage ? " *" : "");
+        for (int i = 0; i < v->n_breakdown; i++) {
+            const RepAmount *a = &v->stage_breakdown[s * v->n_breakdown + i];
+            if (!(a->value > 0)) continue;
+            char val[32];
+            rep_fmt_seconds(val, sizeof val, a->value);
+            ts_buf_printf(b, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>stage %d ",
+                          x, y, a->value * sx, rh - 6, PALETTE[i % N_PALETTE], s);
+            esc(b, a->name);
+            ts_buf_printf(b, ": %s</title></rect>\n", val);
+            x += a->value * sx;
+        }
+    }
+    ts_buf_printf(b, "<text x=\"%d\" y=\"%d\">each stage up to its own end, on the iteration's scale; colours as in "
+                     "the breakdown%s</text>\n</svg>\n</section>\n",
+                  LABEL_W, h - 6, v->slowest_stage >= 0 ? "; * = the busiest stage" : "");
+}
+
 static void plan_body(TsBuf *b, const RepPlanView *v)
 {
     metrics_html(b, v->metrics, v->n_metrics);
@@ -277,7 +309,9 @@ static void plan_body(TsBuf *b, const RepPlanView *v)
     timeline_svg(b, v);
     ts_buf_puts(b, "</section>\n<section id=\"sec-breakdown\"><h2>Where the iteration time goes</h2>\n");
     stacked_bar(b, "breakdown", v->breakdown, v->n_breakdown, false, 0.0);
-    ts_buf_puts(b, "</section>\n<section id=\"sec-memory\"><h2>Memory per GPU</h2>\n");
+    ts_buf_puts(b, "</section>\n");
+    stage_bars(b, v);
+    ts_buf_puts(b, "<section id=\"sec-memory\"><h2>Memory per GPU</h2>\n");
     stacked_bar(b, "memory", v->memory, v->n_memory, true, v->capacity_bytes);
     ts_buf_puts(b, "</section>\n<section id=\"sec-knobs\"><h2>Plan</h2>\n");
     kv_table(b, v->knobs, v->n_knobs);

@@ -81,7 +81,13 @@ TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const ch
     RepKV *kn = ts_arena_alloc(a, 20 * sizeof *kn);
     RepAmount *bd = ts_arena_alloc(a, SIM_BD_COUNT * sizeof *bd);
     RepAmount *mem = ts_arena_alloc(a, 5 * sizeof *mem);
-    if (!m || !kn || !bd || !mem) return ts_err(err, TS_ERR_INTERNAL, "out of memory building the report");
+    RepAmount *sbd = r->stages && r->n_stages > 1 ? ts_arena_alloc(a, (size_t)r->n_stages * SIM_BD_COUNT * sizeof *sbd)
+                                                   : NULL;
+    if (!m || !kn || !bd || !mem || (r->stages && r->n_stages > 1 && !sbd))
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory building the report");
+    for (int32_t s = 0; sbd && s < r->n_stages; s++)
+        for (int i = 0; i < SIM_BD_COUNT; i++)
+            sbd[s * SIM_BD_COUNT + i] = (RepAmount){sim_breakdown_key(i), sim_breakdown_get(&r->stages[s].breakdown, i)};
     int nm = 0, nk = 0;
     m[nm++] = (RepKV){"iteration time", ts_arena_strdup(a, buf[0])};
     m[nm++] = (RepKV){"tokens/s", ts_arena_strdup(a, buf[1])};
@@ -120,7 +126,8 @@ TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const ch
                          .n_stages = (int)k->pp, .iteration_s = r->iteration_time_s, .breakdown = bd,
                          .n_breakdown = SIM_BD_COUNT, .memory = mem, .n_memory = 5,
                          .capacity_bytes = r->memory.capacity_bytes > 0 ? r->memory.capacity_bytes
-                                                                        : in->hw ? in->hw->gpu.hbm_bytes : 0};
+                                                                        : in->hw ? in->hw->gpu.hbm_bytes : 0,
+                         .stage_breakdown = sbd, .slowest_stage = sbd ? r->slowest_stage : -1};
     if (r->spans && timeline(r, a, out) != TS_OK)
         return ts_err(err, TS_ERR_INTERNAL, "out of memory building the report timeline");
     return TS_OK;

@@ -15,7 +15,7 @@ check "$dir/sweep.html" scatter timeline breakdown memory
 # The real commands, once they exist in this build.
 if "$trainsim" simulate --help >/dev/null 2>&1 && "$trainsim" simulate --help | grep -q -- --html; then
   "$trainsim" simulate --html "$dir/simulate.html" >/dev/null || { echo "simulate --html failed"; rc=1; }
-  check "$dir/simulate.html" timeline breakdown memory
+  check "$dir/simulate.html" timeline breakdown stages memory
 fi
 if "$trainsim" sweep --help >/dev/null 2>&1; then
   "$trainsim" sweep --model llama3-8b --cluster dgx-h100 --gpus 64 --seq 4096 --global-batch 256 -j 2 \

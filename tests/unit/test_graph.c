@@ -37,6 +37,19 @@ static ModuleGraph *build(const ModelSpec *m, GraphNaming n, int64_t B, int64_t 
     return g;
 }
 
+/* The graph of m in naming n, or NULL where that naming does not apply. */
+static ModuleGraph *try_build(const ModelSpec *m, GraphNaming n, int64_t S)
+{
+    GraphOptions o;
+    graph_options_init(&o);
+    o.naming = n;
+    o.naming_set = true;
+    o.seq = S;
+    ModuleGraph *g = NULL;
+    TsError err = {0};
+    return graph_build(m, &o, &g, &err) == TS_OK ? g : NULL;
+}
+
 static const GraphOp *own_op(const ModuleGraph *g, const char *path, int k)
 {
     int32_t id = graph_find(g, path);
@@ -146,13 +159,8 @@ static void test_rope_dims(void **state)
         ModelSpec m;
         assert_int_equal(model_preset(C[k].preset, &m, &err), TS_OK);
         for (int n = 0; n <= GRAPH_NAMING_DEEPSPEED; n++) {
-            GraphOptions o;
-            graph_options_init(&o);
-            o.naming = (GraphNaming)n;
-            o.naming_set = true;
-            o.seq = 256;
-            ModuleGraph *g = NULL;
-            if (graph_build(&m, &o, &g, &err) != TS_OK) continue; /* MoE not deepspeed */
+            ModuleGraph *g = try_build(&m, (GraphNaming)n, 256);
+            if (!g) continue; /* MoE not deepspeed */
             int found = 0;
             for (int32_t i = 0; i < g->n_ops; i++) {
                 const GraphOp *op = &g->ops[i];
@@ -328,13 +336,8 @@ static void test_layer_index(void **state)
         TsError err = {0};
         assert_int_equal(model_preset(presets[k], &m, &err), TS_OK);
         for (int n = 0; n <= GRAPH_NAMING_DEEPSPEED; n++) {
-            GraphOptions o;
-            graph_options_init(&o);
-            o.naming = (GraphNaming)n;
-            o.naming_set = true;
-            o.seq = 128;
-            ModuleGraph *g = NULL;
-            if (graph_build(&m, &o, &g, &err) != TS_OK) continue; /* BERT only hf, MoE not deepspeed */
+            ModuleGraph *g = try_build(&m, (GraphNaming)n, 128);
+            if (!g) continue; /* BERT only hf, MoE not deepspeed */
             check_index(g);
             graph_destroy(g);
         }

@@ -152,8 +152,8 @@ static void run_chunk(Worker *w, void *scratch, int64_t lo, int64_t hi)
             pruned++;
             continue;
         }
-        if (sh->bnb) { /* pass A: the bound only */
-            if (ev->bound(ev->ctx, scratch, &p) != SEARCH_EVAL_OK) continue;
+        if (sh->bnb) { /* pass A: the bound only (ranked by memory: check gave the key itself) */
+            if (c->objective != SEARCH_OBJ_MEMORY && ev->bound(ev->ctx, scratch, &p) != SEARCH_EVAL_OK) continue;
             if (!keep_cand(w, &p, c->objective)) atomic_store(&sh->failed, 1);
             continue;
         }

@@ -129,6 +129,8 @@ void ts_out_abort(TsOutFile *o);                    /* fclose + unlink tmp */
 const char *ts_data_dir(void);
 /* Resolve "<data>/<sub>/<name>.json" into out; returns false if missing. */
 bool ts_data_path(const char *sub, const char *name, char *out, size_t cap);
+/* path names a regular file (not a directory). */
+bool ts_is_file(const char *path);
 
 /* ---- shared vocabularies ------------------------------------------------------ */
 /* Numeric formats: X(NAME, "name", bytes per element). TF32 is a compute
@@ -178,6 +180,9 @@ bool ts_str_eq(const char *a, const char *b);
  * absent or s is NULL. */
 int ts_name_index(const char *s, const char *const *names, int n);
 bool ts_ends_with(const char *s, const char *suffix);
+/* Make room for `need` elements of `elem` bytes in the malloc'd array *p of
+ * capacity *cap (doubling, from 64); false (array untouched) when out of memory. */
+bool ts_grow(void **p, size_t *cap, size_t need, size_t elem);
 /* Strict parsers: whole string must be consumed. */
 bool ts_parse_i64(const char *s, int64_t *out);
 bool ts_parse_f64(const char *s, double *out);

@@ -165,13 +165,6 @@ static int gpus_set(const CliHw *ch, Workload *w)
 
 /* ---- Chakra trace sets -------------------------------------------------------- */
 
-static bool is_file(const char *path)
-{
-    FILE *fp = fopen(path, "rb");
-    if (fp) fclose(fp);
-    return fp != NULL;
-}
-
 /* A Chakra trace set named by its prefix (DIR/gpt3 for DIR/gpt3.0.et) or by
  * one of its files (DIR/gpt3.5.et): the prefix into buf, else false. */
 static bool chakra_prefix(const char *path, char *buf, size_t cap)
@@ -188,7 +181,7 @@ static bool chakra_prefix(const char *path, char *buf, size_t cap)
     }
     char probe[1100];
     snprintf(probe, sizeof probe, "%s.0.et", path);
-    if (is_file(path) || !is_file(probe)) return false;
+    if (ts_is_file(path) || !ts_is_file(probe)) return false;
     snprintf(buf, cap, "%s", path);
     return true;
 }

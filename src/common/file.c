@@ -175,12 +175,17 @@ const char *ts_data_dir(void)
     return TS_INSTALL_DATA_DIR;
 }
 
+bool ts_is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 bool ts_data_path(const char *sub, const char *name, char *out, size_t cap)
 {
     /* Names are plain identifiers: never let a preset name walk the tree. */
     if (!name[0] || strchr(name, '/') || strstr(name, "..")) return false;
     int n = snprintf(out, cap, "%s/%s/%s.json", ts_data_dir(), sub, name);
     if (n < 0 || (size_t)n >= cap) return false;
-    struct stat st;
-    return stat(out, &st) == 0 && S_ISREG(st.st_mode);
+    return ts_is_file(out);
 }

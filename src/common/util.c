@@ -10,6 +10,18 @@ int64_t ts_round_up(int64_t x, int64_t m) { return m <= 0 ? x : ((x + m - 1) / m
 int64_t ts_ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 bool ts_str_eq(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
+bool ts_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return true;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
 bool ts_ends_with(const char *s, const char *suf)
 {
     size_t n = strlen(s), m = strlen(suf);

@@ -4,13 +4,6 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-static bool is_file(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
 
 static int cmp_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
 
@@ -43,7 +36,7 @@ TsStatus hw_resolve(const char *sub, const char *what, const char *name_or_path,
     if (!name_or_path || !name_or_path[0])
         return ts_err(err, TS_ERR_USAGE, "no %s given", what);
     if (ts_data_path(sub, name_or_path, path, cap)) return TS_OK;
-    if (is_file(name_or_path) || strchr(name_or_path, '/') || ts_ends_with(name_or_path, ".json")) {
+    if (ts_is_file(name_or_path) || strchr(name_or_path, '/') || ts_ends_with(name_or_path, ".json")) {
         snprintf(path, cap, "%s", name_or_path);
         return TS_OK; /* a missing file is reported by the reader */
     }

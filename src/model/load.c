@@ -5,15 +5,8 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define MODEL_TEXT_MAX (64u << 20)
-
-static bool is_file(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
 
 /* Sniff a text model source: a module tree starts with "Module:", a parameter
  * table has a header or rows with ';' separators. */
@@ -114,7 +107,7 @@ TsStatus model_load(const char *source, const ModelOverrides *ov, ModelSpec *out
         snprintf(arch_what, sizeof arch_what, "--arch %s", model_arch_name(ov->arch));
         what = arch_what;
         file = NULL;
-    } else if (is_file(source)) {
+    } else if (ts_is_file(source)) {
         if (ts_ends_with(source, ".json")) {
             st = load_json(source, out, &known, err);
         } else {

@@ -96,36 +96,26 @@ typedef struct Worker {
     SearchPoint *top;
     int n_top;
     SearchPoint *all;
-    int64_t n_all, cap_all;
+    int64_t n_all;
+    size_t cap_all;
     Cand *cand;              /* pass A of branch and bound */
-    int64_t n_cand, cap_cand;
+    int64_t n_cand;
+    size_t cap_cand;
     int64_t enumerated, pruned, bounded, simulated;
     char pad[128]; /* workers sit side by side in one array: keep their hot
                       fields on different cache lines (no false sharing) */
 } Worker;
 
-/* Room for one more element in the growing array *p (doubling from 4096). */
-static bool room(void **p, int64_t n, int64_t *cap, size_t elem)
-{
-    if (n < *cap) return true;
-    int64_t ncap = *cap ? 2 * *cap : 4096;
-    void *q = realloc(*p, (size_t)ncap * elem);
-    if (!q) return false;
-    *p = q;
-    *cap = ncap;
-    return true;
-}
-
 static bool keep(Worker *w, const SearchPoint *p)
 {
-    if (!room((void **)&w->all, w->n_all, &w->cap_all, sizeof *w->all)) return false;
+    if (!ts_grow((void **)&w->all, &w->cap_all, (size_t)w->n_all + 1, sizeof *w->all)) return false;
     w->all[w->n_all++] = *p;
     return true;
 }
 
 static bool keep_cand(Worker *w, const SearchPoint *p, SearchObjective o)
 {
-    if (!room((void **)&w->cand, w->n_cand, &w->cap_cand, sizeof *w->cand)) return false;
+    if (!ts_grow((void **)&w->cand, &w->cap_cand, (size_t)w->n_cand + 1, sizeof *w->cand)) return false;
     w->cand[w->n_cand++] = (Cand){p->index, key_of(o, p), p->memory_bytes, p->capacity_bytes};
     return true;
 }

@@ -67,7 +67,8 @@ typedef struct Group {
     int64_t size, nodes;
     int64_t ncoll;      /* collectives each member issues */
     double *cost;       /* [k]: the k-th collective's time, costed once for all members */
-    int64_t n_cost, cap_cost;
+    int64_t n_cost;
+    size_t cap_cost;
     int64_t slot0;      /* first rendezvous slot */
 } Group;
 
@@ -99,42 +100,34 @@ typedef struct Heap {
 typedef struct Rep {
     const HwModel *hw;
     const HwNet *net;
-    int64_t ranks, n, cap;
+    int64_t ranks, n;
+    size_t cap;
     CNode *nd;
     int32_t *children;
     Edge *edges;
-    int64_t n_edges, cap_edges;
+    int64_t n_edges;
+    size_t cap_edges;
     Stream *st;         /* a rank's streams are contiguous: GPU, CPU, send, its groups */
     int32_t *rank_st0;  /* rank -> its first stream */
     int64_t *rank_n0;   /* rank -> its first node (global index) */
     const char *prefix;
     int64_t rec0, record; /* ranks rec0 .. rec0+record-1 keep their node names for the timeline */
     const char **names; /* [nodes of the recorded ranks] */
-    int64_t cap_names;
+    size_t cap_names;
     TsArena *arena;     /* the names (handed to the result) */
-    int64_t n_st, cap_st;
+    int64_t n_st;
+    size_t cap_st;
     Group *g;
     int64_t n_g;
     NameIx *by_name;    /* groups 1.. sorted by name (group_of) */
     Slot *slots;
     P2pKey *sends, *recvs;
-    int64_t n_send, n_recv, cap_send, cap_recv;
+    int64_t n_send, n_recv;
+    size_t cap_send, cap_recv;
     Heap h;
 } Rep;
 
 static TsStatus oom(TsError *err) { return ts_err(err, TS_ERR_INTERNAL, "out of memory replaying the Chakra traces"); }
-
-static bool grow(void **p, int64_t *cap, int64_t need, size_t elem)
-{
-    if (need <= *cap) return true;
-    int64_t nc = *cap ? *cap : 256;
-    while (nc < need) nc *= 2;
-    void *q = realloc(*p, (size_t)nc * elem);
-    if (!q) return false;
-    *p = q;
-    *cap = nc;
-    return true;
-}
 
 /* ---- heap of completions (time, node) ------------------------------------------ */
 static bool before(const Heap *h, int64_t a, int64_t b)
@@ -300,7 +293,7 @@ static double comp_time(const Rep *r, const WlChakraNode *n)
 
 static bool add_stream(Rep *r, int32_t group)
 {
-    if (!grow((void **)&r->st, &r->cap_st, r->n_st + 1, sizeof *r->st)) return false;
+    if (!ts_grow((void **)&r->st, &r->cap_st, (size_t)r->n_st + 1, sizeof *r->st)) return false;
     r->st[r->n_st++] = (Stream){-1, -1, -1, group};
     return true;
 }
@@ -313,9 +306,9 @@ static int32_t group_stream(Rep *r, int64_t rank, int32_t grp)
     return add_stream(r, grp) ? (int32_t)(r->n_st - 1) : -1;
 }
 
-static bool add_p2p(P2pKey **v, int64_t *n, int64_t *cap, P2pKey k)
+static bool add_p2p(P2pKey **v, int64_t *n, size_t *cap, P2pKey k)
 {
-    if (!grow((void **)v, cap, *n + 1, sizeof **v)) return false;
+    if (!ts_grow((void **)v, cap, (size_t)*n + 1, sizeof **v)) return false;
     (*v)[(*n)++] = k;
     return true;
 }
@@ -327,7 +320,7 @@ static TsStatus load_rank(Rep *r, int64_t rank, const WlChakraTrace *t, int64_t 
     if (base + t->n_nodes > MAX_NODES)
         return ts_err(err, TS_ERR_INPUT, "the traces hold more than %" PRId64 " nodes", MAX_NODES);
     if (!t->dep_index) return ts_err(err, TS_ERR_INTERNAL, "a Chakra trace reached the replay unchecked");
-    if (!grow((void **)&r->nd, &r->cap, base + t->n_nodes, sizeof *r->nd)) return oom(err);
+    if (!ts_grow((void **)&r->nd, &r->cap, (size_t)(base + t->n_nodes), sizeof *r->nd)) return oom(err);
     r->rank_st0[rank] = (int32_t)r->n_st;
     r->rank_n0[rank] = base;
     TsStatus st = TS_OK;
@@ -335,7 +328,7 @@ static TsStatus load_rank(Rep *r, int64_t rank, const WlChakraTrace *t, int64_t 
         if (!add_stream(r, -1)) st = oom(err);
     int64_t dep = 0;
     bool keep = rank >= r->rec0 && rank < r->rec0 + r->record;
-    if (keep && !grow((void **)&r->names, &r->cap_names, base + t->n_nodes, sizeof *r->names)) st = oom(err);
+    if (keep && !ts_grow((void **)&r->names, &r->cap_names, (size_t)(base + t->n_nodes), sizeof *r->names)) st = oom(err);
     for (int64_t i = 0; i < t->n_nodes && !st; i++) {
         const WlChakraNode *n = &t->nodes[i];
         int32_t gid = (int32_t)(base + i);
@@ -376,7 +369,7 @@ static TsStatus load_rank(Rep *r, int64_t rank, const WlChakraTrace *t, int64_t 
             /* every member issues the same k-th collective (checked once all
              * ranks are read, before the replay runs): cost it once */
             if (k == gr->n_cost) {
-                if (!grow((void **)&gr->cost, &gr->cap_cost, k + 1, sizeof *gr->cost)) {
+                if (!ts_grow((void **)&gr->cost, &gr->cap_cost, (size_t)k + 1, sizeof *gr->cost)) {
                     st = oom(err);
                     break;
                 }
@@ -395,7 +388,7 @@ static TsStatus load_rank(Rep *r, int64_t rank, const WlChakraTrace *t, int64_t 
                 st = oom(err);
         }
         int32_t nd = n->n_data + n->n_ctrl; /* deps resolved by the check (dep_index) */
-        if (!st && !grow((void **)&r->edges, &r->cap_edges, r->n_edges + nd, sizeof *r->edges)) st = oom(err);
+        if (!st && !ts_grow((void **)&r->edges, &r->cap_edges, (size_t)(r->n_edges + nd), sizeof *r->edges)) st = oom(err);
         for (int32_t j = 0; j < nd && !st; j++)
             r->edges[r->n_edges++] = (Edge){(int32_t)(base + t->dep_index[dep++]), gid};
         c->pend = nd;

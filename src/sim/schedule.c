@@ -185,30 +185,15 @@ void sim_result_free(SimResult *r)
     r->owned = false;
 }
 
-static bool grow(void **p, size_t *cap, size_t n, size_t elem);
-
 SimChunkCost *sim_work_costs(SimWork *w, int32_t n_chunks, int32_t n_stages, SimStageCost **stages)
 {
-    if (!grow((void **)&w->costs, &w->costs_cap, (size_t)n_chunks, sizeof(SimChunkCost)) ||
-        !grow((void **)&w->scosts, &w->scosts_cap, (size_t)n_stages, sizeof(SimStageCost)))
+    if (!ts_grow((void **)&w->costs, &w->costs_cap, (size_t)n_chunks, sizeof(SimChunkCost)) ||
+        !ts_grow((void **)&w->scosts, &w->scosts_cap, (size_t)n_stages, sizeof(SimStageCost)))
         return NULL;
     memset(w->costs, 0, (size_t)n_chunks * sizeof(SimChunkCost));
     memset(w->scosts, 0, (size_t)n_stages * sizeof(SimStageCost));
     *stages = w->scosts;
     return w->costs;
-}
-
-/* Grow *p to hold n elements of size elem; false on allocation failure. */
-static bool grow(void **p, size_t *cap, size_t n, size_t elem)
-{
-    if (n <= *cap) return true;
-    size_t c = *cap ? *cap : 64;
-    while (c < n) c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q) return false;
-    *p = q;
-    *cap = c;
-    return true;
 }
 
 #define PACK(mb, c, b) ((int32_t)(((mb) << 8) | ((c) << 1) | (b)))
@@ -261,7 +246,7 @@ static void push_span(SimWork *w, bool *oom, int32_t s, SimStream st, int c, int
                       double t0, double t1)
 {
     if (*oom) return;
-    if (!grow((void **)&w->spans, &w->span_cap, w->span_n + 1, sizeof(SimSpan))) {
+    if (!ts_grow((void **)&w->spans, &w->span_cap, w->span_n + 1, sizeof(SimSpan))) {
         *oom = true;
         return;
     }
@@ -298,7 +283,7 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
     }
     pg->n = 0;
     pg->used = ++w->clock;
-    if (!grow((void **)&pg->ops, &pg->cap, (size_t)(ntask * p), sizeof(SimOp)))
+    if (!ts_grow((void **)&pg->ops, &pg->cap, (size_t)(ntask * p), sizeof(SimOp)))
         return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ntask * p));
     if (pl->schedule == SIM_SCHED_INTERLEAVED) {
         int64_t n = 0;
@@ -479,24 +464,24 @@ static TsStatus prepare(SimWork *w, int32_t p, int32_t v, int64_t m, bool with_p
     const int64_t ntask = 2 * m * v;
     size_t nt = (size_t)p * (size_t)v * (size_t)m;
     size_t fcap = w->t_cap, bcap = w->t_cap, blc = w->bl_cap;
-    bool ok = grow((void **)&w->order, &w->order_cap, (size_t)ntask * (size_t)p, sizeof(int32_t)) &&
-              grow((void **)&w->fend, &fcap, 2 * nt, sizeof(double)) &&
-              grow((void **)&w->bend, &bcap, nt, sizeof(double)) &&
-              grow((void **)&w->vmb, &w->vmb_cap, (size_t)(m * v), sizeof(int32_t)) &&
-              grow((void **)&w->bst_last, &w->sc_cap, (size_t)p * (size_t)v, sizeof(double)) &&
-              grow((void **)&w->bfin_last, &blc, (size_t)p * (size_t)v, sizeof(double)) &&
-              (!with_ppc || grow((void **)&w->ppc, &w->ppc_cap, 2 * nt, sizeof(double)));
+    bool ok = ts_grow((void **)&w->order, &w->order_cap, (size_t)ntask * (size_t)p, sizeof(int32_t)) &&
+              ts_grow((void **)&w->fend, &fcap, 2 * nt, sizeof(double)) &&
+              ts_grow((void **)&w->bend, &bcap, nt, sizeof(double)) &&
+              ts_grow((void **)&w->vmb, &w->vmb_cap, (size_t)(m * v), sizeof(int32_t)) &&
+              ts_grow((void **)&w->bst_last, &w->sc_cap, (size_t)p * (size_t)v, sizeof(double)) &&
+              ts_grow((void **)&w->bfin_last, &blc, (size_t)p * (size_t)v, sizeof(double)) &&
+              (!with_ppc || ts_grow((void **)&w->ppc, &w->ppc_cap, 2 * nt, sizeof(double)));
     w->bl_cap = blc;
     if (ok) w->t_cap = fcap / 2 < bcap ? fcap / 2 : bcap;
     size_t d1 = w->dx_cap, d2 = w->dx_cap;
-    ok = ok && grow((void **)&w->dur, &d1, (size_t)(2 * p * v + 1), sizeof(double)) &&
-         grow((void **)&w->xf, &d2, (size_t)(2 * p * v + 1), sizeof(double));
+    ok = ok && ts_grow((void **)&w->dur, &d1, (size_t)(2 * p * v + 1), sizeof(double)) &&
+         ts_grow((void **)&w->xf, &d2, (size_t)(2 * p * v + 1), sizeof(double));
     if (ok) w->dx_cap = d1 < d2 ? d1 : d2;
     size_t c1 = w->st_cap, c2 = w->st_cap, c3 = w->st_cap, c4 = w->st_cap;
-    ok = ok && grow((void **)&w->stages, &c1, (size_t)p, sizeof(SimStageResult)) &&
-         grow((void **)&w->pos, &c2, (size_t)p, sizeof(int64_t)) &&
-         grow((void **)&w->tfree, &c3, (size_t)p, sizeof(double)) &&
-         grow((void **)&w->ppwait, &c4, (size_t)p, sizeof(double));
+    ok = ok && ts_grow((void **)&w->stages, &c1, (size_t)p, sizeof(SimStageResult)) &&
+         ts_grow((void **)&w->pos, &c2, (size_t)p, sizeof(int64_t)) &&
+         ts_grow((void **)&w->tfree, &c3, (size_t)p, sizeof(double)) &&
+         ts_grow((void **)&w->ppwait, &c4, (size_t)p, sizeof(double));
     if (ok) {
         size_t mn = c1 < c2 ? c1 : c2;
         mn = mn < c3 ? mn : c3;

@@ -298,9 +298,7 @@ int64_t wl_chakra_ranks(const char *prefix)
     int64_t n = 0;
     for (;; n++) {
         snprintf(path, sizeof path, "%s.%" PRId64 ".et", prefix, n);
-        FILE *fp = fopen(path, "rb");
-        if (!fp) return n;
-        fclose(fp);
+        if (!ts_is_file(path)) return n;
     }
 }
 

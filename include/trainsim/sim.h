@@ -234,6 +234,11 @@ void sim_work_cost_stats(const SimWork *w, int64_t *hits, int64_t *misses);
  * m < 1, chunks > 1 without INTERLEAVED); TS_ERR_INTERNAL on allocation
  * failure. */
 TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *w, SimResult *out, TsError *err);
+/* What sim_pipeline_run's iteration time can never be below, without
+ * running it: the busiest stage's compute-stream time (micro-batches x its
+ * chunks' fwd_s + bwd_s, tasks that run one after another) plus the optimizer
+ * step. The pipeline need not be checked; pl->stage may not be NULL. */
+double sim_pipeline_lower_bound(const SimPipeline *pl);
 /* Free what sim_pipeline_run/sim_simulate allocated when called with w == NULL. */
 void sim_result_free(SimResult *r);
 
@@ -311,12 +316,11 @@ typedef struct SimSetup {
  * naming the knob and the rule it breaks. Does not fail when memory does not
  * fit: it sets memory.fits = false and a warning. */
 TsStatus sim_simulate(SimSetup *in, SimWork *w, SimResult *out, TsError *err);
-/* A lower bound on sim_simulate's iteration time from the per-chunk costs
- * alone, without the schedule engine: the busiest stage's compute-stream
- * time (micro-batches x its chunks' forward and backward tasks, which run one
- * after another) plus the optimizer step. The search ranks plans against it
- * (search.h: a plan whose bound is already worse than the k-th best cannot
- * enter the top k). Same validation and errors as sim_simulate. */
+/* sim_pipeline_lower_bound of the plan's costs: sim_simulate's costing
+ * without the schedule engine, never above its iteration time. The search
+ * ranks plans against it (search.h: a plan whose bound is already worse than
+ * the k-th best cannot enter the top k). Same validation and errors as
+ * sim_simulate. */
 TsStatus sim_lower_bound(SimSetup *in, SimWork *w, double *lower_bound_s, TsError *err);
 
 /* ---- imported workloads ----------------------------------------------------- */

@@ -886,25 +886,15 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         sc[0].embed_sync_s += t_emb;
         sc[pp - 1].embed_sync_s += t_emb;
     }
-    if (lb) {
-        /* every task of a stage runs on its compute stream, one after the
-         * other: the engine's iteration (the critical stage's end + the
-         * step) is at least the busiest stage's sum plus the step */
-        double busy = 0, opt = 0;
-        for (int32_t s = 0; s < pp; s++) {
-            double b = 0;
-            for (int32_t c = 0; c < v; c++) b += cc[s * v + c].fwd_s + cc[s * v + c].bwd_s;
-            busy = fmax(busy, b * (double)p->grad_accum);
-            opt = fmax(opt, sc[s].optimizer_s);
-        }
-        *lb = busy + opt;
-        if (!wk) sim_work_destroy(w);
-        return TS_OK;
-    }
     SimPipeline pl = {.stages = pp, .chunks = v, .micro_batches = p->grad_accum, .schedule = sched_of(p->schedule),
                       .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !in->opt.ds_pipe,
                       .param_gather_overlap = in->opt.param_gather_overlap && !in->opt.ds_pipe,
                       .overlap_slowdown = in->opt.overlap_slowdown, .record = in->opt.record};
+    if (lb) { /* sim_lower_bound: the engine's bound on these costs, no run */
+        *lb = sim_pipeline_lower_bound(&pl);
+        if (!wk) sim_work_destroy(w);
+        return TS_OK;
+    }
     st = sim_pipeline_run(&pl, w, out, err);
     if (st) {
         if (!wk) sim_work_destroy(w);

@@ -720,6 +720,24 @@ static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, 
     bd->overlap_slowdown_s = sr->slowdown_s + slow_ag + slow * md;
 }
 
+/* Compute-stream time of stage s: its tasks run one after another. */
+static double stage_busy(const SimPipeline *pl, int32_t s)
+{
+    double busy = 0;
+    for (int32_t c = 0; c < pl->chunks; c++) busy += pl->chunk[s * pl->chunks + c].fwd_s + pl->chunk[s * pl->chunks + c].bwd_s;
+    return busy * (double)pl->micro_batches;
+}
+
+double sim_pipeline_lower_bound(const SimPipeline *pl)
+{
+    double busy = 0, opt = 0;
+    for (int32_t s = 0; s < pl->stages; s++) {
+        busy = fmax(busy, stage_busy(pl, s));
+        opt = fmax(opt, pl->stage[s].optimizer_s);
+    }
+    return busy + opt;
+}
+
 TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, TsError *err)
 {
     memset(out, 0, sizeof *out);
@@ -745,13 +763,12 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     }
 
     double pipe_max = 0, opt = 0, ag_exposed = 0, ag_hidden = 0;
-    int32_t crit = 0;
+    int32_t crit = 0, slowest = 0;
     for (int32_t s = 0; s < p; s++) {
         SimStageResult *sr = &w->stages[s];
         memset(sr, 0, sizeof *sr);
-        double busy = 0;
-        for (int32_t c = 0; c < v; c++) busy += pl->chunk[s * v + c].fwd_s + pl->chunk[s * v + c].bwd_s;
-        sr->busy_s = busy * (double)m;
+        sr->busy_s = stage_busy(pl, s);
+        if (sr->busy_s > w->stages[slowest].busy_s) slowest = s;
         sr->pipe_end_s = w->tfree[s];
         if (sr->pipe_end_s > pipe_max) pipe_max = sr->pipe_end_s;
         stage_dp(pl, w, s, sr);
@@ -798,9 +815,6 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     SimBreakdown *bd = &out->breakdown;
     stage_breakdown(pl, w, crit, ag_exposed, slow_ag, bd);
     bd->optimizer_s = opt;
-    int32_t slowest = 0;
-    for (int32_t s = 1; s < p; s++)
-        if (w->stages[s].busy_s > w->stages[slowest].busy_s) slowest = s;
     out->slowest_stage = slowest;
     out->bubble_fraction = cs->pipe_end_s > 0 ? bd->bubble_s / cs->pipe_end_s : 0;
 

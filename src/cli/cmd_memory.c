@@ -93,8 +93,7 @@ int cmd_memory(int argc, char **argv)
     cli_plan_add(&s, &cp, false);
     cli_hw_add(&s, &hw);
     cli_add(&s, "memory-model", CLI_STR, &mm, "M", "trainsim (default) | megatron");
-    cli_add(&s, "selective-ops", CLI_FLAG, &sel_ops, NULL,
-CLI_SEL_OPS_HELP);
+    cli_add(&s, "selective-ops", CLI_FLAG, &sel_ops, NULL, CLI_SEL_OPS_HELP);
     cli_add(&s, "json", CLI_FLAG, &json, NULL, "JSON output");
     cli_add(&s, "output", CLI_STR, &out_path, "FILE", "write to FILE instead of stdout");
     int rc = cli_parse(&s, argc, argv);

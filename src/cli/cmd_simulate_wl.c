@@ -9,7 +9,6 @@
 #include "trainsim/workload.h"
 
 #include <dirent.h>
-#include <stdlib.h>
 #include <string.h>
 
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t seq, int64_t micro_batch,
@@ -258,15 +257,16 @@ static void chakra_json(const CliHwLoaded *hl, const SimChakraResult *r, TsBuf *
 /* "A-B" or "A" -> first rank and count; false when malformed. */
 static bool parse_ranks(const char *s, int64_t *first, int64_t *count)
 {
-    char *end;
-    long long a = strtoll(s, &end, 10), b = a;
-    if (end == s || a < 0) return false;
-    if (*end == '-') {
-        const char *q = end + 1;
-        b = strtoll(q, &end, 10);
-        if (end == q || b < a) return false;
-    }
-    if (*end) return false;
+    char lo[32];
+    const char *dash = strchr(s, '-');
+    size_t n = dash ? (size_t)(dash - s) : strlen(s);
+    if (n >= sizeof lo) return false;
+    memcpy(lo, s, n);
+    lo[n] = '\0';
+    int64_t a, b;
+    if (!ts_parse_i64(lo, &a) || a < 0) return false;
+    if (!dash) b = a;
+    else if (!ts_parse_i64(dash + 1, &b) || b < a) return false;
     *first = a;
     *count = b - a + 1;
     return true;

@@ -171,10 +171,9 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dr
     /* attention core: FlashAttention keeps only the fp32 log-sum-exp; otherwise
      * softmax output (d) + dropout mask (1) + dropout output (d) per score,
      * dropped by selective recompute. */
-    double core;
-    if (p->flash_attn) core = sb * A * 4.0 / t;
-    else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) core = 0;
-    else core = A * sb * S * (dropout ? 2 * d + 1 : d) / t;
+    double lse = sb * A * 4.0 / t, scores = A * sb * S * (dropout ? 2 * d + 1 : d) / t;
+    double core_kept = p->flash_attn ? lse : scores; /* without recompute */
+    double core = !p->flash_attn && p->recompute == PLAN_RECOMPUTE_SELECTIVE ? 0 : core_kept;
     double mlp;
     if (!moe) {
         double F = (double)m->ffn;
@@ -201,8 +200,8 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dr
          * on every TP rank. */
         double F = (double)m->ffn;
         double saved = out->input + sb * d * (A * Dq + G * Dv) / t + sb * d * (gated ? F / t + H : F / t);
-        if (p->flash_attn) saved += sb * A * (Dv * d + 4.0) / t;
-        double none = out->full + (p->flash_attn ? 0 : A * sb * S * (dropout ? 2 * d + 1 : d) / t);
+        if (p->flash_attn) saved += sb * A * Dv * d / t + lse;
+        double none = out->full - core + core_kept;
         out->full = saved;
         out->remat = none > saved ? none - saved : 0;
     }

@@ -64,19 +64,15 @@ void sim_options_init(SimOptions *o)
 
 static const char *const CP_COMM[] = {"p2p", "allgather", "a2a"};
 
-const char *sim_cp_comm_name(SimCpComm c)
-{
-    return c >= SIM_CP_P2P && c <= SIM_CP_A2A ? CP_COMM[c] : "?";
-}
+enum { N_CP_COMM = sizeof CP_COMM / sizeof CP_COMM[0] };
+
+const char *sim_cp_comm_name(SimCpComm c) { return (unsigned)c < N_CP_COMM ? CP_COMM[c] : "?"; }
 
 bool sim_cp_comm_parse(const char *s, SimCpComm *out)
 {
-    for (int i = 0; i <= SIM_CP_A2A; i++)
-        if (strcmp(s, CP_COMM[i]) == 0) {
-            *out = (SimCpComm)i;
-            return true;
-        }
-    return false;
+    int i = ts_name_index(s, CP_COMM, N_CP_COMM);
+    if (i >= 0) *out = (SimCpComm)i;
+    return i >= 0;
 }
 
 /* Slow-down of the slowest of n GPUs against a typical one, when the spread
@@ -929,7 +925,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     /* fl_token summed the layers of every chunk once: it is the whole model */
     out->model_flops_per_iteration = 3.0 * fl_token * tokens;
     out->hardware_flops_per_iteration = out->model_flops_per_iteration + rfl_token * tokens;
-    double peak = in->hw->gpu.peak_flops[hw_usable_dtype(&in->hw->gpu, p->dtype)];
+    const TsDtype gdt = hw_usable_dtype(&in->hw->gpu, p->dtype); /* fp8 on an A100: bf16 */
+    double peak = in->hw->gpu.peak_flops[gdt];
     out->model_tflops_per_gpu = out->model_flops_per_iteration / T / gpus / 1e12;
     out->hardware_tflops_per_gpu = out->hardware_flops_per_iteration / T / gpus / 1e12;
     out->mfu = out->model_tflops_per_gpu * 1e12 / peak;
@@ -959,7 +956,6 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         warn(out, "memory not estimated: %s", merr.msg);
     }
     /* warnings */
-    TsDtype gdt = hw_usable_dtype(&in->hw->gpu, p->dtype);
     if (gdt != p->dtype)
         warn(out, "%s has no %s tensor cores: its GEMMs are timed at %s, MFU/HFU are of the %s peak",
              in->hw->gpu.name, ts_dtype_name(p->dtype), ts_dtype_name(gdt), ts_dtype_name(gdt));

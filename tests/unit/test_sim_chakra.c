@@ -63,15 +63,22 @@ static int32_t add(Workload *w, WlTask t, int32_t dep)
     return id;
 }
 
-/* Write w as <dir>/name.*.et and replay it. */
-static TsStatus replay(Workload *w, const char *name, SimChakraResult *r, TsError *err)
+/* Write w as <dir>/name.*.et and replay it, recording ranks first ..
+ * first + count - 1 (count 0: none). */
+static TsStatus replay_rec(Workload *w, const char *name, int64_t first, int64_t count, SimChakraResult *r,
+                           TsError *err)
 {
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/%s", dir, name);
     WlChakraOptions o;
     wl_chakra_options_init(&o);
     assert_int_equal(wl_write_chakra(w, &o, prefix, NULL, err), TS_OK);
-    return sim_replay_chakra(prefix, &hw, &net, 0, 0, r, err);
+    return sim_replay_chakra(prefix, &hw, &net, first, count, r, err);
+}
+
+static TsStatus replay(Workload *w, const char *name, SimChakraResult *r, TsError *err)
+{
+    return replay_rec(w, name, 0, 0, r, err);
 }
 
 /* rank 0 computes 10 us, rank 1 20 us, then both all-reduce 1 MiB over all
@@ -119,13 +126,8 @@ static void test_timeline(void **state)
     Workload *w = two_ranks();
     TsError err = {0};
     collective_graph(w);
-    char prefix[128];
-    snprintf(prefix, sizeof prefix, "%s/timeline", dir);
-    WlChakraOptions o;
-    wl_chakra_options_init(&o);
-    assert_int_equal(wl_write_chakra(w, &o, prefix, NULL, &err), TS_OK);
     SimChakraResult r;
-    assert_int_equal(sim_replay_chakra(prefix, &hw, &net, 0, 1, &r, &err), TS_OK);
+    assert_int_equal(replay_rec(w, "timeline", 0, 1, &r, &err), TS_OK);
     double c = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1048576, 2, 1, 1, NULL);
     assert_int_equal(r.recorded_ranks, 1);
     assert_int_equal(r.n_spans, 3);
@@ -143,7 +145,7 @@ static void test_timeline(void **state)
     sim_chakra_result_free(&r);
     /* rank 1 alone: its spans, its process, none of rank 0's; a range past
      * the set is clipped */
-    assert_int_equal(sim_replay_chakra(prefix, &hw, &net, 1, 5, &r, &err), TS_OK);
+    assert_int_equal(replay_rec(w, "timeline", 1, 5, &r, &err), TS_OK);
     assert_int_equal(r.recorded_first, 1);
     assert_int_equal(r.recorded_ranks, 1);
     assert_true(r.n_spans > 0);

@@ -54,6 +54,14 @@ static int usage(const char *opt, const char *val, const char *expect)
     return 2;
 }
 
+bool cli_train_dtype(const char *s, TsDtype *out)
+{
+    TsDtype d;
+    if (!ts_dtype_parse(s, &d) || d == TS_DTYPE_TF32) return false;
+    *out = d;
+    return true;
+}
+
 int cli_plan_load(const CliSpec *s, CliPlan *cp, const ModelSpec *m, int64_t gpus_from_hw,
                   ParallelPlan *p)
 {
@@ -74,7 +82,7 @@ int cli_plan_load(const CliSpec *s, CliPlan *cp, const ModelSpec *m, int64_t gpu
     p->gpus = gpus_from_hw > 0 ? gpus_from_hw : cp->gpus;
     if (cp->recompute && !plan_recompute_parse(cp->recompute, &p->recompute))
         return usage("recompute", cp->recompute, "none, selective or full");
-    if (cp->dtype && (!ts_dtype_parse(cp->dtype, &p->dtype) || p->dtype == TS_DTYPE_TF32))
+    if (cp->dtype && !cli_train_dtype(cp->dtype, &p->dtype))
         return usage("dtype", cp->dtype, "bf16, fp16, fp8 or fp32");
     if (cp->optimizer && !plan_optim_parse(cp->optimizer, &p->optimizer))
         return usage("optimizer", cp->optimizer, "adam or shampoo");

@@ -22,6 +22,9 @@ typedef struct CliPlan {
 } CliPlan;
 
 void cli_plan_init(CliPlan *cp);
+/* A training dtype (--dtype): bf16, fp16, fp8 or fp32 (tf32 is a compute
+ * mode, not a training dtype). False for anything else. */
+bool cli_train_dtype(const char *s, TsDtype *out);
 /* Add the options. with_gpus: also add --gpus (commands without the hw group). */
 void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus);
 /* Build and resolve the plan; gpus_from_hw > 0 overrides --gpus. Returns 0,

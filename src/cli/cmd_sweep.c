@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "cli_hw.h"
+#include "cli_plan.h"
 #include "cli_sim.h"
 #include "trainsim/partition.h"
 #include "trainsim/report.h"
@@ -410,7 +411,7 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
     /* DeepSpeed's pipeline engine has one schedule: 1F1B */
     if (o->sim.ds_pipe && !o->schedule) c->schedule_mask = 1u << SEARCH_SCHEDULE_1F1B;
     o->dt = TS_DTYPE_BF16;
-    if (o->dtype && (!ts_dtype_parse(o->dtype, &o->dt) || o->dt == TS_DTYPE_TF32))
+    if (o->dtype && !cli_train_dtype(o->dtype, &o->dt))
         return usage("invalid value '%s' for --dtype (expected bf16, fp16, fp8 or fp32)", o->dtype);
     if (o->objective && !search_objective_parse(o->objective, &c->objective))
         return usage("unknown objective '%s' (expected throughput, time, memory or cost)", o->objective);

@@ -303,14 +303,16 @@ bool wl_comm_type_parse(const WlTok *t, int ph, bool sendrecv, TsColl *c, WlGrou
         if (!grp) *g = WL_GROUP_DP;
         buf[strlen(buf) - 6] = '\0';
     }
-    static const struct { const char *s; TsColl c; uint32_t f; } T[] = {
-        {"ALLREDUCE", TS_COLL_ALLREDUCE, 0}, {"ALLGATHER", TS_COLL_ALLGATHER, 0},
-        {"REDUCESCATTER", TS_COLL_REDUCESCATTER, 0}, {"ALLTOALL", TS_COLL_ALLTOALL, 0},
-        {"ALLREDUCEALLTOALL", TS_COLL_ALLREDUCE, WL_F_AR_A2A}, {"BROADCAST", TS_COLL_BROADCAST, 0}};
-    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
-        if (strcmp(buf, T[i].s) == 0) {
-            *c = T[i].c;
-            *flags |= T[i].f;
+    if (strcmp(buf, "ALLREDUCEALLTOALL") == 0) { /* SimAI's, kept for round trips */
+        *c = TS_COLL_ALLREDUCE;
+        *flags |= WL_F_AR_A2A;
+        return true;
+    }
+    /* the upper-case spelling of a collective (wl_coll_upper), but not the
+     * two handled above */
+    for (int i = 0; i < TS_COLL_COUNT; i++)
+        if (i != TS_COLL_NONE && i != TS_COLL_SENDRECV && strcmp(buf, wl_coll_upper((TsColl)i)) == 0) {
+            *c = (TsColl)i;
             return true;
         }
     return false;

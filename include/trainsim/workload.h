@@ -208,7 +208,7 @@ WlTask wl_task_coll(const char *name, WlPhase ph, TsColl c, WlGroup g, double by
 WlTask wl_task_p2p(const char *name, WlPhase ph, bool send, int32_t peer_stage, double bytes, int32_t tag);
 static inline const int32_t *wl_task_deps(const Workload *w, const WlTask *t)
 {
-    return w->deps + t->dep_first;
+    return w->deps ? w->deps + t->dep_first : NULL; /* no deps in the whole workload yet: NULL */
 }
 
 /* ---- ranks and groups ------------------------------------------------------ */

@@ -97,6 +97,32 @@ static void test_read_errors(void **state)
     assert_non_null(strstr(err.msg, "wg_comm_size must be >= 0"));
 }
 
+/* A converted op-table row with an expert-DP gradient collective and no
+ * other task: a workload without any dependency validates (found by
+ * fuzz_optable: wl_task_deps offset a NULL deps array). */
+static void test_optable_converted_types(void **state)
+{
+    (void)state;
+    const char *t = "name\tforward_compute_time\tforward_comm_type\tforward_comm_size\tbackward_compute_time\t"
+                    "backward_comm_type\tbackward_comm_size\tweight_grad_compute_time\tweight_grad_comm_type\t"
+                    "weight_grad_comm_size\tprocess_time\n"
+                    "g\t0\tNone\t0\t0\tALLREDUCE_DP_EP\t4880\t0\tREDUCESCATTER_ASYNC\t10.5\t0\n";
+    Workload *w = NULL;
+    TsError err = {0};
+    assert_int_equal(wl_read_optable("t.tsv", t, strlen(t), &w, &err), TS_OK);
+    assert_int_equal(wl_validate(w, &err), TS_OK);
+    assert_true(w->world_unstated);
+    const WlRow *r = &w->rows[0];
+    const WlTask *ig = &w->tasks[r->comm[WL_PHASE_IG]], *wg = &w->tasks[r->comm[WL_PHASE_WG]];
+    assert_int_equal(ig->coll, TS_COLL_ALLREDUCE);
+    assert_int_equal(ig->group, WL_GROUP_DP_EP);
+    assert_int_equal(wg->coll, TS_COLL_REDUCESCATTER);
+    assert_int_equal(wg->group, WL_GROUP_DP); /* _ASYNC without a group: dp */
+    assert_true(wg->flags & WL_F_ASYNC);
+    assert_true(wg->comm_bytes == 42.0); /* 10.5 fp32 elements */
+    wl_destroy(w);
+}
+
 /* the ASTRA-sim microbenchmark trace, byte for byte (astrasim_chakra.md §2.2) */
 static void test_chakra_82_bytes(void **state)
 {
@@ -498,6 +524,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pyfloat),       cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_optable_converted_types),
         cmocka_unit_test(test_read_simai),    cmocka_unit_test(test_read_errors),
         cmocka_unit_test(test_chakra_82_bytes), cmocka_unit_test(test_build_schedules),
         cmocka_unit_test(test_build_aicb_rows), cmocka_unit_test(test_build_tied_embedding_allreduce),

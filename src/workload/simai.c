@@ -37,7 +37,7 @@ static const char *const FIELD_NAMES[12] = {
 
 static const char TYPES_HINT[] =
     "comm types are ALLREDUCE, ALLGATHER, REDUCESCATTER, ALLTOALL, ALLREDUCEALLTOALL, BROADCAST "
-    "or NONE, optionally with the suffix _EP or _DP_EP";
+    "or NONE, optionally with _ASYNC (non-blocking) and the suffix _EP or _DP_EP";
 
 typedef struct Hdr {
     bool has[8]; /* tp ep pp vpp ga all_gpus pp_comm checkpoints */

@@ -256,6 +256,9 @@ typedef enum {
 } SimCpComm;
 const char *sim_cp_comm_name(SimCpComm c);        /* "p2p", "allgather", "a2a" */
 bool sim_cp_comm_parse(const char *s, SimCpComm *out);
+/* The exchange fits the plan: a2a needs the query and key/value heads per TP
+ * rank divisible by cp (TS_ERR_PLAN with a hint otherwise). */
+TsStatus sim_cp_comm_check(const ModelSpec *m, const ParallelPlan *p, SimCpComm c, TsError *err);
 
 typedef struct SimOptions {
     bool dp_overlap;            /* grad reduce overlapped with backward (Megatron

@@ -308,6 +308,16 @@ typedef struct WlAicbOptions {
 TsStatus wl_build_aicb(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
                        const WlAicbOptions *o, Workload **out, TsError *err);
 
+/* How context parallelism exchanges K/V (the simulator's SimCpComm, same order). */
+typedef enum WlCpComm {
+    WL_CP_P2P = 0,   /* ring: the other ranks' K/V as one asynchronous all-gather under (cp-1)/cp of
+                        the core; backward the K/V again and a dK/dV reduce-scatter */
+    WL_CP_ALLGATHER, /* blocking K/V all-gather before the core; backward again, then a blocking
+                        reduce-scatter of dK/dV */
+    WL_CP_A2A        /* Ulysses: blocking all-to-alls of Q, K, V before the core and of the output
+                        after it (backward: the reverse), core over whole sequences, heads/cp */
+} WlCpComm;
+
 typedef struct WlBuildOptions {
     double bucket_params;   /* DP gradient bucket in parameters, Megatron max(4e7, 1e6*dp) when 0 */
     int grad_bytes;         /* bytes per gradient element reduced over DP, 4 (fp32 main grads) */
@@ -316,6 +326,7 @@ typedef struct WlBuildOptions {
                                --overlap-param-gather, the simulator's default): the gathers
                                open the iteration, one per layer, and each layer's first
                                forward waits only for its own */
+    WlCpComm cp_comm;       /* context-parallel K/V exchange, WL_CP_P2P */
 } WlBuildOptions;
 /* The full per-stage task DAG: layers with TP/SP/CP/EP collectives, PP
  * send/recv in schedule order, bucketed gradient reduction over DP (DP x CP

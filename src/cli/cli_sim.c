@@ -21,8 +21,7 @@ void cli_sim_add(CliSpec *s, CliSim *o)
     cli_add(s, "selective-ops", CLI_FLAG, &o->sel_ops, NULL, CLI_SEL_OPS_HELP);
     cli_add(s, "gpu-spread", CLI_DOUBLE, &o->spread, "F",
             "speed spread among a node's GPUs (0.05); a synchronous job runs at its slowest GPU");
-    cli_add(s, "cp-comm", CLI_STR, &o->cp_comm, "MODE",
-            "context-parallel K/V exchange: p2p (ring, default), allgather, a2a (Ulysses all-to-all)");
+    cli_add(s, "cp-comm", CLI_STR, &o->cp_comm, "MODE", CLI_CP_COMM_HELP);
 }
 
 static int range(const CliSpec *s, const char *name, double v, double lo, double hi, bool open_lo)
@@ -40,14 +39,18 @@ int cli_sim_check(const CliSpec *s, const CliSim *o)
     if (!rc) rc = range(s, "overlap-slowdown", o->slowdown, 0, 1, false);
     if (!rc) rc = range(s, "gpu-spread", o->spread, 0, 1, false);
     SimCpComm cc;
-    if (!rc && o->cp_comm && !sim_cp_comm_parse(o->cp_comm, &cc)) {
-        TsError e = {0};
-        ts_err(&e, TS_ERR_USAGE, "invalid value '%s' for --cp-comm", o->cp_comm);
-        ts_err_hint(&e, "--cp-comm takes p2p (ring send/receive), allgather (K/V all-gather) or a2a (all-to-all, "
-                        "Ulysses)");
-        rc = cli_fail(&e);
-    }
+    if (!rc) rc = cli_cp_comm(o->cp_comm, &cc);
     return rc;
+}
+
+int cli_cp_comm(const char *v, SimCpComm *out)
+{
+    *out = SIM_CP_P2P;
+    if (!v || sim_cp_comm_parse(v, out)) return 0;
+    TsError e = {0};
+    ts_err(&e, TS_ERR_USAGE, "invalid value '%s' for --cp-comm", v);
+    ts_err_hint(&e, "--cp-comm takes p2p (ring send/receive), allgather (K/V all-gather) or a2a (all-to-all, Ulysses)");
+    return cli_fail(&e);
 }
 
 void cli_sim_options(const CliSim *o, SimOptions *so)

@@ -13,6 +13,9 @@
 /* --selective-ops: simulate, sweep (runtime) and memory (what is stored) */
 #define CLI_SEL_OPS_HELP "selective recompute as op-level SAC (torchtitan): every second matmul and all non-matmul ops"
 
+/* --cp-comm: simulate, sweep and workload (chakra, json) */
+#define CLI_CP_COMM_HELP "context-parallel K/V exchange: p2p (ring, default), allgather, a2a (Ulysses all-to-all)"
+
 typedef struct CliSim {
     bool no_dp_overlap, no_ag_overlap, fp16_grads, ds_pipe, eager, sel_ops;
     double bucket_mb;   /* --bucket-mb, -1 = default */
@@ -27,6 +30,8 @@ void cli_sim_add(CliSpec *s, CliSim *o);
  * --gpu-spread in [0, 1], --cp-comm a known exchange); 0, or the usage error
  * printed and 2. */
 int cli_sim_check(const CliSpec *s, const CliSim *o);
+/* --cp-comm's value (NULL: p2p) into *out; 0, or the usage error printed and 2. */
+int cli_cp_comm(const char *v, SimCpComm *out);
 /* sim_options_init, then the given options on top. */
 void cli_sim_options(const CliSim *o, SimOptions *so);
 

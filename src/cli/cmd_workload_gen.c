@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_sim.h"
 #include "trainsim/hw.h"
 #include "trainsim/sim.h"
 
@@ -22,6 +23,7 @@ void wl_gen_cli_add(CliSpec *s, WlGenCli *g)
     cli_model_add(s, &g->model);
     cli_plan_add(s, &g->plan, false);
     cli_hw_add(s, &g->hw);
+    cli_add(s, "cp-comm", CLI_STR, &g->cp_comm, "MODE", "chakra, json: " CLI_CP_COMM_HELP);
     g->spec = s;
 }
 
@@ -117,6 +119,23 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
     int64_t gpus = g->hw.gpus > 0 ? g->hw.gpus : 0;
     ParallelPlan p;
     if ((rc = cli_plan_load(g->spec, &g->plan, &m, gpus, &p))) return rc;
+    SimCpComm cc;
+    if ((rc = cli_cp_comm(g->cp_comm, &cc))) return rc;
+    bool dag = g->fmt == WL_FMT_CHAKRA || g->fmt == WL_FMT_JSON;
+    if (g->cp_comm && !dag) {
+        TsError e = {0};
+        ts_err(&e, TS_ERR_USAGE, "--cp-comm applies to --format chakra and json");
+        ts_err_hint(&e, "AICB's SimAI layout (simai, astrasim) and the op table have no context-parallel group");
+        return cli_fail(&e);
+    }
+    TsError err = {0};
+    if (sim_cp_comm_check(&m, &p, cc, &err)) return cli_fail(&err);
+    if (p.cp > 1 && (g->fmt == WL_FMT_SIMAI || g->fmt == WL_FMT_ASTRASIM))
+        fprintf(stderr, "trainsim: warning: AICB's SimAI layout has no context parallelism (AICB ignores "
+                        "--context-parallel-size): the %lld CP ranks are written as data-parallel ranks with whole "
+                        "%lld-token sequences (%lldx the plan's tokens per step); --format chakra or json models "
+                        "the CP exchange\n",
+                (long long)p.cp, (long long)p.seq, (long long)p.cp);
     if ((rc = cli_hw_load(&g->hw, "dgx-h100", p.gpus, &g->loaded))) return rc;
     g->dtype = p.dtype;
     SimOptions so;
@@ -140,7 +159,6 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
         pd.stage_layers = split;
         pd.n_stage_layers = (int32_t)chunks;
     }
-    TsError err = {0};
     TsStatus st;
     if (g->fmt == WL_FMT_SIMAI || g->fmt == WL_FMT_ASTRASIM) {
         WlAicbOptions ao = {.compat_1_1 = g->aicb_compat};
@@ -149,7 +167,10 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
         WlOptableOptions oo = {.neusight = g->neusight};
         st = wl_build_optable(&md, &pd, &g->loaded.model, p.dtype, &oo, out, &err);
     } else {
-        WlBuildOptions bo = {0};
+        _Static_assert((int)WL_CP_P2P == (int)SIM_CP_P2P && (int)WL_CP_ALLGATHER == (int)SIM_CP_ALLGATHER &&
+                           (int)WL_CP_A2A == (int)SIM_CP_A2A,
+                       "WlCpComm follows SimCpComm");
+        WlBuildOptions bo = {.cp_comm = (WlCpComm)cc};
         st = wl_build(&md, &pd, &cost, &bo, out, &err);
     }
     free(split);

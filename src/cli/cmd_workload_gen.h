@@ -18,6 +18,7 @@ typedef struct WlGenCli {
     WlFormat fmt;       /* set by cmd_workload before build */
     bool aicb_compat;   /* --aicb-compat given */
     bool neusight;      /* --optable-compat neusight */
+    const char *cp_comm; /* --cp-comm (chakra, json), NULL = p2p */
 } WlGenCli;
 
 void wl_gen_cli_init(WlGenCli *g);

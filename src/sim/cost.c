@@ -68,6 +68,18 @@ enum { N_CP_COMM = sizeof CP_COMM / sizeof CP_COMM[0] };
 
 const char *sim_cp_comm_name(SimCpComm c) { return (unsigned)c < N_CP_COMM ? CP_COMM[c] : "?"; }
 
+TsStatus sim_cp_comm_check(const ModelSpec *m, const ParallelPlan *p, SimCpComm c, TsError *err)
+{
+    if (p->cp <= 1 || c != SIM_CP_A2A) return TS_OK;
+    int64_t ah = m->heads / p->tp, gh = (m->kv_lora_rank > 0 ? m->heads : m->kv_heads) / p->tp;
+    if (ah % p->cp == 0 && gh >= 1 && gh % p->cp == 0) return TS_OK;
+    ts_err(err, TS_ERR_PLAN, "--cp-comm a2a splits the heads over --cp %lld: %lld query and %lld key/value heads per TP rank",
+           (long long)p->cp, (long long)ah, (long long)gh);
+    ts_err_hint(err, "the all-to-all (Ulysses) needs both divisible by cp: use --cp-comm p2p or allgather, "
+                     "or a cp that divides them");
+    return TS_ERR_PLAN;
+}
+
 bool sim_cp_comm_parse(const char *s, SimCpComm *out)
 {
     int i = ts_name_index(s, CP_COMM, N_CP_COMM);
@@ -725,17 +737,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     if (st) return st;
     if (p->cp > 1 && p->seq % p->cp)
         return ts_err(err, TS_ERR_PLAN, "--seq %lld is not a multiple of --cp %lld", (long long)p->seq, (long long)p->cp);
-    if (p->cp > 1 && in->opt.cp_comm == SIM_CP_A2A) {
-        int64_t ah = m->heads / p->tp, gh = (m->kv_lora_rank > 0 ? m->heads : m->kv_heads) / p->tp;
-        if (ah % p->cp || gh < 1 || gh % p->cp) {
-            ts_err(err, TS_ERR_PLAN,
-                   "--cp-comm a2a splits the heads over --cp %lld: %lld query and %lld key/value heads per TP rank",
-                   (long long)p->cp, (long long)ah, (long long)gh);
-            ts_err_hint(err, "the all-to-all (Ulysses) needs both divisible by cp: use --cp-comm p2p or allgather, "
-                             "or a cp that divides them");
-            return TS_ERR_PLAN;
-        }
-    }
+    if ((st = sim_cp_comm_check(m, p, in->opt.cp_comm, err))) return st;
     if (in->opt.ds_pipe && (p->vpp > 1 || p->schedule != PLAN_SCHED_1F1B)) {
         ts_err(err, TS_ERR_PLAN, "--deepspeed-pipe runs DeepSpeed's 1F1B schedule only (got %s, vpp %lld)",
                plan_sched_name(p->schedule), (long long)p->vpp);

@@ -153,9 +153,16 @@ static void layer_costs(Gen *g)
     }
     /* causal core over the whole sequence; with CP each rank holds 2 of the
      * 2cp load-balanced chunks (Megatron), so its share of the causal work
-     * is cp times one causal S x S block, as the simulator counts it */
-    double core_f = (double)p->cp * g->c->attn_s(g->c->ctx, B, A, S, S, D, true, false);
-    double core_b = (double)p->cp * g->c->attn_s(g->c->ctx, B, A, S, S, D, true, true);
+     * is cp times one causal S x S block, as the simulator counts it; after
+     * the all-to-all (Ulysses) whole sequences over A/cp heads instead */
+    double core_f, core_b;
+    if (p->cp > 1 && g->o->cp_comm == WL_CP_A2A) {
+        core_f = g->c->attn_s(g->c->ctx, B, A / p->cp, S * p->cp, S * p->cp, D, true, false);
+        core_b = g->c->attn_s(g->c->ctx, B, A / p->cp, S * p->cp, S * p->cp, D, true, true);
+    } else {
+        core_f = (double)p->cp * g->c->attn_s(g->c->ctx, B, A, S, S, D, true, false);
+        core_b = (double)p->cp * g->c->attn_s(g->c->ctx, B, A, S, S, D, true, true);
+    }
     double core_fl = 2.0 * (double)B * (double)A * (double)S * (double)(S * p->cp) * (double)D;
     a->fwd_s += core_f;
     a->ig_s += core_b;
@@ -389,13 +396,38 @@ static bool is_moe_layer(const Gen *g, int64_t layer)
     return g->m->experts > 0 && layer >= g->m->dense_layers;
 }
 
-/* The K/V of all CP ranks of one micro-batch on this TP rank (the buffer of
- * the CP ring as one all-gather). */
-static double cp_kv_bytes(const Gen *g)
+/* Per-token widths on this TP rank of what CP exchanges, as the simulator
+ * counts them (src/sim/cost.c): K and V (MLA: the latent's share, half of
+ * the per-head q.k + v widths; kv heads fewer than TP are replicated), Q,
+ * and the attention output. */
+static void cp_widths(const Gen *g, double *kv, double *q, double *o)
 {
     const WlModelDims *m = g->m;
-    int64_t kvd = (m->kv_heads > 0 ? m->kv_heads : m->heads) * (m->head_dim > 0 ? m->head_dim : m->hidden / m->heads);
-    return g->tpc * 2.0 * (double)kvd / (double)m->hidden / (double)g->p->tp * (double)g->p->cp;
+    int64_t t = g->p->tp, D = m->head_dim > 0 ? m->head_dim : m->hidden / m->heads;
+    int64_t kvd = m->kv_lora_rank > 0 ? m->heads * (m->qk_nope_dim + m->qk_rope_dim + m->v_head_dim) / 2
+                                      : (m->kv_heads > 0 ? m->kv_heads : m->heads) * D;
+    *kv = 2.0 * (double)(kvd / (kvd >= t ? t : 1));
+    *q = (double)((m->kv_lora_rank > 0 ? m->heads * (m->qk_nope_dim + m->qk_rope_dim) : m->heads * D) / t);
+    *o = (double)((m->kv_lora_rank > 0 ? m->heads * m->v_head_dim : m->heads * D) / t);
+}
+
+/* The K/V of all CP ranks of one micro-batch on this TP rank (the buffer of
+ * the CP ring as one all-gather, or of the all-gather itself). */
+static double cp_kv_bytes(const Gen *g)
+{
+    double kv, q, o, tok = (double)g->p->micro_batch * (double)(g->p->seq / g->p->cp);
+    cp_widths(g, &kv, &q, &o);
+    return tok * kv * g->p->dtype_bytes * (double)g->p->cp;
+}
+
+/* Ulysses all-to-alls of one micro-batch on this TP rank: Q, K, V in, the
+ * attention output back (each rank's whole buffer). */
+static void cp_a2a_bytes(const Gen *g, double *qkv, double *out)
+{
+    double kv, q, o, tok = (double)g->p->micro_batch * (double)(g->p->seq / g->p->cp) * g->p->dtype_bytes;
+    cp_widths(g, &kv, &q, &o);
+    *qkv = tok * (q + kv);
+    *out = tok * o;
 }
 
 /* A block's forward with its collectives; `rf`: the full-recompute forward
@@ -416,7 +448,17 @@ static void block_fwd_as(Gen *g, const Block *b, const char *nm, int64_t mb, int
         comp_f(g, name, ph, mb, ch, l, b->fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl);
         coll(g, "ep.combine", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
     } else {
-        if (b == &g->attn && p->cp > 1) {
+        if (b == &g->attn && p->cp > 1 && g->o->cp_comm != WL_CP_P2P) {
+            /* exposed exchange: the K/V gather (or Q/K/V all-to-all) before
+             * the block, the output all-to-all after it */
+            double qkv, out;
+            cp_a2a_bytes(g, &qkv, &out);
+            bool a2a = g->o->cp_comm == WL_CP_A2A;
+            coll(g, a2a ? "cp.a2a.qkv" : "cp.kv", ph, mb, a2a ? TS_COLL_ALLTOALL : TS_COLL_ALLGATHER, WL_GROUP_CP,
+                 a2a ? qkv : cp_kv_bytes(g), true);
+            comp_f(g, name, ph, mb, ch, l, b->fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl);
+            if (a2a) coll(g, "cp.a2a.o", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_CP, out, true);
+        } else if (b == &g->attn && p->cp > 1) {
             /* CP ring: the K/V of the other CP ranks (as one gather) travel
              * while the attention core works on the chunks it has: the
              * gather overlaps (cp-1)/cp of the core, the rest of the block
@@ -452,7 +494,19 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     if (moe && p->ep > 1) coll(g, "ep.combine.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
     snprintf(name, sizeof name, "L%lld.%s.ig", (long long)l, nm);
     double ig = b->ig_s + (full ? 0 : b->recompute_s);
-    if (b == &g->attn && p->cp > 1) {
+    if (b == &g->attn && p->cp > 1 && g->o->cp_comm != WL_CP_P2P) {
+        /* exposed exchange backward: the output gradient's all-to-all, the
+         * block, the Q/K/V gradients' all-to-all; or the K/V gathered again,
+         * the block, the dK/dV reduce-scatter */
+        double qkv, out;
+        cp_a2a_bytes(g, &qkv, &out);
+        bool uly = g->o->cp_comm == WL_CP_A2A;
+        if (uly) coll(g, "cp.a2a.o.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_CP, out, true);
+        else coll(g, "cp.kv.b", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, cp_kv_bytes(g), true);
+        comp_f(g, name, WL_PHASE_IG, mb, ch, l, ig, b->ig_flops, b->bwd_bytes / 2, extra, ag, 0);
+        coll(g, uly ? "cp.a2a.qkv.b" : "cp.dkv", WL_PHASE_IG, mb, uly ? TS_COLL_ALLTOALL : TS_COLL_REDUCESCATTER,
+             WL_GROUP_CP, uly ? qkv : cp_kv_bytes(g), true);
+    } else if (b == &g->attn && p->cp > 1) {
         /* CP ring backward: K/V again and the dK/dV partial sums travel
          * while (cp-1)/cp of the core backward runs */
         double hid = g->core_b * (double)(p->cp - 1) / (double)p->cp;

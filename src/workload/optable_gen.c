@@ -150,6 +150,11 @@ TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const HwMod
     double tp = (double)p->tp, A = (double)m->heads / tp, D = H / (double)m->heads, F = (double)m->ffn;
     double T = B * S;
     bool dp = p->dp > 1, tpm = p->tp > 1;
+    if (p->cp > 1) {
+        ts_err(err, TS_ERR_PLAN, "op tables have no context parallelism (NeuSight's tables are dp, tp or pp)");
+        ts_err_hint(err, "--format chakra or json models the CP exchange");
+        return TS_ERR_PLAN;
+    }
     if ((dp ? 1 : 0) + (tpm ? 1 : 0) + (p->pp > 1 ? 1 : 0) > 1)
         return ts_err(err, TS_ERR_PLAN, "op tables describe one kind of parallelism at a time (dp, tp or pp), "
                                         "as NeuSight does");

@@ -379,6 +379,53 @@ static void test_build_dp_cp_reduction(void **state)
     wl_destroy(w);
 }
 
+/* --cp-comm: the ring (one asynchronous K/V gather per attention forward,
+ * gather + reduce-scatter per backward), the blocking all-gather, and
+ * Ulysses' all-to-alls (Q/K/V in, output back; the reverse in backward).
+ * Small plan, cp 2: 2 local layers x 8 micro-batches on stage 0, T = 64
+ * local tokens, 8/2 = 4 heads of 32 per TP rank. */
+static void test_build_cp_comm(void **state)
+{
+    (void)state;
+    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlModelDims m;
+    WlPlanDims p;
+    small_plan(&m, &p);
+    p.cp = 2, p.world = 64;
+    double kv = 64.0 * 2 * 128 * 2 * 2; /* tok x (K,V) x 4 heads x 32 x 2 B x cp */
+    double qkv = 64.0 * (128 + 2 * 128) * 2, out = 64.0 * 128 * 2;
+    WlCpComm modes[] = {WL_CP_P2P, WL_CP_ALLGATHER, WL_CP_A2A};
+    for (int i = 0; i < 3; i++) {
+        WlBuildOptions bo = {.cp_comm = modes[i]};
+        TsError err = {0};
+        Workload *w = NULL;
+        assert_int_equal(wl_build(&m, &p, &c, &bo, &w, &err), TS_OK);
+        check_dag(w);
+        WlGroup g = WL_GROUP_NONE;
+        double b = 0;
+        bool a2a = modes[i] == WL_CP_A2A;
+        assert_int_equal(count_named(w, 0, "cp.kv", &g, &b), a2a ? 0 : 16);
+        if (!a2a) assert_true(g == WL_GROUP_CP && b == kv);
+        assert_int_equal(count_named(w, 0, "cp.dkv", NULL, &b), a2a ? 0 : 16);
+        if (!a2a) assert_true(b == kv);
+        assert_int_equal(count_named(w, 0, "cp.a2a.qkv", &g, &b), a2a ? 16 : 0);
+        if (a2a) assert_true(g == WL_GROUP_CP && b == qkv);
+        assert_int_equal(count_named(w, 0, "cp.a2a.o.b", NULL, &b), a2a ? 16 : 0);
+        if (a2a) assert_true(b == out);
+        /* only the ring hides its exchange: asynchronous, with the core split off */
+        int async = 0, ring = 0;
+        const WlClass *cl = &w->classes[0];
+        for (int32_t k = cl->first_task; k < cl->first_task + cl->n_tasks; k++) {
+            const WlTask *t = &w->tasks[k];
+            if (t->group == WL_GROUP_CP && (t->flags & WL_F_ASYNC)) async++;
+            if (strstr(t->name, ".ring")) ring++;
+        }
+        assert_int_equal(async, modes[i] == WL_CP_P2P ? 48 : 0); /* kv, kv.b, dkv */
+        assert_int_equal(ring, modes[i] == WL_CP_P2P ? 32 : 0);
+        wl_destroy(w);
+    }
+}
+
 /* --stage-layers: chunk c runs stage_layers[c] layers, in order. */
 static void test_build_stage_layers(void **state)
 {
@@ -528,7 +575,8 @@ int main(void)
         cmocka_unit_test(test_read_simai),    cmocka_unit_test(test_read_errors),
         cmocka_unit_test(test_chakra_82_bytes), cmocka_unit_test(test_build_schedules),
         cmocka_unit_test(test_build_aicb_rows), cmocka_unit_test(test_build_tied_embedding_allreduce),
-        cmocka_unit_test(test_build_dp_cp_reduction), cmocka_unit_test(test_build_stage_layers),
+        cmocka_unit_test(test_build_dp_cp_reduction), cmocka_unit_test(test_build_cp_comm),
+        cmocka_unit_test(test_build_stage_layers),
         cmocka_unit_test(test_json_roundtrip), cmocka_unit_test(test_json_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -264,7 +264,8 @@ typedef struct SimOptions {
     bool dp_overlap;            /* grad reduce overlapped with backward (Megatron
                                    --overlap-grad-reduce, DDP buckets), true */
     bool param_gather_overlap;  /* dist-opt all-gather under the next forward, true */
-    double bucket_bytes;        /* DP bucket, 40e6 (Megatron --ddp-bucket-size default) */
+    double bucket_bytes;        /* DP bucket, 40e6 bytes (10 M fp32 gradients; Megatron-Core's
+                                   default is max(4e7, 1e6 x DP) elements: docs/simulate.md) */
     bool fp32_grad_reduce;      /* gradients reduced in fp32 (Megatron DDP default), true */
     double overlap_slowdown;    /* compute slow-down while comm overlaps, 0.10
                                    (calibration_facts.md section 5) */

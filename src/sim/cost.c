@@ -44,7 +44,7 @@ void sim_options_init(SimOptions *o)
     memset(o, 0, sizeof *o);
     o->dp_overlap = true;           /* Megatron --overlap-grad-reduce; PyTorch DDP/FSDP default */
     o->param_gather_overlap = true; /* Megatron --overlap-param-gather (NeMo recipes) */
-    o->bucket_bytes = 40e6;         /* Megatron-Core DDP bucket_size default 40M elements... */
+    o->bucket_bytes = 40e6;         /* 40 MB of gradients (Megatron's default: 40 M elements, docs/simulate.md) */
     o->fp32_grad_reduce = true;     /* Megatron accumulate_allreduce_grads_in_fp32 (bf16 runs) */
     /* calibration_facts.md section 5: Lee et al. measure 18.9 % mean compute
      * slow-down under overlap with SM-driven collectives on 4 GPUs; Calculon

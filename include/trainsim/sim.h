@@ -128,6 +128,10 @@ typedef struct SimChunkCost {
     double slowdown_s;      /* compute slow-down from overlapped TP/CP comm, inside fwd_s+bwd_s */
     double pp_blocked_s;    /* blocking pipeline sends/receives (SimOptions.ds_pipe) inside
                                fwd_s + bwd_s; p2p_fwd_s/p2p_bwd_s are then 0 */
+    double param_gather_s;  /* dist-opt / ZeRO-1/2: this chunk's share of its stage's parameter
+                               all-gather (SimStageCost.param_gather_s); 0 = none */
+    int32_t layers;         /* transformer layers of the chunk: an overlapped gather arrives
+                               layer by layer (0: as one piece) */
 } SimChunkCost;
 
 /* End-of-step costs of a stage. */
@@ -146,7 +150,10 @@ typedef struct SimPipeline {
     const SimChunkCost *chunk; /* [stages * chunks], index s*chunks + c */
     const SimStageCost *stage; /* [stages] */
     bool dp_overlap;        /* gradient reduction overlapped with the backward (bucketed) */
-    bool param_gather_overlap; /* dist-opt all-gather hidden under the next forward */
+    bool param_gather_overlap; /* dist-opt all-gather under the next forward: the gathers of
+                               the chunks' parameters run back to back from the step on, and
+                               each layer's first forward waits for its own (what
+                               SimChunkCost.param_gather_s does not hide is exposed) */
     double overlap_slowdown;/* compute slow-down while a collective overlaps it, 0.1 */
     bool record;            /* record spans for a trace (implies the full pass) */
     bool full_pass;         /* simulate every micro-batch even when the schedule
@@ -264,8 +271,9 @@ typedef struct SimOptions {
     bool dp_overlap;            /* grad reduce overlapped with backward (Megatron
                                    --overlap-grad-reduce, DDP buckets), true */
     bool param_gather_overlap;  /* dist-opt all-gather under the next forward, true */
-    double bucket_bytes;        /* DP bucket, 40e6 bytes (10 M fp32 gradients; Megatron-Core's
-                                   default is max(4e7, 1e6 x DP) elements: docs/simulate.md) */
+    double bucket_bytes;        /* DP gradient bucket in bytes; 0 (default): Megatron-Core's
+                                   max(4e7, 1e6 x DP size) elements at the reduction dtype
+                                   (sim_dp_bucket_bytes) */
     bool fp32_grad_reduce;      /* gradients reduced in fp32 (Megatron DDP default), true */
     double overlap_slowdown;    /* compute slow-down while comm overlaps, 0.10
                                    (calibration_facts.md section 5) */
@@ -291,6 +299,10 @@ typedef struct SimOptions {
     bool record;                /* keep spans for --trace */
 } SimOptions;
 void sim_options_init(SimOptions *o);
+/* The DP gradient bucket in bytes for a reduction group of dp_size ranks:
+ * o->bucket_bytes when set, else Megatron-Core's default bucket_size
+ * max(4e7, 1e6 x dp_size) elements at the reduction dtype (fp32 or 16-bit). */
+double sim_dp_bucket_bytes(const SimOptions *o, int64_t dp_size);
 /* Tensor-core slow-down of the slowest of n GPUs given the per-node spread:
  * spread / 2.85 * sqrt(2 ln n) (0 for n = 1), e.g. 0.05 at n = 64. */
 double sim_straggler(double spread, int64_t n);

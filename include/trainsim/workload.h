@@ -319,7 +319,7 @@ typedef enum WlCpComm {
 } WlCpComm;
 
 typedef struct WlBuildOptions {
-    double bucket_params;   /* DP gradient bucket in parameters, Megatron max(4e7, 1e6*dp) when 0 */
+    double bucket_params;   /* DP gradient bucket in parameters; 0: Megatron max(4e7, 1e6 x dp*cp) */
     int grad_bytes;         /* bytes per gradient element reduced over DP, 4 (fp32 main grads) */
     bool param_gather_at_step; /* dist-opt / ZeRO-1/2: all-gather the updated parameters after
                                the optimizer step (exposed). false (Megatron

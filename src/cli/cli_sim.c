@@ -14,7 +14,7 @@ void cli_sim_add(CliSpec *s, CliSim *o)
     cli_add(s, "fp16-grad-reduce", CLI_FLAG, &o->fp16_grads, NULL, "reduce gradients at 16 bit (default fp32)");
     cli_add(s, "deepspeed-pipe", CLI_FLAG, &o->ds_pipe, NULL,
             "DeepSpeed pipeline engine: blocking p2p, grads all-reduced after the flush");
-    cli_add(s, "bucket-mb", CLI_DOUBLE, &o->bucket_mb, "MB", "DP gradient bucket size (default 40)");
+    cli_add(s, "bucket-mb", CLI_DOUBLE, &o->bucket_mb, "MB", "DP gradient bucket in MB of gradients (default: Megatron's max(40M, 1M x DP) elements)");
     cli_add(s, "overlap-slowdown", CLI_DOUBLE, &o->slowdown, "F", "compute slow-down under overlap (0.10)");
     cli_add(s, "eager-pytorch", CLI_FLAG, &o->eager, NULL,
             "eager PyTorch model code (torchtitan): unfused norm/RoPE/SwiGLU, separate q/k/v and w1/w3 GEMMs");

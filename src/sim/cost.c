@@ -44,7 +44,7 @@ void sim_options_init(SimOptions *o)
     memset(o, 0, sizeof *o);
     o->dp_overlap = true;           /* Megatron --overlap-grad-reduce; PyTorch DDP/FSDP default */
     o->param_gather_overlap = true; /* Megatron --overlap-param-gather (NeMo recipes) */
-    o->bucket_bytes = 40e6;         /* 40 MB of gradients (Megatron's default: 40 M elements, docs/simulate.md) */
+    o->bucket_bytes = 0;            /* Megatron-Core's rule, sim_dp_bucket_bytes */
     o->fp32_grad_reduce = true;     /* Megatron accumulate_allreduce_grads_in_fp32 (bf16 runs) */
     /* calibration_facts.md section 5: Lee et al. measure 18.9 % mean compute
      * slow-down under overlap with SM-driven collectives on 4 GPUs; Calculon
@@ -60,6 +60,14 @@ void sim_options_init(SimOptions *o)
      * typical GPU; a synchronous job runs at the pace of its slowest GPU. */
     o->gpu_spread = 0.05;
     o->cp_comm = SIM_CP_P2P; /* Megatron / Transformer Engine default cp_comm_type "p2p" */
+}
+
+double sim_dp_bucket_bytes(const SimOptions *o, int64_t dp_size)
+{
+    if (o->bucket_bytes > 0) return o->bucket_bytes;
+    /* megatron/core/distributed/distributed_data_parallel.py: bucket_size =
+     * max(40000000, 1000000 * data-parallel world size) elements */
+    return fmax(4e7, 1e6 * (double)dp_size) * (o->fp32_grad_reduce ? 4.0 : 2.0);
 }
 
 static const char *const CP_COMM[] = {"p2p", "allgather", "a2a"};
@@ -676,7 +684,7 @@ static void chunk_dp_costs(const Ctx *x, const SimSetup *in, double params, doub
     d->eparams = eparams;
     double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
     bool shard_opt = p->dist_opt || p->zero >= 1;
-    double bucket = in->opt.bucket_bytes > 0 ? in->opt.bucket_bytes : 40e6;
+    double bucket = sim_dp_bucket_bytes(&in->opt, x->dpg.size);
     /* not for ZeRO-3: per layer in layer_cost */
     if (p->zero < 3) {
         double dense_b = (params - eparams) * gbytes, exp_b = eparams * gbytes;
@@ -798,6 +806,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             l0 += nl;
             double nd = (double)(nl - n_moe), nm = (double)n_moe;
             SimChunkCost *c = &cc[s * v + vs];
+            c->layers = (int32_t)nl;
 #define SUM(f) (nd * dense.f + (has_moe ? nm * moe.f : 0))
             double rk = p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0 && p->recompute_layers < nl
                             ? (double)p->recompute_layers / (double)nl : 1.0;
@@ -865,8 +874,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             if (p->zero < 3) {
                 c->dp_grad_s = dpm.t_dp;
                 c->dp_buckets = dpm.buckets;
-                if (dpm.has_ag) sc[s].param_gather_s += dpm.ag;
-                if (dpm.has_eag) sc[s].param_gather_s += dpm.eag;
+                c->param_gather_s = (dpm.has_ag ? dpm.ag : 0) + (dpm.has_eag ? dpm.eag : 0);
+                sc[s].param_gather_s += c->param_gather_s;
             }
             sc[s].optimizer_s += dpm.opt;
             if (dpm.has_shampoo) sc[s].optimizer_s += dpm.shampoo;

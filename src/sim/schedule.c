@@ -29,7 +29,8 @@ typedef struct SimOp {
     int32_t xi;    /* transfer on that edge: xf[] index (2*sender + is_bwd), zero slot if none */
     int32_t di;    /* duration: dur[] index (2*(s*v + c) + is_bwd) */
     int16_t stage;
-    int16_t last;  /* backward of the last micro-batch (DP buckets start under it) */
+    int16_t last;  /* 1: backward of the last micro-batch (DP buckets start under it);
+                      2: forward of the first (the parameter gathers arrive under it) */
 } SimOp;
 
 /* A compiled schedule for (p, v, m, schedule). */
@@ -60,6 +61,8 @@ struct SimWork {
     size_t sc_cap;
     double *bfin_last;   /* finish of B(s, m-1, c): [p*v] */
     size_t bl_cap;
+    double *fst_first;   /* start of F(s, 0, c): [p*v] */
+    size_t ff_cap;
     double *ppc;         /* per-task transfer wait (fast path): [2*p*v*m] */
     size_t ppc_cap;
     SimStageResult *stages;
@@ -154,6 +157,7 @@ void sim_work_destroy(SimWork *w)
     free(w->bend);
     free(w->vmb);
     free(w->bst_last);
+    free(w->fst_first);
     free(w->stages);
     free(w->pos);
     free(w->tfree);
@@ -338,7 +342,7 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
                 op->xi = xi;
                 op->di = 2 * (s * v + c) + (t & 1);
                 op->stage = (int16_t)s;
-                op->last = (t & 1) && mb == m - 1;
+                op->last = (int16_t)((t & 1) ? mb == m - 1 : 2 * (mb == 0));
             }
             remaining -= k - w->pos[s];
             w->pos[s] = k;
@@ -360,7 +364,7 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
  * task whose input is still in flight is charged to the pipeline transfer up
  * to the transfer's duration (ppwait); the rest of the idle time is bubble.
  * ppc (may be NULL) receives each task's charge, indexed like fin. Fills
- * tfree, ppwait, bst_last and bfin_last. */
+ * tfree, ppwait, bst_last, bfin_last and fst_first. */
 static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double *ppc)
 {
     const int32_t p = pl->stages, v = pl->chunks, pv = p * v;
@@ -387,7 +391,10 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
         double en = st + dur[op->di];
         fin[op->self] = en;
         fr[op->stage] = en;
-        if (op->last) w->bst_last[op->di >> 1] = st;
+        if (op->last) {
+            if (op->last == 1) w->bst_last[op->di >> 1] = st;
+            else w->fst_first[op->di >> 1] = st;
+        }
     }
     for (int32_t i = 0; i < pv; i++) w->bfin_last[i] = fin[nt + (int64_t)i * m + m - 1];
 }
@@ -458,6 +465,33 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
     sr->slowdown_s = pl->overlap_slowdown * overlapped;
 }
 
+/* The start-up delay of stage s from overlapped dist-opt parameter gathers
+ * (param_gather_overlap). The gathers of the stage's chunks run back to back
+ * from the iteration start, chunk by chunk in the order of their first
+ * forward, a layer's share (gather / layers) at a time; the first forward
+ * F(s, 0, c) runs each layer once its share has arrived. With G the gathers
+ * before chunk c, a its per-layer share, f its per-layer forward and t0 the
+ * forward's start, layer k cannot end before G + k a + (L - k + 1) f, so the
+ * forward ends max(0, max_k (G + k a - (k - 1) f - t0)) late: linear in k,
+ * so k = 1 (the first layer's gather is always waited for unless t0 leaves
+ * room) or k = L. The largest shift of the stage's chunks is its delay. */
+static double stage_gather_delay(const SimPipeline *pl, const SimWork *w, int32_t s)
+{
+    const int32_t v = pl->chunks;
+    double g = 0, delay = 0;
+    for (int32_t c = 0; c < v; c++) {
+        const SimChunkCost *cc = &pl->chunk[s * v + c];
+        if (!(cc->param_gather_s > 0)) continue;
+        double L = cc->layers > 0 ? (double)cc->layers : 1.0;
+        double a = cc->param_gather_s / L, f = cc->fwd_s / L, t0 = w->fst_first[s * v + c];
+        double d1 = g + a - t0, dl = g + L * a - (L - 1) * f - t0;
+        double d = d1 > dl ? d1 : dl;
+        if (d > delay) delay = d;
+        g += cc->param_gather_s;
+    }
+    return delay;
+}
+
 /* Grow the work arrays for a (p, v, m) pipeline; ppc too when with_ppc. */
 static TsStatus prepare(SimWork *w, int32_t p, int32_t v, int64_t m, bool with_ppc, TsError *err)
 {
@@ -470,6 +504,7 @@ static TsStatus prepare(SimWork *w, int32_t p, int32_t v, int64_t m, bool with_p
               ts_grow((void **)&w->vmb, &w->vmb_cap, (size_t)(m * v), sizeof(int32_t)) &&
               ts_grow((void **)&w->bst_last, &w->sc_cap, (size_t)p * (size_t)v, sizeof(double)) &&
               ts_grow((void **)&w->bfin_last, &blc, (size_t)p * (size_t)v, sizeof(double)) &&
+              ts_grow((void **)&w->fst_first, &w->ff_cap, (size_t)p * (size_t)v, sizeof(double)) &&
               (!with_ppc || ts_grow((void **)&w->ppc, &w->ppc_cap, 2 * nt, sizeof(double)));
     w->bl_cap = blc;
     if (ok) w->t_cap = fcap / 2 < bcap ? fcap / 2 : bcap;
@@ -762,7 +797,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         if (pl->record && (st = record_spans(pl, w, pg, err)) != TS_OK) goto fail;
     }
 
-    double pipe_max = 0, opt = 0, ag_exposed = 0, ag_hidden = 0;
+    double pipe_max = 0, opt = 0, ag_exposed = 0, ag_hidden = 0, ag_start = 0;
     int32_t crit = 0, slowest = 0;
     for (int32_t s = 0; s < p; s++) {
         SimStageResult *sr = &w->stages[s];
@@ -780,6 +815,8 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
             if (sc->optimizer_s > opt) opt = sc->optimizer_s;
             if (pl->param_gather_overlap) {
                 if (sc->param_gather_s > ag_hidden) ag_hidden = sc->param_gather_s;
+                double d = stage_gather_delay(pl, w, s);
+                if (d > ag_start) ag_start = d;
             } else if (sc->param_gather_s > ag_exposed) {
                 ag_exposed = sc->param_gather_s;
             }
@@ -803,7 +840,11 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         }
     }
     const SimStageResult *cs = &w->stages[crit];
-    double slow_ag = pl->overlap_slowdown * ag_hidden; /* the hidden gather slows the next forward */
+    /* the hidden part of an overlapped gather slows the next forward; the
+     * start-up delay it causes (the same on every stage: the pipeline fills
+     * behind it) is exposed */
+    double slow_ag = pl->overlap_slowdown * (ag_hidden > ag_start ? ag_hidden - ag_start : 0);
+    ag_exposed += ag_start;
     out->iteration_time_s = cs->end_s + opt + ag_exposed + slow_ag;
     out->pipeline_time_s = pipe_max;
     out->critical_stage = crit;

@@ -95,7 +95,7 @@ void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *b)
                      "\"cp_comm\": \"%s\"}",
                   o->ds_pipe ? "deepspeed" : "megatron", o->dp_overlap && !o->ds_pipe ? "true" : "false",
                   o->param_gather_overlap && !o->ds_pipe ? "true" : "false", o->fp32_grad_reduce ? "fp32" : "16-bit",
-                  o->bucket_bytes, o->overlap_slowdown, o->eager_elementwise ? "eager" : "fused",
+                  sim_dp_bucket_bytes(o, p->dp * p->cp), o->overlap_slowdown, o->eager_elementwise ? "eager" : "fused",
                   o->selective_ops ? "ops" : "attention", o->gpu_spread, sim_cp_comm_name(o->cp_comm));
     ModelCounts mc;
     model_count_params(in->model, &mc);

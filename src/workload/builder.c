@@ -796,7 +796,8 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
                       (long long)p->ga, (long long)p->pp);
     Gen g = {.m = m, .p = p, .c = c, .o = o, .last = -1, .join = -1, .n_chunks = n_chunks,
              .dpg = p->cp > 1 ? WL_GROUP_DP_CP : WL_GROUP_DP, .dpn = p->dp * (p->cp > 1 ? p->cp : 1)};
-    g.bucket_max = o->bucket_params > 0 ? o->bucket_params : fmax(4e7, 1e6 * (double)p->dp);
+    /* Megatron-Core's bucket_size over the reduction group (DP x CP), as sim_dp_bucket_bytes */
+    g.bucket_max = o->bucket_params > 0 ? o->bucket_params : fmax(4e7, 1e6 * (double)g.dpn);
     layer_costs(&g);
     Step *steps = malloc((size_t)(2 * p->ga * v) * sizeof *steps);
     g.fwd_last = malloc((size_t)(p->ga * n_chunks) * sizeof *g.fwd_last);

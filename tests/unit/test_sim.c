@@ -145,6 +145,47 @@ static void test_dp_overlap(void **state)
     sim_result_free(&r);
 }
 
+/* Dist-opt parameter gathers under the first forwards: 2 stages, 4
+ * micro-batches of 1 s forward / 2 s backward (15 s without gathers), each
+ * chunk 3 layers. A 3 s gather: stage 0 waits 1 s for its first layer, and
+ * its last layer (1/3 s) cannot start before 3 s: 3 + 1/3 - 1 = 7/3 s late;
+ * stage 1 starts its first forward at 1 s, 4/3 s late; the iteration 7/3 s
+ * (exposed) plus 10 % of the hidden 2/3 s. A 0.2 s gather over 4 layers
+ * hides all but the first layer's 0.05 s. Not overlapped: 3 s at the step. */
+static void test_param_gather_overlap(void **state)
+{
+    (void)state;
+    SimChunkCost c[2];
+    uniform(c, 2, 1.0, 2.0);
+    SimStageCost st[2];
+    for (int i = 0; i < 2; i++) {
+        c[i].param_gather_s = 3.0;
+        c[i].layers = 3;
+        st[i] = (SimStageCost){.param_gather_s = 3.0};
+    }
+    SimPipeline pl = {.stages = 2, .chunks = 1, .micro_batches = 4, .schedule = SIM_SCHED_1F1B, .chunk = c,
+                      .stage = st, .param_gather_overlap = true, .overlap_slowdown = 0.1};
+    SimResult r;
+    TsError err = {0};
+    assert_int_equal(sim_pipeline_run(&pl, NULL, &r, &err), TS_OK);
+    NEAR(r.breakdown.dp_comm_exposed_s, 7.0 / 3, 1e-12);
+    NEAR(r.iteration_time_s, 15 + 7.0 / 3 + 0.1 * (3 - 7.0 / 3), 1e-12);
+    sim_result_free(&r);
+    for (int i = 0; i < 2; i++) {
+        c[i].param_gather_s = st[i].param_gather_s = 0.2;
+        c[i].layers = 4;
+    }
+    assert_int_equal(sim_pipeline_run(&pl, NULL, &r, &err), TS_OK);
+    NEAR(r.breakdown.dp_comm_exposed_s, 0.05, 1e-12);
+    NEAR(r.iteration_time_s, 15 + 0.05 + 0.1 * 0.15, 1e-12);
+    sim_result_free(&r);
+    pl.param_gather_overlap = false;
+    assert_int_equal(sim_pipeline_run(&pl, NULL, &r, &err), TS_OK);
+    NEAR(r.breakdown.dp_comm_exposed_s, 0.2, 1e-12);
+    NEAR(r.iteration_time_s, 15 + 0.2, 1e-12);
+    sim_result_free(&r);
+}
+
 static void test_bad_pipeline(void **state)
 {
     (void)state;
@@ -545,7 +586,7 @@ int main(void)
         cmocka_unit_test(test_bubble_fractions),
         cmocka_unit_test(test_pp1_no_bubble),
         cmocka_unit_test(test_uneven_and_p2p),
-        cmocka_unit_test(test_dp_overlap),
+        cmocka_unit_test(test_dp_overlap), cmocka_unit_test(test_param_gather_overlap),
         cmocka_unit_test(test_bad_pipeline),
         cmocka_unit_test(test_workspace_reuse_and_trace),
         cmocka_unit_test(test_more_bandwidth_never_slower),

@@ -87,6 +87,10 @@ static bool one(int inst, SimWork *wf, SimWork *wr)
         k->p2p_fwd_s = k->p2p_bwd_s = p2p;
         k->dp_grad_s = rnd() < 0.5 ? 4 * f * rnd() : 0;
         k->dp_buckets = 1 + (int32_t)(rnd() * 8);
+        /* overlapped parameter gathers: sometimes longer than the first
+         * forward (the start-up delay reads the first forwards' starts) */
+        k->param_gather_s = rnd() < 0.5 ? 3 * f * rnd() : 0;
+        k->layers = (int32_t)(rnd() * 6);
     }
     if (split) {
         c[p * v - 1].fwd_s += 0.04 * base_f; /* a small LM head: the last chunk stays lighter */
@@ -96,7 +100,10 @@ static bool one(int inst, SimWork *wf, SimWork *wr)
         c[p * v - 1].fwd_s += 0.4 * base_f; /* LM head and loss */
         c[p * v - 1].bwd_s += 0.8 * base_f;
     }
-    for (int32_t s = 0; s < p; s++) st[s] = (SimStageCost){.optimizer_s = 0.1 * rnd(), .param_gather_s = 0.2 * rnd()};
+    for (int32_t s = 0; s < p; s++) {
+        st[s] = (SimStageCost){.optimizer_s = 0.1 * rnd()};
+        for (int32_t k = 0; k < v; k++) st[s].param_gather_s += c[s * v + k].param_gather_s;
+    }
     SimPipeline pl = {.stages = p, .chunks = v, .micro_batches = m, .schedule = sch, .chunk = c, .stage = st,
                       .dp_overlap = rnd() < 0.8, .param_gather_overlap = rnd() < 0.5, .overlap_slowdown = 0.1};
     SimResult fast, full;

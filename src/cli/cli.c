@@ -26,6 +26,26 @@ bool cli_seen(const CliSpec *s, const char *name)
     return false;
 }
 
+int cli_only(const CliSpec *s, const char *const ok[], const char *why, const char *hint)
+{
+    for (int i = 0; i < s->n; i++) {
+        if (!s->seen[i]) continue;
+        bool allowed = false;
+        for (int k = 0; ok[k] && !allowed; k++) allowed = strcmp(s->opts[i].name, ok[k]) == 0;
+        if (allowed) continue;
+        char list[320] = "";
+        for (int k = 1; ok[k]; k++) /* ok[0] is the mode's own option */
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s--%s",
+                     k == 1 ? "" : ok[k + 1] ? ", " : " and ", ok[k]);
+        TsError e = {.code = TS_ERR_USAGE};
+        ts_err(&e, TS_ERR_USAGE, "--%s does not apply with --%s: %s", s->opts[i].name, ok[0], why);
+        if (ok[1]) ts_err_hint(&e, "with --%s use only %s; %s", ok[0], list, hint);
+        else ts_err_hint(&e, "--%s takes no other option; %s", ok[0], hint);
+        return cli_fail(&e);
+    }
+    return 0;
+}
+
 static int usage_err(const CliSpec *s, const char *fmt, const char *a)
 {
     fprintf(stderr, "trainsim %s: ", s->cmd);

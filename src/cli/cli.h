@@ -51,6 +51,13 @@ void cli_print_help(const CliSpec *s, FILE *fp);
 /* Was option `name` given? */
 bool cli_seen(const CliSpec *s, const char *name);
 
+/* A mode that takes only some options: ok[0] names the mode's own option
+ * ("workload" for --workload), the NULL-terminated rest the options that
+ * still apply. The first other option given is a usage error ("--X does
+ * not apply with --MODE: why", hint: the allowed list, then `hint`); 0 when
+ * none. */
+int cli_only(const CliSpec *s, const char *const ok[], const char *why, const char *hint);
+
 /* Print err to stderr in the house format; return its exit code. */
 int cli_fail(const TsError *err);
 /* Write text to `path` atomically, or to stdout when path is NULL/"-". */

@@ -28,23 +28,8 @@ static int workload_options_check(const CliSpec *s)
 {
     static const char *const ok[] = {"workload", "gpu", "cluster",     "gpus", "calibration",
                                      "busbw",    "seq", "micro-batch", "json", "trace", "trace-ranks", NULL};
-    for (int i = 0; i < s->n; i++) {
-        if (!s->seen[i]) continue;
-        bool allowed = false;
-        for (int k = 0; ok[k] && !allowed; k++) allowed = strcmp(s->opts[i].name, ok[k]) == 0;
-        if (allowed) continue;
-        char list[256] = "";
-        for (int k = 1; ok[k]; k++) /* ok[0] is --workload itself */
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s--%s",
-                     k == 1 ? "" : ok[k + 1] ? ", " : " and ", ok[k]);
-        TsError e = {.code = TS_ERR_USAGE};
-        ts_err(&e, TS_ERR_USAGE, "--%s does not apply with --workload: the workload file fixes the model and the "
-                                 "plan", s->opts[i].name);
-        ts_err_hint(&e, "with --workload use only %s; to simulate another plan, regenerate the workload with "
-                        "'trainsim workload'", list);
-        return cli_fail(&e);
-    }
-    return 0;
+    return cli_only(s, ok, "the workload file fixes the model and the plan",
+                    "to simulate another plan, regenerate the workload with 'trainsim workload'");
 }
 
 typedef struct SimCli {

@@ -100,7 +100,20 @@ int cmd_workload(int argc, char **argv)
     wl_gen_cli_add(&s, &g);
     int rc = cli_parse(&s, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
+    /* the modes that take no model, plan or hardware: refuse what they would ignore */
+    static const char *const ok_check[] = {"check-chakra", NULL};
+    static const char *const ok_in[] = {"in", "format", "output", "aicb-compat", "chakra-dims", NULL};
+    static const char *const ok_example[] = {"chakra-example", "format", "output", "chakra-dims", NULL};
+    if (o.check_chakra && (rc = cli_only(&s, ok_check, "it only reads and checks the trace set",
+                                         "run it on its own")))
+        return rc;
     if (o.check_chakra) return check_chakra(o.check_chakra);
+    if (o.in && (rc = cli_only(&s, ok_in, "the workload file fixes the model, the plan and the timings",
+                               "to write another plan, generate it from model and plan options without --in")))
+        return rc;
+    if (o.chakra_example &&
+        (rc = cli_only(&s, ok_example, "the example is ASTRA-sim's fixed 16-NPU all-gather", "drop the other options")))
+        return rc;
     static const struct { const char *n; WlFormat f; } F[] = {
         {"simai", WL_FMT_SIMAI}, {"astrasim", WL_FMT_ASTRASIM}, {"chakra", WL_FMT_CHAKRA},
         {"optable", WL_FMT_OPTABLE}, {"json", WL_FMT_JSON}};

@@ -6,23 +6,39 @@ void cli_sim_init(CliSim *o)
     *o = (CliSim){.bucket_mb = -1, .slowdown = -1, .spread = -1};
 }
 
-void cli_sim_add(CliSpec *s, CliSim *o)
+/* The options, in help order; `wl`: the workload generator writes it too. */
+static void add_options(CliSpec *s, CliSim *o, bool workload_only)
 {
-    cli_add(s, "no-dp-overlap", CLI_FLAG, &o->no_dp_overlap, NULL, "gradient reduction after the backward");
-    cli_add(s, "no-param-gather-overlap", CLI_FLAG, &o->no_ag_overlap, NULL,
-            "dist-opt parameter all-gather exposed at the step");
-    cli_add(s, "fp16-grad-reduce", CLI_FLAG, &o->fp16_grads, NULL, "reduce gradients at 16 bit (default fp32)");
-    cli_add(s, "deepspeed-pipe", CLI_FLAG, &o->ds_pipe, NULL,
-            "DeepSpeed pipeline engine: blocking p2p, grads all-reduced after the flush");
-    cli_add(s, "bucket-mb", CLI_DOUBLE, &o->bucket_mb, "MB", "DP gradient bucket in MB of gradients (default: Megatron's max(40M, 1M x DP) elements)");
-    cli_add(s, "overlap-slowdown", CLI_DOUBLE, &o->slowdown, "F", "compute slow-down under overlap (0.10)");
-    cli_add(s, "eager-pytorch", CLI_FLAG, &o->eager, NULL,
-            "eager PyTorch model code (torchtitan): unfused norm/RoPE/SwiGLU, separate q/k/v and w1/w3 GEMMs");
-    cli_add(s, "selective-ops", CLI_FLAG, &o->sel_ops, NULL, CLI_SEL_OPS_HELP);
-    cli_add(s, "gpu-spread", CLI_DOUBLE, &o->spread, "F",
-            "speed spread among a node's GPUs (0.05); a synchronous job runs at its slowest GPU");
-    cli_add(s, "cp-comm", CLI_STR, &o->cp_comm, "MODE", CLI_CP_COMM_HELP);
+    const struct {
+        const char *name;
+        CliKind kind;
+        void *dst;
+        const char *metavar, *help;
+        bool wl;
+    } T[] = {
+        {"no-dp-overlap", CLI_FLAG, &o->no_dp_overlap, NULL, "gradient reduction after the backward", false},
+        {"no-param-gather-overlap", CLI_FLAG, &o->no_ag_overlap, NULL,
+         "dist-opt parameter all-gather exposed at the step", true},
+        {"fp16-grad-reduce", CLI_FLAG, &o->fp16_grads, NULL, "reduce gradients at 16 bit (default fp32)", true},
+        {"deepspeed-pipe", CLI_FLAG, &o->ds_pipe, NULL,
+         "DeepSpeed pipeline engine: blocking p2p, grads all-reduced after the flush", false},
+        {"bucket-mb", CLI_DOUBLE, &o->bucket_mb, "MB",
+         "DP gradient bucket in MB of gradients (default: Megatron's max(40M, 1M x DP) elements)", true},
+        {"overlap-slowdown", CLI_DOUBLE, &o->slowdown, "F", "compute slow-down under overlap (0.10)", false},
+        {"eager-pytorch", CLI_FLAG, &o->eager, NULL,
+         "eager PyTorch model code (torchtitan): unfused norm/RoPE/SwiGLU, separate q/k/v and w1/w3 GEMMs", false},
+        {"selective-ops", CLI_FLAG, &o->sel_ops, NULL, CLI_SEL_OPS_HELP, false},
+        {"gpu-spread", CLI_DOUBLE, &o->spread, "F",
+         "speed spread among a node's GPUs (0.05); a synchronous job runs at its slowest GPU", true},
+        {"cp-comm", CLI_STR, &o->cp_comm, "MODE", CLI_CP_COMM_HELP, true},
+    };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
+        if (T[i].wl || !workload_only) cli_add(s, T[i].name, T[i].kind, T[i].dst, T[i].metavar, T[i].help);
 }
+
+void cli_sim_add(CliSpec *s, CliSim *o) { add_options(s, o, false); }
+
+void cli_sim_add_workload(CliSpec *s, CliSim *o) { add_options(s, o, true); }
 
 static int range(const CliSpec *s, const char *name, double v, double lo, double hi, bool open_lo)
 {

@@ -16,6 +16,7 @@ void wl_gen_cli_init(WlGenCli *g)
     cli_model_init(&g->model);
     cli_plan_init(&g->plan);
     cli_hw_init(&g->hw);
+    cli_sim_init(&g->sim);
 }
 
 void wl_gen_cli_add(CliSpec *s, WlGenCli *g)
@@ -23,7 +24,7 @@ void wl_gen_cli_add(CliSpec *s, WlGenCli *g)
     cli_model_add(s, &g->model);
     cli_plan_add(s, &g->plan, false);
     cli_hw_add(s, &g->hw);
-    cli_add(s, "cp-comm", CLI_STR, &g->cp_comm, "MODE", "chakra, json: " CLI_CP_COMM_HELP);
+    cli_sim_add_workload(s, &g->sim);
     g->spec = s;
 }
 
@@ -119,17 +120,22 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
     int64_t gpus = g->hw.gpus > 0 ? g->hw.gpus : 0;
     ParallelPlan p;
     if ((rc = cli_plan_load(g->spec, &g->plan, &m, gpus, &p))) return rc;
-    SimCpComm cc;
-    if ((rc = cli_cp_comm(g->cp_comm, &cc))) return rc;
+    if ((rc = cli_sim_check(g->spec, &g->sim))) return rc;
+    SimOptions so;
+    cli_sim_options(&g->sim, &so);
+    /* what only the task graph (chakra, json) has a place for */
+    static const char *const dag_only[] = {"no-param-gather-overlap", "fp16-grad-reduce", "bucket-mb", "cp-comm"};
     bool dag = g->fmt == WL_FMT_CHAKRA || g->fmt == WL_FMT_JSON;
-    if (g->cp_comm && !dag) {
-        TsError e = {0};
-        ts_err(&e, TS_ERR_USAGE, "--cp-comm applies to --format chakra and json");
-        ts_err_hint(&e, "AICB's SimAI layout (simai, astrasim) and the op table have no context-parallel group");
-        return cli_fail(&e);
-    }
+    for (size_t i = 0; i < sizeof dag_only / sizeof dag_only[0] && !dag; i++)
+        if (cli_seen(g->spec, dag_only[i])) {
+            TsError e = {0};
+            ts_err(&e, TS_ERR_USAGE, "--%s applies to --format chakra and json", dag_only[i]);
+            ts_err_hint(&e, "AICB's SimAI layout (simai, astrasim) fixes its gradient and parameter collectives and "
+                            "has no context-parallel group; the op table has neither");
+            return cli_fail(&e);
+        }
     TsError err = {0};
-    if (sim_cp_comm_check(&m, &p, cc, &err)) return cli_fail(&err);
+    if (sim_cp_comm_check(&m, &p, so.cp_comm, &err)) return cli_fail(&err);
     if (p.cp > 1 && (g->fmt == WL_FMT_SIMAI || g->fmt == WL_FMT_ASTRASIM))
         fprintf(stderr, "trainsim: warning: AICB's SimAI layout has no context parallelism (AICB ignores "
                         "--context-parallel-size): the %lld CP ranks are written as data-parallel ranks with whole "
@@ -138,8 +144,6 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
                 (long long)p.cp, (long long)p.seq, (long long)p.cp);
     if ((rc = cli_hw_load(&g->hw, "dgx-h100", p.gpus, &g->loaded))) return rc;
     g->dtype = p.dtype;
-    SimOptions so;
-    sim_options_init(&so);
     g->tensor_factor = sim_tensor_factor(&g->loaded.model.gpu, &so, p.gpus);
     WlCost cost = {.ctx = g, .gemm_s = hw_gemm_cb, .attn_s = hw_attn_cb, .mem_s = hw_mem_cb};
     WlModelDims md;
@@ -170,7 +174,12 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
         _Static_assert((int)WL_CP_P2P == (int)SIM_CP_P2P && (int)WL_CP_ALLGATHER == (int)SIM_CP_ALLGATHER &&
                            (int)WL_CP_A2A == (int)SIM_CP_A2A,
                        "WlCpComm follows SimCpComm");
-        WlBuildOptions bo = {.cp_comm = (WlCpComm)cc};
+        /* the simulator's runtime options, as the generator takes them */
+        int gb = so.fp32_grad_reduce ? 4 : 2;
+        WlBuildOptions bo = {.cp_comm = (WlCpComm)so.cp_comm,
+                             .grad_bytes = gb,
+                             .bucket_params = so.bucket_bytes > 0 ? so.bucket_bytes / gb : 0,
+                             .param_gather_at_step = !so.param_gather_overlap};
         st = wl_build(&md, &pd, &cost, &bo, out, &err);
     }
     free(split);

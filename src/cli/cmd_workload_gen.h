@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "cli_hw.h"
 #include "cli_plan.h"
+#include "cli_sim.h"
 #include "trainsim/workload.h"
 
 typedef struct WlGenCli {
@@ -18,7 +19,7 @@ typedef struct WlGenCli {
     WlFormat fmt;       /* set by cmd_workload before build */
     bool aicb_compat;   /* --aicb-compat given */
     bool neusight;      /* --optable-compat neusight */
-    const char *cp_comm; /* --cp-comm (chakra, json), NULL = p2p */
+    CliSim sim;         /* the runtime options a task graph carries (cli_sim_add_workload) */
 } WlGenCli;
 
 void wl_gen_cli_init(WlGenCli *g);

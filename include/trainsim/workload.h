@@ -327,6 +327,9 @@ typedef struct WlBuildOptions {
                                open the iteration, one per layer, and each layer's first
                                forward waits only for its own */
     WlCpComm cp_comm;       /* context-parallel K/V exchange, WL_CP_P2P */
+    bool dp_after_backward; /* every gradient bucket reduced after the stage's last backward
+                               (Megatron 2021, simulate --no-dp-overlap); false: each bucket
+                               as soon as it is full, under the backward */
 } WlBuildOptions;
 /* The full per-stage task DAG: layers with TP/SP/CP/EP collectives, PP
  * send/recv in schedule order, bucketed gradient reduction over DP (DP x CP

@@ -16,7 +16,7 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only)
         const char *metavar, *help;
         bool wl;
     } T[] = {
-        {"no-dp-overlap", CLI_FLAG, &o->no_dp_overlap, NULL, "gradient reduction after the backward", false},
+        {"no-dp-overlap", CLI_FLAG, &o->no_dp_overlap, NULL, "gradient reduction after the backward", true},
         {"no-param-gather-overlap", CLI_FLAG, &o->no_ag_overlap, NULL,
          "dist-opt parameter all-gather exposed at the step", true},
         {"fp16-grad-reduce", CLI_FLAG, &o->fp16_grads, NULL, "reduce gradients at 16 bit (default fp32)", true},

@@ -27,8 +27,8 @@ typedef struct CliSim {
 void cli_sim_init(CliSim *o);
 void cli_sim_add(CliSpec *s, CliSim *o);
 /* The ones the workload generator writes into a task graph too:
- * --no-param-gather-overlap, --fp16-grad-reduce, --bucket-mb, --gpu-spread,
- * --cp-comm. */
+ * --no-dp-overlap, --no-param-gather-overlap, --fp16-grad-reduce,
+ * --bucket-mb, --gpu-spread, --cp-comm. */
 void cli_sim_add_workload(CliSpec *s, CliSim *o);
 /* The given values in range (--bucket-mb > 0, --overlap-slowdown and
  * --gpu-spread in [0, 1], --cp-comm a known exchange); 0, or the usage error

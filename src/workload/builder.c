@@ -57,6 +57,7 @@ typedef struct Gen {
     double bucket;                  /* grad elements waiting for a bucket */
     double ebucket;                 /* expert grad elements waiting (expert-DP group) */
     double bucket_max;
+    bool final_flush;               /* dp_after_backward: the step's flush is running */
     int64_t *first;                 /* [n_chunks + 1]: first layer of each chunk */
     int64_t n_chunks;
     int32_t unit_end[2];            /* last task of the two latest FSDP units (layers, root;
@@ -332,14 +333,19 @@ static void bucket_add(Gen *g, double *bucket, double params, bool flush, WlGrou
                        const char *ar_name)
 {
     *bucket += params;
-    if (*bucket <= 0 || (!flush && *bucket < g->bucket_max) || n <= 1) {
+    if (*bucket <= 0 || (!flush && *bucket < g->bucket_max) || n <= 1 || (g->o->dp_after_backward && !g->final_flush)) {
         if (n <= 1) *bucket = 0;
         return;
     }
     bool rs = g->p->dist_opt || g->p->zero >= 1;
-    pend(g, coll(g, rs ? rs_name : ar_name, WL_PHASE_WG, -1, rs ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE, grp,
-                 *bucket * o_grad_bytes(g), false));
-    *bucket = 0;
+    /* after the backward, the whole reduction goes out bucket by bucket, as
+     * the simulator reduces it; under it, a bucket is what is ready */
+    while (*bucket > 0) {
+        double b = g->final_flush ? fmin(*bucket, g->bucket_max) : *bucket;
+        pend(g, coll(g, rs ? rs_name : ar_name, WL_PHASE_WG, -1, rs ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE, grp,
+                     b * o_grad_bytes(g), false));
+        *bucket -= b;
+    }
 }
 
 /* Gradients of `params` elements are ready, `eparams` of them routed
@@ -679,6 +685,11 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
     int64_t edpn = wl_group_size(g->w, WL_GROUP_DP_EP);
     /* dense parameters sharded over DP (x CP), routed experts over DP_EP */
     double shard = sharded ? (params - eparams) / (double)g->dpn + eparams / (double)(edpn > 0 ? edpn : 1) : params;
+    if (g->o->dp_after_backward) { /* the whole reduction, now: after the last backward */
+        g->final_flush = true;
+        grad_ready2(g, 0, 0, true);
+        g->final_flush = false;
+    }
     /* join the stream with every pending gradient reduction */
     int32_t *d = malloc((size_t)(g->n_pending + 1) * sizeof *d);
     if (!d) {

@@ -426,6 +426,40 @@ static void test_build_cp_comm(void **state)
     }
 }
 
+/* dp_after_backward (simulate --no-dp-overlap): no gradient bucket before
+ * the stage's last weight-gradient task; by default the first buckets go
+ * out under the backward. */
+static void test_build_dp_after_backward(void **state)
+{
+    (void)state;
+    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlModelDims m;
+    WlPlanDims p;
+    small_plan(&m, &p);
+    p.dist_opt = false;
+    for (int after = 0; after < 2; after++) {
+        WlBuildOptions bo = {.dp_after_backward = after != 0, .bucket_params = 1e5};
+        TsError err = {0};
+        Workload *w = NULL;
+        assert_int_equal(wl_build(&m, &p, &c, &bo, &w, &err), TS_OK);
+        check_dag(w);
+        const WlClass *cl = &w->classes[0];
+        int32_t first_ar = -1, last_wg = -1, n_ar = 0;
+        for (int32_t k = cl->first_task; k < cl->first_task + cl->n_tasks; k++) {
+            const WlTask *t = &w->tasks[k];
+            if (!strcmp(t->name, "grad.ar")) {
+                n_ar++;
+                if (first_ar < 0) first_ar = k;
+            }
+            if (t->kind == WL_KIND_COMP && t->phase == WL_PHASE_WG) last_wg = k;
+        }
+        assert_true(n_ar > 1 && first_ar >= 0 && last_wg >= 0);
+        if (after) assert_true(first_ar > last_wg);
+        else assert_true(first_ar < last_wg);
+        wl_destroy(w);
+    }
+}
+
 /* --stage-layers: chunk c runs stage_layers[c] layers, in order. */
 static void test_build_stage_layers(void **state)
 {
@@ -576,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_chakra_82_bytes), cmocka_unit_test(test_build_schedules),
         cmocka_unit_test(test_build_aicb_rows), cmocka_unit_test(test_build_tied_embedding_allreduce),
         cmocka_unit_test(test_build_dp_cp_reduction), cmocka_unit_test(test_build_cp_comm),
+        cmocka_unit_test(test_build_dp_after_backward),
         cmocka_unit_test(test_build_stage_layers),
         cmocka_unit_test(test_json_roundtrip), cmocka_unit_test(test_json_errors),
     };

@@ -105,7 +105,7 @@ const char *search_objective_name(SearchObjective o);
 /* Parse a name (also "tokens", "tokens/s" for throughput). false if unknown. */
 bool search_objective_parse(const char *s, SearchObjective *out);
 
-/* One candidate plan. Plain values, 20 bytes: cheap to decode and copy. */
+/* One candidate plan. Plain values, 28 bytes: cheap to decode and copy. */
 typedef struct SearchKnobs {
     int32_t gpus;        /* GPUs used, e.g. 1024 */
     int16_t tp, pp;      /* tensor / pipeline parallel, e.g. 8, 4 */
@@ -118,7 +118,10 @@ typedef struct SearchKnobs {
     int8_t zero;         /* ZeRO stage 0-3; 1 = Megatron distributed optimizer */
     int8_t schedule;     /* SearchSchedule */
     int8_t tp_overlap;   /* TP communication overlapped with GEMMs: 0/1 */
+    int8_t cp_comm;      /* SimCpComm: how CP exchanges K/V (SIM_CP_P2P when cp = 1) */
+    int8_t reserved[3];  /* 0: no padding, so knobs compare and travel (MPI) as bytes */
 } SearchKnobs;
+_Static_assert(sizeof(SearchKnobs) == 28, "SearchKnobs has no padding");
 
 /* A dimension limited from the command line: the allowed values, or all
  * sensible values up to `max` when n == 0. */
@@ -142,6 +145,7 @@ typedef struct SearchConfig {
     unsigned zero_mask;      /* bit per ZeRO stage 0..3; default all */
     unsigned sp_mask;        /* bit 0: sp off, bit 1: sp on; default both */
     unsigned overlap_mask;   /* bit 0: tp-overlap off, bit 1: on; default both */
+    unsigned cp_comm_mask;   /* bit per SimCpComm, tried when cp > 1; default p2p only */
     /* ranking and output */
     SearchObjective objective; /* default SEARCH_OBJ_THROUGHPUT */
     int top_k;               /* plans kept in the ranking, e.g. 10 */

@@ -258,8 +258,9 @@ typedef enum {
     SIM_CP_P2P,       /* ring: cp-1 send/receive steps of the local K/V, under the attention blocks */
     SIM_CP_ALLGATHER, /* all-gather of K/V before the attention (and again in backward, then a
                          reduce-scatter of dK/dV), exposed */
-    SIM_CP_A2A        /* all-to-all of Q, K, V to whole sequences over heads/cp, and back (DeepSpeed
+    SIM_CP_A2A,       /* all-to-all of Q, K, V to whole sequences over heads/cp, and back (DeepSpeed
                          Ulysses), exposed; needs the heads per TP rank divisible by cp */
+    SIM_CP_COMM_COUNT
 } SimCpComm;
 const char *sim_cp_comm_name(SimCpComm c);        /* "p2p", "allgather", "a2a" */
 bool sim_cp_comm_parse(const char *s, SimCpComm *out);

@@ -6,8 +6,9 @@ void cli_sim_init(CliSim *o)
     *o = (CliSim){.bucket_mb = -1, .slowdown = -1, .spread = -1};
 }
 
-/* The options, in help order; `wl`: the workload generator writes it too. */
-static void add_options(CliSpec *s, CliSim *o, bool workload_only)
+/* The options, in help order; `wl`: the workload generator writes it too;
+ * the sweep takes --cp-comm as a list of its own. */
+static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_comm)
 {
     const struct {
         const char *name;
@@ -33,12 +34,15 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only)
         {"cp-comm", CLI_STR, &o->cp_comm, "MODE", CLI_CP_COMM_HELP, true},
     };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
-        if (T[i].wl || !workload_only) cli_add(s, T[i].name, T[i].kind, T[i].dst, T[i].metavar, T[i].help);
+        if ((T[i].wl || !workload_only) && !(no_cp_comm && T[i].dst == &o->cp_comm))
+            cli_add(s, T[i].name, T[i].kind, T[i].dst, T[i].metavar, T[i].help);
 }
 
-void cli_sim_add(CliSpec *s, CliSim *o) { add_options(s, o, false); }
+void cli_sim_add(CliSpec *s, CliSim *o) { add_options(s, o, false, false); }
 
-void cli_sim_add_workload(CliSpec *s, CliSim *o) { add_options(s, o, true); }
+void cli_sim_add_workload(CliSpec *s, CliSim *o) { add_options(s, o, true, false); }
+
+void cli_sim_add_sweep(CliSpec *s, CliSim *o) { add_options(s, o, false, true); }
 
 static int range(const CliSpec *s, const char *name, double v, double lo, double hi, bool open_lo)
 {

@@ -30,6 +30,8 @@ void cli_sim_add(CliSpec *s, CliSim *o);
  * --no-dp-overlap, --no-param-gather-overlap, --fp16-grad-reduce,
  * --bucket-mb, --gpu-spread, --cp-comm. */
 void cli_sim_add_workload(CliSpec *s, CliSim *o);
+/* All but --cp-comm, which the sweep takes as a list of exchanges to try. */
+void cli_sim_add_sweep(CliSpec *s, CliSim *o);
 /* The given values in range (--bucket-mb > 0, --overlap-slowdown and
  * --gpu-spread in [0, 1], --cp-comm a known exchange); 0, or the usage error
  * printed and 2. */

@@ -25,7 +25,7 @@ typedef struct SweepOpts {
     const char *gpus;         /* the --gpus list as given, "64" by default */
     const char *objective, *csv, *html, *dtype;
     TsDtype dt;               /* --dtype, resolved (bf16 by default) */
-    const char *tp, *pp, *vpp, *cp, *ep, *mbs, *recompute, *schedule, *zero, *sp, *overlap;
+    const char *tp, *pp, *vpp, *cp, *ep, *mbs, *recompute, *schedule, *zero, *sp, *overlap, *cp_comm;
     int64_t max_tp, max_pp, max_vpp, max_cp, max_ep, max_mbs;
     int64_t seq, global_batch, top, jobs;
     bool json;
@@ -117,10 +117,11 @@ static void knobs_json(TsBuf *b, const SearchPoint *p, int64_t layers)
     const SearchKnobs *k = &p->k;
     ts_buf_printf(b, "{\"index\":%lld,\"gpus\":%d,\"tp\":%d,\"pp\":%d,\"vpp\":%d,\"cp\":%d,\"ep\":%d,\"dp\":%d,"
                      "\"micro_batch\":%d,\"sp\":%s,\"recompute\":\"%s\",\"zero\":%d,\"schedule\":\"%s\","
-                     "\"tp_overlap\":%s,\"iteration_time_s\":",
+                     "\"tp_overlap\":%s,\"cp_comm\":\"%s\",\"iteration_time_s\":",
                   (long long)p->index, k->gpus, k->tp, k->pp, k->vpp, k->cp, k->ep, k->dp, k->mbs,
                   k->sp ? "true" : "false", search_recompute_name((SearchRecompute)k->recompute), k->zero,
-                  search_schedule_name((SearchSchedule)k->schedule), k->tp_overlap ? "true" : "false");
+                  search_schedule_name((SearchSchedule)k->schedule), k->tp_overlap ? "true" : "false",
+                  sim_cp_comm_name((SimCpComm)k->cp_comm));
     ts_json_fmt_double(b, p->iteration_s);
     TsBuf split = {0};
     if (uneven_split(k, layers, ",", &split)) ts_buf_printf(b, ",\"stage_layers\":[%s]", split.data);
@@ -175,38 +176,49 @@ static void write_json(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const G
 
 static void write_csv(TsBuf *b, const SearchResult *r)
 {
-    ts_buf_puts(b, "# trainsim " TRAINSIM_VERSION " sweep, every simulated plan (trainsim-sweep-csv v1)\n"
-                   "index,gpus,tp,pp,vpp,cp,ep,dp,micro_batch,sp,recompute,zero,schedule,tp_overlap,"
+    ts_buf_puts(b, "# trainsim " TRAINSIM_VERSION " sweep, every simulated plan (trainsim-sweep-csv v2)\n"
+                   "index,gpus,tp,pp,vpp,cp,ep,dp,micro_batch,sp,recompute,zero,schedule,tp_overlap,cp_comm,"
                    "iteration_time_s,tokens_per_s,mfu,memory_bytes");
     for (int e = 0; e < SEARCH_EXPOSED_COUNT; e++) ts_buf_printf(b, ",%s_s", search_exposed_name((SearchExposed)e));
     ts_buf_puts(b, "\n");
     for (int64_t i = 0; i < r->n_all; i++) {
         const SearchPoint *p = &r->all[i];
         const SearchKnobs *k = &p->k;
-        ts_buf_printf(b, "%lld,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%d,%.9g,%.9g,%.6f,%.0f", (long long)p->index,
+        ts_buf_printf(b, "%lld,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%d,%s,%.9g,%.9g,%.6f,%.0f", (long long)p->index,
                       k->gpus, k->tp, k->pp, k->vpp, k->cp, k->ep, k->dp, k->mbs, k->sp,
                       search_recompute_name((SearchRecompute)k->recompute), k->zero,
-                      search_schedule_name((SearchSchedule)k->schedule), k->tp_overlap, p->iteration_s,
-                      p->tokens_per_s, p->mfu, p->memory_bytes);
+                      search_schedule_name((SearchSchedule)k->schedule), k->tp_overlap,
+                      sim_cp_comm_name((SimCpComm)k->cp_comm), p->iteration_s, p->tokens_per_s, p->mfu,
+                      p->memory_bytes);
         for (int e = 0; e < SEARCH_EXPOSED_COUNT; e++) ts_buf_printf(b, ",%.6g", p->exposed_s[e]);
         ts_buf_puts(b, "\n");
     }
 }
 
-#define N_COLS 21
+#define N_COLS 23
 #define COL_EP_EXP 18 /* shown for MoE models only */
+#define COL_CPX 21    /* shown when more than one CP exchange is searched, after cp */
+#define COL_CP_EXP 22 /* shown when a ranked plan has cp > 1, after tp_exp_s */
 static const char *const COLS[N_COLS] = {"#",        "tp",       "pp",       "vpp",      "cp",      "ep",
                                          "dp",       "mbs",      "sp",       "recompute", "zero",   "schedule",
                                          "tp-ovl",   "iter_s",   "tokens/s", "MFU",      "mem_GiB", "tp_exp_s",
-                                         "ep_exp_s", "dp_exp_s", "bubble_s"};
+                                         "ep_exp_s", "dp_exp_s", "bubble_s", "cp-x",
+                                         "cp_exp_s"};
 
 /* The columns of the table for model m (indices into COLS): ep_exp_s only
- * when it has experts. Returns the count. */
-static int table_cols(const ModelSpec *m, int *cols)
+ * when it has experts, cp-x (right after cp) only when the search tried more
+ * than one CP exchange, cp_exp_s (after tp_exp_s) only when a ranked plan
+ * has cp > 1. Returns the count. */
+static int table_cols(const ModelSpec *m, const SearchConfig *c, const SearchResult *r, int *cols)
 {
     int n = 0;
-    for (int i = 0; i < N_COLS; i++)
+    bool cpx = (c->cp_comm_mask & (c->cp_comm_mask - 1)) != 0, cpe = false;
+    for (int t = 0; t < r->n_top; t++) cpe |= r->top[t].k.cp > 1;
+    for (int i = 0; i < COL_CPX; i++) {
         if (i != COL_EP_EXP || m->experts > 0) cols[n++] = i;
+        if (i == 4 && cpx) cols[n++] = COL_CPX;
+        if (i == 17 && cpe) cols[n++] = COL_CP_EXP;
+    }
     return n;
 }
 
@@ -235,6 +247,8 @@ static void row_cells(const SearchPoint *p, int rank, char cells[N_COLS][24])
     snprintf(cells[COL_EP_EXP], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_EP]);
     snprintf(cells[19], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_DP]);
     snprintf(cells[20], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_BUBBLE]);
+    snprintf(cells[COL_CPX], 24, "%s", sim_cp_comm_name((SimCpComm)k->cp_comm));
+    snprintf(cells[COL_CP_EXP], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_CP]);
 }
 
 static void write_text(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const GpuSpec *hw, const SearchConfig *c,
@@ -250,8 +264,8 @@ static void write_text(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const G
                      "%lld bounded (cannot reach the top %d), %lld simulated\n\n",
                   (long long)s->candidates, (long long)s->enumerated, (long long)s->pruned, cap,
                   (long long)s->bounded, c->top_k, (long long)s->simulated);
-    static const int W[N_COLS] = {3, 3, 3, 3, 3, 3, 5, 3, 3, 9, 4, 11, 6, 9, 11, 6, 7, 8, 8, 8, 8};
-    int cols[N_COLS], nc = table_cols(m, cols);
+    static const int W[N_COLS] = {3, 3, 3, 3, 3, 3, 5, 3, 3, 9, 4, 11, 6, 9, 11, 6, 7, 8, 8, 8, 8, 9, 8};
+    int cols[N_COLS], nc = table_cols(m, c, r, cols);
     for (int j = 0; j < nc; j++) ts_buf_printf(b, "%s%*s", j ? " " : "", W[cols[j]], COLS[cols[j]]);
     ts_buf_puts(b, "\n");
     for (int r_ = 0; r_ < r->n_top; r_++) {
@@ -295,7 +309,7 @@ static int write_html(const char *path, const SweepOpts *o, const ModelSpec *m, 
         for (int t = 0; t < r->n_top; t++)
             if (r->top[t].index == r->all[i].index) pts[i].rank = t;
     }
-    int cols[N_COLS], nc = table_cols(m, cols);
+    int cols[N_COLS], nc = table_cols(m, c, r, cols);
     const char *heads[N_COLS];
     for (int j = 0; j < nc; j++) heads[j] = COLS[cols[j]];
     for (int t = 0; t < r->n_top; t++) {
@@ -366,10 +380,12 @@ static void add_options(CliSpec *s, SweepOpts *o)
     cli_add(s, "zero", CLI_STR, &o->zero, "LIST", "ZeRO stages 0-3 (1 = distributed optimizer)");
     cli_add(s, "sp", CLI_STR, &o->sp, "LIST", "sequence parallel: off,on");
     cli_add(s, "tp-overlap", CLI_STR, &o->overlap, "LIST", "TP communication overlap: off,on");
+    cli_add(s, "cp-comm", CLI_STR, &o->cp_comm, "LIST",
+            "context-parallel K/V exchanges to try when cp > 1: p2p,allgather,a2a (default p2p)");
     cli_add(s, "objective", CLI_STR, &o->objective, "O", "rank by throughput (default), time, memory or cost");
     cli_add(s, "top", CLI_INT, &o->top, "K", "plans in the ranking (default 10)");
     cli_add(s, "jobs", CLI_INT, &o->jobs, "N", "threads (also -j N); default: all cores");
-    cli_sim_add(s, &o->sim);
+    cli_sim_add_sweep(s, &o->sim);
     cli_add(s, "json", CLI_FLAG, &o->json, NULL, "print JSON (every simulated plan and stats) instead of the table");
     cli_add(s, "csv", CLI_STR, &o->csv, "FILE", "write every simulated plan as CSV");
     cli_add(s, "html", CLI_STR, &o->html, "FILE", "write a self-contained HTML report");
@@ -398,6 +414,8 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
     static const char *const SCH[] = {"gpipe", "1f1b", "interleaved"};
     static const char *const ZER[] = {"0", "1", "2", "3"};
     static const char *const OFFON[] = {"off", "on"};
+    static const char *const CPX[] = {"p2p", "allgather", "a2a"};
+    _Static_assert(SIM_CP_P2P == 0 && SIM_CP_ALLGATHER == 1 && SIM_CP_A2A == 2, "CPX follows SimCpComm");
     search_config_init(c);
     int rc = parse_ints("gpus", o->gpus, &c->gpus) || parse_ints("tp", o->tp, &c->tp) ||
              parse_ints("pp", o->pp, &c->pp) || parse_ints("vpp", o->vpp, &c->vpp) ||
@@ -406,7 +424,8 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
              parse_mask("recompute", o->recompute, REC, 3, &c->recompute_mask) ||
              parse_mask("schedule", o->schedule, SCH, 3, &c->schedule_mask) ||
              parse_mask("zero", o->zero, ZER, 4, &c->zero_mask) || parse_mask("sp", o->sp, OFFON, 2, &c->sp_mask) ||
-             parse_mask("tp-overlap", o->overlap, OFFON, 2, &c->overlap_mask);
+             parse_mask("tp-overlap", o->overlap, OFFON, 2, &c->overlap_mask) ||
+             parse_mask("cp-comm", o->cp_comm, CPX, 3, &c->cp_comm_mask);
     if (rc) return 2;
     /* DeepSpeed's pipeline engine has one schedule: 1F1B */
     if (o->sim.ds_pipe && !o->schedule) c->schedule_mask = 1u << SEARCH_SCHEDULE_1F1B;

@@ -49,6 +49,7 @@ bool search_sim_setup(const SearchEvalCtx *x, const SearchKnobs *k, SimSetup *in
     in->hw = x->hw;
     in->net = net;
     in->opt = x->sim_opts;
+    in->opt.cp_comm = (SimCpComm)k->cp_comm;
     search_plan_from_knobs(x, k, &in->plan);
     return true;
 }
@@ -77,6 +78,7 @@ static SearchEvalStatus check(void *ctx, void *scratch, SearchPoint *pt)
      * invalid; formatting their messages was 40% of a sweep (perf). */
     search_plan_from_knobs(x, &pt->k, &p);
     if (plan_resolve(x->model, &p, NULL) != TS_OK) return SEARCH_EVAL_INVALID;
+    if (sim_cp_comm_check(x->model, &p, (SimCpComm)pt->k.cp_comm, NULL) != TS_OK) return SEARCH_EVAL_INVALID;
     PartMemory peak;
     if (part_memory(x->model, &p, &x->mem_opts, NULL, &peak, NULL) != TS_OK) return SEARCH_EVAL_INVALID;
     pt->memory_bytes = peak.total_bytes;

@@ -19,8 +19,8 @@ typedef struct SearchShape {
     int16_t tp, pp, cp, ep;
     int16_t mbs[SEARCH_MAX_VALUES];
     SearchSv sv[2 + SEARCH_MAX_VALUES];
-    int8_t rec[SEARCH_RECOMPUTE_COUNT], zero[4], sp[2], ov[2];
-    int8_t n_mbs, n_sv, n_rec, n_zero, n_sp, n_ov;
+    int8_t rec[SEARCH_RECOMPUTE_COUNT], zero[4], sp[2], ov[2], cx[SIM_CP_COMM_COUNT];
+    int8_t n_mbs, n_sv, n_rec, n_zero, n_sp, n_ov, n_cx;
 } SearchShape;
 
 typedef struct SearchSpace {
@@ -41,7 +41,7 @@ void search_space_decode(const SearchSpace *s, int64_t idx, SearchKnobs *k);
 typedef struct SearchCursor {
     int64_t idx;
     int shape;
-    int mbs, sv, rec, zero, sp, ov;
+    int mbs, sv, rec, zero, sp, ov, cx;
 } SearchCursor;
 /* Position c on idx and fill k. */
 void search_cursor_seek(const SearchSpace *s, int64_t idx, SearchCursor *c, SearchKnobs *k);

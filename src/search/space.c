@@ -76,6 +76,7 @@ void search_config_init(SearchConfig *c)
     c->zero_mask = 0xF;
     c->sp_mask = 3;
     c->overlap_mask = 3;
+    c->cp_comm_mask = 1u << SIM_CP_P2P;
     c->objective = SEARCH_OBJ_THROUGHPUT;
     c->top_k = 10;
     c->threads = 1;
@@ -149,7 +150,11 @@ static void fill_inner(const SearchConfig *c, SearchShape *sh)
         if (sh->n_sp == 0) sh->sp[sh->n_sp++] = 0;
         if (sh->n_ov == 0) sh->ov[sh->n_ov++] = 0;
     }
-    sh->count = (int64_t)sh->n_mbs * sh->n_sv * sh->n_rec * sh->n_zero * sh->n_sp * sh->n_ov;
+    sh->n_cx = 0; /* the CP exchange matters only with cp > 1: p2p otherwise */
+    for (int x = 0; x < SIM_CP_COMM_COUNT && sh->cp > 1; x++)
+        if (c->cp_comm_mask & (1u << x)) sh->cx[sh->n_cx++] = (int8_t)x;
+    if (sh->n_cx == 0) sh->cx[sh->n_cx++] = SIM_CP_P2P;
+    sh->count = (int64_t)sh->n_mbs * sh->n_sv * sh->n_rec * sh->n_zero * sh->n_sp * sh->n_ov * sh->n_cx;
 }
 
 static TsStatus push_shape(SearchSpace *s, int *cap, const SearchShape *sh, TsError *err)
@@ -238,7 +243,7 @@ static void cursor_knobs(const SearchSpace *s, const SearchCursor *c, SearchKnob
     *k = (SearchKnobs){.gpus = sh->gpus, .tp = sh->tp, .pp = sh->pp, .cp = sh->cp, .ep = sh->ep, .dp = sh->dp,
                        .mbs = sh->mbs[c->mbs], .vpp = sh->sv[c->sv].vpp, .sp = sh->sp[c->sp],
                        .recompute = sh->rec[c->rec], .zero = sh->zero[c->zero],
-                       .schedule = sh->sv[c->sv].schedule, .tp_overlap = sh->ov[c->ov]};
+                       .schedule = sh->sv[c->sv].schedule, .tp_overlap = sh->ov[c->ov], .cp_comm = sh->cx[c->cx]};
 }
 
 void search_cursor_seek(const SearchSpace *s, int64_t idx, SearchCursor *c, SearchKnobs *k)
@@ -253,6 +258,8 @@ void search_cursor_seek(const SearchSpace *s, int64_t idx, SearchCursor *c, Sear
     int64_t r = idx - sh->start;
     c->idx = idx;
     c->shape = lo;
+    c->cx = (int)(r % sh->n_cx);
+    r /= sh->n_cx;
     c->ov = (int)(r % sh->n_ov);
     r /= sh->n_ov;
     c->sp = (int)(r % sh->n_sp);
@@ -271,6 +278,11 @@ void search_cursor_next(const SearchSpace *s, SearchCursor *c, SearchKnobs *k)
 {
     const SearchShape *sh = &s->shapes[c->shape];
     c->idx++;
+    if (++c->cx < sh->n_cx) {
+        cursor_knobs(s, c, k);
+        return;
+    }
+    c->cx = 0;
     if (++c->ov == sh->n_ov) {
         c->ov = 0;
         if (++c->sp == sh->n_sp) {

@@ -73,6 +73,7 @@ double sim_dp_bucket_bytes(const SimOptions *o, int64_t dp_size)
 static const char *const CP_COMM[] = {"p2p", "allgather", "a2a"};
 
 enum { N_CP_COMM = sizeof CP_COMM / sizeof CP_COMM[0] };
+_Static_assert((int)N_CP_COMM == (int)SIM_CP_COMM_COUNT, "cp_comm names");
 
 const char *sim_cp_comm_name(SimCpComm c) { return (unsigned)c < N_CP_COMM ? CP_COMM[c] : "?"; }
 

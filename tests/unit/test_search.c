@@ -56,11 +56,13 @@ static SearchEvalStatus syn_sim(void *ctx, void *scratch, SearchPoint *p)
 
 static const SearchEvaluator SYN = {.check = syn_check, .simulate = syn_sim};
 
-static void test_space_matches_brute_force(void **state)
+/* The space with the CP exchanges in cp_comm_mask (x3 when all three are
+ * tried: they multiply the plans with cp > 1 only), against brute force. */
+static void space_vs_brute_force(unsigned cp_comm_mask, int64_t per_cp)
 {
-    (void)state;
     SearchConfig c;
     small_config(&c);
+    c.cp_comm_mask = cp_comm_mask;
     TsError err = {0};
     int64_t n = search_space_size(&c, &err);
     /* brute force over the same rules */
@@ -75,9 +77,17 @@ static void test_space_matches_brute_force(void **state)
                 for (int m = 1; m <= 8; m++) mbs += (128 / dp) % m == 0;
                 int64_t sv = pp == 1 ? 1 : 2 + (32 / pp >= 2 ? (32 / pp < 8 ? 32 / pp : 8) - 1 : 0);
                 int64_t z = dp * cp > 1 ? 4 : 1, sp = tp > 1 ? 2 : 1;
-                want += mbs * sv * 3 * z * sp * sp;
+                want += mbs * sv * 3 * z * sp * sp * (cp > 1 ? per_cp : 1);
             }
     assert_int_equal(n, want);
+}
+
+static void test_space_matches_brute_force(void **state)
+{
+    (void)state;
+    space_vs_brute_force(1u << SIM_CP_P2P, 1);                                           /* the default */
+    space_vs_brute_force((1u << SIM_CP_P2P) | (1u << SIM_CP_ALLGATHER) | (1u << SIM_CP_A2A), 3); /* all */
+    space_vs_brute_force(1u << SIM_CP_A2A, 1); /* a2a alone: cp 1 plans keep p2p */
 }
 
 /* The cursor the workers walk with gives every candidate the knobs of the
@@ -87,6 +97,7 @@ static void test_cursor_matches_decode(void **state)
     (void)state;
     SearchConfig c;
     small_config(&c);
+    c.cp_comm_mask = 7; /* every CP exchange: the innermost digit moves too */
     SearchSpace sp;
     TsError err = {0};
     assert_int_equal(search_space_build(&c, &sp, &err), TS_OK);

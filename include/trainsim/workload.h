@@ -330,6 +330,12 @@ typedef struct WlBuildOptions {
     bool dp_after_backward; /* every gradient bucket reduced after the stage's last backward
                                (Megatron 2021, simulate --no-dp-overlap); false: each bucket
                                as soon as it is full, under the backward */
+    bool eager_elementwise; /* eager PyTorch model code (torchtitan, simulate --eager-pytorch):
+                               unfused RMSNorm / RoPE / SwiGLU kernels, separate q, k, v and
+                               w1, w3 GEMMs, GQA repeat_kv copies */
+    bool selective_ops;     /* selective recompute as op-level SAC (simulate --selective-ops):
+                               every second matmul (wk, wo, w3 / fc2) and every non-matmul op
+                               of dense layers again in backward */
 } WlBuildOptions;
 /* The full per-stage task DAG: layers with TP/SP/CP/EP collectives, PP
  * send/recv in schedule order, bucketed gradient reduction over DP (DP x CP

@@ -125,7 +125,7 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
     cli_sim_options(&g->sim, &so);
     /* what only the task graph (chakra, json) has a place for */
     static const char *const dag_only[] = {"no-dp-overlap", "no-param-gather-overlap", "fp16-grad-reduce", "bucket-mb",
-                                           "cp-comm"};
+                                           "eager-pytorch", "selective-ops", "cp-comm"};
     bool dag = g->fmt == WL_FMT_CHAKRA || g->fmt == WL_FMT_JSON;
     for (size_t i = 0; i < sizeof dag_only / sizeof dag_only[0] && !dag; i++)
         if (cli_seen(g->spec, dag_only[i])) {
@@ -181,7 +181,9 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
                              .grad_bytes = gb,
                              .bucket_params = so.bucket_bytes > 0 ? so.bucket_bytes / gb : 0,
                              .param_gather_at_step = !so.param_gather_overlap,
-                             .dp_after_backward = !so.dp_overlap};
+                             .dp_after_backward = !so.dp_overlap,
+                             .eager_elementwise = so.eager_elementwise,
+                             .selective_ops = so.selective_ops};
         st = wl_build(&md, &pd, &cost, &bo, out, &err);
     }
     free(split);

@@ -38,6 +38,7 @@ typedef struct Block {
     double fwd_flops, ig_flops, wg_flops;
     double fwd_bytes, bwd_bytes;
     double recompute_s;             /* extra forward work redone in backward */
+    double gemm_fwd_s;              /* of fwd_s: GEMMs */
     double params;                  /* per-rank parameter elements */
     double eparams;                 /* of which routed experts (reduced over DP_EP) */
 } Block;
@@ -81,7 +82,9 @@ static void gemm_b(const Gen *g, Block *b, int64_t batch, int64_t M, int64_t N, 
 {
     const WlCost *c = g->c;
     double nb = (double)batch, db = g->p->dtype_bytes, fl = nb * 2.0 * (double)M * (double)N * (double)K;
-    b->fwd_s += c->gemm_s(c->ctx, batch, M, N, K);
+    double f = c->gemm_s(c->ctx, batch, M, N, K);
+    b->fwd_s += f;
+    b->gemm_fwd_s += f;
     b->ig_s += c->gemm_s(c->ctx, batch, M, K, N);
     b->wg_s += c->gemm_s(c->ctx, batch, K, N, M);
     b->fwd_flops += fl;
@@ -109,12 +112,14 @@ static void mem2(const Gen *g, Block *b, double fb, double bb, double fwd_flops)
     b->ig_flops += fwd_flops;
 }
 
-/* Norm (2 / 3 tensor passes), residual add (3 / 3) and dropout (2.5 / 2.5,
- * GPT/BERT) of one half layer on th bytes of the rank's tokens (T/TP under
- * SP): the simulator's half_layer_mem. */
+/* Norm (2 / 3 tensor passes; eager RMSNorm, upcast to fp32 and five
+ * kernels: 18 / 36), residual add (3 / 3) and dropout (2.5 / 2.5, GPT/BERT)
+ * of one half layer on th bytes of the rank's tokens (T/TP under SP): the
+ * simulator's half_layer_mem. */
 static void half_layer(const Gen *g, Block *b, double th, double elems)
 {
-    mem2(g, b, 2 * th, 3 * th, 5.0 * elems);
+    if (g->o->eager_elementwise) mem2(g, b, 18 * th, 36 * th, 5.0 * elems);
+    else mem2(g, b, 2 * th, 3 * th, 5.0 * elems);
     mem2(g, b, 3 * th, 3 * th, 0);
     if (g->m->dropout) mem2(g, b, 2.5 * th, 2.5 * th, 0);
 }
@@ -133,8 +138,9 @@ static void layer_costs(Gen *g)
     /* attention: norm, QKV (MLA: down/up projections), core, projection */
     Block *a = &g->attn;
     half_layer(g, a, th, el);
-    if (m->rope) { /* rotary on q and k */
-        double qk = 2.0 * (double)T * (double)((A + G) * D) * db;
+    bool eager = g->o->eager_elementwise;
+    if (m->rope) { /* rotary on q and k (eager complex RoPE: upcast, multiply, downcast) */
+        double qk = (eager ? 10.0 : 2.0) * (double)T * (double)((A + G) * D) * db;
         mem2(g, a, qk, qk, 0);
     }
     int64_t dv = D;
@@ -149,6 +155,10 @@ static void layer_costs(Gen *g)
         }
         gemm(g, a, T, m->kv_lora_rank + m->qk_rope_dim, H);
         gemm(g, a, T, A * (m->qk_nope_dim + dv), m->kv_lora_rank);
+    } else if (eager) { /* separate wq, wk, wv */
+        gemm(g, a, T, A * D, H);
+        gemm(g, a, T, G * D, H);
+        gemm(g, a, T, G * D, H);
     } else {
         gemm(g, a, T, (A + 2 * G) * D, H);
     }
@@ -172,15 +182,26 @@ static void layer_costs(Gen *g)
     a->fwd_flops += core_fl;
     a->ig_flops += 2.5 * core_fl;
     gemm(g, a, T, H, A * dv);
+    if (eager) { /* GQA repeat_kv copies of K and V; the output made contiguous */
+        double kv = G < A ? 2.0 * (double)T * (double)(A * D) * db * 2.0 : 0.0, o = 2.0 * (double)T * (double)(A * dv) * db;
+        mem2(g, a, kv + o, kv + o, 0);
+    }
     a->params += 2.0 * (double)H; /* norm */
     if (p->recompute == WL_RECOMPUTE_SELECTIVE) a->recompute_s = core_f;
     /* dense MLP: norm, fc1 (gate+up for SwiGLU), activation, fc2 */
     int64_t F = m->ffn / tp;
     Block *f = &g->mlp;
     half_layer(g, f, th, el);
-    gemm(g, f, T, F * (m->swiglu ? 2 : 1), H);
-    double act = (double)T * (double)F * db; /* GeLU 2 / 3 passes, SwiGLU 3 / 5 */
-    mem2(g, f, act * (m->swiglu ? 3.0 : 2.0), act * (m->swiglu ? 5.0 : 3.0), 8.0 * (double)T * (double)F);
+    bool split13 = eager && m->swiglu; /* eager: w1 and w3 separate, silu then multiply */
+    if (split13) {
+        gemm(g, f, T, F, H);
+        gemm(g, f, T, F, H);
+    } else {
+        gemm(g, f, T, F * (m->swiglu ? 2 : 1), H);
+    }
+    double act = (double)T * (double)F * db; /* GeLU 2 / 3 passes, SwiGLU 3 / 5 (eager 5 / 8) */
+    mem2(g, f, act * (split13 ? 5.0 : m->swiglu ? 3.0 : 2.0), act * (split13 ? 8.0 : m->swiglu ? 5.0 : 3.0),
+         8.0 * (double)T * (double)F);
     gemm(g, f, T, H, F);
     f->params += 2.0 * (double)H;
     /* MoE MLP, as the simulator costs it: router over the tokens this rank
@@ -240,6 +261,19 @@ static void layer_costs(Gen *g)
         for (int i = 0; i < 5; i++) {
             bl[i]->fwd_s += g->c->mem_s(g->c->ctx, 2.0 * bl[i]->params * db);
             bl[i]->wg_s += g->c->mem_s(g->c->ctx, bl[i]->params * ((i >= 3 ? 0.0 : out_b) + db + gr));
+        }
+    }
+    if (p->recompute == WL_RECOMPUTE_SELECTIVE && g->o->selective_ops && m->kv_lora_rank == 0) {
+        /* op-level SAC, as the simulator counts it: wk, wo and w3 (GeLU
+         * MLP: fc2) again, with every non-matmul op (ZeRO-3 copies
+         * included); the attention outputs are saved. MoE layers recompute
+         * the attention core only (the simulator's rule): a model with
+         * experts keeps that for all its layers. */
+        const WlCost *c = g->c;
+        if (m->experts == 0) {
+            a->recompute_s = c->gemm_s(c->ctx, 1, T, G * D, H) + c->gemm_s(c->ctx, 1, T, H, A * dv) +
+                             (a->fwd_s - a->gemm_fwd_s - core_f);
+            f->recompute_s = c->gemm_s(c->ctx, 1, T, m->swiglu ? F : H, m->swiglu ? H : F) + (f->fwd_s - f->gemm_fwd_s);
         }
     }
     g->tpc = (double)B * (double)S * (double)H * db;

@@ -188,12 +188,17 @@ int64_t wl_stage_peer(const Workload *w, int64_t rank, int64_t stage)
     return rank_of(&w->par, c);
 }
 
-/* Expert layout with its own ETP (ETP != TP): EP and DP_EP follow
- * Megatron's etp-ep-edp order over the stage's TP*CP*DP ranks. */
+/* The expert tensor-parallel size: its own ETP, else TP. */
+static int64_t etp_of(const WlParallel *p) { return p->etp > 0 ? p->etp : p->tp; }
+
+/* Expert layout (ETP != TP, or CP > 1): EP and DP_EP follow Megatron's
+ * etp-ep-edp order over the stage's TP*CP*DP ranks (plan.h), so with CP the
+ * expert groups draw from the CP ranks too; with ETP = TP and CP = 1 that
+ * order is the blocks of EP consecutive DP indices of the plain layout. */
 static bool expert_layout(const WlParallel *p)
 {
     int64_t ep = p->ep > 0 ? p->ep : 1, local = p->tp * p->cp * p->dp;
-    return p->etp > 0 && p->etp != p->tp && local % (p->etp * ep) == 0;
+    return ((p->etp > 0 && p->etp != p->tp) || p->cp > 1) && local % (etp_of(p) * ep) == 0;
 }
 
 int64_t wl_group_size(const Workload *w, WlGroup g)
@@ -201,7 +206,7 @@ int64_t wl_group_size(const Workload *w, WlGroup g)
     const WlParallel *p = &w->par;
     int64_t ep = p->ep > 0 ? p->ep : 1;
     if (expert_layout(p) && (g == WL_GROUP_EP || g == WL_GROUP_DP_EP))
-        return g == WL_GROUP_EP ? ep : p->tp * p->cp * p->dp / (p->etp * ep);
+        return g == WL_GROUP_EP ? ep : p->tp * p->cp * p->dp / (etp_of(p) * ep);
     switch (g) {
     case WL_GROUP_TP: return p->tp;
     case WL_GROUP_CP: return p->cp;
@@ -225,7 +230,7 @@ int64_t wl_group_members(const Workload *w, WlGroup g, int64_t rank, int64_t *ou
     int64_t ep = wl_group_size(w, WL_GROUP_EP);
     if (expert_layout(p) && (g == WL_GROUP_EP || g == WL_GROUP_DP_EP)) {
         int64_t local_n = p->tp * p->cp * p->dp, base = c.pp * local_n;
-        int64_t l = c.tp + p->tp * (c.cp + p->cp * c.dp), et = p->etp;
+        int64_t l = c.tp + p->tp * (c.cp + p->cp * c.dp), et = etp_of(p);
         int64_t ei = l % et, epi = (l / et) % ep, edi = l / (et * ep);
         for (int64_t i = 0; i < n; i++) {
             int64_t r = base + (g == WL_GROUP_EP ? ei + et * (i + ep * edi) : ei + et * (epi + ep * i));

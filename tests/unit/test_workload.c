@@ -50,6 +50,19 @@ static void test_groups(void **state)
     assert_int_equal(m[1], 13 + 4 * 8);
     assert_int_equal(wl_rank_stage(w, 300), 2);
     assert_int_equal(wl_stage_peer(w, 300, 3), 300 + 128);
+    /* with CP the expert groups draw from the CP ranks too (Megatron's
+     * etp-ep-edp order over TP*CP*DP, as plan.h): tp 2, cp 2, dp 4, ep 4;
+     * local rank l = tp + 2 (cp + 2 dp), ep_i = (l / 2) mod 4, edp = l / 8.
+     * Rank 3 (tp 1, cp 1, dp 0): EP {1, 3, 5, 7}, expert DP {3, 11}. */
+    w->par = (WlParallel){.world = 16, .tp = 2, .cp = 2, .pp = 1, .dp = 4, .ep = 4, .vpp = 1, .ga = 1};
+    assert_int_equal(wl_group_size(w, WL_GROUP_DP_EP), 2); /* dp * cp / ep */
+    assert_int_equal(wl_group_members(w, WL_GROUP_EP, 3, m, 64, &gid), 4);
+    assert_int_equal(m[0], 1);
+    assert_int_equal(m[1], 3);
+    assert_int_equal(m[3], 7);
+    assert_int_equal(wl_group_members(w, WL_GROUP_DP_EP, 3, m, 64, &gid), 2);
+    assert_int_equal(m[0], 3);
+    assert_int_equal(m[1], 11);
     wl_destroy(w);
     wl_destroy(NULL);
 }

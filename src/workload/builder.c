@@ -70,12 +70,21 @@ typedef struct Gen {
     double core_f, core_b;          /* attention core forward / backward, one micro-batch */
     WlGroup dpg;                    /* gradient reduction group: DP, or DP_CP when cp > 1 */
     int64_t dpn;                    /* its size, dp*cp */
+    int64_t edpn;                   /* expert-DP group size (DP_EP) */
     bool oom;
 } Gen;
 
 /* ---- costs of one layer's blocks --------------------------------------------------- */
 /* Bytes per gradient element reduced over DP (fp32 main grads by default). */
 static double o_grad_bytes(const Gen *g) { return g->o->grad_bytes > 0 ? (double)g->o->grad_bytes : 4.0; }
+
+/* The parameters of `params` (`eparams` of them routed experts) that ZeRO-3
+ * shards: dense ones over the DP (x CP) group, experts over the expert-DP
+ * group (DP_EP), each only where that group has more than one rank. */
+static double fsdp_sharded(const Gen *g, double params, double eparams)
+{
+    return (g->dpn > 1 ? params - eparams : 0) + (g->edpn > 1 ? eparams : 0);
+}
 
 /* `batch` GEMMs (M x K) @ (K x N): forward, dgrad, wgrad; K*N parameters each. */
 static void gemm_b(const Gen *g, Block *b, int64_t batch, int64_t M, int64_t N, int64_t K)
@@ -255,12 +264,14 @@ static void layer_costs(Gen *g)
      * buffer into the parameters before each use (read + write), copy-in of
      * the gradients cast to the reduction dtype before the reduce-scatter
      * (under full recompute the backward's copy-out is the recompute's) */
-    if (p->zero >= 3 && p->dp * p->cp > 1) {
+    if (p->zero >= 3) {
         double gr = o_grad_bytes(g), out_b = p->recompute == WL_RECOMPUTE_FULL ? 0.0 : 2.0 * db;
         Block *bl[5] = {a, f, &g->moe, em, hd};
         for (int i = 0; i < 5; i++) {
-            bl[i]->fwd_s += g->c->mem_s(g->c->ctx, 2.0 * bl[i]->params * db);
-            bl[i]->wg_s += g->c->mem_s(g->c->ctx, bl[i]->params * ((i >= 3 ? 0.0 : out_b) + db + gr));
+            double sh = fsdp_sharded(g, bl[i]->params, bl[i]->eparams); /* what is gathered */
+            if (!(sh > 0)) continue;
+            bl[i]->fwd_s += g->c->mem_s(g->c->ctx, 2.0 * sh * db);
+            bl[i]->wg_s += g->c->mem_s(g->c->ctx, sh * ((i >= 3 ? 0.0 : out_b) + db + gr));
         }
     }
     if (p->recompute == WL_RECOMPUTE_SELECTIVE && g->o->selective_ops && m->kv_lora_rank == 0) {
@@ -361,8 +372,10 @@ static void p2p(Gen *g, const char *name, WlPhase ph, int64_t mb, bool send, int
     emit(g, &t, -1, !send);
 }
 
-/* One gradient bucket over group grp of n ranks: reduce asynchronously once
- * bucket_max elements are ready (or at the flush). */
+/* Gradient buckets over group grp of n ranks: once bucket_max elements are
+ * ready (or at the flush) they are reduced asynchronously in buckets of
+ * bucket_max, the last one smaller, as the simulator counts them (a layer
+ * whose gradients outgrow a bucket fills several). */
 static void bucket_add(Gen *g, double *bucket, double params, bool flush, WlGroup grp, int64_t n, const char *rs_name,
                        const char *ar_name)
 {
@@ -372,10 +385,8 @@ static void bucket_add(Gen *g, double *bucket, double params, bool flush, WlGrou
         return;
     }
     bool rs = g->p->dist_opt || g->p->zero >= 1;
-    /* after the backward, the whole reduction goes out bucket by bucket, as
-     * the simulator reduces it; under it, a bucket is what is ready */
     while (*bucket > 0) {
-        double b = g->final_flush ? fmin(*bucket, g->bucket_max) : *bucket;
+        double b = fmin(*bucket, g->bucket_max);
         pend(g, coll(g, rs ? rs_name : ar_name, WL_PHASE_WG, -1, rs ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE, grp,
                      b * o_grad_bytes(g), false));
         *bucket -= b;
@@ -405,30 +416,43 @@ static void unit_done(Gen *g)
     g->unit_end[1] = g->last;
 }
 
-/* ZeRO-3 / FSDP: gather a unit's parameters (16-bit) over the DP group.
- * Emitted one unit ahead by the callers (prefetch), it waits for the unit
- * before (FSDP frees it, so at most two units are gathered at a time), not
- * for the stream. Returns the gather for the unit's first compute to wait
- * on, -1 when there is nothing to gather. */
-static int32_t fsdp_gather(Gen *g, double params, WlPhase ph, int64_t mb)
+/* ZeRO-3 / FSDP: gather a unit's parameters (16-bit): dense ones over the DP
+ * group, then the experts over DP_EP. Emitted one unit ahead by the callers
+ * (prefetch), it waits for the unit before (FSDP frees it, so at most two
+ * units are gathered at a time), not for the stream. Returns the gather for
+ * the unit's first compute to wait on, -1 when there is nothing to gather. */
+static int32_t fsdp_gather(Gen *g, double params, double eparams, WlPhase ph, int64_t mb)
 {
-    if (g->p->zero < 3 || g->dpn <= 1 || params <= 0) return -1;
-    WlTask t = wl_task_coll("fsdp.ag", ph, TS_COLL_ALLGATHER, g->dpg, params * (double)g->p->dtype_bytes);
-    t.micro = (int32_t)mb;
-    t.flags |= WL_F_ASYNC;
-    int32_t a = g->unit_end[1];
-    int32_t id = wl_task_add(g->w, &t, &a, a >= 0 ? 1 : 0, NULL, 0);
-    if (id < 0) g->oom = true;
+    if (g->p->zero < 3) return -1;
+    int32_t dep = g->unit_end[1], id = -1;
+    double part[2] = {g->dpn > 1 ? params - eparams : 0, g->edpn > 1 ? eparams : 0};
+    for (int i = 0; i < 2; i++) {
+        if (!(part[i] > 0)) continue;
+        WlTask t = wl_task_coll(i ? "efsdp.ag" : "fsdp.ag", ph, TS_COLL_ALLGATHER, i ? WL_GROUP_DP_EP : g->dpg,
+                                part[i] * (double)g->p->dtype_bytes);
+        t.micro = (int32_t)mb;
+        t.flags |= WL_F_ASYNC;
+        id = wl_task_add(g->w, &t, &dep, dep >= 0 ? 1 : 0, NULL, 0);
+        if (id < 0) {
+            g->oom = true;
+            return -1;
+        }
+        dep = id;
+    }
     return id;
 }
 
-/* ZeRO-3: reduce-scatter a unit's gradients after its weight gradients
- * (asynchronous, joined at the optimizer step). */
-static void fsdp_reduce(Gen *g, double params, int64_t mb)
+/* ZeRO-3: reduce-scatter a unit's gradients after its weight gradients,
+ * dense over DP, experts over DP_EP (asynchronous, joined at the step). */
+static void fsdp_reduce(Gen *g, double params, double eparams, int64_t mb)
 {
-    if (g->p->zero < 3 || g->dpn <= 1 || params <= 0) return;
-    int32_t id = coll(g, "fsdp.rs", WL_PHASE_WG, mb, TS_COLL_REDUCESCATTER, g->dpg, params * o_grad_bytes(g), false);
-    pend(g, id);
+    if (g->p->zero < 3) return;
+    if (g->dpn > 1 && params - eparams > 0)
+        pend(g, coll(g, "fsdp.rs", WL_PHASE_WG, mb, TS_COLL_REDUCESCATTER, g->dpg, (params - eparams) * o_grad_bytes(g),
+                     false));
+    if (g->edpn > 1 && eparams > 0)
+        pend(g, coll(g, "efsdp.rs", WL_PHASE_WG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_DP_EP, eparams * o_grad_bytes(g),
+                     false));
 }
 
 static bool is_moe_layer(const Gen *g, int64_t layer)
@@ -589,6 +613,11 @@ static double layer_params(const Gen *g, int64_t l)
     return g->attn.params + (is_moe_layer(g, l) ? g->moe.params : g->mlp.params);
 }
 
+static double layer_eparams(const Gen *g, int64_t l)
+{
+    return is_moe_layer(g, l) ? g->moe.eparams : 0;
+}
+
 static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
 {
     const WlPlanDims *p = g->p;
@@ -596,7 +625,7 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
     if (ch > 0) p2p(g, "pp.recv.f", WL_PHASE_FWD, mb, false, ch - 1, ch - 1, 0);
     if (ch == 0) {
         comp_f(g, "embed.f", WL_PHASE_FWD, mb, ch, -1, g->embed.fwd_s, 0, g->embed.fwd_bytes,
-               fsdp_gather(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), WL_PHASE_FWD, mb),
+               fsdp_gather(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), 0, WL_PHASE_FWD, mb),
                mb == 0 ? g->pg_ag[g->m->layers] : -1, 0);
         if (p->sp) coll(g, "sp.rs", WL_PHASE_FWD, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
         else coll(g, "tp.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
@@ -604,10 +633,10 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
     }
     /* ZeRO-3: each layer's gather is issued when the previous layer starts
      * (FSDP's prefetch of the next unit) */
-    int32_t ag = fsdp_gather(g, layer_params(g, first), WL_PHASE_FWD, mb);
+    int32_t ag = fsdp_gather(g, layer_params(g, first), layer_eparams(g, first), WL_PHASE_FWD, mb);
     for (int64_t l = first; l < first + nl; l++) {
         bool moe = is_moe_layer(g, l);
-        int32_t next = l + 1 < first + nl ? fsdp_gather(g, layer_params(g, l + 1), WL_PHASE_FWD, mb) : -1;
+        int32_t next = l + 1 < first + nl ? fsdp_gather(g, layer_params(g, l + 1), layer_eparams(g, l + 1), WL_PHASE_FWD, mb) : -1;
         block_fwd_as(g, &g->attn, "attn", mb, ch, l, false, false, ag >= 0 ? ag : mb == 0 ? g->pg_ag[l] : -1);
         block_fwd_as(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, false, -1);
         unit_done(g);
@@ -618,7 +647,7 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
         /* (ZeRO-3: the head belongs to the root unit, gathered with the
          * embedding when the chunk holds both, else here) */
         comp_f(g, "head.f", WL_PHASE_FWD, mb, ch, -1, g->head.fwd_s, g->head.fwd_flops, g->head.fwd_bytes,
-               ch == 0 ? -1 : fsdp_gather(g, g->head.params, WL_PHASE_FWD, mb),
+               ch == 0 ? -1 : fsdp_gather(g, g->head.params, 0, WL_PHASE_FWD, mb),
                mb == 0 ? g->pg_ag[g->m->layers + 1] : -1, 0);
         for (int i = 0; i < 3; i++) /* vocab-parallel cross-entropy: max, sum-exp, target logit */
             coll(g, "loss.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP,
@@ -643,25 +672,25 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
         if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
         else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
         comp(g, "head.wg", WL_PHASE_WG, mb, ch, -1, g->head.wg_s, g->head.wg_flops, g->head.bwd_bytes / 2, -1);
-        if (ch > 0) fsdp_reduce(g, g->head.params, mb);
+        if (ch > 0) fsdp_reduce(g, g->head.params, 0, mb);
         unit_done(g);
         if (last_mb) grad_ready(g, g->head.params, false);
     }
-    int32_t ag = fsdp_gather(g, layer_params(g, first + nl - 1), WL_PHASE_IG, mb);
+    int32_t ag = fsdp_gather(g, layer_params(g, first + nl - 1), layer_eparams(g, first + nl - 1), WL_PHASE_IG, mb);
     for (int64_t l = first + nl - 1; l >= first; l--) {
         bool moe = is_moe_layer(g, l);
-        int32_t next = l > first ? fsdp_gather(g, layer_params(g, l - 1), WL_PHASE_IG, mb) : -1;
+        int32_t next = l > first ? fsdp_gather(g, layer_params(g, l - 1), layer_eparams(g, l - 1), WL_PHASE_IG, mb) : -1;
         block_bwd(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, last_mb, extra, ag);
         extra = -1;
         block_bwd(g, &g->attn, "attn", mb, ch, l, false, last_mb, -1, -1);
-        fsdp_reduce(g, layer_params(g, l), mb);
+        fsdp_reduce(g, layer_params(g, l), layer_eparams(g, l), mb);
         unit_done(g);
         ag = next;
     }
     if (ch == 0) {
         if (p->sp) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
         comp(g, "embed.wg", WL_PHASE_WG, mb, ch, -1, g->embed.wg_s, 0, g->embed.bwd_bytes, extra);
-        fsdp_reduce(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), mb);
+        fsdp_reduce(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), 0, mb);
         if (last_mb) grad_ready(g, g->embed.params, false);
     } else {
         p2p(g, "pp.send.b", WL_PHASE_IG, mb, true, ch - 1, ch - 1, 1);
@@ -843,7 +872,6 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
              .dpg = p->cp > 1 ? WL_GROUP_DP_CP : WL_GROUP_DP, .dpn = p->dp * (p->cp > 1 ? p->cp : 1)};
     /* Megatron-Core's bucket_size over the reduction group (DP x CP), as sim_dp_bucket_bytes */
     g.bucket_max = o->bucket_params > 0 ? o->bucket_params : fmax(4e7, 1e6 * (double)g.dpn);
-    layer_costs(&g);
     Step *steps = malloc((size_t)(2 * p->ga * v) * sizeof *steps);
     g.fwd_last = malloc((size_t)(p->ga * n_chunks) * sizeof *g.fwd_last);
     g.first = malloc((size_t)(n_chunks + 1) * sizeof *g.first);
@@ -855,8 +883,10 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
     w->par = (WlParallel){.world = p->world, .tp = p->tp, .cp = p->cp, .pp = p->pp, .dp = p->dp,
                           .ep = p->ep > 0 ? p->ep : 1, .etp = p->etp > 0 && p->etp != p->tp ? p->etp : 0,
                           .vpp = v, .layers_per_stage = m->layers / p->pp, .micro_batch = p->micro_batch,
-                          .seq = p->seq,
-                          .ga = p->ga, .pp_comm_bytes = p->pp > 1 ? g.act_bytes : 0};
+                          .seq = p->seq, .ga = p->ga};
+    g.edpn = wl_group_size(w, WL_GROUP_DP_EP); /* the layout's expert-DP group, for ZeRO-3 */
+    layer_costs(&g);
+    w->par.pp_comm_bytes = p->pp > 1 ? g.act_bytes : 0;
     snprintf(w->source, sizeof w->source, "trainsim %s: %s tp%lld cp%lld pp%lld vpp%lld dp%lld ep%lld", TRAINSIM_VERSION,
              m->name, (long long)p->tp, (long long)p->cp, (long long)p->pp, (long long)v, (long long)p->dp,
              (long long)p->ep);

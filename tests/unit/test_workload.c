@@ -473,6 +473,45 @@ static void test_build_dp_after_backward(void **state)
     }
 }
 
+/* ZeRO-3 with experts: dense parameters are gathered and reduced over DP,
+ * the routed experts over the expert-DP group, and not at all where that
+ * group has one rank (every expert shard lives on one rank). */
+static void test_build_zero3_experts(void **state)
+{
+    (void)state;
+    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlModelDims m;
+    WlPlanDims p;
+    small_plan(&m, &p);
+    m.experts = 4, m.topk = 2, m.moe_ffn = 512;
+    p.pp = 1, p.dp = 4, p.ep = 2, p.world = 8, p.zero = 3, p.dist_opt = false, p.ga = 2;
+    for (int edp1 = 0; edp1 < 2; edp1++) {
+        if (edp1) p.ep = 4, p.dp = 4; /* expert DP = dp / ep = 1 */
+        TsError err = {0};
+        Workload *w = NULL;
+        assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+        check_dag(w);
+        WlGroup g = WL_GROUP_NONE;
+        double dense_b = 0, exp_b = 0;
+        int nd = count_named(w, 0, "fsdp.ag", &g, &dense_b);
+        assert_true(nd > 0);
+        assert_int_equal(g, WL_GROUP_DP);
+        int ne = count_named(w, 0, "efsdp.ag", &g, &exp_b);
+        int nr = count_named(w, 0, "efsdp.rs", NULL, NULL);
+        if (edp1) {
+            assert_int_equal(ne, 0);
+            assert_int_equal(nr, 0);
+        } else {
+            /* a layer's experts: E/EP = 2 of them, fc1 (2 x 512 wide, swiglu
+             * off: 512) and fc2, 256 x 512 each, TP 2 -> 2 x 2 x 256 x 256 */
+            assert_true(ne > 0 && nr > 0);
+            assert_int_equal(g, WL_GROUP_DP_EP);
+            assert_true(exp_b == 2.0 * 2 * 256 * 256 * 2);
+        }
+        wl_destroy(w);
+    }
+}
+
 /* --stage-layers: chunk c runs stage_layers[c] layers, in order. */
 static void test_build_stage_layers(void **state)
 {
@@ -623,7 +662,7 @@ int main(void)
         cmocka_unit_test(test_chakra_82_bytes), cmocka_unit_test(test_build_schedules),
         cmocka_unit_test(test_build_aicb_rows), cmocka_unit_test(test_build_tied_embedding_allreduce),
         cmocka_unit_test(test_build_dp_cp_reduction), cmocka_unit_test(test_build_cp_comm),
-        cmocka_unit_test(test_build_dp_after_backward),
+        cmocka_unit_test(test_build_dp_after_backward), cmocka_unit_test(test_build_zero3_experts),
         cmocka_unit_test(test_build_stage_layers),
         cmocka_unit_test(test_json_roundtrip), cmocka_unit_test(test_json_errors),
     };

@@ -316,6 +316,16 @@ static void mlp(const Ctx *x, int64_t tokens, int64_t ffn, int64_t tp, LayerCost
     lc->fwd_flops_token += 2.0 * p * (double)tp;
 }
 
+/* The time a ZeRO-3 layer's gathers (and its gradients' reduce-scatter) can
+ * hide under, one layer ahead on the DP stream: the layer's whole forward,
+ * compute and its exposed TP / CP / EP communication (other links), and its
+ * whole backward, the recompute included. */
+static void fsdp_window(const LayerCost *lc, double *wf, double *wb)
+{
+    *wf = lc->fwd + lc->tp_f + lc->cp_f + lc->ep_f;
+    *wb = lc->bwd + lc->tp_b + lc->cp_b + lc->ep_b + lc->recompute;
+}
+
 static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
 {
     const ModelSpec *m = x->m;
@@ -440,11 +450,8 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         mem(x, 2.0 * gp * x->ab, gp * (out_b + x->ab + gr), &cf, &cb);
         lc->fwd += cf;
         lc->bwd += cb;
-        double ef = fmax(0, ag - lc->fwd), eb = fmax(0, ag + rs - lc->bwd);
-        lc->fsdp = ef + eb;
         lc->fsdp_ag = ag;
         lc->fsdp_rs = rs;
-        lc->slow += sig * (ag - ef + ag + rs - eb);
     }
     /* recompute */
     if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && x->o->selective_ops && !moe && m->kv_lora_rank == 0) {
@@ -467,6 +474,14 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     } else if (p->recompute == PLAN_RECOMPUTE_FULL) {
         lc->recompute = lc->fwd + lc->tp_f + lc->cp_f + lc->ep_f;
         lc->recompute_flops_token = lc->fwd_flops_token;
+    }
+    /* ZeRO-3: what the layer's stream time does not cover is exposed */
+    if (lc->fsdp_ag > 0 || lc->fsdp_rs > 0) {
+        double wf, wb, ag = lc->fsdp_ag, rs = lc->fsdp_rs;
+        fsdp_window(lc, &wf, &wb);
+        double ef = fmax(0, ag - wf), eb = fmax(0, ag + rs - wb);
+        lc->fsdp = ef + eb;
+        lc->slow += sig * (ag - ef + ag + rs - eb);
     }
 }
 
@@ -528,12 +543,13 @@ static double fsdp_root(const Ctx *x, double emb_params, double head_params, con
     }
     /* first block: forward gather and backward reduce-scatter exposed, the
      * backward re-gather still prefetched under the next block */
-    double ag = first->fsdp_ag, rs = first->fsdp_rs;
-    double ef = fmax(0, ag - first->fwd), eb = fmax(0, ag + rs - first->bwd);
-    double eb_new = rs + fmax(0, ag - first->bwd);
+    double ag = first->fsdp_ag, rs = first->fsdp_rs, wf, wb;
+    fsdp_window(first, &wf, &wb);
+    double ef = fmax(0, ag - wf), eb = fmax(0, ag + rs - wb);
+    double eb_new = rs + fmax(0, ag - wb);
     f += ag - ef;
     b += eb_new - eb;
-    c->slowdown_s -= x->o->overlap_slowdown * ((ag - ef) + (ag + rs - eb) - fmin(ag, first->bwd));
+    c->slowdown_s -= x->o->overlap_slowdown * ((ag - ef) + (ag + rs - eb) - fmin(ag, wb));
     if (c->slowdown_s < 0) c->slowdown_s = 0;
     c->fsdp_exposed_s += f + b;
     return f;

@@ -333,6 +333,8 @@ typedef struct WlBuildOptions {
     bool eager_elementwise; /* eager PyTorch model code (torchtitan, simulate --eager-pytorch):
                                unfused RMSNorm / RoPE / SwiGLU kernels, separate q, k, v and
                                w1, w3 GEMMs, GQA repeat_kv copies */
+    double optimizer_bytes; /* HBM bytes per local parameter of the optimizer step; 0: 24, the
+                               simulator's SimOptions.optimizer_bytes_per_param */
     bool selective_ops;     /* selective recompute as op-level SAC (simulate --selective-ops):
                                every second matmul (wk, wo, w3 / fc2) and every non-matmul op
                                of dense layers again in backward */

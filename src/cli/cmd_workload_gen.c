@@ -183,6 +183,7 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
                              .param_gather_at_step = !so.param_gather_overlap,
                              .dp_after_backward = !so.dp_overlap,
                              .eager_elementwise = so.eager_elementwise,
+                             .optimizer_bytes = so.optimizer_bytes_per_param,
                              .selective_ops = so.selective_ops};
         st = wl_build(&md, &pd, &cost, &bo, out, &err);
     }

@@ -799,8 +799,11 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
              peak, bytes / (double)g->dpn, -1);
         coll(g, "shampoo.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, g->dpg, bytes, true);
     }
-    /* Adam: read fp32 param, m, v, grad; write param, m, v and the bf16 copy */
-    comp(g, "optimizer", WL_PHASE_OPT, -1, -1, -1, g->c->mem_s(g->c->ctx, shard * 30.0), shard * 10.0, shard * 30.0, -1);
+    /* fused Adam over the local shard: fp32 param, m, v and the gradient read,
+     * param, m, v and the 16-bit copy written, the grad-norm read and the
+     * zeroing of the grad buffer; 24 B per parameter as the simulator */
+    double ob = g->o->optimizer_bytes > 0 ? g->o->optimizer_bytes : 24.0;
+    comp(g, "optimizer", WL_PHASE_OPT, -1, -1, -1, g->c->mem_s(g->c->ctx, shard * ob), shard * 10.0, shard * ob, -1);
     if (gather_after) {
         coll(g, "param.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, g->dpg, (params - eparams) * (double)p->dtype_bytes,
              true);

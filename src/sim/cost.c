@@ -107,11 +107,13 @@ double sim_straggler(double spread, int64_t n)
     return spread / 2.85 * sqrt(2.0 * log((double)n));
 }
 
+TsDtype sim_activation_dtype(TsDtype dt) { return dt == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : dt; }
+
 void sim_mem_options(const SimOptions *o, TsDtype dt, PartMemOptions *mo)
 {
     /* Megatron's grad buffer has the reduction dtype (grad_reduce_in_fp32);
      * DeepSpeed's BF16 optimizer keeps fp32 gradients beside the bf16 ones */
-    TsDtype adt = dt == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : dt;
+    TsDtype adt = sim_activation_dtype(dt);
     mo->grad_bytes = o->fp32_grad_reduce ? 4.0 : (double)ts_dtype_bytes(adt);
     mo->fp32_grad_copy = o->ds_pipe && dt == TS_DTYPE_BF16;
     mo->selective_ops = o->selective_ops;
@@ -387,7 +389,12 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
                     : 2 * coll(x, TS_COLL_ALLREDUCE, X, &x->tpg, "tp");
     double sig = x->o->overlap_slowdown;
     if (p->tp_overlap && tpc > 0) {
-        double hf = fmin(tpc, lc->gemm_fwd), hb = fmin(tpc, lc->gemm_bwd);
+        /* each block's all-gather and reduce-scatter (or all-reduce), half
+         * of tpc, hide under that block's own GEMMs (Transformer Engine
+         * overlaps a GEMM with its own communication), not under the
+         * layer's: the attention GEMMs are gf short of the layer's */
+        double half = tpc / 2, af = lc->gemm_fwd - gf, ab = lc->gemm_bwd - gb;
+        double hf = fmin(half, af) + fmin(half, gf), hb = fmin(half, ab) + fmin(half, gb);
         lc->tp_f = tpc - hf;
         lc->tp_b = tpc - hb;
         lc->slow += sig * (hf + hb);
@@ -772,7 +779,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     }
     Ctx x = {.m = m, .p = p, .hw = in->hw, .net = in->net, .o = &in->opt};
     x.dt = p->dtype;
-    x.adt = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype;
+    x.adt = sim_activation_dtype(p->dtype);
     x.ab = (double)ts_dtype_bytes(x.adt);
     const GpuSpec *g = &in->hw->gpu;
     x.tc = sim_tensor_factor(g, &in->opt, p->gpus);

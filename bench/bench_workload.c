@@ -181,7 +181,7 @@ int main(void)
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    WlCost c = {NULL, cb_gemm, cb_attn, cb_mem};
+    WlCost c = {NULL, cb_gemm, cb_attn, cb_mem, NULL};
     /* 1. SimAI */
     WlModelDims md;
     WlPlanDims pd;

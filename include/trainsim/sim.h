@@ -312,6 +312,10 @@ double sim_straggler(double spread, int64_t n);
  * full-node load), times 1 + sim_straggler(o->gpu_spread, gpus). 1.22 x 1.065
  * for 1024 H100s. The simulator and the workload generators both use it, so
  * a generated workload carries the kernel times `simulate` assumes. */
+/* The dtype activations (and what the simulator costs outside the
+ * transformer-layer GEMMs: attention core, LM head, TP traffic) are held in:
+ * bf16 under fp8 training (Transformer Engine), else the training dtype. */
+TsDtype sim_activation_dtype(TsDtype dt);
 double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus);
 /* The memory options (partition.h) the simulator's options imply for a plan
  * of compute dtype dt: the gradient buffer's dtype, the BF16 optimizer's fp32

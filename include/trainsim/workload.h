@@ -259,6 +259,12 @@ typedef struct WlCost {
                      bool causal, bool backward);
     /* memory-bound kernel moving `bytes` */
     double (*mem_s)(const void *ctx, double bytes);
+    /* optional: forward, input-gradient and weight-gradient times of batch
+     * (M x K) @ (K x N) products, as the simulator costs them: a
+     * transformer-layer GEMM (`layer`) at the plan's GEMM dtype with what
+     * that dtype adds (FP8 casts), the LM head at the activation dtype.
+     * NULL: gemm_s for all three passes. */
+    void (*gemm3_s)(const void *ctx, int64_t batch, int64_t m, int64_t n, int64_t k, bool layer, double t[3]);
 } WlCost;
 
 /* Megatron-style plan as the generators need it (filled from plan.h's
@@ -293,6 +299,8 @@ typedef struct WlPlanDims {
     WlRecompute recompute;
     WlSchedule schedule;
     bool flash;                    /* fused attention core */
+    bool tp_overlap;               /* TP collectives overlapped with the block's GEMMs (TE
+                                      userbuffers, --tp-overlap) */
     const int64_t *stage_layers;   /* borrowed: layers per chunk (pp*vpp entries, chunk
                                       c = vstage*pp + stage), plan's --stage-layers; NULL =
                                       even split (the first layers % chunks chunks +1) */

@@ -72,7 +72,7 @@ static void plan_dims(const ParallelPlan *p, WlPlanDims *d)
     d->micro_batch = p->micro_batch;
     d->seq = p->seq;
     d->ga = p->grad_accum;
-    d->dtype_bytes = ts_dtype_bytes(p->dtype);
+    d->dtype_bytes = ts_dtype_bytes(sim_activation_dtype(p->dtype)); /* activations, TP traffic: bf16 under fp8 */
     d->zero = p->zero;
     d->dist_opt = p->dist_opt;
     d->shampoo = p->optimizer == PLAN_OPTIM_SHAMPOO;
@@ -84,6 +84,7 @@ static void plan_dims(const ParallelPlan *p, WlPlanDims *d)
                   : p->schedule == PLAN_SCHED_INTERLEAVED ? WL_SCHED_INTERLEAVED
                                                           : WL_SCHED_1F1B;
     d->flash = p->flash_attn;
+    d->tp_overlap = p->tp_overlap;
     d->stage_layers = p->stage_layers;
     d->n_stage_layers = p->n_stage_layers;
 }
@@ -97,11 +98,34 @@ static double hw_gemm_cb(const void *ctx, int64_t batch, int64_t m, int64_t n, i
     return g->tensor_factor * hw_gemm_time_s(&g->loaded.model, batch, m, n, k, g->dtype);
 }
 
+/* The three passes of a GEMM as the simulator's gemm_as costs them
+ * (src/sim/cost.c): layer GEMMs at the plan's dtype, the LM head at the
+ * activation dtype; under FP8 Transformer Engine's casts: the input cast
+ * with its amax (3 B per element) forward, the output gradient cast and
+ * transposed (4 B) and the saved input transposed (2 B) backward. */
+static void hw_gemm3_cb(const void *ctx, int64_t batch, int64_t m, int64_t n, int64_t k, bool layer, double t[3])
+{
+    const WlGenCli *g = ctx;
+    TsDtype dt = layer ? g->dtype : sim_activation_dtype(g->dtype);
+    const HwModel *hm = &g->loaded.model;
+    double f = g->tensor_factor;
+    t[0] = f * hw_gemm_time_s(hm, batch, m, n, k, dt);
+    t[1] = f * hw_gemm_time_s(hm, batch, m, k, n, dt);
+    t[2] = f * hw_gemm_time_s(hm, batch, k, n, m, dt);
+    if (dt == TS_DTYPE_FP8) {
+        double mk = (double)batch * (double)m * (double)k, mn = (double)batch * (double)m * (double)n;
+        t[0] += hw_memory_time_s(hm, 3 * mk);
+        t[1] += hw_memory_time_s(hm, 4 * mn);
+        t[2] += hw_memory_time_s(hm, 2 * mk);
+    }
+}
+
 static double hw_attn_cb(const void *ctx, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, bool causal,
                          bool bwd)
 {
     const WlGenCli *g = ctx;
-    return g->tensor_factor * hw_attention_time_s(&g->loaded.model, b, h, sq, sk, d, causal, bwd, g->dtype);
+    return g->tensor_factor *
+           hw_attention_time_s(&g->loaded.model, b, h, sq, sk, d, causal, bwd, sim_activation_dtype(g->dtype));
 }
 
 static double hw_mem_cb(const void *ctx, double bytes)
@@ -146,7 +170,7 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
     if ((rc = cli_hw_load(&g->hw, "dgx-h100", p.gpus, &g->loaded))) return rc;
     g->dtype = p.dtype;
     g->tensor_factor = sim_tensor_factor(&g->loaded.model.gpu, &so, p.gpus);
-    WlCost cost = {.ctx = g, .gemm_s = hw_gemm_cb, .attn_s = hw_attn_cb, .mem_s = hw_mem_cb};
+    WlCost cost = {.ctx = g, .gemm_s = hw_gemm_cb, .attn_s = hw_attn_cb, .mem_s = hw_mem_cb, .gemm3_s = hw_gemm3_cb};
     WlModelDims md;
     WlPlanDims pd;
     model_dims(&m, p.tp, &md);

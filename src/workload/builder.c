@@ -39,6 +39,7 @@ typedef struct Block {
     double fwd_bytes, bwd_bytes;
     double recompute_s;             /* extra forward work redone in backward */
     double gemm_fwd_s;              /* of fwd_s: GEMMs */
+    double gemm_ig_s;               /* of ig_s: GEMMs (dgrad); wg_s is all GEMMs */
     double params;                  /* per-rank parameter elements */
     double eparams;                 /* of which routed experts (reduced over DP_EP) */
 } Block;
@@ -86,16 +87,25 @@ static double fsdp_sharded(const Gen *g, double params, double eparams)
     return (g->dpn > 1 ? params - eparams : 0) + (g->edpn > 1 ? eparams : 0);
 }
 
-/* `batch` GEMMs (M x K) @ (K x N): forward, dgrad, wgrad; K*N parameters each. */
-static void gemm_b(const Gen *g, Block *b, int64_t batch, int64_t M, int64_t N, int64_t K)
+/* `batch` GEMMs (M x K) @ (K x N): forward, dgrad, wgrad; K*N parameters
+ * each. `layer`: a transformer-layer GEMM (else the LM head). */
+static void gemm_as(const Gen *g, Block *b, int64_t batch, int64_t M, int64_t N, int64_t K, bool layer)
 {
     const WlCost *c = g->c;
     double nb = (double)batch, db = g->p->dtype_bytes, fl = nb * 2.0 * (double)M * (double)N * (double)K;
-    double f = c->gemm_s(c->ctx, batch, M, N, K);
-    b->fwd_s += f;
-    b->gemm_fwd_s += f;
-    b->ig_s += c->gemm_s(c->ctx, batch, M, K, N);
-    b->wg_s += c->gemm_s(c->ctx, batch, K, N, M);
+    double t[3];
+    if (c->gemm3_s) {
+        c->gemm3_s(c->ctx, batch, M, N, K, layer, t);
+    } else {
+        t[0] = c->gemm_s(c->ctx, batch, M, N, K);
+        t[1] = c->gemm_s(c->ctx, batch, M, K, N);
+        t[2] = c->gemm_s(c->ctx, batch, K, N, M);
+    }
+    b->fwd_s += t[0];
+    b->gemm_fwd_s += t[0];
+    b->ig_s += t[1];
+    b->gemm_ig_s += t[1];
+    b->wg_s += t[2];
     b->fwd_flops += fl;
     b->ig_flops += fl;
     b->wg_flops += fl;
@@ -104,9 +114,22 @@ static void gemm_b(const Gen *g, Block *b, int64_t batch, int64_t M, int64_t N, 
     b->params += nb * (double)K * (double)N;
 }
 
+static void gemm_b(const Gen *g, Block *b, int64_t batch, int64_t M, int64_t N, int64_t K)
+{
+    gemm_as(g, b, batch, M, N, K, true);
+}
+
+/* The forward time of a transformer-layer GEMM alone (recompute). */
+static double gemm_fwd_s(const Gen *g, int64_t M, int64_t N, int64_t K)
+{
+    Block x = {0};
+    gemm_as(g, &x, 1, M, N, K, true);
+    return x.fwd_s;
+}
+
 static void gemm(const Gen *g, Block *b, int64_t M, int64_t N, int64_t K)
 {
-    gemm_b(g, b, 1, M, N, K);
+    gemm_as(g, b, 1, M, N, K, true);
 }
 
 /* A memory-bound kernel moving fb bytes forward and bb backward (its
@@ -255,7 +278,7 @@ static void layer_costs(Gen *g)
     /* head: final norm, LM head, vocab-parallel cross-entropy */
     Block *hd = &g->head;
     mem2(g, hd, 2 * th, 3 * th, 5.0 * el); /* final norm */
-    gemm(g, hd, T, m->vocab_padded / tp, H);
+    gemm_as(g, hd, 1, T, m->vocab_padded / tp, H, false); /* not a TE module: the activation dtype */
     /* fp32 vocab-parallel cross-entropy: ~14 B per logit forward, 28 B backward */
     double logits = (double)T * (double)(m->vocab_padded / tp);
     mem2(g, hd, logits * (db + 12.0), 2.0 * logits * (db + 12.0), 5.0 * logits);
@@ -280,11 +303,9 @@ static void layer_costs(Gen *g)
          * included); the attention outputs are saved. MoE layers recompute
          * the attention core only (the simulator's rule): a model with
          * experts keeps that for all its layers. */
-        const WlCost *c = g->c;
         if (m->experts == 0) {
-            a->recompute_s = c->gemm_s(c->ctx, 1, T, G * D, H) + c->gemm_s(c->ctx, 1, T, H, A * dv) +
-                             (a->fwd_s - a->gemm_fwd_s - core_f);
-            f->recompute_s = c->gemm_s(c->ctx, 1, T, m->swiglu ? F : H, m->swiglu ? H : F) + (f->fwd_s - f->gemm_fwd_s);
+            a->recompute_s = gemm_fwd_s(g, T, G * D, H) + gemm_fwd_s(g, T, H, A * dv) + (a->fwd_s - a->gemm_fwd_s - core_f);
+            f->recompute_s = gemm_fwd_s(g, T, m->swiglu ? F : H, m->swiglu ? H : F) + (f->fwd_s - f->gemm_fwd_s);
         }
     }
     g->tpc = (double)B * (double)S * (double)H * db;
@@ -494,6 +515,62 @@ static void cp_a2a_bytes(const Gen *g, double *qkv, double *out)
     *out = tok * o;
 }
 
+/* --tp-overlap (Transformer Engine userbuffers): a block's TP collectives
+ * run under its GEMMs, as the simulator hides them (exposed: what the GEMMs
+ * do not cover). The window opens after the block's other compute: the
+ * collectives start asynchronously, chained on the TP stream (SP all-gather
+ * then reduce-scatter, or the all-reduce), the GEMMs run, and a zero-time
+ * task closes the window by waiting for the chain. Returns the chain's last
+ * collective, -1 when TP is 1. */
+static int32_t tp_async(Gen *g, WlPhase ph, int64_t mb)
+{
+    if (g->p->tp <= 1) return -1;
+    int32_t dep = g->last, id = -1;
+    const char *nm[2] = {g->p->sp ? "sp.ag" : "tp.ar", "sp.rs"};
+    TsColl c[2] = {g->p->sp ? TS_COLL_ALLGATHER : TS_COLL_ALLREDUCE, TS_COLL_REDUCESCATTER};
+    for (int i = 0; i < (g->p->sp ? 2 : 1); i++) {
+        WlTask t = wl_task_coll(nm[i], ph, c[i], WL_GROUP_TP, g->tpc);
+        t.micro = (int32_t)mb;
+        t.flags |= WL_F_ASYNC;
+        id = wl_task_add(g->w, &t, &dep, dep >= 0 ? 1 : 0, NULL, 0);
+        if (id < 0) {
+            g->oom = true;
+            return -1;
+        }
+        dep = id;
+    }
+    return id;
+}
+
+/* A block's compute of `dur` seconds, `gemm` of them GEMMs. With `ov` the
+ * non-GEMM part runs first ("<name>.x"), then the TP window opens under the
+ * GEMMs (returns the chain, to close with tp_close); else one task, -1. */
+static int32_t comp_open(Gen *g, const char *name, WlPhase ph, int64_t mb, int64_t ch, int64_t l, double dur,
+                         double gemm, double flops, double bytes, int32_t extra, int32_t extra2, uint32_t fl, bool ov)
+{
+    if (!ov) {
+        comp_f(g, name, ph, mb, ch, l, dur, flops, bytes, extra, extra2, fl);
+        return -1;
+    }
+    gemm = fmin(gemm, dur);
+    char rest[56];
+    snprintf(rest, sizeof rest, "%s.x", name);
+    comp_f(g, rest, ph, mb, ch, l, dur - gemm, 0, 0, extra, extra2, fl);
+    int32_t chain = tp_async(g, ph, mb);
+    comp_f(g, name, ph, mb, ch, l, gemm, flops, bytes, -1, -1, fl);
+    return chain;
+}
+
+/* Close the TP window: a zero-time task waits for the stream and the chain. */
+static void tp_close(Gen *g, const char *name, WlPhase ph, int64_t mb, int64_t ch, int64_t l, int32_t chain,
+                     uint32_t fl)
+{
+    if (chain < 0) return;
+    char jn[56];
+    snprintf(jn, sizeof jn, "%s.tp", name);
+    comp_f(g, jn, ph, mb, ch, l, 0, 0, 0, chain, -1, fl);
+}
+
 /* A block's forward with its collectives; `rf`: the full-recompute forward
  * inside the backward (phase ig, flagged); `ag`: the ZeRO-3 gather its
  * compute waits for, -1 none. */
@@ -503,40 +580,46 @@ static void block_fwd_as(Gen *g, const Block *b, const char *nm, int64_t mb, int
     const WlPlanDims *p = g->p;
     WlPhase ph = rf ? WL_PHASE_IG : WL_PHASE_FWD;
     uint32_t fl = rf ? WL_F_RECOMPUTE : 0;
+    bool ov = p->tp_overlap && p->tp > 1;
     char name[48];
     snprintf(name, sizeof name, "L%lld.%s.%s", (long long)l, nm, rf ? "rf" : "f");
-    if (p->sp) coll(g, "sp.ag", ph, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
+    int32_t chain = -1;
+    if (p->sp && !ov) coll(g, "sp.ag", ph, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
     if (moe && p->ep > 1) {
         double a2a = g->tpc * (double)g->m->topk / (double)(p->sp ? p->tp : 1);
         coll(g, "ep.dispatch", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
-        comp_f(g, name, ph, mb, ch, l, b->fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl);
+        chain = comp_open(g, name, ph, mb, ch, l, b->fwd_s, b->gemm_fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl, ov);
+        tp_close(g, name, ph, mb, ch, l, chain, fl);
         coll(g, "ep.combine", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+    } else if (b == &g->attn && p->cp > 1 && g->o->cp_comm != WL_CP_P2P) {
+        /* exposed exchange: the K/V gather (or Q/K/V all-to-all) before
+         * the block, the output all-to-all after it */
+        double qkv, out;
+        cp_a2a_bytes(g, &qkv, &out);
+        bool a2a = g->o->cp_comm == WL_CP_A2A;
+        coll(g, a2a ? "cp.a2a.qkv" : "cp.kv", ph, mb, a2a ? TS_COLL_ALLTOALL : TS_COLL_ALLGATHER, WL_GROUP_CP,
+             a2a ? qkv : cp_kv_bytes(g), true);
+        chain = comp_open(g, name, ph, mb, ch, l, b->fwd_s, b->gemm_fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl, ov);
+        tp_close(g, name, ph, mb, ch, l, chain, fl);
+        if (a2a) coll(g, "cp.a2a.o", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_CP, out, true);
+    } else if (b == &g->attn && p->cp > 1) {
+        /* CP ring: the K/V of the other CP ranks (as one gather) travel
+         * while the attention core works on the chunks it has: the gather
+         * overlaps (cp-1)/cp of the core, the rest of the block waits for
+         * it (the simulator's rule) */
+        double hid = g->core_f * (double)(p->cp - 1) / (double)p->cp;
+        chain = comp_open(g, name, ph, mb, ch, l, b->fwd_s - hid, b->gemm_fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1,
+                          fl, ov);
+        tp_close(g, name, ph, mb, ch, l, chain, fl);
+        int32_t kv = coll(g, "cp.kv", ph, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, cp_kv_bytes(g), false);
+        snprintf(name, sizeof name, "L%lld.%s.%s.ring", (long long)l, nm, rf ? "rf" : "f");
+        comp_f(g, name, ph, mb, ch, l, hid, 0, 0, -1, -1, fl);
+        g->join = kv;
     } else {
-        if (b == &g->attn && p->cp > 1 && g->o->cp_comm != WL_CP_P2P) {
-            /* exposed exchange: the K/V gather (or Q/K/V all-to-all) before
-             * the block, the output all-to-all after it */
-            double qkv, out;
-            cp_a2a_bytes(g, &qkv, &out);
-            bool a2a = g->o->cp_comm == WL_CP_A2A;
-            coll(g, a2a ? "cp.a2a.qkv" : "cp.kv", ph, mb, a2a ? TS_COLL_ALLTOALL : TS_COLL_ALLGATHER, WL_GROUP_CP,
-                 a2a ? qkv : cp_kv_bytes(g), true);
-            comp_f(g, name, ph, mb, ch, l, b->fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl);
-            if (a2a) coll(g, "cp.a2a.o", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_CP, out, true);
-        } else if (b == &g->attn && p->cp > 1) {
-            /* CP ring: the K/V of the other CP ranks (as one gather) travel
-             * while the attention core works on the chunks it has: the
-             * gather overlaps (cp-1)/cp of the core, the rest of the block
-             * waits for it (the simulator's rule) */
-            double hid = g->core_f * (double)(p->cp - 1) / (double)p->cp;
-            comp_f(g, name, ph, mb, ch, l, b->fwd_s - hid, b->fwd_flops, b->fwd_bytes, ag, -1, fl);
-            int32_t kv = coll(g, "cp.kv", ph, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, cp_kv_bytes(g), false);
-            snprintf(name, sizeof name, "L%lld.%s.%s.ring", (long long)l, nm, rf ? "rf" : "f");
-            comp_f(g, name, ph, mb, ch, l, hid, 0, 0, -1, -1, fl);
-            g->join = kv;
-        } else {
-            comp_f(g, name, ph, mb, ch, l, b->fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl);
-        }
+        chain = comp_open(g, name, ph, mb, ch, l, b->fwd_s, b->gemm_fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl, ov);
+        tp_close(g, name, ph, mb, ch, l, chain, fl);
     }
+    if (ov) return;
     if (p->sp) coll(g, "sp.rs", ph, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
     else coll(g, "tp.ar", ph, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
 }
@@ -546,18 +629,19 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
 {
     const WlPlanDims *p = g->p;
     char name[48];
-    bool full = p->recompute == WL_RECOMPUTE_FULL;
+    bool full = p->recompute == WL_RECOMPUTE_FULL, ov = p->tp_overlap && p->tp > 1;
     /* full recompute: the block's forward again, with its collectives, on
      * the gathered parameters; then the gradients */
     if (full) {
         block_fwd_as(g, b, nm, mb, ch, l, moe, true, ag);
         ag = -1;
     }
-    if (p->sp) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
+    if (p->sp && !ov) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
     double a2a = g->tpc * (double)g->m->topk / (double)(p->sp ? p->tp : 1);
     if (moe && p->ep > 1) coll(g, "ep.combine.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
     snprintf(name, sizeof name, "L%lld.%s.ig", (long long)l, nm);
     double ig = b->ig_s + (full ? 0 : b->recompute_s);
+    int32_t chain = -1; /* --tp-overlap: open under the dgrad GEMMs, closed after the wgrad ones */
     if (b == &g->attn && p->cp > 1 && g->o->cp_comm != WL_CP_P2P) {
         /* exposed exchange backward: the output gradient's all-to-all, the
          * block, the Q/K/V gradients' all-to-all; or the K/V gathered again,
@@ -567,14 +651,16 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
         bool uly = g->o->cp_comm == WL_CP_A2A;
         if (uly) coll(g, "cp.a2a.o.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_CP, out, true);
         else coll(g, "cp.kv.b", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, cp_kv_bytes(g), true);
-        comp_f(g, name, WL_PHASE_IG, mb, ch, l, ig, b->ig_flops, b->bwd_bytes / 2, extra, ag, 0);
+        chain = comp_open(g, name, WL_PHASE_IG, mb, ch, l, ig, b->gemm_ig_s, b->ig_flops, b->bwd_bytes / 2, extra, ag,
+                          0, ov);
         coll(g, uly ? "cp.a2a.qkv.b" : "cp.dkv", WL_PHASE_IG, mb, uly ? TS_COLL_ALLTOALL : TS_COLL_REDUCESCATTER,
              WL_GROUP_CP, uly ? qkv : cp_kv_bytes(g), true);
     } else if (b == &g->attn && p->cp > 1) {
         /* CP ring backward: K/V again and the dK/dV partial sums travel
          * while (cp-1)/cp of the core backward runs */
         double hid = g->core_b * (double)(p->cp - 1) / (double)p->cp;
-        comp_f(g, name, WL_PHASE_IG, mb, ch, l, ig - hid, b->ig_flops, b->bwd_bytes / 2, extra, ag, 0);
+        chain = comp_open(g, name, WL_PHASE_IG, mb, ch, l, ig - hid, b->gemm_ig_s, b->ig_flops, b->bwd_bytes / 2, extra,
+                          ag, 0, ov);
         int32_t kv = coll(g, "cp.kv.b", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, cp_kv_bytes(g), false);
         WlTask t = wl_task_coll("cp.dkv", WL_PHASE_IG, TS_COLL_REDUCESCATTER, WL_GROUP_CP, cp_kv_bytes(g));
         t.micro = (int32_t)mb;
@@ -585,13 +671,17 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
         comp_f(g, name, WL_PHASE_IG, mb, ch, l, hid, 0, 0, -1, -1, 0);
         g->join = dkv;
     } else {
-        comp_f(g, name, WL_PHASE_IG, mb, ch, l, ig, b->ig_flops, b->bwd_bytes / 2, extra, ag, 0);
+        chain = comp_open(g, name, WL_PHASE_IG, mb, ch, l, ig, b->gemm_ig_s, b->ig_flops, b->bwd_bytes / 2, extra, ag, 0,
+                          ov);
     }
     if (moe && p->ep > 1) coll(g, "ep.dispatch.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
-    if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
-    else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
+    if (!ov) {
+        if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
+        else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
+    }
     snprintf(name, sizeof name, "L%lld.%s.wg", (long long)l, nm);
     comp(g, name, WL_PHASE_WG, mb, ch, l, b->wg_s, b->wg_flops, b->bwd_bytes / 2, -1);
+    tp_close(g, name, WL_PHASE_WG, mb, ch, l, chain, 0);
     if (last_mb) grad_ready2(g, b->params, b->eparams, false);
 }
 

@@ -214,7 +214,7 @@ static const int N_SCHEDULES = 3;
 static Workload *build_schedule(int i)
 {
     static const WlSchedule sch[] = {WL_SCHED_1F1B, WL_SCHED_GPIPE, WL_SCHED_INTERLEAVED};
-    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
     WlModelDims m;
     WlPlanDims p;
     small_plan(&m, &p);
@@ -229,7 +229,7 @@ static Workload *build_schedule(int i)
 static void test_build_schedules(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
     WlModelDims m;
     WlPlanDims p;
     small_plan(&m, &p);
@@ -261,7 +261,7 @@ static void test_build_schedules(void **state)
 static void test_build_aicb_rows(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
     WlModelDims m;
     WlPlanDims p;
     small_plan(&m, &p);
@@ -294,7 +294,7 @@ static int count_named(const Workload *w, int32_t cls, const char *name, WlGroup
 static void test_build_tied_embedding_allreduce(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
     WlModelDims m;
     WlPlanDims p;
     small_plan(&m, &p);
@@ -346,7 +346,7 @@ static void test_build_tied_embedding_allreduce(void **state)
 static void test_build_dp_cp_reduction(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
     WlModelDims m;
     WlPlanDims p;
     small_plan(&m, &p);
@@ -400,7 +400,7 @@ static void test_build_dp_cp_reduction(void **state)
 static void test_build_cp_comm(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
     WlModelDims m;
     WlPlanDims p;
     small_plan(&m, &p);
@@ -445,7 +445,7 @@ static void test_build_cp_comm(void **state)
 static void test_build_dp_after_backward(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
     WlModelDims m;
     WlPlanDims p;
     small_plan(&m, &p);
@@ -479,7 +479,7 @@ static void test_build_dp_after_backward(void **state)
 static void test_build_zero3_experts(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
     WlModelDims m;
     WlPlanDims p;
     small_plan(&m, &p);
@@ -516,7 +516,7 @@ static void test_build_zero3_experts(void **state)
 static void test_build_stage_layers(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
     WlModelDims m;
     WlPlanDims p;
     small_plan(&m, &p);
@@ -586,7 +586,7 @@ static void json_roundtrip(const Workload *w)
 static void test_json_roundtrip(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem};
+    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
     WlModelDims m;
     WlPlanDims p;
     small_plan(&m, &p);

@@ -362,6 +362,20 @@ static int32_t coll(Gen *g, const char *name, WlPhase ph, int64_t mb, TsColl c, 
     return emit(g, &t, -1, blocking);
 }
 
+/* An asynchronous collective that waits for task `dep` only (-1: none), off
+ * the stream: chains on a stream of its own. Returns it, -1 when out of
+ * memory (g->oom set). */
+static int32_t coll_after(Gen *g, const char *name, WlPhase ph, int64_t mb, TsColl c, WlGroup grp, double bytes,
+                          int32_t dep)
+{
+    WlTask t = wl_task_coll(name, ph, c, grp, bytes);
+    t.micro = (int32_t)mb;
+    t.flags |= WL_F_ASYNC;
+    int32_t id = wl_task_add(g->w, &t, &dep, dep >= 0 ? 1 : 0, NULL, 0);
+    if (id < 0) g->oom = true;
+    return id;
+}
+
 static void pend(Gen *g, int32_t id)
 {
     if (id < 0) return;
@@ -447,20 +461,12 @@ static int32_t fsdp_gather(Gen *g, double params, double eparams, WlPhase ph, in
     if (g->p->zero < 3) return -1;
     int32_t dep = g->unit_end[1], id = -1;
     double part[2] = {g->dpn > 1 ? params - eparams : 0, g->edpn > 1 ? eparams : 0};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2 && !g->oom; i++) {
         if (!(part[i] > 0)) continue;
-        WlTask t = wl_task_coll(i ? "efsdp.ag" : "fsdp.ag", ph, TS_COLL_ALLGATHER, i ? WL_GROUP_DP_EP : g->dpg,
-                                part[i] * (double)g->p->dtype_bytes);
-        t.micro = (int32_t)mb;
-        t.flags |= WL_F_ASYNC;
-        id = wl_task_add(g->w, &t, &dep, dep >= 0 ? 1 : 0, NULL, 0);
-        if (id < 0) {
-            g->oom = true;
-            return -1;
-        }
-        dep = id;
+        id = dep = coll_after(g, i ? "efsdp.ag" : "fsdp.ag", ph, mb, TS_COLL_ALLGATHER, i ? WL_GROUP_DP_EP : g->dpg,
+                              part[i] * (double)g->p->dtype_bytes, dep);
     }
-    return id;
+    return g->oom ? -1 : id;
 }
 
 /* ZeRO-3: reduce-scatter a unit's gradients after its weight gradients,
@@ -528,18 +534,9 @@ static int32_t tp_async(Gen *g, WlPhase ph, int64_t mb)
     int32_t dep = g->last, id = -1;
     const char *nm[2] = {g->p->sp ? "sp.ag" : "tp.ar", "sp.rs"};
     TsColl c[2] = {g->p->sp ? TS_COLL_ALLGATHER : TS_COLL_ALLREDUCE, TS_COLL_REDUCESCATTER};
-    for (int i = 0; i < (g->p->sp ? 2 : 1); i++) {
-        WlTask t = wl_task_coll(nm[i], ph, c[i], WL_GROUP_TP, g->tpc);
-        t.micro = (int32_t)mb;
-        t.flags |= WL_F_ASYNC;
-        id = wl_task_add(g->w, &t, &dep, dep >= 0 ? 1 : 0, NULL, 0);
-        if (id < 0) {
-            g->oom = true;
-            return -1;
-        }
-        dep = id;
-    }
-    return id;
+    for (int i = 0; i < (g->p->sp ? 2 : 1) && !g->oom; i++)
+        id = dep = coll_after(g, nm[i], ph, mb, c[i], WL_GROUP_TP, g->tpc, dep);
+    return g->oom ? -1 : id;
 }
 
 /* A block's compute of `dur` seconds, `gemm` of them GEMMs. With `ov` the
@@ -662,11 +659,9 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
         chain = comp_open(g, name, WL_PHASE_IG, mb, ch, l, ig - hid, b->gemm_ig_s, b->ig_flops, b->bwd_bytes / 2, extra,
                           ag, 0, ov);
         int32_t kv = coll(g, "cp.kv.b", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, cp_kv_bytes(g), false);
-        WlTask t = wl_task_coll("cp.dkv", WL_PHASE_IG, TS_COLL_REDUCESCATTER, WL_GROUP_CP, cp_kv_bytes(g));
-        t.micro = (int32_t)mb;
-        t.flags |= WL_F_ASYNC;
-        int32_t dkv = kv >= 0 ? wl_task_add(g->w, &t, &kv, 1, NULL, 0) : -1;
-        if (kv >= 0 && dkv < 0) g->oom = true;
+        int32_t dkv =
+            kv >= 0 ? coll_after(g, "cp.dkv", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_CP, cp_kv_bytes(g), kv)
+                    : -1;
         snprintf(name, sizeof name, "L%lld.%s.ig.ring", (long long)l, nm);
         comp_f(g, name, WL_PHASE_IG, mb, ch, l, hid, 0, 0, -1, -1, 0);
         g->join = dkv;

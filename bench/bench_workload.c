@@ -137,7 +137,7 @@ static int bench_chakra(const char *label, const char *model, int64_t tp, int64_
             hw_net_init(&net, &cl);
             SimResult r;
             double r0 = now_s();
-            TsStatus rs = sim_replay_dag(w, &net, false, &r, &ce);
+            TsStatus rs = sim_replay_dag(w, &net, 0.10, false, &r, &ce);
             double r1 = now_s();
             if (rs == TS_OK)
                 printf("%-26s replay (sim_replay_dag) %.1f ms for %d tasks, %.0f ns per task; iteration %.4g s\n",

@@ -361,9 +361,13 @@ TsStatus sim_replay_simai(const struct Workload *w, const HwNet *net, SimResult 
  * from the file, COLL from hw_coll_time_s over the workload's rank layout,
  * SEND from hw_p2p_time_s. Fills iteration_time_s, critical_stage and the
  * breakdown of the slowest class (idle gaps charged to the dependency that
- * ended last). TS_ERR_INPUT when there are no tasks, a recv has no send, or
- * the graph deadlocks. */
-TsStatus sim_replay_dag(const struct Workload *w, const HwNet *net, bool record, SimResult *out, TsError *err);
+ * ended last). Compute slowed by collectives running beside it, as the
+ * simulator charges it: `overlap_slowdown` (SimOptions.overlap_slowdown)
+ * times the seconds each collective of the slowest class overlaps its
+ * compute, added at the end (breakdown overlap_slowdown). TS_ERR_INPUT when
+ * there are no tasks, a recv has no send, or the graph deadlocks. */
+TsStatus sim_replay_dag(const struct Workload *w, const HwNet *net, double overlap_slowdown, bool record,
+                        SimResult *out, TsError *err);
 
 /* A Chakra execution-trace set (<prefix>.<rank>.et, <prefix>.comm_groups.json)
  * replayed with ASTRA-sim's semantics (replay_chakra.c): every rank, a node

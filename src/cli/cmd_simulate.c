@@ -17,7 +17,7 @@
 
 /* --workload: cmd_simulate_wl.c */
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t seq, int64_t micro_batch,
-                          const char *trace, const char *trace_ranks);
+                          const char *trace, const char *trace_ranks, double overlap_slowdown);
 
 /* With --workload the file fixes the model, the plan and the schedule: only
  * the hardware (--gpus must then match the workload's ranks), the two
@@ -26,8 +26,8 @@ int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t 
  * rather than silently ignored. Returns 0 or the exit code. */
 static int workload_options_check(const CliSpec *s)
 {
-    static const char *const ok[] = {"workload", "gpu", "cluster",     "gpus", "calibration",
-                                     "busbw",    "seq", "micro-batch", "json", "trace", "trace-ranks", NULL};
+    static const char *const ok[] = {"workload",    "gpu",  "cluster", "gpus",        "calibration",      "busbw", "seq",
+                                     "micro-batch", "json", "trace",   "trace-ranks", "overlap-slowdown", NULL};
     return cli_only(s, ok, "the workload file fixes the model and the plan",
                     "to simulate another plan, regenerate the workload with 'trainsim workload'");
 }
@@ -84,7 +84,8 @@ int cmd_simulate(int argc, char **argv)
     if (o.workload && (rc = workload_options_check(&s))) return rc;
     if (o.workload)
         return cmd_simulate_workload(&ch, o.workload, o.json, cli_seen(&s, "seq") ? cp.seq : 0,
-                                     cli_seen(&s, "micro-batch") ? cp.micro_batch : 0, o.trace, o.trace_ranks);
+                                     cli_seen(&s, "micro-batch") ? cp.micro_batch : 0, o.trace, o.trace_ranks,
+                                     so.overlap_slowdown);
     if (o.trace_ranks) {
         TsError e = {.code = TS_ERR_USAGE};
         ts_err(&e, TS_ERR_USAGE, "--trace-ranks applies to Chakra trace sets (--workload PREFIX)");

@@ -12,7 +12,7 @@
 #include <string.h>
 
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t seq, int64_t micro_batch,
-                          const char *trace, const char *trace_ranks);
+                          const char *trace, const char *trace_ranks, double overlap_slowdown);
 
 /* SimAI-Analytical reads micro-batch and sequence length from AICB's file
  * name ("...-gbs128-mbs1-seq4096-...") when it is not told them; so do we.
@@ -338,7 +338,7 @@ static int simulate_chakra(const CliHw *ch, const char *prefix, bool js, bool si
 }
 
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t seq, int64_t micro_batch,
-                          const char *trace, const char *trace_ranks)
+                          const char *trace, const char *trace_ranks, double slowdown)
 {
     TsError err = {0};
     char prefix[1024];
@@ -367,7 +367,7 @@ int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t se
                     path);
         ts_err_hint(&err, "write a task graph with 'trainsim workload --format json' from the model and plan");
     } else {
-        st = w->n_rows > 0 ? sim_replay_simai(w, &hl.net, &r, &err) : sim_replay_dag(w, &hl.net, trace != NULL, &r, &err);
+        st = w->n_rows > 0 ? sim_replay_simai(w, &hl.net, &r, &err) : sim_replay_dag(w, &hl.net, slowdown, trace != NULL, &r, &err);
     }
     if (st != TS_OK) {
         if (!err.file[0]) ts_err_at(&err, path, 0, 0, NULL);

@@ -247,7 +247,38 @@ static TsStatus record(const Dag *d, SimResult *out, TsError *err)
     return TS_OK;
 }
 
-TsStatus sim_replay_dag(const Workload *w, const HwNet *net, bool rec, SimResult *out, TsError *err)
+/* Seconds the collectives of class c run beside its compute: each
+ * collective's overlap with the compute stream's busy spans (in issue order,
+ * so sorted and disjoint), found by binary search. */
+static double comm_overlap(const Dag *d, int32_t c, int32_t *comp, int32_t nc_max)
+{
+    const Workload *w = d->w;
+    const WlClass *cl = &w->classes[c];
+    int32_t n = 0;
+    for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks && n < nc_max; i++)
+        if (w->tasks[i].kind == WL_KIND_COMP && d->dur[i] > 0) comp[n++] = i;
+    double ov = 0;
+    for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++) {
+        if (w->tasks[i].kind != WL_KIND_COLL || d->dur[i] <= 0) continue;
+        double s = d->fin[i] - d->dur[i], e = d->fin[i];
+        int32_t lo = 0, hi = n; /* first compute span ending after s */
+        while (lo < hi) {
+            int32_t mid = (lo + hi) / 2;
+            if (d->fin[comp[mid]] <= s) lo = mid + 1;
+            else hi = mid;
+        }
+        for (int32_t k = lo; k < n; k++) {
+            double cs = d->fin[comp[k]] - d->dur[comp[k]], ce = d->fin[comp[k]];
+            if (cs >= e) break;
+            double a = cs > s ? cs : s, b = ce < e ? ce : e;
+            if (b > a) ov += b - a;
+        }
+    }
+    return ov;
+}
+
+TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slowdown, bool rec, SimResult *out,
+                        TsError *err)
 {
     memset(out, 0, sizeof *out);
     if (!w || w->n_classes < 1 || w->n_tasks < 1) return ts_err(err, TS_ERR_INPUT, "the workload has no tasks to replay");
@@ -296,12 +327,18 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, bool rec, SimResult
             for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++)
                 if (d.fin[i] > T) T = d.fin[i], crit = (int32_t)c;
         }
-        out->iteration_time_s = T;
         out->pipeline_time_s = T;
         out->critical_stage = w->classes[crit].stage;
         out->n_stages = (int32_t)nc;
         breakdown(&d, crit, T, &out->breakdown);
-        if (rec) st = record(&d, out, err);
+        if (overlap_slowdown > 0) {
+            int32_t *comp = malloc((size_t)w->classes[crit].n_tasks * sizeof *comp);
+            if (!comp) st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
+            else out->breakdown.overlap_slowdown_s = overlap_slowdown * comm_overlap(&d, crit, comp, w->classes[crit].n_tasks);
+            free(comp);
+        }
+        out->iteration_time_s = T + out->breakdown.overlap_slowdown_s;
+        if (rec && !st) st = record(&d, out, err);
     }
     free(d.fin);
     free(d.dur);

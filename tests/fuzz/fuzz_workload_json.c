@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fz_dgx_h100(&hw, &net) && w->n_rows == 0) {
         SimResult r;
         TsError re = {0};
-        TsStatus rs = sim_replay_dag(w, net, (size & 7) == 0, &r, &re);
+        TsStatus rs = sim_replay_dag(w, net, 0.10, (size & 7) == 0, &r, &re);
         fz_check_error(rs, &re);
         if (rs == TS_OK) {
             double s = 0;

@@ -65,7 +65,7 @@ static void test_handoff(void **state)
     int32_t r = add(w, wl_task_p2p("recv", WL_PHASE_FWD, false, 0, 1048576, 7), -1);
     add(w, wl_task_comp("L1.f", WL_PHASE_FWD, 0, 0, 1e-3), r);
     SimResult res;
-    assert_int_equal(sim_replay_dag(w, &net, false, &res, &err), TS_OK);
+    assert_int_equal(sim_replay_dag(w, &net, 0, false, &res, &err), TS_OK);
     double x = hw_p2p_time_s(&net, 1048576, false);
     assert_true(x > 0);
     NEAR(res.iteration_time_s, 2e-3 + x);
@@ -93,7 +93,7 @@ static void test_collectives(void **state)
     g.flags |= WL_F_ASYNC;
     add(w, g, b);
     SimResult res;
-    assert_int_equal(sim_replay_dag(w, &net, false, &res, &err), TS_OK);
+    assert_int_equal(sim_replay_dag(w, &net, 0, false, &res, &err), TS_OK);
     double t_tp = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 64.0 * 1048576, 8, 1, 1, "tp");
     /* the DP pair: rank 0 and rank 8, on two nodes */
     double t_dp = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 256.0 * 1048576, 2, 2, 1, "dp");
@@ -106,6 +106,33 @@ static void test_collectives(void **state)
 }
 
 /* Each stage first waits for the other's send: no task can run. */
+/* The overlap slow-down: an asynchronous DP all-reduce of duration d starts
+ * with a 1 ms compute followed by a 3 ms one; it overlaps min(d, 4 ms) of
+ * compute, and the iteration grows by 0.1 times that. */
+static void test_overlap_slowdown(void **state)
+{
+    (void)state;
+    Workload *w = new_wl(1, 1, 2);
+    TsError err = {0};
+    wl_class_begin(w, "stage0", 0);
+    int32_t a = add(w, wl_task_comp("a", WL_PHASE_FWD, 0, 0, 1e-3), -1);
+    WlTask g = wl_task_coll("grad.ar", WL_PHASE_WG, TS_COLL_ALLREDUCE, WL_GROUP_DP, 64.0 * 1048576);
+    g.flags |= WL_F_ASYNC;
+    int32_t c = wl_task_add(w, &g, NULL, 0, NULL, 0); /* from the start, beside both computes */
+    assert_true(c >= 0);
+    add(w, wl_task_comp("b", WL_PHASE_IG, 0, 0, 3e-3), a);
+    double d = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 64.0 * 1048576, 2, 1, 1, "dp"); /* one node */
+    assert_true(d > 0 && d < 4e-3);
+    SimResult res;
+    assert_int_equal(sim_replay_dag(w, &net, 0.1, false, &res, &err), TS_OK);
+    NEAR(res.breakdown.overlap_slowdown_s, 0.1 * d);
+    NEAR(res.iteration_time_s, 4e-3 + 0.1 * d);
+    NEAR(sum(&res.breakdown), res.iteration_time_s);
+    assert_int_equal(sim_replay_dag(w, &net, 0, false, &res, &err), TS_OK);
+    NEAR(res.iteration_time_s, 4e-3);
+    wl_destroy(w);
+}
+
 static void test_deadlock(void **state)
 {
     (void)state;
@@ -118,11 +145,11 @@ static void test_deadlock(void **state)
     int32_t r1 = add(w, wl_task_p2p("recv", WL_PHASE_FWD, false, 0, 1024, 2), -1);
     add(w, wl_task_p2p("send", WL_PHASE_IG, true, 0, 1024, 1), r1);
     SimResult res;
-    assert_int_equal(sim_replay_dag(w, &net, false, &res, &err), TS_ERR_INPUT);
+    assert_int_equal(sim_replay_dag(w, &net, 0, false, &res, &err), TS_ERR_INPUT);
     assert_non_null(strstr(err.msg, "deadlocks"));
     /* an empty workload is an input error too */
     Workload *e = wl_create(1, &err);
-    assert_int_equal(sim_replay_dag(e, &net, false, &res, &err), TS_ERR_INPUT);
+    assert_int_equal(sim_replay_dag(e, &net, 0, false, &res, &err), TS_ERR_INPUT);
     wl_destroy(e);
     wl_destroy(w);
 }
@@ -131,7 +158,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_handoff),
-        cmocka_unit_test(test_collectives),
+        cmocka_unit_test(test_collectives), cmocka_unit_test(test_overlap_slowdown),
         cmocka_unit_test(test_deadlock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -85,7 +85,7 @@ int cmd_simulate(int argc, char **argv)
     if (o.workload)
         return cmd_simulate_workload(&ch, o.workload, o.json, cli_seen(&s, "seq") ? cp.seq : 0,
                                      cli_seen(&s, "micro-batch") ? cp.micro_batch : 0, o.trace, o.trace_ranks,
-                                     so.overlap_slowdown);
+                                     cli_seen(&s, "overlap-slowdown") ? so.overlap_slowdown : -1);
     if (o.trace_ranks) {
         TsError e = {.code = TS_ERR_USAGE};
         ts_err(&e, TS_ERR_USAGE, "--trace-ranks applies to Chakra trace sets (--workload PREFIX)");

@@ -337,12 +337,24 @@ static int simulate_chakra(const CliHw *ch, const char *prefix, bool js, bool si
     return rc;
 }
 
+/* --overlap-slowdown given for a workload whose semantics have none. */
+static int no_slowdown(const char *path, const char *what)
+{
+    TsError e = {0};
+    ts_err(&e, TS_ERR_USAGE, "--overlap-slowdown applies to task-graph workloads; '%s' is a %s", path, what);
+    ts_err_hint(&e, "the compute slow-down beside collectives is modelled on the JSON task graph "
+                    "('trainsim workload --format json'); drop --overlap-slowdown here");
+    return cli_fail(&e);
+}
+
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t seq, int64_t micro_batch,
                           const char *trace, const char *trace_ranks, double slowdown)
 {
     TsError err = {0};
     char prefix[1024];
-    if (chakra_prefix(path, prefix, sizeof prefix))
+    bool chakra = chakra_prefix(path, prefix, sizeof prefix);
+    if (slowdown >= 0 && chakra) return no_slowdown(path, "Chakra trace set (ASTRA-sim's semantics)");
+    if (chakra)
         return simulate_chakra(ch, prefix, js, seq > 0 || micro_batch > 0, trace, trace_ranks);
     if (trace_ranks) {
         ts_err(&err, TS_ERR_USAGE, "--trace-ranks applies to Chakra trace sets only");
@@ -360,6 +372,14 @@ int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t se
         wl_destroy(w);
         return rc;
     }
+    if (slowdown >= 0 && w->n_rows > 0) {
+        wl_destroy(w);
+        cli_hw_free(&hl);
+        return no_slowdown(path, "layer-row workload (SimAI's semantics)");
+    }
+    SimOptions so;
+    sim_options_init(&so);
+    if (slowdown < 0) slowdown = so.overlap_slowdown; /* not given: the simulator's default */
     SimResult r = {0};
     TsStatus st = TS_OK;
     if (trace && w->n_rows > 0) {

@@ -48,6 +48,7 @@
 #include "trainsim/hw.h"
 #include "trainsim/model.h"
 #include "trainsim/plan.h"
+#include "trainsim/workload.h"
 
 /* ---- schedules -------------------------------------------------------------- */
 #define SIM_SCHED_LIST(X)           \
@@ -368,6 +369,32 @@ TsStatus sim_replay_simai(const struct Workload *w, const HwNet *net, SimResult 
  * there are no tasks, a recv has no send, or the graph deadlocks. */
 TsStatus sim_replay_dag(const struct Workload *w, const HwNet *net, double overlap_slowdown, bool record,
                         SimResult *out, TsError *err);
+
+/* ---- the task graph of a simulated plan (generate.c) ----------------------- */
+/* The generators' flat dims of a model (vocab padded for tp) and of a
+ * resolved plan; *split (malloc'd, or NULL) holds the per-chunk layer counts
+ * of the plan's uneven rule, which d->stage_layers borrows: free it after
+ * the build. */
+void sim_wl_model_dims(const ModelSpec *m, int64_t tp, WlModelDims *d);
+TsStatus sim_wl_plan_dims(const ModelSpec *m, const ParallelPlan *p, WlPlanDims *d, int64_t **split, TsError *err);
+/* hw.h's compute model behind WlCost, as the simulator costs kernels: GEMMs
+ * and attention scaled by tensor_factor (sim_tensor_factor), FP8 layer GEMMs
+ * with their casts, the LM head and attention at the activation dtype. The
+ * context must outlive the WlCost. */
+typedef struct SimWlCostCtx {
+    const HwModel *hw;
+    TsDtype dtype;         /* the plan's training dtype */
+    double tensor_factor;  /* sim_tensor_factor of the job */
+} SimWlCostCtx;
+WlCost sim_wl_cost(const SimWlCostCtx *ctx);
+/* The simulator's runtime options as the task-graph generator takes them. */
+void sim_wl_build_options(const SimOptions *o, WlBuildOptions *bo);
+/* The task graph (wl_build: the JSON / Chakra workload) of in's plan, costed
+ * and scheduled as sim_simulate models it, so that its replay
+ * (sim_replay_dag) agrees with the simulation. Resolves in->plan. A plan
+ * error (TS_ERR_PLAN) for what the generator has no place for
+ * (--deepspeed-pipe). */
+TsStatus sim_workload_build(SimSetup *in, Workload **out, TsError *err);
 
 /* A Chakra execution-trace set (<prefix>.<rank>.et, <prefix>.comm_groups.json)
  * replayed with ASTRA-sim's semantics (replay_chakra.c): every rank, a node

@@ -13,8 +13,6 @@ typedef struct WlGenCli {
     CliPlan plan;
     CliHw hw;           /* --gpu --cluster --gpus --calibration --busbw */
     CliHwLoaded loaded; /* compute model during the build */
-    TsDtype dtype;      /* compute dtype of the plan */
-    double tensor_factor; /* sim_tensor_factor of the job (GEMM and attention times) */
     CliSpec *spec;      /* the command's option table (for cli_seen) */
     WlFormat fmt;       /* set by cmd_workload before build */
     bool aicb_compat;   /* --aicb-compat given */

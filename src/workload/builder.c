@@ -791,14 +791,22 @@ typedef struct Step {
 
 /* Megatron-Core forward_backward_pipelining_* order for pipeline rank s:
  * warm-up forwards, steady 1F1B pairs, cool-down backwards. Interleaved:
- * virtual micro-batch k runs model chunk (k mod pp*v)/pp (reversed for
- * backward) on micro-batch (k / (pp*v))*pp + k mod pp. */
+ * micro-batches in groups of pp (the last group smaller when pp does not
+ * divide them, as the simulator's schedule engine orders them); within a
+ * group of g, virtual micro-batch k runs model chunk k/g (reversed for
+ * backward) on micro-batch k mod g of the group. */
 static Step step_at(const WlPlanDims *p, int64_t s, int64_t v, int64_t k, bool fwd)
 {
     int64_t pp = p->pp;
     if (v == 1) return (Step){fwd, k, s};
-    int64_t grp = k / (pp * v), in = k % (pp * v), vc = in / pp;
-    return (Step){fwd, grp * pp + in % pp, (fwd ? vc : v - 1 - vc) * pp + s};
+    int64_t full = p->ga / pp, grp = k / (pp * v), g = pp, in = k % (pp * v);
+    if (grp >= full) { /* the last, partial group */
+        grp = full;
+        g = p->ga - full * pp;
+        in = k - full * pp * v;
+    }
+    int64_t vc = in / g;
+    return (Step){fwd, grp * pp + in % g, (fwd ? vc : v - 1 - vc) * pp + s};
 }
 
 static int64_t schedule(const WlPlanDims *p, int64_t s, Step *out)
@@ -812,7 +820,9 @@ static int64_t schedule(const WlPlanDims *p, int64_t s, Step *out)
         return n;
     }
     int64_t total = ga * v;
-    int64_t warm = v > 1 ? (pp - s - 1) * 2 + (v - 1) * pp : pp - s - 1;
+    /* interleaved with as many micro-batches as stages: all forwards first
+     * (Megatron's all_warmup_microbatches) */
+    int64_t warm = v > 1 ? (ga == pp ? total : (pp - s - 1) * 2 + (v - 1) * pp) : pp - s - 1;
     if (warm > total) warm = total;
     int64_t kf = 0, kb = 0;
     for (; kf < warm; kf++) out[n++] = step_at(p, s, v, kf, true);
@@ -822,6 +832,18 @@ static int64_t schedule(const WlPlanDims *p, int64_t s, Step *out)
     }
     for (; kb < total; kb++) out[n++] = step_at(p, s, v, kb, false);
     return n;
+}
+
+/* A parameter all-gather of `elems` elements at db bytes, bucket by bucket
+ * as Megatron gathers them (and the simulator counts them): ceil(elems /
+ * bucket_max) equal collectives. Returns the last, -1 when there is none. */
+static int32_t gather_buckets(Gen *g, const char *name, WlPhase ph, WlGroup grp, double elems, double db, bool blocking)
+{
+    if (!(elems > 0)) return -1;
+    double n = ceil(elems / g->bucket_max);
+    int32_t id = -1;
+    for (double i = 0; i < n && !g->oom; i++) id = coll(g, name, ph, -1, TS_COLL_ALLGATHER, grp, elems / n * db, blocking);
+    return id;
 }
 
 /* ---- optimizer step ------------------------------------------------------------------- */
@@ -890,10 +912,8 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
     double ob = g->o->optimizer_bytes > 0 ? g->o->optimizer_bytes : 24.0;
     comp(g, "optimizer", WL_PHASE_OPT, -1, -1, -1, g->c->mem_s(g->c->ctx, shard * ob), shard * 10.0, shard * ob, -1);
     if (gather_after) {
-        coll(g, "param.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, g->dpg, (params - eparams) * (double)p->dtype_bytes,
-             true);
-        coll(g, "eparam.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, WL_GROUP_DP_EP, eparams * (double)p->dtype_bytes,
-             true);
+        gather_buckets(g, "param.ag", WL_PHASE_OPT, g->dpg, params - eparams, (double)p->dtype_bytes, true);
+        if (g->edpn > 1) gather_buckets(g, "eparam.ag", WL_PHASE_OPT, WL_GROUP_DP_EP, eparams, (double)p->dtype_bytes, true);
     }
 }
 
@@ -913,19 +933,15 @@ static void param_gathers(Gen *g, int64_t stage)
     int64_t v = p->vpp > 1 ? p->vpp : 1;
     for (int64_t k = 0; k < v; k++) {
         int64_t ch = k * p->pp + stage;
-        if (ch == 0) g->pg_ag[L] = coll(g, "param.ag", WL_PHASE_FWD, -1, TS_COLL_ALLGATHER, g->dpg, g->embed.params * db,
-                                        false);
+        if (ch == 0) g->pg_ag[L] = gather_buckets(g, "param.ag", WL_PHASE_FWD, g->dpg, g->embed.params, db, false);
         for (int64_t l = chunk_first(g, ch); l < chunk_first(g, ch) + chunk_layers(g, ch); l++) {
-            bool moe = is_moe_layer(g, l);
-            double e = moe ? g->moe.eparams : 0;
-            int32_t a = coll(g, "param.ag", WL_PHASE_FWD, -1, TS_COLL_ALLGATHER, g->dpg, (layer_params(g, l) - e) * db,
-                             false);
-            int32_t b = e > 0 ? coll(g, "eparam.ag", WL_PHASE_FWD, -1, TS_COLL_ALLGATHER, WL_GROUP_DP_EP, e * db, false)
-                              : -1;
+            double e = layer_eparams(g, l);
+            int32_t a = gather_buckets(g, "param.ag", WL_PHASE_FWD, g->dpg, layer_params(g, l) - e, db, false);
+            int32_t b = g->edpn > 1 ? gather_buckets(g, "eparam.ag", WL_PHASE_FWD, WL_GROUP_DP_EP, e, db, false) : -1;
             g->pg_ag[l] = b >= 0 ? b : a;
         }
         if (ch == g->n_chunks - 1 && g->head.params > 0)
-            g->pg_ag[L + 1] = coll(g, "param.ag", WL_PHASE_FWD, -1, TS_COLL_ALLGATHER, g->dpg, g->head.params * db, false);
+            g->pg_ag[L + 1] = gather_buckets(g, "param.ag", WL_PHASE_FWD, g->dpg, g->head.params, db, false);
     }
 }
 
@@ -953,9 +969,6 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
             return ts_err(err, TS_ERR_PLAN, "stage layers must be %lld counts >= 1 adding up to %lld layers",
                           (long long)n_chunks, (long long)m->layers);
     }
-    if (v > 1 && p->schedule == WL_SCHED_INTERLEAVED && p->ga % p->pp)
-        return ts_err(err, TS_ERR_PLAN, "interleaved 1F1B needs the %lld micro-batches to be a multiple of pp %lld",
-                      (long long)p->ga, (long long)p->pp);
     Gen g = {.m = m, .p = p, .c = c, .o = o, .last = -1, .join = -1, .n_chunks = n_chunks,
              .dpg = p->cp > 1 ? WL_GROUP_DP_CP : WL_GROUP_DP, .dpn = p->dp * (p->cp > 1 ? p->cp : 1)};
     /* Megatron-Core's bucket_size over the reduction group (DP x CP), as sim_dp_bucket_bytes */

@@ -10,7 +10,12 @@
  *      received (and the number of sends equals the number of receives);
  *      every generated Chakra rank trace decodes;
  *   4. simulator: more micro-batches, a slower GPU or a slower network
- *      never make the iteration faster.
+ *      never make the iteration faster;
+ *   5. the simulator and the replay of its own task graph
+ *      (sim_workload_build, sim_replay_dag) agree within 5 % on random plans
+ *      (dense, MoE, MLA; TP, PP, VPP, CP, EP, ETP-free; ZeRO 0-3, dist-opt;
+ *      recompute modes; FP8; TP overlap; CP exchanges; runtime options): the
+ *      two derive every per-rank shape separately.
  * Tolerances: parameter sums are exact in double below 2^53 (checked to
  * 1e-9 relative); times are compared with 1e-9 relative slack. */
 #include <math.h>
@@ -353,6 +358,90 @@ static void test_sim_monotone_hw(void **state)
     }
 }
 
+/* ---- 5. simulation against the replay of its own task graph --------------- */
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static int64_t pick(int64_t n)
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17; /* xorshift64 */
+    return (int64_t)(rng % (uint64_t)n);
+}
+
+static void test_sim_matches_replay(void **state)
+{
+    (void)state;
+    static const char *models[] = {"llama3-8b", "llama3-70b", "mixtral-8x7b", "gpt3-175b",
+                                   "qwen3-30b-a3b", "llama2-7b", "deepseek-v3"};
+    static const int64_t gpus[] = {16, 32, 64, 128}, tps[] = {1, 2, 4, 8}, pps[] = {1, 2, 4};
+    int checked = 0;
+    double worst = 0;
+    for (int i = 0; i < 1000 && checked < 100; i++) {
+        const char *name = models[pick(7)];
+        ModelSpec m;
+        load(name, &m);
+        ParallelPlan p;
+        plan_init(&p);
+        p.gpus = gpus[pick(4)];
+        p.tp = tps[pick(4)];
+        p.pp = pps[pick(3)];
+        p.cp = pick(4) == 0 ? 2 : 1;
+        p.seq = pick(2) ? 2048 : 4096;
+        p.global_batch = 32 << pick(3);
+        p.uneven = true;
+        if (m.experts > 0) p.ep = (int64_t)1 << pick(4);
+        int64_t z = pick(6);
+        if (z == 1) p.dist_opt = true;
+        else if (z > 1) p.zero = (int)(z - 1 > 3 ? 3 : z - 1);
+        p.recompute = (PlanRecompute)pick(3);
+        if (p.pp > 1 && pick(3) == 0) p.vpp = 2, p.schedule = PLAN_SCHED_INTERLEAVED;
+        if (pick(5) == 0) p.micro_batch = 2;
+        if (p.tp > 1 && pick(4) == 0) p.tp_overlap = true;
+        if (pick(6) == 0) p.dtype = TS_DTYPE_FP8;
+        ClusterSpec cl;
+        TsError e = {0};
+        assert_int_equal(hw_cluster_load(m.experts > 0 && m.kv_lora_rank > 0 ? "hgx-h800" : "dgx-h100", p.gpus, &cl, &e),
+                         TS_OK);
+        HwModel hw;
+        hw_model_init(&hw);
+        hw.gpu = cl.gpu;
+        HwNet net;
+        hw_net_init(&net, &cl);
+        SimSetup in = {.model = &m, .plan = p, .hw = &hw, .net = &net};
+        sim_options_init(&in.opt);
+        if (p.cp > 1) in.opt.cp_comm = (SimCpComm)pick(3);
+        if (pick(6) == 0) in.opt.dp_overlap = false;
+        if (pick(6) == 0) in.opt.fp32_grad_reduce = false;
+        SimResult r;
+        if (sim_simulate(&in, NULL, &r, &e) != TS_OK) continue; /* an invalid plan: next */
+        double ts = r.iteration_time_s;
+        sim_result_free(&r);
+        SimSetup g = {.model = &m, .plan = p, .hw = &hw, .net = &net, .opt = in.opt};
+        Workload *w = NULL;
+        if (sim_workload_build(&g, &w, &e) != TS_OK) {
+            print_error("%s: the simulated plan does not build: %s\n", name, e.msg);
+            fail();
+        }
+        SimResult rr;
+        assert_int_equal(sim_replay_dag(w, &net, in.opt.overlap_slowdown, false, &rr, &e), TS_OK);
+        double d = rr.iteration_time_s / ts - 1;
+        if (fabs(d) > 0.05)
+            print_error("%s gpus %lld tp %lld pp %lld vpp %lld cp %lld ep %lld zero %d dist-opt %d rc %d mb %lld "
+                        "seq %lld gb %lld dtype %s tpov %d cp-comm %s dp-overlap %d fp32-grads %d: replay %.6g s vs "
+                        "simulate %.6g s (%+.1f%%)\n",
+                        name, (long long)p.gpus, (long long)p.tp, (long long)p.pp, (long long)p.vpp, (long long)p.cp,
+                        (long long)p.ep, p.zero, p.dist_opt, (int)p.recompute, (long long)p.micro_batch,
+                        (long long)p.seq, (long long)p.global_batch, ts_dtype_name(p.dtype), p.tp_overlap,
+                        sim_cp_comm_name(in.opt.cp_comm), in.opt.dp_overlap, in.opt.fp32_grad_reduce,
+                        rr.iteration_time_s, ts, 100 * d);
+        assert_true(fabs(d) <= 0.05);
+        if (fabs(d) > worst) worst = fabs(d);
+        sim_result_free(&rr);
+        wl_destroy(w);
+        checked++;
+    }
+    print_message("%d random plans, largest replay/simulate difference %.2f%%\n", checked, 100 * worst);
+    assert_true(checked >= 50);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,6 +449,7 @@ int main(void)
         cmocka_unit_test(test_groups_agree),
         cmocka_unit_test(test_workload_conservation),
         cmocka_unit_test(test_sim_monotone_hw),
+        cmocka_unit_test(test_sim_matches_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -125,6 +125,9 @@ typedef struct SimChunkCost {
     double ep_exposed_s;    /* exposed EP all-to-all inside fwd_s + bwd_s */
     double dp_grad_s;       /* DP gradient reduction of this chunk's parameters, per iteration */
     int32_t dp_buckets;     /* buckets the reduction is split into (>= 1) */
+    double dp_tail_s;       /* of dp_grad_s: what only becomes ready at the end of the chunk's
+                               last backward, the word embedding's gradients (one bucket:
+                               Megatron closes buckets at parameter boundaries), 0 */
     double fsdp_exposed_s;  /* ZeRO-3 gathers/reduces not hidden under compute, inside fwd_s+bwd_s */
     double slowdown_s;      /* compute slow-down from overlapped TP/CP comm, inside fwd_s+bwd_s */
     double pp_blocked_s;    /* blocking pipeline sends/receives (SimOptions.ds_pipe) inside
@@ -133,11 +136,18 @@ typedef struct SimChunkCost {
                                all-gather (SimStageCost.param_gather_s); 0 = none */
     int32_t layers;         /* transformer layers of the chunk: an overlapped gather arrives
                                layer by layer (0: as one piece) */
+    double edge_gather_s[2];/* of param_gather_s: the embedding's share (first chunk, gathered
+                               before the layers) and the LM head's (last chunk, after them) */
+    double edge_fwd_s[2];   /* of fwd_s: the embedding's and the LM head's forward */
+    double head_bwd_s;      /* of bwd_s: the LM head's backward (last chunk), which opens the
+                               backward: no layer's gradient bucket is ready before it ends */
 } SimChunkCost;
 
 /* End-of-step costs of a stage. */
 typedef struct SimStageCost {
     double optimizer_s;     /* optimizer step on this rank's shard, e.g. 0.004 */
+    double step_comm_s;     /* collectives of the step itself, exposed after it: Distributed
+                               Shampoo's all-gather of the search directions, 0 */
     double param_gather_s;  /* dist-opt / ZeRO-1/2 parameter all-gather after the step */
     double embed_sync_s;    /* tied word-embedding gradient all-reduce between the first and
                                last stage (pp > 1), exposed after the DP reduction */
@@ -301,6 +311,12 @@ typedef struct SimOptions {
     bool record;                /* keep spans for --trace */
 } SimOptions;
 void sim_options_init(SimOptions *o);
+/* Distributed Shampoo's preconditioning per step, in seconds per parameter
+ * of a stage (before the split over its DP ranks): the preconditioners
+ * applied (4 x block side FLOPs per parameter) and their roots amortized
+ * over 100 steps (0.2 x), as fp32 GEMMs on blocks of side hidden/K. 0 for
+ * Adam. */
+double sim_shampoo_s_per_param(const HwModel *hw, const ModelSpec *m, const ParallelPlan *p);
 /* The DP gradient bucket in bytes for a reduction group of dp_size ranks:
  * o->bucket_bytes when set, else Megatron-Core's default bucket_size
  * max(4e7, 1e6 x dp_size) elements at the reduction dtype (fp32 or 16-bit). */

@@ -341,6 +341,8 @@ typedef struct WlBuildOptions {
     bool eager_elementwise; /* eager PyTorch model code (torchtitan, simulate --eager-pytorch):
                                unfused RMSNorm / RoPE / SwiGLU kernels, separate q, k, v and
                                w1, w3 GEMMs, GQA repeat_kv copies */
+    double shampoo_s_per_param; /* Distributed Shampoo's preconditioning, seconds per stage
+                               parameter before the split over DP (sim_shampoo_s_per_param) */
     double optimizer_bytes; /* HBM bytes per local parameter of the optimizer step; 0: 24, the
                                simulator's SimOptions.optimizer_bytes_per_param */
     bool selective_ops;     /* selective recompute as op-level SAC (simulate --selective-ops):

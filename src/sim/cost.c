@@ -694,7 +694,7 @@ void sim_work_cost_stats(const SimWork *w, int64_t *hits, int64_t *misses)
 typedef struct ChunkDp {
     bool valid, has_ag, has_eag, has_shampoo;
     double params, eparams;
-    double t_dp, ag, eag, opt, shampoo;
+    double t_dp, ag, eag, opt, shampoo, shampoo_ag;
     int32_t buckets;
 } ChunkDp;
 
@@ -732,16 +732,28 @@ static void chunk_dp_costs(const Ctx *x, const SimSetup *in, double params, doub
     double local = shard_opt ? (params - eparams) / (double)x->dpg.size + eparams / (double)x->edpg.size : params;
     d->opt = hw_memory_time_s(in->hw, local * in->opt.optimizer_bytes_per_param);
     if (p->optimizer == PLAN_OPTIM_SHAMPOO) {
-        /* apply L^-1/4 G R^-1/4 on blocks of side bs: 4*P*bs FLOPs per step;
-         * root (eigendecomposition ~10 n^3 per factor) every 100 steps: 0.2*P*bs.
-         * Spread over the DP ranks (LPT assignment), fp32 GEMMs. */
-        double bs = (double)m->hidden / (double)(p->shampoo_blocks > 0 ? p->shampoo_blocks : 1);
-        double fl = 4.2 * params * bs / (double)x->dpg.size;
-        int64_t n = (int64_t)bs;
-        double one = hw_gemm_time_s(in->hw, 1, n, n, n, TS_DTYPE_FP32);
+        /* Distributed Shampoo: each DP rank preconditions its share of the
+         * blocks, then the search directions (fp32, one per parameter) are
+         * all-gathered: dense over DP, experts over expert DP */
         d->has_shampoo = true;
-        d->shampoo = one * fl / (2.0 * (double)n * (double)n * (double)n);
+        d->shampoo = sim_shampoo_s_per_param(in->hw, m, p) * params / (double)x->dpg.size;
+        if (x->dpg.size > 1 && params - eparams > 0)
+            d->shampoo_ag += coll(x, TS_COLL_ALLGATHER, (params - eparams) * 4.0, &x->dpg, "dp");
+        if (x->edpg.size > 1 && eparams > 0) d->shampoo_ag += coll(x, TS_COLL_ALLGATHER, eparams * 4.0, &x->edpg, "dp");
     }
+}
+
+double sim_shampoo_s_per_param(const HwModel *hw, const ModelSpec *m, const ParallelPlan *p)
+{
+    if (p->optimizer != PLAN_OPTIM_SHAMPOO) return 0;
+    /* apply L^-1/4 G R^-1/4 on blocks of side bs: 4*P*bs FLOPs per step;
+     * root (eigendecomposition ~10 n^3 per factor) every 100 steps: 0.2*P*bs;
+     * fp32 GEMMs of side bs */
+    double bs = (double)m->hidden / (double)(p->shampoo_blocks > 0 ? p->shampoo_blocks : 1);
+    int64_t n = (int64_t)bs;
+    if (n < 1) return 0;
+    double one = hw_gemm_time_s(hw, 1, n, n, n, TS_DTYPE_FP32);
+    return one * 4.2 * bs / (2.0 * (double)n * (double)n * (double)n);
 }
 
 static void warn(SimResult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -849,6 +861,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
 #undef SUM
             double tp_f = nd * dense.tp_f + (has_moe ? nm * moe.tp_f : 0);
             if (chunk == 0) {
+                c->edge_fwd_s[0] = emb_f + emb_tp;
                 c->compute_fwd_s += emb_f;
                 c->compute_bwd_s += emb_b;
                 c->tp_exposed_s += 2 * emb_tp;
@@ -856,6 +869,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 params += emb_params;
             }
             if (chunk == (int64_t)pp * v - 1) {
+                c->edge_fwd_s[1] = head_f + head_tp;
+                c->head_bwd_s = head_b + head_tp;
                 c->compute_fwd_s += head_f;
                 c->compute_bwd_s += head_b;
                 c->tp_exposed_s += 2 * head_tp;
@@ -898,11 +913,23 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             if (p->zero < 3) {
                 c->dp_grad_s = dpm.t_dp;
                 c->dp_buckets = dpm.buckets;
+                if (chunk == 0 && emb_params > 0 && x.dpg.size > 1) {
+                    TsColl rc = (p->dist_opt || p->zero >= 1) && !in->opt.ds_pipe ? TS_COLL_REDUCESCATTER
+                                                                                  : TS_COLL_ALLREDUCE;
+                    c->dp_tail_s = coll(&x, rc, emb_params * (in->opt.fp32_grad_reduce ? 4.0 : 2.0), &x.dpg, "dp");
+                }
                 c->param_gather_s = (dpm.has_ag ? dpm.ag : 0) + (dpm.has_eag ? dpm.eag : 0);
+                /* the edges' shares of the dense gather, by parameters */
+                double dense_p = params - eparams, ag_d = dpm.has_ag ? dpm.ag : 0;
+                if (chunk == 0 && dense_p > 0) c->edge_gather_s[0] = ag_d * emb_params / dense_p;
+                if (chunk == (int64_t)pp * v - 1 && dense_p > 0) c->edge_gather_s[1] = ag_d * head_params / dense_p;
                 sc[s].param_gather_s += c->param_gather_s;
             }
             sc[s].optimizer_s += dpm.opt;
-            if (dpm.has_shampoo) sc[s].optimizer_s += dpm.shampoo;
+            if (dpm.has_shampoo) {
+                sc[s].optimizer_s += dpm.shampoo;
+                sc[s].step_comm_s += dpm.shampoo_ag;
+            }
         }
 
     /* tied word embeddings split over the first and last stage: Megatron

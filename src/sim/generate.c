@@ -171,6 +171,7 @@ TsStatus sim_workload_build(SimSetup *in, Workload **out, TsError *err)
     WlCost cost = sim_wl_cost(&cc);
     WlBuildOptions bo;
     sim_wl_build_options(&in->opt, &bo);
+    bo.shampoo_s_per_param = sim_shampoo_s_per_param(in->hw, m, p);
     st = wl_build(&md, &pd, &cost, &bo, out, err);
     free(split);
     return st;

@@ -453,9 +453,15 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
             continue;
         }
         double n = cc->dp_buckets > 0 ? (double)cc->dp_buckets : 1.0;
-        double t0 = w->bst_last[s * v + c], t1 = w->bfin_last[s * v + c];
+        /* the buckets become ready through the backward, after the LM
+         * head's own backward on the last chunk */
+        double t1 = w->bfin_last[s * v + c], t0 = w->bst_last[s * v + c] + cc->head_bwd_s;
+        if (t0 > t1) t0 = t1;
         double r = (t1 - t0) / n, d = dp / n;
-        double e1 = free_t + n * d, e2 = t0 + r + n * d, e3 = t0 + n * r + d;
+        /* the last bucket, or what is only ready at the very end (the
+         * embedding's gradients), goes out after the backward */
+        double last = cc->dp_tail_s > d ? cc->dp_tail_s : d;
+        double e1 = free_t + n * d, e2 = t0 + r + n * d, e3 = t0 + n * r + last;
         double e = e1 > e2 ? e1 : e2;
         free_t = e > e3 ? e : e3;
     }
@@ -468,13 +474,15 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
 /* The start-up delay of stage s from overlapped dist-opt parameter gathers
  * (param_gather_overlap). The gathers of the stage's chunks run back to back
  * from the iteration start, chunk by chunk in the order of their first
- * forward, a layer's share (gather / layers) at a time; the first forward
- * F(s, 0, c) runs each layer once its share has arrived. With G the gathers
- * before chunk c, a its per-layer share, f its per-layer forward and t0 the
- * forward's start, layer k cannot end before G + k a + (L - k + 1) f, so the
- * forward ends max(0, max_k (G + k a - (k - 1) f - t0)) late: linear in k,
- * so k = 1 (the first layer's gather is always waited for unless t0 leaves
- * room) or k = L. The largest shift of the stage's chunks is its delay. */
+ * forward and, within a chunk, in the order of use: the embedding, the
+ * layers (a layer's share, gather / layers, at a time), the LM head; the
+ * first forward F(s, 0, c) runs each piece once its gather has arrived. With
+ * G_k the gathers up to piece k, F_k the forward before it and t0 the
+ * forward's start, the forward ends max(0, max_k (G_k - F_k - t0)) late;
+ * over the uniform layers the expression is linear in k, so their first and
+ * last are the candidates (the first layer's gather is always waited for
+ * unless t0 leaves room). The largest shift of the stage's chunks is its
+ * delay. */
 static double stage_gather_delay(const SimPipeline *pl, const SimWork *w, int32_t s)
 {
     const int32_t v = pl->chunks;
@@ -482,11 +490,15 @@ static double stage_gather_delay(const SimPipeline *pl, const SimWork *w, int32_
     for (int32_t c = 0; c < v; c++) {
         const SimChunkCost *cc = &pl->chunk[s * v + c];
         if (!(cc->param_gather_s > 0)) continue;
-        double L = cc->layers > 0 ? (double)cc->layers : 1.0;
-        double a = cc->param_gather_s / L, f = cc->fwd_s / L, t0 = w->fst_first[s * v + c];
-        double d1 = g + a - t0, dl = g + L * a - (L - 1) * f - t0;
-        double d = d1 > dl ? d1 : dl;
-        if (d > delay) delay = d;
+        double L = cc->layers > 0 ? (double)cc->layers : 1.0, t0 = w->fst_first[s * v + c];
+        double eg = cc->edge_gather_s[0], ef = cc->edge_fwd_s[0], hg = cc->edge_gather_s[1];
+        double a = (cc->param_gather_s - eg - hg) / L, f = (cc->fwd_s - ef - cc->edge_fwd_s[1]) / L;
+        double cand[4] = {g + eg - t0,                                /* the embedding */
+                          g + eg + a - ef - t0,                       /* the first layer */
+                          g + eg + L * a - ef - (L - 1) * f - t0,     /* the last layer */
+                          g + cc->param_gather_s - ef - L * f - t0};  /* the LM head */
+        for (int k = 0; k < 4; k++)
+            if (cand[k] > delay) delay = cand[k];
         g += cc->param_gather_s;
     }
     return delay;
@@ -797,7 +809,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         if (pl->record && (st = record_spans(pl, w, pg, err)) != TS_OK) goto fail;
     }
 
-    double pipe_max = 0, opt = 0, ag_exposed = 0, ag_hidden = 0, ag_start = 0;
+    double pipe_max = 0, opt = 0, ag_exposed = 0, ag_hidden = 0, ag_start = 0, step_comm = 0;
     int32_t crit = 0, slowest = 0;
     for (int32_t s = 0; s < p; s++) {
         SimStageResult *sr = &w->stages[s];
@@ -813,6 +825,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         if (sr->end_s > w->stages[crit].end_s) crit = s;
         if (sc) {
             if (sc->optimizer_s > opt) opt = sc->optimizer_s;
+            if (sc->step_comm_s > step_comm) step_comm = sc->step_comm_s;
             if (pl->param_gather_overlap) {
                 if (sc->param_gather_s > ag_hidden) ag_hidden = sc->param_gather_s;
                 double d = stage_gather_delay(pl, w, s);
@@ -844,7 +857,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
      * start-up delay it causes (the same on every stage: the pipeline fills
      * behind it) is exposed */
     double slow_ag = pl->overlap_slowdown * (ag_hidden > ag_start ? ag_hidden - ag_start : 0);
-    ag_exposed += ag_start;
+    ag_exposed += ag_start + step_comm; /* the step's own collectives are exposed too */
     out->iteration_time_s = cs->end_s + opt + ag_exposed + slow_ag;
     out->pipeline_time_s = pipe_max;
     out->critical_stage = crit;

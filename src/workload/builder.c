@@ -886,25 +886,18 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
     }
     coll(g, "grad_norm.ar", WL_PHASE_OPT, -1, TS_COLL_ALLREDUCE, g->dpg, 4, true);
     if (p->shampoo) {
-        /* per layer weight matrix (H x N) split in K blocks along N: factors
-         * H x H and (N/K) x (N/K); inverse roots ~ 10 n^3 FLOPs, shared among
-         * the DP ranks, then gathered. */
-        const WlModelDims *m = g->m;
-        int64_t K = p->shampoo_blocks, H = m->hidden, tp = p->tp;
-        int64_t N[4] = {3 * H / tp, H / tp, m->ffn * (m->swiglu ? 2 : 1) / tp, m->ffn / tp};
-        double fl = 0, bytes = 0;
-        for (int i = 0; i < 4; i++) {
-            double a = (double)H, b = (double)N[i] / (double)K;
-            fl += (double)K * 10.0 * (a * a * a + b * b * b);
-            bytes += (double)K * (a * a + b * b) * 4.0;
-        }
-        fl *= (double)(g->m->layers / p->pp);
-        bytes *= (double)(g->m->layers / p->pp);
-        double peak = fl / (double)g->dpn;
-        comp(g, "shampoo.precond", WL_PHASE_OPT, -1, -1, -1,
-             g->c->gemm_s(g->c->ctx, 1, 1, 1, 1) > 0 ? g->c->gemm_s(g->c->ctx, 1, (int64_t)cbrt(peak / 2) + 1, (int64_t)cbrt(peak / 2) + 1, (int64_t)cbrt(peak / 2) + 1) : 0,
-             peak, bytes / (double)g->dpn, -1);
-        coll(g, "shampoo.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, g->dpg, bytes, true);
+        /* Distributed Shampoo, as the simulator counts it: each DP rank
+         * preconditions its share of the stage's blocks (4.2 x block side
+         * FLOPs per parameter, fp32), then the search directions (fp32, one
+         * per parameter) are all-gathered, dense over DP, experts over
+         * expert DP, before the update */
+        double bs = (double)g->m->hidden / (double)(p->shampoo_blocks > 0 ? p->shampoo_blocks : 1);
+        double mine = params / (double)g->dpn;
+        comp(g, "shampoo.precond", WL_PHASE_OPT, -1, -1, -1, g->o->shampoo_s_per_param * mine, 4.2 * mine * bs,
+             mine * 16.0, -1);
+        coll(g, "shampoo.ag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, g->dpg, (params - eparams) * 4.0, true);
+        if (g->edpn > 1 && eparams > 0)
+            coll(g, "shampoo.eag", WL_PHASE_OPT, -1, TS_COLL_ALLGATHER, WL_GROUP_DP_EP, eparams * 4.0, true);
     }
     /* fused Adam over the local shard: fp32 param, m, v and the gradient read,
      * param, m, v and the 16-bit copy written, the grad-norm read and the

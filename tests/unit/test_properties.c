@@ -12,10 +12,15 @@
  *   4. simulator: more micro-batches, a slower GPU or a slower network
  *      never make the iteration faster;
  *   5. the simulator and the replay of its own task graph
- *      (sim_workload_build, sim_replay_dag) agree within 5 % on random plans
- *      (dense, MoE, MLA; TP, PP, VPP, CP, EP, ETP-free; ZeRO 0-3, dist-opt;
- *      recompute modes; FP8; TP overlap; CP exchanges; runtime options): the
- *      two derive every per-rank shape separately.
+ *      (sim_workload_build, sim_replay_dag) agree within 5 % on 100 random
+ *      plans (dense, MoE, MLA; TP, PP, VPP, CP, EP, ETP; SP on and off;
+ *      ZeRO 0-3, dist-opt; Adam and Shampoo; recompute modes, op-level SAC;
+ *      eager model code; FP8; TP overlap; CP exchanges; no DP overlap,
+ *      16-bit gradients, the parameter gather at the step): the two derive
+ *      every per-rank shape separately. TS_RT_N=n and TS_RT_SEED=s explore
+ *      other plans (1600 of them, seeds 11-28: all but two within 5 %, the
+ *      two at 5.2 and 6.6 %, one-micro-batch CP plans under the distributed
+ *      optimizer).
  * Tolerances: parameter sums are exact in double below 2^53 (checked to
  * 1e-9 relative); times are compared with 1e-9 relative slack. */
 #include <math.h>
@@ -374,7 +379,10 @@ static void test_sim_matches_replay(void **state)
     static const int64_t gpus[] = {16, 32, 64, 128}, tps[] = {1, 2, 4, 8}, pps[] = {1, 2, 4};
     int checked = 0;
     double worst = 0;
-    for (int i = 0; i < 1000 && checked < 100; i++) {
+    const char *env = getenv("TS_RT_N");
+    int want = env ? atoi(env) : 100;
+    if (getenv("TS_RT_SEED")) rng = (uint64_t)atoll(getenv("TS_RT_SEED"));
+    for (int i = 0; i < 20 * want && checked < want; i++) {
         const char *name = models[pick(7)];
         ModelSpec m;
         load(name, &m);
@@ -410,6 +418,13 @@ static void test_sim_matches_replay(void **state)
         if (p.cp > 1) in.opt.cp_comm = (SimCpComm)pick(3);
         if (pick(6) == 0) in.opt.dp_overlap = false;
         if (pick(6) == 0) in.opt.fp32_grad_reduce = false;
+        if (pick(5) == 0) in.opt.eager_elementwise = true;
+        if (pick(5) == 0) in.opt.selective_ops = true;
+        if (pick(6) == 0) in.opt.param_gather_overlap = false;
+        if (m.experts > 0 && p.tp > 1 && pick(3) == 0) in.plan.etp = 1;
+        if (p.tp > 1 && pick(4) == 0) in.plan.sp = false, in.plan.sp_set = true;
+        if (pick(8) == 0) in.plan.optimizer = PLAN_OPTIM_SHAMPOO;
+        p = in.plan;
         SimResult r;
         if (sim_simulate(&in, NULL, &r, &e) != TS_OK) continue; /* an invalid plan: next */
         double ts = r.iteration_time_s;
@@ -432,6 +447,9 @@ static void test_sim_matches_replay(void **state)
                         (long long)p.seq, (long long)p.global_batch, ts_dtype_name(p.dtype), p.tp_overlap,
                         sim_cp_comm_name(in.opt.cp_comm), in.opt.dp_overlap, in.opt.fp32_grad_reduce,
                         rr.iteration_time_s, ts, 100 * d);
+        if (fabs(d) > 0.05)
+            print_error("   eager %d selective-ops %d ag-overlap %d etp %lld sp %d optimizer %d\n", in.opt.eager_elementwise,
+                        in.opt.selective_ops, in.opt.param_gather_overlap, (long long)p.etp, p.sp, (int)p.optimizer);
         assert_true(fabs(d) <= 0.05);
         if (fabs(d) > worst) worst = fabs(d);
         sim_result_free(&rr);
@@ -439,7 +457,7 @@ static void test_sim_matches_replay(void **state)
         checked++;
     }
     print_message("%d random plans, largest replay/simulate difference %.2f%%\n", checked, 100 * worst);
-    assert_true(checked >= 50);
+    assert_true(checked >= want / 2);
 }
 
 int main(void)

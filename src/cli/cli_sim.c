@@ -22,7 +22,7 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
          "dist-opt parameter all-gather exposed at the step", true},
         {"fp16-grad-reduce", CLI_FLAG, &o->fp16_grads, NULL, "reduce gradients at 16 bit (default fp32)", true},
         {"deepspeed-pipe", CLI_FLAG, &o->ds_pipe, NULL,
-         "DeepSpeed pipeline engine: blocking p2p, grads all-reduced after the flush", false},
+         "DeepSpeed pipeline engine: blocking p2p, grads all-reduced after the flush", true},
         {"bucket-mb", CLI_DOUBLE, &o->bucket_mb, "MB",
          "DP gradient bucket in MB of gradients (default: Megatron's max(40M, 1M x DP) elements)", true},
         {"overlap-slowdown", CLI_DOUBLE, &o->slowdown, "F", "compute slow-down under overlap (0.10)", false},

@@ -28,7 +28,8 @@ void cli_sim_init(CliSim *o);
 void cli_sim_add(CliSpec *s, CliSim *o);
 /* The ones the workload generator writes into a task graph too:
  * --no-dp-overlap, --no-param-gather-overlap, --fp16-grad-reduce,
- * --bucket-mb, --eager-pytorch, --selective-ops, --gpu-spread, --cp-comm. */
+ * --deepspeed-pipe, --bucket-mb, --eager-pytorch, --selective-ops, --gpu-spread,
+ * --cp-comm (all but --overlap-slowdown). */
 void cli_sim_add_workload(CliSpec *s, CliSim *o);
 /* All but --cp-comm, which the sweep takes as a list of exchanges to try. */
 void cli_sim_add_sweep(CliSpec *s, CliSim *o);

@@ -44,7 +44,7 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
     cli_sim_options(&g->sim, &so);
     /* what only the task graph (chakra, json) has a place for */
     static const char *const dag_only[] = {"no-dp-overlap", "no-param-gather-overlap", "fp16-grad-reduce", "bucket-mb",
-                                           "eager-pytorch", "selective-ops", "cp-comm"};
+                                           "eager-pytorch", "selective-ops", "cp-comm", "deepspeed-pipe"};
     bool dag = g->fmt == WL_FMT_CHAKRA || g->fmt == WL_FMT_JSON;
     for (size_t i = 0; i < sizeof dag_only / sizeof dag_only[0] && !dag; i++)
         if (cli_seen(g->spec, dag_only[i])) {

@@ -144,7 +144,12 @@ void sim_wl_build_options(const SimOptions *o, WlBuildOptions *bo)
                            .dp_after_backward = !o->dp_overlap,
                            .eager_elementwise = o->eager_elementwise,
                            .optimizer_bytes = o->optimizer_bytes_per_param,
-                           .selective_ops = o->selective_ops};
+                           .selective_ops = o->selective_ops,
+                           .ds_pipe = o->ds_pipe};
+    if (o->ds_pipe) { /* the engine reduces after the flush and gathers at the step */
+        bo->dp_after_backward = true;
+        bo->param_gather_at_step = true;
+    }
 }
 
 TsStatus sim_workload_build(SimSetup *in, Workload **out, TsError *err)
@@ -157,9 +162,9 @@ TsStatus sim_workload_build(SimSetup *in, Workload **out, TsError *err)
     if (p->cp > 1 && p->seq % p->cp)
         return ts_err(err, TS_ERR_PLAN, "--seq %lld is not a multiple of --cp %lld", (long long)p->seq, (long long)p->cp);
     if ((st = sim_cp_comm_check(m, p, in->opt.cp_comm, err))) return st;
-    if (in->opt.ds_pipe) {
-        ts_err(err, TS_ERR_PLAN, "the task-graph generator has no DeepSpeed pipeline engine");
-        ts_err_hint(err, "generate the workload without --deepspeed-pipe (Megatron's 1F1B)");
+    if (in->opt.ds_pipe && (p->vpp > 1 || p->schedule != PLAN_SCHED_1F1B)) {
+        ts_err(err, TS_ERR_PLAN, "--deepspeed-pipe runs DeepSpeed's 1F1B schedule only");
+        ts_err_hint(err, "drop --vpp and --schedule");
         return TS_ERR_PLAN;
     }
     WlModelDims md;
@@ -172,6 +177,7 @@ TsStatus sim_workload_build(SimSetup *in, Workload **out, TsError *err)
     WlBuildOptions bo;
     sim_wl_build_options(&in->opt, &bo);
     bo.shampoo_s_per_param = sim_shampoo_s_per_param(in->hw, m, p);
+    bo.fp32_grad_accum = in->opt.ds_pipe && p->dtype == TS_DTYPE_BF16;
     st = wl_build(&md, &pd, &cost, &bo, out, err);
     free(split);
     return st;

@@ -309,7 +309,17 @@ static void layer_costs(Gen *g)
         }
     }
     g->tpc = (double)B * (double)S * (double)H * db;
-    g->act_bytes = g->tpc / (p->sp ? (double)tp : 1.0);
+    /* BF16 optimizer (DeepSpeed): every micro-batch's bf16 gradients added
+     * into the fp32 ones after its backward (cast: read 2 write 4; add: read
+     * 8 write 4; bf16 zeroed: write 2), as the simulator charges it */
+    if (g->o->fp32_grad_accum) {
+        Block *bl[5] = {a, f, &g->moe, em, hd};
+        for (int i = 0; i < 5; i++)
+            if (bl[i]->params > 0) bl[i]->wg_s += g->c->mem_s(g->c->ctx, 20.0 * bl[i]->params);
+    }
+    /* the pipeline message: SP-scattered, or (DeepSpeed's pipe) the whole
+     * activation on every TP rank */
+    g->act_bytes = g->tpc / (p->sp && !g->o->ds_pipe ? (double)tp : 1.0);
 }
 
 /* ---- emission ------------------------------------------------------------------------- */
@@ -403,8 +413,9 @@ static void p2p(Gen *g, const char *name, WlPhase ph, int64_t mb, bool send, int
     int32_t peer = (int32_t)(peer_chunk % g->p->pp);
     WlTask t = wl_task_p2p(name, ph, send, peer, g->act_bytes, tag_of(g, mb, boundary, dir));
     t.micro = (int32_t)mb;
-    /* a receive gates the compute after it; a send does not */
-    emit(g, &t, -1, !send);
+    /* a receive gates the compute after it; a send does not, except in
+     * DeepSpeed's pipeline engine, whose sends block */
+    emit(g, &t, -1, !send || g->o->ds_pipe);
 }
 
 /* Gradient buckets over group grp of n ranks: once bucket_max elements are
@@ -419,7 +430,7 @@ static void bucket_add(Gen *g, double *bucket, double params, bool flush, WlGrou
         if (n <= 1) *bucket = 0;
         return;
     }
-    bool rs = g->p->dist_opt || g->p->zero >= 1;
+    bool rs = (g->p->dist_opt || g->p->zero >= 1) && !g->o->ds_pipe; /* DeepSpeed's pipe all-reduces */
     while (*bucket > 0) {
         double b = fmin(*bucket, g->bucket_max);
         pend(g, coll(g, rs ? rs_name : ar_name, WL_PHASE_WG, -1, rs ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE, grp,

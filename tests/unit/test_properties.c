@@ -13,7 +13,8 @@
  *      never make the iteration faster;
  *   5. the simulator and the replay of its own task graph
  *      (sim_workload_build, sim_replay_dag) agree within 5 % on 100 random
- *      plans (dense, MoE, MLA; TP, PP, VPP, CP, EP, ETP; SP on and off;
+ *      plans of twelve models (dense GPT/Llama/NeoX/BLOOM/Nemotron, MoE, MLA;
+ *      TP, PP, VPP, CP, EP, ETP; SP on and off;
  *      ZeRO 0-3, dist-opt; Adam and Shampoo; recompute modes, op-level SAC;
  *      eager model code; FP8; TP overlap; CP exchanges; no DP overlap,
  *      16-bit gradients, the parameter gather at the step): the two derive
@@ -375,7 +376,8 @@ static void test_sim_matches_replay(void **state)
 {
     (void)state;
     static const char *models[] = {"llama3-8b", "llama3-70b", "mixtral-8x7b", "gpt3-175b",
-                                   "qwen3-30b-a3b", "llama2-7b", "deepseek-v3"};
+                                   "qwen3-30b-a3b", "llama2-7b", "deepseek-v3", "nemotron4-340b",
+                                   "gpt-neox-20b", "bloom-176b", "qwen2-7b", "gpt2-xl"};
     static const int64_t gpus[] = {16, 32, 64, 128}, tps[] = {1, 2, 4, 8}, pps[] = {1, 2, 4};
     int checked = 0;
     double worst = 0;
@@ -383,7 +385,7 @@ static void test_sim_matches_replay(void **state)
     int want = env ? atoi(env) : 100;
     if (getenv("TS_RT_SEED")) rng = (uint64_t)atoll(getenv("TS_RT_SEED"));
     for (int i = 0; i < 20 * want && checked < want; i++) {
-        const char *name = models[pick(7)];
+        const char *name = models[pick(12)];
         ModelSpec m;
         load(name, &m);
         ParallelPlan p;

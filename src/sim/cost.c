@@ -771,10 +771,8 @@ static SimSchedule sched_of(PlanSchedule s)
     return s == PLAN_SCHED_GPIPE ? SIM_SCHED_GPIPE : s == PLAN_SCHED_INTERLEAVED ? SIM_SCHED_INTERLEAVED : SIM_SCHED_1F1B;
 }
 
-/* sim_simulate, or with lb != NULL sim_lower_bound: stop after the costing. */
-static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, TsError *err)
+TsStatus sim_setup_resolve(SimSetup *in, TsError *err)
 {
-    memset(out, 0, sizeof *out);
     const ModelSpec *m = in->model;
     ParallelPlan *p = &in->plan;
     TsStatus st = plan_resolve(m, p, err);
@@ -789,6 +787,17 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                          "--schedule and --vpp");
         return TS_ERR_PLAN;
     }
+    return TS_OK;
+}
+
+/* sim_simulate, or with lb != NULL sim_lower_bound: stop after the costing. */
+static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, TsError *err)
+{
+    memset(out, 0, sizeof *out);
+    const ModelSpec *m = in->model;
+    ParallelPlan *p = &in->plan;
+    TsStatus st = sim_setup_resolve(in, err);
+    if (st) return st;
     Ctx x = {.m = m, .p = p, .hw = in->hw, .net = in->net, .o = &in->opt};
     x.dt = p->dtype;
     x.adt = sim_activation_dtype(p->dtype);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim_internal.h"
 #include "trainsim/sim.h"
 
 void sim_wl_model_dims(const ModelSpec *m, int64_t tp, WlModelDims *d)
@@ -157,16 +158,8 @@ TsStatus sim_workload_build(SimSetup *in, Workload **out, TsError *err)
     *out = NULL;
     const ModelSpec *m = in->model;
     ParallelPlan *p = &in->plan;
-    TsStatus st = plan_resolve(m, p, err);
+    TsStatus st = sim_setup_resolve(in, err); /* the simulator's own checks */
     if (st) return st;
-    if (p->cp > 1 && p->seq % p->cp)
-        return ts_err(err, TS_ERR_PLAN, "--seq %lld is not a multiple of --cp %lld", (long long)p->seq, (long long)p->cp);
-    if ((st = sim_cp_comm_check(m, p, in->opt.cp_comm, err))) return st;
-    if (in->opt.ds_pipe && (p->vpp > 1 || p->schedule != PLAN_SCHED_1F1B)) {
-        ts_err(err, TS_ERR_PLAN, "--deepspeed-pipe runs DeepSpeed's 1F1B schedule only");
-        ts_err_hint(err, "drop --vpp and --schedule");
-        return TS_ERR_PLAN;
-    }
     WlModelDims md;
     WlPlanDims pd;
     int64_t *split = NULL;

@@ -12,4 +12,9 @@ SimChunkCost *sim_work_costs(SimWork *w, int32_t n_chunks, int32_t n_stages, Sim
  * block freed by sim_work_destroy); NULL when caching is off. */
 void **sim_work_cost_cache(SimWork *w);
 
+/* Resolve in->plan and apply the simulator's own plan rules (seq a multiple
+ * of cp, the CP exchange's head split, DeepSpeed's pipe 1F1B only): what
+ * sim_simulate and sim_workload_build both require. */
+TsStatus sim_setup_resolve(SimSetup *in, TsError *err);
+
 #endif

@@ -1,0 +1,58 @@
+/* builder_int.h — the task-graph generator's state, shared by builder.c
+ * (emission: layers, schedules, step) and builder_cost.c (what one layer's
+ * blocks cost). Not a public header. */
+#ifndef TRAINSIM_BUILDER_INT_H
+#define TRAINSIM_BUILDER_INT_H
+
+#include "wl_internal.h"
+
+typedef struct Block {
+    double fwd_s, ig_s, wg_s;       /* per rank per micro-batch */
+    double fwd_flops, ig_flops, wg_flops;
+    double fwd_bytes, bwd_bytes;
+    double recompute_s;             /* extra forward work redone in backward */
+    double gemm_fwd_s;              /* of fwd_s: GEMMs */
+    double gemm_ig_s;               /* of ig_s: GEMMs (dgrad); wg_s is all GEMMs */
+    double params;                  /* per-rank parameter elements */
+    double eparams;                 /* of which routed experts (reduced over DP_EP) */
+} Block;
+
+typedef struct Gen {
+    Workload *w;
+    const WlModelDims *m;
+    const WlPlanDims *p;
+    const WlCost *c;
+    const WlBuildOptions *o;
+    int32_t last;                   /* tail of the compute stream */
+    int32_t *pending; int64_t n_pending, cap_pending; /* async DP collectives */
+    int32_t *fwd_last;              /* [mb * n_chunks + chunk] */
+    Block attn, mlp, moe, embed, head;
+    double tpc;                     /* TP collective buffer: B*S*H*db */
+    double act_bytes;               /* PP boundary message */
+    double bucket;                  /* grad elements waiting for a bucket */
+    double ebucket;                 /* expert grad elements waiting (expert-DP group) */
+    double bucket_max;
+    bool final_flush;               /* dp_after_backward: the step's flush is running */
+    int64_t *first;                 /* [n_chunks + 1]: first layer of each chunk */
+    int64_t n_chunks;
+    int32_t unit_end[2];            /* last task of the two latest FSDP units (layers, root;
+                                       [1] newest): a ZeRO-3 gather waits for [1] */
+    int32_t *pg_ag;                 /* [layers + 2]: the dist-opt parameter gather of each layer
+                                       (then embedding, head) of this class, -1 none */
+    int32_t join;                   /* an asynchronous task the next task on the stream
+                                       also waits for (CP ring), -1 */
+    double core_f, core_b;          /* attention core forward / backward, one micro-batch */
+    WlGroup dpg;                    /* gradient reduction group: DP, or DP_CP when cp > 1 */
+    int64_t dpn;                    /* its size, dp*cp */
+    int64_t edpn;                   /* expert-DP group size (DP_EP) */
+    bool oom;
+} Gen;
+
+/* Bytes per gradient element reduced over DP (fp32 main grads by default). */
+double wl_gen_grad_bytes(const Gen *g);
+/* The per-rank costs of one layer's blocks (attention, MLP, MoE), the
+ * embedding and the head, for one micro-batch: g->attn ... g->head, g->core_f,
+ * g->core_b, g->tpc, g->act_bytes. */
+void wl_gen_layer_costs(Gen *g);
+
+#endif

@@ -6,8 +6,6 @@
 #include "builder_int.h"
 
 #include <math.h>
-#include <stdio.h>
-#include <string.h>
 
 /* Bytes per gradient element reduced over DP (fp32 main grads by default). */
 double wl_gen_grad_bytes(const Gen *g) { return g->o->grad_bytes > 0 ? (double)g->o->grad_bytes : 4.0; }

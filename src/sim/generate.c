@@ -94,7 +94,7 @@ static double gemm_cb(const void *ctx, int64_t batch, int64_t m, int64_t n, int6
     return c->tensor_factor * hw_gemm_time_s(c->hw, batch, m, n, k, c->dtype);
 }
 
-/* The three passes of a GEMM as cost.c's gemm_as costs them: layer GEMMs at
+/* The three passes of a GEMM as layer_cost.c's gemm_as costs them: layer GEMMs at
  * the plan's dtype, the LM head at the activation dtype; under FP8
  * Transformer Engine's casts: the input cast with its amax (3 B per element)
  * forward, the output gradient cast and transposed (4 B) and the saved input

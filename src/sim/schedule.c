@@ -76,7 +76,7 @@ struct SimWork {
     size_t costs_cap;
     SimStageCost *scosts;
     size_t scosts_cap;
-    void *cost_cache;      /* cost.c's layer-cost cache (sim_work_cache_costs) */
+    void *cost_cache;      /* layer_cost.c's layer-cost cache (sim_work_cache_costs) */
     bool cost_cache_on;
 };
 

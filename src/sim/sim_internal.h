@@ -8,7 +8,7 @@
  * SimStageCost, zeroed. NULL on allocation failure. */
 SimChunkCost *sim_work_costs(SimWork *w, int32_t n_chunks, int32_t n_stages, SimStageCost **stages);
 
-/* The layer-cost cache slot of w (cost.c owns the contents, one malloc'd
+/* The layer-cost cache slot of w (layer_cost.c owns the contents, one malloc'd
  * block freed by sim_work_destroy); NULL when caching is off. */
 void **sim_work_cost_cache(SimWork *w);
 

@@ -1,0 +1,51 @@
+/* cost_int.h — the simulator's costing context and per-layer costs, shared
+ * by cost.c (chunks, the step, the simulation) and layer_cost.c (one layer,
+ * the embedding and head, the layer-cost cache). Not a public header. */
+#ifndef TRAINSIM_COST_INT_H
+#define TRAINSIM_COST_INT_H
+
+#include "sim_internal.h"
+
+typedef struct Ctx {
+    const ModelSpec *m;
+    const ParallelPlan *p;
+    const HwModel *hw;
+    const HwNet *net;
+    const SimOptions *o;
+    TsDtype dt;             /* GEMM dtype */
+    TsDtype adt;            /* attention / activation dtype (bf16 under fp8) */
+    double tc;              /* tensor-core time factor: clock / sustained clock x (1 + straggler) */
+    double ab;              /* activation bytes per element, 2 */
+    int64_t t, T, Tsp, S, Sl, B;
+    PlanGroupInfo tpg, cpg, epg, dpg, edpg, ppg;
+    bool gated;
+} Ctx;
+
+typedef struct LayerCost {
+    double fwd, bwd;           /* compute busy (no comm), one micro-batch */
+    double attn_fwd, attn_bwd; /* attention core alone */
+    double gemm_fwd, gemm_bwd; /* GEMMs alone (what TP overlap can hide under) */
+    double tp_f, tp_b;         /* exposed TP */
+    double cp_f, cp_b;         /* exposed CP */
+    double ep_f, ep_b;         /* exposed EP */
+    double slow;               /* slow-down from overlapped TP/CP */
+    double recompute;          /* extra forward in backward */
+    double fsdp;               /* ZeRO-3 exposed */
+    double fsdp_ag, fsdp_rs;   /* ZeRO-3 all-gather / reduce-scatter of this layer */
+    double params;             /* parameter elements on this GPU */
+    double expert_params;      /* of which routed experts */
+    double fwd_flops_token;    /* model FLOPs per token, forward, whole layer (unsharded) */
+    double recompute_flops_token;
+} LayerCost;
+
+/* A collective of `bytes` over group g, as hw_coll_time_s costs it. */
+double sim_coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, const char *kind);
+/* The dense and MoE layer costs of x and its edges (embedding forward /
+ * backward / TP, head forward / backward / TP, embedding and head
+ * parameters), through the layer-cost cache of w when it is on. */
+void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe, double edge[8]);
+/* The ZeRO-3 root unit (embedding, head) of a chunk and the first block's
+ * exposed gather: adds to c and returns the forward part. */
+double sim_fsdp_root(const Ctx *x, double emb_params, double head_params, const LayerCost *first, SimChunkCost *c);
+
+#endif

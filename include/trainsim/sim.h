@@ -403,13 +403,14 @@ typedef struct SimWlCostCtx {
     double tensor_factor;  /* sim_tensor_factor of the job */
 } SimWlCostCtx;
 WlCost sim_wl_cost(const SimWlCostCtx *ctx);
-/* The simulator's runtime options as the task-graph generator takes them. */
+/* The simulator's runtime options as the task-graph generator takes them
+ * (the plan-dependent ones, Shampoo's rate and the BF16 accumulation, are
+ * sim_workload_build's). */
 void sim_wl_build_options(const SimOptions *o, WlBuildOptions *bo);
 /* The task graph (wl_build: the JSON / Chakra workload) of in's plan, costed
  * and scheduled as sim_simulate models it, so that its replay
- * (sim_replay_dag) agrees with the simulation. Resolves in->plan. A plan
- * error (TS_ERR_PLAN) for what the generator has no place for
- * (--deepspeed-pipe). */
+ * (sim_replay_dag) agrees with the simulation. Resolves in->plan with the
+ * simulator's own plan rules (TS_ERR_PLAN, as sim_simulate). */
 TsStatus sim_workload_build(SimSetup *in, Workload **out, TsError *err);
 
 /* A Chakra execution-trace set (<prefix>.<rank>.et, <prefix>.comm_groups.json)

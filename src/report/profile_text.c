@@ -356,6 +356,10 @@ static void training(const ModuleGraph *g, const RepTraining *tr, const RepProfi
     ts_buf_printf(b, "\n* = --recompute %s. Model FLOPs (for MFU) are the 'none' row; hardware FLOPs (HFU)\n"
                      "include the recomputed forward.\n",
                   names[o->recompute]);
+    if (g->spec.experts > 0)
+        ts_buf_puts(b, "Routed experts run one after another here (the module tree's per-expert MLPs, as\n"
+                       "the latencies above); `trainsim simulate` runs a rank's experts as one grouped GEMM\n"
+                       "(Megatron's --moe-grouped-gemm), faster for many small experts.\n");
 }
 
 void rep_profile_text(const ModuleGraph *g, const RepCompute *cm, const RepProfileOptions *o, TsBuf *b)

@@ -91,7 +91,27 @@ typedef struct Table {
     const char *name;
     double sum_abs, sum;
     int n;
+    double r_abs, r_sum; /* -r: the replayed task graph's error */
+    int rn;
 } Table;
+
+/* -r: the row's plan written as its task graph (sim_workload_build) and
+ * replayed (sim_replay_dag); the replay's iteration time, 0 on failure. */
+static double replay_time(const SimSetup *in, const HwNet *net)
+{
+    SimSetup g = *in;
+    Workload *wl = NULL;
+    TsError err = {0};
+    if (sim_workload_build(&g, &wl, &err) != TS_OK) {
+        printf("            (replay: %s)\n", err.msg);
+        return 0;
+    }
+    SimResult r;
+    double t = sim_replay_dag(wl, net, in->opt.overlap_slowdown, false, &r, &err) == TS_OK ? r.iteration_time_s : 0;
+    if (t > 0) sim_result_free(&r);
+    wl_destroy(wl);
+    return t;
+}
 
 /* Model: the preset of the same name supplies the architecture (norm,
  * activation, positions, biases, tying); the row supplies every dimension. */
@@ -131,8 +151,10 @@ static int row_model(const Row *r, ModelSpec *m, char *why, size_t cap)
 
 int main(int argc, char **argv)
 {
-    bool verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
-    if (verbose) {
+    bool verbose = false, replay = false;
+    while (argc > 1 && (strcmp(argv[1], "-v") == 0 || strcmp(argv[1], "-r") == 0)) {
+        verbose |= argv[1][1] == 'v';
+        replay |= argv[1][1] == 'r';
         argc--;
         argv++;
     }
@@ -150,8 +172,8 @@ int main(int argc, char **argv)
         if (split(line, &rows[n]) == NCOL) n++;
     fclose(fp);
 
-    Table tabs[] = {{"N21-T1", 0, 0, 0}, {"N21-T2", 0, 0, 0}, {"NEMO2407", 0, 0, 0},
-                    {"BLOOM", 0, 0, 0},  {"OPT", 0, 0, 0},    {"TT", 0, 0, 0}};
+    Table tabs[] = {{.name = "N21-T1"}, {.name = "N21-T2"}, {.name = "NEMO2407"},
+                    {.name = "BLOOM"},  {.name = "OPT"},    {.name = "TT"}};
     const int ntab = (int)(sizeof tabs / sizeof tabs[0]);
     SimWork *w = sim_work_create();
     printf("accuracy: trainsim simulate vs published runs (%s)\n", path);
@@ -324,11 +346,18 @@ int main(int argc, char **argv)
                    res.memory.optimizer_bytes / 1073741824.0, res.memory.activations_bytes / 1073741824.0,
                    res.memory.other_bytes / 1073741824.0);
         }
+        double re = 0, tr = replay ? replay_time(&in, &net) : 0;
+        if (tr > 0) { /* every compared figure is inversely proportional to the step time */
+            re = pred * T / tr / pub - 1;
+            printf("            replay of the task graph: T=%.3fs, %+.1f%% against the published figure\n", tr,
+                   100 * re);
+        }
         for (int t = 0; t < ntab; t++)
             if (starts(id, tabs[t].name)) {
                 tabs[t].sum_abs += fabs(e);
                 tabs[t].sum += e;
                 tabs[t].n++;
+                if (tr > 0) tabs[t].r_abs += fabs(re), tabs[t].r_sum += re, tabs[t].rn++;
             }
     }
     printf("\nper table (target: MAPE <= 5%%, |bias| <= 3%%):\n");
@@ -337,8 +366,12 @@ int main(int argc, char **argv)
     int alln = 0;
     for (int t = 0; t < ntab; t++) {
         if (!tabs[t].n) continue;
-        printf("%-10s %4d %7.1f%% %+7.1f%%\n", tabs[t].name, tabs[t].n, 100 * tabs[t].sum_abs / tabs[t].n,
+        printf("%-10s %4d %7.1f%% %+7.1f%%", tabs[t].name, tabs[t].n, 100 * tabs[t].sum_abs / tabs[t].n,
                100 * tabs[t].sum / tabs[t].n);
+        if (tabs[t].rn)
+            printf("   replayed task graph: %7.1f%% %+7.1f%% (%d rows)", 100 * tabs[t].r_abs / tabs[t].rn,
+                   100 * tabs[t].r_sum / tabs[t].rn, tabs[t].rn);
+        printf("\n");
         all += tabs[t].sum_abs;
         alln += tabs[t].n;
     }

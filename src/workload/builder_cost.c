@@ -18,13 +18,12 @@ static double fsdp_sharded(const Gen *g, double params, double eparams)
     return (g->dpn > 1 ? params - eparams : 0) + (g->edpn > 1 ? eparams : 0);
 }
 
-/* `batch` GEMMs (M x K) @ (K x N): forward, dgrad, wgrad; K*N parameters
- * each. `layer`: a transformer-layer GEMM (else the LM head). */
-static void gemm_as(const Gen *g, Block *b, int64_t batch, int64_t M, int64_t N, int64_t K, bool layer)
+/* The forward, dgrad and wgrad times of `batch` (M x K) @ (K x N) products:
+ * a transformer-layer GEMM (`layer`) or one at the activation dtype (the LM
+ * head, the unfused attention's products). */
+static void gemm_passes(const Gen *g, int64_t batch, int64_t M, int64_t N, int64_t K, bool layer, double t[3])
 {
     const WlCost *c = g->c;
-    double nb = (double)batch, db = g->p->dtype_bytes, fl = nb * 2.0 * (double)M * (double)N * (double)K;
-    double t[3];
     if (c->gemm3_s) {
         c->gemm3_s(c->ctx, batch, M, N, K, layer, t);
     } else {
@@ -32,6 +31,15 @@ static void gemm_as(const Gen *g, Block *b, int64_t batch, int64_t M, int64_t N,
         t[1] = c->gemm_s(c->ctx, batch, M, K, N);
         t[2] = c->gemm_s(c->ctx, batch, K, N, M);
     }
+}
+
+/* `batch` GEMMs (M x K) @ (K x N): forward, dgrad, wgrad; K*N parameters
+ * each. `layer`: a transformer-layer GEMM (else the LM head). */
+static void gemm_as(const Gen *g, Block *b, int64_t batch, int64_t M, int64_t N, int64_t K, bool layer)
+{
+    double nb = (double)batch, db = g->p->dtype_bytes, fl = nb * 2.0 * (double)M * (double)N * (double)K;
+    double t[3];
+    gemm_passes(g, batch, M, N, K, layer, t);
     b->fwd_s += t[0];
     b->gemm_fwd_s += t[0];
     b->ig_s += t[1];
@@ -130,7 +138,23 @@ void wl_gen_layer_costs(Gen *g)
      * is cp times one causal S x S block, as the simulator counts it; after
      * the all-to-all (Ulysses) whole sequences over A/cp heads instead */
     double core_f, core_b;
-    if (p->cp > 1 && g->o->cp_comm == WL_CP_A2A) {
+    if (!p->flash) {
+        /* unfused (Megatron's local core, --no-flash): Q K^T and (scores) V
+         * as batched GEMMs at the activation dtype, the fused
+         * scale-mask-softmax (2 / 3 passes over the scores) and, for GPT and
+         * BERT, the attention dropout (2.5 / 2.5), on this rank's S queries
+         * against the whole S x cp keys (the simulator's rule) */
+        int64_t Sf = S * p->cp;
+        double q[3], v[3], sc = (double)(B * A) * (double)S * (double)Sf * db;
+        gemm_passes(g, B * A, S, Sf, D, false, q);
+        gemm_passes(g, B * A, S, dv, Sf, false, v);
+        core_f = q[0] + v[0] + g->c->mem_s(g->c->ctx, 2 * sc);
+        core_b = q[1] + q[2] + v[1] + v[2] + g->c->mem_s(g->c->ctx, 3 * sc);
+        if (m->dropout) {
+            core_f += g->c->mem_s(g->c->ctx, 2.5 * sc);
+            core_b += g->c->mem_s(g->c->ctx, 2.5 * sc);
+        }
+    } else if (p->cp > 1 && g->o->cp_comm == WL_CP_A2A) {
         core_f = g->c->attn_s(g->c->ctx, B, A / p->cp, S * p->cp, S * p->cp, D, true, false);
         core_b = g->c->attn_s(g->c->ctx, B, A / p->cp, S * p->cp, S * p->cp, D, true, true);
     } else {

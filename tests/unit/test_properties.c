@@ -16,7 +16,8 @@
  *      plans of twelve models (dense GPT/Llama/NeoX/BLOOM/Nemotron, MoE, MLA;
  *      TP, PP, VPP, CP, EP, ETP; SP on and off;
  *      ZeRO 0-3, dist-opt; Adam and Shampoo; recompute modes, op-level SAC;
- *      eager model code; FP8; TP overlap; CP exchanges; no DP overlap,
+ *      eager model code; FP8; TP overlap; unfused attention; CP exchanges;
+ *      no DP overlap,
  *      16-bit gradients, the parameter gather at the step): the two derive
  *      every per-rank shape separately. TS_RT_N=n and TS_RT_SEED=s explore
  *      other plans (1600 of them, seeds 11-28: all but two within 5 %, the
@@ -406,6 +407,7 @@ static void test_sim_matches_replay(void **state)
         if (pick(5) == 0) p.micro_batch = 2;
         if (p.tp > 1 && pick(4) == 0) p.tp_overlap = true;
         if (pick(6) == 0) p.dtype = TS_DTYPE_FP8;
+        if (pick(6) == 0) p.flash_attn = false; /* the unfused core (Megatron 2021, --no-flash) */
         ClusterSpec cl;
         TsError e = {0};
         assert_int_equal(hw_cluster_load(m.experts > 0 && m.kv_lora_rank > 0 ? "hgx-h800" : "dgx-h100", p.gpus, &cl, &e),

@@ -88,6 +88,13 @@ typedef struct ModelSpec {
     bool embed_norm;      /* LayerNorm right after the embeddings (BERT, BLOOM) */
     bool lm_head;         /* a vocabulary projection at the end (false for a bare BertModel) */
 
+    /* Dropout probabilities in training (HF config keys in parentheses). A
+     * probability of 0 runs no kernel and stores no mask (PyTorch's dropout
+     * returns its input when p == 0). */
+    double hidden_dropout; /* after attention, MLP and embeddings: 0.1 GPT-2/3, BERT, OPT (resid_pdrop, hidden_dropout[_prob], dropout); 0 Llama, BLOOM, NeoX-20B */
+#define MODEL_DROPOUT_MAX 0.99 /* the largest dropout probability accepted */
+    double attn_dropout;   /* on the S x S attention probabilities: 0.1 GPT-2/3, BERT; 0 OPT, BLOOM (attn_pdrop, attention[_probs]_dropout[_prob]) */
+
     /* Mixture of experts (experts == 0: dense). */
     int64_t experts;        /* E routed experts, e.g. 256 */
     int64_t topk;           /* K experts per token, e.g. 8 */
@@ -158,6 +165,7 @@ typedef struct ModelOverrides {
     ModelArch arch;
     int64_t layers, hidden, heads, kv_heads, head_dim, ffn, vocab, max_positions;
     int64_t experts, topk, moe_ffn, shared_experts, dense_layers;
+    double hidden_dropout, attn_dropout; /* probabilities; -1 = not given */
 } ModelOverrides;
 void model_overrides_init(ModelOverrides *o);
 

@@ -49,8 +49,6 @@ typedef struct PartMemOptions {
     double cuda_context_bytes; /* CUDA context + cuBLAS/cuDNN handles, 0.75 GiB default */
     double nccl_comm_bytes;    /* NCCL buffers per communicator of size > 1, 64 MiB default */
     double frag_fraction;      /* allocator fragmentation on dynamic memory, 0.05 */
-    bool dropout;              /* dropout masks stored (GPT/BERT style); default by arch */
-    bool dropout_set;          /* dropout given explicitly */
     double grad_bytes;         /* bytes per gradient element without ZeRO (Megatron grad
                                   buffer): 4 (fp32, default, 0 = this), 2 when gradients
                                   are accumulated and reduced in bf16 */

@@ -279,7 +279,8 @@ typedef struct WlModelDims {
     bool tied;              /* LM head tied to the word embedding */
     bool learned_pos;       /* learned position embedding (max_positions rows) */
     bool rope;              /* rotary position embedding on q and k */
-    bool dropout;           /* dropout after attention and MLP (GPT/BERT style) */
+    bool dropout;           /* dropout after attention and MLP (hidden dropout > 0) */
+    bool attn_dropout;      /* dropout on the attention probabilities (unfused core) */
     int64_t experts, topk, moe_ffn, dense_layers; /* experts = 0: dense */
     int64_t shared_experts;   /* always-on experts of moe_ffn width per MoE layer, 0 */
     /* multi-head latent attention (DeepSeek), kv_lora_rank = 0: ordinary attention */

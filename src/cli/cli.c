@@ -1,6 +1,7 @@
 /* Option parsing, help text and output helpers shared by every command. */
 #include "cli.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,6 +193,7 @@ int cli_emit(const char *path, const TsBuf *text)
 /* The model size flags: ModelOverrides uses -1 for "not given", so the CLI
  * starts them at OV_UNSET and can tell a given negative value from none. */
 #define OV_UNSET INT64_MIN
+#define OV_UNSET_P (-HUGE_VAL) /* the dropout flags (doubles) */
 #define OV_FIELDS(X)                                                                          \
     X("layers", layers) X("hidden", hidden) X("heads", heads) X("kv-heads", kv_heads)         \
     X("head-dim", head_dim) X("ffn", ffn) X("vocab", vocab) X("max-positions", max_positions) \
@@ -205,6 +207,7 @@ void cli_model_init(CliModel *cm)
 #define X(flag, f) cm->ov.f = OV_UNSET;
     OV_FIELDS(X)
 #undef X
+    cm->ov.hidden_dropout = cm->ov.attn_dropout = OV_UNSET_P;
 }
 
 void cli_model_add(CliSpec *s, CliModel *cm)
@@ -224,6 +227,9 @@ void cli_model_add(CliSpec *s, CliModel *cm)
     cli_add(s, "moe-ffn", CLI_INT, &cm->ov.moe_ffn, "N", "intermediate size of one expert");
     cli_add(s, "shared-experts", CLI_INT, &cm->ov.shared_experts, "N", "shared experts per MoE layer");
     cli_add(s, "dense-layers", CLI_INT, &cm->ov.dense_layers, "N", "leading dense layers before MoE");
+    cli_add(s, "hidden-dropout", CLI_DOUBLE, &cm->ov.hidden_dropout, "P",
+            "dropout after attention, MLP and embeddings (0: none, no kernel)");
+    cli_add(s, "attn-dropout", CLI_DOUBLE, &cm->ov.attn_dropout, "P", "dropout on the attention probabilities");
     cli_add(s, "naming", CLI_STR, &cm->naming, "FW", "module names of megatron|hf|deepspeed");
 }
 
@@ -250,6 +256,15 @@ int cli_model_load(CliModel *cm, const char *default_model, ModelSpec *out)
     }
     OV_FIELDS(X)
 #undef X
+    double *drop[2] = {&cm->ov.hidden_dropout, &cm->ov.attn_dropout};
+    for (int i = 0; i < 2; i++) {
+        if (*drop[i] == OV_UNSET_P) *drop[i] = -1;
+        else if (!(*drop[i] >= 0 && *drop[i] <= MODEL_DROPOUT_MAX)) {
+            ts_err(&err, TS_ERR_INPUT, "invalid model: --%s must be a probability from 0 (none) to 0.99, got %g",
+                   i ? "attn-dropout" : "hidden-dropout", *drop[i]);
+            return cli_fail(&err);
+        }
+    }
     const char *src = cm->model;
     if (!src && !cm->ov.arch_set) src = default_model;
     if (model_load(src, &cm->ov, out, &err) != TS_OK) return cli_fail(&err);

@@ -29,6 +29,7 @@ static void summary(const ModelSpec *m, const ModuleGraph *g, TsBuf *b)
     ts_buf_printf(b, "positions:      %s, max %lld\n", pos_name(m->pos), (long long)m->max_positions);
     ts_buf_printf(b, "norm:           %s, eps %g\n", norm_name(m->norm), m->norm_eps);
     ts_buf_printf(b, "tied embedding: %s\n", m->tied_embeddings ? "yes" : "no");
+    ts_buf_printf(b, "dropout:        hidden %g, attention %g\n", m->hidden_dropout, m->attn_dropout);
     if (m->experts > 0)
         ts_buf_printf(b, "experts:        %lld routed, top-%lld, expert ffn %lld, %lld shared, %lld dense layers first\n",
                       (long long)m->experts, (long long)m->topk, (long long)m->moe_ffn, (long long)m->shared_experts,

@@ -39,7 +39,9 @@ TsStatus graph_build_deepspeed(ModuleGraph *g, TsError *err)
     graph_fmt_eps(eps, sizeof eps, m->norm_eps);
     const char *ncls = ln ? "FusedLayerNorm" : "RMSNorm";
     const char *nex = ts_arena_printf(g->arena, "torch.Size([%lld]), eps=%s, elementwise_affine=True", (long long)H, eps);
-    const char *dr = m->arch == MODEL_ARCH_GPT ? "p=0.1, inplace=False" : "p=0.0, inplace=False";
+    const char *dr = gb_drop_extra(g, m->hidden_dropout), *adr = gb_drop_extra(g, m->attn_dropout);
+    if (!nex || !dr || !adr) return TS_ERR_INTERNAL;
+    double mask = m->hidden_dropout > 0 ? T * (double)H : 0; /* bias_dropout_add's 1-byte mask */
 
     int32_t root = graph_add_module(g, -1, "", "GPT2ModelPipe", "");
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
@@ -56,7 +58,7 @@ TsStatus graph_build_deepspeed(ModuleGraph *g, TsError *err)
         graph_op_eltwise(g, emb, GRAPH_OP_ELEMENTWISE, "add", T * (double)H, 2, 0.0, GRAPH_SPLIT_SEQ);
     }
     int32_t ed = graph_add_module(g, emb, "embedding_dropout", "Dropout", dr);
-    graph_op_eltwise(g, ed, GRAPH_OP_DROPOUT, "embedding_dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+    gb_dropout_op(g, ed, "embedding_dropout", T * (double)H, m->hidden_dropout, GRAPH_SPLIT_SEQ);
 
     int64_t qkv_out = A * D + 2 * G * D, f1 = glu ? 2 * F : F;
     for (int64_t l = 0; l < m->layers && !g->oom; l++) {
@@ -67,7 +69,7 @@ TsStatus graph_build_deepspeed(ModuleGraph *g, TsError *err)
         int32_t at = graph_add_module(g, tl, "attention", "ParallelSelfAttention", "");
         int32_t qkv = gb_linear_mod(g, at, "query_key_value", "ColumnParallelLinear", "", H, qkv_out, m->qkv_bias, GRAPH_SPLIT_COL);
         int32_t sm = graph_add_module(g, at, "scale_mask_softmax", "FusedScaleMaskSoftmax", "");
-        int32_t ad = graph_add_module(g, at, "attention_dropout", "Dropout", dr);
+        int32_t ad = graph_add_module(g, at, "attention_dropout", "Dropout", adr);
         int32_t dn = gb_linear_mod(g, at, "dense", "RowParallelLinear", "", A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
         graph_op_norm(g, n1, "input_layernorm", T, H, ln, 0.0);
         graph_op_gemm(g, qkv, "query_key_value", T, H, qkv_out, m->qkv_bias, GRAPH_SPLIT_COL);
@@ -83,13 +85,13 @@ TsStatus graph_build_deepspeed(ModuleGraph *g, TsError *err)
             double ss = (double)(B * A) * (double)S * (double)S;
             graph_op_bmm(g, at, "baddbmm_qk", B * A, S, D, S, true);
             graph_op_eltwise(g, sm, GRAPH_OP_SOFTMAX, "scale_mask_softmax", ss, 1, 0.0, GRAPH_SPLIT_HEADS);
-            graph_op_eltwise(g, ad, GRAPH_OP_DROPOUT, "attention_dropout", ss, 1, 0.0, GRAPH_SPLIT_HEADS);
+            gb_dropout_op(g, ad, "attention_dropout", ss, m->attn_dropout, GRAPH_SPLIT_HEADS);
             graph_op_bmm(g, at, "bmm_av", B * A, S, S, D, false);
         }
         graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
         graph_op_gemm(g, dn, "dense", T, A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
         GraphOp *bda = graph_op_eltwise(g, tl, GRAPH_OP_ELEMENTWISE, "bias_dropout_add", T * (double)H, 2, 0.0, GRAPH_SPLIT_SEQ);
-        if (bda) bda->act_bytes = T * (double)H;
+        if (bda) bda->act_bytes = mask;
         graph_at(g, L, GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
         int32_t n2 = gb_norm_mod(g, tl, "post_attention_layernorm", ncls, nex, H, ln);
         int32_t mlp = graph_add_module(g, tl, "mlp", "ParallelMLP", "");
@@ -102,7 +104,7 @@ TsStatus graph_build_deepspeed(ModuleGraph *g, TsError *err)
         if (act && glu) act->act_bytes = (double)g->opt.dtype_bytes * 2 * T * (double)F;
         graph_op_gemm(g, h1, "dense_4h_to_h", T, F, H, m->mlp_bias, GRAPH_SPLIT_ROW);
         bda = graph_op_eltwise(g, tl, GRAPH_OP_ELEMENTWISE, "bias_dropout_add", T * (double)H, 2, 0.0, GRAPH_SPLIT_SEQ);
-        if (bda) bda->act_bytes = T * (double)H;
+        if (bda) bda->act_bytes = mask;
     }
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
     int32_t fn = gb_norm_mod(g, root, graph_idx(g, &idx, m->layers + 2), ncls, nex, H, ln);

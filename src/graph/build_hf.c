@@ -92,7 +92,9 @@ static TsStatus build_bert(Hf *c)
     int64_t B = g->opt.batch, S = g->opt.seq, H = m->hidden, A = m->heads, D = m->head_dim, F = m->ffn;
     double T = (double)g->tokens;
     const char *lne = ln_extra(g, H, m->norm_eps);
-    const char *dr = "p=0.1, inplace=False";
+    const char *dr = gb_drop_extra(g, m->hidden_dropout), *adr = gb_drop_extra(g, m->attn_dropout);
+    double hp = m->hidden_dropout;
+    if (!dr || !adr) return TS_ERR_INTERNAL;
     int32_t root = graph_add_module(g, -1, "", "BertModel", "");
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
     int32_t emb = graph_add_module(g, root, "embeddings", "BertEmbeddings", "");
@@ -110,7 +112,7 @@ static TsStatus build_bert(Hf *c)
     emb_op(g, pe, "position_embeddings", H, GRAPH_SPLIT_NONE);
     graph_op_eltwise(g, emb, GRAPH_OP_ELEMENTWISE, "add", T * (double)H, 2, 0.0, GRAPH_SPLIT_SEQ);
     graph_op_norm(g, eln, "LayerNorm", T, H, true, 5.0);
-    graph_op_eltwise(g, edr, GRAPH_OP_DROPOUT, "dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+    gb_dropout_op(g, edr, "dropout", T * (double)H, hp, GRAPH_SPLIT_SEQ);
 
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_OTHER);
     int32_t enc = graph_add_module(g, root, "encoder", "BertEncoder", "");
@@ -124,7 +126,7 @@ static TsStatus build_bert(Hf *c)
         int32_t q = lin(c, self, "query", H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
         int32_t k = lin(c, self, "key", H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
         int32_t v = lin(c, self, "value", H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
-        int32_t sd = graph_add_module(g, self, "dropout", "Dropout", dr);
+        int32_t sd = graph_add_module(g, self, "dropout", "Dropout", adr);
         graph_op_gemm(g, q, "query", T, H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
         graph_op_gemm(g, k, "key", T, H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
         graph_op_gemm(g, v, "value", T, H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
@@ -132,7 +134,7 @@ static TsStatus build_bert(Hf *c)
         double ss = (double)(B * A) * (double)S * (double)S;
         graph_op_bmm(g, self, "matmul_qk", B * A, S, D, S, false);
         graph_op_eltwise(g, self, GRAPH_OP_SOFTMAX, "softmax", ss, 1, 1.0, GRAPH_SPLIT_HEADS);
-        graph_op_eltwise(g, sd, GRAPH_OP_DROPOUT, "dropout", ss, 1, 0.0, GRAPH_SPLIT_HEADS);
+        gb_dropout_op(g, sd, "dropout", ss, m->attn_dropout, GRAPH_SPLIT_HEADS);
         graph_op_bmm(g, self, "matmul_av", B * A, S, S, D, false);
         graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
         int32_t so = graph_add_module(g, at, "output", "BertSelfOutput", "");
@@ -140,7 +142,7 @@ static TsStatus build_bert(Hf *c)
         int32_t soln = gb_norm_mod(g, so, "LayerNorm", "LayerNorm", lne, H, true);
         int32_t sodr = graph_add_module(g, so, "dropout", "Dropout", dr);
         graph_op_gemm(g, sod, "dense", T, A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
-        graph_op_eltwise(g, sodr, GRAPH_OP_DROPOUT, "dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+        gb_dropout_op(g, sodr, "dropout", T * (double)H, hp, GRAPH_SPLIT_SEQ);
         residual(g, so, H);
         graph_op_norm(g, soln, "LayerNorm", T, H, true, 5.0);
         graph_at(g, L, GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
@@ -154,7 +156,7 @@ static TsStatus build_bert(Hf *c)
         int32_t ouln = gb_norm_mod(g, ou, "LayerNorm", "LayerNorm", lne, H, true);
         int32_t oudr = graph_add_module(g, ou, "dropout", "Dropout", dr);
         graph_op_gemm(g, oud, "dense", T, F, H, m->mlp_bias, GRAPH_SPLIT_ROW);
-        graph_op_eltwise(g, oudr, GRAPH_OP_DROPOUT, "dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+        gb_dropout_op(g, oudr, "dropout", T * (double)H, hp, GRAPH_SPLIT_SEQ);
         residual(g, ou, H);
         graph_op_norm(g, ouln, "LayerNorm", T, H, true, 5.0);
     }
@@ -224,7 +226,9 @@ static TsStatus build_gpt2(Hf *c)
     int64_t B = g->opt.batch, S = g->opt.seq, H = m->hidden, A = m->heads, D = m->head_dim, F = m->ffn, V = m->vocab;
     double T = (double)g->tokens;
     const char *lne = ln_extra(g, H, m->norm_eps);
-    const char *dr = "p=0.1, inplace=False";
+    const char *dr = gb_drop_extra(g, m->hidden_dropout), *adr = gb_drop_extra(g, m->attn_dropout);
+    double hp = m->hidden_dropout;
+    if (!dr || !adr) return TS_ERR_INTERNAL;
     int32_t root = graph_add_module(g, -1, "", "GPT2LMHeadModel", "");
     int32_t tr = graph_add_module(g, root, "transformer", "GPT2Model", "");
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
@@ -236,7 +240,7 @@ static TsStatus build_gpt2(Hf *c)
     emb_op(g, wte, "wte", H, GRAPH_SPLIT_VOCAB);
     emb_op(g, wpe, "wpe", H, GRAPH_SPLIT_NONE);
     graph_op_eltwise(g, tr, GRAPH_OP_ELEMENTWISE, "add", T * (double)H, 2, 0.0, GRAPH_SPLIT_SEQ);
-    graph_op_eltwise(g, drop, GRAPH_OP_DROPOUT, "drop", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+    gb_dropout_op(g, drop, "drop", T * (double)H, hp, GRAPH_SPLIT_SEQ);
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_OTHER);
     int32_t list = graph_add_module(g, tr, "h", "ModuleList", "");
     for (int64_t l = 0; l < m->layers && !g->oom; l++) {
@@ -247,7 +251,7 @@ static TsStatus build_gpt2(Hf *c)
         int32_t at = graph_add_module(g, blk, "attn", "GPT2Attention", "");
         int32_t ca = conv1d(c, at, "c_attn", H, 3 * A * D, GRAPH_SPLIT_COL);
         int32_t cp = conv1d(c, at, "c_proj", A * D, H, GRAPH_SPLIT_ROW);
-        graph_add_module(g, at, "attn_dropout", "Dropout", dr);
+        graph_add_module(g, at, "attn_dropout", "Dropout", adr);
         int32_t rd = graph_add_module(g, at, "resid_dropout", "Dropout", dr);
         graph_op_norm(g, ln1, "ln_1", T, H, true, 5.0);
         conv1d_op(c, ca, "c_attn", H, 3 * A * D, GRAPH_SPLIT_COL);
@@ -255,7 +259,7 @@ static TsStatus build_gpt2(Hf *c)
         graph_op_attention(g, at, "sdpa", B, A, A, S, S, D, D);
         graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
         conv1d_op(c, cp, "c_proj", A * D, H, GRAPH_SPLIT_ROW);
-        graph_op_eltwise(g, rd, GRAPH_OP_DROPOUT, "resid_dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+        gb_dropout_op(g, rd, "resid_dropout", T * (double)H, hp, GRAPH_SPLIT_SEQ);
         residual(g, blk, H);
         graph_at(g, L, GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
         int32_t ln2 = gb_norm_mod(g, blk, "ln_2", "LayerNorm", lne, H, true);
@@ -268,7 +272,7 @@ static TsStatus build_gpt2(Hf *c)
         conv1d_op(c, fc, "c_fc", H, F, GRAPH_SPLIT_COL);
         graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, "gelu", T * (double)F, 1, 0.0, GRAPH_SPLIT_COL);
         conv1d_op(c, fp, "c_proj", F, H, GRAPH_SPLIT_ROW);
-        graph_op_eltwise(g, md, GRAPH_OP_DROPOUT, "dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+        gb_dropout_op(g, md, "dropout", T * (double)H, hp, GRAPH_SPLIT_SEQ);
         residual(g, blk, H);
     }
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
@@ -534,7 +538,9 @@ static TsStatus build_neox(Hf *c)
     int64_t B = g->opt.batch, S = g->opt.seq, H = m->hidden, A = m->heads, G = m->kv_heads, D = m->head_dim;
     int64_t F = m->ffn, V = m->vocab, qkv = A * D + 2 * G * D;
     double T = (double)g->tokens;
-    const char *dr = "p=0.0, inplace=False";
+    const char *dr = gb_drop_extra(g, m->hidden_dropout);
+    double hp = m->hidden_dropout;
+    if (!dr) return TS_ERR_INTERNAL;
     int32_t root = graph_add_module(g, -1, "", "GPTNeoXForCausalLM", "");
     int32_t model = graph_add_module(g, root, "gpt_neox", "GPTNeoXModel", "");
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
@@ -542,7 +548,7 @@ static TsStatus build_neox(Hf *c)
     int32_t wp = graph_add_param(g, ei, "weight", V, H, GRAPH_SPLIT_VOCAB);
     int32_t ed = graph_add_module(g, model, "emb_dropout", "Dropout", dr);
     emb_op(g, ei, "embed_in", H, GRAPH_SPLIT_VOCAB);
-    graph_op_eltwise(g, ed, GRAPH_OP_DROPOUT, "emb_dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+    gb_dropout_op(g, ed, "emb_dropout", T * (double)H, hp, GRAPH_SPLIT_SEQ);
     int32_t rot_first_op = g->n_ops; /* rotary_emb runs here, after emb_dropout */
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_OTHER);
     int32_t list = graph_add_module(g, model, "layers", "ModuleList", "");
@@ -574,13 +580,13 @@ static TsStatus build_neox(Hf *c)
         graph_op_attention(g, at, "sdpa", B, A, G, S, S, D, D);
         graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
         graph_op_gemm(g, o, "dense", T, A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
-        graph_op_eltwise(g, pad, GRAPH_OP_DROPOUT, "post_attention_dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+        gb_dropout_op(g, pad, "post_attention_dropout", T * (double)H, hp, GRAPH_SPLIT_SEQ);
         graph_at(g, L, GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
         hf_norm_op(c, n2, "post_attention_layernorm", T, H);
         graph_op_gemm(g, up, "dense_h_to_4h", T, H, F, m->mlp_bias, GRAPH_SPLIT_COL);
         graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, "gelu", T * (double)F, 1, 0.0, GRAPH_SPLIT_COL);
         graph_op_gemm(g, dn, "dense_4h_to_h", T, F, H, m->mlp_bias, GRAPH_SPLIT_ROW);
-        graph_op_eltwise(g, pmd, GRAPH_OP_DROPOUT, "post_mlp_dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+        gb_dropout_op(g, pmd, "post_mlp_dropout", T * (double)H, hp, GRAPH_SPLIT_SEQ);
         graph_op_eltwise(g, ly, GRAPH_OP_ELEMENTWISE, "residual", T * (double)H, 3, 0.0, GRAPH_SPLIT_SEQ);
     }
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);

@@ -18,7 +18,7 @@
 typedef struct Mg {
     ModuleGraph *g;
     const ModelSpec *m;
-    const char *norm_cls, *norm_extra, *drop_extra;
+    const char *norm_cls, *norm_extra, *drop_extra, *attn_drop_extra;
     bool ln;
     GraphNames idx;
 } Mg;
@@ -89,7 +89,7 @@ static void attention(Mg *c, int32_t layer_mod)
     int32_t sa = graph_add_module(g, layer_mod, "self_attention", mla ? "MLASelfAttention" : "SelfAttention", "");
     int32_t core = graph_add_module(g, sa, "core_attention", "DotProductAttention", "");
     int32_t smax = graph_add_module(g, core, "scale_mask_softmax", "FusedScaleMaskSoftmax", "");
-    int32_t adrop = graph_add_module(g, core, "attention_dropout", "Dropout", c->drop_extra);
+    int32_t adrop = graph_add_module(g, core, "attention_dropout", "Dropout", c->attn_drop_extra);
     int64_t Dqk = D, Dv = D;
     if (mla) {
         int64_t nope = m->qk_nope_dim, rope = m->qk_rope_dim, vd = m->v_head_dim, ql = m->q_lora_rank,
@@ -159,8 +159,8 @@ core_ops:
         graph_op_bmm(g, core, "baddbmm_qk", B * A, S, Dqk, S, true);
         graph_op_eltwise(g, smax, GRAPH_OP_SOFTMAX, "scale_mask_softmax", (double)(B * A) * (double)S * (double)S, 1,
                          0.0, GRAPH_SPLIT_HEADS);
-        graph_op_eltwise(g, adrop, GRAPH_OP_DROPOUT, "attention_dropout", (double)(B * A) * (double)S * (double)S,
-                         1, 0.0, GRAPH_SPLIT_HEADS);
+        gb_dropout_op(g, adrop, "attention_dropout", (double)(B * A) * (double)S * (double)S, m->attn_dropout,
+                      GRAPH_SPLIT_HEADS);
         graph_op_bmm(g, core, "bmm_av", B * A, S, S, Dv, false);
     }
     graph_at(g, g->at.layer, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
@@ -184,7 +184,8 @@ static void layer(Mg *c, int32_t list, int64_t l)
     attention(c, tl);
     GraphOp *bda = graph_op_eltwise(g, tl, GRAPH_OP_ELEMENTWISE, "self_attn_bda", T * (double)m->hidden, 2, 0.0,
                                     GRAPH_SPLIT_SEQ);
-    if (bda) bda->act_bytes = T * (double)m->hidden; /* dropout mask */
+    double mask = m->hidden_dropout > 0 ? T * (double)m->hidden : 0; /* bda's 1-byte dropout mask */
+    if (bda) bda->act_bytes = mask;
     graph_add_module(g, tl, "pre_cross_attn_layernorm", "IdentityOp", "");
     graph_add_module(g, tl, "cross_attention", "IdentityOp", "");
     graph_add_module(g, tl, "cross_attn_bda", "IdentityFuncOp", "");
@@ -198,7 +199,7 @@ static void layer(Mg *c, int32_t list, int64_t l)
         mlp_block(c, tl, "mlp", "MLP", m->ffn, T, m->mlp_bias);
     graph_at(g, L, moe ? GRAPH_PART_MOE : GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
     bda = graph_op_eltwise(g, tl, GRAPH_OP_ELEMENTWISE, "mlp_bda", T * (double)m->hidden, 2, 0.0, GRAPH_SPLIT_SEQ);
-    if (bda) bda->act_bytes = T * (double)m->hidden;
+    if (bda) bda->act_bytes = mask;
 }
 
 TsStatus graph_build_megatron(ModuleGraph *g, TsError *err)
@@ -211,9 +212,11 @@ TsStatus graph_build_megatron(ModuleGraph *g, TsError *err)
     c.norm_cls = c.ln ? "FusedLayerNorm" : "RMSNorm";
     c.norm_extra = ts_arena_printf(g->arena, "torch.Size([%lld]), eps=%s, elementwise_affine=True",
                                    (long long)m->hidden, eps);
-    c.drop_extra = m->arch == MODEL_ARCH_GPT ? "p=0.1, inplace=False" : "p=0.0, inplace=False";
+    c.drop_extra = gb_drop_extra(g, m->hidden_dropout);
+    c.attn_drop_extra = gb_drop_extra(g, m->attn_dropout);
     int64_t n_idx = m->layers > m->experts ? m->layers : m->experts;
-    if (!c.norm_extra || !graph_names_init(g, &c.idx, n_idx)) return TS_ERR_INTERNAL;
+    if (!c.norm_extra || !c.drop_extra || !c.attn_drop_extra || !graph_names_init(g, &c.idx, n_idx))
+        return TS_ERR_INTERNAL;
 
     int64_t H = m->hidden, V = g->vocab;
     double T = (double)g->tokens;
@@ -232,7 +235,7 @@ TsStatus graph_build_megatron(ModuleGraph *g, TsError *err)
         graph_op_eltwise(g, emb, GRAPH_OP_ELEMENTWISE, "add", T * (double)H, 2, 0.0, GRAPH_SPLIT_SEQ);
     }
     int32_t ed = graph_add_module(g, emb, "embedding_dropout", "Dropout", c.drop_extra);
-    graph_op_eltwise(g, ed, GRAPH_OP_DROPOUT, "embedding_dropout", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+    gb_dropout_op(g, ed, "embedding_dropout", T * (double)H, m->hidden_dropout, GRAPH_SPLIT_SEQ);
     if (m->pos == MODEL_POS_ROPE) graph_add_module(g, root, "rotary_pos_emb", "RotaryEmbedding", "");
 
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_OTHER);

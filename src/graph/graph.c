@@ -429,6 +429,19 @@ void graph_fmt_eps(char *out, size_t cap, double eps)
     }
 }
 
+const char *gb_drop_extra(ModuleGraph *g, double p)
+{
+    char num[32];
+    graph_fmt_eps(num, sizeof num, p);
+    return ts_arena_printf(g->arena, "p=%s%s, inplace=False", num, strpbrk(num, ".e") ? "" : ".0");
+}
+
+GraphOp *gb_dropout_op(ModuleGraph *g, int32_t module, const char *name, double numel, double p, GraphSplit split)
+{
+    /* PyTorch's dropout returns its input when p == 0: no kernel, no mask */
+    return p > 0 ? graph_op_eltwise(g, module, GRAPH_OP_DROPOUT, name, numel, 1, 0.0, split) : NULL;
+}
+
 /* ---- build --------------------------------------------------------------------------- */
 
 /* Op spans and the per-layer index, in O(modules + ops): each module's own

@@ -29,6 +29,11 @@ void graph_at(ModuleGraph *g, int32_t layer, GraphPart part, GraphRole role);
 /* Python float repr of small constants such as eps (1e-05, 1e-12, 1e-06). */
 void graph_fmt_eps(char *out, size_t cap, double eps);
 
+/* A Dropout module's repr, "p=0.1, inplace=False" (NULL after an allocation
+ * failure), and its op: none when p == 0, as PyTorch runs no kernel then. */
+const char *gb_drop_extra(ModuleGraph *g, double p);
+GraphOp *gb_dropout_op(ModuleGraph *g, int32_t module, const char *name, double numel, double p, GraphSplit split);
+
 /* The framework builders; each fills g (modules, params, ops). */
 TsStatus graph_build_megatron(ModuleGraph *g, TsError *err);
 TsStatus graph_build_hf(ModuleGraph *g, TsError *err);

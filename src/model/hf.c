@@ -160,6 +160,17 @@ static TsStatus read_common_ln(Hf *h, ModelSpec *m, const char *eps_key)
     return hf_num(h, h->obj, h->prefix, eps_key, 0.0, 1.0, &m->norm_eps);
 }
 
+/* Dropout probabilities under the type's keys; absent keys keep the family
+ * default (model_defaults). hidden_key NULL: the type has no such dropout. */
+static TsStatus read_dropout(Hf *h, ModelSpec *m, const char *hidden_key, const char *attn_key)
+{
+    TsStatus st = TS_OK;
+    if (hidden_key) st = hf_num(h, h->obj, h->prefix, hidden_key, 0.0, MODEL_DROPOUT_MAX, &m->hidden_dropout);
+    if (!st) st = hf_num(h, h->obj, h->prefix, attn_key, 0.0, MODEL_DROPOUT_MAX, &m->attn_dropout);
+    if (st && h->err) ts_err_hint(h->err, "a dropout probability, 0 (none) to 0.99, e.g. 0.1");
+    return st;
+}
+
 /* llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3 share the Llama keys. */
 static TsStatus read_llama_like(Hf *h, ModelSpec *m)
 {
@@ -172,7 +183,8 @@ static TsStatus read_llama_like(Hf *h, ModelSpec *m)
         (st = hf_int(h, "vocab_size", true, 1, 100000000, &m->vocab, "the vocabulary size, e.g. 32000")) ||
         (st = hf_int(h, "max_position_embeddings", false, 0, 100000000, &m->max_positions,
                      "the context window, e.g. 4096")) ||
-        (st = read_common_ln(h, m, "rms_norm_eps")) || (st = read_rope(h, m)))
+        (st = read_common_ln(h, m, "rms_norm_eps")) || (st = read_rope(h, m)) ||
+        (st = read_dropout(h, m, NULL, "attention_dropout")))
         return st;
     m->tied_embeddings = false;
     bool attn_bias = false;
@@ -262,7 +274,7 @@ static TsStatus read_gpt2(Hf *h, ModelSpec *m)
         (st = hf_int(h, "n_layer", true, 1, 1000000, &m->layers, "the number of transformer blocks, e.g. 12")) ||
         (st = read_heads(h, m, "n_head", false)) ||
         (st = hf_int(h, "vocab_size", true, 1, 100000000, &m->vocab, "the vocabulary size, e.g. 50257")) ||
-        (st = read_common_ln(h, m, "layer_norm_epsilon")))
+        (st = read_common_ln(h, m, "layer_norm_epsilon")) || (st = read_dropout(h, m, "resid_pdrop", "attn_pdrop")))
         return st;
     m->ffn = 4 * m->hidden;
     m->max_positions = 1024;
@@ -284,7 +296,9 @@ static TsStatus read_bert_neox(Hf *h, ModelSpec *m, bool bert)
         (st = hf_int(h, "intermediate_size", true, 1, 10000000, &m->ffn, "the MLP intermediate size, e.g. 3072")) ||
         (st = hf_int(h, "vocab_size", true, 1, 100000000, &m->vocab, "the vocabulary size, e.g. 30522")) ||
         (st = hf_int(h, "max_position_embeddings", false, 0, 100000000, &m->max_positions, "the context window, e.g. 512")) ||
-        (st = read_common_ln(h, m, "layer_norm_eps")) || (st = hf_bool(h, "tie_word_embeddings", &m->tied_embeddings)))
+        (st = read_common_ln(h, m, "layer_norm_eps")) || (st = hf_bool(h, "tie_word_embeddings", &m->tied_embeddings)) ||
+        (st = bert ? read_dropout(h, m, "hidden_dropout_prob", "attention_probs_dropout_prob")
+                   : read_dropout(h, m, "hidden_dropout", "attention_dropout")))
         return st;
     if (bert) {
         char pet[32] = "";

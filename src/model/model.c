@@ -85,6 +85,7 @@ void model_defaults(ModelSpec *m, ModelArch arch)
         m->pos = MODEL_POS_LEARNED;
         m->qkv_bias = m->proj_bias = m->mlp_bias = true;
         m->tied_embeddings = true;
+        m->hidden_dropout = m->attn_dropout = 0.1;
         m->vocab = 50257;
         m->max_positions = 2048;
         break;
@@ -95,6 +96,7 @@ void model_defaults(ModelSpec *m, ModelArch arch)
         m->qkv_bias = m->proj_bias = m->mlp_bias = true;
         m->tied_embeddings = true;
         m->type_vocab = 2;
+        m->hidden_dropout = m->attn_dropout = 0.1;
         m->pooler = true;
         m->embed_norm = true;
         m->lm_head = false;
@@ -191,6 +193,10 @@ TsStatus model_validate(const ModelSpec *m, TsError *err)
         return bad(err, "topk", "must be between 1 and the number of experts");
     if (m->experts > 0 && m->moe_ffn <= 0) return bad(err, "moe-ffn", "must be positive for an MoE model");
     if (m->dense_layers > m->layers) return bad(err, "dense-layers", "cannot exceed layers");
+    if (!(m->hidden_dropout >= 0 && m->hidden_dropout <= MODEL_DROPOUT_MAX))
+        return bad(err, "hidden-dropout", "is a probability from 0 (none) to 0.99");
+    if (!(m->attn_dropout >= 0 && m->attn_dropout <= MODEL_DROPOUT_MAX))
+        return bad(err, "attn-dropout", "is a probability from 0 (none) to 0.99");
     /* Products of these sizes must stay below 2^63 (model_count_params uses
      * int64): the estimate below, in double, bounds the parameter count. */
     double H = (double)m->hidden, qkv = (double)(m->heads + 2 * m->kv_heads) * (double)m->head_dim;
@@ -293,4 +299,5 @@ void model_overrides_init(ModelOverrides *o)
     memset(o, 0, sizeof *o);
     o->layers = o->hidden = o->heads = o->kv_heads = o->head_dim = o->ffn = o->vocab = -1;
     o->max_positions = o->experts = o->topk = o->moe_ffn = o->shared_experts = o->dense_layers = -1;
+    o->hidden_dropout = o->attn_dropout = -1;
 }

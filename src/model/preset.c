@@ -19,7 +19,7 @@ typedef struct Field {
     size_t off;      /* offsetof(ModelSpec, field) */
     size_t cap;      /* F_STR: buffer size */
     bool required;
-    int64_t min, max;/* F_INT range */
+    int64_t min, max;/* F_INT range; F_NUM: max 1 = a dropout probability */
     const char *example;
 } Field;
 
@@ -27,6 +27,7 @@ typedef struct Field {
 #define FE(k, kind, ex) {#k, kind, offsetof(ModelSpec, k), 0, false, 0, 0, ex}
 #define FI(k, req, lo, hi, ex) {#k, F_INT, offsetof(ModelSpec, k), 0, req, lo, hi, ex}
 #define FN(k, ex) {#k, F_NUM, offsetof(ModelSpec, k), 0, false, 0, 0, ex}
+#define FP(key, k, ex) {key, F_NUM, offsetof(ModelSpec, k), 0, false, 0, 1, ex}
 #define FB(k) {#k, F_BOOL, offsetof(ModelSpec, k), 0, false, 0, 0, "true"}
 #define BIG 100000000
 
@@ -60,6 +61,8 @@ static const Field FIELDS[] = {
     FB(embed_norm),
     FB(pooler),
     FB(lm_head),
+    FP("hidden_dropout", hidden_dropout, "0.1"),
+    FP("attention_dropout", attn_dropout, "0.1"),
     FI(experts, false, 0, 100000, "8"),
     FI(topk, false, 0, 100000, "2"),
     FI(moe_ffn, false, 0, 10000000, "14336"),
@@ -156,7 +159,9 @@ static TsStatus read_field(const TsJsonDoc *doc, const Field *f, ModelSpec *m, T
     switch (f->kind) {
     case F_STR: st = ts_json_str(doc, root, f->key, f->key, f->required, (char *)dst, f->cap, err); break;
     case F_INT: st = ts_json_int(doc, root, f->key, f->key, f->required, f->min, f->max, (int64_t *)dst, err); break;
-    case F_NUM: st = ts_json_num(doc, root, f->key, f->key, false, 0.0, 1e12, (double *)dst, err); break;
+    case F_NUM:
+        st = ts_json_num(doc, root, f->key, f->key, false, 0.0, f->max ? MODEL_DROPOUT_MAX : 1e12, (double *)dst, err);
+        break;
     case F_BOOL: st = ts_json_bool(doc, root, f->key, f->key, false, (bool *)dst, err); break;
     default: return enum_field(doc, f, dst, err);
     }

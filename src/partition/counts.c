@@ -135,14 +135,10 @@ double part_shampoo_layer_bytes(const ModelSpec *m, const ParallelPlan *p, bool 
 
 /* ---- activations (Korthikanti et al. 2022, Table 2, generalized) --------------- */
 
-bool part_default_dropout(const ModelSpec *m)
-{
-    /* GPT-2/3 and BERT train with dropout 0.1; LLaMA-style recipes with 0. */
-    return m->arch == MODEL_ARCH_GPT || m->arch == MODEL_ARCH_BERT || m->arch == MODEL_ARCH_NEOX;
-}
-
-void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dropout, bool sac_ops,
-                    PartLayerAct *out)
+/* Dropout masks (1 byte per element) exist only where the model's
+ * probability is positive: ModelSpec.hidden_dropout for the two residual
+ * branches, attn_dropout for the S x S probabilities. */
+void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool sac_ops, PartLayerAct *out)
 {
     double t = (double)p->tp, r = p->sp ? 1.0 / t : 1.0;
     double S = (double)p->seq, cpd = (double)p->cp;
@@ -151,7 +147,8 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dr
     double Dq = (double)m->head_dim, Dv = Dq;
     double d = p->dtype == TS_DTYPE_FP32 ? 4.0 : 2.0;         /* fp8 recipes keep bf16 activations */
     bool gated = m->act == MODEL_ACT_SWIGLU;
-    double mask = dropout ? 1.0 : 0.0;                         /* 1-byte dropout masks */
+    double mask = m->hidden_dropout > 0 ? 1.0 : 0.0;          /* 1-byte dropout masks */
+    bool attn_drop = m->attn_dropout > 0;
 
     /* Transformer Engine FP8 saves the fp8 copy of each GEMM input for the
      * weight gradient (1 B): QKV in, proj in, fc1 in, fc2 in; norm inputs,
@@ -171,7 +168,7 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dr
     /* attention core: FlashAttention keeps only the fp32 log-sum-exp; otherwise
      * softmax output (d) + dropout mask (1) + dropout output (d) per score,
      * dropped by selective recompute. */
-    double lse = sb * A * 4.0 / t, scores = A * sb * S * (dropout ? 2 * d + 1 : d) / t;
+    double lse = sb * A * 4.0 / t, scores = A * sb * S * (attn_drop ? 2 * d + 1 : d) / t;
     double core_kept = p->flash_attn ? lse : scores; /* without recompute */
     double core = !p->flash_attn && p->recompute == PLAN_RECOMPUTE_SELECTIVE ? 0 : core_kept;
     double mlp;

@@ -86,7 +86,7 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
     double t = (double)p->tp, dps = (double)(p->dp * p->cp);
     double edp = (double)(p->tp * p->cp * p->dp) / (double)(p->ep * p->etp);
     double epx = (double)(p->ep * p->etp);
-    bool dropout = o->dropout_set ? o->dropout : part_default_dropout(m);
+    bool dropout = m->hidden_dropout > 0;
     double infl = inflight(p, s);
     out->inflight = infl;
 
@@ -180,10 +180,9 @@ TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOpt
 
     PartCounts c;
     part_counts(m, p->tp, &c);
-    bool dropout = o->dropout_set ? o->dropout : part_default_dropout(m);
     PartLayerAct ad, am = {0, 0, 0};
-    part_layer_act(m, p, false, dropout, o->selective_ops, &ad);
-    if (m->experts > 0) part_layer_act(m, p, true, dropout, o->selective_ops, &am);
+    part_layer_act(m, p, false, o->selective_ops, &ad);
+    if (m->experts > 0) part_layer_act(m, p, true, o->selective_ops, &am);
     double shd = 0, shm = 0;
     if (p->optimizer == PLAN_OPTIM_SHAMPOO) {
         shd = part_shampoo_layer_bytes(m, p, false);

@@ -37,9 +37,8 @@ double part_shampoo_layer_bytes(const ModelSpec *m, const ParallelPlan *p, bool 
 typedef struct PartLayerAct {
     double full, input, remat;
 } PartLayerAct;
-void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool dropout, bool sac_ops,
+void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool sac_ops,
                     PartLayerAct *out);
-bool part_default_dropout(const ModelSpec *m);
 
 TsStatus part_memory_megatron(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o,
                               PartMemory *stages, PartMemory *peak);

@@ -29,7 +29,8 @@ void sim_wl_model_dims(const ModelSpec *m, int64_t tp, WlModelDims *d)
     d->tied = m->tied_embeddings;
     d->learned_pos = m->pos == MODEL_POS_LEARNED;
     d->rope = m->pos == MODEL_POS_ROPE;
-    d->dropout = m->arch == MODEL_ARCH_GPT || m->arch == MODEL_ARCH_BERT;
+    d->dropout = m->hidden_dropout > 0;
+    d->attn_dropout = m->attn_dropout > 0;
     d->experts = m->experts;
     d->topk = m->topk;
     d->moe_ffn = m->moe_ffn;

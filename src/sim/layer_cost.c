@@ -55,7 +55,8 @@ static void mem(const Ctx *x, double fwd, double bwd, double *f, double *b)
 }
 
 /* Norm, dropout and residual add of one half-layer (attention or MLP) on the
- * Tsp tokens of this rank: norm 2/3, residual 3/3, dropout 2.5/2.5. */
+ * Tsp tokens of this rank: norm 2/3, residual 3/3, dropout 2.5/2.5 (only
+ * when the model's hidden dropout is positive: p = 0 runs no kernel). */
 static void half_layer_mem(const Ctx *x, double *f, double *b)
 {
     double th = (double)x->Tsp * (double)x->m->hidden * x->ab;
@@ -64,7 +65,7 @@ static void half_layer_mem(const Ctx *x, double *f, double *b)
     else
         mem(x, 2 * th, 3 * th, f, b);
     mem(x, 3 * th, 3 * th, f, b);
-    if (x->m->arch == MODEL_ARCH_GPT || x->m->arch == MODEL_ARCH_BERT) mem(x, 2.5 * th, 2.5 * th, f, b);
+    if (x->m->hidden_dropout > 0) mem(x, 2.5 * th, 2.5 * th, f, b);
 }
 
 /* Attention block: projections, core, norms; fills gemm/attn/mem parts. */
@@ -120,7 +121,7 @@ static void attention(const Ctx *x, LayerCost *lc)
         gemm_as(x, x->adt, x->B * Ah, Sl, dv, S, &f2, &b2);
         double sc = (double)(x->B * Ah) * (double)Sl * (double)S * x->ab;
         mem(x, 2 * sc, 3 * sc, &f2, &b2); /* fused scale+mask+softmax */
-        if (m->arch == MODEL_ARCH_GPT || m->arch == MODEL_ARCH_BERT) mem(x, 2.5 * sc, 2.5 * sc, &f2, &b2); /* dropout */
+        if (m->attn_dropout > 0) mem(x, 2.5 * sc, 2.5 * sc, &f2, &b2); /* dropout */
         af = f2;
         ab = b2;
     }

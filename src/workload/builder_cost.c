@@ -84,7 +84,8 @@ static void mem2(const Gen *g, Block *b, double fb, double bb, double fwd_flops)
 }
 
 /* Norm (2 / 3 tensor passes; eager RMSNorm, upcast to fp32 and five
- * kernels: 18 / 36), residual add (3 / 3) and dropout (2.5 / 2.5, GPT/BERT)
+ * kernels: 18 / 36), residual add (3 / 3) and dropout (2.5 / 2.5, when the
+ * model's hidden dropout is positive)
  * of one half layer on th bytes of the rank's tokens (T/TP under SP): the
  * simulator's half_layer_mem. */
 static void half_layer(const Gen *g, Block *b, double th, double elems)
@@ -141,8 +142,8 @@ void wl_gen_layer_costs(Gen *g)
     if (!p->flash) {
         /* unfused (Megatron's local core, --no-flash): Q K^T and (scores) V
          * as batched GEMMs at the activation dtype, the fused
-         * scale-mask-softmax (2 / 3 passes over the scores) and, for GPT and
-         * BERT, the attention dropout (2.5 / 2.5), on this rank's S queries
+         * scale-mask-softmax (2 / 3 passes over the scores) and, when the
+         * model has one, the attention dropout (2.5 / 2.5), on this rank's S queries
          * against the whole S x cp keys (the simulator's rule) */
         int64_t Sf = S * p->cp;
         double q[3], v[3], sc = (double)(B * A) * (double)S * (double)Sf * db;
@@ -150,7 +151,7 @@ void wl_gen_layer_costs(Gen *g)
         gemm_passes(g, B * A, S, dv, Sf, false, v);
         core_f = q[0] + v[0] + g->c->mem_s(g->c->ctx, 2 * sc);
         core_b = q[1] + q[2] + v[1] + v[2] + g->c->mem_s(g->c->ctx, 3 * sc);
-        if (m->dropout) {
+        if (m->attn_dropout) {
             core_f += g->c->mem_s(g->c->ctx, 2.5 * sc);
             core_b += g->c->mem_s(g->c->ctx, 2.5 * sc);
         }

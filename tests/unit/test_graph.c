@@ -146,6 +146,48 @@ static void test_llama_gqa_swiglu(void **state)
  * k_pe), so the cost model charges one read and one write of exactly those
  * elements. The shape was once {numel, heads, D}: a Megatron-named
  * DeepSeek-V3 profile spent 0.65 s per layer on rotary. */
+/* Dropout ops and reprs follow the model's probabilities in every naming:
+ * a p = 0 module stays in the tree ("p=0.0") but runs no op. */
+static void test_dropout_ops(void **state)
+{
+    (void)state;
+    TsError err = {0};
+    ModelSpec m;
+    assert_int_equal(model_preset("gpt2", &m, &err), TS_OK);
+    m.layers = 2;
+    for (int n = 0; n <= GRAPH_NAMING_DEEPSPEED; n++) {
+        int count[2];
+        for (int zero = 0; zero < 2; zero++) {
+            m.hidden_dropout = zero ? 0.0 : 0.1;
+            m.attn_dropout = zero ? 0.0 : 0.05;
+            GraphOptions o;
+            graph_options_init(&o);
+            o.naming = (GraphNaming)n;
+            o.naming_set = true;
+            o.seq = 128;
+            o.flash = false;
+            ModuleGraph *g = NULL;
+            assert_int_equal(graph_build(&m, &o, &g, &err), TS_OK);
+            count[zero] = 0;
+            for (int32_t i = 0; i < g->n_ops; i++) count[zero] += g->ops[i].kind == GRAPH_OP_DROPOUT;
+            int reprs = 0;
+            for (int32_t i = 0; i < g->n_mods; i++) {
+                if (strcmp(g->mods[i].cls, "Dropout") != 0) continue;
+                bool attn = strstr(g->mods[i].name, "attn_dropout") || strstr(g->mods[i].name, "attention_dropout") ||
+                            (n == GRAPH_NAMING_HF && strcmp(g->mods[i].name, "dropout") == 0 &&
+                             strstr(g->mods[g->mods[i].parent].name, "self"));
+                const char *want = zero ? "p=0.0, inplace=False" : attn ? "p=0.05, inplace=False" : "p=0.1, inplace=False";
+                assert_string_equal(g->mods[i].extra_repr, want);
+                reprs++;
+            }
+            assert_true(reprs > 0);
+            graph_destroy(g);
+        }
+        assert_true(count[0] > 0);
+        assert_int_equal(count[1], 0);
+    }
+}
+
 static void test_rope_dims(void **state)
 {
     (void)state;
@@ -393,7 +435,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bert_seed_totals),   cmocka_unit_test(test_gpt2_tied_and_conv1d),
         cmocka_unit_test(test_llama_gqa_swiglu),
-        cmocka_unit_test(test_rope_dims),   cmocka_unit_test(test_spans_and_batch_linearity),
+        cmocka_unit_test(test_rope_dims),   cmocka_unit_test(test_dropout_ops),   cmocka_unit_test(test_spans_and_batch_linearity),
         cmocka_unit_test(test_megatron_naming),    cmocka_unit_test(test_deepspeed_pipe_params),
         cmocka_unit_test(test_bad_options),        cmocka_unit_test(test_layer_index),
     };

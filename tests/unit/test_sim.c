@@ -566,6 +566,40 @@ static void test_cp_comm(void **state)
     assert_string_equal(sim_cp_comm_name(SIM_CP_A2A), "a2a");
 }
 
+/* Dropout follows the model's probabilities: p = 0 runs no kernel and keeps
+ * no mask (OPT has no attention dropout, BLOOM none at all). */
+static void test_dropout_probabilities(void **state)
+{
+    (void)state;
+    static Fix f;
+    fix_load(&f, "gpt3-5b", "dgx-a100", 8);
+    ParallelPlan p = plan(2, 1, 1, 8, 16, 2048);
+    p.flash_attn = false;
+    SimOptions o;
+    sim_options_init(&o);
+    SimResult r[3];
+    double t[3], act[3];
+    double probs[3][2] = {{0.1, 0.1}, {0.1, 0.0}, {0.0, 0.0}};
+    for (int i = 0; i < 3; i++) {
+        f.m.hidden_dropout = probs[i][0];
+        f.m.attn_dropout = probs[i][1];
+        t[i] = sim_opt(&f, &p, &o, &r[i]);
+        act[i] = r[i].memory.activations_bytes;
+        sim_result_free(&r[i]);
+    }
+    assert_true(t[1] < t[0] && t[2] < t[1]);   /* S x S dropout, then the hidden ones */
+    assert_true(act[1] < act[0] && act[2] < act[1]);
+    /* under FlashAttention the attention dropout is inside the kernel */
+    p.flash_attn = true;
+    f.m.hidden_dropout = 0.1;
+    f.m.attn_dropout = 0.1;
+    double with = sim_opt(&f, &p, &o, &r[0]);
+    sim_result_free(&r[0]);
+    f.m.attn_dropout = 0;
+    NEAR(sim_opt(&f, &p, &o, &r[0]), with, 1e-12);
+    sim_result_free(&r[0]);
+}
+
 static void test_bad_plan_is_plan_error(void **state)
 {
     (void)state;
@@ -600,6 +634,7 @@ int main(void)
         cmocka_unit_test(test_ds_pipe),
         cmocka_unit_test(test_lower_bound),
         cmocka_unit_test(test_cp_comm),
+        cmocka_unit_test(test_dropout_probabilities),
         cmocka_unit_test(test_bad_plan_is_plan_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -115,8 +115,11 @@ double sim_breakdown_get(const SimBreakdown *b, int i);
 typedef struct SimChunkCost {
     double fwd_s;           /* busy time of the forward task, e.g. 0.0123 */
     double bwd_s;           /* busy time of the backward task (dgrad+wgrad+recompute) */
-    double p2p_fwd_s;       /* sending this chunk's output activation onward, e.g. 1.2e-4 */
-    double p2p_bwd_s;       /* sending this chunk's input gradient back */
+    double p2p_fwd_s;       /* sending this chunk's output activation onward, e.g. 1.2e-4;
+                               negative: a blocking send inside fwd_s that the receiver's
+                               blocking recv (inside its own task) overlaps, so the
+                               receiver may start that much before the sender's end */
+    double p2p_bwd_s;       /* sending this chunk's input gradient back (likewise) */
     double compute_fwd_s;   /* pure forward compute inside fwd_s */
     double compute_bwd_s;   /* pure backward compute inside bwd_s (no recompute) */
     double recompute_s;     /* recomputed forward inside bwd_s */
@@ -131,7 +134,8 @@ typedef struct SimChunkCost {
     double fsdp_exposed_s;  /* ZeRO-3 gathers/reduces not hidden under compute, inside fwd_s+bwd_s */
     double slowdown_s;      /* compute slow-down from overlapped TP/CP comm, inside fwd_s+bwd_s */
     double pp_blocked_s;    /* blocking pipeline sends/receives (SimOptions.ds_pipe) inside
-                               fwd_s + bwd_s; p2p_fwd_s/p2p_bwd_s are then 0 */
+                               fwd_s + bwd_s; p2p_fwd_s/p2p_bwd_s are then minus one
+                               transfer (a send and its recv are one rendezvous) */
     double param_gather_s;  /* dist-opt / ZeRO-1/2: this chunk's share of its stage's parameter
                                all-gather (SimStageCost.param_gather_s); 0 = none */
     int32_t layers;         /* transformer layers of the chunk: an overlapped gather arrives

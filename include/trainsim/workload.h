@@ -93,7 +93,10 @@ typedef enum {
 enum {
     WL_F_ASYNC = 1,     /* non-blocking collective (overlaps later work) */
     WL_F_AR_A2A = 2,    /* SimAI ALLREDUCEALLTOALL (kept for round trips) */
-    WL_F_RECOMPUTE = 4  /* forward recomputation inside the backward */
+    WL_F_RECOMPUTE = 4, /* forward recomputation inside the backward */
+    WL_F_SYNC = 8       /* send/recv pair as a rendezvous (blocking NCCL send and recv,
+                           DeepSpeed's pipeline engine): the transfer starts once both
+                           sides have posted, and both wait for it to end */
 };
 
 typedef struct WlTask {

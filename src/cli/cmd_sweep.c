@@ -427,8 +427,9 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
              parse_mask("tp-overlap", o->overlap, OFFON, 2, &c->overlap_mask) ||
              parse_mask("cp-comm", o->cp_comm, CPX, 3, &c->cp_comm_mask);
     if (rc) return 2;
-    /* DeepSpeed's pipeline engine has one schedule: 1F1B */
+    /* DeepSpeed's pipeline engine has one schedule, 1F1B, and ZeRO stage 0 or 1 */
     if (o->sim.ds_pipe && !o->schedule) c->schedule_mask = 1u << SEARCH_SCHEDULE_1F1B;
+    if (o->sim.ds_pipe && !o->zero) c->zero_mask = 3u;
     o->dt = TS_DTYPE_BF16;
     if (o->dtype && !cli_train_dtype(o->dtype, &o->dt))
         return usage("invalid value '%s' for --dtype (expected bf16, fp16, fp8 or fp32)", o->dtype);

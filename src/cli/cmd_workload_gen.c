@@ -61,6 +61,10 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
                         "%lld-token sequences (%lldx the plan's tokens per step); --format chakra or json models "
                         "the CP exchange\n",
                 (long long)p.cp, (long long)p.seq, (long long)p.cp);
+    if (so.ds_pipe && p.pp > 1 && g->fmt == WL_FMT_CHAKRA)
+        fprintf(stderr, "trainsim: warning: Chakra has no rendezvous: ASTRA-sim runs DeepSpeed's blocking sends "
+                        "without waiting for their receivers (faster than the engine); --format json keeps them "
+                        "as \"sync\" pairs\n");
     if ((rc = cli_hw_load(&g->hw, "dgx-h100", p.gpus, &g->loaded))) return rc;
     TsStatus st;
     if (dag) { /* the task graph of what `simulate` models (generate.c) */

@@ -225,6 +225,13 @@ TsStatus sim_setup_resolve(SimSetup *in, TsError *err)
                          "--schedule and --vpp");
         return TS_ERR_PLAN;
     }
+    if (in->opt.ds_pipe && (p->zero >= 2 || p->dist_opt)) {
+        ts_err(err, TS_ERR_PLAN, "--deepspeed-pipe takes ZeRO stage 0 or 1 (got %s)",
+               p->dist_opt ? "--dist-opt" : p->zero == 2 ? "--zero 2" : "--zero 3");
+        ts_err_hint(err, "DeepSpeed's PipelineEngine asserts that ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+                         "parallelism; its ZeRO-1 shards the optimizer state (--zero 1)");
+        return TS_ERR_PLAN;
+    }
     return TS_OK;
 }
 
@@ -347,7 +354,9 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 double sides = (chunk > 0 ? 1.0 : 0.0) + (chunk < (int64_t)pp * v - 1 ? 1.0 : 0.0);
                 c->pp_blocked_s = 2.0 * sides * p2p;
                 c->fwd_s += sides * p2p;
-                c->p2p_fwd_s = c->p2p_bwd_s = 0;
+                /* a send and the neighbour's recv are one rendezvous: the
+                 * receiver's recv overlaps the sender's send */
+                c->p2p_fwd_s = c->p2p_bwd_s = -p2p;
             }
             /* everything else runs in the backward task; the parts sum to fwd_s + bwd_s */
             c->bwd_s = c->compute_fwd_s + c->compute_bwd_s + c->recompute_s + c->tp_exposed_s + c->cp_exposed_s +

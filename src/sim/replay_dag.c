@@ -10,7 +10,10 @@
  *     hw_coll_time_s over its group, whose size and node span come from the
  *     rank layout of the workload (wl_group_members); SEND takes the p2p time (hw_p2p_time_s, across nodes when the
  *     peer rank sits on another node); RECV finishes when its dependencies
- *     and the matching SEND (peer stage, tag) have;
+ *     and the matching SEND (peer stage, tag) have; a "sync" pair
+ *     (WL_F_SYNC: blocking send and recv, DeepSpeed's pipeline engine) is a
+ *     rendezvous: the SEND starts no earlier than its RECV is posted (its
+ *     dependencies done), so each side waits for the other;
  *   - the iteration ends when the slowest class's last task does.
  * Breakdown of that class: its COMP durations (recompute and optimizer
  * apart); every idle gap of the compute stream, and the tail after its last
@@ -32,6 +35,8 @@ typedef struct Dag {
     double *fin;     /* [n_tasks] finish time, -1 = not run yet */
     double *dur;     /* [n_tasks] own busy time (COMP/COLL/SEND); RECV 0 */
     int32_t *send;   /* [n_tasks] RECV -> matching SEND, else -1 */
+    int32_t *recv;   /* [n_tasks] SEND -> matching RECV, else -1 */
+    double *posted;  /* [n_tasks] RECV: when its dependencies were done, -1 = not yet */
     double *geom;    /* [WL_GROUP_COUNT * 2] group {size, nodes}; 0 = not yet */
 } Dag;
 
@@ -88,6 +93,12 @@ static TsStatus prepare(Dag *d, TsError *err)
         return ts_err(err, TS_ERR_INPUT, "task %d (recv \"%s\") of class %s: no send from stage %d with tag %d",
                       bad - w->classes[c].first_task, t->name ? t->name : "", w->classes[c].name, t->peer_stage, t->tag);
     }
+    for (int32_t i = 0; i < w->n_tasks; i++) {
+        d->recv[i] = -1;
+        d->posted[i] = -1;
+    }
+    for (int32_t i = 0; i < w->n_tasks; i++)
+        if (d->send[i] >= 0) d->recv[d->send[i]] = i;
     return TS_OK;
 }
 
@@ -118,10 +129,16 @@ static bool run_task(Dag *d, double *clk, int32_t i)
         if (f > ready) ready = f;
     }
     if (t->kind == WL_KIND_RECV) {
+        if (d->posted[i] < 0) d->posted[i] = ready;
         double f = d->fin[d->send[i]];
         if (f < 0) return false;
         d->fin[i] = f > ready ? f : ready;
         return true;
+    }
+    if (t->kind == WL_KIND_SEND && (t->flags & WL_F_SYNC) && d->recv[i] >= 0) {
+        double p = d->posted[d->recv[i]];
+        if (p < 0) return false; /* the receiver has not reached its recv yet */
+        if (p > ready) ready = p;
     }
     int s = t->kind == WL_KIND_COMP ? ST_COMP : t->kind == WL_KIND_SEND ? ST_SEND : ST_GROUP + stream_of(t->group);
     double st = clk[s] > ready ? clk[s] : ready;
@@ -287,11 +304,13 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slow
     d.fin = malloc(n * sizeof *d.fin);
     d.dur = malloc(n * sizeof *d.dur);
     d.send = malloc(n * sizeof *d.send);
+    d.recv = malloc(n * sizeof *d.recv);
+    d.posted = malloc(n * sizeof *d.posted);
     d.geom = calloc(WL_GROUP_COUNT * 2, sizeof *d.geom);
     double *clk = calloc(nc * ST_N, sizeof *clk);
     int32_t *pos = malloc(nc * sizeof *pos);
     TsStatus st = TS_OK;
-    if (!d.fin || !d.dur || !d.send || !d.geom || !clk || !pos) st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    if (!d.fin || !d.dur || !d.send || !d.recv || !d.posted || !d.geom || !clk || !pos) st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
     if (!st) st = prepare(&d, err);
     for (size_t c = 0; c < nc && !st; c++) pos[c] = w->classes[c].first_task;
     /* sweep the classes until every task has run; a class stops at a task
@@ -343,6 +362,8 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slow
     free(d.fin);
     free(d.dur);
     free(d.send);
+    free(d.recv);
+    free(d.posted);
     free(d.geom);
     free(clk);
     free(pos);

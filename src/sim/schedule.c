@@ -385,7 +385,7 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
         const SimOp *op = &prog[k];
         double x = xf[op->xi], d = op->dep >= 0 ? fin[op->dep] + x : 0, f = fr[op->stage];
         double st = f > d ? f : d, wait = d - f;
-        double c = wait > 0 ? (wait < x ? wait : x) : 0;
+        double c = wait > 0 && x > 0 ? (wait < x ? wait : x) : 0; /* x < 0: a rendezvous (ds_pipe) */
         ppw[op->stage] += c;
         if (ppc) ppc[op->self] = c;
         double en = st + dur[op->di];

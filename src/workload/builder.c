@@ -125,7 +125,9 @@ static void p2p(Gen *g, const char *name, WlPhase ph, int64_t mb, bool send, int
     WlTask t = wl_task_p2p(name, ph, send, peer, g->act_bytes, tag_of(g, mb, boundary, dir));
     t.micro = (int32_t)mb;
     /* a receive gates the compute after it; a send does not, except in
-     * DeepSpeed's pipeline engine, whose sends block */
+     * DeepSpeed's pipeline engine, whose blocking sends and receives meet
+     * as a rendezvous */
+    if (g->o->ds_pipe) t.flags |= WL_F_SYNC;
     emit(g, &t, -1, !send || g->o->ds_pipe);
 }
 
@@ -429,7 +431,8 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
 {
     const WlPlanDims *p = g->p;
     int64_t first = chunk_first(g, ch), nl = chunk_layers(g, ch);
-    if (ch > 0) p2p(g, "pp.recv.f", WL_PHASE_FWD, mb, false, ch - 1, ch - 1, 0);
+    bool ds = g->o->ds_pipe; /* DeepSpeed: p2p in ds_schedule */
+    if (ch > 0 && !ds) p2p(g, "pp.recv.f", WL_PHASE_FWD, mb, false, ch - 1, ch - 1, 0);
     if (ch == 0) {
         comp_f(g, "embed.f", WL_PHASE_FWD, mb, ch, -1, g->embed.fwd_s, 0, g->embed.fwd_bytes,
                fsdp_gather(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), 0, WL_PHASE_FWD, mb),
@@ -459,7 +462,7 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
         for (int i = 0; i < 3; i++) /* vocab-parallel cross-entropy: max, sum-exp, target logit */
             coll(g, "loss.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP,
                  (double)(p->micro_batch * (p->seq / p->cp)) * 4.0, true);
-    } else {
+    } else if (!ds) {
         p2p(g, "pp.send.f", WL_PHASE_FWD, mb, true, ch + 1, ch, 0);
     }
     g->fwd_last[mb * g->n_chunks + ch] = g->last;
@@ -470,7 +473,8 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
     const WlPlanDims *p = g->p;
     int64_t first = chunk_first(g, ch), nl = chunk_layers(g, ch);
     int32_t extra = g->fwd_last[mb * g->n_chunks + ch];
-    if (ch < g->n_chunks - 1) p2p(g, "pp.recv.b", WL_PHASE_IG, mb, false, ch + 1, ch, 1);
+    bool ds = g->o->ds_pipe; /* DeepSpeed: p2p in ds_schedule */
+    if (ch < g->n_chunks - 1 && !ds) p2p(g, "pp.recv.b", WL_PHASE_IG, mb, false, ch + 1, ch, 1);
     if (ch == g->n_chunks - 1) {
         /* (ZeRO-3: embedding and head form the root unit, kept gathered
          * from its forward to its backward as FSDP does) */
@@ -499,7 +503,7 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
         comp(g, "embed.wg", WL_PHASE_WG, mb, ch, -1, g->embed.wg_s, 0, g->embed.bwd_bytes, extra);
         fsdp_reduce(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), 0, mb);
         if (last_mb) grad_ready(g, g->embed.params, false);
-    } else {
+    } else if (!ds) {
         p2p(g, "pp.send.b", WL_PHASE_IG, mb, true, ch - 1, ch - 1, 1);
     }
     if (last_mb) grad_ready(g, 0, true);
@@ -554,6 +558,46 @@ static int64_t schedule(const WlPlanDims *p, int64_t s, Step *out)
     }
     for (; kb < total; kb++) out[n++] = step_at(p, s, v, kb, false);
     return n;
+}
+
+/* DeepSpeed's PipelineEngine (deepspeed/runtime/pipe/schedule.py,
+ * TrainSchedule) for stage s: 2 (ga + pp - 1) steps; a step runs a forward
+ * when its index and the stage have the same parity, else a backward, on the
+ * micro-batch of _step_to_micro_batch (none when out of range: an idle
+ * step). Each step first exchanges with one neighbour - a forward step sends
+ * the previous step's input gradient back, then receives its input; a
+ * backward step receives its output gradient, then sends the previous step's
+ * output on - as blocking sends and receives (WL_F_SYNC). Neighbours are in
+ * opposite phases, so every send meets a receive its peer posts in the same
+ * step. Megatron's 1F1B runs the same compute order; only the p2p differ. */
+static void ds_step(int64_t k, int64_t s, int64_t pp, bool *fwd, int64_t *mb)
+{
+    bool ek = k % 2 == 0, es = s % 2 == 0;
+    *fwd = ek == es;
+    if (*fwd) *mb = (ek ? k / 2 : (k - 1) / 2) - s / 2;
+    else if (ek) *mb = k / 2 - pp + (s + 1) / 2;
+    else *mb = (k - 1) / 2 - pp + 1 + s / 2;
+}
+
+static void ds_schedule(Gen *g, int64_t s)
+{
+    int64_t pp = g->p->pp, ga = g->p->ga, prev = -1;
+    for (int64_t k = 0; k < 2 * (ga + pp - 1) && !g->oom; k++) {
+        bool fwd;
+        int64_t mb;
+        ds_step(k, s, pp, &fwd, &mb);
+        bool ok = mb >= 0 && mb < ga, pok = prev >= 0 && prev < ga;
+        if (fwd) {
+            if (pok && s > 0) p2p(g, "pp.send.b", WL_PHASE_IG, prev, true, s - 1, s - 1, 1);
+            if (ok && s > 0) p2p(g, "pp.recv.f", WL_PHASE_FWD, mb, false, s - 1, s - 1, 0);
+        } else {
+            if (ok && s < pp - 1) p2p(g, "pp.recv.b", WL_PHASE_IG, mb, false, s + 1, s, 1);
+            if (pok && s < pp - 1) p2p(g, "pp.send.f", WL_PHASE_FWD, prev, true, s + 1, s, 0);
+        }
+        if (ok && fwd) chunk_fwd(g, mb, s);
+        else if (ok) chunk_bwd(g, mb, s, mb == ga - 1);
+        prev = mb;
+    }
 }
 
 /* A parameter all-gather of `elems` elements at db bytes, bucket by bucket
@@ -731,7 +775,8 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
             if (ch == 0) params += g.embed.params;
             if (ch == n_chunks - 1) params += g.head.params;
         }
-        for (int64_t i = 0; i < n && !g.oom; i++) {
+        if (o->ds_pipe) ds_schedule(&g, s);
+        for (int64_t i = 0; i < n && !g.oom && !o->ds_pipe; i++) {
             if (steps[i].fwd) chunk_fwd(&g, steps[i].mb, steps[i].chunk);
             else chunk_bwd(&g, steps[i].mb, steps[i].chunk, steps[i].mb == p->ga - 1);
         }

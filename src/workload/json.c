@@ -16,7 +16,8 @@
  * layer format also carry "origin" ("simai", "astrasim", "optable") and,
  * when not HYBRID_TRANSFORMER_FWD_IN_BCKWD, "policy"; collectives read from
  * SimAI's ALLREDUCEALLTOALL carry "ar_a2a": true; recomputation tasks
- * "recompute": true. json_read.c reads it back. */
+ * "recompute": true; a send/recv pair that meets as a rendezvous (blocking
+ * p2p, DeepSpeed's pipeline engine) "sync": true on both sides. json_read.c reads it back. */
 #include "wl_internal.h"
 
 #include <inttypes.h>
@@ -48,6 +49,7 @@ static void put_task(TsBuf *b, const Workload *w, const WlClass *c, int32_t id)
     } else {
         ts_buf_printf(b, ", \"peer_stage\": %d, \"tag\": %d", t->peer_stage, t->tag);
         kv_num(b, "bytes", t->comm_bytes);
+        if (t->flags & WL_F_SYNC) ts_buf_puts(b, ", \"sync\": true");
     }
     if (t->flags & WL_F_RECOMPUTE) ts_buf_puts(b, ", \"recompute\": true");
     const int32_t *d = wl_task_deps(w, t);

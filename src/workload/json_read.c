@@ -317,6 +317,9 @@ static TsStatus read_task(Rd *r, json_t *to, const WlClass *c, int32_t local)
         if ((st = get_i32(r, to, "peer_stage", -1, p->pp - 1, &t.peer_stage)) ||
             (st = get_i32(r, to, "tag", 0, INT32_MAX, &t.tag)) || (st = get_size(r, to, "bytes", &t.comm_bytes)))
             return st;
+        bool sync = false;
+        if ((st = get_bool_opt(r, to, "sync", &sync))) return st;
+        if (sync) t.flags |= WL_F_SYNC;
     }
     bool rec = false;
     if ((st = get_bool_opt(r, to, "recompute", &rec))) return st;
@@ -482,11 +485,21 @@ static TsStatus read_doc(Rd *r)
 }
 
 /* Every recv needs a send from its peer stage with the same tag (what the
- * Chakra writer and the task-graph replay pair up). */
+ * Chakra writer and the task-graph replay pair up), and the two sides agree
+ * on "sync" (a rendezvous is a property of the pair). */
 static TsStatus check_p2p(Rd *r)
 {
     const Workload *w = r->w;
-    int32_t bad = wl_pair_p2p(w, NULL);
+    int32_t *send_of = malloc((size_t)(w->n_tasks > 0 ? w->n_tasks : 1) * sizeof *send_of);
+    if (!send_of) return oom(r);
+    int32_t bad = wl_pair_p2p(w, send_of);
+    bool mismatch = false;
+    for (int32_t i = 0; bad == -1 && i < w->n_tasks; i++)
+        if (send_of[i] >= 0 && ((w->tasks[i].flags ^ w->tasks[send_of[i]].flags) & WL_F_SYNC)) {
+            bad = i;
+            mismatch = true;
+        }
+    free(send_of);
     if (bad == -2) return oom(r);
     if (bad < 0) return TS_OK;
     int32_t c = 0;
@@ -494,6 +507,12 @@ static TsStatus check_p2p(Rd *r)
     const WlTask *t = &w->tasks[bad];
     char path[96], hint[192];
     snprintf(path, sizeof path, "classes[%d].tasks[%d].tag", c, bad - w->classes[c].first_task);
+    if (mismatch) {
+        bool sync = t->flags & WL_F_SYNC;
+        snprintf(hint, sizeof hint, "give both the send and the recv \"sync\": true (a rendezvous), or neither");
+        return rd_err(r, path, hint, "recv from stage %d with tag %d is %s but its send is %s", t->peer_stage, t->tag,
+                      sync ? "sync" : "not sync", sync ? "not" : "sync");
+    }
     snprintf(hint, sizeof hint, "the class of stage %d needs a send with \"peer_stage\": %d and \"tag\": %d "
              "(sends and receives pair up by stage and tag)", t->peer_stage, w->classes[c].stage, t->tag);
     return rd_err(r, path, hint, "recv from stage %d with tag %d has no matching send", t->peer_stage, t->tag);

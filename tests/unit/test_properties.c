@@ -428,6 +428,7 @@ static void test_sim_matches_replay(void **state)
         if (m.experts > 0 && p.tp > 1 && pick(3) == 0) in.plan.etp = 1;
         if (p.tp > 1 && pick(4) == 0) in.plan.sp = false, in.plan.sp_set = true;
         if (pick(8) == 0) in.plan.optimizer = PLAN_OPTIM_SHAMPOO;
+        if (p.vpp == 1 && pick(8) == 0) in.opt.ds_pipe = true; /* DeepSpeed's engine: rendezvous p2p */
         p = in.plan;
         SimResult r;
         if (sim_simulate(&in, NULL, &r, &e) != TS_OK) continue; /* an invalid plan: next */
@@ -452,8 +453,9 @@ static void test_sim_matches_replay(void **state)
                         sim_cp_comm_name(in.opt.cp_comm), in.opt.dp_overlap, in.opt.fp32_grad_reduce,
                         rr.iteration_time_s, ts, 100 * d);
         if (fabs(d) > 0.05)
-            print_error("   eager %d selective-ops %d ag-overlap %d etp %lld sp %d optimizer %d\n", in.opt.eager_elementwise,
-                        in.opt.selective_ops, in.opt.param_gather_overlap, (long long)p.etp, p.sp, (int)p.optimizer);
+            print_error("   eager %d selective-ops %d ag-overlap %d etp %lld sp %d optimizer %d ds-pipe %d\n",
+                        in.opt.eager_elementwise, in.opt.selective_ops, in.opt.param_gather_overlap, (long long)p.etp, p.sp,
+                        (int)p.optimizer, in.opt.ds_pipe);
         assert_true(fabs(d) <= 0.05);
         if (fabs(d) > worst) worst = fabs(d);
         sim_result_free(&rr);

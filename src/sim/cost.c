@@ -132,8 +132,7 @@ double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)
 typedef struct ChunkDp {
     bool valid, has_ag, has_eag, has_shampoo;
     double params, eparams;
-    double t_dp, ag, eag, opt, shampoo, shampoo_ag;
-    int32_t buckets;
+    double ag, eag, opt, shampoo, shampoo_ag;
 } ChunkDp;
 
 static void chunk_dp_costs(const Ctx *x, const SimSetup *in, double params, double eparams, ChunkDp *d)
@@ -147,20 +146,13 @@ static void chunk_dp_costs(const Ctx *x, const SimSetup *in, double params, doub
     double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
     bool shard_opt = p->dist_opt || p->zero >= 1;
     double bucket = sim_dp_bucket_bytes(&in->opt, x->dpg.size);
-    /* not for ZeRO-3: per layer in layer_cost */
+    /* not for ZeRO-3: per layer in layer_cost; the gradient buckets are
+     * sim_chunk_buckets' (Megatron's parameter boundaries) */
     if (p->zero < 3) {
         double dense_b = (params - eparams) * gbytes, exp_b = eparams * gbytes;
-        /* DeepSpeed's pipeline engine all-reduces (buffered_allreduce_fallback)
-         * even under ZeRO-1 */
-        TsColl rc = shard_opt && !in->opt.ds_pipe ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
-        double nb = ceil(dense_b / bucket);
-        double t_dp = 0;
-        if (x->dpg.size > 1 && dense_b > 0) t_dp += nb * sim_coll(x, rc, dense_b / nb, &x->dpg, "dp");
-        double ne = ceil(exp_b / bucket);
-        if (x->edpg.size > 1 && exp_b > 0) t_dp += ne * sim_coll(x, rc, exp_b / ne, &x->edpg, "dp");
-        d->t_dp = t_dp;
-        d->buckets = (int32_t)(nb + ne > 1 ? nb + ne : 1);
-        /* dist-opt: gather updated bf16 parameters after the step */
+        /* dist-opt: gather updated bf16 parameters after the step, in
+         * bucket-sized pieces */
+        double nb = ceil(dense_b / bucket), ne = ceil(exp_b / bucket);
         d->has_ag = shard_opt && x->dpg.size > 1 && dense_b > 0;
         if (d->has_ag) d->ag = nb * sim_coll(x, TS_COLL_ALLGATHER, (params - eparams) * x->ab / nb, &x->dpg, "dp");
         d->has_eag = shard_opt && x->edpg.size > 1 && exp_b > 0;
@@ -286,6 +278,11 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     double fl_token = 0, rfl_token = 0; /* model / recompute FLOPs per token, whole model */
     int64_t l0 = 0; /* first layer of the chunk */
     ChunkDp dpm = {0};
+    SimBuckets bk = {0};
+    SimBucketMemo bmemo = {.n = 0};
+    struct { bool valid; double params, eparams; bool first, last; } bkey = {0};
+    const double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
+    const TsColl grad_rc = (p->dist_opt || p->zero >= 1) && !in->opt.ds_pipe ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
     for (int32_t vs = 0; vs < v; vs++)
         for (int32_t s = 0; s < pp; s++) {
             int64_t chunk = (int64_t)vs * pp + s;
@@ -367,13 +364,20 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             if (!dpm.valid || params != dpm.params || eparams != dpm.eparams)
                 chunk_dp_costs(&x, in, params, eparams, &dpm);
             if (p->zero < 3) {
-                c->dp_grad_s = dpm.t_dp;
-                c->dp_buckets = dpm.buckets;
-                if (chunk == 0 && emb_params > 0 && x.dpg.size > 1) {
-                    TsColl rc = (p->dist_opt || p->zero >= 1) && !in->opt.ds_pipe ? TS_COLL_REDUCESCATTER
-                                                                                  : TS_COLL_ALLREDUCE;
-                    c->dp_tail_s = sim_coll(&x, rc, emb_params * (in->opt.fp32_grad_reduce ? 4.0 : 2.0), &x.dpg, "dp");
+                /* Megatron's buckets (dp_buckets.c): a function of the
+                 * chunk's layers and edges, shared by the middle chunks */
+                bool first = chunk == 0, last = chunk == (int64_t)pp * v - 1;
+                if (!bkey.valid || params != bkey.params || eparams != bkey.eparams || first != bkey.first ||
+                    last != bkey.last) {
+                    sim_chunk_buckets(&x, &dense, has_moe ? &moe : NULL, l0 - nl, nl, last ? head_params : 0,
+                                      first ? emb_params : 0, grad_rc, gbytes,
+                                      sim_dp_bucket_bytes(&in->opt, x.dpg.size) / gbytes, &bmemo, &bk);
+                    bkey.valid = true, bkey.params = params, bkey.eparams = eparams, bkey.first = first,
+                    bkey.last = last;
                 }
+                c->dp_grad_s = bk.t_dp;
+                c->dp_buckets = bk.n > 0 ? bk.n : 1;
+                c->dp_tail_s = bk.t_last; /* the last bucket (chunk 0: the embedding's) */
                 c->param_gather_s = (dpm.has_ag ? dpm.ag : 0) + (dpm.has_eag ? dpm.eag : 0);
                 /* the edges' shares of the dense gather, by parameters */
                 double dense_p = params - eparams, ag_d = dpm.has_ag ? dpm.ag : 0;

@@ -34,9 +34,32 @@ typedef struct LayerCost {
     double fsdp_ag, fsdp_rs;   /* ZeRO-3 all-gather / reduce-scatter of this layer */
     double params;             /* parameter elements on this GPU */
     double expert_params;      /* of which routed experts */
+    double grad_t[4];          /* its dense parameter tensors in backward order (DP buckets):
+                                  fc2, fc1 + norm (MoE: router + shared experts + norm),
+                                  attention output projection + norm, QKV; sum params - expert_params */
+    int32_t n_grad_t;
+    double egrad_t[2];         /* routed experts: all local fc2, all local fc1; sum expert_params */
     double fwd_flops_token;    /* model FLOPs per token, forward, whole layer (unsharded) */
     double recompute_flops_token;
 } LayerCost;
+
+/* Megatron-Core's gradient buckets of one chunk (dp_buckets.c): layers
+ * [l0, l0 + nl) with the LM head first (head_params > 0) and the embedding
+ * last (emb_params > 0), reduced with collective rc at gbytes per element
+ * over DP (experts over expert DP). */
+typedef struct SimBuckets {
+    double t_dp;   /* every bucket's collective, summed */
+    double t_last; /* the last one's (it can only start at the end of the backward) */
+    int32_t n;     /* buckets */
+} SimBuckets;
+#define SIM_BUCKET_MEMO 8
+typedef struct SimBucketMemo { /* collective time by bucket size (< 0: expert buffer), one plan */
+    double size[SIM_BUCKET_MEMO], t[SIM_BUCKET_MEMO];
+    int n;
+} SimBucketMemo;
+void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *moe, int64_t l0, int64_t nl,
+                       double head_params, double emb_params, TsColl rc, double gbytes, double bucket_elems,
+                       SimBucketMemo *memo, SimBuckets *out);
 
 /* A collective of `bytes` over group g, as hw_coll_time_s costs it. */
 double sim_coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, const char *kind);

@@ -102,7 +102,9 @@ static void attention(const Ctx *x, LayerCost *lc)
         lc->params += (double)(H * (A + 2 * G) * D / t);
     }
     gemm(x, 1, T, H, A * dv / t, &gf, &gb);
-    lc->params += (double)(A * dv * H / t) + 2.0 * (double)H;
+    lc->grad_t[3] = lc->params; /* QKV (MLA: its projections), then the output projection + norm */
+    lc->grad_t[2] = (double)(A * dv * H / t) + 2.0 * (double)H;
+    lc->params += lc->grad_t[2];
     lc->fwd_flops_token += 2.0 * lc->params * (double)t; /* approx: projections, unsharded */
 
     /* core: per CP rank, c blocks of (S/c x S/c) causal-balanced; with the
@@ -197,9 +199,10 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     half_layer_mem(x, &mf, &mb);
     lc->fwd += mf;
     lc->bwd += mb;
-    double ep_f = 0;
+    double ep_f = 0, attn_p = lc->params;
     if (!moe) {
         mlp(x, x->T, m->ffn, t, lc, &gf, &gb);
+        lc->grad_t[0] = (double)(H * m->ffn / t); /* fc2, then fc1 */
     } else {
         int64_t E = m->experts, K = m->topk, ep = p->ep, etp = p->etp;
         int64_t tok = p->sp ? x->Tsp : x->T;            /* tokens this rank routes */
@@ -225,12 +228,20 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         lc->expert_params += ex;
         lc->fwd_flops_token += 2.0 * (double)K * (double)((x->gated ? 3 : 2) * H * m->moe_ffn) + 2.0 * (double)(H * E);
         if (m->shared_experts > 0) mlp(x, x->T, m->moe_ffn * m->shared_experts, t, lc, &gf, &gb);
+        lc->egrad_t[0] = (double)(H * m->moe_ffn / etp) * (double)local; /* all local fc2, then fc1 */
+        lc->egrad_t[1] = ex - lc->egrad_t[0];
         /* EP all-to-all: dispatch + combine forward, the same backward */
         if (ep > 1) {
             double a2a = hw_alltoall_time_s(x->net, (double)tok * (double)K * (double)H * x->ab, ep, x->epg.nodes);
             ep_f = 2 * a2a;
         }
     }
+    /* DP bucket tensors in backward order (dp_buckets.c): the MLP (MoE:
+     * router and shared experts as one), then the attention */
+    double mlp_p = lc->params - lc->expert_params - attn_p;
+    if (moe) lc->grad_t[0] = mlp_p;
+    lc->grad_t[1] = mlp_p - lc->grad_t[0];
+    lc->n_grad_t = 4;
     lc->gemm_fwd += gf;
     lc->gemm_bwd += gb;
     lc->fwd += gf;

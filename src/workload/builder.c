@@ -131,41 +131,63 @@ static void p2p(Gen *g, const char *name, WlPhase ph, int64_t mb, bool send, int
     emit(g, &t, -1, !send || g->o->ds_pipe);
 }
 
-/* Gradient buckets over group grp of n ranks: once bucket_max elements are
- * ready (or at the flush) they are reduced asynchronously in buckets of
- * bucket_max, the last one smaller, as the simulator counts them (a layer
- * whose gradients outgrow a bucket fills several). */
-static void bucket_add(Gen *g, double *bucket, double params, bool flush, WlGroup grp, int64_t n, const char *rs_name,
-                       const char *ar_name)
+/* Megatron-Core's gradient buckets (param_and_grad_buffer.py), as the
+ * simulator forms them (src/sim/dp_buckets.c): the parameter tensors, in
+ * backward order, fill a bucket until it holds at least bucket_max elements;
+ * it closes at the end of that tensor and is reduced asynchronously (dense
+ * over DP x CP, routed experts over DP_EP, each its own buffer). What is left
+ * open goes at the chunk's last backward; without DP overlap every bucket
+ * waits for the step (g->deferred). */
+static void bucket_emit(Gen *g, double elems, bool expert)
 {
-    *bucket += params;
-    if (*bucket <= 0 || (!flush && *bucket < g->bucket_max) || n <= 1 || (g->o->dp_after_backward && !g->final_flush)) {
-        if (n <= 1) *bucket = 0;
+    bool rs = (g->p->dist_opt || g->p->zero >= 1) && !g->o->ds_pipe; /* DeepSpeed's pipe all-reduces */
+    const char *name = expert ? (rs ? "egrad.rs" : "egrad.ar") : (rs ? "grad.rs" : "grad.ar");
+    pend(g, coll(g, name, WL_PHASE_WG, -1, rs ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE,
+                 expert ? WL_GROUP_DP_EP : g->dpg, elems * wl_gen_grad_bytes(g), false));
+}
+
+static void bucket_close(Gen *g, bool expert)
+{
+    double *open = expert ? &g->ebucket : &g->bucket, b = *open;
+    *open = 0;
+    if (!(b > 0) || (expert ? wl_group_size(g->w, WL_GROUP_DP_EP) : g->dpn) <= 1) return;
+    if (!g->o->dp_after_backward || g->final_flush) {
+        bucket_emit(g, b, expert);
         return;
     }
-    bool rs = (g->p->dist_opt || g->p->zero >= 1) && !g->o->ds_pipe; /* DeepSpeed's pipe all-reduces */
-    while (*bucket > 0) {
-        double b = fmin(*bucket, g->bucket_max);
-        pend(g, coll(g, rs ? rs_name : ar_name, WL_PHASE_WG, -1, rs ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE, grp,
-                     b * wl_gen_grad_bytes(g), false));
-        *bucket -= b;
+    if (g->n_deferred == g->cap_deferred) {
+        int64_t nc = g->cap_deferred ? 2 * g->cap_deferred : 64;
+        double *q = realloc(g->deferred, (size_t)nc * sizeof *q);
+        if (!q) {
+            g->oom = true;
+            return;
+        }
+        g->deferred = q;
+        g->cap_deferred = nc;
     }
+    g->deferred[g->n_deferred++] = expert ? -b : b; /* sign: expert buffer */
 }
 
-/* Gradients of `params` elements are ready, `eparams` of them routed
- * experts: dense ones go to the DP (DP x CP) buckets, expert ones to the
- * expert-data-parallel (DP_EP) buckets, as the simulator reduces them. */
-static void grad_ready2(Gen *g, double params, double eparams, bool flush)
+static void bucket_feed(Gen *g, double tensor, bool expert)
 {
-    if (g->p->zero >= 3) return; /* per unit: fsdp_reduce */
-    bucket_add(g, &g->bucket, params - eparams, flush, g->dpg, g->dpn, "grad.rs", "grad.ar");
-    bucket_add(g, &g->ebucket, eparams, flush, WL_GROUP_DP_EP, wl_group_size(g->w, WL_GROUP_DP_EP), "egrad.rs",
-               "egrad.ar");
+    if (g->p->zero >= 3 || !(tensor > 0)) return; /* ZeRO-3: per unit, fsdp_reduce */
+    double *open = expert ? &g->ebucket : &g->bucket;
+    *open += tensor;
+    if (*open >= g->bucket_max) bucket_close(g, expert);
 }
 
-static void grad_ready(Gen *g, double params, bool flush)
+/* A block's gradients are ready (its last micro-batch's weight gradients). */
+static void grad_block(Gen *g, const Block *b)
 {
-    grad_ready2(g, params, 0, flush);
+    for (int i = 0; i < 2; i++) bucket_feed(g, b->grad_t[i], false);
+    for (int i = 0; i < 2; i++) bucket_feed(g, b->egrad_t[i], true);
+}
+
+/* The end of a chunk's backward: the open buckets go. */
+static void bucket_flush(Gen *g)
+{
+    bucket_close(g, false);
+    bucket_close(g, true);
 }
 
 /* An FSDP unit (a layer, or the root: embedding / head) is done. */
@@ -401,7 +423,7 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     snprintf(name, sizeof name, "L%lld.%s.wg", (long long)l, nm);
     comp(g, name, WL_PHASE_WG, mb, ch, l, b->wg_s, b->wg_flops, b->bwd_bytes / 2, -1);
     tp_close(g, name, WL_PHASE_WG, mb, ch, l, chain, 0);
-    if (last_mb) grad_ready2(g, b->params, b->eparams, false);
+    if (last_mb) grad_block(g, b);
 }
 
 /* Layers of each chunk: the plan's --stage-layers, else an even split where
@@ -485,7 +507,7 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
         comp(g, "head.wg", WL_PHASE_WG, mb, ch, -1, g->head.wg_s, g->head.wg_flops, g->head.bwd_bytes / 2, -1);
         if (ch > 0) fsdp_reduce(g, g->head.params, 0, mb);
         unit_done(g);
-        if (last_mb) grad_ready(g, g->head.params, false);
+        if (last_mb) bucket_feed(g, g->head.params, false);
     }
     int32_t ag = fsdp_gather(g, layer_params(g, first + nl - 1), layer_eparams(g, first + nl - 1), WL_PHASE_IG, mb);
     for (int64_t l = first + nl - 1; l >= first; l--) {
@@ -502,11 +524,11 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
         if (p->sp) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
         comp(g, "embed.wg", WL_PHASE_WG, mb, ch, -1, g->embed.wg_s, 0, g->embed.bwd_bytes, extra);
         fsdp_reduce(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), 0, mb);
-        if (last_mb) grad_ready(g, g->embed.params, false);
+        if (last_mb) bucket_feed(g, g->embed.params, false);
     } else if (!ds) {
         p2p(g, "pp.send.b", WL_PHASE_IG, mb, true, ch - 1, ch - 1, 1);
     }
-    if (last_mb) grad_ready(g, 0, true);
+    if (last_mb) bucket_flush(g);
 }
 
 /* ---- schedule ------------------------------------------------------------------------- */
@@ -623,7 +645,10 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
     double shard = sharded ? (params - eparams) / (double)g->dpn + eparams / (double)(edpn > 0 ? edpn : 1) : params;
     if (g->o->dp_after_backward) { /* the whole reduction, now: after the last backward */
         g->final_flush = true;
-        grad_ready2(g, 0, 0, true);
+        for (int64_t i = 0; i < g->n_deferred && !g->oom; i++)
+            bucket_emit(g, fabs(g->deferred[i]), g->deferred[i] < 0);
+        g->n_deferred = 0;
+        bucket_flush(g);
         g->final_flush = false;
     }
     /* join the stream with every pending gradient reduction */
@@ -760,6 +785,7 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
         g.unit_end[0] = g.unit_end[1] = -1;
         g.n_pending = 0;
         g.bucket = g.ebucket = 0;
+        g.n_deferred = 0;
         int64_t n = schedule(p, s, steps);
         param_gathers(&g, s);
         /* the last backward of each chunk triggers its gradient reduction */
@@ -788,6 +814,7 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
     free(g.first);
     free(g.pg_ag);
     free(g.pending);
+    free(g.deferred);
     *out = w;
     return TS_OK;
 oom:
@@ -796,6 +823,7 @@ oom:
     free(g.first);
     free(g.pg_ag);
     free(g.pending);
+    free(g.deferred);
     wl_destroy(g.w);
     return ts_err(err, TS_ERR_INTERNAL, "out of memory building the workload");
 }

@@ -169,12 +169,15 @@ void wl_gen_layer_costs(Gen *g)
     g->core_b = core_b;
     a->fwd_flops += core_fl;
     a->ig_flops += 2.5 * core_fl;
+    double qkv_p = a->params;
     gemm(g, a, T, H, A * dv);
+    a->grad_t[0] = a->params - qkv_p; /* output projection, then QKV + norm */
     if (eager) { /* GQA repeat_kv copies of K and V; the output made contiguous */
         double kv = G < A ? 2.0 * (double)T * (double)(A * D) * db * 2.0 : 0.0, o = 2.0 * (double)T * (double)(A * dv) * db;
         mem2(g, a, kv + o, kv + o, 0);
     }
     a->params += 2.0 * (double)H; /* norm */
+    a->grad_t[1] = a->params - a->grad_t[0];
     if (p->recompute == WL_RECOMPUTE_SELECTIVE) a->recompute_s = core_f;
     /* dense MLP: norm, fc1 (gate+up for SwiGLU), activation, fc2 */
     int64_t F = m->ffn / tp;
@@ -190,8 +193,11 @@ void wl_gen_layer_costs(Gen *g)
     double act = (double)T * (double)F * db; /* GeLU 2 / 3 passes, SwiGLU 3 / 5 (eager 5 / 8) */
     mem2(g, f, act * (split13 ? 5.0 : m->swiglu ? 3.0 : 2.0), act * (split13 ? 8.0 : m->swiglu ? 5.0 : 3.0),
          8.0 * (double)T * (double)F);
+    double fc1_p = f->params;
     gemm(g, f, T, H, F);
     f->params += 2.0 * (double)H;
+    f->grad_t[0] = f->params - fc1_p - 2.0 * (double)H; /* fc2, then fc1 + norm */
+    f->grad_t[1] = f->params - f->grad_t[0];
     /* MoE MLP, as the simulator costs it: router over the tokens this rank
      * routes (T/TP under SP), the local experts (E/EP of them, balanced) as
      * one batched GEMM over the token-expert pairs this rank computes
@@ -210,6 +216,8 @@ void wl_gen_layer_costs(Gen *g)
         gemm_b(g, e, local, me, EF * (m->swiglu ? 2 : 1), H);
         gemm_b(g, e, local, me, H, EF);
         e->eparams = e->params - p0;
+        e->egrad_t[0] = (double)local * (double)H * (double)EF; /* all local fc2, then fc1 */
+        e->egrad_t[1] = e->eparams - e->egrad_t[0];
         double ea = pairs * (double)EF * db;
         mem2(g, e, ea * (m->swiglu ? 3.0 : 2.0), ea * (m->swiglu ? 5.0 : 3.0), 8.0 * pairs * (double)EF);
         mem2(g, e, 4.0 * pairs * (double)H * db, 4.0 * pairs * (double)H * db, 0); /* permute / unpermute */
@@ -220,6 +228,7 @@ void wl_gen_layer_costs(Gen *g)
             mem2(g, e, sa * (m->swiglu ? 3.0 : 2.0), sa * (m->swiglu ? 5.0 : 3.0), 8.0 * (double)T * (double)SF);
             gemm(g, e, T, H, SF);
         }
+        e->grad_t[0] = e->params - e->eparams; /* router + shared experts, as one */
     }
     if (p->recompute == WL_RECOMPUTE_FULL) {
         a->recompute_s = a->fwd_s;

@@ -15,6 +15,12 @@ typedef struct Block {
     double gemm_ig_s;               /* of ig_s: GEMMs (dgrad); wg_s is all GEMMs */
     double params;                  /* per-rank parameter elements */
     double eparams;                 /* of which routed experts (reduced over DP_EP) */
+    double grad_t[2];               /* dense tensors in backward order for the DP buckets:
+                                       attention: output projection, then QKV + norm; MLP:
+                                       fc2, then fc1 + norm; MoE: router + shared experts + norm
+                                       as one; embedding, head: all (the simulator's
+                                       LayerCost.grad_t) */
+    double egrad_t[2];              /* routed experts: all local fc2, then fc1 */
 } Block;
 
 typedef struct Gen {
@@ -33,6 +39,8 @@ typedef struct Gen {
     double ebucket;                 /* expert grad elements waiting (expert-DP group) */
     double bucket_max;
     bool final_flush;               /* dp_after_backward: the step's flush is running */
+    double *deferred; int64_t n_deferred, cap_deferred; /* dp_after_backward: closed buckets
+                                       waiting for the step (elements; < 0: expert buffer) */
     int64_t *first;                 /* [n_chunks + 1]: first layer of each chunk */
     int64_t n_chunks;
     int32_t unit_end[2];            /* last task of the two latest FSDP units (layers, root;

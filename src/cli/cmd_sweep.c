@@ -430,6 +430,9 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
     /* DeepSpeed's pipeline engine has one schedule, 1F1B, and ZeRO stage 0 or 1 */
     if (o->sim.ds_pipe && !o->schedule) c->schedule_mask = 1u << SEARCH_SCHEDULE_1F1B;
     if (o->sim.ds_pipe && !o->zero) c->zero_mask = 3u;
+    if (c->sp_mask == 1u && c->overlap_mask == 2u)
+        return usage("--tp-overlap on needs --sp on (Megatron overlaps TP communication only under sequence "
+                     "parallelism)%s", "");
     o->dt = TS_DTYPE_BF16;
     if (o->dtype && !cli_train_dtype(o->dtype, &o->dt))
         return usage("invalid value '%s' for --dtype (expected bf16, fp16, fp8 or fp32)", o->dtype);

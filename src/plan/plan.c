@@ -207,6 +207,10 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
     if (p->sp && p->tp == 1)
         return bad(err, "sequence parallelism shards the TP region's activations; drop --sp",
                    "--sp needs --tp > 1");
+    if (p->tp_overlap && p->tp > 1 && !p->sp)
+        return bad(err, "Megatron overlaps TP communication with the GEMMs only under sequence parallelism "
+                        "(--tp-comm-overlap asserts --sequence-parallel): drop --no-sp",
+                   "--tp-overlap needs sequence parallelism%.0lld", LL(0));
     if (p->cp > 1 && p->seq % (2 * p->cp) != 0)
         return bad(err, "context parallelism splits each sequence into 2*cp load-balanced chunks",
                    "--seq %lld is not divisible by 2*cp = %lld", LL(p->seq), LL(2 * p->cp));

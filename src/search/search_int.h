@@ -11,7 +11,9 @@ typedef struct SearchSv {
 
 /* One (gpus, tp, pp, cp, ep, dp) shape with its inner value lists; the
  * candidates of the shape are the product of the lists, in the order
- * mbs, sv, recompute, zero, sp, overlap (mbs most significant). */
+ * mbs, sv, recompute, zero, (sp, overlap), cp exchange (mbs most
+ * significant). (sp, overlap) pairs: TP overlap only with SP, as Megatron
+ * asserts. */
 typedef struct SearchShape {
     int64_t start; /* index of the shape's first candidate */
     int64_t count; /* product of the list sizes */
@@ -19,8 +21,8 @@ typedef struct SearchShape {
     int16_t tp, pp, cp, ep;
     int16_t mbs[SEARCH_MAX_VALUES];
     SearchSv sv[2 + SEARCH_MAX_VALUES];
-    int8_t rec[SEARCH_RECOMPUTE_COUNT], zero[4], sp[2], ov[2], cx[SIM_CP_COMM_COUNT];
-    int8_t n_mbs, n_sv, n_rec, n_zero, n_sp, n_ov, n_cx;
+    int8_t rec[SEARCH_RECOMPUTE_COUNT], zero[4], sp[4], ov[4], cx[SIM_CP_COMM_COUNT];
+    int8_t n_mbs, n_sv, n_rec, n_zero, n_so, n_cx; /* sp[i], ov[i]: the i-th (sp, overlap) pair */
 } SearchShape;
 
 typedef struct SearchSpace {
@@ -41,7 +43,7 @@ void search_space_decode(const SearchSpace *s, int64_t idx, SearchKnobs *k);
 typedef struct SearchCursor {
     int64_t idx;
     int shape;
-    int mbs, sv, rec, zero, sp, ov, cx;
+    int mbs, sv, rec, zero, so, cx;
 } SearchCursor;
 /* Position c on idx and fill k. */
 void search_cursor_seek(const SearchSpace *s, int64_t idx, SearchCursor *c, SearchKnobs *k);

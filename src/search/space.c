@@ -141,20 +141,24 @@ static void fill_inner(const SearchConfig *c, SearchShape *sh)
         for (int z = 0; z < 4; z++)
             if (c->zero_mask & (1u << z)) sh->zero[sh->n_zero++] = (int8_t)z;
     }
-    sh->n_sp = sh->n_ov = 0;
-    for (int b = 0; b < 2; b++) {
-        if ((c->sp_mask & (1u << b)) && (sh->tp > 1 || b == 0)) sh->sp[sh->n_sp++] = (int8_t)b;
-        if ((c->overlap_mask & (1u << b)) && (sh->tp > 1 || b == 0)) sh->ov[sh->n_ov++] = (int8_t)b;
-    }
-    if (sh->tp == 1) { /* sp / overlap are moot without TP: keep "off" */
-        if (sh->n_sp == 0) sh->sp[sh->n_sp++] = 0;
-        if (sh->n_ov == 0) sh->ov[sh->n_ov++] = 0;
+    /* (sp, overlap) pairs; without TP both are moot ("off"), and TP
+     * overlap needs SP (Megatron asserts --tp-comm-overlap implies
+     * --sequence-parallel) */
+    sh->n_so = 0;
+    if (sh->tp == 1) {
+        sh->sp[0] = sh->ov[0] = 0;
+        sh->n_so = 1;
+    } else {
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 2; b++)
+                if ((c->sp_mask & (1u << a)) && (c->overlap_mask & (1u << b)) && (a || !b))
+                    sh->sp[sh->n_so] = (int8_t)a, sh->ov[sh->n_so++] = (int8_t)b;
     }
     sh->n_cx = 0; /* the CP exchange matters only with cp > 1: p2p otherwise */
     for (int x = 0; x < SIM_CP_COMM_COUNT && sh->cp > 1; x++)
         if (c->cp_comm_mask & (1u << x)) sh->cx[sh->n_cx++] = (int8_t)x;
     if (sh->n_cx == 0) sh->cx[sh->n_cx++] = SIM_CP_P2P;
-    sh->count = (int64_t)sh->n_mbs * sh->n_sv * sh->n_rec * sh->n_zero * sh->n_sp * sh->n_ov * sh->n_cx;
+    sh->count = (int64_t)sh->n_mbs * sh->n_sv * sh->n_rec * sh->n_zero * sh->n_so * sh->n_cx;
 }
 
 static TsStatus push_shape(SearchSpace *s, int *cap, const SearchShape *sh, TsError *err)
@@ -241,9 +245,9 @@ static void cursor_knobs(const SearchSpace *s, const SearchCursor *c, SearchKnob
 {
     const SearchShape *sh = &s->shapes[c->shape];
     *k = (SearchKnobs){.gpus = sh->gpus, .tp = sh->tp, .pp = sh->pp, .cp = sh->cp, .ep = sh->ep, .dp = sh->dp,
-                       .mbs = sh->mbs[c->mbs], .vpp = sh->sv[c->sv].vpp, .sp = sh->sp[c->sp],
+                       .mbs = sh->mbs[c->mbs], .vpp = sh->sv[c->sv].vpp, .sp = sh->sp[c->so],
                        .recompute = sh->rec[c->rec], .zero = sh->zero[c->zero],
-                       .schedule = sh->sv[c->sv].schedule, .tp_overlap = sh->ov[c->ov], .cp_comm = sh->cx[c->cx]};
+                       .schedule = sh->sv[c->sv].schedule, .tp_overlap = sh->ov[c->so], .cp_comm = sh->cx[c->cx]};
 }
 
 void search_cursor_seek(const SearchSpace *s, int64_t idx, SearchCursor *c, SearchKnobs *k)
@@ -260,10 +264,8 @@ void search_cursor_seek(const SearchSpace *s, int64_t idx, SearchCursor *c, Sear
     c->shape = lo;
     c->cx = (int)(r % sh->n_cx);
     r /= sh->n_cx;
-    c->ov = (int)(r % sh->n_ov);
-    r /= sh->n_ov;
-    c->sp = (int)(r % sh->n_sp);
-    r /= sh->n_sp;
+    c->so = (int)(r % sh->n_so);
+    r /= sh->n_so;
     c->zero = (int)(r % sh->n_zero);
     r /= sh->n_zero;
     c->rec = (int)(r % sh->n_rec);
@@ -283,20 +285,17 @@ void search_cursor_next(const SearchSpace *s, SearchCursor *c, SearchKnobs *k)
         return;
     }
     c->cx = 0;
-    if (++c->ov == sh->n_ov) {
-        c->ov = 0;
-        if (++c->sp == sh->n_sp) {
-            c->sp = 0;
-            if (++c->zero == sh->n_zero) {
-                c->zero = 0;
-                if (++c->rec == sh->n_rec) {
-                    c->rec = 0;
-                    if (++c->sv == sh->n_sv) {
-                        c->sv = 0;
-                        if (++c->mbs == sh->n_mbs) {
-                            c->mbs = 0;
-                            c->shape++;
-                        }
+    if (++c->so == sh->n_so) {
+        c->so = 0;
+        if (++c->zero == sh->n_zero) {
+            c->zero = 0;
+            if (++c->rec == sh->n_rec) {
+                c->rec = 0;
+                if (++c->sv == sh->n_sv) {
+                    c->sv = 0;
+                    if (++c->mbs == sh->n_mbs) {
+                        c->mbs = 0;
+                        c->shape++;
                     }
                 }
             }

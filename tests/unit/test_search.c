@@ -76,8 +76,9 @@ static void space_vs_brute_force(unsigned cp_comm_mask, int64_t per_cp)
                 int64_t mbs = 0;
                 for (int m = 1; m <= 8; m++) mbs += (128 / dp) % m == 0;
                 int64_t sv = pp == 1 ? 1 : 2 + (32 / pp >= 2 ? (32 / pp < 8 ? 32 / pp : 8) - 1 : 0);
-                int64_t z = dp * cp > 1 ? 4 : 1, sp = tp > 1 ? 2 : 1;
-                want += mbs * sv * 3 * z * sp * sp * (cp > 1 ? per_cp : 1);
+                /* (sp, overlap): off/off, on/off, on/on with TP (overlap needs SP) */
+                int64_t z = dp * cp > 1 ? 4 : 1, so = tp > 1 ? 3 : 1;
+                want += mbs * sv * 3 * z * so * (cp > 1 ? per_cp : 1);
             }
     assert_int_equal(n, want);
 }

@@ -274,7 +274,13 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     /* pipeline transfer: SP-sharded (or scatter/gather) boundary activation;
      * DeepSpeed's pipeline engine sends the whole tensor from every TP rank */
     double p2p_bytes = (double)x.T * (double)m->hidden * x.ab / (in->opt.ds_pipe ? 1.0 : (double)p->tp);
-    double p2p = pp > 1 ? hw_p2p_time_s(in->net, p2p_bytes, x.ppg.nodes > 1) : 0;
+    /* within a node or across, boundary by boundary: along rank 0's path
+     * through the layout (the task-graph replay's rule), stage s sits on
+     * ranks s*tp*cp*dp..., so with fewer than a node's GPUs per stage some
+     * boundaries stay on NVLink */
+    const double p2p_near = pp > 1 ? hw_p2p_time_s(in->net, p2p_bytes, false) : 0,
+                 p2p_far = pp > 1 ? hw_p2p_time_s(in->net, p2p_bytes, true) : 0;
+    const int64_t gpn_pp = in->net->cl.gpus_per_node;
     double fl_token = 0, rfl_token = 0; /* model / recompute FLOPs per token, whole model */
     int64_t l0 = 0; /* first layer of the chunk */
     ChunkDp dpm = {0};
@@ -342,18 +348,29 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                                   (has_moe ? nm * moe.ep_f : 0);
             double fsdp_f = nd * dense.fsdp + (has_moe ? nm * moe.fsdp : 0);
             c->fwd_s = c->compute_fwd_s + exp_fwd_comm + 0.5 * fsdp_f + (nd * dense.slow + (has_moe ? nm * moe.slow : 0)) * 0.5;
-            c->p2p_fwd_s = c->p2p_bwd_s = p2p;
+            /* this stage's boundaries: to the next stage (forward sends) and
+             * from the previous one (backward sends go back over it) */
+            double p2p_out = 0, p2p_in = 0;
+            if (pp > 1) {
+                int64_t r = plan_rank_of(p, 0, 0, 0, s), rn = plan_rank_of(p, 0, 0, 0, (s + 1) % pp),
+                        rp = plan_rank_of(p, 0, 0, 0, (s + pp - 1) % pp);
+                p2p_out = gpn_pp > 0 && r / gpn_pp == rn / gpn_pp ? p2p_near : p2p_far;
+                p2p_in = gpn_pp > 0 && r / gpn_pp == rp / gpn_pp ? p2p_near : p2p_far;
+            }
+            c->p2p_fwd_s = p2p_out;
+            c->p2p_bwd_s = p2p_in;
             if (in->opt.ds_pipe && pp > 1) {
                 /* blocking sends/receives on the compute stream: the forward
                  * receives its input and sends its output, the backward
                  * receives the output gradient and sends the input gradient
                  * (none beyond the first / last chunk of the model) */
-                double sides = (chunk > 0 ? 1.0 : 0.0) + (chunk < (int64_t)pp * v - 1 ? 1.0 : 0.0);
-                c->pp_blocked_s = 2.0 * sides * p2p;
-                c->fwd_s += sides * p2p;
+                double blk = (chunk > 0 ? p2p_in : 0.0) + (chunk < (int64_t)pp * v - 1 ? p2p_out : 0.0);
+                c->pp_blocked_s = 2.0 * blk;
+                c->fwd_s += blk;
                 /* a send and the neighbour's recv are one rendezvous: the
                  * receiver's recv overlaps the sender's send */
-                c->p2p_fwd_s = c->p2p_bwd_s = -p2p;
+                c->p2p_fwd_s = -p2p_out;
+                c->p2p_bwd_s = -p2p_in;
             }
             /* everything else runs in the backward task; the parts sum to fwd_s + bwd_s */
             c->bwd_s = c->compute_fwd_s + c->compute_bwd_s + c->recompute_s + c->tp_exposed_s + c->cp_exposed_s +

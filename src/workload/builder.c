@@ -385,6 +385,8 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     snprintf(name, sizeof name, "L%lld.%s.ig", (long long)l, nm);
     double ig = b->ig_s + (full ? 0 : b->recompute_s);
     int32_t chain = -1; /* --tp-overlap: open under the dgrad GEMMs, closed after the wgrad ones */
+    double cp_after = 0; /* exposed CP exchange of the gradients, after the block */
+    bool cp_uly = false;
     if (b == &g->attn && p->cp > 1 && g->o->cp_comm != WL_CP_P2P) {
         /* exposed exchange backward: the output gradient's all-to-all, the
          * block, the Q/K/V gradients' all-to-all; or the K/V gathered again,
@@ -396,21 +398,26 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
         else coll(g, "cp.kv.b", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, cp_kv_bytes(g), true);
         chain = comp_open(g, name, WL_PHASE_IG, mb, ch, l, ig, b->gemm_ig_s, b->ig_flops, b->bwd_bytes / 2, extra, ag,
                           0, ov);
-        coll(g, uly ? "cp.a2a.qkv.b" : "cp.dkv", WL_PHASE_IG, mb, uly ? TS_COLL_ALLTOALL : TS_COLL_REDUCESCATTER,
-             WL_GROUP_CP, uly ? qkv : cp_kv_bytes(g), true);
+        /* the Q/K/V gradients' exchange goes after the block's weight
+         * gradients (below), outside the --tp-overlap window: the TP
+         * collectives hide under GEMMs only, as the simulator has them */
+        cp_after = uly ? qkv : cp_kv_bytes(g);
+        cp_uly = uly;
     } else if (b == &g->attn && p->cp > 1) {
         /* CP ring backward: K/V again and the dK/dV partial sums travel
-         * while (cp-1)/cp of the core backward runs */
+         * while (cp-1)/cp of the core backward runs; that part first, so
+         * that the --tp-overlap window opens under the GEMMs only */
         double hid = g->core_b * (double)(p->cp - 1) / (double)p->cp;
-        chain = comp_open(g, name, WL_PHASE_IG, mb, ch, l, ig - hid, b->gemm_ig_s, b->ig_flops, b->bwd_bytes / 2, extra,
-                          ag, 0, ov);
         int32_t kv = coll(g, "cp.kv.b", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, cp_kv_bytes(g), false);
         int32_t dkv =
             kv >= 0 ? coll_after(g, "cp.dkv", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_CP, cp_kv_bytes(g), kv)
                     : -1;
-        snprintf(name, sizeof name, "L%lld.%s.ig.ring", (long long)l, nm);
-        comp_f(g, name, WL_PHASE_IG, mb, ch, l, hid, 0, 0, -1, -1, 0);
+        char ring[48];
+        snprintf(ring, sizeof ring, "L%lld.%s.ig.ring", (long long)l, nm);
+        comp_f(g, ring, WL_PHASE_IG, mb, ch, l, hid, 0, 0, extra, ag, 0);
         g->join = dkv;
+        chain = comp_open(g, name, WL_PHASE_IG, mb, ch, l, ig - hid, b->gemm_ig_s, b->ig_flops, b->bwd_bytes / 2, -1,
+                          -1, 0, ov);
     } else {
         chain = comp_open(g, name, WL_PHASE_IG, mb, ch, l, ig, b->gemm_ig_s, b->ig_flops, b->bwd_bytes / 2, extra, ag, 0,
                           ov);
@@ -423,6 +430,9 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     snprintf(name, sizeof name, "L%lld.%s.wg", (long long)l, nm);
     comp(g, name, WL_PHASE_WG, mb, ch, l, b->wg_s, b->wg_flops, b->bwd_bytes / 2, -1);
     tp_close(g, name, WL_PHASE_WG, mb, ch, l, chain, 0);
+    if (cp_after > 0)
+        coll(g, cp_uly ? "cp.a2a.qkv.b" : "cp.dkv", WL_PHASE_IG, mb, cp_uly ? TS_COLL_ALLTOALL : TS_COLL_REDUCESCATTER,
+             WL_GROUP_CP, cp_after, true);
     if (last_mb) grad_block(g, b);
 }
 

@@ -225,9 +225,5 @@ double hw_p2p_time_s(const HwNet *net, double bytes, bool cross_node);
 /* MoE token exchange: each of ep ranks sends bytes_per_rank spread over the
  * other ranks (dispatch or combine), ep ranks spanning `nodes` nodes. */
 double hw_alltoall_time_s(const HwNet *net, double bytes_per_rank, int64_t ep, int64_t nodes);
-/* Ring-attention (CP) step: exchange of one K/V block of `bytes` with the
- * ring neighbour; cp ranks spanning `nodes` nodes. Total CP comm of a layer is
- * (cp - 1) such steps (overlappable with the block attention). */
-double hw_cp_step_time_s(const HwNet *net, double bytes, int64_t cp, int64_t nodes);
 
 #endif

@@ -240,8 +240,3 @@ double hw_alltoall_time_s(const HwNet *net, double bytes_per_rank, int64_t ep, i
     return hw_coll_time_s(net, TS_COLL_ALLTOALL, bytes_per_rank, ep, nodes, 1, "ep");
 }
 
-double hw_cp_step_time_s(const HwNet *net, double bytes, int64_t cp, int64_t nodes)
-{
-    if (cp <= 1) return 0;
-    return hw_p2p_time_s(net, bytes, nodes > 1);
-}

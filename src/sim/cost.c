@@ -12,7 +12,7 @@
  * Each distinct layer kind (dense, MoE) is costed ONCE per plan with the hw
  * model (hw_gemm_time_s, hw_attention_time_s, hw_memory_time_s per kernel)
  * and the collective model (hw_coll_time_s, hw_p2p_time_s,
- * hw_alltoall_time_s, hw_cp_step_time_s); chunks are sums of layers plus the
+ * hw_alltoall_time_s); chunks are sums of layers plus the
  * embedding (first chunk) and LM head + loss (last chunk).
  *
  * Overlap rules (docs/simulate.md):

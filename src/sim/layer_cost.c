@@ -288,7 +288,10 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
             lc->cp_f = lc->cp_b = hw_alltoall_time_s(x->net, q + kv, p->cp, x->cpg.nodes) +
                                   hw_alltoall_time_s(x->net, o, p->cp, x->cpg.nodes);
         } else {
-            double step = hw_cp_step_time_s(x->net, kv, p->cp, x->cpg.nodes) * (double)(p->cp - 1);
+            /* the ring's cp - 1 steps move what an all-gather of the K/V
+             * blocks moves, over the same links: costed as that all-gather
+             * (as the task graph's replay costs its "cp.kv") */
+            double step = sim_coll(x, TS_COLL_ALLGATHER, kv * (double)p->cp, &x->cpg, "cp");
             double hid_f = fmin(step, lc->attn_fwd * (double)(p->cp - 1) / (double)p->cp);
             double hid_b = fmin(2 * step, lc->attn_bwd * (double)(p->cp - 1) / (double)p->cp);
             lc->cp_f = step - hid_f;

@@ -14,6 +14,10 @@
  *     (WL_F_SYNC: blocking send and recv, DeepSpeed's pipeline engine) is a
  *     rendezvous: the SEND starts no earlier than its RECV is posted (its
  *     dependencies done), so each side waits for the other;
+ *   - a collective over a group that spans stages (world: the grad-norm
+ *     all-reduce; emb: the first and last stage's embedding gradients)
+ *     starts when every stage taking part has reached it: the k-th such
+ *     collective of a group kind in each class meet, as NCCL's do;
  *   - the iteration ends when the slowest class's last task does.
  * Breakdown of that class: its COMP durations (recompute and optimizer
  * apart); every idle gap of the compute stream, and the tail after its last
@@ -36,7 +40,11 @@ typedef struct Dag {
     double *dur;     /* [n_tasks] own busy time (COMP/COLL/SEND); RECV 0 */
     int32_t *send;   /* [n_tasks] RECV -> matching SEND, else -1 */
     int32_t *recv;   /* [n_tasks] SEND -> matching RECV, else -1 */
-    double *posted;  /* [n_tasks] RECV: when its dependencies were done, -1 = not yet */
+    double *posted;  /* [n_tasks] RECV: when its dependencies were done; cross-stage
+                        COLL: when it could start; -1 = not yet */
+    int32_t *meet;   /* [n_tasks] cross-stage COLL -> its meeting slot, else -1 */
+    int32_t *meet_need, *meet_in; /* [2 n_tasks] per slot: classes taking part, arrived */
+    double *meet_t;  /* [2 n_tasks] per slot: the latest arrival */
     double *geom;    /* [WL_GROUP_COUNT * 2] group {size, nodes}; 0 = not yet */
 } Dag;
 
@@ -99,6 +107,20 @@ static TsStatus prepare(Dag *d, TsError *err)
     }
     for (int32_t i = 0; i < w->n_tasks; i++)
         if (d->send[i] >= 0) d->recv[d->send[i]] = i;
+    /* cross-stage collectives: slot = (group kind, k-th of the class) */
+    for (int32_t i = 0; i < w->n_tasks; i++) d->meet[i] = -1;
+    for (int32_t i = 0; i < 2 * w->n_tasks; i++) d->meet_need[i] = d->meet_in[i] = 0, d->meet_t[i] = 0;
+    for (int32_t c = 0; c < w->n_classes; c++) {
+        int32_t k[2] = {0, 0};
+        for (int32_t i = w->classes[c].first_task; i < w->classes[c].first_task + w->classes[c].n_tasks; i++) {
+            const WlTask *t = &w->tasks[i];
+            int g = t->kind != WL_KIND_COLL ? -1 : t->group == WL_GROUP_WORLD ? 0 : t->group == WL_GROUP_EMB ? 1 : -1;
+            if (g < 0) continue;
+            d->meet[i] = k[g]++ * 2 + g; /* slots interleave the two kinds */
+        }
+    }
+    for (int32_t i = 0; i < w->n_tasks; i++)
+        if (d->meet[i] >= 0) d->meet_need[d->meet[i]]++;
     return TS_OK;
 }
 
@@ -142,6 +164,16 @@ static bool run_task(Dag *d, double *clk, int32_t i)
     }
     int s = t->kind == WL_KIND_COMP ? ST_COMP : t->kind == WL_KIND_SEND ? ST_SEND : ST_GROUP + stream_of(t->group);
     double st = clk[s] > ready ? clk[s] : ready;
+    if (d->meet[i] >= 0) { /* wait for every stage taking part */
+        int32_t m = d->meet[i];
+        if (d->posted[i] < 0) {
+            d->posted[i] = st;
+            d->meet_in[m]++;
+            if (st > d->meet_t[m]) d->meet_t[m] = st;
+        }
+        if (d->meet_in[m] < d->meet_need[m]) return false;
+        st = d->meet_t[m];
+    }
     d->fin[i] = st + d->dur[i];
     clk[s] = d->fin[i];
     return true;
@@ -306,11 +338,16 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slow
     d.send = malloc(n * sizeof *d.send);
     d.recv = malloc(n * sizeof *d.recv);
     d.posted = malloc(n * sizeof *d.posted);
+    d.meet = malloc(n * sizeof *d.meet);
+    d.meet_need = malloc(2 * n * sizeof *d.meet_need);
+    d.meet_in = malloc(2 * n * sizeof *d.meet_in);
+    d.meet_t = malloc(2 * n * sizeof *d.meet_t);
     d.geom = calloc(WL_GROUP_COUNT * 2, sizeof *d.geom);
     double *clk = calloc(nc * ST_N, sizeof *clk);
     int32_t *pos = malloc(nc * sizeof *pos);
     TsStatus st = TS_OK;
-    if (!d.fin || !d.dur || !d.send || !d.recv || !d.posted || !d.geom || !clk || !pos) st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    if (!d.fin || !d.dur || !d.send || !d.recv || !d.posted || !d.meet || !d.meet_need || !d.meet_in || !d.meet_t ||
+        !d.geom || !clk || !pos) st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
     if (!st) st = prepare(&d, err);
     for (size_t c = 0; c < nc && !st; c++) pos[c] = w->classes[c].first_task;
     /* sweep the classes until every task has run; a class stops at a task
@@ -364,6 +401,10 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slow
     free(d.send);
     free(d.recv);
     free(d.posted);
+    free(d.meet);
+    free(d.meet_need);
+    free(d.meet_in);
+    free(d.meet_t);
     free(d.geom);
     free(clk);
     free(pos);

@@ -685,7 +685,9 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
         coll(g, "embed_grad.ar", WL_PHASE_OPT, -1, TS_COLL_ALLREDUCE, WL_GROUP_EMB,
              (double)(g->m->vocab_padded / p->tp) * (double)g->m->hidden * wl_gen_grad_bytes(g), true);
     }
-    coll(g, "grad_norm.ar", WL_PHASE_OPT, -1, TS_COLL_ALLREDUCE, g->dpg, 4, true);
+    /* the global gradient norm (clipping): an all-reduce over every rank, so
+     * every stage's step waits for the slowest stage's gradients */
+    coll(g, "grad_norm.ar", WL_PHASE_OPT, -1, TS_COLL_ALLREDUCE, WL_GROUP_WORLD, 4, true);
     if (p->shampoo) {
         /* Distributed Shampoo, as the simulator counts it: each DP rank
          * preconditions its share of the stage's blocks (4.2 x block side

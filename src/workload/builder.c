@@ -100,15 +100,9 @@ static int32_t coll_after(Gen *g, const char *name, WlPhase ph, int64_t mb, TsCo
 static void pend(Gen *g, int32_t id)
 {
     if (id < 0) return;
-    if (g->n_pending == g->cap_pending) {
-        int64_t nc = g->cap_pending ? g->cap_pending * 2 : 64;
-        int32_t *p = realloc(g->pending, (size_t)nc * sizeof *p);
-        if (!p) {
-            g->oom = true;
-            return;
-        }
-        g->pending = p;
-        g->cap_pending = nc;
+    if (!ts_grow((void **)&g->pending, &g->cap_pending, (size_t)g->n_pending + 1, sizeof *g->pending)) {
+        g->oom = true;
+        return;
     }
     g->pending[g->n_pending++] = id;
 }
@@ -155,15 +149,9 @@ static void bucket_close(Gen *g, bool expert)
         bucket_emit(g, b, expert);
         return;
     }
-    if (g->n_deferred == g->cap_deferred) {
-        int64_t nc = g->cap_deferred ? 2 * g->cap_deferred : 64;
-        double *q = realloc(g->deferred, (size_t)nc * sizeof *q);
-        if (!q) {
-            g->oom = true;
-            return;
-        }
-        g->deferred = q;
-        g->cap_deferred = nc;
+    if (!ts_grow((void **)&g->deferred, &g->cap_deferred, (size_t)g->n_deferred + 1, sizeof *g->deferred)) {
+        g->oom = true;
+        return;
     }
     g->deferred[g->n_deferred++] = expert ? -b : b; /* sign: expert buffer */
 }

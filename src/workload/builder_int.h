@@ -30,7 +30,7 @@ typedef struct Gen {
     const WlCost *c;
     const WlBuildOptions *o;
     int32_t last;                   /* tail of the compute stream */
-    int32_t *pending; int64_t n_pending, cap_pending; /* async DP collectives */
+    int32_t *pending; int64_t n_pending; size_t cap_pending; /* async DP collectives */
     int32_t *fwd_last;              /* [mb * n_chunks + chunk] */
     Block attn, mlp, moe, embed, head;
     double tpc;                     /* TP collective buffer: B*S*H*db */
@@ -39,7 +39,7 @@ typedef struct Gen {
     double ebucket;                 /* expert grad elements waiting (expert-DP group) */
     double bucket_max;
     bool final_flush;               /* dp_after_backward: the step's flush is running */
-    double *deferred; int64_t n_deferred, cap_deferred; /* dp_after_backward: closed buckets
+    double *deferred; int64_t n_deferred; size_t cap_deferred; /* dp_after_backward: closed buckets
                                        waiting for the step (elements; < 0: expert buffer) */
     int64_t *first;                 /* [n_chunks + 1]: first layer of each chunk */
     int64_t n_chunks;

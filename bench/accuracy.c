@@ -401,7 +401,7 @@ int main(int argc, char **argv)
            "                (8x200G HDR), H100 rows on dgx-h100 (8x400G NDR)\n"
            "physical parameters (presets and sim_options_init, docs/accuracy.md): GPU speed spread 5%%\n"
            "per node -> slowest-of-n straggler slow-down; H100 sustained clock 1500 of 1830 MHz;\n"
-           "A100 at its 1410 MHz clock; overlap slow-down 10%%; GEMMs: tile/wave candidates plus a\n"
+           "A100 sustained clock 1380 of 1410 MHz; overlap slow-down 10%%; GEMMs: tile/wave candidates plus a\n"
            "stream-K candidate (x0.92 fix-up); FSDP root unit (embedding, output) exposed.\n"
            "FLOP conventions: N21 paper formula (x4, recompute counted); BLOOM the same formula, as\n"
            "Megatron-DeepSpeed's logger prints it (model FLOPs printed beside); OPT model FLOPs\n"

@@ -46,9 +46,12 @@ static void show_gpu(const GpuSpec *g, TsBuf *b)
     ts_buf_printf(b, "  peak dense TFLOP/s:");
     for (int d = 0; d < TS_DTYPE_COUNT; d++)
         ts_buf_printf(b, " %s %.1f", ts_dtype_name((TsDtype)d), g->peak_flops[d] / 1e12);
-    ts_buf_printf(b, "\n  HBM: %.0f GiB at %.3f TB/s; %lld SMs; L2 %.0f MB; %.0f W; %.0f MHz\n", g->hbm_bytes / HW_CAPACITY_GB_BYTES,
+    ts_buf_printf(b, "\n  HBM: %.0f GiB at %.3f TB/s; %lld SMs; L2 %.0f MB; %.0f W; %.0f MHz", g->hbm_bytes / HW_CAPACITY_GB_BYTES,
                   g->hbm_bw_bytes_per_s / 1e12, (long long)g->sm_count, g->l2_bytes / 1e6, g->power_w,
                   g->clock_mhz);
+    if (g->sustained_clock_mhz > 0 && g->sustained_clock_mhz != g->clock_mhz)
+        ts_buf_printf(b, " (%.0f MHz sustained in training: simulate)", g->sustained_clock_mhz);
+    ts_buf_puts(b, "\n");
     ts_buf_printf(b, "  GEMM efficiency:");
     for (int d = 0; d < TS_DTYPE_COUNT; d++)
         ts_buf_printf(b, " %s %.3g", ts_dtype_name((TsDtype)d), g->gemm_eff[d]);

@@ -101,9 +101,14 @@ void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *b)
     model_count_params(in->model, &mc);
     ts_buf_puts(b, ", \"model\": {\"name\": ");
     ts_json_escape(b, in->model->name);
-    ts_buf_printf(b, ", \"params\": %lld, \"active_params\": %lld, \"layers\": %lld, \"hidden\": %lld}",
+    ts_buf_printf(b, ", \"params\": %lld, \"active_params\": %lld, \"layers\": %lld, \"hidden\": %lld",
                   (long long)mc.total, (long long)mc.active, (long long)in->model->layers,
                   (long long)in->model->hidden);
+    ts_buf_puts(b, ", \"hidden_dropout\": ");
+    ts_json_fmt_double(b, in->model->hidden_dropout);
+    ts_buf_puts(b, ", \"attention_dropout\": ");
+    ts_json_fmt_double(b, in->model->attn_dropout);
+    ts_buf_puts(b, "}");
     const ClusterSpec *cl = &in->net->cl;
     ts_buf_puts(b, ", \"cluster\": {\"name\": ");
     ts_json_escape(b, cl->name);

@@ -186,6 +186,18 @@ static void fsdp_window(const LayerCost *lc, double *wf, double *wb)
     *wb = lc->bwd + lc->tp_b + lc->cp_b + lc->ep_b + lc->recompute;
 }
 
+/* The compute share of those windows: what is hidden there slows compute
+ * only where it overlaps compute (the rest of the window is exposed TP / CP /
+ * EP traffic on other links). Full recompute's forward is compute, its
+ * collectives are not. */
+static void fsdp_compute_share(const ParallelPlan *p, const LayerCost *lc, double wf, double wb, double *cf,
+                               double *cb)
+{
+    double rc = p->recompute == PLAN_RECOMPUTE_FULL ? lc->fwd : lc->recompute;
+    *cf = wf > 0 ? lc->fwd / wf : 0;
+    *cb = wb > 0 ? (lc->bwd + rc) / wb : 0;
+}
+
 static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
 {
     const ModelSpec *m = x->m;
@@ -358,7 +370,9 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         fsdp_window(lc, &wf, &wb);
         double ef = fmax(0, ag - wf), eb = fmax(0, ag + rs - wb);
         lc->fsdp = ef + eb;
-        lc->slow += sig * (ag - ef + ag + rs - eb);
+        double cf, cb;
+        fsdp_compute_share(p, lc, wf, wb, &cf, &cb);
+        lc->slow += sig * ((ag - ef) * cf + (ag + rs - eb) * cb);
     }
 }
 
@@ -426,7 +440,9 @@ double sim_fsdp_root(const Ctx *x, double emb_params, double head_params, const 
     double eb_new = rs + fmax(0, ag - wb);
     f += ag - ef;
     b += eb_new - eb;
-    c->slowdown_s -= x->o->overlap_slowdown * ((ag - ef) + (ag + rs - eb) - fmin(ag, wb));
+    double sf, sb; /* take back what layer_cost charged the first block, as it charged it */
+    fsdp_compute_share(x->p, first, wf, wb, &sf, &sb);
+    c->slowdown_s -= x->o->overlap_slowdown * ((ag - ef) * sf + ((ag + rs - eb) - fmin(ag, wb)) * sb);
     if (c->slowdown_s < 0) c->slowdown_s = 0;
     c->fsdp_exposed_s += f + b;
     return f;

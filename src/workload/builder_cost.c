@@ -282,7 +282,9 @@ void wl_gen_layer_costs(Gen *g)
         for (int i = 0; i < 5; i++)
             if (bl[i]->params > 0) bl[i]->wg_s += g->c->mem_s(g->c->ctx, 20.0 * bl[i]->params);
     }
-    /* the pipeline message: SP-scattered, or (DeepSpeed's pipe) the whole
-     * activation on every TP rank */
-    g->act_bytes = g->tpc / (p->sp && !g->o->ds_pipe ? (double)tp : 1.0);
+    /* the pipeline message: 1/TP of the activation per TP rank (SP-sharded,
+     * or without SP Megatron's scatter/gather across the boundary,
+     * Narayanan et al. 2021 section 4.1; the simulator's rule), or
+     * (DeepSpeed's pipe) the whole activation on every TP rank */
+    g->act_bytes = g->tpc / (!g->o->ds_pipe ? (double)tp : 1.0);
 }

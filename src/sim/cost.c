@@ -132,7 +132,7 @@ double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)
 typedef struct ChunkDp {
     bool valid, has_ag, has_eag, has_shampoo;
     double params, eparams;
-    double ag, eag, opt, shampoo, shampoo_ag;
+    double opt, shampoo, shampoo_ag;
 } ChunkDp;
 
 static void chunk_dp_costs(const Ctx *x, const SimSetup *in, double params, double eparams, ChunkDp *d)
@@ -143,20 +143,13 @@ static void chunk_dp_costs(const Ctx *x, const SimSetup *in, double params, doub
     d->valid = true;
     d->params = params;
     d->eparams = eparams;
-    double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
     bool shard_opt = p->dist_opt || p->zero >= 1;
-    double bucket = sim_dp_bucket_bytes(&in->opt, x->dpg.size);
-    /* not for ZeRO-3: per layer in layer_cost; the gradient buckets are
-     * sim_chunk_buckets' (Megatron's parameter boundaries) */
+    /* not for ZeRO-3 (per layer in layer_cost): the distributed optimizer
+     * all-gathers the updated parameters by the gradient buckets
+     * (sim_chunk_buckets sums both) */
     if (p->zero < 3) {
-        double dense_b = (params - eparams) * gbytes, exp_b = eparams * gbytes;
-        /* dist-opt: gather updated bf16 parameters after the step, in
-         * bucket-sized pieces */
-        double nb = ceil(dense_b / bucket), ne = ceil(exp_b / bucket);
-        d->has_ag = shard_opt && x->dpg.size > 1 && dense_b > 0;
-        if (d->has_ag) d->ag = nb * sim_coll(x, TS_COLL_ALLGATHER, (params - eparams) * x->ab / nb, &x->dpg, "dp");
-        d->has_eag = shard_opt && x->edpg.size > 1 && exp_b > 0;
-        if (d->has_eag) d->eag = ne * sim_coll(x, TS_COLL_ALLGATHER, eparams * x->ab / ne, &x->edpg, "dp");
+        d->has_ag = shard_opt && x->dpg.size > 1 && params - eparams > 0;
+        d->has_eag = shard_opt && x->edpg.size > 1 && eparams > 0;
     }
     /* optimizer on the local shard */
     double local = shard_opt ? (params - eparams) / (double)x->dpg.size + eparams / (double)x->edpg.size : params;
@@ -388,16 +381,17 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                     last != bkey.last) {
                     sim_chunk_buckets(&x, &dense, has_moe ? &moe : NULL, l0 - nl, nl, last ? head_params : 0,
                                       first ? emb_params : 0, grad_rc, gbytes,
-                                      sim_dp_bucket_bytes(&in->opt, x.dpg.size) / gbytes, &bmemo, &bk);
+                                      sim_dp_bucket_bytes(&in->opt, x.dpg.size) / gbytes,
+                                      p->dist_opt || p->zero >= 1 ? x.ab : 0, &bmemo, &bk);
                     bkey.valid = true, bkey.params = params, bkey.eparams = eparams, bkey.first = first,
                     bkey.last = last;
                 }
                 c->dp_grad_s = bk.t_dp;
                 c->dp_buckets = bk.n > 0 ? bk.n : 1;
                 c->dp_tail_s = bk.t_last; /* the last bucket (chunk 0: the embedding's) */
-                c->param_gather_s = (dpm.has_ag ? dpm.ag : 0) + (dpm.has_eag ? dpm.eag : 0);
+                c->param_gather_s = (dpm.has_ag ? bk.t_ag : 0) + (dpm.has_eag ? bk.t_eag : 0);
                 /* the edges' shares of the dense gather, by parameters */
-                double dense_p = params - eparams, ag_d = dpm.has_ag ? dpm.ag : 0;
+                double dense_p = params - eparams, ag_d = dpm.has_ag ? bk.t_ag : 0;
                 if (chunk == 0 && dense_p > 0) c->edge_gather_s[0] = ag_d * emb_params / dense_p;
                 if (chunk == (int64_t)pp * v - 1 && dense_p > 0) c->edge_gather_s[1] = ag_d * head_params / dense_p;
                 sc[s].param_gather_s += c->param_gather_s;

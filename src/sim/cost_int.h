@@ -50,16 +50,18 @@ typedef struct LayerCost {
 typedef struct SimBuckets {
     double t_dp;   /* every bucket's collective, summed */
     double t_last; /* the last one's (it can only start at the end of the backward) */
+    double t_ag;   /* with gather_bytes > 0: the dense buckets' parameter all-gathers */
+    double t_eag;  /* and the expert buckets' */
     int32_t n;     /* buckets */
 } SimBuckets;
 #define SIM_BUCKET_MEMO 8
-typedef struct SimBucketMemo { /* collective time by bucket size (< 0: expert buffer), one plan */
-    double size[SIM_BUCKET_MEMO], t[SIM_BUCKET_MEMO];
+typedef struct SimBucketMemo { /* collective times by bucket size (< 0: expert buffer), one plan */
+    double size[SIM_BUCKET_MEMO], t[SIM_BUCKET_MEMO], t_ag[SIM_BUCKET_MEMO];
     int n;
 } SimBucketMemo;
 void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *moe, int64_t l0, int64_t nl,
                        double head_params, double emb_params, TsColl rc, double gbytes, double bucket_elems,
-                       SimBucketMemo *memo, SimBuckets *out);
+                       double gather_bytes, SimBucketMemo *memo, SimBuckets *out);
 
 /* A collective of `bytes` over group g, as hw_coll_time_s costs it. */
 double sim_coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, const char *kind);

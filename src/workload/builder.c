@@ -620,16 +620,102 @@ static void ds_schedule(Gen *g, int64_t s)
     }
 }
 
-/* A parameter all-gather of `elems` elements at db bytes, bucket by bucket
- * as Megatron gathers them (and the simulator counts them): ceil(elems /
- * bucket_max) equal collectives. Returns the last, -1 when there is none. */
-static int32_t gather_buckets(Gen *g, const char *name, WlPhase ph, WlGroup grp, double elems, double db, bool blocking)
+/* The gradient buckets of chunk ch as bucket_feed forms them during its last
+ * backward (head, each layer's MLP/MoE then attention tensors, embedding,
+ * then the flush), without emitting anything: Megatron's distributed
+ * optimizer all-gathers its parameters by the same buckets. log[] receives
+ * the buckets in closing order (elements, < 0: expert buffer); per layer of
+ * the chunk the number of the dense / expert bucket holding its first
+ * backward tensor (the last one of the layer a forward needs), and the
+ * embedding's dense bucket. Returns the number of buckets, -1 when out of
+ * memory. */
+typedef struct BucketWalk {
+    double *log;       /* [cap] closing order, < 0: expert */
+    int32_t n, cap;
+    int32_t nd, ne;    /* dense / expert buckets closed so far */
+    double open[2];
+} BucketWalk;
+
+static void walk_feed(Gen *g, BucketWalk *w, double t, int e)
 {
-    if (!(elems > 0)) return -1;
-    double n = ceil(elems / g->bucket_max);
-    int32_t id = -1;
-    for (double i = 0; i < n && !g->oom; i++) id = coll(g, name, ph, -1, TS_COLL_ALLGATHER, grp, elems / n * db, blocking);
-    return id;
+    if (!(t > 0)) return;
+    w->open[e] += t;
+    if (w->open[e] < g->bucket_max || w->n >= w->cap) return;
+    w->log[w->n++] = e ? -w->open[e] : w->open[e];
+    w->open[e] = 0;
+    if (e) w->ne++;
+    else w->nd++;
+}
+
+static void walk_flush(BucketWalk *w)
+{
+    for (int e = 0; e < 2; e++)
+        if (w->open[e] > 0 && w->n < w->cap) {
+            w->log[w->n++] = e ? -w->open[e] : w->open[e];
+            w->open[e] = 0;
+            if (e) w->ne++;
+            else w->nd++;
+        }
+}
+
+static void walk_chunk(Gen *g, int64_t ch, BucketWalk *w, int32_t *dense_of, int32_t *exp_of, int32_t *emb_of)
+{
+    *w = (BucketWalk){.log = w->log, .cap = w->cap};
+    if (ch == g->n_chunks - 1) walk_feed(g, w, g->head.params, 0);
+    int64_t first = chunk_first(g, ch);
+    for (int64_t l = first + chunk_layers(g, ch) - 1; l >= first; l--) {
+        const Block *b = is_moe_layer(g, l) ? &g->moe : &g->mlp;
+        dense_of[l - first] = w->nd;
+        exp_of[l - first] = b->egrad_t[0] > 0 ? w->ne : -1;
+        for (int i = 0; i < 2; i++) walk_feed(g, w, b->grad_t[i], 0);
+        for (int i = 0; i < 2; i++) walk_feed(g, w, b->egrad_t[i], 1);
+        for (int i = 0; i < 2; i++) walk_feed(g, w, g->attn.grad_t[i], 0);
+    }
+    *emb_of = ch == 0 && g->embed.params > 0 ? w->nd : -1;
+    if (ch == 0) walk_feed(g, w, g->embed.params, 0);
+    walk_flush(w);
+}
+
+/* All-gather the updated parameters of chunk ch by its gradient buckets, in
+ * forward order (the reverse of the closing order), dense over DP (x CP),
+ * experts over DP_EP. With pg_ag (overlapped at the iteration start) each
+ * layer's first forward, the embedding and the head wait for the gather of
+ * the last bucket holding their parameters. */
+static void gather_chunk(Gen *g, int64_t ch, WlPhase ph, bool blocking, int32_t *pg_ag)
+{
+    int64_t nl = chunk_layers(g, ch), first = chunk_first(g, ch);
+    int32_t cap = (int32_t)(6 * nl + 4), emb_of = -1;
+    BucketWalk w = {.cap = cap};
+    w.log = malloc((size_t)cap * sizeof *w.log);
+    int32_t *ix = malloc((size_t)(2 * nl + 2 * cap) * sizeof *ix);
+    if (!w.log || !ix) {
+        free(w.log);
+        free(ix);
+        g->oom = true;
+        return;
+    }
+    int32_t *dense_of = ix, *exp_of = ix + nl, *gid_d = ix + 2 * nl, *gid_e = gid_d + cap;
+    walk_chunk(g, ch, &w, dense_of, exp_of, &emb_of);
+    double db = (double)g->p->dtype_bytes;
+    int32_t kd = w.nd, ke = w.ne;
+    for (int32_t i = w.n - 1; i >= 0 && !g->oom; i--) {
+        bool e = w.log[i] < 0;
+        int32_t id = coll(g, e ? "eparam.ag" : "param.ag", ph, -1, TS_COLL_ALLGATHER, e ? WL_GROUP_DP_EP : g->dpg,
+                          fabs(w.log[i]) * db, blocking);
+        if (e) gid_e[--ke] = id;
+        else gid_d[--kd] = id;
+    }
+    if (pg_ag) {
+        int64_t L = g->m->layers;
+        for (int64_t j = 0; j < nl; j++) {
+            int32_t a = gid_d[dense_of[j]], b = exp_of[j] >= 0 ? gid_e[exp_of[j]] : -1;
+            pg_ag[first + j] = a > b ? a : b;
+        }
+        if (emb_of >= 0) pg_ag[L] = gid_d[emb_of];
+        if (ch == g->n_chunks - 1 && g->head.params > 0) pg_ag[L + 1] = gid_d[0];
+    }
+    free(w.log);
+    free(ix);
 }
 
 /* ---- optimizer step ------------------------------------------------------------------- */
@@ -695,38 +781,24 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
      * zeroing of the grad buffer; 24 B per parameter as the simulator */
     double ob = g->o->optimizer_bytes > 0 ? g->o->optimizer_bytes : 24.0;
     comp(g, "optimizer", WL_PHASE_OPT, -1, -1, -1, g->c->mem_s(g->c->ctx, shard * ob), shard * 10.0, shard * ob, -1);
-    if (gather_after) {
-        gather_buckets(g, "param.ag", WL_PHASE_OPT, g->dpg, params - eparams, (double)p->dtype_bytes, true);
-        if (g->edpn > 1) gather_buckets(g, "eparam.ag", WL_PHASE_OPT, WL_GROUP_DP_EP, eparams, (double)p->dtype_bytes, true);
-    }
+    if (gather_after) /* by the gradient buckets, chunk by chunk in forward order */
+        for (int64_t k = 0; k < (p->vpp > 1 ? p->vpp : 1) && !g->oom; k++)
+            gather_chunk(g, k * p->pp + stage, WL_PHASE_OPT, true, NULL);
 }
 
 /* Dist-opt / ZeRO-1/2 with the parameter gather overlapped (Megatron
  * --overlap-param-gather): the previous step's updated parameters are
- * gathered at the start of the iteration, one gather per layer (expert
- * parameters over the expert-DP group), then the embedding and the head, in
- * forward order on the DP stream; the first forward of each layer waits for
- * its gather (g->pg_ag). */
+ * gathered at the start of the iteration by the gradient buckets, chunk by
+ * chunk and in forward order on the DP stream; the first forward of each
+ * layer (the embedding, the head) waits for its last bucket (g->pg_ag). */
 static void param_gathers(Gen *g, int64_t stage)
 {
     const WlPlanDims *p = g->p;
     int64_t L = g->m->layers;
     for (int64_t i = 0; i < L + 2; i++) g->pg_ag[i] = -1;
     if (!(p->dist_opt || p->zero >= 1) || p->zero >= 3 || g->o->param_gather_at_step) return;
-    double db = (double)p->dtype_bytes;
-    int64_t v = p->vpp > 1 ? p->vpp : 1;
-    for (int64_t k = 0; k < v; k++) {
-        int64_t ch = k * p->pp + stage;
-        if (ch == 0) g->pg_ag[L] = gather_buckets(g, "param.ag", WL_PHASE_FWD, g->dpg, g->embed.params, db, false);
-        for (int64_t l = chunk_first(g, ch); l < chunk_first(g, ch) + chunk_layers(g, ch); l++) {
-            double e = layer_eparams(g, l);
-            int32_t a = gather_buckets(g, "param.ag", WL_PHASE_FWD, g->dpg, layer_params(g, l) - e, db, false);
-            int32_t b = g->edpn > 1 ? gather_buckets(g, "eparam.ag", WL_PHASE_FWD, WL_GROUP_DP_EP, e, db, false) : -1;
-            g->pg_ag[l] = b >= 0 ? b : a;
-        }
-        if (ch == g->n_chunks - 1 && g->head.params > 0)
-            g->pg_ag[L + 1] = gather_buckets(g, "param.ag", WL_PHASE_FWD, g->dpg, g->head.params, db, false);
-    }
+    for (int64_t k = 0; k < (p->vpp > 1 ? p->vpp : 1) && !g->oom; k++)
+        gather_chunk(g, k * p->pp + stage, WL_PHASE_FWD, false, g->pg_ag);
 }
 
 TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, const WlBuildOptions *o,

@@ -128,6 +128,9 @@ typedef struct SimChunkCost {
     double ep_exposed_s;    /* exposed EP all-to-all inside fwd_s + bwd_s */
     double dp_grad_s;       /* DP gradient reduction of this chunk's parameters, per iteration */
     int32_t dp_buckets;     /* buckets the reduction is split into (>= 1) */
+    double dp_first_shift;  /* when the first bucket is ready, as a fraction of the chunk's last
+                               backward, minus the uniform spacing 1/dp_buckets (0: uniform;
+                               < 0 earlier: the LM head's own bucket is ready at its start) */
     double dp_tail_s;       /* of dp_grad_s: what only becomes ready at the end of the chunk's
                                last backward, the word embedding's gradients (one bucket:
                                Megatron closes buckets at parameter boundaries), 0 */

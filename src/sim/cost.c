@@ -389,6 +389,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 c->dp_grad_s = bk.t_dp;
                 c->dp_buckets = bk.n > 0 ? bk.n : 1;
                 c->dp_tail_s = bk.t_last; /* the last bucket (chunk 0: the embedding's) */
+                c->dp_first_shift = bk.n > 0 ? bk.first_frac - 1.0 / (double)bk.n : 0;
                 c->param_gather_s = (dpm.has_ag ? bk.t_ag : 0) + (dpm.has_eag ? bk.t_eag : 0);
                 /* the edges' shares of the dense gather, by parameters */
                 double dense_p = params - eparams, ag_d = dpm.has_ag ? bk.t_ag : 0;

@@ -52,6 +52,8 @@ typedef struct SimBuckets {
     double t_last; /* the last one's (it can only start at the end of the backward) */
     double t_ag;   /* with gather_bytes > 0: the dense buckets' parameter all-gathers */
     double t_eag;  /* and the expert buckets' */
+    double first_frac; /* share of the chunk's layer parameters fed when the first bucket
+                          closed (0: the LM head's bucket, before any layer) */
     int32_t n;     /* buckets */
 } SimBuckets;
 #define SIM_BUCKET_MEMO 8

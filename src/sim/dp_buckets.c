@@ -27,6 +27,7 @@ typedef struct Feed {
     TsColl rc;
     double gbytes, max, open, last;
     double gather_bytes;  /* > 0: the bucket's parameters are all-gathered after the step at this size */
+    double *fed, *first;  /* layer parameters fed so far (both buffers); noted at the first close */
     SimBucketMemo *memo;
     bool expert;
     SimBuckets *out;
@@ -53,16 +54,20 @@ static void close_bucket(Feed *f)
     }
     f->out->t_dp += t;
     f->out->t_ag += ta;
+    if (*f->first < 0) *f->first = *f->fed;
     f->out->n++;
     f->last = t;
 }
 
-static void feed(Feed *f, double tensor)
+static void feed_as(Feed *f, double tensor, bool layer)
 {
     if (!(tensor > 0)) return;
+    if (layer) *f->fed += tensor;
     f->open += tensor;
     if (f->open >= f->max) close_bucket(f);
 }
+
+static void feed(Feed *f, double tensor) { feed_as(f, tensor, true); }
 
 void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *moe, int64_t l0, int64_t nl,
                        double head_params, double emb_params, TsColl rc, double gbytes, double bucket_elems,
@@ -74,7 +79,10 @@ void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *mo
               .memo = memo, .out = out};
     Feed e = {.x = x, .g = &x->edpg, .rc = rc, .gbytes = gbytes, .max = bucket_elems, .gather_bytes = gather_bytes,
               .memo = memo, .expert = true, .out = &eb};
-    feed(&d, head_params);
+    double fed = 0, first = -1, total = 0; /* layer parameters fed, at the first close, in all */
+    d.fed = e.fed = &fed;
+    d.first = e.first = &first;
+    feed_as(&d, head_params, false);
     /* a layer that starts with both buffers empty and is like the one
      * before (which also started empty) closes the same buckets: reuse them */
     const LayerCost *prev = NULL;
@@ -83,7 +91,9 @@ void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *mo
     for (int64_t l = l0 + nl - 1; l >= l0; l--) {
         const LayerCost *lc = moe && model_layer_is_moe(x->m, l) ? moe : dense;
         bool empty = d.open == 0 && e.open == 0;
+        total += lc->params;
         if (empty && lc == prev) {
+            fed += lc->params; /* (the first close is behind: prev closed some) */
             out->t_dp += dt, out->n += dn, eb.t_dp += et, eb.n += en, out->t_ag += da, eb.t_ag += ea;
             if (dn) d.last = dl;
             if (en) e.last = el;
@@ -98,7 +108,7 @@ void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *mo
         dt = out->t_dp - t0, dn = out->n - n0, dl = d.last, da = out->t_ag - a0;
         et = eb.t_dp - e0, en = eb.n - m0, el = e.last, ea = eb.t_ag - b0;
     }
-    feed(&d, emb_params);
+    feed_as(&d, emb_params, false);
     close_bucket(&d);
     close_bucket(&e);
     /* the last to start: the dense buffer's final bucket (the embedding's) */
@@ -106,4 +116,5 @@ void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *mo
     out->t_dp += eb.t_dp;
     out->n += eb.n;
     out->t_eag = eb.t_ag;
+    out->first_frac = first >= 0 && total > 0 ? fmin(1.0, first / total) : 1.0;
 }

@@ -461,7 +461,9 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
         /* the last bucket, or what is only ready at the very end (the
          * embedding's gradients), goes out after the backward */
         double last = cc->dp_tail_s > d ? cc->dp_tail_s : d;
-        double e1 = free_t + n * d, e2 = t0 + r + n * d, e3 = t0 + n * r + last;
+        double first = t0 + r + cc->dp_first_shift * (t1 - t0); /* the first bucket ready */
+        if (first < t0) first = t0;
+        double e1 = free_t + n * d, e2 = first + n * d, e3 = t0 + n * r + last;
         double e = e1 > e2 ? e1 : e2;
         free_t = e > e3 ? e : e3;
     }

@@ -438,16 +438,29 @@ static TsStatus check(const SimPipeline *pl, TsError *err)
     return TS_OK;
 }
 
-/* DP gradient reduction of stage s after (or under) its last backward. */
+/* The compute share of a chunk's backward task: hidden DP traffic slows
+ * compute only where it runs beside compute, not beside the exposed TP / CP /
+ * EP collectives (or blocking pipeline transfers) that fill the rest of the
+ * task (as the replay measures it, replay_dag.c comm_overlap). */
+static double bwd_compute_share(const SimChunkCost *cc)
+{
+    double busy = cc->bwd_s, comp = cc->compute_bwd_s + cc->recompute_s;
+    if (!(busy > 0)) return 1.0;
+    return comp >= busy ? 1.0 : comp / busy;
+}
+
+/* DP gradient reduction of stage s after (or under) its last backward; the
+ * part that hides slows compute by overlap_slowdown times the compute share. */
 static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResult *sr)
 {
     const int32_t v = pl->chunks;
-    double pipe_end = sr->pipe_end_s, total = 0, free_t = 0;
+    double pipe_end = sr->pipe_end_s, total = 0, free_t = 0, share = 0;
     for (int32_t c = v - 1; c >= 0; c--) {
         const SimChunkCost *cc = &pl->chunk[s * v + c];
         double dp = cc->dp_grad_s;
         if (dp <= 0) continue;
         total += dp;
+        share += dp * bwd_compute_share(cc);
         if (!pl->dp_overlap) {
             free_t = (free_t > pipe_end ? free_t : pipe_end) + dp;
             continue;
@@ -470,7 +483,21 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
     double exposed = free_t > pipe_end ? free_t - pipe_end : 0;
     double overlapped = total - exposed > 0 ? total - exposed : 0;
     sr->dp_exposed_s = exposed;
-    sr->slowdown_s = pl->overlap_slowdown * overlapped;
+    sr->slowdown_s = total > 0 ? pl->overlap_slowdown * overlapped * share / total : 0;
+}
+
+/* The compute share of stage s's forward tasks: a hidden parameter gather
+ * slows compute only beside compute, not beside the exposed TP / CP / EP
+ * collectives of the forward (bwd_compute_share's rule). */
+static double fwd_compute_share(const SimPipeline *pl, int32_t s)
+{
+    double busy = 0, comp = 0;
+    for (int32_t c = 0; c < pl->chunks; c++) {
+        busy += pl->chunk[s * pl->chunks + c].fwd_s;
+        comp += pl->chunk[s * pl->chunks + c].compute_fwd_s;
+    }
+    if (!(busy > 0)) return 1.0;
+    return comp >= busy ? 1.0 : comp / busy;
 }
 
 /* The start-up delay of stage s from overlapped dist-opt parameter gathers
@@ -858,7 +885,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     /* the hidden part of an overlapped gather slows the next forward; the
      * start-up delay it causes (the same on every stage: the pipeline fills
      * behind it) is exposed */
-    double slow_ag = pl->overlap_slowdown * (ag_hidden > ag_start ? ag_hidden - ag_start : 0);
+    double slow_ag = pl->overlap_slowdown * (ag_hidden > ag_start ? ag_hidden - ag_start : 0) * fwd_compute_share(pl, crit);
     ag_exposed += ag_start + step_comm; /* the step's own collectives are exposed too */
     out->iteration_time_s = cs->end_s + opt + ag_exposed + slow_ag;
     out->pipeline_time_s = pipe_max;

@@ -427,9 +427,11 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
              parse_mask("tp-overlap", o->overlap, OFFON, 2, &c->overlap_mask) ||
              parse_mask("cp-comm", o->cp_comm, CPX, 3, &c->cp_comm_mask);
     if (rc) return 2;
-    /* DeepSpeed's pipeline engine has one schedule, 1F1B, and ZeRO stage 0 or 1 */
+    /* DeepSpeed's pipeline engine has one schedule, 1F1B, ZeRO stage 0 or 1
+     * and no TP communication overlap */
     if (o->sim.ds_pipe && !o->schedule) c->schedule_mask = 1u << SEARCH_SCHEDULE_1F1B;
     if (o->sim.ds_pipe && !o->zero) c->zero_mask = 3u;
+    if (o->sim.ds_pipe && !o->overlap) c->overlap_mask = 1u;
     if (c->sp_mask == 1u && c->overlap_mask == 2u)
         return usage("--tp-overlap on needs --sp on (Megatron overlaps TP communication only under sequence "
                      "parallelism)%s", "");

@@ -217,6 +217,12 @@ TsStatus sim_setup_resolve(SimSetup *in, TsError *err)
                          "parallelism; its ZeRO-1 shards the optimizer state (--zero 1)");
         return TS_ERR_PLAN;
     }
+    if (in->opt.ds_pipe && p->tp_overlap) {
+        ts_err(err, TS_ERR_PLAN, "--deepspeed-pipe has no TP communication overlap (got --tp-overlap)");
+        ts_err_hint(err, "Megatron-DeepSpeed runs its TP all-reduces / reduce-scatters on the compute stream; "
+                         "the overlapped GEMMs (Transformer Engine userbuffers) are Megatron-Core's: drop --tp-overlap");
+        return TS_ERR_PLAN;
+    }
     return TS_OK;
 }
 

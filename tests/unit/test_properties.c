@@ -12,7 +12,7 @@
  *   4. simulator: more micro-batches, a slower GPU or a slower network
  *      never make the iteration faster;
  *   5. the simulator and the replay of its own task graph
- *      (sim_workload_build, sim_replay_dag) agree within 4 % on 100 random
+ *      (sim_workload_build, sim_replay_dag) agree within 3 % on 100 random
  *      plans of twelve models (dense GPT/Llama/NeoX/BLOOM/Nemotron, MoE, MLA;
  *      TP, PP, VPP, CP, EP, ETP; SP on and off;
  *      ZeRO 0-3, dist-opt; Adam and Shampoo; recompute modes, op-level SAC;
@@ -20,10 +20,10 @@
  *      DeepSpeed's pipeline engine; no DP overlap,
  *      16-bit gradients, the parameter gather at the step): the two derive
  *      every per-rank shape separately. TS_RT_N=n, TS_RT_SEED=s and
- *      TS_RT_SHOW=f (print every plan off by more than f, 0.04) explore other
- *      plans: session 6, seeds 41, 44, 47, 49, 51, 60-69, 4500 plans, all within
- *      3.7 % (before its
- *      fixes: up to 7.2 %; session 5 had tolerated 5 %).
+ *      TS_RT_SHOW=f (print every plan off by more than f, 0.03) explore other
+ *      plans: session 7, seeds 100-220, 36,300 plans, all within 2.8 %
+ *      (session 6: 3.7 %, tolerance 4 %; before its fixes up to 7.2 %;
+ *      session 5 had tolerated 5 %).
  * Tolerances: parameter sums are exact in double below 2^53 (checked to
  * 1e-9 relative); times are compared with 1e-9 relative slack. */
 #include <math.h>
@@ -386,7 +386,7 @@ static void test_sim_matches_replay(void **state)
     const char *env = getenv("TS_RT_N");
     int want = env ? atoi(env) : 100;
     if (getenv("TS_RT_SEED")) rng = (uint64_t)atoll(getenv("TS_RT_SEED"));
-    double show = getenv("TS_RT_SHOW") ? atof(getenv("TS_RT_SHOW")) : 0.04; /* print plans beyond this */
+    double show = getenv("TS_RT_SHOW") ? atof(getenv("TS_RT_SHOW")) : 0.03; /* print plans beyond this */
     for (int i = 0; i < 20 * want && checked < want; i++) {
         const char *name = models[pick(12)];
         ModelSpec m;
@@ -458,7 +458,7 @@ static void test_sim_matches_replay(void **state)
             print_error("   eager %d selective-ops %d ag-overlap %d etp %lld sp %d optimizer %d ds-pipe %d\n",
                         in.opt.eager_elementwise, in.opt.selective_ops, in.opt.param_gather_overlap, (long long)p.etp, p.sp,
                         (int)p.optimizer, in.opt.ds_pipe);
-        assert_true(fabs(d) <= 0.04);
+        assert_true(fabs(d) <= 0.03);
         if (fabs(d) > worst) worst = fabs(d);
         sim_result_free(&rr);
         wl_destroy(w);

@@ -438,15 +438,13 @@ static TsStatus check(const SimPipeline *pl, TsError *err)
     return TS_OK;
 }
 
-/* The compute share of a chunk's backward task: hidden DP traffic slows
- * compute only where it runs beside compute, not beside the exposed TP / CP /
- * EP collectives (or blocking pipeline transfers) that fill the rest of the
- * task (as the replay measures it, replay_dag.c comm_overlap). */
-static double bwd_compute_share(const SimChunkCost *cc)
+/* The share of a task's busy seconds that is compute: traffic hidden under
+ * the task slows compute only where it runs beside compute, not beside the
+ * exposed TP / CP / EP collectives (or blocking pipeline transfers) that fill
+ * the rest (as the replay measures it, replay_dag.c comm_overlap). */
+static double compute_share(double comp, double busy)
 {
-    double busy = cc->bwd_s, comp = cc->compute_bwd_s + cc->recompute_s;
-    if (!(busy > 0)) return 1.0;
-    return comp >= busy ? 1.0 : comp / busy;
+    return busy > 0 && comp < busy ? comp / busy : 1.0;
 }
 
 /* DP gradient reduction of stage s after (or under) its last backward; the
@@ -460,7 +458,7 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
         double dp = cc->dp_grad_s;
         if (dp <= 0) continue;
         total += dp;
-        share += dp * bwd_compute_share(cc);
+        share += dp * compute_share(cc->compute_bwd_s + cc->recompute_s, cc->bwd_s);
         if (!pl->dp_overlap) {
             free_t = (free_t > pipe_end ? free_t : pipe_end) + dp;
             continue;
@@ -488,7 +486,7 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
 
 /* The compute share of stage s's forward tasks: a hidden parameter gather
  * slows compute only beside compute, not beside the exposed TP / CP / EP
- * collectives of the forward (bwd_compute_share's rule). */
+ * collectives of the forward. */
 static double fwd_compute_share(const SimPipeline *pl, int32_t s)
 {
     double busy = 0, comp = 0;
@@ -496,8 +494,7 @@ static double fwd_compute_share(const SimPipeline *pl, int32_t s)
         busy += pl->chunk[s * pl->chunks + c].fwd_s;
         comp += pl->chunk[s * pl->chunks + c].compute_fwd_s;
     }
-    if (!(busy > 0)) return 1.0;
-    return comp >= busy ? 1.0 : comp / busy;
+    return compute_share(comp, busy);
 }
 
 /* The start-up delay of stage s from overlapped dist-opt parameter gathers

@@ -141,6 +141,11 @@ void plan_init(ParallelPlan *p);
  * "--tp 3 does not divide the 16 attention heads" and a hint. m may be NULL
  * (then the model-dependent rules are skipped). Cheap: no allocation. */
 TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err);
+
+/* The sequence-length rule alone (plan_resolve applies it too): a model with
+ * learned position embeddings takes at most max_positions tokens. TS_OK or
+ * TS_ERR_PLAN ("--seq 4096 exceeds the model's 2048 learned positions"). */
+TsStatus plan_check_seq(const ModelSpec *m, int64_t seq, TsError *err);
 /* Validate an already derived plan (what plan_resolve does after deriving). */
 TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err);
 

@@ -28,6 +28,7 @@ typedef struct SweepOpts {
     const char *tp, *pp, *vpp, *cp, *ep, *mbs, *recompute, *schedule, *zero, *sp, *overlap, *cp_comm;
     int64_t max_tp, max_pp, max_vpp, max_cp, max_ep, max_mbs;
     int64_t seq, global_batch, top, jobs;
+    bool seq_given;           /* --seq on the command line (else 4096, or fewer learned positions) */
     bool json;
 } SweepOpts;
 
@@ -360,7 +361,7 @@ static void add_options(CliSpec *s, SweepOpts *o)
 {
     cli_model_add(s, &o->cm);
     cli_hw_add_list(s, &o->hw, "GPU counts to plan for, default 64 (several: compare by --objective cost)");
-    cli_add(s, "seq", CLI_INT, &o->seq, "S", "tokens per sequence; default 4096");
+    cli_add(s, "seq", CLI_INT, &o->seq, "S", "tokens per sequence; default 4096 (fewer: the model's learned positions)");
     cli_add(s, "global-batch", CLI_INT, &o->global_batch, "B", "sequences per iteration; default 1024");
     cli_add(s, "dtype", CLI_STR, &o->dtype, "T", "training dtype of every plan: bf16 (default), fp16, fp8 or fp32");
     cli_add(s, "tp", CLI_STR, &o->tp, "LIST", "tensor-parallel sizes to try, e.g. 1,2,4,8");
@@ -468,6 +469,12 @@ static int run(SweepOpts *o, int rank)
     ModelSpec m;
     int rc = cli_model_load(&o->cm, "llama3-8b", &m);
     if (rc) return rc;
+    /* the default length fits the model: a GPT with 2048 learned positions
+     * sweeps at 2048; a length given that does not is an error up front, not
+     * "no valid plan" after the search */
+    if (!o->seq_given && m.pos == MODEL_POS_LEARNED && m.max_positions < o->seq) o->seq = m.max_positions;
+    TsError serr = {0};
+    if (plan_check_seq(&m, o->seq, &serr) != TS_OK) return cli_fail(&serr);
     if (o->hw.gpus_list) o->gpus = o->hw.gpus_list;
     SearchConfig c;
     if ((rc = configure(o, &m, &c)) != 0) return rc;
@@ -525,8 +532,13 @@ static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, con
     if (r.n_top == 0) {
         ts_err(&err, TS_ERR_PLAN, "no plan fits: %lld valid plans, all %lld need more than the GPU's memory",
                (long long)r.stats.enumerated, (long long)r.stats.pruned);
-        if (r.stats.enumerated == 0) ts_err(&err, TS_ERR_PLAN, "no valid plan among %lld candidates", (long long)r.stats.candidates);
         ts_err_hint(&err, "use more GPUs, allow recompute / ZeRO / larger tp or pp, or a smaller micro-batch");
+        if (r.stats.enumerated == 0) {
+            ts_err(&err, TS_ERR_PLAN, "no valid plan among %lld candidates", (long long)r.stats.candidates);
+            ts_err_hint(&err, "every candidate breaks a plan rule (tp must divide the heads, dp x micro-batch the "
+                              "global batch, ...): widen the knob lists or change --gpus / --global-batch; "
+                              "'trainsim simulate' with one plan names the rule");
+        }
         search_result_free(&r);
         return cli_fail(&err);
     }
@@ -568,6 +580,7 @@ int cmd_sweep(int argc, char **argv)
     free(av);
     if (rc) return rc < 0 ? 0 : rc;
     if ((rc = cli_sim_check(&s, &o.sim))) return rc;
+    o.seq_given = cli_seen(&s, "seq");
     int rank = 0, ranks = 1;
 #ifdef TS_HAVE_MPI
     search_mpi_init(NULL, NULL, &rank, &ranks);

@@ -184,9 +184,14 @@ static TsStatus validate_model(const ModelSpec *m, const ParallelPlan *p, TsErro
         return bad(err, "expert parallelism needs a mixture-of-experts model (experts > 0)",
                    "--ep %lld given for a dense model%.0lld", LL(p->ep), LL(0));
     }
-    if (p->seq > m->max_positions && m->pos == MODEL_POS_LEARNED)
+    return plan_check_seq(m, p->seq, err);
+}
+
+TsStatus plan_check_seq(const ModelSpec *m, int64_t seq, TsError *err)
+{
+    if (seq > m->max_positions && m->pos == MODEL_POS_LEARNED)
         return bad(err, "learned position embeddings have max_positions rows",
-                   "--seq %lld exceeds the model's %lld learned positions", LL(p->seq), LL(m->max_positions));
+                   "--seq %lld exceeds the model's %lld learned positions", LL(seq), LL(m->max_positions));
     return TS_OK;
 }
 

@@ -315,6 +315,11 @@ typedef struct SimOptions {
                                    0.05; a synchronous job runs at its slowest GPU's
                                    pace (sim_straggler) */
     SimCpComm cp_comm;          /* context-parallel K/V exchange, SIM_CP_P2P */
+    bool sequential_experts;    /* a rank's routed experts one after another, each its own
+                                   fc1 / activation / fc2 on its tokens (Megatron-Core
+                                   SequentialMLP, i.e. without --moe-grouped-gemm; HF's
+                                   expert loop); false: one grouped GEMM per projection
+                                   over all local experts (--moe-grouped-gemm) */
     bool record;                /* keep spans for --trace */
 } SimOptions;
 void sim_options_init(SimOptions *o);

@@ -358,6 +358,9 @@ typedef struct WlBuildOptions {
     bool selective_ops;     /* selective recompute as op-level SAC (simulate --selective-ops):
                                every second matmul (wk, wo, w3 / fc2) and every non-matmul op
                                of dense layers again in backward */
+    bool sequential_experts; /* routed experts one GEMM each, one after another (simulate
+                               --sequential-experts, Megatron's SequentialMLP); false: one
+                               grouped GEMM over the local experts */
 } WlBuildOptions;
 /* The full per-stage task DAG: layers with TP/SP/CP/EP collectives, PP
  * send/recv in schedule order, bucketed gradient reduction over DP (DP x CP

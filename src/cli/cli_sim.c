@@ -29,6 +29,9 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
         {"eager-pytorch", CLI_FLAG, &o->eager, NULL,
          "eager PyTorch model code (torchtitan): unfused norm/RoPE/SwiGLU, separate q/k/v and w1/w3 GEMMs", true},
         {"selective-ops", CLI_FLAG, &o->sel_ops, NULL, CLI_SEL_OPS_HELP, true},
+        {"sequential-experts", CLI_FLAG, &o->seq_experts, NULL,
+         "MoE: a rank's experts one GEMM each, one after another (Megatron SequentialMLP; default: grouped GEMM)",
+         true},
         {"gpu-spread", CLI_DOUBLE, &o->spread, "F",
          "speed spread among a node's GPUs (0.05); a synchronous job runs at its slowest GPU", true},
         {"cp-comm", CLI_STR, &o->cp_comm, "MODE", CLI_CP_COMM_HELP, true},
@@ -84,6 +87,7 @@ void cli_sim_options(const CliSim *o, SimOptions *so)
     if (o->slowdown >= 0) so->overlap_slowdown = o->slowdown;
     so->eager_elementwise = o->eager;
     so->selective_ops = o->sel_ops;
+    so->sequential_experts = o->seq_experts;
     if (o->spread >= 0) so->gpu_spread = o->spread;
     if (o->cp_comm) sim_cp_comm_parse(o->cp_comm, &so->cp_comm); /* checked by cli_sim_check */
 }

@@ -2,7 +2,7 @@
  * cli_sim.h — the runtime-behaviour option group (SimOptions) shared by
  * `simulate` and `sweep`: --no-dp-overlap, --no-param-gather-overlap,
  * --fp16-grad-reduce, --deepspeed-pipe, --bucket-mb, --overlap-slowdown,
- * --eager-pytorch, --selective-ops, --gpu-spread.
+ * --eager-pytorch, --selective-ops, --sequential-experts, --gpu-spread.
  */
 #ifndef TRAINSIM_CLI_SIM_H
 #define TRAINSIM_CLI_SIM_H
@@ -17,7 +17,7 @@
 #define CLI_CP_COMM_HELP "context-parallel K/V exchange: p2p (ring, default), allgather, a2a (Ulysses all-to-all)"
 
 typedef struct CliSim {
-    bool no_dp_overlap, no_ag_overlap, fp16_grads, ds_pipe, eager, sel_ops;
+    bool no_dp_overlap, no_ag_overlap, fp16_grads, ds_pipe, eager, sel_ops, seq_experts;
     double bucket_mb;   /* --bucket-mb, -1 = default */
     double slowdown;    /* --overlap-slowdown, -1 = default */
     double spread;      /* --gpu-spread, -1 = default */
@@ -28,7 +28,7 @@ void cli_sim_init(CliSim *o);
 void cli_sim_add(CliSpec *s, CliSim *o);
 /* The ones the workload generator writes into a task graph too:
  * --no-dp-overlap, --no-param-gather-overlap, --fp16-grad-reduce,
- * --deepspeed-pipe, --bucket-mb, --eager-pytorch, --selective-ops, --gpu-spread,
+ * --deepspeed-pipe, --bucket-mb, --eager-pytorch, --selective-ops, --sequential-experts, --gpu-spread,
  * --cp-comm (all but --overlap-slowdown). */
 void cli_sim_add_workload(CliSpec *s, CliSim *o);
 /* All but --cp-comm, which the sweep takes as a list of exchanges to try. */

@@ -44,14 +44,16 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
     cli_sim_options(&g->sim, &so);
     /* what only the task graph (chakra, json) has a place for */
     static const char *const dag_only[] = {"no-dp-overlap", "no-param-gather-overlap", "fp16-grad-reduce", "bucket-mb",
-                                           "eager-pytorch", "selective-ops", "cp-comm", "deepspeed-pipe"};
+                                           "eager-pytorch", "selective-ops", "cp-comm", "deepspeed-pipe",
+                                           "sequential-experts"};
     bool dag = g->fmt == WL_FMT_CHAKRA || g->fmt == WL_FMT_JSON;
     for (size_t i = 0; i < sizeof dag_only / sizeof dag_only[0] && !dag; i++)
         if (cli_seen(g->spec, dag_only[i])) {
             TsError e = {0};
             ts_err(&e, TS_ERR_USAGE, "--%s applies to --format chakra and json", dag_only[i]);
             ts_err_hint(&e, "AICB's SimAI layout (simai, astrasim) fixes its gradient and parameter collectives and "
-                            "has no context-parallel group; the op table has neither");
+                            "its compute rows (AICB's own kernels) and has no context-parallel group; the op table "
+                            "has neither");
             return cli_fail(&e);
         }
     TsError err = {0};

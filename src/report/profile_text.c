@@ -359,7 +359,8 @@ static void training(const ModuleGraph *g, const RepTraining *tr, const RepProfi
     if (g->spec.experts > 0)
         ts_buf_puts(b, "Routed experts run one after another here (the module tree's per-expert MLPs, as\n"
                        "the latencies above); `trainsim simulate` runs a rank's experts as one grouped GEMM\n"
-                       "(Megatron's --moe-grouped-gemm), faster for many small experts.\n");
+                       "(Megatron's --moe-grouped-gemm), faster for many small experts, or with\n"
+                       "--sequential-experts one after another, as here (Megatron's SequentialMLP).\n");
 }
 
 void rep_profile_text(const ModuleGraph *g, const RepCompute *cm, const RepProfileOptions *o, TsBuf *b)

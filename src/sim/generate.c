@@ -147,6 +147,7 @@ void sim_wl_build_options(const SimOptions *o, WlBuildOptions *bo)
                            .eager_elementwise = o->eager_elementwise,
                            .optimizer_bytes = o->optimizer_bytes_per_param,
                            .selective_ops = o->selective_ops,
+                           .sequential_experts = o->sequential_experts,
                            .ds_pipe = o->ds_pipe};
     if (o->ds_pipe) { /* the engine reduces after the flush and gathers at the step */
         bo->dp_after_backward = true;

@@ -222,14 +222,22 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         int64_t local = E / ep > 0 ? E / ep : 1;
         int64_t me = (int64_t)ceil(pairs / (double)local);
         gemm(x, 1, tok, E, H, &gf, &gb); /* router */
-        double ef = 0, eb = 0;
-        gemm(x, local, me, (x->gated ? 2 : 1) * m->moe_ffn / etp, H, &ef, &eb);
-        gemm(x, local, me, H, m->moe_ffn / etp, &ef, &eb);
+        /* the local experts' fc1 and fc2: one grouped GEMM each over the
+         * `local` experts, or (SequentialMLP) `local` GEMMs one after
+         * another, each expert's activation its own kernel */
+        bool seq = x->o->sequential_experts;
+        double ef = 0, eb = 0, nk = seq ? (double)local : 1.0;
+        gemm(x, seq ? 1 : local, me, (x->gated ? 2 : 1) * m->moe_ffn / etp, H, &ef, &eb);
+        gemm(x, seq ? 1 : local, me, H, m->moe_ffn / etp, &ef, &eb);
+        ef *= nk;
+        eb *= nk;
         /* expert activation and permute / unpermute traffic (these were
          * computed but never added to the layer before the workload round
          * trip showed the generator 5.5 % slower on Mixtral) */
         double ea = pairs * (double)(m->moe_ffn / etp) * x->ab, ef2 = 0, eb2 = 0;
-        mem(x, ea * (x->gated ? 3.0 : 2.0), ea * (x->gated ? 5.0 : 3.0), &ef2, &eb2);
+        mem(x, ea * (x->gated ? 3.0 : 2.0) / nk, ea * (x->gated ? 5.0 : 3.0) / nk, &ef2, &eb2);
+        ef2 *= nk;
+        eb2 *= nk;
         mem(x, 4.0 * pairs * (double)H * x->ab, 4.0 * pairs * (double)H * x->ab, &ef2, &eb2);
         lc->fwd += ef2;
         lc->bwd += eb2;
@@ -462,7 +470,7 @@ typedef struct CostKey {
     int64_t t, B, S, Sl, cp, ep, etp;
     int64_t tp_size, tp_nodes, cp_nodes, ep_nodes, dp_size, dp_nodes, edp_size, edp_nodes;
     int32_t dt, adt, recompute;
-    uint8_t sp, flash, tp_overlap, zero3, pp1, eager, selective_ops, fp32_grad, cp_comm;
+    uint8_t sp, flash, tp_overlap, zero3, pp1, eager, selective_ops, fp32_grad, cp_comm, seq_experts;
 } CostKey;
 
 typedef struct CostEntry {
@@ -517,6 +525,7 @@ static void cost_key(const Ctx *x, CostKey *k)
     k->selective_ops = x->o->selective_ops;
     k->fp32_grad = x->o->fp32_grad_reduce;
     k->cp_comm = (uint8_t)x->o->cp_comm;
+    k->seq_experts = x->o->sequential_experts;
 }
 
 static size_t cost_hash(const CostKey *k)

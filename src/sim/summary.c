@@ -92,11 +92,12 @@ void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *b)
     ts_buf_printf(b, ", \"options\": {\"pipeline_engine\": \"%s\", \"dp_overlap\": %s, \"param_gather_overlap\": %s, "
                      "\"grad_reduce_dtype\": \"%s\", \"bucket_bytes\": %.17g, \"overlap_slowdown\": %.17g, "
                      "\"model_code\": \"%s\", \"selective_recompute\": \"%s\", \"gpu_spread\": %.17g, "
-                     "\"cp_comm\": \"%s\"}",
+                     "\"cp_comm\": \"%s\", \"experts\": \"%s\"}",
                   o->ds_pipe ? "deepspeed" : "megatron", o->dp_overlap && !o->ds_pipe ? "true" : "false",
                   o->param_gather_overlap && !o->ds_pipe ? "true" : "false", o->fp32_grad_reduce ? "fp32" : "16-bit",
                   sim_dp_bucket_bytes(o, p->dp * p->cp), o->overlap_slowdown, o->eager_elementwise ? "eager" : "fused",
-                  o->selective_ops ? "ops" : "attention", o->gpu_spread, sim_cp_comm_name(o->cp_comm));
+                  o->selective_ops ? "ops" : "attention", o->gpu_spread, sim_cp_comm_name(o->cp_comm),
+                  o->sequential_experts ? "sequential" : "grouped");
     ModelCounts mc;
     model_count_params(in->model, &mc);
     ts_buf_puts(b, ", \"model\": {\"name\": ");
@@ -142,6 +143,7 @@ static void runtime_line(const SimOptions *o, TsBuf *b)
     if (o->ds_pipe) part[n++] = "DeepSpeed pipeline engine";
     if (o->eager_elementwise) part[n++] = "eager PyTorch model code";
     if (o->selective_ops) part[n++] = "op-level selective recompute";
+    if (o->sequential_experts) part[n++] = "sequential experts";
     if (!o->dp_overlap && !o->ds_pipe) part[n++] = "gradient reduction after the backward";
     if (!o->param_gather_overlap && !o->ds_pipe) part[n++] = "parameter gather at the step";
     if (!o->fp32_grad_reduce) part[n++] = "16-bit gradient reduction";

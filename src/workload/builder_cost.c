@@ -213,13 +213,19 @@ void wl_gen_layer_costs(Gen *g)
         half_layer(g, e, th, el);
         gemm(g, e, rt, m->experts, H);
         double p0 = e->params;
-        gemm_b(g, e, local, me, EF * (m->swiglu ? 2 : 1), H);
-        gemm_b(g, e, local, me, H, EF);
+        /* one grouped GEMM per projection, or SequentialMLP: each local
+         * expert's fc1, activation and fc2 on its own */
+        int64_t nk = g->o->sequential_experts ? local : 1;
+        double ea = pairs * (double)EF * db / (double)nk;
+        for (int64_t k = 0; k < nk; k++) {
+            gemm_b(g, e, local / nk, me, EF * (m->swiglu ? 2 : 1), H);
+            gemm_b(g, e, local / nk, me, H, EF);
+            mem2(g, e, ea * (m->swiglu ? 3.0 : 2.0), ea * (m->swiglu ? 5.0 : 3.0),
+                 8.0 * pairs * (double)EF / (double)nk);
+        }
         e->eparams = e->params - p0;
         e->egrad_t[0] = (double)local * (double)H * (double)EF; /* all local fc2, then fc1 */
         e->egrad_t[1] = e->eparams - e->egrad_t[0];
-        double ea = pairs * (double)EF * db;
-        mem2(g, e, ea * (m->swiglu ? 3.0 : 2.0), ea * (m->swiglu ? 5.0 : 3.0), 8.0 * pairs * (double)EF);
         mem2(g, e, 4.0 * pairs * (double)H * db, 4.0 * pairs * (double)H * db, 0); /* permute / unpermute */
         if (m->shared_experts > 0) {
             int64_t SF = (m->moe_ffn > 0 ? m->moe_ffn : m->ffn) * m->shared_experts / tp;

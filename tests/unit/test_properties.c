@@ -17,7 +17,7 @@
  *      TP, PP, VPP, CP, EP, ETP; SP on and off;
  *      ZeRO 0-3, dist-opt; Adam and Shampoo; recompute modes, op-level SAC;
  *      eager model code; FP8; TP overlap; unfused attention; CP exchanges;
- *      DeepSpeed's pipeline engine; no DP overlap,
+ *      DeepSpeed's pipeline engine; sequential experts; no DP overlap,
  *      16-bit gradients, the parameter gather at the step): the two derive
  *      every per-rank shape separately. TS_RT_N=n, TS_RT_SEED=s and
  *      TS_RT_SHOW=f (print every plan off by more than f, 0.03) explore other
@@ -431,6 +431,7 @@ static void test_sim_matches_replay(void **state)
         if (p.tp > 1 && pick(4) == 0) in.plan.sp = false, in.plan.sp_set = true;
         if (pick(8) == 0) in.plan.optimizer = PLAN_OPTIM_SHAMPOO;
         if (p.vpp == 1 && pick(8) == 0) in.opt.ds_pipe = true; /* DeepSpeed's engine: rendezvous p2p */
+        if (m.experts > 0 && pick(3) == 0) in.opt.sequential_experts = true; /* SequentialMLP */
         p = in.plan;
         SimResult r;
         if (sim_simulate(&in, NULL, &r, &e) != TS_OK) continue; /* an invalid plan: next */
@@ -455,9 +456,10 @@ static void test_sim_matches_replay(void **state)
                         sim_cp_comm_name(in.opt.cp_comm), in.opt.dp_overlap, in.opt.fp32_grad_reduce,
                         rr.iteration_time_s, ts, 100 * d);
         if (fabs(d) > show)
-            print_error("   eager %d selective-ops %d ag-overlap %d etp %lld sp %d optimizer %d ds-pipe %d\n",
+            print_error("   eager %d selective-ops %d ag-overlap %d etp %lld sp %d optimizer %d ds-pipe %d "
+                        "seq-experts %d\n",
                         in.opt.eager_elementwise, in.opt.selective_ops, in.opt.param_gather_overlap, (long long)p.etp, p.sp,
-                        (int)p.optimizer, in.opt.ds_pipe);
+                        (int)p.optimizer, in.opt.ds_pipe, in.opt.sequential_experts);
         assert_true(fabs(d) <= 0.03);
         if (fabs(d) > worst) worst = fabs(d);
         sim_result_free(&rr);

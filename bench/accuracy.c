@@ -16,8 +16,10 @@
  * faster than measured. Per table: MAPE and signed bias (mean error).
  *
  * Unstated knobs are chosen by fixed rules, printed with each row; nothing is
- * fitted per row or per model. Usage: accuracy [csv]   (default
- * TS_BENCH_DIR/data/calibration_runs.csv).
+ * fitted per row or per model. Usage: accuracy [-v] [-r] [-x] [csv]
+ * (default TS_BENCH_DIR/data/calibration_runs.csv); -v: each row's
+ * breakdown, -r: each row's task graph replayed too, -x: leave-one-table-out
+ * check of the A100 sustained clock (cross_validate).
  */
 #include <ctype.h>
 #include <math.h>
@@ -149,12 +151,270 @@ static int row_model(const Row *r, ModelSpec *m, char *why, size_t cap)
     return model_validate(m, &err) != TS_OK;
 }
 
+typedef struct EvalOpts {
+    bool verbose, replay, print;
+    double a100_clock_mhz; /* > 0: the A100 presets' sustained clock replaced (-x) */
+} EvalOpts;
+
+typedef struct Score {
+    double e, re; /* predicted / published - 1; re: of the replayed task graph, NaN if none */
+} Score;
+
+static Table *table_of(Table *tabs, int ntab, const char *id)
+{
+    for (int t = 0; t < ntab; t++)
+        if (starts(id, tabs[t].name)) return &tabs[t];
+    return NULL;
+}
+
+/* One row: its plan by the fixed rules, simulated, and the error of the
+ * compared figure (out->e; out->re: the replayed task graph's, NaN without
+ * -r). Prints the row when o->print. False: not a throughput row, or not
+ * simulable (said when printing). */
+static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
+{
+    const char *metric = r->f[col("metric")], *id = r->f[col("id")];
+    bool tfl = strcmp(metric, "tflops_per_gpu") == 0, tok = strcmp(metric, "tokens_per_s_per_gpu") == 0;
+    if (!tfl && !tok) return false;
+    bool n21 = starts(id, "N21"), nemo = starts(id, "NEMO"), bloom = starts(id, "BLOOM"), opt = starts(id, "OPT"), tt = starts(id, "TT");
+    ModelSpec m;
+    char why[128], rules[512] = "";
+    if (row_model(r, &m, why, sizeof why)) {
+        if (o->print) printf("%-11s model not buildable\n", id);
+        return false;
+    }
+    ParallelPlan p;
+    plan_init(&p);
+    p.tp = geti(r, "tp", 1);
+    p.pp = geti(r, "pp", 1);
+    p.vpp = geti(r, "vpp", 1);
+    p.dp = geti(r, "dp", 1);
+    p.cp = geti(r, "cp", 1);
+    p.ep = geti(r, "ep", 1);
+    p.gpus = geti(r, "num_gpus", p.tp * p.pp * p.dp * p.cp);
+    p.seq = geti(r, "seq", 2048);
+    p.global_batch = geti(r, "global_batch", 1);
+    p.sp = strcmp(r->f[col("seq_parallel")], "yes") == 0;
+    p.sp_set = true;
+    if (p.vpp > 1) p.schedule = PLAN_SCHED_INTERLEAVED;
+    /* unstated micro-batch: 1 with pipelining (Megatron's choice for
+     * pipelined runs); without pipelining the per-replica batch up to 8 */
+    if (*r->f[col("micro_batch")]) {
+        p.micro_batch = geti(r, "micro_batch", 1);
+    } else if (bloom) {
+        /* the run's launch script states it: bigscience-workshop/bigscience
+         * train/tr11-176B-ml/tr11-176B-ml.slurm, MICRO_BATCH_SIZE=2 (1 only
+         * during the batch-size ramp-up, GBS < 784) */
+        p.micro_batch = 2;
+        strcat(rules, "mb 2 from the tr11 launch script; ");
+    } else {
+        int64_t per = p.global_batch / (p.dp > 0 ? p.dp : 1);
+        p.micro_batch = 1;
+        if (p.pp == 1)
+            while (p.micro_batch * 2 <= 8 && per % (p.micro_batch * 2) == 0) p.micro_batch *= 2;
+        strcat(rules, "mb rule; ");
+    }
+    if (p.global_batch % (p.micro_batch * p.dp)) { /* OPT: ~1024 seqs on dp 124 */
+        p.global_batch = (p.global_batch / (p.micro_batch * p.dp)) * p.micro_batch * p.dp;
+        if (p.global_batch == 0) p.global_batch = p.micro_batch * p.dp;
+        strcat(rules, "gb rounded to dp; ");
+    }
+    const char *rc = r->f[col("recompute")];
+    p.recompute = starts(rc, "full") ? PLAN_RECOMPUTE_FULL
+                  : starts(rc, "selective") ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
+    bool rc_rule = !*rc;
+    const char *dopt = r->f[col("dist_opt")];
+    if (strstr(dopt, "zero3")) p.zero = 3;
+    else if (starts(dopt, "distopt")) p.dist_opt = true;
+    else if (strstr(dopt, "zero1")) p.zero = 1;
+    p.dtype = nemo ? TS_DTYPE_FP8 : (n21 || opt) ? TS_DTYPE_FP16 : TS_DTYPE_BF16;
+    /* fused attention only in the 2024 frameworks (NeMo/TE, torchtitan SDPA) */
+    p.flash_attn = !(n21 || bloom || opt);
+    /* NeMo performance recipes overlap TP comm (TE userbuffers) */
+    p.tp_overlap = nemo && p.tp > 1;
+    /* uneven pipelines: the plan's rule (last and first chunk one layer
+     * lighter first, plan.h ParallelPlan.uneven) */
+    if (m.layers % (p.pp * p.vpp)) {
+        p.uneven = true;
+        strcat(rules, "uneven stages; ");
+    }
+    const char *cluster = strstr(r->f[col("gpu")], "H100") ? "dgx-h100" : bloom ? "jean-zay-a100" : "dgx-a100";
+    TsError err = {0};
+    ClusterSpec cl;
+    if (hw_cluster_load(cluster, p.gpus, &cl, &err) != TS_OK) {
+        if (o->print) printf("%-11s cluster: %s\n", id, err.msg);
+        return false;
+    }
+    HwModel hw;
+    hw_model_init(&hw);
+    hw.gpu = cl.gpu;
+    if (o->a100_clock_mhz > 0 && strstr(hw.gpu.name, "a100")) hw.gpu.sustained_clock_mhz = o->a100_clock_mhz;
+    HwNet net;
+    hw_net_init(&net, &cl);
+    SimSetup in = {.model = &m, .plan = p, .hw = &hw, .net = &net};
+    sim_options_init(&in.opt);
+    /* Megatron-LM 2021 all-reduced gradients after the backward pass,
+     * at the 16-bit training dtype */
+    if (n21) in.opt.dp_overlap = false;
+    /* bf16 runs reduce in fp32 (Megatron default), except NeMo 24.07
+     * recipes: Apex distributed_fused_adam with grad_sync_dtype bf16 */
+    in.opt.fp32_grad_reduce = p.dtype == TS_DTYPE_BF16;
+    /* torchtitan 2024 defaults: eager PyTorch (compile off, norm_type
+     * rmsnorm), "selective op" activation checkpointing */
+    in.opt.eager_elementwise = tt;
+    in.opt.selective_ops = tt;
+    /* BLOOM: Megatron-DeepSpeed, i.e. DeepSpeed's PipelineEngine with the
+     * BF16 optimizer (ZeRO-1) */
+    in.opt.ds_pipe = bloom;
+    SimResult res;
+    if (sim_simulate(&in, w, &res, &err) != TS_OK) {
+        if (o->print) printf("%-11s plan rejected: %s\n", id, err.msg);
+        return false;
+    }
+    /* unstated recompute: the least that fits in memory. Megatron-Core
+     * (NeMo) recomputes whole layers, k per chunk (--recompute-num-layers);
+     * Megatron-DeepSpeed 2022 and metaseq recompute every layer. */
+    if (rc_rule) {
+        int64_t per_chunk = (m.layers + p.pp * p.vpp - 1) / (p.pp * p.vpp);
+        int64_t k = nemo ? 1 : per_chunk;
+        while (!res.memory.fits && k <= per_chunk) {
+            in.plan = p;
+            in.plan.recompute = PLAN_RECOMPUTE_FULL;
+            in.plan.recompute_layers = k < per_chunk ? k : 0;
+            if (sim_simulate(&in, w, &res, &err) != TS_OK) break;
+            k++;
+        }
+        strcat(rules, in.plan.recompute == PLAN_RECOMPUTE_NONE ? "recompute none (fits); "
+                                                                : "recompute: least that fits; ");
+    }
+    const ParallelPlan *q = &in.plan;
+    double T = res.iteration_time_s, pub = atof(r->f[col("value")]), pred;
+    /* recompute-inclusive count with the N21 formula (x4 with
+     * checkpointing, else x3), shown beside BLOOM's score */
+    double B = (double)q->global_batch, s = (double)q->seq, l = (double)m.layers, h = (double)m.hidden;
+    double k4 = q->recompute != PLAN_RECOMPUTE_NONE ? 4.0 : 3.0;
+    double Vb = (double)(bloom ? model_padded_vocab(&m, q->tp) : m.vocab);
+    double n21_fl = 24.0 * (n21 ? 4.0 : k4) * B * s * l * h * h * (1 + s / (6 * h) + Vb / (16 * l * h));
+    double n21_pred = n21_fl / T / (double)q->gpus / 1e12;
+    if (n21 || bloom) {
+        /* N21: the paper's formula (96 = 24 x 4: the recompute forward
+         * counted). BLOOM: Megatron-DeepSpeed's logger
+         * (megatron/utils.py throughput_calculator) prints the same
+         * formula, "checkpoint_activations_factor = 4 if
+         * args.checkpoint_activations else 3", with the padded vocab */
+        pred = n21_pred;
+    } else if (tfl) {
+        pred = res.model_tflops_per_gpu;
+    } else {
+        pred = res.tokens_per_s_per_gpu;
+    }
+    double e = pred / pub - 1;
+    char plan[96], rcname[24];
+    snprintf(rcname, sizeof rcname, "%s", plan_recompute_name(q->recompute));
+    if (q->recompute == PLAN_RECOMPUTE_FULL && q->recompute_layers > 0)
+        snprintf(rcname, sizeof rcname, "full%lld", (long long)q->recompute_layers);
+    snprintf(plan, sizeof plan, "tp%lld pp%lld v%lld dp%lld cp%lld mb%lld %s%s%s%s", (long long)q->tp,
+             (long long)q->pp, (long long)q->vpp, (long long)q->dp, (long long)q->cp, (long long)q->micro_batch,
+             q->sp ? "sp " : "", rcname,
+             q->zero ? (q->zero == 3 ? " zero3" : " zero1") : q->dist_opt ? " distopt" : "",
+             q->tp_overlap ? " tpov" : "");
+    out->e = e;
+    out->re = NAN;
+    if (!o->print) return true;
+    printf("%-11s %-15s %-44s %10.1f %10.1f %+7.1f%%   T=%.3fs %s %s%s\n", id, m.name, plan, pub, pred, 100 * e,
+           T, ts_dtype_name(q->dtype), rules, res.memory.fits ? "" : "[does not fit]");
+    if (bloom)
+        printf("            (compared as Megatron-DeepSpeed's logger counts, the recompute pass included;\n"
+               "             as model FLOPs per GPU per second it would be %.1f, %+.1f%%)\n",
+               res.model_tflops_per_gpu, 100 * (res.model_tflops_per_gpu / pub - 1));
+    else if (tfl && !n21 && q->recompute != PLAN_RECOMPUTE_NONE)
+        printf("            (compared as model FLOPs per validation/README: metaseq's FLOP convention is\n"
+               "             not published; counting the recompute pass would give %.1f, %+.1f%%)\n",
+               res.hardware_tflops_per_gpu, 100 * (res.hardware_tflops_per_gpu / pub - 1));
+    if (o->verbose) {
+        printf("            breakdown:");
+        for (int b = 0; b < SIM_BD_COUNT; b++) {
+            double v = sim_breakdown_get(&res.breakdown, b);
+            if (v > 0) printf(" %s %.3f", sim_breakdown_key(b), v);
+        }
+        printf("  mem %.1f GiB (w %.1f g %.1f o %.1f a %.1f x %.1f)\n", res.memory.total_bytes / 1073741824.0,
+               res.memory.weights_bytes / 1073741824.0, res.memory.gradients_bytes / 1073741824.0,
+               res.memory.optimizer_bytes / 1073741824.0, res.memory.activations_bytes / 1073741824.0,
+               res.memory.other_bytes / 1073741824.0);
+    }
+    double tr = o->replay ? replay_time(&in, &net) : 0;
+    if (tr > 0) { /* every compared figure is inversely proportional to the step time */
+        out->re = pred * T / tr / pub - 1;
+        printf("            replay of the task graph: T=%.3fs, %+.1f%% against the published figure\n", tr,
+               100 * out->re);
+    }
+    return true;
+}
+
+/* -x: leave-one-table-out check of the one parameter fitted on the A100
+ * tables themselves, the A100 sustained clock (data/gpus/a100-sxm4-*.json,
+ * the value minimizing the pooled MAPE of every A100 row). For each A100
+ * table the clock is refitted on the other tables' rows alone (a grid of 5
+ * MHz from 1330 to 1410), and the table is scored at that clock: an
+ * out-of-sample error, beside its in-sample one at the preset's clock. */
+enum { XC_MIN = 1330, XC_STEP = 5, XC_N = 17 };
+
+static void cross_validate(const Row *rows, int n, SimWork *w, const Table *tabs, int ntab)
+{
+    static double err[XC_N][MAXROW];
+    static bool use[MAXROW];
+    for (int i = 0; i < n; i++) use[i] = strstr(rows[i].f[col("gpu")], "A100") != NULL;
+    for (int c = 0; c < XC_N; c++) {
+        EvalOpts eo = {.a100_clock_mhz = XC_MIN + XC_STEP * c};
+        for (int i = 0; i < n; i++) {
+            Score sc;
+            if (use[i] && !eval_row(&rows[i], w, &eo, &sc)) use[i] = false;
+            err[c][i] = use[i] ? sc.e : 0;
+        }
+    }
+    printf("leave-one-table-out: the A100 sustained clock refitted without each A100 table\n"
+           "(grid %d..%d MHz, step %d; the preset's value is the fit on all of them)\n\n",
+           XC_MIN, XC_MIN + XC_STEP * (XC_N - 1), XC_STEP);
+    printf("%-10s %4s %10s %12s %18s %18s\n", "table", "rows", "fit (MHz)", "others MAPE", "held out: MAPE",
+           "bias");
+    for (int t = -1; t < ntab; t++) { /* -1: no table held out */
+        int best = 0;
+        double best_m = INFINITY;
+        for (int c = 0; c < XC_N; c++) {
+            double sum = 0;
+            int k = 0;
+            for (int i = 0; i < n; i++)
+                if (use[i] && (t < 0 || !starts(rows[i].f[col("id")], tabs[t].name))) sum += fabs(err[c][i]), k++;
+            if (k && sum / k < best_m) best_m = sum / k, best = c;
+        }
+        double sa = 0, sb = 0;
+        int k = 0;
+        for (int i = 0; i < n && t >= 0; i++)
+            if (use[i] && starts(rows[i].f[col("id")], tabs[t].name)) sa += fabs(err[best][i]), sb += err[best][i], k++;
+        if (t < 0)
+            printf("%-10s %4s %10d %11.1f%%\n", "(none)", "", XC_MIN + XC_STEP * best, 100 * best_m);
+        else if (k)
+            printf("%-10s %4d %10d %11.1f%% %17.1f%% %+17.1f%%\n", tabs[t].name, k, XC_MIN + XC_STEP * best,
+                   100 * best_m, 100 * sa / k, 100 * sb / k);
+    }
+    printf("\npooled MAPE of the A100 rows by clock (MHz):");
+    for (int c = 0; c < XC_N; c++) {
+        double sum = 0;
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (use[i]) sum += fabs(err[c][i]), k++;
+        printf("%s %d %.2f%%", c % 6 ? "," : "\n ", XC_MIN + XC_STEP * c, k ? 100 * sum / k : 0);
+    }
+    printf("\n");
+}
+
 int main(int argc, char **argv)
 {
-    bool verbose = false, replay = false;
-    while (argc > 1 && (strcmp(argv[1], "-v") == 0 || strcmp(argv[1], "-r") == 0)) {
+    bool verbose = false, replay = false, xval = false;
+    while (argc > 1 && (strcmp(argv[1], "-v") == 0 || strcmp(argv[1], "-r") == 0 || strcmp(argv[1], "-x") == 0)) {
         verbose |= argv[1][1] == 'v';
         replay |= argv[1][1] == 'r';
+        xval |= argv[1][1] == 'x';
         argc--;
         argv++;
     }
@@ -176,189 +436,24 @@ int main(int argc, char **argv)
                     {.name = "BLOOM"},  {.name = "OPT"},    {.name = "TT"}};
     const int ntab = (int)(sizeof tabs / sizeof tabs[0]);
     SimWork *w = sim_work_create();
+    if (xval) {
+        cross_validate(rows, n, w, tabs, ntab);
+        sim_work_destroy(w);
+        return 0;
+    }
     printf("accuracy: trainsim simulate vs published runs (%s)\n", path);
     printf("error = predicted/published - 1 of the throughput (positive: predicted faster)\n\n");
     printf("%-11s %-15s %-44s %10s %10s %8s\n", "id", "model", "plan (resolved)", "published", "predicted", "error");
+    EvalOpts eo = {.verbose = verbose, .replay = replay, .print = true};
     for (int i = 0; i < n; i++) {
-        const Row *r = &rows[i];
-        const char *metric = r->f[col("metric")], *id = r->f[col("id")];
-        bool tfl = strcmp(metric, "tflops_per_gpu") == 0, tok = strcmp(metric, "tokens_per_s_per_gpu") == 0;
-        if (!tfl && !tok) continue;
-        bool n21 = starts(id, "N21"), nemo = starts(id, "NEMO"), bloom = starts(id, "BLOOM"), opt = starts(id, "OPT"), tt = starts(id, "TT");
-        ModelSpec m;
-        char why[128], rules[512] = "";
-        if (row_model(r, &m, why, sizeof why)) {
-            printf("%-11s model not buildable\n", id);
-            continue;
-        }
-        ParallelPlan p;
-        plan_init(&p);
-        p.tp = geti(r, "tp", 1);
-        p.pp = geti(r, "pp", 1);
-        p.vpp = geti(r, "vpp", 1);
-        p.dp = geti(r, "dp", 1);
-        p.cp = geti(r, "cp", 1);
-        p.ep = geti(r, "ep", 1);
-        p.gpus = geti(r, "num_gpus", p.tp * p.pp * p.dp * p.cp);
-        p.seq = geti(r, "seq", 2048);
-        p.global_batch = geti(r, "global_batch", 1);
-        p.sp = strcmp(r->f[col("seq_parallel")], "yes") == 0;
-        p.sp_set = true;
-        if (p.vpp > 1) p.schedule = PLAN_SCHED_INTERLEAVED;
-        /* unstated micro-batch: 1 with pipelining (Megatron's choice for
-         * pipelined runs); without pipelining the per-replica batch up to 8 */
-        if (*r->f[col("micro_batch")]) {
-            p.micro_batch = geti(r, "micro_batch", 1);
-        } else if (bloom) {
-            /* the run's launch script states it: bigscience-workshop/bigscience
-             * train/tr11-176B-ml/tr11-176B-ml.slurm, MICRO_BATCH_SIZE=2 (1 only
-             * during the batch-size ramp-up, GBS < 784) */
-            p.micro_batch = 2;
-            strcat(rules, "mb 2 from the tr11 launch script; ");
-        } else {
-            int64_t per = p.global_batch / (p.dp > 0 ? p.dp : 1);
-            p.micro_batch = 1;
-            if (p.pp == 1)
-                while (p.micro_batch * 2 <= 8 && per % (p.micro_batch * 2) == 0) p.micro_batch *= 2;
-            strcat(rules, "mb rule; ");
-        }
-        if (p.global_batch % (p.micro_batch * p.dp)) { /* OPT: ~1024 seqs on dp 124 */
-            p.global_batch = (p.global_batch / (p.micro_batch * p.dp)) * p.micro_batch * p.dp;
-            if (p.global_batch == 0) p.global_batch = p.micro_batch * p.dp;
-            strcat(rules, "gb rounded to dp; ");
-        }
-        const char *rc = r->f[col("recompute")];
-        p.recompute = starts(rc, "full") ? PLAN_RECOMPUTE_FULL
-                      : starts(rc, "selective") ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
-        bool rc_rule = !*rc;
-        const char *dopt = r->f[col("dist_opt")];
-        if (strstr(dopt, "zero3")) p.zero = 3;
-        else if (starts(dopt, "distopt")) p.dist_opt = true;
-        else if (strstr(dopt, "zero1")) p.zero = 1;
-        p.dtype = nemo ? TS_DTYPE_FP8 : (n21 || opt) ? TS_DTYPE_FP16 : TS_DTYPE_BF16;
-        /* fused attention only in the 2024 frameworks (NeMo/TE, torchtitan SDPA) */
-        p.flash_attn = !(n21 || bloom || opt);
-        /* NeMo performance recipes overlap TP comm (TE userbuffers) */
-        p.tp_overlap = nemo && p.tp > 1;
-        /* uneven pipelines: the plan's rule (last and first chunk one layer
-         * lighter first, plan.h ParallelPlan.uneven) */
-        if (m.layers % (p.pp * p.vpp)) {
-            p.uneven = true;
-            strcat(rules, "uneven stages; ");
-        }
-        const char *cluster = strstr(r->f[col("gpu")], "H100") ? "dgx-h100" : bloom ? "jean-zay-a100" : "dgx-a100";
-        TsError err = {0};
-        ClusterSpec cl;
-        if (hw_cluster_load(cluster, p.gpus, &cl, &err) != TS_OK) {
-            printf("%-11s cluster: %s\n", id, err.msg);
-            continue;
-        }
-        HwModel hw;
-        hw_model_init(&hw);
-        hw.gpu = cl.gpu;
-        HwNet net;
-        hw_net_init(&net, &cl);
-        SimSetup in = {.model = &m, .plan = p, .hw = &hw, .net = &net};
-        sim_options_init(&in.opt);
-        /* Megatron-LM 2021 all-reduced gradients after the backward pass,
-         * at the 16-bit training dtype */
-        if (n21) in.opt.dp_overlap = false;
-        /* bf16 runs reduce in fp32 (Megatron default), except NeMo 24.07
-         * recipes: Apex distributed_fused_adam with grad_sync_dtype bf16 */
-        in.opt.fp32_grad_reduce = p.dtype == TS_DTYPE_BF16;
-        /* torchtitan 2024 defaults: eager PyTorch (compile off, norm_type
-         * rmsnorm), "selective op" activation checkpointing */
-        in.opt.eager_elementwise = tt;
-        in.opt.selective_ops = tt;
-        /* BLOOM: Megatron-DeepSpeed, i.e. DeepSpeed's PipelineEngine with the
-         * BF16 optimizer (ZeRO-1) */
-        in.opt.ds_pipe = bloom;
-        SimResult res;
-        if (sim_simulate(&in, w, &res, &err) != TS_OK) {
-            printf("%-11s plan rejected: %s\n", id, err.msg);
-            continue;
-        }
-        /* unstated recompute: the least that fits in memory. Megatron-Core
-         * (NeMo) recomputes whole layers, k per chunk (--recompute-num-layers);
-         * Megatron-DeepSpeed 2022 and metaseq recompute every layer. */
-        if (rc_rule) {
-            int64_t per_chunk = (m.layers + p.pp * p.vpp - 1) / (p.pp * p.vpp);
-            int64_t k = nemo ? 1 : per_chunk;
-            while (!res.memory.fits && k <= per_chunk) {
-                in.plan = p;
-                in.plan.recompute = PLAN_RECOMPUTE_FULL;
-                in.plan.recompute_layers = k < per_chunk ? k : 0;
-                if (sim_simulate(&in, w, &res, &err) != TS_OK) break;
-                k++;
-            }
-            strcat(rules, in.plan.recompute == PLAN_RECOMPUTE_NONE ? "recompute none (fits); "
-                                                                    : "recompute: least that fits; ");
-        }
-        const ParallelPlan *q = &in.plan;
-        double T = res.iteration_time_s, pub = atof(r->f[col("value")]), pred;
-        /* recompute-inclusive count with the N21 formula (x4 with
-         * checkpointing, else x3), shown beside BLOOM's score */
-        double B = (double)q->global_batch, s = (double)q->seq, l = (double)m.layers, h = (double)m.hidden;
-        double k4 = q->recompute != PLAN_RECOMPUTE_NONE ? 4.0 : 3.0;
-        double Vb = (double)(bloom ? model_padded_vocab(&m, q->tp) : m.vocab);
-        double n21_fl = 24.0 * (n21 ? 4.0 : k4) * B * s * l * h * h * (1 + s / (6 * h) + Vb / (16 * l * h));
-        double n21_pred = n21_fl / T / (double)q->gpus / 1e12;
-        if (n21 || bloom) {
-            /* N21: the paper's formula (96 = 24 x 4: the recompute forward
-             * counted). BLOOM: Megatron-DeepSpeed's logger
-             * (megatron/utils.py throughput_calculator) prints the same
-             * formula, "checkpoint_activations_factor = 4 if
-             * args.checkpoint_activations else 3", with the padded vocab */
-            pred = n21_pred;
-        } else if (tfl) {
-            pred = res.model_tflops_per_gpu;
-        } else {
-            pred = res.tokens_per_s_per_gpu;
-        }
-        double e = pred / pub - 1;
-        char plan[96], rcname[24];
-        snprintf(rcname, sizeof rcname, "%s", plan_recompute_name(q->recompute));
-        if (q->recompute == PLAN_RECOMPUTE_FULL && q->recompute_layers > 0)
-            snprintf(rcname, sizeof rcname, "full%lld", (long long)q->recompute_layers);
-        snprintf(plan, sizeof plan, "tp%lld pp%lld v%lld dp%lld cp%lld mb%lld %s%s%s%s", (long long)q->tp,
-                 (long long)q->pp, (long long)q->vpp, (long long)q->dp, (long long)q->cp, (long long)q->micro_batch,
-                 q->sp ? "sp " : "", rcname,
-                 q->zero ? (q->zero == 3 ? " zero3" : " zero1") : q->dist_opt ? " distopt" : "",
-                 q->tp_overlap ? " tpov" : "");
-        printf("%-11s %-15s %-44s %10.1f %10.1f %+7.1f%%   T=%.3fs %s %s%s\n", id, m.name, plan, pub, pred, 100 * e,
-               T, ts_dtype_name(q->dtype), rules, res.memory.fits ? "" : "[does not fit]");
-        if (bloom)
-            printf("            (compared as Megatron-DeepSpeed's logger counts, the recompute pass included;\n"
-                   "             as model FLOPs per GPU per second it would be %.1f, %+.1f%%)\n",
-                   res.model_tflops_per_gpu, 100 * (res.model_tflops_per_gpu / pub - 1));
-        else if (tfl && !n21 && q->recompute != PLAN_RECOMPUTE_NONE)
-            printf("            (compared as model FLOPs per validation/README: metaseq's FLOP convention is\n"
-                   "             not published; counting the recompute pass would give %.1f, %+.1f%%)\n",
-                   res.hardware_tflops_per_gpu, 100 * (res.hardware_tflops_per_gpu / pub - 1));
-        if (verbose) {
-            printf("            breakdown:");
-            for (int b = 0; b < SIM_BD_COUNT; b++) {
-                double v = sim_breakdown_get(&res.breakdown, b);
-                if (v > 0) printf(" %s %.3f", sim_breakdown_key(b), v);
-            }
-            printf("  mem %.1f GiB (w %.1f g %.1f o %.1f a %.1f x %.1f)\n", res.memory.total_bytes / 1073741824.0,
-                   res.memory.weights_bytes / 1073741824.0, res.memory.gradients_bytes / 1073741824.0,
-                   res.memory.optimizer_bytes / 1073741824.0, res.memory.activations_bytes / 1073741824.0,
-                   res.memory.other_bytes / 1073741824.0);
-        }
-        double re = 0, tr = replay ? replay_time(&in, &net) : 0;
-        if (tr > 0) { /* every compared figure is inversely proportional to the step time */
-            re = pred * T / tr / pub - 1;
-            printf("            replay of the task graph: T=%.3fs, %+.1f%% against the published figure\n", tr,
-                   100 * re);
-        }
-        for (int t = 0; t < ntab; t++)
-            if (starts(id, tabs[t].name)) {
-                tabs[t].sum_abs += fabs(e);
-                tabs[t].sum += e;
-                tabs[t].n++;
-                if (tr > 0) tabs[t].r_abs += fabs(re), tabs[t].r_sum += re, tabs[t].rn++;
-            }
+        Score sc;
+        if (!eval_row(&rows[i], w, &eo, &sc)) continue;
+        Table *t = table_of(tabs, ntab, rows[i].f[col("id")]);
+        if (!t) continue;
+        t->sum_abs += fabs(sc.e);
+        t->sum += sc.e;
+        t->n++;
+        if (!isnan(sc.re)) t->r_abs += fabs(sc.re), t->r_sum += sc.re, t->rn++;
     }
     printf("\nper table (target: MAPE <= 5%%, |bias| <= 3%%):\n");
     printf("%-10s %4s %8s %8s\n", "table", "rows", "MAPE", "bias");

@@ -167,6 +167,70 @@ static Table *table_of(Table *tabs, int ntab, const char *id)
     return NULL;
 }
 
+typedef struct RowKind {
+    bool n21, nemo, bloom, opt, tt; /* the row's table */
+} RowKind;
+
+/* The row's plan: its stated knobs, and the fixed rule of its table for
+ * each knob it does not state (named in `rules`). */
+static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *p, char *rules)
+{
+    bool n21 = k.n21, nemo = k.nemo, bloom = k.bloom, opt = k.opt;
+    plan_init(p);
+    p->tp = geti(r, "tp", 1);
+    p->pp = geti(r, "pp", 1);
+    p->vpp = geti(r, "vpp", 1);
+    p->dp = geti(r, "dp", 1);
+    p->cp = geti(r, "cp", 1);
+    p->ep = geti(r, "ep", 1);
+    p->gpus = geti(r, "num_gpus", p->tp * p->pp * p->dp * p->cp);
+    p->seq = geti(r, "seq", 2048);
+    p->global_batch = geti(r, "global_batch", 1);
+    p->sp = strcmp(r->f[col("seq_parallel")], "yes") == 0;
+    p->sp_set = true;
+    if (p->vpp > 1) p->schedule = PLAN_SCHED_INTERLEAVED;
+    /* unstated micro-batch: 1 with pipelining (Megatron's choice for
+     * pipelined runs); without pipelining the per-replica batch up to 8 */
+    if (*r->f[col("micro_batch")]) {
+        p->micro_batch = geti(r, "micro_batch", 1);
+    } else if (bloom) {
+        /* the run's launch script states it: bigscience-workshop/bigscience
+         * train/tr11-176B-ml/tr11-176B-ml.slurm, MICRO_BATCH_SIZE=2 (1 only
+         * during the batch-size ramp-up, GBS < 784) */
+        p->micro_batch = 2;
+        strcat(rules, "mb 2 from the tr11 launch script; ");
+    } else {
+        int64_t per = p->global_batch / (p->dp > 0 ? p->dp : 1);
+        p->micro_batch = 1;
+        if (p->pp == 1)
+            while (p->micro_batch * 2 <= 8 && per % (p->micro_batch * 2) == 0) p->micro_batch *= 2;
+        strcat(rules, "mb rule; ");
+    }
+    if (p->global_batch % (p->micro_batch * p->dp)) { /* OPT: ~1024 seqs on dp 124 */
+        p->global_batch = (p->global_batch / (p->micro_batch * p->dp)) * p->micro_batch * p->dp;
+        if (p->global_batch == 0) p->global_batch = p->micro_batch * p->dp;
+        strcat(rules, "gb rounded to dp; ");
+    }
+    const char *rc = r->f[col("recompute")];
+    p->recompute = starts(rc, "full") ? PLAN_RECOMPUTE_FULL
+                  : starts(rc, "selective") ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
+    const char *dopt = r->f[col("dist_opt")];
+    if (strstr(dopt, "zero3")) p->zero = 3;
+    else if (starts(dopt, "distopt")) p->dist_opt = true;
+    else if (strstr(dopt, "zero1")) p->zero = 1;
+    p->dtype = nemo ? TS_DTYPE_FP8 : (n21 || opt) ? TS_DTYPE_FP16 : TS_DTYPE_BF16;
+    /* fused attention only in the 2024 frameworks (NeMo/TE, torchtitan SDPA) */
+    p->flash_attn = !(n21 || bloom || opt);
+    /* NeMo performance recipes overlap TP comm (TE userbuffers) */
+    p->tp_overlap = nemo && p->tp > 1;
+    /* uneven pipelines: the plan's rule (last and first chunk one layer
+     * lighter first, plan.h ParallelPlan.uneven) */
+    if (m->layers % (p->pp * p->vpp)) {
+        p->uneven = true;
+        strcat(rules, "uneven stages; ");
+    }
+}
+
 /* One row: its plan by the fixed rules, simulated, and the error of the
  * compared figure (out->e; out->re: the replayed task graph's, NaN without
  * -r). Prints the row when o->print. False: not a throughput row, or not
@@ -176,7 +240,9 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     const char *metric = r->f[col("metric")], *id = r->f[col("id")];
     bool tfl = strcmp(metric, "tflops_per_gpu") == 0, tok = strcmp(metric, "tokens_per_s_per_gpu") == 0;
     if (!tfl && !tok) return false;
-    bool n21 = starts(id, "N21"), nemo = starts(id, "NEMO"), bloom = starts(id, "BLOOM"), opt = starts(id, "OPT"), tt = starts(id, "TT");
+    RowKind k = {.n21 = starts(id, "N21"), .nemo = starts(id, "NEMO"), .bloom = starts(id, "BLOOM"),
+                 .opt = starts(id, "OPT"), .tt = starts(id, "TT")};
+    bool n21 = k.n21, nemo = k.nemo, bloom = k.bloom, tt = k.tt;
     ModelSpec m;
     char why[128], rules[512] = "";
     if (row_model(r, &m, why, sizeof why)) {
@@ -184,60 +250,8 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
         return false;
     }
     ParallelPlan p;
-    plan_init(&p);
-    p.tp = geti(r, "tp", 1);
-    p.pp = geti(r, "pp", 1);
-    p.vpp = geti(r, "vpp", 1);
-    p.dp = geti(r, "dp", 1);
-    p.cp = geti(r, "cp", 1);
-    p.ep = geti(r, "ep", 1);
-    p.gpus = geti(r, "num_gpus", p.tp * p.pp * p.dp * p.cp);
-    p.seq = geti(r, "seq", 2048);
-    p.global_batch = geti(r, "global_batch", 1);
-    p.sp = strcmp(r->f[col("seq_parallel")], "yes") == 0;
-    p.sp_set = true;
-    if (p.vpp > 1) p.schedule = PLAN_SCHED_INTERLEAVED;
-    /* unstated micro-batch: 1 with pipelining (Megatron's choice for
-     * pipelined runs); without pipelining the per-replica batch up to 8 */
-    if (*r->f[col("micro_batch")]) {
-        p.micro_batch = geti(r, "micro_batch", 1);
-    } else if (bloom) {
-        /* the run's launch script states it: bigscience-workshop/bigscience
-         * train/tr11-176B-ml/tr11-176B-ml.slurm, MICRO_BATCH_SIZE=2 (1 only
-         * during the batch-size ramp-up, GBS < 784) */
-        p.micro_batch = 2;
-        strcat(rules, "mb 2 from the tr11 launch script; ");
-    } else {
-        int64_t per = p.global_batch / (p.dp > 0 ? p.dp : 1);
-        p.micro_batch = 1;
-        if (p.pp == 1)
-            while (p.micro_batch * 2 <= 8 && per % (p.micro_batch * 2) == 0) p.micro_batch *= 2;
-        strcat(rules, "mb rule; ");
-    }
-    if (p.global_batch % (p.micro_batch * p.dp)) { /* OPT: ~1024 seqs on dp 124 */
-        p.global_batch = (p.global_batch / (p.micro_batch * p.dp)) * p.micro_batch * p.dp;
-        if (p.global_batch == 0) p.global_batch = p.micro_batch * p.dp;
-        strcat(rules, "gb rounded to dp; ");
-    }
-    const char *rc = r->f[col("recompute")];
-    p.recompute = starts(rc, "full") ? PLAN_RECOMPUTE_FULL
-                  : starts(rc, "selective") ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
-    bool rc_rule = !*rc;
-    const char *dopt = r->f[col("dist_opt")];
-    if (strstr(dopt, "zero3")) p.zero = 3;
-    else if (starts(dopt, "distopt")) p.dist_opt = true;
-    else if (strstr(dopt, "zero1")) p.zero = 1;
-    p.dtype = nemo ? TS_DTYPE_FP8 : (n21 || opt) ? TS_DTYPE_FP16 : TS_DTYPE_BF16;
-    /* fused attention only in the 2024 frameworks (NeMo/TE, torchtitan SDPA) */
-    p.flash_attn = !(n21 || bloom || opt);
-    /* NeMo performance recipes overlap TP comm (TE userbuffers) */
-    p.tp_overlap = nemo && p.tp > 1;
-    /* uneven pipelines: the plan's rule (last and first chunk one layer
-     * lighter first, plan.h ParallelPlan.uneven) */
-    if (m.layers % (p.pp * p.vpp)) {
-        p.uneven = true;
-        strcat(rules, "uneven stages; ");
-    }
+    row_plan(r, &m, k, &p, rules);
+    bool rc_rule = !*r->f[col("recompute")];
     const char *cluster = strstr(r->f[col("gpu")], "H100") ? "dgx-h100" : bloom ? "jean-zay-a100" : "dgx-a100";
     TsError err = {0};
     ClusterSpec cl;
@@ -276,13 +290,13 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
      * Megatron-DeepSpeed 2022 and metaseq recompute every layer. */
     if (rc_rule) {
         int64_t per_chunk = (m.layers + p.pp * p.vpp - 1) / (p.pp * p.vpp);
-        int64_t k = nemo ? 1 : per_chunk;
-        while (!res.memory.fits && k <= per_chunk) {
+        int64_t nl = nemo ? 1 : per_chunk;
+        while (!res.memory.fits && nl <= per_chunk) {
             in.plan = p;
             in.plan.recompute = PLAN_RECOMPUTE_FULL;
-            in.plan.recompute_layers = k < per_chunk ? k : 0;
+            in.plan.recompute_layers = nl < per_chunk ? nl : 0;
             if (sim_simulate(&in, w, &res, &err) != TS_OK) break;
-            k++;
+            nl++;
         }
         strcat(rules, in.plan.recompute == PLAN_RECOMPUTE_NONE ? "recompute none (fits); "
                                                                 : "recompute: least that fits; ");

@@ -228,10 +228,12 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
         return bad(err, "global batch = micro-batch * dp * gradient-accumulation steps",
                    "--global-batch %lld is not divisible by micro-batch*dp = %lld", LL(p->global_batch), LL(p->micro_batch * p->dp));
     /* Megatron's interleaved 1F1B runs micro-batches in groups of pp per
-     * model chunk; a partial last group (m > pp, m % pp != 0) has no valid
-     * order in that schedule (the engine would deadlock) */
+     * model chunk, whole groups only: Megatron-LM asserts "number of
+     * microbatches is not divisible by pipeline-parallel size when using
+     * interleaved schedule" (schedules.py, 2021; Megatron-Core raises the
+     * same RuntimeError), so fewer micro-batches than pp are refused too */
     int64_t m_acc = p->global_batch / (p->micro_batch * p->dp);
-    if (p->schedule == PLAN_SCHED_INTERLEAVED && m_acc > p->pp && m_acc % p->pp != 0)
+    if (p->schedule == PLAN_SCHED_INTERLEAVED && m_acc % p->pp != 0)
         return bad(err, "the interleaved schedule runs micro-batches in groups of --pp; change --global-batch, "
                         "--micro-batch or --dp, or use --schedule 1f1b",
                    "--schedule interleaved needs the micro-batches per pipeline (%lld) to be a multiple of --pp %lld",

@@ -380,7 +380,7 @@ static void test_sim_matches_replay(void **state)
     static const char *models[] = {"llama3-8b", "llama3-70b", "mixtral-8x7b", "gpt3-175b",
                                    "qwen3-30b-a3b", "llama2-7b", "deepseek-v3", "nemotron4-340b",
                                    "gpt-neox-20b", "bloom-176b", "qwen2-7b", "gpt2-xl"};
-    static const int64_t gpus[] = {16, 32, 64, 128}, tps[] = {1, 2, 4, 8}, pps[] = {1, 2, 4};
+    static const int64_t gpus[] = {256, 512, 1024, 2048}, tps[] = {1, 2, 4, 8}, pps[] = {2, 4, 8};
     int checked = 0;
     double worst = 0;
     const char *env = getenv("TS_RT_N");

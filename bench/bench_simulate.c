@@ -98,7 +98,8 @@ static void parts(Case *c, SimWork *w)
     static SimChunkCost cc[1024];
     static SimStageCost sc[256];
     for (int i = 0; i < 1024; i++) cc[i] = (SimChunkCost){.fwd_s = 1, .bwd_s = 2, .p2p_fwd_s = 0.01,
-                                                          .p2p_bwd_s = 0.01, .dp_grad_s = 1, .dp_buckets = 8};
+                                                          .p2p_bwd_s = 0.01, .dp_grad_s = 1,
+                                                          .dp_end_s = sim_dp_end_uniform(8, 1, 2)};
     p = c->p;
     plan_resolve(&c->m, &p, &err);
     SimPipeline pl = {.stages = (int32_t)p.pp, .chunks = (int32_t)p.vpp, .micro_batches = p.grad_accum,

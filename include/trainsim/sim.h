@@ -109,6 +109,17 @@ double sim_breakdown_get(const SimBreakdown *b, int i);
 
 /* ---- layer 1: the schedule engine ------------------------------------------ */
 
+/* SimChunkCost.dp_end_s for n equal buckets of dp_s seconds in all, ready
+ * evenly through a backward window of window_s (the k-th at k/n of it):
+ * max over k of k/n * window_s + (n - k + 1) * dp_s / n. E.g. 4 buckets of
+ * 1 s in all under a 2 s backward: 2.25 (only the last one is exposed). */
+double sim_dp_end_uniform(int32_t n, double dp_s, double window_s);
+/* SimChunkCost.gather_lag_s for a gather of gather_s seconds spread evenly
+ * over `layers` layers of a forward of fwd_s seconds (layer k waits for k
+ * layers' share): max(a, L*a - (L-1)*f), a = gather_s/L, f = fwd_s/L. E.g.
+ * 3 s over 3 layers of a 1 s forward: 7/3. */
+double sim_gather_lag_uniform(double gather_s, int32_t layers, double fwd_s);
+
 /* One micro-batch through one (stage, chunk). fwd_s/bwd_s are what the compute
  * stream is busy for (compute + recompute + exposed TP/CP/EP comm); the
  * compute_/recompute_/..._exposed fields split them for the breakdown. */
@@ -127,13 +138,12 @@ typedef struct SimChunkCost {
     double cp_exposed_s;    /* exposed CP exchange inside fwd_s + bwd_s */
     double ep_exposed_s;    /* exposed EP all-to-all inside fwd_s + bwd_s */
     double dp_grad_s;       /* DP gradient reduction of this chunk's parameters, per iteration */
-    int32_t dp_buckets;     /* buckets the reduction is split into (>= 1) */
-    double dp_first_shift;  /* when the first bucket is ready, as a fraction of the chunk's last
-                               backward, minus the uniform spacing 1/dp_buckets (0: uniform;
-                               < 0 earlier: the LM head's own bucket is ready at its start) */
-    double dp_tail_s;       /* of dp_grad_s: what only becomes ready at the end of the chunk's
-                               last backward, the word embedding's gradients (one bucket:
-                               Megatron closes buckets at parameter boundaries), 0 */
+    double dp_end_s;        /* with DP overlap: when the reduction would end, measured from the
+                               start of the layers' part of the chunk's last backward (after
+                               head_bwd_s), were the DP stream free then: its buckets, each
+                               starting when its gradients are ready and the previous bucket
+                               is done (>= dp_grad_s; sim_simulate walks Megatron's buckets,
+                               dp_buckets.c; sim_dp_end_uniform for hand-built pipelines) */
     double fsdp_exposed_s;  /* ZeRO-3 gathers/reduces not hidden under compute, inside fwd_s+bwd_s */
     double slowdown_s;      /* compute slow-down from overlapped TP/CP comm, inside fwd_s+bwd_s */
     double pp_blocked_s;    /* blocking pipeline sends/receives (SimOptions.ds_pipe) inside
@@ -141,11 +151,14 @@ typedef struct SimChunkCost {
                                transfer (a send and its recv are one rendezvous) */
     double param_gather_s;  /* dist-opt / ZeRO-1/2: this chunk's share of its stage's parameter
                                all-gather (SimStageCost.param_gather_s); 0 = none */
-    int32_t layers;         /* transformer layers of the chunk: an overlapped gather arrives
-                               layer by layer (0: as one piece) */
-    double edge_gather_s[2];/* of param_gather_s: the embedding's share (first chunk, gathered
-                               before the layers) and the LM head's (last chunk, after them) */
-    double edge_fwd_s[2];   /* of fwd_s: the embedding's and the LM head's forward */
+    double gather_lag_s;    /* with param_gather_s overlapped: how late the chunk's first
+                               forward ends at most, were its gathers to start when that
+                               forward does: max over its pieces (embedding, layers, LM head)
+                               of (gathers up to the one the piece waits for) - (forward
+                               before the piece); the buckets arrive in forward order, each
+                               piece waits for all its parameters (sim_simulate walks
+                               Megatron's buckets; sim_gather_lag_uniform for hand-built
+                               pipelines) */
     double head_bwd_s;      /* of bwd_s: the LM head's backward (last chunk), which opens the
                                backward: no layer's gradient bucket is ready before it ends */
 } SimChunkCost;

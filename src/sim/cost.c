@@ -285,7 +285,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     ChunkDp dpm = {0};
     SimBuckets bk = {0};
     SimBucketMemo bmemo = {.n = 0};
-    struct { bool valid; double params, eparams; bool first, last; } bkey = {0};
+    struct { bool valid; double params, eparams; SimBucketTiming tm; bool first, last; } bkey = {0};
     const double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
     const TsColl grad_rc = (p->dist_opt || p->zero >= 1) && !in->opt.ds_pipe ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
     for (int32_t vs = 0; vs < v; vs++)
@@ -298,7 +298,6 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             l0 += nl;
             double nd = (double)(nl - n_moe), nm = (double)n_moe;
             SimChunkCost *c = &cc[s * v + vs];
-            c->layers = (int32_t)nl;
 #define SUM(f) (nd * dense.f + (has_moe ? nm * moe.f : 0))
             double rk = p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0 && p->recompute_layers < nl
                             ? (double)p->recompute_layers / (double)nl : 1.0;
@@ -316,8 +315,9 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             rfl_token += rk * SUM(recompute_flops_token);
 #undef SUM
             double tp_f = nd * dense.tp_f + (has_moe ? nm * moe.tp_f : 0);
+            double emb_fwd = 0, head_fwd = 0; /* the edges' forward tasks */
             if (chunk == 0) {
-                c->edge_fwd_s[0] = emb_f + emb_tp;
+                emb_fwd = emb_f + emb_tp;
                 c->compute_fwd_s += emb_f;
                 c->compute_bwd_s += emb_b;
                 c->tp_exposed_s += 2 * emb_tp;
@@ -325,7 +325,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 params += emb_params;
             }
             if (chunk == (int64_t)pp * v - 1) {
-                c->edge_fwd_s[1] = head_f + head_tp;
+                head_fwd = head_f + head_tp;
                 c->head_bwd_s = head_b + head_tp;
                 c->compute_fwd_s += head_f;
                 c->compute_bwd_s += head_b;
@@ -383,24 +383,23 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 /* Megatron's buckets (dp_buckets.c): a function of the
                  * chunk's layers and edges, shared by the middle chunks */
                 bool first = chunk == 0, last = chunk == (int64_t)pp * v - 1;
+                /* the layers' part of the last backward; the first
+                 * forward: embedding, layers, head */
+                SimBucketTiming tm = {.window_s = c->bwd_s - c->head_bwd_s, .emb_fwd_s = emb_fwd,
+                                      .layer_fwd_s = nl > 0 ? (c->fwd_s - emb_fwd - head_fwd) / (double)nl : 0};
                 if (!bkey.valid || params != bkey.params || eparams != bkey.eparams || first != bkey.first ||
-                    last != bkey.last) {
+                    last != bkey.last || memcmp(&tm, &bkey.tm, sizeof tm) != 0) {
                     sim_chunk_buckets(&x, &dense, has_moe ? &moe : NULL, l0 - nl, nl, last ? head_params : 0,
                                       first ? emb_params : 0, grad_rc, gbytes,
                                       sim_dp_bucket_bytes(&in->opt, x.dpg.size) / gbytes,
-                                      p->dist_opt || p->zero >= 1 ? x.ab : 0, &bmemo, &bk);
+                                      p->dist_opt || p->zero >= 1 ? x.ab : 0, &tm, &bmemo, &bk);
                     bkey.valid = true, bkey.params = params, bkey.eparams = eparams, bkey.first = first,
-                    bkey.last = last;
+                    bkey.last = last, bkey.tm = tm;
                 }
                 c->dp_grad_s = bk.t_dp;
-                c->dp_buckets = bk.n > 0 ? bk.n : 1;
-                c->dp_tail_s = bk.t_last; /* the last bucket (chunk 0: the embedding's) */
-                c->dp_first_shift = bk.n > 0 ? bk.first_frac - 1.0 / (double)bk.n : 0;
+                c->dp_end_s = bk.end_s;
                 c->param_gather_s = (dpm.has_ag ? bk.t_ag : 0) + (dpm.has_eag ? bk.t_eag : 0);
-                /* the edges' shares of the dense gather, by parameters */
-                double dense_p = params - eparams, ag_d = dpm.has_ag ? bk.t_ag : 0;
-                if (chunk == 0 && dense_p > 0) c->edge_gather_s[0] = ag_d * emb_params / dense_p;
-                if (chunk == (int64_t)pp * v - 1 && dense_p > 0) c->edge_gather_s[1] = ag_d * head_params / dense_p;
+                c->gather_lag_s = c->param_gather_s > 0 ? bk.lag_s : 0;
                 sc[s].param_gather_s += c->param_gather_s;
             }
             sc[s].optimizer_s += dpm.opt;

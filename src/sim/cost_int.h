@@ -49,11 +49,17 @@ typedef struct LayerCost {
  * over DP (experts over expert DP). */
 typedef struct SimBuckets {
     double t_dp;   /* every bucket's collective, summed */
-    double t_last; /* the last one's (it can only start at the end of the backward) */
     double t_ag;   /* with gather_bytes > 0: the dense buckets' parameter all-gathers */
     double t_eag;  /* and the expert buckets' */
-    double first_frac; /* share of the chunk's layer parameters fed when the first bucket
-                          closed (0: the LM head's bucket, before any layer) */
+    double end_s;  /* when the last bucket's collective ends, from the start of the layers'
+                      backward (window_s long), the DP stream free before: each bucket is
+                      ready when its last tensor's gradient is (the layers' parameters in
+                      backward order spread evenly over the window; the LM head's at 0,
+                      the embedding's at window_s) and starts when ready and the previous
+                      one is done (SimChunkCost.dp_end_s) */
+    double lag_s;  /* with gather_bytes > 0: SimChunkCost.gather_lag_s, the buckets gathered
+                      in reverse order of closing (t_ag + t_eag in all) under a forward of
+                      emb_fwd_s, then layer_fwd_s per layer, then the head */
     int32_t n;     /* buckets */
 } SimBuckets;
 #define SIM_BUCKET_MEMO 8
@@ -61,9 +67,14 @@ typedef struct SimBucketMemo { /* collective times by bucket size (< 0: expert b
     double size[SIM_BUCKET_MEMO], t[SIM_BUCKET_MEMO], t_ag[SIM_BUCKET_MEMO];
     int n;
 } SimBucketMemo;
+typedef struct SimBucketTiming {
+    double window_s;    /* the layers' part of the chunk's last backward */
+    double emb_fwd_s;   /* the embedding's forward (first chunk), before the layers */
+    double layer_fwd_s; /* one layer's forward */
+} SimBucketTiming;
 void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *moe, int64_t l0, int64_t nl,
                        double head_params, double emb_params, TsColl rc, double gbytes, double bucket_elems,
-                       double gather_bytes, SimBucketMemo *memo, SimBuckets *out);
+                       double gather_bytes, const SimBucketTiming *tm, SimBucketMemo *memo, SimBuckets *out);
 
 /* A collective of `bytes` over group g, as hw_coll_time_s costs it. */
 double sim_coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, const char *kind);

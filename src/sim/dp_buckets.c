@@ -21,19 +21,38 @@
 #include <math.h>
 #include <string.h>
 
+/* The buckets a layer closed, to replay them when the next layer is the
+ * same (their positions from the layer's start, in parameters). */
+enum { REUSE_MAX = 8 };
+typedef struct Closes {
+    int32_t n;  /* > REUSE_MAX: too many to keep, the layer is walked */
+    double pos[REUSE_MAX], t[REUSE_MAX];
+} Closes;
+
 typedef struct Feed {
     const Ctx *x;
     const PlanGroupInfo *g;
     TsColl rc;
-    double gbytes, max, open, last;
+    double gbytes, max, open;
     double gather_bytes;  /* > 0: the bucket's parameters are all-gathered after the step at this size */
-    double *fed, *first;  /* layer parameters fed so far (both buffers); noted at the first close */
+    double *fed;          /* layer parameters fed so far (both buffers) */
+    double *end;          /* the DP stream's end so far (both buffers share it), -inf: idle */
+    double per_param;     /* seconds of the backward window per layer parameter */
+    double layer_start;   /* *fed when the current layer began */
+    Closes *closes;       /* this layer's closes (both buffers) */
     SimBucketMemo *memo;
     bool expert;
     SimBuckets *out;
 } Feed;
 
-static void close_bucket(Feed *f)
+/* One bucket's collective on the DP stream: it starts when its gradients
+ * are ready (`ready`, from the window's start) and the one before is done. */
+static void stream(double *end, double ready, double t)
+{
+    *end = (*end > ready ? *end : ready) + t;
+}
+
+static void close_bucket(Feed *f, double ready)
 {
     double b = f->open;
     f->open = 0;
@@ -54,9 +73,11 @@ static void close_bucket(Feed *f)
     }
     f->out->t_dp += t;
     f->out->t_ag += ta;
-    if (*f->first < 0) *f->first = *f->fed;
     f->out->n++;
-    f->last = t;
+    stream(f->end, ready, t);
+    Closes *c = f->closes;
+    if (c->n < REUSE_MAX) c->pos[c->n] = *f->fed - f->layer_start, c->t[c->n] = t;
+    c->n++;
 }
 
 static void feed_as(Feed *f, double tensor, bool layer)
@@ -64,57 +85,73 @@ static void feed_as(Feed *f, double tensor, bool layer)
     if (!(tensor > 0)) return;
     if (layer) *f->fed += tensor;
     f->open += tensor;
-    if (f->open >= f->max) close_bucket(f);
+    if (f->open >= f->max) close_bucket(f, *f->fed * f->per_param);
 }
 
 static void feed(Feed *f, double tensor) { feed_as(f, tensor, true); }
 
 void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *moe, int64_t l0, int64_t nl,
                        double head_params, double emb_params, TsColl rc, double gbytes, double bucket_elems,
-                       double gather_bytes, SimBucketMemo *memo, SimBuckets *out)
+                       double gather_bytes, const SimBucketTiming *tm, SimBucketMemo *memo, SimBuckets *out)
 {
     memset(out, 0, sizeof *out);
     SimBuckets eb = {0};
+    double total = moe ? 0 : (double)nl * dense->params; /* the layers' parameters: the window is spread over them */
+    for (int64_t l = l0; moe && l < l0 + nl; l++) total += (model_layer_is_moe(x->m, l) ? moe : dense)->params;
+    double fed = 0, end = -INFINITY, per = total > 0 ? tm->window_s / total : 0;
+    /* the gather lag: the buckets are gathered in reverse order of closing,
+     * so a piece fed (backward) after buckets worth C of gathers closed has
+     * all its parameters at T - C, T the chunk's gathers (known at the
+     * end); it starts its forward at F: lag = T + max(-C - F) */
+    double lag = head_params > 0 ? -(tm->emb_fwd_s + (double)nl * tm->layer_fwd_s) : -INFINITY;
+    Closes cur = {0};
     Feed d = {.x = x, .g = &x->dpg, .rc = rc, .gbytes = gbytes, .max = bucket_elems, .gather_bytes = gather_bytes,
-              .memo = memo, .out = out};
-    Feed e = {.x = x, .g = &x->edpg, .rc = rc, .gbytes = gbytes, .max = bucket_elems, .gather_bytes = gather_bytes,
-              .memo = memo, .expert = true, .out = &eb};
-    double fed = 0, first = -1, total = 0; /* layer parameters fed, at the first close, in all */
-    d.fed = e.fed = &fed;
-    d.first = e.first = &first;
+              .fed = &fed, .end = &end, .per_param = per, .closes = &cur, .memo = memo, .out = out};
+    Feed e = d;
+    e.g = &x->edpg;
+    e.expert = true;
+    e.out = &eb;
     feed_as(&d, head_params, false);
     /* a layer that starts with both buffers empty and is like the one
-     * before (which also started empty) closes the same buckets: reuse them */
+     * before (which also started empty) closes the same buckets at the
+     * same places: replay them */
     const LayerCost *prev = NULL;
-    double dt = 0, et = 0, dl = 0, el = 0, da = 0, ea = 0;
+    Closes last = {0};
     int32_t dn = 0, en = 0;
+    double dt = 0, et = 0, da = 0, ea = 0;
     for (int64_t l = l0 + nl - 1; l >= l0; l--) {
         const LayerCost *lc = moe && model_layer_is_moe(x->m, l) ? moe : dense;
         bool empty = d.open == 0 && e.open == 0;
-        total += lc->params;
+        double piece = -(out->t_ag + eb.t_ag) - (tm->emb_fwd_s + (double)(l - l0) * tm->layer_fwd_s);
+        if (piece > lag) lag = piece;
         if (empty && lc == prev) {
-            fed += lc->params; /* (the first close is behind: prev closed some) */
+            for (int32_t k = 0; k < last.n; k++) stream(&end, (fed + last.pos[k]) * per, last.t[k]);
+            fed += lc->params;
             out->t_dp += dt, out->n += dn, eb.t_dp += et, eb.n += en, out->t_ag += da, eb.t_ag += ea;
-            if (dn) d.last = dl;
-            if (en) e.last = el;
             continue;
         }
         double t0 = out->t_dp, e0 = eb.t_dp, a0 = out->t_ag, b0 = eb.t_ag;
         int32_t n0 = out->n, m0 = eb.n;
+        cur.n = 0;
+        d.layer_start = e.layer_start = fed;
         for (int32_t i = 0; i < lc->n_grad_t; i++) feed(&d, lc->grad_t[i]);
         feed(&e, lc->egrad_t[0]);
         feed(&e, lc->egrad_t[1]);
-        prev = empty && d.open == 0 && e.open == 0 ? lc : NULL;
-        dt = out->t_dp - t0, dn = out->n - n0, dl = d.last, da = out->t_ag - a0;
-        et = eb.t_dp - e0, en = eb.n - m0, el = e.last, ea = eb.t_ag - b0;
+        prev = empty && d.open == 0 && e.open == 0 && cur.n <= REUSE_MAX ? lc : NULL;
+        last = cur;
+        dt = out->t_dp - t0, dn = out->n - n0, da = out->t_ag - a0;
+        et = eb.t_dp - e0, en = eb.n - m0, ea = eb.t_ag - b0;
     }
+    /* what is left open, the embedding's bucket last: ready at the end
+     * (and gathered right after the experts' last one, first of all) */
+    if (emb_params > 0 && -(out->t_ag + eb.t_ag) > lag) lag = -(out->t_ag + eb.t_ag);
     feed_as(&d, emb_params, false);
-    close_bucket(&d);
-    close_bucket(&e);
-    /* the last to start: the dense buffer's final bucket (the embedding's) */
-    out->t_last = d.last;
+    close_bucket(&d, tm->window_s);
+    close_bucket(&e, tm->window_s);
     out->t_dp += eb.t_dp;
     out->n += eb.n;
     out->t_eag = eb.t_ag;
-    out->first_frac = first >= 0 && total > 0 ? fmin(1.0, first / total) : 1.0;
+    out->end_s = end > -INFINITY ? end : 0;
+    double T = out->t_ag + eb.t_ag;
+    out->lag_s = T > 0 && lag > -INFINITY ? T + lag : 0;
 }

@@ -447,6 +447,17 @@ static double compute_share(double comp, double busy)
     return busy > 0 && comp < busy ? comp / busy : 1.0;
 }
 
+double sim_dp_end_uniform(int32_t n, double dp_s, double window_s)
+{
+    if (n < 1) n = 1;
+    double end = 0, d = dp_s / n;
+    for (int32_t k = 1; k <= n; k++) {
+        double ready = window_s * k / n;
+        end = (end > ready ? end : ready) + d;
+    }
+    return end;
+}
+
 /* DP gradient reduction of stage s after (or under) its last backward; the
  * part that hides slows compute by overlap_slowdown times the compute share. */
 static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResult *sr)
@@ -463,20 +474,13 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
             free_t = (free_t > pipe_end ? free_t : pipe_end) + dp;
             continue;
         }
-        double n = cc->dp_buckets > 0 ? (double)cc->dp_buckets : 1.0;
-        /* the buckets become ready through the backward, after the LM
-         * head's own backward on the last chunk */
-        double t1 = w->bfin_last[s * v + c], t0 = w->bst_last[s * v + c] + cc->head_bwd_s;
-        if (t0 > t1) t0 = t1;
-        double r = (t1 - t0) / n, d = dp / n;
-        /* the last bucket, or what is only ready at the very end (the
-         * embedding's gradients), goes out after the backward */
-        double last = cc->dp_tail_s > d ? cc->dp_tail_s : d;
-        double first = t0 + r + cc->dp_first_shift * (t1 - t0); /* the first bucket ready */
-        if (first < t0) first = t0;
-        double e1 = free_t + n * d, e2 = first + n * d, e3 = t0 + n * r + last;
-        double e = e1 > e2 ? e1 : e2;
-        free_t = e > e3 ? e : e3;
+        /* the buckets become ready through the chunk's last backward,
+         * after the LM head's own backward (dp_end_s counts from there);
+         * the stream may still be busy with a later chunk's buckets: then
+         * they follow those back to back (the end is max-plus linear in
+         * the stream's start) */
+        double t0 = w->bst_last[s * v + c] + cc->head_bwd_s, e = free_t + dp;
+        free_t = e > t0 + cc->dp_end_s ? e : t0 + cc->dp_end_s;
     }
     double exposed = free_t > pipe_end ? free_t - pipe_end : 0;
     double overlapped = total - exposed > 0 ? total - exposed : 0;
@@ -500,15 +504,10 @@ static double fwd_compute_share(const SimPipeline *pl, int32_t s)
 /* The start-up delay of stage s from overlapped dist-opt parameter gathers
  * (param_gather_overlap). The gathers of the stage's chunks run back to back
  * from the iteration start, chunk by chunk in the order of their first
- * forward and, within a chunk, in the order of use: the embedding, the
- * layers (a layer's share, gather / layers, at a time), the LM head; the
- * first forward F(s, 0, c) runs each piece once its gather has arrived. With
- * G_k the gathers up to piece k, F_k the forward before it and t0 the
- * forward's start, the forward ends max(0, max_k (G_k - F_k - t0)) late;
- * over the uniform layers the expression is linear in k, so their first and
- * last are the candidates (the first layer's gather is always waited for
- * unless t0 leaves room). The largest shift of the stage's chunks is its
- * delay. */
+ * forward; a chunk whose gathers start at g and whose first forward starts
+ * at t0 ends that forward max(0, g + gather_lag_s - t0) late (gather_lag_s:
+ * its pieces waiting for their buckets). The largest shift of the stage's
+ * chunks is its delay. */
 static double stage_gather_delay(const SimPipeline *pl, const SimWork *w, int32_t s)
 {
     const int32_t v = pl->chunks;
@@ -516,18 +515,18 @@ static double stage_gather_delay(const SimPipeline *pl, const SimWork *w, int32_
     for (int32_t c = 0; c < v; c++) {
         const SimChunkCost *cc = &pl->chunk[s * v + c];
         if (!(cc->param_gather_s > 0)) continue;
-        double L = cc->layers > 0 ? (double)cc->layers : 1.0, t0 = w->fst_first[s * v + c];
-        double eg = cc->edge_gather_s[0], ef = cc->edge_fwd_s[0], hg = cc->edge_gather_s[1];
-        double a = (cc->param_gather_s - eg - hg) / L, f = (cc->fwd_s - ef - cc->edge_fwd_s[1]) / L;
-        double cand[4] = {g + eg - t0,                                /* the embedding */
-                          g + eg + a - ef - t0,                       /* the first layer */
-                          g + eg + L * a - ef - (L - 1) * f - t0,     /* the last layer */
-                          g + cc->param_gather_s - ef - L * f - t0};  /* the LM head */
-        for (int k = 0; k < 4; k++)
-            if (cand[k] > delay) delay = cand[k];
+        double d = g + cc->gather_lag_s - w->fst_first[s * v + c];
+        if (d > delay) delay = d;
         g += cc->param_gather_s;
     }
     return delay;
+}
+
+double sim_gather_lag_uniform(double gather_s, int32_t layers, double fwd_s)
+{
+    double L = layers > 0 ? (double)layers : 1.0, a = gather_s / L, f = fwd_s / L;
+    double last = L * a - (L - 1) * f;
+    return last > a ? last : a;
 }
 
 /* Grow the work arrays for a (p, v, m) pipeline; ppc too when with_ppc. */

@@ -128,7 +128,7 @@ static void test_dp_overlap(void **state)
     SimStageCost st[2] = {{.optimizer_s = 0.25}, {.optimizer_s = 0.25}};
     for (int i = 0; i < 2; i++) {
         c[i].dp_grad_s = 1.0;
-        c[i].dp_buckets = 4;
+        c[i].dp_end_s = sim_dp_end_uniform(4, 1.0, c[i].bwd_s);
     }
     SimPipeline pl = {.stages = 2, .chunks = 1, .micro_batches = 4, .schedule = SIM_SCHED_1F1B,
                       .chunk = c, .stage = st, .dp_overlap = true};
@@ -160,7 +160,7 @@ static void test_param_gather_overlap(void **state)
     SimStageCost st[2];
     for (int i = 0; i < 2; i++) {
         c[i].param_gather_s = 3.0;
-        c[i].layers = 3;
+        c[i].gather_lag_s = sim_gather_lag_uniform(3.0, 3, c[i].fwd_s);
         st[i] = (SimStageCost){.param_gather_s = 3.0};
     }
     SimPipeline pl = {.stages = 2, .chunks = 1, .micro_batches = 4, .schedule = SIM_SCHED_1F1B, .chunk = c,
@@ -173,7 +173,7 @@ static void test_param_gather_overlap(void **state)
     sim_result_free(&r);
     for (int i = 0; i < 2; i++) {
         c[i].param_gather_s = st[i].param_gather_s = 0.2;
-        c[i].layers = 4;
+        c[i].gather_lag_s = sim_gather_lag_uniform(0.2, 4, c[i].fwd_s);
     }
     assert_int_equal(sim_pipeline_run(&pl, NULL, &r, &err), TS_OK);
     NEAR(r.breakdown.dp_comm_exposed_s, 0.05, 1e-12);

@@ -86,11 +86,11 @@ static bool one(int inst, SimWork *wf, SimWork *wr)
         k->bwd_s = k->compute_bwd_s + k->recompute_s + 0.5 * k->tp_exposed_s;
         k->p2p_fwd_s = k->p2p_bwd_s = p2p;
         k->dp_grad_s = rnd() < 0.5 ? 4 * f * rnd() : 0;
-        k->dp_buckets = 1 + (int32_t)(rnd() * 8);
+        k->dp_end_s = sim_dp_end_uniform(1 + (int32_t)(rnd() * 8), k->dp_grad_s, k->bwd_s);
         /* overlapped parameter gathers: sometimes longer than the first
          * forward (the start-up delay reads the first forwards' starts) */
         k->param_gather_s = rnd() < 0.5 ? 3 * f * rnd() : 0;
-        k->layers = (int32_t)(rnd() * 6);
+        k->gather_lag_s = sim_gather_lag_uniform(k->param_gather_s, (int32_t)(rnd() * 6), k->fwd_s);
     }
     if (split) {
         c[p * v - 1].fwd_s += 0.04 * base_f; /* a small LM head: the last chunk stays lighter */

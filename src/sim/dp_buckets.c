@@ -15,7 +15,11 @@
  * Bucket sizes repeat along a chunk of equal layers and across chunks, so
  * their collective times are memoized by size for the whole plan (sizes
  * within 0.1 % share one: fc2, fc1 and the attention of a GPT layer are all
- * 4·H²/TP, give or take a norm). */
+ * 4·H²/TP, give or take a norm).
+ * The same walk times them (SimBucketTiming): the reduction's end on one DP
+ * stream, each bucket ready when its last gradient is (end_s), and how late
+ * the gathered buckets, in forward order, let the first forward end
+ * (lag_s). */
 #include "cost_int.h"
 
 #include <math.h>

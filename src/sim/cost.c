@@ -520,6 +520,13 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         warn(out, "context parallel group spans %lld nodes", (long long)x.cpg.nodes);
     if (p->ep > 1 && x.epg.nodes > 1)
         warn(out, "expert parallel all-to-all spans %lld nodes", (long long)x.epg.nodes);
+    /* runtime options this plan gives nothing to act on */
+    if (in->opt.sequential_experts && m->experts == 0)
+        warn(out, "--sequential-experts has no effect: %s has no routed experts", m->name);
+    if (in->opt.selective_ops && p->recompute != PLAN_RECOMPUTE_SELECTIVE)
+        warn(out, "--selective-ops has no effect without --recompute selective");
+    if (in->opt.cp_comm != SIM_CP_P2P && p->cp == 1)
+        warn(out, "--cp-comm %s has no effect with cp 1", sim_cp_comm_name(in->opt.cp_comm));
     return TS_OK;
 }
 

@@ -58,6 +58,22 @@ static void gemm_b(const Gen *g, Block *b, int64_t batch, int64_t M, int64_t N, 
     gemm_as(g, b, batch, M, N, K, true);
 }
 
+/* dst += k x src for the summed costs (times, FLOPs, bytes, parameters). */
+static void block_add(Block *dst, const Block *src, double k)
+{
+    dst->fwd_s += k * src->fwd_s;
+    dst->ig_s += k * src->ig_s;
+    dst->wg_s += k * src->wg_s;
+    dst->gemm_fwd_s += k * src->gemm_fwd_s;
+    dst->gemm_ig_s += k * src->gemm_ig_s;
+    dst->fwd_flops += k * src->fwd_flops;
+    dst->ig_flops += k * src->ig_flops;
+    dst->wg_flops += k * src->wg_flops;
+    dst->fwd_bytes += k * src->fwd_bytes;
+    dst->bwd_bytes += k * src->bwd_bytes;
+    dst->params += k * src->params;
+}
+
 /* The forward time of a transformer-layer GEMM alone (recompute). */
 static double gemm_fwd_s(const Gen *g, int64_t M, int64_t N, int64_t K)
 {
@@ -217,12 +233,11 @@ void wl_gen_layer_costs(Gen *g)
          * expert's fc1, activation and fc2 on its own */
         int64_t nk = g->o->sequential_experts ? local : 1;
         double ea = pairs * (double)EF * db / (double)nk;
-        for (int64_t k = 0; k < nk; k++) {
-            gemm_b(g, e, local / nk, me, EF * (m->swiglu ? 2 : 1), H);
-            gemm_b(g, e, local / nk, me, H, EF);
-            mem2(g, e, ea * (m->swiglu ? 3.0 : 2.0), ea * (m->swiglu ? 5.0 : 3.0),
-                 8.0 * pairs * (double)EF / (double)nk);
-        }
+        Block one = {0}; /* the grouped experts, or one of them: costed once */
+        gemm_b(g, &one, local / nk, me, EF * (m->swiglu ? 2 : 1), H);
+        gemm_b(g, &one, local / nk, me, H, EF);
+        mem2(g, &one, ea * (m->swiglu ? 3.0 : 2.0), ea * (m->swiglu ? 5.0 : 3.0), 8.0 * pairs * (double)EF / (double)nk);
+        block_add(e, &one, (double)nk);
         e->eparams = e->params - p0;
         e->egrad_t[0] = (double)local * (double)H * (double)EF; /* all local fc2, then fc1 */
         e->egrad_t[1] = e->eparams - e->egrad_t[0];

@@ -105,7 +105,6 @@ static void test_collectives(void **state)
     wl_destroy(w);
 }
 
-/* Each stage first waits for the other's send: no task can run. */
 /* The overlap slow-down: an asynchronous DP all-reduce of duration d starts
  * with a 1 ms compute followed by a 3 ms one; it overlaps min(d, 4 ms) of
  * compute, and the iteration grows by 0.1 times that. */
@@ -133,6 +132,7 @@ static void test_overlap_slowdown(void **state)
     wl_destroy(w);
 }
 
+/* Each stage first waits for the other's send: no task can run. */
 static void test_deadlock(void **state)
 {
     (void)state;

@@ -52,7 +52,7 @@ static void text(const Workload *w, const CliHwLoaded *hl, const SimResult *r, c
 {
     const WlParallel *p = &w->par;
     if (w->n_rows > 0) {
-        ts_buf_printf(b, "trainsim simulate --workload %s (SimAI semantics: one rank, no pipeline interaction)\n",
+        ts_buf_printf(b, "trainsim simulate --workload %s (SimAI semantics: one rank's rows once, the pipeline by SimAI's bubble formula)\n",
                       path);
         ts_buf_printf(b, "layout: %lld GPUs, tp %lld, pp %lld, ep %lld, ga %lld on %s (%s); %d rows\n\n",
                       (long long)p->world, (long long)p->tp, (long long)p->pp, (long long)p->ep, (long long)p->ga,

@@ -2,18 +2,21 @@
  * replay.c — an imported layer-format workload (SimAI/AICB, ASTRA-sim 1.0
  * text, op tables) run with SimAI's semantics (simai_aicb.md section 7,
  * SimAI Workload.cc iterate_hybrid_parallel_Transformer_fwd_in_bckwd), one
- * rank's view of class 0:
+ * rank's view of class 0, every row once (the rows already hold the GA
+ * micro-batches: AICB writes a copy of the stage body per micro-batch):
  *   forward, rows 0..N-1: wait for the row's previous weight-gradient comm,
  *     then its forward compute, then its forward collective (blocking);
  *   backward, rows N-1..0: input-grad compute, input-grad collective
  *     (blocking), weight-grad compute, weight-grad collective NON-blocking
- *     (a DP stream; the row's next forward waits for it);
- *   the GA micro-batches are unrolled as all forwards, then all backwards;
- *   no pipeline interaction (pp and vpp are statistics only).
+ *     (a DP stream; the row's next forward waits for it).
+ * The pipeline, which the rows do not describe, is added as SimAI's
+ * analytical mode adds it (Layer.cc): a bubble of (pp - 1) / (ga x vpp)
+ * times the stage's busy time (compute and blocking comm of every row but
+ * embedding_layer), and, where SimAI charges nothing by default, the
+ * pipeline's fill and drain: 2 (pp - 1) transfers of pp_comm bytes.
  * Compute durations come from the file; collectives are costed with our
  * collective model (hw_coll_time_s) on the group sizes SimAI uses: TP =
- * header tp, EP = ep, DP = all_gpus/(tp*pp), DP_EP = DP/EP (wl_group_span),
- * once per row: every micro-batch repeats them.
+ * header tp, EP = ep, DP = all_gpus/(tp*pp), DP_EP = DP/EP (wl_group_span).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -83,40 +86,51 @@ TsStatus sim_replay_simai(const Workload *w, const HwNet *net, SimResult *out, T
         free(rc);
         return ts_err(err, TS_ERR_INTERNAL, "out of memory");
     }
-    int64_t ga = w->par.ga > 0 ? w->par.ga : 1;
-    double t = 0, a = 0; /* compute stream, async (wg) stream */
+    double t = 0, a = 0, busy = 0; /* compute stream, async (wg) stream, pipelined work */
     SimBreakdown *b = &out->breakdown;
-    for (int64_t mb = 0; mb < ga; mb++)
-        for (int32_t i = 0; i < n; i++) {
-            if (wg_done[i] > t) {
-                charge(b, WL_GROUP_DP, wg_done[i] - t);
-                t = wg_done[i];
-            }
-            t += rc[i].comp[WL_PHASE_FWD];
-            b->compute_s += rc[i].comp[WL_PHASE_FWD];
-            t += rc[i].comm[WL_PHASE_FWD];
-            charge(b, rc[i].grp[WL_PHASE_FWD], rc[i].comm[WL_PHASE_FWD]);
+    for (int32_t i = 0; i < n; i++) {
+        if (wg_done[i] > t) {
+            charge(b, WL_GROUP_DP, wg_done[i] - t);
+            t = wg_done[i];
         }
-    for (int64_t mb = 0; mb < ga; mb++)
-        for (int32_t i = n - 1; i >= 0; i--) {
-            t += rc[i].comp[WL_PHASE_IG];
-            b->compute_s += rc[i].comp[WL_PHASE_IG];
-            t += rc[i].comm[WL_PHASE_IG];
-            charge(b, rc[i].grp[WL_PHASE_IG], rc[i].comm[WL_PHASE_IG]);
-            t += rc[i].comp[WL_PHASE_WG];
-            b->compute_s += rc[i].comp[WL_PHASE_WG];
-            double x = rc[i].comm[WL_PHASE_WG];
-            if (x > 0) {
-                double st = a > t ? a : t;
-                a = st + x;
-                wg_done[i] = a;
-            }
+        t += rc[i].comp[WL_PHASE_FWD];
+        b->compute_s += rc[i].comp[WL_PHASE_FWD];
+        t += rc[i].comm[WL_PHASE_FWD];
+        charge(b, rc[i].grp[WL_PHASE_FWD], rc[i].comm[WL_PHASE_FWD]);
+    }
+    for (int32_t i = n - 1; i >= 0; i--) {
+        t += rc[i].comp[WL_PHASE_IG];
+        b->compute_s += rc[i].comp[WL_PHASE_IG];
+        t += rc[i].comm[WL_PHASE_IG];
+        charge(b, rc[i].grp[WL_PHASE_IG], rc[i].comm[WL_PHASE_IG]);
+        t += rc[i].comp[WL_PHASE_WG];
+        b->compute_s += rc[i].comp[WL_PHASE_WG];
+        double x = rc[i].comm[WL_PHASE_WG];
+        if (x > 0) {
+            double st = a > t ? a : t;
+            a = st + x;
+            wg_done[i] = a;
         }
+    }
+    for (int32_t i = 0; i < n; i++)
+        if (strcmp(w->rows[r0 + i].name, "embedding_layer") != 0)
+            busy += rc[i].comp[WL_PHASE_FWD] + rc[i].comm[WL_PHASE_FWD] + rc[i].comp[WL_PHASE_IG] +
+                    rc[i].comm[WL_PHASE_IG] + rc[i].comp[WL_PHASE_WG];
     free(wg_done);
     free(rc);
     if (a > t) charge(b, WL_GROUP_DP, a - t);
-    out->iteration_time_s = t > a ? t : a;
-    out->pipeline_time_s = t;
+    double end = t > a ? t : a;
+    const WlParallel *par = &w->par;
+    if (par->pp > 1) {
+        int64_t ga = par->ga > 0 ? par->ga : 1, vpp = par->vpp > 0 ? par->vpp : 1;
+        b->bubble_s = busy * (double)(par->pp - 1) / (double)(ga * vpp);
+        int64_t size, nodes;
+        if (par->pp_comm_bytes > 0 && wl_group_span(w, WL_GROUP_PP, net->cl.gpus_per_node, &size, &nodes))
+            b->pp_comm_exposed_s = 2.0 * (double)(par->pp - 1) * hw_p2p_time_s(net, par->pp_comm_bytes, nodes > 1);
+    }
+    out->pipeline_time_s = t + b->bubble_s + b->pp_comm_exposed_s;
+    out->iteration_time_s = end + b->bubble_s + b->pp_comm_exposed_s;
+    if (par->pp > 1) out->bubble_fraction = b->bubble_s / out->pipeline_time_s;
     out->n_stages = 1;
     return TS_OK;
 }

@@ -115,7 +115,7 @@ static TsStatus parse_header(WlLines *L, Workload *w, TsError *err)
             return wl_err_tok(L, v, err, "header key '%s' is out of range (at most %d)", wl_tok_str(k, buf, 40),
                               WL_MAX_WORLD);
         h.has[ki] = true;
-        int64_t *dst[] = {&p->tp, &p->ep, &p->pp, &p->layers_per_stage, &p->ga, &p->world};
+        int64_t *dst[] = {&p->tp, &p->ep, &p->pp, &p->vpp, &p->ga, &p->world};
         *dst[ki] = iv;
     }
     bool hybrid = strncmp(w->policy, "HYBRID_TRANSFORMER", 18) == 0;
@@ -131,6 +131,7 @@ static TsStatus parse_header(WlLines *L, Workload *w, TsError *err)
     if (p->ep < 1) p->ep = 1;
     if (p->pp < 1) p->pp = 1;
     if (p->ga < 1) p->ga = 1;
+    if (p->vpp < 1) p->vpp = 1; /* SimAI's interleaving degree (its bubble divides by it) */
     if (p->tp * p->pp > WL_MAX_WORLD) {
         wl_err_tok(L, &tk[0], err, "model_parallel_NPU_group x pp = %" PRId64 " GPUs is more than %d",
                    p->tp * p->pp, WL_MAX_WORLD);
@@ -257,17 +258,21 @@ TsStatus wl_read_simai(const char *name, const char *text, size_t len, Workload 
     }
     for (int64_t i = 0; i < count; i++) {
         if (!next_nonblank(&L)) {
-            if (i > 0) { /* AICB v1.0 wrote such files (L65B sample): take what is there */
+            if (i > 0 && w->simai_header == WL_SIMAI_HDR_V1_0) {
+                /* AICB's first release (July 2024) wrote counts its files do
+                 * not hold (its L65B sample: 839 announced, 32 written):
+                 * take what is there, and say so */
                 snprintf(w->warning, sizeof w->warning,
                          "%s:%d: the count line announces %" PRId64 " item lines, the file has %" PRId64
-                         "; using %" PRId64, name, count_line, count, i, i);
+                         " (AICB v1.0 wrote such counts); using %" PRId64,
+                         name, count_line, count, i, i);
                 count = i;
                 break;
             }
             ts_err(err, TS_ERR_INPUT, "file ends after %" PRId64 " of the %" PRId64 " item lines announced on line %d",
                    i, count, count_line);
-            ts_err_at(err, name, L.line, 0, NULL);
-            ts_err_hint(err, "the file is truncated, or the count on line %d is wrong", count_line);
+            ts_err_at(err, name, L.line + 1, 1, NULL);
+            ts_err_hint(err, "the file is truncated, or the count %" PRId64 " on line %d is wrong", count, count_line);
             st = TS_ERR_INPUT;
             goto fail;
         }
@@ -285,7 +290,6 @@ TsStatus wl_read_simai(const char *name, const char *text, size_t len, Workload 
         ts_err_hint(err, "fix the count on line %d", count_line);
         goto fail;
     }
-    w->par.vpp = 1;
     if (wl_class_begin(w, "stage0", 0) < 0 || !wl_rows_build(w, rows, count)) {
         st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
         goto fail;
@@ -353,7 +357,7 @@ void wl_write_simai(const Workload *w, const WlSimaiOptions *o, TsBuf *out)
         if (h >= WL_SIMAI_HDR_V1_1) {
             ts_buf_printf(out, " ep: %" PRId64 " pp: %" PRId64, p->ep, p->pp);
             if (h == WL_SIMAI_HDR_CURRENT)
-                ts_buf_printf(out, " vpp: %" PRId64, p->layers_per_stage > 0 ? p->layers_per_stage : 1);
+                ts_buf_printf(out, " vpp: %" PRId64, p->vpp > 0 ? p->vpp : 1);
             ts_buf_printf(out, " ga: %" PRId64 " all_gpus: %" PRId64, p->ga, p->world);
         }
         ts_buf_puts(out, " checkpoints: 0 checkpoint_initiates: 0");

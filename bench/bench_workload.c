@@ -187,7 +187,7 @@ int main(void)
     WlPlanDims pd;
     if (dims("aicb-llama-405b", 8, 16, 1024, 128, 4096, true, &md, &pd)) return 1;
     pd.sp = true;
-    WlAicbOptions ao = {true};
+    WlAicbOptions ao = {.compat_1_1 = true};
     WlSimaiOptions so = {WL_SIMAI_HDR_V1_1};
     int reps = 200;
     size_t size = 0;

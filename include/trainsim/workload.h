@@ -311,12 +311,17 @@ typedef struct WlPlanDims {
     int32_t n_stage_layers;        /* entries in stage_layers, 0 */
 } WlPlanDims;
 
+struct WlBuildOptions;
 typedef struct WlAicbOptions {
-    bool compat_1_1;        /* AICB v1.1 (Sep 2024): 2x word embedding, quirks (stale embedding
-                               wg time, 0-byte column ig reduce-scatter, final_column timed as
-                               attention) */
+    bool compat_1_1;        /* AICB v1.1 (Sep 2024): 2x word embedding, MockedParam sizes, no vpp:
+                               in the header, AIOB's arrangement (backward = forward, stale
+                               embedding wg time, 0-byte column ig reduce-scatter, final_column
+                               timed as attention) */
+    const struct WlBuildOptions *build; /* the runtime options the blocks are costed with
+                               (wl_build's); NULL = defaults */
 } WlAicbOptions;
-/* AICB/SimAI layer rows for one pipeline stage (simai_aicb.md §2-3). */
+/* AICB/SimAI layer rows for one pipeline stage (simai_aicb.md §2-3): the
+ * stage with the most layers, its blocks costed as wl_build costs them. */
 TsStatus wl_build_aicb(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
                        const WlAicbOptions *o, Workload **out, TsError *err);
 

@@ -38,6 +38,14 @@ static int write_out(const Workload *w, const WlCli *o, WlFormat fmt)
         WlSimaiOptions so = {WL_SIMAI_HDR_CURRENT};
         if (o->aicb_compat && !strcmp(o->aicb_compat, "1.1")) so.header = WL_SIMAI_HDR_V1_1;
         if (o->aicb_compat && !strcmp(o->aicb_compat, "1.0")) so.header = WL_SIMAI_HDR_V1_0;
+        if (so.header != WL_SIMAI_HDR_CURRENT && strcmp(w->policy, "MICRO") != 0)
+            fprintf(stderr, "trainsim: warning: --aicb-compat %s writes AICB's %s header, without %s; current SimAI "
+                            "(1.7) %s: leave out --aicb-compat to run the file in SimAI\n",
+                    o->aicb_compat, so.header == WL_SIMAI_HDR_V1_0 ? "July 2024" : "Sep 2024",
+                    so.header == WL_SIMAI_HDR_V1_0 ? "pp:" : "vpp: and pp_comm:",
+                    so.header == WL_SIMAI_HDR_V1_0 ? "stops on it with a floating-point exception (SIGFPE)"
+                                                   : "warns 'Input workload format mismatch' and gives NaN bubble "
+                                                     "and total times for it");
         wl_write_simai(w, &so, &b);
     } else if (fmt == WL_FMT_ASTRASIM) {
         wl_write_astrasim(w, &b);

@@ -84,7 +84,9 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
     sim_wl_model_dims(&m, p.tp, &md);
     if ((st = sim_wl_plan_dims(&m, &p, &pd, &split, &err)) == TS_OK) {
         if (g->fmt == WL_FMT_SIMAI || g->fmt == WL_FMT_ASTRASIM) {
-            WlAicbOptions ao = {.compat_1_1 = g->aicb_compat};
+            WlBuildOptions bo;
+            sim_wl_build_options(&so, &bo);
+            WlAicbOptions ao = {.compat_1_1 = g->aicb_compat, .build = &bo};
             st = wl_build_aicb(&md, &pd, &cost, &ao, out, &err);
         } else {
             WlOptableOptions oo = {.neusight = g->neusight};

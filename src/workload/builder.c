@@ -426,7 +426,7 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
 
 /* Layers of each chunk: the plan's --stage-layers, else an even split where
  * the first layers % chunks chunks hold one layer more. */
-static void chunk_split(const WlModelDims *m, const WlPlanDims *p, int64_t n_chunks, int64_t *first)
+void wl_gen_chunk_split(const WlModelDims *m, const WlPlanDims *p, int64_t n_chunks, int64_t *first)
 {
     int64_t lps = m->layers / n_chunks, rem = m->layers % n_chunks;
     first[0] = 0;
@@ -835,7 +835,7 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
     g.pg_ag = malloc((size_t)(m->layers + 2) * sizeof *g.pg_ag);
     g.w = wl_create(p->world, err);
     if (!steps || !g.fwd_last || !g.first || !g.pg_ag || !g.w) goto oom;
-    chunk_split(m, p, n_chunks, g.first);
+    wl_gen_chunk_split(m, p, n_chunks, g.first);
     Workload *w = g.w;
     w->par = (WlParallel){.world = p->world, .tp = p->tp, .cp = p->cp, .pp = p->pp, .dp = p->dp,
                           .ep = p->ep > 0 ? p->ep : 1, .etp = p->etp > 0 && p->etp != p->tp ? p->etp : 0,

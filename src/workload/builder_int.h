@@ -62,5 +62,9 @@ double wl_gen_grad_bytes(const Gen *g);
  * embedding and the head, for one micro-batch: g->attn ... g->head, g->core_f,
  * g->core_b, g->tpc, g->act_bytes. */
 void wl_gen_layer_costs(Gen *g);
+/* first[c] = the first layer of chunk c (n_chunks + 1 entries): the plan's
+ * stage_layers, else an even split with the first layers % n_chunks chunks
+ * one layer longer. */
+void wl_gen_chunk_split(const WlModelDims *m, const WlPlanDims *p, int64_t n_chunks, int64_t *first);
 
 #endif

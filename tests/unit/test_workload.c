@@ -265,7 +265,7 @@ static void test_build_aicb_rows(void **state)
     WlModelDims m;
     WlPlanDims p;
     small_plan(&m, &p);
-    WlAicbOptions ao = {false};
+    WlAicbOptions ao = {.compat_1_1 = false};
     TsError err = {0};
     Workload *w;
     assert_int_equal(wl_build_aicb(&m, &p, &c, &ao, &w, &err), TS_OK);
@@ -600,7 +600,7 @@ static void test_json_roundtrip(void **state)
     }
     p.schedule = WL_SCHED_1F1B;
     p.vpp = 1;
-    WlAicbOptions ao = {false};
+    WlAicbOptions ao = {.compat_1_1 = false};
     assert_int_equal(wl_build_aicb(&m, &p, &c, &ao, &w, &err), TS_OK);
     json_roundtrip(w);
     wl_destroy(w);

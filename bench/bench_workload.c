@@ -90,7 +90,9 @@ static long rss_kb(void)
     return ru.ru_maxrss;
 }
 
-/* sim_replay_chakra on the set just written (simulate --workload PREFIX). */
+/* wl_read_chakra + sim_replay_dag on the set just written (simulate
+ * --workload PREFIX): reading (every rank decoded and checked) and replaying
+ * timed apart. */
 static void replay_set(const char *label, const char *prefix, int64_t gpus, double bytes)
 {
     ClusterSpec cl;
@@ -98,20 +100,23 @@ static void replay_set(const char *label, const char *prefix, int64_t gpus, doub
     if (hw_cluster_load("dgx-h100", gpus, &cl, &e) != TS_OK) return;
     HwNet net;
     hw_net_init(&net, &cl);
-    HwModel hw;
-    hw_model_init(&hw);
-    hw.gpu = cl.gpu;
-    SimChakraResult r;
+    Workload *w = NULL;
     double t0 = now_s();
-    TsStatus st = sim_replay_chakra(prefix, &hw, &net, 0, 0, &r, &e);
-    double t = now_s() - t0;
+    TsStatus st = wl_read_chakra(prefix, &w, &e);
+    double t1 = now_s();
+    SimResult r = {0};
+    if (!st) st = sim_replay_dag(w, &net, 0.1, false, &r, &e);
+    double t2 = now_s();
     if (st != TS_OK) {
         fprintf(stderr, "%s: %s\n", label, e.msg);
+        wl_destroy(w);
         return;
     }
-    printf("%-26s Chakra replay (sim_replay_chakra) %.2f s for %lld nodes, %.0f ns per node, %.0f MB/s; "
+    printf("%-26s Chakra read (wl_read_chakra) %.2f s, %.0f MB/s, %d tasks in %d classes; replay %.3f s; "
            "iteration %.4g s\n",
-           label, t, (long long)r.nodes, t * 1e9 / (double)r.nodes, bytes / 1e6 / t, r.iteration_time_s);
+           label, t1 - t0, bytes / 1e6 / (t1 - t0), w->n_tasks, w->n_classes, t2 - t1, r.iteration_time_s);
+    sim_result_free(&r);
+    wl_destroy(w);
 }
 
 static int bench_chakra(const char *label, const char *model, int64_t tp, int64_t pp, int64_t gpus, int64_t gbs,

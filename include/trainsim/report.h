@@ -245,9 +245,9 @@ void rep_fmt_seconds(char *out, size_t cap, double s);
  * slices (a kernel-level expansion); 0 keeps one slice per task. Spans must
  * have been recorded (r->spans); with none, writes an empty trace. */
 void rep_trace_chrome(const SimResult *r, const char *title, int64_t layers_per_chunk, TsBuf *out);
-/* The recorded ranks of a Chakra replay (sim_replay_chakra with record_ranks
- * > 0): one process per rank, threads gpu, cpu, sends and one per process
- * group; a collective's slice runs from its arrival on the rank to its end. */
-void rep_trace_chakra(const SimChakraResult *r, const char *title, TsBuf *out);
+/* A replayed per-rank workload (a Chakra set read rank by rank): one process
+ * per rank first .. first + count - 1 ("rank 5", pid = the rank), a thread
+ * per stream; r->spans' stage is the rank (sim_replay_dag). */
+void rep_trace_ranks(const SimResult *r, const char *title, int64_t first, int64_t count, TsBuf *out);
 
 #endif

@@ -438,47 +438,6 @@ void sim_wl_build_options(const SimOptions *o, WlBuildOptions *bo);
  * simulator's own plan rules (TS_ERR_PLAN, as sim_simulate). */
 TsStatus sim_workload_build(SimSetup *in, Workload **out, TsError *err);
 
-/* A Chakra execution-trace set (<prefix>.<rank>.et, <prefix>.comm_groups.json)
- * replayed with ASTRA-sim's semantics (replay_chakra.c): every rank, a node
- * issued when its parents are done, COMP by duration_micros (or the GPU
- * roofline of num_ops / tensor_size), collectives waiting for their whole
- * group and costed over its node span, sends on a send stream, receives
- * matched on (src, dst, tag). The breakdown is the rank that ends last; its
- * GPU idle gaps are charged along the chain of parents that ended last:
- * compute_s + coll_s + p2p_s + wait_s + other_s = iteration_time_s. */
-/* One replayed node of a recorded rank (SimChakraResult.spans). */
-typedef struct SimChakraSpan {
-    int32_t rank;
-    int32_t thread;       /* 0 GPU, 1 CPU, 2 sends, 3 + g: collectives of group g */
-    double start_s, end_s;/* a collective: from its arrival on this rank to its end */
-    const char *name;     /* the node's name (SimChakraResult.arena) */
-} SimChakraSpan;
-
-typedef struct SimChakraResult {
-    int64_t ranks, nodes, collectives, sends, groups;
-    double iteration_time_s;
-    int64_t critical_rank;
-    double compute_s;     /* its GPU kernels */
-    double coll_s;        /* its GPU idle during collectives it waited for (cost, stream queue) */
-    double p2p_s;         /* ... during sends it waited for (transfer, stream queue) */
-    double wait_s;        /* ... while other ranks were late: a collective's last arrival,
-                             a receive's send not yet started (the pipeline bubble) */
-    double other_s;       /* ... anything else (CPU ops, the chain's start) */
-    double cpu_s;         /* its CPU ops (is_cpu_op), beside the GPU */
-    /* recorded timeline (record_ranks > 0): the nodes with a duration of ranks
-     * recorded_first .. recorded_first + recorded_ranks - 1, and the group
-     * names (index 0: all ranks, "") */
-    int64_t recorded_first, recorded_ranks, n_spans, n_group_names;
-    SimChakraSpan *spans;
-    const char **group_names;
-    TsArena *arena;
-} SimChakraResult;
-/* Record the timeline of ranks record_first .. record_first + record_ranks - 1
- * (clipped to the set; record_ranks 0: none). Free a result with
- * sim_chakra_result_free. */
-TsStatus sim_replay_chakra(const char *prefix, const HwModel *hw, const HwNet *net, int64_t record_first,
-                           int64_t record_ranks, SimChakraResult *out, TsError *err);
-void sim_chakra_result_free(SimChakraResult *r);
 /* With record: out->spans holds one 'T' span per task that occupies a stream
  * (compute, collective, send; named after the task, the workload must
  * outlive the result), out->owned is set: free with sim_result_free. */

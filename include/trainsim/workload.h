@@ -94,9 +94,10 @@ enum {
     WL_F_ASYNC = 1,     /* non-blocking collective (overlaps later work) */
     WL_F_AR_A2A = 2,    /* SimAI ALLREDUCEALLTOALL (kept for round trips) */
     WL_F_RECOMPUTE = 4, /* forward recomputation inside the backward */
-    WL_F_SYNC = 8       /* send/recv pair as a rendezvous (blocking NCCL send and recv,
+    WL_F_SYNC = 8,      /* send/recv pair as a rendezvous (blocking NCCL send and recv,
                            DeepSpeed's pipeline engine): the transfer starts once both
                            sides have posted, and both wait for it to end */
+    WL_F_CPU = 16       /* COMP on the host CPU, beside the GPU (Chakra is_cpu_op) */
 };
 
 typedef struct WlTask {
@@ -110,11 +111,16 @@ typedef struct WlTask {
     uint32_t flags;        /* WL_F_* */
     double flops;          /* COMP: FLOPs, e.g. 2.2e12 */
     double mem_bytes;      /* COMP: bytes read+written */
-    double duration_s;     /* COMP: seconds from the compute model, e.g. 5.7e-3 */
+    double duration_s;     /* COMP: seconds from the compute model, e.g. 5.7e-3; < 0: not
+                              given, the replay costs flops and mem_bytes on the GPU's
+                              roofline (a Chakra node with num_ops but no duration) */
     TsColl coll;           /* COLL: ALLREDUCE, ...; SEND/RECV: SENDRECV */
     WlGroup group;         /* COLL: process group kind */
+    int32_t xgroup;        /* COLL in a per-rank workload: 1 + its index in Workload.xgroups;
+                              0: the group kind says (every other workload) */
     double comm_bytes;     /* COLL: whole buffer; SEND/RECV: message bytes */
-    int32_t peer_stage;    /* SEND/RECV: pipeline stage of the peer, -1 */
+    int32_t peer_stage;    /* SEND/RECV: pipeline stage of the peer (a per-rank workload:
+                              the peer's rank), -1 */
     int32_t tag;           /* SEND/RECV: matching tag (same on both sides) */
     int32_t dep_first;     /* into Workload.deps (filled by wl_task_add) */
     int32_t n_data_deps;   /* deps[dep_first .. +n_data_deps) are data deps */
@@ -131,10 +137,20 @@ typedef struct WlRow {
 
 typedef struct WlClass {
     const char *name;      /* "stage3" */
-    int32_t stage;         /* pipeline stage 0..PP-1 */
+    int32_t stage;         /* pipeline stage 0..PP-1 (a per-rank workload: 0) */
     int32_t first_task, n_tasks; /* task ids are global; a class's are contiguous */
     int32_t first_row, n_rows;
+    int64_t rank;          /* a per-rank workload: the rank this class is; -1: every rank of
+                              its stage */
 } WlClass;
+
+/* An explicit process group of a per-rank workload (a Chakra set whose ranks
+ * are not one layout's: its comm_groups.json entry). */
+typedef struct WlXGroup {
+    const char *name;      /* the pg_name; "" = all ranks (collectives without pg_name) */
+    int64_t *members;      /* ascending ranks */
+    int64_t n;
+} WlXGroup;
 
 /* Parallel layout the workload was made for (header fields of SimAI). */
 typedef struct WlParallel {
@@ -177,6 +193,10 @@ typedef struct Workload {
     WlTask *tasks;     int32_t n_tasks, cap_tasks;
     int32_t *deps;     int32_t n_deps, cap_deps;
     WlRow *rows;       int32_t n_rows, cap_rows;
+    /* per-rank workloads (wl_read_chakra of a set whose ranks are not one
+     * layout's): one class per rank, explicit groups, peers by rank */
+    int32_t *rank_class;    /* [par.world] the class of each rank; NULL: classes by stage */
+    WlXGroup *xgroups;  int32_t n_xgroups, cap_xgroups;
     char warning[256];      /* a non-fatal note for the CLI to print, "" if none */
     bool world_unstated;    /* the file does not give the GPU count (SimAI headers without
                                all_gpus: AICB v1.0, MICRO; ASTRA-sim text; op tables):
@@ -205,6 +225,13 @@ int32_t wl_class_begin(Workload *w, const char *name, int32_t stage);
 int32_t wl_task_add(Workload *w, const WlTask *t, const int32_t *data_deps, int n_data,
                     const int32_t *ctrl_deps, int n_ctrl);
 int32_t wl_row_add(Workload *w, const char *name, int64_t process_time);
+/* Per-rank workloads: start the class of `rank` (w->rank_class must be set
+ * up by the caller), and add an explicit group (members copied; returns the
+ * value for WlTask.xgroup, 1 + its index; -1 on allocation failure). */
+int32_t wl_class_begin_rank(Workload *w, const char *name, int64_t rank);
+int32_t wl_xgroup_add(Workload *w, const char *name, const int64_t *members, int64_t n);
+/* Nodes spanned by explicit group xg (1-based, as WlTask.xgroup). */
+int64_t wl_xgroup_nodes(const Workload *w, int32_t xg, int64_t gpus_per_node);
 /* Templates with micro = -1, row = -1, layer = -1, peer_stage = -1. */
 WlTask wl_task_comp(const char *name, WlPhase ph, double flops, double mem_bytes, double dur_s);
 WlTask wl_task_coll(const char *name, WlPhase ph, TsColl c, WlGroup g, double bytes);
@@ -215,6 +242,11 @@ static inline const int32_t *wl_task_deps(const Workload *w, const WlTask *t)
 }
 
 /* ---- ranks and groups ------------------------------------------------------ */
+/* The layout as one line, "world=32 tp=8 cp=1 pp=2 dp=2 ep=1 etp=0 vpp=1
+ * ga=8 micro_batch=1 seq=2048" (Chakra's trainsim_layout attribute), and back:
+ * false when the text is not such a line. */
+void wl_layout_format(const WlParallel *p, char *out, size_t cap);
+bool wl_layout_parse(const char *s, WlParallel *p);
 /* Class of a rank (the class whose stage is the rank's pipeline stage;
  * class 0 when there is one class). */
 int32_t wl_rank_class(const Workload *w, int64_t rank);
@@ -404,7 +436,9 @@ TsStatus wl_read_optable(const char *name, const char *text, size_t len, Workloa
  * the file was generated), so conversions match those of the original.
  * `text` must be NUL-terminated at text[len]; a NUL before it is an error. */
 TsStatus wl_read_json(const char *name, const char *text, size_t len, Workload **out, TsError *err);
-/* Sniff the format (op table header, Chakra binary, JSON, else SimAI text). */
+/* Sniff the format: a Chakra set (a path PREFIX with PREFIX.0.et beside it,
+ * or one of its PREFIX.<rank>.et files: wl_read_chakra), JSON, an op table
+ * header, else SimAI text. */
 TsStatus wl_read_file(const char *path, Workload **out, TsError *err);
 
 /* ---- writers ---------------------------------------------------------------- */
@@ -423,7 +457,12 @@ typedef struct WlChakraOptions {
     bool comm_groups;       /* also write <prefix>.comm_groups.json (true) */
     int involved_dims;      /* entries of involved_dim (all true) on group collectives, 1;
                                set it to the network's dimension count, 0 omits the attr */
-    bool generator_attr;    /* GlobalMetadata attr generator="trainsim X" (true) */
+    bool generator_attr;    /* GlobalMetadata attrs generator="trainsim X", trainsim_layout
+                               (wl_layout_format) and trainsim_groups (the first pg id of
+                               each group kind) (true) */
+    bool world_pg;          /* all-ranks collectives name an all-ranks group in comm_groups.json
+                               (true: ASTRA-sim hangs on pipelines otherwise); false: no
+                               pg_name, as ASTRA-sim's own microbenchmark traces */
 } WlChakraOptions;
 void wl_chakra_options_init(WlChakraOptions *o);
 /* Write <prefix>.<rank>.et for every rank and <prefix>.comm_groups.json,
@@ -454,12 +493,32 @@ typedef struct WlChakraNode {
 typedef struct WlChakraTrace {
     TsArena *arena;
     char version[32];
+    char layout[256];       /* GlobalMetadata attr trainsim_layout (wl_layout_format), "" */
+    char groups[256];       /* GlobalMetadata attr trainsim_groups: the first pg id of each group
+                               kind, "tp:1 dp:9 world:13", "" */
     WlChakraNode *nodes;
     int64_t n_nodes;
     int64_t *dep_index;     /* after the graph check (wl_check_chakra_visit): the node index
                                of every dep, node by node, data deps then control deps;
                                NULL before */
 } WlChakraTrace;
+
+/* A Chakra trace set <prefix>.<rank>.et + <prefix>.comm_groups.json as the
+ * IR, checked as wl_check_chakra checks it. A set trainsim wrote (its
+ * GlobalMetadata carries trainsim_layout, and every rank of a stage has the
+ * same graph as the stage's first rank) becomes one class per pipeline stage
+ * with group kinds and peer stages, as the JSON task graph of the same plan;
+ * any other set becomes a per-rank workload (Workload.rank_class): one class
+ * per rank, its comm_groups.json entries as explicit groups, peers by rank.
+ * Nodes are put in dependency order (their file order where it is one).
+ * COMP: duration_micros, else (0 µs with num_ops or tensor_size) the
+ * replay's roofline (duration_s < 0), else ASTRA-sim's 1 ns; is_cpu_op:
+ * WL_F_CPU. COLL: comm_size as ASTRA-sim reads it (ALL_GATHER per rank:
+ * times the group size for the IR's whole buffer); REDUCE, GATHER and
+ * SCATTER are refused (ASTRA-sim does not run them). Other node types are
+ * zero-time tasks keeping their dependencies. TS_ERR_INPUT naming the file
+ * and node. */
+TsStatus wl_read_chakra(const char *prefix, Workload **out, TsError *err);
 
 /* Decode a varint-delimited trace. TS_ERR_INPUT with the byte offset as col. */
 TsStatus wl_chakra_decode(const char *name, const uint8_t *data, size_t len,

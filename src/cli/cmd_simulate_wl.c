@@ -57,6 +57,13 @@ static void text(const Workload *w, const CliHwLoaded *hl, const SimResult *r, c
         ts_buf_printf(b, "layout: %lld GPUs, tp %lld, pp %lld, ep %lld, ga %lld on %s (%s); %d rows\n\n",
                       (long long)p->world, (long long)p->tp, (long long)p->pp, (long long)p->ep, (long long)p->ga,
                       hl->cluster.gpu.name, hl->cluster.name, w->n_classes ? w->classes[0].n_rows : 0);
+    } else if (w->rank_class) {
+        ts_buf_printf(b, "trainsim simulate --workload %s (Chakra semantics, as ASTRA-sim: every rank; a collective "
+                         "waits for its whole group)\n",
+                      path);
+        ts_buf_printf(b, "traces: %lld ranks, %d tasks, %d groups on %s (%s); rank %d ends last\n\n",
+                      (long long)p->world, w->n_tasks, w->n_xgroups, hl->cluster.gpu.name, hl->cluster.name,
+                      r->critical_stage);
     } else {
         ts_buf_printf(b, "trainsim simulate --workload %s (task-graph semantics: every stage, dependencies and "
                          "send/recv as written)\n",
@@ -71,6 +78,8 @@ static void text(const Workload *w, const CliHwLoaded *hl, const SimResult *r, c
     if (r->tokens_per_s > 0)
         ts_buf_printf(b, "  tokens/s              %.0f  (%.1f per GPU, %.2f samples/s; %s)\n", r->tokens_per_s,
                       r->tokens_per_s_per_gpu, r->samples_per_s, how);
+    else if (w->rank_class)
+        ts_buf_puts(b, "  tokens/s              unknown: the traces carry no batch layout\n");
     else
         ts_buf_puts(b, "  tokens/s              unknown: give --seq and --micro-batch (the workload does not say)\n");
     ts_buf_puts(b, "\nwhere the time goes:\n");
@@ -85,7 +94,7 @@ static void text(const Workload *w, const CliHwLoaded *hl, const SimResult *r, c
 static void json(const Workload *w, const CliHwLoaded *hl, const SimResult *r, TsBuf *b)
 {
     ts_buf_printf(b, "{\"format\": \"trainsim-simulate\", \"version\": 1, \"semantics\": \"%s\", \"iteration_time_s\": ",
-                  w->n_rows > 0 ? "simai" : "dag");
+                  w->n_rows > 0 ? "simai" : w->rank_class ? "chakra" : "dag");
     ts_json_fmt_double(b, r->iteration_time_s);
     if (r->tokens_per_s > 0) {
         ts_buf_puts(b, ", \"tokens_per_s\": ");
@@ -101,10 +110,12 @@ static void json(const Workload *w, const CliHwLoaded *hl, const SimResult *r, T
         ts_json_fmt_double(b, sim_breakdown_get(&r->breakdown, i));
     }
     ts_buf_printf(b, "}, \"workload\": {\"world\": %lld, \"tp\": %lld, \"pp\": %lld, \"ep\": %lld, \"ga\": %lld, "
-                     "\"rows\": %d, \"classes\": %d, \"tasks\": %d, \"critical_stage\": %d}, \"cluster\": {\"name\": ",
+                     "\"rows\": %d, \"classes\": %d, \"tasks\": %d, ",
                   (long long)w->par.world, (long long)w->par.tp, (long long)w->par.pp, (long long)w->par.ep,
-                  (long long)w->par.ga, w->n_classes ? w->classes[0].n_rows : 0, w->n_classes, w->n_tasks,
-                  r->critical_stage);
+                  (long long)w->par.ga, w->n_classes ? w->classes[0].n_rows : 0, w->n_classes, w->n_tasks);
+    if (w->rank_class) ts_buf_printf(b, "\"groups\": %d, \"critical_rank\": %d}, ", w->n_xgroups, r->critical_stage);
+    else ts_buf_printf(b, "\"critical_stage\": %d}, ", r->critical_stage);
+    ts_buf_puts(b, "\"cluster\": {\"name\": ");
     ts_json_escape(b, hl->cluster.name);
     ts_buf_puts(b, ", \"gpu\": ");
     ts_json_escape(b, hl->cluster.gpu.name);
@@ -114,12 +125,19 @@ static void json(const Workload *w, const CliHwLoaded *hl, const SimResult *r, T
 
 /* The replayed task graph as a Chrome trace (one process per stage, a
  * track per stream, one slice per task, named after it). */
-static int write_trace(const Workload *w, const SimResult *r, const char *path, TsError *err)
+static int write_trace(const Workload *w, const SimResult *r, const char *path, int64_t first, int64_t count,
+                       TsError *err)
 {
     TsBuf tb = {0};
-    char title[320];
-    snprintf(title, sizeof title, "%s (replayed)", w->source);
-    rep_trace_chrome(r, title, 1, &tb);
+    char title[400];
+    if (w->rank_class) {
+        snprintf(title, sizeof title, "%s (Chakra replay, ranks %lld-%lld of %lld)", w->source, (long long)first,
+                 (long long)(first + count - 1), (long long)w->par.world);
+        rep_trace_ranks(r, title, first, count, &tb);
+    } else {
+        snprintf(title, sizeof title, "%s (replayed)", w->source);
+        rep_trace_chrome(r, title, 1, &tb);
+    }
     if (tb.oom) ts_err(err, TS_ERR_INTERNAL, "out of memory writing the trace");
     int rc = tb.oom || ts_write_file_atomic(path, tb.data, tb.len, err) != TS_OK ? cli_fail(err) : 0;
     ts_buf_free(&tb);
@@ -204,52 +222,6 @@ static void dir_hint(const char *path, TsError *err)
                     n > 1 ? "s" : "", path, first);
 }
 
-static void chakra_text(const char *prefix, const CliHwLoaded *hl, const SimChakraResult *r, TsBuf *b)
-{
-    ts_buf_printf(b, "trainsim simulate --workload %s (Chakra semantics, as ASTRA-sim: every rank; a collective "
-                     "waits for its whole group)\n", prefix);
-    ts_buf_printf(b, "traces: %lld ranks, %lld nodes, %lld collectives, %lld send/receive pairs, %lld groups "
-                     "on %s (%s)\n\n",
-                  (long long)r->ranks, (long long)r->nodes, (long long)r->collectives, (long long)r->sends,
-                  (long long)r->groups, hl->cluster.gpu.name, hl->cluster.name);
-    ts_buf_printf(b, "  iteration time        %.6g s  (rank %lld ends last)\n", r->iteration_time_s,
-                  (long long)r->critical_rank);
-    ts_buf_puts(b, "  tokens/s              unknown: a Chakra trace does not carry batch or sequence sizes\n");
-    ts_buf_printf(b, "\nwhere the time goes on rank %lld:\n", (long long)r->critical_rank);
-    const double T = r->iteration_time_s > 0 ? r->iteration_time_s : 1;
-    const char *names[] = {"compute", "collective", "p2p", "other_ranks", "other"};
-    const double v[] = {r->compute_s, r->coll_s, r->p2p_s, r->wait_s, r->other_s};
-    for (int i = 0; i < 5; i++)
-        ts_buf_printf(b, "  %-18s %12.3f ms  %5.1f%%\n", names[i], v[i] * 1e3, 100 * v[i] / T);
-    if (r->cpu_s > 0) ts_buf_printf(b, "  (CPU ops beside the GPU: %.3f ms)\n", r->cpu_s * 1e3);
-}
-
-static void chakra_json(const CliHwLoaded *hl, const SimChakraResult *r, TsBuf *b)
-{
-    ts_buf_puts(b, "{\"format\": \"trainsim-simulate\", \"version\": 1, \"semantics\": \"chakra\", "
-                   "\"iteration_time_s\": ");
-    ts_json_fmt_double(b, r->iteration_time_s);
-    ts_buf_printf(b, ", \"critical_rank\": %lld, \"breakdown_s\": {\"compute\": ", (long long)r->critical_rank);
-    ts_json_fmt_double(b, r->compute_s);
-    ts_buf_puts(b, ", \"collective\": ");
-    ts_json_fmt_double(b, r->coll_s);
-    ts_buf_puts(b, ", \"p2p\": ");
-    ts_json_fmt_double(b, r->p2p_s);
-    ts_buf_puts(b, ", \"other_ranks\": ");
-    ts_json_fmt_double(b, r->wait_s);
-    ts_buf_puts(b, ", \"other\": ");
-    ts_json_fmt_double(b, r->other_s);
-    ts_buf_puts(b, ", \"cpu\": ");
-    ts_json_fmt_double(b, r->cpu_s);
-    ts_buf_printf(b, "}, \"traces\": {\"ranks\": %lld, \"nodes\": %lld, \"collectives\": %lld, \"sends\": %lld, "
-                     "\"groups\": %lld}, \"cluster\": {\"gpu\": ",
-                  (long long)r->ranks, (long long)r->nodes, (long long)r->collectives, (long long)r->sends,
-                  (long long)r->groups);
-    ts_json_escape(b, hl->cluster.gpu.name);
-    ts_buf_printf(b, ", \"gpus\": %lld, \"nodes\": %lld}}\n", (long long)hl->cluster.gpus,
-                  (long long)hl->cluster.nodes);
-}
-
 /* Ranks whose timeline --trace writes by default (a trace of every rank of a
  * large set would be gigabytes); --trace-ranks A-B picks others. */
 #define CHAKRA_TRACE_RANKS 64
@@ -272,71 +244,6 @@ static bool parse_ranks(const char *s, int64_t *first, int64_t *count)
     return true;
 }
 
-static int simulate_chakra(const CliHw *ch, const char *prefix, bool js, bool sizes, const char *trace,
-                           const char *trace_ranks)
-{
-    TsError err = {0};
-    int64_t rec0 = 0, nrec = CHAKRA_TRACE_RANKS;
-    if (trace_ranks && !trace) {
-        ts_err(&err, TS_ERR_USAGE, "--trace-ranks needs --trace FILE");
-        ts_err_hint(&err, "--trace-ranks picks the ranks whose timeline --trace writes");
-        return cli_fail(&err);
-    }
-    if (trace_ranks && !parse_ranks(trace_ranks, &rec0, &nrec)) {
-        ts_err(&err, TS_ERR_USAGE, "invalid value '%s' for --trace-ranks", trace_ranks);
-        ts_err_hint(&err, "give a rank or a range, e.g. --trace-ranks 512 or --trace-ranks 0-63");
-        return cli_fail(&err);
-    }
-    if (sizes) {
-        ts_err(&err, TS_ERR_USAGE, "--seq / --micro-batch are not available for a Chakra trace set");
-        ts_err_hint(&err, "a Chakra trace carries no batch layout, so tokens/s cannot be derived");
-        return cli_fail(&err);
-    }
-    int64_t ranks = wl_chakra_ranks(prefix);
-    CliHwLoaded hl;
-    int rc = gpus_match(ch, ranks);
-    if (rc || (rc = cli_hw_load(ch, "dgx-h100", ranks, &hl))) return rc;
-    SimChakraResult r;
-    if (trace && rec0 >= ranks) {
-        ts_err(&err, TS_ERR_USAGE, "--trace-ranks %s: the set has ranks 0-%lld", trace_ranks, (long long)ranks - 1);
-        ts_err_hint(&err, "give ranks of the set");
-        cli_hw_free(&hl);
-        return cli_fail(&err);
-    }
-    if (sim_replay_chakra(prefix, &hl.model, &hl.net, rec0, trace ? nrec : 0, &r, &err) != TS_OK) {
-        rc = cli_fail(&err);
-    } else {
-        TsBuf b = {0};
-        if (trace) {
-            char title[1200];
-            snprintf(title, sizeof title, "%s (Chakra replay, ranks %lld-%lld of %lld)", prefix,
-                     (long long)r.recorded_first, (long long)(r.recorded_first + r.recorded_ranks - 1),
-                     (long long)r.ranks);
-            rep_trace_chakra(&r, title, &b);
-            if (b.oom) rc = cli_fail(&(TsError){.code = TS_ERR_INTERNAL, .msg = "out of memory writing the trace"});
-            else if (ts_write_file_atomic(trace, b.data, b.len, &err) != TS_OK) rc = cli_fail(&err);
-            ts_buf_free(&b);
-        }
-        if (!rc) {
-            if (js) chakra_json(&hl, &r, &b);
-            else chakra_text(prefix, &hl, &r, &b);
-            if (trace && !js) {
-                int64_t a = r.recorded_first, z = r.recorded_first + r.recorded_ranks - 1;
-                ts_buf_printf(&b, "\ntimeline of ranks %lld-%lld (of %lld) written to %s\n", (long long)a, (long long)z,
-                              (long long)r.ranks, trace);
-                if (r.critical_rank < a || r.critical_rank > z)
-                    ts_buf_printf(&b, "(rank %lld, which ends last, is not in it: --trace-ranks %lld)\n",
-                                  (long long)r.critical_rank, (long long)r.critical_rank);
-            }
-            rc = cli_emit(NULL, &b);
-            ts_buf_free(&b);
-        }
-    }
-    sim_chakra_result_free(&r);
-    cli_hw_free(&hl);
-    return rc;
-}
-
 /* --overlap-slowdown given for a workload whose semantics have none. */
 static int no_slowdown(const char *path, const char *what)
 {
@@ -347,24 +254,58 @@ static int no_slowdown(const char *path, const char *what)
     return cli_fail(&e);
 }
 
+/* --trace-ranks: a per-rank workload's ranks to draw (default the first
+ * CHAKRA_TRACE_RANKS). Returns 0 or 2. */
+static int trace_ranks_of(const Workload *w, const char *path, const char *trace, const char *spec, int64_t *first,
+                          int64_t *count)
+{
+    TsError err = {0};
+    *first = 0;
+    *count = CHAKRA_TRACE_RANKS;
+    if (!spec) return 0;
+    if (!w->rank_class) {
+        ts_err(&err, TS_ERR_USAGE, "--trace-ranks applies to Chakra sets replayed rank by rank");
+        ts_err_hint(&err, "'%s' is replayed as one timeline per pipeline stage: --trace writes all of them", path);
+    } else if (!trace) {
+        ts_err(&err, TS_ERR_USAGE, "--trace-ranks needs --trace FILE");
+        ts_err_hint(&err, "--trace-ranks picks the ranks whose timeline --trace writes");
+    } else if (!parse_ranks(spec, first, count)) {
+        ts_err(&err, TS_ERR_USAGE, "invalid value '%s' for --trace-ranks", spec);
+        ts_err_hint(&err, "give a rank or a range, e.g. --trace-ranks 512 or --trace-ranks 0-63");
+    } else if (*first >= w->par.world) {
+        ts_err(&err, TS_ERR_USAGE, "--trace-ranks %s: the set has ranks 0-%lld", spec, (long long)w->par.world - 1);
+        ts_err_hint(&err, "give ranks of the set");
+    }
+    return err.code ? cli_fail(&err) : 0;
+}
+
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t seq, int64_t micro_batch,
                           const char *trace, const char *trace_ranks, double slowdown)
 {
     TsError err = {0};
     char prefix[1024];
     bool chakra = chakra_prefix(path, prefix, sizeof prefix);
-    if (slowdown >= 0 && chakra) return no_slowdown(path, "Chakra trace set (ASTRA-sim's semantics)");
-    if (chakra)
-        return simulate_chakra(ch, prefix, js, seq > 0 || micro_batch > 0, trace, trace_ranks);
-    if (trace_ranks) {
+    if (trace_ranks && !chakra) {
         ts_err(&err, TS_ERR_USAGE, "--trace-ranks applies to Chakra trace sets only");
         ts_err_hint(&err, "'%s' is replayed as one timeline per pipeline stage: --trace writes all of them", path);
         return cli_fail(&err);
     }
     Workload *w = NULL;
-    if (wl_read_file(path, &w, &err) != TS_OK) {
-        dir_hint(path, &err);
+    if ((chakra ? wl_read_chakra(prefix, &w, &err) : wl_read_file(path, &w, &err)) != TS_OK) {
+        if (!chakra) dir_hint(path, &err);
         return cli_fail(&err);
+    }
+    int64_t rec0 = 0, nrec = 0;
+    int rc0 = trace_ranks_of(w, path, trace, trace_ranks, &rec0, &nrec);
+    if (!rc0 && w->rank_class && (seq > 0 || micro_batch > 0)) {
+        ts_err(&err, TS_ERR_USAGE, "--seq / --micro-batch are not available for this Chakra trace set");
+        ts_err_hint(&err, "its traces carry no batch layout (trainsim writes one in GlobalMetadata), so tokens/s "
+                          "cannot be derived");
+        rc0 = cli_fail(&err);
+    }
+    if (rc0) {
+        wl_destroy(w);
+        return rc0;
     }
     CliHwLoaded hl;
     int rc = w->world_unstated ? gpus_set(ch, w) : gpus_match(ch, w->par.world);
@@ -394,7 +335,8 @@ int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t se
         rc = cli_fail(&err);
         goto done;
     }
-    if (trace && (rc = write_trace(w, &r, trace, &err)) != 0) goto done;
+    if (nrec > w->par.world - rec0) nrec = w->par.world - rec0;
+    if (trace && (rc = write_trace(w, &r, trace, rec0, nrec, &err)) != 0) goto done;
     char how[96] = "";
     /* not given: the workload's own (a generated JSON carries them), else
      * AICB's file name */
@@ -408,6 +350,13 @@ int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t se
     TsBuf b = {0};
     if (js) json(w, &hl, &r, &b);
     else text(w, &hl, &r, path, how, &b);
+    if (!js && trace && w->rank_class) {
+        ts_buf_printf(&b, "\ntimeline of ranks %lld-%lld (of %lld) written to %s\n", (long long)rec0,
+                      (long long)(rec0 + nrec - 1), (long long)w->par.world, trace);
+        if (r.critical_stage < rec0 || r.critical_stage >= rec0 + nrec)
+            ts_buf_printf(&b, "(rank %d, which ends last, is not in it: --trace-ranks %d)\n", r.critical_stage,
+                          r.critical_stage);
+    }
     rc = cli_emit(NULL, &b);
     ts_buf_free(&b);
 done:

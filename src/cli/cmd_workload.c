@@ -18,11 +18,17 @@ typedef struct WlCli {
 static int write_out(const Workload *w, const WlCli *o, WlFormat fmt)
 {
     TsError err = {0};
+    if (w->rank_class) { /* explicit groups and peer ranks: no other format holds them */
+        ts_err(&err, TS_ERR_INPUT, "'%s' is a Chakra set read rank by rank (its ranks are not one trainsim layout): "
+                                   "it can be replayed and checked, not converted", o->in);
+        ts_err_hint(&err, "simulate --workload %s replays it; workload --check-chakra %s checks it", o->in, o->in);
+        return cli_fail(&err);
+    }
     if (fmt == WL_FMT_CHAKRA) {
         WlChakraOptions co;
         wl_chakra_options_init(&co);
         co.involved_dims = (int)o->chakra_dims;
-        if (o->chakra_example) co.generator_attr = false;
+        if (o->chakra_example) co.generator_attr = co.world_pg = false; /* ASTRA-sim's own trace, byte for byte */
         int64_t bytes = 0;
         if (wl_write_chakra(w, &co, o->output, &bytes, &err)) return cli_fail(&err);
         if (w->par.world == 1)
@@ -59,12 +65,14 @@ static int write_out(const Workload *w, const WlCli *o, WlFormat fmt)
     return rc;
 }
 
-/* The ASTRA-sim microbenchmark all_gather/16npus_1MB: one 1 MiB all-gather. */
+/* The ASTRA-sim microbenchmark all_gather/16npus_1MB: every rank gathers
+ * 1 MiB from each of the 16 (the IR's whole buffer: 16 MiB; Chakra's
+ * comm_size, each rank's input: 1 MiB). */
 static Workload *example_allgather(TsError *err)
 {
     Workload *w = wl_create(16, err);
     if (!w) return NULL;
-    WlTask t = wl_task_coll("all_gather_16npus_1MB", WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_WORLD, 1048576);
+    WlTask t = wl_task_coll("all_gather_16npus_1MB", WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_WORLD, 16.0 * 1048576);
     if (wl_class_begin(w, "all", 0) < 0 || wl_task_add(w, &t, NULL, 0, NULL, 0) < 0) {
         wl_destroy(w);
         ts_err(err, TS_ERR_INTERNAL, "out of memory");

@@ -74,43 +74,30 @@ void rep_trace_chrome(const SimResult *r, const char *title, int64_t layers_per_
     ts_buf_puts(b, "\n]}\n");
 }
 
-/* A replayed Chakra trace set: one process per recorded rank, a thread per
- * stream (GPU, CPU, sends, the collectives of each process group). */
-void rep_trace_chakra(const SimChakraResult *r, const char *title, TsBuf *b)
+/* A replayed per-rank workload: one process per rank of the range. */
+void rep_trace_ranks(const SimResult *r, const char *title, int64_t first, int64_t count, TsBuf *b)
 {
-    bool first = true;
+    bool started = false, *used = calloc((size_t)(count > 0 ? count : 1) * SIM_STREAM_COUNT, sizeof *used);
     begin(b, title);
-    int64_t nt = 3 + r->n_group_names;
-    int64_t r0 = r->recorded_first;
-    bool *used = calloc((size_t)(r->recorded_ranks * nt) + 1, sizeof *used);
-    if (used)
-        for (int64_t i = 0; i < r->n_spans; i++) {
-            int64_t k = (int64_t)r->spans[i].rank - r0;
-            if (k >= 0 && k < r->recorded_ranks && r->spans[i].thread < nt) used[k * nt + r->spans[i].thread] = true;
-        }
-    for (int64_t k = 0; k < r->recorded_ranks; k++) {
+    for (int64_t i = 0; i < r->n_spans && used; i++) {
+        int64_t k = (int64_t)r->spans[i].stage - first;
+        if (k >= 0 && k < count) used[k * SIM_STREAM_COUNT + r->spans[i].stream] = true;
+    }
+    for (int64_t k = 0; k < count; k++) {
         ts_buf_printf(b, "%s{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %lld, \"args\": {\"name\": \"rank %lld\"}}",
-                      first ? "\n" : ",\n", (long long)(r0 + k), (long long)(r0 + k));
-        first = false;
-        for (int64_t t = 0; t < nt && used; t++) {
-            if (!used[k * nt + t]) continue;
-            ts_buf_printf(b, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %lld, \"args\": {\"name\": ",
-                          (long long)(r0 + k), (long long)t);
-            if (t < 3) {
-                ts_json_escape(b, t == 0 ? "gpu" : t == 1 ? "cpu" : "sends");
-            } else {
-                const char *g = r->group_names[t - 3];
-                char nm[160];
-                snprintf(nm, sizeof nm, "collectives %s", g && g[0] ? g : "(all ranks)");
-                ts_json_escape(b, nm);
-            }
-            ts_buf_puts(b, "}}");
-        }
+                      started ? ",\n" : "\n", (long long)(first + k), (long long)(first + k));
+        started = true;
+        for (int t = 0; t < SIM_STREAM_COUNT && used; t++)
+            if (used[k * SIM_STREAM_COUNT + t])
+                ts_buf_printf(b, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %lld, \"tid\": %d, \"args\": "
+                                 "{\"name\": \"%s\"}}",
+                              (long long)(first + k), t, sim_stream_name((SimStream)t));
     }
     free(used);
     for (int64_t i = 0; i < r->n_spans; i++) {
-        const SimChakraSpan *sp = &r->spans[i];
-        ev(b, &first, sp->name ? sp->name : "", sp->rank, sp->thread, sp->start_s, sp->end_s, -1, 0);
+        const SimSpan *sp = &r->spans[i];
+        if (sp->stage < first || sp->stage >= first + count) continue;
+        ev(b, &started, sp->name ? sp->name : "", sp->stage, sp->stream, sp->start_s, sp->end_s, -1, 0);
     }
     ts_buf_puts(b, "\n]}\n");
 }

@@ -1,30 +1,37 @@
 /*
- * replay_dag.c — a task-graph workload (trainsim JSON IR, e.g. written by
- * `trainsim workload --format json`) run as the graph says, every pipeline
- * stage at once (the way ASTRA-sim's workload layer walks a Chakra graph):
+ * replay_dag.c — the one replay engine of task-graph workloads: the JSON IR
+ * (`trainsim workload --format json`), and Chakra trace sets read into the
+ * IR (wl_read_chakra), run as the graph says, every class at once (the way
+ * ASTRA-sim's workload layer walks a Chakra graph):
  *   - a task starts when its data and control dependencies have finished and
- *     its stream is free; a class (one per pipeline stage) has one compute
- *     stream, one send stream and one stream per collective group kind (the
- *     gradient-side groups DP, DP x CP, expert DP, embedding share one);
- *   - COMP takes its duration from the file; COLL is costed with
- *     hw_coll_time_s over its group, whose size and node span come from the
- *     rank layout of the workload (wl_group_members); SEND takes the p2p time (hw_p2p_time_s, across nodes when the
- *     peer rank sits on another node); RECV finishes when its dependencies
- *     and the matching SEND (peer stage, tag) have; a "sync" pair
- *     (WL_F_SYNC: blocking send and recv, DeepSpeed's pipeline engine) is a
- *     rendezvous: the SEND starts no earlier than its RECV is posted (its
- *     dependencies done), so each side waits for the other;
- *   - a collective over a group that spans stages (world: the grad-norm
- *     all-reduce; emb: the first and last stage's embedding gradients)
- *     starts when every stage taking part has reached it: the k-th such
- *     collective of a group kind in each class meet, as NCCL's do;
+ *     its stream is free; a class (one per pipeline stage, or in a per-rank
+ *     workload one per rank) has one compute stream, one CPU stream (Chakra
+ *     CPU ops), one send stream and one stream per collective group kind
+ *     (the gradient-side groups DP, DP x CP, expert DP, embedding share one:
+ *     they cross the same NICs), or per explicit group (NCCL's stream per
+ *     communicator);
+ *   - COMP takes its duration from the file (none given: the GPU roofline of
+ *     its FLOPs and bytes); COLL is costed with hw_coll_time_s over its
+ *     group, whose size and node span come from the rank layout of the
+ *     workload (wl_group_members) or its explicit members; SEND takes the p2p
+ *     time (hw_p2p_time_s, across nodes when the peer rank sits on another
+ *     node); RECV finishes when its dependencies and the matching SEND (peer
+ *     stage or rank, tag) have; a "sync" pair (WL_F_SYNC: blocking send and
+ *     recv, DeepSpeed's pipeline engine) is a rendezvous: the SEND starts no
+ *     earlier than its RECV is posted (its dependencies done), so each side
+ *     waits for the other;
+ *   - a collective over a group that spans classes (world: the grad-norm
+ *     all-reduce; emb: the first and last stage's embedding gradients; every
+ *     explicit group) starts when every class taking part has reached it: the
+ *     k-th such collective of a group in each class meet, as NCCL's do;
  *   - the iteration ends when the slowest class's last task does.
  * Breakdown of that class: its COMP durations (recompute and optimizer
  * apart); every idle gap of the compute stream, and the tail after its last
  * COMP, goes along the chain of dependencies that ended last: a collective
  * or send takes its own time and its wait for its stream (its group: TP,
- * CP, EP, DP; sends: pp), a RECV passes to its SEND (pp up to the transfer,
- * bubble beyond), compute ends the chain (bubble).
+ * CP, EP, DP; an explicit group by its span: within a node TP, else DP;
+ * sends: pp), a RECV passes to its SEND (pp up to the transfer, bubble
+ * beyond), compute ends the chain (bubble).
  * The parts add up to the iteration time.
  */
 #include <stdlib.h>
@@ -42,10 +49,13 @@ typedef struct Dag {
     int32_t *recv;   /* [n_tasks] SEND -> matching RECV, else -1 */
     double *posted;  /* [n_tasks] RECV: when its dependencies were done; cross-stage
                         COLL: when it could start; -1 = not yet */
-    int32_t *meet;   /* [n_tasks] cross-stage COLL -> its meeting slot, else -1 */
-    int32_t *meet_need, *meet_in; /* [2 n_tasks] per slot: classes taking part, arrived */
-    double *meet_t;  /* [2 n_tasks] per slot: the latest arrival */
+    int32_t *meet;   /* [n_tasks] cross-class COLL -> its meeting slot, else -1 */
+    int32_t *meet_need, *meet_in; /* [n_tasks] per slot: classes taking part, arrived */
+    double *meet_t;  /* [n_tasks] per slot: the latest arrival */
     double *geom;    /* [WL_GROUP_COUNT * 2] group {size, nodes}; 0 = not yet */
+    int32_t *xslot;  /* [n_tasks] explicit-group COLL -> its stream among xclk, else -1 */
+    double *xclk;    /* per (explicit group, member) stream clocks */
+    int32_t *xoff;   /* [n_xgroups + 1] first clock of each explicit group */
 } Dag;
 
 /* Size and node span of group g (wl_group_span), computed once per kind. */
@@ -64,6 +74,71 @@ static TsStatus group_geom(Dag *d, WlGroup g, int64_t *size, int64_t *nodes, TsE
     return TS_OK;
 }
 
+/* A COMP without a duration (a Chakra node with num_ops / tensor_size):
+ * the GPU's roofline, tensor-core FLOPs at the large-GEMM efficiency or the
+ * memory-bound kernel model, whichever is slower; nothing: ASTRA-sim's 1 ns. */
+static double roofline_s(const HwNet *net, const WlTask *t)
+{
+    const GpuSpec *g = &net->cl.gpu;
+    HwModel m = {.gpu = *g};
+    double f = t->flops > 0 && g->peak_flops[TS_DTYPE_BF16] > 0
+                   ? t->flops / (g->peak_flops[TS_DTYPE_BF16] * g->gemm_eff[TS_DTYPE_BF16]) : 0;
+    double b = t->mem_bytes > 0 ? hw_memory_time_s(&m, t->mem_bytes) : 0;
+    double x = f > b ? f : b;
+    return x > 0 ? x : 1e-9;
+}
+
+/* The stream of rank r's collectives over explicit group xg: one clock per
+ * (group, member), at offset xoff[xg - 1] + the member's place. */
+static int32_t xslot_of(const Dag *d, int32_t xg, int64_t r)
+{
+    const WlXGroup *g = &d->w->xgroups[xg - 1];
+    int64_t lo = 0, hi = g->n;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (g->members[mid] < r) lo = mid + 1;
+        else hi = mid;
+    }
+    return d->xoff[xg - 1] + (int32_t)(lo < g->n ? lo : g->n - 1);
+}
+
+/* The meeting slots of collectives over groups that span classes: the k-th
+ * collective of a group in each class taking part meet. Keys: world, emb,
+ * then one per explicit group; slot = base[key] + k. */
+static TsStatus meet_slots(Dag *d, TsError *err)
+{
+    const Workload *w = d->w;
+    int32_t nkeys = 2 + w->n_xgroups;
+    int32_t *cnt = calloc((size_t)nkeys, sizeof *cnt), *mx = calloc((size_t)nkeys, sizeof *mx);
+    int32_t *base = calloc((size_t)nkeys + 1, sizeof *base);
+    if (!cnt || !mx || !base) {
+        free(cnt), free(mx), free(base);
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t c = 0; c < w->n_classes; c++) {
+            memset(cnt, 0, (size_t)nkeys * sizeof *cnt);
+            for (int32_t i = w->classes[c].first_task; i < w->classes[c].first_task + w->classes[c].n_tasks; i++) {
+                const WlTask *t = &w->tasks[i];
+                int32_t key = t->kind != WL_KIND_COLL ? -1 : t->xgroup > 0 ? 1 + t->xgroup
+                              : t->group == WL_GROUP_WORLD ? 0 : t->group == WL_GROUP_EMB ? 1 : -1;
+                if (pass == 0) d->meet[i] = -1;
+                if (key < 0) continue;
+                int32_t k = cnt[key]++;
+                if (pass == 0 && cnt[key] > mx[key]) mx[key] = cnt[key];
+                if (pass == 1) d->meet[i] = base[key] + k;
+            }
+        }
+        if (pass == 0)
+            for (int32_t k = 0; k < nkeys; k++) base[k + 1] = base[k] + mx[k];
+    }
+    for (int32_t i = 0; i < w->n_tasks; i++) d->meet_need[i] = d->meet_in[i] = 0, d->meet_t[i] = 0;
+    for (int32_t i = 0; i < w->n_tasks; i++)
+        if (d->meet[i] >= 0) d->meet_need[d->meet[i]]++;
+    free(cnt), free(mx), free(base);
+    return TS_OK;
+}
+
 /* Busy time of every task that occupies a stream, and the SEND of every RECV. */
 static TsStatus prepare(Dag *d, TsError *err)
 {
@@ -72,20 +147,27 @@ static TsStatus prepare(Dag *d, TsError *err)
     TsStatus st = TS_OK;
     for (int32_t c = 0; c < w->n_classes && !st; c++) {
         const WlClass *cl = &w->classes[c];
-        int64_t r0 = wl_stage_peer(w, 0, cl->stage);
+        int64_t r0 = cl->rank >= 0 ? cl->rank : wl_stage_peer(w, 0, cl->stage);
         for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks && !st; i++) {
             const WlTask *t = &w->tasks[i];
             d->fin[i] = -1;
             d->dur[i] = 0;
+            d->xslot[i] = -1;
             if (t->kind == WL_KIND_COMP) {
-                d->dur[i] = t->duration_s > 0 ? t->duration_s : 0;
+                d->dur[i] = t->duration_s >= 0 ? t->duration_s : roofline_s(d->net, t);
+            } else if (t->kind == WL_KIND_COLL && t->xgroup > 0) {
+                const WlXGroup *xg = &w->xgroups[t->xgroup - 1];
+                int64_t n = xg->n, nodes = wl_xgroup_nodes(w, t->xgroup, gpn);
+                if (n > 1 && t->comm_bytes > 0 && t->coll != TS_COLL_NONE)
+                    d->dur[i] = hw_coll_time_s(d->net, t->coll, t->comm_bytes, n, nodes, 1, NULL);
+                d->xslot[i] = xslot_of(d, t->xgroup, r0);
             } else if (t->kind == WL_KIND_COLL && t->comm_bytes > 0 && t->coll != TS_COLL_NONE) {
                 int64_t n = 1, nodes = 1;
                 st = group_geom(d, t->group, &n, &nodes, err);
                 if (!st && n > 1)
                     d->dur[i] = hw_coll_time_s(d->net, t->coll, t->comm_bytes, n, nodes, 1, wl_group_name(t->group));
             } else if (t->kind == WL_KIND_SEND) {
-                int64_t peer = wl_stage_peer(w, r0, t->peer_stage);
+                int64_t peer = cl->rank >= 0 ? t->peer_stage : wl_stage_peer(w, r0, t->peer_stage);
                 bool cross = gpn > 0 && peer / gpn != r0 / gpn;
                 d->dur[i] = t->comm_bytes > 0 ? hw_p2p_time_s(d->net, t->comm_bytes, cross) : 0;
             }
@@ -98,8 +180,9 @@ static TsStatus prepare(Dag *d, TsError *err)
         int32_t c = 0;
         while (c + 1 < w->n_classes && bad >= w->classes[c + 1].first_task) c++;
         const WlTask *t = &w->tasks[bad];
-        return ts_err(err, TS_ERR_INPUT, "task %d (recv \"%s\") of class %s: no send from stage %d with tag %d",
-                      bad - w->classes[c].first_task, t->name ? t->name : "", w->classes[c].name, t->peer_stage, t->tag);
+        return ts_err(err, TS_ERR_INPUT, "task %d (recv \"%s\") of class %s: no send from %s %d with tag %d",
+                      bad - w->classes[c].first_task, t->name ? t->name : "", w->classes[c].name,
+                      w->rank_class ? "rank" : "stage", t->peer_stage, t->tag);
     }
     for (int32_t i = 0; i < w->n_tasks; i++) {
         d->recv[i] = -1;
@@ -107,28 +190,14 @@ static TsStatus prepare(Dag *d, TsError *err)
     }
     for (int32_t i = 0; i < w->n_tasks; i++)
         if (d->send[i] >= 0) d->recv[d->send[i]] = i;
-    /* cross-stage collectives: slot = (group kind, k-th of the class) */
-    for (int32_t i = 0; i < w->n_tasks; i++) d->meet[i] = -1;
-    for (int32_t i = 0; i < 2 * w->n_tasks; i++) d->meet_need[i] = d->meet_in[i] = 0, d->meet_t[i] = 0;
-    for (int32_t c = 0; c < w->n_classes; c++) {
-        int32_t k[2] = {0, 0};
-        for (int32_t i = w->classes[c].first_task; i < w->classes[c].first_task + w->classes[c].n_tasks; i++) {
-            const WlTask *t = &w->tasks[i];
-            int g = t->kind != WL_KIND_COLL ? -1 : t->group == WL_GROUP_WORLD ? 0 : t->group == WL_GROUP_EMB ? 1 : -1;
-            if (g < 0) continue;
-            d->meet[i] = k[g]++ * 2 + g; /* slots interleave the two kinds */
-        }
-    }
-    for (int32_t i = 0; i < w->n_tasks; i++)
-        if (d->meet[i] >= 0) d->meet_need[d->meet[i]]++;
-    return TS_OK;
+    return meet_slots(d, err);
 }
 
 /* Per-class stream clocks: compute, send, one per group kind, except that
  * the gradient-side groups (DP, DP x CP, expert DP, embedding, world) share
  * one: they cross the same NICs, so they take turns (the simulator sums
  * them too). */
-enum { ST_COMP = 0, ST_SEND = 1, ST_GROUP = 2, ST_N = ST_GROUP + WL_GROUP_COUNT };
+enum { ST_COMP = 0, ST_CPU = 1, ST_SEND = 2, ST_GROUP = 3, ST_N = ST_GROUP + WL_GROUP_COUNT };
 
 static int stream_of(WlGroup g)
 {
@@ -162,8 +231,10 @@ static bool run_task(Dag *d, double *clk, int32_t i)
         if (p < 0) return false; /* the receiver has not reached its recv yet */
         if (p > ready) ready = p;
     }
-    int s = t->kind == WL_KIND_COMP ? ST_COMP : t->kind == WL_KIND_SEND ? ST_SEND : ST_GROUP + stream_of(t->group);
-    double st = clk[s] > ready ? clk[s] : ready;
+    int s = t->kind == WL_KIND_COMP ? ((t->flags & WL_F_CPU) ? ST_CPU : ST_COMP)
+            : t->kind == WL_KIND_SEND ? ST_SEND : ST_GROUP + stream_of(t->group);
+    double *sc = d->xslot[i] >= 0 ? &d->xclk[d->xslot[i]] : &clk[s];
+    double st = *sc > ready ? *sc : ready;
     if (d->meet[i] >= 0) { /* wait for every stage taking part */
         int32_t m = d->meet[i];
         if (d->posted[i] < 0) {
@@ -175,7 +246,7 @@ static bool run_task(Dag *d, double *clk, int32_t i)
         st = d->meet_t[m];
     }
     d->fin[i] = st + d->dur[i];
-    clk[s] = d->fin[i];
+    *sc = d->fin[i];
     return true;
 }
 
@@ -191,8 +262,12 @@ static int32_t binding(const Dag *d, int32_t i)
     return b;
 }
 
-static double *group_slot(SimBreakdown *b, WlGroup g)
+/* Where a collective's exposed time goes: its group kind; an explicit group
+ * by its span (within one node: tensor parallel, else data parallel). */
+static double *group_slot(const Dag *d, SimBreakdown *b, const WlTask *t)
 {
+    WlGroup g = t->group;
+    if (t->xgroup > 0) g = wl_xgroup_nodes(d->w, t->xgroup, d->net->cl.gpus_per_node) == 1 ? WL_GROUP_TP : WL_GROUP_DP;
     switch (g) {
     case WL_GROUP_TP: return &b->tp_comm_exposed_s;
     case WL_GROUP_CP: return &b->cp_comm_exposed_s;
@@ -231,7 +306,7 @@ static void charge(const Dag *d, int32_t by, double gap, SimBreakdown *b)
         if (own < d->dur[by]) own = d->dur[by];
         double x = gap < own ? gap : own;
         if (t->kind == WL_KIND_SEND) b->pp_comm_exposed_s += x;
-        else *group_slot(b, t->group) += x;
+        else *group_slot(d, b, t) += x;
         gap -= x;
         by = nx;
     }
@@ -246,7 +321,7 @@ static void breakdown(const Dag *d, int32_t c, double T, SimBreakdown *b)
     int32_t last = -1;
     for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++) {
         const WlTask *t = &w->tasks[i];
-        if (t->kind != WL_KIND_COMP) {
+        if (t->kind != WL_KIND_COMP || (t->flags & WL_F_CPU)) {
             if (last < 0 || d->fin[i] >= d->fin[last]) last = i;
             continue;
         }
@@ -285,7 +360,8 @@ static TsStatus record(const Dag *d, SimResult *out, TsError *err)
         for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++) {
             const WlTask *t = &w->tasks[i];
             if (t->kind == WL_KIND_RECV || d->dur[i] <= 0) continue;
-            sp[n++] = (SimSpan){.stage = cl->stage, .stream = (int16_t)span_stream(t), .chunk = (int16_t)t->chunk,
+            sp[n++] = (SimSpan){.stage = cl->rank >= 0 ? (int32_t)cl->rank : cl->stage,
+                                .stream = (int16_t)span_stream(t), .chunk = (int16_t)t->chunk,
                                 .micro_batch = t->micro, .kind = 'T', .start_s = d->fin[i] - d->dur[i],
                                 .end_s = d->fin[i], .name = t->name ? t->name : ""};
         }
@@ -305,7 +381,7 @@ static double comm_overlap(const Dag *d, int32_t c, int32_t *comp, int32_t nc_ma
     const WlClass *cl = &w->classes[c];
     int32_t n = 0;
     for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks && n < nc_max; i++)
-        if (w->tasks[i].kind == WL_KIND_COMP && d->dur[i] > 0) comp[n++] = i;
+        if (w->tasks[i].kind == WL_KIND_COMP && !(w->tasks[i].flags & WL_F_CPU) && d->dur[i] > 0) comp[n++] = i;
     double ov = 0;
     for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++) {
         if (w->tasks[i].kind != WL_KIND_COLL || d->dur[i] <= 0) continue;
@@ -339,15 +415,23 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slow
     d.recv = malloc(n * sizeof *d.recv);
     d.posted = malloc(n * sizeof *d.posted);
     d.meet = malloc(n * sizeof *d.meet);
-    d.meet_need = malloc(2 * n * sizeof *d.meet_need);
-    d.meet_in = malloc(2 * n * sizeof *d.meet_in);
-    d.meet_t = malloc(2 * n * sizeof *d.meet_t);
+    d.meet_need = malloc(n * sizeof *d.meet_need);
+    d.meet_in = malloc(n * sizeof *d.meet_in);
+    d.meet_t = malloc(n * sizeof *d.meet_t);
     d.geom = calloc(WL_GROUP_COUNT * 2, sizeof *d.geom);
+    d.xslot = malloc(n * sizeof *d.xslot);
+    d.xoff = malloc(((size_t)w->n_xgroups + 1) * sizeof *d.xoff);
+    size_t nx = 1;
+    for (int32_t k = 0; k < w->n_xgroups && d.xoff; k++) {
+        d.xoff[k] = (int32_t)(nx - 1);
+        nx += (size_t)w->xgroups[k].n;
+    }
+    d.xclk = calloc(nx, sizeof *d.xclk);
     double *clk = calloc(nc * ST_N, sizeof *clk);
     int32_t *pos = malloc(nc * sizeof *pos);
     TsStatus st = TS_OK;
     if (!d.fin || !d.dur || !d.send || !d.recv || !d.posted || !d.meet || !d.meet_need || !d.meet_in || !d.meet_t ||
-        !d.geom || !clk || !pos) st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
+        !d.geom || !d.xslot || !d.xoff || !d.xclk || !clk || !pos) st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
     if (!st) st = prepare(&d, err);
     for (size_t c = 0; c < nc && !st; c++) pos[c] = w->classes[c].first_task;
     /* sweep the classes until every task has run; a class stops at a task
@@ -384,7 +468,7 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slow
                 if (d.fin[i] > T) T = d.fin[i], crit = (int32_t)c;
         }
         out->pipeline_time_s = T;
-        out->critical_stage = w->classes[crit].stage;
+        out->critical_stage = w->classes[crit].rank >= 0 ? (int32_t)w->classes[crit].rank : w->classes[crit].stage;
         out->n_stages = (int32_t)nc;
         breakdown(&d, crit, T, &out->breakdown);
         if (overlap_slowdown > 0) {
@@ -406,6 +490,9 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slow
     free(d.meet_in);
     free(d.meet_t);
     free(d.geom);
+    free(d.xslot);
+    free(d.xoff);
+    free(d.xclk);
     free(clk);
     free(pos);
     return st;

@@ -4,13 +4,21 @@
  * protobuf-c from src/workload/et_def.proto; plus <prefix>.comm_groups.json.
  *
  * Mapping: COMP -> COMP_NODE (duration_micros = whole µs, at least 1;
- * num_ops int64; tensor_size uint64; is_cpu_op false). COLL -> COMM_COLL_NODE
- * (comm_type, comm_size int64; pg_name = the group id in comm_groups.json;
- * involved_dim bool list). SEND/RECV -> COMM_SEND/RECV_NODE (comm_src,
- * comm_dst, comm_tag int32; comm_size int64). Node ids are task ids local to
- * the rank's class; task deps become data_deps / ctrl_deps. WORLD-group
- * collectives carry neither pg_name nor involved_dim (all ranks, all dims),
- * which is how ASTRA-sim's microbenchmark traces look. */
+ * num_ops int64, at least one op per 16-bit element moved so that ASTRA-sim's
+ * roofline mode never divides 0 by 0; tensor_size uint64; is_cpu_op false).
+ * COLL -> COMM_COLL_NODE (comm_type; comm_size int64 as ASTRA-sim's
+ * collectives and Chakra's PyTorch converter read it: ALL_GATHER the input of
+ * one rank, the whole buffer / group size, every other type the whole
+ * buffer; pg_name = the group's id in comm_groups.json, on every collective,
+ * the all-ranks group included; involved_dim bool list). SEND/RECV ->
+ * COMM_SEND/RECV_NODE (comm_src, comm_dst, comm_tag int32; comm_size int64).
+ * Group ids are small and count from 1 (ASTRA-sim multiplies an id by 10^6
+ * in a 32-bit int). Node ids are task ids local to the rank's class; task
+ * deps become data_deps / ctrl_deps. GlobalMetadata carries the generator
+ * and the rank layout (attribute trainsim_layout), from which wl_read_chakra
+ * rebuilds one class per pipeline stage. WlChakraOptions.world_pg false
+ * leaves the all-ranks collectives without pg_name, as ASTRA-sim's own
+ * microbenchmark traces are. */
 #include "trainsim/workload.h"
 
 #include <inttypes.h>
@@ -31,6 +39,7 @@ void wl_chakra_options_init(WlChakraOptions *o)
     o->comm_groups = true;
     o->involved_dims = 1;
     o->generator_attr = true;
+    o->world_pg = true;
 }
 
 static int64_t chakra_coll(TsColl c)
@@ -90,18 +99,58 @@ static Attr attr_named(const char *name)
     return a;
 }
 
+/* Small group ids from 1: every group of every kind the collectives use,
+ * kinds in enum order, the groups of a kind by their first member; the
+ * all-ranks group too when world_pg. ids[g][rank] = the id of the rank's
+ * group of kind g (kinds not used: NULL). */
+typedef struct GroupIds {
+    int32_t *ids[WL_GROUP_COUNT];
+    int32_t first[WL_GROUP_COUNT]; /* the first id of each kind, 0 = not used */
+} GroupIds;
+
+static void group_ids_free(GroupIds *gi)
+{
+    for (int g = 0; g < WL_GROUP_COUNT; g++) free(gi->ids[g]);
+    memset(gi, 0, sizeof *gi);
+}
+
+static bool group_ids(const Workload *w, const WlChakraOptions *o, GroupIds *gi)
+{
+    memset(gi, 0, sizeof *gi);
+    bool used[WL_GROUP_COUNT] = {false};
+    for (int32_t i = 0; i < w->n_tasks; i++)
+        if (w->tasks[i].kind == WL_KIND_COLL) used[w->tasks[i].group] = true;
+    used[WL_GROUP_NONE] = false;
+    if (!o->world_pg) used[WL_GROUP_WORLD] = false;
+    int64_t world = w->par.world;
+    int32_t next = 1;
+    for (int g = 0; g < WL_GROUP_COUNT; g++) {
+        if (!used[g]) continue;
+        if (!(gi->ids[g] = malloc((size_t)(world > 0 ? world : 1) * sizeof *gi->ids[g]))) {
+            group_ids_free(gi);
+            return false;
+        }
+        gi->first[g] = next;
+        for (int64_t r = 0; r < world; r++) {
+            int64_t first, gid;
+            wl_group_members(w, (WlGroup)g, r, &first, 1, &gid);
+            gi->ids[g][r] = first == r ? next++ : gi->ids[g][first]; /* first <= r: already numbered */
+        }
+    }
+    return true;
+}
+
 typedef struct RankGroups {
-    char pg[WL_GROUP_COUNT][24]; /* pg_name of the rank's group of each kind */
+    char pg[WL_GROUP_COUNT][16]; /* pg_name of the rank's group of each kind, "" = none */
+    int64_t size[WL_GROUP_COUNT];
 } RankGroups;
 
-static void rank_groups(const Workload *w, int64_t rank, RankGroups *rg)
+static void rank_groups(const Workload *w, const GroupIds *gi, int64_t rank, RankGroups *rg)
 {
     for (int g = 0; g < WL_GROUP_COUNT; g++) {
         rg->pg[g][0] = '\0';
-        if (g == WL_GROUP_NONE || g == WL_GROUP_WORLD) continue;
-        int64_t first, gid;
-        wl_group_members(w, (WlGroup)g, rank, &first, 1, &gid);
-        snprintf(rg->pg[g], sizeof rg->pg[g], "%" PRId64, gid);
+        rg->size[g] = g == WL_GROUP_NONE ? 1 : wl_group_size(w, (WlGroup)g);
+        if (gi->ids[g]) snprintf(rg->pg[g], sizeof rg->pg[g], "%d", (int)gi->ids[g][rank]);
     }
 }
 
@@ -169,9 +218,13 @@ static bool encode_node(Enc *e, const NodeCtx *x, int32_t i)
         n.type = CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE;
         double us = ceil(t->duration_s * 1e6 - 1e-6);
         n.duration_micros = us < 1 ? 1 : (uint64_t)us;
+        /* a memory-bound kernel does at least one op per 16-bit element it
+         * moves: ASTRA-sim's roofline mode then gives it bytes / bandwidth
+         * (0 ops would be 0 / 0) */
+        double ops = t->flops > t->mem_bytes / 2 ? t->flops : ceil(t->mem_bytes / 2);
         a[na] = attr_named("num_ops");
         a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
-        a[na++].int64_val = (int64_t)llround(t->flops);
+        a[na++].int64_val = (int64_t)llround(ops);
         a[na] = attr_named("tensor_size");
         a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT64_VAL;
         a[na++].uint64_val = (uint64_t)llround(t->mem_bytes);
@@ -180,10 +233,13 @@ static bool encode_node(Enc *e, const NodeCtx *x, int32_t i)
         a[na] = attr_named("comm_type");
         a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
         a[na++].int64_val = chakra_coll(t->coll);
+        /* ALL_GATHER: each rank's input (ASTRA-sim gathers N x comm_size) */
+        double size = t->comm_bytes;
+        if (t->coll == TS_COLL_ALLGATHER && x->rg->size[t->group] > 1) size /= (double)x->rg->size[t->group];
         a[na] = attr_named("comm_size");
         a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
-        a[na++].int64_val = (int64_t)llround(t->comm_bytes);
-        if (t->group != WL_GROUP_WORLD && t->group != WL_GROUP_NONE) {
+        a[na++].int64_val = (int64_t)llround(size);
+        if (x->rg->pg[t->group][0]) {
             a[na] = attr_named("pg_name");
             a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_VAL;
             a[na++].string_val = (char *)x->rg->pg[t->group];
@@ -217,32 +273,38 @@ static bool encode_node(Enc *e, const NodeCtx *x, int32_t i)
 }
 
 /* Key under which a node's encoding may be reused, -1 = never. */
-static int64_t node_key(const Workload *w, const WlTask *t, int64_t rank)
+static int64_t node_key(const WlTask *t, const RankGroups *rg)
 {
     if (t->kind == WL_KIND_COMP) return 0;
-    if (t->kind != WL_KIND_COLL || t->group == WL_GROUP_WORLD || t->group == WL_GROUP_NONE) return
-        t->kind == WL_KIND_COLL ? 0 : -1;
-    int64_t first, gid;
-    wl_group_members(w, t->group, rank, &first, 1, &gid);
-    return gid + 1;
+    if (t->kind != WL_KIND_COLL) return -1;
+    return rg->pg[t->group][0] ? atoll(rg->pg[t->group]) : 0;
 }
 
-static TsStatus encode_rank(const Workload *w, const WlChakraOptions *o, int64_t rank, Cache *cache,
-                            TsBuf *out, TsError *err)
+static TsStatus encode_rank(const Workload *w, const WlChakraOptions *o, const GroupIds *gi, int64_t rank,
+                            Cache *cache, TsBuf *out, TsError *err)
 {
     Enc e = {.out = out};
     TsBuf scratch = {0};
     TsStatus st = TS_OK;
     ChakraProtoMsg__GlobalMetadata gm = CHAKRA_PROTO_MSG__GLOBAL_METADATA__INIT;
     gm.version = (char *)WL_CHAKRA_VERSION;
-    Attr gen = attr_named("generator");
-    Attr *gattrs[1] = {&gen};
-    char gen_s[64];
+    Attr gen = attr_named("generator"), lay = attr_named("trainsim_layout"), grp = attr_named("trainsim_groups");
+    Attr *gattrs[3] = {&gen, &lay, &grp};
+    char gen_s[64], lay_s[256], grp_s[256] = "";
     if (o->generator_attr) {
         snprintf(gen_s, sizeof gen_s, "trainsim %s", TRAINSIM_VERSION);
         gen.value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_VAL;
         gen.string_val = gen_s;
-        gm.n_attr = 1;
+        wl_layout_format(&w->par, lay_s, sizeof lay_s);
+        lay.value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_VAL;
+        lay.string_val = lay_s;
+        for (int g = 0; g < WL_GROUP_COUNT; g++)
+            if (gi->first[g] > 0)
+                snprintf(grp_s + strlen(grp_s), sizeof grp_s - strlen(grp_s), "%s%s:%d", grp_s[0] ? " " : "",
+                         wl_group_name((WlGroup)g), (int)gi->first[g]);
+        grp.value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_VAL;
+        grp.string_val = grp_s;
+        gm.n_attr = 3;
         gm.attr = gattrs;
     }
     if (!emit(&e, &gm.base)) goto oom;
@@ -258,7 +320,7 @@ static TsStatus encode_rank(const Workload *w, const WlChakraOptions *o, int64_t
         for (int32_t i = 0; i < c->n_tasks; i++) cache->slots[i].key = -2;
     }
     RankGroups rg;
-    rank_groups(w, rank, &rg);
+    rank_groups(w, gi, rank, &rg);
     protobuf_c_boolean dims[16];
     int ndims = o->involved_dims < 0 ? 0 : o->involved_dims > 16 ? 16 : o->involved_dims;
     for (int i = 0; i < 16; i++) dims[i] = 1;
@@ -268,7 +330,7 @@ static TsStatus encode_rank(const Workload *w, const WlChakraOptions *o, int64_t
     NodeCtx x = {w, c, rank, &rg, &dimlist, ndims};
     for (int32_t i = 0; i < c->n_tasks; i++) {
         Slot *sl = &cache->slots[i];
-        int64_t key = node_key(w, &w->tasks[c->first_task + i], rank);
+        int64_t key = node_key(&w->tasks[c->first_task + i], &rg);
         if (key >= 0 && sl->key == key) {
             ts_buf_append(out, (const char *)sl->p, sl->len);
             continue;
@@ -310,37 +372,30 @@ TsStatus wl_chakra_encode_rank(const Workload *w, const WlChakraOptions *o, int6
         wl_chakra_options_init(&def);
         o = &def;
     }
+    GroupIds gi;
+    if (!group_ids(w, o, &gi)) return ts_err(err, TS_ERR_INTERNAL, "out of memory numbering the groups");
     Cache cache = {.cls = -1};
-    TsStatus st = encode_rank(w, o, rank, &cache, out, err);
+    TsStatus st = encode_rank(w, o, &gi, rank, &cache, out, err);
     cache_free(&cache);
+    group_ids_free(&gi);
     return st;
 }
 
-/* Which group kinds do collectives of any class use? */
-static void used_groups(const Workload *w, bool used[WL_GROUP_COUNT])
+/* comm_groups.json: every numbered group once, from its first member. */
+static TsStatus write_groups(const Workload *w, const GroupIds *gi, const char *path, int64_t *bytes, TsError *err)
 {
-    memset(used, 0, sizeof(bool) * WL_GROUP_COUNT);
-    for (int32_t i = 0; i < w->n_tasks; i++)
-        if (w->tasks[i].kind == WL_KIND_COLL) used[w->tasks[i].group] = true;
-    used[WL_GROUP_NONE] = used[WL_GROUP_WORLD] = false;
-}
-
-static TsStatus write_groups(const Workload *w, const char *path, int64_t *bytes, TsError *err)
-{
-    bool used[WL_GROUP_COUNT];
-    used_groups(w, used);
     TsBuf b = {0};
     ts_buf_puts(&b, "{");
     bool first = true;
     int64_t world = w->par.world;
-    int64_t *mem = malloc((size_t)world * sizeof *mem);
+    int64_t *mem = malloc((size_t)(world > 0 ? world : 1) * sizeof *mem);
     if (!mem) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
     for (int g = 0; g < WL_GROUP_COUNT; g++) {
-        if (!used[g]) continue;
+        if (!gi->ids[g]) continue;
         for (int64_t r = 0; r < world; r++) {
             int64_t gid, k = wl_group_members(w, (WlGroup)g, r, mem, world, &gid);
             if (mem[0] != r) continue; /* list each group once, from its first member */
-            ts_buf_printf(&b, "%s\n  \"%" PRId64 "\": [", first ? "" : ",", gid);
+            ts_buf_printf(&b, "%s\n  \"%d\": [", first ? "" : ",", (int)gi->ids[g][r]);
             for (int64_t j = 0; j < k; j++) ts_buf_printf(&b, "%s%" PRId64, j ? ", " : "", mem[j]);
             ts_buf_puts(&b, "]");
             first = false;
@@ -371,11 +426,13 @@ TsStatus wl_write_chakra(const Workload *w, const WlChakraOptions *o, const char
     TsBuf b = {0};
     TsStatus st = TS_OK;
     Cache cache = {.cls = -1};
+    GroupIds gi;
+    if (!group_ids(w, o, &gi)) return ts_err(err, TS_ERR_INTERNAL, "out of memory numbering the groups");
     int64_t r;
     for (r = 0; r < world; r++) {
         b.len = 0;
         if (b.data) b.data[0] = '\0';
-        if ((st = encode_rank(w, o, r, &cache, &b, err))) break;
+        if ((st = encode_rank(w, o, &gi, r, &cache, &b, err))) break;
         snprintf(path, sizeof path, "%s.%" PRId64 ".et", prefix, r);
         TsOutFile f;
         if ((st = ts_out_open(&f, path, err))) break;
@@ -391,8 +448,9 @@ TsStatus wl_write_chakra(const Workload *w, const WlChakraOptions *o, const char
     cache_free(&cache);
     if (!st && o->comm_groups) {
         snprintf(path, sizeof path, "%s.comm_groups.json", prefix);
-        st = write_groups(w, path, &total, err);
+        st = write_groups(w, &gi, path, &total, err);
     }
+    group_ids_free(&gi);
     if (st) { /* no partial output: remove the traces already committed */
         for (int64_t k = 0; k < r; k++) {
             snprintf(path, sizeof path, "%s.%" PRId64 ".et", prefix, k);

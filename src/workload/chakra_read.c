@@ -81,6 +81,13 @@ TsStatus wl_chakra_decode(const char *name, const uint8_t *data, size_t len, WlC
             ChakraProtoMsg__GlobalMetadata *g = chakra_proto_msg__global_metadata__unpack(NULL, n, data + pos);
             if (!g) return bad(err, name, at, "GlobalMetadata does not decode");
             snprintf(out->version, sizeof out->version, "%s", g->version);
+            for (size_t i = 0; i < g->n_attr; i++)
+                if (!strcmp(g->attr[i]->name, "trainsim_layout") &&
+                    g->attr[i]->value_case == CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_VAL)
+                    snprintf(out->layout, sizeof out->layout, "%s", g->attr[i]->string_val);
+                else if (!strcmp(g->attr[i]->name, "trainsim_groups") &&
+                         g->attr[i]->value_case == CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_VAL)
+                    snprintf(out->groups, sizeof out->groups, "%s", g->attr[i]->string_val);
             chakra_proto_msg__global_metadata__free_unpacked(g, NULL);
             first = false;
             pos += n;

@@ -2,6 +2,7 @@
  * layout and process groups (Megatron order tp, cp, dp, pp). */
 #include "trainsim/workload.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,8 +89,35 @@ int32_t wl_class_begin(Workload *w, const char *name, int32_t stage)
         return -1;
     const char *nm = ts_arena_strdup(w->arena, name);
     if (!nm) return -1;
-    w->classes[w->n_classes] = (WlClass){nm, stage, w->n_tasks, 0, w->n_rows, 0};
+    w->classes[w->n_classes] = (WlClass){nm, stage, w->n_tasks, 0, w->n_rows, 0, -1};
     return w->n_classes++;
+}
+
+int32_t wl_class_begin_rank(Workload *w, const char *name, int64_t rank)
+{
+    int32_t c = wl_class_begin(w, name, 0);
+    if (c >= 0) w->classes[c].rank = rank;
+    return c;
+}
+
+int32_t wl_xgroup_add(Workload *w, const char *name, const int64_t *members, int64_t n)
+{
+    if (!grow(w->arena, (void **)&w->xgroups, sizeof *w->xgroups, w->n_xgroups, &w->cap_xgroups)) return -1;
+    const char *nm = ts_arena_strdup(w->arena, name);
+    int64_t *m = ts_arena_alloc(w->arena, (size_t)(n > 0 ? n : 1) * sizeof *m);
+    if (!nm || !m) return -1;
+    if (n > 0) memcpy(m, members, (size_t)n * sizeof *m);
+    w->xgroups[w->n_xgroups] = (WlXGroup){nm, m, n};
+    return ++w->n_xgroups;
+}
+
+int64_t wl_xgroup_nodes(const Workload *w, int32_t xg, int64_t gpus_per_node)
+{
+    const WlXGroup *g = &w->xgroups[xg - 1];
+    if (gpus_per_node <= 0 || g->n <= 1) return 1;
+    int64_t nodes = 1; /* members ascending: a new node wherever the node index changes */
+    for (int64_t i = 1; i < g->n; i++) nodes += g->members[i] / gpus_per_node != g->members[i - 1] / gpus_per_node;
+    return nodes;
 }
 
 int32_t wl_task_add(Workload *w, const WlTask *t, const int32_t *data_deps, int n_data,
@@ -175,6 +203,7 @@ int64_t wl_rank_stage(const Workload *w, int64_t rank) { return coord_of(&w->par
 
 int32_t wl_rank_class(const Workload *w, int64_t rank)
 {
+    if (w->rank_class) return rank >= 0 && rank < w->par.world ? w->rank_class[rank] : 0;
     int64_t st = wl_rank_stage(w, rank);
     for (int32_t i = 0; i < w->n_classes; i++)
         if (w->classes[i].stage == st) return i;
@@ -295,6 +324,9 @@ TsStatus wl_validate(const Workload *w, TsError *err)
         const WlClass *c = &w->classes[ci];
         for (int32_t i = c->first_task; i < c->first_task + c->n_tasks; i++) {
             const WlTask *t = &w->tasks[i];
+            if (t->xgroup < 0 || t->xgroup > w->n_xgroups)
+                return ts_err(err, TS_ERR_INTERNAL, "class %s: task %d '%s' names group %d of %d", c->name, i,
+                              t->name, t->xgroup, w->n_xgroups);
             const int32_t *d = wl_task_deps(w, t);
             for (int32_t k = 0; k < t->n_data_deps + t->n_ctrl_deps; k++)
                 if (d[k] < c->first_task || d[k] >= i)
@@ -353,32 +385,99 @@ static int p2p_cmp(const void *a, const void *b)
     return x->tag < y->tag ? -1 : x->tag > y->tag;
 }
 
+static int p2p_sort_cmp(const void *a, const void *b)
+{
+    int c = p2p_cmp(a, b);
+    return c ? c : ((const P2pKey *)a)->id < ((const P2pKey *)b)->id ? -1 : 1;
+}
+
+/* A class's place in send/recv addresses: its stage, or in a per-rank
+ * workload its rank. */
+static int64_t p2p_self(const Workload *w, const WlClass *c) { return w->rank_class ? c->rank : c->stage; }
+
 int32_t wl_pair_p2p(const Workload *w, int32_t *send_of)
 {
     int32_t ns = 0;
     for (int32_t i = 0; i < w->n_tasks; i++) ns += w->tasks[i].kind == WL_KIND_SEND;
     P2pKey *k = ns ? malloc((size_t)ns * sizeof *k) : NULL;
-    if (ns && !k) return -2;
+    bool *used = ns ? calloc((size_t)ns, sizeof *used) : NULL;
+    if (ns && (!k || !used)) {
+        free(k);
+        free(used);
+        return -2;
+    }
     int32_t n = 0;
     for (int32_t c = 0; c < w->n_classes; c++)
         for (int32_t i = w->classes[c].first_task; i < w->classes[c].first_task + w->classes[c].n_tasks; i++)
             if (w->tasks[i].kind == WL_KIND_SEND)
-                k[n++] = (P2pKey){w->classes[c].stage, w->tasks[i].peer_stage, w->tasks[i].tag, i};
-    if (n > 1) qsort(k, (size_t)n, sizeof *k, p2p_cmp);
+                k[n++] = (P2pKey){p2p_self(w, &w->classes[c]), w->tasks[i].peer_stage, w->tasks[i].tag, i};
+    /* sends of one address in task order, so the k-th receive of an address
+     * pairs with its k-th send */
+    if (n > 1) qsort(k, (size_t)n, sizeof *k, p2p_sort_cmp);
     int32_t bad = -1;
     for (int32_t c = 0; c < w->n_classes && bad < 0; c++)
         for (int32_t i = w->classes[c].first_task; i < w->classes[c].first_task + w->classes[c].n_tasks; i++) {
             const WlTask *t = &w->tasks[i];
             if (send_of) send_of[i] = -1;
             if (t->kind != WL_KIND_RECV) continue;
-            P2pKey q = {t->peer_stage, w->classes[c].stage, t->tag, 0};
-            const P2pKey *hit = n ? bsearch(&q, k, (size_t)n, sizeof *k, p2p_cmp) : NULL;
-            if (!hit) {
+            P2pKey q = {t->peer_stage, p2p_self(w, &w->classes[c]), t->tag, 0};
+            int32_t lo = 0, hi = n; /* first send of the address */
+            while (lo < hi) {
+                int32_t mid = (lo + hi) / 2;
+                if (p2p_cmp(&k[mid], &q) < 0) lo = mid + 1;
+                else hi = mid;
+            }
+            while (lo < n && p2p_cmp(&k[lo], &q) == 0 && used[lo]) lo++;
+            if (lo >= n || p2p_cmp(&k[lo], &q) != 0) {
                 bad = i;
                 break;
             }
-            if (send_of) send_of[i] = hit->id;
+            used[lo] = true;
+            if (send_of) send_of[i] = k[lo].id;
         }
     free(k);
+    free(used);
     return bad;
+}
+
+/* ---- the layout line (Chakra's trainsim_layout) ------------------------------- */
+void wl_layout_format(const WlParallel *p, char *out, size_t cap)
+{
+    snprintf(out, cap,
+             "world=%" PRId64 " tp=%" PRId64 " cp=%" PRId64 " pp=%" PRId64 " dp=%" PRId64 " ep=%" PRId64
+             " etp=%" PRId64 " vpp=%" PRId64 " ga=%" PRId64 " micro_batch=%" PRId64 " seq=%" PRId64,
+             p->world, p->tp, p->cp, p->pp, p->dp, p->ep, p->etp, p->vpp, p->ga, p->micro_batch, p->seq);
+}
+
+bool wl_layout_parse(const char *s, WlParallel *p)
+{
+    static const char *const KEYS[] = {"world", "tp", "cp", "pp", "dp", "ep", "etp", "vpp", "ga",
+                                       "micro_batch", "seq"};
+    int64_t v[11];
+    bool seen[11] = {false};
+    WlParallel q = *p;
+    while (*s) {
+        while (*s == ' ') s++;
+        if (!*s) break;
+        const char *eq = strchr(s, '=');
+        if (!eq) return false;
+        int k = -1;
+        for (int i = 0; i < 11; i++)
+            if ((size_t)(eq - s) == strlen(KEYS[i]) && !strncmp(s, KEYS[i], (size_t)(eq - s))) k = i;
+        char *end;
+        long long x = strtoll(eq + 1, &end, 10);
+        if (k < 0 || end == eq + 1 || (*end && *end != ' ') || x < 0 || x > (1LL << 40)) return false;
+        v[k] = x;
+        seen[k] = true;
+        s = end;
+    }
+    for (int i = 0; i < 11; i++)
+        if (!seen[i]) return false;
+    q.world = v[0], q.tp = v[1], q.cp = v[2], q.pp = v[3], q.dp = v[4], q.ep = v[5], q.etp = v[6], q.vpp = v[7];
+    q.ga = v[8], q.micro_batch = v[9], q.seq = v[10];
+    if (q.tp < 1 || q.cp < 1 || q.pp < 1 || q.dp < 1 || q.ep < 1 || q.vpp < 1 || q.ga < 1 ||
+        q.tp * q.cp * q.pp * q.dp != q.world)
+        return false;
+    *p = q;
+    return true;
 }

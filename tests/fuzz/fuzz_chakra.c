@@ -1,7 +1,8 @@
 /* fuzz_chakra — Chakra execution traces (varint-delimited protobuf):
  * wl_chakra_decode from memory, the file sniffing of wl_read_file on the
  * same bytes (Chakra, JSON workload, op table or SimAI text), and the
- * bytes as a one-rank trace set replayed by sim_replay_chakra. */
+ * bytes as a one-rank trace set read into the IR (wl_read_chakra) and
+ * replayed by sim_replay_dag. */
 #include "fuzz_common.h"
 #include "fuzz_hw.h"
 
@@ -39,12 +40,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (n > 5 && n - 5 < sizeof prefix) {
             memcpy(prefix, path, n - 5);
             prefix[n - 5] = '\0';
-            SimChakraResult r;
+            Workload *cw = NULL;
             ts_err_clear(&e);
-            st = sim_replay_chakra(prefix, hw, net, (size & 2) ? 1 : 0, (size & 1) ? 1 : 0, &r, &e);
-            sim_chakra_result_free(&r);
+            st = wl_read_chakra(prefix, &cw, &e);
             fz_check_error(st, &e);
-            if (st == TS_OK && !(r.iteration_time_s >= 0)) abort();
+            if (st == TS_OK) {
+                SimResult r = {0};
+                ts_err_clear(&e);
+                st = sim_replay_dag(cw, net, (size & 1) ? 0.1 : 0, (size & 2) != 0, &r, &e);
+                fz_check_error(st, &e);
+                if (st == TS_OK && !(r.iteration_time_s >= 0)) abort();
+                sim_result_free(&r);
+            }
+            wl_destroy(cw);
         }
     }
     return 0;

@@ -7,8 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "trainsim/workload.h"
 #include "../../src/workload/wl_internal.h"
@@ -148,11 +152,14 @@ static void test_chakra_82_bytes(void **state)
         0x80, 0x40};
     TsError err = {0};
     Workload *w = wl_create(16, &err);
-    WlTask t = wl_task_coll("all_gather_16npus_1MB", WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_WORLD, 1048576);
+    /* 16 ranks gather 1 MiB each: the IR's whole buffer is 16 MiB, Chakra's
+     * comm_size each rank's input; ASTRA-sim's trace names no group */
+    WlTask t = wl_task_coll("all_gather_16npus_1MB", WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_WORLD, 16.0 * 1048576);
     assert_true(wl_task_add(w, &t, NULL, 0, NULL, 0) == 0);
     WlChakraOptions o;
     wl_chakra_options_init(&o);
     o.generator_attr = false;
+    o.world_pg = false;
     TsBuf b = {0};
     assert_int_equal(wl_chakra_encode_rank(w, &o, 5, &b, &err), TS_OK);
     assert_int_equal(b.len, 82);
@@ -654,6 +661,66 @@ static void test_json_errors(void **state)
     assert_int_equal(err.col, 4);
 }
 
+/* The Chakra encoding of the small plan at 256 GPUs (dp 32, every group kind
+ * it uses): every collective names a group of comm_groups.json, with an id
+ * from 1 and below 2148 (ASTRA-sim multiplies ids by 10^6 in an int32); an
+ * all-gather's comm_size is the task's whole buffer over its group; every
+ * COMP node moving bytes has num_ops > 0 (ASTRA-sim's roofline: no 0 / 0). */
+static void test_chakra_groups_and_sizes(void **state)
+{
+    (void)state;
+    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
+    WlModelDims m;
+    WlPlanDims p;
+    small_plan(&m, &p);
+    p.world = 256;
+    p.dp = 32;
+    TsError err = {0};
+    Workload *w;
+    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    char dir[] = "/tmp/ts_wl_chakra_XXXXXX", prefix[64], path[96];
+    assert_non_null(mkdtemp(dir));
+    snprintf(prefix, sizeof prefix, "%s/s", dir);
+    assert_int_equal(wl_write_chakra(w, NULL, prefix, NULL, &err), TS_OK);
+    snprintf(path, sizeof path, "%s.comm_groups.json", prefix);
+    json_error_t je;
+    json_t *groups = json_load_file(path, 0, &je);
+    assert_non_null(groups);
+    const char *key;
+    json_t *v;
+    json_object_foreach(groups, key, v) {
+        long id = strtol(key, NULL, 10);
+        assert_true(id >= 1 && id < 2148);
+    }
+    for (int64_t rank = 0; rank < 256; rank += 37) {
+        TsBuf b = {0};
+        assert_int_equal(wl_chakra_encode_rank(w, NULL, rank, &b, &err), TS_OK);
+        WlChakraTrace t;
+        assert_int_equal(wl_chakra_decode("r", (const uint8_t *)b.data, b.len, &t, &err), TS_OK);
+        const WlClass *cl = &w->classes[wl_rank_class(w, rank)];
+        assert_int_equal(t.n_nodes, cl->n_tasks);
+        for (int64_t i = 0; i < t.n_nodes; i++) {
+            const WlChakraNode *n = &t.nodes[i];
+            const WlTask *k = &w->tasks[cl->first_task + i];
+            if (n->type == 4 && n->tensor_size > 0) assert_true(n->num_ops > 0);
+            if (n->type != 7) continue;
+            assert_non_null(n->pg_name);
+            json_t *members = json_object_get(groups, n->pg_name);
+            assert_non_null(members);
+            double want = k->comm_bytes;
+            if (k->coll == TS_COLL_ALLGATHER) want /= (double)json_array_size(members);
+            assert_true(llabs(n->comm_size - llround(want)) <= 1);
+        }
+        wl_chakra_trace_free(&t);
+        ts_buf_free(&b);
+    }
+    json_decref(groups);
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    wl_destroy(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -664,7 +731,7 @@ int main(void)
         cmocka_unit_test(test_build_aicb_rows), cmocka_unit_test(test_build_tied_embedding_allreduce),
         cmocka_unit_test(test_build_dp_cp_reduction), cmocka_unit_test(test_build_cp_comm),
         cmocka_unit_test(test_build_dp_after_backward), cmocka_unit_test(test_build_zero3_experts),
-        cmocka_unit_test(test_build_stage_layers),
+        cmocka_unit_test(test_build_stage_layers), cmocka_unit_test(test_chakra_groups_and_sizes),
         cmocka_unit_test(test_json_roundtrip), cmocka_unit_test(test_json_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

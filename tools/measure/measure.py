@@ -265,9 +265,7 @@ def backward_ms(make_graph, inputs, iters, warmup):
     def bwd():
         torch.autograd.grad(out, inputs, dout, retain_graph=True)
 
-    t = median_ms(bwd, iters, warmup)
-    del out, dout
-    return t
+    return median_ms(bwd, iters, warmup)
 
 
 def med_min_max(xs):
@@ -323,7 +321,6 @@ def attention_ms(ctx, batch, heads, seq, d, causal, iters, warmup, kv_heads=None
 
         t_fwd = median_ms(fwd, iters, warmup)
         t_bwd = backward_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v), iters, warmup)
-    del q, k, v
     return t_fwd, t_bwd
 
 
@@ -485,8 +482,6 @@ def cmd_step(args, ctx, rows, budget):
     rows.write(ctx.stamp(row, mhz))
     log(f"step {row['model']}: {row['step_ms'][0]:.1f} ms a step ({row['fwd_bwd_ms'][0]:.1f} fwd+bwd, "
         f"{row['opt_ms'][0]:.2f} optimizer), {peak:.1f} GiB peak, {params / 1e6:.0f} M parameters")
-    del model, opt, ids, labels
-    free_cuda()
 
 
 # ---- shard: part B -----------------------------------------------------------------------------------
@@ -527,7 +522,6 @@ def cmd_shard(args, ctx, rows, budget):
             "dgrad": median_ms(lambda: torch.matmul(dy, w), iters, warm),  # grad_input = dy W
             "wgrad": median_ms(lambda: torch.matmul(dy.t(), x), iters, warm),  # grad_weight = dy^T x
         }
-        del x, w, dy
     t_fwd, t_bwd = attention_ms(ctx, args.micro_batch, a_loc, args.seq, hd, True, iters, warm, kv_heads=kv_loc)
     ops["attn_core"] = {"fwd": t_fwd, "dgrad": t_bwd, "wgrad": 0.0}
     # norm over [M, H]
@@ -541,7 +535,6 @@ def cmd_shard(args, ctx, rows, budget):
         nf = lambda: F.layer_norm(x, (H,), g, b)  # noqa: E731
         inputs = (x, g, b)
     ops["norm"] = {"fwd": fwd_only_ms(nf, iters, warm), "dgrad": backward_ms(nf, inputs, iters, warm), "wgrad": 0.0}
-    del x, g, b, inputs
     # activation over the FC1 output [M, F/T] (gated: [M, 2F/T] in, [M, F/T] out)
     a_in = torch.randn(M, gemms["fc1"][1], device=dev, dtype=bf, requires_grad=True)
     if args.gated:
@@ -549,7 +542,6 @@ def cmd_shard(args, ctx, rows, budget):
     else:
         af = lambda: F.gelu(a_in, approximate="tanh")  # noqa: E731
     ops["act"] = {"fwd": fwd_only_ms(af, iters, warm), "dgrad": backward_ms(af, (a_in,), iters, warm), "wgrad": 0.0}
-    del a_in
     mhz = ctx.clock.stop()
     fwd_sum = sum(ops[o]["fwd"] for o in ops) + ops["norm"]["fwd"]
     bwd_sum = sum(ops[o]["dgrad"] + ops[o]["wgrad"] for o in ops) + ops["norm"]["dgrad"]
@@ -634,7 +626,6 @@ def cmd_kernels(args, ctx, rows, budget):
                 b = make(k, n, device=dev, dtype=bf)
                 ms = median_ms(lambda: torch.matmul(a, b), it, wu)
                 row[label] = {"ms": ms, "tflops": tflops(2.0 * m * n * k, ms)}
-                del a, b
             rows.write(ctx.stamp(row, ctx.clock.stop()))
             log(f"C {m}x{n}x{k}: zeros {row['zeros']['tflops']:.0f}, randn {row['randn']['tflops']:.0f} TFLOP/s")
     if "D-fp8" in parts:
@@ -666,7 +657,6 @@ def cmd_kernels(args, ctx, rows, budget):
                        "fp8_tflops": tflops(flops, fp8), "bf16_tflops": tflops(flops, bf16)}
                 rows.write(ctx.stamp(row, ctx.clock.stop()))
                 log(f"D-fp8 {m}x{n}x{k}: fp8 {row['fp8_tflops']:.0f}, bf16 {row['bf16_tflops']:.0f} TFLOP/s")
-                del a, bt, a8, bt8, b
     if "D-attn" in parts:
         for heads, seq in ATTN_GRID:
             if stop():
@@ -702,8 +692,6 @@ def cmd_kernels(args, ctx, rows, budget):
                    "fwd_ms": fwd, "bwd_ms": bwd}
             rows.write(ctx.stamp(row, ctx.clock.stop()))
             log(f"F cross_entropy {tokens}x{vocab}: fwd {fwd:.3f} ms, bwd {bwd:.3f} ms")
-            del logits, target
-            free_cuda()
 
 
 def memory_op_ms(op, tokens, hidden, dev, iters, warmup):
@@ -1017,6 +1005,7 @@ def run_command(args, ctx, parser):
             cmd_batch(args, ctx, rows, budget, parser)
     finally:
         rows.close()
+        free_cuda()  # the command's tensors and models are gone with its frame
 
 
 def main(argv=None):

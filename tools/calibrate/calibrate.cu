@@ -39,9 +39,10 @@
 //           (flash) timings to the same file.
 //
 // Progress goes to stderr; the file is written atomically (temp + rename).
-// The full default grid takes about half a minute on an H100; --quick a few
-// seconds. Build: tools/calibrate/calibrate.cmake, or by hand with nvcc and
-// the flags in tools/calibrate/nvcc.flags plus -lcublasLt -lcublas -ldl.
+// The default grid (140 shapes for each of 4 dtypes, each GEMM at most a few
+// ms) is sized to run in well under a minute on an H100; --quick in seconds.
+// Build: tools/calibrate/calibrate.cmake, or by hand with nvcc and the flags in
+// tools/calibrate/nvcc.flags plus -lcublasLt -lcublas -ldl.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -687,11 +688,16 @@ static int ew_blocks(size_t n8)
     return (int)std::max<size_t>(1, std::min(want, cap));
 }
 
+/* Blocks of norm_bwd: as many as fit on the GPU at once (asked once, in the
+ * untimed warm-up), at most one per row and parts_cap. */
 template <int VPT, bool RMS> static int norm_bwd_grid(int rows, int parts_cap)
 {
-    int per_sm = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, norm_bwd<VPT, RMS>, NT, 0));
-    return std::max(1, std::min({rows, g_sms * std::max(per_sm, 1), parts_cap}));
+    static int per_sm = 0;
+    if (per_sm == 0) {
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, norm_bwd<VPT, RMS>, NT, 0));
+        per_sm = std::max(per_sm, 1);
+    }
+    return std::max(1, std::min({rows, g_sms * per_sm, parts_cap}));
 }
 
 template <int VPT, bool RMS> static void run_norm(const MemBufs &m, int T, int H, bool backward)

@@ -137,14 +137,28 @@ int hw_cluster_names(char names[][64], int cap);
 void hw_cluster_to_json(const ClusterSpec *c, TsBuf *out);
 
 /* ---- calibration tables ----------------------------------------------------------- */
-/* Measured kernel times (format "trainsim-calibration" v1, docs/hardware.md),
- * written by tools/calibrate. Opaque, heap-owned; free with hw_calib_free. */
+/* Measured kernel times (format "trainsim-calibration" version 2, version 1
+ * still read; docs/hardware.md), written by tools/calibrate and
+ * tools/measure/measure.py. Opaque, heap-owned; free with hw_calib_free.
+ * Load errors: TS_ERR_INPUT positioned at the value, *out NULL. */
 typedef struct HwCalib HwCalib;
 TsStatus hw_calib_load(const char *path, HwCalib **out, TsError *err);
 TsStatus hw_calib_load_text(const char *name, const char *text, HwCalib **out, TsError *err);
 void hw_calib_free(HwCalib *c);  /* NULL ok */
-int hw_calib_entries(const HwCalib *c);
+int hw_calib_entries(const HwCalib *c);       /* all measurements (gemm, attention, memory) */
 const char *hw_calib_gpu(const HwCalib *c);   /* the "gpu" field */
+/* Median SM clock (MHz) sampled while the GEMMs were measured, 1755; 0 when
+ * the file has no "clock_mhz" (version 1, or no NVML on the measuring host). */
+double hw_calib_clock_mhz(const HwCalib *c);
+/* Measured time (s) of the named memory-bound kernel moving `bytes` (read +
+ * written, each tensor once): "copy", "layernorm_fwd", "layernorm_bwd",
+ * "rmsnorm_fwd", "rmsnorm_bwd", "gelu_fwd", "gelu_bwd", "swiglu_fwd",
+ * "swiglu_bwd", "add", "cast" (bf16 -> fp32). log(time) is interpolated
+ * linearly in log(bytes) between the entries around `bytes`; below the
+ * smallest entry its time, above the largest its bandwidth. Returns 0 when c
+ * is NULL, bytes <= 0, the name is unknown or the table has no such kernel.
+ * The compute model's memory correction (hw_memory_time_s) uses "copy" only. */
+double hw_calib_memory_kernel_s(const HwCalib *c, const char *kernel, double bytes);
 
 /* Measured bus bandwidth by (group kind, collective, size): SimAI busbw.yaml
  * or JSON "trainsim-busbw" v1. Opaque; hw_busbw_free. */

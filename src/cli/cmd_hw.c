@@ -203,9 +203,13 @@ int cmd_hw(int argc, char **argv)
         if (o.hw.cluster) show_cluster(&l.cluster, &b);
         if (o.hw.gpu || o.hw.cluster) show_gpu(&l.model.gpu, &b);
     }
-    if (!rc && !eval && l.calib)
-        ts_buf_printf(&b, "calibration: %s: %d measurements (gpu \"%s\")\n", o.hw.calibration,
+    if (!rc && !eval && l.calib) {
+        ts_buf_printf(&b, "calibration: %s: %d measurements (gpu \"%s\"", o.hw.calibration,
                       hw_calib_entries(l.calib), hw_calib_gpu(l.calib));
+        if (hw_calib_clock_mhz(l.calib) > 0)
+            ts_buf_printf(&b, ", SM clock %.0f MHz while measured", hw_calib_clock_mhz(l.calib));
+        ts_buf_puts(&b, ")\n");
+    }
     if (!rc && !eval && l.busbw)
         ts_buf_printf(&b, "busbw: %s: %d rows\n", o.hw.busbw, hw_busbw_entries(l.busbw));
     if (!rc) rc = cli_emit(NULL, &b);

@@ -1,25 +1,59 @@
-/* Calibration tables: measured kernel times ("trainsim-calibration" v1),
- * written by tools/calibrate, read with --calibration.
+/* Calibration tables: measured kernel times ("trainsim-calibration" version 2,
+ * version 1 still read), written by tools/calibrate (and, for attention,
+ * tools/measure/measure.py attention-calibration), read with --calibration.
  *
- *   {"format": "trainsim-calibration", "version": 1, "gpu": "NVIDIA H100 80GB HBM3",
- *    "generator": "...",
+ *   {"format": "trainsim-calibration", "version": 2, "gpu": "NVIDIA H100 80GB HBM3",
+ *    "generator": "...", "notes": "...",
+ *    "clock_mhz": {"median": 1755, "min": 1590, "max": 1980, "samples": 412},
  *    "gemm":      [{"dtype": "bf16", "batch": 1, "m": 4096, "n": 4096, "k": 4096, "time_us": 178.4}],
  *    "attention": [{"dtype": "bf16", "pass": "fwd", "batch": 4, "heads": 32, "sq": 4096,
  *                   "sk": 4096, "d": 128, "causal": true, "time_us": 950.0}],
- *    "memory":    [{"bytes": 1048576, "time_us": 4.2}]}
+ *    "memory":    [{"kernel": "copy", "bytes": 1048576, "time_us": 4.2},
+ *                  {"kernel": "rmsnorm_fwd", "bytes": 2101248, "time_us": 5.1}]}
  *
- * The model is corrected by the ratio measured/model at the nearest entries
- * (inverse squared log-distance weights); an exact match returns the
- * measurement. */
+ * GEMM, attention and copy entries correct the model by the ratio
+ * measured/model at the nearest entries (inverse squared log-distance
+ * weights, compute.c); an exact match returns the measurement. Named
+ * memory kernels are looked up on their own (hw_calib_memory_kernel_s,
+ * interpolated in log(bytes)). Version 1 has no "clock_mhz". */
 #include "hw_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Memory kernels a "memory" entry may name: X(enum suffix, JSON name). */
+#define HW_MEM_KERNELS(X)                                                                  \
+    X(COPY, "copy")                                                                        \
+    X(LAYERNORM_FWD, "layernorm_fwd")                                                      \
+    X(LAYERNORM_BWD, "layernorm_bwd")                                                      \
+    X(RMSNORM_FWD, "rmsnorm_fwd")                                                          \
+    X(RMSNORM_BWD, "rmsnorm_bwd")                                                          \
+    X(GELU_FWD, "gelu_fwd")                                                                \
+    X(GELU_BWD, "gelu_bwd")                                                                \
+    X(SWIGLU_FWD, "swiglu_fwd")                                                            \
+    X(SWIGLU_BWD, "swiglu_bwd")                                                            \
+    X(ADD, "add")                                                                          \
+    X(CAST, "cast")
+
+typedef enum {
+#define X(e, s) HW_MEMK_##e,
+    HW_MEM_KERNELS(X)
+#undef X
+    HW_MEMK_COUNT
+} HwMemKernel;
+
+static const char *const MEMK_NAMES[] = {
+#define X(e, s) s,
+    HW_MEM_KERNELS(X)
+#undef X
+    NULL};
+_Static_assert(sizeof MEMK_NAMES / sizeof *MEMK_NAMES == HW_MEMK_COUNT + 1, "one name per memory kernel");
+
 typedef struct CalEntry {
     HwCalKind kind;
     TsDtype dt;
+    HwMemKernel kernel; /* memory entries */
     double logd[HW_CAL_DIMS]; /* log2 of dims; causal flag as 0/8 */
     double dims[HW_CAL_DIMS];
     int n;
@@ -28,12 +62,15 @@ typedef struct CalEntry {
 
 struct HwCalib {
     char gpu[128];
+    int64_t version;   /* 1 or 2 */
+    double clock_mhz;  /* median SM clock while the GEMMs ran; 0 = not recorded */
     CalEntry *e;
     int n, cap;
 };
 
-static const char *const TOP_KEYS[] = {"format", "version", "gpu", "generator", "notes",
-                                       "gemm", "attention", "memory", NULL};
+static const char *const TOP_KEYS[] = {"format", "version", "gpu",       "generator", "notes",
+                                       "clock_mhz", "gemm",  "attention", "memory",    NULL};
+static const char *const CLOCK_KEYS[] = {"median", "min", "max", "samples", NULL};
 static const char *const GEMM_KEYS[] = {"dtype", "batch", "m", "n", "k", "time_us", NULL};
 static const char *const ATTN_KEYS[] = {"dtype", "pass", "batch", "heads", "sq", "sk",
                                         "d", "causal", "time_us", NULL};
@@ -127,6 +164,66 @@ static json_t *array_of(const TsJsonDoc *doc, const char *key, TsStatus *st, TsE
     return a;
 }
 
+/* "clock_mhz": {"median", "min", "max", "samples"} (version 2). */
+static TsStatus parse_clock(const TsJsonDoc *doc, HwCalib *c, TsError *err)
+{
+    if (!json_object_get(doc->root, "clock_mhz")) return TS_OK;
+    if (c->version < 2)
+        return hw_err_path(doc, "clock_mhz", err, "'clock_mhz' is a version 2 field",
+                           "set \"version\": 2 (what tools/calibrate writes)");
+    json_t *o;
+    TsStatus st = hw_json_obj(doc, doc->root, "clock_mhz", "clock_mhz", true, &o, err);
+    if (st) return st;
+    if ((st = hw_check_keys(doc, o, "clock_mhz", CLOCK_KEYS, err))) return st;
+    static const char *const names[3] = {"median", "min", "max"};
+    double v[3];
+    for (int i = 0; i < 3; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "clock_mhz.%s", names[i]);
+        if ((st = ts_json_num(doc, o, names[i], p, true, 1.0, 100000.0, &v[i], err))) {
+            if (json_object_get(o, names[i])) ts_err_hint(err, "an SM clock in MHz, as NVML reports it");
+            return st;
+        }
+    }
+    int64_t samples;
+    if ((st = ts_json_int(doc, o, "samples", "clock_mhz.samples", true, 1, (int64_t)1 << 40, &samples, err)))
+        return st;
+    if (!(v[1] <= v[0] && v[0] <= v[2])) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "'clock_mhz' needs min <= median <= max, got min %g, median %g, max %g", v[1],
+                 v[0], v[2]);
+        return hw_err_path(doc, "clock_mhz.median", err, msg, "the median, lowest and highest sampled SM clock");
+    }
+    c->clock_mhz = v[0];
+    return TS_OK;
+}
+
+/* A memory entry's "kernel" (absent = "copy"). */
+static TsStatus fkernel(const TsJsonDoc *doc, json_t *o, const char *path, HwMemKernel *out, TsError *err)
+{
+    char p[160], s[48] = "copy";
+    snprintf(p, sizeof p, "%s.kernel", path);
+    TsStatus st = ts_json_str(doc, o, "kernel", p, false, s, sizeof s, err);
+    if (st) {
+        hw_fix_pos(doc, p, err);
+        return st;
+    }
+    for (int i = 0; i < HW_MEMK_COUNT; i++)
+        if (!strcmp(s, MEMK_NAMES[i])) {
+            *out = (HwMemKernel)i;
+            return TS_OK;
+        }
+    char msg[300], hint[400];
+    snprintf(msg, sizeof msg, "unknown memory kernel '%s' in '%s'", s, p);
+    const char *near = hw_nearest_name(s, MEMK_NAMES, 3);
+    int n = 0;
+    if (near) n = snprintf(hint, sizeof hint, "did you mean '%s'? ", near);
+    n += snprintf(hint + n, sizeof hint - (size_t)n, "one of");
+    for (int i = 0; i < HW_MEMK_COUNT && n > 0 && (size_t)n < sizeof hint; i++)
+        n += snprintf(hint + n, sizeof hint - (size_t)n, "%s %s", i ? "," : "", MEMK_NAMES[i]);
+    return hw_err_path(doc, p, err, msg, hint);
+}
+
 static TsStatus parse(const TsJsonDoc *doc, HwCalib *c, TsError *err)
 {
     TsStatus st;
@@ -135,8 +232,13 @@ static TsStatus parse(const TsJsonDoc *doc, HwCalib *c, TsError *err)
     if (!fmt)
         return hw_err_path(doc, "", err, "missing required field 'format'",
                            "a calibration file starts {\"format\": \"trainsim-calibration\", \"version\": 1, ...}");
-    if ((st = hw_check_format(doc, "trainsim-calibration", err))) return st;
+    if ((st = hw_check_format_version(doc, "trainsim-calibration", 2, &c->version, err))) return st;
     if ((st = ts_json_str(doc, doc->root, "gpu", "gpu", false, c->gpu, sizeof c->gpu, err))) return st;
+    char text[8];
+    if ((st = ts_json_str(doc, doc->root, "generator", "generator", false, text, sizeof text, err)) ||
+        (st = ts_json_str(doc, doc->root, "notes", "notes", false, text, sizeof text, err)) ||
+        (st = parse_clock(doc, c, err)))
+        return st;
     char path[96];
     json_t *a, *o;
     if (!(a = array_of(doc, "gemm", &st, err)) && st) return st;
@@ -187,8 +289,10 @@ static TsStatus parse(const TsJsonDoc *doc, HwCalib *c, TsError *err)
         if ((st = elem(doc, a, "memory", i, path, sizeof path, MEM_KEYS, &o, err))) return st;
         CalEntry e = {.kind = HW_CAL_MEMORY, .n = 1, .dt = TS_DTYPE_BF16};
         int64_t bytes;
-        if ((st = fint(doc, o, path, "bytes", true, &bytes, err)) || (st = ftime(doc, o, path, &e.time_s, err)))
+        if ((st = fkernel(doc, o, path, &e.kernel, err)) || (st = fint(doc, o, path, "bytes", true, &bytes, err)) ||
+            (st = ftime(doc, o, path, &e.time_s, err)))
             return st;
+        if (e.kernel != HW_MEMK_COPY) e.kind = HW_CAL_MEMKERNEL;
         e.dims[0] = (double)bytes;
         set_logs(&e);
         if ((st = push(c, &e, err))) return st;
@@ -241,6 +345,32 @@ void hw_calib_free(HwCalib *c)
 
 int hw_calib_entries(const HwCalib *c) { return c ? c->n : 0; }
 const char *hw_calib_gpu(const HwCalib *c) { return c ? c->gpu : ""; }
+double hw_calib_clock_mhz(const HwCalib *c) { return c ? c->clock_mhz : 0; }
+
+/* Piecewise power law through the kernel's measurements: log(time) linear in
+ * log(bytes) between the two entries around `bytes`; below the smallest the
+ * smallest time (launch-bound), above the largest its bandwidth. */
+double hw_calib_memory_kernel_s(const HwCalib *c, const char *kernel, double bytes)
+{
+    if (!c || !kernel || !(bytes > 0)) return 0;
+    int k = -1;
+    for (int i = 0; i < HW_MEMK_COUNT; i++)
+        if (!strcmp(kernel, MEMK_NAMES[i])) k = i;
+    if (k < 0) return 0;
+    const CalEntry *lo = NULL, *hi = NULL;
+    for (int i = 0; i < c->n; i++) {
+        const CalEntry *e = &c->e[i];
+        if ((e->kind != HW_CAL_MEMORY && e->kind != HW_CAL_MEMKERNEL) || (int)e->kernel != k) continue;
+        if (e->dims[0] <= bytes && (!lo || e->dims[0] > lo->dims[0])) lo = e;
+        if (e->dims[0] >= bytes && (!hi || e->dims[0] < hi->dims[0])) hi = e;
+    }
+    if (!lo && !hi) return 0;
+    if (!lo) return hi->time_s;
+    if (!hi) return lo->time_s * bytes / lo->dims[0];
+    if (hi->dims[0] == lo->dims[0]) return lo->time_s;
+    double f = log(bytes / lo->dims[0]) / log(hi->dims[0] / lo->dims[0]);
+    return exp(log(lo->time_s) + f * log(hi->time_s / lo->time_s));
+}
 
 int hw_calib_nearest(const HwCalib *c, HwCalKind kind, const double *dims, int n, TsDtype dt,
                      bool any_dtype, int *idx, double *d2)

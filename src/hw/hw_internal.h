@@ -18,6 +18,13 @@ TsStatus hw_check_keys(const TsJsonDoc *doc, json_t *obj, const char *prefix,
                        const char *const *allowed, TsError *err);
 /* Require "format": fmt and "version": 1 (positioned errors otherwise). */
 TsStatus hw_check_format(const TsJsonDoc *doc, const char *fmt, TsError *err);
+/* The same for formats with several versions: "version" from 1 to
+ * max_version (absent = 1), returned in *version. */
+TsStatus hw_check_format_version(const TsJsonDoc *doc, const char *fmt, int64_t max_version, int64_t *version,
+                                 TsError *err);
+/* The name in the NULL-terminated list `names` closest to s by edit
+ * distance, or NULL when none is within max_distance (for "did you mean"). */
+const char *hw_nearest_name(const char *s, const char *const *names, int max_distance);
 /* Positioned error at a dotted path. */
 TsStatus hw_err_path(const TsJsonDoc *doc, const char *path, TsError *err, const char *msg,
                      const char *hint);
@@ -33,7 +40,10 @@ void hw_locate(const TsJsonDoc *doc, const char *path, int *line, int *col);
 void hw_fix_pos(const TsJsonDoc *doc, const char *path, TsError *err);
 
 /* ---- calibration internals (calib.c <-> compute.c) ---- */
-typedef enum { HW_CAL_GEMM, HW_CAL_ATTN_FWD, HW_CAL_ATTN_BWD, HW_CAL_MEMORY, HW_CAL_KINDS } HwCalKind;
+/* HW_CAL_MEMORY: the copy kernel, which corrects every memory-bound op;
+ * HW_CAL_MEMKERNEL: a named kernel (rmsnorm_fwd, ...), read only through
+ * hw_calib_memory_kernel_s. */
+typedef enum { HW_CAL_GEMM, HW_CAL_ATTN_FWD, HW_CAL_ATTN_BWD, HW_CAL_MEMORY, HW_CAL_MEMKERNEL, HW_CAL_KINDS } HwCalKind;
 #define HW_CAL_DIMS 6
 #define HW_CAL_NEAR 4
 /* Up to HW_CAL_NEAR entries of `kind` (and dtype unless any_dtype) nearest to

@@ -140,6 +140,13 @@ TsStatus hw_check_keys(const TsJsonDoc *doc, json_t *obj, const char *prefix,
 
 TsStatus hw_check_format(const TsJsonDoc *doc, const char *fmt, TsError *err)
 {
+    int64_t v;
+    return hw_check_format_version(doc, fmt, 1, &v, err);
+}
+
+TsStatus hw_check_format_version(const TsJsonDoc *doc, const char *fmt, int64_t max_version, int64_t *version,
+                                 TsError *err)
+{
     char f[64] = "";
     TsStatus st = ts_json_str(doc, doc->root, "format", "format", false, f, sizeof f, err);
     if (st) return st;
@@ -152,12 +159,30 @@ TsStatus hw_check_format(const TsJsonDoc *doc, const char *fmt, TsError *err)
     int64_t v = 1;
     st = ts_json_int(doc, doc->root, "version", "version", false, 0, 1000000, &v, err);
     if (st) return st;
-    if (v != 1) {
-        char msg[200];
+    if (v < 1 || v > max_version) {
+        char msg[200], hint[100];
         snprintf(msg, sizeof msg, "unsupported %s version %lld", fmt, (long long)v);
-        return hw_err_path(doc, "version", err, msg, "this trainsim reads version 1");
+        if (max_version == 1) snprintf(hint, sizeof hint, "this trainsim reads version 1");
+        else if (max_version == 2) snprintf(hint, sizeof hint, "this trainsim reads versions 1 and 2");
+        else snprintf(hint, sizeof hint, "this trainsim reads versions 1 to %lld", (long long)max_version);
+        return hw_err_path(doc, "version", err, msg, hint);
     }
+    *version = v;
     return TS_OK;
+}
+
+const char *hw_nearest_name(const char *s, const char *const *names, int max_distance)
+{
+    const char *best = NULL;
+    int bd = max_distance + 1;
+    for (int i = 0; names[i]; i++) {
+        int d = edit_distance(s, names[i]);
+        if (d < bd) {
+            bd = d;
+            best = names[i];
+        }
+    }
+    return best;
 }
 
 TsStatus hw_json_obj(const TsJsonDoc *doc, json_t *obj, const char *key, const char *path,

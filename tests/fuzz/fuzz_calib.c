@@ -1,6 +1,7 @@
-/* fuzz_calib — calibration files ("trainsim-calibration": measured kernel
- * times by op, shape, dtype), hw_calib_load_text from memory; a loaded table
- * is interpolated by the compute model on a few shapes. */
+/* fuzz_calib — calibration files ("trainsim-calibration" versions 1 and 2:
+ * measured kernel times by op, shape, dtype; the SM clock; named memory
+ * kernels), hw_calib_load_text from memory; a loaded table is interpolated by
+ * the compute model on a few shapes and its named kernels looked up. */
 #include "fuzz_common.h"
 
 #include <math.h>
@@ -17,6 +18,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st == TS_OK) {
         (void)hw_calib_entries(c);
         (void)hw_calib_gpu(c);
+        double mhz = hw_calib_clock_mhz(c);
+        if (!(mhz >= 0) || isinf(mhz)) abort();
+        static const char *const kernels[] = {"copy", "rmsnorm_fwd", "layernorm_bwd", "swiglu_bwd", "cast", "nope"};
+        for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++)
+            for (double b = 1.0; b < 1e12; b *= 97.0) {
+                double t = hw_calib_memory_kernel_s(c, kernels[i], b);
+                if (!(t >= 0) || isinf(t)) abort();
+            }
         HwModel m;
         hw_model_init(&m);
         ts_err_clear(&e);

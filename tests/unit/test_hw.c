@@ -360,6 +360,75 @@ static void test_calibration_interp(void **state)
     assert_null(c);
 }
 
+/* Version 2: the SM clock, fp8 GEMMs, named memory kernels (looked up on their
+ * own, interpolated in log(bytes)), and the copy-only memory correction. */
+static void test_calibration_v2(void **state)
+{
+    (void)state;
+    HwCalib *c;
+    TsError e = {0};
+    char path[512];
+    snprintf(path, sizeof path, "%s/golden/hw_calib_v2/calib.json", TS_TEST_DIR);
+    assert_int_equal(hw_calib_load(path, &c, &e), TS_OK);
+    assert_int_equal(hw_calib_entries(c), 10);
+    assert_true(hw_calib_clock_mhz(c) == 1755.0);
+    HwModel m = model_of("h100-sxm5-80gb");
+    HwModel raw = m;
+    m.calib = c;
+    /* fp8 and bf16 entries each answer their own dtype exactly */
+    assert_true(fabs(hw_gemm_time_s(&m, 1, 8192, 8192, 8192, TS_DTYPE_FP8) - 798.0e-6) < 1e-12);
+    assert_true(fabs(hw_gemm_time_s(&m, 1, 4096, 12288, 4096, TS_DTYPE_FP8) - 324.5e-6) < 1e-12);
+    assert_true(fabs(hw_gemm_time_s(&m, 1, 8192, 8192, 8192, TS_DTYPE_BF16) - 1458.8e-6) < 1e-12);
+    assert_true(hw_gemm_time_s(&m, 1, 8192, 8192, 8192, TS_DTYPE_FP16) ==
+                hw_gemm_time_s(&raw, 1, 8192, 8192, 8192, TS_DTYPE_FP16));
+    /* named kernels: exact, log-log between entries (1e-9 relative), the
+     * smallest time below, the largest bandwidth above; 0 when absent */
+    const double b0 = 2105344, b1 = 134234112;
+    assert_true(fabs(hw_calib_memory_kernel_s(c, "rmsnorm_fwd", b0) - 6.0e-6) < 1e-15);
+    double mid = hw_calib_memory_kernel_s(c, "rmsnorm_fwd", sqrt(b0 * b1));
+    near("rmsnorm_fwd between entries", mid, sqrt(6.0e-6 * 69.2e-6), 1e-9);
+    assert_true(fabs(hw_calib_memory_kernel_s(c, "rmsnorm_fwd", 1000) - 6.0e-6) < 1e-15);
+    near("rmsnorm_fwd above the table", hw_calib_memory_kernel_s(c, "rmsnorm_fwd", 2 * b1), 2 * 69.2e-6, 1e-12);
+    assert_true(hw_calib_memory_kernel_s(c, "gelu_fwd", b0) == 0);
+    assert_true(hw_calib_memory_kernel_s(c, "rmsnorm", b0) == 0);
+    assert_true(hw_calib_memory_kernel_s(c, "rmsnorm_fwd", 0) == 0);
+    assert_true(hw_calib_memory_kernel_s(NULL, "copy", b0) == 0);
+    /* an entry without "kernel" is a copy */
+    assert_true(fabs(hw_calib_memory_kernel_s(c, "copy", 4194304) - 6.3e-6) < 1e-15);
+    /* the model's memory correction reads the copy entries only */
+    HwCalib *copies;
+    assert_int_equal(hw_calib_load_text("copies.json",
+                                        "{\"format\": \"trainsim-calibration\", \"version\": 2, \"memory\": ["
+                                        "{\"kernel\": \"copy\", \"bytes\": 1048576, \"time_us\": 5.9},"
+                                        "{\"kernel\": \"copy\", \"bytes\": 1073741824, \"time_us\": 386.0},"
+                                        "{\"bytes\": 4194304, \"time_us\": 6.3}]}",
+                                        &copies, &e),
+                     TS_OK);
+    assert_true(hw_calib_clock_mhz(copies) == 0);
+    HwModel mc = raw;
+    mc.calib = copies;
+    for (double b = 1e5; b < 1e10; b *= 7.3)
+        assert_true(hw_memory_time_s(&m, b) == hw_memory_time_s(&mc, b));
+    hw_calib_free(copies);
+    hw_calib_free(c);
+    assert_true(hw_calib_clock_mhz(NULL) == 0);
+    /* version 1 reads as before: no clock */
+    snprintf(path, sizeof path, "%s/golden/hw_calib_interp/calib.json", TS_TEST_DIR);
+    assert_int_equal(hw_calib_load(path, &c, &e), TS_OK);
+    assert_true(hw_calib_clock_mhz(c) == 0);
+    assert_true(fabs(hw_calib_memory_kernel_s(c, "copy", 1048576) - 3.9e-6) < 1e-15);
+    hw_calib_free(c);
+    /* bad clock fields are positioned */
+    assert_int_equal(hw_calib_load_text("x.json",
+                                        "{\"format\": \"trainsim-calibration\", \"version\": 2,\n"
+                                        " \"clock_mhz\": {\"median\": 1700, \"min\": 1600, \"max\": 1800,\n"
+                                        " \"samples\": 0}, \"memory\": [{\"bytes\": 1, \"time_us\": 1}]}",
+                                        &c, &e),
+                     TS_ERR_INPUT);
+    assert_int_equal(e.line, 3);
+    assert_null(c);
+}
+
 static void test_busbw_tables(void **state)
 {
     (void)state;
@@ -400,7 +469,8 @@ int main(void)
         cmocka_unit_test(test_gemm_tf32),      cmocka_unit_test(test_attention),
         cmocka_unit_test(test_memory),         cmocka_unit_test(test_op_dispatch),
         cmocka_unit_test(test_allreduce_curves), cmocka_unit_test(test_coll_invariants),
-        cmocka_unit_test(test_calibration_interp), cmocka_unit_test(test_busbw_tables),
+        cmocka_unit_test(test_calibration_interp), cmocka_unit_test(test_calibration_v2),
+        cmocka_unit_test(test_busbw_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

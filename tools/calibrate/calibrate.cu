@@ -1,70 +1,144 @@
-// calibrate — measure GEMM and memory-bound kernel times on the local GPU and
-// write a trainsim calibration file ("trainsim-calibration" v1,
-// docs/hardware.md), for `trainsim ... --calibration FILE`.
+// calibrate — measure what the kernels of a training step take on the local
+// GPU and write a trainsim calibration file ("trainsim-calibration" version 2,
+// docs/hardware.md "Calibration file"), for `trainsim ... --calibration FILE`.
 //
-//   calibrate [--out FILE] [--dtypes bf16,fp16,tf32,fp32] [--iters N] [--quick]
+//   calibrate [--out FILE] [--dtypes bf16,fp16,tf32,fp8,fp32] [--iters N] [--quick]
 //
-// GEMMs: cublasGemmEx on a grid of M, N, K (powers of two and transformer-
-// like shapes), column-major C = A B with the compute type of the dtype
-// (TF32 uses CUBLAS_COMPUTE_32F_FAST_TF32). Times are the median of N
-// CUDA-event-timed launches after warm-up, so they include the per-kernel
-// gap the simulator's launch term stands for. Memory: a grid-stride copy
-// kernel (bytes = read + written). FP8 (cuBLASLt) and attention (cuDNN /
-// FlashAttention) are not measured here: the model keeps its own values.
+// What it measures (each time is the median of N CUDA-event-timed launches
+// after 3 warm-up launches, so it includes the per-kernel gap the simulator's
+// launch term stands for):
+//
+//   gemm    C = A B on pseudo-normal N(0,1) data (cuBLAS runs up to ~20 %
+//           faster on zero-filled matrices than on training data, so zeros are
+//           never used). bf16, fp16, tf32, fp32: cublasGemmEx, column-major,
+//           no transposes (NN), output in the input dtype, fp32 accumulation
+//           (tf32: CUBLAS_COMPUTE_32F_FAST_TF32). fp8: cuBLASLt, e4m3 A and B,
+//           per-tensor scales (1.0, as device scalars), bf16 D, fp32 compute
+//           without fast accumulation (torch._scaled_mm's default), A
+//           transposed (TN, the layout Hopper's FP8 tensor cores require);
+//           skipped on GPUs below compute capability 8.9. Shapes: an M x N x K
+//           grid plus transformer shapes (GPT-3 175B TP=8 and Llama-2 7B
+//           layer GEMMs at 2048 and 4096 tokens: forward, dgrad, wgrad; and
+//           square / Megatron shapes up to 16384 x 6656 x 16384).
+//   clock   the SM clock, sampled every 20 ms from a host thread through NVML
+//           (libnvidia-ml.so.1 opened at run time) while the GEMMs run:
+//           median, min, max MHz. Omitted, with a note, without NVML.
+//   memory  bytes moved (read + written) by a copy kernel, and by this file's
+//           own fused bf16 kernels over [tokens, 4096] as Transformer Engine or
+//           Apex run them in a layer: layernorm and rmsnorm forward / backward
+//           (fp32 statistics; backward with per-block dgamma/dbeta partials and
+//           a finalize kernel), tanh-GELU and SwiGLU forward / backward, the
+//           residual add, and a cast to fp32. These are trainsim's kernels, not
+//           the frameworks': simple, vectorised (16-byte accesses), so they
+//           bound what a good fused framework kernel reaches. `bytes` counts
+//           each tensor of the op once (inputs read, outputs written), not the
+//           kernels' small workspaces. Below ~50 MB the repeated launches find
+//           their data in L2, as back-to-back kernels of a layer partly do.
+//   attention  not measured here: "attention" is written empty, and
+//           tools/measure/measure.py attention-calibration adds PyTorch SDPA
+//           (flash) timings to the same file.
+//
+// Progress goes to stderr; the file is written atomically (temp + rename).
+// The default grid (140 shapes for each of 4 dtypes, each GEMM at most a few
+// ms) is sized to run in well under a minute on an H100; --quick in seconds.
+// Build: tools/calibrate/calibrate.cmake, or by hand with nvcc and the flags in
+// tools/calibrate/nvcc.flags plus -lcublasLt -lcublas -ldl.
+#include <cublasLt.h>
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
-#define CK(x)                                                                        \
-    do {                                                                             \
-        cudaError_t e_ = (x);                                                        \
-        if (e_ != cudaSuccess) {                                                     \
-            fprintf(stderr, "calibrate: %s: %s\n", #x, cudaGetErrorString(e_));      \
-            exit(1);                                                                 \
-        }                                                                            \
+#define CK(x)                                                                              \
+    do {                                                                                   \
+        cudaError_t e_ = (x);                                                              \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "calibrate: %s failed: %s\n", #x, cudaGetErrorString(e_));     \
+            exit(1);                                                                       \
+        }                                                                                  \
     } while (0)
-#define CB(x)                                                                        \
-    do {                                                                             \
-        cublasStatus_t s_ = (x);                                                     \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                           \
-            fprintf(stderr, "calibrate: %s: cuBLAS status %d\n", #x, (int)s_);       \
-            exit(1);                                                                 \
-        }                                                                            \
+#define CB(x)                                                                              \
+    do {                                                                                   \
+        cublasStatus_t s_ = (x);                                                           \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
+            fprintf(stderr, "calibrate: %s failed: cuBLAS status %d\n", #x, (int)s_);      \
+            exit(1);                                                                       \
+        }                                                                                  \
     } while (0)
 
-struct Dt {
-    const char *name;
-    cudaDataType_t ab;
-    cublasComputeType_t compute;
-    size_t bytes;
-};
+typedef __nv_bfloat16 bf16;
 
-static const Dt DTYPES[] = {
-    {"fp32", CUDA_R_32F, CUBLAS_COMPUTE_32F, 4},
-    {"tf32", CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4},
-    {"bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2},
-    {"fp16", CUDA_R_16F, CUBLAS_COMPUTE_32F, 2},
-};
+static const int WARMUP = 3;
+static const size_t WORKSPACE_BYTES = (size_t)32 << 20; /* cuBLAS / cuBLASLt workspace */
+static const long MAX_DIM = 16384; /* operand buffers: MAX_DIM^2 fp32 elements (16384^2 A) */
+static const int MEM_HIDDEN = 4096;                     /* columns of the memory-bound ops */
 
-__global__ void copy_kernel(const float4 *__restrict__ in, float4 *__restrict__ out, size_t n)
+/* ---- random data ---------------------------------------------------------------------- */
+/* splitmix64's finalizer: a counter-based generator, so element i of a buffer
+ * is the same whatever the launch shape. */
+__device__ __forceinline__ uint64_t mix64(uint64_t x)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        out[i] = in[i];
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
 }
 
-template <class F>
-static double median_us(F launch, int iters)
+/* N(0,1) by Box-Muller from the two 24-bit halves of one 64-bit draw. */
+__device__ __forceinline__ float normal_at(uint64_t seed, size_t i)
+{
+    uint64_t r = mix64(seed * 0x2545F4914F6CDD1Dull + i);
+    float u1 = (float)((r >> 40) + 1) * (1.0f / 16777216.0f); /* (0, 1] */
+    float u2 = (float)(r & 0xFFFFFF) * (1.0f / 16777216.0f);  /* [0, 1) */
+    return sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+}
+
+template <class T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
+template <> __device__ __forceinline__ bf16 from_float<bf16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_fp8_e4m3 from_float<__nv_fp8_e4m3>(float v)
+{
+    return __nv_fp8_e4m3(v); /* saturating; |N(0,1)| < 6 is far inside e4m3's 448 */
+}
+
+template <class T> __global__ void fill_normal(T *p, size_t n, uint64_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = from_float<T>(normal_at(seed, i));
+}
+
+static int g_sms = 132; /* SM count of the device, set in main */
+
+template <class T> static void fill(void *p, size_t n, uint64_t seed)
+{
+    fill_normal<T><<<g_sms * 8, 256>>>((T *)p, n, seed);
+    CK(cudaGetLastError());
+}
+
+/* ---- timing ---------------------------------------------------------------------------- */
+template <class F> static double median_us(F launch, int iters)
 {
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
-    for (int i = 0; i < 3; i++) launch();
+    for (int i = 0; i < WARMUP; i++) launch();
     CK(cudaDeviceSynchronize());
     std::vector<float> t;
     for (int i = 0; i < iters; i++) {
@@ -76,109 +150,899 @@ static double median_us(F launch, int iters)
         CK(cudaEventElapsedTime(&ms, a, b));
         t.push_back(ms);
     }
+    CK(cudaGetLastError());
     CK(cudaEventDestroy(a));
     CK(cudaEventDestroy(b));
     std::sort(t.begin(), t.end());
-    return 1000.0 * t[t.size() / 2];
+    size_t n = t.size();
+    return 1000.0 * 0.5 * (t[(n - 1) / 2] + t[n / 2]);
+}
+
+/* ---- SM clock through NVML, opened at run time ---------------------------------------- */
+/* The few NVML entry points used, declared here so no nvml.h is needed. */
+typedef struct nvmlDevice_st *NvmlDevice;
+typedef int (*NvmlInitFn)(void);
+typedef int (*NvmlShutdownFn)(void);
+typedef int (*NvmlByIndexFn)(unsigned int, NvmlDevice *);
+typedef int (*NvmlByPciFn)(const char *, NvmlDevice *);
+typedef int (*NvmlClockFn)(NvmlDevice, int, unsigned int *);
+static const int NVML_SUCCESS_ = 0;
+static const int NVML_CLOCK_SM_ = 1;
+
+struct ClockSampler {
+    void *lib = nullptr;
+    NvmlShutdownFn shutdown = nullptr;
+    NvmlClockFn clock = nullptr;
+    NvmlDevice dev = nullptr;
+    std::string why_not; /* set when NVML cannot be used */
+    std::vector<unsigned> mhz;
+    std::atomic<bool> running{false};
+    std::thread th;
+
+    /* Open NVML for the CUDA device `cuda_dev` (matched by PCI bus id, which
+     * CUDA_VISIBLE_DEVICES does not renumber; by index if that fails). */
+    bool open(int cuda_dev)
+    {
+        lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            why_not = std::string("libnvidia-ml.so.1 not loadable: ") + dlerror();
+            return false;
+        }
+        NvmlInitFn init = (NvmlInitFn)dlsym(lib, "nvmlInit_v2");
+        NvmlByIndexFn by_index = (NvmlByIndexFn)dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+        NvmlByPciFn by_pci = (NvmlByPciFn)dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+        clock = (NvmlClockFn)dlsym(lib, "nvmlDeviceGetClockInfo");
+        shutdown = (NvmlShutdownFn)dlsym(lib, "nvmlShutdown");
+        if (!init || !by_index || !clock || !shutdown) {
+            why_not = "libnvidia-ml.so.1 lacks nvmlInit_v2 / nvmlDeviceGetHandleByIndex_v2 / "
+                      "nvmlDeviceGetClockInfo / nvmlShutdown";
+            close();
+            return false;
+        }
+        int rc = init();
+        if (rc != NVML_SUCCESS_) {
+            why_not = "nvmlInit_v2 returned " + std::to_string(rc);
+            shutdown = nullptr;
+            close();
+            return false;
+        }
+        char bus[32] = "";
+        bool found = false;
+        if (by_pci && cudaDeviceGetPCIBusId(bus, (int)sizeof bus, cuda_dev) == cudaSuccess)
+            found = by_pci(bus, &dev) == NVML_SUCCESS_;
+        if (!found) found = by_index((unsigned)cuda_dev, &dev) == NVML_SUCCESS_;
+        unsigned probe = 0;
+        if (!found || clock(dev, NVML_CLOCK_SM_, &probe) != NVML_SUCCESS_) {
+            why_not = "NVML has no SM clock for this device";
+            close();
+            return false;
+        }
+        return true;
+    }
+    void close()
+    {
+        if (shutdown) shutdown();
+        shutdown = nullptr;
+        if (lib) dlclose(lib);
+        lib = nullptr;
+        clock = nullptr;
+    }
+    void start()
+    {
+        if (!clock) return;
+        running = true;
+        th = std::thread([this] {
+            while (running) {
+                unsigned v = 0;
+                if (clock(dev, NVML_CLOCK_SM_, &v) == NVML_SUCCESS_ && v > 0) mhz.push_back(v);
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            }
+        });
+    }
+    void stop()
+    {
+        if (!th.joinable()) return;
+        running = false;
+        th.join();
+    }
+};
+
+/* ---- GEMMs ---------------------------------------------------------------------------- */
+struct GemmDtype {
+    const char *name;
+    cudaDataType_t ab;           /* A, B (and C for cublasGemmEx) */
+    cublasComputeType_t compute;
+    bool fp8;                    /* cuBLASLt e4m3 path */
+};
+
+static const GemmDtype DTYPES[] = {
+    {"bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, false},
+    {"fp16", CUDA_R_16F, CUBLAS_COMPUTE_32F, false},
+    {"tf32", CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, false},
+    {"fp8", CUDA_R_8F_E4M3, CUBLAS_COMPUTE_32F, true},
+    {"fp32", CUDA_R_32F, CUBLAS_COMPUTE_32F, false},
+};
+
+struct Shape {
+    long m, n, k;
+};
+
+/* One transformer layer's GEMMs as the model costs them (M = tokens for the
+ * forward): QKV, attention output projection, FC1 (both halves when gated),
+ * FC2; forward (T, out, in), dgrad (T, in, out), wgrad (in, out, T). */
+static void add_layer(std::vector<Shape> &v, long T, long H, long qkv, long attn, long fc1, long fc2)
+{
+    const long in_out[4][2] = {{H, qkv}, {attn, H}, {H, fc1}, {fc2, H}};
+    for (const auto &io : in_out) {
+        long in = io[0], out = io[1];
+        v.push_back({T, out, in});
+        v.push_back({T, in, out});
+        v.push_back({in, out, T});
+    }
+}
+
+static std::vector<Shape> gemm_shapes(bool quick)
+{
+    std::vector<Shape> v;
+    std::vector<long> sizes = quick ? std::vector<long>{1024, 4096} : std::vector<long>{512, 1024, 2048, 4096, 8192};
+    std::vector<long> ks = quick ? std::vector<long>{1024, 4096} : std::vector<long>{256, 1024, 4096, 16384};
+    for (long m : sizes)
+        for (long n : sizes)
+            for (long k : ks) v.push_back({m, n, k});
+    /* square and Megatron shapes (docs/measure.md, part C and D-fp8 rows) */
+    const Shape named[] = {{8192, 8192, 8192},  {4096, 4096, 4096}, {2048, 4608, 12288},
+                           {4096, 12288, 4096}, {8192, 7168, 8192}, {16384, 6656, 16384}};
+    for (const Shape &s : named) v.push_back(s);
+    if (!quick)
+        for (long T : {2048L, 4096L}) {
+            add_layer(v, T, 12288, 3 * 12288 / 8, 12288 / 8, 49152 / 8, 49152 / 8); /* GPT-3 175B, TP=8 */
+            add_layer(v, T, 4096, 3 * 4096, 4096, 2 * 11008, 11008);             /* Llama-2 7B, gated */
+        }
+    std::vector<Shape> out;
+    std::set<std::tuple<long, long, long>> seen;
+    for (const Shape &s : v)
+        if (seen.insert(std::make_tuple(s.m, s.n, s.k)).second) out.push_back(s);
+    return out;
+}
+
+struct Gemm {
+    cublasHandle_t h;
+    cublasLtHandle_t lt;
+    void *A, *B, *C, *ws;
+    float *scale; /* device 1.0f: the fp8 per-tensor scale of A and of B */
+};
+
+/* Time one fp8 GEMM through cuBLASLt; < 0 when no algorithm supports it. */
+static double time_fp8(const Gemm &g, const Shape &s, int iters)
+{
+    cublasLtMatmulDesc_t desc;
+    CB(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CB(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CB(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    const void *sp = g.scale;
+    CB(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sp, sizeof sp));
+    CB(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sp, sizeof sp));
+    /* A is stored K x M (op T), B K x N, C and D M x N, all column-major */
+    cublasLtMatrixLayout_t la, lb, lc;
+    CB(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, (uint64_t)s.k, (uint64_t)s.m, s.k));
+    CB(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, (uint64_t)s.k, (uint64_t)s.n, s.k));
+    CB(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, (uint64_t)s.m, (uint64_t)s.n, s.m));
+    cublasLtMatmulPreference_t pref;
+    CB(cublasLtMatmulPreferenceCreate(&pref));
+    size_t wsb = WORKSPACE_BYTES;
+    CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb));
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(g.lt, desc, la, lb, lc, lc, pref, 1, &res, &found);
+    double us = -1;
+    if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
+        float one = 1.0f, zero = 0.0f;
+        us = median_us(
+            [&] {
+                CB(cublasLtMatmul(g.lt, desc, &one, g.A, la, g.B, lb, &zero, g.C, lc, g.C, lc, &res.algo, g.ws,
+                                  WORKSPACE_BYTES, 0));
+            },
+            iters);
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatmulDescDestroy(desc);
+    return us;
+}
+
+static double time_gemm(const Gemm &g, const GemmDtype &d, const Shape &s, int iters)
+{
+    if (d.fp8) return time_fp8(g, s, iters);
+    float one = 1.0f, zero = 0.0f;
+    int m = (int)s.m, n = (int)s.n, k = (int)s.k;
+    return median_us(
+        [&] {
+            CB(cublasGemmEx(g.h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, g.A, d.ab, m, g.B, d.ab, k, &zero, g.C,
+                            d.ab, m, d.compute, CUBLAS_GEMM_DEFAULT));
+        },
+        iters);
+}
+
+static void fill_operands(const Gemm &g, const GemmDtype &d, size_t elems, uint64_t seed)
+{
+    switch (d.ab) {
+    case CUDA_R_16BF: fill<bf16>(g.A, elems, seed), fill<bf16>(g.B, elems, seed + 1); break;
+    case CUDA_R_16F: fill<__half>(g.A, elems, seed), fill<__half>(g.B, elems, seed + 1); break;
+    case CUDA_R_8F_E4M3: fill<__nv_fp8_e4m3>(g.A, elems, seed), fill<__nv_fp8_e4m3>(g.B, elems, seed + 1); break;
+    default: fill<float>(g.A, elems, seed), fill<float>(g.B, elems, seed + 1); break;
+    }
+    CK(cudaDeviceSynchronize());
+}
+
+/* ---- memory-bound kernels: bf16 over [T, H], fp32 math ----------------------------------- */
+/* H is a multiple of 8; each thread moves 8 bf16 (16 bytes) per access. Row
+ * kernels (norms) run one block of NT threads per row, thread t holding the
+ * 8-element chunks t, t + NT, ... (VPT of them) in registers. */
+static const int NT = 256;
+
+__device__ __forceinline__ void load8(const bf16 *p, float f[8])
+{
+    uint4 u = *reinterpret_cast<const uint4 *>(p);
+    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 t = __bfloat1622float2(h[i]);
+        f[2 * i] = t.x;
+        f[2 * i + 1] = t.y;
+    }
+}
+
+__device__ __forceinline__ void store8(bf16 *p, const float f[8])
+{
+    uint4 u;
+    __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&u);
+#pragma unroll
+    for (int i = 0; i < 4; i++) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+    *reinterpret_cast<uint4 *>(p) = u;
+}
+
+/* Sum v[0..N) over the block; every thread gets the totals. */
+template <int N> __device__ __forceinline__ void block_sum(float (&v)[N])
+{
+    __shared__ float sh[N][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        for (int o = 16; o > 0; o >>= 1) v[i] += __shfl_xor_sync(0xffffffffu, v[i], o);
+    if (lane == 0)
+#pragma unroll
+        for (int i = 0; i < N; i++) sh[i][warp] = v[i];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        float t = lane < nw ? sh[i][lane] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+        v[i] = t;
+    }
+    __syncthreads(); /* sh may be reused by the next call */
+}
+
+/* LayerNorm (RMS = false) or RMSNorm forward of one row per block:
+ * y = (x - mean) * rstd * gamma (+ beta); saves mean (LayerNorm) and rstd. */
+template <int VPT, bool RMS>
+__global__ void __launch_bounds__(NT) norm_fwd(const bf16 *__restrict__ x, const bf16 *__restrict__ gamma,
+                                               const bf16 *__restrict__ beta, bf16 *__restrict__ y,
+                                               float *__restrict__ mean, float *__restrict__ rstd, int H, float eps)
+{
+    const size_t row = blockIdx.x;
+    const int nv = H / 8;
+    const bf16 *xr = x + row * H;
+    bf16 *yr = y + row * H;
+    float v[VPT][8];
+    float acc[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < VPT; j++) {
+        int c = threadIdx.x + j * NT;
+        if (c < nv) {
+            load8(xr + 8 * c, v[j]);
+#pragma unroll
+            for (int k = 0; k < 8; k++) acc[0] += v[j][k], acc[1] += v[j][k] * v[j][k];
+        }
+    }
+    block_sum<2>(acc);
+    const float mu = RMS ? 0.0f : acc[0] / (float)H;
+    const float var = RMS ? acc[1] / (float)H : fmaxf(acc[1] / (float)H - mu * mu, 0.0f);
+    const float rs = rsqrtf(var + eps);
+#pragma unroll
+    for (int j = 0; j < VPT; j++) {
+        int c = threadIdx.x + j * NT;
+        if (c < nv) {
+            float g[8], b[8], o[8];
+            load8(gamma + 8 * c, g);
+            if (!RMS) load8(beta + 8 * c, b);
+#pragma unroll
+            for (int k = 0; k < 8; k++) o[k] = (v[j][k] - mu) * rs * g[k] + (RMS ? 0.0f : b[k]);
+            store8(yr + 8 * c, o);
+        }
+    }
+    if (threadIdx.x == 0) {
+        if (!RMS) mean[row] = mu;
+        rstd[row] = rs;
+    }
+}
+
+/* Norm backward, fused as Transformer Engine does it: each block walks rows
+ * blockIdx.x, + gridDim.x, ..., writes dx and keeps its share of dgamma
+ * (and dbeta) in registers; at the end it stores them to part[block][2][H]
+ * for norm_bwd_finalize. dx = rstd * (g*dy - mean(g*dy) - xhat * mean(g*dy*xhat))
+ * (RMSNorm: without the mean(g*dy) term). */
+template <int VPT, bool RMS>
+__global__ void __launch_bounds__(NT) norm_bwd(const bf16 *__restrict__ x, const bf16 *__restrict__ dy,
+                                               const bf16 *__restrict__ gamma, const float *__restrict__ mean,
+                                               const float *__restrict__ rstd, bf16 *__restrict__ dx,
+                                               float *__restrict__ part, int rows, int H)
+{
+    const int nv = H / 8;
+    float g[VPT][8], dg[VPT][8], db[VPT][8];
+#pragma unroll
+    for (int j = 0; j < VPT; j++) {
+        int c = threadIdx.x + j * NT;
+#pragma unroll
+        for (int k = 0; k < 8; k++) dg[j][k] = 0.0f, db[j][k] = 0.0f, g[j][k] = 0.0f;
+        if (c < nv) load8(gamma + 8 * c, g[j]);
+    }
+    for (int row = blockIdx.x; row < rows; row += gridDim.x) {
+        const size_t off = (size_t)row * H;
+        const float mu = RMS ? 0.0f : mean[row], rs = rstd[row];
+        float xh[VPT][8], gdy[VPT][8];
+        float acc[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < VPT; j++) {
+            int c = threadIdx.x + j * NT;
+            if (c < nv) {
+                float xv[8], d[8];
+                load8(x + off + 8 * c, xv);
+                load8(dy + off + 8 * c, d);
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    xh[j][k] = (xv[k] - mu) * rs;
+                    gdy[j][k] = d[k] * g[j][k];
+                    dg[j][k] += d[k] * xh[j][k];
+                    db[j][k] += d[k];
+                    acc[0] += gdy[j][k];
+                    acc[1] += gdy[j][k] * xh[j][k];
+                }
+            }
+        }
+        block_sum<2>(acc);
+        const float m1 = RMS ? 0.0f : acc[0] / (float)H, m2 = acc[1] / (float)H;
+#pragma unroll
+        for (int j = 0; j < VPT; j++) {
+            int c = threadIdx.x + j * NT;
+            if (c < nv) {
+                float o[8];
+#pragma unroll
+                for (int k = 0; k < 8; k++) o[k] = rs * (gdy[j][k] - m1 - xh[j][k] * m2);
+                store8(dx + off + 8 * c, o);
+            }
+        }
+    }
+    float *pg = part + (size_t)blockIdx.x * 2 * H, *pb = pg + H;
+#pragma unroll
+    for (int j = 0; j < VPT; j++) {
+        int c = threadIdx.x + j * NT;
+        if (c < nv) {
+            float4 *g4 = reinterpret_cast<float4 *>(pg + 8 * c), *b4 = reinterpret_cast<float4 *>(pb + 8 * c);
+            g4[0] = make_float4(dg[j][0], dg[j][1], dg[j][2], dg[j][3]);
+            g4[1] = make_float4(dg[j][4], dg[j][5], dg[j][6], dg[j][7]);
+            if (!RMS) {
+                b4[0] = make_float4(db[j][0], db[j][1], db[j][2], db[j][3]);
+                b4[1] = make_float4(db[j][4], db[j][5], db[j][6], db[j][7]);
+            }
+        }
+    }
+}
+
+/* dgamma[c] (and dbeta[c]) = sum over the parts; a block is 32 columns x 8
+ * lanes over the parts, reduced in shared memory. */
+template <bool RMS>
+__global__ void __launch_bounds__(256) norm_bwd_finalize(const float *__restrict__ part, int nparts, int H,
+                                                         bf16 *__restrict__ dgamma, bf16 *__restrict__ dbeta)
+{
+    __shared__ float sg[8][33], sb[8][33];
+    const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+    const int c = blockIdx.x * 32 + tx;
+    float a = 0.0f, b = 0.0f;
+    if (c < H)
+        for (int p = ty; p < nparts; p += 8) {
+            a += part[(size_t)p * 2 * H + c];
+            if (!RMS) b += part[(size_t)p * 2 * H + H + c];
+        }
+    sg[ty][tx] = a;
+    sb[ty][tx] = b;
+    __syncthreads();
+    if (ty == 0 && c < H) {
+        for (int i = 1; i < 8; i++) a += sg[i][tx], b += sb[i][tx];
+        dgamma[c] = __float2bfloat16_rn(a);
+        if (!RMS) dbeta[c] = __float2bfloat16_rn(b);
+    }
+}
+
+/* Grid-stride elementwise kernels over n8 = elements / 8 vectors. */
+#define EW_LOOP(i, n8) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n8); i += (size_t)gridDim.x * blockDim.x)
+
+__global__ void copy_kernel(const float4 *__restrict__ in, float4 *__restrict__ out, size_t n)
+{
+    EW_LOOP(i, n) out[i] = in[i];
+}
+
+#define GELU_K0 0.7978845608028654f /* sqrt(2 / pi) */
+#define GELU_K1 0.044715f
+
+__global__ void gelu_fwd(const bf16 *__restrict__ x, bf16 *__restrict__ y, size_t n8)
+{
+    EW_LOOP(i, n8)
+    {
+        float v[8], o[8];
+        load8(x + 8 * i, v);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float t = tanhf(GELU_K0 * (v[k] + GELU_K1 * v[k] * v[k] * v[k]));
+            o[k] = 0.5f * v[k] * (1.0f + t);
+        }
+        store8(y + 8 * i, o);
+    }
+}
+
+__global__ void gelu_bwd(const bf16 *__restrict__ x, const bf16 *__restrict__ dy, bf16 *__restrict__ dx, size_t n8)
+{
+    EW_LOOP(i, n8)
+    {
+        float v[8], d[8], o[8];
+        load8(x + 8 * i, v);
+        load8(dy + 8 * i, d);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float t = tanhf(GELU_K0 * (v[k] + GELU_K1 * v[k] * v[k] * v[k]));
+            float du = GELU_K0 * (1.0f + 3.0f * GELU_K1 * v[k] * v[k]);
+            o[k] = d[k] * (0.5f * (1.0f + t) + 0.5f * v[k] * (1.0f - t * t) * du);
+        }
+        store8(dx + 8 * i, o);
+    }
+}
+
+/* SwiGLU on Megatron's layout: in is [T, 2F] = [a | b], y = silu(a) * b is
+ * [T, F]; f8 = F / 8 vectors per row. */
+__global__ void swiglu_fwd(const bf16 *__restrict__ in, bf16 *__restrict__ y, size_t n8, size_t f8)
+{
+    EW_LOOP(i, n8)
+    {
+        size_t r = i / f8, c = i % f8;
+        const bf16 *pa = in + (r * 2 * f8 + c) * 8, *pb = pa + f8 * 8;
+        float a[8], b[8], o[8];
+        load8(pa, a);
+        load8(pb, b);
+#pragma unroll
+        for (int k = 0; k < 8; k++) o[k] = a[k] / (1.0f + __expf(-a[k])) * b[k];
+        store8(y + 8 * i, o);
+    }
+}
+
+__global__ void swiglu_bwd(const bf16 *__restrict__ in, const bf16 *__restrict__ dy, bf16 *__restrict__ din,
+                           size_t n8, size_t f8)
+{
+    EW_LOOP(i, n8)
+    {
+        size_t r = i / f8, c = i % f8, off = (r * 2 * f8 + c) * 8;
+        float a[8], b[8], d[8], da[8], db[8];
+        load8(in + off, a);
+        load8(in + off + f8 * 8, b);
+        load8(dy + 8 * i, d);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float s = 1.0f / (1.0f + __expf(-a[k]));
+            da[k] = d[k] * b[k] * s * (1.0f + a[k] * (1.0f - s));
+            db[k] = d[k] * a[k] * s;
+        }
+        store8(din + off, da);
+        store8(din + off + f8 * 8, db);
+    }
+}
+
+__global__ void add_kernel(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restrict__ y, size_t n8)
+{
+    EW_LOOP(i, n8)
+    {
+        float u[8], v[8];
+        load8(a + 8 * i, u);
+        load8(b + 8 * i, v);
+#pragma unroll
+        for (int k = 0; k < 8; k++) u[k] += v[k];
+        store8(y + 8 * i, u);
+    }
+}
+
+__global__ void cast_kernel(const bf16 *__restrict__ x, float *__restrict__ y, size_t n8)
+{
+    EW_LOOP(i, n8)
+    {
+        float v[8];
+        load8(x + 8 * i, v);
+        float4 *o = reinterpret_cast<float4 *>(y + 8 * i);
+        o[0] = make_float4(v[0], v[1], v[2], v[3]);
+        o[1] = make_float4(v[4], v[5], v[6], v[7]);
+    }
+}
+
+/* Buffers of the memory phase (the GEMM operands, reused) and launch sizes. */
+struct MemBufs {
+    bf16 *a, *b, *c;    /* >= 2 * T * H bf16 each */
+    bf16 *gamma, *beta; /* [H] */
+    bf16 *dgamma, *dbeta;
+    float *mean, *rstd; /* [T] */
+    float *part;        /* [parts][2][H] */
+    int parts_cap;
+};
+
+static int ew_blocks(size_t n8)
+{
+    size_t want = (n8 + NT - 1) / NT, cap = (size_t)g_sms * 16;
+    return (int)std::max<size_t>(1, std::min(want, cap));
+}
+
+/* Blocks of norm_bwd: as many as fit on the GPU at once (asked once, in the
+ * untimed warm-up), at most one per row and parts_cap. */
+template <int VPT, bool RMS> static int norm_bwd_grid(int rows, int parts_cap)
+{
+    static int per_sm = 0;
+    if (per_sm == 0) {
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, norm_bwd<VPT, RMS>, NT, 0));
+        per_sm = std::max(per_sm, 1);
+    }
+    return std::max(1, std::min({rows, g_sms * per_sm, parts_cap}));
+}
+
+template <int VPT, bool RMS> static void run_norm(const MemBufs &m, int T, int H, bool backward)
+{
+    if (!backward) {
+        norm_fwd<VPT, RMS><<<T, NT>>>(m.a, m.gamma, m.beta, m.c, m.mean, m.rstd, H, 1e-5f);
+        return;
+    }
+    int parts = norm_bwd_grid<VPT, RMS>(T, m.parts_cap);
+    norm_bwd<VPT, RMS><<<parts, NT>>>(m.a, m.b, m.gamma, m.mean, m.rstd, m.c, m.part, T, H);
+    norm_bwd_finalize<RMS><<<(H + 31) / 32, 256>>>(m.part, parts, H, m.dgamma, m.dbeta);
+}
+
+template <bool RMS> static void norm(const MemBufs &m, int T, int H, bool backward)
+{
+    int vpt = (H / 8 + NT - 1) / NT;
+    if (vpt <= 1) run_norm<1, RMS>(m, T, H, backward);
+    else if (vpt <= 2) run_norm<2, RMS>(m, T, H, backward);
+    else run_norm<4, RMS>(m, T, H, backward); /* H <= 8192, checked in main */
+}
+
+/* The named kernels: name, launch, and bytes (each tensor once) for T x H. */
+enum MemKernel { MK_LN_FWD, MK_LN_BWD, MK_RMS_FWD, MK_RMS_BWD, MK_GELU_FWD, MK_GELU_BWD,
+                 MK_SWIGLU_FWD, MK_SWIGLU_BWD, MK_ADD, MK_CAST, MK_COUNT };
+static const char *const MK_NAMES[MK_COUNT] = {"layernorm_fwd", "layernorm_bwd", "rmsnorm_fwd", "rmsnorm_bwd",
+                                               "gelu_fwd",      "gelu_bwd",      "swiglu_fwd",  "swiglu_bwd",
+                                               "add",           "cast"};
+
+static double mem_kernel_bytes(int k, double T, double H)
+{
+    const double N = T * H; /* elements of one [T, H] tensor */
+    switch (k) {
+    case MK_LN_FWD: return 2 * N * 2 + 2 * H * 2 + 2 * T * 4;   /* x; gamma, beta -> y; mean, rstd */
+    case MK_LN_BWD: return 3 * N * 2 + 3 * H * 2 + 2 * T * 4;   /* x, dy, gamma, mean, rstd -> dx, dgamma, dbeta */
+    case MK_RMS_FWD: return 2 * N * 2 + H * 2 + T * 4;          /* x, gamma -> y, rstd */
+    case MK_RMS_BWD: return 3 * N * 2 + 2 * H * 2 + T * 4;      /* x, dy, gamma, rstd -> dx, dgamma */
+    case MK_GELU_FWD: return 2 * N * 2;                         /* x -> y */
+    case MK_GELU_BWD: return 3 * N * 2;                         /* x, dy -> dx */
+    case MK_SWIGLU_FWD: return 3 * N * 2;                       /* [a|b] (2N) -> y */
+    case MK_SWIGLU_BWD: return 5 * N * 2;                       /* [a|b], dy -> [da|db] */
+    case MK_ADD: return 3 * N * 2;                              /* a, b -> y */
+    case MK_CAST: return N * 2 + N * 4;                         /* bf16 x -> fp32 y */
+    }
+    return 0;
+}
+
+static void mem_kernel_launch(int k, const MemBufs &m, int T, int H)
+{
+    size_t n8 = (size_t)T * H / 8;
+    int bl = ew_blocks(n8);
+    switch (k) {
+    case MK_LN_FWD: norm<false>(m, T, H, false); break;
+    case MK_LN_BWD: norm<false>(m, T, H, true); break;
+    case MK_RMS_FWD: norm<true>(m, T, H, false); break;
+    case MK_RMS_BWD: norm<true>(m, T, H, true); break;
+    case MK_GELU_FWD: gelu_fwd<<<bl, NT>>>(m.a, m.c, n8); break;
+    case MK_GELU_BWD: gelu_bwd<<<bl, NT>>>(m.a, m.b, m.c, n8); break;
+    case MK_SWIGLU_FWD: swiglu_fwd<<<bl, NT>>>(m.a, m.c, n8, (size_t)H / 8); break;
+    case MK_SWIGLU_BWD: swiglu_bwd<<<bl, NT>>>(m.a, m.b, m.c, n8, (size_t)H / 8); break;
+    case MK_ADD: add_kernel<<<bl, NT>>>(m.a, m.b, m.c, n8); break;
+    case MK_CAST: cast_kernel<<<bl, NT>>>(m.a, (float *)m.c, n8); break;
+    }
+}
+
+/* ---- output ------------------------------------------------------------------------------ */
+static std::string json_str(const std::string &s)
+{
+    std::string o = "\"";
+    for (unsigned char ch : s) {
+        if (ch == '"' || ch == '\\') o += '\\', o += (char)ch;
+        else if (ch < 0x20) {
+            char u[8];
+            snprintf(u, sizeof u, "\\u%04x", ch);
+            o += u;
+        } else o += (char)ch;
+    }
+    return o + "\"";
+}
+
+static bool write_atomic(const char *path, const std::string &text)
+{
+    std::string tmp = std::string(path) + ".tmp";
+    FILE *fp = fopen(tmp.c_str(), "w");
+    bool ok = fp && fwrite(text.data(), 1, text.size(), fp) == text.size();
+    if (fp && fclose(fp) != 0) ok = false;
+    if (ok && rename(tmp.c_str(), path) != 0) ok = false;
+    if (!ok) remove(tmp.c_str());
+    return ok;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: calibrate [--out FILE] [--dtypes LIST] [--iters N] [--quick]\n"
+               "  --out FILE     calibration file to write (default calibration.json)\n"
+               "  --dtypes LIST  GEMM dtypes, comma-separated, of bf16,fp16,tf32,fp8,fp32\n"
+               "                 (default bf16,fp16,tf32,fp8)\n"
+               "  --iters N      timed launches per measurement, median kept (default 20)\n"
+               "  --quick        a small grid (a few seconds)\n");
+}
+
+static double seconds_since(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 int main(int argc, char **argv)
 {
     const char *out = "calibration.json";
-    std::string dtypes = "bf16,fp16,tf32";
+    std::string dtypes = "bf16,fp16,tf32,fp8";
     int iters = 20;
     bool quick = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--dtypes") && i + 1 < argc) dtypes = argv[++i];
-        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--quick")) quick = true;
-        else {
-            fprintf(stderr, "usage: calibrate [--out FILE] [--dtypes bf16,fp16,tf32,fp32] [--iters N] [--quick]\n");
+        bool has = i + 1 < argc;
+        if (!strcmp(argv[i], "--out") && has) out = argv[++i];
+        else if (!strcmp(argv[i], "--dtypes") && has) dtypes = argv[++i];
+        else if (!strcmp(argv[i], "--iters") && has) {
+            char *end = nullptr;
+            long v = strtol(argv[++i], &end, 10);
+            if (!end || *end || v < 1 || v > 100000) {
+                fprintf(stderr, "calibrate: --iters wants a whole number from 1 to 100000, got '%s'\n", argv[i]);
+                return 2;
+            }
+            iters = (int)v;
+        } else if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "calibrate: unknown or incomplete option '%s'\n", argv[i]);
+            usage(stderr);
             return 2;
         }
     }
-    if (iters < 1) iters = 1;
+    std::vector<const GemmDtype *> want;
+    {
+        std::string rest = dtypes + ",";
+        size_t p;
+        while ((p = rest.find(',')) != std::string::npos) {
+            std::string name = rest.substr(0, p);
+            rest.erase(0, p + 1);
+            if (name.empty()) continue;
+            const GemmDtype *d = nullptr;
+            for (const GemmDtype &x : DTYPES)
+                if (name == x.name) d = &x;
+            if (!d) {
+                fprintf(stderr, "calibrate: unknown dtype '%s' in --dtypes (one of bf16, fp16, tf32, fp8, fp32)\n",
+                        name.c_str());
+                return 2;
+            }
+            if (std::find(want.begin(), want.end(), d) == want.end()) want.push_back(d);
+        }
+    }
+    auto t0 = std::chrono::steady_clock::now();
+
+    int dev = 0;
+    CK(cudaGetDevice(&dev));
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    cublasHandle_t h;
-    CB(cublasCreate(&h));
+    CK(cudaGetDeviceProperties(&prop, dev));
+    g_sms = prop.multiProcessorCount;
+    const int cc = prop.major * 10 + prop.minor;
+    fprintf(stderr, "calibrate: %s, compute capability %d.%d, %d SMs, %.1f GiB\n", prop.name, prop.major,
+            prop.minor, prop.multiProcessorCount, (double)prop.totalGlobalMem / 1073741824.0);
+    std::vector<std::string> notes;
+    notes.push_back("gemm: pseudo-normal N(0,1) operands; bf16/fp16/tf32/fp32 by cublasGemmEx, column-major, NN, "
+                    "output in the input dtype, fp32 accumulation; fp8 by cuBLASLt, e4m3 A and B, TN, per-tensor "
+                    "scales 1.0, bf16 output, fp32 compute without fast accumulation; 32 MiB workspace");
 
-    std::vector<long> sizes = quick ? std::vector<long>{1024, 4096} : std::vector<long>{512, 1024, 2048, 4096, 8192};
-    std::vector<long> ks = quick ? std::vector<long>{1024, 4096} : std::vector<long>{256, 1024, 4096, 16384};
-    long maxd = 16384;
-    size_t max_elems = (size_t)maxd * maxd;
-    void *A, *B, *C;
-    CK(cudaMalloc(&A, max_elems * 4));
-    CK(cudaMalloc(&B, max_elems * 4));
-    CK(cudaMalloc(&C, max_elems * 4));
-    CK(cudaMemset(A, 0, max_elems * 4));
-    CK(cudaMemset(B, 0, max_elems * 4));
-
-    std::string json = "{\n  \"format\": \"trainsim-calibration\",\n  \"version\": 1,\n";
-    json += std::string("  \"gpu\": \"") + prop.name + "\",\n";
-    int rtv = 0, cbv = 0;
-    cudaRuntimeGetVersion(&rtv);
-    cublasGetVersion(h, &cbv);
-    char gen[200];
-    snprintf(gen, sizeof gen, "trainsim tools/calibrate (CUDA runtime %d, cuBLAS %d, %d iterations, median)", rtv,
-             cbv, iters);
-    json += std::string("  \"generator\": \"") + gen + "\",\n  \"gemm\": [\n";
-    bool first = true;
-    for (const Dt &d : DTYPES) {
-        if (("," + dtypes + ",").find(std::string(",") + d.name + ",") == std::string::npos) continue;
-        float one = 1.0f, zero = 0.0f;
-        for (long m : sizes)
-            for (long n : sizes)
-                for (long k : ks) {
-                    if ((size_t)m * k > max_elems || (size_t)k * n > max_elems) continue;
-                    double us = median_us(
-                        [&] {
-                            CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)m, (int)n, (int)k, &one, A, d.ab,
-                                            (int)m, B, d.ab, (int)k, &zero, C, d.ab, (int)m, d.compute,
-                                            CUBLAS_GEMM_DEFAULT));
-                        },
-                        iters);
-                    char row[200];
-                    snprintf(row, sizeof row,
-                             "%s    {\"dtype\": \"%s\", \"batch\": 1, \"m\": %ld, \"n\": %ld, \"k\": %ld, \"time_us\": %.3f}",
-                             first ? "" : ",\n", d.name, m, n, k, us);
-                    json += row;
-                    first = false;
-                    fprintf(stderr, "gemm %s %ldx%ldx%ld: %.1f us, %.1f TFLOP/s\n", d.name, m, n, k, us,
-                            2.0 * m * n * k / us / 1e6);
-                }
-    }
-    json += "\n  ],\n  \"memory\": [\n";
-    first = true;
-    for (size_t bytes = 1 << 16; bytes <= ((size_t)1 << 31); bytes *= quick ? 16 : 4) {
-        size_t n4 = bytes / 2 / sizeof(float4); /* half read, half written */
-        if (n4 == 0 || n4 * sizeof(float4) > max_elems * 4) continue;
-        int blocks = prop.multiProcessorCount * 8;
-        double us = median_us([&] { copy_kernel<<<blocks, 256>>>((const float4 *)A, (float4 *)C, n4); }, iters);
-        CK(cudaGetLastError());
-        char row[160];
-        snprintf(row, sizeof row, "%s    {\"bytes\": %zu, \"time_us\": %.3f, \"kernel\": \"copy\"}", first ? "" : ",\n",
-                 n4 * sizeof(float4) * 2, us);
-        json += row;
-        first = false;
-        fprintf(stderr, "copy %zu bytes: %.2f us, %.1f GB/s\n", n4 * sizeof(float4) * 2, us,
-                n4 * sizeof(float4) * 2 / us / 1e3);
-    }
-    json += "\n  ]\n}\n";
-    /* atomic: temp file + rename */
-    std::string tmp = std::string(out) + ".tmp";
-    FILE *fp = fopen(tmp.c_str(), "w");
-    if (!fp || fwrite(json.data(), 1, json.size(), fp) != json.size() || fclose(fp) != 0 ||
-        rename(tmp.c_str(), out) != 0) {
-        fprintf(stderr, "calibrate: cannot write %s\n", out);
-        remove(tmp.c_str());
+    /* operands: the largest shape needs MAX_DIM^2 fp32 elements per matrix */
+    const size_t max_elems = (size_t)MAX_DIM * MAX_DIM;
+    const size_t buf_bytes = max_elems * 4;
+    size_t free_b = 0, total_b = 0;
+    CK(cudaMemGetInfo(&free_b, &total_b));
+    size_t need = 3 * buf_bytes + WORKSPACE_BYTES + ((size_t)64 << 20);
+    if (free_b < need) {
+        fprintf(stderr, "calibrate: needs %.1f GiB of free GPU memory, %.1f GiB free\n", need / 1073741824.0,
+                free_b / 1073741824.0);
         return 1;
     }
-    fprintf(stderr, "wrote %s\n", out);
-    cublasDestroy(h);
-    cudaFree(A);
-    cudaFree(B);
-    cudaFree(C);
+    Gemm g;
+    CK(cudaMalloc(&g.A, buf_bytes));
+    CK(cudaMalloc(&g.B, buf_bytes));
+    CK(cudaMalloc(&g.C, buf_bytes));
+    CK(cudaMalloc(&g.ws, WORKSPACE_BYTES));
+    CK(cudaMalloc(&g.scale, sizeof(float)));
+    const float one = 1.0f;
+    CK(cudaMemcpy(g.scale, &one, sizeof one, cudaMemcpyHostToDevice));
+    CB(cublasCreate(&g.h));
+    CB(cublasSetWorkspace(g.h, g.ws, WORKSPACE_BYTES));
+    CB(cublasLtCreate(&g.lt));
+
+    ClockSampler clk;
+    bool have_clock = clk.open(dev);
+    if (!have_clock) {
+        fprintf(stderr, "calibrate: no SM clock: %s\n", clk.why_not.c_str());
+        notes.push_back("clock_mhz absent: " + clk.why_not);
+    } else {
+        notes.push_back("clock_mhz: SM clock sampled by NVML every 20 ms while the GEMMs ran");
+    }
+
+    /* ---- GEMMs ---- */
+    std::vector<Shape> shapes = gemm_shapes(quick);
+    std::string gemm_rows;
+    int rows = 0;
+    clk.start();
+    for (const GemmDtype *d : want) {
+        if (d->fp8 && cc < 89) {
+            char why[160];
+            snprintf(why, sizeof why, "fp8 gemm skipped: compute capability %d.%d < 8.9 has no FP8 tensor cores",
+                     prop.major, prop.minor);
+            fprintf(stderr, "calibrate: %s\n", why);
+            notes.push_back(why);
+            continue;
+        }
+        fill_operands(g, *d, max_elems, 1000u + (uint64_t)(d - DTYPES) * 2);
+        int skipped = 0;
+        for (const Shape &s : shapes) {
+            if ((size_t)s.m * s.k > max_elems || (size_t)s.k * s.n > max_elems || (size_t)s.m * s.n > max_elems) {
+                fprintf(stderr, "gemm %s %ldx%ldx%ld: larger than the operand buffers, skipped\n", d->name, s.m,
+                        s.n, s.k);
+                skipped++;
+                continue;
+            }
+            double us = time_gemm(g, *d, s, iters);
+            if (us < 0) {
+                fprintf(stderr, "gemm %s %ldx%ldx%ld: no cuBLASLt algorithm, skipped\n", d->name, s.m, s.n, s.k);
+                skipped++;
+                continue;
+            }
+            char row[200];
+            snprintf(row, sizeof row,
+                     "%s    {\"dtype\": \"%s\", \"batch\": 1, \"m\": %ld, \"n\": %ld, \"k\": %ld, \"time_us\": %.3f}",
+                     rows ? ",\n" : "", d->name, s.m, s.n, s.k, us);
+            gemm_rows += row;
+            rows++;
+            fprintf(stderr, "gemm %s %ldx%ldx%ld: %.1f us, %.1f TFLOP/s\n", d->name, s.m, s.n, s.k, us,
+                    2.0 * s.m * s.n * s.k / us / 1e6);
+        }
+        if (skipped) {
+            char why[120];
+            snprintf(why, sizeof why, "%s gemm: %d shapes skipped (see the run's log)", d->name, skipped);
+            notes.push_back(why);
+        }
+    }
+    clk.stop();
+    fprintf(stderr, "calibrate: %d GEMMs in %.1f s\n", rows, seconds_since(t0));
+
+    /* ---- memory-bound kernels ---- */
+    std::string mem_rows;
+    int mrows = 0;
+    auto add_mem = [&](const char *kernel, double bytes, double us) {
+        char row[200];
+        snprintf(row, sizeof row, "%s    {\"kernel\": \"%s\", \"bytes\": %.0f, \"time_us\": %.3f}", mrows ? ",\n" : "",
+                 kernel, bytes, us);
+        mem_rows += row;
+        mrows++;
+        fprintf(stderr, "memory %s %.0f bytes: %.2f us, %.1f GB/s\n", kernel, bytes, us, bytes / us / 1e3);
+    };
+    for (size_t bytes = (size_t)1 << 16; bytes <= ((size_t)1 << 31); bytes *= quick ? 16 : 4) {
+        size_t n4 = bytes / 2 / sizeof(float4); /* half read, half written */
+        if (n4 == 0 || n4 * sizeof(float4) > buf_bytes) continue;
+        int blocks = g_sms * 8;
+        double us = median_us([&] { copy_kernel<<<blocks, 256>>>((const float4 *)g.A, (float4 *)g.C, n4); }, iters);
+        add_mem("copy", (double)(n4 * sizeof(float4) * 2), us);
+    }
+    const int H = MEM_HIDDEN;
+    static_assert(MEM_HIDDEN % 8 == 0 && MEM_HIDDEN <= 8 * NT * 4, "norm kernels hold at most 4 vectors a thread");
+    std::vector<int> tokens = quick ? std::vector<int>{256, 8192} : std::vector<int>{64, 256, 1024, 4096, 16384, 32768};
+    MemBufs m;
+    m.a = (bf16 *)g.A, m.b = (bf16 *)g.B, m.c = (bf16 *)g.C;
+    m.parts_cap = g_sms * 8;
+    size_t small = (size_t)4 * H * 2 + (size_t)2 * 32768 * 4 + (size_t)m.parts_cap * 2 * H * 4;
+    char *sm_buf = nullptr;
+    CK(cudaMalloc(&sm_buf, small));
+    m.gamma = (bf16 *)sm_buf;
+    m.beta = m.gamma + H;
+    m.dgamma = m.beta + H;
+    m.dbeta = m.dgamma + H;
+    m.mean = (float *)(m.dbeta + H);
+    m.rstd = m.mean + 32768;
+    m.part = m.rstd + 32768;
+    /* inputs a, b (up to [T, 2H] bf16), gamma, beta: N(0,1); stats for the
+     * backward from one forward pass per size */
+    fill<bf16>(m.a, buf_bytes / 2, 7);
+    fill<bf16>(m.b, buf_bytes / 2, 8);
+    fill<bf16>(m.gamma, (size_t)2 * H, 9);
+    CK(cudaDeviceSynchronize());
+    for (int k = 0; k < MK_COUNT; k++)
+        for (int T : tokens) {
+            if (k == MK_LN_BWD || k == MK_RMS_BWD) { /* saved statistics of this input */
+                if (k == MK_LN_BWD) norm<false>(m, T, H, false);
+                else norm<true>(m, T, H, false);
+                CK(cudaDeviceSynchronize());
+            }
+            double us = median_us([&] { mem_kernel_launch(k, m, T, H); }, iters);
+            add_mem(MK_NAMES[k], mem_kernel_bytes(k, T, H), us);
+        }
+    CK(cudaFree(sm_buf));
+
+    /* ---- the file ---- */
+    int rtv = 0, cbv = 0;
+    cudaRuntimeGetVersion(&rtv);
+    cublasGetVersion(g.h, &cbv);
+    char gen[240];
+    snprintf(gen, sizeof gen,
+             "trainsim tools/calibrate (CUDA runtime %d, cuBLAS %d, cuBLASLt %zu, %d iterations after %d warm-up, "
+             "median%s)",
+             rtv, cbv, cublasLtGetVersion(), iters, WARMUP, quick ? ", --quick grid" : "");
+    notes.push_back("memory: copy, and trainsim's own fused bf16 kernels over [tokens, 4096] (fp32 math; a bound on "
+                    "what a framework's fused kernel reaches); bytes = each tensor of the op read or written once");
+    notes.push_back("attention: not measured by calibrate; tools/measure/measure.py attention-calibration adds "
+                    "PyTorch SDPA timings to this file");
+    std::string note;
+    for (size_t i = 0; i < notes.size(); i++) note += (i ? "; " : "") + notes[i];
+
+    std::string json = "{\n  \"format\": \"trainsim-calibration\",\n  \"version\": 2,\n";
+    json += "  \"gpu\": " + json_str(prop.name) + ",\n";
+    json += "  \"generator\": " + json_str(gen) + ",\n";
+    json += "  \"notes\": " + json_str(note) + ",\n";
+    std::vector<unsigned> &mhz = clk.mhz;
+    if (have_clock && !mhz.empty()) {
+        std::sort(mhz.begin(), mhz.end());
+        size_t n = mhz.size();
+        char c[200];
+        snprintf(c, sizeof c, "  \"clock_mhz\": {\"median\": %.1f, \"min\": %u, \"max\": %u, \"samples\": %zu},\n",
+                 0.5 * (mhz[(n - 1) / 2] + mhz[n / 2]), mhz.front(), mhz.back(), n);
+        json += c;
+        fprintf(stderr, "calibrate: SM clock during the GEMMs: median %.0f MHz (%u to %u, %zu samples)\n",
+                0.5 * (mhz[(n - 1) / 2] + mhz[n / 2]), mhz.front(), mhz.back(), n);
+    }
+    clk.close();
+    json += "  \"gemm\": [\n" + gemm_rows + "\n  ],\n";
+    json += "  \"attention\": [],\n";
+    json += "  \"memory\": [\n" + mem_rows + "\n  ]\n}\n";
+    if (!write_atomic(out, json)) {
+        fprintf(stderr, "calibrate: cannot write %s: %s\n", out, strerror(errno));
+        return 1;
+    }
+    fprintf(stderr, "calibrate: wrote %s (%d GEMMs, %d memory rows) in %.1f s\n", out, rows, mrows,
+            seconds_since(t0));
+    cublasLtDestroy(g.lt);
+    cublasDestroy(g.h);
+    cudaFree(g.A);
+    cudaFree(g.B);
+    cudaFree(g.C);
+    cudaFree(g.ws);
+    cudaFree(g.scale);
     return 0;
 }

@@ -1,0 +1,1043 @@
+#!/usr/bin/env python3
+"""measure.py - time training work on your own GPU, for checking and calibrating trainsim.
+
+Optional: trainsim never needs this file to build, test or run. It needs Python 3,
+PyTorch with CUDA, and (for `step`) transformers; pynvml (nvidia-ml-py) is used when
+it can be imported, to record the SM clock. Nothing is downloaded: models are built
+from their configs with random weights.
+
+Every subcommand appends JSON lines (one object a line, each written whole, so a run
+that is stopped never leaves a partial line) to --out, or prints them to stdout. The
+rows have the fields of trainsim's GPU measurements (docs/measure.md), and each also
+says where it was measured: `gpu`, `torch`, `cuda`, `clock_mhz` (median SM clock
+sampled every 20 ms while the row was measured; null without NVML) and `date`.
+
+Subcommands (docs/measure.md says field by field what each writes):
+
+  step     part A (dense) / E (Mixture-of-Experts): one whole training step of a
+           HuggingFace model built from a config (--config FILE.json or --preset):
+           model(input_ids, labels).loss.backward(), then fused AdamW step and
+           zero_grad. amp = fp32 parameters under torch.autocast(bfloat16); pure =
+           everything bf16. step_ms, fwd_bwd_ms, opt_ms, fwd_nograd_ms as
+           [median, min, max] over --steps timed steps after --warmup steps.
+  shard    part B: every kernel of one Megatron transformer layer as a
+           tensor-parallel shard (per-GPU shapes): the four GEMMs forward, dgrad and
+           wgrad, the attention core (SDPA flash) forward and backward, the norm and
+           the activation forward and backward, each timed alone.
+  kernels  parts C (bf16 GEMMs on zeros and on random data), D-fp8 (FP8 GEMMs with
+           torch._scaled_mm against bf16), D-attn (causal flash attention by heads and
+           sequence), F (memory-bound ops forward and backward; fp32 cross-entropy).
+  attention-calibration
+           times the attention core (SDPA flash, bf16, batch 1, causal and not, head
+           dim 64 and 128, 8 to 64 heads, sequence 512 to 32768) and writes the
+           "attention" table of a trainsim-calibration file (tools/calibrate writes
+           the rest), rewriting the file atomically.
+  batch    runs a file of the subcommands above, one a line, in one process (saves
+           the imports and CUDA start-up per line).
+
+Timing: CUDA events around the work, the median of N repetitions after warm-up; a
+backward is timed alone, as the backward of a retained graph. --budget-s caps a
+subcommand's wall time: once it is spent no new row is started.
+
+Example:
+  python3 tools/measure/measure.py step --preset gpt2 --micro-batch 16 --seq 1024 \\
+      --precision amp --out rows.jsonl
+"""
+
+import argparse
+import datetime
+import gc
+import json
+import math
+import os
+import shlex
+import signal
+import statistics
+import sys
+import threading
+import time
+import traceback
+
+torch = None  # imported by main(), so --help and the syntax check need no PyTorch
+F = None
+
+# Megatron shard row note, as the shared measurements write it.
+SHARD_NOTE = "norm counted twice per layer; attn_core dgrad = flash bwd (dq,dk,dv); act = gelu or swiglu"
+
+# Presets built in code (no download): published hyper-parameters.
+GPT2_PRESETS = {  # name: (n_layer, n_embd, n_head)
+    "gpt2": (12, 768, 12),
+    "gpt2-medium": (24, 1024, 16),
+    "gpt2-large": (36, 1280, 20),
+    "gpt2-xl": (48, 1600, 25),
+}
+BERT_PRESETS = {  # name: (layers, hidden, heads, intermediate)
+    "bert-base-uncased": (12, 768, 12, 3072),
+    "bert-large-uncased": (24, 1024, 16, 4096),
+}
+ENCODER_TYPES = ("bert", "roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2")
+MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
+
+
+class MeasureError(Exception):
+    """A user-facing error: printed as 'measure.py: error: ...' without a traceback."""
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---- output --------------------------------------------------------------------------------
+class Rows:
+    """Appends whole JSON lines to a file (one write() per line) or to stdout."""
+
+    def __init__(self, path):
+        self.path = path
+        self.fd = None
+        self.count = 0
+        if path and path != "-":
+            try:
+                self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            except OSError as e:
+                raise MeasureError(f"cannot open --out {path}: {e.strerror}")
+
+    def write(self, row):
+        line = (json.dumps(row, allow_nan=False) + "\n").encode()
+        if self.fd is None:
+            sys.stdout.write(line.decode())
+            sys.stdout.flush()
+        else:
+            view = memoryview(line)
+            while view:
+                n = os.write(self.fd, view)
+                view = view[n:]
+        self.count += 1
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class Budget:
+    """Wall-clock cap of one subcommand: no new row once `seconds` are spent."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.t0 = time.monotonic()
+
+    def elapsed(self):
+        return time.monotonic() - self.t0
+
+    def spent(self):
+        return self.seconds is not None and self.elapsed() >= self.seconds
+
+    def left(self):
+        return math.inf if self.seconds is None else self.seconds - self.elapsed()
+
+
+# ---- the SM clock (pynvml, optional) ----------------------------------------------------------
+class Clock:
+    """Samples the SM clock of the CUDA device every 20 ms between start() and stop()."""
+
+    def __init__(self):
+        self.nv = None
+        self.handle = None
+        self.why = ""
+        self.samples = []
+        self.running = False
+        self.thread = None
+        try:
+            import pynvml  # nvidia-ml-py
+        except ImportError:
+            self.why = "pynvml (nvidia-ml-py) is not installed"
+            return
+        try:
+            pynvml.nvmlInit()
+            self.handle = self._handle(pynvml)
+            pynvml.nvmlDeviceGetClockInfo(self.handle, pynvml.NVML_CLOCK_SM)
+            self.nv = pynvml
+        except Exception as e:  # NVML errors are many classes; any of them means no clock
+            self.why = f"NVML: {e}"
+            self.handle = None
+
+    @staticmethod
+    def _handle(nv):
+        dev = torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(dev)
+        bus = getattr(props, "pci_bus_id", None)
+        if bus is not None:  # the PCI address is the same under CUDA_VISIBLE_DEVICES
+            busid = "%08x:%02x:%02x.0" % (getattr(props, "pci_domain_id", 0), bus, getattr(props, "pci_device_id", 0))
+            try:
+                return nv.nvmlDeviceGetHandleByPciBusId(busid)
+            except Exception:
+                pass
+        index = dev
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+        if dev < len(visible) and visible[dev].strip().isdigit():
+            index = int(visible[dev])
+        return nv.nvmlDeviceGetHandleByIndex(index)
+
+    def _sample(self):
+        try:
+            v = self.nv.nvmlDeviceGetClockInfo(self.handle, self.nv.NVML_CLOCK_SM)
+            if v > 0:
+                self.samples.append(v)
+        except Exception:
+            pass
+
+    def _loop(self):
+        while self.running:
+            self._sample()
+            time.sleep(0.02)
+
+    def start(self):
+        self.samples = []
+        if self.nv is None:
+            return
+        self._sample()
+        self.running = True
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        """Median MHz since start(), or None without NVML."""
+        if self.nv is None:
+            return None
+        self.running = False
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+        self._sample()
+        return float(statistics.median(self.samples)) if self.samples else None
+
+
+class Context:
+    """What every row records about where it ran, and the shared clock sampler."""
+
+    def __init__(self):
+        if not torch.cuda.is_available():
+            raise MeasureError("no CUDA device visible to PyTorch (torch.cuda.is_available() is False)")
+        self.device = torch.device("cuda", torch.cuda.current_device())
+        self.gpu = torch.cuda.get_device_name(self.device)
+        self.capability = torch.cuda.get_device_capability(self.device)
+        self.clock = Clock()
+        if self.clock.nv is None:
+            log(f"measure.py: no SM clock in the rows ({self.clock.why})")
+
+    def stamp(self, row, clock_mhz):
+        row["gpu"] = self.gpu
+        row["torch"] = torch.__version__
+        row["cuda"] = torch.version.cuda
+        row["clock_mhz"] = clock_mhz
+        row["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        return row
+
+
+# ---- timing --------------------------------------------------------------------------------------
+def time_ms(fn, iters, warmup):
+    """CUDA-event time of fn() in ms, each of `iters` runs after `warmup` runs."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(iters):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b))
+    return out
+
+
+def median_ms(fn, iters, warmup):
+    return float(statistics.median(time_ms(fn, iters, warmup)))
+
+
+def backward_ms(make_graph, inputs, iters, warmup):
+    """Backward alone: build the graph once (out = make_graph()), then time
+    torch.autograd.grad(out, inputs, dout, retain_graph=True)."""
+    out = make_graph()
+    dout = torch.randn_like(out)
+
+    def bwd():
+        torch.autograd.grad(out, inputs, dout, retain_graph=True)
+
+    return median_ms(bwd, iters, warmup)
+
+
+def med_min_max(xs):
+    return [float(statistics.median(xs)), float(min(xs)), float(max(xs))]
+
+
+def free_cuda():
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
+class SdpaFlash:
+    """Context manager forcing PyTorch SDPA's flash backend (the shared rows' kernel)."""
+
+    def __init__(self):
+        self.cm = None
+        try:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            self.cm = sdpa_kernel([SDPBackend.FLASH_ATTENTION])
+        except ImportError:
+            self.cm = None
+
+    def __enter__(self):
+        if self.cm is not None:
+            self.cm.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.cm is not None:
+            return self.cm.__exit__(*exc)
+        return False
+
+
+def attention_ms(ctx, batch, heads, seq, d, causal, iters, warmup, kv_heads=None):
+    """(fwd_ms, bwd_ms) of SDPA flash attention on [batch, heads, seq, d] bf16;
+    K/V of kv_heads heads are expanded (materialised) to the query heads first."""
+    kv = kv_heads or heads
+    dev = ctx.device
+    q = torch.randn(batch, heads, seq, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(batch, kv, seq, d, device=dev, dtype=torch.bfloat16)
+    v = torch.randn(batch, kv, seq, d, device=dev, dtype=torch.bfloat16)
+    if kv != heads:
+        k = k.repeat_interleave(heads // kv, dim=1)
+        v = v.repeat_interleave(heads // kv, dim=1)
+    k = k.contiguous().requires_grad_(True)
+    v = v.contiguous().requires_grad_(True)
+    with SdpaFlash():
+
+        def fwd():
+            with torch.no_grad():
+                F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+        t_fwd = median_ms(fwd, iters, warmup)
+        t_bwd = backward_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v), iters, warmup)
+    return t_fwd, t_bwd
+
+
+# ---- step: parts A and E -------------------------------------------------------------------------
+def load_config(args):
+    """(name, transformers config) from --preset or --config."""
+    import transformers
+
+    if args.preset:
+        p = args.preset
+        if p in GPT2_PRESETS:
+            n_layer, n_embd, n_head = GPT2_PRESETS[p]
+            cfg = transformers.GPT2Config(
+                n_layer=n_layer, n_embd=n_embd, n_head=n_head, vocab_size=50257, n_positions=1024
+            )
+        elif p in BERT_PRESETS:
+            layers, hidden, heads, inter = BERT_PRESETS[p]
+            cfg = transformers.BertConfig(
+                num_hidden_layers=layers,
+                hidden_size=hidden,
+                num_attention_heads=heads,
+                intermediate_size=inter,
+                vocab_size=30522,
+                max_position_embeddings=512,
+                type_vocab_size=2,
+            )
+        else:
+            names = ", ".join(list(GPT2_PRESETS) + list(BERT_PRESETS))
+            raise MeasureError(f"unknown --preset '{p}' (one of {names}; or give --config FILE.json)")
+        return p, cfg
+    path = args.config
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except OSError as e:
+        raise MeasureError(f"cannot read --config {path}: {e.strerror}")
+    except json.JSONDecodeError as e:
+        raise MeasureError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}")
+    if not isinstance(d, dict) or "model_type" not in d:
+        raise MeasureError(f"{path}: a HuggingFace config.json with a \"model_type\" is expected")
+    model_type = d.pop("model_type")
+    try:
+        cfg = transformers.AutoConfig.for_model(model_type, **d)
+    except (ValueError, KeyError) as e:
+        raise MeasureError(f"{path}: transformers {transformers.__version__} cannot build model_type '{model_type}': {e}")
+    name = os.path.splitext(os.path.basename(path))[0]
+    return name, cfg
+
+
+def build_model(cfg, dtype, ctx):
+    """The model on the GPU with random weights in `dtype`, SDPA attention."""
+    import transformers
+
+    encoder = getattr(cfg, "model_type", "") in ENCODER_TYPES
+    auto = transformers.AutoModelForMaskedLM if encoder else transformers.AutoModelForCausalLM
+    # transformers 5 names the argument dtype, 4.x torch_dtype; the .to() below
+    # settles the dtype whichever one (or none) this version took
+    model, err = None, None
+    for kw in ({"dtype": dtype}, {"torch_dtype": dtype}, {}):
+        try:
+            with torch.device(ctx.device):
+                model = auto.from_config(cfg, attn_implementation="sdpa", **kw)
+            break
+        except TypeError as e:
+            err = e
+    if model is None:
+        raise MeasureError(f"transformers cannot build {cfg.model_type} from its config: {err}")
+    model = model.to(device=ctx.device, dtype=dtype)
+    model.train()
+    return model, encoder
+
+
+def is_moe(cfg):
+    return any((getattr(cfg, k, None) or 0) > 1 for k in MOE_KEYS)
+
+
+def cmd_step(args, ctx, rows, budget):
+    if not args.preset and not args.config:
+        raise MeasureError("step needs --preset NAME or --config FILE.json")
+    if args.preset and args.config:
+        raise MeasureError("step takes one of --preset and --config, not both")
+    name, cfg = load_config(args)
+    maxpos = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
+    if maxpos and args.seq > maxpos:
+        raise MeasureError(f"--seq {args.seq} exceeds the model's {maxpos} positions")
+    dtype = torch.float32 if args.precision == "amp" else torch.bfloat16
+    torch.manual_seed(0)
+    free_cuda()
+    log(f"step {name}: building ({args.precision}, micro-batch {args.micro_batch}, seq {args.seq})")
+    model, encoder = build_model(cfg, dtype, ctx)
+    params = sum(p.numel() for p in model.parameters())
+    vocab = model.config.vocab_size
+    ids = torch.randint(0, vocab, (args.micro_batch, args.seq), device=ctx.device)
+    labels = ids.clone()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+
+    def forward():
+        if args.precision == "amp":
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                return model(input_ids=ids, labels=labels).loss
+        return model(input_ids=ids, labels=labels).loss
+
+    def fwd_bwd():
+        forward().backward()
+
+    def opt_step():
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    ctx.clock.start()
+    for _ in range(args.warmup):
+        fwd_bwd()
+        opt_step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats(ctx.device)
+    step, fb, op = [], [], []
+    for i in range(args.steps):
+        if i >= 3 and budget.spent():
+            log(f"step {name}: budget spent, {i} of {args.steps} steps timed")
+            break
+        e = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+        e[0].record()
+        fwd_bwd()
+        e[1].record()
+        opt_step()
+        e[2].record()
+        e[2].synchronize()
+        fb.append(e[0].elapsed_time(e[1]))
+        op.append(e[1].elapsed_time(e[2]))
+        step.append(e[0].elapsed_time(e[2]))
+    peak = torch.cuda.max_memory_allocated(ctx.device) / 2**30
+
+    def fwd_nograd():
+        with torch.no_grad():
+            forward()
+
+    nograd = time_ms(fwd_nograd, len(step), 1)
+    mhz = ctx.clock.stop()
+    row = {
+        "part": "E" if is_moe(cfg) else "A",
+        "model": args.name or name,
+        "micro_batch": args.micro_batch,
+        "seq": args.seq,
+        "precision": args.precision,
+        "params": params,
+        "step_ms": med_min_max(step),
+        "fwd_bwd_ms": med_min_max(fb),
+        "opt_ms": med_min_max(op),
+        "fwd_nograd_ms": med_min_max(nograd),
+        "attn": getattr(model.config, "_attn_implementation", None) or "sdpa",
+        "peak_mem_GiB": peak,
+        "steps": len(step),
+    }
+    impl = getattr(model.config, "_experts_implementation", None)
+    if is_moe(cfg) and impl:
+        row["experts_impl"] = impl
+    if encoder:
+        row["loss"] = "masked-lm, labels = input ids"
+    rows.write(ctx.stamp(row, mhz))
+    log(f"step {row['model']}: {row['step_ms'][0]:.1f} ms a step ({row['fwd_bwd_ms'][0]:.1f} fwd+bwd, "
+        f"{row['opt_ms'][0]:.2f} optimizer), {peak:.1f} GiB peak, {params / 1e6:.0f} M parameters")
+
+
+# ---- shard: part B -----------------------------------------------------------------------------------
+def cmd_shard(args, ctx, rows, budget):
+    H, A, T = args.hidden, args.heads, args.tp
+    K = args.kv_heads or A
+    if H % A:
+        raise MeasureError(f"--hidden {H} is not a multiple of --heads {A}")
+    if A % T:
+        raise MeasureError(f"--heads {A} is not a multiple of --tp {T}")
+    if K % T and T % K:
+        raise MeasureError(f"--kv-heads {K} and --tp {T}: one must divide the other")
+    if args.ffn % T:
+        raise MeasureError(f"--ffn {args.ffn} is not a multiple of --tp {T}")
+    hd = args.head_dim or H // A
+    a_loc, kv_loc = A // T, max(1, K // T)
+    f_loc = args.ffn // T
+    M = args.micro_batch * args.seq
+    norm = args.norm or ("rms" if args.gated else "layer")
+    dev, bf = ctx.device, torch.bfloat16
+    iters, warm = args.iters, args.warmup
+    # (in, out) of each GEMM: y[M, out] = x[M, in] W[out, in]^T
+    gemms = {
+        "qkv": (H, (a_loc + 2 * kv_loc) * hd),
+        "proj": (a_loc * hd, H),
+        "fc1": (H, 2 * f_loc if args.gated else f_loc),
+        "fc2": (f_loc, H),
+    }
+    torch.manual_seed(0)
+    ops = {}
+    ctx.clock.start()
+    for name, (n_in, n_out) in gemms.items():
+        x = torch.randn(M, n_in, device=dev, dtype=bf)
+        w = torch.randn(n_out, n_in, device=dev, dtype=bf)
+        dy = torch.randn(M, n_out, device=dev, dtype=bf)
+        ops[name] = {
+            "fwd": median_ms(lambda: torch.matmul(x, w.t()), iters, warm),  # F.linear forward
+            "dgrad": median_ms(lambda: torch.matmul(dy, w), iters, warm),  # grad_input = dy W
+            "wgrad": median_ms(lambda: torch.matmul(dy.t(), x), iters, warm),  # grad_weight = dy^T x
+        }
+    t_fwd, t_bwd = attention_ms(ctx, args.micro_batch, a_loc, args.seq, hd, True, iters, warm, kv_heads=kv_loc)
+    ops["attn_core"] = {"fwd": t_fwd, "dgrad": t_bwd, "wgrad": 0.0}
+    # norm over [M, H]
+    x = torch.randn(M, H, device=dev, dtype=bf, requires_grad=True)
+    g = torch.randn(H, device=dev, dtype=bf, requires_grad=True)
+    b = torch.randn(H, device=dev, dtype=bf, requires_grad=True)
+    if norm == "rms":
+        nf = lambda: rms_norm(x, g)  # noqa: E731
+        inputs = (x, g)
+    else:
+        nf = lambda: F.layer_norm(x, (H,), g, b)  # noqa: E731
+        inputs = (x, g, b)
+    ops["norm"] = {"fwd": fwd_only_ms(nf, iters, warm), "dgrad": backward_ms(nf, inputs, iters, warm), "wgrad": 0.0}
+    # activation over the FC1 output [M, F/T] (gated: [M, 2F/T] in, [M, F/T] out)
+    a_in = torch.randn(M, gemms["fc1"][1], device=dev, dtype=bf, requires_grad=True)
+    if args.gated:
+        af = lambda: swiglu(a_in)  # noqa: E731
+    else:
+        af = lambda: F.gelu(a_in, approximate="tanh")  # noqa: E731
+    ops["act"] = {"fwd": fwd_only_ms(af, iters, warm), "dgrad": backward_ms(af, (a_in,), iters, warm), "wgrad": 0.0}
+    mhz = ctx.clock.stop()
+    fwd_sum = sum(ops[o]["fwd"] for o in ops) + ops["norm"]["fwd"]
+    bwd_sum = sum(ops[o]["dgrad"] + ops[o]["wgrad"] for o in ops) + ops["norm"]["dgrad"]
+    row = {
+        "part": "B",
+        "shard": args.name or f"h{H}_a{A}_tp{T}",
+        "hidden": H,
+        "heads": A,
+        "kv_heads": K,
+        "ffn": args.ffn,
+        "gated": bool(args.gated),
+        "tp": T,
+        "seq": args.seq,
+        "micro_batch": args.micro_batch,
+        "norm": norm,
+        "ops_ms": ops,
+        "layer_fwd_ms_sum_ops": fwd_sum,
+        "layer_bwd_ms_sum_ops": bwd_sum,
+        "note": SHARD_NOTE,
+    }
+    rows.write(ctx.stamp(row, mhz))
+    log(f"shard {row['shard']}: layer forward {fwd_sum:.3f} ms, backward {bwd_sum:.3f} ms (sum of ops)")
+    free_cuda()
+
+
+def fwd_only_ms(fn, iters, warmup):
+    def run():
+        with torch.no_grad():
+            fn()
+
+    return median_ms(run, iters, warmup)
+
+
+def rms_norm(x, g, eps=1e-5):
+    if hasattr(F, "rms_norm"):
+        return F.rms_norm(x, (x.shape[-1],), g, eps)
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * g
+
+
+def swiglu(x):
+    a, b = x.chunk(2, dim=-1)
+    return F.silu(a) * b
+
+
+# ---- kernels: parts C, D-fp8, D-attn, F ----------------------------------------------------------------
+C_SHAPES = [(8192, 8192, 8192), (2048, 4608, 12288), (8192, 7168, 8192), (4096, 4096, 4096)]
+FP8_SHAPES = [(8192, 8192, 8192), (4096, 12288, 4096), (8192, 7168, 8192), (2048, 4608, 12288), (16384, 6656, 16384)]
+ATTN_GRID = [(8, 2048), (8, 4096), (8, 8192), (8, 16384), (8, 32768), (32, 4096), (12, 2048), (16, 8192)]
+F_SIZES = [(4096, 1024), (16384, 768), (8192, 4096), (16384, 8192)]
+F_OPS = ["layer_norm", "rms_norm", "gelu_tanh", "silu", "add", "softmax", "cast_to_fp32"]
+CE_SIZES = [(16384, 50257), (4096, 128256), (8192, 32000)]
+KERNEL_PARTS = ("C", "D-fp8", "D-attn", "F")
+
+
+def tflops(flops, ms):
+    return flops / (ms * 1e-3) / 1e12
+
+
+def cmd_kernels(args, ctx, rows, budget):
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    for p in parts:
+        if p not in KERNEL_PARTS:
+            raise MeasureError(f"unknown part '{p}' in --parts (one of {', '.join(KERNEL_PARTS)})")
+    dev, bf, it, wu = ctx.device, torch.bfloat16, args.iters, args.warmup
+    torch.manual_seed(0)
+
+    def stop():
+        if budget.spent():
+            log(f"kernels: budget of {budget.seconds:g} s spent after {rows.count} rows; stopping")
+            return True
+        return False
+
+    if "C" in parts:
+        for m, n, k in C_SHAPES:
+            if stop():
+                return
+            ctx.clock.start()
+            row = {"part": "C", "m": m, "n": n, "k": k}
+            for label, make in (("zeros", torch.zeros), ("randn", torch.randn)):
+                a = make(m, k, device=dev, dtype=bf)
+                b = make(k, n, device=dev, dtype=bf)
+                ms = median_ms(lambda: torch.matmul(a, b), it, wu)
+                row[label] = {"ms": ms, "tflops": tflops(2.0 * m * n * k, ms)}
+            rows.write(ctx.stamp(row, ctx.clock.stop()))
+            log(f"C {m}x{n}x{k}: zeros {row['zeros']['tflops']:.0f}, randn {row['randn']['tflops']:.0f} TFLOP/s")
+    if "D-fp8" in parts:
+        if ctx.capability < (8, 9):
+            log(f"D-fp8 skipped: compute capability {ctx.capability[0]}.{ctx.capability[1]} has no FP8 tensor cores")
+        elif not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
+            log("D-fp8 skipped: this PyTorch has no torch._scaled_mm / float8_e4m3fn")
+        else:
+            one = torch.tensor(1.0, device=dev, dtype=torch.float32)
+            for m, n, k in FP8_SHAPES:
+                if stop():
+                    return
+                ctx.clock.start()
+                a = torch.randn(m, k, device=dev, dtype=bf)
+                bt = torch.randn(n, k, device=dev, dtype=bf)  # [n, k] contiguous: mat2 = bt.t() is column-major
+                a8, bt8 = a.to(torch.float8_e4m3fn), bt.to(torch.float8_e4m3fn)
+                try:
+                    fp8 = median_ms(
+                        lambda: torch._scaled_mm(a8, bt8.t(), scale_a=one, scale_b=one, out_dtype=bf), it, wu
+                    )
+                except RuntimeError as e:
+                    ctx.clock.stop()
+                    log(f"D-fp8 {m}x{n}x{k}: torch._scaled_mm failed ({e}); skipping part D-fp8")
+                    break
+                b = bt.t().contiguous()
+                bf16 = median_ms(lambda: torch.matmul(a, b), it, wu)
+                flops = 2.0 * m * n * k
+                row = {"part": "D-fp8", "m": m, "n": n, "k": k, "fp8_ms": fp8, "bf16_ms": bf16,
+                       "fp8_tflops": tflops(flops, fp8), "bf16_tflops": tflops(flops, bf16)}
+                rows.write(ctx.stamp(row, ctx.clock.stop()))
+                log(f"D-fp8 {m}x{n}x{k}: fp8 {row['fp8_tflops']:.0f}, bf16 {row['bf16_tflops']:.0f} TFLOP/s")
+    if "D-attn" in parts:
+        for heads, seq in ATTN_GRID:
+            if stop():
+                return
+            ctx.clock.start()
+            fwd, bwd = attention_ms(ctx, 1, heads, seq, 128, True, it, wu)
+            flops = 2.0 * 2.0 * seq * seq * 128 * heads / 2.0  # causal: half the score matrix
+            row = {"part": "D-attn", "heads": heads, "seq": seq, "head_dim": 128, "fwd_ms": fwd, "bwd_ms": bwd,
+                   "fwd_tflops": tflops(flops, fwd), "bwd_tflops": tflops(2.5 * flops, bwd), "sdpa_backend": "flash"}
+            rows.write(ctx.stamp(row, ctx.clock.stop()))
+            log(f"D-attn heads {heads} seq {seq}: fwd {row['fwd_tflops']:.0f}, bwd {row['bwd_tflops']:.0f} TFLOP/s")
+    if "F" in parts:
+        for tokens, hidden in F_SIZES:
+            for op in F_OPS:
+                if stop():
+                    return
+                ctx.clock.start()
+                fwd, bwd = memory_op_ms(op, tokens, hidden, dev, it, wu)
+                row = {"part": "F", "op": op, "tokens": tokens, "hidden": hidden, "dtype": "bf16",
+                       "fwd_ms": fwd, "bwd_ms": bwd, "bytes_fwd": tokens * hidden * 2 * 2}
+                rows.write(ctx.stamp(row, ctx.clock.stop()))
+                log(f"F {op} {tokens}x{hidden}: fwd {fwd:.4f} ms, bwd {bwd:.4f} ms")
+        for tokens, vocab in CE_SIZES:
+            if stop():
+                return
+            ctx.clock.start()
+            logits = torch.randn(tokens, vocab, device=dev, dtype=bf, requires_grad=True)
+            target = torch.randint(0, vocab, (tokens,), device=dev)
+            ce = lambda: F.cross_entropy(logits.float(), target)  # noqa: E731  (HF upcasts logits)
+            fwd = fwd_only_ms(ce, it, wu)
+            bwd = backward_ms(ce, (logits,), it, wu)
+            row = {"part": "F", "op": "cross_entropy_fp32_upcast", "tokens": tokens, "vocab": vocab,
+                   "fwd_ms": fwd, "bwd_ms": bwd}
+            rows.write(ctx.stamp(row, ctx.clock.stop()))
+            log(f"F cross_entropy {tokens}x{vocab}: fwd {fwd:.3f} ms, bwd {bwd:.3f} ms")
+
+
+def memory_op_ms(op, tokens, hidden, dev, iters, warmup):
+    """(fwd_ms, bwd_ms) of one memory-bound op over [tokens, hidden] bf16."""
+    bf = torch.bfloat16
+    x = torch.randn(tokens, hidden, device=dev, dtype=bf, requires_grad=True)
+    inputs = [x]
+    if op == "layer_norm":
+        w = torch.randn(hidden, device=dev, dtype=bf, requires_grad=True)
+        b = torch.randn(hidden, device=dev, dtype=bf, requires_grad=True)
+        fn = lambda: F.layer_norm(x, (hidden,), w, b)  # noqa: E731
+        inputs += [w, b]
+    elif op == "rms_norm":
+        w = torch.randn(hidden, device=dev, dtype=bf, requires_grad=True)
+        fn = lambda: rms_norm(x, w)  # noqa: E731
+        inputs += [w]
+    elif op == "gelu_tanh":
+        fn = lambda: F.gelu(x, approximate="tanh")  # noqa: E731
+    elif op == "silu":
+        fn = lambda: F.silu(x)  # noqa: E731
+    elif op == "add":
+        y = torch.randn(tokens, hidden, device=dev, dtype=bf, requires_grad=True)
+        fn = lambda: x + y  # noqa: E731
+        inputs += [y]
+    elif op == "softmax":
+        fn = lambda: F.softmax(x, dim=-1)  # noqa: E731
+    elif op == "cast_to_fp32":
+        fn = lambda: x.float()  # noqa: E731
+    else:
+        raise MeasureError(f"unknown memory op '{op}'")
+    fwd = fwd_only_ms(fn, iters, warmup)
+    bwd = backward_ms(fn, tuple(inputs), iters, warmup)
+    return fwd, bwd
+
+
+# ---- attention-calibration ------------------------------------------------------------------------------
+CAL_FORMAT = "trainsim-calibration"
+CAL_KEY_ORDER = ("format", "version", "gpu", "generator", "notes", "clock_mhz", "gemm", "attention", "memory")
+
+
+def read_calibration(path, ctx):
+    if not os.path.exists(path):
+        log(f"attention-calibration: {path} does not exist; starting a new calibration file")
+        return {"format": CAL_FORMAT, "version": 2, "gpu": ctx.gpu,
+                "generator": "trainsim tools/measure/measure.py attention-calibration", "attention": []}
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except OSError as e:
+        raise MeasureError(f"cannot read --calibration {path}: {e.strerror}")
+    except json.JSONDecodeError as e:
+        raise MeasureError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}")
+    if not isinstance(d, dict) or d.get("format") != CAL_FORMAT:
+        raise MeasureError(f"{path}: not a {CAL_FORMAT} file (its \"format\" is {d.get('format')!r})"
+                           if isinstance(d, dict) else f"{path}: not a {CAL_FORMAT} file")
+    if d.get("version", 1) not in (1, 2):
+        raise MeasureError(f"{path}: {CAL_FORMAT} version {d.get('version')} is newer than this script (1 or 2)")
+    if d.get("gpu") and d["gpu"] != ctx.gpu:
+        log(f"attention-calibration: warning: {path} was measured on '{d['gpu']}', this GPU is '{ctx.gpu}'")
+    if not isinstance(d.get("attention", []), list):
+        raise MeasureError(f"{path}: \"attention\" must be an array")
+    return d
+
+
+def calibration_text(d):
+    """The calibration file as tools/calibrate lays it out: one entry a line."""
+    keys = [k for k in CAL_KEY_ORDER if k in d] + [k for k in d if k not in CAL_KEY_ORDER]
+    lines = ["{"]
+    for i, k in enumerate(keys):
+        comma = "," if i + 1 < len(keys) else ""
+        v = d[k]
+        if isinstance(v, list) and v:
+            lines.append(f"  {json.dumps(k)}: [")
+            for j, e in enumerate(v):
+                lines.append("    " + json.dumps(e, allow_nan=False) + ("," if j + 1 < len(v) else ""))
+            lines.append("  ]" + comma)
+        else:
+            lines.append(f"  {json.dumps(k)}: {json.dumps(v, allow_nan=False)}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_atomic(path, text):
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise MeasureError(f"cannot write {path}: {e.strerror}")
+
+
+def attention_grid(max_seq):
+    """(seq, heads, d, causal), cheapest sequence first so a budget cuts the longest."""
+    grid = []
+    for seq in (512, 1024, 2048, 4096, 8192, 16384, 32768):
+        if seq > max_seq:
+            continue
+        for heads in (8, 16, 32, 64):
+            if heads * seq * seq > 64 * 16384 * 16384:  # at most ~9 TFLOP a forward
+                continue
+            for d in (128, 64):
+                for causal in (True, False):
+                    grid.append((seq, heads, d, causal))
+    return grid
+
+
+def attention_key(e):
+    return (e.get("dtype", "bf16"), e.get("pass", "fwd"), e.get("batch", 1), e.get("heads"), e.get("sq"),
+            e.get("sk"), e.get("d"), bool(e.get("causal", False)))
+
+
+def cmd_attention_calibration(args, ctx, rows, budget):
+    path = args.calibration
+    d = read_calibration(path, ctx)
+    old = [e for e in d.get("attention", []) if isinstance(e, dict)]
+    new = []
+    note = (f"attention: PyTorch {torch.__version__} SDPA flash, bf16, batch 1, backward alone, median of "
+            f"{args.iters} after {args.warmup} warm-up, by tools/measure/measure.py attention-calibration")
+
+    def save():
+        keys = {attention_key(e) for e in new}
+        d["attention"] = [e for e in old if attention_key(e) not in keys] + new
+        notes = d.get("notes")
+        if not isinstance(notes, str) or not notes:
+            d["notes"] = note
+        elif note not in notes:
+            d["notes"] = notes + "; " + note
+        write_atomic(path, calibration_text(d))
+
+    grid = attention_grid(args.max_seq)
+    last_seq = None
+    ctx.clock.start()
+    for seq, heads, hd, causal in grid:
+        if budget.spent():
+            log(f"attention-calibration: budget of {budget.seconds:g} s spent after {len(new) // 2} of "
+                f"{len(grid)} shapes")
+            break
+        if last_seq is not None and seq != last_seq and new:
+            save()  # after each sequence length: a stopped run keeps what it measured
+        last_seq = seq
+        fwd, bwd = attention_ms(ctx, 1, heads, seq, hd, causal, args.iters, args.warmup)
+        for pas, ms in (("fwd", fwd), ("bwd", bwd)):
+            new.append({"dtype": "bf16", "pass": pas, "batch": 1, "heads": heads, "sq": seq, "sk": seq, "d": hd,
+                        "causal": causal, "time_us": round(ms * 1000.0, 3)})
+        log(f"attention heads {heads} seq {seq} d {hd} {'causal' if causal else 'full'}: "
+            f"fwd {fwd * 1000:.1f} us, bwd {bwd * 1000:.1f} us")
+        free_cuda()
+    ctx.clock.stop()
+    if not new:
+        raise MeasureError("attention-calibration measured nothing (budget too small?)")
+    save()
+    log(f"attention-calibration: wrote {len(new)} attention entries to {path}")
+
+
+# ---- batch ---------------------------------------------------------------------------------------------
+def cmd_batch(args, ctx, rows, budget, parser):
+    try:
+        with open(args.file) as f:
+            lines = f.readlines()
+    except OSError as e:
+        raise MeasureError(f"cannot read batch file {args.file}: {e.strerror}")
+    jobs = []
+    for n, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            words = shlex.split(line)
+        except ValueError as e:
+            raise MeasureError(f"{args.file}:{n}: {e}")
+        if words and words[0] == "batch":
+            raise MeasureError(f"{args.file}:{n}: a batch file cannot run 'batch'")
+        jobs.append((n, words))
+    failed = 0
+    for n, words in jobs:
+        if budget.spent():
+            log(f"batch: budget of {budget.seconds:g} s spent; {args.file}:{n} and later lines not run")
+            break
+        log(f"batch: {args.file}:{n}: {' '.join(words)}")
+        try:
+            sub = parser.parse_args(words)
+        except SystemExit:
+            log(f"batch: {args.file}:{n}: bad arguments, skipped")
+            failed += 1
+            continue
+        if sub.out is None:
+            sub.out = args.out
+        left = budget.left()
+        if not math.isinf(left):  # no line outlives the batch's budget
+            sub.budget_s = max(0.0, min(sub.budget_s or left, left))
+        try:
+            run_command(sub, ctx, parser)
+        except MeasureError as e:
+            log(f"batch: {args.file}:{n}: error: {e}")
+            failed += 1
+        except torch.cuda.OutOfMemoryError as e:
+            log(f"batch: {args.file}:{n}: out of GPU memory: {str(e).splitlines()[0]}")
+            failed += 1
+        except Exception:  # report and go on with the next line
+            log(f"batch: {args.file}:{n}: failed:\n{traceback.format_exc()}")
+            failed += 1
+        free_cuda()
+    if failed:
+        raise MeasureError(f"batch: {failed} line(s) of {args.file} failed")
+
+
+# ---- command line ----------------------------------------------------------------------------------------
+def positive_int(s):
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{s}' is not a whole number")
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
+    return v
+
+
+def positive_float(s):
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{s}' is not a number")
+    if not v > 0 or math.isinf(v):
+        raise argparse.ArgumentTypeError(f"{s} must be a positive number")
+    return v
+
+
+def make_parser():
+    p = argparse.ArgumentParser(
+        prog="measure.py",
+        description="Time training work on this GPU and write trainsim measurement rows (JSON lines).",
+        epilog="docs/measure.md describes every row and field.",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def common(sp, iters, warmup):
+        sp.add_argument("--out", help="append the JSON lines to FILE (default: stdout)", metavar="FILE")
+        sp.add_argument("--budget-s", type=positive_float, metavar="S",
+                        help="start no new row after S seconds of wall time")
+        if iters:
+            sp.add_argument("--iters", type=positive_int, default=iters, metavar="N",
+                            help=f"timed repetitions per figure, median kept (default {iters})")
+        sp.add_argument("--warmup", type=positive_int, default=warmup, metavar="N",
+                        help=f"untimed runs first (default {warmup})")
+
+    s = sub.add_parser("step", help="part A/E: one training step of a HuggingFace model")
+    src = s.add_mutually_exclusive_group()
+    src.add_argument("--config", metavar="FILE.json", help="a HuggingFace config.json")
+    src.add_argument("--preset", metavar="NAME",
+                     help="built-in config: " + ", ".join(list(GPT2_PRESETS) + list(BERT_PRESETS)))
+    s.add_argument("--name", help="the row's model name (default: the preset or the config's file name)")
+    s.add_argument("--micro-batch", type=positive_int, required=True, metavar="B")
+    s.add_argument("--seq", type=positive_int, required=True, metavar="S")
+    s.add_argument("--precision", choices=("amp", "pure"), required=True,
+                   help="amp: fp32 weights under bf16 autocast; pure: all bf16")
+    s.add_argument("--steps", type=positive_int, default=10, metavar="N", help="timed steps (default 10)")
+    common(s, None, 3)
+
+    s = sub.add_parser("shard", help="part B: every kernel of one Megatron layer shard")
+    s.add_argument("--hidden", type=positive_int, required=True, metavar="H")
+    s.add_argument("--heads", type=positive_int, required=True, metavar="A")
+    s.add_argument("--kv-heads", type=positive_int, metavar="K", help="key/value heads (default: --heads)")
+    s.add_argument("--head-dim", type=positive_int, metavar="D", help="default hidden / heads")
+    s.add_argument("--ffn", type=positive_int, required=True, metavar="F", help="FFN width of the whole layer")
+    s.add_argument("--tp", type=positive_int, required=True, metavar="T")
+    s.add_argument("--seq", type=positive_int, required=True, metavar="S")
+    s.add_argument("--micro-batch", type=positive_int, required=True, metavar="B")
+    s.add_argument("--gated", action="store_true", help="SwiGLU FFN (FC1 is 2F wide) instead of GELU")
+    s.add_argument("--norm", choices=("layer", "rms"), help="default rms when --gated, else layer")
+    s.add_argument("--name", help="the row's shard name, e.g. llama2-7b_tp1")
+    common(s, 20, 5)
+
+    s = sub.add_parser("kernels", help="parts C, D-fp8, D-attn, F: single kernels")
+    s.add_argument("--parts", default=",".join(KERNEL_PARTS), metavar="LIST",
+                   help="comma-separated subset of " + ",".join(KERNEL_PARTS))
+    common(s, 20, 5)
+
+    s = sub.add_parser("attention-calibration", help="write the attention table of a trainsim-calibration file")
+    s.add_argument("--calibration", required=True, metavar="FILE",
+                   help="calibration file to add to (created when missing)")
+    s.add_argument("--max-seq", type=positive_int, default=32768, metavar="S", help="longest sequence (default 32768)")
+    common(s, 10, 3)
+
+    s = sub.add_parser("batch", help="run the subcommands in FILE (one a line) in one process")
+    s.add_argument("file", metavar="FILE")
+    s.add_argument("--out", help="default --out of the lines that have none", metavar="FILE")
+    s.add_argument("--budget-s", type=positive_float, metavar="S", help="start no new line after S seconds")
+    return p
+
+
+def run_command(args, ctx, parser):
+    budget = Budget(args.budget_s)
+    rows = Rows(args.out)
+    try:
+        if args.command == "step":
+            cmd_step(args, ctx, rows, budget)
+        elif args.command == "shard":
+            cmd_shard(args, ctx, rows, budget)
+        elif args.command == "kernels":
+            cmd_kernels(args, ctx, rows, budget)
+        elif args.command == "attention-calibration":
+            cmd_attention_calibration(args, ctx, rows, budget)
+        elif args.command == "batch":
+            cmd_batch(args, ctx, rows, budget, parser)
+    finally:
+        rows.close()
+        free_cuda()  # the command's tensors and models are gone with its frame
+
+
+def main(argv=None):
+    global torch, F
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return 2
+    # `timeout` and job control send SIGTERM: unwind (temp files removed, rows closed)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        import torch as torch_module
+        import torch.nn.functional as functional
+    except ImportError as e:
+        log(f"measure.py: error: PyTorch is needed ({e}); trainsim itself does not need it")
+        return 1
+    torch, F = torch_module, functional
+    try:
+        ctx = Context()
+        run_command(args, ctx, parser)
+    except MeasureError as e:
+        log(f"measure.py: error: {e}")
+        return 1
+    except torch.cuda.OutOfMemoryError as e:
+        log(f"measure.py: error: out of GPU memory: {str(e).splitlines()[0]}")
+        return 1
+    except ImportError as e:
+        log(f"measure.py: error: {e} (step needs transformers)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

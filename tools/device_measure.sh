@@ -118,15 +118,16 @@ step --config $C/qwen3-30b-a3b_L2.json --micro-batch 1 --seq 4096 --precision pu
 step --config $C/mixtral-8x7b_L2.json --micro-batch 1 --seq 4096 --precision pure --steps 8
 step --config $C/llama3.2-1b.json --micro-batch 4 --seq 2048 --precision amp --steps 8
 EOF
-cat >"$JOBS/steps_new.txt" <<'EOF'
+cat >"$JOBS/steps_new.txt" <<EOF
 step --preset gpt2-medium --micro-batch 8 --seq 1024 --precision amp --steps 8
 step --preset gpt2-medium --micro-batch 8 --seq 1024 --precision pure --steps 8
 step --preset gpt2-large --micro-batch 4 --seq 1024 --precision amp --steps 8
 step --preset bert-base-uncased --micro-batch 32 --seq 512 --precision amp --steps 8
+step --config $C/llama3.2-3b.json --micro-batch 1 --seq 4096 --precision pure --steps 6
 step --preset gpt2-xl --micro-batch 8 --seq 1024 --precision pure --steps 8
 EOF
 run "steps (shared models)" 80 $MEASURE batch "$JOBS/steps_shared.txt" --out "$ROWS" --budget-s @BUDGET@
-run "steps (new)" 60 $MEASURE batch "$JOBS/steps_new.txt" --out "$ROWS" --budget-s @BUDGET@
+run "steps (new)" 80 $MEASURE batch "$JOBS/steps_new.txt" --out "$ROWS" --budget-s @BUDGET@
 
 rows=$(wc -l <"$ROWS" 2>/dev/null || echo 0)
 say "device_measure.sh: done, $failed failed step(s), $rows rows in $ROWS"

@@ -94,6 +94,101 @@ TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOpt
 double part_megatron_weight_optimizer_bytes(const ModelSpec *m, const ParallelPlan *p);
 double part_megatron_activation_bytes(const ModelSpec *m, const ParallelPlan *p);
 
+/* ---- layer templates ------------------------------------------------------------ */
+/* The per-rank work of one micro-batch, block by block: the attention and the
+ * MLP halves of a dense layer, the attention and the MoE halves of an MoE
+ * layer, the embedding, the final norm + LM head + loss. For each block its
+ * kernels (shapes, FLOPs, bytes), its collectives (bytes per occurrence),
+ * its parameters by sharding and its gradient tensors in backward order.
+ * part_template is the one place per-rank shapes are derived: the costing
+ * (cost.h) turns its kernels into seconds for the simulator and the
+ * workload writers alike. Pure and allocation-free. */
+#define PART_BLOCK_LIST(X) X(ATTN, "attn") X(MLP, "mlp") X(MOE, "moe") X(EMBED, "embed") X(HEAD, "head")
+typedef enum {
+#define X(e, n) PART_BLOCK_##e,
+    PART_BLOCK_LIST(X)
+#undef X
+    PART_BLOCK_COUNT
+} PartBlock;
+const char *part_block_name(PartBlock b);
+
+typedef enum {
+    PART_K_GEMM, /* batch products (m x k) @ (k x n) forward; dgrad (m x n) @ (n x k), wgrad (k x m) @ (m x n) */
+    PART_K_ATTN, /* fused attention core: batch x heads, sq x sk, head dim d */
+    PART_K_MEM   /* memory-bound: fwd_bytes forward, bwd_bytes by its gradient kernel (0: none) */
+} PartKernelKind;
+/* The sum of its block a kernel's time joins (overlap rules read them):
+ * GEMMs (what TP overlap hides under), the attention core (what the CP ring
+ * hides under; selective recompute runs it again), memory-bound kernels. */
+typedef enum { PART_KP_GEMM, PART_KP_CORE, PART_KP_MEM } PartKernelPart;
+enum {
+    PART_KF_ACT = 1,      /* GEMM at the activation dtype (LM head, unfused core), not the layer dtype */
+    PART_KF_SAC_ONLY = 2, /* not in the forward: a GEMM op-level SAC runs again in backward */
+    PART_KF_FSDP = 4,     /* ZeRO-3 copy-out / copy-in of the gathered flat buffer */
+    PART_KF_PERMUTE = 8,  /* MoE token permutation (counts as the routed experts' traffic) */
+    PART_KF_WGRAD = 16    /* MEM whose backward kernel computes a weight gradient (the embedding's
+                             scatter-add): its time is weight-gradient, not input-gradient, work */
+};
+typedef struct PartKernel {
+    const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */
+    uint8_t kind, part, flags;
+    int32_t count;            /* launches per micro-batch (SequentialMLP: one per local expert), >= 1 */
+    int64_t batch, m, n, k;   /* GEMM; ATTN: batch = B, m = heads, n = sq, k = sk */
+    int64_t d;                /* ATTN: q.k head dim */
+    bool causal;              /* ATTN */
+    double fwd_bytes, bwd_bytes; /* MEM, per launch */
+    double flops[3];          /* fwd, input-grad, weight-grad FLOPs of all launches */
+} PartKernel;
+
+#define PART_MAX_KERNELS 24
+typedef struct PartBlockT {
+    PartKernel k[PART_MAX_KERNELS];
+    int32_t n_k;
+    double params;            /* per-rank parameter elements, routed experts included */
+    double expert_params;     /* of which routed experts (reduced over the expert-DP group) */
+    double grad_t[2];         /* dense tensors in backward order (DP buckets): attention: output
+                                 projection, then QKV + norm; MLP: fc2, then fc1 + norm; MoE:
+                                 router + shared experts + norm as one; embedding, head: all */
+    double egrad_t[2];        /* routed experts: all local fc2, then all local fc1 */
+    double fsdp_params;       /* ZeRO-3: dense elements gathered over DP x CP (0: DP 1) */
+    double fsdp_eparams;      /* ZeRO-3: expert elements gathered over expert DP (0: EDP 1) */
+} PartBlockT;
+
+/* Runtime choices that change the kernels (the framework's code path). */
+typedef struct PartRuntime {
+    bool eager;               /* eager PyTorch model code (torchtitan): unfused norms, RoPE,
+                                 SwiGLU, separate q/k/v and w1/w3 GEMMs, repeat_kv copies */
+    bool sequential_experts;  /* routed experts one GEMM each (Megatron SequentialMLP) */
+    bool selective_ops;       /* selective recompute as op-level SAC (torchtitan) */
+    int cp_comm;              /* 0 ring (p2p), 1 all-gather, 2 all-to-all (Ulysses) */
+    bool ds_pipe;             /* DeepSpeed's pipeline engine: the boundary activation whole on
+                                 every TP rank */
+    double grad_bytes;        /* bytes per gradient element reduced (4: fp32 main grads; 0: the
+                                 activation dtype's) */
+} PartRuntime;
+
+typedef struct PartTemplate {
+    PartBlockT b[PART_BLOCK_COUNT];
+    int64_t tokens;           /* T = B * S / CP, the rank's tokens of one micro-batch */
+    int64_t tokens_sp;        /* T / TP under sequence parallelism, else T */
+    double act_bytes;         /* bytes per activation element (bf16 under fp8: 2) */
+    double tp_bytes;          /* one TP collective of a block: the activation B*S/CP*H, 0 at TP 1 */
+    double ep_bytes;          /* one EP all-to-all (dispatch or combine) per rank: the routed token
+                                 copies the rank sends, 0 at EP 1 */
+    double cp_kv_bytes;       /* CP: the K/V of all CP ranks of one micro-batch on this rank */
+    double cp_q_bytes, cp_o_bytes; /* CP all-to-all (Ulysses): the rank's Q and output buffers */
+    double embed_tp_bytes;    /* the embedding's TP collective (reduce-scatter with SP, else all-reduce) */
+    double head_sp_bytes;     /* the head's SP all-gather, 0 without SP */
+    double vocab_ar_bytes;    /* each of the 3 vocab-parallel cross-entropy all-reduces */
+    double boundary_bytes;    /* the pipeline message of one micro-batch */
+    double fsdp_layer_params[2]; /* ZeRO-3 copies of a dense / MoE layer: the elements gathered */
+} PartTemplate;
+
+/* The template of plan p (resolved) for model m and runtime rt (NULL:
+ * Megatron-Core defaults). */
+void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt, PartTemplate *out);
+void part_runtime_init(PartRuntime *rt);
+
 /* ---- the partition ------------------------------------------------------------- */
 /* Segment templates: one per kind of repeated work. */
 #define PART_SEG_LIST(X)                                  \

@@ -259,7 +259,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     if (!w) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
     LayerCost dense, moe;
     bool has_moe = m->experts > 0;
-    double edge[8];
+    double edge[SIM_EDGES];
     sim_layer_costs(&x, w, &dense, &moe, edge);
     const double emb_f = edge[0], emb_b = edge[1], emb_tp = edge[2], head_f = edge[3], head_b = edge[4],
                  head_tp = edge[5], emb_params = edge[6], head_params = edge[7];
@@ -272,7 +272,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     }
     /* pipeline transfer: SP-sharded (or scatter/gather) boundary activation;
      * DeepSpeed's pipeline engine sends the whole tensor from every TP rank */
-    double p2p_bytes = (double)x.T * (double)m->hidden * x.ab / (in->opt.ds_pipe ? 1.0 : (double)p->tp);
+    double p2p_bytes = edge[8];
     /* within a node or across, boundary by boundary: along rank 0's path
      * through the layout (the task-graph replay's rule), stage s sits on
      * ranks s*tp*cp*dp..., so with fewer than a node's GPUs per stage some

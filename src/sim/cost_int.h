@@ -5,6 +5,7 @@
 #define TRAINSIM_COST_INT_H
 
 #include "sim_internal.h"
+#include "trainsim/cost.h"
 
 typedef struct Ctx {
     const ModelSpec *m;
@@ -19,7 +20,13 @@ typedef struct Ctx {
     int64_t t, T, Tsp, S, Sl, B;
     PlanGroupInfo tpg, cpg, epg, dpg, edpg, ppg;
     bool gated;
+    const PartTemplate *tpl; /* the plan's per-rank kernels, while the layers are costed */
+    const CostStep *cs;      /* and their costs */
 } Ctx;
+
+/* sim_layer_costs' edges: embedding forward / backward / TP, head forward /
+ * backward / TP, embedding and head parameters, the pipeline message. */
+#define SIM_EDGES 9
 
 typedef struct LayerCost {
     double fwd, bwd;           /* compute busy (no comm), one micro-batch */
@@ -78,10 +85,11 @@ void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *mo
 
 /* A collective of `bytes` over group g, as hw_coll_time_s costs it. */
 double sim_coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, const char *kind);
-/* The dense and MoE layer costs of x and its edges (embedding forward /
- * backward / TP, head forward / backward / TP, embedding and head
- * parameters), through the layer-cost cache of w when it is on. */
-void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe, double edge[8]);
+/* The dense and MoE layer costs of x and its edges (SIM_EDGES), through the
+ * layer-cost cache of w when it is on. */
+void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe, double edge[SIM_EDGES]);
+/* The template's runtime choices from the simulator's options. */
+void sim_part_runtime(const SimOptions *o, PartRuntime *rt);
 /* The ZeRO-3 root unit (embedding, head) of a chunk and the first block's
  * exposed gather: adds to c and returns the forward part. */
 double sim_fsdp_root(const Ctx *x, double emb_params, double head_params, const LayerCost *first, SimChunkCost *c);

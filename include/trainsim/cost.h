@@ -1,0 +1,71 @@
+/*
+ * trainsim/cost.h — the costed step: a plan's layer template (partition.h,
+ * part_template) in seconds on a GPU (hw.h), kernel by kernel. The
+ * simulator's schedule and the workload builder both read these times, so a
+ * kernel is costed one way only.
+ *
+ * A GEMM costs its forward (m x k) @ (k x n), input gradient (m x n) @ (n x
+ * k) and weight gradient (k x m) @ (m x n) at the plan's dtype (FP8 layer
+ * GEMMs with Transformer Engine's casts: the input cast with its amax, 3 B
+ * per input element, forward; the output gradient cast and transposed, 4 B,
+ * into the input gradient; the saved input transposed, 2 B, into the weight
+ * gradient), or at the activation dtype (PART_KF_ACT: the LM head, the
+ * unfused attention core). GEMMs and attention are scaled by
+ * tensor_factor (the GPU's clock over its sustained clock under load, and
+ * the slowest GPU of the job: sim_tensor_factor). Memory-bound kernels take
+ * hw_memory_time_s of their bytes, forward and backward (PART_KF_WGRAD: the
+ * backward is weight-gradient work). Every time is per micro-batch, all
+ * launches of the kernel (PartKernel.count) included.
+ *
+ * Example:
+ *     PartTemplate t; part_template(&model, &plan, NULL, &t);
+ *     CostCtx c = {.hw = &hw, .dtype = plan.dtype, .act_dtype = TS_DTYPE_BF16, .tensor_factor = 1.0};
+ *     CostBlock a; cost_block(&c, &t.b[PART_BLOCK_ATTN], &a);
+ *     // a.fwd, a.ig, a.wg: the attention half of a layer, one micro-batch
+ */
+#ifndef TRAINSIM_COST_H
+#define TRAINSIM_COST_H
+
+#include "trainsim/hw.h"
+#include "trainsim/partition.h"
+
+typedef struct CostCtx {
+    const HwModel *hw;
+    TsDtype dtype;          /* the plan's GEMM dtype, e.g. bf16 or fp8 */
+    TsDtype act_dtype;      /* activations, attention core, LM head: bf16 under fp8 */
+    double tensor_factor;   /* time factor on GEMMs and attention, e.g. 1.22 x 1.065 */
+} CostCtx;
+
+/* Seconds of a block's kernels for one micro-batch; the parts add up:
+ * fwd = gemm_fwd + core_fwd + mem_fwd, ig = gemm_ig + core_ig + mem_ig,
+ * wg = gemm_wg + mem_wg. Backward-only kernels (PART_KF_SAC_ONLY) are not in
+ * them: sac_fwd is their forward time. */
+typedef struct CostBlock {
+    double fwd, ig, wg;
+    double gemm_fwd, gemm_ig, gemm_wg;
+    double core_fwd, core_ig;
+    double mem_fwd, mem_ig, mem_wg;
+    double fsdp_fwd, fsdp_bwd;  /* of the memory-bound parts: ZeRO-3 copies */
+    double sac_fwd;
+    double k[PART_MAX_KERNELS][3]; /* each kernel: fwd, ig, wg seconds (the first n_k of the block) */
+} CostBlock;
+
+/* Every block of a template, costed, with what each block's backward runs
+ * again first: selective recompute the attention core's forward; op-level SAC
+ * (PartRuntime.selective_ops, models without experts or MLA) the block's SAC
+ * GEMMs and every non-GEMM kernel of its forward; full recompute the block's
+ * whole forward (a replay runs it with its collectives). */
+typedef struct CostStep {
+    CostBlock b[PART_BLOCK_COUNT];
+    double recompute[PART_BLOCK_COUNT];
+} CostStep;
+void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt,
+               const PartTemplate *t, CostStep *out);
+/* Op-level SAC applies to this model and plan (its per-block recompute). */
+bool cost_sac(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt);
+
+/* t[0..2]: forward, input-gradient, weight-gradient seconds of all launches. */
+void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3]);
+void cost_block(const CostCtx *c, const PartBlockT *b, CostBlock *out);
+
+#endif

@@ -1,0 +1,353 @@
+/* template.c — the per-rank kernels of one micro-batch, block by block
+ * (part_template): the one place per-rank shapes are derived. The costing
+ * (cost.h) times them for the simulator and the workload writers alike.
+ *
+ * Legend: B micro-batch, S seq, c CP, t TP, T = B*S/c tokens of the rank,
+ * Tsp = T/t under sequence parallelism (norms, residuals, dropout), H
+ * hidden, A / G query / key-value heads, D head dim, F ffn, V padded vocab,
+ * E experts, K top-k, ab activation bytes per element.
+ *
+ * Memory-bound traffic per kernel, in activation tensors read or written
+ * (docs/simulate.md, "memory-bound kernels"): norm 2 fwd / 3 bwd (eager
+ * RMSNorm with its fp32 upcast 18 / 36), residual add 3 / 3, dropout
+ * 2.5 / 2.5 (1-byte mask; only when the model's dropout is positive: p = 0
+ * runs no kernel), GeLU 2 / 3, SwiGLU 3 / 5 (eager silu then multiply 5 / 8),
+ * RoPE 2 / 2 (eager complex RoPE 10 / 10), fused scale-mask-softmax 2 / 3. */
+#include <math.h>
+#include <string.h>
+
+#include "part_int.h"
+
+static const char *const BLOCK_NAMES[] = {
+#define X(e, n) n,
+    PART_BLOCK_LIST(X)
+#undef X
+};
+
+const char *part_block_name(PartBlock b) { return (unsigned)b < PART_BLOCK_COUNT ? BLOCK_NAMES[b] : "?"; }
+
+void part_runtime_init(PartRuntime *rt)
+{
+    memset(rt, 0, sizeof *rt);
+    rt->grad_bytes = 4.0;
+}
+
+typedef struct Tx {
+    const ModelSpec *m;
+    const ParallelPlan *p;
+    const PartRuntime *rt;
+    int64_t t, T, Tsp, S, Sl, B;
+    double ab;
+    bool gated;
+} Tx;
+
+static PartKernel *add(PartBlockT *b, const char *name, PartKernelKind kind, PartKernelPart part)
+{
+    if (b->n_k >= PART_MAX_KERNELS) return &b->k[PART_MAX_KERNELS - 1]; /* never: blocks hold < 20 */
+    PartKernel *k = &b->k[b->n_k++];
+    memset(k, 0, sizeof *k);
+    k->name = name;
+    k->kind = (uint8_t)kind;
+    k->part = (uint8_t)part;
+    k->count = 1;
+    return k;
+}
+
+/* `batch` products (M x K) @ (K x N); K*N parameters each. */
+static PartKernel *gemm(PartBlockT *b, const char *name, int64_t batch, int64_t M, int64_t N, int64_t K)
+{
+    PartKernel *k = add(b, name, PART_K_GEMM, PART_KP_GEMM);
+    k->batch = batch, k->m = M, k->n = N, k->k = K;
+    double fl = 2.0 * (double)batch * (double)M * (double)N * (double)K;
+    k->flops[0] = k->flops[1] = k->flops[2] = fl;
+    return k;
+}
+
+static PartKernel *mem(PartBlockT *b, const char *name, double fwd, double bwd, double flops)
+{
+    PartKernel *k = add(b, name, PART_K_MEM, PART_KP_MEM);
+    k->fwd_bytes = fwd, k->bwd_bytes = bwd;
+    k->flops[0] = k->flops[1] = flops;
+    return k;
+}
+
+/* Norm, residual add and dropout of one half layer on the rank's Tsp tokens. */
+static void half_layer(const Tx *x, PartBlockT *b)
+{
+    double th = (double)x->Tsp * (double)x->m->hidden * x->ab, el = (double)x->Tsp * (double)x->m->hidden;
+    if (x->rt->eager) mem(b, "norm", 18 * th, 36 * th, 5.0 * el); /* x.float() pow mean rsqrt type_as *w */
+    else mem(b, "norm", 2 * th, 3 * th, 5.0 * el);
+    mem(b, "residual", 3 * th, 3 * th, 0);
+    if (x->m->hidden_dropout > 0) mem(b, "dropout", 2.5 * th, 2.5 * th, 0);
+}
+
+static int64_t kv_heads(const ModelSpec *m) { return m->kv_heads > 0 ? m->kv_heads : m->heads; }
+
+/* Attention block: norm, QKV (MLA: down / up projections), core, output
+ * projection. Parameters as the module counts them (part_counts), per rank. */
+static void attention(const Tx *x, PartBlockT *b)
+{
+    const ModelSpec *m = x->m;
+    int64_t t = x->t, H = m->hidden, A = m->heads, G = kv_heads(m), D = m->head_dim, T = x->T;
+    int64_t dqk = D, dv = D;
+    half_layer(x, b);
+    if (m->pos == MODEL_POS_ROPE) { /* q and k rotated */
+        double qk = (x->rt->eager ? 10.0 : 2.0) * (double)T * (double)((A + G) * D / t) * x->ab;
+        mem(b, "rope", qk, qk, 0);
+    }
+    if (m->kv_lora_rank > 0) { /* MLA (DeepSeek): down / up projections */
+        dqk = m->qk_nope_dim + m->qk_rope_dim;
+        dv = m->v_head_dim;
+        if (m->q_lora_rank > 0) {
+            gemm(b, "q_down", 1, T, m->q_lora_rank, H);
+            gemm(b, "q_up", 1, T, A * dqk / t, m->q_lora_rank);
+        } else {
+            gemm(b, "q", 1, T, A * dqk / t, H);
+        }
+        gemm(b, "kv_down", 1, T, m->kv_lora_rank + m->qk_rope_dim, H);
+        gemm(b, "kv_up", 1, T, A * (m->qk_nope_dim + dv) / t, m->kv_lora_rank);
+    } else if (x->rt->eager) { /* torchtitan: wq, wk, wv separate nn.Linear */
+        gemm(b, "wq", 1, T, A * D / t, H);
+        gemm(b, "wk", 1, T, G * D / t, H);
+        gemm(b, "wv", 1, T, G * D / t, H);
+    } else {
+        gemm(b, "qkv", 1, T, (A + 2 * G) * D / t, H);
+    }
+    /* core: per CP rank, c blocks of (S/c x S/c) causal-balanced; with the
+     * all-to-all exchange whole sequences over heads/c instead */
+    int64_t Ah = A / t, c = x->p->cp;
+    if (x->p->flash_attn) {
+        PartKernel *k = add(b, "core", PART_K_ATTN, PART_KP_CORE);
+        bool uly = c > 1 && x->rt->cp_comm == 2;
+        k->batch = x->B, k->m = uly ? Ah / c : Ah, k->n = k->k = uly ? x->S : x->Sl, k->d = dqk, k->causal = true;
+        k->count = uly ? 1 : (int32_t)c;
+        double fl = 2.0 * (double)x->B * (double)Ah * (double)x->Sl * (double)x->S * (double)dqk;
+        k->flops[0] = fl, k->flops[1] = 2.5 * fl;
+    } else { /* unfused: two batched GEMMs, softmax (and dropout) over the S^2 scores */
+        PartKernel *qk = gemm(b, "core.qk", x->B * Ah, x->Sl, x->S, dqk), *pv = gemm(b, "core.pv", x->B * Ah, x->Sl, dv, x->S);
+        qk->part = pv->part = PART_KP_CORE;
+        qk->flags |= PART_KF_ACT;
+        pv->flags |= PART_KF_ACT;
+        double sc = (double)(x->B * Ah) * (double)x->Sl * (double)x->S * x->ab;
+        mem(b, "core.softmax", 2 * sc, 3 * sc, 0)->part = PART_KP_CORE;
+        if (m->attn_dropout > 0) mem(b, "core.dropout", 2.5 * sc, 2.5 * sc, 0)->part = PART_KP_CORE;
+    }
+    gemm(b, "proj", 1, T, H, A * dv / t);
+    if (x->rt->eager) { /* GQA repeat_kv copies of K and V; the output made contiguous */
+        double kv = G < A ? 2.0 * (double)T * (double)(A * D / t) * x->ab * 2.0 : 0.0;
+        double o = 2.0 * (double)T * (double)(A * dv / t) * x->ab;
+        mem(b, "repeat_kv", kv + o, kv + o, 0);
+    }
+    /* parameters: the output projection (+ norm) is the first gradient
+     * tensor of the backward, then QKV */
+    double proj = (double)(A * dv * H / t) + 2.0 * (double)H;
+    double qkv;
+    if (m->kv_lora_rank > 0)
+        qkv = (double)(H * (m->q_lora_rank ? m->q_lora_rank : 0) + (m->q_lora_rank ? m->q_lora_rank : H) * A * dqk / t +
+                       H * (m->kv_lora_rank + m->qk_rope_dim) + m->kv_lora_rank * A * (m->qk_nope_dim + dv) / t);
+    else
+        qkv = (double)(H * (A + 2 * G) * D / t);
+    b->params = qkv + proj;
+    b->grad_t[0] = proj;
+    b->grad_t[1] = qkv;
+}
+
+/* Dense MLP of width ffn (ffn/tp per rank) on `tokens` tokens, without its
+ * half-layer kernels: fc1 (gate + up), activation, fc2. */
+static double mlp(const Tx *x, PartBlockT *b, int64_t tokens, int64_t ffn, const char *const nm[4])
+{
+    int64_t H = x->m->hidden, t = x->t;
+    if (x->gated && x->rt->eager) { /* w1 and w3 separate nn.Linear */
+        gemm(b, nm[0], 1, tokens, ffn / t, H);
+        gemm(b, nm[1], 1, tokens, ffn / t, H);
+    } else {
+        gemm(b, nm[0], 1, tokens, (x->gated ? 2 : 1) * ffn / t, H);
+    }
+    double act = (double)tokens * (double)(ffn / t) * x->ab, el = (double)tokens * (double)(ffn / t);
+    if (x->gated && x->rt->eager) mem(b, nm[2], act * 5.0, act * 8.0, 8.0 * el); /* silu(a) then * b */
+    else mem(b, nm[2], act * (x->gated ? 3.0 : 2.0), act * (x->gated ? 5.0 : 3.0), 8.0 * el);
+    gemm(b, nm[3], 1, tokens, H, ffn / t);
+    return (double)((x->gated ? 3 : 2) * H * ffn / t);
+}
+
+static void dense_mlp(const Tx *x, PartBlockT *b)
+{
+    static const char *const NM[4] = {"fc1", "fc3", "act", "fc2"};
+    half_layer(x, b);
+    double p = mlp(x, b, x->T, x->m->ffn, NM);
+    b->params = p;
+    b->grad_t[0] = (double)(x->m->hidden * x->m->ffn / x->t); /* fc2, then fc1 */
+    b->grad_t[1] = p - b->grad_t[0];
+}
+
+/* MoE MLP: router over the tokens the rank routes (Tsp under SP), the local
+ * experts (E/EP of them, balanced) as one grouped GEMM per projection over
+ * the token-expert pairs the rank computes (tokens x K x ETP) at width
+ * moe_ffn/ETP, or one GEMM per expert (SequentialMLP); their activation, the
+ * permute / unpermute traffic; then the shared experts as a dense MLP. */
+static void moe_mlp(const Tx *x, PartBlockT *b)
+{
+    static const char *const NM[4] = {"shared.fc1", "shared.fc3", "shared.act", "shared.fc2"};
+    const ModelSpec *m = x->m;
+    const ParallelPlan *p = x->p;
+    int64_t H = m->hidden, E = m->experts, ep = p->ep, etp = p->etp > 0 ? p->etp : x->t;
+    int64_t tok = p->sp ? x->Tsp : x->T;
+    double pairs = (double)tok * (double)m->topk * (double)etp;
+    int64_t local = E / ep > 0 ? E / ep : 1, me = (int64_t)ceil(pairs / (double)local), EF = m->moe_ffn / etp;
+    bool seq = x->rt->sequential_experts;
+    int32_t nk = seq ? (int32_t)local : 1;
+    half_layer(x, b);
+    gemm(b, "router", 1, tok, E, H);
+    PartKernel *f1 = gemm(b, "experts.fc1", seq ? 1 : local, me, (x->gated ? 2 : 1) * EF, H);
+    PartKernel *f2 = gemm(b, "experts.fc2", seq ? 1 : local, me, H, EF);
+    double ea = pairs * (double)EF * x->ab / (double)nk;
+    PartKernel *ac = mem(b, "experts.act", ea * (x->gated ? 3.0 : 2.0), ea * (x->gated ? 5.0 : 3.0),
+                         8.0 * pairs * (double)EF / (double)nk);
+    f1->count = f2->count = ac->count = nk;
+    for (int i = 0; i < 3; i++) {
+        f1->flops[i] *= nk;
+        f2->flops[i] *= nk;
+        ac->flops[i] *= nk;
+    }
+    mem(b, "permute", 4.0 * pairs * (double)H * x->ab, 4.0 * pairs * (double)H * x->ab, 0)->flags |= PART_KF_PERMUTE;
+    double shared = m->shared_experts > 0 ? mlp(x, b, x->T, m->moe_ffn * m->shared_experts, NM) : 0;
+    double ex = (double)((x->gated ? 3 : 2) * H * EF) * (double)local;
+    b->expert_params = ex;
+    b->params = ex + (double)(H * E) + shared;
+    b->grad_t[0] = (double)(H * E) + shared; /* router + shared experts, as one */
+    b->egrad_t[0] = (double)(H * EF) * (double)local; /* all local fc2, then fc1 */
+    b->egrad_t[1] = ex - b->egrad_t[0];
+}
+
+/* Op-level SAC (torchtitan "selective op"): every second matmul output is
+ * recomputed (wq wk wv wo w1 w3 w2 -> wk, wo, w3; GeLU MLP: wk, wo, fc2),
+ * with every non-matmul op; dense non-MLA layers. The GEMMs are listed as
+ * backward-only kernels of their blocks. */
+static void sac_gemms(const Tx *x, PartBlockT *attn, PartBlockT *mlp_b)
+{
+    const ModelSpec *m = x->m;
+    int64_t t = x->t, H = m->hidden, D = m->head_dim, F = m->ffn;
+    gemm(attn, "sac.wk", 1, x->T, kv_heads(m) * D / t, H)->flags |= PART_KF_SAC_ONLY;
+    gemm(attn, "sac.wo", 1, x->T, H, m->heads * D / t)->flags |= PART_KF_SAC_ONLY;
+    if (x->gated) gemm(mlp_b, "sac.w3", 1, x->T, F / t, H)->flags |= PART_KF_SAC_ONLY;
+    else gemm(mlp_b, "sac.fc2", 1, x->T, H, F / t)->flags |= PART_KF_SAC_ONLY;
+}
+
+/* ZeRO-3 / FSDP: the layer's gathered flat buffer copied out into the
+ * parameters before each use (read + write), the gradients copied in (cast
+ * to the reduction dtype) before the reduce-scatter; under full recompute
+ * the backward's copy-out is the recompute's. One kernel per layer, on the
+ * layer's second block. */
+static void fsdp_copy(const Tx *x, PartBlockT *b, double gp)
+{
+    if (!(gp > 0)) return;
+    double out_b = x->p->recompute == PLAN_RECOMPUTE_FULL ? 0.0 : 2.0 * x->ab;
+    double gr = x->rt->grad_bytes > 0 ? x->rt->grad_bytes : x->ab;
+    PartKernel *k = mem(b, "fsdp.copy", 2.0 * gp * x->ab, gp * (out_b + x->ab + gr), 0);
+    k->flags |= PART_KF_FSDP;
+}
+
+static void embed_head(const Tx *x, PartTemplate *o)
+{
+    const ModelSpec *m = x->m;
+    int64_t H = m->hidden, t = x->t, V = model_padded_vocab(m, t), T = x->T;
+    PartBlockT *e = &o->b[PART_BLOCK_EMBED], *h = &o->b[PART_BLOCK_HEAD];
+    double th = (double)T * (double)H * x->ab;
+    mem(e, "embed.gather", 2 * th, 0, 0); /* gather rows (+ position add) */
+    mem(e, "embed.scatter", 0, (double)T * (double)H * 4.0, 0)->flags |= PART_KF_WGRAD; /* into the fp32 grad */
+    e->params = (double)(V / t * H) + (m->pos == MODEL_POS_LEARNED ? (double)(m->max_positions * H) : 0);
+    e->grad_t[0] = e->params;
+    double tsp = (double)x->Tsp * (double)H * x->ab;
+    mem(h, "final_norm", 2 * tsp, 3 * tsp, 5.0 * (double)x->Tsp * (double)H);
+    gemm(h, "lm_head", 1, T, V / t, H)->flags |= PART_KF_ACT; /* not a TE module: bf16 even under fp8 */
+    /* fp32 vocab-parallel cross-entropy: upcast, max, exp / sum, log-prob
+     * (~14 B per logit) forward; softmax - one-hot and the downcast of the
+     * logits' gradient (~28 B) backward */
+    double logits = (double)T * (double)(V / t);
+    mem(h, "cross_entropy", logits * (x->ab + 12.0), 2 * logits * (x->ab + 12.0), 5.0 * logits);
+    h->params = m->tied_embeddings && x->p->pp == 1 ? 0 : (double)(V / t * H);
+    h->grad_t[0] = h->params;
+    o->embed_tp_bytes = t > 1 ? th : 0;
+    o->head_sp_bytes = t > 1 && x->p->sp ? th : 0;
+    o->vocab_ar_bytes = t > 1 ? (double)T * 4.0 : 0;
+}
+
+/* The bytes CP exchanges per micro-batch on this TP rank: K and V of every
+ * CP rank (MLA: the latent's share), and for the all-to-all Q and the
+ * output. */
+static void cp_bytes(const Tx *x, PartTemplate *o)
+{
+    const ModelSpec *m = x->m;
+    if (x->p->cp <= 1) return;
+    int64_t t = x->t;
+    int64_t kvd = m->kv_lora_rank > 0 ? m->heads * (m->qk_nope_dim + m->qk_rope_dim + m->v_head_dim) / 2
+                                      : kv_heads(m) * m->head_dim;
+    double tok = (double)(x->B * x->Sl);
+    double kv = 2.0 * tok * (double)(kvd / (kvd >= t ? t : 1)) * x->ab;
+    int64_t qd = m->kv_lora_rank > 0 ? m->heads * (m->qk_nope_dim + m->qk_rope_dim) : m->heads * m->head_dim;
+    int64_t od = m->kv_lora_rank > 0 ? m->heads * m->v_head_dim : m->heads * m->head_dim;
+    o->cp_kv_bytes = kv * (double)x->p->cp;
+    o->cp_q_bytes = tok * (double)(qd / t) * x->ab;
+    o->cp_o_bytes = tok * (double)(od / t) * x->ab;
+}
+
+/* ZeRO-3 shards dense parameters over DP x CP and expert parameters over
+ * the expert-DP group, each only where that group has more than one rank. */
+static void fsdp_shards(const ParallelPlan *p, PartBlockT *b)
+{
+    int64_t dpcp = p->dp * p->cp, edp = p->dp * p->cp * p->tp / ((p->etp > 0 ? p->etp : p->tp) * p->ep);
+    if (p->zero < 3) return;
+    b->fsdp_params = dpcp > 1 ? b->params - b->expert_params : 0;
+    b->fsdp_eparams = edp > 1 ? b->expert_params : 0;
+}
+
+void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt, PartTemplate *o)
+{
+    PartRuntime def;
+    if (!rt) {
+        part_runtime_init(&def);
+        rt = &def;
+    }
+    /* no memset of the whole template (kernels are written as they are
+     * added): the sweep builds one per plan it costs */
+    for (int b = 0; b < PART_BLOCK_COUNT; b++) {
+        PartBlockT *bl = &o->b[b];
+        bl->n_k = 0;
+        bl->params = bl->expert_params = bl->fsdp_params = bl->fsdp_eparams = 0;
+        bl->grad_t[0] = bl->grad_t[1] = bl->egrad_t[0] = bl->egrad_t[1] = 0;
+    }
+    o->tp_bytes = o->ep_bytes = o->cp_kv_bytes = o->cp_q_bytes = o->cp_o_bytes = 0;
+    o->embed_tp_bytes = o->head_sp_bytes = o->vocab_ar_bytes = o->boundary_bytes = 0;
+    o->fsdp_layer_params[0] = o->fsdp_layer_params[1] = 0;
+    TsDtype adt = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype; /* activations: bf16 under fp8 */
+    Tx x = {.m = m, .p = p, .rt = rt, .t = p->tp, .B = p->micro_batch, .S = p->seq, .Sl = p->seq / p->cp,
+            .ab = (double)ts_dtype_bytes(adt), .gated = m->act == MODEL_ACT_SWIGLU};
+    x.T = x.B * x.Sl;
+    x.Tsp = p->sp ? x.T / p->tp : x.T;
+    o->tokens = x.T;
+    o->tokens_sp = x.Tsp;
+    o->act_bytes = x.ab;
+    attention(&x, &o->b[PART_BLOCK_ATTN]);
+    dense_mlp(&x, &o->b[PART_BLOCK_MLP]);
+    if (m->experts > 0) moe_mlp(&x, &o->b[PART_BLOCK_MOE]);
+    if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && rt->selective_ops && m->experts == 0 && m->kv_lora_rank == 0)
+        sac_gemms(&x, &o->b[PART_BLOCK_ATTN], &o->b[PART_BLOCK_MLP]);
+    embed_head(&x, o);
+    for (int b = 0; b < PART_BLOCK_COUNT; b++) fsdp_shards(p, &o->b[b]);
+    const PartBlockT *a = &o->b[PART_BLOCK_ATTN];
+    for (int k = 0; k < 2; k++) {
+        const PartBlockT *mb = &o->b[k ? PART_BLOCK_MOE : PART_BLOCK_MLP];
+        o->fsdp_layer_params[k] = a->fsdp_params + a->fsdp_eparams + mb->fsdp_params + mb->fsdp_eparams;
+    }
+    if (p->zero >= 3) {
+        fsdp_copy(&x, &o->b[PART_BLOCK_MLP], o->fsdp_layer_params[0]);
+        if (m->experts > 0) fsdp_copy(&x, &o->b[PART_BLOCK_MOE], o->fsdp_layer_params[1]);
+    }
+    o->tp_bytes = p->tp > 1 ? (double)x.T * (double)m->hidden * x.ab : 0;
+    o->ep_bytes = p->ep > 1 && m->experts > 0 ? (double)(p->sp ? x.Tsp : x.T) * (double)m->topk * (double)m->hidden * x.ab : 0;
+    cp_bytes(&x, o);
+    /* the pipeline message: 1/TP of the activation per TP rank (SP-sharded,
+     * or Megatron's scatter/gather across the boundary), or the whole
+     * activation on every TP rank (DeepSpeed's pipeline engine) */
+    o->boundary_bytes = (double)x.T * (double)m->hidden * x.ab / (rt->ds_pipe ? 1.0 : (double)p->tp);
+}

@@ -27,33 +27,20 @@ static double now_s(void)
 }
 
 static HwModel g_hw;
-static TsDtype g_dt = TS_DTYPE_BF16;
-static double cb_gemm(const void *c, int64_t b, int64_t m, int64_t n, int64_t k)
-{
-    (void)c;
-    return hw_gemm_time_s(&g_hw, b, m, n, k, g_dt);
-}
-static double cb_attn(const void *c, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, bool causal, bool bwd)
-{
-    (void)c;
-    return hw_attention_time_s(&g_hw, b, h, sq, sk, d, causal, bwd, g_dt);
-}
-static double cb_mem(const void *c, double bytes)
-{
-    (void)c;
-    return hw_memory_time_s(&g_hw, bytes);
-}
 
-static int dims(const char *model, int64_t tp, int64_t pp, int64_t gpus, int64_t gbs, int64_t seq, bool rec,
-                WlModelDims *md, WlPlanDims *pd)
+/* The costed step of a preset on a plan (dist-opt, bf16), at the H100's
+ * kernel times, in st (static storage: one step at a time). */
+static int step_of(const char *model, int64_t tp, int64_t pp, int64_t gpus, int64_t gbs, int64_t seq, bool rec,
+                   WlStep *st)
 {
+    static ModelSpec m;
+    static ParallelPlan p;
+    static WlStepStore store;
     TsError err = {0};
-    ModelSpec m;
     if (model_preset(model, &m, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    ParallelPlan p;
     plan_init(&p);
     p.tp = tp;
     p.pp = pp;
@@ -71,15 +58,8 @@ static int dims(const char *model, int64_t tp, int64_t pp, int64_t gpus, int64_t
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    *md = (WlModelDims){.layers = m.layers, .hidden = m.hidden, .heads = m.heads, .kv_heads = m.kv_heads,
-                        .head_dim = m.head_dim, .ffn = m.ffn, .vocab = m.vocab,
-                        .vocab_padded = model_padded_vocab(&m, tp), .swiglu = m.act == MODEL_ACT_SWIGLU,
-                        .tied = m.tied_embeddings, .learned_pos = m.pos == MODEL_POS_LEARNED};
-    snprintf(md->name, sizeof md->name, "%s", m.name);
-    *pd = (WlPlanDims){.world = p.gpus, .tp = p.tp, .cp = p.cp, .pp = p.pp, .vpp = p.vpp, .dp = p.dp, .ep = p.ep,
-                       .sp = p.sp, .micro_batch = p.micro_batch, .seq = p.seq, .ga = p.grad_accum,
-                       .dtype_bytes = 2, .dist_opt = true,
-                       .recompute = rec ? WL_RECOMPUTE_SELECTIVE : WL_RECOMPUTE_NONE, .flash = true};
+    CostCtx cc = {.hw = &g_hw, .dtype = p.dtype, .act_dtype = p.dtype, .tensor_factor = 1.0};
+    wl_step_make(&m, &p, NULL, &cc, &store, st);
     return 0;
 }
 
@@ -120,15 +100,14 @@ static void replay_set(const char *label, const char *prefix, int64_t gpus, doub
 }
 
 static int bench_chakra(const char *label, const char *model, int64_t tp, int64_t pp, int64_t gpus, int64_t gbs,
-                        int64_t seq, const WlCost *c, bool replay)
+                        int64_t seq, bool replay)
 {
-    WlModelDims md;
-    WlPlanDims pd;
-    if (dims(model, tp, pp, gpus, gbs, seq, false, &md, &pd)) return 1;
+    WlStep step;
+    if (step_of(model, tp, pp, gpus, gbs, seq, false, &step)) return 1;
     TsError err = {0};
     Workload *w;
     double t0 = now_s();
-    if (wl_build(&md, &pd, c, NULL, &w, &err)) {
+    if (wl_build(&step, NULL, &w, &err)) {
         fprintf(stderr, "%s: %s\n", label, err.msg);
         return 1;
     }
@@ -186,12 +165,9 @@ int main(void)
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    WlCost c = {NULL, cb_gemm, cb_attn, cb_mem, NULL};
     /* 1. SimAI */
-    WlModelDims md;
-    WlPlanDims pd;
-    if (dims("aicb-llama-405b", 8, 16, 1024, 128, 4096, true, &md, &pd)) return 1;
-    pd.sp = true;
+    WlStep step;
+    if (step_of("aicb-llama-405b", 8, 16, 1024, 128, 4096, true, &step)) return 1;
     WlAicbOptions ao = {.compat_1_1 = true};
     WlSimaiOptions so = {WL_SIMAI_HDR_V1_1};
     int reps = 200;
@@ -199,7 +175,7 @@ int main(void)
     double t0 = now_s();
     for (int i = 0; i < reps; i++) {
         Workload *w;
-        if (wl_build_aicb(&md, &pd, &c, &ao, &w, &err)) return 1;
+        if (wl_build_aicb(&step, &ao, &w, &err)) return 1;
         TsBuf b = {0};
         wl_write_simai(w, &so, &b);
         size = b.len;
@@ -212,10 +188,10 @@ int main(void)
     printf("%-26s %6d ranks  build+format+write %.3f ms  %zu bytes (target < 5 ms)\n", "simai aicb-llama-405b", 1024,
            t * 1e3, size);
     /* 2, 3. Chakra */
-    int rc = bench_chakra("chakra gpt3-175b", "gpt3-175b", 8, 8, 1024, 1536, 2048, &c, false);
-    rc |= bench_chakra("chakra llama3-405b", "llama3-405b", 8, 16, 16384, 1024, 8192, &c, false);
+    int rc = bench_chakra("chakra gpt3-175b", "gpt3-175b", 8, 8, 1024, 1536, 2048, false);
+    rc |= bench_chakra("chakra llama3-405b", "llama3-405b", 8, 16, 16384, 1024, 8192, false);
     /* 4. replaying a Chakra set (last: its memory dominates the max RSS) */
-    rc |= bench_chakra("chakra gpt3-175b 128", "gpt3-175b", 8, 8, 128, 64, 2048, &c, true);
+    rc |= bench_chakra("chakra gpt3-175b 128", "gpt3-175b", 8, 8, 128, 64, 2048, true);
     printf("max RSS %.1f MiB (IR memory scales with classes = pipeline stages; the encoder holds one rank's trace)\n",
            (double)rss_kb() / 1024.0);
     return rc;

@@ -188,6 +188,12 @@ typedef struct PartTemplate {
  * Megatron-Core defaults). */
 void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt, PartTemplate *out);
 void part_runtime_init(PartRuntime *rt);
+/* ZeRO-3's copy-out / copy-in kernel of a unit of `params` elements on this
+ * rank (one kernel per unit: a layer, or the root unit of a stage, the
+ * embedding, final norm and output layer in torchtitan); act_bytes per
+ * parameter gathered, grad_bytes per gradient element reduced; `full`: full
+ * recompute (the backward's copy-out is the recompute's). */
+void part_fsdp_copy_kernel(double params, double act_bytes, double grad_bytes, bool full, PartKernel *out);
 
 /* ---- the partition ------------------------------------------------------------- */
 /* Segment templates: one per kind of repeated work. */

@@ -412,31 +412,18 @@ TsStatus sim_replay_dag(const struct Workload *w, const HwNet *net, double overl
                         SimResult *out, TsError *err);
 
 /* ---- the task graph of a simulated plan (generate.c) ----------------------- */
-/* The generators' flat dims of a model (vocab padded for tp) and of a
- * resolved plan; *split (malloc'd, or NULL) holds the per-chunk layer counts
- * of the plan's uneven rule, which d->stage_layers borrows: free it after
- * the build. */
-void sim_wl_model_dims(const ModelSpec *m, int64_t tp, WlModelDims *d);
-TsStatus sim_wl_plan_dims(const ModelSpec *m, const ParallelPlan *p, WlPlanDims *d, int64_t **split, TsError *err);
-/* hw.h's compute model behind WlCost, as the simulator costs kernels: GEMMs
- * and attention scaled by tensor_factor (sim_tensor_factor), FP8 layer GEMMs
- * with their casts, the LM head and attention at the activation dtype. The
- * context must outlive the WlCost. */
-typedef struct SimWlCostCtx {
-    const HwModel *hw;
-    TsDtype dtype;         /* the plan's training dtype */
-    double tensor_factor;  /* sim_tensor_factor of the job */
-} SimWlCostCtx;
-WlCost sim_wl_cost(const SimWlCostCtx *ctx);
 /* The simulator's runtime options as the task-graph generator takes them
  * (the plan-dependent ones, Shampoo's rate and the BF16 accumulation, are
  * sim_workload_build's). */
 void sim_wl_build_options(const SimOptions *o, WlBuildOptions *bo);
-/* The task graph (wl_build: the JSON / Chakra workload) of in's plan, costed
- * and scheduled as sim_simulate models it, so that its replay
+/* The task graph (wl_build: the JSON / Chakra workload) of in's plan, its
+ * layer template costed as sim_simulate costs it, so that its replay
  * (sim_replay_dag) agrees with the simulation. Resolves in->plan with the
  * simulator's own plan rules (TS_ERR_PLAN, as sim_simulate). */
 TsStatus sim_workload_build(SimSetup *in, Workload **out, TsError *err);
+/* AICB's SimAI rows (wl_build_aicb) of in's plan, costed the same way, CP
+ * folded into DP (AICB has none). */
+TsStatus sim_workload_build_aicb(SimSetup *in, bool compat_1_1, Workload **out, TsError *err);
 
 /* With record: out->spans holds one 'T' span per task that occupies a stream
  * (compute, collective, send; named after the task, the workload must

@@ -41,6 +41,7 @@
 #define TRAINSIM_WORKLOAD_H
 
 #include "trainsim/common.h"
+#include "trainsim/cost.h"
 #include "trainsim/hw.h"
 
 #define WL_JSON_VERSION 1          /* "trainsim-workload" JSON schema version */
@@ -282,68 +283,28 @@ TsStatus wl_validate(const Workload *w, TsError *err);
  * without a SEND; -2 when out of memory. */
 int32_t wl_pair_p2p(const Workload *w, int32_t *send_of);
 
-/* ---- generators (model + plan -> Workload) ------------------------------------ */
-/* Compute-time callbacks for one TP shard (the CLI wires hw.h's model in;
- * tests may pass their own). Times in seconds. */
-typedef struct WlCost {
-    const void *ctx;
-    /* batch independent (M x K) @ (K x N) products */
-    double (*gemm_s)(const void *ctx, int64_t batch, int64_t m, int64_t n, int64_t k);
-    /* fused attention core, B x heads, sq x sk, head dim d */
-    double (*attn_s)(const void *ctx, int64_t b, int64_t heads, int64_t sq, int64_t sk, int64_t d,
-                     bool causal, bool backward);
-    /* memory-bound kernel moving `bytes` */
-    double (*mem_s)(const void *ctx, double bytes);
-    /* optional: forward, input-gradient and weight-gradient times of batch
-     * (M x K) @ (K x N) products, as the simulator costs them: a
-     * transformer-layer GEMM (`layer`) at the plan's GEMM dtype with what
-     * that dtype adds (FP8 casts), the LM head at the activation dtype.
-     * NULL: gemm_s for all three passes. */
-    void (*gemm3_s)(const void *ctx, int64_t batch, int64_t m, int64_t n, int64_t k, bool layer, double t[3]);
-} WlCost;
+/* ---- generators (the costed step -> Workload) ---------------------------------- */
+/* What a generator expands: the model and its resolved plan, the plan's layer
+ * template (partition.h) and its costs (cost.h), and the costing context for
+ * the step-level kernels (the optimizer). The generators cost nothing
+ * themselves, so a generated workload carries the kernel times the simulator
+ * assumes. wl_step_make fills one from its parts. */
+typedef struct WlStep {
+    const ModelSpec *model;
+    const ParallelPlan *plan;
+    const PartTemplate *tpl;
+    const CostStep *cost;
+    CostCtx cc;
+} WlStep;
+/* Storage for wl_step_make (~40 KB: allocate it, or keep it static). */
+typedef struct WlStepStore {
+    PartTemplate tpl;
+    CostStep cost;
+} WlStepStore;
+/* part_template + cost_step of a resolved plan into st, pointing s at them. */
+void wl_step_make(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt, const CostCtx *cc,
+                  WlStepStore *st, WlStep *s);
 
-/* Megatron-style plan as the generators need it (filled from plan.h's
- * ParallelPlan by the caller, so this header stays independent of it). */
-typedef enum { WL_SCHED_1F1B, WL_SCHED_INTERLEAVED, WL_SCHED_GPIPE } WlSchedule;
-typedef enum { WL_RECOMPUTE_NONE, WL_RECOMPUTE_SELECTIVE, WL_RECOMPUTE_FULL } WlRecompute;
-
-typedef struct WlModelDims {
-    char name[64];          /* "gpt3-175b" */
-    int64_t layers, hidden, heads, kv_heads, head_dim, ffn, vocab, vocab_padded;
-    bool swiglu;            /* 3-matrix gated MLP */
-    bool tied;              /* LM head tied to the word embedding */
-    bool learned_pos;       /* learned position embedding (max_positions rows) */
-    bool rope;              /* rotary position embedding on q and k */
-    bool dropout;           /* dropout after attention and MLP (hidden dropout > 0) */
-    bool attn_dropout;      /* dropout on the attention probabilities (unfused core) */
-    int64_t experts, topk, moe_ffn, dense_layers; /* experts = 0: dense */
-    int64_t shared_experts;   /* always-on experts of moe_ffn width per MoE layer, 0 */
-    /* multi-head latent attention (DeepSeek), kv_lora_rank = 0: ordinary attention */
-    int64_t q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim;
-} WlModelDims;
-
-typedef struct WlPlanDims {
-    int64_t world, tp, cp, pp, vpp, dp, ep;
-    int64_t etp;                   /* expert tensor parallel size, 0 = tp */
-    bool sp;
-    int64_t micro_batch, seq, ga;  /* B sequences, S tokens, micro-batches per step */
-    int dtype_bytes;               /* 2 */
-    int zero;                      /* 0..3 */
-    bool dist_opt;                 /* Megatron distributed optimizer */
-    bool shampoo;                  /* Shampoo optimizer */
-    int64_t shampoo_blocks;        /* K blocks per weight matrix, 1 */
-    WlRecompute recompute;
-    WlSchedule schedule;
-    bool flash;                    /* fused attention core */
-    bool tp_overlap;               /* TP collectives overlapped with the block's GEMMs (TE
-                                      userbuffers, --tp-overlap) */
-    const int64_t *stage_layers;   /* borrowed: layers per chunk (pp*vpp entries, chunk
-                                      c = vstage*pp + stage), plan's --stage-layers; NULL =
-                                      even split (the first layers % chunks chunks +1) */
-    int32_t n_stage_layers;        /* entries in stage_layers, 0 */
-} WlPlanDims;
-
-struct WlBuildOptions;
 typedef struct WlAicbOptions {
     bool compat_1_1;        /* AICB v1.1 (Sep 2024): 2x word embedding, MockedParam sizes, no vpp:
                                in the header, AIOB's arrangement (backward = forward, stale
@@ -354,8 +315,7 @@ typedef struct WlAicbOptions {
 } WlAicbOptions;
 /* AICB/SimAI layer rows for one pipeline stage (simai_aicb.md §2-3): the
  * stage with the most layers, its blocks costed as wl_build costs them. */
-TsStatus wl_build_aicb(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
-                       const WlAicbOptions *o, Workload **out, TsError *err);
+TsStatus wl_build_aicb(const WlStep *s, const WlAicbOptions *o, Workload **out, TsError *err);
 
 /* How context parallelism exchanges K/V (the simulator's SimCpComm, same order). */
 typedef enum WlCpComm {
@@ -404,8 +364,7 @@ typedef struct WlBuildOptions {
  * when cp > 1) overlapped with the last backward, the tied word-embedding
  * gradient all-reduce between the first and last stage (pp > 1), optimizer
  * step (Shampoo preconditioners + gather). */
-TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
-                  const WlBuildOptions *o, Workload **out, TsError *err);
+TsStatus wl_build(const WlStep *s, const WlBuildOptions *o, Workload **out, TsError *err);
 
 /* The per-operator table of a GPT-2 style model as NeuSight traces it
  * (torch.fx node names). Every row is costed by hw.h (hw_op_time_s on a
@@ -416,7 +375,7 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c,
 typedef struct WlOptableOptions {
     bool neusight;          /* keep the seed's size quirks; MEM rows by NeuSight's formula */
 } WlOptableOptions;
-TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const HwModel *hw, TsDtype dt,
+TsStatus wl_build_optable(const ModelSpec *m, const ParallelPlan *p, const HwModel *hw,
                           const WlOptableOptions *o, Workload **out, TsError *err);
 
 /* ---- readers ---------------------------------------------------------------- */

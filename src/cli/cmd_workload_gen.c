@@ -75,25 +75,13 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
         cli_hw_free(&g->loaded);
         return st ? cli_fail(&err) : 0;
     }
-    SimWlCostCtx cc = {.hw = &g->loaded.model, .dtype = p.dtype,
-                       .tensor_factor = sim_tensor_factor(&g->loaded.model.gpu, &so, p.gpus)};
-    WlCost cost = sim_wl_cost(&cc);
-    WlModelDims md;
-    WlPlanDims pd;
-    int64_t *split = NULL;
-    sim_wl_model_dims(&m, p.tp, &md);
-    if ((st = sim_wl_plan_dims(&m, &p, &pd, &split, &err)) == TS_OK) {
-        if (g->fmt == WL_FMT_SIMAI || g->fmt == WL_FMT_ASTRASIM) {
-            WlBuildOptions bo;
-            sim_wl_build_options(&so, &bo);
-            WlAicbOptions ao = {.compat_1_1 = g->aicb_compat, .build = &bo};
-            st = wl_build_aicb(&md, &pd, &cost, &ao, out, &err);
-        } else {
-            WlOptableOptions oo = {.neusight = g->neusight};
-            st = wl_build_optable(&md, &pd, &g->loaded.model, p.dtype, &oo, out, &err);
-        }
+    if (g->fmt == WL_FMT_SIMAI || g->fmt == WL_FMT_ASTRASIM) {
+        SimSetup in = {.model = &m, .plan = p, .hw = &g->loaded.model, .net = &g->loaded.net, .opt = so};
+        st = sim_workload_build_aicb(&in, g->aicb_compat, out, &err);
+    } else {
+        WlOptableOptions oo = {.neusight = g->neusight};
+        st = wl_build_optable(&m, &p, &g->loaded.model, &oo, out, &err);
     }
-    free(split);
     cli_hw_free(&g->loaded);
     return st ? cli_fail(&err) : 0;
 }

@@ -8,41 +8,65 @@
  * (tests/unit/test_partition.c checks it). */
 #include "part_int.h"
 
-static double norm_w(const ModelSpec *m)
+double part_norm_params(const ModelSpec *m)
 {
     return m->norm == MODEL_NORM_LAYERNORM ? 2.0 * (double)m->hidden : (double)m->hidden;
 }
 
+static double norm_w(const ModelSpec *m) { return part_norm_params(m); }
+
 static bool is_mla(const ModelSpec *m) { return m->q_lora_rank > 0 || m->kv_lora_rank > 0; }
+
+void part_attn_params(const ModelSpec *m, PartAttnParams *o)
+{
+    double H = (double)m->hidden, A = (double)m->heads, G = (double)m->kv_heads;
+    double D = (double)m->head_dim;
+    o->rep = norm_w(m);
+    o->tp = 0;
+    if (is_mla(m)) {
+        double qk = (double)(m->qk_nope_dim + m->qk_rope_dim), qr = (double)m->q_lora_rank;
+        double kvr = (double)m->kv_lora_rank, vd = (double)m->v_head_dim;
+        if (m->q_lora_rank > 0) { o->rep += H * qr + qr; o->tp += qr * A * qk; }
+        else o->tp += H * A * qk;
+        o->rep += H * (kvr + (double)m->qk_rope_dim) + kvr;
+        o->proj_tp = A * vd * H;
+        o->proj_rep = 0;
+        o->tp += kvr * A * ((double)m->qk_nope_dim + vd) + o->proj_tp;
+        return;
+    }
+    double qkv = A * D + 2 * G * D;
+    o->proj_tp = A * D * H;
+    o->proj_rep = m->proj_bias ? H : 0;
+    o->tp += H * qkv + (m->qkv_bias ? qkv : 0) + o->proj_tp;
+    o->rep += o->proj_rep;
+    if (m->qk_norm) o->rep += 2 * D;
+}
+
+void part_mlp_params(const ModelSpec *m, double F, bool bias, PartMlpParams *o)
+{
+    double H = (double)m->hidden;
+    bool gated = m->act == MODEL_ACT_SWIGLU;
+    o->tp = (gated ? 3 : 2) * H * F + (bias ? (gated ? 2 : 1) * F : 0);
+    o->rep = bias ? H : 0;
+    o->fc2_tp = H * F;
+    o->fc2_rep = o->rep;
+}
 
 /* Attention block including its input norm: tp-split and replicated parts. */
 static void attn_counts(const ModelSpec *m, double *tp, double *rep)
 {
-    double H = (double)m->hidden, A = (double)m->heads, G = (double)m->kv_heads;
-    double D = (double)m->head_dim;
-    *rep = norm_w(m);
-    *tp = 0;
-    if (is_mla(m)) {
-        double qk = (double)(m->qk_nope_dim + m->qk_rope_dim), qr = (double)m->q_lora_rank;
-        double kvr = (double)m->kv_lora_rank, vd = (double)m->v_head_dim;
-        if (m->q_lora_rank > 0) { *rep += H * qr + qr; *tp += qr * A * qk; }
-        else *tp += H * A * qk;
-        *rep += H * (kvr + (double)m->qk_rope_dim) + kvr;
-        *tp += kvr * A * ((double)m->qk_nope_dim + vd) + A * vd * H;
-        return;
-    }
-    double qkv = A * D + 2 * G * D;
-    *tp += H * qkv + (m->qkv_bias ? qkv : 0) + A * D * H;
-    *rep += m->proj_bias ? H : 0;
-    if (m->qk_norm) *rep += 2 * D;
+    PartAttnParams a;
+    part_attn_params(m, &a);
+    *tp = a.tp;
+    *rep = a.rep;
 }
 
 static void mlp_counts(const ModelSpec *m, double F, bool bias, double *tp, double *rep)
 {
-    double H = (double)m->hidden;
-    bool gated = m->act == MODEL_ACT_SWIGLU;
-    *tp = (gated ? 3 : 2) * H * F + (bias ? (gated ? 2 : 1) * F : 0);
-    *rep = bias ? H : 0;
+    PartMlpParams p;
+    part_mlp_params(m, F, bias, &p);
+    *tp = p.tp;
+    *rep = p.rep;
 }
 
 void part_counts(const ModelSpec *m, int64_t tp, PartCounts *c)

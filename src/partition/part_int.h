@@ -21,6 +21,23 @@ typedef struct PartCounts {
 } PartCounts;
 
 void part_counts(const ModelSpec *m, int64_t tp, PartCounts *c);
+
+/* One module's parameter elements, unsharded (tp: split over TP, rep:
+ * replicated on every TP rank), as Megatron-Core's layer specs hold them:
+ * the attention block with its input norm (and the output projection's
+ * share), a dense MLP of width F without its norm (and fc2's share). */
+typedef struct PartAttnParams {
+    double tp, rep;              /* the whole block */
+    double proj_tp, proj_rep;    /* of which the output projection (row-parallel, bias replicated) */
+} PartAttnParams;
+typedef struct PartMlpParams {
+    double tp, rep;              /* fc1 (gate + up) and fc2, biases */
+    double fc2_tp, fc2_rep;      /* of which fc2 */
+} PartMlpParams;
+void part_attn_params(const ModelSpec *m, PartAttnParams *out);
+void part_mlp_params(const ModelSpec *m, double F, bool bias, PartMlpParams *out);
+/* A norm's weights: LayerNorm 2H (weight + bias), RMSNorm H. */
+double part_norm_params(const ModelSpec *m);
 /* MoE layers among layers [a, b). O(1). */
 int64_t part_moe_in_range(const ModelSpec *m, int64_t a, int64_t b);
 /* Shampoo preconditioner bytes (fp32 statistics + inverse roots, 8*(a^2+b^2)

@@ -138,23 +138,21 @@ static void attention(const Tx *x, PartBlockT *b)
         double o = 2.0 * (double)T * (double)(A * dv / t) * x->ab;
         mem(b, "repeat_kv", kv + o, kv + o, 0);
     }
-    /* parameters: the output projection (+ norm) is the first gradient
-     * tensor of the backward, then QKV */
-    double proj = (double)(A * dv * H / t) + 2.0 * (double)H;
-    double qkv;
-    if (m->kv_lora_rank > 0)
-        qkv = (double)(H * (m->q_lora_rank ? m->q_lora_rank : 0) + (m->q_lora_rank ? m->q_lora_rank : H) * A * dqk / t +
-                       H * (m->kv_lora_rank + m->qk_rope_dim) + m->kv_lora_rank * A * (m->qk_nope_dim + dv) / t);
-    else
-        qkv = (double)(H * (A + 2 * G) * D / t);
-    b->params = qkv + proj;
+    /* parameters (part_attn_params: biases, QK norms, MLA's replicated
+     * down-projections and norms): the output projection is the first
+     * gradient tensor of the backward, then QKV with the input norm (Transformer
+     * Engine's fused layernorm_linear holds both) */
+    PartAttnParams ap;
+    part_attn_params(m, &ap);
+    double proj = ap.proj_tp / (double)t + ap.proj_rep;
+    b->params = ap.tp / (double)t + ap.rep;
     b->grad_t[0] = proj;
-    b->grad_t[1] = qkv;
+    b->grad_t[1] = b->params - proj;
 }
 
 /* Dense MLP of width ffn (ffn/tp per rank) on `tokens` tokens, without its
  * half-layer kernels: fc1 (gate + up), activation, fc2. */
-static double mlp(const Tx *x, PartBlockT *b, int64_t tokens, int64_t ffn, const char *const nm[4])
+static void mlp(const Tx *x, PartBlockT *b, int64_t tokens, int64_t ffn, const char *const nm[4])
 {
     int64_t H = x->m->hidden, t = x->t;
     if (x->gated && x->rt->eager) { /* w1 and w3 separate nn.Linear */
@@ -167,17 +165,19 @@ static double mlp(const Tx *x, PartBlockT *b, int64_t tokens, int64_t ffn, const
     if (x->gated && x->rt->eager) mem(b, nm[2], act * 5.0, act * 8.0, 8.0 * el); /* silu(a) then * b */
     else mem(b, nm[2], act * (x->gated ? 3.0 : 2.0), act * (x->gated ? 5.0 : 3.0), 8.0 * el);
     gemm(b, nm[3], 1, tokens, H, ffn / t);
-    return (double)((x->gated ? 3 : 2) * H * ffn / t);
 }
 
 static void dense_mlp(const Tx *x, PartBlockT *b)
 {
     static const char *const NM[4] = {"fc1", "fc3", "act", "fc2"};
     half_layer(x, b);
-    double p = mlp(x, b, x->T, x->m->ffn, NM);
-    b->params = p;
-    b->grad_t[0] = (double)(x->m->hidden * x->m->ffn / x->t); /* fc2, then fc1 */
-    b->grad_t[1] = p - b->grad_t[0];
+    mlp(x, b, x->T, x->m->ffn, NM);
+    PartMlpParams mp;
+    part_mlp_params(x->m, (double)x->m->ffn, x->m->mlp_bias, &mp);
+    double t = (double)x->t;
+    b->params = mp.tp / t + mp.rep + part_norm_params(x->m);
+    b->grad_t[0] = mp.fc2_tp / t + mp.fc2_rep; /* fc2, then fc1 with the norm */
+    b->grad_t[1] = b->params - b->grad_t[0];
 }
 
 /* MoE MLP: router over the tokens the rank routes (Tsp under SP), the local
@@ -210,11 +210,17 @@ static void moe_mlp(const Tx *x, PartBlockT *b)
         ac->flops[i] *= nk;
     }
     mem(b, "permute", 4.0 * pairs * (double)H * x->ab, 4.0 * pairs * (double)H * x->ab, 0)->flags |= PART_KF_PERMUTE;
-    double shared = m->shared_experts > 0 ? mlp(x, b, x->T, m->moe_ffn * m->shared_experts, NM) : 0;
+    double shared = 0;
+    if (m->shared_experts > 0) {
+        mlp(x, b, x->T, m->moe_ffn * m->shared_experts, NM);
+        PartMlpParams sp;
+        part_mlp_params(m, (double)(m->moe_ffn * m->shared_experts), false, &sp);
+        shared = sp.tp / (double)x->t + sp.rep;
+    }
     double ex = (double)((x->gated ? 3 : 2) * H * EF) * (double)local;
     b->expert_params = ex;
-    b->params = ex + (double)(H * E) + shared;
-    b->grad_t[0] = (double)(H * E) + shared; /* router + shared experts, as one */
+    b->params = ex + (double)(H * E) + shared + part_norm_params(m);
+    b->grad_t[0] = b->params - ex; /* norm, router and shared experts, as one */
     b->egrad_t[0] = (double)(H * EF) * (double)local; /* all local fc2, then fc1 */
     b->egrad_t[1] = ex - b->egrad_t[0];
 }
@@ -235,16 +241,13 @@ static void sac_gemms(const Tx *x, PartBlockT *attn, PartBlockT *mlp_b)
 
 /* ZeRO-3 / FSDP: the layer's gathered flat buffer copied out into the
  * parameters before each use (read + write), the gradients copied in (cast
- * to the reduction dtype) before the reduce-scatter; under full recompute
- * the backward's copy-out is the recompute's. One kernel per layer, on the
- * layer's second block. */
+ * to the reduction dtype) before the reduce-scatter. One kernel per layer,
+ * on the layer's second block. */
 static void fsdp_copy(const Tx *x, PartBlockT *b, double gp)
 {
-    if (!(gp > 0)) return;
-    double out_b = x->p->recompute == PLAN_RECOMPUTE_FULL ? 0.0 : 2.0 * x->ab;
+    if (!(gp > 0) || b->n_k >= PART_MAX_KERNELS) return;
     double gr = x->rt->grad_bytes > 0 ? x->rt->grad_bytes : x->ab;
-    PartKernel *k = mem(b, "fsdp.copy", 2.0 * gp * x->ab, gp * (out_b + x->ab + gr), 0);
-    k->flags |= PART_KF_FSDP;
+    part_fsdp_copy_kernel(gp, x->ab, gr, x->p->recompute == PLAN_RECOMPUTE_FULL, &b->k[b->n_k++]);
 }
 
 static void embed_head(const Tx *x, PartTemplate *o)
@@ -255,7 +258,8 @@ static void embed_head(const Tx *x, PartTemplate *o)
     double th = (double)T * (double)H * x->ab;
     mem(e, "embed.gather", 2 * th, 0, 0); /* gather rows (+ position add) */
     mem(e, "embed.scatter", 0, (double)T * (double)H * 4.0, 0)->flags |= PART_KF_WGRAD; /* into the fp32 grad */
-    e->params = (double)(V / t * H) + (m->pos == MODEL_POS_LEARNED ? (double)(m->max_positions * H) : 0);
+    e->params = (double)(V / t * H) + (m->pos == MODEL_POS_LEARNED ? (double)(m->max_positions * H) : 0) +
+                (double)(m->type_vocab * H) + (m->embed_norm ? part_norm_params(m) : 0);
     e->grad_t[0] = e->params;
     double tsp = (double)x->Tsp * (double)H * x->ab;
     mem(h, "final_norm", 2 * tsp, 3 * tsp, 5.0 * (double)x->Tsp * (double)H);
@@ -265,7 +269,10 @@ static void embed_head(const Tx *x, PartTemplate *o)
      * logits' gradient (~28 B) backward */
     double logits = (double)T * (double)(V / t);
     mem(h, "cross_entropy", logits * (x->ab + 12.0), 2 * logits * (x->ab + 12.0), 5.0 * logits);
-    h->params = m->tied_embeddings && x->p->pp == 1 ? 0 : (double)(V / t * H);
+    /* the output layer (tied: its own copy of the word embedding on the
+     * last stage when there are several), the final norm, BERT's pooler */
+    h->params = (m->tied_embeddings && x->p->pp == 1 ? 0 : (double)(V / t * H)) +
+                (m->arch == MODEL_ARCH_BERT ? 0 : part_norm_params(m)) + (m->pooler ? (double)(H * H + H) : 0);
     h->grad_t[0] = h->params;
     o->embed_tp_bytes = t > 1 ? th : 0;
     o->head_sp_bytes = t > 1 && x->p->sp ? th : 0;
@@ -350,4 +357,16 @@ void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime 
      * or Megatron's scatter/gather across the boundary), or the whole
      * activation on every TP rank (DeepSpeed's pipeline engine) */
     o->boundary_bytes = (double)x.T * (double)m->hidden * x.ab / (rt->ds_pipe ? 1.0 : (double)p->tp);
+}
+
+void part_fsdp_copy_kernel(double params, double ab, double gr, bool full, PartKernel *k)
+{
+    memset(k, 0, sizeof *k);
+    k->name = "fsdp.copy";
+    k->kind = PART_K_MEM;
+    k->part = PART_KP_MEM;
+    k->flags = PART_KF_FSDP;
+    k->count = 1;
+    k->fwd_bytes = 2.0 * params * ab;
+    k->bwd_bytes = params * ((full ? 0.0 : 2.0 * ab) + ab + gr);
 }

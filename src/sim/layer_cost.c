@@ -51,31 +51,38 @@ static void fsdp_compute_share(const ParallelPlan *p, const LayerCost *lc, doubl
     *cb = wb > 0 ? (lc->bwd + rc) / wb : 0;
 }
 
-/* Model FLOPs per token of one layer's forward (unsharded), and what its
- * recomputation adds (hardware FLOPs). */
+/* Model FLOPs per token of one layer's forward (unsharded: 2 FLOPs per
+ * multiply-accumulate of its projections, the attention counted full),
+ * and what its recomputation adds (hardware FLOPs). */
 static void layer_flops(const Ctx *x, bool moe, LayerCost *lc)
 {
     const ModelSpec *m = x->m;
-    const PartTemplate *t = x->tpl;
-    int64_t H = m->hidden, tp = x->t;
-    int64_t dqk = m->kv_lora_rank > 0 ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
-    double gw = x->gated ? 3.0 : 2.0;
-    lc->fwd_flops_token = 2.0 * t->b[PART_BLOCK_ATTN].params * (double)tp + 4.0 * (double)x->S * (double)m->heads * (double)dqk;
-    if (!moe) {
-        lc->fwd_flops_token += 2.0 * t->b[PART_BLOCK_MLP].params * (double)tp;
+    int64_t H = m->hidden, t = x->t, A = m->heads, G = m->kv_heads, D = m->head_dim;
+    int64_t dqk = D, dv = D;
+    double gw = x->gated ? 3.0 : 2.0, attn;
+    if (m->kv_lora_rank > 0) {
+        dqk = m->qk_nope_dim + m->qk_rope_dim;
+        dv = m->v_head_dim;
+        attn = (double)(H * (m->q_lora_rank ? m->q_lora_rank : 0) + (m->q_lora_rank ? m->q_lora_rank : H) * A * dqk / t +
+                        H * (m->kv_lora_rank + m->qk_rope_dim) + m->kv_lora_rank * A * (m->qk_nope_dim + dv) / t);
     } else {
-        const PartBlockT *e = &t->b[PART_BLOCK_MOE];
-        double shared = e->params - e->expert_params - (double)(H * m->experts);
-        lc->fwd_flops_token += 2.0 * (double)m->topk * gw * (double)(H * m->moe_ffn) + 2.0 * (double)(H * m->experts) +
-                               2.0 * shared * (double)tp;
+        attn = (double)(H * (A + 2 * G) * D / t);
+    }
+    attn += (double)(A * dv * H / t) + 2.0 * (double)H;
+    lc->fwd_flops_token = 2.0 * attn * (double)t + 4.0 * (double)x->S * (double)A * (double)dqk;
+    if (!moe) {
+        lc->fwd_flops_token += 2.0 * (double)((x->gated ? 3 : 2) * H * m->ffn / t) * (double)t;
+    } else {
+        lc->fwd_flops_token += 2.0 * (double)m->topk * gw * (double)(H * m->moe_ffn) + 2.0 * (double)(H * m->experts);
+        if (m->shared_experts > 0)
+            lc->fwd_flops_token += 2.0 * (double)((x->gated ? 3 : 2) * H * (m->moe_ffn * m->shared_experts) / t) * (double)t;
     }
     PartRuntime rt;
     sim_part_runtime(x->o, &rt);
     if (cost_sac(m, x->p, &rt))
-        lc->recompute_flops_token =
-            2.0 * ((double)(m->kv_heads * m->head_dim * H + H * m->heads * m->head_dim + m->ffn * H) / (double)tp) * (double)tp;
+        lc->recompute_flops_token = 2.0 * ((double)(G * D * H + H * A * D + m->ffn * H) / (double)t) * (double)t;
     else if (x->p->recompute == PLAN_RECOMPUTE_SELECTIVE)
-        lc->recompute_flops_token = 4.0 * (double)x->S * (double)m->heads * (double)m->head_dim;
+        lc->recompute_flops_token = 4.0 * (double)x->S * (double)A * (double)D;
     else if (x->p->recompute == PLAN_RECOMPUTE_FULL)
         lc->recompute_flops_token = lc->fwd_flops_token;
 }
@@ -224,8 +231,13 @@ double sim_fsdp_root(const Ctx *x, double emb_params, double head_params, const 
     if (rp > 0) {
         f = sim_coll(x, TS_COLL_ALLGATHER, rp * x->ab, &x->dpg, "dp");
         b = sim_coll(x, TS_COLL_REDUCESCATTER, rp * gr, &x->dpg, "dp");
-        c->compute_fwd_s += hw_memory_time_s(x->hw, 2.0 * rp * x->ab);
-        c->compute_bwd_s += hw_memory_time_s(x->hw, rp * (x->ab + gr));
+        PartKernel k; /* the root unit's copies: the layers' rule, never under recompute */
+        part_fsdp_copy_kernel(rp, x->ab, gr, true, &k);
+        CostCtx cc = {.hw = x->hw, .dtype = x->dt, .act_dtype = x->adt, .tensor_factor = x->tc};
+        double t[3];
+        cost_kernel(&cc, &k, t);
+        c->compute_fwd_s += t[0];
+        c->compute_bwd_s += t[1] + t[2];
     }
     /* first block: forward gather and backward reduce-scatter exposed, the
      * backward re-gather still prefetched under the next block */

@@ -3,7 +3,9 @@
  * compute times of trainsim's costing (builder_cost.c, the blocks the task
  * graph and the simulator cost alike) instead of AIOB measurements.
  *
- * Default mode writes what makes SimAI compute the plan that was asked for:
+ * The plan the file is written for has CP folded into DP (AICB has no
+ * context parallelism: the CLI warns). Default mode writes what makes SimAI
+ * compute the plan that was asked for:
  * `vpp:` is the plan's interleaving degree (SimAI's bubble formula divides by
  * it), tensor-parallel collectives are NONE at TP 1, every row carries the
  * kernel times of its block (backward as costed, recomputation in the
@@ -69,11 +71,10 @@ typedef struct Stage {
     int64_t n_layers, n_moe;
 } Stage;
 
-static bool is_moe(const WlModelDims *m, int64_t l) { return m->experts > 0 && l >= m->dense_layers; }
 
 /* The pipeline rank with the most layers over its chunks (ties: the most MoE
  * layers, then the lowest rank), its layers in chunk order. */
-static bool pick_stage(const WlModelDims *m, const WlPlanDims *p, Stage *st)
+static bool pick_stage(const ModelSpec *m, const ParallelPlan *p, Stage *st)
 {
     int64_t v = p->vpp > 1 ? p->vpp : 1, chunks = p->pp * v;
     int64_t *first = malloc((size_t)(chunks + 1) * sizeof *first);
@@ -85,7 +86,7 @@ static bool pick_stage(const WlModelDims *m, const WlPlanDims *p, Stage *st)
         for (int64_t k = 0; k < v; k++)
             for (int64_t l = first[k * p->pp + s]; l < first[k * p->pp + s + 1]; l++) {
                 n++;
-                nm += is_moe(m, l);
+                nm += model_layer_is_moe(m, l);
             }
         if (n > best_n || (n == best_n && nm > best_moe)) {
             best = s;
@@ -112,9 +113,9 @@ typedef struct Sizes {
     double P_moe; /* of which routed experts */
 } Sizes;
 
-static void compat_sizes(const WlModelDims *m, const WlPlanDims *p, int64_t L, Sizes *s)
+static void compat_sizes(const ModelSpec *m, const ParallelPlan *p, int64_t L, Sizes *s)
 {
-    int64_t tp = p->tp, H = m->hidden, S = p->seq, V = m->vocab_padded, kv_ch = H / m->heads;
+    int64_t tp = p->tp, H = m->hidden, S = p->seq, V = model_padded_vocab(m, tp), kv_ch = H / m->heads;
     double emb = 2.0 * (double)(V / tp) * (double)H + (double)S * (double)H;
     double attn = (double)H * (double)(3 * kv_ch * m->heads / tp) + (double)H * (double)(kv_ch * m->heads / tp);
     double ln = p->sp ? 2.0 * (double)H : 0;
@@ -136,7 +137,7 @@ static void plan_sizes(const Gen *g, const Stage *st, Sizes *s)
     s->P = g->embed.params + g->head.params;
     s->P_moe = 0;
     for (int64_t i = 0; i < st->n_layers; i++) {
-        bool moe = is_moe(g->m, st->layers[i]);
+        bool moe = model_layer_is_moe(g->m, st->layers[i]);
         s->P += g->attn.params + (moe ? g->moe.params : g->mlp.params);
         s->P_moe += moe ? g->moe.eparams : 0;
     }
@@ -151,20 +152,16 @@ static void block_ns(const Block *b, double t[3])
     t[2] = b->wg_s * 1e9;
 }
 
-TsStatus wl_build_aicb(const WlModelDims *m, const WlPlanDims *p0, const WlCost *c, const WlAicbOptions *o,
-                       Workload **out, TsError *err)
+TsStatus wl_build_aicb(const WlStep *step, const WlAicbOptions *o, Workload **out, TsError *err)
 {
     *out = NULL;
     bool compat = o && o->compat_1_1;
     WlBuildOptions def = {0};
-    /* AICB has no context parallelism: CP ranks are data-parallel ranks with
-     * whole sequences (the CLI warns) */
-    WlPlanDims pd = *p0;
-    pd.dp = p0->dp * (p0->cp > 1 ? p0->cp : 1);
-    pd.cp = 1;
-    const WlPlanDims *p = &pd;
-    Gen g = {.m = m, .p = p, .c = c, .o = o && o->build ? o->build : &def, .dpn = p->dp, .edpn = p->dp / (p->ep > 0 ? p->ep : 1)};
-    wl_gen_layer_costs(&g);
+    const ModelSpec *m = step->model;
+    const ParallelPlan *p = step->plan;
+    Gen g = {.m = m, .p = p, .t = step->tpl, .cc = &step->cc, .o = o && o->build ? o->build : &def, .n_chunks = p->pp * p->vpp,
+             .dpn = p->dp * p->cp};
+    wl_gen_blocks(&g, step->cost);
     Stage st = {0};
     if (!pick_stage(m, p, &st)) return ts_err(err, TS_ERR_INTERNAL, "out of memory building the AICB workload");
     int64_t tp = p->tp, S = p->seq, B = p->micro_batch, H = m->hidden;
@@ -177,15 +174,15 @@ TsStatus wl_build_aicb(const WlModelDims *m, const WlPlanDims *p0, const WlCost 
     /* the optimizer step on the rank's shard (AICB's grad_param_compute: its
      * param_time, one pass over the fp32 state) */
     double opt_bytes = g.o->optimizer_bytes > 0 ? g.o->optimizer_bytes : 24.0;
-    double opt_ns = floor(c->mem_s(c->ctx, opt_bytes * sz.P / (double)p->dp) * 1e9);
+    double opt_ns = floor(hw_memory_time_s(step->cc.hw, opt_bytes * sz.P / (double)p->dp) * 1e9);
 
-    Workload *w = wl_create(p0->world, err);
+    Workload *w = wl_create(p->gpus, err);
     if (!w) {
         free(st.layers);
         return TS_ERR_INTERNAL;
     }
-    w->par = (WlParallel){.world = p0->world, .tp = tp, .cp = 1, .pp = p->pp, .dp = p->dp, .ep = p->ep,
-                          .vpp = p->vpp > 1 ? p->vpp : 1, .layers_per_stage = L, .ga = p->ga,
+    w->par = (WlParallel){.world = p->gpus, .tp = tp, .cp = 1, .pp = p->pp, .dp = p->dp, .ep = p->ep,
+                          .vpp = p->vpp > 1 ? p->vpp : 1, .layers_per_stage = L, .ga = p->grad_accum,
                           .micro_batch = B, .seq = S,
                           .pp_comm_bytes = p->pp > 1 ? tpc / (p->sp ? (double)tp : 1.0) : 0};
     snprintf(w->source, sizeof w->source, "trainsim %s: %s (AICB layout)", TRAINSIM_VERSION, m->name);
@@ -221,7 +218,7 @@ TsStatus wl_build_aicb(const WlModelDims *m, const WlPlanDims *p0, const WlCost 
     if (compat) {
         /* AIOB: backward = forward; SP halves each block between its column
          * and row lines; recompute doubles the attention forward (not ig) */
-        bool rec = p->recompute != WL_RECOMPUTE_NONE;
+        bool rec = p->recompute != PLAN_RECOMPUTE_NONE;
         double af = floor(at[0]), mf = floor(ml[0]);
         half_a[0] = p->sp ? floor((rec ? 2 * af : af) / 2) : (rec ? 2 * af : af);
         half_a[1] = half_a[2] = p->sp ? floor(af / 2) : af;
@@ -239,11 +236,11 @@ TsStatus wl_build_aicb(const WlModelDims *m, const WlPlanDims *p0, const WlCost 
     double col_ig = compat ? 0 : tpc; /* AICB's column ig reduce-scatter is never sized */
     double stale = floor(opt_ns / 2);  /* AICB's stale backward_compute_time (compat) */
     double k = (double)m->topk;
-    for (int64_t ga = 0; ga < p->ga; ga++) {
+    for (int64_t ga = 0; ga < p->grad_accum; ga++) {
         ROW("embedding_layer", em[0], compat ? 1 : em[1], compat ? stale : em[2]);
         comm(r, WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_TP, tpc, tp);
         for (int64_t li = 0; li < L; li++) {
-            bool moe = compat ? m->experts > 0 : is_moe(m, st.layers[li]);
+            bool moe = compat ? m->experts > 0 : model_layer_is_moe(m, st.layers[li]);
             if (p->sp) {
                 ROW("attention_column", half_a[0], half_a[1], half_a[2]);
                 comm(r, WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_TP, tpc, tp);

@@ -116,7 +116,7 @@ static void p2p(Gen *g, const char *name, WlPhase ph, int64_t mb, bool send, int
                 int dir)
 {
     int32_t peer = (int32_t)(peer_chunk % g->p->pp);
-    WlTask t = wl_task_p2p(name, ph, send, peer, g->act_bytes, tag_of(g, mb, boundary, dir));
+    WlTask t = wl_task_p2p(name, ph, send, peer, g->t->boundary_bytes, tag_of(g, mb, boundary, dir));
     t.micro = (int32_t)mb;
     /* a receive gates the compute after it; a send does not, except in
      * DeepSpeed's pipeline engine, whose blocking sends and receives meet
@@ -198,7 +198,7 @@ static int32_t fsdp_gather(Gen *g, double params, double eparams, WlPhase ph, in
     for (int i = 0; i < 2 && !g->oom; i++) {
         if (!(part[i] > 0)) continue;
         id = dep = coll_after(g, i ? "efsdp.ag" : "fsdp.ag", ph, mb, TS_COLL_ALLGATHER, i ? WL_GROUP_DP_EP : g->dpg,
-                              part[i] * (double)g->p->dtype_bytes, dep);
+                              part[i] * g->t->act_bytes, dep);
     }
     return g->oom ? -1 : id;
 }
@@ -216,43 +216,12 @@ static void fsdp_reduce(Gen *g, double params, double eparams, int64_t mb)
                      false));
 }
 
-static bool is_moe_layer(const Gen *g, int64_t layer)
-{
-    return g->m->experts > 0 && layer >= g->m->dense_layers;
-}
-
-/* Per-token widths on this TP rank of what CP exchanges, as the simulator
- * counts them (src/sim/cost.c): K and V (MLA: the latent's share, half of
- * the per-head q.k + v widths; kv heads fewer than TP are replicated), Q,
- * and the attention output. */
-static void cp_widths(const Gen *g, double *kv, double *q, double *o)
-{
-    const WlModelDims *m = g->m;
-    int64_t t = g->p->tp, D = m->head_dim > 0 ? m->head_dim : m->hidden / m->heads;
-    int64_t kvd = m->kv_lora_rank > 0 ? m->heads * (m->qk_nope_dim + m->qk_rope_dim + m->v_head_dim) / 2
-                                      : (m->kv_heads > 0 ? m->kv_heads : m->heads) * D;
-    *kv = 2.0 * (double)(kvd / (kvd >= t ? t : 1));
-    *q = (double)((m->kv_lora_rank > 0 ? m->heads * (m->qk_nope_dim + m->qk_rope_dim) : m->heads * D) / t);
-    *o = (double)((m->kv_lora_rank > 0 ? m->heads * m->v_head_dim : m->heads * D) / t);
-}
-
-/* The K/V of all CP ranks of one micro-batch on this TP rank (the buffer of
- * the CP ring as one all-gather, or of the all-gather itself). */
-static double cp_kv_bytes(const Gen *g)
-{
-    double kv, q, o, tok = (double)g->p->micro_batch * (double)(g->p->seq / g->p->cp);
-    cp_widths(g, &kv, &q, &o);
-    return tok * kv * g->p->dtype_bytes * (double)g->p->cp;
-}
-
 /* Ulysses all-to-alls of one micro-batch on this TP rank: Q, K, V in, the
  * attention output back (each rank's whole buffer). */
 static void cp_a2a_bytes(const Gen *g, double *qkv, double *out)
 {
-    double kv, q, o, tok = (double)g->p->micro_batch * (double)(g->p->seq / g->p->cp) * g->p->dtype_bytes;
-    cp_widths(g, &kv, &q, &o);
-    *qkv = tok * (q + kv);
-    *out = tok * o;
+    *qkv = g->t->cp_q_bytes + g->t->cp_kv_bytes / (double)g->p->cp;
+    *out = g->t->cp_o_bytes;
 }
 
 /* --tp-overlap (Transformer Engine userbuffers): a block's TP collectives
@@ -269,7 +238,7 @@ static int32_t tp_async(Gen *g, WlPhase ph, int64_t mb)
     const char *nm[2] = {g->p->sp ? "sp.ag" : "tp.ar", "sp.rs"};
     TsColl c[2] = {g->p->sp ? TS_COLL_ALLGATHER : TS_COLL_ALLREDUCE, TS_COLL_REDUCESCATTER};
     for (int i = 0; i < (g->p->sp ? 2 : 1) && !g->oom; i++)
-        id = dep = coll_after(g, nm[i], ph, mb, c[i], WL_GROUP_TP, g->tpc, dep);
+        id = dep = coll_after(g, nm[i], ph, mb, c[i], WL_GROUP_TP, g->t->tp_bytes, dep);
     return g->oom ? -1 : id;
 }
 
@@ -308,16 +277,16 @@ static void tp_close(Gen *g, const char *name, WlPhase ph, int64_t mb, int64_t c
 static void block_fwd_as(Gen *g, const Block *b, const char *nm, int64_t mb, int64_t ch, int64_t l, bool moe, bool rf,
                          int32_t ag)
 {
-    const WlPlanDims *p = g->p;
+    const ParallelPlan *p = g->p;
     WlPhase ph = rf ? WL_PHASE_IG : WL_PHASE_FWD;
     uint32_t fl = rf ? WL_F_RECOMPUTE : 0;
     bool ov = p->tp_overlap && p->tp > 1;
     char name[48];
     snprintf(name, sizeof name, "L%lld.%s.%s", (long long)l, nm, rf ? "rf" : "f");
     int32_t chain = -1;
-    if (p->sp && !ov) coll(g, "sp.ag", ph, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
+    if (p->sp && !ov) coll(g, "sp.ag", ph, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->t->tp_bytes, true);
     if (moe && p->ep > 1) {
-        double a2a = g->tpc * (double)g->m->topk / (double)(p->sp ? p->tp : 1);
+        double a2a = g->t->ep_bytes;
         coll(g, "ep.dispatch", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
         chain = comp_open(g, name, ph, mb, ch, l, b->fwd_s, b->gemm_fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl, ov);
         tp_close(g, name, ph, mb, ch, l, chain, fl);
@@ -329,7 +298,7 @@ static void block_fwd_as(Gen *g, const Block *b, const char *nm, int64_t mb, int
         cp_a2a_bytes(g, &qkv, &out);
         bool a2a = g->o->cp_comm == WL_CP_A2A;
         coll(g, a2a ? "cp.a2a.qkv" : "cp.kv", ph, mb, a2a ? TS_COLL_ALLTOALL : TS_COLL_ALLGATHER, WL_GROUP_CP,
-             a2a ? qkv : cp_kv_bytes(g), true);
+             a2a ? qkv : g->t->cp_kv_bytes, true);
         chain = comp_open(g, name, ph, mb, ch, l, b->fwd_s, b->gemm_fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl, ov);
         tp_close(g, name, ph, mb, ch, l, chain, fl);
         if (a2a) coll(g, "cp.a2a.o", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_CP, out, true);
@@ -338,11 +307,11 @@ static void block_fwd_as(Gen *g, const Block *b, const char *nm, int64_t mb, int
          * while the attention core works on the chunks it has: the gather
          * overlaps (cp-1)/cp of the core, the rest of the block waits for
          * it (the simulator's rule) */
-        double hid = g->core_f * (double)(p->cp - 1) / (double)p->cp;
+        double hid = g->attn.core_fwd_s * (double)(p->cp - 1) / (double)p->cp;
         chain = comp_open(g, name, ph, mb, ch, l, b->fwd_s - hid, b->gemm_fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1,
                           fl, ov);
         tp_close(g, name, ph, mb, ch, l, chain, fl);
-        int32_t kv = coll(g, "cp.kv", ph, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, cp_kv_bytes(g), false);
+        int32_t kv = coll(g, "cp.kv", ph, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, g->t->cp_kv_bytes, false);
         snprintf(name, sizeof name, "L%lld.%s.%s.ring", (long long)l, nm, rf ? "rf" : "f");
         comp_f(g, name, ph, mb, ch, l, hid, 0, 0, -1, -1, fl);
         g->join = kv;
@@ -351,24 +320,24 @@ static void block_fwd_as(Gen *g, const Block *b, const char *nm, int64_t mb, int
         tp_close(g, name, ph, mb, ch, l, chain, fl);
     }
     if (ov) return;
-    if (p->sp) coll(g, "sp.rs", ph, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
-    else coll(g, "tp.ar", ph, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
+    if (p->sp) coll(g, "sp.rs", ph, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
+    else coll(g, "tp.ar", ph, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
 }
 
 static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_t ch, int64_t l, bool moe,
                       bool last_mb, int32_t extra, int32_t ag)
 {
-    const WlPlanDims *p = g->p;
+    const ParallelPlan *p = g->p;
     char name[48];
-    bool full = p->recompute == WL_RECOMPUTE_FULL, ov = p->tp_overlap && p->tp > 1;
+    bool full = p->recompute == PLAN_RECOMPUTE_FULL, ov = p->tp_overlap && p->tp > 1;
     /* full recompute: the block's forward again, with its collectives, on
      * the gathered parameters; then the gradients */
     if (full) {
         block_fwd_as(g, b, nm, mb, ch, l, moe, true, ag);
         ag = -1;
     }
-    if (p->sp && !ov) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
-    double a2a = g->tpc * (double)g->m->topk / (double)(p->sp ? p->tp : 1);
+    if (p->sp && !ov) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->t->tp_bytes, true);
+    double a2a = g->t->ep_bytes;
     if (moe && p->ep > 1) coll(g, "ep.combine.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
     snprintf(name, sizeof name, "L%lld.%s.ig", (long long)l, nm);
     double ig = b->ig_s + (full ? 0 : b->recompute_s);
@@ -383,22 +352,22 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
         cp_a2a_bytes(g, &qkv, &out);
         bool uly = g->o->cp_comm == WL_CP_A2A;
         if (uly) coll(g, "cp.a2a.o.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_CP, out, true);
-        else coll(g, "cp.kv.b", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, cp_kv_bytes(g), true);
+        else coll(g, "cp.kv.b", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, g->t->cp_kv_bytes, true);
         chain = comp_open(g, name, WL_PHASE_IG, mb, ch, l, ig, b->gemm_ig_s, b->ig_flops, b->bwd_bytes / 2, extra, ag,
                           0, ov);
         /* the Q/K/V gradients' exchange goes after the block's weight
          * gradients (below), outside the --tp-overlap window: the TP
          * collectives hide under GEMMs only, as the simulator has them */
-        cp_after = uly ? qkv : cp_kv_bytes(g);
+        cp_after = uly ? qkv : g->t->cp_kv_bytes;
         cp_uly = uly;
     } else if (b == &g->attn && p->cp > 1) {
         /* CP ring backward: K/V again and the dK/dV partial sums travel
          * while (cp-1)/cp of the core backward runs; that part first, so
          * that the --tp-overlap window opens under the GEMMs only */
-        double hid = g->core_b * (double)(p->cp - 1) / (double)p->cp;
-        int32_t kv = coll(g, "cp.kv.b", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, cp_kv_bytes(g), false);
+        double hid = g->attn.core_ig_s * (double)(p->cp - 1) / (double)p->cp;
+        int32_t kv = coll(g, "cp.kv.b", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, g->t->cp_kv_bytes, false);
         int32_t dkv =
-            kv >= 0 ? coll_after(g, "cp.dkv", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_CP, cp_kv_bytes(g), kv)
+            kv >= 0 ? coll_after(g, "cp.dkv", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_CP, g->t->cp_kv_bytes, kv)
                     : -1;
         char ring[48];
         snprintf(ring, sizeof ring, "L%lld.%s.ig.ring", (long long)l, nm);
@@ -412,8 +381,8 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     }
     if (moe && p->ep > 1) coll(g, "ep.dispatch.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
     if (!ov) {
-        if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
-        else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
+        if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
+        else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
     }
     snprintf(name, sizeof name, "L%lld.%s.wg", (long long)l, nm);
     comp(g, name, WL_PHASE_WG, mb, ch, l, b->wg_s, b->wg_flops, b->bwd_bytes / 2, -1);
@@ -426,12 +395,12 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
 
 /* Layers of each chunk: the plan's --stage-layers, else an even split where
  * the first layers % chunks chunks hold one layer more. */
-void wl_gen_chunk_split(const WlModelDims *m, const WlPlanDims *p, int64_t n_chunks, int64_t *first)
+/* Layers of each chunk: the plan's split (plan_chunk_layers: --stage-layers,
+ * the uneven rule, or even). */
+void wl_gen_chunk_split(const ModelSpec *m, const ParallelPlan *p, int64_t n_chunks, int64_t *first)
 {
-    int64_t lps = m->layers / n_chunks, rem = m->layers % n_chunks;
     first[0] = 0;
-    for (int64_t c = 0; c < n_chunks; c++)
-        first[c + 1] = first[c] + (p->n_stage_layers > 0 ? p->stage_layers[c] : lps + (c < rem ? 1 : 0));
+    for (int64_t c = 0; c < n_chunks; c++) first[c + 1] = first[c] + plan_chunk_layers(p, m->layers, c);
 }
 static int64_t chunk_first(const Gen *g, int64_t ch) { return g->first[ch]; }
 static int64_t chunk_layers(const Gen *g, int64_t ch) { return g->first[ch + 1] - g->first[ch]; }
@@ -439,17 +408,17 @@ static int64_t chunk_layers(const Gen *g, int64_t ch) { return g->first[ch + 1] 
 /* Parameters of layer l on this rank (one FSDP unit under ZeRO-3). */
 static double layer_params(const Gen *g, int64_t l)
 {
-    return g->attn.params + (is_moe_layer(g, l) ? g->moe.params : g->mlp.params);
+    return g->attn.params + (model_layer_is_moe(g->m, l) ? g->moe.params : g->mlp.params);
 }
 
 static double layer_eparams(const Gen *g, int64_t l)
 {
-    return is_moe_layer(g, l) ? g->moe.eparams : 0;
+    return model_layer_is_moe(g->m, l) ? g->moe.eparams : 0;
 }
 
 static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
 {
-    const WlPlanDims *p = g->p;
+    const ParallelPlan *p = g->p;
     int64_t first = chunk_first(g, ch), nl = chunk_layers(g, ch);
     bool ds = g->o->ds_pipe; /* DeepSpeed: p2p in ds_schedule */
     if (ch > 0 && !ds) p2p(g, "pp.recv.f", WL_PHASE_FWD, mb, false, ch - 1, ch - 1, 0);
@@ -457,15 +426,15 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
         comp_f(g, "embed.f", WL_PHASE_FWD, mb, ch, -1, g->embed.fwd_s, 0, g->embed.fwd_bytes,
                fsdp_gather(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), 0, WL_PHASE_FWD, mb),
                mb == 0 ? g->pg_ag[g->m->layers] : -1, 0);
-        if (p->sp) coll(g, "sp.rs", WL_PHASE_FWD, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
-        else coll(g, "tp.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
+        if (p->sp) coll(g, "sp.rs", WL_PHASE_FWD, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
+        else coll(g, "tp.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
         unit_done(g);
     }
     /* ZeRO-3: each layer's gather is issued when the previous layer starts
      * (FSDP's prefetch of the next unit) */
     int32_t ag = fsdp_gather(g, layer_params(g, first), layer_eparams(g, first), WL_PHASE_FWD, mb);
     for (int64_t l = first; l < first + nl; l++) {
-        bool moe = is_moe_layer(g, l);
+        bool moe = model_layer_is_moe(g->m, l);
         int32_t next = l + 1 < first + nl ? fsdp_gather(g, layer_params(g, l + 1), layer_eparams(g, l + 1), WL_PHASE_FWD, mb) : -1;
         block_fwd_as(g, &g->attn, "attn", mb, ch, l, false, false, ag >= 0 ? ag : mb == 0 ? g->pg_ag[l] : -1);
         block_fwd_as(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, false, -1);
@@ -473,15 +442,14 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
         ag = next;
     }
     if (ch == g->n_chunks - 1) {
-        if (p->sp) coll(g, "sp.ag", WL_PHASE_FWD, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
+        if (p->sp) coll(g, "sp.ag", WL_PHASE_FWD, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->t->tp_bytes, true);
         /* (ZeRO-3: the head belongs to the root unit, gathered with the
          * embedding when the chunk holds both, else here) */
         comp_f(g, "head.f", WL_PHASE_FWD, mb, ch, -1, g->head.fwd_s, g->head.fwd_flops, g->head.fwd_bytes,
                ch == 0 ? -1 : fsdp_gather(g, g->head.params, 0, WL_PHASE_FWD, mb),
                mb == 0 ? g->pg_ag[g->m->layers + 1] : -1, 0);
         for (int i = 0; i < 3; i++) /* vocab-parallel cross-entropy: max, sum-exp, target logit */
-            coll(g, "loss.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP,
-                 (double)(p->micro_batch * (p->seq / p->cp)) * 4.0, true);
+            coll(g, "loss.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->vocab_ar_bytes, true);
     } else if (!ds) {
         p2p(g, "pp.send.f", WL_PHASE_FWD, mb, true, ch + 1, ch, 0);
     }
@@ -490,7 +458,7 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
 
 static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
 {
-    const WlPlanDims *p = g->p;
+    const ParallelPlan *p = g->p;
     int64_t first = chunk_first(g, ch), nl = chunk_layers(g, ch);
     int32_t extra = g->fwd_last[mb * g->n_chunks + ch];
     bool ds = g->o->ds_pipe; /* DeepSpeed: p2p in ds_schedule */
@@ -500,8 +468,8 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
          * from its forward to its backward as FSDP does) */
         comp(g, "head.ig", WL_PHASE_IG, mb, ch, -1, g->head.ig_s, g->head.ig_flops, g->head.bwd_bytes / 2, extra);
         extra = -1;
-        if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->tpc, true);
-        else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->tpc, true);
+        if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
+        else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
         comp(g, "head.wg", WL_PHASE_WG, mb, ch, -1, g->head.wg_s, g->head.wg_flops, g->head.bwd_bytes / 2, -1);
         if (ch > 0) fsdp_reduce(g, g->head.params, 0, mb);
         unit_done(g);
@@ -509,7 +477,7 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
     }
     int32_t ag = fsdp_gather(g, layer_params(g, first + nl - 1), layer_eparams(g, first + nl - 1), WL_PHASE_IG, mb);
     for (int64_t l = first + nl - 1; l >= first; l--) {
-        bool moe = is_moe_layer(g, l);
+        bool moe = model_layer_is_moe(g->m, l);
         int32_t next = l > first ? fsdp_gather(g, layer_params(g, l - 1), layer_eparams(g, l - 1), WL_PHASE_IG, mb) : -1;
         block_bwd(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, last_mb, extra, ag);
         extra = -1;
@@ -519,7 +487,7 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
         ag = next;
     }
     if (ch == 0) {
-        if (p->sp) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->tpc, true);
+        if (p->sp) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->t->tp_bytes, true);
         comp(g, "embed.wg", WL_PHASE_WG, mb, ch, -1, g->embed.wg_s, 0, g->embed.bwd_bytes, extra);
         fsdp_reduce(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), 0, mb);
         if (last_mb) bucket_feed(g, g->embed.params, false);
@@ -541,24 +509,24 @@ typedef struct Step {
  * divide them, as the simulator's schedule engine orders them); within a
  * group of g, virtual micro-batch k runs model chunk k/g (reversed for
  * backward) on micro-batch k mod g of the group. */
-static Step step_at(const WlPlanDims *p, int64_t s, int64_t v, int64_t k, bool fwd)
+static Step step_at(const ParallelPlan *p, int64_t s, int64_t v, int64_t k, bool fwd)
 {
     int64_t pp = p->pp;
     if (v == 1) return (Step){fwd, k, s};
-    int64_t full = p->ga / pp, grp = k / (pp * v), g = pp, in = k % (pp * v);
+    int64_t full = p->grad_accum / pp, grp = k / (pp * v), g = pp, in = k % (pp * v);
     if (grp >= full) { /* the last, partial group */
         grp = full;
-        g = p->ga - full * pp;
+        g = p->grad_accum - full * pp;
         in = k - full * pp * v;
     }
     int64_t vc = in / g;
     return (Step){fwd, grp * pp + in % g, (fwd ? vc : v - 1 - vc) * pp + s};
 }
 
-static int64_t schedule(const WlPlanDims *p, int64_t s, Step *out)
+static int64_t schedule(const ParallelPlan *p, int64_t s, Step *out)
 {
-    int64_t pp = p->pp, ga = p->ga, v = p->vpp > 1 ? p->vpp : 1, n = 0;
-    if (p->schedule == WL_SCHED_GPIPE) {
+    int64_t pp = p->pp, ga = p->grad_accum, v = p->vpp > 1 ? p->vpp : 1, n = 0;
+    if (p->schedule == PLAN_SCHED_GPIPE) {
         for (int64_t mb = 0; mb < ga; mb++)
             for (int64_t k = 0; k < v; k++) out[n++] = (Step){true, mb, k * pp + s};
         for (int64_t mb = 0; mb < ga; mb++)
@@ -601,7 +569,7 @@ static void ds_step(int64_t k, int64_t s, int64_t pp, bool *fwd, int64_t *mb)
 
 static void ds_schedule(Gen *g, int64_t s)
 {
-    int64_t pp = g->p->pp, ga = g->p->ga, prev = -1;
+    int64_t pp = g->p->pp, ga = g->p->grad_accum, prev = -1;
     for (int64_t k = 0; k < 2 * (ga + pp - 1) && !g->oom; k++) {
         bool fwd;
         int64_t mb;
@@ -664,7 +632,7 @@ static void walk_chunk(Gen *g, int64_t ch, BucketWalk *w, int32_t *dense_of, int
     if (ch == g->n_chunks - 1) walk_feed(g, w, g->head.params, 0);
     int64_t first = chunk_first(g, ch);
     for (int64_t l = first + chunk_layers(g, ch) - 1; l >= first; l--) {
-        const Block *b = is_moe_layer(g, l) ? &g->moe : &g->mlp;
+        const Block *b = model_layer_is_moe(g->m, l) ? &g->moe : &g->mlp;
         dense_of[l - first] = w->nd;
         exp_of[l - first] = b->egrad_t[0] > 0 ? w->ne : -1;
         for (int i = 0; i < 2; i++) walk_feed(g, w, b->grad_t[i], 0);
@@ -696,7 +664,7 @@ static void gather_chunk(Gen *g, int64_t ch, WlPhase ph, bool blocking, int32_t 
     }
     int32_t *dense_of = ix, *exp_of = ix + nl, *gid_d = ix + 2 * nl, *gid_e = gid_d + cap;
     walk_chunk(g, ch, &w, dense_of, exp_of, &emb_of);
-    double db = (double)g->p->dtype_bytes;
+    double db = g->t->act_bytes;
     int32_t kd = w.nd, ke = w.ne;
     for (int32_t i = w.n - 1; i >= 0 && !g->oom; i--) {
         bool e = w.log[i] < 0;
@@ -721,7 +689,7 @@ static void gather_chunk(Gen *g, int64_t ch, WlPhase ph, bool blocking, int32_t 
 /* ---- optimizer step ------------------------------------------------------------------- */
 static void step(Gen *g, int64_t stage, double params, double eparams)
 {
-    const WlPlanDims *p = g->p;
+    const ParallelPlan *p = g->p;
     bool sharded = p->dist_opt || p->zero >= 1;
     bool gather_after = sharded && p->zero < 3 && g->o->param_gather_at_step; /* else: param_gathers() */
     int64_t edpn = wl_group_size(g->w, WL_GROUP_DP_EP);
@@ -755,14 +723,14 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
     /* tied LM head: stage 0's word embedding and stage pp-1's output layer are
      * one parameter; their gradients (V/TP x H, gradient dtype) are summed
      * over the embedding group once the DP reduction is done */
-    if (g->m->tied && p->pp > 1 && (stage == 0 || stage == p->pp - 1)) {
+    if (g->m->tied_embeddings && p->pp > 1 && (stage == 0 || stage == p->pp - 1)) {
         coll(g, "embed_grad.ar", WL_PHASE_OPT, -1, TS_COLL_ALLREDUCE, WL_GROUP_EMB,
-             (double)(g->m->vocab_padded / p->tp) * (double)g->m->hidden * wl_gen_grad_bytes(g), true);
+             (double)(model_padded_vocab(g->m, p->tp) / p->tp) * (double)g->m->hidden * wl_gen_grad_bytes(g), true);
     }
     /* the global gradient norm (clipping): an all-reduce over every rank, so
      * every stage's step waits for the slowest stage's gradients */
     coll(g, "grad_norm.ar", WL_PHASE_OPT, -1, TS_COLL_ALLREDUCE, WL_GROUP_WORLD, 4, true);
-    if (p->shampoo) {
+    if (p->optimizer == PLAN_OPTIM_SHAMPOO) {
         /* Distributed Shampoo, as the simulator counts it: each DP rank
          * preconditions its share of the stage's blocks (4.2 x block side
          * FLOPs per parameter, fp32), then the search directions (fp32, one
@@ -780,7 +748,7 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
      * param, m, v and the 16-bit copy written, the grad-norm read and the
      * zeroing of the grad buffer; 24 B per parameter as the simulator */
     double ob = g->o->optimizer_bytes > 0 ? g->o->optimizer_bytes : 24.0;
-    comp(g, "optimizer", WL_PHASE_OPT, -1, -1, -1, g->c->mem_s(g->c->ctx, shard * ob), shard * 10.0, shard * ob, -1);
+    comp(g, "optimizer", WL_PHASE_OPT, -1, -1, -1, hw_memory_time_s(g->cc->hw, shard * ob), shard * 10.0, shard * ob, -1);
     if (gather_after) /* by the gradient buckets, chunk by chunk in forward order */
         for (int64_t k = 0; k < (p->vpp > 1 ? p->vpp : 1) && !g->oom; k++)
             gather_chunk(g, k * p->pp + stage, WL_PHASE_OPT, true, NULL);
@@ -793,7 +761,7 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
  * layer (the embedding, the head) waits for its last bucket (g->pg_ag). */
 static void param_gathers(Gen *g, int64_t stage)
 {
-    const WlPlanDims *p = g->p;
+    const ParallelPlan *p = g->p;
     int64_t L = g->m->layers;
     for (int64_t i = 0; i < L + 2; i++) g->pg_ag[i] = -1;
     if (!(p->dist_opt || p->zero >= 1) || p->zero >= 3 || g->o->param_gather_at_step) return;
@@ -801,49 +769,39 @@ static void param_gathers(Gen *g, int64_t stage)
         gather_chunk(g, k * p->pp + stage, WL_PHASE_FWD, false, g->pg_ag);
 }
 
-TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, const WlBuildOptions *o,
-                  Workload **out, TsError *err)
+TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsError *err)
 {
     *out = NULL;
     WlBuildOptions def = {0};
     if (!o) o = &def;
+    const ModelSpec *m = st->model;
+    const ParallelPlan *p = st->plan;
     int64_t v = p->vpp > 1 ? p->vpp : 1;
     int64_t n_chunks = p->pp * v;
-    if (p->ga < 1)
+    if (p->grad_accum < 1)
         return ts_err(err, TS_ERR_PLAN, "the global batch gives no micro-batch per data-parallel rank");
     if (m->layers < n_chunks)
         return ts_err(err, TS_ERR_PLAN, "%lld layers cannot fill %lld pipeline chunks",
                       (long long)m->layers, (long long)n_chunks);
-    if (p->n_stage_layers > 0) {
-        int64_t sum = 0;
-        bool ok = p->stage_layers && p->n_stage_layers == n_chunks;
-        for (int32_t i = 0; ok && i < p->n_stage_layers; i++) {
-            ok = p->stage_layers[i] >= 1;
-            sum += p->stage_layers[i];
-        }
-        if (!ok || sum != m->layers)
-            return ts_err(err, TS_ERR_PLAN, "stage layers must be %lld counts >= 1 adding up to %lld layers",
-                          (long long)n_chunks, (long long)m->layers);
-    }
-    Gen g = {.m = m, .p = p, .c = c, .o = o, .last = -1, .join = -1, .n_chunks = n_chunks,
+    Gen g = {.m = m, .p = p, .t = st->tpl, .cc = &st->cc, .o = o, .last = -1, .join = -1, .n_chunks = n_chunks,
              .dpg = p->cp > 1 ? WL_GROUP_DP_CP : WL_GROUP_DP, .dpn = p->dp * (p->cp > 1 ? p->cp : 1)};
     /* Megatron-Core's bucket_size over the reduction group (DP x CP), as sim_dp_bucket_bytes */
     g.bucket_max = o->bucket_params > 0 ? o->bucket_params : fmax(4e7, 1e6 * (double)g.dpn);
-    Step *steps = malloc((size_t)(2 * p->ga * v) * sizeof *steps);
-    g.fwd_last = malloc((size_t)(p->ga * n_chunks) * sizeof *g.fwd_last);
+    Step *steps = malloc((size_t)(2 * p->grad_accum * v) * sizeof *steps);
+    g.fwd_last = malloc((size_t)(p->grad_accum * n_chunks) * sizeof *g.fwd_last);
     g.first = malloc((size_t)(n_chunks + 1) * sizeof *g.first);
     g.pg_ag = malloc((size_t)(m->layers + 2) * sizeof *g.pg_ag);
-    g.w = wl_create(p->world, err);
+    g.w = wl_create(p->gpus, err);
     if (!steps || !g.fwd_last || !g.first || !g.pg_ag || !g.w) goto oom;
     wl_gen_chunk_split(m, p, n_chunks, g.first);
     Workload *w = g.w;
-    w->par = (WlParallel){.world = p->world, .tp = p->tp, .cp = p->cp, .pp = p->pp, .dp = p->dp,
+    w->par = (WlParallel){.world = p->gpus, .tp = p->tp, .cp = p->cp, .pp = p->pp, .dp = p->dp,
                           .ep = p->ep > 0 ? p->ep : 1, .etp = p->etp > 0 && p->etp != p->tp ? p->etp : 0,
                           .vpp = v, .layers_per_stage = m->layers / p->pp, .micro_batch = p->micro_batch,
-                          .seq = p->seq, .ga = p->ga};
+                          .seq = p->seq, .ga = p->grad_accum};
     g.edpn = wl_group_size(w, WL_GROUP_DP_EP); /* the layout's expert-DP group, for ZeRO-3 */
-    wl_gen_layer_costs(&g);
-    w->par.pp_comm_bytes = p->pp > 1 ? g.act_bytes : 0;
+    wl_gen_blocks(&g, st->cost);
+    w->par.pp_comm_bytes = p->pp > 1 ? g.t->boundary_bytes : 0;
     snprintf(w->source, sizeof w->source, "trainsim %s: %s tp%lld cp%lld pp%lld vpp%lld dp%lld ep%lld", TRAINSIM_VERSION,
              m->name, (long long)p->tp, (long long)p->cp, (long long)p->pp, (long long)v, (long long)p->dp,
              (long long)p->ep);
@@ -866,7 +824,7 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
             int64_t ch = k * p->pp + s;
             params += (double)chunk_layers(&g, ch) * g.attn.params;
             for (int64_t l = chunk_first(&g, ch); l < chunk_first(&g, ch) + chunk_layers(&g, ch); l++) {
-                bool moe = is_moe_layer(&g, l);
+                bool moe = model_layer_is_moe(m, l);
                 params += moe ? g.moe.params : g.mlp.params;
                 eparams += moe ? g.moe.eparams : 0;
             }
@@ -876,7 +834,7 @@ TsStatus wl_build(const WlModelDims *m, const WlPlanDims *p, const WlCost *c, co
         if (o->ds_pipe) ds_schedule(&g, s);
         for (int64_t i = 0; i < n && !g.oom && !o->ds_pipe; i++) {
             if (steps[i].fwd) chunk_fwd(&g, steps[i].mb, steps[i].chunk);
-            else chunk_bwd(&g, steps[i].mb, steps[i].chunk, steps[i].mb == p->ga - 1);
+            else chunk_bwd(&g, steps[i].mb, steps[i].chunk, steps[i].mb == p->grad_accum - 1);
         }
         step(&g, s, params, eparams);
         if (g.oom) goto oom;

@@ -1,40 +1,39 @@
 /* builder_int.h — the task-graph generator's state, shared by builder.c
- * (emission: layers, schedules, step) and builder_cost.c (what one layer's
- * blocks cost). Not a public header. */
+ * (emission: layers, schedules, step) and builder_cost.c (the costed step's
+ * blocks as the emission reads them). Not a public header. */
 #ifndef TRAINSIM_BUILDER_INT_H
 #define TRAINSIM_BUILDER_INT_H
 
 #include "wl_internal.h"
 
+/* One block of a layer (or the embedding, the head) for one micro-batch on
+ * one rank: the costed step's times (cost.h) with the template's FLOPs,
+ * bytes, parameters and gradient tensors (partition.h). */
 typedef struct Block {
     double fwd_s, ig_s, wg_s;       /* per rank per micro-batch */
     double fwd_flops, ig_flops, wg_flops;
     double fwd_bytes, bwd_bytes;
     double recompute_s;             /* extra forward work redone in backward */
     double gemm_fwd_s;              /* of fwd_s: GEMMs */
-    double gemm_ig_s;               /* of ig_s: GEMMs (dgrad); wg_s is all GEMMs */
+    double gemm_ig_s;               /* of ig_s: GEMMs (dgrad) */
+    double core_fwd_s, core_ig_s;   /* the attention core (attention block) */
     double params;                  /* per-rank parameter elements */
     double eparams;                 /* of which routed experts (reduced over DP_EP) */
-    double grad_t[2];               /* dense tensors in backward order for the DP buckets:
-                                       attention: output projection, then QKV + norm; MLP:
-                                       fc2, then fc1 + norm; MoE: router + shared experts + norm
-                                       as one; embedding, head: all (the simulator's
-                                       LayerCost.grad_t) */
+    double grad_t[2];               /* dense tensors in backward order (PartBlockT.grad_t) */
     double egrad_t[2];              /* routed experts: all local fc2, then fc1 */
 } Block;
 
 typedef struct Gen {
     Workload *w;
-    const WlModelDims *m;
-    const WlPlanDims *p;
-    const WlCost *c;
+    const ModelSpec *m;
+    const ParallelPlan *p;
+    const PartTemplate *t;
+    const CostCtx *cc;
     const WlBuildOptions *o;
     int32_t last;                   /* tail of the compute stream */
     int32_t *pending; int64_t n_pending; size_t cap_pending; /* async DP collectives */
     int32_t *fwd_last;              /* [mb * n_chunks + chunk] */
     Block attn, mlp, moe, embed, head;
-    double tpc;                     /* TP collective buffer: B*S*H*db */
-    double act_bytes;               /* PP boundary message */
     double bucket;                  /* grad elements waiting for a bucket */
     double ebucket;                 /* expert grad elements waiting (expert-DP group) */
     double bucket_max;
@@ -49,7 +48,6 @@ typedef struct Gen {
                                        (then embedding, head) of this class, -1 none */
     int32_t join;                   /* an asynchronous task the next task on the stream
                                        also waits for (CP ring), -1 */
-    double core_f, core_b;          /* attention core forward / backward, one micro-batch */
     WlGroup dpg;                    /* gradient reduction group: DP, or DP_CP when cp > 1 */
     int64_t dpn;                    /* its size, dp*cp */
     int64_t edpn;                   /* expert-DP group size (DP_EP) */
@@ -58,13 +56,10 @@ typedef struct Gen {
 
 /* Bytes per gradient element reduced over DP (fp32 main grads by default). */
 double wl_gen_grad_bytes(const Gen *g);
-/* The per-rank costs of one layer's blocks (attention, MLP, MoE), the
- * embedding and the head, for one micro-batch: g->attn ... g->head, g->core_f,
- * g->core_b, g->tpc, g->act_bytes. */
-void wl_gen_layer_costs(Gen *g);
-/* first[c] = the first layer of chunk c (n_chunks + 1 entries): the plan's
- * stage_layers, else an even split with the first layers % n_chunks chunks
- * one layer longer. */
-void wl_gen_chunk_split(const WlModelDims *m, const WlPlanDims *p, int64_t n_chunks, int64_t *first);
+/* The blocks of g->t costed by cs: g->attn ... g->head. */
+void wl_gen_blocks(Gen *g, const CostStep *cs);
+/* first[c] = the first layer of chunk c (n_chunks + 1 entries), the plan's
+ * split (plan_chunk_layers). */
+void wl_gen_chunk_split(const ModelSpec *m, const ParallelPlan *p, int64_t n_chunks, int64_t *first);
 
 #endif

@@ -139,13 +139,15 @@ static bool add_op(Tab *t, const Cost *c, const OpRow *o)
     return push(t, o->name, &s);
 }
 
-TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const HwModel *hw, TsDtype dt,
-                          const WlOptableOptions *oo, Workload **out, TsError *err)
+TsStatus wl_build_optable(const ModelSpec *m, const ParallelPlan *p, const HwModel *hw, const WlOptableOptions *oo,
+                          Workload **out, TsError *err)
 {
     *out = NULL;
     bool neusight = oo && oo->neusight;
+    TsDtype dt = p->dtype;
+    double db = (double)ts_dtype_bytes(dt == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : dt);
     Cost cost = {.hw = hw, .dt = dt, .neusight_mem = neusight,
-                 .elem_bytes = neusight ? 4.0 : (double)p->dtype_bytes, .mem_bw_gib = hw->gpu.hbm_bw_bytes_per_s / 1e9};
+                 .elem_bytes = neusight ? 4.0 : db, .mem_bw_gib = hw->gpu.hbm_bw_bytes_per_s / 1e9};
     double B = (double)p->micro_batch, S = (double)p->seq, H = (double)m->hidden, V = (double)m->vocab;
     double tp = (double)p->tp, A = (double)m->heads / tp, D = H / (double)m->heads, F = (double)m->ffn;
     double T = B * S;
@@ -158,10 +160,10 @@ TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const HwMod
     if ((dp ? 1 : 0) + (tpm ? 1 : 0) + (p->pp > 1 ? 1 : 0) > 1)
         return ts_err(err, TS_ERR_PLAN, "op tables describe one kind of parallelism at a time (dp, tp or pp), "
                                         "as NeuSight does");
-    Workload *w = wl_create(p->world, err);
+    Workload *w = wl_create(p->gpus, err);
     if (!w) return TS_ERR_INTERNAL;
-    w->par = (WlParallel){.world = p->world, .tp = p->tp, .cp = 1, .pp = p->pp, .dp = p->dp, .ep = 1,
-                          .vpp = 1, .layers_per_stage = m->layers, .ga = p->ga};
+    w->par = (WlParallel){.world = p->gpus, .tp = p->tp, .cp = 1, .pp = p->pp, .dp = p->dp, .ep = 1,
+                          .vpp = 1, .layers_per_stage = m->layers, .ga = p->grad_accum};
     w->optable_elem_bytes = 4;
     snprintf(w->source, sizeof w->source, "trainsim %s: %s op table", TRAINSIM_VERSION, m->name);
     Tab t = {0};
@@ -237,7 +239,7 @@ TsStatus wl_build_optable(const WlModelDims *m, const WlPlanDims *p, const HwMod
     }
     GRAD("transformer_ln_f_grad", 2 * H);
     OP("transformer_ln_f", R_NORM, T, H, 0, 0);
-    if (neusight || !m->tied) GRAD("lm_head_grad", neusight ? H * V + V : H * V);
+    if (neusight || !m->tied_embeddings) GRAD("lm_head_grad", neusight ? H * V + V : H * V);
     OP("lm_head", R_GEMM, T, V / tp, H, 0);
 #undef OP
 #undef GRAD

@@ -200,53 +200,30 @@ static void test_groups_agree(void **state)
 }
 
 /* ---- 3. workload conservation -------------------------------------------------------- */
-static double rf_gemm(const void *c, int64_t b, int64_t m, int64_t n, int64_t k)
-{
-    (void)c;
-    return 2e-15 * (double)b * (double)m * (double)n * (double)k + 5e-6;
-}
-static double rf_attn(const void *c, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, bool causal, bool bwd)
-{
-    (void)c;
-    (void)causal;
-    return (bwd ? 2.5 : 1) * 4e-15 * (double)b * (double)h * (double)sq * (double)sk * (double)d + 5e-6;
-}
-static double rf_mem(const void *c, double bytes)
-{
-    (void)c;
-    return bytes / 2e12 + 3e-6;
-}
-
 static void conservation(const char *name, int64_t tp, int64_t pp, int64_t vpp, int64_t dp, int64_t ga,
-                         WlSchedule sched)
+                         PlanSchedule sched)
 {
     ModelSpec m;
     load(name, &m);
-    WlModelDims md = {0};
-    snprintf(md.name, sizeof md.name, "%s", m.name);
-    md.layers = m.layers;
-    md.hidden = m.hidden;
-    md.heads = m.heads;
-    md.kv_heads = m.kv_heads;
-    md.head_dim = m.head_dim;
-    md.ffn = m.ffn;
-    md.vocab = m.vocab;
-    md.vocab_padded = model_padded_vocab(&m, tp);
-    md.swiglu = m.act == MODEL_ACT_SWIGLU;
-    md.tied = m.tied_embeddings;
-    md.learned_pos = m.pos == MODEL_POS_LEARNED;
-    md.experts = m.experts;
-    md.topk = m.topk;
-    md.moe_ffn = m.moe_ffn;
-    md.dense_layers = m.dense_layers;
-    WlPlanDims pd = {.world = tp * pp * dp, .tp = tp, .cp = 1, .pp = pp, .vpp = vpp, .dp = dp, .ep = 1,
-                     .sp = tp > 1, .micro_batch = 1, .seq = 1024, .ga = ga, .dtype_bytes = 2,
-                     .shampoo_blocks = 1, .schedule = sched, .flash = true};
-    WlCost cost = {.ctx = NULL, .gemm_s = rf_gemm, .attn_s = rf_attn, .mem_s = rf_mem};
+    ParallelPlan pl;
+    plan_init(&pl);
+    pl.tp = tp, pl.pp = pp, pl.vpp = vpp, pl.dp = dp, pl.gpus = tp * pp * dp, pl.seq = 1024;
+    pl.micro_batch = 1, pl.global_batch = ga * dp, pl.schedule = sched;
+    TsError e = {0};
+    if (plan_resolve(&m, &pl, &e) != TS_OK) {
+        print_error("plan %s tp%lld pp%lld vpp%lld: %s\n", name, (long long)tp, (long long)pp, (long long)vpp, e.msg);
+        fail();
+    }
+    static HwModel hw;
+    hw_model_init(&hw);
+    assert_int_equal(hw_gpu_load("h100-sxm5-80gb", &hw.gpu, &e), TS_OK);
+    CostCtx cc = {.hw = &hw, .dtype = pl.dtype, .act_dtype = pl.dtype, .tensor_factor = 1.0};
+    static WlStepStore store;
+    WlStep step;
+    wl_step_make(&m, &pl, NULL, &cc, &store, &step);
     WlBuildOptions bo = {0};
     Workload *w = NULL;
-    TsError e = {0};
-    if (wl_build(&md, &pd, &cost, &bo, &w, &e) != TS_OK) {
+    if (wl_build(&step, &bo, &w, &e) != TS_OK) {
         print_error("wl_build %s tp%lld pp%lld vpp%lld: %s\n", name, (long long)tp, (long long)pp,
                     (long long)vpp, e.msg);
         fail();
@@ -284,7 +261,7 @@ static void conservation(const char *name, int64_t tp, int64_t pp, int64_t vpp, 
         }
     if (pp > 1) assert_true(total > 0);
     /* every rank's Chakra trace encodes and decodes */
-    for (int64_t r = 0; r < pd.world; r += (pd.world > 8 ? pd.world / 8 : 1)) {
+    for (int64_t r = 0; r < pl.gpus; r += (pl.gpus > 8 ? pl.gpus / 8 : 1)) {
         TsBuf b = {0};
         assert_int_equal(wl_chakra_encode_rank(w, NULL, r, &b, &e), TS_OK);
         WlChakraTrace t;
@@ -300,13 +277,13 @@ static void conservation(const char *name, int64_t tp, int64_t pp, int64_t vpp, 
 static void test_workload_conservation(void **state)
 {
     (void)state;
-    conservation("gpt2", 1, 2, 1, 2, 4, WL_SCHED_1F1B);
-    conservation("gpt2", 2, 4, 1, 1, 8, WL_SCHED_1F1B);
-    conservation("gpt2", 1, 4, 1, 1, 8, WL_SCHED_GPIPE);
-    conservation("gpt2", 2, 2, 3, 2, 4, WL_SCHED_INTERLEAVED);
-    conservation("llama2-7b", 4, 8, 1, 2, 16, WL_SCHED_1F1B);
-    conservation("llama2-7b", 2, 4, 2, 1, 8, WL_SCHED_INTERLEAVED);
-    conservation("mixtral-8x7b", 2, 4, 1, 2, 4, WL_SCHED_1F1B);
+    conservation("gpt2", 1, 2, 1, 2, 4, PLAN_SCHED_1F1B);
+    conservation("gpt2", 2, 4, 1, 1, 8, PLAN_SCHED_1F1B);
+    conservation("gpt2", 1, 4, 1, 1, 8, PLAN_SCHED_GPIPE);
+    conservation("gpt2", 2, 2, 3, 2, 4, PLAN_SCHED_INTERLEAVED);
+    conservation("llama2-7b", 4, 8, 1, 2, 16, PLAN_SCHED_1F1B);
+    conservation("llama2-7b", 2, 4, 2, 1, 8, PLAN_SCHED_INTERLEAVED);
+    conservation("mixtral-8x7b", 2, 4, 1, 2, 4, PLAN_SCHED_1F1B);
 }
 
 /* ---- 4. simulator monotonicity ----------------------------------------------------------- */

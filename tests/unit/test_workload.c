@@ -176,29 +176,67 @@ static void test_chakra_82_bytes(void **state)
     wl_destroy(w);
 }
 
-static double g_gemm(const void *c, int64_t b, int64_t m, int64_t n, int64_t k)
+/* The tiny model and plan of these tests: a GPT of 8 layers, hidden 256, 8
+ * heads of 32, ffn 1024, vocab 1000 (1024 padded at TP 2), untied; TP 2, PP 4,
+ * DP 4 (32 GPUs), SP, seq 128, 8 micro-batches, distributed optimizer. */
+static void small_plan(ModelSpec *m, ParallelPlan *p)
 {
-    (void)c;
-    return 2e-15 * (double)b * (double)m * (double)n * (double)k;
-}
-static double g_attn(const void *c, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, bool causal, bool bwd)
-{
-    (void)c; (void)causal;
-    return (bwd ? 2.5 : 1) * 2e-15 * (double)(b * h * sq) * (double)(sk * d);
-}
-static double g_mem(const void *c, double bytes)
-{
-    (void)c;
-    return bytes * 1e-12;
+    memset(m, 0, sizeof *m);
+    model_defaults(m, MODEL_ARCH_GPT);
+    snprintf(m->name, sizeof m->name, "tiny");
+    m->layers = 8, m->hidden = 256, m->heads = 8, m->kv_heads = 8, m->head_dim = 32, m->ffn = 1024;
+    m->vocab = 1000, m->max_positions = 2048, m->tied_embeddings = false;
+    model_finalize(m);
+    plan_init(p);
+    p->tp = 2, p->pp = 4, p->dp = 4, p->gpus = 32, p->micro_batch = 1, p->seq = 128, p->global_batch = 32;
+    p->dist_opt = true;
 }
 
-static void small_plan(WlModelDims *m, WlPlanDims *p)
+/* The task graph of plan p (resolved here on a copy) with the H100 preset's
+ * kernel times; TS_OK expected unless `want` says otherwise (then NULL). */
+static Workload *build_as(const ModelSpec *m, const ParallelPlan *p0, const WlBuildOptions *o, TsStatus want)
 {
-    *m = (WlModelDims){.name = "tiny", .layers = 8, .hidden = 256, .heads = 8, .kv_heads = 8, .head_dim = 32,
-                       .ffn = 1024, .vocab = 1000, .vocab_padded = 1024, .learned_pos = true};
-    *p = (WlPlanDims){.world = 32, .tp = 2, .cp = 1, .pp = 4, .vpp = 1, .dp = 4, .ep = 1, .sp = true,
-                      .micro_batch = 1, .seq = 128, .ga = 8, .dtype_bytes = 2, .dist_opt = true,
-                      .schedule = WL_SCHED_1F1B, .flash = true};
+    static HwModel hw;
+    static WlStepStore store;
+    TsError err = {0};
+    hw_model_init(&hw);
+    assert_int_equal(hw_gpu_load("h100-sxm5-80gb", &hw.gpu, &err), TS_OK);
+    ParallelPlan p = *p0;
+    TsStatus st = plan_resolve(m, &p, &err);
+    Workload *w = NULL;
+    if (st == TS_OK) {
+        CostCtx cc = {.hw = &hw, .dtype = p.dtype, .act_dtype = p.dtype, .tensor_factor = 1.0};
+        PartRuntime rt;
+        part_runtime_init(&rt);
+        if (o) rt.cp_comm = (int)o->cp_comm, rt.grad_bytes = o->grad_bytes > 0 ? o->grad_bytes : 4;
+        WlStep step;
+        wl_step_make(m, &p, &rt, &cc, &store, &step);
+        st = wl_build(&step, o, &w, &err);
+    }
+    assert_int_equal(st, want);
+    return w;
+}
+
+static Workload *build(const ModelSpec *m, const ParallelPlan *p, const WlBuildOptions *o)
+{
+    return build_as(m, p, o, TS_OK);
+}
+
+static Workload *build_aicb(const ModelSpec *m, const ParallelPlan *p0, const WlAicbOptions *ao)
+{
+    static HwModel hw;
+    static WlStepStore store;
+    TsError err = {0};
+    hw_model_init(&hw);
+    assert_int_equal(hw_gpu_load("h100-sxm5-80gb", &hw.gpu, &err), TS_OK);
+    ParallelPlan p = *p0;
+    assert_int_equal(plan_resolve(m, &p, &err), TS_OK);
+    CostCtx cc = {.hw = &hw, .dtype = p.dtype, .act_dtype = p.dtype, .tensor_factor = 1.0};
+    WlStep step;
+    wl_step_make(m, &p, NULL, &cc, &store, &step);
+    Workload *w = NULL;
+    assert_int_equal(wl_build_aicb(&step, ao, &w, &err), TS_OK);
+    return w;
 }
 
 /* Every send of stage s to stage s' has a receive with the same tag on s'. */
@@ -220,27 +258,21 @@ static void check_dag(const Workload *w)
 static const int N_SCHEDULES = 3;
 static Workload *build_schedule(int i)
 {
-    static const WlSchedule sch[] = {WL_SCHED_1F1B, WL_SCHED_GPIPE, WL_SCHED_INTERLEAVED};
-    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
-    WlModelDims m;
-    WlPlanDims p;
+    static const PlanSchedule sch[] = {PLAN_SCHED_1F1B, PLAN_SCHED_GPIPE, PLAN_SCHED_INTERLEAVED};
+    ModelSpec m;
+    ParallelPlan p;
     small_plan(&m, &p);
     p.schedule = sch[i];
-    p.vpp = sch[i] == WL_SCHED_INTERLEAVED ? 2 : 1;
-    TsError err = {0};
-    Workload *w = NULL;
-    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
-    return w;
+    p.vpp = sch[i] == PLAN_SCHED_INTERLEAVED ? 2 : 1;
+    return build(&m, &p, NULL);
 }
 
 static void test_build_schedules(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
-    WlModelDims m;
-    WlPlanDims p;
+    ModelSpec m;
+    ParallelPlan p;
     small_plan(&m, &p);
-    TsError err = {0};
     Workload *w;
     for (int i = 0; i < N_SCHEDULES; i++) {
         w = build_schedule(i);
@@ -252,9 +284,7 @@ static void test_build_schedules(void **state)
         wl_destroy(w);
     }
     /* 1F1B: stage 0 runs pp-1 = 3 warm-up forwards before its first backward */
-    p.schedule = WL_SCHED_1F1B;
-    p.vpp = 1;
-    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    w = build(&m, &p, NULL);
     int fwd_mb = -1;
     for (int32_t i = 0; i < w->classes[0].n_tasks; i++) {
         const WlTask *t = &w->tasks[i];
@@ -268,14 +298,11 @@ static void test_build_schedules(void **state)
 static void test_build_aicb_rows(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
-    WlModelDims m;
-    WlPlanDims p;
+    ModelSpec m;
+    ParallelPlan p;
     small_plan(&m, &p);
     WlAicbOptions ao = {.compat_1_1 = false};
-    TsError err = {0};
-    Workload *w;
-    assert_int_equal(wl_build_aicb(&m, &p, &c, &ao, &w, &err), TS_OK);
+    Workload *w = build_aicb(&m, &p, &ao);
     assert_int_equal(w->n_rows, 6 + 8 * (1 + 2 * 4 + 1) + 7);
     wl_destroy(w);
 }
@@ -301,14 +328,12 @@ static int count_named(const Workload *w, int32_t cls, const char *name, WlGroup
 static void test_build_tied_embedding_allreduce(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
-    WlModelDims m;
-    WlPlanDims p;
+    ModelSpec m;
+    ParallelPlan p;
     small_plan(&m, &p);
-    m.tied = true;
-    TsError err = {0};
+    m.tied_embeddings = true;
     Workload *w;
-    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    w = build(&m, &p, NULL);
     check_dag(w);
     for (int32_t s = 0; s < 4; s++) {
         WlGroup g = WL_GROUP_NONE;
@@ -338,13 +363,13 @@ static void test_build_tied_embedding_allreduce(void **state)
     assert_true(ready >= 0 && ready < ar && ar < norm);
     wl_destroy(w);
     /* untied, or one stage: no such collective */
-    m.tied = false;
-    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    m.tied_embeddings = false;
+    w = build(&m, &p, NULL);
     assert_int_equal(count_named(w, 0, "embed_grad.ar", NULL, NULL), 0);
     wl_destroy(w);
-    m.tied = true;
-    p.pp = 1, p.world = 8;
-    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    m.tied_embeddings = true;
+    p.pp = 1, p.gpus = 8;
+    w = build(&m, &p, NULL);
     assert_int_equal(count_named(w, 0, "embed_grad.ar", NULL, NULL), 0);
     wl_destroy(w);
 }
@@ -353,14 +378,12 @@ static void test_build_tied_embedding_allreduce(void **state)
 static void test_build_dp_cp_reduction(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
-    WlModelDims m;
-    WlPlanDims p;
+    ModelSpec m;
+    ParallelPlan p;
     small_plan(&m, &p);
-    p.cp = 2, p.world = 64;
-    TsError err = {0};
+    p.cp = 2, p.gpus = 64;
     Workload *w;
-    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    w = build(&m, &p, NULL);
     check_dag(w);
     WlGroup g = WL_GROUP_NONE;
     assert_true(count_named(w, 0, "grad.rs", &g, NULL) > 0);
@@ -385,7 +408,7 @@ static void test_build_dp_cp_reduction(void **state)
     /* at the step (exposed): the same buckets (one here: the small stage's
      * parameters fit one bucket) */
     WlBuildOptions bo = {.param_gather_at_step = true};
-    assert_int_equal(wl_build(&m, &p, &c, &bo, &w, &err), TS_OK);
+    w = build(&m, &p, &bo);
     assert_int_equal(count_named(w, 0, "param.ag", &g, NULL), 1);
     assert_int_equal(g, WL_GROUP_DP_CP);
     /* members of rank 3 (tp 1, cp 1, dp 0): tp 1 of every (cp, dp), cp fastest */
@@ -393,8 +416,8 @@ static void test_build_dp_cp_reduction(void **state)
     assert_int_equal(wl_group_members(w, WL_GROUP_DP_CP, 3, mem, 8, &gid), 8);
     for (int i = 0; i < 8; i++) assert_int_equal(mem[i], 1 + 2 * i);
     wl_destroy(w);
-    p.cp = 1, p.world = 32; /* cp 1 keeps the plain DP group */
-    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    p.cp = 1, p.gpus = 32; /* cp 1 keeps the plain DP group */
+    w = build(&m, &p, NULL);
     assert_int_equal(count_named(w, 0, "param.ag", &g, NULL), count_named(w, 0, "grad.rs", NULL, NULL));
     assert_int_equal(g, WL_GROUP_DP);
     wl_destroy(w);
@@ -408,19 +431,17 @@ static void test_build_dp_cp_reduction(void **state)
 static void test_build_cp_comm(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
-    WlModelDims m;
-    WlPlanDims p;
+    ModelSpec m;
+    ParallelPlan p;
     small_plan(&m, &p);
-    p.cp = 2, p.world = 64;
+    p.cp = 2, p.gpus = 64;
     double kv = 64.0 * 2 * 128 * 2 * 2; /* tok x (K,V) x 4 heads x 32 x 2 B x cp */
     double qkv = 64.0 * (128 + 2 * 128) * 2, out = 64.0 * 128 * 2;
     WlCpComm modes[] = {WL_CP_P2P, WL_CP_ALLGATHER, WL_CP_A2A};
     for (int i = 0; i < 3; i++) {
         WlBuildOptions bo = {.cp_comm = modes[i]};
-        TsError err = {0};
         Workload *w = NULL;
-        assert_int_equal(wl_build(&m, &p, &c, &bo, &w, &err), TS_OK);
+        w = build(&m, &p, &bo);
         check_dag(w);
         WlGroup g = WL_GROUP_NONE;
         double b = 0;
@@ -453,16 +474,14 @@ static void test_build_cp_comm(void **state)
 static void test_build_dp_after_backward(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
-    WlModelDims m;
-    WlPlanDims p;
+    ModelSpec m;
+    ParallelPlan p;
     small_plan(&m, &p);
     p.dist_opt = false;
     for (int after = 0; after < 2; after++) {
         WlBuildOptions bo = {.dp_after_backward = after != 0, .bucket_params = 1e5};
-        TsError err = {0};
         Workload *w = NULL;
-        assert_int_equal(wl_build(&m, &p, &c, &bo, &w, &err), TS_OK);
+        w = build(&m, &p, &bo);
         check_dag(w);
         const WlClass *cl = &w->classes[0];
         int32_t first_ar = -1, last_wg = -1, n_ar = 0;
@@ -487,17 +506,16 @@ static void test_build_dp_after_backward(void **state)
 static void test_build_zero3_experts(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
-    WlModelDims m;
-    WlPlanDims p;
+    ModelSpec m;
+    ParallelPlan p;
     small_plan(&m, &p);
     m.experts = 4, m.topk = 2, m.moe_ffn = 512;
-    p.pp = 1, p.dp = 4, p.ep = 2, p.world = 8, p.zero = 3, p.dist_opt = false, p.ga = 2;
+    model_finalize(&m);
+    p.pp = 1, p.dp = 4, p.ep = 2, p.gpus = 8, p.zero = 3, p.dist_opt = false, p.global_batch = 8;
     for (int edp1 = 0; edp1 < 2; edp1++) {
         if (edp1) p.ep = 4, p.dp = 4; /* expert DP = dp / ep = 1 */
-        TsError err = {0};
         Workload *w = NULL;
-        assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+        w = build(&m, &p, NULL);
         check_dag(w);
         WlGroup g = WL_GROUP_NONE;
         double dense_b = 0, exp_b = 0;
@@ -524,15 +542,13 @@ static void test_build_zero3_experts(void **state)
 static void test_build_stage_layers(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
-    WlModelDims m;
-    WlPlanDims p;
+    ModelSpec m;
+    ParallelPlan p;
     small_plan(&m, &p);
     static const int64_t sl[4] = {1, 3, 3, 1};
     p.stage_layers = sl, p.n_stage_layers = 4;
-    TsError err = {0};
     Workload *w;
-    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    w = build(&m, &p, NULL);
     check_dag(w);
     int64_t first = 0;
     for (int32_t s = 0; s < 4; s++) {
@@ -551,7 +567,7 @@ static void test_build_stage_layers(void **state)
     wl_destroy(w);
     static const int64_t bad[4] = {1, 3, 3, 2}; /* adds up to 9, not 8 */
     p.stage_layers = bad;
-    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_ERR_PLAN);
+    w = build_as(&m, &p, NULL, TS_ERR_PLAN);
     assert_null(w);
 }
 
@@ -594,9 +610,8 @@ static void json_roundtrip(const Workload *w)
 static void test_json_roundtrip(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
-    WlModelDims m;
-    WlPlanDims p;
+    ModelSpec m;
+    ParallelPlan p;
     small_plan(&m, &p);
     TsError err = {0};
     Workload *w;
@@ -605,10 +620,8 @@ static void test_json_roundtrip(void **state)
         json_roundtrip(w);
         wl_destroy(w);
     }
-    p.schedule = WL_SCHED_1F1B;
-    p.vpp = 1;
     WlAicbOptions ao = {.compat_1_1 = false};
-    assert_int_equal(wl_build_aicb(&m, &p, &c, &ao, &w, &err), TS_OK);
+    w = build_aicb(&m, &p, &ao);
     json_roundtrip(w);
     wl_destroy(w);
     assert_int_equal(wl_read_simai("t.txt", SIMAI, sizeof SIMAI - 1, &w, &err), TS_OK);
@@ -669,15 +682,15 @@ static void test_json_errors(void **state)
 static void test_chakra_groups_and_sizes(void **state)
 {
     (void)state;
-    WlCost c = {NULL, g_gemm, g_attn, g_mem, NULL};
-    WlModelDims m;
-    WlPlanDims p;
+    ModelSpec m;
+    ParallelPlan p;
     small_plan(&m, &p);
-    p.world = 256;
+    p.gpus = 256;
     p.dp = 32;
+    p.global_batch = 256;
     TsError err = {0};
     Workload *w;
-    assert_int_equal(wl_build(&m, &p, &c, NULL, &w, &err), TS_OK);
+    w = build(&m, &p, NULL);
     char dir[] = "/tmp/ts_wl_chakra_XXXXXX", prefix[64], path[96];
     assert_non_null(mkdtemp(dir));
     snprintf(prefix, sizeof prefix, "%s/s", dir);

@@ -275,11 +275,11 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     in.opt.fp32_grad_reduce = p.dtype == TS_DTYPE_BF16;
     /* torchtitan 2024 defaults: eager PyTorch (compile off, norm_type
      * rmsnorm), "selective op" activation checkpointing */
-    in.opt.eager_elementwise = tt;
+    if (tt) in.plan.framework = PLAN_FRAMEWORK_TORCHTITAN;
     in.opt.selective_ops = tt;
     /* BLOOM: Megatron-DeepSpeed, i.e. DeepSpeed's PipelineEngine with the
      * BF16 optimizer (ZeRO-1) */
-    in.opt.ds_pipe = bloom;
+    if (bloom) in.plan.framework = PLAN_FRAMEWORK_DEEPSPEED;
     SimResult res;
     if (sim_simulate(&in, w, &res, &err) != TS_OK) {
         if (o->print) printf("%-11s plan rejected: %s\n", id, err.msg);

@@ -52,9 +52,6 @@ typedef struct PartMemOptions {
     double grad_bytes;         /* bytes per gradient element without ZeRO (Megatron grad
                                   buffer): 4 (fp32, default, 0 = this), 2 when gradients
                                   are accumulated and reduced in bf16 */
-    bool fp32_grad_copy;       /* an fp32 gradient copy of every local parameter beside the
-                                  16-bit gradients, also under ZeRO-1 (DeepSpeed's BF16
-                                  optimizer: 4 B more per parameter), false */
     bool selective_ops;        /* selective recompute is op-level SAC (torchtitan's policy):
                                   a layer keeps its input, every second matmul output and
                                   the attention output; dense non-MLA layers, false */
@@ -156,13 +153,9 @@ typedef struct PartBlockT {
 
 /* Runtime choices that change the kernels (the framework's code path). */
 typedef struct PartRuntime {
-    bool eager;               /* eager PyTorch model code (torchtitan): unfused norms, RoPE,
-                                 SwiGLU, separate q/k/v and w1/w3 GEMMs, repeat_kv copies */
     bool sequential_experts;  /* routed experts one GEMM each (Megatron SequentialMLP) */
     bool selective_ops;       /* selective recompute as op-level SAC (torchtitan) */
     int cp_comm;              /* 0 ring (p2p), 1 all-gather, 2 all-to-all (Ulysses) */
-    bool ds_pipe;             /* DeepSpeed's pipeline engine: the boundary activation whole on
-                                 every TP rank */
     double grad_bytes;        /* bytes per gradient element reduced (4: fp32 main grads; 0: the
                                  activation dtype's) */
 } PartRuntime;

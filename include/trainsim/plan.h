@@ -59,6 +59,48 @@ typedef enum {
     PLAN_SCHED_COUNT
 } PlanSchedule;
 
+/* The framework whose code path runs the step (its kernels, pipeline engine
+ * and defaults):
+ * - megatron: Megatron-Core with Transformer Engine's fused kernels;
+ * - torchtitan: eager PyTorch model code (unfused RMSNorm with fp32 upcast,
+ *   complex RoPE, silu * mul, repeat_kv; separate wq/wk/wv and w1/w3 GEMMs);
+ * - deepspeed: Megatron-DeepSpeed's PipelineEngine (2022): pipeline sends and
+ *   receives block the compute stream and every TP rank sends the whole
+ *   boundary activation; DP gradients are all-reduced after the pipeline
+ *   flush (also under ZeRO-1), the ZeRO-1 parameter all-gather is exposed at
+ *   the step; with bf16 the BF16 optimizer adds each micro-batch's gradients
+ *   into fp32 ones (update_hp_grads) on the compute stream;
+ * - hf: HuggingFace transformers' own modules in eager mode (the model's
+ *   separate projections, unfused activations and norms, the loss on fp32
+ *   logits, SDPA attention) with eager PyTorch's host dispatch per kernel. */
+#define PLAN_FRAMEWORK_LIST(X)      \
+    X(MEGATRON, "megatron")         \
+    X(TORCHTITAN, "torchtitan")     \
+    X(DEEPSPEED, "deepspeed")       \
+    X(HF, "hf")
+typedef enum {
+#define X(e, n) PLAN_FRAMEWORK_##e,
+    PLAN_FRAMEWORK_LIST(X)
+#undef X
+    PLAN_FRAMEWORK_COUNT
+} PlanFramework;
+
+/* The precision recipe (--dtype stays the GEMMs' compute type): mixed = 16-bit
+ * parameters and gradients with fp32 main parameters and fp32 Adam states
+ * (Megatron, DeepSpeed); amp = fp32 parameters, gradients and Adam states,
+ * matmuls autocast to 16 bit, norms, softmax and loss in fp32 (torch AMP, HF
+ * Trainer --bf16); pure = parameters, gradients and Adam states all 16 bit. */
+#define PLAN_PRECISION_LIST(X) \
+    X(MIXED, "mixed")          \
+    X(AMP, "amp")              \
+    X(PURE, "pure")
+typedef enum {
+#define X(e, n) PLAN_PRECISION_##e,
+    PLAN_PRECISION_LIST(X)
+#undef X
+    PLAN_PRECISION_COUNT
+} PlanPrecision;
+
 #define PLAN_OPTIM_LIST(X) \
     X(ADAM, "adam")        \
     X(SHAMPOO, "shampoo")
@@ -115,6 +157,8 @@ typedef struct ParallelPlan {
     int64_t seq;            /* S, tokens per sequence, e.g. 2048 */
     TsDtype dtype;          /* compute/weight dtype, bf16 */
     PlanSchedule schedule;  /* 1f1b | interleaved | gpipe; vpp > 1 needs interleaved */
+    PlanFramework framework;/* megatron (default) | torchtitan | deepspeed | hf */
+    PlanPrecision precision;/* mixed (default) | amp | pure */
     /* ---- uneven pipeline stages ---- */
     const int64_t *stage_layers; /* borrowed: layers per chunk (pp*vpp entries, chunk
                                     c = vstage*pp + pp_rank); NULL = even split */
@@ -153,6 +197,15 @@ const char *plan_recompute_name(PlanRecompute r);
 bool plan_recompute_parse(const char *s, PlanRecompute *out);
 const char *plan_sched_name(PlanSchedule s);
 bool plan_sched_parse(const char *s, PlanSchedule *out);
+const char *plan_framework_name(PlanFramework f);
+bool plan_framework_parse(const char *s, PlanFramework *out);
+const char *plan_precision_name(PlanPrecision p);
+bool plan_precision_parse(const char *s, PlanPrecision *out);
+/* The framework's code path: eager PyTorch model code (torchtitan, hf);
+ * DeepSpeed's pipeline engine (deepspeed); HuggingFace's own modules (hf). */
+bool plan_eager(const ParallelPlan *p);
+bool plan_ds_pipe(const ParallelPlan *p);
+bool plan_hf(const ParallelPlan *p);
 const char *plan_optim_name(PlanOptimizer o);
 bool plan_optim_parse(const char *s, PlanOptimizer *out);
 const char *plan_group_name(PlanGroup g);

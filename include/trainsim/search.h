@@ -255,6 +255,8 @@ typedef struct SearchEvalCtx {
     int64_t global_batch;     /* sequences per iteration, e.g. 1024 */
     int64_t seq;              /* tokens per sequence, e.g. 8192 */
     TsDtype dtype;            /* compute dtype, bf16 */
+    PlanFramework framework;  /* the code path of every plan, megatron */
+    PlanPrecision precision;  /* the precision recipe of every plan, mixed */
     SimOptions sim_opts;      /* sim_options_init defaults */
     PartMemOptions mem_opts;  /* memory model for pruning, as sim_simulate uses it */
 } SearchEvalCtx;

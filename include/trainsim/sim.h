@@ -146,7 +146,7 @@ typedef struct SimChunkCost {
                                dp_buckets.c; sim_dp_end_uniform for hand-built pipelines) */
     double fsdp_exposed_s;  /* ZeRO-3 gathers/reduces not hidden under compute, inside fwd_s+bwd_s */
     double slowdown_s;      /* compute slow-down from overlapped TP/CP comm, inside fwd_s+bwd_s */
-    double pp_blocked_s;    /* blocking pipeline sends/receives (SimOptions.ds_pipe) inside
+    double pp_blocked_s;    /* blocking pipeline sends/receives (--framework deepspeed) inside
                                fwd_s + bwd_s; p2p_fwd_s/p2p_bwd_s are then minus one
                                transfer (a send and its recv are one rendezvous) */
     double param_gather_s;  /* dist-opt / ZeRO-1/2: this chunk's share of its stage's parameter
@@ -310,17 +310,6 @@ typedef struct SimOptions {
     double overlap_slowdown;    /* compute slow-down while comm overlaps, 0.10
                                    (calibration_facts.md section 5) */
     double optimizer_bytes_per_param; /* HBM bytes per local parameter for the step, 24 */
-    bool eager_elementwise;     /* eager PyTorch model code (torchtitan): unfused elementwise
-                                   kernels (RMSNorm with fp32 upcast, complex RoPE, silu * mul,
-                                   repeat_kv) and separate wq/wk/wv, w1/w3 GEMMs, false */
-    bool ds_pipe;               /* DeepSpeed PipelineEngine (Megatron-DeepSpeed 2022), false:
-                                   pipeline sends/receives block the compute stream and
-                                   every TP rank sends the whole boundary activation; the
-                                   DP gradients are all-reduced after the pipeline flush
-                                   (also under ZeRO-1) and the ZeRO-1 parameter all-gather
-                                   is exposed at the step; with bf16 the BF16 optimizer
-                                   adds each micro-batch's gradients into the fp32 ones
-                                   (update_hp_grads) on the compute stream */
     bool selective_ops;         /* selective recompute is op-level SAC (every second matmul
                                    + all non-matmul ops; torchtitan), not Megatron's core
                                    attention, false */
@@ -415,7 +404,7 @@ TsStatus sim_replay_dag(const struct Workload *w, const HwNet *net, double overl
 /* The simulator's runtime options as the task-graph generator takes them
  * (the plan-dependent ones, Shampoo's rate and the BF16 accumulation, are
  * sim_workload_build's). */
-void sim_wl_build_options(const SimOptions *o, WlBuildOptions *bo);
+void sim_wl_build_options(const SimOptions *o, const ParallelPlan *p, WlBuildOptions *bo);
 /* The task graph (wl_build: the JSON / Chakra workload) of in's plan, its
  * layer template costed as sim_simulate costs it, so that its replay
  * (sim_replay_dag) agrees with the simulation. Resolves in->plan with the

@@ -339,13 +339,6 @@ typedef struct WlBuildOptions {
     bool dp_after_backward; /* every gradient bucket reduced after the stage's last backward
                                (Megatron 2021, simulate --no-dp-overlap); false: each bucket
                                as soon as it is full, under the backward */
-    bool eager_elementwise; /* eager PyTorch model code (torchtitan, simulate --eager-pytorch):
-                               unfused RMSNorm / RoPE / SwiGLU kernels, separate q, k, v and
-                               w1, w3 GEMMs, GQA repeat_kv copies */
-    bool ds_pipe;           /* DeepSpeed's PipelineEngine (simulate --deepspeed-pipe): blocking
-                               sends of the whole activation per TP rank, gradients all-reduced
-                               (even under ZeRO-1) after the flush, parameters gathered at the
-                               step; set dp_after_backward and param_gather_at_step with it */
     bool fp32_grad_accum;   /* BF16 optimizer: each micro-batch's bf16 gradients added into
                                fp32 ones after its backward (20 B per parameter) */
     double shampoo_s_per_param; /* Distributed Shampoo's preconditioning, seconds per stage

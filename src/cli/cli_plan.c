@@ -33,7 +33,11 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
     cli_add(s, "global-batch", CLI_INT, &cp->global_batch, "N",
             "sequences per step (default micro-batch*dp)");
     cli_add(s, "seq", CLI_INT, &cp->seq, "S", "sequence length (default min(max positions, 2048))");
-    cli_add(s, "dtype", CLI_STR, &cp->dtype, "T", "bf16|fp16|fp8|fp32");
+    cli_add(s, "dtype", CLI_STR, &cp->dtype, "T", "bf16|fp16|fp8|fp32 (the GEMMs' compute type)");
+    cli_add(s, "framework", CLI_STR, &cp->framework, "F",
+            "megatron|torchtitan|deepspeed|hf: the code path that runs the step (megatron)");
+    cli_add(s, "precision", CLI_STR, &cp->precision, "P",
+            "mixed|amp|pure: fp32 main params (mixed), fp32 params with autocast (amp), all 16-bit (pure)");
     cli_add(s, "schedule", CLI_STR, &cp->schedule, "S", "1f1b|interleaved|gpipe");
     cli_add(s, "stage-layers", CLI_STR, &cp->stage_layers, "a,b,...",
             "layers per pipeline chunk (pp*vpp entries)");
@@ -84,6 +88,10 @@ int cli_plan_load(const CliSpec *s, CliPlan *cp, const ModelSpec *m, int64_t gpu
         return usage("recompute", cp->recompute, "none, selective or full");
     if (cp->dtype && !cli_train_dtype(cp->dtype, &p->dtype))
         return usage("dtype", cp->dtype, "bf16, fp16, fp8 or fp32");
+    if (cp->framework && !plan_framework_parse(cp->framework, &p->framework))
+        return usage("framework", cp->framework, "megatron, torchtitan, deepspeed or hf");
+    if (cp->precision && !plan_precision_parse(cp->precision, &p->precision))
+        return usage("precision", cp->precision, "mixed, amp or pure");
     if (cp->optimizer && !plan_optim_parse(cp->optimizer, &p->optimizer))
         return usage("optimizer", cp->optimizer, "adam or shampoo");
     if (cp->schedule) {

@@ -16,7 +16,7 @@ typedef struct CliPlan {
     int64_t tp, pp, vpp, dp, cp, ep, etp, zero, recompute_layers;
     int64_t micro_batch, global_batch, seq, shampoo_blocks, gpus;
     bool sp, dist_opt, tp_overlap, no_flash, uneven;
-    const char *recompute, *dtype, *schedule, *stage_layers, *optimizer;
+    const char *recompute, *dtype, *schedule, *stage_layers, *optimizer, *framework, *precision;
     bool with_gpus;                       /* this group owns --gpus (no hw group) */
     int64_t stage_buf[CLI_PLAN_MAX_STAGES]; /* parsed --stage-layers */
 } CliPlan;

@@ -82,12 +82,28 @@ void cli_sim_options(const CliSim *o, SimOptions *so)
     if (o->no_dp_overlap) so->dp_overlap = false;
     if (o->no_ag_overlap) so->param_gather_overlap = false;
     if (o->fp16_grads) so->fp32_grad_reduce = false;
-    so->ds_pipe = o->ds_pipe;
     if (o->bucket_mb > 0) so->bucket_bytes = o->bucket_mb * 1e6;
     if (o->slowdown >= 0) so->overlap_slowdown = o->slowdown;
-    so->eager_elementwise = o->eager;
     so->selective_ops = o->sel_ops;
     so->sequential_experts = o->seq_experts;
     if (o->spread >= 0) so->gpu_spread = o->spread;
     if (o->cp_comm) sim_cp_comm_parse(o->cp_comm, &so->cp_comm); /* checked by cli_sim_check */
+}
+
+int cli_sim_framework(const CliSpec *s, const CliSim *o, PlanFramework *fw)
+{
+    if (!o->ds_pipe && !o->eager) return 0;
+    const char *alias = o->ds_pipe ? "deepspeed-pipe" : "eager-pytorch";
+    PlanFramework want = o->ds_pipe ? PLAN_FRAMEWORK_DEEPSPEED : PLAN_FRAMEWORK_TORCHTITAN;
+    bool eager_ok = o->eager && !o->ds_pipe && (*fw == PLAN_FRAMEWORK_TORCHTITAN || *fw == PLAN_FRAMEWORK_HF);
+    if ((o->ds_pipe && o->eager) || (cli_seen(s, "framework") && *fw != want && !eager_ok)) {
+        TsError e = {0};
+        ts_err(&e, TS_ERR_USAGE, "--%s contradicts --%s", alias,
+               o->ds_pipe && o->eager ? "eager-pytorch" : "framework");
+        ts_err_hint(&e, "--deepspeed-pipe is --framework deepspeed, --eager-pytorch is --framework torchtitan "
+                        "(hf runs eager code too): give one framework");
+        return cli_fail(&e);
+    }
+    if (!eager_ok) *fw = want;
+    return 0;
 }

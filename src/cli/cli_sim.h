@@ -39,6 +39,11 @@ void cli_sim_add_sweep(CliSpec *s, CliSim *o);
 int cli_sim_check(const CliSpec *s, const CliSim *o);
 /* --cp-comm's value (NULL: p2p) into *out; 0, or the usage error printed and 2. */
 int cli_cp_comm(const char *v, SimCpComm *out);
+/* The framework the aliases name: --deepspeed-pipe is deepspeed,
+ * --eager-pytorch torchtitan (or hf, which is eager too); *fw holds
+ * --framework's value (default megatron). 0, or the usage error printed and
+ * 2 when they contradict. */
+int cli_sim_framework(const CliSpec *s, const CliSim *o, PlanFramework *fw);
 /* sim_options_init, then the given options on top. */
 void cli_sim_options(const CliSim *o, SimOptions *so);
 

@@ -115,6 +115,7 @@ int cmd_simulate(int argc, char **argv)
     if (rc) return rc;
     ParallelPlan p;
     rc = cli_plan_load(&s, &cp, &m, hl.cluster.gpus, &p);
+    if (!rc) rc = cli_sim_framework(&s, &cs, &p.framework);
     if (rc) {
         cli_hw_free(&hl);
         return rc;

@@ -23,7 +23,9 @@ typedef struct SweepOpts {
     CliSim sim;               /* runtime behaviours (--deepspeed-pipe, --no-dp-overlap, ...) */
     const char *cluster;      /* name of the loaded cluster (for the output) */
     const char *gpus;         /* the --gpus list as given, "64" by default */
-    const char *objective, *csv, *html, *dtype;
+    const char *objective, *csv, *html, *dtype, *framework_s, *precision_s;
+    PlanFramework framework;  /* --framework (or its alias), megatron by default */
+    PlanPrecision precision;  /* --precision, mixed by default */
     TsDtype dt;               /* --dtype, resolved (bf16 by default) */
     const char *tp, *pp, *vpp, *cp, *ep, *mbs, *recompute, *schedule, *zero, *sp, *overlap, *cp_comm;
     int64_t max_tp, max_pp, max_vpp, max_cp, max_ep, max_mbs;
@@ -364,6 +366,9 @@ static void add_options(CliSpec *s, SweepOpts *o)
     cli_add(s, "seq", CLI_INT, &o->seq, "S", "tokens per sequence; default 4096 (fewer: the model's learned positions)");
     cli_add(s, "global-batch", CLI_INT, &o->global_batch, "B", "sequences per iteration; default 1024");
     cli_add(s, "dtype", CLI_STR, &o->dtype, "T", "training dtype of every plan: bf16 (default), fp16, fp8 or fp32");
+    cli_add(s, "framework", CLI_STR, &o->framework_s, "F",
+            "megatron|torchtitan|deepspeed|hf: the code path of every plan (megatron)");
+    cli_add(s, "precision", CLI_STR, &o->precision_s, "P", "mixed|amp|pure: the precision recipe of every plan (mixed)");
     cli_add(s, "tp", CLI_STR, &o->tp, "LIST", "tensor-parallel sizes to try, e.g. 1,2,4,8");
     cli_add(s, "pp", CLI_STR, &o->pp, "LIST", "pipeline-parallel sizes to try");
     cli_add(s, "vpp", CLI_STR, &o->vpp, "LIST", "virtual stages per pipeline rank (interleaved schedule)");
@@ -430,9 +435,9 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
     if (rc) return 2;
     /* DeepSpeed's pipeline engine has one schedule, 1F1B, ZeRO stage 0 or 1
      * and no TP communication overlap */
-    if (o->sim.ds_pipe && !o->schedule) c->schedule_mask = 1u << SEARCH_SCHEDULE_1F1B;
-    if (o->sim.ds_pipe && !o->zero) c->zero_mask = 3u;
-    if (o->sim.ds_pipe && !o->overlap) c->overlap_mask = 1u;
+    if (o->framework == PLAN_FRAMEWORK_DEEPSPEED && !o->schedule) c->schedule_mask = 1u << SEARCH_SCHEDULE_1F1B;
+    if (o->framework == PLAN_FRAMEWORK_DEEPSPEED && !o->zero) c->zero_mask = 3u;
+    if (o->framework == PLAN_FRAMEWORK_DEEPSPEED && !o->overlap) c->overlap_mask = 1u;
     if (c->sp_mask == 1u && c->overlap_mask == 2u)
         return usage("--tp-overlap on needs --sp on (Megatron overlaps TP communication only under sequence "
                      "parallelism)%s", "");
@@ -494,6 +499,8 @@ static int run(SweepOpts *o, int rank)
     SearchEvalCtx x;
     search_eval_init(&x, &m, &l.model, o->global_batch, o->seq);
     x.dtype = o->dt;
+    x.framework = o->framework;
+    x.precision = o->precision;
     cli_sim_options(&o->sim, &x.sim_opts);
     sim_mem_options(&x.sim_opts, x.dtype, &x.mem_opts); /* prune with the memory the simulator will count */
     for (int i = 0; i < c.gpus.n; i++) search_eval_add_net(&x, c.gpus.v[i], &nets[i]);
@@ -580,6 +587,12 @@ int cmd_sweep(int argc, char **argv)
     free(av);
     if (rc) return rc < 0 ? 0 : rc;
     if ((rc = cli_sim_check(&s, &o.sim))) return rc;
+    if (o.framework_s && !plan_framework_parse(o.framework_s, &o.framework))
+        return usage("invalid value '%s' for --framework (expected megatron, torchtitan, deepspeed or hf)",
+                     o.framework_s);
+    if (o.precision_s && !plan_precision_parse(o.precision_s, &o.precision))
+        return usage("invalid value '%s' for --precision (expected mixed, amp or pure)", o.precision_s);
+    if ((rc = cli_sim_framework(&s, &o.sim, &o.framework))) return rc;
     o.seq_given = cli_seen(&s, "seq");
     int rank = 0, ranks = 1;
 #ifdef TS_HAVE_MPI

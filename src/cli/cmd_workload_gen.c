@@ -39,6 +39,7 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
     int64_t gpus = g->hw.gpus > 0 ? g->hw.gpus : 0;
     ParallelPlan p;
     if ((rc = cli_plan_load(g->spec, &g->plan, &m, gpus, &p))) return rc;
+    if ((rc = cli_sim_framework(g->spec, &g->sim, &p.framework))) return rc;
     if ((rc = cli_sim_check(g->spec, &g->sim))) return rc;
     SimOptions so;
     cli_sim_options(&g->sim, &so);
@@ -63,7 +64,7 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
                         "%lld-token sequences (%lldx the plan's tokens per step); --format chakra or json models "
                         "the CP exchange\n",
                 (long long)p.cp, (long long)p.seq, (long long)p.cp);
-    if (so.ds_pipe && p.pp > 1 && g->fmt == WL_FMT_CHAKRA)
+    if (plan_ds_pipe(&p) && p.pp > 1 && g->fmt == WL_FMT_CHAKRA)
         fprintf(stderr, "trainsim: warning: Chakra has no rendezvous: ASTRA-sim runs DeepSpeed's blocking sends "
                         "without waiting for their receivers (faster than the engine); --format json keeps them "
                         "as \"sync\" pairs\n");

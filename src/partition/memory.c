@@ -149,7 +149,8 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
     out->weights_bytes = p->zero >= 3 ? wb * (pd / dps + pe / edp) : wb * (pd + pe);
     double gb = p->zero >= 1 ? wb : o->grad_bytes > 0 ? o->grad_bytes : 4.0;
     out->gradients_bytes = p->zero >= 2 ? gb * (pd / dps + pe / edp) : gb * (pd + pe);
-    if (o->fp32_grad_copy && p->zero < 3) out->gradients_bytes += 4.0 * (pd + pe);
+    /* DeepSpeed's BF16 optimizer keeps fp32 gradients beside the bf16 ones */
+    if (plan_ds_pipe(p) && p->dtype == TS_DTYPE_BF16 && p->zero < 3) out->gradients_bytes += 4.0 * (pd + pe);
     double ob = p->dtype == TS_DTYPE_FP32 ? 8.0 : 12.0;
     bool shard = p->zero >= 1 || p->dist_opt;
     out->optimizer_bytes = shard ? ob * (pd / dps + pe / edp) : ob * (pd + pe);

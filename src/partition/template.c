@@ -75,7 +75,7 @@ static PartKernel *mem(PartBlockT *b, const char *name, double fwd, double bwd, 
 static void half_layer(const Tx *x, PartBlockT *b)
 {
     double th = (double)x->Tsp * (double)x->m->hidden * x->ab, el = (double)x->Tsp * (double)x->m->hidden;
-    if (x->rt->eager) mem(b, "norm", 18 * th, 36 * th, 5.0 * el); /* x.float() pow mean rsqrt type_as *w */
+    if (plan_eager(x->p)) mem(b, "norm", 18 * th, 36 * th, 5.0 * el); /* x.float() pow mean rsqrt type_as *w */
     else mem(b, "norm", 2 * th, 3 * th, 5.0 * el);
     mem(b, "residual", 3 * th, 3 * th, 0);
     if (x->m->hidden_dropout > 0) mem(b, "dropout", 2.5 * th, 2.5 * th, 0);
@@ -92,7 +92,7 @@ static void attention(const Tx *x, PartBlockT *b)
     int64_t dqk = D, dv = D;
     half_layer(x, b);
     if (m->pos == MODEL_POS_ROPE) { /* q and k rotated */
-        double qk = (x->rt->eager ? 10.0 : 2.0) * (double)T * (double)((A + G) * D / t) * x->ab;
+        double qk = (plan_eager(x->p) ? 10.0 : 2.0) * (double)T * (double)((A + G) * D / t) * x->ab;
         mem(b, "rope", qk, qk, 0);
     }
     if (m->kv_lora_rank > 0) { /* MLA (DeepSeek): down / up projections */
@@ -106,7 +106,7 @@ static void attention(const Tx *x, PartBlockT *b)
         }
         gemm(b, "kv_down", 1, T, m->kv_lora_rank + m->qk_rope_dim, H);
         gemm(b, "kv_up", 1, T, A * (m->qk_nope_dim + dv) / t, m->kv_lora_rank);
-    } else if (x->rt->eager) { /* torchtitan: wq, wk, wv separate nn.Linear */
+    } else if (plan_eager(x->p)) { /* torchtitan: wq, wk, wv separate nn.Linear */
         gemm(b, "wq", 1, T, A * D / t, H);
         gemm(b, "wk", 1, T, G * D / t, H);
         gemm(b, "wv", 1, T, G * D / t, H);
@@ -133,7 +133,7 @@ static void attention(const Tx *x, PartBlockT *b)
         if (m->attn_dropout > 0) mem(b, "core.dropout", 2.5 * sc, 2.5 * sc, 0)->part = PART_KP_CORE;
     }
     gemm(b, "proj", 1, T, H, A * dv / t);
-    if (x->rt->eager) { /* GQA repeat_kv copies of K and V; the output made contiguous */
+    if (plan_eager(x->p)) { /* GQA repeat_kv copies of K and V; the output made contiguous */
         double kv = G < A ? 2.0 * (double)T * (double)(A * D / t) * x->ab * 2.0 : 0.0;
         double o = 2.0 * (double)T * (double)(A * dv / t) * x->ab;
         mem(b, "repeat_kv", kv + o, kv + o, 0);
@@ -155,14 +155,14 @@ static void attention(const Tx *x, PartBlockT *b)
 static void mlp(const Tx *x, PartBlockT *b, int64_t tokens, int64_t ffn, const char *const nm[4])
 {
     int64_t H = x->m->hidden, t = x->t;
-    if (x->gated && x->rt->eager) { /* w1 and w3 separate nn.Linear */
+    if (x->gated && plan_eager(x->p)) { /* w1 and w3 separate nn.Linear */
         gemm(b, nm[0], 1, tokens, ffn / t, H);
         gemm(b, nm[1], 1, tokens, ffn / t, H);
     } else {
         gemm(b, nm[0], 1, tokens, (x->gated ? 2 : 1) * ffn / t, H);
     }
     double act = (double)tokens * (double)(ffn / t) * x->ab, el = (double)tokens * (double)(ffn / t);
-    if (x->gated && x->rt->eager) mem(b, nm[2], act * 5.0, act * 8.0, 8.0 * el); /* silu(a) then * b */
+    if (x->gated && plan_eager(x->p)) mem(b, nm[2], act * 5.0, act * 8.0, 8.0 * el); /* silu(a) then * b */
     else mem(b, nm[2], act * (x->gated ? 3.0 : 2.0), act * (x->gated ? 5.0 : 3.0), 8.0 * el);
     gemm(b, nm[3], 1, tokens, H, ffn / t);
 }
@@ -356,7 +356,7 @@ void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime 
     /* the pipeline message: 1/TP of the activation per TP rank (SP-sharded,
      * or Megatron's scatter/gather across the boundary), or the whole
      * activation on every TP rank (DeepSpeed's pipeline engine) */
-    o->boundary_bytes = (double)x.T * (double)m->hidden * x.ab / (rt->ds_pipe ? 1.0 : (double)p->tp);
+    o->boundary_bytes = (double)x.T * (double)m->hidden * x.ab / (plan_ds_pipe(p) ? 1.0 : (double)p->tp);
 }
 
 void part_fsdp_copy_kernel(double params, double ab, double gr, bool full, PartKernel *k)

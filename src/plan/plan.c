@@ -28,6 +28,18 @@ static const char *const optim_names[] = {
 #undef X
 };
 _Static_assert(sizeof optim_names / sizeof optim_names[0] == PLAN_OPTIM_COUNT, "optim names");
+static const char *const framework_names[] = {
+#define X(e, n) n,
+    PLAN_FRAMEWORK_LIST(X)
+#undef X
+};
+_Static_assert(sizeof framework_names / sizeof framework_names[0] == PLAN_FRAMEWORK_COUNT, "framework names");
+static const char *const precision_names[] = {
+#define X(e, n) n,
+    PLAN_PRECISION_LIST(X)
+#undef X
+};
+_Static_assert(sizeof precision_names / sizeof precision_names[0] == PLAN_PRECISION_COUNT, "precision names");
 static const char *const group_names[] = {
 #define X(e, n, d) n,
     PLAN_GROUP_LIST(X)
@@ -41,6 +53,10 @@ const char *plan_sched_name(PlanSchedule s)
 { return (unsigned)s < PLAN_SCHED_COUNT ? sched_names[s] : "?"; }
 const char *plan_optim_name(PlanOptimizer o)
 { return (unsigned)o < PLAN_OPTIM_COUNT ? optim_names[o] : "?"; }
+const char *plan_framework_name(PlanFramework f)
+{ return (unsigned)f < PLAN_FRAMEWORK_COUNT ? framework_names[f] : "?"; }
+const char *plan_precision_name(PlanPrecision p)
+{ return (unsigned)p < PLAN_PRECISION_COUNT ? precision_names[p] : "?"; }
 const char *plan_group_name(PlanGroup g)
 { return (unsigned)g < PLAN_GROUP_COUNT ? group_names[g] : "?"; }
 
@@ -56,6 +72,22 @@ bool plan_sched_parse(const char *s, PlanSchedule *out)
     if (i >= 0) *out = (PlanSchedule)i;
     return i >= 0;
 }
+bool plan_framework_parse(const char *s, PlanFramework *out)
+{
+    int i = ts_name_index(s, framework_names, PLAN_FRAMEWORK_COUNT);
+    if (i >= 0) *out = (PlanFramework)i;
+    return i >= 0;
+}
+bool plan_precision_parse(const char *s, PlanPrecision *out)
+{
+    int i = ts_name_index(s, precision_names, PLAN_PRECISION_COUNT);
+    if (i >= 0) *out = (PlanPrecision)i;
+    return i >= 0;
+}
+bool plan_eager(const ParallelPlan *p)
+{ return p->framework == PLAN_FRAMEWORK_TORCHTITAN || p->framework == PLAN_FRAMEWORK_HF; }
+bool plan_ds_pipe(const ParallelPlan *p) { return p->framework == PLAN_FRAMEWORK_DEEPSPEED; }
+bool plan_hf(const ParallelPlan *p) { return p->framework == PLAN_FRAMEWORK_HF; }
 bool plan_optim_parse(const char *s, PlanOptimizer *out)
 {
     int i = ts_name_index(s, optim_names, PLAN_OPTIM_COUNT);

@@ -32,6 +32,8 @@ void search_plan_from_knobs(const SearchEvalCtx *x, const SearchKnobs *k, Parall
     p->global_batch = x->global_batch;
     p->seq = x->seq;
     p->dtype = x->dtype;
+    p->framework = x->framework;
+    p->precision = x->precision;
     p->uneven = true; /* layers that do not divide pp*vpp: the uneven rule (plan.h) */
     p->schedule = k->schedule == SEARCH_SCHEDULE_GPIPE         ? PLAN_SCHED_GPIPE
                   : k->schedule == SEARCH_SCHEDULE_INTERLEAVED ? PLAN_SCHED_INTERLEAVED

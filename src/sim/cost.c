@@ -113,11 +113,9 @@ TsDtype sim_activation_dtype(TsDtype dt) { return dt == TS_DTYPE_FP8 ? TS_DTYPE_
 
 void sim_mem_options(const SimOptions *o, TsDtype dt, PartMemOptions *mo)
 {
-    /* Megatron's grad buffer has the reduction dtype (grad_reduce_in_fp32);
-     * DeepSpeed's BF16 optimizer keeps fp32 gradients beside the bf16 ones */
+    /* Megatron's grad buffer has the reduction dtype (grad_reduce_in_fp32) */
     TsDtype adt = sim_activation_dtype(dt);
     mo->grad_bytes = o->fp32_grad_reduce ? 4.0 : (double)ts_dtype_bytes(adt);
-    mo->fp32_grad_copy = o->ds_pipe && dt == TS_DTYPE_BF16;
     mo->selective_ops = o->selective_ops;
 }
 
@@ -203,21 +201,21 @@ TsStatus sim_setup_resolve(SimSetup *in, TsError *err)
     if (p->cp > 1 && p->seq % p->cp)
         return ts_err(err, TS_ERR_PLAN, "--seq %lld is not a multiple of --cp %lld", (long long)p->seq, (long long)p->cp);
     if ((st = sim_cp_comm_check(m, p, in->opt.cp_comm, err))) return st;
-    if (in->opt.ds_pipe && (p->vpp > 1 || p->schedule != PLAN_SCHED_1F1B)) {
+    if (plan_ds_pipe(p) && (p->vpp > 1 || p->schedule != PLAN_SCHED_1F1B)) {
         ts_err(err, TS_ERR_PLAN, "--deepspeed-pipe runs DeepSpeed's 1F1B schedule only (got %s, vpp %lld)",
                plan_sched_name(p->schedule), (long long)p->vpp);
         ts_err_hint(err, "DeepSpeed's PipelineEngine (TrainSchedule) has no interleaved or GPipe schedule: drop "
                          "--schedule and --vpp");
         return TS_ERR_PLAN;
     }
-    if (in->opt.ds_pipe && (p->zero >= 2 || p->dist_opt)) {
+    if (plan_ds_pipe(p) && (p->zero >= 2 || p->dist_opt)) {
         ts_err(err, TS_ERR_PLAN, "--deepspeed-pipe takes ZeRO stage 0 or 1 (got %s)",
                p->dist_opt ? "--dist-opt" : p->zero == 2 ? "--zero 2" : "--zero 3");
         ts_err_hint(err, "DeepSpeed's PipelineEngine asserts that ZeRO-2 and ZeRO-3 are incompatible with pipeline "
                          "parallelism; its ZeRO-1 shards the optimizer state (--zero 1)");
         return TS_ERR_PLAN;
     }
-    if (in->opt.ds_pipe && p->tp_overlap) {
+    if (plan_ds_pipe(p) && p->tp_overlap) {
         ts_err(err, TS_ERR_PLAN, "--deepspeed-pipe has no TP communication overlap (got --tp-overlap)");
         ts_err_hint(err, "Megatron-DeepSpeed runs its TP all-reduces / reduce-scatters on the compute stream; "
                          "the overlapped GEMMs (Transformer Engine userbuffers) are Megatron-Core's: drop --tp-overlap");
@@ -287,7 +285,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     SimBucketMemo bmemo = {.n = 0};
     struct { bool valid; double params, eparams; SimBucketTiming tm; bool first, last; } bkey = {0};
     const double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
-    const TsColl grad_rc = (p->dist_opt || p->zero >= 1) && !in->opt.ds_pipe ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
+    const TsColl grad_rc = (p->dist_opt || p->zero >= 1) && !plan_ds_pipe(p) ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
     for (int32_t vs = 0; vs < v; vs++)
         for (int32_t s = 0; s < pp; s++) {
             int64_t chunk = (int64_t)vs * pp + s;
@@ -338,7 +336,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
              * micro-batch's backward, update_hp_grads adds the bf16 gradients
              * into the fp32 ones (cast: read 2 write 4; add: read 8 write 4)
              * and the bf16 grads are zeroed (write 2): 20 B per parameter */
-            if (in->opt.ds_pipe && p->dtype == TS_DTYPE_BF16) c->compute_bwd_s += hw_memory_time_s(in->hw, 20.0 * params);
+            if (plan_ds_pipe(p) && p->dtype == TS_DTYPE_BF16) c->compute_bwd_s += hw_memory_time_s(in->hw, 20.0 * params);
             double root_f = 0; /* exposed FSDP time in the forward task */
             if (p->zero >= 3 && x.dpg.size > 1 && nl > 0)
                 root_f = sim_fsdp_root(&x, chunk == 0 ? emb_params : 0, chunk == (int64_t)pp * v - 1 ? head_params : 0,
@@ -358,7 +356,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             }
             c->p2p_fwd_s = p2p_out;
             c->p2p_bwd_s = p2p_in;
-            if (in->opt.ds_pipe && pp > 1) {
+            if (plan_ds_pipe(p) && pp > 1) {
                 /* blocking sends/receives on the compute stream: the forward
                  * receives its input and sends its output, the backward
                  * receives the output gradient and sends the input gradient
@@ -422,8 +420,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         sc[pp - 1].embed_sync_s += t_emb;
     }
     SimPipeline pl = {.stages = pp, .chunks = v, .micro_batches = p->grad_accum, .schedule = sched_of(p->schedule),
-                      .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !in->opt.ds_pipe,
-                      .param_gather_overlap = in->opt.param_gather_overlap && !in->opt.ds_pipe,
+                      .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !plan_ds_pipe(p),
+                      .param_gather_overlap = in->opt.param_gather_overlap && !plan_ds_pipe(p),
                       .overlap_slowdown = in->opt.overlap_slowdown, .record = in->opt.record};
     if (lb) { /* sim_lower_bound: the engine's bound on these costs, no run */
         *lb = sim_pipeline_lower_bound(&pl);
@@ -511,7 +509,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                  100 * out->bubble_fraction, 100 * fill, out->slowest_stage);
         else
             warn(out, "pipeline bubble is %.0f%% of the step: more micro-batches%s would help",
-                 100 * out->bubble_fraction, in->opt.ds_pipe ? "" : " or interleaving");
+                 100 * out->bubble_fraction, plan_ds_pipe(p) ? "" : " or interleaving");
     }
     if (x.tpg.nodes > 1)
         warn(out, "tensor parallel group of %lld spans %lld nodes: TP traffic crosses the network",

@@ -14,7 +14,7 @@
 #include "sim_internal.h"
 #include "trainsim/sim.h"
 
-void sim_wl_build_options(const SimOptions *o, WlBuildOptions *bo)
+void sim_wl_build_options(const SimOptions *o, const ParallelPlan *p, WlBuildOptions *bo)
 {
     _Static_assert((int)WL_CP_P2P == (int)SIM_CP_P2P && (int)WL_CP_ALLGATHER == (int)SIM_CP_ALLGATHER &&
                        (int)WL_CP_A2A == (int)SIM_CP_A2A,
@@ -25,12 +25,10 @@ void sim_wl_build_options(const SimOptions *o, WlBuildOptions *bo)
                            .bucket_params = o->bucket_bytes > 0 ? o->bucket_bytes / gb : 0,
                            .param_gather_at_step = !o->param_gather_overlap,
                            .dp_after_backward = !o->dp_overlap,
-                           .eager_elementwise = o->eager_elementwise,
                            .optimizer_bytes = o->optimizer_bytes_per_param,
                            .selective_ops = o->selective_ops,
-                           .sequential_experts = o->sequential_experts,
-                           .ds_pipe = o->ds_pipe};
-    if (o->ds_pipe) { /* the engine reduces after the flush and gathers at the step */
+                           .sequential_experts = o->sequential_experts};
+    if (plan_ds_pipe(p)) { /* the engine reduces after the flush and gathers at the step */
         bo->dp_after_backward = true;
         bo->param_gather_at_step = true;
     }
@@ -58,9 +56,9 @@ TsStatus sim_workload_build(SimSetup *in, Workload **out, TsError *err)
     WlStep step;
     step_of(in, p, store, &step);
     WlBuildOptions bo;
-    sim_wl_build_options(&in->opt, &bo);
+    sim_wl_build_options(&in->opt, p, &bo);
     bo.shampoo_s_per_param = sim_shampoo_s_per_param(in->hw, in->model, p);
-    bo.fp32_grad_accum = in->opt.ds_pipe && p->dtype == TS_DTYPE_BF16;
+    bo.fp32_grad_accum = plan_ds_pipe(p) && p->dtype == TS_DTYPE_BF16;
     st = wl_build(&step, &bo, out, err);
     free(store);
     return st;
@@ -81,7 +79,7 @@ TsStatus sim_workload_build_aicb(SimSetup *in, bool compat_1_1, Workload **out, 
     WlStep step;
     step_of(in, &q, store, &step);
     WlBuildOptions bo;
-    sim_wl_build_options(&in->opt, &bo);
+    sim_wl_build_options(&in->opt, &q, &bo);
     WlAicbOptions ao = {.compat_1_1 = compat_1_1, .build = &bo};
     st = wl_build_aicb(&step, &ao, out, err);
     free(store);

@@ -21,11 +21,9 @@ double sim_coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, co
 void sim_part_runtime(const SimOptions *o, PartRuntime *rt)
 {
     part_runtime_init(rt);
-    rt->eager = o->eager_elementwise;
     rt->sequential_experts = o->sequential_experts;
     rt->selective_ops = o->selective_ops;
     rt->cp_comm = (int)o->cp_comm;
-    rt->ds_pipe = o->ds_pipe;
     rt->grad_bytes = o->fp32_grad_reduce ? 4.0 : 0;
 }
 
@@ -269,7 +267,7 @@ typedef struct CostKey {
     int64_t t, B, S, Sl, cp, ep, etp;
     int64_t tp_size, tp_nodes, cp_nodes, ep_nodes, dp_size, dp_nodes, edp_size, edp_nodes;
     int32_t dt, adt, recompute;
-    uint8_t sp, flash, tp_overlap, zero3, pp1, eager, selective_ops, fp32_grad, cp_comm, seq_experts, ds_pipe;
+    uint8_t sp, flash, tp_overlap, zero3, pp1, framework, precision, selective_ops, fp32_grad, cp_comm, seq_experts;
 } CostKey;
 
 typedef struct CostEntry {
@@ -320,12 +318,12 @@ static void cost_key(const Ctx *x, CostKey *k)
     k->flash = p->flash_attn;
     k->tp_overlap = p->tp_overlap;
     k->pp1 = p->pp == 1;
-    k->eager = x->o->eager_elementwise;
+    k->framework = (uint8_t)p->framework;
+    k->precision = (uint8_t)p->precision;
     k->selective_ops = x->o->selective_ops;
     k->fp32_grad = x->o->fp32_grad_reduce;
     k->cp_comm = (uint8_t)x->o->cp_comm;
     k->seq_experts = x->o->sequential_experts;
-    k->ds_pipe = x->o->ds_pipe;
 }
 
 static size_t cost_hash(const CostKey *k)

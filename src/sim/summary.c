@@ -12,14 +12,15 @@ static void plan_json(const ParallelPlan *p, TsBuf *b)
                   "{\"gpus\": %lld, \"tp\": %lld, \"pp\": %lld, \"vpp\": %lld, \"dp\": %lld, \"cp\": %lld, "
                   "\"ep\": %lld, \"etp\": %lld, \"sp\": %s, \"zero\": %d, \"dist_opt\": %s, \"optimizer\": \"%s\", "
                   "\"recompute\": \"%s\", \"flash_attn\": %s, \"tp_overlap\": %s, \"micro_batch\": %lld, "
-                  "\"global_batch\": %lld, \"seq\": %lld, \"dtype\": \"%s\", \"schedule\": \"%s\", "
-                  "\"grad_accum\": %lld}",
+                  "\"global_batch\": %lld, \"seq\": %lld, \"dtype\": \"%s\", \"framework\": \"%s\", "
+                  "\"precision\": \"%s\", \"schedule\": \"%s\", \"grad_accum\": %lld}",
                   (long long)p->gpus, (long long)p->tp, (long long)p->pp, (long long)p->vpp, (long long)p->dp,
                   (long long)p->cp, (long long)p->ep, (long long)p->etp, p->sp ? "true" : "false", p->zero,
                   p->dist_opt ? "true" : "false", p->optimizer == PLAN_OPTIM_SHAMPOO ? "shampoo" : "adam",
                   plan_recompute_name(p->recompute), p->flash_attn ? "true" : "false",
                   p->tp_overlap ? "true" : "false", (long long)p->micro_batch, (long long)p->global_batch,
-                  (long long)p->seq, ts_dtype_name(p->dtype), plan_sched_name(p->schedule),
+                  (long long)p->seq, ts_dtype_name(p->dtype), plan_framework_name(p->framework),
+                  plan_precision_name(p->precision), plan_sched_name(p->schedule),
                   (long long)p->grad_accum);
 }
 
@@ -89,13 +90,15 @@ void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *b)
     ts_buf_puts(b, "\"plan\": ");
     plan_json(p, b);
     const SimOptions *o = &in->opt;
+    const bool ds = plan_ds_pipe(p);
     ts_buf_printf(b, ", \"options\": {\"pipeline_engine\": \"%s\", \"dp_overlap\": %s, \"param_gather_overlap\": %s, "
                      "\"grad_reduce_dtype\": \"%s\", \"bucket_bytes\": %.17g, \"overlap_slowdown\": %.17g, "
                      "\"model_code\": \"%s\", \"selective_recompute\": \"%s\", \"gpu_spread\": %.17g, "
                      "\"cp_comm\": \"%s\", \"experts\": \"%s\"}",
-                  o->ds_pipe ? "deepspeed" : "megatron", o->dp_overlap && !o->ds_pipe ? "true" : "false",
-                  o->param_gather_overlap && !o->ds_pipe ? "true" : "false", o->fp32_grad_reduce ? "fp32" : "16-bit",
-                  sim_dp_bucket_bytes(o, p->dp * p->cp), o->overlap_slowdown, o->eager_elementwise ? "eager" : "fused",
+                  ds ? "deepspeed" : "megatron", o->dp_overlap && !ds ? "true" : "false",
+                  o->param_gather_overlap && !ds ? "true" : "false", o->fp32_grad_reduce ? "fp32" : "16-bit",
+                  sim_dp_bucket_bytes(o, p->dp * p->cp), o->overlap_slowdown,
+                  plan_hf(p) ? "hf" : plan_eager(p) ? "eager" : "fused",
                   o->selective_ops ? "ops" : "attention", o->gpu_spread, sim_cp_comm_name(o->cp_comm),
                   o->sequential_experts ? "sequential" : "grouped");
     ModelCounts mc;
@@ -134,18 +137,22 @@ static void tm(TsBuf *b, double s)
 }
 
 /* The runtime behaviours that differ from sim_options_init, one line ("" when none). */
-static void runtime_line(const SimOptions *o, TsBuf *b)
+static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
 {
     SimOptions d;
     sim_options_init(&d);
-    const char *part[12];
+    const char *part[16];
     int n = 0;
-    if (o->ds_pipe) part[n++] = "DeepSpeed pipeline engine";
-    if (o->eager_elementwise) part[n++] = "eager PyTorch model code";
+    const bool ds = plan_ds_pipe(p);
+    if (ds) part[n++] = "DeepSpeed pipeline engine";
+    if (plan_hf(p)) part[n++] = "HuggingFace transformers modules (eager)";
+    else if (plan_eager(p)) part[n++] = "eager PyTorch model code";
+    if (p->precision == PLAN_PRECISION_AMP) part[n++] = "fp32 parameters with autocast (amp)";
+    if (p->precision == PLAN_PRECISION_PURE) part[n++] = "all-16-bit parameters and optimizer (pure)";
     if (o->selective_ops) part[n++] = "op-level selective recompute";
     if (o->sequential_experts) part[n++] = "sequential experts";
-    if (!o->dp_overlap && !o->ds_pipe) part[n++] = "gradient reduction after the backward";
-    if (!o->param_gather_overlap && !o->ds_pipe) part[n++] = "parameter gather at the step";
+    if (!o->dp_overlap && !ds) part[n++] = "gradient reduction after the backward";
+    if (!o->param_gather_overlap && !ds) part[n++] = "parameter gather at the step";
     if (!o->fp32_grad_reduce) part[n++] = "16-bit gradient reduction";
     if (o->bucket_bytes != d.bucket_bytes) part[n++] = "bucket size";
     if (o->overlap_slowdown != d.overlap_slowdown) part[n++] = "overlap slow-down";
@@ -195,7 +202,7 @@ void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *b)
                   plan_recompute_name(p->recompute), plan_sched_name(p->schedule), (long long)p->micro_batch,
                   (long long)p->global_batch, (long long)p->grad_accum, (long long)p->seq, ts_dtype_name(p->dtype),
                   p->tp_overlap ? ", tp-overlap" : "");
-    runtime_line(&in->opt, b);
+    runtime_line(&in->opt, &in->plan, b);
     ts_buf_printf(b, "  iteration time        %.4g s\n", r->iteration_time_s);
     ts_buf_printf(b, "  tokens/s              %.0f  (%.1f per GPU, %.2f samples/s)\n", r->tokens_per_s,
                   r->tokens_per_s_per_gpu, r->samples_per_s);

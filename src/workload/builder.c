@@ -121,8 +121,8 @@ static void p2p(Gen *g, const char *name, WlPhase ph, int64_t mb, bool send, int
     /* a receive gates the compute after it; a send does not, except in
      * DeepSpeed's pipeline engine, whose blocking sends and receives meet
      * as a rendezvous */
-    if (g->o->ds_pipe) t.flags |= WL_F_SYNC;
-    emit(g, &t, -1, !send || g->o->ds_pipe);
+    if (plan_ds_pipe(g->p)) t.flags |= WL_F_SYNC;
+    emit(g, &t, -1, !send || plan_ds_pipe(g->p));
 }
 
 /* Megatron-Core's gradient buckets (param_and_grad_buffer.py), as the
@@ -134,7 +134,7 @@ static void p2p(Gen *g, const char *name, WlPhase ph, int64_t mb, bool send, int
  * waits for the step (g->deferred). */
 static void bucket_emit(Gen *g, double elems, bool expert)
 {
-    bool rs = (g->p->dist_opt || g->p->zero >= 1) && !g->o->ds_pipe; /* DeepSpeed's pipe all-reduces */
+    bool rs = (g->p->dist_opt || g->p->zero >= 1) && !plan_ds_pipe(g->p); /* DeepSpeed's pipe all-reduces */
     const char *name = expert ? (rs ? "egrad.rs" : "egrad.ar") : (rs ? "grad.rs" : "grad.ar");
     pend(g, coll(g, name, WL_PHASE_WG, -1, rs ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE,
                  expert ? WL_GROUP_DP_EP : g->dpg, elems * wl_gen_grad_bytes(g), false));
@@ -420,7 +420,7 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
 {
     const ParallelPlan *p = g->p;
     int64_t first = chunk_first(g, ch), nl = chunk_layers(g, ch);
-    bool ds = g->o->ds_pipe; /* DeepSpeed: p2p in ds_schedule */
+    bool ds = plan_ds_pipe(g->p); /* DeepSpeed: p2p in ds_schedule */
     if (ch > 0 && !ds) p2p(g, "pp.recv.f", WL_PHASE_FWD, mb, false, ch - 1, ch - 1, 0);
     if (ch == 0) {
         comp_f(g, "embed.f", WL_PHASE_FWD, mb, ch, -1, g->embed.fwd_s, 0, g->embed.fwd_bytes,
@@ -461,7 +461,7 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
     const ParallelPlan *p = g->p;
     int64_t first = chunk_first(g, ch), nl = chunk_layers(g, ch);
     int32_t extra = g->fwd_last[mb * g->n_chunks + ch];
-    bool ds = g->o->ds_pipe; /* DeepSpeed: p2p in ds_schedule */
+    bool ds = plan_ds_pipe(g->p); /* DeepSpeed: p2p in ds_schedule */
     if (ch < g->n_chunks - 1 && !ds) p2p(g, "pp.recv.b", WL_PHASE_IG, mb, false, ch + 1, ch, 1);
     if (ch == g->n_chunks - 1) {
         /* (ZeRO-3: embedding and head form the root unit, kept gathered
@@ -831,8 +831,8 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
             if (ch == 0) params += g.embed.params;
             if (ch == n_chunks - 1) params += g.head.params;
         }
-        if (o->ds_pipe) ds_schedule(&g, s);
-        for (int64_t i = 0; i < n && !g.oom && !o->ds_pipe; i++) {
+        if (plan_ds_pipe(p)) ds_schedule(&g, s);
+        for (int64_t i = 0; i < n && !g.oom && !plan_ds_pipe(p); i++) {
             if (steps[i].fwd) chunk_fwd(&g, steps[i].mb, steps[i].chunk);
             else chunk_bwd(&g, steps[i].mb, steps[i].chunk, steps[i].mb == p->grad_accum - 1);
         }

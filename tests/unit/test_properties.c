@@ -410,13 +410,13 @@ static void test_sim_matches_replay(void **state)
         if (p.cp > 1) in.opt.cp_comm = (SimCpComm)pick(3);
         if (pick(6) == 0) in.opt.dp_overlap = false;
         if (pick(6) == 0) in.opt.fp32_grad_reduce = false;
-        if (pick(5) == 0) in.opt.eager_elementwise = true;
+        if (pick(5) == 0) in.plan.framework = PLAN_FRAMEWORK_TORCHTITAN;
         if (pick(5) == 0) in.opt.selective_ops = true;
         if (pick(6) == 0) in.opt.param_gather_overlap = false;
         if (m.experts > 0 && p.tp > 1 && pick(3) == 0) in.plan.etp = 1;
         if (p.tp > 1 && pick(4) == 0) in.plan.sp = false, in.plan.sp_set = true;
         if (pick(8) == 0) in.plan.optimizer = PLAN_OPTIM_SHAMPOO;
-        if (p.vpp == 1 && pick(8) == 0) in.opt.ds_pipe = true; /* DeepSpeed's engine: rendezvous p2p */
+        if (p.vpp == 1 && pick(8) == 0) in.plan.framework = PLAN_FRAMEWORK_DEEPSPEED; /* rendezvous p2p */
         if (m.experts > 0 && pick(3) == 0) in.opt.sequential_experts = true; /* SequentialMLP */
         p = in.plan;
         SimResult r;
@@ -442,10 +442,10 @@ static void test_sim_matches_replay(void **state)
                         sim_cp_comm_name(in.opt.cp_comm), in.opt.dp_overlap, in.opt.fp32_grad_reduce,
                         rr.iteration_time_s, ts, 100 * d);
         if (fabs(d) > show)
-            print_error("   eager %d selective-ops %d ag-overlap %d etp %lld sp %d optimizer %d ds-pipe %d "
+            print_error("   framework %s selective-ops %d ag-overlap %d etp %lld sp %d optimizer %d "
                         "seq-experts %d\n",
-                        in.opt.eager_elementwise, in.opt.selective_ops, in.opt.param_gather_overlap, (long long)p.etp, p.sp,
-                        (int)p.optimizer, in.opt.ds_pipe, in.opt.sequential_experts);
+                        plan_framework_name(p.framework), in.opt.selective_ops, in.opt.param_gather_overlap,
+                        (long long)p.etp, p.sp, (int)p.optimizer, in.opt.sequential_experts);
         assert_true(fabs(d) <= 0.03);
         if (fabs(d) > worst) worst = fabs(d);
         sim_result_free(&rr);

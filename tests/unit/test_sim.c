@@ -457,12 +457,12 @@ static void test_ds_pipe(void **state)
     ParallelPlan p = plan(8, 8, 1, 128, 256, 2048);
     p.zero = 1;
     p.recompute = PLAN_RECOMPUTE_FULL;
-    SimOptions o, ds;
+    SimOptions o;
     sim_options_init(&o);
-    ds = o;
-    ds.ds_pipe = true;
+    ParallelPlan pd = p;
+    pd.framework = PLAN_FRAMEWORK_DEEPSPEED;
     SimResult a, b, c;
-    double t0 = sim_opt(&f, &p, &o, &a), t1 = sim_opt(&f, &p, &ds, &b);
+    double t0 = sim_opt(&f, &p, &o, &a), t1 = sim_opt(&f, &pd, &o, &b);
     assert_true(t1 > t0);
     /* the critical stage sends and receives 2048 x 12288 x 2 B per TP rank,
      * twice per neighbour, 128 micro-batches */
@@ -472,8 +472,8 @@ static void test_ds_pipe(void **state)
     /* the BF16 optimizer keeps fp32 gradients beside the bf16 ones: 6 B, not 2 */
     NEAR(b.memory.gradients_bytes, 3.0 * a.memory.gradients_bytes, 1e-9 * b.memory.gradients_bytes);
     /* bf16: the fp32 accumulation adds compute; fp16 does not */
-    p.dtype = TS_DTYPE_FP16;
-    sim_opt(&f, &p, &ds, &c);
+    pd.dtype = TS_DTYPE_FP16;
+    sim_opt(&f, &pd, &o, &c);
     assert_true(b.breakdown.compute_s > c.breakdown.compute_s * 1.02);
     sim_result_free(&a);
     sim_result_free(&b);
@@ -481,7 +481,9 @@ static void test_ds_pipe(void **state)
     fix_load(&f, "llama3-8b", "dgx-a100", 8);
     ParallelPlan q = plan(8, 1, 1, 8, 8, 4096);
     q.dtype = TS_DTYPE_FP16;
-    double u0 = sim_opt(&f, &q, &o, &a), u1 = sim_opt(&f, &q, &ds, &b);
+    ParallelPlan qd = q;
+    qd.framework = PLAN_FRAMEWORK_DEEPSPEED;
+    double u0 = sim_opt(&f, &q, &o, &a), u1 = sim_opt(&f, &qd, &o, &b);
     assert_true(u0 == u1);
     sim_result_free(&a);
     sim_result_free(&b);

@@ -1,0 +1,351 @@
+/*
+ * gpu_accuracy — trainsim's compute model against measurements of real GPUs:
+ * the rows of a `measurements.jsonl` file (tools/measure/measure.py, format
+ * in docs/measure.md; default: the three files in bench/data/gpu).
+ *
+ *   B       one Megatron-shaped layer shard, op by op: each GEMM's forward,
+ *           input and weight gradient, the attention core, one norm and the
+ *           activation, and the layer sums (the norm counted twice): the
+ *           layer template (part_template) costed with the GPU preset
+ *           (cost_step) at the sustained clock of a loaded GPU
+ *           (sim_tensor_factor of one GPU);
+ *   A, E    a whole single-GPU training step of a HuggingFace model and its
+ *           peak memory: `trainsim simulate` of the model on one GPU with
+ *           the framework and precision of the row (--framework hf,
+ *           --precision amp|pure);
+ *   C       one bf16 GEMM on random data; D-fp8 the same shape in FP8;
+ *   D-attn  causal flash attention forward and backward;
+ *   F       memory-bound kernels (norms, activations, add, softmax, cast,
+ *           the fp32 cross-entropy).
+ * Per row: what was measured and predicted, the error (predicted /
+ * measured - 1: positive = trainsim predicts slower); per part and GPU the
+ * MAPE and the bias. Nothing here is fitted: the figures are what the
+ * presets and models give.
+ *
+ * Usage: gpu_accuracy [-v] [FILE.jsonl ...]   (-v: every op of part B)
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainsim/cost.h"
+#include "trainsim/hw.h"
+#include "trainsim/model.h"
+#include "trainsim/partition.h"
+#include "trainsim/plan.h"
+#include "trainsim/sim.h"
+
+#ifndef TS_BENCH_DIR
+#define TS_BENCH_DIR "bench"
+#endif
+
+static bool g_verbose;
+
+/* ---- statistics per (part, GPU) ------------------------------------------- */
+enum { MAXSTAT = 32 };
+typedef struct Stat {
+    char key[48];
+    int n;
+    double abs_sum, sum;
+} Stat;
+static Stat g_stat[MAXSTAT];
+static int g_nstat;
+
+static void score(const char *part, const char *gpu, double err)
+{
+    char key[48];
+    snprintf(key, sizeof key, "%-8s %s", part, gpu);
+    int i = 0;
+    while (i < g_nstat && strcmp(g_stat[i].key, key)) i++;
+    if (i == g_nstat) {
+        if (g_nstat == MAXSTAT) return;
+        snprintf(g_stat[g_nstat++].key, sizeof g_stat[0].key, "%s", key);
+    }
+    g_stat[i].n++;
+    g_stat[i].abs_sum += fabs(err);
+    g_stat[i].sum += err;
+}
+
+/* ---- GPUs ------------------------------------------------------------------ */
+/* The preset of a measured GPU, by the name the driver reports. */
+static const char *preset_of(const char *gpu)
+{
+    if (strstr(gpu, "H200")) return "h200-sxm-141gb";
+    if (strstr(gpu, "H100") && strstr(gpu, "PCIe")) return "h100-pcie-80gb";
+    if (strstr(gpu, "H100")) return "h100-sxm5-80gb";
+    if (strstr(gpu, "H800")) return "h800-sxm5-80gb";
+    if (strstr(gpu, "A100") && strstr(gpu, "40GB")) return "a100-sxm4-40gb";
+    if (strstr(gpu, "A100")) return "a100-sxm4-80gb";
+    return NULL;
+}
+
+static const char *short_gpu(const char *gpu)
+{
+    return strstr(gpu, "H200") ? "H200" : strstr(gpu, "H100") ? "H100" : gpu;
+}
+
+static bool load_hw(const char *gpu, HwModel *hw)
+{
+    const char *p = preset_of(gpu);
+    TsError err = {0};
+    hw_model_init(hw);
+    return p && hw_gpu_load(p, &hw->gpu, &err) == TS_OK;
+}
+
+static double num(const json_t *o, const char *k)
+{
+    const json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+/* ---- part B: a layer shard ------------------------------------------------- */
+static void shard_model(const json_t *r, ModelSpec *m)
+{
+    bool gated = json_is_true(json_object_get(r, "gated"));
+    memset(m, 0, sizeof *m);
+    model_defaults(m, gated ? MODEL_ARCH_LLAMA : MODEL_ARCH_GPT);
+    snprintf(m->name, sizeof m->name, "%s", json_string_value(json_object_get(r, "shard")));
+    m->layers = 1;
+    m->hidden = (int64_t)num(r, "hidden");
+    m->heads = (int64_t)num(r, "heads");
+    m->kv_heads = (int64_t)num(r, "kv_heads");
+    m->head_dim = m->hidden / m->heads;
+    m->ffn = (int64_t)num(r, "ffn");
+    m->vocab = 32000;
+    m->max_positions = 1 << 20;
+    m->hidden_dropout = m->attn_dropout = 0; /* the rows time the ops alone */
+    model_finalize(m);
+}
+
+/* The template kernel named `name` of block b (NULL when absent). */
+static const PartKernel *kernel(const PartBlockT *b, const char *name, int *ix)
+{
+    for (int i = 0; i < b->n_k; i++)
+        if (!strcmp(b->k[i].name, name)) {
+            *ix = i;
+            return &b->k[i];
+        }
+    return NULL;
+}
+
+static double op_time(const PartTemplate *t, const CostStep *cs, PartBlock b, const char *name, int pass)
+{
+    int i;
+    return kernel(&t->b[b], name, &i) ? cs->b[b].k[i][pass] : 0;
+}
+
+static void row_b(const json_t *r, const char *gpu)
+{
+    HwModel hw;
+    if (!load_hw(gpu, &hw)) return;
+    ModelSpec m;
+    shard_model(r, &m);
+    ParallelPlan p;
+    plan_init(&p);
+    p.tp = (int64_t)num(r, "tp");
+    p.gpus = p.tp;
+    p.seq = (int64_t)num(r, "seq");
+    p.micro_batch = (int64_t)num(r, "micro_batch");
+    p.sp = false, p.sp_set = true; /* the shard's ops on whole sequences, as timed */
+    TsError err = {0};
+    if (plan_resolve(&m, &p, &err)) {
+        fprintf(stderr, "%s: %s\n", m.name, err.msg);
+        return;
+    }
+    SimOptions so;
+    sim_options_init(&so);
+    CostCtx cc = {.hw = &hw, .dtype = p.dtype, .act_dtype = p.dtype, .tensor_factor = sim_tensor_factor(&hw.gpu, &so, 1)};
+    static PartTemplate t;
+    static CostStep cs;
+    part_template(&m, &p, NULL, &t);
+    cost_step(&cc, &m, &p, NULL, &t, &cs);
+    const json_t *ops = json_object_get(r, "ops_ms");
+    static const struct { const char *op, *kernel; PartBlock b; } MAP[] = {
+        {"qkv", "qkv", PART_BLOCK_ATTN}, {"proj", "proj", PART_BLOCK_ATTN}, {"fc1", "fc1", PART_BLOCK_MLP},
+        {"fc2", "fc2", PART_BLOCK_MLP}, {"attn_core", "core", PART_BLOCK_ATTN}, {"norm", "norm", PART_BLOCK_ATTN},
+        {"act", "act", PART_BLOCK_MLP}};
+    static const char *const PASS[3] = {"fwd", "dgrad", "wgrad"};
+    double sum_m[2] = {0}, sum_p[2] = {0};
+    for (size_t i = 0; i < sizeof MAP / sizeof MAP[0]; i++) {
+        const json_t *o = json_object_get(ops, MAP[i].op);
+        for (int ps = 0; ps < 3; ps++) {
+            double meas = num(o, PASS[ps]) * 1e-3, pred = op_time(&t, &cs, MAP[i].b, MAP[i].kernel, ps);
+            int twice = !strcmp(MAP[i].op, "norm") ? 2 : 1;
+            sum_m[ps > 0] += twice * meas;
+            sum_p[ps > 0] += twice * pred;
+            if (meas > 0 && g_verbose)
+                printf("    %-10s %-6s %9.4f ms  %9.4f ms  %+6.1f%%\n", MAP[i].op, PASS[ps], meas * 1e3, pred * 1e3,
+                       100 * (pred / meas - 1));
+        }
+    }
+    for (int f = 0; f < 2; f++) {
+        double e = sum_p[f] / sum_m[f] - 1;
+        printf("B  %-5s %-22s layer %-3s  measured %8.3f ms  predicted %8.3f ms  %+6.1f%%\n", short_gpu(gpu), m.name,
+               f ? "bwd" : "fwd", sum_m[f] * 1e3, sum_p[f] * 1e3, 100 * e);
+        score(f ? "B bwd" : "B fwd", short_gpu(gpu), e);
+    }
+}
+
+/* ---- parts A, E: a whole training step ------------------------------------- */
+static bool step_model(const char *name, ModelSpec *m, TsError *err)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/../tools/measure/configs/%s.json", TS_BENCH_DIR, name);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        fclose(f);
+        return model_load(path, NULL, m, err) == TS_OK;
+    }
+    return model_load(name, NULL, m, err) == TS_OK;
+}
+
+static void row_a(const json_t *r, const char *gpu, const char *part)
+{
+    const char *name = json_string_value(json_object_get(r, "model"));
+    const char *prec = json_string_value(json_object_get(r, "precision"));
+    HwModel hw;
+    ModelSpec m;
+    TsError err = {0};
+    if (!name || !prec || !load_hw(gpu, &hw)) return;
+    if (!step_model(name, &m, &err)) {
+        fprintf(stderr, "%s: %s\n", name, err.msg);
+        return;
+    }
+    ClusterSpec cl;
+    if (hw_cluster_load("dgx-h100", 1, &cl, &err)) return;
+    cl.gpu = hw.gpu;
+    HwNet net;
+    hw_net_init(&net, &cl);
+    SimSetup in = {.model = &m, .hw = &hw, .net = &net};
+    plan_init(&in.plan);
+    in.plan.gpus = 1;
+    in.plan.seq = (int64_t)num(r, "seq");
+    in.plan.micro_batch = in.plan.global_batch = (int64_t)num(r, "micro_batch");
+    sim_options_init(&in.opt);
+    in.plan.framework = PLAN_FRAMEWORK_HF;
+    if (!plan_precision_parse(prec, &in.plan.precision)) return;
+    SimResult res;
+    if (sim_simulate(&in, NULL, &res, &err)) {
+        fprintf(stderr, "%s: %s\n", name, err.msg);
+        return;
+    }
+    const json_t *st = json_object_get(r, "step_ms");
+    double meas = json_is_array(st) ? json_number_value(json_array_get(st, 0)) * 1e-3 : 0;
+    double mem = num(r, "peak_mem_GiB");
+    if (meas > 0) {
+        double e = res.iteration_time_s / meas - 1;
+        printf("%s  %-5s %-22s %-4s mb %-2lld seq %-5lld step  measured %8.1f ms  predicted %8.1f ms  %+6.1f%%\n", part,
+               short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq, meas * 1e3,
+               res.iteration_time_s * 1e3, 100 * e);
+        score(part[0] == 'E' ? "E step" : "A step", short_gpu(gpu), e);
+    }
+    if (mem > 0) {
+        double pm = res.memory.total_bytes / 1073741824.0, e = pm / mem - 1;
+        printf("%s  %-5s %-22s %-4s mb %-2lld seq %-5lld peak  measured %8.2f GiB predicted %8.2f GiB %+6.1f%%\n", part,
+               short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq, mem, pm, 100 * e);
+        score(part[0] == 'E' ? "E memory" : "A memory", short_gpu(gpu), e);
+    }
+    sim_result_free(&res);
+}
+
+/* ---- kernels: C, D-fp8, D-attn, F ------------------------------------------- */
+static void row_kernel(const json_t *r, const char *gpu, const char *part)
+{
+    HwModel hw;
+    if (!load_hw(gpu, &hw)) return;
+    SimOptions so;
+    sim_options_init(&so);
+    double tf = sim_tensor_factor(&hw.gpu, &so, 1);
+    if (!strcmp(part, "C") || !strcmp(part, "D-fp8")) {
+        int64_t M = (int64_t)num(r, "m"), N = (int64_t)num(r, "n"), K = (int64_t)num(r, "k");
+        bool fp8 = !strcmp(part, "D-fp8");
+        double meas = fp8 ? num(r, "fp8_ms") : num(json_object_get(r, "randn"), "ms");
+        double pred = tf * hw_gemm_time_s(&hw, 1, M, N, K, fp8 ? TS_DTYPE_FP8 : TS_DTYPE_BF16);
+        if (!(meas > 0)) return;
+        double e = pred / (meas * 1e-3) - 1;
+        printf("%-6s %-5s gemm %lldx%lldx%lld %s  measured %8.3f ms  predicted %8.3f ms  %+6.1f%%\n", part,
+               short_gpu(gpu), (long long)M, (long long)N, (long long)K, fp8 ? "fp8 " : "bf16", meas, pred * 1e3,
+               100 * e);
+        score(fp8 ? "D-fp8" : "C gemm", short_gpu(gpu), e);
+    } else if (!strcmp(part, "D-attn")) {
+        int64_t h = (int64_t)num(r, "heads"), s = (int64_t)num(r, "seq"), d = (int64_t)num(r, "head_dim");
+        for (int bwd = 0; bwd < 2; bwd++) {
+            double meas = num(r, bwd ? "bwd_ms" : "fwd_ms");
+            double pred = tf * hw_attention_time_s(&hw, 1, h, s, s, d, true, bwd, TS_DTYPE_BF16);
+            if (!(meas > 0)) continue;
+            double e = pred / (meas * 1e-3) - 1;
+            printf("D-attn %-5s heads %-3lld seq %-6lld %s  measured %8.3f ms  predicted %8.3f ms  %+6.1f%%\n",
+                   short_gpu(gpu), (long long)h, (long long)s, bwd ? "bwd" : "fwd", meas, pred * 1e3, 100 * e);
+            score(bwd ? "attn bwd" : "attn fwd", short_gpu(gpu), e);
+        }
+    } else if (!strcmp(part, "F")) {
+        const char *op = json_string_value(json_object_get(r, "op"));
+        double bytes = num(r, "bytes_fwd");
+        if (!op || !(bytes > 0)) return; /* cross-entropy rows: scored with the steps */
+        /* read + written per pass as the template counts them: norm 2 / 3,
+         * activation 2 / 3 (the rows' bytes_fwd is one read + one write) */
+        double f = hw_memory_time_s(&hw, bytes), b = hw_memory_time_s(&hw, 1.5 * bytes);
+        double mf = num(r, "fwd_ms") * 1e-3, mb = num(r, "bwd_ms") * 1e-3;
+        if (mf > 0) score("F fwd", short_gpu(gpu), f / mf - 1);
+        if (mb > 0) score("F bwd", short_gpu(gpu), b / mb - 1);
+        if (g_verbose)
+            printf("F      %-5s %-14s %6.0f MB  fwd %7.3f / %7.3f ms  bwd %7.3f / %7.3f ms\n", short_gpu(gpu), op,
+                   bytes / 1e6, mf * 1e3, f * 1e3, mb * 1e3, b * 1e3);
+    }
+}
+
+static int run_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "gpu_accuracy: cannot open %s\n", path);
+        return 1;
+    }
+    printf("== %s\n", path);
+    char line[1 << 16];
+    int ln = 0;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        json_error_t je;
+        json_t *r = json_loads(line, 0, &je);
+        if (!r) {
+            fprintf(stderr, "%s:%d:%d: error: %s\n", path, ln, je.column, je.text);
+            continue;
+        }
+        const char *part = json_string_value(json_object_get(r, "part"));
+        const char *gpu = json_string_value(json_object_get(r, "gpu"));
+        if (part && gpu) {
+            if (!strcmp(part, "B")) row_b(r, gpu);
+            else if (!strcmp(part, "A") || !strcmp(part, "E")) row_a(r, gpu, part);
+            else row_kernel(r, gpu, part);
+        }
+        json_decref(r);
+    }
+    fclose(f);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int rc = 0, files = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-v")) g_verbose = true;
+        else rc |= run_file(argv[i]), files++;
+    }
+    if (!files) {
+        static const char *const DEF[] = {"measurements_shared.jsonl", "measurements_2026-11-26_h100.jsonl",
+                                          "measurements_2026-11-26_h200.jsonl"};
+        for (size_t i = 0; i < sizeof DEF / sizeof DEF[0]; i++) {
+            char p[512];
+            snprintf(p, sizeof p, "%s/data/gpu/%s", TS_BENCH_DIR, DEF[i]);
+            rc |= run_file(p);
+        }
+    }
+    printf("\n%-14s %5s %8s %8s\n", "part GPU", "rows", "MAPE", "bias");
+    for (int i = 0; i < g_nstat; i++)
+        printf("%-14s %5d %7.1f%% %+7.1f%%\n", g_stat[i].key, g_stat[i].n, 100 * g_stat[i].abs_sum / g_stat[i].n,
+               100 * g_stat[i].sum / g_stat[i].n);
+    return rc;
+}

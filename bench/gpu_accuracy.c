@@ -156,7 +156,8 @@ static void row_b(const json_t *r, const char *gpu)
     }
     SimOptions so;
     sim_options_init(&so);
-    CostCtx cc = {.hw = &hw, .dtype = p.dtype, .act_dtype = p.dtype, .tensor_factor = sim_tensor_factor(&hw.gpu, &so, 1)};
+    CostCtx cc;
+    cost_ctx_init(&cc, &hw, &p, sim_tensor_factor(&hw.gpu, &so, 1));
     static PartTemplate t;
     static CostStep cs;
     part_template(&m, &p, NULL, &t);
@@ -213,6 +214,8 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
         fprintf(stderr, "%s: %s\n", name, err.msg);
         return;
     }
+    const char *loss = json_string_value(json_object_get(r, "loss"));
+    if (loss && strstr(loss, "masked-lm")) m.lm_head = true, m.pooler = false; /* BertForMaskedLM */
     ClusterSpec cl;
     if (hw_cluster_load("dgx-h100", 1, &cl, &err)) return;
     cl.gpu = hw.gpu;

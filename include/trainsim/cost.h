@@ -34,7 +34,23 @@ typedef struct CostCtx {
     TsDtype dtype;          /* the plan's GEMM dtype, e.g. bf16 or fp8 */
     TsDtype act_dtype;      /* activations, attention core, LM head: bf16 under fp8 */
     double tensor_factor;   /* time factor on GEMMs and attention, e.g. 1.22 x 1.065 */
+    double host_s[2];       /* host time to dispatch one kernel forward / backward (eager PyTorch:
+                               COST_HOST_FWD_S, COST_HOST_BWD_S); 0: the GPU never waits on the host */
 } CostCtx;
+
+/* Eager PyTorch's host time per kernel: the forward runs Python (the
+ * module's call, the op's binding, the dispatcher, the launch), about 6 us
+ * an op; the backward runs autograd's C++ engine, about 4 us a node (PyTorch
+ * manages roughly 100-300 k trivial ops a second from Python: He, "Making
+ * Deep Learning Go Brrrr From First Principles", 2022). A block whose kernels
+ * take less GPU time than their dispatch runs at the host's pace. */
+#define COST_HOST_FWD_S 6e-6
+#define COST_HOST_BWD_S 4e-6
+
+/* The context of plan p on hw: the plan's GEMM dtype, activations in bf16
+ * under fp8, the host's dispatch time where the framework runs eager
+ * HuggingFace modules (--framework hf). */
+void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double tensor_factor);
 
 /* Seconds of a block's kernels for one micro-batch; the parts add up:
  * fwd = gemm_fwd + core_fwd + mem_fwd, ig = gemm_ig + core_ig + mem_ig,
@@ -46,6 +62,8 @@ typedef struct CostBlock {
     double core_fwd, core_ig;
     double mem_fwd, mem_ig, mem_wg;
     double fsdp_fwd, fsdp_bwd;  /* of the memory-bound parts: ZeRO-3 copies */
+    double host_fwd, host_bwd;  /* of the memory-bound parts: the GPU idle while the host dispatches
+                                   (the block's launches x CostCtx.host_s beyond its kernels' time) */
     double sac_fwd;
     double k[PART_MAX_KERNELS][3]; /* each kernel: fwd, ig, wg seconds (the first n_k of the block) */
 } CostBlock;

@@ -92,6 +92,10 @@ typedef struct GpuSpec {
                                              (half the work per row saturates later) */
     double attn_causal_eff;               /* causal: asymptote multiplier, 1 (diagonal tiles and
                                              uneven rows: FA2 on A100 0.94, cuDNN on H100 0.91) */
+    double attn_dropout_slowdown[2];      /* time factor forward / backward of the attention kernel
+                                             that takes dropout (PyTorch SDPA's flash, i.e.
+                                             FlashAttention-2) over the fused attention this model
+                                             describes; 1 where that kernel is FA2 (A100) */
     double mem_eff;                       /* achieved / spec HBM bandwidth for large streams, 0.88 */
     double mem_half_bytes;                /* bytes at which achieved bandwidth is half of it, 4e6 */
     double launch_s;                      /* per-kernel launch + tail overhead, 4e-6 */

@@ -123,8 +123,10 @@ enum {
     PART_KF_SAC_ONLY = 2, /* not in the forward: a GEMM op-level SAC runs again in backward */
     PART_KF_FSDP = 4,     /* ZeRO-3 copy-out / copy-in of the gathered flat buffer */
     PART_KF_PERMUTE = 8,  /* MoE token permutation (counts as the routed experts' traffic) */
-    PART_KF_WGRAD = 16    /* MEM whose backward kernel computes a weight gradient (the embedding's
+    PART_KF_WGRAD = 16,   /* MEM whose backward kernel computes a weight gradient (the embedding's
                              scatter-add): its time is weight-gradient, not input-gradient, work */
+    PART_KF_DROPOUT = 32  /* ATTN with dropout on the probabilities: PyTorch's SDPA runs the
+                             flash (FlashAttention-2) kernel, the only one with dropout */
 };
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */
@@ -135,6 +137,10 @@ typedef struct PartKernel {
     bool causal;              /* ATTN */
     double fwd_bytes, bwd_bytes; /* MEM, per launch */
     double flops[3];          /* fwd, input-grad, weight-grad FLOPs of all launches */
+    /* eager code (--framework hf): what the host dispatches and what the
+     * kernel keeps for the backward; 0 elsewhere */
+    int16_t launches[2];      /* kernels the op runs forward / backward, all launches */
+    double saved_bytes;       /* tensors autograd keeps for the backward (new ones only) */
 } PartKernel;
 
 #define PART_MAX_KERNELS 24
@@ -175,6 +181,8 @@ typedef struct PartTemplate {
     double vocab_ar_bytes;    /* each of the 3 vocab-parallel cross-entropy all-reduces */
     double boundary_bytes;    /* the pipeline message of one micro-batch */
     double fsdp_layer_params[2]; /* ZeRO-3 copies of a dense / MoE layer: the elements gathered */
+    double loss_workspace_bytes; /* --framework hf: what the loss's backward holds beyond the saved
+                                    log-probabilities (two more logits-sized tensors), 0 elsewhere */
 } PartTemplate;
 
 /* The template of plan p (resolved) for model m and runtime rt (NULL:

@@ -4,6 +4,21 @@
 
 #include "trainsim/cost.h"
 
+void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double tensor_factor)
+{
+    bool hf = plan_hf(p);
+    *c = (CostCtx){.hw = hw, .dtype = p->dtype, .act_dtype = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype,
+                   .tensor_factor = tensor_factor, .host_s = {hf ? COST_HOST_FWD_S : 0, hf ? COST_HOST_BWD_S : 0}};
+}
+
+/* Memory-bound bytes over `launches` kernels (eager ops: each its own
+ * launch and ramp), or one. */
+static double mem_time(const HwModel *hw, double bytes, int launches)
+{
+    if (launches <= 1) return hw_memory_time_s(hw, bytes);
+    return (double)launches * hw_memory_time_s(hw, bytes / (double)launches);
+}
+
 void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
 {
     const HwModel *hw = c->hw;
@@ -23,13 +38,17 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
         }
         break;
     }
-    case PART_K_ATTN:
-        t[0] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, false, c->act_dtype);
-        t[1] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, true, c->act_dtype);
+    case PART_K_ATTN: {
+        bool dr = k->flags & PART_KF_DROPOUT;
+        t[0] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, false, c->act_dtype) *
+               (dr ? hw->gpu.attn_dropout_slowdown[0] : 1.0);
+        t[1] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, true, c->act_dtype) *
+               (dr ? hw->gpu.attn_dropout_slowdown[1] : 1.0);
         break;
+    }
     default:
-        t[0] = hw_memory_time_s(hw, k->fwd_bytes);
-        t[(k->flags & PART_KF_WGRAD) ? 2 : 1] = hw_memory_time_s(hw, k->bwd_bytes);
+        t[0] = mem_time(hw, k->fwd_bytes, k->launches[0]);
+        t[(k->flags & PART_KF_WGRAD) ? 2 : 1] = mem_time(hw, k->bwd_bytes, k->launches[1]);
         break;
     }
     for (int i = 0; i < 3; i++) t[i] *= n;
@@ -53,7 +72,16 @@ void cost_block(const CostCtx *c, const PartBlockT *b, CostBlock *o)
         o->fwd += t[0];
         o->ig += t[1];
         o->wg += t[2];
+        o->host_fwd += (double)k->launches[0];
+        o->host_bwd += (double)k->launches[1];
     }
+    /* the host's dispatch time beyond the kernels': the GPU waits */
+    o->host_fwd *= c->host_s[0];
+    o->host_bwd *= c->host_s[1];
+    o->host_fwd = o->host_fwd > o->fwd ? o->host_fwd - o->fwd : 0;
+    o->host_bwd = o->host_bwd > o->ig + o->wg ? o->host_bwd - o->ig - o->wg : 0;
+    o->mem_fwd += o->host_fwd, o->fwd += o->host_fwd;
+    o->mem_ig += o->host_bwd, o->ig += o->host_bwd;
 }
 
 bool cost_sac(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt)

@@ -11,7 +11,7 @@ static const char *const MODEL_KEYS[] = {
     "gemm_eff", "gemm_tile", "gemm_k_half", "gemm_align_penalty", "gemm_align_elems",
     "simt_tile", "simt_k_half",
     "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "attn_causal_half",
-    "attn_causal_eff", "mem_eff",
+    "attn_causal_eff", "attn_dropout_slowdown", "mem_eff",
     "mem_half_mb", "launch_us", "notes", NULL};
 static const char *const DTYPE_KEYS[] = {
 #define X(e, n, b) n,
@@ -40,6 +40,7 @@ static void gpu_defaults(GpuSpec *g)
     g->attn_hd64_factor = 0.8;
     g->attn_causal_half = 2.0;
     g->attn_causal_eff = 1.0;
+    g->attn_dropout_slowdown[0] = g->attn_dropout_slowdown[1] = 1.0;
     g->mem_eff = 0.85;
     g->mem_half_bytes = 3e6;
     g->launch_s = 3e-6;
@@ -97,6 +98,28 @@ static TsStatus tile_pair(const TsJsonDoc *doc, json_t *m, const char *key, cons
     return TS_OK;
 }
 
+/* "key": [forward, backward], numbers in lo..hi (absent: keep out[]). */
+static TsStatus pair(const TsJsonDoc *doc, json_t *m, const char *key, double lo, double hi, double out[2],
+                     TsError *err)
+{
+    json_t *a = json_object_get(m, key);
+    if (!a) return TS_OK;
+    double v[2] = {0, 0};
+    bool ok = json_is_array(a) && json_array_size(a) == 2;
+    for (int i = 0; ok && i < 2; i++) {
+        json_t *x = json_array_get(a, (size_t)i);
+        ok = json_is_number(x) && (v[i] = json_number_value(x)) >= lo && v[i] <= hi;
+    }
+    if (!ok) {
+        char path[64], msg[128];
+        snprintf(path, sizeof path, "model.%s", key);
+        snprintf(msg, sizeof msg, "'model.%s' must be [forward, backward], numbers in %g..%g", key, lo, hi);
+        return hw_err_path(doc, path, err, msg, "time factors of the two passes, e.g. [1.9, 1.85]");
+    }
+    out[0] = v[0], out[1] = v[1];
+    return TS_OK;
+}
+
 static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError *err)
 {
     TsStatus st;
@@ -119,6 +142,7 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
         return st;
     if ((st = num(doc, m, "attn_causal_half", "model", false, 0.1, 100, 1, &g->attn_causal_half, err))) return st;
     if ((st = num(doc, m, "attn_causal_eff", "model", false, 0.05, 2, 1, &g->attn_causal_eff, err))) return st;
+    if ((st = pair(doc, m, "attn_dropout_slowdown", 1, 10, g->attn_dropout_slowdown, err))) return st;
     if ((st = num(doc, m, "mem_eff", "model", false, 0.01, 1, 1, &g->mem_eff, err))) return st;
     if ((st = num(doc, m, "mem_half_mb", "model", false, 0, 1e4, 1e6, &g->mem_half_bytes, err))) return st;
     if ((st = num(doc, m, "launch_us", "model", false, 0, 1e4, 1e-6, &g->launch_s, err))) return st;
@@ -246,6 +270,9 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     kv_num(b, "    ", "attn_hd64_factor", g->attn_hd64_factor, true);
     kv_num(b, "    ", "attn_causal_half", g->attn_causal_half, true);
     kv_num(b, "    ", "attn_causal_eff", g->attn_causal_eff, true);
+    if (g->attn_dropout_slowdown[0] != 1.0 || g->attn_dropout_slowdown[1] != 1.0)
+        ts_buf_printf(b, "    \"attn_dropout_slowdown\": [%.17g, %.17g],\n", g->attn_dropout_slowdown[0],
+                      g->attn_dropout_slowdown[1]);
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
     kv_num(b, "    ", "launch_us", g->launch_s * 1e6, false);

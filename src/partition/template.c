@@ -16,7 +16,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "part_int.h"
+#include "template_int.h"
 
 static const char *const BLOCK_NAMES[] = {
 #define X(e, n) n,
@@ -32,16 +32,7 @@ void part_runtime_init(PartRuntime *rt)
     rt->grad_bytes = 4.0;
 }
 
-typedef struct Tx {
-    const ModelSpec *m;
-    const ParallelPlan *p;
-    const PartRuntime *rt;
-    int64_t t, T, Tsp, S, Sl, B;
-    double ab;
-    bool gated;
-} Tx;
-
-static PartKernel *add(PartBlockT *b, const char *name, PartKernelKind kind, PartKernelPart part)
+PartKernel *tpl_add(PartBlockT *b, const char *name, PartKernelKind kind, PartKernelPart part)
 {
     if (b->n_k >= PART_MAX_KERNELS) return &b->k[PART_MAX_KERNELS - 1]; /* never: blocks hold < 20 */
     PartKernel *k = &b->k[b->n_k++];
@@ -54,18 +45,18 @@ static PartKernel *add(PartBlockT *b, const char *name, PartKernelKind kind, Par
 }
 
 /* `batch` products (M x K) @ (K x N); K*N parameters each. */
-static PartKernel *gemm(PartBlockT *b, const char *name, int64_t batch, int64_t M, int64_t N, int64_t K)
+PartKernel *tpl_gemm(PartBlockT *b, const char *name, int64_t batch, int64_t M, int64_t N, int64_t K)
 {
-    PartKernel *k = add(b, name, PART_K_GEMM, PART_KP_GEMM);
+    PartKernel *k = tpl_add(b, name, PART_K_GEMM, PART_KP_GEMM);
     k->batch = batch, k->m = M, k->n = N, k->k = K;
     double fl = 2.0 * (double)batch * (double)M * (double)N * (double)K;
     k->flops[0] = k->flops[1] = k->flops[2] = fl;
     return k;
 }
 
-static PartKernel *mem(PartBlockT *b, const char *name, double fwd, double bwd, double flops)
+PartKernel *tpl_mem(PartBlockT *b, const char *name, double fwd, double bwd, double flops)
 {
-    PartKernel *k = add(b, name, PART_K_MEM, PART_KP_MEM);
+    PartKernel *k = tpl_add(b, name, PART_K_MEM, PART_KP_MEM);
     k->fwd_bytes = fwd, k->bwd_bytes = bwd;
     k->flops[0] = k->flops[1] = flops;
     return k;
@@ -75,69 +66,77 @@ static PartKernel *mem(PartBlockT *b, const char *name, double fwd, double bwd, 
 static void half_layer(const Tx *x, PartBlockT *b)
 {
     double th = (double)x->Tsp * (double)x->m->hidden * x->ab, el = (double)x->Tsp * (double)x->m->hidden;
-    if (plan_eager(x->p)) mem(b, "norm", 18 * th, 36 * th, 5.0 * el); /* x.float() pow mean rsqrt type_as *w */
-    else mem(b, "norm", 2 * th, 3 * th, 5.0 * el);
-    mem(b, "residual", 3 * th, 3 * th, 0);
-    if (x->m->hidden_dropout > 0) mem(b, "dropout", 2.5 * th, 2.5 * th, 0);
+    if (plan_eager(x->p)) tpl_mem(b, "norm", 18 * th, 36 * th, 5.0 * el); /* x.float() pow mean rsqrt type_as *w */
+    else tpl_mem(b, "norm", 2 * th, 3 * th, 5.0 * el);
+    tpl_mem(b, "residual", 3 * th, 3 * th, 0);
+    if (x->m->hidden_dropout > 0) tpl_mem(b, "dropout", 2.5 * th, 2.5 * th, 0);
 }
 
-static int64_t kv_heads(const ModelSpec *m) { return m->kv_heads > 0 ? m->kv_heads : m->heads; }
+int64_t tpl_kv_heads(const ModelSpec *m) { return m->kv_heads > 0 ? m->kv_heads : m->heads; }
 
 /* Attention block: norm, QKV (MLA: down / up projections), core, output
  * projection. Parameters as the module counts them (part_counts), per rank. */
-static void attention(const Tx *x, PartBlockT *b)
+static void attention_kernels(const Tx *x, PartBlockT *b)
 {
     const ModelSpec *m = x->m;
-    int64_t t = x->t, H = m->hidden, A = m->heads, G = kv_heads(m), D = m->head_dim, T = x->T;
+    int64_t t = x->t, H = m->hidden, A = m->heads, G = tpl_kv_heads(m), D = m->head_dim, T = x->T;
     int64_t dqk = D, dv = D;
     half_layer(x, b);
     if (m->pos == MODEL_POS_ROPE) { /* q and k rotated */
         double qk = (plan_eager(x->p) ? 10.0 : 2.0) * (double)T * (double)((A + G) * D / t) * x->ab;
-        mem(b, "rope", qk, qk, 0);
+        tpl_mem(b, "rope", qk, qk, 0);
     }
     if (m->kv_lora_rank > 0) { /* MLA (DeepSeek): down / up projections */
         dqk = m->qk_nope_dim + m->qk_rope_dim;
         dv = m->v_head_dim;
         if (m->q_lora_rank > 0) {
-            gemm(b, "q_down", 1, T, m->q_lora_rank, H);
-            gemm(b, "q_up", 1, T, A * dqk / t, m->q_lora_rank);
+            tpl_gemm(b, "q_down", 1, T, m->q_lora_rank, H);
+            tpl_gemm(b, "q_up", 1, T, A * dqk / t, m->q_lora_rank);
         } else {
-            gemm(b, "q", 1, T, A * dqk / t, H);
+            tpl_gemm(b, "q", 1, T, A * dqk / t, H);
         }
-        gemm(b, "kv_down", 1, T, m->kv_lora_rank + m->qk_rope_dim, H);
-        gemm(b, "kv_up", 1, T, A * (m->qk_nope_dim + dv) / t, m->kv_lora_rank);
+        tpl_gemm(b, "kv_down", 1, T, m->kv_lora_rank + m->qk_rope_dim, H);
+        tpl_gemm(b, "kv_up", 1, T, A * (m->qk_nope_dim + dv) / t, m->kv_lora_rank);
     } else if (plan_eager(x->p)) { /* torchtitan: wq, wk, wv separate nn.Linear */
-        gemm(b, "wq", 1, T, A * D / t, H);
-        gemm(b, "wk", 1, T, G * D / t, H);
-        gemm(b, "wv", 1, T, G * D / t, H);
+        tpl_gemm(b, "wq", 1, T, A * D / t, H);
+        tpl_gemm(b, "wk", 1, T, G * D / t, H);
+        tpl_gemm(b, "wv", 1, T, G * D / t, H);
     } else {
-        gemm(b, "qkv", 1, T, (A + 2 * G) * D / t, H);
+        tpl_gemm(b, "qkv", 1, T, (A + 2 * G) * D / t, H);
     }
     /* core: per CP rank, c blocks of (S/c x S/c) causal-balanced; with the
      * all-to-all exchange whole sequences over heads/c instead */
     int64_t Ah = A / t, c = x->p->cp;
     if (x->p->flash_attn) {
-        PartKernel *k = add(b, "core", PART_K_ATTN, PART_KP_CORE);
+        PartKernel *k = tpl_add(b, "core", PART_K_ATTN, PART_KP_CORE);
         bool uly = c > 1 && x->rt->cp_comm == 2;
         k->batch = x->B, k->m = uly ? Ah / c : Ah, k->n = k->k = uly ? x->S : x->Sl, k->d = dqk, k->causal = true;
         k->count = uly ? 1 : (int32_t)c;
         double fl = 2.0 * (double)x->B * (double)Ah * (double)x->Sl * (double)x->S * (double)dqk;
         k->flops[0] = fl, k->flops[1] = 2.5 * fl;
     } else { /* unfused: two batched GEMMs, softmax (and dropout) over the S^2 scores */
-        PartKernel *qk = gemm(b, "core.qk", x->B * Ah, x->Sl, x->S, dqk), *pv = gemm(b, "core.pv", x->B * Ah, x->Sl, dv, x->S);
+        PartKernel *qk = tpl_gemm(b, "core.qk", x->B * Ah, x->Sl, x->S, dqk), *pv = tpl_gemm(b, "core.pv", x->B * Ah, x->Sl, dv, x->S);
         qk->part = pv->part = PART_KP_CORE;
         qk->flags |= PART_KF_ACT;
         pv->flags |= PART_KF_ACT;
         double sc = (double)(x->B * Ah) * (double)x->Sl * (double)x->S * x->ab;
-        mem(b, "core.softmax", 2 * sc, 3 * sc, 0)->part = PART_KP_CORE;
-        if (m->attn_dropout > 0) mem(b, "core.dropout", 2.5 * sc, 2.5 * sc, 0)->part = PART_KP_CORE;
+        tpl_mem(b, "core.softmax", 2 * sc, 3 * sc, 0)->part = PART_KP_CORE;
+        if (m->attn_dropout > 0) tpl_mem(b, "core.dropout", 2.5 * sc, 2.5 * sc, 0)->part = PART_KP_CORE;
     }
-    gemm(b, "proj", 1, T, H, A * dv / t);
+    tpl_gemm(b, "proj", 1, T, H, A * dv / t);
     if (plan_eager(x->p)) { /* GQA repeat_kv copies of K and V; the output made contiguous */
         double kv = G < A ? 2.0 * (double)T * (double)(A * D / t) * x->ab * 2.0 : 0.0;
         double o = 2.0 * (double)T * (double)(A * dv / t) * x->ab;
-        mem(b, "repeat_kv", kv + o, kv + o, 0);
+        tpl_mem(b, "repeat_kv", kv + o, kv + o, 0);
     }
+}
+
+static void attention(const Tx *x, PartBlockT *b)
+{
+    const ModelSpec *m = x->m;
+    int64_t t = x->t;
+    if (plan_hf(x->p)) tpl_hf_attention(x, b);
+    else attention_kernels(x, b);
     /* parameters (part_attn_params: biases, QK norms, MLA's replicated
      * down-projections and norms): the output projection is the first
      * gradient tensor of the backward, then QKV with the input norm (Transformer
@@ -156,22 +155,26 @@ static void mlp(const Tx *x, PartBlockT *b, int64_t tokens, int64_t ffn, const c
 {
     int64_t H = x->m->hidden, t = x->t;
     if (x->gated && plan_eager(x->p)) { /* w1 and w3 separate nn.Linear */
-        gemm(b, nm[0], 1, tokens, ffn / t, H);
-        gemm(b, nm[1], 1, tokens, ffn / t, H);
+        tpl_gemm(b, nm[0], 1, tokens, ffn / t, H);
+        tpl_gemm(b, nm[1], 1, tokens, ffn / t, H);
     } else {
-        gemm(b, nm[0], 1, tokens, (x->gated ? 2 : 1) * ffn / t, H);
+        tpl_gemm(b, nm[0], 1, tokens, (x->gated ? 2 : 1) * ffn / t, H);
     }
     double act = (double)tokens * (double)(ffn / t) * x->ab, el = (double)tokens * (double)(ffn / t);
-    if (x->gated && plan_eager(x->p)) mem(b, nm[2], act * 5.0, act * 8.0, 8.0 * el); /* silu(a) then * b */
-    else mem(b, nm[2], act * (x->gated ? 3.0 : 2.0), act * (x->gated ? 5.0 : 3.0), 8.0 * el);
-    gemm(b, nm[3], 1, tokens, H, ffn / t);
+    if (x->gated && plan_eager(x->p)) tpl_mem(b, nm[2], act * 5.0, act * 8.0, 8.0 * el); /* silu(a) then * b */
+    else tpl_mem(b, nm[2], act * (x->gated ? 3.0 : 2.0), act * (x->gated ? 5.0 : 3.0), 8.0 * el);
+    tpl_gemm(b, nm[3], 1, tokens, H, ffn / t);
 }
 
 static void dense_mlp(const Tx *x, PartBlockT *b)
 {
     static const char *const NM[4] = {"fc1", "fc3", "act", "fc2"};
-    half_layer(x, b);
-    mlp(x, b, x->T, x->m->ffn, NM);
+    if (plan_hf(x->p)) {
+        tpl_hf_mlp(x, b);
+    } else {
+        half_layer(x, b);
+        mlp(x, b, x->T, x->m->ffn, NM);
+    }
     PartMlpParams mp;
     part_mlp_params(x->m, (double)x->m->ffn, x->m->mlp_bias, &mp);
     double t = (double)x->t;
@@ -196,23 +199,27 @@ static void moe_mlp(const Tx *x, PartBlockT *b)
     int64_t local = E / ep > 0 ? E / ep : 1, me = (int64_t)ceil(pairs / (double)local), EF = m->moe_ffn / etp;
     bool seq = x->rt->sequential_experts;
     int32_t nk = seq ? (int32_t)local : 1;
-    half_layer(x, b);
-    gemm(b, "router", 1, tok, E, H);
-    PartKernel *f1 = gemm(b, "experts.fc1", seq ? 1 : local, me, (x->gated ? 2 : 1) * EF, H);
-    PartKernel *f2 = gemm(b, "experts.fc2", seq ? 1 : local, me, H, EF);
-    double ea = pairs * (double)EF * x->ab / (double)nk;
-    PartKernel *ac = mem(b, "experts.act", ea * (x->gated ? 3.0 : 2.0), ea * (x->gated ? 5.0 : 3.0),
-                         8.0 * pairs * (double)EF / (double)nk);
-    f1->count = f2->count = ac->count = nk;
-    for (int i = 0; i < 3; i++) {
-        f1->flops[i] *= nk;
-        f2->flops[i] *= nk;
-        ac->flops[i] *= nk;
+    if (plan_hf(p)) {
+        tpl_hf_moe(x, b);
+    } else {
+        half_layer(x, b);
+        tpl_gemm(b, "router", 1, tok, E, H);
+        PartKernel *f1 = tpl_gemm(b, "experts.fc1", seq ? 1 : local, me, (x->gated ? 2 : 1) * EF, H);
+        PartKernel *f2 = tpl_gemm(b, "experts.fc2", seq ? 1 : local, me, H, EF);
+        double ea = pairs * (double)EF * x->ab / (double)nk;
+        PartKernel *ac = tpl_mem(b, "experts.act", ea * (x->gated ? 3.0 : 2.0), ea * (x->gated ? 5.0 : 3.0),
+                             8.0 * pairs * (double)EF / (double)nk);
+        f1->count = f2->count = ac->count = nk;
+        for (int i = 0; i < 3; i++) {
+            f1->flops[i] *= nk;
+            f2->flops[i] *= nk;
+            ac->flops[i] *= nk;
+        }
+        tpl_mem(b, "permute", 4.0 * pairs * (double)H * x->ab, 4.0 * pairs * (double)H * x->ab, 0)->flags |= PART_KF_PERMUTE;
     }
-    mem(b, "permute", 4.0 * pairs * (double)H * x->ab, 4.0 * pairs * (double)H * x->ab, 0)->flags |= PART_KF_PERMUTE;
     double shared = 0;
     if (m->shared_experts > 0) {
-        mlp(x, b, x->T, m->moe_ffn * m->shared_experts, NM);
+        if (!plan_hf(p)) mlp(x, b, x->T, m->moe_ffn * m->shared_experts, NM);
         PartMlpParams sp;
         part_mlp_params(m, (double)(m->moe_ffn * m->shared_experts), false, &sp);
         shared = sp.tp / (double)x->t + sp.rep;
@@ -233,10 +240,10 @@ static void sac_gemms(const Tx *x, PartBlockT *attn, PartBlockT *mlp_b)
 {
     const ModelSpec *m = x->m;
     int64_t t = x->t, H = m->hidden, D = m->head_dim, F = m->ffn;
-    gemm(attn, "sac.wk", 1, x->T, kv_heads(m) * D / t, H)->flags |= PART_KF_SAC_ONLY;
-    gemm(attn, "sac.wo", 1, x->T, H, m->heads * D / t)->flags |= PART_KF_SAC_ONLY;
-    if (x->gated) gemm(mlp_b, "sac.w3", 1, x->T, F / t, H)->flags |= PART_KF_SAC_ONLY;
-    else gemm(mlp_b, "sac.fc2", 1, x->T, H, F / t)->flags |= PART_KF_SAC_ONLY;
+    tpl_gemm(attn, "sac.wk", 1, x->T, tpl_kv_heads(m) * D / t, H)->flags |= PART_KF_SAC_ONLY;
+    tpl_gemm(attn, "sac.wo", 1, x->T, H, m->heads * D / t)->flags |= PART_KF_SAC_ONLY;
+    if (x->gated) tpl_gemm(mlp_b, "sac.w3", 1, x->T, F / t, H)->flags |= PART_KF_SAC_ONLY;
+    else tpl_gemm(mlp_b, "sac.fc2", 1, x->T, H, F / t)->flags |= PART_KF_SAC_ONLY;
 }
 
 /* ZeRO-3 / FSDP: the layer's gathered flat buffer copied out into the
@@ -250,30 +257,42 @@ static void fsdp_copy(const Tx *x, PartBlockT *b, double gp)
     part_fsdp_copy_kernel(gp, x->ab, gr, x->p->recompute == PLAN_RECOMPUTE_FULL, &b->k[b->n_k++]);
 }
 
-static void embed_head(const Tx *x, PartTemplate *o)
+/* Megatron-Core's embedding and head kernels (the vocab-parallel
+ * cross-entropy in fp32). */
+static void embed_head_kernels(const Tx *x, PartTemplate *o)
 {
     const ModelSpec *m = x->m;
     int64_t H = m->hidden, t = x->t, V = model_padded_vocab(m, t), T = x->T;
     PartBlockT *e = &o->b[PART_BLOCK_EMBED], *h = &o->b[PART_BLOCK_HEAD];
     double th = (double)T * (double)H * x->ab;
-    mem(e, "embed.gather", 2 * th, 0, 0); /* gather rows (+ position add) */
-    mem(e, "embed.scatter", 0, (double)T * (double)H * 4.0, 0)->flags |= PART_KF_WGRAD; /* into the fp32 grad */
-    e->params = (double)(V / t * H) + (m->pos == MODEL_POS_LEARNED ? (double)(m->max_positions * H) : 0) +
-                (double)(m->type_vocab * H) + (m->embed_norm ? part_norm_params(m) : 0);
-    e->grad_t[0] = e->params;
+    tpl_mem(e, "embed.gather", 2 * th, 0, 0); /* gather rows (+ position add) */
+    tpl_mem(e, "embed.scatter", 0, (double)T * (double)H * 4.0, 0)->flags |= PART_KF_WGRAD; /* into the fp32 grad */
     double tsp = (double)x->Tsp * (double)H * x->ab;
-    mem(h, "final_norm", 2 * tsp, 3 * tsp, 5.0 * (double)x->Tsp * (double)H);
-    gemm(h, "lm_head", 1, T, V / t, H)->flags |= PART_KF_ACT; /* not a TE module: bf16 even under fp8 */
+    tpl_mem(h, "final_norm", 2 * tsp, 3 * tsp, 5.0 * (double)x->Tsp * (double)H);
+    tpl_gemm(h, "lm_head", 1, T, V / t, H)->flags |= PART_KF_ACT; /* not a TE module: bf16 even under fp8 */
     /* fp32 vocab-parallel cross-entropy: upcast, max, exp / sum, log-prob
      * (~14 B per logit) forward; softmax - one-hot and the downcast of the
      * logits' gradient (~28 B) backward */
     double logits = (double)T * (double)(V / t);
-    mem(h, "cross_entropy", logits * (x->ab + 12.0), 2 * logits * (x->ab + 12.0), 5.0 * logits);
+    tpl_mem(h, "cross_entropy", logits * (x->ab + 12.0), 2 * logits * (x->ab + 12.0), 5.0 * logits);
+}
+
+static void embed_head(const Tx *x, PartTemplate *o)
+{
+    const ModelSpec *m = x->m;
+    int64_t H = m->hidden, t = x->t, V = model_padded_vocab(m, t), T = x->T;
+    PartBlockT *e = &o->b[PART_BLOCK_EMBED], *h = &o->b[PART_BLOCK_HEAD];
+    if (plan_hf(x->p)) tpl_hf_embed_head(x, o);
+    else embed_head_kernels(x, o);
+    e->params = (double)(V / t * H) + (m->pos == MODEL_POS_LEARNED ? (double)(m->max_positions * H) : 0) +
+                (double)(m->type_vocab * H) + (m->embed_norm ? part_norm_params(m) : 0);
+    e->grad_t[0] = e->params;
     /* the output layer (tied: its own copy of the word embedding on the
      * last stage when there are several), the final norm, BERT's pooler */
     h->params = (m->tied_embeddings && x->p->pp == 1 ? 0 : (double)(V / t * H)) +
                 (m->arch == MODEL_ARCH_BERT ? 0 : part_norm_params(m)) + (m->pooler ? (double)(H * H + H) : 0);
     h->grad_t[0] = h->params;
+    double th = (double)T * (double)H * x->ab;
     o->embed_tp_bytes = t > 1 ? th : 0;
     o->head_sp_bytes = t > 1 && x->p->sp ? th : 0;
     o->vocab_ar_bytes = t > 1 ? (double)T * 4.0 : 0;
@@ -288,7 +307,7 @@ static void cp_bytes(const Tx *x, PartTemplate *o)
     if (x->p->cp <= 1) return;
     int64_t t = x->t;
     int64_t kvd = m->kv_lora_rank > 0 ? m->heads * (m->qk_nope_dim + m->qk_rope_dim + m->v_head_dim) / 2
-                                      : kv_heads(m) * m->head_dim;
+                                      : tpl_kv_heads(m) * m->head_dim;
     double tok = (double)(x->B * x->Sl);
     double kv = 2.0 * tok * (double)(kvd / (kvd >= t ? t : 1)) * x->ab;
     int64_t qd = m->kv_lora_rank > 0 ? m->heads * (m->qk_nope_dim + m->qk_rope_dim) : m->heads * m->head_dim;
@@ -326,6 +345,7 @@ void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime 
     o->tp_bytes = o->ep_bytes = o->cp_kv_bytes = o->cp_q_bytes = o->cp_o_bytes = 0;
     o->embed_tp_bytes = o->head_sp_bytes = o->vocab_ar_bytes = o->boundary_bytes = 0;
     o->fsdp_layer_params[0] = o->fsdp_layer_params[1] = 0;
+    o->loss_workspace_bytes = 0;
     TsDtype adt = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype; /* activations: bf16 under fp8 */
     Tx x = {.m = m, .p = p, .rt = rt, .t = p->tp, .B = p->micro_batch, .S = p->seq, .Sl = p->seq / p->cp,
             .ab = (double)ts_dtype_bytes(adt), .gated = m->act == MODEL_ACT_SWIGLU};

@@ -40,8 +40,8 @@ static void step_of(const SimSetup *in, const ParallelPlan *p, WlStepStore *st, 
 {
     PartRuntime rt;
     sim_part_runtime(&in->opt, &rt);
-    CostCtx cc = {.hw = in->hw, .dtype = p->dtype, .act_dtype = sim_activation_dtype(p->dtype),
-                  .tensor_factor = sim_tensor_factor(&in->hw->gpu, &in->opt, p->gpus)};
+    CostCtx cc;
+    cost_ctx_init(&cc, in->hw, p, sim_tensor_factor(&in->hw->gpu, &in->opt, p->gpus));
     wl_step_make(in->model, p, &rt, &cc, st, s);
 }
 

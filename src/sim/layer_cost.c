@@ -231,7 +231,8 @@ double sim_fsdp_root(const Ctx *x, double emb_params, double head_params, const 
         b = sim_coll(x, TS_COLL_REDUCESCATTER, rp * gr, &x->dpg, "dp");
         PartKernel k; /* the root unit's copies: the layers' rule, never under recompute */
         part_fsdp_copy_kernel(rp, x->ab, gr, true, &k);
-        CostCtx cc = {.hw = x->hw, .dtype = x->dt, .act_dtype = x->adt, .tensor_factor = x->tc};
+        CostCtx cc;
+        cost_ctx_init(&cc, x->hw, x->p, x->tc);
         double t[3];
         cost_kernel(&cc, &k, t);
         c->compute_fwd_s += t[0];
@@ -366,7 +367,8 @@ void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe,
     PartRuntime rt;
     sim_part_runtime(x->o, &rt);
     part_template(x->m, x->p, &rt, &tpl);
-    CostCtx cc = {.hw = x->hw, .dtype = x->dt, .act_dtype = x->adt, .tensor_factor = x->tc};
+    CostCtx cc;
+    cost_ctx_init(&cc, x->hw, x->p, x->tc);
     CostStep cs;
     cost_step(&cc, x->m, x->p, &rt, &tpl, &cs);
     Ctx y = *x;

@@ -1,0 +1,321 @@
+/* template_hf.c — HuggingFace transformers' own modules in eager mode
+ * (--framework hf; transformers 5, PyTorch eager, SDPA attention), op by op
+ * as autograd runs them: GPT-2 (Conv1D addmm with bias, gelu_new as Python
+ * arithmetic), BERT (separate query / key / value, post-LN, erf GELU, the
+ * masked-LM head), Llama / Qwen / Mixtral (separate projections, eager
+ * RMSNorm and RoPE, SiLU * up, grouped-GEMM experts), and HF's loss on fp32
+ * logits.
+ *
+ * Each op (or chain of ops) carries bytes per element read + written
+ * forward and by its backward kernels, the bytes autograd keeps for the
+ * backward (new tensors only: a tensor kept by two ops counts once), and the
+ * kernels it launches forward and backward (the host dispatches each one;
+ * cost.h: a small model at a small batch waits on Python).
+ *
+ * Precision (ParallelPlan.precision): under amp (fp32 parameters,
+ * torch.autocast to bf16) the embedding output and so the residual stream
+ * are fp32, LayerNorm, pow, softmax and log_softmax run in fp32, every
+ * linear casts its fp32 input (once per linear, even when two linears read
+ * the same tensor) and its weight (once per forward; the bf16 copy is kept
+ * for the backward, the weight gradient is cast back to fp32); otherwise
+ * everything is 16-bit. Elementwise ops take the wider of their inputs
+ * (type promotion).
+ *
+ * Legend (per element of the tensor the op runs over): a = 2 (16-bit), r =
+ * residual stream bytes (4 under amp, else 2). */
+#include "template_int.h"
+
+typedef struct Hx {
+    const Tx *x;
+    double r;       /* residual stream / fp32-autocast outputs: 4 under amp, else 2 */
+    bool amp;
+    double e;       /* elements of one [T, H] tensor on this rank */
+    double T;       /* tokens */
+} Hx;
+
+static Hx hx_of(const Tx *x)
+{
+    bool amp = x->p->precision == PLAN_PRECISION_AMP;
+    return (Hx){.x = x, .amp = amp, .r = amp ? 4.0 : x->ab, .e = (double)x->T * (double)x->m->hidden,
+                .T = (double)x->T};
+}
+
+/* An eager op (or a chain) over `el` elements: bytes per element forward /
+ * backward, kept for the backward, kernels forward / backward. */
+static PartKernel *op(PartBlockT *b, const char *name, double el, double fb, double bb, double sv, int lf, int lb)
+{
+    PartKernel *k = tpl_mem(b, name, fb * el, bb * el, 0);
+    k->saved_bytes = sv * el;
+    k->launches[0] = (int16_t)lf;
+    k->launches[1] = (int16_t)lb;
+    return k;
+}
+
+/* nn.Linear / Conv1D: (T x K) @ (K x N); its bias gradient a reduction over
+ * the output gradient. */
+static PartKernel *linear(PartBlockT *b, const char *name, const Hx *h, int64_t N, int64_t K, bool bias)
+{
+    PartKernel *k = tpl_gemm(b, name, 1, h->x->T, N, K);
+    k->launches[0] = 1;
+    k->launches[1] = (int16_t)(bias ? 3 : 2);
+    return k;
+}
+
+static void bias_grads(PartBlockT *b, const Hx *h, double out_width, int n)
+{
+    if (n > 0) op(b, "bias_grad", h->T * out_width, 0, 2.0, 0, 0, 0);
+}
+
+/* The input of `n` linears reading one tensor of `el` elements (bytes per
+ * element `in`): under amp each linear casts it to bf16 and keeps its cast;
+ * otherwise the tensor itself is kept once. Backward: the casts back and
+ * the gradients of the n readers summed. */
+static void linear_inputs(PartBlockT *b, const char *name, double el, double in, int n)
+{
+    if (in > 2.0)
+        op(b, name, el, n * (in + 2.0), n * (in + 2.0) + (n - 1) * 3.0 * in, n * 2.0, n, n + n - 1);
+    else
+        op(b, name, el, 0, (n - 1) * 6.0, 2.0, 0, n - 1);
+}
+
+/* amp: the block's weights cast to bf16 once per forward (kept for the
+ * backward), their gradients cast back to fp32. */
+static void weight_casts(PartBlockT *b, const Hx *h, double params, int n)
+{
+    if (h->amp && params > 0) op(b, "weight_cast", params, 6.0, 6.0, 2.0, n, n);
+}
+
+/* A norm over el elements whose input has `in` bytes per element. LayerNorm:
+ * PyTorch's fused kernel (amp: fp32 in and out), the input kept (counted
+ * where it was made). RMSNorm: the eager module (to fp32, pow, mean, rsqrt,
+ * mul, to the input dtype, * weight): 16-bit input 36 B forward (keeps the
+ * fp32 copy and the normalised 16-bit tensor), fp32 input 28 B (keeps the
+ * normalised tensor); backward about twice. Returns the output bytes. */
+static double norm(PartBlockT *b, const Hx *h, const char *name, double el, double in)
+{
+    if (h->x->m->norm == MODEL_NORM_LAYERNORM) {
+        double out = h->amp ? 4.0 : in;
+        op(b, name, el, in + out, 2.0 * out + 3.0 * in, 0, 1, 2);
+        return out;
+    }
+    if (in > 2.0) op(b, name, el, 28.0, 68.0, 4.0, 6, 10);
+    else op(b, name, el, 36.0, 72.0, 6.0, 8, 12);
+    return h->amp ? 4.0 : in;
+}
+
+/* Dropout over el elements of eb bytes (p > 0): the mask kept, 1 B. */
+static void dropout(PartBlockT *b, const char *name, double el, double eb, double p)
+{
+    if (p > 0) op(b, name, el, 2.0 * eb + 1.0, 2.0 * eb + 1.0, 1.0, 1, 1);
+}
+
+/* residual + x (x 16-bit): the new stream, kept for the next norm; the
+ * gradient cast for the 16-bit branch (amp) and the stream's two gradients
+ * summed. */
+static void residual(PartBlockT *b, const Hx *h)
+{
+    double r = h->r;
+    op(b, "residual", h->e, r + 2.0 + r, (r > 2.0 ? 6.0 : 0) + 3.0 * r, r, 1, r > 2.0 ? 2 : 1);
+}
+
+/* The attention core: PyTorch's SDPA, causal for decoders; dropout on the
+ * probabilities makes it the flash (FA2) kernel. It keeps its output and
+ * log-sum-exp (its inputs are kept by the ops that made them). */
+static void sdpa(PartBlockT *b, const Hx *h, bool causal)
+{
+    const Tx *x = h->x;
+    const ModelSpec *m = x->m;
+    PartKernel *k = tpl_add(b, "sdpa", PART_K_ATTN, PART_KP_CORE);
+    k->batch = x->B, k->m = m->heads, k->n = k->k = x->S, k->d = m->head_dim, k->causal = causal;
+    if (m->attn_dropout > 0) k->flags |= PART_KF_DROPOUT;
+    double fl = 2.0 * (double)x->B * (double)m->heads * (double)x->S * (double)x->S * (double)m->head_dim;
+    if (!causal) fl *= 2.0;
+    k->flops[0] = fl, k->flops[1] = 2.5 * fl;
+    k->launches[0] = 1, k->launches[1] = 3;
+    k->saved_bytes = h->T * (double)(m->heads * m->head_dim) * 2.0 + h->T * (double)m->heads * 4.0;
+}
+
+/* q or k (el elements, 16-bit) rotated as apply_rotary_pos_emb does: q *
+ * cos + rotate_half(q) * sin (neg of one half, cat); under amp cos / sin are
+ * fp32, the result fp32 and SDPA's autocast casts it back (kept: the cast). */
+static void rope(PartBlockT *b, const Hx *h, const char *name, double el)
+{
+    if (h->amp) op(b, name, el, 36.0, 66.0, 2.0, 7, 10);
+    else op(b, name, el, 20.0, 36.0, 2.0, 5, 8);
+}
+
+void tpl_hf_attention(const Tx *x, PartBlockT *b)
+{
+    Hx h = hx_of(x);
+    const ModelSpec *m = x->m;
+    int64_t H = m->hidden, A = m->heads, G = tpl_kv_heads(m), D = m->head_dim;
+    double qd = h.T * (double)(A * D), kd = h.T * (double)(G * D);
+    PartAttnParams ap;
+    part_attn_params(m, &ap);
+    bool bert = m->arch == MODEL_ARCH_BERT, gpt2 = m->arch == MODEL_ARCH_GPT;
+    int nlin = gpt2 ? 2 : 4;
+    if (bert) { /* post-LN: the layer's input is the previous LayerNorm's output */
+        linear_inputs(b, "qkv_input", h.e, h.r, 3);
+    } else {
+        double out = norm(b, &h, "input_norm", h.e, h.r);
+        linear_inputs(b, "qkv_input", h.e, out, gpt2 ? 1 : 3);
+    }
+    weight_casts(b, &h, ap.tp + ap.rep, nlin);
+    if (gpt2) {
+        linear(b, "c_attn", &h, (A + 2 * G) * D, H, m->qkv_bias);
+        op(b, "qkv", qd + 2 * kd, 0, 0, 2.0, 0, 0); /* SDPA keeps q, k, v: views of c_attn's output */
+    } else {
+        linear(b, "q_proj", &h, A * D, H, m->qkv_bias);
+        linear(b, "k_proj", &h, G * D, H, m->qkv_bias);
+        linear(b, "v_proj", &h, G * D, H, m->qkv_bias);
+        if (m->qk_norm) {
+            norm(b, &h, "q_norm", qd, 2.0);
+            norm(b, &h, "k_norm", kd, 2.0);
+        }
+        if (m->pos == MODEL_POS_ROPE) {
+            rope(b, &h, "rope_q", qd);
+            rope(b, &h, "rope_k", kd);
+            op(b, "v", kd, 0, 0, 2.0, 0, 0);
+        } else {
+            op(b, "qkv", qd + 2 * kd, 0, 0, 2.0, 0, 0);
+        }
+    }
+    bias_grads(b, &h, m->qkv_bias ? (double)((A + 2 * G) * D) : 0, m->qkv_bias ? (gpt2 ? 1 : 3) : 0);
+    sdpa(b, &h, !bert);
+    linear(b, gpt2 ? "c_proj" : "o_proj", &h, H, A * D, m->proj_bias);
+    bias_grads(b, &h, m->proj_bias ? (double)H : 0, m->proj_bias ? 1 : 0);
+    dropout(b, "resid_dropout", h.e, 2.0, m->hidden_dropout);
+    residual(b, &h);
+    if (bert) norm(b, &h, "attn_layernorm", h.e, h.r);
+}
+
+/* The activation of a dense MLP over el = T x F elements (16-bit input).
+ * GPT-2's gelu_new is Python arithmetic (pow, *, +, *, tanh, +, 0.5 *, *):
+ * under amp pow runs in fp32 and the rest is promoted to it (then cast back
+ * for c_proj); BERT's GELU is F.gelu (erf), one kernel; SwiGLU is SiLU on
+ * the gate then * up. Kept: what each op needs for its gradient, and the
+ * down projection's input. */
+static void activation(PartBlockT *b, const Hx *h, double el)
+{
+    const ModelSpec *m = h->x->m;
+    if (m->act == MODEL_ACT_SWIGLU) op(b, "act_fn_mul", el, 10.0, 18.0, 8.0, 2, 3);
+    else if (m->arch != MODEL_ARCH_GPT) op(b, "gelu", el, 4.0, 6.0, 4.0, 1, 1);
+    else if (h->amp) op(b, "gelu_new", el, 76.0, 130.0, 16.0, 10, 15);
+    else op(b, "gelu_new", el, 36.0, 56.0, 10.0, 8, 11);
+}
+
+void tpl_hf_mlp(const Tx *x, PartBlockT *b)
+{
+    Hx h = hx_of(x);
+    const ModelSpec *m = x->m;
+    int64_t H = m->hidden, F = m->ffn;
+    bool bert = m->arch == MODEL_ARCH_BERT, gated = m->act == MODEL_ACT_SWIGLU;
+    PartMlpParams mp;
+    part_mlp_params(m, (double)F, m->mlp_bias, &mp);
+    if (bert) {
+        linear_inputs(b, "mlp_input", h.e, h.r, 1);
+    } else {
+        double out = norm(b, &h, "post_norm", h.e, h.r);
+        linear_inputs(b, "mlp_input", h.e, out, gated ? 2 : 1);
+    }
+    weight_casts(b, &h, mp.tp + mp.rep, gated ? 3 : 2);
+    if (gated) {
+        linear(b, "gate_proj", &h, F, H, m->mlp_bias);
+        linear(b, "up_proj", &h, F, H, m->mlp_bias);
+    } else {
+        linear(b, "fc_in", &h, F, H, m->mlp_bias);
+    }
+    activation(b, &h, h.T * (double)F);
+    linear(b, "fc_out", &h, H, F, m->mlp_bias);
+    bias_grads(b, &h, m->mlp_bias ? (double)((gated ? 2 : 1) * F + H) : 0, m->mlp_bias ? (gated ? 3 : 2) : 0);
+    dropout(b, "mlp_dropout", h.e, 2.0, m->hidden_dropout);
+    residual(b, &h);
+    if (bert) norm(b, &h, "output_layernorm", h.e, h.r);
+}
+
+/* transformers' grouped-GEMM experts (experts_implementation "grouped_mm"):
+ * router logits, softmax in fp32, top-k (renormalised), the token-expert
+ * pairs sorted by expert and gathered, gate_up and down as one grouped GEMM
+ * each over all experts, SiLU * up, the routing weights applied and the
+ * pairs summed back into their tokens (index_add); shared experts as a dense
+ * MLP. */
+void tpl_hf_moe(const Tx *x, PartBlockT *b)
+{
+    Hx h = hx_of(x);
+    const ModelSpec *m = x->m;
+    int64_t H = m->hidden, E = m->experts, K = m->topk, EF = m->moe_ffn;
+    double pairs = h.T * (double)K, pe = pairs * (double)H;
+    double out = norm(b, &h, "post_norm", h.e, h.r);
+    int readers = 2 + (m->shared_experts > 0 ? 2 : 0);
+    linear_inputs(b, "moe_input", h.e, out, readers);
+    double shared_p = (double)(3 * H * EF * m->shared_experts);
+    weight_casts(b, &h, (double)(H * E) + (double)(3 * H * EF * E) + shared_p, 3 + (m->shared_experts > 0 ? 3 : 0));
+    linear(b, "router", &h, E, H, false);
+    op(b, "routing", h.T * (double)E, 12.0, 12.0, 4.0, 6, 6); /* softmax fp32, top-k, renormalise, to dtype */
+    op(b, "sort", pairs, 24.0, 0, 8.0, 5, 0);                   /* argsort of the expert ids, counts, offsets */
+    op(b, "permute", pe, 4.0, 8.0, 0, 1, 2);                     /* gather the pairs; backward: index_add */
+    int64_t me = (int64_t)((pairs + (double)E - 1) / (double)E);
+    PartKernel *g = tpl_gemm(b, "experts.gate_up", E, me, 2 * EF, H);
+    PartKernel *d = tpl_gemm(b, "experts.down", E, me, H, EF);
+    g->launches[0] = d->launches[0] = 1;
+    g->launches[1] = d->launches[1] = 2;
+    op(b, "experts.permuted", pe, 0, 0, 2.0, 0, 0); /* the gathered input kept for gate_up's gradient */
+    op(b, "experts.act_fn_mul", pairs * (double)EF, 10.0, 18.0, 8.0, 3, 3);
+    op(b, "combine", pe, 10.0, 12.0, 2.0, 3, 3); /* * routing weights, zeros, index_add */
+    if (m->shared_experts > 0) {
+        int64_t SF = EF * m->shared_experts;
+        linear(b, "shared.gate_proj", &h, SF, H, false);
+        linear(b, "shared.up_proj", &h, SF, H, false);
+        op(b, "shared.act_fn_mul", h.T * (double)SF, 10.0, 18.0, 8.0, 2, 3);
+        linear(b, "shared.down_proj", &h, H, SF, false);
+        op(b, "shared.add", h.e, 6.0, 0, 0, 1, 0);
+    }
+    residual(b, &h);
+}
+
+/* Embedding lookups (the word table, learned positions, token types: fp32
+ * tables under amp, so the stream starts fp32), their sums, BERT's
+ * LayerNorm, dropout; backward: each table's dense gradient (zeros, then the
+ * rows scatter-added) and, for tied weights, the LM head's gradient cast
+ * (amp) and summed into it. The head: final norm (BERT: the masked-LM
+ * transform, dense + GELU + LayerNorm), the vocabulary projection and HF's
+ * loss: logits cast to fp32 (causal LMs always; BERT under autocast),
+ * log_softmax (three reads and a write), NLL; backward the reverse. The loss
+ * keeps its log-probabilities; its backward briefly holds two more tensors of
+ * the logits' size (PartTemplate.loss_workspace_bytes). */
+void tpl_hf_embed_head(const Tx *x, PartTemplate *o)
+{
+    Hx h = hx_of(x);
+    const ModelSpec *m = x->m;
+    int64_t H = m->hidden, V = m->vocab;
+    PartBlockT *e = &o->b[PART_BLOCK_EMBED], *hd = &o->b[PART_BLOCK_HEAD];
+    double r = h.r, gb = h.amp ? 4.0 : 2.0, tables = 1 + (m->pos == MODEL_POS_LEARNED) + (m->type_vocab > 0);
+    double table = (double)V * (double)H;
+    op(e, "embeddings", h.e, tables * 2.0 * r + (tables - 1) * 3.0 * r, tables * (r + 2.0 * gb), r, (int)(2 * tables - 1),
+       (int)(2 * tables));
+    op(e, "input_ids", h.T, 0, 0, 8.0, 0, 0);
+    op(e, "embedding_grad", table, 0, gb + (m->tied_embeddings && m->lm_head ? 3.0 * gb + (h.amp ? 6.0 : 0) : 0), 0, 0,
+       2)->flags |= PART_KF_WGRAD;
+    if (m->embed_norm) norm(e, &h, "embed_layernorm", h.e, r);
+    dropout(e, "embed_dropout", h.e, r, m->hidden_dropout);
+    if (!m->lm_head) return;
+    double out;
+    if (m->arch == MODEL_ARCH_BERT) { /* cls.predictions.transform */
+        linear_inputs(hd, "transform_input", h.e, r, 1);
+        linear(hd, "transform.dense", &h, H, H, true);
+        op(hd, "transform.gelu", h.e, 4.0, 6.0, 2.0, 1, 1);
+        out = norm(hd, &h, "transform.layernorm", h.e, 2.0);
+    } else {
+        out = norm(hd, &h, "final_norm", h.e, r);
+    }
+    linear_inputs(hd, "lm_head_input", h.e, out, 1);
+    weight_casts(hd, &h, table, 1);
+    linear(hd, "lm_head", &h, V, H, m->arch == MODEL_ARCH_BERT);
+    double logits = h.T * (double)V;
+    bool upcast = m->arch != MODEL_ARCH_BERT || h.amp;
+    double lb = upcast ? 4.0 : 2.0;
+    if (m->arch == MODEL_ARCH_BERT) op(hd, "decoder.bias_grad", logits, 0, 2.0, 0, 0, 1);
+    op(hd, "loss", logits, (upcast ? 6.0 : 0) + 4.0 * lb, lb + 4.0 * lb + (upcast ? 6.0 : 0), lb, upcast ? 4 : 3,
+       upcast ? 4 : 3);
+    o->loss_workspace_bytes = 2.0 * lb * logits;
+}

@@ -114,6 +114,26 @@ static void test_read_errors(void **state)
     assert_non_null(strstr(err.msg, "wg_comm_size must be >= 0"));
 }
 
+/* Op-table rows keep names of any length: fx names of deep modules run past
+ * 63 characters (a gradient row of a shared expert in layer 100). */
+static void test_optable_long_name(void **state)
+{
+    (void)state;
+    const char *t = "name\tforward_compute_time\tforward_comm_type\tforward_comm_size\tbackward_compute_time\t"
+                    "backward_comm_type\tbackward_comm_size\tweight_grad_compute_time\tweight_grad_comm_type\t"
+                    "weight_grad_comm_size\tprocess_time\n"
+                    "model_layers_100_block_sparse_moe_shared_experts_gate_proj_grad_of_a_longer_name\t0\tNone\t0\t"
+                    "0\tALLREDUCE_ASYNC\t4096\t0\tNone\t0\t0\n";
+    Workload *w = NULL;
+    TsError err = {0};
+    assert_int_equal(wl_read_optable("t.tsv", t, strlen(t), &w, &err), TS_OK);
+    TsBuf b = {0};
+    wl_write_optable(w, &b);
+    assert_string_equal(b.data, t);
+    ts_buf_free(&b);
+    wl_destroy(w);
+}
+
 /* A converted op-table row with an expert-DP gradient collective and no
  * other task: a workload without any dependency validates (found by
  * fuzz_optable: wl_task_deps offset a NULL deps array). */
@@ -739,6 +759,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pyfloat),       cmocka_unit_test(test_groups),
         cmocka_unit_test(test_optable_converted_types),
+        cmocka_unit_test(test_optable_long_name),
         cmocka_unit_test(test_read_simai),    cmocka_unit_test(test_read_errors),
         cmocka_unit_test(test_chakra_82_bytes), cmocka_unit_test(test_build_schedules),
         cmocka_unit_test(test_build_aicb_rows), cmocka_unit_test(test_build_tied_embedding_allreduce),

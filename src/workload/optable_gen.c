@@ -2,8 +2,8 @@
  * (reference/optable.md §1.2-1.4): the fx node names of the HuggingFace
  * model of the architecture, one block replicated per layer, DP gradient
  * rows `<op>_grad` before each parameterized op, TP all-reduce rows, a PP
- * send/recv row. GPT-2 here (the seed's table) with the row machinery
- * (optable_int.h). Every time comes from hw.h's compute model (hw_op_time_s on a
+ * send/recv row. GPT-2 here (the seed's table); the Llama family with MoE
+ * in optable_llama.c; the row machinery they share below. Every time comes from hw.h's compute model (hw_op_time_s on a
  * GraphOp of the row's kind; ms in the table); forward, input-gradient and
  * weight-gradient are all filled. neusight = keep the seed's size quirks
  * (wte grad S*H instead of V*H, a bias on the tied lm_head) and NeuSight's
@@ -320,9 +320,36 @@ TsStatus wl_build_optable(const ModelSpec *m, const ParallelPlan *p, const HwMod
                           Workload **out, TsError *err)
 {
     *out = NULL;
+    void (*gen)(OtGen *) = NULL;
+    switch (m->arch) {
+    case MODEL_ARCH_GPT: gen = gpt2; break;
+    case MODEL_ARCH_LLAMA:
+    case MODEL_ARCH_QWEN:
+    case MODEL_ARCH_MIXTRAL: gen = wl_ot_llama; break;
+    case MODEL_ARCH_BERT: gen = gpt2; break; /* not yet its own */
+    default: break;
+    }
+    if (!gen || m->q_lora_rank > 0 || m->kv_lora_rank > 0) {
+        ts_err(err, TS_ERR_USAGE, "op tables are written for the gpt (GPT-2), llama (Llama, Mistral), qwen, mixtral "
+                                  "and bert families; not for %s%s",
+               model_arch_name(m->arch), gen ? " with multi-head latent attention" : "");
+        ts_err_hint(err, "--format simai, chakra or json describe every architecture");
+        return TS_ERR_USAGE;
+    }
     if (p->cp > 1) {
         ts_err(err, TS_ERR_PLAN, "op tables have no context parallelism (NeuSight's tables are dp, tp or pp)");
         ts_err_hint(err, "--format chakra or json models the CP exchange");
+        return TS_ERR_PLAN;
+    }
+    if (p->ep > 1) {
+        ts_err(err, TS_ERR_PLAN, "op tables have no expert parallelism (NeuSight's tables are dp, tp or pp)");
+        ts_err_hint(err, "--format simai, chakra or json model the expert all-to-all");
+        return TS_ERR_PLAN;
+    }
+    if (m->experts > 0 && p->etp != p->tp) {
+        ts_err(err, TS_ERR_PLAN, "op tables split the experts like the dense MLP: --etp %lld must equal --tp %lld",
+               (long long)p->etp, (long long)p->tp);
+        ts_err_hint(err, "--format simai, chakra or json model expert tensor parallelism");
         return TS_ERR_PLAN;
     }
     bool dp = p->dp > 1, tpm = p->tp > 1;
@@ -340,7 +367,7 @@ TsStatus wl_build_optable(const ModelSpec *m, const ParallelPlan *p, const HwMod
                           .vpp = 1, .layers_per_stage = m->layers, .ga = p->grad_accum};
     w->optable_elem_bytes = 4;
     snprintf(w->source, sizeof w->source, "trainsim %s: %s op table", TRAINSIM_VERSION, m->name);
-    gpt2(&g);
+    gen(&g);
     bool ok = g.ok;
     if (!ok || wl_class_begin(w, "stage0", 0) < 0 || !wl_rows_build(w, g.r, g.n)) {
         ok = false;

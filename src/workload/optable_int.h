@@ -1,4 +1,5 @@
-/* The op-table generators' shared machinery (optable_gen.c). Not a public
+/* The op-table generators' shared machinery (optable_gen.c: GPT-2 and the
+ * dispatch; optable_llama.c: the Llama family with MoE). Not a public
  * header.
  *
  * A generator walks the forward of one HuggingFace model the way torch.fx
@@ -101,5 +102,7 @@ void wl_ot_pp(OtGen *g, int64_t l, double elems);
 /* Start block l: its fx names are a one-layer trace's (every block restarts
  * from `after_prologue`), suffixed ".l" after the first block. */
 void wl_ot_layer(OtGen *g, const OtFx *after_prologue, int64_t l);
+
+void wl_ot_llama(OtGen *g);
 
 #endif

@@ -3,7 +3,8 @@
  * model of the architecture, one block replicated per layer, DP gradient
  * rows `<op>_grad` before each parameterized op, TP all-reduce rows, a PP
  * send/recv row. GPT-2 here (the seed's table); the Llama family with MoE
- * in optable_llama.c; the row machinery they share below. Every time comes from hw.h's compute model (hw_op_time_s on a
+ * in optable_llama.c, BERT in optable_bert.c; the row machinery they share
+ * below. Every time comes from hw.h's compute model (hw_op_time_s on a
  * GraphOp of the row's kind; ms in the table); forward, input-gradient and
  * weight-gradient are all filled. neusight = keep the seed's size quirks
  * (wte grad S*H instead of V*H, a bias on the tied lm_head) and NeuSight's
@@ -326,7 +327,7 @@ TsStatus wl_build_optable(const ModelSpec *m, const ParallelPlan *p, const HwMod
     case MODEL_ARCH_LLAMA:
     case MODEL_ARCH_QWEN:
     case MODEL_ARCH_MIXTRAL: gen = wl_ot_llama; break;
-    case MODEL_ARCH_BERT: gen = gpt2; break; /* not yet its own */
+    case MODEL_ARCH_BERT: gen = wl_ot_bert; break;
     default: break;
     }
     if (!gen || m->q_lora_rank > 0 || m->kv_lora_rank > 0) {

@@ -1,6 +1,6 @@
 /* The op-table generators' shared machinery (optable_gen.c: GPT-2 and the
- * dispatch; optable_llama.c: the Llama family with MoE). Not a public
- * header.
+ * dispatch; optable_llama.c: the Llama family with MoE; optable_bert.c:
+ * BERT). Not a public header.
  *
  * A generator walks the forward of one HuggingFace model the way torch.fx
  * records it and appends one row per fx node whose value is a tensor:
@@ -104,5 +104,6 @@ void wl_ot_pp(OtGen *g, int64_t l, double elems);
 void wl_ot_layer(OtGen *g, const OtFx *after_prologue, int64_t l);
 
 void wl_ot_llama(OtGen *g);
+void wl_ot_bert(OtGen *g);
 
 #endif

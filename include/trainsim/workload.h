@@ -359,14 +359,18 @@ typedef struct WlBuildOptions {
  * step (Shampoo preconditioners + gather). */
 TsStatus wl_build(const WlStep *s, const WlBuildOptions *o, Workload **out, TsError *err);
 
-/* The per-operator table of a GPT-2 style model as NeuSight traces it
- * (torch.fx node names). Every row is costed by hw.h (hw_op_time_s on a
- * GraphOp of the row's kind) at dtype dt. neusight = reproduce its size
+/* The per-operator table of a model as NeuSight traces it: the torch.fx
+ * nodes of the HuggingFace model of its family (GPT-2 for gpt; LlamaForCausalLM
+ * for llama and qwen, with Mixtral / Qwen3-MoE blocks where the spec has
+ * experts; BertForPreTraining or BertForMaskedLM for bert), one block per
+ * layer. Every row is costed by hw.h (hw_op_time_s on a GraphOp of the row's
+ * kind) at the plan's dtype. neusight = reproduce the GPT-2 seed's size
  * quirks (wte grad S*H, lm_head bias) and its MEM-row formula, bytes /
  * (Mem_Bw * 2^30) with Mem_Bw = the GPU's HBM GB/s. Needs dp or tp or pp
- * alone, like NeuSight. */
+ * alone, like NeuSight; no cp, no ep, etp = tp. Other families (gpt_neox,
+ * deepseek) and multi-head latent attention: TS_ERR_USAGE. */
 typedef struct WlOptableOptions {
-    bool neusight;          /* keep the seed's size quirks; MEM rows by NeuSight's formula */
+    bool neusight;          /* keep the GPT-2 seed's size quirks; MEM rows by NeuSight's formula */
 } WlOptableOptions;
 TsStatus wl_build_optable(const ModelSpec *m, const ParallelPlan *p, const HwModel *hw,
                           const WlOptableOptions *o, Workload **out, TsError *err);

@@ -92,7 +92,7 @@ TsStatus wl_read_optable(const char *name, const char *text, size_t len, Workloa
         }
         WlRowSpec *r = &rows[n];
         memset(r, 0, sizeof *r);
-        r->name = ts_arena_strdup(w->arena, wl_tok_str(&tk[0], buf, sizeof buf));
+        r->name = ts_arena_printf(w->arena, "%.*s", tk[0].len, tk[0].s); /* whole: fx names run long */
         if (!r->name) {
             st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
             goto fail;

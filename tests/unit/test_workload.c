@@ -114,6 +114,75 @@ static void test_read_errors(void **state)
     assert_non_null(strstr(err.msg, "wg_comm_size must be >= 0"));
 }
 
+/* Op-table rows keep names of any length: fx names of deep modules run past
+ * 63 characters (a gradient row of a shared expert in layer 100). */
+static void test_optable_long_name(void **state)
+{
+    (void)state;
+    const char *t = "name\tforward_compute_time\tforward_comm_type\tforward_comm_size\tbackward_compute_time\t"
+                    "backward_comm_type\tbackward_comm_size\tweight_grad_compute_time\tweight_grad_comm_type\t"
+                    "weight_grad_comm_size\tprocess_time\n"
+                    "model_layers_100_block_sparse_moe_shared_experts_gate_proj_grad_of_a_longer_name\t0\tNone\t0\t"
+                    "0\tALLREDUCE_ASYNC\t4096\t0\tNone\t0\t0\n";
+    Workload *w = NULL;
+    TsError err = {0};
+    assert_int_equal(wl_read_optable("t.tsv", t, strlen(t), &w, &err), TS_OK);
+    TsBuf b = {0};
+    wl_write_optable(w, &b);
+    assert_string_equal(b.data, t);
+    ts_buf_free(&b);
+    wl_destroy(w);
+}
+
+/* Generated op tables of every family read back byte for byte (times are
+ * fixed points of the ms text), name their rows as torch.fx does (pow and
+ * float shadow Python builtins: pow_1, float_1) and size GQA's k/v rows. */
+static void test_optable_generated(void **state)
+{
+    (void)state;
+    static HwModel hw;
+    TsError err = {0};
+    hw_model_init(&hw);
+    assert_int_equal(hw_gpu_load("h100-sxm5-80gb", &hw.gpu, &err), TS_OK);
+    const ModelArch archs[] = {MODEL_ARCH_GPT, MODEL_ARCH_LLAMA, MODEL_ARCH_MIXTRAL, MODEL_ARCH_QWEN, MODEL_ARCH_BERT};
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        ModelSpec m;
+        memset(&m, 0, sizeof m);
+        model_defaults(&m, archs[i]);
+        snprintf(m.name, sizeof m.name, "tiny");
+        m.layers = 2, m.hidden = 256, m.heads = 8, m.kv_heads = archs[i] == MODEL_ARCH_BERT || archs[i] == MODEL_ARCH_GPT ? 8 : 2;
+        m.ffn = 688, m.vocab = 1000, m.max_positions = 512;
+        if (archs[i] == MODEL_ARCH_MIXTRAL || archs[i] == MODEL_ARCH_QWEN) m.experts = 4, m.topk = 2, m.moe_ffn = 512;
+        model_finalize(&m);
+        assert_int_equal(model_validate(&m, &err), TS_OK);
+        ParallelPlan p;
+        plan_init(&p);
+        p.dp = 2, p.gpus = 2, p.micro_batch = 2, p.seq = 128, p.global_batch = 4;
+        assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
+        Workload *w = NULL;
+        assert_int_equal(wl_build_optable(&m, &p, &hw, NULL, &w, &err), TS_OK);
+        assert_int_equal(wl_validate(w, &err), TS_OK);
+        TsBuf a = {0}, b = {0};
+        wl_write_optable(w, &a);
+        Workload *r = NULL;
+        assert_int_equal(wl_read_optable("gen.tsv", a.data, a.len, &r, &err), TS_OK);
+        wl_write_optable(r, &b);
+        assert_int_equal(a.len, b.len);
+        assert_memory_equal(a.data, b.data, a.len);
+        if (archs[i] == MODEL_ARCH_LLAMA) {
+            assert_non_null(strstr(a.data, "\npow_1\t"));
+            assert_non_null(strstr(a.data, "\nfloat_1\t"));
+            assert_null(strstr(a.data, "\npow\t"));
+            /* k_proj: H x G*D = 256 x 64 gradient elements */
+            assert_non_null(strstr(a.data, "\nmodel_layers_1_self_attn_k_proj_grad\t0\tNone\t0\t0\tALLREDUCE_ASYNC\t16384\t"));
+        }
+        ts_buf_free(&a);
+        ts_buf_free(&b);
+        wl_destroy(r);
+        wl_destroy(w);
+    }
+}
+
 /* A converted op-table row with an expert-DP gradient collective and no
  * other task: a workload without any dependency validates (found by
  * fuzz_optable: wl_task_deps offset a NULL deps array). */
@@ -739,6 +808,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pyfloat),       cmocka_unit_test(test_groups),
         cmocka_unit_test(test_optable_converted_types),
+        cmocka_unit_test(test_optable_long_name),
+        cmocka_unit_test(test_optable_generated),
         cmocka_unit_test(test_read_simai),    cmocka_unit_test(test_read_errors),
         cmocka_unit_test(test_chakra_82_bytes), cmocka_unit_test(test_build_schedules),
         cmocka_unit_test(test_build_aicb_rows), cmocka_unit_test(test_build_tied_embedding_allreduce),

@@ -215,7 +215,8 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
         return;
     }
     const char *loss = json_string_value(json_object_get(r, "loss"));
-    if (loss && strstr(loss, "masked-lm")) m.lm_head = true, m.pooler = false; /* BertForMaskedLM */
+    /* a BERT trained with labels has the masked-LM head (BertForMaskedLM) */
+    if ((loss && strstr(loss, "masked-lm")) || m.arch == MODEL_ARCH_BERT) m.lm_head = true, m.pooler = false;
     ClusterSpec cl;
     if (hw_cluster_load("dgx-h100", 1, &cl, &err)) return;
     cl.gpu = hw.gpu;
@@ -245,7 +246,18 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
         score(part[0] == 'E' ? "E step" : "A step", short_gpu(gpu), e);
     }
     if (mem > 0) {
-        double pm = res.memory.total_bytes / 1073741824.0, e = pm / mem - 1;
+        /* torch.cuda.max_memory_allocated: what the allocator handed out,
+         * without the CUDA context, NCCL buffers or fragmentation */
+        PartMemOptions mo;
+        part_mem_options_init(&mo);
+        sim_mem_options(&in.opt, in.plan.dtype, &mo);
+        /* the measuring loop's gradients: freed after each step
+         * (zero_grad(set_to_none=True)) where the row says so */
+        const char *zg = json_string_value(json_object_get(r, "zero_grad"));
+        mo.grads_freed = zg && !strcmp(zg, "set_to_none");
+        PartMemory pk;
+        if (part_memory(&m, &in.plan, &mo, NULL, &pk, &err)) return;
+        double pm = (pk.total_bytes - pk.runtime_bytes - pk.frag_bytes) / 1073741824.0, e = pm / mem - 1;
         printf("%s  %-5s %-22s %-4s mb %-2lld seq %-5lld peak  measured %8.2f GiB predicted %8.2f GiB %+6.1f%%\n", part,
                short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq, mem, pm, 100 * e);
         score(part[0] == 'E' ? "E memory" : "A memory", short_gpu(gpu), e);
@@ -274,9 +286,14 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
         score(fp8 ? "D-fp8" : "C gemm", short_gpu(gpu), e);
     } else if (!strcmp(part, "D-attn")) {
         int64_t h = (int64_t)num(r, "heads"), s = (int64_t)num(r, "seq"), d = (int64_t)num(r, "head_dim");
+        /* rows timed on SDPA's flash backend (FlashAttention-2) are that
+         * kernel: the preset's dropout-kernel factor */
+        const char *be = json_string_value(json_object_get(r, "sdpa_backend"));
+        bool fa2 = be && !strcmp(be, "flash");
         for (int bwd = 0; bwd < 2; bwd++) {
             double meas = num(r, bwd ? "bwd_ms" : "fwd_ms");
-            double pred = tf * hw_attention_time_s(&hw, 1, h, s, s, d, true, bwd, TS_DTYPE_BF16);
+            double pred = tf * hw_attention_time_s(&hw, 1, h, s, s, d, true, bwd, TS_DTYPE_BF16) *
+                          (fa2 ? hw.gpu.attn_dropout_slowdown[bwd] : 1.0);
             if (!(meas > 0)) continue;
             double e = pred / (meas * 1e-3) - 1;
             printf("D-attn %-5s heads %-3lld seq %-6lld %s  measured %8.3f ms  predicted %8.3f ms  %+6.1f%%\n",

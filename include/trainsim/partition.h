@@ -52,6 +52,9 @@ typedef struct PartMemOptions {
     double grad_bytes;         /* bytes per gradient element without ZeRO (Megatron grad
                                   buffer): 4 (fp32, default, 0 = this), 2 when gradients
                                   are accumulated and reduced in bf16 */
+    bool grads_freed;          /* --framework hf: the loop frees the gradients after each step
+                                  (zero_grad(set_to_none=True), HF Trainer); false: they stay
+                                  allocated between steps, false */
     bool selective_ops;        /* selective recompute is op-level SAC (torchtitan's policy):
                                   a layer keeps its input, every second matmul output and
                                   the attention output; dense non-MLA layers, false */
@@ -87,6 +90,14 @@ typedef struct PartMemory {
  * allocation; TS_ERR_PLAN only for plans plan_validate would reject. */
 TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o,
                      PartMemory *stages, PartMemory *peak, TsError *err);
+/* Bytes per parameter of the plan's precision recipe (ParallelPlan.precision):
+ * mixed 16-bit weights, fp32 main gradients (16-bit under ZeRO; o->grad_bytes
+ * when set), fp32 master + Adam moments 12 B; amp 4 + 4 + 8; pure 2 + 2 + 4
+ * (the training dtype's width; fp32 training: 4 + 4 + 8). */
+typedef struct PartParamBytes {
+    double weight, grad, optim;
+} PartParamBytes;
+void part_param_bytes(const ParallelPlan *p, const PartMemOptions *o, PartParamBytes *out);
 /* The pieces of Megatron's formula, for tests and docs (bytes). */
 double part_megatron_weight_optimizer_bytes(const ModelSpec *m, const ParallelPlan *p);
 double part_megatron_activation_bytes(const ModelSpec *m, const ParallelPlan *p);

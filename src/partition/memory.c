@@ -145,16 +145,16 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
     out->expert_params = pe;
     out->activations_bytes = out->act_layers_bytes + out->act_embed_bytes + out->act_head_bytes;
 
-    double wb = d;
-    out->weights_bytes = p->zero >= 3 ? wb * (pd / dps + pe / edp) : wb * (pd + pe);
-    double gb = p->zero >= 1 ? wb : o->grad_bytes > 0 ? o->grad_bytes : 4.0;
-    out->gradients_bytes = p->zero >= 2 ? gb * (pd / dps + pe / edp) : gb * (pd + pe);
+    PartParamBytes pb;
+    part_param_bytes(p, o, &pb);
+    out->weights_bytes = p->zero >= 3 ? pb.weight * (pd / dps + pe / edp) : pb.weight * (pd + pe);
+    out->gradients_bytes = p->zero >= 2 ? pb.grad * (pd / dps + pe / edp) : pb.grad * (pd + pe);
     /* DeepSpeed's BF16 optimizer keeps fp32 gradients beside the bf16 ones */
     if (plan_ds_pipe(p) && p->dtype == TS_DTYPE_BF16 && p->zero < 3) out->gradients_bytes += 4.0 * (pd + pe);
-    double ob = p->dtype == TS_DTYPE_FP32 ? 8.0 : 12.0;
     bool shard = p->zero >= 1 || p->dist_opt;
-    out->optimizer_bytes = shard ? ob * (pd / dps + pe / edp) : ob * (pd + pe);
+    out->optimizer_bytes = shard ? pb.optim * (pd / dps + pe / edp) : pb.optim * (pd + pe);
     if (p->optimizer == PLAN_OPTIM_SHAMPOO) out->optimizer_bytes += sh / dps;
+    double wb = pb.weight;
 
     double ws = layer_max > head_grad ? layer_max : head_grad;
     if (p->zero >= 3) {
@@ -168,6 +168,79 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
     out->other_bytes = out->workspace_bytes + out->runtime_bytes + out->frag_bytes;
     out->total_bytes = out->weights_bytes + out->gradients_bytes + out->optimizer_bytes +
                        out->activations_bytes + out->other_bytes;
+}
+
+void part_param_bytes(const ParallelPlan *p, const PartMemOptions *o, PartParamBytes *out)
+{
+    double d = p->dtype == TS_DTYPE_FP32 ? 4.0 : 2.0;
+    switch (p->precision) {
+    case PLAN_PRECISION_AMP: /* fp32 parameters, gradients and Adam moments */
+        *out = (PartParamBytes){.weight = 4.0, .grad = 4.0, .optim = 8.0};
+        return;
+    case PLAN_PRECISION_PURE: /* everything at the training dtype, no master copy */
+        *out = (PartParamBytes){.weight = d, .grad = d, .optim = 2.0 * d};
+        return;
+    default: /* 16-bit weights; fp32 master + moments; fp32 main grads (ZeRO: 16-bit) */
+        out->weight = d;
+        out->grad = p->zero >= 1 ? d : o->grad_bytes > 0 ? o->grad_bytes : 4.0;
+        out->optim = p->dtype == TS_DTYPE_FP32 ? 8.0 : 12.0;
+    }
+}
+
+/* Bytes autograd keeps for the backward, summed over a block's kernels. */
+static double block_saved(const PartBlockT *b)
+{
+    double s = 0;
+    for (int i = 0; i < b->n_k; i++) s += b->k[i].saved_bytes * (b->k[i].count > 0 ? b->k[i].count : 1);
+    return s;
+}
+
+/* --framework hf (one pipeline stage): what the eager modules keep, op by op
+ * (the layer template's saved bytes, the bf16 weight copies of autocast
+ * among them), and where the peak falls: at the loss's backward (every
+ * activation kept, the loss's workspace) or late in the backward, when a
+ * freshly computed gradient of the largest parameter tensor (the word
+ * embedding, or a layer's grouped experts) is added into its .grad. A loop
+ * that frees the gradients after each step (PartMemOptions.grads_freed) has
+ * none at the first point, all of them and no activation at the end. */
+static void hf_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o, PartMemory *out)
+{
+    PartTemplate t;
+    part_template(m, p, NULL, &t);
+    double nm = (double)model_moe_layer_count(m), nd = (double)m->layers - nm;
+    double layer_d = block_saved(&t.b[PART_BLOCK_ATTN]) + block_saved(&t.b[PART_BLOCK_MLP]);
+    double layer_m = block_saved(&t.b[PART_BLOCK_ATTN]) + block_saved(&t.b[PART_BLOCK_MOE]);
+    out->act_layers_bytes = nd * layer_d + nm * layer_m;
+    out->act_embed_bytes = block_saved(&t.b[PART_BLOCK_EMBED]);
+    out->act_head_bytes = block_saved(&t.b[PART_BLOCK_HEAD]);
+    out->inflight = 1;
+    double act = out->act_layers_bytes + out->act_embed_bytes + out->act_head_bytes;
+    double H = (double)m->hidden, largest = (double)m->vocab * H;
+    if (m->experts > 0 && (double)m->experts * 2.0 * (double)m->moe_ffn * H > largest)
+        largest = (double)m->experts * 2.0 * (double)m->moe_ffn * H;
+    PartParamBytes pb;
+    part_param_bytes(p, o, &pb);
+    double late = out->act_layers_bytes / (double)(m->layers > 0 ? m->layers : 1) + largest * pb.grad;
+    if (o->grads_freed) {
+        if (act + t.loss_workspace_bytes >= out->gradients_bytes) {
+            out->gradients_bytes = 0;
+            out->workspace_bytes = t.loss_workspace_bytes;
+        } else {
+            out->act_layers_bytes = out->act_embed_bytes = out->act_head_bytes = 0;
+            out->workspace_bytes = 0;
+        }
+    } else if (act + t.loss_workspace_bytes >= late) {
+        out->workspace_bytes = t.loss_workspace_bytes;
+    } else { /* one layer's activations and the gradient being added */
+        out->act_layers_bytes = late - largest * pb.grad;
+        out->act_embed_bytes = out->act_head_bytes = 0;
+        out->workspace_bytes = largest * pb.grad;
+    }
+    out->activations_bytes = out->act_layers_bytes + out->act_embed_bytes + out->act_head_bytes;
+    out->frag_bytes = o->frag_fraction * (out->activations_bytes + out->workspace_bytes);
+    out->other_bytes = out->workspace_bytes + out->runtime_bytes + out->frag_bytes;
+    out->total_bytes = out->weights_bytes + out->gradients_bytes + out->optimizer_bytes + out->activations_bytes +
+                       out->other_bytes;
 }
 
 TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o,
@@ -198,6 +271,7 @@ TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOpt
         if (!all && s != 0 && s != p->pp - 1) continue;
         PartMemory *dst = stages ? &stages[s] : &tmp;
         stage_memory(m, p, o, &c, &ad, &am, shd, shm, s, dst);
+        if (plan_hf(p)) hf_memory(m, p, o, dst); /* weights, gradients, optimizer as above */
         if (dst->total_bytes > peak->total_bytes) *peak = *dst;
     }
     return TS_OK;

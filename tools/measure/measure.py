@@ -473,6 +473,7 @@ def cmd_step(args, ctx, rows, budget):
         "attn": getattr(model.config, "_attn_implementation", None) or "sdpa",
         "peak_mem_GiB": peak,
         "steps": len(step),
+        "zero_grad": "set_to_none",  # opt_step() frees the gradients after each step
     }
     impl = getattr(model.config, "_experts_implementation", None)
     if is_moe(cfg) and impl:

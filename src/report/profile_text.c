@@ -331,8 +331,7 @@ static void aggregated(const Ctx *c, const RepProfileOptions *o, TsBuf *b)
 static void training(const ModuleGraph *g, const RepTraining *tr, const RepProfileOptions *o, TsBuf *b)
 {
     RepTraining t = *tr;
-    static const char *const names[3] = {"none", "selective", "full"};
-    static const char *const forms[3] = {
+    static const char *const forms[PLAN_RECOMPUTE_COUNT] = {
         "Korthikanti 2022: 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h))",
         "Korthikanti 2022: 72*B*s*l*h^2*(1 + 2s/(9h) + V/(12*l*h))",
         "Narayanan 2021:   96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h))"};
@@ -344,18 +343,18 @@ static void training(const ModuleGraph *g, const RepTraining *tr, const RepProfi
                   (long long)g->spec.hidden, (long long)(g->spec.lm_head ? g->vocab : 0),
                   g->opt.causal ? "on" : "off");
     ts_buf_printf(b, "  %-11s %-12s %-12s %-10s %s\n", "recompute", "exact", "closed form", "exact/cf", "closed form");
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < PLAN_RECOMPUTE_COUNT; r++) {
         char e[64], cf[64], d[64];
         rep_fmt_number(e, sizeof e, t.exact_flops[r]);
         rep_fmt_number(cf, sizeof cf, t.closed_flops[r]);
         double diff = t.closed_flops[r] > 0 ? 100 * (t.exact_flops[r] / t.closed_flops[r] - 1) : 0;
         snprintf(d, sizeof d, "%+.2f%%", diff);
-        ts_buf_printf(b, "%s %-11s %-12s %-12s %-10s %s\n", (int)o->recompute == r ? "*" : " ", names[r], e, cf, d,
+        ts_buf_printf(b, "%s %-11s %-12s %-12s %-10s %s\n", (int)o->recompute == r ? "*" : " ", plan_recompute_name((PlanRecompute)r), e, cf, d,
                       forms[r]);
     }
     ts_buf_printf(b, "\n* = --recompute %s. Model FLOPs (for MFU) are the 'none' row; hardware FLOPs (HFU)\n"
                      "include the recomputed forward.\n",
-                  names[o->recompute]);
+                  plan_recompute_name(o->recompute));
     if (g->spec.experts > 0)
         ts_buf_puts(b, "Routed experts run one after another here (the module tree's per-expert MLPs, as\n"
                        "the latencies above); `trainsim simulate` runs a rank's experts as one grouped GEMM\n"

@@ -189,11 +189,6 @@ static void warn(SimResult *r, const char *fmt, ...)
     va_end(ap);
 }
 
-static SimSchedule sched_of(PlanSchedule s)
-{
-    return s == PLAN_SCHED_GPIPE ? SIM_SCHED_GPIPE : s == PLAN_SCHED_INTERLEAVED ? SIM_SCHED_INTERLEAVED : SIM_SCHED_1F1B;
-}
-
 TsStatus sim_setup_resolve(SimSetup *in, TsError *err)
 {
     const ModelSpec *m = in->model;
@@ -421,7 +416,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         sc[0].embed_sync_s += t_emb;
         sc[pp - 1].embed_sync_s += t_emb;
     }
-    SimPipeline pl = {.stages = pp, .chunks = v, .micro_batches = p->grad_accum, .schedule = sched_of(p->schedule),
+    SimPipeline pl = {.stages = pp, .chunks = v, .micro_batches = p->grad_accum, .schedule = p->schedule,
                       .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !in->opt.ds_pipe,
                       .param_gather_overlap = in->opt.param_gather_overlap && !in->opt.ds_pipe,
                       .overlap_slowdown = in->opt.overlap_slowdown, .record = in->opt.record};

@@ -180,6 +180,10 @@ bool ts_str_eq(const char *a, const char *b);
  * absent or s is NULL. */
 int ts_name_index(const char *s, const char *const *names, int n);
 bool ts_ends_with(const char *s, const char *suffix);
+/* Levenshtein distance (insert, delete, substitute one byte) between a and b,
+ * for "did you mean" hints; TS_EDIT_FAR when either is longer than 63 bytes. */
+#define TS_EDIT_FAR 99
+int ts_edit_distance(const char *a, const char *b);
 /* Make room for `need` elements of `elem` bytes in the malloc'd array *p of
  * capacity *cap (doubling, from 64); false (array untouched) when out of memory. */
 bool ts_grow(void **p, size_t *cap, size_t need, size_t elem);

@@ -184,6 +184,22 @@ bool ts_ends_with(const char *s, const char *suffix);
  * for "did you mean" hints; TS_EDIT_FAR when either is longer than 63 bytes. */
 #define TS_EDIT_FAR 99
 int ts_edit_distance(const char *a, const char *b);
+/* FNV-1a, 64-bit (Fowler, Noll, Vo): start from TS_FNV_OFFSET and fold in
+ * bytes (ts_fnv_bytes) or whole 64-bit words (ts_fnv_word). ts_fnv_mix is the
+ * word step followed by h ^= h >> 29, which spreads the product's high bits
+ * into the low bits that a table index (h % size) keeps. */
+#define TS_FNV_OFFSET 1469598103934665603ull
+#define TS_FNV_PRIME 1099511628211ull
+static inline uint64_t ts_fnv_word(uint64_t h, uint64_t w) { return (h ^ w) * TS_FNV_PRIME; }
+static inline uint64_t ts_fnv_mix(uint64_t h, uint64_t w)
+{
+    h = ts_fnv_word(h, w);
+    return h ^ (h >> 29);
+}
+uint64_t ts_fnv_bytes(uint64_t h, const void *p, size_t n);
+/* ts_fnv_mix over the whole 8-byte words of p[0..n) (native byte order; a
+ * tail shorter than a word is left out). */
+uint64_t ts_fnv_words(uint64_t h, const void *p, size_t n);
 /* Make room for `need` elements of `elem` bytes in the malloc'd array *p of
  * capacity *cap (doubling, from 64); false (array untouched) when out of memory. */
 bool ts_grow(void **p, size_t *cap, size_t need, size_t elem);

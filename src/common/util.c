@@ -28,6 +28,24 @@ bool ts_ends_with(const char *s, const char *suf)
     return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
+uint64_t ts_fnv_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) h = ts_fnv_word(h, c[i]);
+    return h;
+}
+
+uint64_t ts_fnv_words(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, c + i, 8);
+        h = ts_fnv_mix(h, w);
+    }
+    return h;
+}
+
 int ts_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);

@@ -15,28 +15,8 @@ typedef struct Ctx {
     TsArena *scr;  /* scratch for per-module arrays: one block (huge pages when large) */
 } Ctx;
 
-/* FNV-1a over bytes. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
-    return h;
-}
-
-/* Word-at-a-time variant for the figures (n a multiple of 8). */
-static uint64_t fnv_words(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (size_t i = 0; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, c + i, 8);
-        h = (h ^ w) * 1099511628211ull;
-        h ^= h >> 29;
-    }
-    return h;
-}
-
-static uint64_t fnv_str(uint64_t h, const char *s) { return fnv(h, s ? s : "", s ? strlen(s) + 1 : 1); }
+/* FNV-1a over the string and its terminator ("" for NULL). */
+static uint64_t fnv_str(const char *s) { return ts_fnv_bytes(TS_FNV_OFFSET, s ? s : "", s ? strlen(s) + 1 : 1); }
 
 /* Content hashes of strings, cached by address: the graph shares class
  * names, extra_reprs and index names between modules (literals and interned
@@ -49,19 +29,13 @@ typedef struct StrCache {
 
 static uint64_t str_hash(StrCache *sc, const char *s)
 {
-    if (!sc || !s) return fnv_str(1469598103934665603ull, s);
+    if (!sc || !s) return fnv_str(s);
     unsigned k = (unsigned)((((uintptr_t)s >> 3) ^ ((uintptr_t)s >> 13)) % STR_SLOTS);
     if (sc->p[k] != s) {
         sc->p[k] = s;
-        sc->h[k] = fnv_str(1469598103934665603ull, s);
+        sc->h[k] = fnv_str(s);
     }
     return sc->h[k];
-}
-
-static uint64_t mix(uint64_t h, uint64_t w)
-{
-    h = (h ^ w) * 1099511628211ull;
-    return h ^ (h >> 29);
 }
 
 /* Bottom-up signatures, so identical ModuleList items are recognised without
@@ -73,14 +47,14 @@ static void signatures(Ctx *c)
     StrCache *sc = calloc(1, sizeof *sc); /* NULL: hash every string, same result */
     for (int32_t i = g->n_mods - 1; i >= 0; i--) {
         const GraphModule *m = &g->mods[i];
-        uint64_t h = 1469598103934665603ull;
-        h = mix(h, str_hash(sc, m->cls));
-        h = mix(h, str_hash(sc, m->extra_repr));
-        h = mix(h, str_hash(sc, m->repr));
-        h = fnv_words(h, &c->st[i], sizeof c->st[i]);
+        uint64_t h = TS_FNV_OFFSET;
+        h = ts_fnv_mix(h, str_hash(sc, m->cls));
+        h = ts_fnv_mix(h, str_hash(sc, m->extra_repr));
+        h = ts_fnv_mix(h, str_hash(sc, m->repr));
+        h = ts_fnv_words(h, &c->st[i], sizeof c->st[i]);
         for (int32_t ch = m->first_child; ch >= 0; ch = g->mods[ch].next_sibling) {
-            h = mix(h, str_hash(sc, g->mods[ch].name));
-            h = mix(h, c->sig[ch]);
+            h = ts_fnv_mix(h, str_hash(sc, g->mods[ch].name));
+            h = ts_fnv_mix(h, c->sig[ch]);
         }
         c->sig[i] = h;
     }

@@ -330,15 +330,7 @@ static void cost_key(const Ctx *x, CostKey *k)
 
 static size_t cost_hash(const CostKey *k)
 {
-    const unsigned char *b = (const unsigned char *)k;
-    uint64_t h = 1469598103934665603ull; /* FNV-1a, 64-bit words */
-    for (size_t i = 0; i + 8 <= sizeof *k; i += 8) {
-        uint64_t v;
-        memcpy(&v, b + i, 8);
-        h = (h ^ v) * 1099511628211ull;
-        h ^= h >> 29;
-    }
-    return (size_t)(h % COST_CACHE_SIZE);
+    return (size_t)(ts_fnv_words(TS_FNV_OFFSET, k, sizeof *k) % COST_CACHE_SIZE);
 }
 
 /* Cost the layers and edges of x, through the cache of w when it is on. */

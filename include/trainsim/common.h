@@ -133,6 +133,31 @@ bool ts_data_path(const char *sub, const char *name, char *out, size_t cap);
 bool ts_is_file(const char *path);
 
 /* ---- shared vocabularies ------------------------------------------------------ */
+/* An enumeration is one X-macro list, X(NAME, "name", ...), the name string
+ * second. Its header declares the enum from the list and
+ *     const char *fn_name(E v);              "?" when v is out of range
+ *     bool fn_parse(const char *s, E *out);  false (*out untouched) for an
+ *                                            unknown name or NULL
+ * and one .c file defines them with
+ *     TS_ENUM_NAMES(fn, E, LIST, COUNT)      static fn_names[] and fn_name
+ *     TS_ENUM_PARSE(fn, E, COUNT)            fn_parse over fn_names
+ * (a parser that also takes aliases uses fn_names with ts_name_index).
+ * TS_X_NAME(e, n, ...) expands to "n," for an entry of any length (the ~
+ * keeps the variadic part of TS_X_NAME_ non-empty, as C11 asks). */
+#define TS_X_NAME(e, ...) TS_X_NAME_(__VA_ARGS__, ~)
+#define TS_X_NAME_(n, ...) n,
+#define TS_ENUM_NAMES(fn, E, LIST, COUNT)                                                 \
+    static const char *const fn##_names[] = {LIST(TS_X_NAME)};                            \
+    _Static_assert(sizeof fn##_names / sizeof fn##_names[0] == (COUNT), #fn " names");    \
+    const char *fn##_name(E v) { return (unsigned)v < (unsigned)(COUNT) ? fn##_names[v] : "?"; }
+#define TS_ENUM_PARSE(fn, E, COUNT)                                                       \
+    bool fn##_parse(const char *s, E *out)                                                \
+    {                                                                                     \
+        int i = ts_name_index(s, fn##_names, (COUNT));                                    \
+        if (i >= 0) *out = (E)i;                                                          \
+        return i >= 0;                                                                    \
+    }
+
 /* Numeric formats: X(NAME, "name", bytes per element). TF32 is a compute
  * mode on fp32 storage. */
 #define TS_DTYPE_LIST(X) \

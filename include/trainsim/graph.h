@@ -98,7 +98,14 @@ typedef enum {
     GRAPH_ROLE_OTHER
 } GraphRole;
 
-typedef enum { GRAPH_NAMING_MEGATRON, GRAPH_NAMING_HF, GRAPH_NAMING_DEEPSPEED } GraphNaming;
+/* Module-naming frameworks: X(enum suffix, name). */
+#define GRAPH_NAMING_LIST(X) X(MEGATRON, "megatron") X(HF, "hf") X(DEEPSPEED, "deepspeed")
+typedef enum {
+#define X(e, n) GRAPH_NAMING_##e,
+    GRAPH_NAMING_LIST(X)
+#undef X
+    GRAPH_NAMING_COUNT
+} GraphNaming;
 
 /* Which part of a layer an op belongs to (for AICB-style per-layer lines,
  * recompute rules and the optable writer). */

@@ -210,8 +210,22 @@ typedef struct HwNet {
     const HwBusbw *busbw;   /* optional, not owned */
 } HwNet;
 
-typedef enum { HW_ALGO_RING, HW_ALGO_TREE, HW_ALGO_NVLS, HW_ALGO_DIRECT, HW_ALGO_TABLE } HwAlgo;
-typedef enum { HW_PROTO_LL, HW_PROTO_LL128, HW_PROTO_SIMPLE } HwProto;
+/* NCCL algorithms (and TABLE: a measured busbw table) and protocols, as
+ * NCCL names them: X(enum suffix, name). */
+#define HW_ALGO_LIST(X) X(RING, "ring") X(TREE, "tree") X(NVLS, "nvls") X(DIRECT, "direct") X(TABLE, "table")
+typedef enum {
+#define X(e, n) HW_ALGO_##e,
+    HW_ALGO_LIST(X)
+#undef X
+    HW_ALGO_COUNT
+} HwAlgo;
+#define HW_PROTO_LIST(X) X(LL, "LL") X(LL128, "LL128") X(SIMPLE, "Simple")
+typedef enum {
+#define X(e, n) HW_PROTO_##e,
+    HW_PROTO_LIST(X)
+#undef X
+    HW_PROTO_COUNT
+} HwProto;
 const char *hw_algo_name(HwAlgo a);
 const char *hw_proto_name(HwProto p);
 

@@ -270,16 +270,21 @@ void sim_result_free(SimResult *r);
 
 /* What the frameworks do that a ParallelPlan does not say. Defaults in
  * sim_options_init; each one cites its source there (src/sim/cost.c). */
-/* How context parallelism exchanges K/V (Transformer Engine's cp_comm_type). */
+/* How context parallelism exchanges K/V (Transformer Engine's cp_comm_type):
+ * X(enum suffix, name).
+ *   p2p        ring: cp-1 send/receive steps of the local K/V, under the attention blocks
+ *   allgather  all-gather of K/V before the attention (and again in backward, then a
+ *              reduce-scatter of dK/dV), exposed
+ *   a2a        all-to-all of Q, K, V to whole sequences over heads/cp, and back (DeepSpeed
+ *              Ulysses), exposed; needs the heads per TP rank divisible by cp */
+#define SIM_CP_COMM_LIST(X) X(P2P, "p2p") X(ALLGATHER, "allgather") X(A2A, "a2a")
 typedef enum {
-    SIM_CP_P2P,       /* ring: cp-1 send/receive steps of the local K/V, under the attention blocks */
-    SIM_CP_ALLGATHER, /* all-gather of K/V before the attention (and again in backward, then a
-                         reduce-scatter of dK/dV), exposed */
-    SIM_CP_A2A,       /* all-to-all of Q, K, V to whole sequences over heads/cp, and back (DeepSpeed
-                         Ulysses), exposed; needs the heads per TP rank divisible by cp */
+#define X(e, n) SIM_CP_##e,
+    SIM_CP_COMM_LIST(X)
+#undef X
     SIM_CP_COMM_COUNT
 } SimCpComm;
-const char *sim_cp_comm_name(SimCpComm c);        /* "p2p", "allgather", "a2a" */
+const char *sim_cp_comm_name(SimCpComm c);
 bool sim_cp_comm_parse(const char *s, SimCpComm *out);
 /* The exchange fits the plan: a2a needs the query and key/value heads per TP
  * rank divisible by cp (TS_ERR_PLAN with a hint otherwise). */

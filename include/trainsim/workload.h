@@ -170,8 +170,14 @@ typedef struct WlParallel {
     int64_t seq;            /* tokens per sequence when known (generated), else 0 */
 } WlParallel;
 
+/* Workload file formats: X(enum suffix, name as --format and JSON "origin" spell it). */
+#define WL_FMT_LIST(X) \
+    X(NONE, "none") X(SIMAI, "simai") X(ASTRASIM, "astrasim") X(OPTABLE, "optable") X(CHAKRA, "chakra") X(JSON, "json")
 typedef enum {
-    WL_FMT_NONE, WL_FMT_SIMAI, WL_FMT_ASTRASIM, WL_FMT_OPTABLE, WL_FMT_CHAKRA, WL_FMT_JSON
+#define X(e, n) WL_FMT_##e,
+    WL_FMT_LIST(X)
+#undef X
+    WL_FMT_COUNT
 } WlFormat;
 
 /* SimAI header generations (simai_aicb.md §1). */
@@ -211,6 +217,8 @@ const char *wl_group_name(WlGroup g);
 bool wl_group_parse(const char *s, WlGroup *out);
 bool wl_kind_parse(const char *s, WlKind *out);
 bool wl_phase_parse(const char *s, WlPhase *out);
+const char *wl_format_name(WlFormat f);
+bool wl_format_parse(const char *s, WlFormat *out);
 
 /* ---- building ------------------------------------------------------------- */
 /* Create an empty workload for `world` ranks (par.* = 1, world set).

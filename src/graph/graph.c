@@ -21,32 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const OP_NAMES[] = {
-#define X(e, n, mm) n,
-    GRAPH_OP_LIST(X)
-#undef X
-};
-_Static_assert(sizeof OP_NAMES / sizeof OP_NAMES[0] == GRAPH_OP_COUNT, "op table");
-
-static const char *const NAMING_NAMES[] = {"megatron", "hf", "deepspeed"};
-_Static_assert(sizeof NAMING_NAMES / sizeof NAMING_NAMES[0] == GRAPH_NAMING_DEEPSPEED + 1,
-               "naming table");
-
-const char *graph_op_name(GraphOpKind k) { return (unsigned)k < GRAPH_OP_COUNT ? OP_NAMES[k] : "?"; }
-const char *graph_naming_name(GraphNaming n)
-{
-    return (unsigned)n <= GRAPH_NAMING_DEEPSPEED ? NAMING_NAMES[n] : "?";
-}
-
-bool graph_naming_parse(const char *s, GraphNaming *out)
-{
-    for (int i = 0; i <= GRAPH_NAMING_DEEPSPEED; i++)
-        if (strcmp(s, NAMING_NAMES[i]) == 0) {
-            *out = (GraphNaming)i;
-            return true;
-        }
-    return false;
-}
+TS_ENUM_NAMES(graph_op, GraphOpKind, GRAPH_OP_LIST, GRAPH_OP_COUNT)
+TS_ENUM_NAMES(graph_naming, GraphNaming, GRAPH_NAMING_LIST, GRAPH_NAMING_COUNT)
+TS_ENUM_PARSE(graph_naming, GraphNaming, GRAPH_NAMING_COUNT)
 
 void graph_options_init(GraphOptions *o)
 {

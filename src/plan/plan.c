@@ -9,59 +9,13 @@
 
 #include <string.h>
 
-static const char *const recompute_names[] = {
-#define X(e, n) n,
-    PLAN_RECOMPUTE_LIST(X)
-#undef X
-};
-_Static_assert(sizeof recompute_names / sizeof recompute_names[0] == PLAN_RECOMPUTE_COUNT,
-               "recompute names");
-static const char *const sched_names[] = {
-#define X(e, n) n,
-    PLAN_SCHED_LIST(X)
-#undef X
-};
-_Static_assert(sizeof sched_names / sizeof sched_names[0] == PLAN_SCHED_COUNT, "sched names");
-static const char *const optim_names[] = {
-#define X(e, n) n,
-    PLAN_OPTIM_LIST(X)
-#undef X
-};
-_Static_assert(sizeof optim_names / sizeof optim_names[0] == PLAN_OPTIM_COUNT, "optim names");
-static const char *const group_names[] = {
-#define X(e, n, d) n,
-    PLAN_GROUP_LIST(X)
-#undef X
-};
-_Static_assert(sizeof group_names / sizeof group_names[0] == PLAN_GROUP_COUNT, "group names");
-
-const char *plan_recompute_name(PlanRecompute r)
-{ return (unsigned)r < PLAN_RECOMPUTE_COUNT ? recompute_names[r] : "?"; }
-const char *plan_sched_name(PlanSchedule s)
-{ return (unsigned)s < PLAN_SCHED_COUNT ? sched_names[s] : "?"; }
-const char *plan_optim_name(PlanOptimizer o)
-{ return (unsigned)o < PLAN_OPTIM_COUNT ? optim_names[o] : "?"; }
-const char *plan_group_name(PlanGroup g)
-{ return (unsigned)g < PLAN_GROUP_COUNT ? group_names[g] : "?"; }
-
-bool plan_recompute_parse(const char *s, PlanRecompute *out)
-{
-    int i = ts_name_index(s, recompute_names, PLAN_RECOMPUTE_COUNT);
-    if (i >= 0) *out = (PlanRecompute)i;
-    return i >= 0;
-}
-bool plan_sched_parse(const char *s, PlanSchedule *out)
-{
-    int i = ts_name_index(s, sched_names, PLAN_SCHED_COUNT);
-    if (i >= 0) *out = (PlanSchedule)i;
-    return i >= 0;
-}
-bool plan_optim_parse(const char *s, PlanOptimizer *out)
-{
-    int i = ts_name_index(s, optim_names, PLAN_OPTIM_COUNT);
-    if (i >= 0) *out = (PlanOptimizer)i;
-    return i >= 0;
-}
+TS_ENUM_NAMES(plan_recompute, PlanRecompute, PLAN_RECOMPUTE_LIST, PLAN_RECOMPUTE_COUNT)
+TS_ENUM_PARSE(plan_recompute, PlanRecompute, PLAN_RECOMPUTE_COUNT)
+TS_ENUM_NAMES(plan_sched, PlanSchedule, PLAN_SCHED_LIST, PLAN_SCHED_COUNT)
+TS_ENUM_PARSE(plan_sched, PlanSchedule, PLAN_SCHED_COUNT)
+TS_ENUM_NAMES(plan_optim, PlanOptimizer, PLAN_OPTIM_LIST, PLAN_OPTIM_COUNT)
+TS_ENUM_PARSE(plan_optim, PlanOptimizer, PLAN_OPTIM_COUNT)
+TS_ENUM_NAMES(plan_group, PlanGroup, PLAN_GROUP_LIST, PLAN_GROUP_COUNT)
 
 void plan_init(ParallelPlan *p)
 {

@@ -11,31 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const EXPOSED_NAME[] = {
-#define X(e, n) n,
-    SEARCH_EXPOSED_LIST(X)
-#undef X
-};
-static const char *const OBJECTIVE_NAME[] = {
-#define X(e, n) n,
-    SEARCH_OBJECTIVE_LIST(X)
-#undef X
-};
-_Static_assert(sizeof EXPOSED_NAME / sizeof *EXPOSED_NAME == SEARCH_EXPOSED_COUNT, "exposed names");
-_Static_assert(sizeof OBJECTIVE_NAME / sizeof *OBJECTIVE_NAME == SEARCH_OBJ_COUNT, "objective names");
-
-const char *search_exposed_name(SearchExposed e)
-{
-    return (unsigned)e < SEARCH_EXPOSED_COUNT ? EXPOSED_NAME[e] : "?";
-}
-const char *search_objective_name(SearchObjective o)
-{
-    return (unsigned)o < SEARCH_OBJ_COUNT ? OBJECTIVE_NAME[o] : "?";
-}
+TS_ENUM_NAMES(search_exposed, SearchExposed, SEARCH_EXPOSED_LIST, SEARCH_EXPOSED_COUNT)
+TS_ENUM_NAMES(search_objective, SearchObjective, SEARCH_OBJECTIVE_LIST, SEARCH_OBJ_COUNT)
 
 bool search_objective_parse(const char *s, SearchObjective *out)
 {
-    int i = ts_name_index(s, OBJECTIVE_NAME, SEARCH_OBJ_COUNT);
+    int i = ts_name_index(s, search_objective_names, SEARCH_OBJ_COUNT);
     if (i >= 0) return *out = (SearchObjective)i, true;
     if (ts_str_eq(s, "tokens") || ts_str_eq(s, "tokens/s")) return *out = SEARCH_OBJ_THROUGHPUT, true;
     return false;

@@ -72,12 +72,8 @@ double sim_dp_bucket_bytes(const SimOptions *o, int64_t dp_size)
     return fmax(4e7, 1e6 * (double)dp_size) * (o->fp32_grad_reduce ? 4.0 : 2.0);
 }
 
-static const char *const CP_COMM[] = {"p2p", "allgather", "a2a"};
-
-enum { N_CP_COMM = sizeof CP_COMM / sizeof CP_COMM[0] };
-_Static_assert((int)N_CP_COMM == (int)SIM_CP_COMM_COUNT, "cp_comm names");
-
-const char *sim_cp_comm_name(SimCpComm c) { return (unsigned)c < N_CP_COMM ? CP_COMM[c] : "?"; }
+TS_ENUM_NAMES(sim_cp_comm, SimCpComm, SIM_CP_COMM_LIST, SIM_CP_COMM_COUNT)
+TS_ENUM_PARSE(sim_cp_comm, SimCpComm, SIM_CP_COMM_COUNT)
 
 TsStatus sim_cp_comm_check(const ModelSpec *m, const ParallelPlan *p, SimCpComm c, TsError *err)
 {
@@ -91,12 +87,6 @@ TsStatus sim_cp_comm_check(const ModelSpec *m, const ParallelPlan *p, SimCpComm 
     return TS_ERR_PLAN;
 }
 
-bool sim_cp_comm_parse(const char *s, SimCpComm *out)
-{
-    int i = ts_name_index(s, CP_COMM, N_CP_COMM);
-    if (i >= 0) *out = (SimCpComm)i;
-    return i >= 0;
-}
 
 /* Slow-down of the slowest of n GPUs against a typical one, when the spread
  * (max - min) among the 8 GPUs of a node is `spread`: chip speeds ~ normal,

@@ -80,23 +80,14 @@ struct SimWork {
     bool cost_cache_on;
 };
 
-static const char *const STREAM_NAMES[] = {
-#define X(e, n) n,
-    SIM_STREAM_LIST(X)
-#undef X
-};
-_Static_assert(sizeof STREAM_NAMES / sizeof STREAM_NAMES[0] == SIM_STREAM_COUNT, "stream names");
+TS_ENUM_NAMES(sim_stream, SimStream, SIM_STREAM_LIST, SIM_STREAM_COUNT)
+
 static const char *const BD_KEYS[] = {
 #define X(f, k) k,
     SIM_BREAKDOWN_LIST(X)
 #undef X
 };
 _Static_assert(sizeof BD_KEYS / sizeof BD_KEYS[0] == SIM_BD_COUNT, "breakdown keys");
-
-const char *sim_stream_name(SimStream s)
-{
-    return (unsigned)s < SIM_STREAM_COUNT ? STREAM_NAMES[s] : "?";
-}
 
 const char *sim_breakdown_key(int i)
 {

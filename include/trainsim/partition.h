@@ -215,6 +215,10 @@ typedef enum {
     PART_SEG_COUNT
 } PartSegKind;
 
+/* When a template collective runs: in every micro-batch's forward or
+ * backward, or once per step. Coarser than the workload's WlPhase (fwd, ig,
+ * wg, opt: the backward split into input and weight gradients), which only
+ * the workload and the stages after it use. */
 typedef enum { PART_PHASE_FWD, PART_PHASE_BWD, PART_PHASE_STEP } PartPhase;
 
 typedef struct PartOp {

@@ -58,6 +58,11 @@
 #define WL_JSON_MAX_DEPS 65536              /* data (or control) deps of one task */
 #define WL_JSON_MAX_NAME 4096               /* bytes of a task or row name */
 
+/* Task phases: X(enum suffix, name). fwd forward; ig input gradient (the
+ * backward through activations, recomputation included); wg weight
+ * gradient (with the DP gradient reduction); opt the step once the gradients
+ * are in (embedding-gradient and grad-norm all-reduces, the optimizer). The
+ * partition's templates use the coarser PartPhase (fwd, bwd, step). */
 #define WL_PHASE_LIST(X) X(FWD, "fwd") X(IG, "ig") X(WG, "wg") X(OPT, "opt")
 typedef enum {
 #define X(e, n) WL_PHASE_##e,

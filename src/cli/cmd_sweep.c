@@ -28,7 +28,7 @@ typedef struct SweepOpts {
     const char *tp, *pp, *vpp, *cp, *ep, *mbs, *recompute, *schedule, *zero, *sp, *overlap, *cp_comm;
     int64_t max_tp, max_pp, max_vpp, max_cp, max_ep, max_mbs;
     int64_t seq, global_batch, top, jobs;
-    bool seq_given;           /* --seq on the command line (else 4096, or fewer learned positions) */
+    bool seq_given;           /* --seq on the command line (else plan_default_seq, PLAN_SEQ_SWEEP) */
     bool json;
 } SweepOpts;
 
@@ -474,10 +474,10 @@ static int run(SweepOpts *o, int rank)
     ModelSpec m;
     int rc = cli_model_load(&o->cm, "llama3-8b", &m);
     if (rc) return rc;
-    /* the default length fits the model: a GPT with 2048 learned positions
-     * sweeps at 2048; a length given that does not is an error up front, not
+    /* the default length fits the model (a GPT with 2048 learned positions
+     * sweeps at 2048); a length given that does not is an error up front, not
      * "no valid plan" after the search */
-    if (!o->seq_given && m.pos == MODEL_POS_LEARNED && m.max_positions < o->seq) o->seq = m.max_positions;
+    if (!o->seq_given) o->seq = plan_default_seq(&m, PLAN_SEQ_SWEEP);
     TsError serr = {0};
     if (plan_check_seq(&m, o->seq, &serr) != TS_OK) return cli_fail(&serr);
     if (o->hw.gpus_list) o->gpus = o->hw.gpus_list;
@@ -567,7 +567,7 @@ static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, con
 
 int cmd_sweep(int argc, char **argv)
 {
-    SweepOpts o = {.cluster = "dgx-h100", .gpus = "64", .seq = 4096, .global_batch = 1024, .top = 10};
+    SweepOpts o = {.cluster = "dgx-h100", .gpus = "64", .global_batch = 1024, .top = 10};
     cli_model_init(&o.cm);
     cli_hw_init(&o.hw);
     cli_sim_init(&o.sim);

@@ -17,6 +17,17 @@ TS_ENUM_NAMES(plan_optim, PlanOptimizer, PLAN_OPTIM_LIST, PLAN_OPTIM_COUNT)
 TS_ENUM_PARSE(plan_optim, PlanOptimizer, PLAN_OPTIM_COUNT)
 TS_ENUM_NAMES(plan_group, PlanGroup, PLAN_GROUP_LIST, PLAN_GROUP_COUNT)
 
+int64_t plan_default_seq(const ModelSpec *m, PlanSeqRule rule)
+{
+    const int64_t pos = m->max_positions;
+    switch (rule) {
+    case PLAN_SEQ_PLAN: return pos < 2048 ? pos : 2048;
+    case PLAN_SEQ_GRAPH: return pos > 0 && pos < 2048 ? pos : 2048;
+    case PLAN_SEQ_SWEEP: return m->pos == MODEL_POS_LEARNED && pos < 4096 ? pos : 4096;
+    }
+    return 2048;
+}
+
 void plan_init(ParallelPlan *p)
 {
     memset(p, 0, sizeof *p);
@@ -87,7 +98,7 @@ TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err)
                    "--gpus %lld is not tp*pp*cp*dp = %lld", LL(p->gpus), LL(tpc * p->dp));
     }
     if (!p->sp_set) p->sp = p->tp > 1;
-    if (p->seq == 0 && m) p->seq = m->max_positions < 2048 ? m->max_positions : 2048;
+    if (p->seq == 0 && m) p->seq = plan_default_seq(m, PLAN_SEQ_PLAN);
     if (p->global_batch == 0) p->global_batch = p->micro_batch * p->dp;
     int64_t mdp = p->micro_batch * p->dp;
     p->grad_accum = p->global_batch % mdp == 0 ? p->global_batch / mdp : 0;

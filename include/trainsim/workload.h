@@ -84,12 +84,14 @@ typedef enum {
  * and context-parallel ranks of one model shard (Megatron reduces gradients
  * over it when cp > 1), dp*cp ranks. EMB: Megatron's embedding group, the
  * ranks of stage 0 and stage pp-1 with the same tp/cp/dp coordinates (the
- * tied word-embedding gradient all-reduce), 2 ranks when pp > 1. */
-#define WL_GROUP_LIST(X) \
-    X(NONE, "none") X(TP, "tp") X(DP, "dp") X(PP, "pp") X(EP, "ep") X(DP_EP, "dp_ep") \
-    X(CP, "cp") X(WORLD, "world") X(DP_CP, "dp_cp") X(EMB, "emb")
+ * tied word-embedding gradient all-reduce), 2 ranks when pp > 1.
+ * X(enum suffix, name, the busbw tables' kind: hw.h's HwGroupKind suffix). */
+#define WL_GROUP_LIST(X)                                                                         \
+    X(NONE, "none", ANY) X(TP, "tp", TP) X(DP, "dp", DP) X(PP, "pp", PP) X(EP, "ep", EP)          \
+    X(DP_EP, "dp_ep", DP_EP) X(CP, "cp", CP) X(WORLD, "world", ANY) X(DP_CP, "dp_cp", ANY)         \
+    X(EMB, "emb", ANY)
 typedef enum {
-#define X(e, n) WL_GROUP_##e,
+#define X(e, n, h) WL_GROUP_##e,
     WL_GROUP_LIST(X)
 #undef X
     WL_GROUP_COUNT
@@ -220,6 +222,9 @@ const char *wl_phase_name(WlPhase p);
 const char *wl_kind_name(WlKind k);
 const char *wl_group_name(WlGroup g);
 bool wl_group_parse(const char *s, WlGroup *out);
+/* The busbw table rows a collective over group g takes (HW_GROUP_ANY: only
+ * the tables' "*" rows). */
+HwGroupKind wl_group_hw(WlGroup g);
 bool wl_kind_parse(const char *s, WlKind *out);
 bool wl_phase_parse(const char *s, WlPhase *out);
 const char *wl_format_name(WlFormat f);

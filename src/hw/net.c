@@ -177,14 +177,14 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
 /* Measured table: t = S * factor / busbw (SimAI's analytical formula), plus
  * the modelled latency of a small message so tiny messages are not free. */
 HwCollCost hw_coll_cost(const HwNet *net, TsColl c, double bytes, int64_t group_size, int64_t group_nodes,
-                        int64_t nic_sharing, const char *group_kind)
+                        int64_t nic_sharing, HwGroupKind kind)
 {
     HwCollCost r = {0, 0, 0, HW_ALGO_RING, HW_PROTO_SIMPLE};
     if (group_size <= 1 || !(bytes > 0) || c == TS_COLL_NONE) return r;
     if (c == TS_COLL_SENDRECV) group_size = 2;
     double factor = coll_factor(c, group_size);
-    if (net->busbw && group_kind) {
-        double bw = hw_busbw_lookup(net->busbw, group_kind, c, bytes);
+    if (net->busbw) {
+        double bw = hw_busbw_lookup(net->busbw, kind, c, bytes);
         if (bw > 0) {
             r.time_s = bytes * factor / bw;
             r.busbw_bytes_per_s = bw;
@@ -198,9 +198,9 @@ HwCollCost hw_coll_cost(const HwNet *net, TsColl c, double bytes, int64_t group_
 }
 
 double hw_coll_time_s(const HwNet *net, TsColl c, double bytes, int64_t group_size, int64_t group_nodes,
-                      int64_t nic_sharing, const char *group_kind)
+                      int64_t nic_sharing, HwGroupKind kind)
 {
-    return hw_coll_cost(net, c, bytes, group_size, group_nodes, nic_sharing, group_kind).time_s;
+    return hw_coll_cost(net, c, bytes, group_size, group_nodes, nic_sharing, kind).time_s;
 }
 
 /* One message to one peer: NVLink p2p (A100 274 of 300, H100 376 of 450 ~
@@ -210,7 +210,7 @@ double hw_p2p_time_s(const HwNet *net, double bytes, bool cross_node)
 {
     if (!(bytes > 0)) return 0;
     if (net->busbw) {
-        double bw = hw_busbw_lookup(net->busbw, "pp", TS_COLL_SENDRECV, bytes);
+        double bw = hw_busbw_lookup(net->busbw, HW_GROUP_PP, TS_COLL_SENDRECV, bytes);
         if (bw > 0) return bytes / bw;
     }
     const ClusterSpec *cl = &net->cl;
@@ -228,6 +228,6 @@ double hw_p2p_time_s(const HwNet *net, double bytes, bool cross_node)
 
 double hw_alltoall_time_s(const HwNet *net, double bytes_per_rank, int64_t ep, int64_t nodes)
 {
-    return hw_coll_time_s(net, TS_COLL_ALLTOALL, bytes_per_rank, ep, nodes, 1, "ep");
+    return hw_coll_time_s(net, TS_COLL_ALLTOALL, bytes_per_rank, ep, nodes, 1, HW_GROUP_EP);
 }
 

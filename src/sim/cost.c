@@ -151,8 +151,9 @@ static void chunk_dp_costs(const Ctx *x, const SimSetup *in, double params, doub
         d->has_shampoo = true;
         d->shampoo = sim_shampoo_s_per_param(in->hw, m, p) * params / (double)x->dpg.size;
         if (x->dpg.size > 1 && params - eparams > 0)
-            d->shampoo_ag += sim_coll(x, TS_COLL_ALLGATHER, (params - eparams) * 4.0, &x->dpg, "dp");
-        if (x->edpg.size > 1 && eparams > 0) d->shampoo_ag += sim_coll(x, TS_COLL_ALLGATHER, eparams * 4.0, &x->edpg, "dp");
+            d->shampoo_ag += sim_coll(x, TS_COLL_ALLGATHER, (params - eparams) * 4.0, &x->dpg, HW_GROUP_DP);
+        if (x->edpg.size > 1 && eparams > 0)
+            d->shampoo_ag += sim_coll(x, TS_COLL_ALLGATHER, eparams * 4.0, &x->edpg, HW_GROUP_DP);
     }
 }
 
@@ -402,7 +403,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         double wbytes = (double)(model_padded_vocab(m, x.t) / x.t) * (double)m->hidden *
                         (in->opt.fp32_grad_reduce ? 4.0 : x.ab);
         PlanGroupInfo eg = {.size = 2, .nodes = x.ppg.nodes > 1 ? 2 : 1, .per_node = x.ppg.nodes > 1 ? 1 : 2};
-        double t_emb = sim_coll(&x, TS_COLL_ALLREDUCE, wbytes, &eg, "pp");
+        double t_emb = sim_coll(&x, TS_COLL_ALLREDUCE, wbytes, &eg, HW_GROUP_PP);
         sc[0].embed_sync_s += t_emb;
         sc[pp - 1].embed_sync_s += t_emb;
     }

@@ -12,6 +12,13 @@ TS_ENUM_NAMES(wl_kind, WlKind, WL_KIND_LIST, WL_KIND_COUNT)
 TS_ENUM_PARSE(wl_kind, WlKind, WL_KIND_COUNT)
 TS_ENUM_NAMES(wl_group, WlGroup, WL_GROUP_LIST, WL_GROUP_COUNT)
 TS_ENUM_PARSE(wl_group, WlGroup, WL_GROUP_COUNT)
+static const HwGroupKind GROUP_HW[] = {
+#define X(e, n, h) HW_GROUP_##h,
+    WL_GROUP_LIST(X)
+#undef X
+};
+_Static_assert(sizeof GROUP_HW / sizeof GROUP_HW[0] == WL_GROUP_COUNT, "group kinds");
+HwGroupKind wl_group_hw(WlGroup g) { return (unsigned)g < WL_GROUP_COUNT ? GROUP_HW[g] : HW_GROUP_ANY; }
 TS_ENUM_NAMES(wl_format, WlFormat, WL_FMT_LIST, WL_FMT_COUNT)
 TS_ENUM_PARSE(wl_format, WlFormat, WL_FMT_COUNT)
 

@@ -432,7 +432,7 @@ static void test_tied_embedding_sync(void **state)
     SimResult r;
     sim(&f, &p, &r);
     double bytes = (double)(model_padded_vocab(&f.m, 8) / 8) * (double)f.m.hidden * 4.0;
-    double want = hw_coll_time_s(&f.net, TS_COLL_ALLREDUCE, bytes, 2, 2, 1, "pp");
+    double want = hw_coll_time_s(&f.net, TS_COLL_ALLREDUCE, bytes, 2, 2, 1, HW_GROUP_PP);
     assert_true(want > 0);
     NEAR(r.stages[0].embed_sync_s, want, 1e-12);
     NEAR(r.stages[7].embed_sync_s, want, 1e-12);

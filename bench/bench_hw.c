@@ -147,7 +147,7 @@ static void coll_table(void)
         printf("All-reduce busbw GB/s, %s vs model (%s), calibration_facts.md 4.2\n", rows[r].label, rows[r].cl);
         printf("  %12s %8s %8s %8s  %s\n", "bytes", "pred", "meas", "error", "algo/proto");
         for (int i = 0; i < 8; i++) {
-            HwCollCost k = hw_coll_cost(&net, TS_COLL_ALLREDUCE, sz[i], 8, 1, 1, NULL);
+            HwCollCost k = hw_coll_cost(&net, TS_COLL_ALLREDUCE, sz[i], 8, 1, 1, HW_GROUP_NONE);
             printf("  %12.0f %8.1f %8.1f %+7.1f%%  %s/%s\n", sz[i], k.busbw_bytes_per_s / 1e9, rows[r].m[i],
                    (k.busbw_bytes_per_s / 1e9 / rows[r].m[i] - 1) * 100, hw_algo_name(k.algo),
                    hw_proto_name(k.proto));
@@ -165,7 +165,7 @@ static void coll_table(void)
         printf("  %8lld", (long long)g);
         double s4[] = {16777216, 67108864, 1073741824, 17179869184.0};
         for (int i = 0; i < 4; i++)
-            printf(" %10.1f", hw_coll_cost(&net, TS_COLL_ALLREDUCE, s4[i], g, g / 8, 1, NULL).busbw_bytes_per_s / 1e9);
+            printf(" %10.1f", hw_coll_cost(&net, TS_COLL_ALLREDUCE, s4[i], g, g / 8, 1, HW_GROUP_NONE).busbw_bytes_per_s / 1e9);
         printf("\n");
     }
     printf("\n");
@@ -191,7 +191,7 @@ static void speed(void)
     double t2 = now_s();
     for (int i = 0; i < N; i++) sink += hw_memory_time_s(&m, 1e6 + (double)i);
     double t3 = now_s();
-    for (int i = 0; i < N; i++) sink += hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1e6 + (double)i * 100, 64, 8, 1, "dp");
+    for (int i = 0; i < N; i++) sink += hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1e6 + (double)i * 100, 64, 8, 1, HW_GROUP_DP);
     double t4 = now_s();
     printf("Speed (one core, %d calls each):\n", N);
     printf("  hw_gemm_time_s       %6.1f ns/call\n", (t1 - t0) / N * 1e9);

@@ -103,7 +103,7 @@ static void parts(Case *c, SimWork *w)
     p = c->p;
     plan_resolve(&c->m, &p, &err);
     SimPipeline pl = {.stages = (int32_t)p.pp, .chunks = (int32_t)p.vpp, .micro_batches = p.grad_accum,
-                      .schedule = p.vpp > 1 ? SIM_SCHED_INTERLEAVED : SIM_SCHED_1F1B, .chunk = cc, .stage = sc,
+                      .schedule = p.vpp > 1 ? PLAN_SCHED_INTERLEAVED : PLAN_SCHED_1F1B, .chunk = cc, .stage = sc,
                       .dp_overlap = true};
     SimResult r;
     do {

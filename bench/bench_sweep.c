@@ -110,8 +110,8 @@ static int run_case(const Case *cs, int max_threads)
             if (r.n_top)
                 printf("   best: tp %d pp %d vpp %d cp %d ep %d dp %d mbs %d %s zero %d %s: %.0f tokens/s, %.1f%% MFU\n",
                        r.top[0].k.tp, r.top[0].k.pp, r.top[0].k.vpp, r.top[0].k.cp, r.top[0].k.ep, r.top[0].k.dp,
-                       r.top[0].k.mbs, search_recompute_name((SearchRecompute)r.top[0].k.recompute), r.top[0].k.zero,
-                       search_schedule_name((SearchSchedule)r.top[0].k.schedule), r.top[0].tokens_per_s,
+                       r.top[0].k.mbs, plan_recompute_name((PlanRecompute)r.top[0].k.recompute), r.top[0].k.zero,
+                       plan_sched_name((PlanSchedule)r.top[0].k.schedule), r.top[0].tokens_per_s,
                        100 * r.top[0].mfu);
         }
         /* CPU efficiency: CPU seconds of 1 thread / CPU seconds of t threads;

@@ -133,6 +133,31 @@ bool ts_data_path(const char *sub, const char *name, char *out, size_t cap);
 bool ts_is_file(const char *path);
 
 /* ---- shared vocabularies ------------------------------------------------------ */
+/* An enumeration is one X-macro list, X(NAME, "name", ...), the name string
+ * second. Its header declares the enum from the list and
+ *     const char *fn_name(E v);              "?" when v is out of range
+ *     bool fn_parse(const char *s, E *out);  false (*out untouched) for an
+ *                                            unknown name or NULL
+ * and one .c file defines them with
+ *     TS_ENUM_NAMES(fn, E, LIST, COUNT)      static fn_names[] and fn_name
+ *     TS_ENUM_PARSE(fn, E, COUNT)            fn_parse over fn_names
+ * (a parser that also takes aliases uses fn_names with ts_name_index).
+ * TS_X_NAME(e, n, ...) expands to "n," for an entry of any length (the ~
+ * keeps the variadic part of TS_X_NAME_ non-empty, as C11 asks). */
+#define TS_X_NAME(e, ...) TS_X_NAME_(__VA_ARGS__, ~)
+#define TS_X_NAME_(n, ...) n,
+#define TS_ENUM_NAMES(fn, E, LIST, COUNT)                                                 \
+    static const char *const fn##_names[] = {LIST(TS_X_NAME)};                            \
+    _Static_assert(sizeof fn##_names / sizeof fn##_names[0] == (COUNT), #fn " names");    \
+    const char *fn##_name(E v) { return (unsigned)v < (unsigned)(COUNT) ? fn##_names[v] : "?"; }
+#define TS_ENUM_PARSE(fn, E, COUNT)                                                       \
+    bool fn##_parse(const char *s, E *out)                                                \
+    {                                                                                     \
+        int i = ts_name_index(s, fn##_names, (COUNT));                                    \
+        if (i >= 0) *out = (E)i;                                                          \
+        return i >= 0;                                                                    \
+    }
+
 /* Numeric formats: X(NAME, "name", bytes per element). TF32 is a compute
  * mode on fp32 storage. */
 #define TS_DTYPE_LIST(X) \
@@ -180,6 +205,26 @@ bool ts_str_eq(const char *a, const char *b);
  * absent or s is NULL. */
 int ts_name_index(const char *s, const char *const *names, int n);
 bool ts_ends_with(const char *s, const char *suffix);
+/* Levenshtein distance (insert, delete, substitute one byte) between a and b,
+ * for "did you mean" hints; TS_EDIT_FAR when either is longer than 63 bytes. */
+#define TS_EDIT_FAR 99
+int ts_edit_distance(const char *a, const char *b);
+/* FNV-1a, 64-bit (Fowler, Noll, Vo): start from TS_FNV_OFFSET and fold in
+ * bytes (ts_fnv_bytes) or whole 64-bit words (ts_fnv_word). ts_fnv_mix is the
+ * word step followed by h ^= h >> 29, which spreads the product's high bits
+ * into the low bits that a table index (h % size) keeps. */
+#define TS_FNV_OFFSET 1469598103934665603ull
+#define TS_FNV_PRIME 1099511628211ull
+static inline uint64_t ts_fnv_word(uint64_t h, uint64_t w) { return (h ^ w) * TS_FNV_PRIME; }
+static inline uint64_t ts_fnv_mix(uint64_t h, uint64_t w)
+{
+    h = ts_fnv_word(h, w);
+    return h ^ (h >> 29);
+}
+uint64_t ts_fnv_bytes(uint64_t h, const void *p, size_t n);
+/* ts_fnv_mix over the whole 8-byte words of p[0..n) (native byte order; a
+ * tail shorter than a word is left out). */
+uint64_t ts_fnv_words(uint64_t h, const void *p, size_t n);
 /* Make room for `need` elements of `elem` bytes in the malloc'd array *p of
  * capacity *cap (doubling, from 64); false (array untouched) when out of memory. */
 bool ts_grow(void **p, size_t *cap, size_t need, size_t elem);

@@ -98,7 +98,14 @@ typedef enum {
     GRAPH_ROLE_OTHER
 } GraphRole;
 
-typedef enum { GRAPH_NAMING_MEGATRON, GRAPH_NAMING_HF, GRAPH_NAMING_DEEPSPEED } GraphNaming;
+/* Module-naming frameworks: X(enum suffix, name). */
+#define GRAPH_NAMING_LIST(X) X(MEGATRON, "megatron") X(HF, "hf") X(DEEPSPEED, "deepspeed")
+typedef enum {
+#define X(e, n) GRAPH_NAMING_##e,
+    GRAPH_NAMING_LIST(X)
+#undef X
+    GRAPH_NAMING_COUNT
+} GraphNaming;
 
 /* Which part of a layer an op belongs to (for AICB-style per-layer lines,
  * recompute rules and the optable writer). */
@@ -169,7 +176,7 @@ typedef struct GraphOptions {
     GraphNaming naming;    /* default: the family's usual framework */
     bool naming_set;
     int64_t batch;         /* B, 1 */
-    int64_t seq;           /* S, default min(max_positions, 2048)... set by caller */
+    int64_t seq;           /* S, e.g. 1024; 0: plan_default_seq(m, PLAN_SEQ_GRAPH) */
     int dtype_bytes;       /* 2 (bf16) */
     bool causal;           /* exact FLOPs skip the masked half of attention */
     bool flash;            /* attention core fused (no S^2 activations stored) */

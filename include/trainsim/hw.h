@@ -37,7 +37,7 @@
  *     // 2*4096^3 / t ~= 780e12 FLOP/s
  *     ClusterSpec c; hw_cluster_load("dgx-h100", 64, &c, &err);   // 8 nodes
  *     HwNet net; hw_net_init(&net, &c);
- *     double ar = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1 << 30, 8, 1, 1, "tp");
+ *     double ar = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1 << 30, 8, 1, 1, HW_GROUP_TP);
  */
 #ifndef TRAINSIM_HW_H
 #define TRAINSIM_HW_H
@@ -164,6 +164,22 @@ double hw_calib_clock_mhz(const HwCalib *c);
  * The compute model's memory correction (hw_memory_time_s) uses "copy" only. */
 double hw_calib_memory_kernel_s(const HwCalib *c, const char *kernel, double bytes);
 
+/* Process-group kinds as measured busbw tables name their rows: X(enum
+ * suffix, name). A lookup for a kind takes its row, else a row of ANY ("*":
+ * every group); ANY is also the kind of a group the tables do not name
+ * (world, dp_cp, ...), for which only the "*" rows apply. NONE looks nothing
+ * up (the collective model alone); no row has it. */
+#define HW_GROUP_LIST(X) \
+    X(NONE, "none") X(TP, "tp") X(DP, "dp") X(EP, "ep") X(PP, "pp") X(CP, "cp") X(DP_EP, "dp_ep") X(ANY, "*")
+typedef enum {
+#define X(e, n) HW_GROUP_##e,
+    HW_GROUP_LIST(X)
+#undef X
+    HW_GROUP_COUNT
+} HwGroupKind;
+const char *hw_group_name(HwGroupKind k);
+bool hw_group_parse(const char *s, HwGroupKind *out);
+
 /* Measured bus bandwidth by (group kind, collective, size): SimAI busbw.yaml
  * or JSON "trainsim-busbw" v1. Opaque; hw_busbw_free. */
 typedef struct HwBusbw HwBusbw;
@@ -172,8 +188,9 @@ TsStatus hw_busbw_load_text(const char *name, const char *text, HwBusbw **out, T
 void hw_busbw_free(HwBusbw *b);  /* NULL ok */
 int hw_busbw_entries(const HwBusbw *b);
 /* Measured busbw (bytes/s) for group kind / collective at `bytes`, or 0 when
- * the table has nothing for that pair. Interpolated in log(size). */
-double hw_busbw_lookup(const HwBusbw *b, const char *group_kind, TsColl c, double bytes);
+ * the table has nothing for that pair (or kind is HW_GROUP_NONE).
+ * Interpolated in log(size). */
+double hw_busbw_lookup(const HwBusbw *b, HwGroupKind kind, TsColl c, double bytes);
 
 /* ---- compute-time model ------------------------------------------------------------- */
 typedef struct HwModel {
@@ -214,8 +231,22 @@ typedef struct HwNet {
     const HwBusbw *busbw;   /* optional, not owned */
 } HwNet;
 
-typedef enum { HW_ALGO_RING, HW_ALGO_TREE, HW_ALGO_NVLS, HW_ALGO_DIRECT, HW_ALGO_TABLE } HwAlgo;
-typedef enum { HW_PROTO_LL, HW_PROTO_LL128, HW_PROTO_SIMPLE } HwProto;
+/* NCCL algorithms (and TABLE: a measured busbw table) and protocols, as
+ * NCCL names them: X(enum suffix, name). */
+#define HW_ALGO_LIST(X) X(RING, "ring") X(TREE, "tree") X(NVLS, "nvls") X(DIRECT, "direct") X(TABLE, "table")
+typedef enum {
+#define X(e, n) HW_ALGO_##e,
+    HW_ALGO_LIST(X)
+#undef X
+    HW_ALGO_COUNT
+} HwAlgo;
+#define HW_PROTO_LIST(X) X(LL, "LL") X(LL128, "LL128") X(SIMPLE, "Simple")
+typedef enum {
+#define X(e, n) HW_PROTO_##e,
+    HW_PROTO_LIST(X)
+#undef X
+    HW_PROTO_COUNT
+} HwProto;
 const char *hw_algo_name(HwAlgo a);
 const char *hw_proto_name(HwProto p);
 
@@ -232,12 +263,12 @@ void hw_net_init(HwNet *net, const ClusterSpec *c);
  * distinct nodes (1 = inside the scale-up domain). bytes = whole buffer
  * (nccl-tests convention). nic_sharing = GPUs of one node using the node's
  * NICs concurrently for this kind of traffic (1 default: each GPU owns its
- * rail). group_kind "tp","dp","ep","pp","cp" selects busbw table rows (NULL
- * ok). group_size <= 1 or bytes <= 0 costs 0. */
+ * rail). kind selects the busbw table rows (HW_GROUP_NONE: the model alone).
+ * group_size <= 1 or bytes <= 0 costs 0. */
 HwCollCost hw_coll_cost(const HwNet *net, TsColl c, double bytes, int64_t group_size,
-                        int64_t group_nodes, int64_t nic_sharing, const char *group_kind);
+                        int64_t group_nodes, int64_t nic_sharing, HwGroupKind kind);
 double hw_coll_time_s(const HwNet *net, TsColl c, double bytes, int64_t group_size,
-                      int64_t group_nodes, int64_t nic_sharing, const char *group_kind);
+                      int64_t group_nodes, int64_t nic_sharing, HwGroupKind kind);
 /* One send/recv of `bytes` between two GPUs (pipeline boundary, CP ring step). */
 double hw_p2p_time_s(const HwNet *net, double bytes, bool cross_node);
 /* MoE token exchange: each of ep ranks sends bytes_per_rank spread over the

@@ -48,13 +48,34 @@ typedef enum {
     MODEL_ARCH_COUNT
 } ModelArch;
 
-typedef enum { MODEL_NORM_LAYERNORM, MODEL_NORM_RMSNORM } ModelNorm;
+/* Normalisation, MLP activation and position encoding: X(enum suffix, name
+ * in preset files and JSON). */
+#define MODEL_NORM_LIST(X) X(LAYERNORM, "layernorm") X(RMSNORM, "rmsnorm")
 typedef enum {
-    MODEL_ACT_GELU,   /* 2-matrix MLP, GeLU (also gelu_new / gelu_fast) */
-    MODEL_ACT_SWIGLU, /* 3-matrix gated MLP, SiLU gate */
-    MODEL_ACT_RELU2   /* 2-matrix MLP, squared ReLU (Nemotron-4) */
+#define X(e, n) MODEL_NORM_##e,
+    MODEL_NORM_LIST(X)
+#undef X
+    MODEL_NORM_COUNT
+} ModelNorm;
+
+#define MODEL_ACT_LIST(X)                                                  \
+    X(GELU, "gelu")     /* 2-matrix MLP, GeLU (also gelu_new / gelu_fast) */ \
+    X(SWIGLU, "swiglu") /* 3-matrix gated MLP, SiLU gate */                \
+    X(RELU2, "relu2")   /* 2-matrix MLP, squared ReLU (Nemotron-4) */
+typedef enum {
+#define X(e, n) MODEL_ACT_##e,
+    MODEL_ACT_LIST(X)
+#undef X
+    MODEL_ACT_COUNT
 } ModelAct;
-typedef enum { MODEL_POS_LEARNED, MODEL_POS_ROPE, MODEL_POS_ALIBI } ModelPos;
+
+#define MODEL_POS_LIST(X) X(LEARNED, "learned") X(ROPE, "rope") X(ALIBI, "alibi")
+typedef enum {
+#define X(e, n) MODEL_POS_##e,
+    MODEL_POS_LIST(X)
+#undef X
+    MODEL_POS_COUNT
+} ModelPos;
 
 typedef struct ModelSpec {
     char name[64];        /* "llama3-70b", or the file's base name */
@@ -125,8 +146,8 @@ typedef struct ModelCounts {
 } ModelCounts;
 
 const char *model_arch_name(ModelArch a);
-/* Names used in preset files and JSON: "layernorm"/"rmsnorm", "gelu"/"swiglu"/"relu2",
- * "learned"/"rope"/"alibi". The parsers return false on an unknown name. */
+/* Names used in preset files and JSON (the lists above); the parsers return
+ * false on an unknown name; model_arch_parse also takes "neox". */
 const char *model_norm_name(ModelNorm n);
 const char *model_act_name(ModelAct a);
 const char *model_pos_name(ModelPos p);

@@ -38,9 +38,14 @@
 #include "trainsim/plan.h"
 
 /* ---- memory ------------------------------------------------------------------ */
+/* Memory models: X(enum suffix, name). trainsim: our own (docs/memory.md);
+ * megatron: Megatron-LM's theoretical_memory_usage.py, exactly. */
+#define PART_MEMMODEL_LIST(X) X(TRAINSIM, "trainsim") X(MEGATRON, "megatron")
 typedef enum {
-    PART_MEMMODEL_TRAINSIM, /* trainsim's own model (docs/memory.md) */
-    PART_MEMMODEL_MEGATRON  /* Megatron-LM theoretical_memory_usage.py, exactly */
+#define X(e, n) PART_MEMMODEL_##e,
+    PART_MEMMODEL_LIST(X)
+#undef X
+    PART_MEMMODEL_COUNT
 } PartMemModel;
 
 typedef struct PartMemOptions {
@@ -60,6 +65,7 @@ typedef struct PartMemOptions {
                                   the attention output; dense non-MLA layers, false */
 } PartMemOptions;
 void part_mem_options_init(PartMemOptions *o);
+const char *part_memmodel_name(PartMemModel m);
 bool part_memmodel_parse(const char *s, PartMemModel *out);
 
 /* Memory of one GPU (one pipeline rank; all TP/CP/DP ranks of a stage are
@@ -221,6 +227,10 @@ typedef enum {
     PART_SEG_COUNT
 } PartSegKind;
 
+/* When a template collective runs: in every micro-batch's forward or
+ * backward, or once per step. Coarser than the workload's WlPhase (fwd, ig,
+ * wg, opt: the backward split into input and weight gradients), which only
+ * the workload and the stages after it use. */
 typedef enum { PART_PHASE_FWD, PART_PHASE_BWD, PART_PHASE_STEP } PartPhase;
 
 typedef struct PartOp {

@@ -176,8 +176,8 @@ typedef struct ParallelPlan {
 
 /* Defaults: all degrees 1 (dp, gpus 0 = derive, etp 0 = tp), sp auto, zero 0,
  * adam, recompute none, flash on, micro 1, global 0 (= micro*dp), seq 0
- * (= caller must set; plan_resolve falls back to min(max_positions, 2048)),
- * bf16, 1f1b (interleaved when vpp > 1 and schedule not set). */
+ * (plan_resolve takes plan_default_seq(m, PLAN_SEQ_PLAN)), bf16, 1f1b
+ * (interleaved when vpp > 1 and schedule not set). */
 void plan_init(ParallelPlan *p);
 
 /* Derive dp/gpus/etp/sp/global_batch/grad_accum/n_chunks, then validate all
@@ -185,6 +185,22 @@ void plan_init(ParallelPlan *p);
  * "--tp 3 does not divide the 16 attention heads" and a hint. m may be NULL
  * (then the model-dependent rules are skipped). Cheap: no allocation. */
 TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err);
+
+/* ---- the default sequence length ----
+ * The commands that take --seq default it by one of three rules. They
+ * differ, and each shows in some command's output, so they stay side by
+ * side here until one rule replaces them:
+ *   PLAN_SEQ_PLAN   simulate, memory, params, workload (plan_resolve, when
+ *                   seq is 0): min(max_positions, 2048); 0 when the model
+ *                   gives no max_positions, which plan_validate rejects
+ *   PLAN_SEQ_GRAPH  model, profile (graph_build, when GraphOptions.seq is 0):
+ *                   min(max_positions, 2048); 2048 when the model gives none
+ *   PLAN_SEQ_SWEEP  sweep: 4096, cut to max_positions for learned position
+ *                   embeddings (RoPE and ALiBi models keep 4096)
+ * simulate's built-in example (gpt3-175b, tp8 pp8, no plan options) sets
+ * seq 2048 itself: that is the example's length, not a default rule. */
+typedef enum { PLAN_SEQ_PLAN, PLAN_SEQ_GRAPH, PLAN_SEQ_SWEEP } PlanSeqRule;
+int64_t plan_default_seq(const ModelSpec *m, PlanSeqRule rule);
 
 /* The sequence-length rule alone (plan_resolve applies it too): a model with
  * learned position embeddings takes at most max_positions tokens. TS_OK or

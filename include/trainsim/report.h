@@ -58,14 +58,12 @@ TsStatus rep_compute_init(RepCompute *c, const char *gpu, TsDtype dtype, TsError
 double rep_op_time_s(const RepCompute *c, const GraphOp *op);
 
 /* ---- the profile ------------------------------------------------------------------ */
-typedef enum { REP_RECOMPUTE_NONE, REP_RECOMPUTE_SELECTIVE, REP_RECOMPUTE_FULL } RepRecompute;
-
 typedef struct RepProfileOptions {
     int64_t module_depth;  /* -1: all levels but the innermost (DeepSpeed's quirk) */
     int64_t top_modules;   /* 1 (DeepSpeed default) */
     bool detailed;         /* true: print the annotated module tree */
     int64_t profile_step;  /* "Profile Summary at step N", 1 */
-    RepRecompute recompute;/* which training row is marked (none) */
+    PlanRecompute recompute;/* which training row is marked (none) */
 } RepProfileOptions;
 
 void rep_profile_options_init(RepProfileOptions *o);
@@ -82,8 +80,8 @@ void rep_module_stats(const ModuleGraph *g, const RepCompute *c, RepModuleStats 
 
 /* Training FLOPs of one iteration over the graph's micro-batch. */
 typedef struct RepTraining {
-    double exact_flops[3];   /* indexed by RepRecompute: fwd+dgrad+wgrad (+ recomputed fwd) */
-    double closed_flops[3];  /* Korthikanti none/selective, Narayanan full */
+    double exact_flops[PLAN_RECOMPUTE_COUNT];  /* by PlanRecompute: fwd+dgrad+wgrad (+ recomputed fwd) */
+    double closed_flops[PLAN_RECOMPUTE_COUNT]; /* Korthikanti none/selective, Narayanan full */
 } RepTraining;
 void rep_training_flops(const ModuleGraph *g, RepTraining *out);
 /* Both in one pass over the ops (same figures; what the reports use). */

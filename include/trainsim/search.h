@@ -49,23 +49,10 @@
                                 last chunks do not leave threads idle (valid
                                 plans cluster: a chunk's cost varies 100x) */
 
-/* X(NAME, "name") — recomputation modes. */
-#define SEARCH_RECOMPUTE_LIST(X) X(NONE, "none") X(SELECTIVE, "selective") X(FULL, "full")
-typedef enum {
-#define X(e, n) SEARCH_RECOMPUTE_##e,
-    SEARCH_RECOMPUTE_LIST(X)
-#undef X
-    SEARCH_RECOMPUTE_COUNT
-} SearchRecompute;
-
-/* X(NAME, "name") — pipeline schedules. */
-#define SEARCH_SCHEDULE_LIST(X) X(GPIPE, "gpipe") X(1F1B, "1f1b") X(INTERLEAVED, "interleaved")
-typedef enum {
-#define X(e, n) SEARCH_SCHEDULE_##e,
-    SEARCH_SCHEDULE_LIST(X)
-#undef X
-    SEARCH_SCHEDULE_COUNT
-} SearchSchedule;
+/* The pipeline schedules (plan.h's PlanSchedule) in the order the sweep
+ * enumerates them and lists them: gpipe, 1f1b, interleaved. The order fixes
+ * the candidates' indices, so it also breaks ties in the ranking. */
+#define SEARCH_SCHEDULE_ORDER {PLAN_SCHED_GPIPE, PLAN_SCHED_1F1B, PLAN_SCHED_INTERLEAVED}
 
 /* X(NAME, "json key") — the exposed costs kept per simulated plan (seconds
  * per iteration). Keys follow simulate's breakdown_s. */
@@ -98,8 +85,6 @@ typedef enum {
     SEARCH_OBJ_COUNT
 } SearchObjective;
 
-const char *search_recompute_name(SearchRecompute r);
-const char *search_schedule_name(SearchSchedule s);
 const char *search_exposed_name(SearchExposed e);
 const char *search_objective_name(SearchObjective o);
 /* Parse a name (also "tokens", "tokens/s" for throughput). false if unknown. */
@@ -114,9 +99,9 @@ typedef struct SearchKnobs {
     int16_t mbs;         /* micro-batch size in sequences, e.g. 1 */
     int8_t vpp;          /* virtual stages per pipeline rank, 1 unless interleaved */
     int8_t sp;           /* sequence parallel: 0/1 (only with tp > 1) */
-    int8_t recompute;    /* SearchRecompute */
+    int8_t recompute;    /* PlanRecompute */
     int8_t zero;         /* ZeRO stage 0-3; 1 = Megatron distributed optimizer */
-    int8_t schedule;     /* SearchSchedule */
+    int8_t schedule;     /* PlanSchedule */
     int8_t tp_overlap;   /* TP communication overlapped with GEMMs: 0/1 */
     int8_t cp_comm;      /* SimCpComm: how CP exchanges K/V (SIM_CP_P2P when cp = 1) */
     int8_t reserved[3];  /* 0: no padding, so knobs compare and travel (MPI) as bytes */
@@ -140,8 +125,8 @@ typedef struct SearchConfig {
     int64_t experts;         /* routed experts, 0 for dense models (ep = 1), e.g. 256 */
     /* the space */
     SearchDim tp, pp, vpp, cp, ep, mbs; /* vpp applies to the interleaved schedule */
-    unsigned recompute_mask; /* bit per SearchRecompute; default all */
-    unsigned schedule_mask;  /* bit per SearchSchedule; default all */
+    unsigned recompute_mask; /* bit per PlanRecompute; default all */
+    unsigned schedule_mask;  /* bit per PlanSchedule; default all */
     unsigned zero_mask;      /* bit per ZeRO stage 0..3; default all */
     unsigned sp_mask;        /* bit 0: sp off, bit 1: sp on; default both */
     unsigned overlap_mask;   /* bit 0: tp-overlap off, bit 1: on; default both */

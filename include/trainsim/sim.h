@@ -37,7 +37,7 @@
  *                           .compute_bwd_s = 2}, ...};
  *     SimStageCost st[4] = {0};
  *     SimPipeline pl = {.stages = 4, .chunks = 1, .micro_batches = 8,
- *                       .schedule = SIM_SCHED_1F1B, .chunk = c, .stage = st};
+ *                       .schedule = PLAN_SCHED_1F1B, .chunk = c, .stage = st};
  *     SimResult r; sim_pipeline_run(&pl, NULL, &r, &err);
  *     // r.iteration_time_s = (8+3)*3 = 33, r.bubble_fraction = 3/11
  */
@@ -49,20 +49,6 @@
 #include "trainsim/model.h"
 #include "trainsim/plan.h"
 #include "trainsim/workload.h"
-
-/* ---- schedules -------------------------------------------------------------- */
-#define SIM_SCHED_LIST(X)           \
-    X(GPIPE, "gpipe")               \
-    X(1F1B, "1f1b")                 \
-    X(INTERLEAVED, "interleaved")
-typedef enum {
-#define X(e, n) SIM_SCHED_##e,
-    SIM_SCHED_LIST(X)
-#undef X
-    SIM_SCHED_COUNT
-} SimSchedule;
-const char *sim_schedule_name(SimSchedule s);
-bool sim_schedule_parse(const char *s, SimSchedule *out);
 
 /* Streams of one stage (tracks in the Chrome trace). */
 #define SIM_STREAM_LIST(X)          \
@@ -177,7 +163,7 @@ typedef struct SimPipeline {
     int32_t stages;         /* p, >= 1 */
     int32_t chunks;         /* v, model chunks per stage (1 unless interleaved) */
     int64_t micro_batches;  /* m per DP replica, >= 1 */
-    SimSchedule schedule;
+    PlanSchedule schedule;  /* gpipe, 1f1b or interleaved (plan.h); chunks > 1 needs interleaved */
     const SimChunkCost *chunk; /* [stages * chunks], index s*chunks + c */
     const SimStageCost *stage; /* [stages] */
     bool dp_overlap;        /* gradient reduction overlapped with the backward (bucketed) */
@@ -284,16 +270,21 @@ void sim_result_free(SimResult *r);
 
 /* What the frameworks do that a ParallelPlan does not say. Defaults in
  * sim_options_init; each one cites its source there (src/sim/cost.c). */
-/* How context parallelism exchanges K/V (Transformer Engine's cp_comm_type). */
+/* How context parallelism exchanges K/V (Transformer Engine's cp_comm_type):
+ * X(enum suffix, name).
+ *   p2p        ring: cp-1 send/receive steps of the local K/V, under the attention blocks
+ *   allgather  all-gather of K/V before the attention (and again in backward, then a
+ *              reduce-scatter of dK/dV), exposed
+ *   a2a        all-to-all of Q, K, V to whole sequences over heads/cp, and back (DeepSpeed
+ *              Ulysses), exposed; needs the heads per TP rank divisible by cp */
+#define SIM_CP_COMM_LIST(X) X(P2P, "p2p") X(ALLGATHER, "allgather") X(A2A, "a2a")
 typedef enum {
-    SIM_CP_P2P,       /* ring: cp-1 send/receive steps of the local K/V, under the attention blocks */
-    SIM_CP_ALLGATHER, /* all-gather of K/V before the attention (and again in backward, then a
-                         reduce-scatter of dK/dV), exposed */
-    SIM_CP_A2A,       /* all-to-all of Q, K, V to whole sequences over heads/cp, and back (DeepSpeed
-                         Ulysses), exposed; needs the heads per TP rank divisible by cp */
+#define X(e, n) SIM_CP_##e,
+    SIM_CP_COMM_LIST(X)
+#undef X
     SIM_CP_COMM_COUNT
 } SimCpComm;
-const char *sim_cp_comm_name(SimCpComm c);        /* "p2p", "allgather", "a2a" */
+const char *sim_cp_comm_name(SimCpComm c);
 bool sim_cp_comm_parse(const char *s, SimCpComm *out);
 /* The exchange fits the plan: a2a needs the query and key/value heads per TP
  * rank divisible by cp (TS_ERR_PLAN with a hint otherwise). */

@@ -58,6 +58,11 @@
 #define WL_JSON_MAX_DEPS 65536              /* data (or control) deps of one task */
 #define WL_JSON_MAX_NAME 4096               /* bytes of a task or row name */
 
+/* Task phases: X(enum suffix, name). fwd forward; ig input gradient (the
+ * backward through activations, recomputation included); wg weight
+ * gradient (with the DP gradient reduction); opt the step once the gradients
+ * are in (embedding-gradient and grad-norm all-reduces, the optimizer). The
+ * partition's templates use the coarser PartPhase (fwd, bwd, step). */
 #define WL_PHASE_LIST(X) X(FWD, "fwd") X(IG, "ig") X(WG, "wg") X(OPT, "opt")
 typedef enum {
 #define X(e, n) WL_PHASE_##e,
@@ -79,12 +84,14 @@ typedef enum {
  * and context-parallel ranks of one model shard (Megatron reduces gradients
  * over it when cp > 1), dp*cp ranks. EMB: Megatron's embedding group, the
  * ranks of stage 0 and stage pp-1 with the same tp/cp/dp coordinates (the
- * tied word-embedding gradient all-reduce), 2 ranks when pp > 1. */
-#define WL_GROUP_LIST(X) \
-    X(NONE, "none") X(TP, "tp") X(DP, "dp") X(PP, "pp") X(EP, "ep") X(DP_EP, "dp_ep") \
-    X(CP, "cp") X(WORLD, "world") X(DP_CP, "dp_cp") X(EMB, "emb")
+ * tied word-embedding gradient all-reduce), 2 ranks when pp > 1.
+ * X(enum suffix, name, the busbw tables' kind: hw.h's HwGroupKind suffix). */
+#define WL_GROUP_LIST(X)                                                                         \
+    X(NONE, "none", ANY) X(TP, "tp", TP) X(DP, "dp", DP) X(PP, "pp", PP) X(EP, "ep", EP)          \
+    X(DP_EP, "dp_ep", DP_EP) X(CP, "cp", CP) X(WORLD, "world", ANY) X(DP_CP, "dp_cp", ANY)         \
+    X(EMB, "emb", ANY)
 typedef enum {
-#define X(e, n) WL_GROUP_##e,
+#define X(e, n, h) WL_GROUP_##e,
     WL_GROUP_LIST(X)
 #undef X
     WL_GROUP_COUNT
@@ -170,8 +177,14 @@ typedef struct WlParallel {
     int64_t seq;            /* tokens per sequence when known (generated), else 0 */
 } WlParallel;
 
+/* Workload file formats: X(enum suffix, name as --format and JSON "origin" spell it). */
+#define WL_FMT_LIST(X) \
+    X(NONE, "none") X(SIMAI, "simai") X(ASTRASIM, "astrasim") X(OPTABLE, "optable") X(CHAKRA, "chakra") X(JSON, "json")
 typedef enum {
-    WL_FMT_NONE, WL_FMT_SIMAI, WL_FMT_ASTRASIM, WL_FMT_OPTABLE, WL_FMT_CHAKRA, WL_FMT_JSON
+#define X(e, n) WL_FMT_##e,
+    WL_FMT_LIST(X)
+#undef X
+    WL_FMT_COUNT
 } WlFormat;
 
 /* SimAI header generations (simai_aicb.md §1). */
@@ -209,8 +222,13 @@ const char *wl_phase_name(WlPhase p);
 const char *wl_kind_name(WlKind k);
 const char *wl_group_name(WlGroup g);
 bool wl_group_parse(const char *s, WlGroup *out);
+/* The busbw table rows a collective over group g takes (HW_GROUP_ANY: only
+ * the tables' "*" rows). */
+HwGroupKind wl_group_hw(WlGroup g);
 bool wl_kind_parse(const char *s, WlKind *out);
 bool wl_phase_parse(const char *s, WlPhase *out);
+const char *wl_format_name(WlFormat f);
+bool wl_format_parse(const char *s, WlFormat *out);
 
 /* ---- building ------------------------------------------------------------- */
 /* Create an empty workload for `world` ranks (par.* = 1, world set).

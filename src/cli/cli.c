@@ -55,34 +55,19 @@ static int usage_err(const CliSpec *s, const char *fmt, const char *a)
     return 2;
 }
 
-/* Edit distance (insert, delete, substitute) between a and b[0..bl), capped
- * at 3: enough to catch a typo, cheap for ~60 option names. */
-static int edit_distance(const char *a, const char *b, size_t bl)
-{
-    size_t al = strlen(a);
-    if (al > 63 || bl > 63) return 3;
-    int prev[64], cur[64];
-    for (size_t j = 0; j <= bl; j++) prev[j] = (int)j;
-    for (size_t i = 1; i <= al; i++) {
-        cur[0] = (int)i;
-        for (size_t j = 1; j <= bl; j++) {
-            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, (bl + 1) * sizeof *prev);
-    }
-    return prev[bl] < 3 ? prev[bl] : 3;
-}
-
 /* "unknown option", with the closest option name when one is a typo away. */
 static int unknown_option(const CliSpec *s, const char *name, size_t len)
 {
     const char *best = NULL;
-    int bd = 3;
-    for (int i = 0; i < s->n; i++) {
-        int d = edit_distance(s->opts[i].name, name, len);
-        if (d < bd) bd = d, best = s->opts[i].name;
+    int bd = 3; /* a typo: at most two edits away */
+    char key[64];
+    if (len < sizeof key) {
+        memcpy(key, name, len);
+        key[len] = '\0';
+        for (int i = 0; i < s->n; i++) {
+            int d = ts_edit_distance(s->opts[i].name, key);
+            if (d < bd) bd = d, best = s->opts[i].name;
+        }
     }
     fprintf(stderr, "trainsim %s: unknown option '--%.*s'", s->cmd, (int)(len < 100 ? len : 100), name);
     if (best) fprintf(stderr, "; did you mean '--%s'?", best);

@@ -148,7 +148,10 @@ static int evaluate(const HwOpts *o, const CliHwLoaded *l, TsBuf *b)
             return 2;
         }
         int64_t nodes = o->group_nodes > 0 ? o->group_nodes : ts_ceil_div(o->group, l->cluster.gpus_per_node);
-        HwCollCost r = hw_coll_cost(&l->net, c, o->bytes, o->group, nodes, 1, o->group_kind);
+        /* a kind the tables do not name takes their "*" rows; none given: the model */
+        HwGroupKind kind = o->group_kind ? HW_GROUP_ANY : HW_GROUP_NONE;
+        if (o->group_kind && (!hw_group_parse(o->group_kind, &kind) || kind == HW_GROUP_NONE)) kind = HW_GROUP_ANY;
+        HwCollCost r = hw_coll_cost(&l->net, c, o->bytes, o->group, nodes, 1, kind);
         ts_buf_printf(b, "%s of %.0f bytes over %lld GPUs on %lld node%s (%s): %.3f us, busbw %.1f GB/s, %s%s%s\n",
                       ts_coll_name(c), o->bytes, (long long)o->group, (long long)nodes, nodes == 1 ? "" : "s",
                       l->cluster.name, r.time_s * 1e6, r.busbw_bytes_per_s / 1e9,

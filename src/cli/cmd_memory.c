@@ -135,7 +135,7 @@ int cmd_memory(int argc, char **argv)
 
     TsBuf b = {0}, desc = {0};
     plan_describe(&p, &desc);
-    const char *mname = mo.model == PART_MEMMODEL_MEGATRON ? "megatron" : "trainsim";
+    const char *mname = part_memmodel_name(mo.model);
     if (json) {
         ts_buf_puts(&b, "{\"format\": \"trainsim-memory\", \"version\": 1, \"model\": ");
         ts_json_escape(&b, m.name);

@@ -74,7 +74,6 @@ int cmd_model(int argc, char **argv)
     rc = cli_naming(&cm, &m, &o.naming);
     if (rc) return rc;
     o.naming_set = true;
-    o.seq = m.max_positions > 0 && m.max_positions < 2048 ? m.max_positions : 2048;
     ModuleGraph *g;
     TsError err = {0};
     if (graph_build(&m, &o, &g, &err) != TS_OK) return cli_fail(&err);

@@ -42,11 +42,7 @@ int cmd_profile(int argc, char **argv)
 
     RepProfileOptions po;
     rep_profile_options_init(&po);
-    static const char *const rnames[3] = {"none", "selective", "full"};
-    int ri = -1;
-    for (int i = 0; i < 3; i++)
-        if (strcmp(recompute, rnames[i]) == 0) ri = i;
-    if (ri < 0) {
+    if (!plan_recompute_parse(recompute, &po.recompute)) {
         fprintf(stderr, "trainsim profile: unknown value '%s' for --recompute (expected none, selective or full)\n",
                 recompute);
         return 2;
@@ -62,7 +58,6 @@ int cmd_profile(int argc, char **argv)
                         "(see 'trainsim profile --help')\n");
         return 2;
     }
-    po.recompute = (RepRecompute)ri;
     po.module_depth = depth;
     po.top_modules = top;
     po.detailed = !no_detailed;

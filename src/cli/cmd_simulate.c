@@ -104,7 +104,7 @@ int cmd_simulate(int argc, char **argv)
         cp.tp = 8;
         cp.pp = 8;
         cp.global_batch = 1536;
-        if (!cli_seen(&s, "seq")) cp.seq = 2048;
+        if (!cli_seen(&s, "seq")) cp.seq = 2048; /* the example's length, not a default rule (plan.h) */
         cp.dist_opt = true;
         default_gpus = 1024;
     } else {

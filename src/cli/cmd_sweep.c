@@ -30,7 +30,7 @@ typedef struct SweepOpts {
     const char *tp, *pp, *vpp, *cp, *ep, *mbs, *recompute, *schedule, *zero, *sp, *overlap, *cp_comm;
     int64_t max_tp, max_pp, max_vpp, max_cp, max_ep, max_mbs;
     int64_t seq, global_batch, top, jobs;
-    bool seq_given;           /* --seq on the command line (else 4096, or fewer learned positions) */
+    bool seq_given;           /* --seq on the command line (else plan_default_seq, PLAN_SEQ_SWEEP) */
     bool json;
 } SweepOpts;
 
@@ -62,7 +62,9 @@ static int parse_ints(const char *opt, const char *s, SearchDim *d)
 }
 
 /* "none,full" -> bit mask over names[]; also "0,1" / "off,on" for booleans. */
-static int parse_mask(const char *opt, const char *s, const char *const *names, int n, unsigned *mask)
+/* A comma list of names[0..n) into a bit mask: bit[i] for names[i] (bit i when
+ * bit is NULL). The message for an unknown value lists the names in order. */
+static int parse_mask(const char *opt, const char *s, const char *const *names, const int *bit, int n, unsigned *mask)
 {
     if (!s) return 0;
     char tmp[256];
@@ -79,7 +81,7 @@ static int parse_mask(const char *opt, const char *s, const char *const *names, 
             snprintf(msg, sizeof msg, "option '--%s': unknown value '%%s' (expected a list of %s)", opt, list);
             return usage(msg, t);
         }
-        *mask |= 1u << hit;
+        *mask |= 1u << (bit ? bit[hit] : hit);
     }
     return 0;
 }
@@ -122,8 +124,8 @@ static void knobs_json(TsBuf *b, const SearchPoint *p, int64_t layers)
                      "\"micro_batch\":%d,\"sp\":%s,\"recompute\":\"%s\",\"zero\":%d,\"schedule\":\"%s\","
                      "\"tp_overlap\":%s,\"cp_comm\":\"%s\",\"iteration_time_s\":",
                   (long long)p->index, k->gpus, k->tp, k->pp, k->vpp, k->cp, k->ep, k->dp, k->mbs,
-                  k->sp ? "true" : "false", search_recompute_name((SearchRecompute)k->recompute), k->zero,
-                  search_schedule_name((SearchSchedule)k->schedule), k->tp_overlap ? "true" : "false",
+                  k->sp ? "true" : "false", plan_recompute_name((PlanRecompute)k->recompute), k->zero,
+                  plan_sched_name((PlanSchedule)k->schedule), k->tp_overlap ? "true" : "false",
                   sim_cp_comm_name((SimCpComm)k->cp_comm));
     ts_json_fmt_double(b, p->iteration_s);
     TsBuf split = {0};
@@ -189,8 +191,8 @@ static void write_csv(TsBuf *b, const SearchResult *r)
         const SearchKnobs *k = &p->k;
         ts_buf_printf(b, "%lld,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%d,%s,%.9g,%.9g,%.6f,%.0f", (long long)p->index,
                       k->gpus, k->tp, k->pp, k->vpp, k->cp, k->ep, k->dp, k->mbs, k->sp,
-                      search_recompute_name((SearchRecompute)k->recompute), k->zero,
-                      search_schedule_name((SearchSchedule)k->schedule), k->tp_overlap,
+                      plan_recompute_name((PlanRecompute)k->recompute), k->zero,
+                      plan_sched_name((PlanSchedule)k->schedule), k->tp_overlap,
                       sim_cp_comm_name((SimCpComm)k->cp_comm), p->iteration_s, p->tokens_per_s, p->mfu,
                       p->memory_bytes);
         for (int e = 0; e < SEARCH_EXPOSED_COUNT; e++) ts_buf_printf(b, ",%.6g", p->exposed_s[e]);
@@ -238,9 +240,9 @@ static void row_cells(const SearchPoint *p, int rank, char cells[N_COLS][24])
     snprintf(cells[6], 24, "%d", k->dp);
     snprintf(cells[7], 24, "%d", k->mbs);
     snprintf(cells[8], 24, "%s", onoff(k->sp));
-    snprintf(cells[9], 24, "%s", search_recompute_name((SearchRecompute)k->recompute));
+    snprintf(cells[9], 24, "%s", plan_recompute_name((PlanRecompute)k->recompute));
     snprintf(cells[10], 24, "%d", k->zero);
-    snprintf(cells[11], 24, "%s", search_schedule_name((SearchSchedule)k->schedule));
+    snprintf(cells[11], 24, "%s", plan_sched_name((PlanSchedule)k->schedule));
     snprintf(cells[12], 24, "%s", onoff(k->tp_overlap));
     snprintf(cells[13], 24, "%.4f", p->iteration_s);
     snprintf(cells[14], 24, "%.0f", p->tokens_per_s);
@@ -416,26 +418,29 @@ static char **rewrite_j(int argc, char **argv, char *store)
 
 static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
 {
-    static const char *const REC[] = {"none", "selective", "full"};
-    static const char *const SCH[] = {"gpipe", "1f1b", "interleaved"};
+    static const PlanSchedule order[] = SEARCH_SCHEDULE_ORDER;
     static const char *const ZER[] = {"0", "1", "2", "3"};
     static const char *const OFFON[] = {"off", "on"};
-    static const char *const CPX[] = {"p2p", "allgather", "a2a"};
-    _Static_assert(SIM_CP_P2P == 0 && SIM_CP_ALLGATHER == 1 && SIM_CP_A2A == 2, "CPX follows SimCpComm");
+    const char *rec[PLAN_RECOMPUTE_COUNT], *sch[PLAN_SCHED_COUNT], *cpx[SIM_CP_COMM_COUNT];
+    int sch_bit[PLAN_SCHED_COUNT];
+    for (int i = 0; i < PLAN_RECOMPUTE_COUNT; i++) rec[i] = plan_recompute_name((PlanRecompute)i);
+    for (int i = 0; i < PLAN_SCHED_COUNT; i++) sch[i] = plan_sched_name(order[i]), sch_bit[i] = (int)order[i];
+    for (int i = 0; i < SIM_CP_COMM_COUNT; i++) cpx[i] = sim_cp_comm_name((SimCpComm)i);
     search_config_init(c);
     int rc = parse_ints("gpus", o->gpus, &c->gpus) || parse_ints("tp", o->tp, &c->tp) ||
              parse_ints("pp", o->pp, &c->pp) || parse_ints("vpp", o->vpp, &c->vpp) ||
              parse_ints("cp", o->cp, &c->cp) || parse_ints("ep", o->ep, &c->ep) ||
              parse_ints("micro-batch", o->mbs, &c->mbs) ||
-             parse_mask("recompute", o->recompute, REC, 3, &c->recompute_mask) ||
-             parse_mask("schedule", o->schedule, SCH, 3, &c->schedule_mask) ||
-             parse_mask("zero", o->zero, ZER, 4, &c->zero_mask) || parse_mask("sp", o->sp, OFFON, 2, &c->sp_mask) ||
-             parse_mask("tp-overlap", o->overlap, OFFON, 2, &c->overlap_mask) ||
-             parse_mask("cp-comm", o->cp_comm, CPX, 3, &c->cp_comm_mask);
+             parse_mask("recompute", o->recompute, rec, NULL, PLAN_RECOMPUTE_COUNT, &c->recompute_mask) ||
+             parse_mask("schedule", o->schedule, sch, sch_bit, PLAN_SCHED_COUNT, &c->schedule_mask) ||
+             parse_mask("zero", o->zero, ZER, NULL, 4, &c->zero_mask) ||
+             parse_mask("sp", o->sp, OFFON, NULL, 2, &c->sp_mask) ||
+             parse_mask("tp-overlap", o->overlap, OFFON, NULL, 2, &c->overlap_mask) ||
+             parse_mask("cp-comm", o->cp_comm, cpx, NULL, SIM_CP_COMM_COUNT, &c->cp_comm_mask);
     if (rc) return 2;
     /* DeepSpeed's pipeline engine has one schedule, 1F1B, ZeRO stage 0 or 1
      * and no TP communication overlap */
-    if (o->framework == PLAN_FRAMEWORK_DEEPSPEED && !o->schedule) c->schedule_mask = 1u << SEARCH_SCHEDULE_1F1B;
+    if (o->framework == PLAN_FRAMEWORK_DEEPSPEED && !o->schedule) c->schedule_mask = 1u << PLAN_SCHED_1F1B;
     if (o->framework == PLAN_FRAMEWORK_DEEPSPEED && !o->zero) c->zero_mask = 3u;
     if (o->framework == PLAN_FRAMEWORK_DEEPSPEED && !o->overlap) c->overlap_mask = 1u;
     if (c->sp_mask == 1u && c->overlap_mask == 2u)
@@ -474,10 +479,10 @@ static int run(SweepOpts *o, int rank)
     ModelSpec m;
     int rc = cli_model_load(&o->cm, "llama3-8b", &m);
     if (rc) return rc;
-    /* the default length fits the model: a GPT with 2048 learned positions
-     * sweeps at 2048; a length given that does not is an error up front, not
+    /* the default length fits the model (a GPT with 2048 learned positions
+     * sweeps at 2048); a length given that does not is an error up front, not
      * "no valid plan" after the search */
-    if (!o->seq_given && m.pos == MODEL_POS_LEARNED && m.max_positions < o->seq) o->seq = m.max_positions;
+    if (!o->seq_given) o->seq = plan_default_seq(&m, PLAN_SEQ_SWEEP);
     TsError serr = {0};
     if (plan_check_seq(&m, o->seq, &serr) != TS_OK) return cli_fail(&serr);
     if (o->hw.gpus_list) o->gpus = o->hw.gpus_list;
@@ -569,7 +574,7 @@ static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, con
 
 int cmd_sweep(int argc, char **argv)
 {
-    SweepOpts o = {.cluster = "dgx-h100", .gpus = "64", .seq = 4096, .global_batch = 1024, .top = 10};
+    SweepOpts o = {.cluster = "dgx-h100", .gpus = "64", .global_batch = 1024, .top = 10};
     cli_model_init(&o.cm);
     cli_hw_init(&o.hw);
     cli_sim_init(&o.sim);

@@ -130,12 +130,8 @@ int cmd_workload(int argc, char **argv)
     if (o.chakra_example &&
         (rc = cli_only(&s, ok_example, "the example is ASTRA-sim's fixed 16-NPU all-gather", "drop the other options")))
         return rc;
-    static const struct { const char *n; WlFormat f; } F[] = {
-        {"simai", WL_FMT_SIMAI}, {"astrasim", WL_FMT_ASTRASIM}, {"chakra", WL_FMT_CHAKRA},
-        {"optable", WL_FMT_OPTABLE}, {"json", WL_FMT_JSON}};
     WlFormat fmt = WL_FMT_NONE;
-    for (size_t i = 0; i < sizeof F / sizeof F[0]; i++)
-        if (o.format && !strcmp(o.format, F[i].n)) fmt = F[i].f;
+    if (o.format && !wl_format_parse(o.format, &fmt)) fmt = WL_FMT_NONE;
     if (fmt == WL_FMT_NONE) {
         fprintf(stderr, "trainsim workload: %s --format (simai, astrasim, chakra, optable or json) "
                         "(see 'trainsim workload --help')\n", o.format ? "unknown" : "missing");

@@ -21,38 +21,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const OP_NAMES[] = {
-#define X(e, n, mm) n,
-    GRAPH_OP_LIST(X)
-#undef X
-};
-_Static_assert(sizeof OP_NAMES / sizeof OP_NAMES[0] == GRAPH_OP_COUNT, "op table");
+#include "trainsim/plan.h"
 
-static const char *const NAMING_NAMES[] = {"megatron", "hf", "deepspeed"};
-_Static_assert(sizeof NAMING_NAMES / sizeof NAMING_NAMES[0] == GRAPH_NAMING_DEEPSPEED + 1,
-               "naming table");
-
-const char *graph_op_name(GraphOpKind k) { return (unsigned)k < GRAPH_OP_COUNT ? OP_NAMES[k] : "?"; }
-const char *graph_naming_name(GraphNaming n)
-{
-    return (unsigned)n <= GRAPH_NAMING_DEEPSPEED ? NAMING_NAMES[n] : "?";
-}
-
-bool graph_naming_parse(const char *s, GraphNaming *out)
-{
-    for (int i = 0; i <= GRAPH_NAMING_DEEPSPEED; i++)
-        if (strcmp(s, NAMING_NAMES[i]) == 0) {
-            *out = (GraphNaming)i;
-            return true;
-        }
-    return false;
-}
+TS_ENUM_NAMES(graph_op, GraphOpKind, GRAPH_OP_LIST, GRAPH_OP_COUNT)
+TS_ENUM_NAMES(graph_naming, GraphNaming, GRAPH_NAMING_LIST, GRAPH_NAMING_COUNT)
+TS_ENUM_PARSE(graph_naming, GraphNaming, GRAPH_NAMING_COUNT)
 
 void graph_options_init(GraphOptions *o)
 {
     memset(o, 0, sizeof *o);
     o->batch = 1;
-    o->seq = 0; /* graph_build: min(max_positions, 2048) */
+    o->seq = 0; /* graph_build: plan_default_seq(m, PLAN_SEQ_GRAPH) */
     o->dtype_bytes = 2;
     o->causal = false;
     o->flash = true;
@@ -510,7 +489,7 @@ TsStatus graph_build(const ModelSpec *m, const GraphOptions *o, ModuleGraph **ou
     else
         graph_options_init(&opt);
     if (!opt.naming_set) graph_naming_parse(model_arch_default_naming(m->arch), &opt.naming);
-    if (opt.seq <= 0) opt.seq = m->max_positions > 0 && m->max_positions < 2048 ? m->max_positions : 2048;
+    if (opt.seq <= 0) opt.seq = plan_default_seq(m, PLAN_SEQ_GRAPH);
     if (opt.batch <= 0) return ts_err(err, TS_ERR_USAGE, "batch size must be positive (got %lld)", (long long)opt.batch);
     if (opt.dtype_bytes <= 0) opt.dtype_bytes = 2;
     if (opt.tp <= 0) opt.tp = 1;

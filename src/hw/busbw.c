@@ -23,7 +23,7 @@
 #define BUSBW_MAX_POINTS 64
 
 typedef struct BusRow {
-    char group[8];
+    HwGroupKind group;              /* never HW_GROUP_NONE */
     TsColl coll;
     int n;
     double logs[BUSBW_MAX_POINTS];  /* log2 bytes, ascending */
@@ -53,13 +53,16 @@ static void lower(char *s)
     for (; *s; s++) *s = (char)tolower((unsigned char)*s);
 }
 
-static const char *const GROUPS[] = {"tp", "dp", "ep", "pp", "cp", "dp_ep", "*", NULL};
+TS_ENUM_NAMES(hw_group, HwGroupKind, HW_GROUP_LIST, HW_GROUP_COUNT)
+TS_ENUM_PARSE(hw_group, HwGroupKind, HW_GROUP_COUNT)
 
-static bool known_group(const char *g)
+/* A group a table row may name (every kind but NONE). */
+static bool row_group(const char *s, HwGroupKind *out)
 {
-    for (int i = 0; GROUPS[i]; i++)
-        if (!strcmp(GROUPS[i], g)) return true;
-    return false;
+    HwGroupKind k;
+    if (!hw_group_parse(s, &k) || k == HW_GROUP_NONE) return false;
+    *out = k;
+    return true;
 }
 
 /* ---- SimAI YAML ------------------------------------------------------------- */
@@ -74,7 +77,7 @@ static TsStatus yaml_err(TsError *err, const char *file, int line, int col, cons
 
 static TsStatus parse_yaml(const char *file, const char *text, HwBusbw *b, TsError *err)
 {
-    char group[8] = "";
+    HwGroupKind group = HW_GROUP_NONE; /* the current section */
     bool named = false;
     int lineno = 0;
     const char *p = text;
@@ -115,15 +118,14 @@ static TsStatus parse_yaml(const char *file, const char *text, HwBusbw *b, TsErr
         while (kl && (key[kl - 1] == ',' || key[kl - 1] == ' ')) key[--kl] = '\0';
         lower(key);
         if (!*val) { /* section header */
-            if (!known_group(key) || !strcmp(key, "*")) {
+            if (!row_group(key, &group) || group == HW_GROUP_ANY) {
                 char msg[160];
                 snprintf(msg, sizeof msg, "unknown group section '%s'", s);
                 return yaml_err(err, file, lineno, ind + 1, text, msg, "sections are TP, DP, EP, PP (or CP, DP_EP)");
             }
-            snprintf(group, sizeof group, "%.7s", key);
             continue;
         }
-        if (!group[0])
+        if (group == HW_GROUP_NONE)
             return yaml_err(err, file, lineno, ind + 1, text, "value outside a group section",
                             "start a section first, e.g. 'TP:'");
         TsColl c;
@@ -141,8 +143,7 @@ static TsStatus parse_yaml(const char *file, const char *text, HwBusbw *b, TsErr
             snprintf(msg, sizeof msg, "expected a bus bandwidth in GB/s, got '%s'", val);
             return yaml_err(err, file, lineno, vcol, text, msg, "a positive number, or null when not measured");
         }
-        BusRow r = {.coll = c, .n = 1};
-        snprintf(r.group, sizeof r.group, "%s", group);
+        BusRow r = {.group = group, .coll = c, .n = 1};
         r.logs[0] = 0;
         r.bw[0] = v * 1073741824.0; /* SimAI: bytes / 2^30 / busbw */
         TsStatus st = add_row(b, &r, err);
@@ -182,12 +183,11 @@ static TsStatus parse_json(const TsJsonDoc *doc, HwBusbw *b, TsError *err)
             return st;
         }
         lower(g);
-        if (!known_group(g)) {
+        if (!row_group(g, &r.group)) {
             char msg[120];
             snprintf(msg, sizeof msg, "unknown group '%s'", g);
             return hw_err_path(doc, p2, err, msg, "one of tp, dp, ep, pp, cp, dp_ep, *");
         }
-        snprintf(r.group, sizeof r.group, "%.7s", g);
         snprintf(p2, sizeof p2, "%s.collective", path);
         if ((st = ts_json_str(doc, o, "collective", p2, true, cname, sizeof cname, err))) {
             hw_fix_pos(doc, json_object_get(o, "collective") ? p2 : path, err);
@@ -285,18 +285,18 @@ void hw_busbw_free(HwBusbw *b)
 
 int hw_busbw_entries(const HwBusbw *b) { return b ? b->n : 0; }
 
-double hw_busbw_lookup(const HwBusbw *b, const char *group_kind, TsColl c, double bytes)
+double hw_busbw_lookup(const HwBusbw *b, HwGroupKind kind, TsColl c, double bytes)
 {
-    if (!b || !group_kind || !(bytes > 0)) return 0;
+    if (!b || kind == HW_GROUP_NONE || !(bytes > 0)) return 0;
     const BusRow *hit = NULL;
     for (int i = 0; i < b->n; i++) {
         const BusRow *r = &b->rows[i];
         if (r->coll != c) continue;
-        if (!strcmp(r->group, group_kind)) {
+        if (r->group == kind) {
             hit = r;
             break;
         }
-        if (!hit && !strcmp(r->group, "*")) hit = r;
+        if (!hit && r->group == HW_GROUP_ANY) hit = r;
     }
     if (!hit) return 0;
     if (hit->n == 1) return hit->bw[0];

@@ -19,9 +19,9 @@
 
 /* NCCL base latency [algo][proto] and per-hop NVLink / NET latencies (us),
  * tuning.cc defaults (calibration_facts 4.6). Index: 0 ring, 1 tree. */
-static const double BASE_US[2][3] = {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}};
-static const double HOP_NVL_US[2][3] = {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}};
-static const double HOP_NET_US[2][3] = {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}};
+static const double BASE_US[2][HW_PROTO_COUNT] = {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}};
+static const double HOP_NVL_US[2][HW_PROTO_COUNT] = {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}};
+static const double HOP_NET_US[2][HW_PROTO_COUNT] = {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}};
 #define NVLS_HOP_US 25.0
 #define NVLS_NET_US 18.0
 #define NVLSTREE_NET_US 20.9
@@ -31,19 +31,10 @@ static const double HOP_NET_US[2][3] = {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}};
 /* Pipeline ramp (bytes of buffer) per protocol: fitted to the shape of the
  * 8xA100 / 8xH100 busbw-vs-size curves (calibration_facts 4.2): Simple
  * reaches half its bandwidth around 20 MiB, LL128 around 2 MiB. */
-static const double FILL_BYTES[3] = {0.0, 2.0 * 1048576.0, 20.0 * 1048576.0};
+static const double FILL_BYTES[HW_PROTO_COUNT] = {0.0, 2.0 * 1048576.0, 20.0 * 1048576.0};
 
-const char *hw_algo_name(HwAlgo a)
-{
-    static const char *const n[] = {"ring", "tree", "nvls", "direct", "table"};
-    return (unsigned)a < 5 ? n[a] : "?";
-}
-
-const char *hw_proto_name(HwProto p)
-{
-    static const char *const n[] = {"LL", "LL128", "Simple"};
-    return (unsigned)p < 3 ? n[p] : "?";
-}
+TS_ENUM_NAMES(hw_algo, HwAlgo, HW_ALGO_LIST, HW_ALGO_COUNT)
+TS_ENUM_NAMES(hw_proto, HwProto, HW_PROTO_LIST, HW_PROTO_COUNT)
 
 void hw_net_init(HwNet *net, const ClusterSpec *c)
 {
@@ -135,7 +126,7 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
         double a2a_intra = intra * 0.88; /* DGX A100 210 vs 232 ring; H100 320 vs 370 (4.1) */
         double peers = (double)(n - 1);
         double frac_inter = nodes > 1 ? (double)(n - ppn) / peers : 0.0;
-        for (int p = 0; p < 3; p++) {
+        for (int p = 0; p < HW_PROTO_COUNT; p++) {
             double pbw = p == HW_PROTO_LL ? 0.5 : p == HW_PROTO_LL128 ? 0.92 : 1.0;
             double t_in = (1.0 - frac_inter) / (a2a_intra * pbw);
             double t_out = frac_inter > 0 ? frac_inter / (nic_gpu_bw(cl, nodes, sharing) * pbw) : 0;
@@ -149,7 +140,7 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
     double steps, inter_steps;
     ring_steps(c, n, nodes, &steps, &inter_steps);
     if (c == TS_COLL_BROADCAST) steps = (double)(n - 1), inter_steps = (double)(nodes - 1);
-    for (int p = 0; p < 3; p++) {
+    for (int p = 0; p < HW_PROTO_COUNT; p++) {
         /* ---- ring */
         double lat = over + (BASE_US[0][p] + (steps - inter_steps) * HOP_NVL_US[0][p] +
                              inter_steps * HOP_NET_US[0][p]) * 1e-6;
@@ -186,14 +177,14 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
 /* Measured table: t = S * factor / busbw (SimAI's analytical formula), plus
  * the modelled latency of a small message so tiny messages are not free. */
 HwCollCost hw_coll_cost(const HwNet *net, TsColl c, double bytes, int64_t group_size, int64_t group_nodes,
-                        int64_t nic_sharing, const char *group_kind)
+                        int64_t nic_sharing, HwGroupKind kind)
 {
     HwCollCost r = {0, 0, 0, HW_ALGO_RING, HW_PROTO_SIMPLE};
     if (group_size <= 1 || !(bytes > 0) || c == TS_COLL_NONE) return r;
     if (c == TS_COLL_SENDRECV) group_size = 2;
     double factor = coll_factor(c, group_size);
-    if (net->busbw && group_kind) {
-        double bw = hw_busbw_lookup(net->busbw, group_kind, c, bytes);
+    if (net->busbw) {
+        double bw = hw_busbw_lookup(net->busbw, kind, c, bytes);
         if (bw > 0) {
             r.time_s = bytes * factor / bw;
             r.busbw_bytes_per_s = bw;
@@ -207,9 +198,9 @@ HwCollCost hw_coll_cost(const HwNet *net, TsColl c, double bytes, int64_t group_
 }
 
 double hw_coll_time_s(const HwNet *net, TsColl c, double bytes, int64_t group_size, int64_t group_nodes,
-                      int64_t nic_sharing, const char *group_kind)
+                      int64_t nic_sharing, HwGroupKind kind)
 {
-    return hw_coll_cost(net, c, bytes, group_size, group_nodes, nic_sharing, group_kind).time_s;
+    return hw_coll_cost(net, c, bytes, group_size, group_nodes, nic_sharing, kind).time_s;
 }
 
 /* One message to one peer: NVLink p2p (A100 274 of 300, H100 376 of 450 ~
@@ -219,14 +210,14 @@ double hw_p2p_time_s(const HwNet *net, double bytes, bool cross_node)
 {
     if (!(bytes > 0)) return 0;
     if (net->busbw) {
-        double bw = hw_busbw_lookup(net->busbw, "pp", TS_COLL_SENDRECV, bytes);
+        double bw = hw_busbw_lookup(net->busbw, HW_GROUP_PP, TS_COLL_SENDRECV, bytes);
         if (bw > 0) return bytes / bw;
     }
     const ClusterSpec *cl = &net->cl;
     double bw = cross_node ? nic_gpu_bw(cl, 2, 1) : cl->scaleup_bw_bytes_per_s * cl->scaleup_eff;
     if (!(bw > 0)) bw = 1e9;
     double best = INFINITY;
-    for (int p = 0; p < 3; p++) {
+    for (int p = 0; p < HW_PROTO_COUNT; p++) {
         double hop = cross_node ? HOP_NET_US[0][p] : HOP_NVL_US[0][p];
         double pbw = bw * (p == HW_PROTO_LL ? 0.5 : p == HW_PROTO_LL128 ? 0.92 : 1.0);
         double t = (COLL_OVERHEAD_US + BASE_US[0][p] + hop) * 1e-6 + (FILL_BYTES[p] * 0.125 + bytes) / pbw;
@@ -237,6 +228,6 @@ double hw_p2p_time_s(const HwNet *net, double bytes, bool cross_node)
 
 double hw_alltoall_time_s(const HwNet *net, double bytes_per_rank, int64_t ep, int64_t nodes)
 {
-    return hw_coll_time_s(net, TS_COLL_ALLTOALL, bytes_per_rank, ep, nodes, 1, "ep");
+    return hw_coll_time_s(net, TS_COLL_ALLTOALL, bytes_per_rank, ep, nodes, 1, HW_GROUP_EP);
 }
 

@@ -53,28 +53,6 @@ TsStatus hw_resolve(const char *sub, const char *what, const char *name_or_path,
     return TS_ERR_INPUT;
 }
 
-/* Edit distance for "did you mean" (short keys only). */
-static int edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 40 || lb > 40) return 99;
-    int row[41];
-    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int prev = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int cur = row[j];
-            int best = prev + (a[i - 1] != b[j - 1]);
-            if (row[j] + 1 < best) best = row[j] + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            prev = cur;
-        }
-    }
-    return row[lb];
-}
-
 TsStatus hw_err_path(const TsJsonDoc *doc, const char *path, TsError *err, const char *msg,
                      const char *hint)
 {
@@ -100,7 +78,7 @@ TsStatus hw_check_keys(const TsJsonDoc *doc, json_t *obj, const char *prefix,
                 ok = true;
                 break;
             }
-            int d = edit_distance(key, allowed[i]);
+            int d = ts_edit_distance(key, allowed[i]);
             size_t cp = 0;
             while (key[cp] && key[cp] == allowed[i][cp]) cp++;
             if (cp >= 5) d -= 2; /* a shared stem beats a short lookalike */
@@ -176,7 +154,7 @@ const char *hw_nearest_name(const char *s, const char *const *names, int max_dis
     const char *best = NULL;
     int bd = max_distance + 1;
     for (int i = 0; names[i]; i++) {
-        int d = edit_distance(s, names[i]);
+        int d = ts_edit_distance(s, names[i]);
         if (d < bd) {
             bd = d;
             best = names[i];

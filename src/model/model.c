@@ -5,59 +5,29 @@
 
 #include <string.h>
 
-static const char *const ARCH_NAMES[] = {
-#define X(e, n, f) n,
-    MODEL_ARCH_LIST(X)
-#undef X
-};
+TS_ENUM_NAMES(model_arch, ModelArch, MODEL_ARCH_LIST, MODEL_ARCH_COUNT)
+TS_ENUM_NAMES(model_norm, ModelNorm, MODEL_NORM_LIST, MODEL_NORM_COUNT)
+TS_ENUM_PARSE(model_norm, ModelNorm, MODEL_NORM_COUNT)
+TS_ENUM_NAMES(model_act, ModelAct, MODEL_ACT_LIST, MODEL_ACT_COUNT)
+TS_ENUM_PARSE(model_act, ModelAct, MODEL_ACT_COUNT)
+TS_ENUM_NAMES(model_pos, ModelPos, MODEL_POS_LIST, MODEL_POS_COUNT)
+TS_ENUM_PARSE(model_pos, ModelPos, MODEL_POS_COUNT)
+
 static const char *const ARCH_NAMING[] = {
 #define X(e, n, f) f,
     MODEL_ARCH_LIST(X)
 #undef X
 };
-_Static_assert(sizeof ARCH_NAMES / sizeof ARCH_NAMES[0] == MODEL_ARCH_COUNT, "arch table");
 _Static_assert(sizeof ARCH_NAMING / sizeof ARCH_NAMING[0] == MODEL_ARCH_COUNT, "arch table");
 
-const char *model_arch_name(ModelArch a) { return (unsigned)a < MODEL_ARCH_COUNT ? ARCH_NAMES[a] : "?"; }
 const char *model_arch_default_naming(ModelArch a)
 {
     return (unsigned)a < MODEL_ARCH_COUNT ? ARCH_NAMING[a] : "megatron";
 }
 
-/* Names of the small enums, indexed by the enum value. */
-static const char *const NORM_NAMES[] = {"layernorm", "rmsnorm"};
-static const char *const ACT_NAMES[] = {"gelu", "swiglu", "relu2"};
-static const char *const POS_NAMES[] = {"learned", "rope", "alibi"};
-_Static_assert(sizeof NORM_NAMES / sizeof NORM_NAMES[0] == MODEL_NORM_RMSNORM + 1, "norm table");
-_Static_assert(sizeof ACT_NAMES / sizeof ACT_NAMES[0] == MODEL_ACT_RELU2 + 1, "act table");
-_Static_assert(sizeof POS_NAMES / sizeof POS_NAMES[0] == MODEL_POS_ALIBI + 1, "pos table");
-
-const char *model_norm_name(ModelNorm n) { return (unsigned)n <= MODEL_NORM_RMSNORM ? NORM_NAMES[n] : "?"; }
-const char *model_act_name(ModelAct a) { return (unsigned)a <= MODEL_ACT_RELU2 ? ACT_NAMES[a] : "?"; }
-const char *model_pos_name(ModelPos p) { return (unsigned)p <= MODEL_POS_ALIBI ? POS_NAMES[p] : "?"; }
-
-bool model_norm_parse(const char *s, ModelNorm *out)
-{
-    int i = ts_name_index(s, NORM_NAMES, MODEL_NORM_RMSNORM + 1);
-    if (i >= 0) *out = (ModelNorm)i;
-    return i >= 0;
-}
-bool model_act_parse(const char *s, ModelAct *out)
-{
-    int i = ts_name_index(s, ACT_NAMES, MODEL_ACT_RELU2 + 1);
-    if (i >= 0) *out = (ModelAct)i;
-    return i >= 0;
-}
-bool model_pos_parse(const char *s, ModelPos *out)
-{
-    int i = ts_name_index(s, POS_NAMES, MODEL_POS_ALIBI + 1);
-    if (i >= 0) *out = (ModelPos)i;
-    return i >= 0;
-}
-
 bool model_arch_parse(const char *s, ModelArch *out)
 {
-    int i = ts_name_index(s, ARCH_NAMES, MODEL_ARCH_COUNT);
+    int i = ts_name_index(s, model_arch_names, MODEL_ARCH_COUNT);
     if (i >= 0) {
         *out = (ModelArch)i;
         return true;

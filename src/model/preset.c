@@ -102,22 +102,6 @@ void model_to_json(const ModelSpec *m, TsBuf *out)
 }
 
 /* ---- reader ---------------------------------------------------------------- */
-static int edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63) return 99;
-    int d[64][64];
-    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
-    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
-            d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-    return d[la][lb];
-}
-
 static const Field *find_field(const char *key)
 {
     for (int i = 0; i < N_FIELDS; i++)
@@ -184,7 +168,7 @@ static TsStatus check_keys(const TsJsonDoc *doc, TsError *err)
         const char *best = NULL;
         int bd = 4;
         for (int i = 0; i < N_FIELDS; i++) {
-            int d = edit_distance(key, FIELDS[i].key);
+            int d = ts_edit_distance(key, FIELDS[i].key);
             if (d < bd) {
                 bd = d;
                 best = FIELDS[i].key;
@@ -293,7 +277,7 @@ int model_preset_similar(const char *name, char out[][64], int cap)
     int n = model_preset_names(all, MAX), k = 0;
     size_t ln = strlen(name);
     for (int i = 0; i < n; i++) {
-        int d = edit_distance(name, all[i]);
+        int d = ts_edit_distance(name, all[i]);
         bool prefix = ln >= 3 && strncmp(all[i], name, ln) == 0;
         score[i] = d <= 3 ? d : prefix ? 4 : 99;
     }

@@ -38,13 +38,8 @@ void part_mem_options_init(PartMemOptions *o)
     o->frag_fraction = 0.05;
 }
 
-bool part_memmodel_parse(const char *s, PartMemModel *out)
-{
-    if (!s) return false;
-    if (strcmp(s, "trainsim") == 0) { *out = PART_MEMMODEL_TRAINSIM; return true; }
-    if (strcmp(s, "megatron") == 0) { *out = PART_MEMMODEL_MEGATRON; return true; }
-    return false;
-}
+TS_ENUM_NAMES(part_memmodel, PartMemModel, PART_MEMMODEL_LIST, PART_MEMMODEL_COUNT)
+TS_ENUM_PARSE(part_memmodel, PartMemModel, PART_MEMMODEL_COUNT)
 
 /* Chunk-micro-batch units in flight on pipeline rank s, divided by vpp
  * (= micro-batches of a whole stage). */

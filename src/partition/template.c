@@ -18,13 +18,7 @@
 
 #include "template_int.h"
 
-static const char *const BLOCK_NAMES[] = {
-#define X(e, n) n,
-    PART_BLOCK_LIST(X)
-#undef X
-};
-
-const char *part_block_name(PartBlock b) { return (unsigned)b < PART_BLOCK_COUNT ? BLOCK_NAMES[b] : "?"; }
+TS_ENUM_NAMES(part_block, PartBlock, PART_BLOCK_LIST, PART_BLOCK_COUNT)
 
 void part_runtime_init(PartRuntime *rt)
 {

@@ -9,90 +9,32 @@
 
 #include <string.h>
 
-static const char *const recompute_names[] = {
-#define X(e, n) n,
-    PLAN_RECOMPUTE_LIST(X)
-#undef X
-};
-_Static_assert(sizeof recompute_names / sizeof recompute_names[0] == PLAN_RECOMPUTE_COUNT,
-               "recompute names");
-static const char *const sched_names[] = {
-#define X(e, n) n,
-    PLAN_SCHED_LIST(X)
-#undef X
-};
-_Static_assert(sizeof sched_names / sizeof sched_names[0] == PLAN_SCHED_COUNT, "sched names");
-static const char *const optim_names[] = {
-#define X(e, n) n,
-    PLAN_OPTIM_LIST(X)
-#undef X
-};
-_Static_assert(sizeof optim_names / sizeof optim_names[0] == PLAN_OPTIM_COUNT, "optim names");
-static const char *const framework_names[] = {
-#define X(e, n) n,
-    PLAN_FRAMEWORK_LIST(X)
-#undef X
-};
-_Static_assert(sizeof framework_names / sizeof framework_names[0] == PLAN_FRAMEWORK_COUNT, "framework names");
-static const char *const precision_names[] = {
-#define X(e, n) n,
-    PLAN_PRECISION_LIST(X)
-#undef X
-};
-_Static_assert(sizeof precision_names / sizeof precision_names[0] == PLAN_PRECISION_COUNT, "precision names");
-static const char *const group_names[] = {
-#define X(e, n, d) n,
-    PLAN_GROUP_LIST(X)
-#undef X
-};
-_Static_assert(sizeof group_names / sizeof group_names[0] == PLAN_GROUP_COUNT, "group names");
+TS_ENUM_NAMES(plan_recompute, PlanRecompute, PLAN_RECOMPUTE_LIST, PLAN_RECOMPUTE_COUNT)
+TS_ENUM_PARSE(plan_recompute, PlanRecompute, PLAN_RECOMPUTE_COUNT)
+TS_ENUM_NAMES(plan_sched, PlanSchedule, PLAN_SCHED_LIST, PLAN_SCHED_COUNT)
+TS_ENUM_PARSE(plan_sched, PlanSchedule, PLAN_SCHED_COUNT)
+TS_ENUM_NAMES(plan_optim, PlanOptimizer, PLAN_OPTIM_LIST, PLAN_OPTIM_COUNT)
+TS_ENUM_PARSE(plan_optim, PlanOptimizer, PLAN_OPTIM_COUNT)
+TS_ENUM_NAMES(plan_framework, PlanFramework, PLAN_FRAMEWORK_LIST, PLAN_FRAMEWORK_COUNT)
+TS_ENUM_PARSE(plan_framework, PlanFramework, PLAN_FRAMEWORK_COUNT)
+TS_ENUM_NAMES(plan_precision, PlanPrecision, PLAN_PRECISION_LIST, PLAN_PRECISION_COUNT)
+TS_ENUM_PARSE(plan_precision, PlanPrecision, PLAN_PRECISION_COUNT)
+TS_ENUM_NAMES(plan_group, PlanGroup, PLAN_GROUP_LIST, PLAN_GROUP_COUNT)
 
-const char *plan_recompute_name(PlanRecompute r)
-{ return (unsigned)r < PLAN_RECOMPUTE_COUNT ? recompute_names[r] : "?"; }
-const char *plan_sched_name(PlanSchedule s)
-{ return (unsigned)s < PLAN_SCHED_COUNT ? sched_names[s] : "?"; }
-const char *plan_optim_name(PlanOptimizer o)
-{ return (unsigned)o < PLAN_OPTIM_COUNT ? optim_names[o] : "?"; }
-const char *plan_framework_name(PlanFramework f)
-{ return (unsigned)f < PLAN_FRAMEWORK_COUNT ? framework_names[f] : "?"; }
-const char *plan_precision_name(PlanPrecision p)
-{ return (unsigned)p < PLAN_PRECISION_COUNT ? precision_names[p] : "?"; }
-const char *plan_group_name(PlanGroup g)
-{ return (unsigned)g < PLAN_GROUP_COUNT ? group_names[g] : "?"; }
-
-bool plan_recompute_parse(const char *s, PlanRecompute *out)
-{
-    int i = ts_name_index(s, recompute_names, PLAN_RECOMPUTE_COUNT);
-    if (i >= 0) *out = (PlanRecompute)i;
-    return i >= 0;
-}
-bool plan_sched_parse(const char *s, PlanSchedule *out)
-{
-    int i = ts_name_index(s, sched_names, PLAN_SCHED_COUNT);
-    if (i >= 0) *out = (PlanSchedule)i;
-    return i >= 0;
-}
-bool plan_framework_parse(const char *s, PlanFramework *out)
-{
-    int i = ts_name_index(s, framework_names, PLAN_FRAMEWORK_COUNT);
-    if (i >= 0) *out = (PlanFramework)i;
-    return i >= 0;
-}
-bool plan_precision_parse(const char *s, PlanPrecision *out)
-{
-    int i = ts_name_index(s, precision_names, PLAN_PRECISION_COUNT);
-    if (i >= 0) *out = (PlanPrecision)i;
-    return i >= 0;
-}
 bool plan_eager(const ParallelPlan *p)
 { return p->framework == PLAN_FRAMEWORK_TORCHTITAN || p->framework == PLAN_FRAMEWORK_HF; }
 bool plan_ds_pipe(const ParallelPlan *p) { return p->framework == PLAN_FRAMEWORK_DEEPSPEED; }
 bool plan_hf(const ParallelPlan *p) { return p->framework == PLAN_FRAMEWORK_HF; }
-bool plan_optim_parse(const char *s, PlanOptimizer *out)
+
+int64_t plan_default_seq(const ModelSpec *m, PlanSeqRule rule)
 {
-    int i = ts_name_index(s, optim_names, PLAN_OPTIM_COUNT);
-    if (i >= 0) *out = (PlanOptimizer)i;
-    return i >= 0;
+    const int64_t pos = m->max_positions;
+    switch (rule) {
+    case PLAN_SEQ_PLAN: return pos < 2048 ? pos : 2048;
+    case PLAN_SEQ_GRAPH: return pos > 0 && pos < 2048 ? pos : 2048;
+    case PLAN_SEQ_SWEEP: return m->pos == MODEL_POS_LEARNED && pos < 4096 ? pos : 4096;
+    }
+    return 2048;
 }
 
 void plan_init(ParallelPlan *p)
@@ -165,7 +107,7 @@ TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err)
                    "--gpus %lld is not tp*pp*cp*dp = %lld", LL(p->gpus), LL(tpc * p->dp));
     }
     if (!p->sp_set) p->sp = p->tp > 1;
-    if (p->seq == 0 && m) p->seq = m->max_positions < 2048 ? m->max_positions : 2048;
+    if (p->seq == 0 && m) p->seq = plan_default_seq(m, PLAN_SEQ_PLAN);
     if (p->global_batch == 0) p->global_batch = p->micro_batch * p->dp;
     int64_t mdp = p->micro_batch * p->dp;
     p->grad_accum = p->global_batch % mdp == 0 ? p->global_batch / mdp : 0;

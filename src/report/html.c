@@ -16,28 +16,18 @@
 
 enum { W_SVG = 1200, LABEL_W = 90, ROW_H = 26, AXIS_H = 28, PLOT_W = 1040, PLOT_H = 420 };
 
-static const char *const KIND_NAME[] = {
-#define X(e, n, c) n,
-    REP_KIND_LIST(X)
-#undef X
-};
+TS_ENUM_NAMES(rep_kind, RepKind, REP_KIND_LIST, REP_KIND_COUNT)
 static const char *const KIND_COLOR[] = {
 #define X(e, n, c) c,
     REP_KIND_LIST(X)
 #undef X
 };
-_Static_assert(sizeof KIND_NAME / sizeof KIND_NAME[0] == REP_KIND_COUNT, "kind names");
 _Static_assert(sizeof KIND_COLOR / sizeof KIND_COLOR[0] == REP_KIND_COUNT, "kind colours");
 
 /* Category colours for the breakdown and memory bars (Tableau 10). */
 static const char *const PALETTE[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                       "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
 enum { N_PALETTE = sizeof PALETTE / sizeof PALETTE[0] };
-
-const char *rep_kind_name(RepKind k)
-{
-    return (unsigned)k < REP_KIND_COUNT ? KIND_NAME[k] : "?";
-}
 
 /* ---- number formatting ------------------------------------------------------ */
 void rep_fmt_si(char *out, size_t cap, double v)
@@ -204,14 +194,14 @@ static void timeline_svg(TsBuf *b, const RepPlanView *v)
         rep_fmt_seconds(t1, sizeof t1, iv->end_s);
         ts_buf_printf(b, "<rect class=\"%s\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\">"
                          "<title>stage %d %s",
-                      KIND_NAME[iv->kind], x, y, w, bh, KIND_COLOR[iv->kind], iv->stage, KIND_NAME[iv->kind]);
+                      rep_kind_names[iv->kind], x, y, w, bh, KIND_COLOR[iv->kind], iv->stage, rep_kind_names[iv->kind]);
         if (iv->micro >= 0) ts_buf_printf(b, " micro-batch %d", iv->micro);
         ts_buf_printf(b, ": %s to %s</title></rect>\n", t0, t1);
     }
     ts_buf_puts(b, "</svg>\n<div class=\"legend\">");
     for (int k = 0; k < REP_KIND_COUNT; k++)
         ts_buf_printf(b, "<span><i class=\"sw\" style=\"background:%s\"></i>%s</span>", KIND_COLOR[k],
-                      KIND_NAME[k]);
+                      rep_kind_names[k]);
     ts_buf_puts(b, "</div>\n");
 }
 

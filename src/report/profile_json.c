@@ -35,14 +35,14 @@ void rep_profile_json(const ModuleGraph *g, const RepCompute *cm, const RepProfi
     }
     RepTraining t;
     rep_stats_and_training(g, cm, st, &t);
-    static const char *const rc[3] = {"none", "selective", "full"};
     ts_buf_printf(b, "{\"format\":\"trainsim.profile\",\"version\":1,\"generator\":\"trainsim %s\",\n", TRAINSIM_VERSION);
     ts_buf_puts(b, "\"model\":");
     ts_json_escape(b, g->spec.name);
     ts_buf_printf(b, ",\"naming\":\"%s\",\"batch\":%lld,\"seq\":%lld,\"dtype\":\"%s\",\"gpu\":", graph_naming_name(g->opt.naming),
                   (long long)g->opt.batch, (long long)g->opt.seq, ts_dtype_name(cm->dtype));
     ts_json_escape(b, cm->hw.gpu.name);
-    ts_buf_printf(b, ",\"causal\":%s,\"recompute\":\"%s\",\n\"totals\":{", g->opt.causal ? "true" : "false", rc[o->recompute]);
+    ts_buf_printf(b, ",\"causal\":%s,\"recompute\":\"%s\",\n\"totals\":{", g->opt.causal ? "true" : "false",
+                  plan_recompute_name(o->recompute));
     num(b, "params", st[0].params, true);
     num(b, "fwd_macs", st[0].macs, true);
     num(b, "fwd_flops", st[0].flops, true);
@@ -52,8 +52,8 @@ void rep_profile_json(const ModuleGraph *g, const RepCompute *cm, const RepProfi
     num(b, "exact_bwd_flops", pre[4 * (size_t)g->n_ops + 1], true);
     num(b, "act_bytes", pre[4 * (size_t)g->n_ops + 2], false);
     ts_buf_puts(b, "},\n\"training\":{");
-    for (int r = 0; r < 3; r++) {
-        ts_buf_printf(b, "%s\"%s\":{", r ? "," : "", rc[r]);
+    for (int r = 0; r < PLAN_RECOMPUTE_COUNT; r++) {
+        ts_buf_printf(b, "%s\"%s\":{", r ? "," : "", plan_recompute_name((PlanRecompute)r));
         num(b, "exact_flops", t.exact_flops[r], true);
         num(b, "closed_form_flops", t.closed_flops[r], false);
         ts_buf_puts(b, "}");

@@ -62,7 +62,7 @@ void rep_profile_options_init(RepProfileOptions *o)
     o->top_modules = 1;
     o->detailed = true;
     o->profile_step = 1;
-    o->recompute = REP_RECOMPUTE_NONE;
+    o->recompute = PLAN_RECOMPUTE_NONE;
 }
 
 static void training_from_sums(const ModuleGraph *g, double base, double core, double layers, RepTraining *t);
@@ -131,15 +131,15 @@ void rep_training_flops(const ModuleGraph *g, RepTraining *t)
 static void training_from_sums(const ModuleGraph *g, double base, double core, double layers, RepTraining *t)
 {
     memset(t, 0, sizeof *t);
-    t->exact_flops[REP_RECOMPUTE_NONE] = base;
-    t->exact_flops[REP_RECOMPUTE_SELECTIVE] = base + core;
-    t->exact_flops[REP_RECOMPUTE_FULL] = base + layers;
+    t->exact_flops[PLAN_RECOMPUTE_NONE] = base;
+    t->exact_flops[PLAN_RECOMPUTE_SELECTIVE] = base + core;
+    t->exact_flops[PLAN_RECOMPUTE_FULL] = base + layers;
     /* reference/flops_profiler.md §4: Korthikanti 2022 (none; selective by the
      * note's derivation) and Narayanan 2021 (full recompute). */
     double B = (double)g->opt.batch, s = (double)g->opt.seq, l = (double)g->spec.layers, h = (double)g->spec.hidden;
     double V = g->spec.lm_head ? (double)g->vocab : 0;
     double k = B * s * l * h * h;
-    t->closed_flops[REP_RECOMPUTE_NONE] = 72 * k * (1 + s / (6 * h) + V / (12 * l * h));
-    t->closed_flops[REP_RECOMPUTE_SELECTIVE] = 72 * k * (1 + 2 * s / (9 * h) + V / (12 * l * h));
-    t->closed_flops[REP_RECOMPUTE_FULL] = 96 * k * (1 + s / (6 * h) + V / (16 * l * h));
+    t->closed_flops[PLAN_RECOMPUTE_NONE] = 72 * k * (1 + s / (6 * h) + V / (12 * l * h));
+    t->closed_flops[PLAN_RECOMPUTE_SELECTIVE] = 72 * k * (1 + 2 * s / (9 * h) + V / (12 * l * h));
+    t->closed_flops[PLAN_RECOMPUTE_FULL] = 96 * k * (1 + s / (6 * h) + V / (16 * l * h));
 }

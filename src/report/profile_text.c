@@ -15,28 +15,8 @@ typedef struct Ctx {
     TsArena *scr;  /* scratch for per-module arrays: one block (huge pages when large) */
 } Ctx;
 
-/* FNV-1a over bytes. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
-    return h;
-}
-
-/* Word-at-a-time variant for the figures (n a multiple of 8). */
-static uint64_t fnv_words(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (size_t i = 0; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, c + i, 8);
-        h = (h ^ w) * 1099511628211ull;
-        h ^= h >> 29;
-    }
-    return h;
-}
-
-static uint64_t fnv_str(uint64_t h, const char *s) { return fnv(h, s ? s : "", s ? strlen(s) + 1 : 1); }
+/* FNV-1a over the string and its terminator ("" for NULL). */
+static uint64_t fnv_str(const char *s) { return ts_fnv_bytes(TS_FNV_OFFSET, s ? s : "", s ? strlen(s) + 1 : 1); }
 
 /* Content hashes of strings, cached by address: the graph shares class
  * names, extra_reprs and index names between modules (literals and interned
@@ -49,19 +29,13 @@ typedef struct StrCache {
 
 static uint64_t str_hash(StrCache *sc, const char *s)
 {
-    if (!sc || !s) return fnv_str(1469598103934665603ull, s);
+    if (!sc || !s) return fnv_str(s);
     unsigned k = (unsigned)((((uintptr_t)s >> 3) ^ ((uintptr_t)s >> 13)) % STR_SLOTS);
     if (sc->p[k] != s) {
         sc->p[k] = s;
-        sc->h[k] = fnv_str(1469598103934665603ull, s);
+        sc->h[k] = fnv_str(s);
     }
     return sc->h[k];
-}
-
-static uint64_t mix(uint64_t h, uint64_t w)
-{
-    h = (h ^ w) * 1099511628211ull;
-    return h ^ (h >> 29);
 }
 
 /* Bottom-up signatures, so identical ModuleList items are recognised without
@@ -73,14 +47,14 @@ static void signatures(Ctx *c)
     StrCache *sc = calloc(1, sizeof *sc); /* NULL: hash every string, same result */
     for (int32_t i = g->n_mods - 1; i >= 0; i--) {
         const GraphModule *m = &g->mods[i];
-        uint64_t h = 1469598103934665603ull;
-        h = mix(h, str_hash(sc, m->cls));
-        h = mix(h, str_hash(sc, m->extra_repr));
-        h = mix(h, str_hash(sc, m->repr));
-        h = fnv_words(h, &c->st[i], sizeof c->st[i]);
+        uint64_t h = TS_FNV_OFFSET;
+        h = ts_fnv_mix(h, str_hash(sc, m->cls));
+        h = ts_fnv_mix(h, str_hash(sc, m->extra_repr));
+        h = ts_fnv_mix(h, str_hash(sc, m->repr));
+        h = ts_fnv_words(h, &c->st[i], sizeof c->st[i]);
         for (int32_t ch = m->first_child; ch >= 0; ch = g->mods[ch].next_sibling) {
-            h = mix(h, str_hash(sc, g->mods[ch].name));
-            h = mix(h, c->sig[ch]);
+            h = ts_fnv_mix(h, str_hash(sc, g->mods[ch].name));
+            h = ts_fnv_mix(h, c->sig[ch]);
         }
         c->sig[i] = h;
     }
@@ -331,8 +305,7 @@ static void aggregated(const Ctx *c, const RepProfileOptions *o, TsBuf *b)
 static void training(const ModuleGraph *g, const RepTraining *tr, const RepProfileOptions *o, TsBuf *b)
 {
     RepTraining t = *tr;
-    static const char *const names[3] = {"none", "selective", "full"};
-    static const char *const forms[3] = {
+    static const char *const forms[PLAN_RECOMPUTE_COUNT] = {
         "Korthikanti 2022: 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h))",
         "Korthikanti 2022: 72*B*s*l*h^2*(1 + 2s/(9h) + V/(12*l*h))",
         "Narayanan 2021:   96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h))"};
@@ -344,18 +317,18 @@ static void training(const ModuleGraph *g, const RepTraining *tr, const RepProfi
                   (long long)g->spec.hidden, (long long)(g->spec.lm_head ? g->vocab : 0),
                   g->opt.causal ? "on" : "off");
     ts_buf_printf(b, "  %-11s %-12s %-12s %-10s %s\n", "recompute", "exact", "closed form", "exact/cf", "closed form");
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < PLAN_RECOMPUTE_COUNT; r++) {
         char e[64], cf[64], d[64];
         rep_fmt_number(e, sizeof e, t.exact_flops[r]);
         rep_fmt_number(cf, sizeof cf, t.closed_flops[r]);
         double diff = t.closed_flops[r] > 0 ? 100 * (t.exact_flops[r] / t.closed_flops[r] - 1) : 0;
         snprintf(d, sizeof d, "%+.2f%%", diff);
-        ts_buf_printf(b, "%s %-11s %-12s %-12s %-10s %s\n", (int)o->recompute == r ? "*" : " ", names[r], e, cf, d,
+        ts_buf_printf(b, "%s %-11s %-12s %-12s %-10s %s\n", (int)o->recompute == r ? "*" : " ", plan_recompute_name((PlanRecompute)r), e, cf, d,
                       forms[r]);
     }
     ts_buf_printf(b, "\n* = --recompute %s. Model FLOPs (for MFU) are the 'none' row; hardware FLOPs (HFU)\n"
                      "include the recomputed forward.\n",
-                  names[o->recompute]);
+                  plan_recompute_name(o->recompute));
     if (g->spec.experts > 0)
         ts_buf_puts(b, "Routed experts run one after another here (the module tree's per-expert MLPs, as\n"
                        "the latencies above); `trainsim simulate` runs a rank's experts as one grouped GEMM\n"

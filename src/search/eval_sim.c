@@ -24,9 +24,7 @@ void search_plan_from_knobs(const SearchEvalCtx *x, const SearchKnobs *k, Parall
     p->sp_set = true;
     p->zero = k->zero;
     p->dist_opt = false; /* ZeRO-1 is the distributed optimizer; one knob for both */
-    p->recompute = (PlanRecompute)(k->recompute == SEARCH_RECOMPUTE_FULL        ? PLAN_RECOMPUTE_FULL
-                                   : k->recompute == SEARCH_RECOMPUTE_SELECTIVE ? PLAN_RECOMPUTE_SELECTIVE
-                                                                                : PLAN_RECOMPUTE_NONE);
+    p->recompute = (PlanRecompute)k->recompute;
     p->tp_overlap = k->tp_overlap != 0;
     p->micro_batch = k->mbs;
     p->global_batch = x->global_batch;
@@ -35,9 +33,7 @@ void search_plan_from_knobs(const SearchEvalCtx *x, const SearchKnobs *k, Parall
     p->framework = x->framework;
     p->precision = x->precision;
     p->uneven = true; /* layers that do not divide pp*vpp: the uneven rule (plan.h) */
-    p->schedule = k->schedule == SEARCH_SCHEDULE_GPIPE         ? PLAN_SCHED_GPIPE
-                  : k->schedule == SEARCH_SCHEDULE_INTERLEAVED ? PLAN_SCHED_INTERLEAVED
-                                                               : PLAN_SCHED_1F1B;
+    p->schedule = (PlanSchedule)k->schedule;
 }
 
 bool search_sim_setup(const SearchEvalCtx *x, const SearchKnobs *k, SimSetup *in)

@@ -21,7 +21,7 @@ typedef struct SearchShape {
     int16_t tp, pp, cp, ep;
     int16_t mbs[SEARCH_MAX_VALUES];
     SearchSv sv[2 + SEARCH_MAX_VALUES];
-    int8_t rec[SEARCH_RECOMPUTE_COUNT], zero[4], sp[4], ov[4], cx[SIM_CP_COMM_COUNT];
+    int8_t rec[PLAN_RECOMPUTE_COUNT], zero[4], sp[4], ov[4], cx[SIM_CP_COMM_COUNT];
     int8_t n_mbs, n_sv, n_rec, n_zero, n_so, n_cx; /* sp[i], ov[i]: the i-th (sp, overlap) pair */
 } SearchShape;
 

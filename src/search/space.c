@@ -11,51 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const RECOMPUTE_NAME[] = {
-#define X(e, n) n,
-    SEARCH_RECOMPUTE_LIST(X)
-#undef X
-};
-static const char *const SCHEDULE_NAME[] = {
-#define X(e, n) n,
-    SEARCH_SCHEDULE_LIST(X)
-#undef X
-};
-static const char *const EXPOSED_NAME[] = {
-#define X(e, n) n,
-    SEARCH_EXPOSED_LIST(X)
-#undef X
-};
-static const char *const OBJECTIVE_NAME[] = {
-#define X(e, n) n,
-    SEARCH_OBJECTIVE_LIST(X)
-#undef X
-};
-_Static_assert(sizeof RECOMPUTE_NAME / sizeof *RECOMPUTE_NAME == SEARCH_RECOMPUTE_COUNT, "recompute names");
-_Static_assert(sizeof SCHEDULE_NAME / sizeof *SCHEDULE_NAME == SEARCH_SCHEDULE_COUNT, "schedule names");
-_Static_assert(sizeof EXPOSED_NAME / sizeof *EXPOSED_NAME == SEARCH_EXPOSED_COUNT, "exposed names");
-_Static_assert(sizeof OBJECTIVE_NAME / sizeof *OBJECTIVE_NAME == SEARCH_OBJ_COUNT, "objective names");
-
-const char *search_recompute_name(SearchRecompute r)
-{
-    return (unsigned)r < SEARCH_RECOMPUTE_COUNT ? RECOMPUTE_NAME[r] : "?";
-}
-const char *search_schedule_name(SearchSchedule s)
-{
-    return (unsigned)s < SEARCH_SCHEDULE_COUNT ? SCHEDULE_NAME[s] : "?";
-}
-const char *search_exposed_name(SearchExposed e)
-{
-    return (unsigned)e < SEARCH_EXPOSED_COUNT ? EXPOSED_NAME[e] : "?";
-}
-const char *search_objective_name(SearchObjective o)
-{
-    return (unsigned)o < SEARCH_OBJ_COUNT ? OBJECTIVE_NAME[o] : "?";
-}
+TS_ENUM_NAMES(search_exposed, SearchExposed, SEARCH_EXPOSED_LIST, SEARCH_EXPOSED_COUNT)
+TS_ENUM_NAMES(search_objective, SearchObjective, SEARCH_OBJECTIVE_LIST, SEARCH_OBJ_COUNT)
 
 bool search_objective_parse(const char *s, SearchObjective *out)
 {
-    int i = ts_name_index(s, OBJECTIVE_NAME, SEARCH_OBJ_COUNT);
+    int i = ts_name_index(s, search_objective_names, SEARCH_OBJ_COUNT);
     if (i >= 0) return *out = (SearchObjective)i, true;
     if (ts_str_eq(s, "tokens") || ts_str_eq(s, "tokens/s")) return *out = SEARCH_OBJ_THROUGHPUT, true;
     return false;
@@ -71,8 +32,8 @@ void search_config_init(SearchConfig *c)
     c->ep.max = 64;
     c->mbs.max = 8;
     c->gpus.max = 0;
-    c->recompute_mask = (1u << SEARCH_RECOMPUTE_COUNT) - 1;
-    c->schedule_mask = (1u << SEARCH_SCHEDULE_COUNT) - 1;
+    c->recompute_mask = (1u << PLAN_RECOMPUTE_COUNT) - 1;
+    c->schedule_mask = (1u << PLAN_SCHED_COUNT) - 1;
     c->zero_mask = 0xF;
     c->sp_mask = 3;
     c->overlap_mask = 3;
@@ -112,11 +73,16 @@ static void fill_inner(const SearchConfig *c, SearchShape *sh)
     sh->n_sv = 0;
     if (sh->pp == 1) {
         /* no pipeline: the schedule is moot, keep one */
-        if (c->schedule_mask) sh->sv[sh->n_sv++] = (SearchSv){SEARCH_SCHEDULE_1F1B, 1};
+        if (c->schedule_mask) sh->sv[sh->n_sv++] = (SearchSv){PLAN_SCHED_1F1B, 1};
     } else {
-        if (c->schedule_mask & (1u << SEARCH_SCHEDULE_GPIPE)) sh->sv[sh->n_sv++] = (SearchSv){SEARCH_SCHEDULE_GPIPE, 1};
-        if (c->schedule_mask & (1u << SEARCH_SCHEDULE_1F1B)) sh->sv[sh->n_sv++] = (SearchSv){SEARCH_SCHEDULE_1F1B, 1};
-        if (c->schedule_mask & (1u << SEARCH_SCHEDULE_INTERLEAVED)) {
+        static const PlanSchedule order[] = SEARCH_SCHEDULE_ORDER;
+        _Static_assert(sizeof order / sizeof *order == PLAN_SCHED_COUNT, "every schedule in the sweep order");
+        for (int k = 0; k < PLAN_SCHED_COUNT; k++) {
+            if (!(c->schedule_mask & (1u << order[k]))) continue;
+            if (order[k] != PLAN_SCHED_INTERLEAVED) {
+                sh->sv[sh->n_sv++] = (SearchSv){(int8_t)order[k], 1};
+                continue;
+            }
             int64_t hi = c->layers > 0 ? c->layers / sh->pp : 127;
             if (hi > 127) hi = 127;
             int nv = 0;
@@ -128,11 +94,11 @@ static void fill_inner(const SearchConfig *c, SearchShape *sh)
                     if (c->vpp.v[i] >= 2 && c->vpp.v[i] <= hi && nv < SEARCH_MAX_VALUES) v[nv++] = c->vpp.v[i];
             }
             for (int i = 0; i < nv; i++)
-                sh->sv[sh->n_sv++] = (SearchSv){SEARCH_SCHEDULE_INTERLEAVED, (int8_t)v[i]};
+                sh->sv[sh->n_sv++] = (SearchSv){PLAN_SCHED_INTERLEAVED, (int8_t)v[i]};
         }
     }
     sh->n_rec = 0;
-    for (int r = 0; r < SEARCH_RECOMPUTE_COUNT; r++)
+    for (int r = 0; r < PLAN_RECOMPUTE_COUNT; r++)
         if (c->recompute_mask & (1u << r)) sh->rec[sh->n_rec++] = (int8_t)r;
     sh->n_zero = 0;
     if ((int64_t)sh->dp * sh->cp == 1) { /* nothing to shard: every ZeRO stage is plain DP */

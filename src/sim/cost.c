@@ -72,12 +72,8 @@ double sim_dp_bucket_bytes(const SimOptions *o, int64_t dp_size)
     return fmax(4e7, 1e6 * (double)dp_size) * (o->fp32_grad_reduce ? 4.0 : 2.0);
 }
 
-static const char *const CP_COMM[] = {"p2p", "allgather", "a2a"};
-
-enum { N_CP_COMM = sizeof CP_COMM / sizeof CP_COMM[0] };
-_Static_assert((int)N_CP_COMM == (int)SIM_CP_COMM_COUNT, "cp_comm names");
-
-const char *sim_cp_comm_name(SimCpComm c) { return (unsigned)c < N_CP_COMM ? CP_COMM[c] : "?"; }
+TS_ENUM_NAMES(sim_cp_comm, SimCpComm, SIM_CP_COMM_LIST, SIM_CP_COMM_COUNT)
+TS_ENUM_PARSE(sim_cp_comm, SimCpComm, SIM_CP_COMM_COUNT)
 
 TsStatus sim_cp_comm_check(const ModelSpec *m, const ParallelPlan *p, SimCpComm c, TsError *err)
 {
@@ -91,12 +87,6 @@ TsStatus sim_cp_comm_check(const ModelSpec *m, const ParallelPlan *p, SimCpComm 
     return TS_ERR_PLAN;
 }
 
-bool sim_cp_comm_parse(const char *s, SimCpComm *out)
-{
-    int i = ts_name_index(s, CP_COMM, N_CP_COMM);
-    if (i >= 0) *out = (SimCpComm)i;
-    return i >= 0;
-}
 
 /* Slow-down of the slowest of n GPUs against a typical one, when the spread
  * (max - min) among the 8 GPUs of a node is `spread`: chip speeds ~ normal,
@@ -159,8 +149,9 @@ static void chunk_dp_costs(const Ctx *x, const SimSetup *in, double params, doub
         d->has_shampoo = true;
         d->shampoo = sim_shampoo_s_per_param(in->hw, m, p) * params / (double)x->dpg.size;
         if (x->dpg.size > 1 && params - eparams > 0)
-            d->shampoo_ag += sim_coll(x, TS_COLL_ALLGATHER, (params - eparams) * 4.0, &x->dpg, "dp");
-        if (x->edpg.size > 1 && eparams > 0) d->shampoo_ag += sim_coll(x, TS_COLL_ALLGATHER, eparams * 4.0, &x->edpg, "dp");
+            d->shampoo_ag += sim_coll(x, TS_COLL_ALLGATHER, (params - eparams) * 4.0, &x->dpg, HW_GROUP_DP);
+        if (x->edpg.size > 1 && eparams > 0)
+            d->shampoo_ag += sim_coll(x, TS_COLL_ALLGATHER, eparams * 4.0, &x->edpg, HW_GROUP_DP);
     }
 }
 
@@ -185,11 +176,6 @@ static void warn(SimResult *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(r->warnings[r->n_warnings++], sizeof r->warnings[0], fmt, ap);
     va_end(ap);
-}
-
-static SimSchedule sched_of(PlanSchedule s)
-{
-    return s == PLAN_SCHED_GPIPE ? SIM_SCHED_GPIPE : s == PLAN_SCHED_INTERLEAVED ? SIM_SCHED_INTERLEAVED : SIM_SCHED_1F1B;
 }
 
 TsStatus sim_setup_resolve(SimSetup *in, TsError *err)
@@ -415,11 +401,11 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         double wbytes = (double)(model_padded_vocab(m, x.t) / x.t) * (double)m->hidden *
                         (in->opt.fp32_grad_reduce ? 4.0 : x.ab);
         PlanGroupInfo eg = {.size = 2, .nodes = x.ppg.nodes > 1 ? 2 : 1, .per_node = x.ppg.nodes > 1 ? 1 : 2};
-        double t_emb = sim_coll(&x, TS_COLL_ALLREDUCE, wbytes, &eg, "pp");
+        double t_emb = sim_coll(&x, TS_COLL_ALLREDUCE, wbytes, &eg, HW_GROUP_PP);
         sc[0].embed_sync_s += t_emb;
         sc[pp - 1].embed_sync_s += t_emb;
     }
-    SimPipeline pl = {.stages = pp, .chunks = v, .micro_batches = p->grad_accum, .schedule = sched_of(p->schedule),
+    SimPipeline pl = {.stages = pp, .chunks = v, .micro_batches = p->grad_accum, .schedule = p->schedule,
                       .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !plan_ds_pipe(p),
                       .param_gather_overlap = in->opt.param_gather_overlap && !plan_ds_pipe(p),
                       .overlap_slowdown = in->opt.overlap_slowdown, .record = in->opt.record};

@@ -84,7 +84,7 @@ void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *mo
                        double gather_bytes, const SimBucketTiming *tm, SimBucketMemo *memo, SimBuckets *out);
 
 /* A collective of `bytes` over group g, as hw_coll_time_s costs it. */
-double sim_coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, const char *kind);
+double sim_coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, HwGroupKind kind);
 /* The dense and MoE layer costs of x and its edges (SIM_EDGES), through the
  * layer-cost cache of w when it is on. */
 void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe, double edge[SIM_EDGES]);

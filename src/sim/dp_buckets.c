@@ -68,8 +68,8 @@ static void close_bucket(Feed *f, double ready)
     for (int i = 0; i < mm->n && t < 0; i++)
         if (fabs(mm->size[i] - key) <= 1e-3 * b) t = mm->t[i] * key / mm->size[i], ta = mm->t_ag[i] * key / mm->size[i];
     if (t < 0) {
-        t = sim_coll(f->x, f->rc, b * f->gbytes, f->g, "dp");
-        ta = f->gather_bytes > 0 ? sim_coll(f->x, TS_COLL_ALLGATHER, b * f->gather_bytes, f->g, "dp") : 0;
+        t = sim_coll(f->x, f->rc, b * f->gbytes, f->g, HW_GROUP_DP);
+        ta = f->gather_bytes > 0 ? sim_coll(f->x, TS_COLL_ALLGATHER, b * f->gather_bytes, f->g, HW_GROUP_DP) : 0;
         int k = mm->n < SIM_BUCKET_MEMO ? mm->n++ : SIM_BUCKET_MEMO - 1;
         mm->size[k] = key;
         mm->t[k] = t;

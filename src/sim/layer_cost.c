@@ -12,7 +12,7 @@
 
 #include "cost_int.h"
 
-double sim_coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, const char *kind)
+double sim_coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, HwGroupKind kind)
 {
     return hw_coll_time_s(x->net, c, bytes, g->size, g->nodes, 1, kind);
 }
@@ -118,8 +118,9 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     /* TP: 2 all-reduces per pass, or 2 all-gathers + 2 reduce-scatters with SP */
     double X = tpl->tp_bytes, tpc = 0;
     if (X > 0)
-        tpc = p->sp ? 2 * (sim_coll(x, TS_COLL_ALLGATHER, X, &x->tpg, "tp") + sim_coll(x, TS_COLL_REDUCESCATTER, X, &x->tpg, "tp"))
-                    : 2 * sim_coll(x, TS_COLL_ALLREDUCE, X, &x->tpg, "tp");
+        tpc = p->sp ? 2 * (sim_coll(x, TS_COLL_ALLGATHER, X, &x->tpg, HW_GROUP_TP) +
+                           sim_coll(x, TS_COLL_REDUCESCATTER, X, &x->tpg, HW_GROUP_TP))
+                    : 2 * sim_coll(x, TS_COLL_ALLREDUCE, X, &x->tpg, HW_GROUP_TP);
     double sig = x->o->overlap_slowdown;
     if (p->tp_overlap && tpc > 0) {
         /* each block's all-gather and reduce-scatter (or all-reduce), half
@@ -141,9 +142,9 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     if (p->cp > 1) {
         double kv = tpl->cp_kv_bytes;
         if (x->o->cp_comm == SIM_CP_ALLGATHER) {
-            double ag = sim_coll(x, TS_COLL_ALLGATHER, kv, &x->cpg, "cp");
+            double ag = sim_coll(x, TS_COLL_ALLGATHER, kv, &x->cpg, HW_GROUP_CP);
             lc->cp_f = ag;
-            lc->cp_b = ag + sim_coll(x, TS_COLL_REDUCESCATTER, kv, &x->cpg, "cp");
+            lc->cp_b = ag + sim_coll(x, TS_COLL_REDUCESCATTER, kv, &x->cpg, HW_GROUP_CP);
         } else if (x->o->cp_comm == SIM_CP_A2A) {
             double per = kv / (double)p->cp;
             lc->cp_f = lc->cp_b = hw_alltoall_time_s(x->net, tpl->cp_q_bytes + per, p->cp, x->cpg.nodes) +
@@ -152,7 +153,7 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
             /* the ring's cp - 1 steps move what an all-gather of the K/V
              * blocks moves, over the same links: costed as that all-gather
              * (as the task graph's replay costs its "cp.kv") */
-            double step = sim_coll(x, TS_COLL_ALLGATHER, kv, &x->cpg, "cp");
+            double step = sim_coll(x, TS_COLL_ALLGATHER, kv, &x->cpg, HW_GROUP_CP);
             double hid_f = fmin(step, lc->attn_fwd * (double)(p->cp - 1) / (double)p->cp);
             double hid_b = fmin(2 * step, lc->attn_bwd * (double)(p->cp - 1) / (double)p->cp);
             lc->cp_f = step - hid_f;
@@ -168,12 +169,12 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     if (dense_p > 0 || exp_p > 0) {
         double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
         if (dense_p > 0) {
-            lc->fsdp_ag += sim_coll(x, TS_COLL_ALLGATHER, dense_p * x->ab, &x->dpg, "dp");
-            lc->fsdp_rs += sim_coll(x, TS_COLL_REDUCESCATTER, dense_p * gr, &x->dpg, "dp");
+            lc->fsdp_ag += sim_coll(x, TS_COLL_ALLGATHER, dense_p * x->ab, &x->dpg, HW_GROUP_DP);
+            lc->fsdp_rs += sim_coll(x, TS_COLL_REDUCESCATTER, dense_p * gr, &x->dpg, HW_GROUP_DP);
         }
         if (exp_p > 0) {
-            lc->fsdp_ag += sim_coll(x, TS_COLL_ALLGATHER, exp_p * x->ab, &x->edpg, "dp");
-            lc->fsdp_rs += sim_coll(x, TS_COLL_REDUCESCATTER, exp_p * gr, &x->edpg, "dp");
+            lc->fsdp_ag += sim_coll(x, TS_COLL_ALLGATHER, exp_p * x->ab, &x->edpg, HW_GROUP_DP);
+            lc->fsdp_rs += sim_coll(x, TS_COLL_REDUCESCATTER, exp_p * gr, &x->edpg, HW_GROUP_DP);
         }
     }
     /* recompute: the blocks' (cost_step), full recompute with the forward's
@@ -200,15 +201,15 @@ static void edge_costs(const Ctx *x, double *emb_f, double *emb_b, double *emb_t
     const CostBlock *e = &x->cs->b[PART_BLOCK_EMBED], *h = &x->cs->b[PART_BLOCK_HEAD];
     *emb_f = e->fwd;
     *emb_b = e->ig + e->wg;
-    *emb_tp = t->embed_tp_bytes > 0 ? (x->p->sp ? sim_coll(x, TS_COLL_REDUCESCATTER, t->embed_tp_bytes, &x->tpg, "tp")
-                                                : sim_coll(x, TS_COLL_ALLREDUCE, t->embed_tp_bytes, &x->tpg, "tp"))
-                                    : 0;
+    const TsColl emb_c = x->p->sp ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
+    *emb_tp = t->embed_tp_bytes > 0 ? sim_coll(x, emb_c, t->embed_tp_bytes, &x->tpg, HW_GROUP_TP) : 0;
     *emb_params = t->b[PART_BLOCK_EMBED].params;
     *head_f = h->fwd;
     *head_b = h->ig + h->wg;
     double tp = 0;
-    if (t->head_sp_bytes > 0) tp += sim_coll(x, TS_COLL_ALLGATHER, t->head_sp_bytes, &x->tpg, "tp");
-    if (t->vocab_ar_bytes > 0) tp += 3 * sim_coll(x, TS_COLL_ALLREDUCE, t->vocab_ar_bytes, &x->tpg, "tp"); /* vocab-parallel CE */
+    if (t->head_sp_bytes > 0) tp += sim_coll(x, TS_COLL_ALLGATHER, t->head_sp_bytes, &x->tpg, HW_GROUP_TP);
+    if (t->vocab_ar_bytes > 0) /* vocab-parallel CE */
+        tp += 3 * sim_coll(x, TS_COLL_ALLREDUCE, t->vocab_ar_bytes, &x->tpg, HW_GROUP_TP);
     *head_tp = tp;
     *head_params = t->b[PART_BLOCK_HEAD].params;
 }
@@ -227,8 +228,8 @@ double sim_fsdp_root(const Ctx *x, double emb_params, double head_params, const 
 {
     double rp = emb_params + head_params, gr = x->o->fp32_grad_reduce ? 4.0 : x->ab, f = 0, b = 0;
     if (rp > 0) {
-        f = sim_coll(x, TS_COLL_ALLGATHER, rp * x->ab, &x->dpg, "dp");
-        b = sim_coll(x, TS_COLL_REDUCESCATTER, rp * gr, &x->dpg, "dp");
+        f = sim_coll(x, TS_COLL_ALLGATHER, rp * x->ab, &x->dpg, HW_GROUP_DP);
+        b = sim_coll(x, TS_COLL_REDUCESCATTER, rp * gr, &x->dpg, HW_GROUP_DP);
         PartKernel k; /* the root unit's copies: the layers' rule, never under recompute */
         part_fsdp_copy_kernel(rp, x->ab, gr, true, &k);
         CostCtx cc;
@@ -329,15 +330,7 @@ static void cost_key(const Ctx *x, CostKey *k)
 
 static size_t cost_hash(const CostKey *k)
 {
-    const unsigned char *b = (const unsigned char *)k;
-    uint64_t h = 1469598103934665603ull; /* FNV-1a, 64-bit words */
-    for (size_t i = 0; i + 8 <= sizeof *k; i += 8) {
-        uint64_t v;
-        memcpy(&v, b + i, 8);
-        h = (h ^ v) * 1099511628211ull;
-        h ^= h >> 29;
-    }
-    return (size_t)(h % COST_CACHE_SIZE);
+    return (size_t)(ts_fnv_words(TS_FNV_OFFSET, k, sizeof *k) % COST_CACHE_SIZE);
 }
 
 /* Cost the layers and edges of x, through the cache of w when it is on. */

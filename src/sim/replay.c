@@ -38,7 +38,7 @@ static double coll_s(const Workload *w, const HwNet *net, int32_t id, WlGroup *g
         return 0;
     }
     *grp = t->group;
-    return hw_coll_time_s(net, t->coll, t->comm_bytes, n, nodes, 1, wl_group_name(t->group));
+    return hw_coll_time_s(net, t->coll, t->comm_bytes, n, nodes, 1, wl_group_hw(t->group));
 }
 
 static double comp_s(const Workload *w, int32_t id)

@@ -159,13 +159,13 @@ static TsStatus prepare(Dag *d, TsError *err)
                 const WlXGroup *xg = &w->xgroups[t->xgroup - 1];
                 int64_t n = xg->n, nodes = wl_xgroup_nodes(w, t->xgroup, gpn);
                 if (n > 1 && t->comm_bytes > 0 && t->coll != TS_COLL_NONE)
-                    d->dur[i] = hw_coll_time_s(d->net, t->coll, t->comm_bytes, n, nodes, 1, NULL);
+                    d->dur[i] = hw_coll_time_s(d->net, t->coll, t->comm_bytes, n, nodes, 1, HW_GROUP_NONE);
                 d->xslot[i] = xslot_of(d, t->xgroup, r0);
             } else if (t->kind == WL_KIND_COLL && t->comm_bytes > 0 && t->coll != TS_COLL_NONE) {
                 int64_t n = 1, nodes = 1;
                 st = group_geom(d, t->group, &n, &nodes, err);
                 if (!st && n > 1)
-                    d->dur[i] = hw_coll_time_s(d->net, t->coll, t->comm_bytes, n, nodes, 1, wl_group_name(t->group));
+                    d->dur[i] = hw_coll_time_s(d->net, t->coll, t->comm_bytes, n, nodes, 1, wl_group_hw(t->group));
             } else if (t->kind == WL_KIND_SEND) {
                 int64_t peer = cl->rank >= 0 ? t->peer_stage : wl_stage_peer(w, r0, t->peer_stage);
                 bool cross = gpn > 0 && peer / gpn != r0 / gpn;

@@ -80,48 +80,14 @@ struct SimWork {
     bool cost_cache_on;
 };
 
-static const char *const SCHED_NAMES[] = {
-#define X(e, n) n,
-    SIM_SCHED_LIST(X)
-#undef X
-};
-_Static_assert(sizeof SCHED_NAMES / sizeof SCHED_NAMES[0] == SIM_SCHED_COUNT, "schedule names");
-static const char *const STREAM_NAMES[] = {
-#define X(e, n) n,
-    SIM_STREAM_LIST(X)
-#undef X
-};
-_Static_assert(sizeof STREAM_NAMES / sizeof STREAM_NAMES[0] == SIM_STREAM_COUNT, "stream names");
+TS_ENUM_NAMES(sim_stream, SimStream, SIM_STREAM_LIST, SIM_STREAM_COUNT)
+
 static const char *const BD_KEYS[] = {
 #define X(f, k) k,
     SIM_BREAKDOWN_LIST(X)
 #undef X
 };
 _Static_assert(sizeof BD_KEYS / sizeof BD_KEYS[0] == SIM_BD_COUNT, "breakdown keys");
-
-const char *sim_schedule_name(SimSchedule s)
-{
-    return (unsigned)s < SIM_SCHED_COUNT ? SCHED_NAMES[s] : "?";
-}
-
-bool sim_schedule_parse(const char *s, SimSchedule *out)
-{
-    int i = ts_name_index(s, SCHED_NAMES, SIM_SCHED_COUNT);
-    if (i >= 0) {
-        *out = (SimSchedule)i;
-        return true;
-    }
-    if (strcmp(s, "vpp") == 0 || strcmp(s, "interleaved-1f1b") == 0) {
-        *out = SIM_SCHED_INTERLEAVED;
-        return true;
-    }
-    return false;
-}
-
-const char *sim_stream_name(SimStream s)
-{
-    return (unsigned)s < SIM_STREAM_COUNT ? STREAM_NAMES[s] : "?";
-}
 
 const char *sim_breakdown_key(int i)
 {
@@ -206,12 +172,12 @@ SimChunkCost *sim_work_costs(SimWork *w, int32_t n_chunks, int32_t n_stages, Sim
 static int64_t make_order(const SimPipeline *pl, const int32_t *vmb, int32_t s, int32_t *o)
 {
     int64_t m = pl->micro_batches, p = pl->stages, v = pl->chunks, n = 0;
-    if (pl->schedule == SIM_SCHED_GPIPE) {
+    if (pl->schedule == PLAN_SCHED_GPIPE) {
         for (int64_t i = 0; i < m; i++) o[n++] = PACK(i, 0, 0);
         for (int64_t i = 0; i < m; i++) o[n++] = PACK(i, 0, 1);
         return n;
     }
-    if (pl->schedule == SIM_SCHED_1F1B) {
+    if (pl->schedule == PLAN_SCHED_1F1B) {
         int64_t w = p - s - 1 < m ? p - s - 1 : m;
         for (int64_t i = 0; i < w; i++) o[n++] = PACK(i, 0, 0);
         for (int64_t i = 0; i < m - w; i++) {
@@ -289,7 +255,7 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
     pg->used = ++w->clock;
     if (!ts_grow((void **)&pg->ops, &pg->cap, (size_t)(ntask * p), sizeof(SimOp)))
         return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ntask * p));
-    if (pl->schedule == SIM_SCHED_INTERLEAVED) {
+    if (pl->schedule == PLAN_SCHED_INTERLEAVED) {
         int64_t n = 0;
         for (int64_t start = 0; start < m; start += p) {
             int64_t g = m - start < p ? m - start : p;
@@ -349,7 +315,7 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
         }
         if (remaining == before)
             return ts_err(err, TS_ERR_INTERNAL, "pipeline schedule deadlocked (schedule %s, p=%d, v=%d, m=%lld)",
-                          sim_schedule_name(pl->schedule), p, v, (long long)m);
+                          plan_sched_name(pl->schedule), p, v, (long long)m);
     }
     pg->n = n;
     pg->p = p;
@@ -430,11 +396,11 @@ static TsStatus check(const SimPipeline *pl, TsError *err)
                       (long long)pl->micro_batches);
     if (pl->chunks < 1 || pl->chunks > 127)
         return ts_err(err, TS_ERR_PLAN, "model chunks per stage must be 1..127 (got %d)", pl->chunks);
-    if (pl->chunks > 1 && pl->schedule != SIM_SCHED_INTERLEAVED)
+    if (pl->chunks > 1 && pl->schedule != PLAN_SCHED_INTERLEAVED)
         return ts_err(err, TS_ERR_PLAN, "%d model chunks per stage need the interleaved schedule", pl->chunks);
     if (pl->micro_batches >= (1 << 23))
         return ts_err(err, TS_ERR_PLAN, "too many micro-batches (%lld)", (long long)pl->micro_batches);
-    if ((unsigned)pl->schedule >= SIM_SCHED_COUNT) return ts_err(err, TS_ERR_PLAN, "unknown schedule");
+    if ((unsigned)pl->schedule >= PLAN_SCHED_COUNT) return ts_err(err, TS_ERR_PLAN, "unknown schedule");
     return TS_OK;
 }
 
@@ -599,7 +565,7 @@ static bool find_window(const SimPipeline *q, const SimWork *w, int64_t P, int64
     for (int64_t mb = lo; mb + P < hi; mb++) {
         double lf = fin[mb + P] - fin[mb], lb = fin[nt + mb + P] - fin[nt + mb];
         double sc = fabs(lf) + fabs(lb);
-        bool ok = q->schedule == SIM_SCHED_GPIPE || same(lf, lb, sc);
+        bool ok = q->schedule == PLAN_SCHED_GPIPE || same(lf, lb, sc);
         for (int32_t i = 0; ok && i < pv; i++) {
             int64_t f = (int64_t)i * m + mb, b = nt + f;
             ok = same(fin[f + P] - fin[f], lf, sc) && same(fin[b + P] - fin[b], lb, sc) &&
@@ -663,14 +629,14 @@ static TsStatus run_reduced(const SimPipeline *pl, SimWork *w, int64_t mr, SimPi
 static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsError *err)
 {
     const int32_t p = pl->stages, v = pl->chunks;
-    const int64_t m = pl->micro_batches, delta = pl->schedule == SIM_SCHED_INTERLEAVED ? p : 1;
+    const int64_t m = pl->micro_batches, delta = pl->schedule == PLAN_SCHED_INTERLEAVED ? p : 1;
     /* Margins in micro-batches. reach: how far ahead (in micro-batches) a
      * task's inputs can be, through its stage's order: a 1F1B stage runs up
      * to p-1 forwards ahead of its backward, an interleaved one up to
      * (p-1)*2 + (v-1)*p tasks ahead, under 2 groups of p. The window starts
      * after the warm-up (head), covers a period plus the reach, and it and
      * what it depends on end before the cool-down (tail). */
-    const int64_t reach = pl->schedule == SIM_SCHED_INTERLEAVED ? 2 * (int64_t)p : p;
+    const int64_t reach = pl->schedule == PLAN_SCHED_INTERLEAVED ? 2 * (int64_t)p : p;
     const int64_t head = reach + delta, tail = 2 * reach + delta;
     /* 1F1B with several stages tied at the largest cost (an uneven layer
      * split: every middle stage one layer heavier than the first and last)
@@ -678,7 +644,7 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
      * span (measured: 13 of 15 stages -> 13); one heaviest stage gives 1.
      * The first reduced run leaves room for that period. */
     int64_t k0 = 1;
-    if (pl->schedule == SIM_SCHED_1F1B) {
+    if (pl->schedule == PLAN_SCHED_1F1B) {
         double top = 0;
         int32_t first = -1, last = 0;
         for (int32_t s = 0; s < p; s++) top = fmax(top, pl->chunk[s].fwd_s + pl->chunk[s].bwd_s);
@@ -692,8 +658,8 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
     const int64_t P0 = k0 * delta; /* the expected period */
     int64_t mr = head + reach + 2 * P0 + tail; /* room for it */
     *done = false;
-    if (pl->schedule == SIM_SCHED_INTERLEAVED && m % p) return TS_OK; /* partial groups: the full pass decides */
-    if (pl->schedule == SIM_SCHED_GPIPE) {
+    if (pl->schedule == PLAN_SCHED_INTERLEAVED && m % p) return TS_OK; /* partial groups: the full pass decides */
+    if (pl->schedule == PLAN_SCHED_GPIPE) {
         /* GPipe has no back-pressure: stage s forwards at the pace of the
          * slowest stage up to s, and backwards of the slowest from s on. One
          * lambda for all (what the extrapolation needs) only when stage 0 has
@@ -734,7 +700,7 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
             if (!find_window(&q, w, P, a, a + W + P, W, &a, &lf, &lb)) return TS_OK; /* cannot happen */
         }
         const int64_t n = (m - mr) / P, ntr = (int64_t)p * v * mr;
-        const double dn = (double)n, shift = dn * lb + (pl->schedule == SIM_SCHED_GPIPE ? dn * lf : 0);
+        const double dn = (double)n, shift = dn * lb + (pl->schedule == PLAN_SCHED_GPIPE ? dn * lf : 0);
         for (int32_t s = 0; s < p; s++) {
             double round = 0; /* transfer wait of one period on stage s */
             for (int32_t c = 0; c < v; c++)

@@ -236,8 +236,6 @@ static WlGroup kind_of(const Rd *r, int64_t rank, const PgEntry *pg)
     return same ? (WlGroup)best : WL_GROUP_NONE;
 }
 
-static uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull; }
-
 /* One node as a task of the current class. Stage shape: collectives get
  * their group kind, sends their peer stage (false: the rank does not fit the
  * layout); per-rank shape: explicit groups, peers by rank. *sig folds in
@@ -249,14 +247,17 @@ static TsStatus node_task(Rd *r, int64_t rank, const WlChakraTrace *t, int64_t i
     Workload *w = r->w;
     WlTask k = wl_task_comp(n->name ? n->name : "", WL_PHASE_FWD, (double)(n->num_ops > 0 ? n->num_ops : 0),
                             (double)n->tensor_size, 0);
-    uint64_t h = mix(mix(*sig, (uint64_t)n->type), (uint64_t)n->n_data);
+    uint64_t h = ts_fnv_word(*sig, (uint64_t)n->type);
+    h = ts_fnv_word(h, (uint64_t)n->n_data);
     switch (n->type) {
     case CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE:
         k.duration_s = n->duration_us > 0                       ? (double)n->duration_us * 1e-6
                        : n->num_ops > 0 || n->tensor_size > 0 ? -1 /* the replay's roofline */
                                                                 : 1e-9; /* ASTRA-sim's 1 ns */
         if (n->has_is_cpu_op && n->is_cpu_op) k.flags |= WL_F_CPU;
-        h = mix(mix(mix(h, n->duration_us), (uint64_t)n->num_ops), n->tensor_size);
+        h = ts_fnv_word(h, n->duration_us);
+        h = ts_fnv_word(h, (uint64_t)n->num_ops);
+        h = ts_fnv_word(h, n->tensor_size);
         break;
     case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_COLL_NODE: {
         TsColl c;
@@ -289,7 +290,9 @@ static TsStatus node_task(Rd *r, int64_t rank, const WlChakraTrace *t, int64_t i
             k.group = kind_of(r, rank, pg);
             if (k.group == WL_GROUP_NONE) r->differs = true;
         }
-        h = mix(mix(mix(h, (uint64_t)n->comm_type), (uint64_t)n->comm_size), (uint64_t)k.group);
+        h = ts_fnv_word(h, (uint64_t)n->comm_type);
+        h = ts_fnv_word(h, (uint64_t)n->comm_size);
+        h = ts_fnv_word(h, (uint64_t)k.group);
         break;
     }
     case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE:
@@ -303,7 +306,9 @@ static TsStatus node_task(Rd *r, int64_t rank, const WlChakraTrace *t, int64_t i
             if (wl_stage_peer(w, rank, ps) != peer) r->differs = true;
         }
         k = wl_task_p2p(n->name ? n->name : "", WL_PHASE_FWD, send, ps, (double)n->comm_size, n->comm_tag);
-        h = mix(mix(mix(h, (uint64_t)ps), (uint64_t)n->comm_tag), (uint64_t)n->comm_size);
+        h = ts_fnv_word(h, (uint64_t)ps);
+        h = ts_fnv_word(h, (uint64_t)n->comm_tag);
+        h = ts_fnv_word(h, (uint64_t)n->comm_size);
         break;
     }
     default: /* metadata, memory, ... nodes: no time, their dependencies kept */
@@ -317,7 +322,7 @@ static TsStatus node_task(Rd *r, int64_t rank, const WlChakraTrace *t, int64_t i
     int32_t base = emit ? w->classes[w->n_classes - 1].first_task : 0;
     for (int32_t j = 0; j < nd; j++) {
         deps[j] = r->task_of[di[j]];
-        h = mix(h, (uint64_t)(deps[j] - base)); /* the dep's place in dependency order */
+        h = ts_fnv_word(h, (uint64_t)(deps[j] - base)); /* the dep's place in dependency order */
     }
     *sig = h;
     TsStatus st = TS_OK;
@@ -354,7 +359,7 @@ static TsStatus visit(void *user, int64_t rank, const WlChakraTrace *t, TsError 
             if (wl_class_begin(w, nm, (int32_t)stage) < 0) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
         }
     }
-    uint64_t sig = 1469598103934665603ull;
+    uint64_t sig = TS_FNV_OFFSET;
     for (int64_t j = 0; j < t->n_nodes; j++) {
         int64_t i = r->order[j];
         /* keep dependency order: a node's deps are mapped before it */

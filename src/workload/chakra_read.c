@@ -267,7 +267,7 @@ static PgSeq *pg_slot(RankInfo *ri, const char *name)
     PgSeq *s = &p[ri->n_pg++];
     memset(s, 0, sizeof *s);
     snprintf(s->name, sizeof s->name, "%s", name);
-    s->hash = 1469598103934665603ull;
+    s->hash = TS_FNV_OFFSET;
     return s;
 }
 
@@ -287,7 +287,7 @@ static TsStatus compare_group(const char *gname, const int64_t *mem, int64_t k, 
             return ts_err(err, TS_ERR_INPUT, "group %s lists rank %" PRId64 " but there are %" PRId64 " traces",
                           gname, mem[j], nranks);
         const PgSeq *s = pg_find(&ri[mem[j]], gname);
-        static const PgSeq empty = {{0}, 0, 1469598103934665603ull};
+        static const PgSeq empty = {{0}, 0, TS_FNV_OFFSET};
         if (!s) s = &empty;
         if (!ref) ref = s;
         else if (s->count != ref->count || s->hash != ref->hash)
@@ -358,8 +358,8 @@ TsStatus wl_check_chakra_visit(const char *prefix, WlChakraVisit visit, void *us
                 PgSeq *s = pg_slot(&ri[nranks], n->pg_name ? n->pg_name : "");
                 if (!s) goto oom_t;
                 s->count++;
-                s->hash = (s->hash ^ (uint64_t)n->comm_type) * 1099511628211ull;
-                s->hash = (s->hash ^ (uint64_t)n->comm_size) * 1099511628211ull;
+                s->hash = ts_fnv_word(s->hash, (uint64_t)n->comm_type);
+                s->hash = ts_fnv_word(s->hash, (uint64_t)n->comm_size);
             } else if (n->type == 5 || n->type == 6) {
                 P2p **v = n->type == 5 ? &sends : &recvs;
                 int64_t *cnt = n->type == 5 ? &ns : &nr, *cp = n->type == 5 ? &cs : &cr;

@@ -6,48 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const PHASE_NAMES[] = {
-#define X(e, n) n,
-    WL_PHASE_LIST(X)
-#undef X
-};
-_Static_assert(sizeof PHASE_NAMES / sizeof PHASE_NAMES[0] == WL_PHASE_COUNT, "phase names");
-static const char *const KIND_NAMES[] = {
-#define X(e, n) n,
-    WL_KIND_LIST(X)
-#undef X
-};
-_Static_assert(sizeof KIND_NAMES / sizeof KIND_NAMES[0] == WL_KIND_COUNT, "kind names");
-static const char *const GROUP_NAMES[] = {
-#define X(e, n) n,
+TS_ENUM_NAMES(wl_phase, WlPhase, WL_PHASE_LIST, WL_PHASE_COUNT)
+TS_ENUM_PARSE(wl_phase, WlPhase, WL_PHASE_COUNT)
+TS_ENUM_NAMES(wl_kind, WlKind, WL_KIND_LIST, WL_KIND_COUNT)
+TS_ENUM_PARSE(wl_kind, WlKind, WL_KIND_COUNT)
+TS_ENUM_NAMES(wl_group, WlGroup, WL_GROUP_LIST, WL_GROUP_COUNT)
+TS_ENUM_PARSE(wl_group, WlGroup, WL_GROUP_COUNT)
+static const HwGroupKind GROUP_HW[] = {
+#define X(e, n, h) HW_GROUP_##h,
     WL_GROUP_LIST(X)
 #undef X
 };
-_Static_assert(sizeof GROUP_NAMES / sizeof GROUP_NAMES[0] == WL_GROUP_COUNT, "group names");
-
-const char *wl_phase_name(WlPhase p) { return (unsigned)p < WL_PHASE_COUNT ? PHASE_NAMES[p] : "?"; }
-const char *wl_kind_name(WlKind k) { return (unsigned)k < WL_KIND_COUNT ? KIND_NAMES[k] : "?"; }
-const char *wl_group_name(WlGroup g) { return (unsigned)g < WL_GROUP_COUNT ? GROUP_NAMES[g] : "?"; }
-bool wl_kind_parse(const char *s, WlKind *out)
-{
-    int i = ts_name_index(s, KIND_NAMES, WL_KIND_COUNT);
-    if (i >= 0) *out = (WlKind)i;
-    return i >= 0;
-}
-
-bool wl_phase_parse(const char *s, WlPhase *out)
-{
-    int i = ts_name_index(s, PHASE_NAMES, WL_PHASE_COUNT);
-    if (i >= 0) *out = (WlPhase)i;
-    return i >= 0;
-}
-
-bool wl_group_parse(const char *s, WlGroup *out)
-{
-    int i = ts_name_index(s, GROUP_NAMES, WL_GROUP_COUNT);
-    if (i >= 0) *out = (WlGroup)i;
-    return i >= 0;
-}
+_Static_assert(sizeof GROUP_HW / sizeof GROUP_HW[0] == WL_GROUP_COUNT, "group kinds");
+HwGroupKind wl_group_hw(WlGroup g) { return (unsigned)g < WL_GROUP_COUNT ? GROUP_HW[g] : HW_GROUP_ANY; }
+TS_ENUM_NAMES(wl_format, WlFormat, WL_FMT_LIST, WL_FMT_COUNT)
+TS_ENUM_PARSE(wl_format, WlFormat, WL_FMT_COUNT)
 
 Workload *wl_create(int64_t world, TsError *err)
 {

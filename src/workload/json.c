@@ -69,10 +69,8 @@ void wl_write_json(const Workload *w, TsBuf *b)
     ts_json_escape(b, w->source);
     /* Only for workloads read from a layer format: what its writers need to
      * convert the JSON exactly as they convert the original. */
-    static const char *const ORIGIN[] = {[WL_FMT_SIMAI] = "simai", [WL_FMT_ASTRASIM] = "astrasim",
-                                         [WL_FMT_OPTABLE] = "optable"};
     if (w->origin == WL_FMT_SIMAI || w->origin == WL_FMT_ASTRASIM || w->origin == WL_FMT_OPTABLE)
-        ts_buf_printf(b, ", \"origin\": \"%s\"", ORIGIN[w->origin]);
+        ts_buf_printf(b, ", \"origin\": \"%s\"", wl_format_name(w->origin));
     if (w->policy[0] && strcmp(w->policy, "HYBRID_TRANSFORMER_FWD_IN_BCKWD") != 0) {
         ts_buf_puts(b, ", \"policy\": ");
         ts_json_escape(b, w->policy);

@@ -156,11 +156,10 @@ static bool parse_coll(const char *s, int *o)
 }
 static bool parse_origin(const char *s, int *o)
 {
-    static const struct { const char *n; WlFormat f; } T[] = {
-        {"simai", WL_FMT_SIMAI}, {"astrasim", WL_FMT_ASTRASIM}, {"optable", WL_FMT_OPTABLE}};
-    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
-        if (strcmp(s, T[i].n) == 0) return (*o = (int)T[i].f), true;
-    return false;
+    WlFormat f; /* the layer formats, whose writers read it */
+    if (!wl_format_parse(s, &f) || (f != WL_FMT_SIMAI && f != WL_FMT_ASTRASIM && f != WL_FMT_OPTABLE)) return false;
+    *o = (int)f;
+    return true;
 }
 
 static TsStatus get_bool_opt(Rd *r, json_t *obj, const char *key, bool *out)

@@ -16,12 +16,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_check_error(st, &e);
     if (st == TS_OK) {
         (void)hw_busbw_entries(b);
-        static const char *kinds[] = {"tp", "dp", "ep", "pp", "cp", "", "zz"};
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < HW_GROUP_COUNT; k++)
             for (int c = 0; c < TS_COLL_COUNT; c++) {
-                double v = hw_busbw_lookup(b, kinds[k], (TsColl)c, 1e6) +
-                           hw_busbw_lookup(b, kinds[k], (TsColl)c, 0) +
-                           hw_busbw_lookup(b, kinds[k], (TsColl)c, 1e15);
+                double v = hw_busbw_lookup(b, (HwGroupKind)k, (TsColl)c, 1e6) +
+                           hw_busbw_lookup(b, (HwGroupKind)k, (TsColl)c, 0) +
+                           hw_busbw_lookup(b, (HwGroupKind)k, (TsColl)c, 1e15);
                 if (!(v >= 0) || isinf(v)) abort();
             }
     }

@@ -22,9 +22,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         hw_net_init(&net, &c);
         /* groups that fit the cluster as loaded (nodes = ceil(gpus / per node)) */
         int64_t nodes = c.nodes < 128 ? c.nodes : 128, n = nodes * c.gpus_per_node;
-        double t = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1e9, c.gpus_per_node, 1, 1, "tp") +
-                   hw_coll_time_s(&net, TS_COLL_ALLGATHER, 1e6, n, nodes, c.gpus_per_node, "dp") +
-                   hw_coll_time_s(&net, TS_COLL_ALLTOALL, 1, n < 2 ? n : 2, nodes < 2 ? nodes : 2, 1, NULL) +
+        double t = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1e9, c.gpus_per_node, 1, 1, HW_GROUP_TP) +
+                   hw_coll_time_s(&net, TS_COLL_ALLGATHER, 1e6, n, nodes, c.gpus_per_node, HW_GROUP_DP) +
+                   hw_coll_time_s(&net, TS_COLL_ALLTOALL, 1, n < 2 ? n : 2, nodes < 2 ? nodes : 2, 1, HW_GROUP_NONE) +
                    hw_p2p_time_s(&net, 1e8, nodes > 1) + hw_alltoall_time_s(&net, 1e7, n, nodes);
         if (!(t >= 0) || isinf(t)) abort();
         TsBuf b = {0};

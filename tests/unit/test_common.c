@@ -115,12 +115,47 @@ static void test_buf_and_parse(void **state)
     ts_buf_free(&b);
 }
 
+static void test_enum_names(void **state)
+{
+    (void)state;
+    TsDtype d = TS_DTYPE_FP32;
+    assert_true(ts_dtype_parse("bf16", &d));
+    assert_int_equal(d, TS_DTYPE_BF16);
+    assert_false(ts_dtype_parse("bf17", &d)); /* *out untouched */
+    assert_false(ts_dtype_parse(NULL, &d));
+    assert_int_equal(d, TS_DTYPE_BF16);
+    assert_string_equal(ts_dtype_name(TS_DTYPE_FP8), "fp8");
+    assert_string_equal(ts_dtype_name((TsDtype)TS_DTYPE_COUNT), "?");
+    for (int i = 0; i < TS_COLL_COUNT; i++) {
+        TsColl c;
+        assert_true(ts_coll_parse(ts_coll_name((TsColl)i), &c));
+        assert_int_equal(c, i);
+    }
+}
+
+static void test_edit_distance(void **state)
+{
+    (void)state;
+    assert_int_equal(ts_edit_distance("", ""), 0);
+    assert_int_equal(ts_edit_distance("tp", ""), 2);
+    assert_int_equal(ts_edit_distance("kitten", "sitting"), 3);
+    assert_int_equal(ts_edit_distance("global-batch", "global-bacth"), 2); /* a swap is two edits */
+    assert_int_equal(ts_edit_distance("micro-batch", "micro_batch"), 1);
+    char longer[80];
+    memset(longer, 'a', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    assert_int_equal(ts_edit_distance(longer, "a"), TS_EDIT_FAR);
+    longer[63] = '\0';
+    assert_int_equal(ts_edit_distance(longer, "a"), 62);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_arena_alloc_and_fail), cmocka_unit_test(test_error_format),
         cmocka_unit_test(test_json_positions),       cmocka_unit_test(test_atomic_output),
-        cmocka_unit_test(test_buf_and_parse),
+        cmocka_unit_test(test_buf_and_parse),        cmocka_unit_test(test_edit_distance),
+        cmocka_unit_test(test_enum_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -155,7 +155,7 @@ static void test_dropout_ops(void **state)
     ModelSpec m;
     assert_int_equal(model_preset("gpt2", &m, &err), TS_OK);
     m.layers = 2;
-    for (int n = 0; n <= GRAPH_NAMING_DEEPSPEED; n++) {
+    for (int n = 0; n < GRAPH_NAMING_COUNT; n++) {
         int count[2];
         for (int zero = 0; zero < 2; zero++) {
             m.hidden_dropout = zero ? 0.0 : 0.1;
@@ -200,7 +200,7 @@ static void test_rope_dims(void **state)
     for (size_t k = 0; k < sizeof C / sizeof C[0]; k++) {
         ModelSpec m;
         assert_int_equal(model_preset(C[k].preset, &m, &err), TS_OK);
-        for (int n = 0; n <= GRAPH_NAMING_DEEPSPEED; n++) {
+        for (int n = 0; n < GRAPH_NAMING_COUNT; n++) {
             ModuleGraph *g = try_build(&m, (GraphNaming)n, 256);
             if (!g) continue; /* MoE not deepspeed */
             int found = 0;
@@ -377,7 +377,7 @@ static void test_layer_index(void **state)
         ModelSpec m;
         TsError err = {0};
         assert_int_equal(model_preset(presets[k], &m, &err), TS_OK);
-        for (int n = 0; n <= GRAPH_NAMING_DEEPSPEED; n++) {
+        for (int n = 0; n < GRAPH_NAMING_COUNT; n++) {
             ModuleGraph *g = try_build(&m, (GraphNaming)n, 128);
             if (!g) continue; /* BERT only hf, MoE not deepspeed */
             check_index(g);

@@ -267,26 +267,26 @@ static void test_allreduce_curves(void **state)
     static const double a_meas[] = {36.2, 109.2, 166.6, 213.9, 228.1, 231.6};
     static const double tol[] = {0.15, 0.20, 0.12, 0.06, 0.05, 0.05};
     for (int i = 0; i < 6; i++) {
-        near("8xH100 NVLS AR busbw", hw_coll_cost(&h, TS_COLL_ALLREDUCE, sz[i], 8, 1, 1, NULL).busbw_bytes_per_s / 1e9,
+        near("8xH100 NVLS AR busbw", hw_coll_cost(&h, TS_COLL_ALLREDUCE, sz[i], 8, 1, 1, HW_GROUP_NONE).busbw_bytes_per_s / 1e9,
              h_meas[i], tol[i]);
-        near("8xA100 AR busbw", hw_coll_cost(&a, TS_COLL_ALLREDUCE, sz[i], 8, 1, 1, NULL).busbw_bytes_per_s / 1e9,
+        near("8xA100 AR busbw", hw_coll_cost(&a, TS_COLL_ALLREDUCE, sz[i], 8, 1, 1, HW_GROUP_NONE).busbw_bytes_per_s / 1e9,
              a_meas[i], tol[i]);
     }
     /* 4.1: multi-node large-message busbw: DGX H100 + 8x400G ~370-380;
      * DGX A100 + 8x200G (32 GPUs) 192 */
     HwNet h64 = net_of("dgx-h100", 64), a32 = net_of("dgx-a100", 32);
-    near("DGX H100 x8 AR", hw_coll_cost(&h64, TS_COLL_ALLREDUCE, 16e9, 64, 8, 1, NULL).busbw_bytes_per_s / 1e9, 375,
+    near("DGX H100 x8 AR", hw_coll_cost(&h64, TS_COLL_ALLREDUCE, 16e9, 64, 8, 1, HW_GROUP_NONE).busbw_bytes_per_s / 1e9, 375,
          0.05);
-    near("DGX A100 x4 AR", hw_coll_cost(&a32, TS_COLL_ALLREDUCE, 16e9, 32, 4, 1, NULL).busbw_bytes_per_s / 1e9, 192,
+    near("DGX A100 x4 AR", hw_coll_cost(&a32, TS_COLL_ALLREDUCE, 16e9, 32, 4, 1, HW_GROUP_NONE).busbw_bytes_per_s / 1e9, 192,
          0.05);
     /* 4.4: AG / RS ring on 8xH200 ~361-363 */
     HwNet h200 = net_of("hgx-h200", 8);
-    near("8xH200 AG", hw_coll_cost(&h200, TS_COLL_ALLGATHER, 16e9, 8, 1, 1, NULL).busbw_bytes_per_s / 1e9, 361.4, 0.05);
-    near("8xH200 RS", hw_coll_cost(&h200, TS_COLL_REDUCESCATTER, 16e9, 8, 1, 1, NULL).busbw_bytes_per_s / 1e9, 362.9,
+    near("8xH200 AG", hw_coll_cost(&h200, TS_COLL_ALLGATHER, 16e9, 8, 1, 1, HW_GROUP_NONE).busbw_bytes_per_s / 1e9, 361.4, 0.05);
+    near("8xH200 RS", hw_coll_cost(&h200, TS_COLL_REDUCESCATTER, 16e9, 8, 1, 1, HW_GROUP_NONE).busbw_bytes_per_s / 1e9, 362.9,
          0.05);
     /* 4.1: all-to-all NVLink4 320, multi-node 8x400G 48 */
-    near("8xH100 A2A", hw_coll_cost(&h, TS_COLL_ALLTOALL, 4e9, 8, 1, 1, NULL).busbw_bytes_per_s / 1e9, 320, 0.08);
-    near("DGX H100 x8 A2A", hw_coll_cost(&h64, TS_COLL_ALLTOALL, 4e9, 64, 8, 1, NULL).busbw_bytes_per_s / 1e9, 48,
+    near("8xH100 A2A", hw_coll_cost(&h, TS_COLL_ALLTOALL, 4e9, 8, 1, 1, HW_GROUP_NONE).busbw_bytes_per_s / 1e9, 320, 0.08);
+    near("DGX H100 x8 A2A", hw_coll_cost(&h64, TS_COLL_ALLTOALL, 4e9, 64, 8, 1, HW_GROUP_NONE).busbw_bytes_per_s / 1e9, 48,
          0.15);
     /* 4.5: p2p NDR 46-48 GB/s, H100 NVLink 376 */
     near("NDR p2p", 4e9 / hw_p2p_time_s(&h64, 4e9, true) / 1e9, 47, 0.05);
@@ -297,28 +297,30 @@ static void test_coll_invariants(void **state)
 {
     (void)state;
     HwNet n = net_of("dgx-h100", 1024);
-    assert_true(hw_coll_time_s(&n, TS_COLL_ALLREDUCE, 1e6, 1, 1, 1, NULL) == 0);
-    assert_true(hw_coll_time_s(&n, TS_COLL_ALLREDUCE, 0, 8, 1, 1, NULL) == 0);
+    assert_true(hw_coll_time_s(&n, TS_COLL_ALLREDUCE, 1e6, 1, 1, 1, HW_GROUP_NONE) == 0);
+    assert_true(hw_coll_time_s(&n, TS_COLL_ALLREDUCE, 0, 8, 1, 1, HW_GROUP_NONE) == 0);
     static const TsColl cs[] = {TS_COLL_ALLREDUCE, TS_COLL_ALLGATHER, TS_COLL_REDUCESCATTER, TS_COLL_ALLTOALL,
                                 TS_COLL_BROADCAST};
     for (int c = 0; c < 5; c++) {
         double prev = 0;
         for (double s = 1024; s < 1e11; s *= 4) {
-            double t = hw_coll_time_s(&n, cs[c], s, 64, 8, 1, NULL);
+            double t = hw_coll_time_s(&n, cs[c], s, 64, 8, 1, HW_GROUP_NONE);
             assert_true(t > prev && isfinite(t));
             prev = t;
         }
         /* crossing nodes is never faster; sharing NICs is never faster */
-        assert_true(hw_coll_time_s(&n, cs[c], 1e9, 8, 8, 1, NULL) >= hw_coll_time_s(&n, cs[c], 1e9, 8, 1, 1, NULL));
-        assert_true(hw_coll_time_s(&n, cs[c], 1e9, 64, 8, 4, NULL) >= hw_coll_time_s(&n, cs[c], 1e9, 64, 8, 1, NULL));
+        assert_true(hw_coll_time_s(&n, cs[c], 1e9, 8, 8, 1, HW_GROUP_NONE) >=
+                    hw_coll_time_s(&n, cs[c], 1e9, 8, 1, 1, HW_GROUP_NONE));
+        assert_true(hw_coll_time_s(&n, cs[c], 1e9, 64, 8, 4, HW_GROUP_NONE) >=
+                    hw_coll_time_s(&n, cs[c], 1e9, 64, 8, 1, HW_GROUP_NONE));
     }
     /* more bandwidth is never slower */
     HwNet fast = n;
     fast.cl.nic_bw_bytes_per_s *= 2;
     fast.cl.scaleup_bw_bytes_per_s *= 2;
     for (double s = 1024; s < 1e11; s *= 8)
-        assert_true(hw_coll_time_s(&fast, TS_COLL_ALLREDUCE, s, 256, 32, 1, NULL) <=
-                    hw_coll_time_s(&n, TS_COLL_ALLREDUCE, s, 256, 32, 1, NULL));
+        assert_true(hw_coll_time_s(&fast, TS_COLL_ALLREDUCE, s, 256, 32, 1, HW_GROUP_NONE) <=
+                    hw_coll_time_s(&n, TS_COLL_ALLREDUCE, s, 256, 32, 1, HW_GROUP_NONE));
 }
 
 static void test_calibration_interp(void **state)
@@ -438,26 +440,44 @@ static void test_busbw_tables(void **state)
     snprintf(path, sizeof path, "%s/golden/hw_busbw_simai/busbw.yaml", TS_TEST_DIR);
     assert_int_equal(hw_busbw_load(path, &b, &e), TS_OK);
     /* SimAI GiB/s semantics: TP allreduce 300 */
-    assert_true(fabs(hw_busbw_lookup(b, "tp", TS_COLL_ALLREDUCE, 1e6) - 300.0 * 1073741824.0) < 1);
-    assert_true(hw_busbw_lookup(b, "dp", TS_COLL_ALLREDUCE, 1e6) == 0); /* null */
-    assert_true(hw_busbw_lookup(b, "pp", TS_COLL_SENDRECV, 1e6) > 0);
+    assert_true(fabs(hw_busbw_lookup(b, HW_GROUP_TP, TS_COLL_ALLREDUCE, 1e6) - 300.0 * 1073741824.0) < 1);
+    assert_true(hw_busbw_lookup(b, HW_GROUP_DP, TS_COLL_ALLREDUCE, 1e6) == 0); /* null */
+    assert_true(hw_busbw_lookup(b, HW_GROUP_PP, TS_COLL_SENDRECV, 1e6) > 0);
     HwNet n = net_of("dgx-h100", 64);
     n.busbw = b;
-    double t = hw_coll_time_s(&n, TS_COLL_ALLGATHER, 1073741824.0, 8, 1, 1, "tp");
+    double t = hw_coll_time_s(&n, TS_COLL_ALLGATHER, 1073741824.0, 8, 1, 1, HW_GROUP_TP);
     assert_true(fabs(t - 1073741824.0 * 7 / 8 / (280.0 * 1073741824.0)) < 1e-12);
     /* no row for DP all-reduce: the model answers */
     n.busbw = NULL;
-    double tm = hw_coll_time_s(&n, TS_COLL_ALLREDUCE, 1e8, 8, 8, 1, "dp");
+    double tm = hw_coll_time_s(&n, TS_COLL_ALLREDUCE, 1e8, 8, 8, 1, HW_GROUP_DP);
     n.busbw = b;
-    assert_true(hw_coll_time_s(&n, TS_COLL_ALLREDUCE, 1e8, 8, 8, 1, "dp") == tm);
+    assert_true(hw_coll_time_s(&n, TS_COLL_ALLREDUCE, 1e8, 8, 8, 1, HW_GROUP_DP) == tm);
     hw_busbw_free(b);
     /* JSON form: log-size interpolation between points */
     snprintf(path, sizeof path, "%s/golden/hw_busbw_json/busbw.json", TS_TEST_DIR);
     assert_int_equal(hw_busbw_load(path, &b, &e), TS_OK);
-    double mid = hw_busbw_lookup(b, "tp", TS_COLL_ALLREDUCE, 8388608) / 1e9; /* between 4 and 16 MiB */
+    double mid = hw_busbw_lookup(b, HW_GROUP_TP, TS_COLL_ALLREDUCE, 8388608) / 1e9; /* between 4 and 16 MiB */
     assert_true(fabs(mid - (128.7 + 234.5) / 2) < 1e-6);
-    assert_true(fabs(hw_busbw_lookup(b, "tp", TS_COLL_ALLREDUCE, 1) / 1e9 - 43.7) < 1e-9); /* clamped */
+    assert_true(fabs(hw_busbw_lookup(b, HW_GROUP_TP, TS_COLL_ALLREDUCE, 1) / 1e9 - 43.7) < 1e-9); /* clamped */
     hw_busbw_free(b);
+    /* "*" rows: any kind without its own row, ANY included; NONE looks nothing up */
+    assert_int_equal(hw_busbw_load_text("star.json",
+                                        "{\"format\": \"trainsim-busbw\", \"version\": 1, \"tables\": [\n"
+                                        " {\"group\": \"tp\", \"collective\": \"allreduce\", \"points\": [[1, 40]]},\n"
+                                        " {\"group\": \"*\", \"collective\": \"allreduce\", \"points\": [[1, 10]]}]}",
+                                        &b, &e),
+                     TS_OK);
+    assert_true(hw_busbw_lookup(b, HW_GROUP_TP, TS_COLL_ALLREDUCE, 1e6) == 40e9);
+    assert_true(hw_busbw_lookup(b, HW_GROUP_DP, TS_COLL_ALLREDUCE, 1e6) == 10e9);
+    assert_true(hw_busbw_lookup(b, HW_GROUP_ANY, TS_COLL_ALLREDUCE, 1e6) == 10e9);
+    assert_true(hw_busbw_lookup(b, HW_GROUP_NONE, TS_COLL_ALLREDUCE, 1e6) == 0);
+    assert_true(hw_busbw_lookup(b, HW_GROUP_TP, TS_COLL_ALLGATHER, 1e6) == 0);
+    hw_busbw_free(b);
+    assert_int_equal(hw_busbw_load_text("none.json",
+                                        "{\"format\": \"trainsim-busbw\", \"version\": 1, \"tables\": [\n"
+                                        " {\"group\": \"none\", \"collective\": \"allreduce\", \"points\": [[1, 40]]}]}",
+                                        &b, &e),
+                     TS_ERR_INPUT);
     hw_busbw_free(NULL);
 }
 

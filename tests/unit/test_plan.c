@@ -252,11 +252,32 @@ static void test_uneven(void **state)
         }
 }
 
+/* The three default-length rules (plan.h), on a learned-position model of
+ * 1024 positions, a RoPE model of 8192 and a model that gives none. */
+static void test_default_seq(void **state)
+{
+    (void)state;
+    ModelSpec gpt2, llama;
+    assert_int_equal(model_preset("gpt2", &gpt2, NULL), TS_OK);
+    assert_int_equal(model_preset("llama3-8b", &llama, NULL), TS_OK);
+    assert_int_equal(plan_default_seq(&gpt2, PLAN_SEQ_PLAN), 1024);
+    assert_int_equal(plan_default_seq(&gpt2, PLAN_SEQ_GRAPH), 1024);
+    assert_int_equal(plan_default_seq(&gpt2, PLAN_SEQ_SWEEP), 1024);
+    assert_int_equal(plan_default_seq(&llama, PLAN_SEQ_PLAN), 2048);
+    assert_int_equal(plan_default_seq(&llama, PLAN_SEQ_GRAPH), 2048);
+    assert_int_equal(plan_default_seq(&llama, PLAN_SEQ_SWEEP), 4096);
+    llama.max_positions = 0;
+    assert_int_equal(plan_default_seq(&llama, PLAN_SEQ_PLAN), 0);
+    assert_int_equal(plan_default_seq(&llama, PLAN_SEQ_GRAPH), 2048);
+    assert_int_equal(plan_default_seq(&llama, PLAN_SEQ_SWEEP), 4096);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_derive), cmocka_unit_test(test_rules),
         cmocka_unit_test(test_layout), cmocka_unit_test(test_nodes), cmocka_unit_test(test_uneven),
+        cmocka_unit_test(test_default_seq),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

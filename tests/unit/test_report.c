@@ -72,12 +72,12 @@ static void test_training_vs_closed_forms(void **state)
     ModuleGraph *g = gpt(24, 4096, 32, 2048);
     RepTraining t;
     rep_training_flops(g, &t);
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < PLAN_RECOMPUTE_COUNT; r++) {
         double d = t.exact_flops[r] / t.closed_flops[r] - 1;
         assert_true(d > -0.01 && d < 0.03);
     }
-    assert_true(t.exact_flops[REP_RECOMPUTE_FULL] > t.exact_flops[REP_RECOMPUTE_SELECTIVE]);
-    assert_true(t.exact_flops[REP_RECOMPUTE_SELECTIVE] > t.exact_flops[REP_RECOMPUTE_NONE]);
+    assert_true(t.exact_flops[PLAN_RECOMPUTE_FULL] > t.exact_flops[PLAN_RECOMPUTE_SELECTIVE]);
+    assert_true(t.exact_flops[PLAN_RECOMPUTE_SELECTIVE] > t.exact_flops[PLAN_RECOMPUTE_NONE]);
     graph_destroy(g);
 }
 

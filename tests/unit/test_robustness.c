@@ -217,7 +217,7 @@ static TsStatus e_pipeline(void *ctx, TsError *err)
     memset(c, 0, sizeof c);
     for (int i = 0; i < 8; i++) c[i].fwd_s = c[i].compute_fwd_s = 1, c[i].bwd_s = c[i].compute_bwd_s = 2;
     SimStageCost st[4] = {{0}};
-    SimPipeline pl = {.stages = 4, .chunks = 2, .micro_batches = 8, .schedule = SIM_SCHED_INTERLEAVED,
+    SimPipeline pl = {.stages = 4, .chunks = 2, .micro_batches = 8, .schedule = PLAN_SCHED_INTERLEAVED,
                       .chunk = c, .stage = st, .record = true};
     SimWork *w = sim_work_create();
     if (!w) return ts_err(err, TS_ERR_INTERNAL, "out of memory (sim_work_create)");
@@ -895,7 +895,7 @@ static double rnd(unsigned *s)
     return (double)((*s >> 8) & 0xffff) / 65536.0;
 }
 
-static double pipe_time(int p, int v, int64_t m, SimSchedule sch, const SimChunkCost *c)
+static double pipe_time(int p, int v, int64_t m, PlanSchedule sch, const SimChunkCost *c)
 {
     SimStageCost st[16];
     memset(st, 0, sizeof st);
@@ -923,7 +923,7 @@ static void test_sim_monotone(void **state)
         int p = 1 + (int)(rnd(&seed) * 8);
         int v = 1 + (int)(rnd(&seed) * 3);
         if (p == 1) v = 1;
-        SimSchedule sch = v > 1 ? SIM_SCHED_INTERLEAVED : (rnd(&seed) < 0.5 ? SIM_SCHED_1F1B : SIM_SCHED_GPIPE);
+        PlanSchedule sch = v > 1 ? PLAN_SCHED_INTERLEAVED : (rnd(&seed) < 0.5 ? PLAN_SCHED_1F1B : PLAN_SCHED_GPIPE);
         int64_t m = p * (1 + (int)(rnd(&seed) * 4));
         memset(c, 0, sizeof c);
         for (int i = 0; i < p * v; i++) {
@@ -955,7 +955,7 @@ static void test_sim_hostile(void **state)
     SimStageCost st[4] = {{0}};
     SimResult r;
     TsError e = {0};
-    SimPipeline pl = {.stages = 0, .chunks = 1, .micro_batches = 8, .schedule = SIM_SCHED_1F1B, .chunk = c, .stage = st};
+    SimPipeline pl = {.stages = 0, .chunks = 1, .micro_batches = 8, .schedule = PLAN_SCHED_1F1B, .chunk = c, .stage = st};
     assert_int_equal(sim_pipeline_run(&pl, NULL, &r, &e), TS_ERR_PLAN);
     pl.stages = 2;
     pl.micro_batches = 0;

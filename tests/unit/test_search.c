@@ -34,7 +34,7 @@ static SearchEvalStatus syn_check(void *ctx, void *scratch, SearchPoint *p)
     (void)scratch;
     const SearchKnobs *k = &p->k;
     if (k->mbs == 3 || (32 / k->pp) % k->vpp != 0) return SEARCH_EVAL_INVALID;
-    double act = 8e9 * k->mbs / (k->recompute == SEARCH_RECOMPUTE_FULL ? 4 : k->recompute ? 2 : 1) / k->cp;
+    double act = 8e9 * k->mbs / (k->recompute == PLAN_RECOMPUTE_FULL ? 4 : k->recompute ? 2 : 1) / k->cp;
     double state = 140e9 * 16 / 2 / (k->tp * k->pp) / (k->zero ? 2.0 * k->zero : 1.0);
     p->memory_bytes = state / 8 + act / (k->sp ? k->tp : 1);
     p->capacity_bytes = 80e9;
@@ -270,7 +270,7 @@ static void test_limits_and_empty_space(void **state)
     c.pp.v[0] = 4;
     c.cp.n = 1;
     c.cp.v[0] = 1;
-    c.schedule_mask = 1u << SEARCH_SCHEDULE_1F1B;
+    c.schedule_mask = 1u << PLAN_SCHED_1F1B;
     TsError err = {0};
     SearchResult r;
     assert_int_equal(search_run(&c, &SYN, &r, &err), TS_OK);
@@ -278,7 +278,7 @@ static void test_limits_and_empty_space(void **state)
         assert_int_equal(r.top[i].k.tp, 8);
         assert_int_equal(r.top[i].k.pp, 4);
         assert_int_equal(r.top[i].k.dp, 2);
-        assert_int_equal(r.top[i].k.schedule, SEARCH_SCHEDULE_1F1B);
+        assert_int_equal(r.top[i].k.schedule, PLAN_SCHED_1F1B);
     }
     search_result_free(&r);
     c.tp.v[0] = 3; /* does not divide 64 */

@@ -26,7 +26,7 @@ static void uniform(SimChunkCost *c, int n, double f, double b)
     }
 }
 
-static double run(int p, int v, int64_t m, SimSchedule sch, const SimChunkCost *c, SimResult *r)
+static double run(int p, int v, int64_t m, PlanSchedule sch, const SimChunkCost *c, SimResult *r)
 {
     SimStageCost st[64] = {{0}};
     SimPipeline pl = {.stages = p, .chunks = v, .micro_batches = m, .schedule = sch, .chunk = c, .stage = st};
@@ -41,7 +41,7 @@ static void test_example_1f1b(void **state)
     SimChunkCost c[4];
     uniform(c, 4, 1, 2);
     SimResult r;
-    NEAR(run(4, 1, 8, SIM_SCHED_1F1B, c, &r), 33.0, 1e-12);
+    NEAR(run(4, 1, 8, PLAN_SCHED_1F1B, c, &r), 33.0, 1e-12);
     NEAR(r.bubble_fraction, 3.0 / 11.0, 1e-12);
     NEAR(r.breakdown.bubble_s, 9.0, 1e-12);
     sim_result_free(&r);
@@ -59,16 +59,16 @@ static void test_bubble_fractions(void **state)
             int64_t m = ms[j];
             SimResult r;
             uniform(c, p, 1.0, 2.0);
-            run(p, 1, m, SIM_SCHED_1F1B, c, &r);
+            run(p, 1, m, PLAN_SCHED_1F1B, c, &r);
             NEAR(r.bubble_fraction, (double)(p - 1) / (double)(m + p - 1), 1e-9);
             sim_result_free(&r);
-            run(p, 1, m, SIM_SCHED_GPIPE, c, &r);
+            run(p, 1, m, PLAN_SCHED_GPIPE, c, &r);
             NEAR(r.bubble_fraction, (double)(p - 1) / (double)(m + p - 1), 1e-9);
             sim_result_free(&r);
             for (int v = 2; v <= 4; v++) {
                 if (m % p) continue;
                 uniform(c, p * v, 1.0 / v, 2.0 / v);
-                run(p, v, m, SIM_SCHED_INTERLEAVED, c, &r);
+                run(p, v, m, PLAN_SCHED_INTERLEAVED, c, &r);
                 NEAR(r.bubble_fraction, (double)(p - 1) / (double)(v * m + p - 1), 1e-9);
                 sim_result_free(&r);
             }
@@ -82,7 +82,7 @@ static void test_pp1_no_bubble(void **state)
     uniform(c, 1, 0.5, 1.0);
     c[0].p2p_fwd_s = c[0].p2p_bwd_s = 0.3; /* ignored with one stage */
     SimResult r;
-    NEAR(run(1, 1, 7, SIM_SCHED_1F1B, c, &r), 7 * 1.5, 1e-12);
+    NEAR(run(1, 1, 7, PLAN_SCHED_1F1B, c, &r), 7 * 1.5, 1e-12);
     assert_true(r.breakdown.bubble_s == 0);
     assert_true(r.breakdown.pp_comm_exposed_s == 0);
     sim_result_free(&r);
@@ -97,9 +97,9 @@ static void test_uneven_and_p2p(void **state)
     c[7].fwd_s += 0.5;  /* LM head + loss */
     c[7].bwd_s += 1.0;
     SimResult a, b;
-    double t0 = run(8, 1, 32, SIM_SCHED_1F1B, c, &a);
+    double t0 = run(8, 1, 32, PLAN_SCHED_1F1B, c, &a);
     for (int i = 0; i < 8; i++) c[i].p2p_fwd_s = c[i].p2p_bwd_s = 0.01;
-    double t1 = run(8, 1, 32, SIM_SCHED_1F1B, c, &b);
+    double t1 = run(8, 1, 32, PLAN_SCHED_1F1B, c, &b);
     assert_true(t1 > t0);
     assert_true(b.breakdown.pp_comm_exposed_s > 0);
     /* breakdown sums to the iteration time */
@@ -130,7 +130,7 @@ static void test_dp_overlap(void **state)
         c[i].dp_grad_s = 1.0;
         c[i].dp_end_s = sim_dp_end_uniform(4, 1.0, c[i].bwd_s);
     }
-    SimPipeline pl = {.stages = 2, .chunks = 1, .micro_batches = 4, .schedule = SIM_SCHED_1F1B,
+    SimPipeline pl = {.stages = 2, .chunks = 1, .micro_batches = 4, .schedule = PLAN_SCHED_1F1B,
                       .chunk = c, .stage = st, .dp_overlap = true};
     SimResult r;
     TsError err = {0};
@@ -163,7 +163,7 @@ static void test_param_gather_overlap(void **state)
         c[i].gather_lag_s = sim_gather_lag_uniform(3.0, 3, c[i].fwd_s);
         st[i] = (SimStageCost){.param_gather_s = 3.0};
     }
-    SimPipeline pl = {.stages = 2, .chunks = 1, .micro_batches = 4, .schedule = SIM_SCHED_1F1B, .chunk = c,
+    SimPipeline pl = {.stages = 2, .chunks = 1, .micro_batches = 4, .schedule = PLAN_SCHED_1F1B, .chunk = c,
                       .stage = st, .param_gather_overlap = true, .overlap_slowdown = 0.1};
     SimResult r;
     TsError err = {0};
@@ -191,7 +191,7 @@ static void test_bad_pipeline(void **state)
     (void)state;
     SimChunkCost c[4];
     uniform(c, 4, 1, 1);
-    SimPipeline pl = {.stages = 2, .chunks = 2, .micro_batches = 4, .schedule = SIM_SCHED_1F1B, .chunk = c};
+    SimPipeline pl = {.stages = 2, .chunks = 2, .micro_batches = 4, .schedule = PLAN_SCHED_1F1B, .chunk = c};
     SimResult r;
     TsError err = {0};
     assert_int_equal(sim_pipeline_run(&pl, NULL, &r, &err), TS_ERR_PLAN);
@@ -204,7 +204,7 @@ static void test_workspace_reuse_and_trace(void **state)
     SimWork *w = sim_work_create();
     SimChunkCost c[8];
     uniform(c, 8, 1, 2);
-    SimPipeline pl = {.stages = 4, .chunks = 2, .micro_batches = 8, .schedule = SIM_SCHED_INTERLEAVED,
+    SimPipeline pl = {.stages = 4, .chunks = 2, .micro_batches = 8, .schedule = PLAN_SCHED_INTERLEAVED,
                       .chunk = c, .record = true};
     SimResult r;
     TsError err = {0};
@@ -432,7 +432,7 @@ static void test_tied_embedding_sync(void **state)
     SimResult r;
     sim(&f, &p, &r);
     double bytes = (double)(model_padded_vocab(&f.m, 8) / 8) * (double)f.m.hidden * 4.0;
-    double want = hw_coll_time_s(&f.net, TS_COLL_ALLREDUCE, bytes, 2, 2, 1, "pp");
+    double want = hw_coll_time_s(&f.net, TS_COLL_ALLREDUCE, bytes, 2, 2, 1, HW_GROUP_PP);
     assert_true(want > 0);
     NEAR(r.stages[0].embed_sync_s, want, 1e-12);
     NEAR(r.stages[7].embed_sync_s, want, 1e-12);

@@ -112,7 +112,7 @@ static void test_collective_waits(void **state)
     (void)state;
     Workload *w = two_ranks();
     collective_graph(w);
-    double c = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1048576, 2, 1, 1, NULL);
+    double c = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1048576, 2, 1, 1, HW_GROUP_NONE);
     assert_true(c > 0);
     for (int layout = 0; layout < 2; layout++) {
         Workload *rd = round_trip(w, layout ? "coll_l" : "coll_r", layout);
@@ -136,7 +136,7 @@ static void test_timeline(void **state)
     Workload *w = two_ranks();
     collective_graph(w);
     Workload *rd = round_trip(w, "timeline", false);
-    double c = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1048576, 2, 1, 1, NULL);
+    double c = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 1048576, 2, 1, 1, HW_GROUP_NONE);
     SimResult r;
     replay(rd, &r);
     int found = 0;
@@ -196,7 +196,7 @@ static void test_barrier(void **state)
     }
     Workload *rd = round_trip(w, "barrier", false);
     SimResult r;
-    NEAR(replay(rd, &r), 3e-6 + hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 4, 2, 1, 1, NULL));
+    NEAR(replay(rd, &r), 3e-6 + hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 4, 2, 1, 1, HW_GROUP_NONE));
     sim_result_free(&r);
     wl_destroy(rd);
     wl_destroy(w);

@@ -94,9 +94,9 @@ static void test_collectives(void **state)
     add(w, g, b);
     SimResult res;
     assert_int_equal(sim_replay_dag(w, &net, 0, false, &res, &err), TS_OK);
-    double t_tp = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 64.0 * 1048576, 8, 1, 1, "tp");
+    double t_tp = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 64.0 * 1048576, 8, 1, 1, HW_GROUP_TP);
     /* the DP pair: rank 0 and rank 8, on two nodes */
-    double t_dp = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 256.0 * 1048576, 2, 2, 1, "dp");
+    double t_dp = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 256.0 * 1048576, 2, 2, 1, HW_GROUP_DP);
     NEAR(res.iteration_time_s, 3e-3 + t_tp + t_dp);
     NEAR(res.breakdown.tp_comm_exposed_s, t_tp);
     NEAR(res.breakdown.dp_comm_exposed_s, t_dp);
@@ -120,7 +120,7 @@ static void test_overlap_slowdown(void **state)
     int32_t c = wl_task_add(w, &g, NULL, 0, NULL, 0); /* from the start, beside both computes */
     assert_true(c >= 0);
     add(w, wl_task_comp("b", WL_PHASE_IG, 0, 0, 3e-3), a);
-    double d = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 64.0 * 1048576, 2, 1, 1, "dp"); /* one node */
+    double d = hw_coll_time_s(&net, TS_COLL_ALLREDUCE, 64.0 * 1048576, 2, 1, 1, HW_GROUP_DP); /* one node */
     assert_true(d > 0 && d < 4e-3);
     SimResult res;
     assert_int_equal(sim_replay_dag(w, &net, 0.1, false, &res, &err), TS_OK);

@@ -61,11 +61,11 @@ static bool one(int inst, SimWork *wf, SimWork *wr)
     static SimStageCost st[64];
     int32_t p = 1 + (int32_t)(rnd() * 16), v = 1;
     if (rnd() < 0.1) p = 32;
-    SimSchedule sch = rnd() < 0.2 ? SIM_SCHED_GPIPE : rnd() < 0.5 ? SIM_SCHED_1F1B : SIM_SCHED_INTERLEAVED;
-    if (sch == SIM_SCHED_INTERLEAVED) v = 2 + (int32_t)(rnd() * 3);
+    PlanSchedule sch = rnd() < 0.2 ? PLAN_SCHED_GPIPE : rnd() < 0.5 ? PLAN_SCHED_1F1B : PLAN_SCHED_INTERLEAVED;
+    if (sch == PLAN_SCHED_INTERLEAVED) v = 2 + (int32_t)(rnd() * 3);
     int64_t m = (int64_t)floor(exp(rnd() * log(4096.0))); /* 1 .. 4096, log-uniform */
     if (m < 1) m = 1;
-    if (sch == SIM_SCHED_INTERLEAVED) m = (m + p - 1) / p * p; /* whole groups (Megatron's rule) */
+    if (sch == PLAN_SCHED_INTERLEAVED) m = (m + p - 1) / p * p; /* whole groups (Megatron's rule) */
     double base_f = 0.5 + rnd(), p2p = rnd() < 0.3 ? 0 : 0.2 * rnd() * base_f;
     bool even = rnd() < 0.3; /* uniform stages with transfers repeat every p rounds, not every round */
     /* an uneven layer split: the middle chunks tied, the first and last (and
@@ -140,13 +140,13 @@ static void test_fast_closed_forms(void **state)
     SimStageCost st[8] = {{0}};
     SimResult r;
     TsError err = {0};
-    SimPipeline a = {.stages = 8, .chunks = 1, .micro_batches = 2048, .schedule = SIM_SCHED_1F1B, .chunk = c, .stage = st};
+    SimPipeline a = {.stages = 8, .chunks = 1, .micro_batches = 2048, .schedule = PLAN_SCHED_1F1B, .chunk = c, .stage = st};
     assert_int_equal(sim_pipeline_run(&a, NULL, &r, &err), TS_OK);
     assert_true(r.periodic);
     assert_true(fabs(r.iteration_time_s - 3.0 * (2048 + 7)) < 1e-9 * r.iteration_time_s);
     assert_true(fabs(r.bubble_fraction - 7.0 / (2048 + 7)) < 1e-9);
     sim_result_free(&r);
-    SimPipeline b = {.stages = 8, .chunks = 4, .micro_batches = 2048, .schedule = SIM_SCHED_INTERLEAVED, .chunk = c,
+    SimPipeline b = {.stages = 8, .chunks = 4, .micro_batches = 2048, .schedule = PLAN_SCHED_INTERLEAVED, .chunk = c,
                      .stage = st};
     for (int i = 0; i < 8 * 4; i++) c[i] = (SimChunkCost){.fwd_s = 0.25, .bwd_s = 0.5, .compute_fwd_s = 0.25, .compute_bwd_s = 0.5};
     assert_int_equal(sim_pipeline_run(&b, NULL, &r, &err), TS_OK);

@@ -338,6 +338,12 @@ double sim_straggler(double spread, int64_t n);
  * transformer-layer GEMMs: attention core, LM head, TP traffic) are held in:
  * bf16 under fp8 training (Transformer Engine), else the training dtype. */
 TsDtype sim_activation_dtype(TsDtype dt);
+/* Streaming HBM bytes the fused Adam step costs per local parameter: the
+ * precision recipe's (amp: fp32 parameter and moments read and written, the
+ * fp32 gradient read, 28 B at 0.9 of the streaming rate: 31; pure: the same
+ * at 16 bit, 14 B at 0.74: 19), else o->optimizer_bytes_per_param (mixed,
+ * 24). */
+double sim_optimizer_bytes(const SimOptions *o, const ParallelPlan *p);
 double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus);
 /* The memory options (partition.h) the simulator's options imply for a plan
  * of compute dtype dt: the gradient buffer's dtype, the BF16 optimizer's fp32

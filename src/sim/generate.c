@@ -25,7 +25,7 @@ void sim_wl_build_options(const SimOptions *o, const ParallelPlan *p, WlBuildOpt
                            .bucket_params = o->bucket_bytes > 0 ? o->bucket_bytes / gb : 0,
                            .param_gather_at_step = !o->param_gather_overlap,
                            .dp_after_backward = !o->dp_overlap,
-                           .optimizer_bytes = o->optimizer_bytes_per_param,
+                           .optimizer_bytes = sim_optimizer_bytes(o, p),
                            .selective_ops = o->selective_ops,
                            .sequential_experts = o->sequential_experts};
     if (plan_ds_pipe(p)) { /* the engine reduces after the flush and gathers at the step */

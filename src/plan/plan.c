@@ -174,6 +174,11 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
     if (p->gpus != p->tp * p->pp * p->cp * p->dp)
         return bad(err, NULL, "--gpus %lld is not tp*pp*cp*dp = %lld", LL(p->gpus), LL(p->tp * p->pp * p->cp * p->dp));
     if (m && validate_model(m, p, err) != TS_OK) return TS_ERR_PLAN;
+    if (plan_hf(p) && p->tp * p->pp * p->cp * p->ep > 1)
+        return bad(err, "HuggingFace transformers' own modules train data-parallel (DDP, FSDP / ZeRO: --dp, --zero); "
+                        "use --framework megatron or torchtitan for model parallelism",
+                   "--framework hf runs tp, pp, cp and ep 1 (got tp %lld, pp %lld, cp %lld, ep %lld)", LL(p->tp),
+                   LL(p->pp), LL(p->cp), LL(p->ep));
     if (p->vpp > 1 && p->pp == 1)
         return bad(err, "virtual pipeline stages interleave chunks over several pipeline ranks",
                    "--vpp %lld needs --pp > 1 (got --pp %lld)", LL(p->vpp), LL(p->pp));
@@ -316,4 +321,6 @@ void plan_describe(const ParallelPlan *p, TsBuf *out)
                   plan_recompute_name(p->recompute));
     if (p->optimizer != PLAN_OPTIM_ADAM)
         ts_buf_printf(out, " %s(%lld)", plan_optim_name(p->optimizer), (long long)p->shampoo_blocks);
+    if (p->framework != PLAN_FRAMEWORK_MEGATRON) ts_buf_printf(out, " %s", plan_framework_name(p->framework));
+    if (p->precision != PLAN_PRECISION_MIXED) ts_buf_printf(out, " %s", plan_precision_name(p->precision));
 }

@@ -1,0 +1,178 @@
+/* test_hf.c — --framework hf and --precision: the eager modules' bytes by
+ * hand (GPT-2's gelu_new chain, the loss on fp32 logits), what autograd
+ * keeps against a count by hand of GPT-2's layer, the bytes per parameter
+ * of each precision recipe, where the HF peak falls, and the host's
+ * dispatch floor (a tiny model at micro-batch 1 waits on Python, a real
+ * batch does not). Tolerances: 1e-12 relative for closed forms. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <string.h>
+
+#include "trainsim/cost.h"
+#include "trainsim/partition.h"
+
+static void near(double got, double want, double tol, const char *what)
+{
+    double e = fabs(got - want) / (fabs(want) > 0 ? fabs(want) : 1);
+    if (e > tol) {
+        print_error("%s: got %.17g want %.17g (rel err %.3g > %.3g)\n", what, got, want, e, tol);
+        fail();
+    }
+}
+
+static ParallelPlan hf_plan(const ModelSpec *m, int64_t mb, int64_t seq, PlanPrecision prec)
+{
+    ParallelPlan p;
+    plan_init(&p);
+    p.gpus = 1, p.micro_batch = mb, p.global_batch = mb, p.seq = seq;
+    p.framework = PLAN_FRAMEWORK_HF;
+    p.precision = prec;
+    TsError err = {0};
+    assert_int_equal(plan_resolve(m, &p, &err), TS_OK);
+    return p;
+}
+
+static const PartKernel *find(const PartBlockT *b, const char *name)
+{
+    for (int i = 0; i < b->n_k; i++)
+        if (!strcmp(b->k[i].name, name)) return &b->k[i];
+    fail_msg("no kernel %s", name);
+    return NULL;
+}
+
+static double saved(const PartBlockT *b)
+{
+    double s = 0;
+    for (int i = 0; i < b->n_k; i++) s += b->k[i].saved_bytes;
+    return s;
+}
+
+/* GPT-2 under amp, by hand per element e of one [T, H] tensor (F = 4H):
+ * kept: the two fp32 streams 8, c_attn's and c_fc's bf16 inputs 2 + 2,
+ * q/k/v 6, SDPA's output 2 (+ its fp32 log-sum-exp, 4 per token and head),
+ * two dropout masks 2, gelu_new's fp32 input, tanh, 0.5*x (bf16) and 1 +
+ * tanh and c_proj's bf16 input 16 per F element = 64: 86 B per e; and the
+ * bf16 copies of the layer's weights. The loss: 22 B per logit forward
+ * (cast to fp32 6, log_softmax's three reads and a write 16), 26 backward. */
+static void test_gpt2_amp_by_hand(void **state)
+{
+    (void)state;
+    ModelSpec m;
+    assert_int_equal(model_preset("gpt2", &m, NULL), TS_OK);
+    ParallelPlan p = hf_plan(&m, 16, 1024, PLAN_PRECISION_AMP);
+    static PartTemplate t;
+    part_template(&m, &p, NULL, &t);
+    double T = 16384, H = 768, e = T * H, A = 12, V = 50257;
+    const PartKernel *g = find(&t.b[PART_BLOCK_MLP], "gelu_new");
+    near(g->fwd_bytes, 76.0 * 4 * e, 1e-12, "gelu_new forward bytes");
+    near(g->saved_bytes, 16.0 * 4 * e, 1e-12, "gelu_new kept");
+    assert_int_equal(g->launches[0], 10);
+    /* bf16 copies: c_attn, c_proj with biases and ln_1 (4H^2 + 6H); c_fc, c_proj with biases (8H^2 + 5H) */
+    double weights = 2.0 * (12 * H * H + 11 * H);
+    double want = 86.0 * e + T * A * 4.0 + weights;
+    near(saved(&t.b[PART_BLOCK_ATTN]) + saved(&t.b[PART_BLOCK_MLP]), want, 1e-12, "GPT-2 layer kept");
+    const PartKernel *loss = find(&t.b[PART_BLOCK_HEAD], "loss");
+    near(loss->fwd_bytes, 22.0 * T * V, 1e-12, "loss forward");
+    near(loss->bwd_bytes, 26.0 * T * V, 1e-12, "loss backward");
+    near(t.loss_workspace_bytes, 8.0 * T * V, 1e-12, "loss workspace");
+    /* dropout 0.1 on the probabilities: the flash (FA2) kernel */
+    assert_true(find(&t.b[PART_BLOCK_ATTN], "sdpa")->flags & PART_KF_DROPOUT);
+}
+
+/* Bytes per parameter of the three recipes (ZeRO 0): weights, gradients,
+ * Adam state. */
+static void test_precision_bytes(void **state)
+{
+    (void)state;
+    ParallelPlan p;
+    plan_init(&p);
+    PartMemOptions o;
+    part_mem_options_init(&o);
+    PartParamBytes b;
+    part_param_bytes(&p, &o, &b);
+    near(b.weight + b.grad + b.optim, 18, 1e-12, "mixed");
+    p.precision = PLAN_PRECISION_AMP;
+    part_param_bytes(&p, &o, &b);
+    near(b.weight + b.grad + b.optim, 16, 1e-12, "amp");
+    p.precision = PLAN_PRECISION_PURE;
+    part_param_bytes(&p, &o, &b);
+    near(b.weight + b.grad + b.optim, 8, 1e-12, "pure");
+}
+
+/* The HF peak: gradients kept between steps add their bytes to the
+ * activation peak; a loop that frees them has none there, and a model with
+ * little activation (2 MoE layers) peaks at the end of the backward with all
+ * gradients and no activation. */
+static void test_hf_peak(void **state)
+{
+    (void)state;
+    ModelSpec m;
+    assert_int_equal(model_preset("gpt2", &m, NULL), TS_OK);
+    ParallelPlan p = hf_plan(&m, 16, 1024, PLAN_PRECISION_AMP);
+    PartMemOptions o;
+    part_mem_options_init(&o);
+    PartMemory kept, freed;
+    TsError err = {0};
+    assert_int_equal(part_memory(&m, &p, &o, NULL, &kept, &err), TS_OK);
+    o.grads_freed = true;
+    assert_int_equal(part_memory(&m, &p, &o, NULL, &freed, &err), TS_OK);
+    near(freed.gradients_bytes, 0, 1e-12, "no gradient at the loss");
+    near(kept.total_bytes - freed.total_bytes, kept.gradients_bytes, 1e-9, "kept gradients add their bytes");
+    near(kept.gradients_bytes, 4.0 * kept.params, 1e-12, "amp gradients fp32");
+    assert_int_equal(model_preset("mixtral-8x7b", &m, NULL), TS_OK);
+    m.layers = 2;
+    p = hf_plan(&m, 1, 1024, PLAN_PRECISION_PURE);
+    assert_int_equal(part_memory(&m, &p, &o, NULL, &freed, &err), TS_OK);
+    near(freed.activations_bytes, 0, 1e-12, "end of the backward: no activation");
+    near(freed.gradients_bytes, 2.0 * freed.params, 1e-12, "pure gradients 16-bit");
+}
+
+/* The host's dispatch floor: GPT-2 at micro-batch 1 and 64 tokens runs each
+ * block at the host's pace (6 us per forward kernel); at 16 x 1024 tokens
+ * the kernels outlast their dispatch. Megatron's fused kernels never wait. */
+static void test_host_floor(void **state)
+{
+    (void)state;
+    ModelSpec m;
+    assert_int_equal(model_preset("gpt2", &m, NULL), TS_OK);
+    HwModel hw;
+    hw_model_init(&hw);
+    TsError err = {0};
+    assert_int_equal(hw_gpu_load("h100-sxm5-80gb", &hw.gpu, &err), TS_OK);
+    static PartTemplate t;
+    static CostStep cs;
+    for (int big = 0; big < 2; big++) {
+        ParallelPlan p = hf_plan(&m, big ? 16 : 1, big ? 1024 : 64, PLAN_PRECISION_AMP);
+        CostCtx c;
+        cost_ctx_init(&c, &hw, &p, 1.0);
+        part_template(&m, &p, NULL, &t);
+        cost_step(&c, &m, &p, NULL, &t, &cs);
+        const CostBlock *b = &cs.b[PART_BLOCK_MLP];
+        double launches = 0;
+        for (int i = 0; i < t.b[PART_BLOCK_MLP].n_k; i++) launches += t.b[PART_BLOCK_MLP].k[i].launches[0];
+        if (big) {
+            near(b->host_fwd, 0, 1e-12, "a real batch does not wait");
+        } else {
+            assert_true(b->host_fwd > 0);
+            near(b->fwd, launches * COST_HOST_FWD_S, 1e-9, "the forward at the host's pace");
+        }
+        p.framework = PLAN_FRAMEWORK_MEGATRON;
+        cost_ctx_init(&c, &hw, &p, 1.0);
+        near(c.host_s[0] + c.host_s[1], 0, 1e-12, "fused kernels: no host floor");
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gpt2_amp_by_hand),
+        cmocka_unit_test(test_precision_bytes),
+        cmocka_unit_test(test_hf_peak),
+        cmocka_unit_test(test_host_floor),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,7 +1,7 @@
 /*
  * gpu_accuracy — trainsim's compute model against measurements of real GPUs:
  * the rows of a `measurements.jsonl` file (tools/measure/measure.py, format
- * in docs/measure.md; default: the three files in bench/data/gpu).
+ * in docs/measure.md; default: the four files in bench/data/gpu).
  *
  *   B       one Megatron-shaped layer shard, op by op: each GEMM's forward,
  *           input and weight gradient, the attention core, one norm and the
@@ -356,7 +356,8 @@ int main(int argc, char **argv)
     }
     if (!files) {
         static const char *const DEF[] = {"measurements_shared.jsonl", "measurements_2026-11-26_h100.jsonl",
-                                          "measurements_2026-11-26_h200.jsonl"};
+                                          "measurements_2026-11-26_h200.jsonl",
+                                          "measurements_2026-11-26_h100_small.jsonl"};
         for (size_t i = 0; i < sizeof DEF / sizeof DEF[0]; i++) {
             char p[512];
             snprintf(p, sizeof p, "%s/data/gpu/%s", TS_BENCH_DIR, DEF[i]);

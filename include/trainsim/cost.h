@@ -38,14 +38,18 @@ typedef struct CostCtx {
                                COST_HOST_FWD_S, COST_HOST_BWD_S); 0: the GPU never waits on the host */
 } CostCtx;
 
-/* Eager PyTorch's host time per kernel: the forward runs Python (the
- * module's call, the op's binding, the dispatcher, the launch), about 6 us
- * an op; the backward runs autograd's C++ engine, about 4 us a node (PyTorch
- * manages roughly 100-300 k trivial ops a second from Python: He, "Making
- * Deep Learning Go Brrrr From First Principles", 2022). A block whose kernels
- * take less GPU time than their dispatch runs at the host's pace. */
-#define COST_HOST_FWD_S 6e-6
-#define COST_HOST_BWD_S 4e-6
+/* Eager PyTorch's host time per kernel the model's Python dispatches
+ * (autocast's own casts excluded: PART_KF_INNER), forward and backward:
+ * transformers 5 modules on PyTorch 2.11 spend about 40 us per forward op
+ * (the module calls, the op's binding, the dispatcher, the launch) and 42
+ * us per backward kernel (autograd's engine), from four HF steps small
+ * enough to be host-bound on an H100 machine (bench/data/gpu,
+ * measurements_2026-11-26_h100_small.jsonl: GPT-2 at 1 x 128 and 1 x 256
+ * tokens, BERT-base 2 x 128, Llama 3.2 1B 1 x 256; 28-61 us forward, 38-49
+ * backward per kernel counted). A pass whose kernels take less GPU time than
+ * their dispatch runs at the host's pace (cost_step). */
+#define COST_HOST_FWD_S 40e-6
+#define COST_HOST_BWD_S 42e-6
 
 /* The context of plan p on hw: the plan's GEMM dtype, activations in bf16
  * under fp8, the host's dispatch time where the framework runs eager
@@ -62,8 +66,11 @@ typedef struct CostBlock {
     double core_fwd, core_ig;
     double mem_fwd, mem_ig, mem_wg;
     double fsdp_fwd, fsdp_bwd;  /* of the memory-bound parts: ZeRO-3 copies */
-    double host_fwd, host_bwd;  /* of the memory-bound parts: the GPU idle while the host dispatches
-                                   (the block's launches x CostCtx.host_s beyond its kernels' time) */
+    double host_fwd, host_bwd;  /* the host's time to dispatch the block's kernels (launches x
+                                   CostCtx.host_s), forward / backward */
+    double wait_fwd, wait_bwd;  /* of the memory-bound parts: the GPU idle while the host dispatches
+                                   (cost_step: the whole pass's dispatch beyond its kernels' time,
+                                   shared by the blocks as their dispatch time) */
     double sac_fwd;
     double k[PART_MAX_KERNELS][3]; /* each kernel: fwd, ig, wg seconds (the first n_k of the block) */
 } CostBlock;

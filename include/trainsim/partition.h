@@ -142,8 +142,10 @@ enum {
     PART_KF_PERMUTE = 8,  /* MoE token permutation (counts as the routed experts' traffic) */
     PART_KF_WGRAD = 16,   /* MEM whose backward kernel computes a weight gradient (the embedding's
                              scatter-add): its time is weight-gradient, not input-gradient, work */
-    PART_KF_DROPOUT = 32  /* ATTN with dropout on the probabilities: PyTorch's SDPA runs the
+    PART_KF_DROPOUT = 32, /* ATTN with dropout on the probabilities: PyTorch's SDPA runs the
                              flash (FlashAttention-2) kernel, the only one with dropout */
+    PART_KF_INNER = 64    /* eager: kernels another op dispatches from C++ (autocast's casts),
+                             no Python of their own on the host */
 };
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */

@@ -72,16 +72,32 @@ void cost_block(const CostCtx *c, const PartBlockT *b, CostBlock *o)
         o->fwd += t[0];
         o->ig += t[1];
         o->wg += t[2];
-        o->host_fwd += (double)k->launches[0];
-        o->host_bwd += (double)k->launches[1];
+        if (!(k->flags & PART_KF_INNER)) o->host_fwd += (double)k->launches[0], o->host_bwd += (double)k->launches[1];
     }
-    /* the host's dispatch time beyond the kernels': the GPU waits */
     o->host_fwd *= c->host_s[0];
     o->host_bwd *= c->host_s[1];
-    o->host_fwd = o->host_fwd > o->fwd ? o->host_fwd - o->fwd : 0;
-    o->host_bwd = o->host_bwd > o->ig + o->wg ? o->host_bwd - o->ig - o->wg : 0;
-    o->mem_fwd += o->host_fwd, o->fwd += o->host_fwd;
-    o->mem_ig += o->host_bwd, o->ig += o->host_bwd;
+}
+
+/* The GPU waits on the host when dispatching a pass's kernels takes longer
+ * than running them. The host runs ahead through long kernels (the launch
+ * queue holds about a thousand), so the pass's totals count, not a
+ * layer's: the whole model (one pipeline stage, --framework hf), its layers
+ * n[b] times. The wait is shared by the blocks in proportion to their
+ * dispatch time, on their memory-bound part. */
+static void host_wait(CostBlock *b, const double n[PART_BLOCK_COUNT])
+{
+    double hf = 0, gf = 0, hb = 0, gb = 0;
+    for (int i = 0; i < PART_BLOCK_COUNT; i++) {
+        hf += n[i] * b[i].host_fwd, gf += n[i] * b[i].fwd;
+        hb += n[i] * b[i].host_bwd, gb += n[i] * (b[i].ig + b[i].wg);
+    }
+    for (int i = 0; i < PART_BLOCK_COUNT; i++) {
+        CostBlock *c = &b[i];
+        c->wait_fwd = hf > gf ? (hf - gf) * c->host_fwd / hf : 0;
+        c->wait_bwd = hb > gb ? (hb - gb) * c->host_bwd / hb : 0;
+        c->mem_fwd += c->wait_fwd, c->fwd += c->wait_fwd;
+        c->mem_ig += c->wait_bwd, c->ig += c->wait_bwd;
+    }
 }
 
 bool cost_sac(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt)
@@ -105,5 +121,11 @@ void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, cons
         else if (p->recompute == PLAN_RECOMPUTE_FULL && b != PART_BLOCK_EMBED && b != PART_BLOCK_HEAD)
             rc = cb->fwd;
         o->recompute[b] = rc;
+    }
+    if (c->host_s[0] > 0 || c->host_s[1] > 0) {
+        double nm = (double)model_moe_layer_count(m), n[PART_BLOCK_COUNT] = {0};
+        n[PART_BLOCK_ATTN] = (double)m->layers, n[PART_BLOCK_MLP] = (double)m->layers - nm;
+        n[PART_BLOCK_MOE] = nm, n[PART_BLOCK_EMBED] = n[PART_BLOCK_HEAD] = 1;
+        host_wait(o->b, n);
     }
 }

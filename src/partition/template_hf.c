@@ -73,7 +73,8 @@ static void bias_grads(PartBlockT *b, const Hx *h, double out_width, int n)
 static void linear_inputs(PartBlockT *b, const char *name, double el, double in, int n)
 {
     if (in > 2.0)
-        op(b, name, el, n * (in + 2.0), n * (in + 2.0) + (n - 1) * 3.0 * in, n * 2.0, n, n + n - 1);
+        op(b, name, el, n * (in + 2.0), n * (in + 2.0) + (n - 1) * 3.0 * in, n * 2.0, n, n + n - 1)->flags |=
+            PART_KF_INNER;
     else
         op(b, name, el, 0, (n - 1) * 6.0, 2.0, 0, n - 1);
 }
@@ -82,7 +83,7 @@ static void linear_inputs(PartBlockT *b, const char *name, double el, double in,
  * backward), their gradients cast back to fp32. */
 static void weight_casts(PartBlockT *b, const Hx *h, double params, int n)
 {
-    if (h->amp && params > 0) op(b, "weight_cast", params, 6.0, 6.0, 2.0, n, n);
+    if (h->amp && params > 0) op(b, "weight_cast", params, 6.0, 6.0, 2.0, n, n)->flags |= PART_KF_INNER;
 }
 
 /* A norm over el elements whose input has `in` bytes per element. LayerNorm:

@@ -278,7 +278,7 @@ def free_cuda():
 
 
 class SdpaFlash:
-    """Context manager forcing PyTorch SDPA's flash backend (the shared rows' kernel)."""
+    """Context manager forcing PyTorch SDPA's flash backend (FlashAttention-2)."""
 
     def __init__(self):
         self.cm = None
@@ -558,6 +558,7 @@ def cmd_shard(args, ctx, rows, budget):
         "seq": args.seq,
         "micro_batch": args.micro_batch,
         "norm": norm,
+        "sdpa_backend": "flash",  # attention_ms forces SDPA's flash backend
         "ops_ms": ops,
         "layer_fwd_ms_sum_ops": fwd_sum,
         "layer_bwd_ms_sum_ops": bwd_sum,

@@ -22,7 +22,8 @@
  * MAPE and the bias. Nothing here is fitted: the figures are what the
  * presets and models give.
  *
- * Usage: gpu_accuracy [-v] [FILE.jsonl ...]   (-v: every op of part B)
+ * Usage: gpu_accuracy [-v] [-c CALIBRATION.json] [FILE.jsonl ...]
+ *   -v  every op of part B; -c  the calibration applied to its GPU's rows
  */
 #include <jansson.h>
 #include <math.h>
@@ -86,12 +87,18 @@ static const char *short_gpu(const char *gpu)
     return strstr(gpu, "H200") ? "H200" : strstr(gpu, "H100") ? "H100" : gpu;
 }
 
+/* -c FILE: a calibration file, applied to the rows of the GPU it names */
+static HwCalib *g_calib;
+
 static bool load_hw(const char *gpu, HwModel *hw)
 {
     const char *p = preset_of(gpu);
     TsError err = {0};
     hw_model_init(hw);
-    return p && hw_gpu_load(p, &hw->gpu, &err) == TS_OK;
+    if (!p || hw_gpu_load(p, &hw->gpu, &err) != TS_OK) return false;
+    const char *cg = g_calib ? hw_calib_gpu(g_calib) : NULL;
+    if (cg && (strstr(gpu, cg) || strstr(cg, short_gpu(gpu)))) hw->calib = g_calib;
+    return true;
 }
 
 static double num(const json_t *o, const char *k)
@@ -364,6 +371,13 @@ int main(int argc, char **argv)
     int rc = 0, files = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v")) g_verbose = true;
+        else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
+            TsError err = {0};
+            if (hw_calib_load(argv[++i], &g_calib, &err)) {
+                fprintf(stderr, "gpu_accuracy: %s\n", err.msg);
+                return 2;
+            }
+        }
         else rc |= run_file(argv[i]), files++;
     }
     if (!files) {

@@ -154,6 +154,11 @@ const char *hw_calib_gpu(const HwCalib *c);   /* the "gpu" field */
 /* Median SM clock (MHz) sampled while the GEMMs were measured, 1755; 0 when
  * the file has no "clock_mhz" (version 1, or no NVML on the measuring host). */
 double hw_calib_clock_mhz(const HwCalib *c);
+/* The attention entries time PyTorch SDPA's flash backend (FlashAttention-2:
+ * "attention_backend": "flash"), not the fused attention the model
+ * describes; the correction divides them by the preset's
+ * attn_dropout_slowdown. */
+bool hw_calib_attn_flash(const HwCalib *c);
 /* Measured time (s) of the named memory-bound kernel moving `bytes` (read +
  * written, each tensor once): "copy", "layernorm_fwd", "layernorm_bwd",
  * "rmsnorm_fwd", "rmsnorm_bwd", "gelu_fwd", "gelu_bwd", "swiglu_fwd",

@@ -64,12 +64,14 @@ struct HwCalib {
     char gpu[128];
     int64_t version;   /* 1 or 2 */
     double clock_mhz;  /* median SM clock while the GEMMs ran; 0 = not recorded */
+    bool attn_flash;   /* the attention entries time SDPA's flash backend (FlashAttention-2) */
     CalEntry *e;
     int n, cap;
 };
 
-static const char *const TOP_KEYS[] = {"format", "version", "gpu",       "generator", "notes",
-                                       "clock_mhz", "gemm",  "attention", "memory",    NULL};
+static const char *const TOP_KEYS[] = {"format",    "version", "gpu",       "generator",         "notes",
+                                       "clock_mhz", "gemm",    "attention", "attention_backend", "memory",
+                                       NULL};
 static const char *const CLOCK_KEYS[] = {"median", "min", "max", "samples", NULL};
 static const char *const GEMM_KEYS[] = {"dtype", "batch", "m", "n", "k", "time_us", NULL};
 static const char *const ATTN_KEYS[] = {"dtype", "pass", "batch", "heads", "sq", "sk",
@@ -239,6 +241,13 @@ static TsStatus parse(const TsJsonDoc *doc, HwCalib *c, TsError *err)
         (st = ts_json_str(doc, doc->root, "notes", "notes", false, text, sizeof text, err)) ||
         (st = parse_clock(doc, c, err)))
         return st;
+    char be[16] = "";
+    if ((st = ts_json_str(doc, doc->root, "attention_backend", "attention_backend", false, be, sizeof be, err)))
+        return st;
+    if (be[0] && strcmp(be, "flash") && strcmp(be, "default"))
+        return hw_err_path(doc, "attention_backend", err, "'attention_backend' is \"flash\" or \"default\"",
+                           "the PyTorch SDPA backend the attention entries were timed on");
+    c->attn_flash = !strcmp(be, "flash");
     char path[96];
     json_t *a, *o;
     if (!(a = array_of(doc, "gemm", &st, err)) && st) return st;
@@ -346,6 +355,7 @@ void hw_calib_free(HwCalib *c)
 int hw_calib_entries(const HwCalib *c) { return c ? c->n : 0; }
 const char *hw_calib_gpu(const HwCalib *c) { return c ? c->gpu : ""; }
 double hw_calib_clock_mhz(const HwCalib *c) { return c ? c->clock_mhz : 0; }
+bool hw_calib_attn_flash(const HwCalib *c) { return c && c->attn_flash; }
 
 /* Piecewise power law through the kernel's measurements: log(time) linear in
  * log(bytes) between the two entries around `bytes`; below the smallest the

@@ -190,13 +190,22 @@ static double mem_model(const GpuSpec *g, double bytes)
     return (bytes + g->mem_half_bytes) / (g->hbm_bw_bytes_per_s * g->mem_eff) + g->launch_s;
 }
 
+/* Tensor-core times measured at the calibration's SM clock, as the model's
+ * own are at the preset's clock: the simulator's tensor factor (clock /
+ * sustained clock) then brings both to the sustained clock. */
+static double calib_clock(const HwModel *m)
+{
+    double f = hw_calib_clock_mhz(m->calib);
+    return f > 0 && m->gpu.clock_mhz > 0 ? f / m->gpu.clock_mhz : 1.0;
+}
+
 double hw_gemm_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
 {
     if (batch <= 0 || M <= 0 || N <= 0 || K <= 0) return 0;
     double t = gemm_model(&m->gpu, batch, M, N, K, dt);
     if (m->calib) {
         double dims[4] = {(double)batch, (double)M, (double)N, (double)K};
-        t = hw_calib_correct(m, HW_CAL_GEMM, dims, 4, dt, false, t);
+        t = hw_calib_correct(m, HW_CAL_GEMM, dims, 4, dt, false, calib_clock(m), t);
     }
     return t;
 }
@@ -215,7 +224,9 @@ double hw_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t s
     if (m->calib) {
         double dims[6] = {(double)B, (double)heads, (double)sq, (double)sk, (double)d,
                           causal ? 1.0 : 0.0};
-        t = hw_calib_correct(m, backward ? HW_CAL_ATTN_BWD : HW_CAL_ATTN_FWD, dims, 6, dt, false, t);
+        double f = calib_clock(m);
+        if (hw_calib_attn_flash(m->calib)) f /= m->gpu.attn_dropout_slowdown[backward ? 1 : 0];
+        t = hw_calib_correct(m, backward ? HW_CAL_ATTN_BWD : HW_CAL_ATTN_FWD, dims, 6, dt, false, f, t);
     }
     return t;
 }
@@ -226,7 +237,7 @@ double hw_memory_time_s(const HwModel *m, double bytes)
     double t = mem_model(&m->gpu, bytes);
     if (m->calib) {
         double dims[1] = {bytes};
-        t = hw_calib_correct(m, HW_CAL_MEMORY, dims, 1, TS_DTYPE_BF16, true, t);
+        t = hw_calib_correct(m, HW_CAL_MEMORY, dims, 1, TS_DTYPE_BF16, true, 1.0, t);
     }
     return t;
 }
@@ -335,8 +346,18 @@ static double model_at(const GpuSpec *g, HwCalKind kind, const double *d, TsDtyp
  * squared-distance weighted ratio measured/model of the nearest entries,
  * so the table's bias carries to nearby shapes and the model's shape terms
  * (tiles, waves, K ramp) still act between grid points. */
+/* An attention entry speaks for a query with the same mask and head
+ * dimension and about as much parallel work (batch x heads within 2x): its
+ * measured/model ratio is mostly how full the GPU was, which does not carry
+ * from 8 heads of one sequence to 16 x 12. Else the model alone. */
+static bool attn_alike(const double *q, const double *e)
+{
+    double bh = q[0] * q[1], ebh = e[0] * e[1];
+    return q[5] == e[5] && q[4] == e[4] && bh <= 2.0 * ebh && ebh <= 2.0 * bh;
+}
+
 double hw_calib_correct(const HwModel *m, HwCalKind kind, const double *dims, int n, TsDtype dt,
-                        bool any_dtype, double model_t)
+                        bool any_dtype, double scale, double model_t)
 {
     int idx[HW_CAL_NEAR];
     double d2[HW_CAL_NEAR];
@@ -346,16 +367,18 @@ double hw_calib_correct(const HwModel *m, HwCalKind kind, const double *dims, in
     TsDtype edt;
     if (d2[0] < 1e-12) {
         hw_calib_entry(m->calib, idx[0], ed, &edt, &meas);
-        return meas;
+        return meas * scale;
     }
     double wsum = 0, rsum = 0;
+    bool attn = kind == HW_CAL_ATTN_FWD || kind == HW_CAL_ATTN_BWD;
     for (int i = 0; i < k; i++) {
         hw_calib_entry(m->calib, idx[i], ed, &edt, &meas);
+        if (attn && !attn_alike(dims, ed)) continue;
         double mt = model_at(&m->gpu, kind, ed, edt);
         if (!(mt > 0)) continue;
         double w = 1.0 / d2[i];
         wsum += w;
         rsum += w * log(meas / mt);
     }
-    return wsum > 0 ? model_t * exp(rsum / wsum) : model_t;
+    return wsum > 0 ? model_t * exp(rsum / wsum) * scale : model_t;
 }

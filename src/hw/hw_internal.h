@@ -52,8 +52,10 @@ int hw_calib_nearest(const HwCalib *c, HwCalKind kind, const double *dims, int n
                      bool any_dtype, int *idx, double *d2);
 /* Entry i: dims, dtype, measured seconds. */
 void hw_calib_entry(const HwCalib *c, int i, double *dims, TsDtype *dt, double *time_s);
-/* Correct a model time with the calibration table (compute.c). */
+/* Correct a model time with the calibration table (compute.c); where the
+ * table answers, its time is multiplied by `scale` (the measuring clock over
+ * the preset's, the flash-backend factor). */
 double hw_calib_correct(const HwModel *m, HwCalKind kind, const double *dims, int n, TsDtype dt,
-                        bool any_dtype, double model_t);
+                        bool any_dtype, double scale, double model_t);
 
 #endif

@@ -731,7 +731,8 @@ def memory_op_ms(op, tokens, hidden, dev, iters, warmup):
 
 # ---- attention-calibration ------------------------------------------------------------------------------
 CAL_FORMAT = "trainsim-calibration"
-CAL_KEY_ORDER = ("format", "version", "gpu", "generator", "notes", "clock_mhz", "gemm", "attention", "memory")
+CAL_KEY_ORDER = ("format", "version", "gpu", "generator", "notes", "clock_mhz", "gemm", "attention",
+                 "attention_backend", "memory")
 
 
 def read_calibration(path, ctx):
@@ -823,6 +824,7 @@ def cmd_attention_calibration(args, ctx, rows, budget):
     def save():
         keys = {attention_key(e) for e in new}
         d["attention"] = [e for e in old if attention_key(e) not in keys] + new
+        d["attention_backend"] = "flash"  # attention_ms forces SDPA's flash backend
         notes = d.get("notes")
         if not isinstance(notes, str) or not notes:
             d["notes"] = note

@@ -99,14 +99,17 @@ static void attention_kernels(const Tx *x, PartBlockT *b)
         tpl_gemm(b, "qkv", 1, T, (A + 2 * G) * D / t, H);
     }
     /* core: per CP rank, c blocks of (S/c x S/c) causal-balanced; with the
-     * all-to-all exchange whole sequences over heads/c instead */
+     * all-to-all exchange whole sequences over heads/c instead. Q.K runs at
+     * head dim dqk, P.V at dv (MLA: 192 and 128): the kernel's head dim is
+     * their mean, so its FLOPs are both products' */
     int64_t Ah = A / t, c = x->p->cp;
     if (x->p->flash_attn) {
         PartKernel *k = tpl_add(b, "core", PART_K_ATTN, PART_KP_CORE);
         bool uly = c > 1 && x->rt->cp_comm == 2;
-        k->batch = x->B, k->m = uly ? Ah / c : Ah, k->n = k->k = uly ? x->S : x->Sl, k->d = dqk, k->causal = true;
+        k->batch = x->B, k->m = uly ? Ah / c : Ah, k->n = k->k = uly ? x->S : x->Sl, k->d = (dqk + dv) / 2;
+        k->causal = true;
         k->count = uly ? 1 : (int32_t)c;
-        double fl = 2.0 * (double)x->B * (double)Ah * (double)x->Sl * (double)x->S * (double)dqk;
+        double fl = (double)x->B * (double)Ah * (double)x->Sl * (double)x->S * (double)(dqk + dv);
         k->flops[0] = fl, k->flops[1] = 2.5 * fl;
     } else { /* unfused: two batched GEMMs, softmax (and dropout) over the S^2 scores */
         PartKernel *qk = tpl_gemm(b, "core.qk", x->B * Ah, x->Sl, x->S, dqk), *pv = tpl_gemm(b, "core.pv", x->B * Ah, x->Sl, dv, x->S);

@@ -265,6 +265,11 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     if (o->a100_clock_mhz > 0 && strstr(hw.gpu.name, "a100")) hw.gpu.sustained_clock_mhz = o->a100_clock_mhz;
     HwNet net;
     hw_net_init(&net, &cl);
+    /* torchtitan 2024 defaults: eager PyTorch (compile off, norm_type
+     * rmsnorm); BLOOM: Megatron-DeepSpeed, i.e. DeepSpeed's PipelineEngine
+     * with the BF16 optimizer (ZeRO-1) */
+    if (tt) p.framework = PLAN_FRAMEWORK_TORCHTITAN;
+    if (bloom) p.framework = PLAN_FRAMEWORK_DEEPSPEED;
     SimSetup in = {.model = &m, .plan = p, .hw = &hw, .net = &net};
     sim_options_init(&in.opt);
     /* Megatron-LM 2021 all-reduced gradients after the backward pass,
@@ -273,13 +278,8 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     /* bf16 runs reduce in fp32 (Megatron default), except NeMo 24.07
      * recipes: Apex distributed_fused_adam with grad_sync_dtype bf16 */
     in.opt.fp32_grad_reduce = p.dtype == TS_DTYPE_BF16;
-    /* torchtitan 2024 defaults: eager PyTorch (compile off, norm_type
-     * rmsnorm), "selective op" activation checkpointing */
-    if (tt) in.plan.framework = PLAN_FRAMEWORK_TORCHTITAN;
+    /* torchtitan's "selective op" activation checkpointing */
     in.opt.selective_ops = tt;
-    /* BLOOM: Megatron-DeepSpeed, i.e. DeepSpeed's PipelineEngine with the
-     * BF16 optimizer (ZeRO-1) */
-    if (bloom) in.plan.framework = PLAN_FRAMEWORK_DEEPSPEED;
     SimResult res;
     if (sim_simulate(&in, w, &res, &err) != TS_OK) {
         if (o->print) printf("%-11s plan rejected: %s\n", id, err.msg);

@@ -417,6 +417,10 @@ static void test_sim_matches_replay(void **state)
         if (p.tp > 1 && pick(4) == 0) in.plan.sp = false, in.plan.sp_set = true;
         if (pick(8) == 0) in.plan.optimizer = PLAN_OPTIM_SHAMPOO;
         if (p.vpp == 1 && pick(8) == 0) in.plan.framework = PLAN_FRAMEWORK_DEEPSPEED; /* rendezvous p2p */
+        if (p.tp * p.pp * p.cp * p.ep == 1 && pick(3) == 0) { /* HF modules, data parallel only */
+            in.plan.framework = PLAN_FRAMEWORK_HF;
+            in.plan.precision = pick(2) ? PLAN_PRECISION_AMP : PLAN_PRECISION_PURE;
+        }
         if (m.experts > 0 && pick(3) == 0) in.opt.sequential_experts = true; /* SequentialMLP */
         p = in.plan;
         SimResult r;

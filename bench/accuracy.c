@@ -16,10 +16,14 @@
  * faster than measured. Per table: MAPE and signed bias (mean error).
  *
  * Unstated knobs are chosen by fixed rules, printed with each row; nothing is
- * fitted per row or per model. Usage: accuracy [-v] [-r] [-x] [csv]
- * (default TS_BENCH_DIR/data/calibration_runs.csv); -v: each row's
- * breakdown, -r: each row's task graph replayed too, -x: leave-one-table-out
- * check of the A100 sustained clock (cross_validate).
+ * fitted per row or per model. Usage: accuracy [-v] [-r] [-x] [--runs CSV]
+ * (default TS_BENCH_DIR/data/calibration_runs.csv; a bare CSV argument
+ * too); -v: each row's breakdown, -r: each row's task graph replayed too,
+ * -x: leave-one-table-out check of the A100 sustained clock
+ * (cross_validate). A runs file has the validation columns (COLS, any
+ * order, named in its header line; extra columns are ignored); its rows
+ * form tables by id prefix (the id up to its last '-'): the published
+ * tables' rules apply to their ids, Megatron-Core's defaults to any other.
  */
 #include <ctype.h>
 #include <math.h>
@@ -44,12 +48,16 @@ typedef struct Row {
     char f[NCOL][512];
 } Row;
 
-/* Split one CSV line (RFC 4180 quotes) into fields. */
-static int split(const char *line, Row *r)
+/* Split one CSV line (RFC 4180 quotes) into fields (at most NHDR). */
+enum { NHDR = 64 };
+typedef struct RawRow {
+    char f[NHDR][512];
+} RawRow;
+static int split(const char *line, RawRow *r)
 {
     int n = 0;
     const char *p = line;
-    while (n < NCOL) {
+    while (n < NHDR) {
         char *o = r->f[n];
         size_t k = 0;
         if (*p == '"') {
@@ -160,11 +168,75 @@ typedef struct Score {
     double e, re; /* predicted / published - 1; re: of the replayed task graph, NaN if none */
 } Score;
 
-static Table *table_of(Table *tabs, int ntab, const char *id)
+enum { MAXTAB = 32 };
+
+/* The table of a row id: a known table whose name prefixes it, else the one
+ * named by the id up to its last '-' (added to tabs[] when new). */
+static Table *table_of(Table *tabs, int *ntab, const char *id)
 {
-    for (int t = 0; t < ntab; t++)
+    for (int t = 0; t < *ntab; t++)
         if (starts(id, tabs[t].name)) return &tabs[t];
-    return NULL;
+    static char names[MAXTAB][64];
+    const char *dash = strrchr(id, '-');
+    size_t len = dash && dash > id ? (size_t)(dash - id) : strlen(id);
+    if (*ntab >= MAXTAB || len >= sizeof names[0]) return NULL;
+    memcpy(names[*ntab], id, len);
+    names[*ntab][len] = 0;
+    for (int t = 0; t < *ntab; t++)
+        if (!strcmp(tabs[t].name, names[*ntab])) return &tabs[t];
+    tabs[*ntab] = (Table){.name = names[*ntab]};
+    return &tabs[(*ntab)++];
+}
+
+/* Read a runs CSV into rows[] in COLS order: the header names the columns
+ * (any order, extra ones ignored, every COLS column required); a row with
+ * another number of fields than the header is an error. 0, or 3 with
+ * file:line:col: error, the line and a hint on stderr. */
+static int load_rows(const char *path, Row *rows, int *n)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        fprintf(stderr, "accuracy: cannot open %s\n", path);
+        return 1;
+    }
+    static char line[8192];
+    static RawRow hdr, raw;
+    int map[NCOL], nh = 0, ln = 1;
+    if (!fgets(line, sizeof line, fp)) {
+        fclose(fp);
+        fprintf(stderr, "%s:1:1: error: empty file\nhint: the first line names the columns: id,source,model,...\n", path);
+        return 3;
+    }
+    nh = split(line, &hdr);
+    for (int c = 0; c < NCOL; c++) {
+        map[c] = -1;
+        for (int h = 0; h < nh; h++)
+            if (!strcmp(hdr.f[h], COLS[c])) map[c] = h;
+        if (map[c] < 0) {
+            fclose(fp);
+            fprintf(stderr, "%s:1:1: error: no column '%s'\n%s", path, COLS[c], line);
+            fprintf(stderr, "hint: a runs file has the columns of validation/calibration_runs.csv:");
+            for (int k = 0; k < NCOL; k++) fprintf(stderr, "%s%s", k ? "," : " ", COLS[k]);
+            fprintf(stderr, "\n");
+            return 3;
+        }
+    }
+    *n = 0;
+    while (*n < MAXROW && fgets(line, sizeof line, fp)) {
+        ln++;
+        if (line[0] == '\n' || line[0] == '\r' || line[0] == 0) continue;
+        int nf = split(line, &raw);
+        if (nf != nh) {
+            fclose(fp);
+            fprintf(stderr, "%s:%d:1: error: %d fields, the header has %d\n%s", path, ln, nf, nh, line);
+            fprintf(stderr, "hint: quote fields that contain commas (\"...\")\n");
+            return 3;
+        }
+        for (int c = 0; c < NCOL; c++) snprintf(rows[*n].f[c], sizeof rows[*n].f[c], "%s", raw.f[map[c]]);
+        (*n)++;
+    }
+    fclose(fp);
+    return 0;
 }
 
 typedef struct RowKind {
@@ -432,23 +504,16 @@ int main(int argc, char **argv)
         argc--;
         argv++;
     }
-    const char *path = argc > 1 ? argv[1] : TS_BENCH_DIR "/data/calibration_runs.csv";
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        fprintf(stderr, "accuracy: cannot open %s\n", path);
-        return 1;
-    }
-    static char line[8192];
+    const char *path = TS_BENCH_DIR "/data/calibration_runs.csv";
+    if (argc > 2 && !strcmp(argv[1], "--runs")) path = argv[2];
+    else if (argc > 1) path = argv[1];
     static Row rows[MAXROW];
-    int n = 0;
-    if (!fgets(line, sizeof line, fp)) return 1; /* header */
-    while (n < MAXROW && fgets(line, sizeof line, fp))
-        if (split(line, &rows[n]) == NCOL) n++;
-    fclose(fp);
+    int n = 0, rc = load_rows(path, rows, &n);
+    if (rc) return rc;
 
-    Table tabs[] = {{.name = "N21-T1"}, {.name = "N21-T2"}, {.name = "NEMO2407"},
-                    {.name = "BLOOM"},  {.name = "OPT"},    {.name = "TT"}};
-    const int ntab = (int)(sizeof tabs / sizeof tabs[0]);
+    Table tabs[MAXTAB] = {{.name = "N21-T1"}, {.name = "N21-T2"}, {.name = "NEMO2407"},
+                          {.name = "BLOOM"},  {.name = "OPT"},    {.name = "TT"}};
+    int ntab = 6;
     SimWork *w = sim_work_create();
     if (xval) {
         cross_validate(rows, n, w, tabs, ntab);
@@ -462,7 +527,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         Score sc;
         if (!eval_row(&rows[i], w, &eo, &sc)) continue;
-        Table *t = table_of(tabs, ntab, rows[i].f[col("id")]);
+        Table *t = table_of(tabs, &ntab, rows[i].f[col("id")]);
         if (!t) continue;
         t->sum_abs += fabs(sc.e);
         t->sum += sc.e;

@@ -5,7 +5,7 @@
  * with 1 thread and with every core, twice: with branch and bound (the
  * default: plans simulated in the order of their lower bound until it is
  * worse than the k-th best, search.h) and exhaustively (every plan that fits
- * simulated, the rate earlier sessions reported); printed per case and mode:
+ * simulated); printed per case and mode:
  *   candidates / valid / pruned / bounded / simulated counts,
  *   valid plans per second (checked or simulated) and simulated plans per
  *   second, per thread count, and the speed-up;

@@ -18,16 +18,14 @@
  *      ZeRO 0-3, dist-opt; Adam and Shampoo; recompute modes, op-level SAC;
  *      eager model code; FP8; TP overlap; unfused attention; CP exchanges;
  *      DeepSpeed's pipeline engine; sequential experts; no DP overlap,
- *      16-bit gradients, the parameter gather at the step): the two derive
- *      every per-rank shape separately. TS_RT_N=n, TS_RT_SEED=s and
+ *      16-bit gradients, the parameter gather at the step): the two read
+ *      the same costed step (cost.h) but schedule it separately, as
+ *      (stage, micro-batch, chunk) tasks with overlap rules and as a
+ *      per-rank DAG. TS_RT_N=n, TS_RT_SEED=s and
  *      TS_RT_SHOW=f (print every plan off by more than f, 0.03) and
- *      TS_RT_BIG=1 (256-2048 GPUs, pp 2-8) explore other
- *      plans: session 7, seeds 100-220, 36,300 plans, all within 2.8 %,
- *      and after the bucket-walk DP end and gather lag seeds 100-180 within
- *      2.5 %; TS_RT_BIG seeds 400-440 (8,200 plans): one beyond 3 % (-3.1 %,
- *      2 micro-batches on 8 stages), 12 before (up to 5.6 %). Session 6:
- *      3.7 %, tolerance 4 %; before its fixes up to 7.2 %; session 5 had
- *      tolerated 5 %.
+ *      TS_RT_BIG=1 (256-2048 GPUs, pp 2-8) explore other plans: seeds
+ *      100-180 are within 2.5 %; TS_RT_BIG seeds 400-440 (8,200 plans) have
+ *      one beyond 3 % (-3.1 %, 2 micro-batches on 8 stages).
  * Tolerances: parameter sums are exact in double below 2^53 (checked to
  * 1e-9 relative); times are compared with 1e-9 relative slack. */
 #include <math.h>

@@ -34,6 +34,7 @@
 #include "trainsim/partition.h"
 #include "trainsim/plan.h"
 #include "trainsim/sim.h"
+#include "../../src/common/common_int.h"
 #include "trainsim/workload.h"
 
 /* ---- injected allocation failure ------------------------------------------- */

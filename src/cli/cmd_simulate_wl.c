@@ -14,24 +14,6 @@
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t seq, int64_t micro_batch,
                           const char *trace, const char *trace_ranks, double overlap_slowdown);
 
-/* SimAI-Analytical reads micro-batch and sequence length from AICB's file
- * name ("...-gbs128-mbs1-seq4096-...") when it is not told them; so do we.
- * Returns the value after `key`, or 0. */
-static int64_t name_field(const char *path, const char *key)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    for (const char *p = strstr(base, key); p; p = strstr(p + 1, key)) {
-        if (p != base && p[-1] != '-' && p[-1] != '_') continue;
-        const char *d = p + strlen(key);
-        int64_t v = 0;
-        int n = 0;
-        while (*d >= '0' && *d <= '9' && n < 12) v = v * 10 + (*d++ - '0'), n++;
-        if (n > 0 && (*d == '-' || *d == '_' || *d == '.' || *d == '\0')) return v;
-    }
-    return 0;
-}
-
 /* Tokens per iteration = ga * micro-batch * dp * seq, dp = world/(tp*pp*cp). */
 static void add_throughput(const Workload *w, int64_t seq, int64_t mbs, SimResult *r, char *how, size_t cap)
 {
@@ -338,14 +320,11 @@ int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t se
     if (nrec > w->par.world - rec0) nrec = w->par.world - rec0;
     if (trace && (rc = write_trace(w, &r, trace, rec0, nrec, &err)) != 0) goto done;
     char how[96] = "";
-    /* not given: the workload's own (a generated JSON carries them), else
-     * AICB's file name */
+    /* not given: the workload's own (a generated JSON carries them) */
     bool from_file = (seq <= 0 || micro_batch <= 0) && w->par.seq > 0 && w->par.micro_batch > 0;
-    bool from_name = (seq <= 0 || micro_batch <= 0) && !from_file;
-    if (seq <= 0) seq = w->par.seq > 0 ? w->par.seq : name_field(path, "seq");
-    if (micro_batch <= 0) micro_batch = w->par.micro_batch > 0 ? w->par.micro_batch : name_field(path, "mbs");
+    if (seq <= 0) seq = w->par.seq;
+    if (micro_batch <= 0) micro_batch = w->par.micro_batch;
     add_throughput(w, seq, micro_batch, &r, how, sizeof how);
-    if (from_name && how[0]) strncat(how, " (from the file name)", sizeof how - strlen(how) - 1);
     if (from_file && how[0]) strncat(how, " (from the workload)", sizeof how - strlen(how) - 1);
     TsBuf b = {0};
     if (js) json(w, &hl, &r, &b);

@@ -18,6 +18,9 @@
 #include "trainsim/plan.h"
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
+#include "trainsim/workload_build.h"
+#include "trainsim/workload_chakra.h"
+#include "trainsim/workload_io.h"
 
 static double now_s(void)
 {

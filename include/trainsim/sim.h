@@ -48,7 +48,7 @@
 #include "trainsim/hw.h"
 #include "trainsim/model.h"
 #include "trainsim/plan.h"
-#include "trainsim/workload.h"
+#include "trainsim/workload_build.h"
 
 /* Streams of one stage (tracks in the Chrome trace). */
 #define SIM_STREAM_LIST(X)          \

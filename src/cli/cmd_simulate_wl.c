@@ -7,6 +7,8 @@
 #include "trainsim/report.h"
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
+#include "trainsim/workload_chakra.h"
+#include "trainsim/workload_io.h"
 
 #include <dirent.h>
 #include <string.h>

@@ -8,6 +8,8 @@
 
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
+#include "trainsim/workload_chakra.h"
+#include "trainsim/workload_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -11,6 +11,7 @@
 
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
+#include "trainsim/workload_io.h"
 
 static void render(const Workload *w, TsBuf *b)
 {

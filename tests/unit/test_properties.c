@@ -47,6 +47,8 @@
 #include "trainsim/plan.h"
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
+#include "trainsim/workload_build.h"
+#include "trainsim/workload_chakra.h"
 
 static void load(const char *name, ModelSpec *m)
 {

@@ -22,6 +22,7 @@
 #include "trainsim/report.h"
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
+#include "trainsim/workload_chakra.h"
 
 #define NEAR(a, b) assert_true(fabs((a) - (b)) <= 1e-12)
 

@@ -6,6 +6,7 @@
 #include "cli_hw.h"
 #include "trainsim/report.h"
 #include "trainsim/sim.h"
+#include "trainsim/sim_replay.h"
 #include "trainsim/workload.h"
 #include "trainsim/workload_chakra.h"
 #include "trainsim/workload_io.h"

@@ -23,6 +23,7 @@
 
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
+#include "trainsim/sim_replay.h"
 
 /* A row's collective in one phase: its time over SimAI's groups (TP = tp,
  * DP = world/(tp*pp), EP, DP_EP as wl_group_size carves them) and its group;

@@ -7,6 +7,7 @@
 #include "fuzz_hw.h"
 
 #include "trainsim/sim.h"
+#include "trainsim/sim_replay.h"
 #include "trainsim/workload.h"
 #include "trainsim/workload_chakra.h"
 #include "trainsim/workload_io.h"

@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "trainsim/sim.h"
+#include "trainsim/sim_replay.h"
 #include "trainsim/workload.h"
 #include "trainsim/workload_io.h"
 

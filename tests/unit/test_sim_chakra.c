@@ -21,6 +21,7 @@
 
 #include "trainsim/report.h"
 #include "trainsim/sim.h"
+#include "trainsim/sim_replay.h"
 #include "trainsim/workload.h"
 #include "trainsim/workload_chakra.h"
 

@@ -9,7 +9,8 @@
  * and warnings. SimOptions holds what the frameworks do that a plan does not
  * say; each default cites its source (src/sim/cost.c). The same costing
  * feeds the task graph of a plan (sim_workload.h); the replay of workload
- * files is sim_replay.h; the text and JSON of a result are written below.
+ * files is sim_replay.h; the text and JSON of a result are report_sim.h's,
+ * its Chrome trace is report.h's.
  *
  * Units: seconds, bytes, FLOPs (double).
  *
@@ -151,10 +152,5 @@ TsStatus sim_simulate(SimSetup *in, SimWork *w, SimResult *out, TsError *err);
  * the k-th best cannot enter the top k). Same validation and errors as
  * sim_simulate. */
 TsStatus sim_lower_bound(SimSetup *in, SimWork *w, double *lower_bound_s, TsError *err);
-
-/* Summary text and JSON (the keys of `trainsim simulate --json`). */
-void sim_result_text(const SimSetup *in, const SimResult *r, TsBuf *out);
-void sim_result_json(const SimSetup *in, const SimResult *r, TsBuf *out);
-/* The Chrome trace writer is rep_trace_chrome() in report.h. */
 
 #endif

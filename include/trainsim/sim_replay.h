@@ -48,5 +48,13 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slow
 /* With record: out->spans holds one 'T' span per task that occupies a stream
  * (compute, collective, send; named after the task, the workload must
  * outlive the result), out->owned is set: free with sim_result_free. */
+/* Throughput of a replayed iteration (r->iteration_time_s > 0), which a
+ * workload file does not give by itself: tokens per iteration = ga x
+ * micro_batch x dp x seq, dp = world / (tp x pp x cp). Sets r's tokens_per_s,
+ * tokens_per_s_per_gpu and samples_per_s and returns true; false (r
+ * untouched) when seq or micro_batch is not positive or the layout or the
+ * time is unknown. A generated JSON workload carries its own seq and
+ * micro-batch (WlParallel); other formats need them from the caller. */
+bool sim_replay_throughput(const Workload *w, int64_t seq, int64_t micro_batch, SimResult *r);
 
 #endif

@@ -102,8 +102,8 @@ void rep_profile_json(const ModuleGraph *g, const RepCompute *c, const RepProfil
  *
  * Inputs are small "views": plain data that the simulator and the search
  * results are converted to (rep_plan_view_from_sim below; the sweep view is
- * filled by the sweep command). The writer never reaches into SimResult, so
- * it can be tested on hand-made views (tests/browser/fixture.c).
+ * filled by rep_sweep_html, report_sweep.h). The writer never reaches into
+ * SimResult, so it can be tested on hand-made views (tests/browser/fixture.c).
  *
  *   RepPlanView   one plan: headline metrics, knobs, the pipeline timeline
  *                 (rows = stages, bars = forward / backward / communication /

@@ -10,7 +10,7 @@
  * say; each default cites its source (src/sim/cost.c). The same costing
  * feeds the task graph of a plan (sim_workload.h); the replay of workload
  * files is sim_replay.h; the text and JSON of a result are report_sim.h's,
- * its Chrome trace is report.h's.
+ * its Chrome trace is report_trace.h's.
  *
  * Units: seconds, bytes, FLOPs (double).
  *

@@ -9,8 +9,9 @@
 #include "cli_hw.h"
 #include "cli_plan.h"
 #include "cli_sim.h"
-#include "trainsim/report.h"
+#include "trainsim/report_html.h"
 #include "trainsim/report_sim.h"
+#include "trainsim/report_trace.h"
 #include "trainsim/sim.h"
 
 #define DEFAULT_MODEL "gpt3-175b"

@@ -2,8 +2,8 @@
  * (report_sim.h): the replay's summary, its JSON, its Chrome trace. */
 #include <stdio.h>
 
-#include "trainsim/report.h"
 #include "trainsim/report_sim.h"
+#include "trainsim/report_trace.h"
 
 void rep_replay_text(const Workload *w, const SimResult *r, const RepReplay *o, TsBuf *b)
 {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "trainsim/report.h"
+#include "trainsim/report_html.h"
 #include "trainsim/report_sweep.h"
 
 static const char *onoff(int b) { return b ? "on" : "off"; }

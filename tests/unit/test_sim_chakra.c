@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "trainsim/report.h"
+#include "trainsim/report_trace.h"
 #include "trainsim/sim.h"
 #include "trainsim/sim_replay.h"
 #include "trainsim/workload.h"

@@ -33,6 +33,8 @@
 
 #include "trainsim/hw.h"
 #include "trainsim/sim.h"
+#include "trainsim/sim_replay.h"
+#include "trainsim/sim_workload.h"
 
 #ifndef TS_BENCH_DIR
 #define TS_BENCH_DIR "bench"

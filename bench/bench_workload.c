@@ -17,7 +17,11 @@
 #include "trainsim/model.h"
 #include "trainsim/plan.h"
 #include "trainsim/sim.h"
+#include "trainsim/sim_replay.h"
 #include "trainsim/workload.h"
+#include "trainsim/workload_build.h"
+#include "trainsim/workload_chakra.h"
+#include "trainsim/workload_io.h"
 
 static double now_s(void)
 {

@@ -3,9 +3,7 @@
  *
  * What it models: nothing about training; it holds the plumbing.
  *   - TsArena: a bump allocator that owns a whole graph, partition or
- *     workload and is freed at once. Allocation failure can be injected
- *     (ts_arena_fail_after) so tests can prove every entry point returns
- *     an error instead of crashing.
+ *     workload and is freed at once.
  *   - TsError: errors are values. A library call returns TS_OK or a
  *     TsStatus and fills a caller-supplied TsError with the position in the
  *     input (file, line, col), the offending source line, a message and a
@@ -16,8 +14,14 @@
  *     complete, so a failure never leaves a partial output file.
  *   - ts_data_dir: where presets live (env TRAINSIM_DATA, then the install
  *     prefix, then the build tree).
- *   - JSON helpers on top of jansson that report typed-field errors with the
- *     JSON path and the line/column of the value in the source text.
+ *   - JSON output helpers (numbers and strings into a TsBuf).
+ *
+ * Ownership: a TsBuf owns its data (ts_buf_free); an arena owns everything
+ * allocated from it (ts_arena_destroy); ts_read_file's text is the caller's
+ * (free). Failure: calls that can fail return a TsStatus and fill the
+ * caller's TsError (which may be NULL); TsBuf appends never fail loudly, they
+ * set TsBuf.oom. The library's internals (the jansson readers, growth
+ * helpers, the arena's failure injection) are in src/common/common_int.h.
  *
  * Units: none here. Counts are int64_t.
  *
@@ -100,11 +104,6 @@ void ts_arena_destroy(TsArena *a);
 void *ts_arena_alloc(TsArena *a, size_t bytes);
 char *ts_arena_strdup(TsArena *a, const char *s);
 char *ts_arena_printf(TsArena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Grow an arena array: returns a new array of new_cap elements holding the
- * old n elements (the old block is abandoned to the arena). */
-void *ts_arena_grow(TsArena *a, void *old, size_t elem, size_t n, size_t new_cap);
-/* Testing: the (n+1)-th allocation from now fails; n < 0 disables. */
-void ts_arena_fail_after(TsArena *a, long n);
 size_t ts_arena_used_bytes(const TsArena *a);
 
 /* ---- files ----------------------------------------------------------------- */
@@ -225,48 +224,9 @@ uint64_t ts_fnv_bytes(uint64_t h, const void *p, size_t n);
 /* ts_fnv_mix over the whole 8-byte words of p[0..n) (native byte order; a
  * tail shorter than a word is left out). */
 uint64_t ts_fnv_words(uint64_t h, const void *p, size_t n);
-/* Make room for `need` elements of `elem` bytes in the malloc'd array *p of
- * capacity *cap (doubling, from 64); false (array untouched) when out of memory. */
-bool ts_grow(void **p, size_t *cap, size_t need, size_t elem);
 /* Strict parsers: whole string must be consumed. */
 bool ts_parse_i64(const char *s, int64_t *out);
 bool ts_parse_f64(const char *s, double *out);
-
-/* ---- JSON input (jansson) ---------------------------------------------------- */
-/* jansson reports positions only for syntax errors; for a field of the wrong
- * type we re-scan the source text to find where the value sits (ts_json_locate),
- * because no Debian JSON library keeps per-value positions. */
-typedef struct json_t json_t;
-
-typedef struct TsJsonDoc {
-    json_t *root;       /* owned; NULL on parse failure */
-    char *text;         /* the source text, owned */
-    size_t len;
-    char file[256];
-} TsJsonDoc;
-
-/* Parse file (or text when path is NULL: then `name` is used in messages).
- * On syntax error: TS_ERR_INPUT with line/col and a hint. Rejects NaN/Inf,
- * nesting deeper than 64 and files over 16 MiB. On failure *doc is left
- * empty (nothing to free; ts_json_free on it is a harmless no-op). */
-TsStatus ts_json_load(TsJsonDoc *doc, const char *path, TsError *err);
-TsStatus ts_json_load_text(TsJsonDoc *doc, const char *name, const char *text, TsError *err);
-void ts_json_free(TsJsonDoc *doc);
-/* Find the line/column of the value at a dotted path with optional array
- * indices ("text_config.hidden_size", "links[2].bw")
- * in the source; returns false if not found (then line/col of the object). */
-bool ts_json_locate(const TsJsonDoc *doc, const char *path, int *line, int *col);
-/* Typed getters. `path` is the dotted JSON path used in messages. Missing
- * key: returns TS_OK and leaves *out untouched when !required. Wrong type or
- * out of range: TS_ERR_INPUT positioned at the value. */
-TsStatus ts_json_int(const TsJsonDoc *doc, json_t *obj, const char *key, const char *path,
-                     bool required, int64_t min, int64_t max, int64_t *out, TsError *err);
-TsStatus ts_json_num(const TsJsonDoc *doc, json_t *obj, const char *key, const char *path,
-                     bool required, double min, double max, double *out, TsError *err);
-TsStatus ts_json_bool(const TsJsonDoc *doc, json_t *obj, const char *key, const char *path,
-                      bool required, bool *out, TsError *err);
-TsStatus ts_json_str(const TsJsonDoc *doc, json_t *obj, const char *key, const char *path,
-                     bool required, char *out, size_t cap, TsError *err);
 
 /* ---- JSON output ------------------------------------------------------------- */
 /* Numbers formatted for machines: integers exactly, doubles with %.17g

@@ -1,7 +1,7 @@
 /*
- * trainsim/workload.h — one training iteration as a per-rank task DAG, and
- * the workload formats that carry it (SimAI/AICB text, ASTRA-sim 1.0 text,
- * Chakra execution traces, NeuSight-style op tables, our JSON).
+ * trainsim/workload.h — the workload IR: one training iteration as a
+ * per-rank task DAG, which the formats (SimAI/AICB text, ASTRA-sim 1.0 text,
+ * Chakra execution traces, NeuSight-style op tables, our JSON) carry.
  *
  * What it models: the work ONE rank does in one iteration, as tasks:
  *   - COMP  a kernel (or a fused group): FLOPs, bytes moved, duration_s;
@@ -34,29 +34,23 @@
  *     WlTask t = wl_task_coll("all_gather_16npus_1MB", WL_PHASE_FWD,
  *                             TS_COLL_ALLGATHER, WL_GROUP_WORLD, 1048576);
  *     wl_task_add(w, &t, NULL, 0, NULL, 0);
- *     wl_write_chakra(w, &copt, "dir/all_gather", &err); // dir/all_gather.0.et ...
- *     wl_destroy(w);
+ *     wl_write_chakra(w, &copt, "dir/all_gather", NULL, &err); // workload_chakra.h:
+ *     wl_destroy(w);                                  // dir/all_gather.0.et ...
+ *
+ * Ownership: a Workload owns everything in it (one arena, wl_destroy; NULL
+ * is a no-op); names and arrays handed to the builders are copied. Failure:
+ * the builders return -1 (NULL for wl_create, TS_ERR_INTERNAL) when out of
+ * memory; wl_validate returns TS_ERR_INTERNAL for a malformed graph.
+ *
+ * The other workload headers: workload_build.h (the costed step -> a
+ * Workload), workload_io.h (SimAI, ASTRA-sim, op-table and JSON readers and
+ * writers), workload_chakra.h (Chakra execution traces).
  */
 #ifndef TRAINSIM_WORKLOAD_H
 #define TRAINSIM_WORKLOAD_H
 
 #include "trainsim/common.h"
-#include "trainsim/cost.h"
 #include "trainsim/hw.h"
-
-#define WL_JSON_VERSION 1          /* "trainsim-workload" JSON schema version */
-#define WL_CHAKRA_VERSION "0.0.4"  /* GlobalMetadata.version we write */
-
-/* Input limits of the text readers (documented in docs/workloads.md). */
-#define WL_MAX_FILE_BYTES ((size_t)1 << 30) /* 1 GiB */
-#define WL_MAX_LINE_BYTES 65536             /* one line, without its newline */
-#define WL_MAX_ROWS 10000000                /* item lines / table rows */
-/* Limits of the JSON reader (docs/workloads.md). */
-#define WL_JSON_MAX_BYTES ((size_t)256 << 20) /* 256 MiB of JSON */
-#define WL_JSON_MAX_CLASSES 65536           /* rank classes */
-#define WL_JSON_MAX_TASKS 10000000          /* tasks, all classes together */
-#define WL_JSON_MAX_DEPS 65536              /* data (or control) deps of one task */
-#define WL_JSON_MAX_NAME 4096               /* bytes of a task or row name */
 
 /* Task phases: X(enum suffix, name). fwd forward; ig input gradient (the
  * backward through activations, recomputation included); wg weight
@@ -300,223 +294,5 @@ TsStatus wl_validate(const Workload *w, TsError *err);
  * tasks. Returns -1 when all pair up, else the id of the first RECV
  * without a SEND; -2 when out of memory. */
 int32_t wl_pair_p2p(const Workload *w, int32_t *send_of);
-
-/* ---- generators (the costed step -> Workload) ---------------------------------- */
-/* What a generator expands: the model and its resolved plan, the plan's layer
- * template (partition.h) and its costs (cost.h), and the costing context for
- * the step-level kernels (the optimizer). The generators cost nothing
- * themselves, so a generated workload carries the kernel times the simulator
- * assumes. wl_step_make fills one from its parts. */
-typedef struct WlStep {
-    const ModelSpec *model;
-    const ParallelPlan *plan;
-    const PartTemplate *tpl;
-    const CostStep *cost;
-    CostCtx cc;
-} WlStep;
-/* Storage for wl_step_make (~40 KB: allocate it, or keep it static). */
-typedef struct WlStepStore {
-    PartTemplate tpl;
-    CostStep cost;
-} WlStepStore;
-/* part_template + cost_step of a resolved plan into st, pointing s at them. */
-void wl_step_make(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt, const CostCtx *cc,
-                  WlStepStore *st, WlStep *s);
-
-typedef struct WlAicbOptions {
-    bool compat_1_1;        /* AICB v1.1 (Sep 2024): 2x word embedding, MockedParam sizes, no vpp:
-                               in the header, AIOB's arrangement (backward = forward, stale
-                               embedding wg time, 0-byte column ig reduce-scatter, final_column
-                               timed as attention) */
-    const struct WlBuildOptions *build; /* the runtime options the blocks are costed with
-                               (wl_build's); NULL = defaults */
-} WlAicbOptions;
-/* AICB/SimAI layer rows for one pipeline stage (simai_aicb.md §2-3): the
- * stage with the most layers, its blocks costed as wl_build costs them. */
-TsStatus wl_build_aicb(const WlStep *s, const WlAicbOptions *o, Workload **out, TsError *err);
-
-/* How context parallelism exchanges K/V (the simulator's SimCpComm, same order). */
-typedef enum WlCpComm {
-    WL_CP_P2P = 0,   /* ring: the other ranks' K/V as one asynchronous all-gather under (cp-1)/cp of
-                        the core; backward the K/V again and a dK/dV reduce-scatter */
-    WL_CP_ALLGATHER, /* blocking K/V all-gather before the core; backward again, then a blocking
-                        reduce-scatter of dK/dV */
-    WL_CP_A2A        /* Ulysses: blocking all-to-alls of Q, K, V before the core and of the output
-                        after it (backward: the reverse), core over whole sequences, heads/cp */
-} WlCpComm;
-
-typedef struct WlBuildOptions {
-    double bucket_params;   /* DP gradient bucket in parameters; 0: Megatron max(4e7, 1e6 x dp*cp) */
-    int grad_bytes;         /* bytes per gradient element reduced over DP, 4 (fp32 main grads) */
-    bool param_gather_at_step; /* dist-opt / ZeRO-1/2: all-gather the updated parameters after
-                               the optimizer step (exposed). false (Megatron
-                               --overlap-param-gather, the simulator's default): the gathers
-                               open the iteration, one per layer, and each layer's first
-                               forward waits only for its own */
-    WlCpComm cp_comm;       /* context-parallel K/V exchange, WL_CP_P2P */
-    bool dp_after_backward; /* every gradient bucket reduced after the stage's last backward
-                               (Megatron 2021, simulate --no-dp-overlap); false: each bucket
-                               as soon as it is full, under the backward */
-    bool fp32_grad_accum;   /* BF16 optimizer: each micro-batch's bf16 gradients added into
-                               fp32 ones after its backward (20 B per parameter) */
-    double shampoo_s_per_param; /* Distributed Shampoo's preconditioning, seconds per stage
-                               parameter before the split over DP (sim_shampoo_s_per_param) */
-    double optimizer_bytes; /* HBM bytes per local parameter of the optimizer step; 0: 24, the
-                               simulator's SimOptions.optimizer_bytes_per_param */
-    bool selective_ops;     /* selective recompute as op-level SAC (simulate --selective-ops):
-                               every second matmul (wk, wo, w3 / fc2) and every non-matmul op
-                               of dense layers again in backward */
-    bool sequential_experts; /* routed experts one GEMM each, one after another (simulate
-                               --sequential-experts, Megatron's SequentialMLP); false: one
-                               grouped GEMM over the local experts */
-} WlBuildOptions;
-/* The full per-stage task DAG: layers with TP/SP/CP/EP collectives, PP
- * send/recv in schedule order, bucketed gradient reduction over DP (DP x CP
- * when cp > 1) overlapped with the last backward, the tied word-embedding
- * gradient all-reduce between the first and last stage (pp > 1), optimizer
- * step (Shampoo preconditioners + gather). */
-TsStatus wl_build(const WlStep *s, const WlBuildOptions *o, Workload **out, TsError *err);
-
-/* The per-operator table of a model as NeuSight traces it: the torch.fx
- * nodes of the HuggingFace model of its family (GPT-2 for gpt; LlamaForCausalLM
- * for llama and qwen, with Mixtral / Qwen3-MoE blocks where the spec has
- * experts; BertForPreTraining or BertForMaskedLM for bert), one block per
- * layer. Every row is costed by hw.h (hw_op_time_s on a GraphOp of the row's
- * kind) at the plan's dtype. neusight = reproduce the GPT-2 seed's size
- * quirks (wte grad S*H, lm_head bias) and its MEM-row formula, bytes /
- * (Mem_Bw * 2^30) with Mem_Bw = the GPU's HBM GB/s. Needs dp or tp or pp
- * alone, like NeuSight; no cp, no ep, etp = tp. Other families (gpt_neox,
- * deepseek) and multi-head latent attention: TS_ERR_USAGE. */
-typedef struct WlOptableOptions {
-    bool neusight;          /* keep the GPT-2 seed's size quirks; MEM rows by NeuSight's formula */
-} WlOptableOptions;
-TsStatus wl_build_optable(const ModelSpec *m, const ParallelPlan *p, const HwModel *hw,
-                          const WlOptableOptions *o, Workload **out, TsError *err);
-
-/* ---- readers ---------------------------------------------------------------- */
-/* SimAI/AICB text (all header generations, MICRO) and ASTRA-sim 1.0 text are
- * one syntax; the reader accepts both and records origin/policy/header.
- * `name` is used in messages. Malformed input: TS_ERR_INPUT positioned at
- * line and column (of the field). The v1.0 header sets w->warning.
- * `text` must be NUL-terminated at text[len] (as ts_read_file returns it):
- * error messages copy the offending line up to the NUL. */
-TsStatus wl_read_simai(const char *name, const char *text, size_t len, Workload **out, TsError *err);
-TsStatus wl_read_optable(const char *name, const char *text, size_t len, Workload **out, TsError *err);
-/* Our JSON ("trainsim-workload", WL_JSON_VERSION), as wl_write_json writes
- * it: every field checked (names, dependency ids earlier than their task,
- * sizes and times finite and >= 0, WL_JSON_MAX_* limits). Malformed input:
- * TS_ERR_INPUT at the line:col of the value, with its JSON path. The
- * workload keeps the origin/policy recorded in the file (origin NONE when
- * the file was generated), so conversions match those of the original.
- * `text` must be NUL-terminated at text[len]; a NUL before it is an error. */
-TsStatus wl_read_json(const char *name, const char *text, size_t len, Workload **out, TsError *err);
-/* Sniff the format: a Chakra set (a path PREFIX with PREFIX.0.et beside it,
- * or one of its PREFIX.<rank>.et files: wl_read_chakra), JSON, an op table
- * header, else SimAI text. */
-TsStatus wl_read_file(const char *path, Workload **out, TsError *err);
-
-/* ---- writers ---------------------------------------------------------------- */
-typedef struct WlSimaiOptions {
-    WlSimaiHeader header;   /* CURRENT (default when NONE), V1_1 (--aicb-compat 1.1), V1_0 */
-} WlSimaiOptions;
-/* Row formats use the rows of class 0 (or one row per task when there are
- * none). Text appended to out. */
-void wl_write_simai(const Workload *w, const WlSimaiOptions *o, TsBuf *out);
-void wl_write_astrasim(const Workload *w, TsBuf *out);
-void wl_write_optable(const Workload *w, TsBuf *out);
-void wl_write_json(const Workload *w, TsBuf *out);
-
-typedef struct WlChakraOptions {
-    int64_t max_ranks;      /* refuse to write more files than this, 1<<20 */
-    bool comm_groups;       /* also write <prefix>.comm_groups.json (true) */
-    int involved_dims;      /* entries of involved_dim (all true) on group collectives, 1;
-                               set it to the network's dimension count, 0 omits the attr */
-    bool generator_attr;    /* GlobalMetadata attrs generator="trainsim X", trainsim_layout
-                               (wl_layout_format) and trainsim_groups (the first pg id of
-                               each group kind) (true) */
-    bool world_pg;          /* all-ranks collectives name an all-ranks group in comm_groups.json
-                               (true: ASTRA-sim hangs on pipelines otherwise); false: no
-                               pg_name, as ASTRA-sim's own microbenchmark traces */
-} WlChakraOptions;
-void wl_chakra_options_init(WlChakraOptions *o);
-/* Write <prefix>.<rank>.et for every rank and <prefix>.comm_groups.json,
- * each atomically. The prefix's directory must exist (TS_ERR_USAGE). On
- * failure files already committed are removed. *bytes_out (may be NULL) gets
- * the total bytes written. */
-TsStatus wl_write_chakra(const Workload *w, const WlChakraOptions *o, const char *prefix,
-                         int64_t *bytes_out, TsError *err);
-/* Encode one rank's trace into out (binary, appended); o may be NULL. */
-TsStatus wl_chakra_encode_rank(const Workload *w, const WlChakraOptions *o, int64_t rank,
-                               TsBuf *out, TsError *err);
-
-/* ---- Chakra reader and checker --------------------------------------------- */
-typedef struct WlChakraNode {
-    uint64_t id;
-    const char *name;
-    int type;               /* Chakra NodeType: 4 COMP, 5 SEND, 6 RECV, 7 COLL */
-    uint64_t duration_us;
-    int64_t comm_type, comm_size, num_ops;
-    uint64_t tensor_size;
-    int32_t comm_src, comm_dst, comm_tag;
-    bool is_cpu_op, has_is_cpu_op;
-    const char *pg_name;
-    int32_t n_data, n_ctrl;
-    uint64_t *data_deps, *ctrl_deps;
-} WlChakraNode;
-
-typedef struct WlChakraTrace {
-    TsArena *arena;
-    char version[32];
-    char layout[256];       /* GlobalMetadata attr trainsim_layout (wl_layout_format), "" */
-    char groups[256];       /* GlobalMetadata attr trainsim_groups: the first pg id of each group
-                               kind, "tp:1 dp:9 world:13", "" */
-    WlChakraNode *nodes;
-    int64_t n_nodes;
-    int64_t *dep_index;     /* after the graph check (wl_check_chakra_visit): the node index
-                               of every dep, node by node, data deps then control deps;
-                               NULL before */
-} WlChakraTrace;
-
-/* A Chakra trace set <prefix>.<rank>.et + <prefix>.comm_groups.json as the
- * IR, checked as wl_check_chakra checks it. A set trainsim wrote (its
- * GlobalMetadata carries trainsim_layout, and every rank of a stage has the
- * same graph as the stage's first rank) becomes one class per pipeline stage
- * with group kinds and peer stages, as the JSON task graph of the same plan;
- * any other set becomes a per-rank workload (Workload.rank_class): one class
- * per rank, its comm_groups.json entries as explicit groups, peers by rank.
- * Nodes are put in dependency order (their file order where it is one).
- * COMP: duration_micros, else (0 µs with num_ops or tensor_size) the
- * replay's roofline (duration_s < 0), else ASTRA-sim's 1 ns; is_cpu_op:
- * WL_F_CPU. COLL: comm_size as ASTRA-sim reads it (ALL_GATHER per rank:
- * times the group size for the IR's whole buffer); REDUCE, GATHER and
- * SCATTER are refused (ASTRA-sim does not run them). Other node types are
- * zero-time tasks keeping their dependencies. TS_ERR_INPUT naming the file
- * and node. */
-TsStatus wl_read_chakra(const char *prefix, Workload **out, TsError *err);
-
-/* Decode a varint-delimited trace. TS_ERR_INPUT with the byte offset as col. */
-TsStatus wl_chakra_decode(const char *name, const uint8_t *data, size_t len,
-                          WlChakraTrace *out, TsError *err);
-void wl_chakra_trace_free(WlChakraTrace *t);
-
-typedef struct WlChakraCheck {
-    int64_t ranks, nodes, colls, sends, recvs, groups;
-    double bytes;
-} WlChakraCheck;
-/* Ranks of the set: <prefix>.<r>.et exist for r = 0 .. result-1. */
-int64_t wl_chakra_ranks(const char *prefix);
-/* Read <prefix>.<r>.et for r = 0.. until missing and <prefix>.comm_groups.json;
- * check every dep exists, each trace is acyclic, every rank of a group issues
- * the same collectives in the same order with the same sizes, and every send
- * has its receive. TS_ERR_INPUT naming the rank and node on failure. */
-TsStatus wl_check_chakra(const char *prefix, WlChakraCheck *out, TsError *err);
-/* The same, handing each rank's decoded trace (deps exist, acyclic, resolved
- * in dep_index) to
- * visit(user, rank, trace, err) before the cross-rank checks, which run
- * after the last rank; a visit error stops the check. One decode serves a
- * reader that needs the nodes (sim_replay_chakra). */
-typedef TsStatus (*WlChakraVisit)(void *user, int64_t rank, const WlChakraTrace *t, TsError *err);
-TsStatus wl_check_chakra_visit(const char *prefix, WlChakraVisit visit, void *user, WlChakraCheck *out,
-                               TsError *err);
 
 #endif

@@ -9,7 +9,9 @@
 #include "cli_hw.h"
 #include "cli_plan.h"
 #include "cli_sim.h"
-#include "trainsim/report.h"
+#include "trainsim/report_html.h"
+#include "trainsim/report_sim.h"
+#include "trainsim/report_trace.h"
 #include "trainsim/sim.h"
 
 #define DEFAULT_MODEL "gpt3-175b"
@@ -163,8 +165,8 @@ int cmd_simulate(int argc, char **argv)
             return cli_fail(&err);
         }
     }
-    if (o.json) sim_result_json(&in, &r, &out);
-    else sim_result_text(&in, &r, &out);
+    if (o.json) rep_sim_json(&in, &r, &out);
+    else rep_sim_text(&in, &r, &out);
     int code = cli_emit(NULL, &out);
     /* The full result is printed either way; a plan that does not fit in
      * memory is a failed plan for scripts (exit 4, DESIGN.md). */

@@ -4,9 +4,12 @@
  * --format json`) run as its graph says (sim_replay_dag). */
 #include "cli.h"
 #include "cli_hw.h"
-#include "trainsim/report.h"
+#include "trainsim/report_sim.h"
 #include "trainsim/sim.h"
+#include "trainsim/sim_replay.h"
 #include "trainsim/workload.h"
+#include "trainsim/workload_chakra.h"
+#include "trainsim/workload_io.h"
 
 #include <dirent.h>
 #include <string.h>
@@ -14,130 +17,12 @@
 int cmd_simulate_workload(const CliHw *ch, const char *path, bool json, int64_t seq, int64_t micro_batch,
                           const char *trace, const char *trace_ranks, double overlap_slowdown);
 
-/* SimAI-Analytical reads micro-batch and sequence length from AICB's file
- * name ("...-gbs128-mbs1-seq4096-...") when it is not told them; so do we.
- * Returns the value after `key`, or 0. */
-static int64_t name_field(const char *path, const char *key)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    for (const char *p = strstr(base, key); p; p = strstr(p + 1, key)) {
-        if (p != base && p[-1] != '-' && p[-1] != '_') continue;
-        const char *d = p + strlen(key);
-        int64_t v = 0;
-        int n = 0;
-        while (*d >= '0' && *d <= '9' && n < 12) v = v * 10 + (*d++ - '0'), n++;
-        if (n > 0 && (*d == '-' || *d == '_' || *d == '.' || *d == '\0')) return v;
-    }
-    return 0;
-}
-
-/* Tokens per iteration = ga * micro-batch * dp * seq, dp = world/(tp*pp*cp). */
-static void add_throughput(const Workload *w, int64_t seq, int64_t mbs, SimResult *r, char *how, size_t cap)
-{
-    const WlParallel *p = &w->par;
-    if (seq <= 0 || mbs <= 0 || p->world <= 0 || p->tp <= 0 || p->pp <= 0 || p->ga <= 0 ||
-        r->iteration_time_s <= 0)
-        return;
-    double dp = (double)p->world / (double)(p->tp * p->pp * (p->cp > 0 ? p->cp : 1));
-    double samples = (double)p->ga * (double)mbs * dp;
-    r->samples_per_s = samples / r->iteration_time_s;
-    r->tokens_per_s = samples * (double)seq / r->iteration_time_s;
-    r->tokens_per_s_per_gpu = r->tokens_per_s / (double)p->world;
-    snprintf(how, cap, "micro-batch %lld, seq %lld", (long long)mbs, (long long)seq);
-}
-
-static void text(const Workload *w, const CliHwLoaded *hl, const SimResult *r, const char *path, const char *how,
-                 TsBuf *b)
-{
-    const WlParallel *p = &w->par;
-    if (w->n_rows > 0) {
-        ts_buf_printf(b, "trainsim simulate --workload %s (SimAI semantics: one rank's rows once, the pipeline by SimAI's bubble formula)\n",
-                      path);
-        ts_buf_printf(b, "layout: %lld GPUs, tp %lld, pp %lld, ep %lld, ga %lld on %s (%s); %d rows\n\n",
-                      (long long)p->world, (long long)p->tp, (long long)p->pp, (long long)p->ep, (long long)p->ga,
-                      hl->cluster.gpu.name, hl->cluster.name, w->n_classes ? w->classes[0].n_rows : 0);
-    } else if (w->rank_class) {
-        ts_buf_printf(b, "trainsim simulate --workload %s (Chakra semantics, as ASTRA-sim: every rank; a collective "
-                         "waits for its whole group)\n",
-                      path);
-        ts_buf_printf(b, "traces: %lld ranks, %d tasks, %d groups on %s (%s); rank %d ends last\n\n",
-                      (long long)p->world, w->n_tasks, w->n_xgroups, hl->cluster.gpu.name, hl->cluster.name,
-                      r->critical_stage);
-    } else {
-        ts_buf_printf(b, "trainsim simulate --workload %s (task-graph semantics: every stage, dependencies and "
-                         "send/recv as written)\n",
-                      path);
-        ts_buf_printf(b, "layout: %lld GPUs, tp %lld, cp %lld, pp %lld, dp %lld, ep %lld, ga %lld on %s (%s); "
-                         "%d classes, %d tasks; critical stage %d\n\n",
-                      (long long)p->world, (long long)p->tp, (long long)p->cp, (long long)p->pp, (long long)p->dp,
-                      (long long)p->ep, (long long)p->ga, hl->cluster.gpu.name, hl->cluster.name, w->n_classes,
-                      w->n_tasks, r->critical_stage);
-    }
-    ts_buf_printf(b, "  iteration time        %.6g s\n", r->iteration_time_s);
-    if (r->tokens_per_s > 0)
-        ts_buf_printf(b, "  tokens/s              %.0f  (%.1f per GPU, %.2f samples/s; %s)\n", r->tokens_per_s,
-                      r->tokens_per_s_per_gpu, r->samples_per_s, how);
-    else if (w->rank_class)
-        ts_buf_puts(b, "  tokens/s              unknown: the traces carry no batch layout\n");
-    else
-        ts_buf_puts(b, "  tokens/s              unknown: give --seq and --micro-batch (the workload does not say)\n");
-    ts_buf_puts(b, "\nwhere the time goes:\n");
-    for (int i = 0; i < SIM_BD_COUNT; i++) {
-        double v = sim_breakdown_get(&r->breakdown, i);
-        ts_buf_printf(b, "  %-18s %12.3f ms  %5.1f%%\n", sim_breakdown_key(i), v * 1e3,
-                      r->iteration_time_s > 0 ? 100 * v / r->iteration_time_s : 0);
-    }
-    if (w->warning[0]) ts_buf_printf(b, "warning: %s\n", w->warning);
-}
-
-static void json(const Workload *w, const CliHwLoaded *hl, const SimResult *r, TsBuf *b)
-{
-    ts_buf_printf(b, "{\"format\": \"trainsim-simulate\", \"version\": 1, \"semantics\": \"%s\", \"iteration_time_s\": ",
-                  w->n_rows > 0 ? "simai" : w->rank_class ? "chakra" : "dag");
-    ts_json_fmt_double(b, r->iteration_time_s);
-    if (r->tokens_per_s > 0) {
-        ts_buf_puts(b, ", \"tokens_per_s\": ");
-        ts_json_fmt_double(b, r->tokens_per_s);
-        ts_buf_puts(b, ", \"tokens_per_s_per_gpu\": ");
-        ts_json_fmt_double(b, r->tokens_per_s_per_gpu);
-        ts_buf_puts(b, ", \"samples_per_s\": ");
-        ts_json_fmt_double(b, r->samples_per_s);
-    }
-    ts_buf_puts(b, ", \"breakdown_s\": {");
-    for (int i = 0; i < SIM_BD_COUNT; i++) {
-        ts_buf_printf(b, "%s\"%s\": ", i ? ", " : "", sim_breakdown_key(i));
-        ts_json_fmt_double(b, sim_breakdown_get(&r->breakdown, i));
-    }
-    ts_buf_printf(b, "}, \"workload\": {\"world\": %lld, \"tp\": %lld, \"pp\": %lld, \"ep\": %lld, \"ga\": %lld, "
-                     "\"rows\": %d, \"classes\": %d, \"tasks\": %d, ",
-                  (long long)w->par.world, (long long)w->par.tp, (long long)w->par.pp, (long long)w->par.ep,
-                  (long long)w->par.ga, w->n_classes ? w->classes[0].n_rows : 0, w->n_classes, w->n_tasks);
-    if (w->rank_class) ts_buf_printf(b, "\"groups\": %d, \"critical_rank\": %d}, ", w->n_xgroups, r->critical_stage);
-    else ts_buf_printf(b, "\"critical_stage\": %d}, ", r->critical_stage);
-    ts_buf_puts(b, "\"cluster\": {\"name\": ");
-    ts_json_escape(b, hl->cluster.name);
-    ts_buf_puts(b, ", \"gpu\": ");
-    ts_json_escape(b, hl->cluster.gpu.name);
-    ts_buf_printf(b, ", \"gpus\": %lld, \"nodes\": %lld}}\n", (long long)hl->cluster.gpus,
-                  (long long)hl->cluster.nodes);
-}
-
-/* The replayed task graph as a Chrome trace (one process per stage, a
- * track per stream, one slice per task, named after it). */
+/* The replayed task graph as a Chrome trace (rep_replay_trace). */
 static int write_trace(const Workload *w, const SimResult *r, const char *path, int64_t first, int64_t count,
                        TsError *err)
 {
     TsBuf tb = {0};
-    char title[400];
-    if (w->rank_class) {
-        snprintf(title, sizeof title, "%s (Chakra replay, ranks %lld-%lld of %lld)", w->source, (long long)first,
-                 (long long)(first + count - 1), (long long)w->par.world);
-        rep_trace_ranks(r, title, first, count, &tb);
-    } else {
-        snprintf(title, sizeof title, "%s (replayed)", w->source);
-        rep_trace_chrome(r, title, 1, &tb);
-    }
+    rep_replay_trace(w, r, first, count, &tb);
     if (tb.oom) ts_err(err, TS_ERR_INTERNAL, "out of memory writing the trace");
     int rc = tb.oom || ts_write_file_atomic(path, tb.data, tb.len, err) != TS_OK ? cli_fail(err) : 0;
     ts_buf_free(&tb);
@@ -337,26 +222,15 @@ int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t se
     }
     if (nrec > w->par.world - rec0) nrec = w->par.world - rec0;
     if (trace && (rc = write_trace(w, &r, trace, rec0, nrec, &err)) != 0) goto done;
-    char how[96] = "";
-    /* not given: the workload's own (a generated JSON carries them), else
-     * AICB's file name */
-    bool from_file = (seq <= 0 || micro_batch <= 0) && w->par.seq > 0 && w->par.micro_batch > 0;
-    bool from_name = (seq <= 0 || micro_batch <= 0) && !from_file;
-    if (seq <= 0) seq = w->par.seq > 0 ? w->par.seq : name_field(path, "seq");
-    if (micro_batch <= 0) micro_batch = w->par.micro_batch > 0 ? w->par.micro_batch : name_field(path, "mbs");
-    add_throughput(w, seq, micro_batch, &r, how, sizeof how);
-    if (from_name && how[0]) strncat(how, " (from the file name)", sizeof how - strlen(how) - 1);
-    if (from_file && how[0]) strncat(how, " (from the workload)", sizeof how - strlen(how) - 1);
+    /* not given: the workload's own (a generated JSON carries them) */
+    RepReplay ro = {.path = path, .cluster = &hl.cluster, .trace = trace, .trace_first = rec0, .trace_count = nrec};
+    ro.batch_from_workload = (seq <= 0 || micro_batch <= 0) && w->par.seq > 0 && w->par.micro_batch > 0;
+    ro.seq = seq > 0 ? seq : w->par.seq;
+    ro.micro_batch = micro_batch > 0 ? micro_batch : w->par.micro_batch;
+    sim_replay_throughput(w, ro.seq, ro.micro_batch, &r);
     TsBuf b = {0};
-    if (js) json(w, &hl, &r, &b);
-    else text(w, &hl, &r, path, how, &b);
-    if (!js && trace && w->rank_class) {
-        ts_buf_printf(&b, "\ntimeline of ranks %lld-%lld (of %lld) written to %s\n", (long long)rec0,
-                      (long long)(rec0 + nrec - 1), (long long)w->par.world, trace);
-        if (r.critical_stage < rec0 || r.critical_stage >= rec0 + nrec)
-            ts_buf_printf(&b, "(rank %d, which ends last, is not in it: --trace-ranks %d)\n", r.critical_stage,
-                          r.critical_stage);
-    }
+    if (js) rep_replay_json(w, &r, &ro, &b);
+    else rep_replay_text(w, &r, &ro, &b);
     rc = cli_emit(NULL, &b);
     ts_buf_free(&b);
 done:

@@ -15,6 +15,7 @@
 #include "cli_sim.h"
 #include "trainsim/partition.h"
 #include "trainsim/report.h"
+#include "trainsim/report_sweep.h"
 #include "trainsim/search.h"
 
 typedef struct SweepOpts {
@@ -102,261 +103,27 @@ static void progress(void *user, int64_t done, int64_t total, double elapsed_s)
 }
 
 /* ---- output ------------------------------------------------------------------ */
-static const char *onoff(int b) { return b ? "on" : "off"; }
-
-/* Layers per pipeline chunk of a swept plan whose pp*vpp does not divide the
- * model's layers (the sweep applies the uneven rule, plan.h), into `out`
- * separated by `sep`; false (and nothing written) for an even split. */
-static bool uneven_split(const SearchKnobs *k, int64_t layers, const char *sep, TsBuf *out)
-{
-    int64_t c = (int64_t)k->pp * k->vpp;
-    if (c <= 1 || layers % c == 0) return false;
-    ParallelPlan q = {.pp = k->pp, .vpp = k->vpp, .uneven = true};
-    for (int64_t i = 0; i < c; i++)
-        ts_buf_printf(out, "%s%lld", i ? sep : "", (long long)plan_chunk_layers(&q, layers, i));
-    return true;
-}
-
-static void knobs_json(TsBuf *b, const SearchPoint *p, int64_t layers)
-{
-    const SearchKnobs *k = &p->k;
-    ts_buf_printf(b, "{\"index\":%lld,\"gpus\":%d,\"tp\":%d,\"pp\":%d,\"vpp\":%d,\"cp\":%d,\"ep\":%d,\"dp\":%d,"
-                     "\"micro_batch\":%d,\"sp\":%s,\"recompute\":\"%s\",\"zero\":%d,\"schedule\":\"%s\","
-                     "\"tp_overlap\":%s,\"cp_comm\":\"%s\",\"iteration_time_s\":",
-                  (long long)p->index, k->gpus, k->tp, k->pp, k->vpp, k->cp, k->ep, k->dp, k->mbs,
-                  k->sp ? "true" : "false", plan_recompute_name((PlanRecompute)k->recompute), k->zero,
-                  plan_sched_name((PlanSchedule)k->schedule), k->tp_overlap ? "true" : "false",
-                  sim_cp_comm_name((SimCpComm)k->cp_comm));
-    ts_json_fmt_double(b, p->iteration_s);
-    TsBuf split = {0};
-    if (uneven_split(k, layers, ",", &split)) ts_buf_printf(b, ",\"stage_layers\":[%s]", split.data);
-    ts_buf_free(&split);
-    ts_buf_puts(b, ",\"tokens_per_s\":");
-    ts_json_fmt_double(b, p->tokens_per_s);
-    ts_buf_puts(b, ",\"mfu\":");
-    ts_json_fmt_double(b, p->mfu);
-    ts_buf_puts(b, ",\"memory_bytes\":");
-    ts_json_fmt_double(b, p->memory_bytes);
-    ts_buf_puts(b, ",\"exposed_s\":{");
-    for (int e = 0; e < SEARCH_EXPOSED_COUNT; e++) {
-        ts_buf_printf(b, "%s\"%s\":", e ? "," : "", search_exposed_name((SearchExposed)e));
-        ts_json_fmt_double(b, p->exposed_s[e]);
-    }
-    ts_buf_puts(b, "}}");
-}
-
-static void write_json(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const GpuSpec *hw, const SearchConfig *c,
-                       const SearchResult *r)
-{
-    ts_buf_puts(b, "{\"format\":\"trainsim-sweep\",\"version\":1,\"generator\":\"trainsim " TRAINSIM_VERSION "\",");
-    ts_buf_puts(b, "\"model\":");
-    ts_json_escape(b, m->name);
-    ts_buf_puts(b, ",\"cluster\":");
-    ts_json_escape(b, o->cluster);
-    ts_buf_puts(b, ",\"gpu\":");
-    ts_json_escape(b, hw->name);
-    ts_buf_printf(b, ",\"seq\":%lld,\"global_batch\":%lld,\"dtype\":\"%s\",\"objective\":\"%s\",\"capacity_bytes\":",
-                  (long long)o->seq, (long long)o->global_batch, ts_dtype_name(o->dt), search_objective_name(c->objective));
-    ts_json_fmt_double(b, hw->hbm_bytes);
-    const SearchStats *s = &r->stats;
-    ts_buf_printf(b, ",\"stats\":{\"candidates\":%lld,\"enumerated\":%lld,\"pruned\":%lld,\"bounded\":%lld,"
-                     "\"simulated\":%lld,\"elapsed_s\":",
-                  (long long)s->candidates, (long long)s->enumerated, (long long)s->pruned, (long long)s->bounded,
-                  (long long)s->simulated);
-    ts_json_fmt_double(b, s->elapsed_s);
-    ts_buf_puts(b, ",\"plans_per_s\":");
-    ts_json_fmt_double(b, s->plans_per_s);
-    ts_buf_printf(b, ",\"threads\":%d,\"ranks\":%d},\n\"top\":[", s->threads, s->ranks);
-    for (int i = 0; i < r->n_top; i++) {
-        ts_buf_puts(b, i ? ",\n" : "\n");
-        knobs_json(b, &r->top[i], m->layers);
-    }
-    ts_buf_puts(b, "],\n\"plans\":[");
-    for (int64_t i = 0; i < r->n_all; i++) {
-        ts_buf_puts(b, i ? ",\n" : "\n");
-        knobs_json(b, &r->all[i], m->layers);
-    }
-    ts_buf_puts(b, "]}\n");
-}
-
-static void write_csv(TsBuf *b, const SearchResult *r)
-{
-    ts_buf_puts(b, "# trainsim " TRAINSIM_VERSION " sweep, every simulated plan (trainsim-sweep-csv v2)\n"
-                   "index,gpus,tp,pp,vpp,cp,ep,dp,micro_batch,sp,recompute,zero,schedule,tp_overlap,cp_comm,"
-                   "iteration_time_s,tokens_per_s,mfu,memory_bytes");
-    for (int e = 0; e < SEARCH_EXPOSED_COUNT; e++) ts_buf_printf(b, ",%s_s", search_exposed_name((SearchExposed)e));
-    ts_buf_puts(b, "\n");
-    for (int64_t i = 0; i < r->n_all; i++) {
-        const SearchPoint *p = &r->all[i];
-        const SearchKnobs *k = &p->k;
-        ts_buf_printf(b, "%lld,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%d,%s,%.9g,%.9g,%.6f,%.0f", (long long)p->index,
-                      k->gpus, k->tp, k->pp, k->vpp, k->cp, k->ep, k->dp, k->mbs, k->sp,
-                      plan_recompute_name((PlanRecompute)k->recompute), k->zero,
-                      plan_sched_name((PlanSchedule)k->schedule), k->tp_overlap,
-                      sim_cp_comm_name((SimCpComm)k->cp_comm), p->iteration_s, p->tokens_per_s, p->mfu,
-                      p->memory_bytes);
-        for (int e = 0; e < SEARCH_EXPOSED_COUNT; e++) ts_buf_printf(b, ",%.6g", p->exposed_s[e]);
-        ts_buf_puts(b, "\n");
-    }
-}
-
-#define N_COLS 23
-#define COL_EP_EXP 18 /* shown for MoE models only */
-#define COL_CPX 21    /* shown when more than one CP exchange is searched, after cp */
-#define COL_CP_EXP 22 /* shown when a ranked plan has cp > 1, after tp_exp_s */
-static const char *const COLS[N_COLS] = {"#",        "tp",       "pp",       "vpp",      "cp",      "ep",
-                                         "dp",       "mbs",      "sp",       "recompute", "zero",   "schedule",
-                                         "tp-ovl",   "iter_s",   "tokens/s", "MFU",      "mem_GiB", "tp_exp_s",
-                                         "ep_exp_s", "dp_exp_s", "bubble_s", "cp-x",
-                                         "cp_exp_s"};
-
-/* The columns of the table for model m (indices into COLS): ep_exp_s only
- * when it has experts, cp-x (right after cp) only when the search tried more
- * than one CP exchange, cp_exp_s (after tp_exp_s) only when a ranked plan
- * has cp > 1. Returns the count. */
-static int table_cols(const ModelSpec *m, const SearchConfig *c, const SearchResult *r, int *cols)
-{
-    int n = 0;
-    bool cpx = (c->cp_comm_mask & (c->cp_comm_mask - 1)) != 0, cpe = false;
-    for (int t = 0; t < r->n_top; t++) cpe |= r->top[t].k.cp > 1;
-    for (int i = 0; i < COL_CPX; i++) {
-        if (i != COL_EP_EXP || m->experts > 0) cols[n++] = i;
-        if (i == 4 && cpx) cols[n++] = COL_CPX;
-        if (i == 17 && cpe) cols[n++] = COL_CP_EXP;
-    }
-    return n;
-}
-
-/* The cells of one ranked row (shared by the text table and the HTML table). */
-static void row_cells(const SearchPoint *p, int rank, char cells[N_COLS][24])
-{
-    const SearchKnobs *k = &p->k;
-    snprintf(cells[0], 24, "%d", rank + 1);
-    snprintf(cells[1], 24, "%d", k->tp);
-    snprintf(cells[2], 24, "%d", k->pp);
-    snprintf(cells[3], 24, "%d", k->vpp);
-    snprintf(cells[4], 24, "%d", k->cp);
-    snprintf(cells[5], 24, "%d", k->ep);
-    snprintf(cells[6], 24, "%d", k->dp);
-    snprintf(cells[7], 24, "%d", k->mbs);
-    snprintf(cells[8], 24, "%s", onoff(k->sp));
-    snprintf(cells[9], 24, "%s", plan_recompute_name((PlanRecompute)k->recompute));
-    snprintf(cells[10], 24, "%d", k->zero);
-    snprintf(cells[11], 24, "%s", plan_sched_name((PlanSchedule)k->schedule));
-    snprintf(cells[12], 24, "%s", onoff(k->tp_overlap));
-    snprintf(cells[13], 24, "%.4f", p->iteration_s);
-    snprintf(cells[14], 24, "%.0f", p->tokens_per_s);
-    snprintf(cells[15], 24, "%.1f%%", 100.0 * p->mfu);
-    snprintf(cells[16], 24, "%.1f", p->memory_bytes / 1073741824.0);
-    snprintf(cells[17], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_TP]);
-    snprintf(cells[COL_EP_EXP], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_EP]);
-    snprintf(cells[19], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_DP]);
-    snprintf(cells[20], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_BUBBLE]);
-    snprintf(cells[COL_CPX], 24, "%s", sim_cp_comm_name((SimCpComm)k->cp_comm));
-    snprintf(cells[COL_CP_EXP], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_CP]);
-}
-
-static void write_text(TsBuf *b, const SweepOpts *o, const ModelSpec *m, const GpuSpec *hw, const SearchConfig *c,
-                       const SearchResult *r)
-{
-    const SearchStats *s = &r->stats;
-    char cap[32];
-    rep_fmt_bytes(cap, sizeof cap, hw->hbm_bytes);
-    ts_buf_printf(b, "sweep: %s on %s x %s (%s), seq %lld, global batch %lld, %s, ranked by %s\n", m->name, o->gpus,
-                  hw->name, o->cluster, (long long)o->seq, (long long)o->global_batch, ts_dtype_name(o->dt),
-                  search_objective_name(c->objective));
-    ts_buf_printf(b, "plans: %lld candidates, %lld valid (enumerated), %lld pruned (do not fit in %s), "
-                     "%lld bounded (cannot reach the top %d), %lld simulated\n\n",
-                  (long long)s->candidates, (long long)s->enumerated, (long long)s->pruned, cap,
-                  (long long)s->bounded, c->top_k, (long long)s->simulated);
-    static const int W[N_COLS] = {3, 3, 3, 3, 3, 3, 5, 3, 3, 9, 4, 11, 6, 9, 11, 6, 7, 8, 8, 8, 8, 9, 8};
-    int cols[N_COLS], nc = table_cols(m, c, r, cols);
-    for (int j = 0; j < nc; j++) ts_buf_printf(b, "%s%*s", j ? " " : "", W[cols[j]], COLS[cols[j]]);
-    ts_buf_puts(b, "\n");
-    for (int r_ = 0; r_ < r->n_top; r_++) {
-        char cells[N_COLS][24];
-        row_cells(&r->top[r_], r_, cells);
-        for (int j = 0; j < nc; j++) ts_buf_printf(b, "%s%*s", j ? " " : "", W[cols[j]], cells[cols[j]]);
-        ts_buf_puts(b, "\n");
-    }
-    /* uneven splits: the layers of each chunk, as --stage-layers takes them */
-    bool head = false;
-    for (int r_ = 0; r_ < r->n_top; r_++) {
-        TsBuf split = {0};
-        if (uneven_split(&r->top[r_].k, m->layers, ",", &split)) {
-            if (!head) ts_buf_printf(b, "\n%lld layers do not divide into pp*vpp chunks for these plans; "
-                                        "layers per chunk (--uneven-stages, or --stage-layers as shown):\n",
-                                     (long long)m->layers);
-            head = true;
-            ts_buf_printf(b, "  #%d: %s\n", r_ + 1, split.data);
-        }
-        ts_buf_free(&split);
-    }
-}
-
-/* The HTML report: every simulated plan, the top-k, the best plan in detail
- * (simulated again with its timeline recorded). */
-static int write_html(const char *path, const SweepOpts *o, const ModelSpec *m, const SearchEvalCtx *x,
-                      const SearchConfig *c, const SearchResult *r)
+/* The HTML report (rep_sweep_html), with the best plan simulated again with
+ * its timeline recorded. */
+static int write_html(const char *path, const RepSweep *rs, const SearchEvalCtx *x, const SearchConfig *c,
+                      const SearchResult *r)
 {
     TsError err = {0};
-    TsArena *a = ts_arena_create(1 << 16);
-    RepSweepPoint *pts = malloc((size_t)(r->n_all + 1) * sizeof *pts);
-    const char **cells = malloc((size_t)(r->n_top + 1) * N_COLS * sizeof *cells);
-    if (!a || !pts || !cells) {
-        ts_arena_destroy(a);
-        free(pts);
-        free(cells);
-        return cli_fail(&(TsError){.code = TS_ERR_INTERNAL, .msg = "out of memory writing the HTML report"});
-    }
-    for (int64_t i = 0; i < r->n_all; i++) {
-        pts[i] = (RepSweepPoint){r->all[i].tokens_per_s, r->all[i].memory_bytes, -1};
-        for (int t = 0; t < r->n_top; t++)
-            if (r->top[t].index == r->all[i].index) pts[i].rank = t;
-    }
-    int cols[N_COLS], nc = table_cols(m, c, r, cols);
-    const char *heads[N_COLS];
-    for (int j = 0; j < nc; j++) heads[j] = COLS[cols[j]];
-    for (int t = 0; t < r->n_top; t++) {
-        char row[N_COLS][24];
-        row_cells(&r->top[t], t, row);
-        for (int j = 0; j < nc; j++) cells[t * nc + j] = ts_arena_strdup(a, row[cols[j]]);
-    }
-    RepPlanView best_view;
-    const RepPlanView *best = NULL;
     SimResult sr;
     SimSetup in;
     bool have_sr = false;
     if (r->n_top > 0 && search_sim_setup(x, &r->top[0].k, &in)) {
         in.opt.record = true;
-        if (sim_simulate(&in, NULL, &sr, &err) == TS_OK) {
-            have_sr = true;
-            const char *title = ts_arena_printf(a, "best plan: %s on %d x %s", m->name, r->top[0].k.gpus, x->hw->gpu.name);
-            if (rep_plan_view_from_sim(&in, &sr, title, a, &best_view, &err) == TS_OK) best = &best_view;
-        }
+        TsError serr = {0}; /* a best plan that does not simulate is left out of the report */
+        have_sr = sim_simulate(&in, NULL, &sr, &serr) == TS_OK;
     }
-    char st[4][32];
-    snprintf(st[0], 32, "%lld", (long long)r->stats.candidates);
-    snprintf(st[1], 32, "%lld", (long long)r->stats.enumerated);
-    snprintf(st[2], 32, "%lld", (long long)r->stats.pruned);
-    snprintf(st[3], 32, "%lld", (long long)r->stats.simulated);
-    RepKV metrics[] = {{"candidates", st[0]}, {"valid plans", st[1]}, {"pruned (memory)", st[2]},
-                       {"simulated", st[3]}, {"ranked by", search_objective_name(c->objective)}};
-    RepSweepView v = {.title = ts_arena_printf(a, "sweep: %s on %s x %s, seq %lld, global batch %lld, %s", m->name,
-                                               o->gpus, x->hw->gpu.name, (long long)o->seq, (long long)o->global_batch,
-                                               ts_dtype_name(o->dt)),
-                      .generator = "trainsim " TRAINSIM_VERSION " sweep", .metrics = metrics, .n_metrics = 5,
-                      .points = pts, .n_points = (int)r->n_all, .capacity_bytes = x->hw->gpu.hbm_bytes,
-                      .columns = heads, .n_columns = nc, .cells = cells, .n_rows = r->n_top, .best = best};
     TsBuf b = {0};
     int rc = 0;
-    if (rep_html_sweep(&v, &b, &err) != TS_OK || ts_write_file_atomic(path, b.data, b.len, &err) != TS_OK)
+    if (rep_sweep_html(rs, c, r, have_sr ? &in : NULL, have_sr ? &sr : NULL, &b, &err) != TS_OK ||
+        ts_write_file_atomic(path, b.data, b.len, &err) != TS_OK)
         rc = cli_fail(&err);
     ts_buf_free(&b);
     if (have_sr) sim_result_free(&sr);
-    ts_arena_destroy(a);
-    free(pts);
-    free(cells);
     return rc;
 }
 
@@ -554,17 +321,19 @@ static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, con
         search_result_free(&r);
         return cli_fail(&err);
     }
+    RepSweep rs = {.model = &m, .gpu = gpu, .cluster = o->cluster, .gpus = o->gpus, .seq = o->seq,
+                   .global_batch = o->global_batch, .dtype = o->dt};
     TsBuf b = {0};
     rc = 0;
     if (o->csv) {
-        write_csv(&b, &r);
+        rep_sweep_csv(&r, &b);
         if (ts_write_file_atomic(o->csv, b.data, b.len, &err) != TS_OK) rc = cli_fail(&err);
         ts_buf_free(&b);
     }
-    if (!rc && o->html) rc = write_html(o->html, o, &m, x, &c, &r);
+    if (!rc && o->html) rc = write_html(o->html, &rs, x, &c, &r);
     if (!rc) {
-        if (o->json) write_json(&b, o, &m, gpu, &c, &r);
-        else write_text(&b, o, &m, gpu, &c, &r);
+        if (o->json) rep_sweep_json(&rs, &c, &r, &b);
+        else rep_sweep_text(&rs, &c, &r, &b);
         rc = cli_emit(NULL, &b);
     }
     ts_buf_free(&b);

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "trainsim/workload.h"
+#include "trainsim/workload_chakra.h"
+#include "trainsim/workload_io.h"
 #include "cmd_workload_gen.h"
 
 typedef struct WlCli {

@@ -10,6 +10,8 @@
 #include "cli_sim.h"
 #include "trainsim/hw.h"
 #include "trainsim/sim.h"
+#include "trainsim/sim_workload.h"
+#include "trainsim/workload_build.h"
 
 void wl_gen_cli_init(WlGenCli *g)
 {

@@ -7,7 +7,7 @@
  * first touch 20 ms with malloc, 1.4 ms with huge pages). Fresh mappings
  * are zero, so allocations from them skip the memset and pages are touched
  * only when used. */
-#include "trainsim/common.h"
+#include "common_int.h"
 
 #include <stdarg.h>
 #include <stdint.h>

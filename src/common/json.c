@@ -4,7 +4,7 @@
  * the wrong type we re-scan the (already validated) source text with a tiny
  * tokenizer that follows a dotted key path: no Debian JSON library keeps
  * per-value source positions, so this small scanner is written by hand. */
-#include "trainsim/common.h"
+#include "common_int.h"
 
 #include <jansson.h>
 #include <math.h>

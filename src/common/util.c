@@ -1,5 +1,5 @@
 /* Small numeric and string helpers. */
-#include "trainsim/common.h"
+#include "common_int.h"
 
 #include <errno.h>
 #include <math.h>

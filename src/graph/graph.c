@@ -16,6 +16,7 @@
  *             dgrad = 2*fwd; ds per the framework rule the builder passes.
  */
 #include "graph_int.h"
+#include "../common/common_int.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,6 +3,7 @@
 #define TRAINSIM_HW_INTERNAL_H
 
 #include "trainsim/hw.h"
+#include "../common/common_int.h"
 
 #include <jansson.h>
 

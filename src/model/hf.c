@@ -13,6 +13,7 @@
  * num_local_experts for the expert count. Every missing or ill-typed field
  * is reported at its JSON path and line:col. */
 #include "trainsim/model.h"
+#include "../common/common_int.h"
 
 #include <jansson.h>
 #include <string.h>

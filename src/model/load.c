@@ -1,6 +1,7 @@
 /* model_load: pick the source (preset, JSON file, module tree, parameter
  * table or flags), apply overrides, finalize, validate. */
 #include "trainsim/model.h"
+#include "../common/common_int.h"
 
 #include <jansson.h>
 #include <stdlib.h>

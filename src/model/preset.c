@@ -4,6 +4,7 @@
  * in docs/models.md; one table below drives both the reader and the writer,
  * so a spec written by model_to_json reads back unchanged. */
 #include "trainsim/model.h"
+#include "../common/common_int.h"
 
 #include <dirent.h>
 #include <jansson.h>

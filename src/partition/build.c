@@ -11,6 +11,7 @@
  * FLOPs scale with the product of the changed dims; GEMM bytes with
  * MK + KN + MN. Collective sizes are whole buffers (nccl-tests). */
 #include "part_int.h"
+#include "../common/common_int.h"
 
 #include <string.h>
 

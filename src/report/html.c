@@ -9,6 +9,7 @@
  * memory per GPU on x and tokens/s on y.
  */
 #include "trainsim/report.h"
+#include "trainsim/report_html.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "trainsim/report.h"
+#include "trainsim/report_html.h"
 
 typedef struct Span2 {
     int32_t stage;

@@ -1,5 +1,5 @@
 /* trace.c — Chrome trace (Trace Event Format) of a simulated iteration. */
-#include "trainsim/report.h"
+#include "trainsim/report_trace.h"
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -14,6 +14,7 @@
  * simulated does not depend on the thread count.
  */
 #include "search_int.h"
+#include "../common/common_int.h"
 
 #include <math.h>
 #include <pthread.h>

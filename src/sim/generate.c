@@ -13,6 +13,7 @@
 #include "cost_int.h"
 #include "sim_internal.h"
 #include "trainsim/sim.h"
+#include "trainsim/sim_workload.h"
 
 void sim_wl_build_options(const SimOptions *o, const ParallelPlan *p, WlBuildOptions *bo)
 {

@@ -23,6 +23,7 @@
 
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
+#include "trainsim/sim_replay.h"
 
 /* A row's collective in one phase: its time over SimAI's groups (TP = tp,
  * DP = world/(tp*pp), EP, DP_EP as wl_group_size carves them) and its group;
@@ -133,4 +134,19 @@ TsStatus sim_replay_simai(const Workload *w, const HwNet *net, SimResult *out, T
     if (par->pp > 1) out->bubble_fraction = b->bubble_s / out->pipeline_time_s;
     out->n_stages = 1;
     return TS_OK;
+}
+
+/* Tokens per iteration = ga * micro-batch * dp * seq, dp = world/(tp*pp*cp). */
+bool sim_replay_throughput(const Workload *w, int64_t seq, int64_t micro_batch, SimResult *r)
+{
+    const WlParallel *p = &w->par;
+    if (seq <= 0 || micro_batch <= 0 || p->world <= 0 || p->tp <= 0 || p->pp <= 0 || p->ga <= 0 ||
+        r->iteration_time_s <= 0)
+        return false;
+    double dp = (double)p->world / (double)(p->tp * p->pp * (p->cp > 0 ? p->cp : 1));
+    double samples = (double)p->ga * (double)micro_batch * dp;
+    r->samples_per_s = samples / r->iteration_time_s;
+    r->tokens_per_s = samples * (double)seq / r->iteration_time_s;
+    r->tokens_per_s_per_gpu = r->tokens_per_s / (double)p->world;
+    return true;
 }

@@ -39,6 +39,7 @@
 
 #include "trainsim/sim.h"
 #include "trainsim/workload.h"
+#include "trainsim/sim_replay.h"
 
 typedef struct Dag {
     const Workload *w;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "sim_internal.h"
+#include "../common/common_int.h"
 
 /* One task of a compiled schedule (see compile()). */
 typedef struct SimOp {

@@ -27,6 +27,7 @@
  * Legend: B micro-batch, S seq (per CP rank), H hidden, F ffn, V padded
  * vocab, A heads, G kv heads, D head dim, E experts, K top-k. */
 #include "builder_int.h"
+#include "../common/common_int.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -5,6 +5,7 @@
 #define TRAINSIM_BUILDER_INT_H
 
 #include "wl_internal.h"
+#include "trainsim/workload_build.h"
 
 /* One block of a layer (or the embedding, the head) for one micro-batch on
  * one rank: the costed step's times (cost.h) with the template's FLOPs,

@@ -20,6 +20,7 @@
  * leaves the all-ranks collectives without pg_name, as ASTRA-sim's own
  * microbenchmark traces are. */
 #include "trainsim/workload.h"
+#include "trainsim/workload_chakra.h"
 
 #include <inttypes.h>
 #include <math.h>

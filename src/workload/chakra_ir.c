@@ -10,6 +10,8 @@
  * rank, comm_groups.json's entries as explicit groups, sends and receives
  * addressed by rank. */
 #include "trainsim/workload.h"
+#include "trainsim/workload_chakra.h"
+#include "../common/common_int.h"
 
 #include <inttypes.h>
 #include <jansson.h>

@@ -2,6 +2,8 @@
  * needs: every dep inside the file, no cycle, matching collectives across
  * each process group, and a receive for every send. */
 #include "trainsim/workload.h"
+#include "trainsim/workload_chakra.h"
+#include "../common/common_int.h"
 
 #include <inttypes.h>
 #include <jansson.h>

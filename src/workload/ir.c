@@ -1,6 +1,7 @@
 /* The workload IR: arena-held rank classes, tasks, deps and rows; rank
  * layout and process groups (Megatron order tp, cp, dp, pp). */
 #include "trainsim/workload.h"
+#include "../common/common_int.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

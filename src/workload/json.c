@@ -19,6 +19,7 @@
  * "recompute": true; a send/recv pair that meets as a rendezvous (blocking
  * p2p, DeepSpeed's pipeline engine) "sync": true on both sides. json_read.c reads it back. */
 #include "wl_internal.h"
+#include "trainsim/workload_chakra.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -7,6 +7,7 @@
  * are TS_ERR_INPUT positioned at the offending value (line:col from
  * ts_json_locate), with the JSON path in the message. */
 #include "wl_internal.h"
+#include "../common/common_int.h"
 
 #include <float.h>
 #include <jansson.h>

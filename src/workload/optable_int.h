@@ -30,6 +30,7 @@
 #define TRAINSIM_OPTABLE_INT_H
 
 #include "wl_internal.h"
+#include "trainsim/workload_build.h"
 
 typedef enum {
     R_MEM, R_EMB, R_VEC, R_SOFTMAX, R_NORM, R_ACT, R_GEMM, R_BMM, R_GRAD, R_TPAR, R_PP,

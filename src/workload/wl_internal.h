@@ -3,6 +3,7 @@
 #define TRAINSIM_WL_INTERNAL_H
 
 #include "trainsim/workload.h"
+#include "trainsim/workload_io.h"
 
 /* One row of a layer format before it becomes tasks. A slot with has_comp
  * false gets no compute task; coll NONE means no collective. */

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "trainsim/report.h"
+#include "trainsim/report_html.h"
 
 enum { P = 4, M = 8, N_PTS = 400, TOP = 10 };
 

@@ -7,7 +7,10 @@
 #include "fuzz_hw.h"
 
 #include "trainsim/sim.h"
+#include "trainsim/sim_replay.h"
 #include "trainsim/workload.h"
+#include "trainsim/workload_chakra.h"
+#include "trainsim/workload_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

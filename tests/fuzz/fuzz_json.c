@@ -2,6 +2,7 @@
  * depth limit, jansson, NaN/Inf rejection) and the typed getters with their
  * position lookup (ts_json_locate), which every JSON input format uses. */
 #include "fuzz_common.h"
+#include "../../src/common/common_int.h"
 
 #include <jansson.h>
 

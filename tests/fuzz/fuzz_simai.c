@@ -4,6 +4,8 @@
  * number of rows' tasks; rank 0's Chakra trace must encode and decode. */
 #include "fuzz_wl.h"
 
+#include "trainsim/workload_chakra.h"
+
 static void write_simai(const Workload *w, TsBuf *out)
 {
     WlSimaiOptions o = {0};

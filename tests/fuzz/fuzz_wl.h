@@ -11,6 +11,7 @@
 #include "fuzz_common.h"
 
 #include "trainsim/workload.h"
+#include "trainsim/workload_io.h"
 
 typedef TsStatus (*FzWlRead)(const char *name, const char *text, size_t len, Workload **out, TsError *err);
 typedef void (*FzWlWrite)(const Workload *w, TsBuf *out);

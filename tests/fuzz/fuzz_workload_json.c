@@ -10,7 +10,9 @@
 #include <math.h>
 
 #include "trainsim/sim.h"
+#include "trainsim/sim_replay.h"
 #include "trainsim/workload.h"
+#include "trainsim/workload_io.h"
 
 static void render(const Workload *w, TsBuf *b)
 {

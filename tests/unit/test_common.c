@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "trainsim/common.h"
+#include "../../src/common/common_int.h"
 
 static void test_arena_alloc_and_fail(void **state)
 {

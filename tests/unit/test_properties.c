@@ -44,7 +44,11 @@
 #include "trainsim/partition.h"
 #include "trainsim/plan.h"
 #include "trainsim/sim.h"
+#include "trainsim/sim_replay.h"
+#include "trainsim/sim_workload.h"
 #include "trainsim/workload.h"
+#include "trainsim/workload_build.h"
+#include "trainsim/workload_chakra.h"
 
 static void load(const char *name, ModelSpec *m)
 {

@@ -34,7 +34,10 @@
 #include "trainsim/partition.h"
 #include "trainsim/plan.h"
 #include "trainsim/sim.h"
+#include "../../src/common/common_int.h"
 #include "trainsim/workload.h"
+#include "trainsim/workload_io.h"
+#include "trainsim/workload_chakra.h"
 
 /* ---- injected allocation failure ------------------------------------------- */
 static long fail_countdown = -1; /* < 0: never fail; 0: every allocation fails */

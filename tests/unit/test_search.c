@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "trainsim/report.h"
+#include "trainsim/report_html.h"
 #include "trainsim/search.h"
 #include "../../src/search/search_int.h" /* white box: the cursor against the decode */
 

@@ -19,9 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "trainsim/report.h"
+#include "trainsim/report_trace.h"
 #include "trainsim/sim.h"
+#include "trainsim/sim_replay.h"
 #include "trainsim/workload.h"
+#include "trainsim/workload_chakra.h"
 
 #define NEAR(a, b) assert_true(fabs((a) - (b)) <= 1e-12)
 

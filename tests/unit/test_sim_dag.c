@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "trainsim/sim.h"
+#include "trainsim/sim_replay.h"
 #include "trainsim/workload.h"
 
 #define NEAR(a, b) assert_true(fabs((a) - (b)) <= 1e-12)

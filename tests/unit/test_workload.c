@@ -15,6 +15,9 @@
 #include <unistd.h>
 
 #include "trainsim/workload.h"
+#include "trainsim/workload_build.h"
+#include "trainsim/workload_chakra.h"
+#include "trainsim/workload_io.h"
 #include "../../src/workload/wl_internal.h"
 
 static void test_pyfloat(void **state)

@@ -1,0 +1,255 @@
+/*
+ * trainsim/sim_pipeline.h — the schedule engine: one training iteration of a
+ * pipeline, given what each (stage, chunk) costs for ONE micro-batch, and the
+ * SimResult every simulation and replay fills.
+ *
+ * Input: per-(stage, chunk) costs of one micro-batch (forward, backward,
+ * exposed TP/CP/EP communication inside them, pipeline transfer to the
+ * neighbour) and per-stage end-of-step costs (DP gradient reduction in
+ * buckets, optimizer step, parameter all-gather). sim_pipeline_run runs
+ * GPipe, 1F1B or Megatron's interleaved 1F1B on (stage, micro-batch, chunk)
+ * tasks: each stage gets its task order in an array, then stages are swept
+ * alternately forward and backward, each task starting at max(stage free,
+ * neighbour's finish + p2p). No event heap; the full pass costs
+ * O(stages * chunks * micro-batches). Identical DP replicas and TP ranks are
+ * simulated once. Spans are recorded only when asked for. Without spans, a
+ * periodic fast path runs a few periods after the warm-up, detects the
+ * steady state (every task repeats with one increment) and extrapolates it
+ * exactly, so the cost stops growing with m (docs/simulate.md;
+ * SimPipeline.full_pass forces the full pass). sim.h builds the costs from a
+ * model, a plan and the hardware.
+ *
+ * Units: seconds, bytes, FLOPs (double). Stage 0 holds the embedding,
+ * stage p-1 the LM head and loss. Micro-batches run in increasing order.
+ *
+ * Ownership: a SimResult's stages and spans belong to the SimWork it ran on
+ * (valid until the next run on it), or, run with w == NULL, to the result
+ * itself (SimResult.owned: free with sim_result_free). sim_work_destroy(NULL)
+ * and sim_result_free on an unowned result are no-ops. Failure: TS_ERR_PLAN
+ * for an impossible pipeline, TS_ERR_INTERNAL on allocation failure, in the
+ * caller's TsError.
+ *
+ * Invariants (tests/unit/test_sim.c): more bandwidth is never slower;
+ * pp = 1 has no bubble; uniform stages with free communication give bubble
+ * fraction (p-1)/(m+p-1) for 1F1B and (p-1)/(v*m+p-1) interleaved; a larger
+ * global batch at a fixed plan never lowers tokens/s. The breakdown of the
+ * critical stage sums to the iteration time.
+ *
+ * Example (4 uniform stages, 8 micro-batches, 1F1B, fwd 1 s, bwd 2 s):
+ *     SimChunkCost c[4] = {{.fwd_s = 1, .bwd_s = 2, .compute_fwd_s = 1,
+ *                           .compute_bwd_s = 2}, ...};
+ *     SimStageCost st[4] = {0};
+ *     SimPipeline pl = {.stages = 4, .chunks = 1, .micro_batches = 8,
+ *                       .schedule = PLAN_SCHED_1F1B, .chunk = c, .stage = st};
+ *     SimResult r; sim_pipeline_run(&pl, NULL, &r, &err);
+ *     // r.iteration_time_s = (8+3)*3 = 33, r.bubble_fraction = 3/11
+ */
+#ifndef TRAINSIM_SIM_PIPELINE_H
+#define TRAINSIM_SIM_PIPELINE_H
+
+#include "trainsim/common.h"
+#include "trainsim/plan.h"
+
+/* Streams of one stage (tracks in the Chrome trace). */
+#define SIM_STREAM_LIST(X)          \
+    X(COMPUTE, "compute")           \
+    X(TP, "tp_comm")                \
+    X(CP, "cp_comm")                \
+    X(EP, "ep_comm")                \
+    X(PP, "pp_comm")                \
+    X(DP, "dp_comm")
+typedef enum {
+#define X(e, n) SIM_STREAM_##e,
+    SIM_STREAM_LIST(X)
+#undef X
+    SIM_STREAM_COUNT
+} SimStream;
+const char *sim_stream_name(SimStream s);
+
+/* Breakdown categories: X(field, json key). Order = report order. They sum to
+ * the iteration time of the critical stage. */
+#define SIM_BREAKDOWN_LIST(X)                 \
+    X(compute_s, "compute")                   \
+    X(recompute_s, "recompute")               \
+    X(tp_comm_exposed_s, "tp_comm_exposed")   \
+    X(cp_comm_exposed_s, "cp_comm_exposed")   \
+    X(ep_comm_exposed_s, "ep_comm_exposed")   \
+    X(pp_comm_exposed_s, "pp_comm_exposed")   \
+    X(dp_comm_exposed_s, "dp_comm_exposed")   \
+    X(bubble_s, "bubble")                     \
+    X(optimizer_s, "optimizer")               \
+    X(overlap_slowdown_s, "overlap_slowdown")
+typedef struct SimBreakdown {
+#define X(f, k) double f;
+    SIM_BREAKDOWN_LIST(X)
+#undef X
+} SimBreakdown;
+enum {
+#define X(f, k) SIM_BD_##f,
+    SIM_BREAKDOWN_LIST(X)
+#undef X
+    SIM_BD_COUNT
+};
+const char *sim_breakdown_key(int i);            /* "compute", ... */
+double sim_breakdown_get(const SimBreakdown *b, int i);
+
+/* SimChunkCost.dp_end_s for n equal buckets of dp_s seconds in all, ready
+ * evenly through a backward window of window_s (the k-th at k/n of it):
+ * max over k of k/n * window_s + (n - k + 1) * dp_s / n. E.g. 4 buckets of
+ * 1 s in all under a 2 s backward: 2.25 (only the last one is exposed). */
+double sim_dp_end_uniform(int32_t n, double dp_s, double window_s);
+/* SimChunkCost.gather_lag_s for a gather of gather_s seconds spread evenly
+ * over `layers` layers of a forward of fwd_s seconds (layer k waits for k
+ * layers' share): max(a, L*a - (L-1)*f), a = gather_s/L, f = fwd_s/L. E.g.
+ * 3 s over 3 layers of a 1 s forward: 7/3. */
+double sim_gather_lag_uniform(double gather_s, int32_t layers, double fwd_s);
+
+/* One micro-batch through one (stage, chunk). fwd_s/bwd_s are what the compute
+ * stream is busy for (compute + recompute + exposed TP/CP/EP comm); the
+ * compute_/recompute_/..._exposed fields split them for the breakdown. */
+typedef struct SimChunkCost {
+    double fwd_s;           /* busy time of the forward task, e.g. 0.0123 */
+    double bwd_s;           /* busy time of the backward task (dgrad+wgrad+recompute) */
+    double p2p_fwd_s;       /* sending this chunk's output activation onward, e.g. 1.2e-4;
+                               negative: a blocking send inside fwd_s that the receiver's
+                               blocking recv (inside its own task) overlaps, so the
+                               receiver may start that much before the sender's end */
+    double p2p_bwd_s;       /* sending this chunk's input gradient back (likewise) */
+    double compute_fwd_s;   /* pure forward compute inside fwd_s */
+    double compute_bwd_s;   /* pure backward compute inside bwd_s (no recompute) */
+    double recompute_s;     /* recomputed forward inside bwd_s */
+    double tp_exposed_s;    /* exposed TP comm inside fwd_s + bwd_s */
+    double cp_exposed_s;    /* exposed CP exchange inside fwd_s + bwd_s */
+    double ep_exposed_s;    /* exposed EP all-to-all inside fwd_s + bwd_s */
+    double dp_grad_s;       /* DP gradient reduction of this chunk's parameters, per iteration */
+    double dp_end_s;        /* with DP overlap: when the reduction would end, measured from the
+                               start of the layers' part of the chunk's last backward (after
+                               head_bwd_s), were the DP stream free then: its buckets, each
+                               starting when its gradients are ready and the previous bucket
+                               is done (>= dp_grad_s; sim_simulate walks Megatron's buckets,
+                               dp_buckets.c; sim_dp_end_uniform for hand-built pipelines) */
+    double fsdp_exposed_s;  /* ZeRO-3 gathers/reduces not hidden under compute, inside fwd_s+bwd_s */
+    double slowdown_s;      /* compute slow-down from overlapped TP/CP comm, inside fwd_s+bwd_s */
+    double pp_blocked_s;    /* blocking pipeline sends/receives (--framework deepspeed) inside
+                               fwd_s + bwd_s; p2p_fwd_s/p2p_bwd_s are then minus one
+                               transfer (a send and its recv are one rendezvous) */
+    double param_gather_s;  /* dist-opt / ZeRO-1/2: this chunk's share of its stage's parameter
+                               all-gather (SimStageCost.param_gather_s); 0 = none */
+    double gather_lag_s;    /* with param_gather_s overlapped: how late the chunk's first
+                               forward ends at most, were its gathers to start when that
+                               forward does: max over its pieces (embedding, layers, LM head)
+                               of (gathers up to the one the piece waits for) - (forward
+                               before the piece); the buckets arrive in forward order, each
+                               piece waits for all its parameters (sim_simulate walks
+                               Megatron's buckets; sim_gather_lag_uniform for hand-built
+                               pipelines) */
+    double head_bwd_s;      /* of bwd_s: the LM head's backward (last chunk), which opens the
+                               backward: no layer's gradient bucket is ready before it ends */
+} SimChunkCost;
+
+/* End-of-step costs of a stage. */
+typedef struct SimStageCost {
+    double optimizer_s;     /* optimizer step on this rank's shard, e.g. 0.004 */
+    double step_comm_s;     /* collectives of the step itself, exposed after it: Distributed
+                               Shampoo's all-gather of the search directions, 0 */
+    double param_gather_s;  /* dist-opt / ZeRO-1/2 parameter all-gather after the step */
+    double embed_sync_s;    /* tied word-embedding gradient all-reduce between the first and
+                               last stage (pp > 1), exposed after the DP reduction */
+} SimStageCost;
+
+typedef struct SimPipeline {
+    int32_t stages;         /* p, >= 1 */
+    int32_t chunks;         /* v, model chunks per stage (1 unless interleaved) */
+    int64_t micro_batches;  /* m per DP replica, >= 1 */
+    PlanSchedule schedule;  /* gpipe, 1f1b or interleaved (plan.h); chunks > 1 needs interleaved */
+    const SimChunkCost *chunk; /* [stages * chunks], index s*chunks + c */
+    const SimStageCost *stage; /* [stages] */
+    bool dp_overlap;        /* gradient reduction overlapped with the backward (bucketed) */
+    bool param_gather_overlap; /* dist-opt all-gather under the next forward: the gathers of
+                               the chunks' parameters run back to back from the step on, and
+                               each layer's first forward waits for its own (what
+                               SimChunkCost.param_gather_s does not hide is exposed) */
+    double overlap_slowdown;/* compute slow-down while a collective overlaps it, 0.1 */
+    bool record;            /* record spans for a trace (implies the full pass) */
+    bool full_pass;         /* simulate every micro-batch even when the schedule
+                               is periodic (the reference for tests) */
+} SimPipeline;
+
+/* One span of the timeline (recorded when SimPipeline.record). */
+typedef struct SimSpan {
+    int32_t stage;
+    int16_t stream;         /* SimStream */
+    int16_t chunk;
+    int32_t micro_batch;    /* -1 for step-level spans */
+    char kind;              /* 'F' forward, 'B' backward, 'S' send, 'R' reduce, 'O' optimizer, 'G' gather,
+                               'T' a workload task (sim_replay_dag) */
+    double start_s, end_s;
+    const char *name;       /* 'T': the task's name, borrowed from the workload; else NULL */
+} SimSpan;
+
+/* Per-stage outcome. */
+typedef struct SimStageResult {
+    double busy_s;          /* compute stream busy time over the pipeline phase */
+    double pipe_end_s;      /* last backward finished */
+    double dp_exposed_s;    /* DP reduction not hidden under the backward */
+    double slowdown_s;      /* extra compute from overlapped communication */
+    double embed_sync_s;    /* tied-embedding gradient all-reduce (SimStageCost) */
+    double end_s;           /* pipe_end + slowdown + dp_exposed + embed_sync */
+    SimBreakdown breakdown; /* this stage up to end_s (optimizer 0): sums to end_s */
+} SimStageResult;
+
+#define SIM_MAX_WARNINGS 8
+typedef struct SimMemory {
+    double weights_bytes, gradients_bytes, optimizer_bytes, activations_bytes, other_bytes;
+    double total_bytes, capacity_bytes;
+    bool fits;
+} SimMemory;
+
+typedef struct SimResult {
+    /* schedule engine */
+    double iteration_time_s;  /* one optimizer step, e.g. 11.9 */
+    double pipeline_time_s;   /* forward/backward phase of the slowest stage */
+    double bubble_fraction;   /* bubble_s / pipeline phase of the critical stage */
+    int32_t critical_stage;   /* stage whose end decides the iteration */
+    int32_t slowest_stage;    /* stage with the most busy time: it sets the steady-state pace,
+                                 the others wait for it (uneven work per stage) */
+    bool periodic;            /* steady state extrapolated (fast path), not every micro-batch run */
+    SimBreakdown breakdown;   /* of the critical stage; sums to iteration_time_s */
+    int32_t n_stages;
+    SimStageResult *stages;   /* [n_stages], owned by the SimWork */
+    int64_t n_spans;
+    SimSpan *spans;           /* owned by the SimWork; NULL unless recorded */
+    bool owned;               /* stages/spans malloc'd (run with w == NULL): sim_result_free */
+
+    /* filled by sim_simulate */
+    double tokens_per_s, tokens_per_s_per_gpu, samples_per_s;
+    double model_flops_per_iteration;    /* 6N-style useful FLOPs, attention counted full */
+    double hardware_flops_per_iteration; /* + recompute */
+    double model_tflops_per_gpu, hardware_tflops_per_gpu, mfu, hfu;
+    SimMemory memory;
+    int n_warnings;
+    char warnings[SIM_MAX_WARNINGS][160];
+} SimResult;
+
+/* Reusable scratch space (task orders, finish times, spans). Create once per
+ * thread; NULL is allowed where a function takes one (then it allocates per
+ * call). sim_work_destroy(NULL) is a no-op. */
+typedef struct SimWork SimWork;
+SimWork *sim_work_create(void);
+void sim_work_destroy(SimWork *w);
+
+/* Run the schedule. Fills the engine part of *out; stages/spans point into w
+ * (valid until the next run on w, or until out is freed by sim_result_free
+ * when w was NULL). TS_ERR_PLAN for an impossible pipeline (stages < 1,
+ * m < 1, chunks > 1 without INTERLEAVED); TS_ERR_INTERNAL on allocation
+ * failure. */
+TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *w, SimResult *out, TsError *err);
+/* What sim_pipeline_run's iteration time can never be below, without
+ * running it: the busiest stage's compute-stream time (micro-batches x its
+ * chunks' fwd_s + bwd_s, tasks that run one after another) plus the optimizer
+ * step. The pipeline need not be checked; pl->stage may not be NULL. */
+double sim_pipeline_lower_bound(const SimPipeline *pl);
+/* Free what sim_pipeline_run/sim_simulate allocated when called with w == NULL. */
+void sim_result_free(SimResult *r);
+
+#endif

@@ -1,0 +1,104 @@
+/* sim_text.c — the readable summary of `trainsim simulate` (report_sim.h). */
+#include "trainsim/report_sim.h"
+
+static double gib(double b) { return b / 1073741824.0; }
+
+static void tm(TsBuf *b, double s)
+{
+    if (s >= 1) ts_buf_printf(b, "%9.3f s ", s);
+    else if (s >= 1e-3) ts_buf_printf(b, "%9.3f ms", s * 1e3);
+    else ts_buf_printf(b, "%9.3f us", s * 1e6);
+}
+
+/* The runtime behaviours that differ from sim_options_init, one line ("" when none). */
+static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
+{
+    SimOptions d;
+    sim_options_init(&d);
+    const char *part[16];
+    int n = 0;
+    const bool ds = plan_ds_pipe(p);
+    if (ds) part[n++] = "DeepSpeed pipeline engine";
+    if (plan_hf(p)) part[n++] = "HuggingFace transformers modules (eager)";
+    else if (plan_eager(p)) part[n++] = "eager PyTorch model code";
+    if (p->precision == PLAN_PRECISION_AMP) part[n++] = "fp32 parameters with autocast (amp)";
+    if (p->precision == PLAN_PRECISION_PURE) part[n++] = "all-16-bit parameters and optimizer (pure)";
+    if (o->selective_ops) part[n++] = "op-level selective recompute";
+    if (o->sequential_experts) part[n++] = "sequential experts";
+    if (!o->dp_overlap && !ds) part[n++] = "gradient reduction after the backward";
+    if (!o->param_gather_overlap && !ds) part[n++] = "parameter gather at the step";
+    if (!o->fp32_grad_reduce) part[n++] = "16-bit gradient reduction";
+    if (o->bucket_bytes != d.bucket_bytes) part[n++] = "bucket size";
+    if (o->overlap_slowdown != d.overlap_slowdown) part[n++] = "overlap slow-down";
+    if (o->gpu_spread != d.gpu_spread) part[n++] = "GPU speed spread";
+    if (o->cp_comm == SIM_CP_ALLGATHER) part[n++] = "CP K/V all-gather";
+    if (o->cp_comm == SIM_CP_A2A) part[n++] = "CP all-to-all (Ulysses)";
+    if (!n) return;
+    ts_buf_puts(b, "runtime (not the defaults):");
+    for (int i = 0; i < n; i++) ts_buf_printf(b, "%s %s", i ? "," : "", part[i]);
+    ts_buf_puts(b, " (values in --json \"options\")\n\n");
+}
+
+/* When another stage works markedly longer than the critical one (uneven
+ * work per stage), the critical stage's bubble is mostly waiting for it:
+ * name it and what its busy time holds. */
+static void slowest_text(const SimResult *r, TsBuf *b)
+{
+    if (!r->stages || r->n_stages < 2 || r->slowest_stage == r->critical_stage) return;
+    const SimStageResult *sl = &r->stages[r->slowest_stage], *cr = &r->stages[r->critical_stage];
+    if (!(sl->busy_s > 1.05 * cr->busy_s)) return;
+    ts_buf_printf(b, "\nslowest stage %d (busy %.4g s, the critical stage %.4g s: its bubble is mostly waiting "
+                     "for this one):\n",
+                  r->slowest_stage, sl->busy_s, cr->busy_s);
+    static const int busy_part[] = {SIM_BD_compute_s,         SIM_BD_recompute_s,        SIM_BD_tp_comm_exposed_s,
+                                    SIM_BD_cp_comm_exposed_s, SIM_BD_ep_comm_exposed_s,  SIM_BD_pp_comm_exposed_s,
+                                    SIM_BD_dp_comm_exposed_s, SIM_BD_overlap_slowdown_s};
+    for (size_t i = 0; i < sizeof busy_part / sizeof busy_part[0]; i++) {
+        double v = sim_breakdown_get(&sl->breakdown, busy_part[i]);
+        if (v <= 0) continue;
+        ts_buf_printf(b, "  %-18s ", sim_breakdown_key(busy_part[i]));
+        tm(b, v);
+        ts_buf_printf(b, "  %5.1f%%\n", sl->end_s > 0 ? 100 * v / sl->end_s : 0);
+    }
+}
+
+void rep_sim_text(const SimSetup *in, const SimResult *r, TsBuf *b)
+{
+    const ParallelPlan *p = &in->plan;
+    ModelCounts mc;
+    model_count_params(in->model, &mc);
+    ts_buf_printf(b, "trainsim simulate: %s (%.2f B params) on %lld x %s (%s)\n", in->model->name,
+                  (double)mc.total / 1e9, (long long)p->gpus, in->hw->gpu.name, in->net->cl.name);
+    ts_buf_printf(b, "plan: tp %lld, pp %lld, vpp %lld, dp %lld, cp %lld, ep %lld%s, zero %d%s, recompute %s, "
+                     "%s, micro-batch %lld, global batch %lld (%lld micro-batches), seq %lld, %s%s\n\n",
+                  (long long)p->tp, (long long)p->pp, (long long)p->vpp, (long long)p->dp, (long long)p->cp,
+                  (long long)p->ep, p->sp ? ", sp" : "", p->zero, p->dist_opt ? ", dist-opt" : "",
+                  plan_recompute_name(p->recompute), plan_sched_name(p->schedule), (long long)p->micro_batch,
+                  (long long)p->global_batch, (long long)p->grad_accum, (long long)p->seq, ts_dtype_name(p->dtype),
+                  p->tp_overlap ? ", tp-overlap" : "");
+    runtime_line(&in->opt, &in->plan, b);
+    ts_buf_printf(b, "  iteration time        %.4g s\n", r->iteration_time_s);
+    ts_buf_printf(b, "  tokens/s              %.0f  (%.1f per GPU, %.2f samples/s)\n", r->tokens_per_s,
+                  r->tokens_per_s_per_gpu, r->samples_per_s);
+    ts_buf_printf(b, "  TFLOP/s per GPU       %.1f model, %.1f hardware\n", r->model_tflops_per_gpu,
+                  r->hardware_tflops_per_gpu);
+    /* a dtype without tensor-core support is timed and scored at bf16 (sim_simulate) */
+    TsDtype pk = hw_usable_dtype(&in->hw->gpu, p->dtype);
+    ts_buf_printf(b, "  MFU / HFU             %.1f%% / %.1f%%  (of %s peak)\n", 100 * r->mfu, 100 * r->hfu,
+                  ts_dtype_name(pk));
+    const SimMemory *mm = &r->memory;
+    ts_buf_printf(b, "  memory per GPU        %.1f GiB of %.1f GiB%s  (weights %.1f, grads %.1f, optimizer %.1f, "
+                     "activations %.1f, other %.1f)\n",
+                  gib(mm->total_bytes), gib(mm->capacity_bytes), mm->fits ? "" : "  DOES NOT FIT",
+                  gib(mm->weights_bytes), gib(mm->gradients_bytes), gib(mm->optimizer_bytes),
+                  gib(mm->activations_bytes), gib(mm->other_bytes));
+    ts_buf_printf(b, "\nwhere the time goes (critical stage %d of %d):\n", r->critical_stage, r->n_stages);
+    for (int i = 0; i < SIM_BD_COUNT; i++) {
+        double v = sim_breakdown_get(&r->breakdown, i);
+        ts_buf_printf(b, "  %-18s ", sim_breakdown_key(i));
+        tm(b, v);
+        ts_buf_printf(b, "  %5.1f%%\n", r->iteration_time_s > 0 ? 100 * v / r->iteration_time_s : 0);
+    }
+    slowest_text(r, b);
+    for (int i = 0; i < r->n_warnings; i++) ts_buf_printf(b, "warning: %s\n", r->warnings[i]);
+}

@@ -99,7 +99,7 @@ TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOpt
 /* Bytes per parameter of the plan's precision recipe (ParallelPlan.precision):
  * mixed 16-bit weights, fp32 main gradients (16-bit under ZeRO; o->grad_bytes
  * when set), fp32 master + Adam moments 12 B; amp 4 + 4 + 8; pure 2 + 2 + 4
- * (the training dtype's width; fp32 training: 4 + 4 + 8). */
+ * (the training dtype's width; fp32 training: 4 + 4 + 8); o may be NULL. */
 typedef struct PartParamBytes {
     double weight, grad, optim;
 } PartParamBytes;

@@ -33,12 +33,23 @@
 #include "trainsim/common.h"
 #include "trainsim/hw.h"
 #include "trainsim/sim.h"
+#include "trainsim/train.h"
 #include "trainsim/workload.h"
 
-/* The summary `trainsim simulate` prints. */
-void rep_sim_text(const SimSetup *in, const SimResult *r, TsBuf *out);
-/* `trainsim simulate --json`: one object and a newline. */
-void rep_sim_json(const SimSetup *in, const SimResult *r, TsBuf *out);
+/* A whole training run of the simulated step (train.h), or NULL: none. */
+typedef struct RepTrain {
+    const TrainOptions *opt;
+    const TrainEstimate *est;
+} RepTrain;
+/* The summary `trainsim simulate` prints; with a training run, its section
+ * (tokens, steps, wall clock, GPU-hours, cost, goodput and what it loses)
+ * before the warnings. */
+void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train, TsBuf *out);
+/* `trainsim simulate --json`: one object and a newline; with a training run,
+ * "train": {"tokens", "steps", "wall_s", "compute_s", "gpu_hours", "cost",
+ * "price_per_gpu_hour", "goodput", "job_mtbf_s", "checkpoint_bytes",
+ * "checkpoint_s", "checkpoint_interval_s", "restart_s"}. */
+void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train, TsBuf *out);
 
 /* ---- a replayed workload ---------------------------------------------------- */
 /* What the replay's text names besides the workload and its result. */

@@ -33,7 +33,8 @@ typedef struct TrainOptions {
     double mtbf_gpu_hours;     /* GPU-hours between interruptions of one GPU, 50000 (Llama 3:
                                   419 unexpected interruptions in 54 days on 16384 H100s) */
     double storage_bytes_per_s;/* aggregate checkpoint write and read bandwidth of the job;
-                                  0: 1 GB/s per GPU */
+                                  0: 0.25 GB/s per GPU (2 GB/s per 8-GPU node's filesystem
+                                  client: an assumption, not a measurement) */
     double restart_s;          /* restarting after an interruption (rescheduling, NCCL and
                                   framework start-up), before the checkpoint's read, 600 */
 } TrainOptions;

@@ -13,7 +13,7 @@ void cli_train_add(CliSpec *s, CliTrain *t)
     cli_add(s, "gpu-mtbf-hours", CLI_DOUBLE, &t->mtbf_hours, "H",
             "GPU-hours between interruptions of one GPU (50000: Llama 3's 16k-H100 run)");
     cli_add(s, "storage-gbps", CLI_DOUBLE, &t->storage_gbps, "B",
-            "checkpoint write/read bandwidth of the whole job, GB/s (default 1 per GPU)");
+            "checkpoint write/read bandwidth of the whole job, GB/s (default 0.25 per GPU)");
     cli_add(s, "restart-minutes", CLI_DOUBLE, &t->restart_min, "M",
             "restarting after an interruption, before reading the checkpoint (10)");
 }

@@ -9,6 +9,8 @@
 #include "cli_hw.h"
 #include "cli_plan.h"
 #include "cli_sim.h"
+#include "cli_train.h"
+#include "trainsim/partition.h"
 #include "trainsim/report_html.h"
 #include "trainsim/report_sim.h"
 #include "trainsim/report_trace.h"
@@ -61,6 +63,9 @@ int cmd_simulate(int argc, char **argv)
     CliSim cs;
     cli_sim_init(&cs);
     cli_sim_add(&s, &cs);
+    CliTrain ct;
+    cli_train_init(&ct);
+    cli_train_add(&s, &ct);
     cli_add(&s, "json", CLI_FLAG, &o.json, NULL, "JSON output");
     cli_add(&s, "trace", CLI_STR, &o.trace, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)");
     cli_add(&s, "trace-ranks", CLI_STR, &o.trace_ranks, "A-B",
@@ -71,6 +76,9 @@ int cmd_simulate(int argc, char **argv)
     int rc = cli_parse(&s, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
     if ((rc = cli_sim_check(&s, &cs))) return rc;
+    TrainOptions topt;
+    bool want_train = false;
+    if ((rc = cli_train_options(&s, &ct, &topt, &want_train))) return rc;
 
     SimOptions so;
     cli_sim_options(&cs, &so);
@@ -165,8 +173,25 @@ int cmd_simulate(int argc, char **argv)
             return cli_fail(&err);
         }
     }
-    if (o.json) rep_sim_json(&in, &r, &out);
-    else rep_sim_text(&in, &r, &out);
+    /* a whole run: the model state a checkpoint writes is every parameter
+     * once at the recipe's weight and optimizer bytes */
+    TrainEstimate test;
+    RepTrain train = {.opt = &topt, .est = &test};
+    if (want_train) {
+        ModelCounts mc;
+        model_count_params(&m, &mc);
+        PartParamBytes pb;
+        part_param_bytes(&in.plan, NULL, &pb);
+        double tokens_step = (double)in.plan.global_batch * (double)in.plan.seq;
+        if (train_estimate(&topt, r.iteration_time_s, tokens_step, in.plan.gpus, (double)mc.total * (pb.weight + pb.optim),
+                           &test, &err) != TS_OK) {
+            sim_result_free(&r);
+            cli_hw_free(&hl);
+            return cli_fail(&err);
+        }
+    }
+    if (o.json) rep_sim_json(&in, &r, want_train ? &train : NULL, &out);
+    else rep_sim_text(&in, &r, want_train ? &train : NULL, &out);
     int code = cli_emit(NULL, &out);
     /* The full result is printed either way; a plan that does not fit in
      * memory is a failed plan for scripts (exit 4, DESIGN.md). */

@@ -177,7 +177,7 @@ void part_param_bytes(const ParallelPlan *p, const PartMemOptions *o, PartParamB
         return;
     default: /* 16-bit weights; fp32 master + moments; fp32 main grads (ZeRO: 16-bit) */
         out->weight = d;
-        out->grad = p->zero >= 1 ? d : o->grad_bytes > 0 ? o->grad_bytes : 4.0;
+        out->grad = p->zero >= 1 ? d : o && o->grad_bytes > 0 ? o->grad_bytes : 4.0;
         out->optim = p->dtype == TS_DTYPE_FP32 ? 8.0 : 12.0;
     }
 }

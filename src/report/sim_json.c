@@ -51,7 +51,7 @@ static void stages_json(const SimResult *r, TsBuf *b)
     ts_buf_puts(b, "], ");
 }
 
-void rep_sim_json(const SimSetup *in, const SimResult *r, TsBuf *b)
+void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train, TsBuf *b)
 {
     const ParallelPlan *p = &in->plan;
     ts_buf_puts(b, "{\"format\": \"trainsim-simulate\", \"version\": 1, ");
@@ -116,6 +116,24 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, TsBuf *b)
     ts_buf_printf(b, ", \"gpus\": %lld, \"nodes\": %lld, \"gpus_per_node\": %lld}", (long long)p->gpus,
                   (long long)((p->gpus + cl->gpus_per_node - 1) / (cl->gpus_per_node > 0 ? cl->gpus_per_node : 1)),
                   (long long)cl->gpus_per_node);
+    if (train) {
+        const TrainEstimate *e = train->est;
+        ts_buf_puts(b, ", \"train\": {");
+        num(b, "tokens", train->opt->tokens, true);
+        num(b, "steps", e->steps, true);
+        num(b, "wall_s", e->wall_s, true);
+        num(b, "compute_s", e->compute_s, true);
+        num(b, "gpu_hours", e->gpu_hours, true);
+        num(b, "cost", e->cost, true);
+        num(b, "price_per_gpu_hour", train->opt->price_per_gpu_hour, true);
+        num(b, "goodput", e->goodput, true);
+        num(b, "job_mtbf_s", e->job_mtbf_s, true);
+        num(b, "checkpoint_bytes", e->checkpoint_bytes, true);
+        num(b, "checkpoint_s", e->checkpoint_s, true);
+        num(b, "checkpoint_interval_s", e->checkpoint_interval_s, true);
+        num(b, "restart_s", train->opt->restart_s, false);
+        ts_buf_puts(b, "}");
+    }
     ts_buf_puts(b, ", \"warnings\": [");
     for (int i = 0; i < r->n_warnings; i++) {
         if (i) ts_buf_puts(b, ", ");

@@ -62,7 +62,38 @@ static void slowest_text(const SimResult *r, TsBuf *b)
     }
 }
 
-void rep_sim_text(const SimSetup *in, const SimResult *r, TsBuf *b)
+/* A duration in the unit that reads best: s, min, h or days. */
+static void span(TsBuf *b, double s)
+{
+    if (s >= 2 * 86400) ts_buf_printf(b, "%.1f days", s / 86400);
+    else if (s >= 2 * 3600) ts_buf_printf(b, "%.1f h", s / 3600);
+    else if (s >= 120) ts_buf_printf(b, "%.1f min", s / 60);
+    else ts_buf_printf(b, "%.3g s", s);
+}
+
+static void train_text(const RepTrain *t, TsBuf *b)
+{
+    const TrainEstimate *e = t->est;
+    ts_buf_printf(b, "\ntraining run: %.4g tokens in %.0f steps: ", t->opt->tokens, e->steps);
+    span(b, e->wall_s);
+    ts_buf_printf(b, " (");
+    span(b, e->compute_s);
+    ts_buf_printf(b, " of steps at %.1f%% goodput), %.4g GPU-hours", 100 * e->goodput, e->gpu_hours);
+    if (t->opt->price_per_gpu_hour > 0)
+        ts_buf_printf(b, ", cost %.4g at %g per GPU-hour", e->cost, t->opt->price_per_gpu_hour);
+    ts_buf_printf(b, "\n  failures: the job is interrupted every ");
+    span(b, e->job_mtbf_s);
+    ts_buf_printf(b, " (%g GPU-hours per GPU); each loses half a checkpoint interval, the restart (",
+                  t->opt->mtbf_gpu_hours);
+    span(b, t->opt->restart_s);
+    ts_buf_printf(b, ") and the checkpoint's read\n  checkpoints: %.3g GB of model state, ", e->checkpoint_bytes / 1e9);
+    span(b, e->checkpoint_s);
+    ts_buf_printf(b, " to write, every ");
+    span(b, e->checkpoint_interval_s);
+    ts_buf_printf(b, " (Young/Daly: sqrt(2 x write x MTBF))\n");
+}
+
+void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train, TsBuf *b)
 {
     const ParallelPlan *p = &in->plan;
     ModelCounts mc;
@@ -100,5 +131,6 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, TsBuf *b)
         ts_buf_printf(b, "  %5.1f%%\n", r->iteration_time_s > 0 ? 100 * v / r->iteration_time_s : 0);
     }
     slowest_text(r, b);
+    if (train) train_text(train, b);
     for (int i = 0; i < r->n_warnings; i++) ts_buf_printf(b, "warning: %s\n", r->warnings[i]);
 }

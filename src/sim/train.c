@@ -26,7 +26,7 @@ TsStatus train_estimate(const TrainOptions *o, double iteration_s, double tokens
         return ts_err(err, TS_ERR_USAGE, "a training run needs positive tokens, step time, tokens per step, "
                                          "GPUs and MTBF, and non-negative state, restart, price and bandwidth");
     double g = (double)gpus;
-    double bw = o->storage_bytes_per_s > 0 ? o->storage_bytes_per_s : 1e9 * g;
+    double bw = o->storage_bytes_per_s > 0 ? o->storage_bytes_per_s : 0.25e9 * g;
     out->steps = ceil(o->tokens / tokens_per_step);
     out->compute_s = out->steps * iteration_s;
     out->checkpoint_bytes = state_bytes;

@@ -20,8 +20,8 @@ static void near(double got, double want, double tol, const char *what)
 }
 
 /* 1e12 tokens, 2 s a step of 4 Mi tokens, 1024 GPUs, 1 TB of state written
- * at 1 GB/s per GPU: 238419 steps; the job is interrupted every 50000 / 1024
- * hours; a checkpoint takes 1e12 / 1.024e12 s. */
+ * at 0.25 GB/s per GPU: 238419 steps; the job is interrupted every 50000 / 1024
+ * hours; a checkpoint takes 1e12 / (0.25e9 x 1024) s. */
 static void test_by_hand(void **state)
 {
     (void)state;
@@ -33,7 +33,7 @@ static void test_by_hand(void **state)
     TsError err = {0};
     assert_int_equal(train_estimate(&o, 2.0, 4194304, 1024, 1e12, &e, &err), TS_OK);
     near(e.steps, ceil(1e12 / 4194304), 1e-12, "steps");
-    double m = 50000.0 * 3600 / 1024, d = 1e12 / 1.024e12, t = sqrt(2 * d * m);
+    double m = 50000.0 * 3600 / 1024, d = 1e12 / (0.25e9 * 1024), t = sqrt(2 * d * m);
     near(e.job_mtbf_s, m, 1e-12, "job MTBF");
     near(e.checkpoint_s, d, 1e-12, "checkpoint");
     near(e.checkpoint_interval_s, t, 1e-12, "Young/Daly interval");

@@ -179,7 +179,7 @@ int cmd_hw(int argc, char **argv)
     cli_add(&s, "causal", CLI_FLAG, &o.causal, NULL, "causal mask for --attention");
     cli_add(&s, "backward", CLI_FLAG, &o.backward, NULL, "backward pass for --attention");
     cli_add(&s, "coll", CLI_STR, &o.coll, "C", "time one collective (allreduce, allgather, ...)");
-    cli_add(&s, "bytes", CLI_DOUBLE, &o.bytes, "B", "collective size in bytes (whole buffer)");
+    cli_add(&s, "bytes", CLI_BYTES, &o.bytes, "B", "collective size (whole buffer): bytes, or 64MiB, 1.5GB, 512k");
     cli_add(&s, "group", CLI_INT, &o.group, "N", "GPUs in the collective's group");
     cli_add(&s, "group-nodes", CLI_INT, &o.group_nodes, "N", "nodes the group spans (default: packed)");
     cli_add(&s, "group-kind", CLI_STR, &o.group_kind, "K", "tp|dp|ep|pp|cp: selects --busbw rows");

@@ -227,6 +227,14 @@ uint64_t ts_fnv_words(uint64_t h, const void *p, size_t n);
 /* Strict parsers: whole string must be consumed. */
 bool ts_parse_i64(const char *s, int64_t *out);
 bool ts_parse_f64(const char *s, double *out);
+/* A size in bytes: a decimal number ("64", "1.5", "2e9"), then, after at most
+ * one space, an optional unit: k M G T P (powers of 1000) or Ki Mi Gi Ti Pi
+ * (powers of 1024), each with or without a trailing B, or B alone; case does
+ * not matter ("512k", "1.5GB", "64MiB", "1 gib"). A bare number counts `unit`
+ * bytes (1, or 1e6 for an option given in MB). False, *out untouched, for
+ * anything else or a result that is not finite; zero and negative sizes parse
+ * (the caller checks the range). */
+bool ts_parse_bytes(const char *s, double unit, double *out);
 
 /* ---- JSON output ------------------------------------------------------------- */
 /* Numbers formatted for machines: integers exactly, doubles with %.17g

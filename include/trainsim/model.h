@@ -165,6 +165,14 @@ void model_defaults(ModelSpec *m, ModelArch arch);
 void model_finalize(ModelSpec *m);
 /* Check the invariants above; names the field and the rule. TS_ERR_INPUT. */
 TsStatus model_validate(const ModelSpec *m, TsError *err);
+/* The largest dimensions model_validate accepts (the CLI's model flags take
+ * the same): far beyond any model, and every int64 product of them (parameter
+ * counts, FLOPs inputs) stays below 2^63. */
+#define MODEL_MAX_WIDTH 10000000        /* hidden, ffn, moe_ffn, LoRA ranks */
+#define MODEL_MAX_HEADS 100000          /* heads, kv heads, head dims, experts, shared experts */
+#define MODEL_MAX_LAYERS 1000000
+#define MODEL_MAX_VOCAB 100000000       /* vocab, type vocab */
+#define MODEL_MAX_POSITIONS 1000000000
 
 bool model_layer_is_moe(const ModelSpec *m, int64_t layer);
 int64_t model_moe_layer_count(const ModelSpec *m);

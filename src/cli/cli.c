@@ -1,15 +1,146 @@
 /* Option parsing, help text and output helpers shared by every command. */
 #include "cli.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- the range of every numeric option ---------------------------------------
+ * By name: an option means the same in every command that takes it, so its
+ * range is written once. Far beyond any real job, and small enough that the
+ * products the plan forms (tp*pp*cp*dp, global batch x seq) stay exact in a
+ * double and far from int64 overflow:
+ *   GPUs 2^24 (16 M; the largest clusters built hold ~10^5), parallel degrees
+ *   and micro-batches 2^20, the global batch 2^30 sequences, a sequence 2^24
+ *   tokens; the model flags take model_validate's limits (MODEL_MAX_*).
+ * Sizes (CLI_BYTES) are in bytes; `unit` is the bytes a bare number counts. */
+typedef struct CliLimit {
+    const char *name; /* "gpus" */
+    double lo, hi;    /* inclusive: 1 .. 16777216 */
+    double unit;      /* CLI_BYTES: bytes per bare number (1, or 1e6 for --bucket-mb); else 0 */
+} CliLimit;
+
+#define P2(n) ((double)(1LL << (n)))
+static const CliLimit LIMITS[] = {
+    /* the job (hw group, or the plan group where there is none; hw --group) */
+    {"gpus", 1, P2(24), 0}, {"group", 2, P2(24), 0}, {"group-nodes", 1, P2(24), 0},
+    {"rank", 0, P2(24) - 1, 0}, /* params: a global rank */
+    /* the plan */
+    {"tp", 1, P2(20), 0}, {"pp", 1, P2(20), 0}, {"vpp", 1, P2(20), 0}, {"dp", 1, P2(20), 0},
+    {"cp", 1, P2(20), 0}, {"ep", 1, P2(20), 0}, {"etp", 1, P2(20), 0},
+    {"zero", 0, 3, 0},
+    {"recompute-layers", 0, MODEL_MAX_LAYERS, 0}, /* 0: all the chunk's layers */
+    {"micro-batch", 1, P2(20), 0}, {"batch", 1, P2(20), 0}, /* profile's micro-batch */
+    {"global-batch", 1, P2(30), 0},
+    {"seq", 1, P2(24), 0},
+    {"shampoo-blocks", 1, P2(20), 0},
+    /* the model flags */
+    {"layers", 1, MODEL_MAX_LAYERS, 0}, {"hidden", 1, MODEL_MAX_WIDTH, 0}, {"heads", 1, MODEL_MAX_HEADS, 0},
+    {"kv-heads", 1, MODEL_MAX_HEADS, 0}, {"head-dim", 1, MODEL_MAX_HEADS, 0}, {"ffn", 1, MODEL_MAX_WIDTH, 0},
+    {"vocab", 1, MODEL_MAX_VOCAB, 0}, {"max-positions", 1, MODEL_MAX_POSITIONS, 0},
+    {"experts", 0, MODEL_MAX_HEADS, 0}, {"topk", 1, MODEL_MAX_HEADS, 0}, {"moe-ffn", 1, MODEL_MAX_WIDTH, 0},
+    {"shared-experts", 0, MODEL_MAX_HEADS, 0}, {"dense-layers", 0, MODEL_MAX_LAYERS, 0},
+    {"hidden-dropout", 0, MODEL_DROPOUT_MAX, 0}, {"attn-dropout", 0, MODEL_DROPOUT_MAX, 0},
+    /* runtime behaviour (cli_sim.h) */
+    {"bucket-mb", 1, 1e12, 1e6}, /* 1 B .. 1 TB, a bare number in MB */
+    {"overlap-slowdown", 0, 1, 0}, {"gpu-spread", 0, 1, 0},
+    /* hw: one collective */
+    {"bytes", 1, P2(50), 1}, /* 1 B .. 1 PiB */
+    /* sweep: the ranges searched when no list is given, the ranking, threads */
+    {"max-tp", 1, P2(20), 0}, {"max-pp", 1, P2(20), 0}, {"max-vpp", 1, P2(20), 0},
+    {"max-cp", 1, P2(20), 0}, {"max-ep", 1, P2(20), 0}, {"max-micro-batch", 1, P2(20), 0},
+    {"top", 1, 100000, 0}, {"jobs", 1, 1024, 0},
+    /* profile: the printout */
+    {"module-depth", -1, 1024, 0}, /* -1: all levels but the innermost */
+    {"top-modules", 1, 100000, 0}, {"profile-step", 0, P2(31) - 1, 0},
+    /* workload */
+    {"chakra-dims", 0, 16, 0},
+    /* a whole training run (cli_train.h) */
+    {"train-tokens", 1, 1e18, 0}, {"price-per-gpu-hour", 0, 1e6, 0}, {"gpu-mtbf-hours", 1, 1e9, 0},
+    {"storage-gbps", 1e-3, 1e7, 0}, {"restart-minutes", 0, 1e5, 0},
+};
+#undef P2
+
+static const CliLimit *limit_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof LIMITS / sizeof LIMITS[0]; i++)
+        if (strcmp(LIMITS[i].name, name) == 0) return &LIMITS[i];
+    return NULL;
+}
+
+static bool numeric(CliKind k) { return k == CLI_INT || k == CLI_DOUBLE || k == CLI_BYTES; }
 
 void cli_add(CliSpec *s, const char *name, CliKind kind, void *dst, const char *metavar,
              const char *help)
 {
     if (s->n >= CLI_MAX_OPTS) abort(); /* a programming error, caught by any test */
-    s->opts[s->n++] = (CliOpt){name, kind, dst, metavar, help, NULL};
+    const CliLimit *lim = numeric(kind) ? limit_of(name) : NULL;
+    if (numeric(kind) && !lim) abort(); /* every number has a range: add a row to LIMITS */
+    s->opts[s->n++] = (CliOpt){name, kind, dst, metavar, help, NULL, lim};
+}
+
+/* A size for a hint: the largest unit that divides it ("1 PiB", "1 TB", "4 B"). */
+static void size_str(double b, char *out, size_t cap)
+{
+    static const struct { const char *name; double bytes; } U[] = {
+        {"PiB", 0x1p50}, {"PB", 1e15}, {"TiB", 0x1p40}, {"TB", 1e12}, {"GiB", 0x1p30},
+        {"GB", 1e9},     {"MiB", 0x1p20}, {"MB", 1e6}, {"KiB", 0x1p10}, {"kB", 1e3},
+    };
+    for (size_t i = 0; i < sizeof U / sizeof U[0]; i++)
+        if (b >= U[i].bytes && fmod(b, U[i].bytes) == 0) {
+            snprintf(out, cap, "%.15g %s", b / U[i].bytes, U[i].name);
+            return;
+        }
+    snprintf(out, cap, "%.15g B", b);
+}
+
+/* A numeric option's value into o->dst, within its range; else the usage
+ * error naming the option and the range, and 2. */
+static int set_number(const CliOpt *o, const char *val)
+{
+    const CliLimit *l = o->lim;
+    double v = 0;
+    int64_t i = 0;
+    bool ok, overflow = false;
+    if (o->kind == CLI_INT) {
+        ok = ts_parse_i64(val, &i);
+        v = (double)i;
+        const char *d = val + (*val == '+' || *val == '-');
+        overflow = !ok && *d && d[strspn(d, "0123456789")] == '\0'; /* digits past int64 */
+    } else if (o->kind == CLI_DOUBLE) {
+        ok = ts_parse_f64(val, &v);
+        char *end;
+        errno = 0;
+        double d = strtod(val, &end);
+        overflow = !ok && *val && !*end && errno == ERANGE && fabs(d) == HUGE_VAL; /* 1e999 */
+    } else {
+        ok = ts_parse_bytes(val, l->unit, &v);
+    }
+    TsError e = {0};
+    const char *what = o->kind == CLI_INT ? "an integer" : o->kind == CLI_DOUBLE ? "a number" : "a size";
+    if (!ok && !overflow) ts_err(&e, TS_ERR_USAGE, "--%s '%.60s' is not %s", o->name, val, what);
+    else if (overflow || !(v >= l->lo && v <= l->hi))
+        ts_err(&e, TS_ERR_USAGE, "--%s %.60s is out of range", o->name, val);
+    if (!e.code) {
+        if (o->kind == CLI_INT) *(int64_t *)o->dst = i;
+        else *(double *)o->dst = v;
+        return 0;
+    }
+    if (o->kind == CLI_INT) {
+        ts_err_hint(&e, "--%s takes an integer from %.0f to %.0f", o->name, l->lo, l->hi);
+    } else if (o->kind == CLI_DOUBLE) {
+        ts_err_hint(&e, "--%s takes a number from %.15g to %.15g", o->name, l->lo, l->hi);
+    } else {
+        char lo[32], hi[32], unit[32] = "bytes";
+        size_str(l->lo, lo, sizeof lo);
+        size_str(l->hi, hi, sizeof hi);
+        if (l->unit != 1) size_str(l->unit, unit, sizeof unit);
+        ts_err_hint(&e, "--%s takes a size from %s to %s: a bare number counts %s; units as in 512k, 1.5GB, "
+                        "64MiB (k M G T P: 1000^n; Ki Mi Gi Ti Pi: 1024^n)",
+                    o->name, lo, hi, l->unit == 1 ? unit : unit + 2 /* "1 MB" -> "MB" */);
+    }
+    return cli_fail(&e);
 }
 
 static CliOpt *find(CliSpec *s, const char *name, size_t len)
@@ -110,26 +241,8 @@ int cli_parse(CliSpec *s, int argc, char **argv)
             if (i + 1 >= argc) return usage_err(s, "option '--%s' needs a value", o->name);
             val = argv[++i];
         }
-        char msg[200];
-        switch (o->kind) {
-        case CLI_INT:
-            if (!ts_parse_i64(val, (int64_t *)o->dst)) {
-                snprintf(msg, sizeof msg, "option '--%s' expects an integer, got '%.60s'", o->name, val);
-                return usage_err(s, "%s", msg);
-            }
-            break;
-        case CLI_DOUBLE:
-            if (!ts_parse_f64(val, (double *)o->dst)) {
-                snprintf(msg, sizeof msg, "option '--%s' expects a number, got '%.60s'", o->name, val);
-                return usage_err(s, "%s", msg);
-            }
-            break;
-        case CLI_STR:
-            *(const char **)o->dst = val;
-            break;
-        default:
-            break;
-        }
+        if (o->kind == CLI_STR) *(const char **)o->dst = val;
+        else if (set_number(o, val)) return 2;
     }
     return 0;
 }
@@ -175,24 +288,12 @@ int cli_emit(const char *path, const TsBuf *text)
 }
 
 /* ---- model option group ------------------------------------------------------ */
-/* The model size flags: ModelOverrides uses -1 for "not given", so the CLI
- * starts them at OV_UNSET and can tell a given negative value from none. */
-#define OV_UNSET INT64_MIN
-#define OV_UNSET_P (-HUGE_VAL) /* the dropout flags (doubles) */
-#define OV_FIELDS(X)                                                                          \
-    X("layers", layers) X("hidden", hidden) X("heads", heads) X("kv-heads", kv_heads)         \
-    X("head-dim", head_dim) X("ffn", ffn) X("vocab", vocab) X("max-positions", max_positions) \
-    X("experts", experts) X("topk", topk) X("moe-ffn", moe_ffn)                               \
-    X("shared-experts", shared_experts) X("dense-layers", dense_layers)
-
+/* ModelOverrides uses -1 for "not given"; the flags' ranges (LIMITS) start at
+ * 0 or 1, so a given value is never taken for none. */
 void cli_model_init(CliModel *cm)
 {
     memset(cm, 0, sizeof *cm);
     model_overrides_init(&cm->ov);
-#define X(flag, f) cm->ov.f = OV_UNSET;
-    OV_FIELDS(X)
-#undef X
-    cm->ov.hidden_dropout = cm->ov.attn_dropout = OV_UNSET_P;
 }
 
 void cli_model_add(CliSpec *s, CliModel *cm)
@@ -229,26 +330,6 @@ int cli_model_load(CliModel *cm, const char *default_model, ModelSpec *out)
             return 2;
         }
         cm->ov.arch_set = true;
-    }
-    /* A negative size is bad input (exit 3), not "not given". */
-#define X(flag, f)                                                                              \
-    if (cm->ov.f == OV_UNSET) {                                                                 \
-        cm->ov.f = -1;                                                                          \
-    } else if (cm->ov.f < 0) {                                                                  \
-        ts_err(&err, TS_ERR_INPUT, "invalid model: --%s must not be negative, got %lld", flag,   \
-               (long long)cm->ov.f);                                                            \
-        return cli_fail(&err);                                                                  \
-    }
-    OV_FIELDS(X)
-#undef X
-    double *drop[2] = {&cm->ov.hidden_dropout, &cm->ov.attn_dropout};
-    for (int i = 0; i < 2; i++) {
-        if (*drop[i] == OV_UNSET_P) *drop[i] = -1;
-        else if (!(*drop[i] >= 0 && *drop[i] <= MODEL_DROPOUT_MAX)) {
-            ts_err(&err, TS_ERR_INPUT, "invalid model: --%s must be a probability from 0 (none) to 0.99, got %g",
-                   i ? "attn-dropout" : "hidden-dropout", *drop[i]);
-            return cli_fail(&err);
-        }
     }
     const char *src = cm->model;
     if (!src && !cm->ov.arch_set) src = default_model;

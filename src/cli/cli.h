@@ -5,7 +5,8 @@
  *
  * Conventions: `trainsim <command> [options]`; long options as `--name value`
  * or `--name=value`; `--help` on every command; a bad option prints one line
- * naming it and pointing to --help, exit code 2.
+ * naming it and pointing to --help, exit code 2; a numeric value out of its
+ * option's range (or not a number) names the option and the range, exit 2.
  */
 #ifndef TRAINSIM_CLI_H
 #define TRAINSIM_CLI_H
@@ -14,11 +15,18 @@
 #include "trainsim/graph.h"
 #include "trainsim/model.h"
 
-typedef enum { CLI_FLAG, CLI_INT, CLI_DOUBLE, CLI_STR, CLI_NOFLAG } CliKind;
+typedef enum { CLI_FLAG, CLI_INT, CLI_DOUBLE, CLI_BYTES, CLI_STR, CLI_NOFLAG } CliKind;
 
 /* One option. dst points to bool (FLAG/NOFLAG: NOFLAG stores false),
- * int64_t (INT), double (DOUBLE) or const char * (STR). `seen`, when set,
- * records that the option was given. */
+ * int64_t (INT), double (DOUBLE; BYTES: a size in bytes, ts_parse_bytes) or
+ * const char * (STR). `seen`, when set, records that the option was given.
+ *
+ * Numeric options (INT, DOUBLE, BYTES) take the range that cli.c's limits
+ * table gives their name (the same in every command: --seq is 1..2^24
+ * wherever it appears); a value outside it, or one that does not parse, is a
+ * usage error naming the option and the range (exit 2):
+ *     error: --global-batch -5 is out of range
+ *     hint: --global-batch takes an integer from 1 to 1073741824 */
 typedef struct CliOpt {
     const char *name;    /* without the leading "--" */
     CliKind kind;
@@ -26,6 +34,7 @@ typedef struct CliOpt {
     const char *metavar; /* "N", "FILE" */
     const char *help;
     bool *seen;
+    const struct CliLimit *lim; /* numeric kinds: the accepted range (cli.c) */
 } CliOpt;
 
 #define CLI_MAX_OPTS 160
@@ -42,6 +51,8 @@ typedef struct CliSpec {
     bool seen[CLI_MAX_OPTS]; /* filled by cli_parse */
 } CliSpec;
 
+/* Add an option; a numeric one must have a row in the limits table (else
+ * abort(): a programming error that any run of the command shows). */
 void cli_add(CliSpec *s, const char *name, CliKind kind, void *dst, const char *metavar,
              const char *help);
 /* Parse argv (argv[0] is the command name). Returns:

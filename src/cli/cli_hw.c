@@ -46,10 +46,6 @@ int cli_hw_load(const CliHw *h, const char *default_cluster, int64_t default_gpu
 {
     memset(out, 0, sizeof *out);
     TsError err = {0};
-    if (h->gpus != -1 && h->gpus < 1) {
-        fprintf(stderr, "trainsim: --gpus must be at least 1 (got %lld)\n", (long long)h->gpus);
-        return 2;
-    }
     GpuSpec gpu;
     bool have_gpu = false;
     if (h->gpu) {

@@ -115,19 +115,9 @@ int cli_plan_load(const CliSpec *s, CliPlan *cp, const ModelSpec *m, int64_t gpu
         p->n_stage_layers = n;
     }
     p->uneven = cp->uneven;
+    /* 0 stands for "the default" in --dp, --etp, --global-batch and --seq
+     * inside ParallelPlan; typed, it is out of their range (cli.c) */
     TsError err = {0};
-    /* 0 stands for "the default" inside ParallelPlan; typed on the command
-     * line it is a mistake, refused as plan_resolve refuses --tp 0 */
-    const struct { const char *name; int64_t v; } zd[] = {
-        {"dp", cp->dp}, {"etp", cp->etp}, {"global-batch", cp->global_batch}, {"seq", cp->seq},
-        {"shampoo-blocks", cp->shampoo_blocks},
-    };
-    for (size_t i = 0; i < sizeof zd / sizeof zd[0]; i++)
-        if (zd[i].v == 0 && cli_seen(s, zd[i].name)) {
-            ts_err(&err, TS_ERR_PLAN, "--%s must be at least 1, got 0", zd[i].name);
-            ts_err_hint(&err, "leave --%s out for its default", zd[i].name);
-            return cli_fail(&err);
-        }
     if (plan_resolve(m, p, &err) != TS_OK) return cli_fail(&err);
     return 0;
 }

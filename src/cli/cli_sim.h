@@ -18,7 +18,7 @@
 
 typedef struct CliSim {
     bool no_dp_overlap, no_ag_overlap, fp16_grads, ds_pipe, eager, sel_ops, seq_experts;
-    double bucket_mb;   /* --bucket-mb, -1 = default */
+    double bucket_bytes; /* --bucket-mb (a bare number in MB, or a size: 64MiB), -1 = default */
     double slowdown;    /* --overlap-slowdown, -1 = default */
     double spread;      /* --gpu-spread, -1 = default */
     const char *cp_comm; /* --cp-comm, NULL = default */
@@ -33,9 +33,8 @@ void cli_sim_add(CliSpec *s, CliSim *o);
 void cli_sim_add_workload(CliSpec *s, CliSim *o);
 /* All but --cp-comm, which the sweep takes as a list of exchanges to try. */
 void cli_sim_add_sweep(CliSpec *s, CliSim *o);
-/* The given values in range (--bucket-mb > 0, --overlap-slowdown and
- * --gpu-spread in [0, 1], --cp-comm a known exchange); 0, or the usage error
- * printed and 2. */
+/* --cp-comm a known exchange (the numbers' ranges are checked as they are
+ * parsed); 0, or the usage error printed and 2. */
 int cli_sim_check(const CliSpec *s, const CliSim *o);
 /* --cp-comm's value (NULL: p2p) into *out; 0, or the usage error printed and 2. */
 int cli_cp_comm(const char *v, SimCpComm *out);

@@ -15,9 +15,9 @@ typedef struct CliTrain {
 
 void cli_train_init(CliTrain *t);
 void cli_train_add(CliSpec *s, CliTrain *t);
-/* The given options in range and into *o (train_options_init first); *want:
- * --train-tokens was given (the others need it). 0, or the usage error
- * printed and 2. */
+/* The given options into *o (train_options_init first; cli.c checked their
+ * ranges); *want: --train-tokens was given (the others need it). 0, or the
+ * usage error printed and 2. */
 int cli_train_options(const CliSpec *s, const CliTrain *t, TrainOptions *o, bool *want);
 
 #endif

@@ -2,42 +2,74 @@
  * and busbw files, and evaluate the cost models for one kernel or collective. */
 #include "cli_hw.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+/* The GPU and cluster presets, one table each. Every preset is loaded first so
+ * that the name columns are as wide as the longest name in them (a user's
+ * preset may be named anything up to 63 bytes); a preset that fails to load is
+ * listed by its file name with the reason. */
 static void list_all(TsBuf *b)
 {
-    static char names[128][64];
-    int n = hw_gpu_names(names, 128);
-    ts_buf_printf(b, "GPUs (%d presets; dense TFLOP/s):\n", n);
-    ts_buf_printf(b, "  %-16s %8s %8s %8s %7s %8s %5s %6s\n", "name", "fp32", "bf16", "fp8", "HBM GiB",
+    enum { CAP = 256 }; /* hw_list_names finds at most 256 */
+    char(*names)[64] = malloc(CAP * sizeof *names);
+    char(*why)[TS_ERR_MSG_MAX] = malloc(CAP * sizeof *why); /* "" when the preset loaded */
+    GpuSpec *gpus = malloc(CAP * sizeof *gpus);
+    ClusterSpec *clusters = malloc(CAP * sizeof *clusters);
+    if (!names || !why || !gpus || !clusters) {
+        b->oom = true;
+        goto done;
+    }
+    int total = hw_gpu_names(names, CAP), n = total < CAP ? total : CAP, w = 4;
+    for (int i = 0; i < n; i++) {
+        TsError e = {0};
+        why[i][0] = '\0';
+        if (hw_gpu_load(names[i], &gpus[i], &e) != TS_OK) snprintf(why[i], sizeof why[i], "%s", e.msg);
+        const char *name = why[i][0] ? names[i] : gpus[i].name;
+        if ((int)strlen(name) > w) w = (int)strlen(name);
+    }
+    ts_buf_printf(b, "GPUs (%d presets; dense TFLOP/s):\n", total);
+    ts_buf_printf(b, "  %-*s %8s %8s %8s %7s %8s %5s %6s\n", w, "name", "fp32", "bf16", "fp8", "HBM GiB",
                   "HBM TB/s", "SMs", "W");
-    for (int i = 0; i < n && i < 128; i++) {
-        GpuSpec g;
-        TsError e = {0};
-        if (hw_gpu_load(names[i], &g, &e) != TS_OK) {
-            ts_buf_printf(b, "  %-16s (invalid: %s)\n", names[i], e.msg);
+    for (int i = 0; i < n; i++) {
+        const GpuSpec *g = &gpus[i];
+        if (why[i][0]) {
+            ts_buf_printf(b, "  %-*s (invalid: %s)\n", w, names[i], why[i]);
             continue;
         }
-        ts_buf_printf(b, "  %-16s %8.1f %8.1f %8.1f %7.0f %8.3f %5lld %6.0f\n", g.name,
-                      g.peak_flops[TS_DTYPE_FP32] / 1e12, g.peak_flops[TS_DTYPE_BF16] / 1e12,
-                      g.peak_flops[TS_DTYPE_FP8] / 1e12, g.hbm_bytes / HW_CAPACITY_GB_BYTES, g.hbm_bw_bytes_per_s / 1e12,
-                      (long long)g.sm_count, g.power_w);
+        ts_buf_printf(b, "  %-*s %8.1f %8.1f %8.1f %7.0f %8.3f %5lld %6.0f\n", w, g->name,
+                      g->peak_flops[TS_DTYPE_FP32] / 1e12, g->peak_flops[TS_DTYPE_BF16] / 1e12,
+                      g->peak_flops[TS_DTYPE_FP8] / 1e12, g->hbm_bytes / HW_CAPACITY_GB_BYTES,
+                      g->hbm_bw_bytes_per_s / 1e12, (long long)g->sm_count, g->power_w);
     }
-    n = hw_cluster_names(names, 128);
-    ts_buf_printf(b, "\nClusters (%d presets; bandwidth per GPU per direction):\n", n);
-    ts_buf_printf(b, "  %-12s %-16s %9s %13s %5s %9s %5s\n", "name", "gpu", "gpus/node", "scale-up GB/s",
+    total = hw_cluster_names(names, CAP), n = total < CAP ? total : CAP, w = 4;
+    int wg = 3; /* the gpu column */
+    for (int i = 0; i < n; i++) {
+        TsError e = {0};
+        why[i][0] = '\0';
+        if (hw_cluster_load(names[i], 1, &clusters[i], &e) != TS_OK) snprintf(why[i], sizeof why[i], "%s", e.msg);
+        const char *name = why[i][0] ? names[i] : clusters[i].name;
+        if ((int)strlen(name) > w) w = (int)strlen(name);
+        if (!why[i][0] && (int)strlen(clusters[i].gpu_name) > wg) wg = (int)strlen(clusters[i].gpu_name);
+    }
+    ts_buf_printf(b, "\nClusters (%d presets; bandwidth per GPU per direction):\n", total);
+    ts_buf_printf(b, "  %-*s %-*s %9s %13s %5s %9s %5s\n", w, "name", wg, "gpu", "gpus/node", "scale-up GB/s",
                   "NICs", "NIC Gb/s", "NVLS");
-    for (int i = 0; i < n && i < 128; i++) {
-        ClusterSpec c;
-        TsError e = {0};
-        if (hw_cluster_load(names[i], 1, &c, &e) != TS_OK) {
-            ts_buf_printf(b, "  %-12s (invalid: %s)\n", names[i], e.msg);
+    for (int i = 0; i < n; i++) {
+        const ClusterSpec *c = &clusters[i];
+        if (why[i][0]) {
+            ts_buf_printf(b, "  %-*s (invalid: %s)\n", w, names[i], why[i]);
             continue;
         }
-        ts_buf_printf(b, "  %-12s %-16s %9lld %13.0f %5lld %9.0f %5s\n", c.name, c.gpu_name,
-                      (long long)c.gpus_per_node, c.scaleup_bw_bytes_per_s / 1e9, (long long)c.nics_per_node,
-                      c.nic_bw_bytes_per_s * 8 / 1e9, c.nvls ? "yes" : "no");
+        ts_buf_printf(b, "  %-*s %-*s %9lld %13.0f %5lld %9.0f %5s\n", w, c->name, wg, c->gpu_name,
+                      (long long)c->gpus_per_node, c->scaleup_bw_bytes_per_s / 1e9, (long long)c->nics_per_node,
+                      c->nic_bw_bytes_per_s * 8 / 1e9, c->nvls ? "yes" : "no");
     }
+done:
+    free(names);
+    free(why);
+    free(gpus);
+    free(clusters);
 }
 
 static void show_gpu(const GpuSpec *g, TsBuf *b)
@@ -179,7 +211,7 @@ int cmd_hw(int argc, char **argv)
     cli_add(&s, "causal", CLI_FLAG, &o.causal, NULL, "causal mask for --attention");
     cli_add(&s, "backward", CLI_FLAG, &o.backward, NULL, "backward pass for --attention");
     cli_add(&s, "coll", CLI_STR, &o.coll, "C", "time one collective (allreduce, allgather, ...)");
-    cli_add(&s, "bytes", CLI_DOUBLE, &o.bytes, "B", "collective size in bytes (whole buffer)");
+    cli_add(&s, "bytes", CLI_BYTES, &o.bytes, "B", "collective size (whole buffer): bytes, or 64MiB, 1.5GB, 512k");
     cli_add(&s, "group", CLI_INT, &o.group, "N", "GPUs in the collective's group");
     cli_add(&s, "group-nodes", CLI_INT, &o.group_nodes, "N", "nodes the group spans (default: packed)");
     cli_add(&s, "group-kind", CLI_STR, &o.group_kind, "K", "tp|dp|ep|pp|cp: selects --busbw rows");

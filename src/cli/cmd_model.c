@@ -47,10 +47,11 @@ static void summary(const ModelSpec *m, const ModuleGraph *g, TsBuf *b)
 int cmd_model(int argc, char **argv)
 {
     CliSpec s = {.cmd = "model",
-                 .usage = "trainsim model [--model M] [model flags] [--naming N] [--tree|--json|--dot]",
+                 .usage = "trainsim model [NAME | --model M] [model flags] [--naming N] [--tree|--json|--dot]",
                  .summary = "Show a model: a summary of its dimensions and counts, its module tree in the\n"
                             "Megatron dump format (--tree), its spec and tree as JSON (--json) or the\n"
-                            "module tree as Graphviz DOT (--dot)."};
+                            "module tree as Graphviz DOT (--dot). NAME is --model's value.",
+                 .max_positional = 1};
     CliModel cm;
     cli_model_init(&cm);
     cli_model_add(&s, &cm);
@@ -62,6 +63,12 @@ int cmd_model(int argc, char **argv)
     cli_add(&s, "output", CLI_STR, &output, "FILE", "write to FILE (atomically) instead of stdout");
     int rc = cli_parse(&s, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
+    if (s.n_positional && cm.model) {
+        fprintf(stderr, "trainsim model: '%s' and --model %s: give the model once (see 'trainsim model --help')\n",
+                s.positional[0], cm.model);
+        return 2;
+    }
+    if (s.n_positional) cm.model = s.positional[0];
     if ((int)tree + (int)json + (int)dot > 1) {
         fprintf(stderr, "trainsim model: choose one of --tree, --json and --dot (see 'trainsim model --help')\n");
         return 2;

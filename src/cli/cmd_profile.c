@@ -53,11 +53,6 @@ int cmd_profile(int argc, char **argv)
                 dtype);
         return 2;
     }
-    if (batch <= 0 || seq < 0 || top <= 0) {
-        fprintf(stderr, "trainsim profile: --batch and --top-modules must be positive, --seq not negative "
-                        "(see 'trainsim profile --help')\n");
-        return 2;
-    }
     po.module_depth = depth;
     po.top_modules = top;
     po.detailed = !no_detailed;

@@ -218,9 +218,6 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
         return usage("invalid value '%s' for --dtype (expected bf16, fp16, fp8 or fp32)", o->dtype);
     if (o->objective && !search_objective_parse(o->objective, &c->objective))
         return usage("unknown objective '%s' (expected throughput, time, memory or cost)", o->objective);
-    if (o->top < 1 || o->top > 100000) return usage("--top must be between 1 and 100000, got %s", "it");
-    if (o->seq < 1 || o->global_batch < 1) return usage("%s must be positive", "--seq and --global-batch");
-    if (o->jobs < 0) return usage("%s must be positive", "--jobs");
     if (o->max_tp) c->tp.max = o->max_tp;
     if (o->max_pp) c->pp.max = o->max_pp;
     if (o->max_vpp) c->vpp.max = o->max_vpp;

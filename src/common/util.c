@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int64_t ts_round_up(int64_t x, int64_t m) { return m <= 0 ? x : ((x + m - 1) / m) * m; }
 int64_t ts_ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
@@ -87,4 +88,45 @@ bool ts_parse_f64(const char *s, double *out)
     if (errno || *end || !isfinite(v)) return false;
     *out = v;
     return true;
+}
+
+bool ts_parse_bytes(const char *s, double unit, double *out)
+{
+    if (!s) return false;
+    /* the number: [sign] digits [. digits] [e [sign] digits], scanned here so
+     * that strtod's hex, "inf" and "nan" forms are not sizes */
+    const char *p = s + (*s == '+' || *s == '-');
+    size_t digits = strspn(p, "0123456789");
+    p += digits;
+    if (*p == '.') {
+        size_t frac = strspn(p + 1, "0123456789");
+        digits += frac;
+        p += 1 + frac;
+    }
+    if (!digits) return false;
+    if (*p == 'e' || *p == 'E') {
+        const char *q = p + 1 + (p[1] == '+' || p[1] == '-');
+        size_t exp = strspn(q, "0123456789");
+        if (exp) p = q + exp;
+    }
+    char *end;
+    double v = strtod(s, &end);
+    if (end != p) return false;
+    if (*p == ' ' && p[1]) p++; /* "1.5 GB", not "64 " */
+    static const struct { const char *name; double bytes; } U[] = {
+        {"", 0}, {"b", 1},
+        {"k", 1e3}, {"kb", 1e3}, {"ki", 0x1p10}, {"kib", 0x1p10},
+        {"m", 1e6}, {"mb", 1e6}, {"mi", 0x1p20}, {"mib", 0x1p20},
+        {"g", 1e9}, {"gb", 1e9}, {"gi", 0x1p30}, {"gib", 0x1p30},
+        {"t", 1e12}, {"tb", 1e12}, {"ti", 0x1p40}, {"tib", 0x1p40},
+        {"p", 1e15}, {"pb", 1e15}, {"pi", 0x1p50}, {"pib", 0x1p50},
+    };
+    for (size_t i = 0; i < sizeof U / sizeof U[0]; i++)
+        if (strcasecmp(p, U[i].name) == 0) {
+            double b = v * (i == 0 ? unit : U[i].bytes);
+            if (!isfinite(b)) return false;
+            *out = b;
+            return true;
+        }
+    return false;
 }

@@ -135,14 +135,14 @@ static TsStatus bad(TsError *err, const char *field, const char *rule)
 
 TsStatus model_validate(const ModelSpec *m, TsError *err)
 {
-    /* Keep every product below 2^63: 10^7 per dimension is far beyond any
-     * model. Checked first: finalize leaves derived fields unset for absurd sizes. */
-    const int64_t lim = 10000000;
-    if (m->hidden > lim || m->ffn > lim || m->vocab > 100000000 || m->heads > 100000 ||
-        m->layers > 1000000 || m->experts > 100000 || m->head_dim > 100000 || m->moe_ffn > lim ||
-        m->kv_heads > 100000 || m->max_positions > 1000000000 || m->shared_experts > 100000 ||
-        m->type_vocab > 100000000 || m->q_lora_rank > lim || m->kv_lora_rank > lim ||
-        m->qk_nope_dim > 100000 || m->qk_rope_dim > 100000 || m->v_head_dim > 100000)
+    /* Keep every product below 2^63 (MODEL_MAX_*). Checked first: finalize
+     * leaves derived fields unset for absurd sizes. */
+    const int64_t lim = MODEL_MAX_WIDTH, heads = MODEL_MAX_HEADS;
+    if (m->hidden > lim || m->ffn > lim || m->vocab > MODEL_MAX_VOCAB || m->heads > heads ||
+        m->layers > MODEL_MAX_LAYERS || m->experts > heads || m->head_dim > heads || m->moe_ffn > lim ||
+        m->kv_heads > heads || m->max_positions > MODEL_MAX_POSITIONS || m->shared_experts > heads ||
+        m->type_vocab > MODEL_MAX_VOCAB || m->q_lora_rank > lim || m->kv_lora_rank > lim ||
+        m->qk_nope_dim > heads || m->qk_rope_dim > heads || m->v_head_dim > heads)
         return bad(err, "hidden", "or another dimension is unreasonably large (limit 1e7)");
     if (m->layers <= 0) return bad(err, "layers", "must be positive");
     if (m->hidden <= 0) return bad(err, "hidden", "must be positive");

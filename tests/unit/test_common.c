@@ -1,4 +1,5 @@
-/* Unit tests: arena (incl. injected failure), errors, buffers, JSON positions, atomic output. */
+/* Unit tests: arena (incl. injected failure), errors, buffers, number and size parsers, JSON positions,
+ * atomic output. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,6 +117,36 @@ static void test_buf_and_parse(void **state)
     ts_buf_free(&b);
 }
 
+/* ts_parse_bytes: every unit, both cases, the bare-number unit, and what is
+ * not a size. Exact comparisons: each result is one product of two doubles
+ * that are exact here (powers of 2 and 10 up to 1e15). */
+static void test_parse_bytes(void **state)
+{
+    (void)state;
+    static const struct { const char *s; double unit, want; } ok[] = {
+        {"4096", 1, 4096},       {"1GiB", 1, 0x1p30},     {"64MiB", 1, 0x1p26},  {"1.5GB", 1, 1.5e9},
+        {"512k", 1, 512e3},      {"512K", 1, 512e3},      {"2kB", 1, 2e3},       {"3Ki", 1, 3072},
+        {"1 TiB", 1, 0x1p40},    {"2T", 1, 2e12},         {"1pib", 1, 0x1p50},   {"1PB", 1, 1e15},
+        {"7b", 1, 7},            {"7B", 1, 7},            {"1mb", 1, 1e6},       {"1e9", 1, 1e9},
+        {"2.5e3M", 1, 2.5e9},    {".5k", 1, 500},         {"0", 1, 0},           {"-5", 1, -5},
+        {"+8G", 1, 8e9},         {"25", 1e6, 25e6},       {"64MiB", 1e6, 0x1p26}, {"100B", 1e6, 100},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        double v = -1;
+        if (!ts_parse_bytes(ok[i].s, ok[i].unit, &v) || v != ok[i].want)
+            fail_msg("ts_parse_bytes(\"%s\", %g): got %.17g, want %.17g", ok[i].s, ok[i].unit, v, ok[i].want);
+    }
+    static const char *const bad[] = {
+        "", " ", "GiB", "1GiBB", "1 GiB ", "1  GiB", "64 ", "1.5.GB", "1e", "1x", "0x10", "inf", "nan",
+        "1e999", "1e300P", "1iB", "1 k B", "k1", "--1", NULL,
+    };
+    for (int i = 0; bad[i]; i++) {
+        double v = 42;
+        if (ts_parse_bytes(bad[i], 1, &v) || v != 42) fail_msg("ts_parse_bytes(\"%s\") accepted: %g", bad[i], v);
+    }
+    assert_false(ts_parse_bytes(NULL, 1, &(double){0}));
+}
+
 static void test_enum_names(void **state)
 {
     (void)state;
@@ -155,8 +186,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_arena_alloc_and_fail), cmocka_unit_test(test_error_format),
         cmocka_unit_test(test_json_positions),       cmocka_unit_test(test_atomic_output),
-        cmocka_unit_test(test_buf_and_parse),        cmocka_unit_test(test_edit_distance),
-        cmocka_unit_test(test_enum_names),
+        cmocka_unit_test(test_buf_and_parse),        cmocka_unit_test(test_parse_bytes),
+        cmocka_unit_test(test_edit_distance),        cmocka_unit_test(test_enum_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -152,7 +152,7 @@ static void add_options(CliSpec *s, SweepOpts *o)
     cli_add(s, "max-micro-batch", CLI_INT, &o->max_mbs, "N", "largest micro-batch (default 8)");
     cli_add(s, "recompute", CLI_STR, &o->recompute, "LIST", "recompute modes: none,selective,full");
     cli_add(s, "schedule", CLI_STR, &o->schedule, "LIST", "pipeline schedules: gpipe,1f1b,interleaved");
-    cli_add(s, "zero", CLI_STR, &o->zero, "LIST", "ZeRO stages 0-3 (1 = distributed optimizer)");
+    cli_add(s, "zero", CLI_STR, &o->zero, "LIST", "ZeRO stages 0-3 (default: what --framework runs; megatron: 0, 1 = distributed optimizer, 3)");
     cli_add(s, "sp", CLI_STR, &o->sp, "LIST", "sequence parallel: off,on");
     cli_add(s, "tp-overlap", CLI_STR, &o->overlap, "LIST", "TP communication overlap: off,on");
     cli_add(s, "cp-comm", CLI_STR, &o->cp_comm, "LIST",
@@ -210,6 +210,11 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
     if (o->framework == PLAN_FRAMEWORK_DEEPSPEED && !o->schedule) c->schedule_mask = 1u << PLAN_SCHED_1F1B;
     if (o->framework == PLAN_FRAMEWORK_DEEPSPEED && !o->zero) c->zero_mask = 3u;
     if (o->framework == PLAN_FRAMEWORK_DEEPSPEED && !o->overlap) c->overlap_mask = 1u;
+    /* the sharding each framework runs: Megatron-Core its distributed
+     * optimizer (ZeRO 1, fp32 main gradients) and FSDP (3), no ZeRO-2;
+     * torchtitan FSDP2 (3) or DDP (0); HF under DeepSpeed or FSDP all four */
+    if (o->framework == PLAN_FRAMEWORK_MEGATRON && !o->zero) c->zero_mask = 0xBu;
+    if (o->framework == PLAN_FRAMEWORK_TORCHTITAN && !o->zero) c->zero_mask = 0x9u;
     if (c->sp_mask == 1u && c->overlap_mask == 2u)
         return usage("--tp-overlap on needs --sp on (Megatron overlaps TP communication only under sequence "
                      "parallelism)%s", "");

@@ -22,8 +22,12 @@ void search_plan_from_knobs(const SearchEvalCtx *x, const SearchKnobs *k, Parall
     p->dp = k->dp;
     p->sp = k->sp != 0;
     p->sp_set = true;
-    p->zero = k->zero;
-    p->dist_opt = false; /* ZeRO-1 is the distributed optimizer; one knob for both */
+    /* ZeRO 1 is Megatron's distributed optimizer (fp32 main gradients,
+     * --use-distributed-optimizer) under megatron, DeepSpeed's ZeRO-1 (16-bit
+     * gradients) elsewhere */
+    bool dist_opt = k->zero == 1 && x->framework == PLAN_FRAMEWORK_MEGATRON;
+    p->zero = dist_opt ? 0 : k->zero;
+    p->dist_opt = dist_opt;
     p->recompute = (PlanRecompute)k->recompute;
     p->tp_overlap = k->tp_overlap != 0;
     p->micro_batch = k->mbs;

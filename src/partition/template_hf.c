@@ -234,12 +234,13 @@ void tpl_hf_mlp(const Tx *x, PartBlockT *b)
     if (bert) norm(b, &h, "output_layernorm", h.e, h.r);
 }
 
-/* transformers' grouped-GEMM experts (experts_implementation "grouped_mm"):
- * router logits, softmax in fp32, top-k (renormalised), the token-expert
- * pairs sorted by expert and gathered, gate_up and down as one grouped GEMM
- * each over all experts, SiLU * up, the routing weights applied and the
- * pairs summed back into their tokens (index_add); shared experts as a dense
- * MLP. */
+/* transformers' grouped-GEMM experts (integrations/moe.py,
+ * grouped_mm_experts_forward): router logits, softmax in fp32, top-k
+ * (renormalised); the token-expert pairs gathered (token_idx), sorted by
+ * expert (perm, a second gather), histc/cumsum offsets; gate_up and down as
+ * one torch._grouped_mm each over all experts, SiLU * up; the routing
+ * weights applied, the pairs restored (inv_perm) and summed into their
+ * tokens (index_add_); shared experts as a dense MLP. */
 void tpl_hf_moe(const Tx *x, PartBlockT *b)
 {
     Hx h = hx_of(x);
@@ -253,8 +254,12 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     weight_casts(b, &h, (double)(H * E) + (double)(3 * H * EF * E) + shared_p, 3 + (m->shared_experts > 0 ? 3 : 0));
     linear(b, "router", &h, E, H, false);
     op(b, "routing", h.T * (double)E, 12.0, 12.0, 4.0, 6, 6); /* softmax fp32, top-k, renormalise, to dtype */
-    op(b, "sort", pairs, 24.0, 0, 8.0, 5, 0);                   /* argsort of the expert ids, counts, offsets */
-    op(b, "permute", pe, 4.0, 8.0, 0, 1, 2);                     /* gather the pairs; backward: index_add */
+    /* argsort of the expert ids and its inverse, histc, cumsum, the
+     * weights gathered */
+    op(b, "sort", pairs, 32.0, 0, 8.0, 7, 0);
+    /* hidden_states[token_idx], then [perm]: two gathers of the pairs; each
+     * one's backward zeros a buffer and index_adds into it */
+    op(b, "permute", pe, 8.0, 16.0, 0, 2, 4);
     int64_t me = (int64_t)((pairs + (double)E - 1) / (double)E);
     PartKernel *g = tpl_gemm(b, "experts.gate_up", E, me, 2 * EF, H);
     PartKernel *d = tpl_gemm(b, "experts.down", E, me, H, EF);
@@ -262,7 +267,10 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     g->launches[1] = d->launches[1] = 2;
     op(b, "experts.permuted", pe, 0, 0, 2.0, 0, 0); /* the gathered input kept for gate_up's gradient */
     op(b, "experts.act_fn_mul", pairs * (double)EF, 10.0, 18.0, 8.0, 3, 3);
-    op(b, "combine", pe, 10.0, 12.0, 2.0, 3, 3); /* * routing weights, zeros, index_add */
+    /* * routing weights, [inv_perm], zeros_like + index_add_ into the tokens;
+     * backward: the weights' gradient, the gather's index_add, index_add's
+     * gather */
+    op(b, "combine", pe, 14.0, 20.0, 2.0, 4, 5);
     if (m->shared_experts > 0) {
         int64_t SF = EF * m->shared_experts;
         linear(b, "shared.gate_proj", &h, SF, H, false);

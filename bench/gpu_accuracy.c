@@ -209,16 +209,43 @@ static void row_b(const json_t *r, const char *gpu)
 }
 
 /* ---- parts A, E: a whole training step ------------------------------------- */
-static bool step_model(const char *name, ModelSpec *m, TsError *err)
+/* A model by name: the shared config of that name (tools/measure/configs),
+ * else a preset; "<base>_L<n>" is <base> cut to n layers. */
+static bool named_model(const char *name, const ModelOverrides *ov, ModelSpec *m, TsError *err)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/../tools/measure/configs/%s.json", TS_BENCH_DIR, name);
     FILE *f = fopen(path, "r");
-    if (f) {
-        fclose(f);
-        return model_load(path, NULL, m, err) == TS_OK;
-    }
-    return model_load(name, NULL, m, err) == TS_OK;
+    if (f) fclose(f);
+    if (model_load(f ? path : name, ov, m, err) == TS_OK) return true;
+    const char *l = strrchr(name, '_');
+    char base[256];
+    long n = 0;
+    if (!l || l[1] != 'L' || sscanf(l + 2, "%ld", &n) != 1 || n < 1 || (size_t)(l - name) >= sizeof base) return false;
+    memcpy(base, name, (size_t)(l - name));
+    base[l - name] = 0;
+    ModelOverrides o = ov ? *ov : (ModelOverrides){0};
+    if (!ov) model_overrides_init(&o);
+    o.layers = n;
+    *err = (TsError){0};
+    return named_model(base, &o, m, err);
+}
+
+/* The row's model: the HuggingFace config it carries ("config", written by
+ * tools/measure), else its name (named_model). */
+static bool step_model(const json_t *r, const char *name, ModelSpec *m, TsError *err)
+{
+    const json_t *cfg = json_object_get(r, "config");
+    if (!json_is_object(cfg)) return named_model(name, NULL, m, err);
+    char path[] = "/tmp/gpu_accuracy_config_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    bool ok = f && json_dumpf(cfg, f, 0) == 0;
+    if (f) fclose(f);
+    ok = ok && model_load(path, NULL, m, err) == TS_OK;
+    if (fd >= 0) remove(path);
+    if (ok) snprintf(m->name, sizeof m->name, "%s", name);
+    return ok;
 }
 
 static void row_a(const json_t *r, const char *gpu, const char *part)
@@ -229,7 +256,7 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     ModelSpec m;
     TsError err = {0};
     if (!name || !prec || !load_hw(gpu, &hw)) return;
-    if (!step_model(name, &m, &err)) {
+    if (!step_model(r, name, &m, &err)) {
         fprintf(stderr, "%s: %s\n", name, err.msg);
         return;
     }

@@ -474,6 +474,7 @@ def cmd_step(args, ctx, rows, budget):
         "peak_mem_GiB": peak,
         "steps": len(step),
         "zero_grad": "set_to_none",  # opt_step() frees the gradients after each step
+        "config": json.loads(model.config.to_json_string(use_diff=False)),  # what was built
     }
     impl = getattr(model.config, "_experts_implementation", None)
     if is_moe(cfg) and impl:

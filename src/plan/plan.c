@@ -174,6 +174,12 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
     if (p->gpus != p->tp * p->pp * p->cp * p->dp)
         return bad(err, NULL, "--gpus %lld is not tp*pp*cp*dp = %lld", LL(p->gpus), LL(p->tp * p->pp * p->cp * p->dp));
     if (m && validate_model(m, p, err) != TS_OK) return TS_ERR_PLAN;
+    if (m && plan_hf(p) && (m->kv_lora_rank > 0 || m->pos == MODEL_POS_ALIBI || m->act == MODEL_ACT_RELU2))
+        return bad(err, "--framework hf models GPT-2, BERT and Llama-style (RoPE, SwiGLU; Qwen, Mixtral) modules; "
+                        "use --framework megatron or torchtitan for this one",
+                   "--framework hf has no module for %s (%s)%.0lld", m->name,
+                   m->kv_lora_rank > 0 ? "multi-head latent attention" : m->pos == MODEL_POS_ALIBI ? "ALiBi" : "squared ReLU",
+                   LL(0));
     if (plan_hf(p) && p->tp * p->pp * p->cp * p->ep > 1)
         return bad(err, "HuggingFace transformers' own modules train data-parallel (DDP, FSDP / ZeRO: --dp, --zero); "
                         "use --framework megatron or torchtitan for model parallelism",

@@ -22,14 +22,14 @@ int cmd_profile(int argc, char **argv)
     cli_model_add(&s, &cm);
     int64_t batch = 1, seq = 0, depth = -1, top = 1, step = 1;
     bool no_detailed = false, json = false, causal = false, no_flash = false;
-    const char *output = NULL, *gpu = "a100-sxm4-80gb", *dtype = "bf16", *recompute = "none", *calib = NULL;
+    const char *output = NULL, *gpu = "h100-sxm5-80gb", *dtype = "bf16", *recompute = "none", *calib = NULL;
     cli_add(&s, "batch", CLI_INT, &batch, "B", "micro-batch size (sequences), default 1");
     cli_add(&s, "seq", CLI_INT, &seq, "S", "sequence length, default min(max positions, 2048)");
     cli_add(&s, "module-depth", CLI_INT, &depth, "D", "aggregated profile depths 0..D-1 (-1: all but the innermost)");
     cli_add(&s, "top-modules", CLI_INT, &top, "K", "classes shown per depth, default 1");
     cli_add(&s, "no-detailed", CLI_FLAG, &no_detailed, NULL, "leave out the detailed module tree");
     cli_add(&s, "profile-step", CLI_INT, &step, "N", "step number printed in the summary, default 1");
-    cli_add(&s, "gpu", CLI_STR, &gpu, "NAME", "GPU preset for latencies, default a100-sxm4-80gb");
+    cli_add(&s, "gpu", CLI_STR, &gpu, "NAME", "GPU preset for latencies, default h100-sxm5-80gb (as every command)");
     cli_add(&s, "dtype", CLI_STR, &dtype, "T", "fp32|tf32|bf16|fp16|fp8, default bf16");
     cli_add(&s, "calibration", CLI_STR, &calib, "FILE", "measured kernel times (tools/calibrate) correcting the model");
     cli_add(&s, "recompute", CLI_STR, &recompute, "R", "none|selective|full: the training row marked");

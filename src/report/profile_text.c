@@ -371,6 +371,9 @@ void rep_profile_text(const ModuleGraph *g, const RepCompute *cm, const RepProfi
     line(b, "fwd flops of model = fwd flops per GPU * mp_size: ", v);
     rep_fmt_duration(v, sizeof v, st[0].latency_s);
     line(b, "fwd latency: ", v);
+    char gpu[160];
+    snprintf(gpu, sizeof gpu, "%s, %s", cm->hw.gpu.name, ts_dtype_name(cm->dtype));
+    line(b, "latencies predicted on (--gpu, --dtype): ", gpu);
     rep_fmt_flops(v, sizeof v, st[0].latency_s > 0 ? st[0].flops / st[0].latency_s : 0);
     line(b, "fwd FLOPS per GPU = fwd flops per GPU / fwd latency: ", v);
 

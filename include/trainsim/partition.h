@@ -96,6 +96,19 @@ typedef struct PartMemory {
  * allocation; TS_ERR_PLAN only for plans plan_validate would reject. */
 TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o,
                      PartMemory *stages, PartMemory *peak, TsError *err);
+/* Model FLOPs (the MFU convention): forward FLOPs per token of one layer
+ * (dense or MoE) at sequence S, from the model alone, never the plan: 2 x
+ * the matmul weights a token meets at TP 1 (top-k routed experts, router,
+ * shared experts; MLA's projections) plus 2H, and the attention core, Q.K at
+ * the query-key head dim and P.V at the value head dim over S keys, or S/2
+ * when `causal` (the causal-halving convention). Megatron's
+ * num_floating_point_operations and torchtitan's 6N + 12 L H Q T count the
+ * full square (causal false); training is 3x the forward. */
+double part_layer_model_flops(const ModelSpec *m, int64_t S, bool moe, bool causal);
+/* The same for the whole model per token: every layer and the LM head
+ * (2 H V, V padded as Megatron pads it at TP 1). */
+double part_model_flops_token(const ModelSpec *m, int64_t S, bool causal);
+
 /* Bytes per parameter of the plan's precision recipe (ParallelPlan.precision):
  * mixed 16-bit weights, fp32 main gradients (16-bit under ZeRO; o->grad_bytes
  * when set), fp32 master + Adam moments 12 B; amp 4 + 4 + 8; pure 2 + 2 + 4

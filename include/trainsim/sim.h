@@ -94,6 +94,9 @@ typedef struct SimOptions {
                                    SequentialMLP, i.e. without --moe-grouped-gemm; HF's
                                    expert loop); false: one grouped GEMM per projection
                                    over all local experts (--moe-grouped-gemm) */
+    bool mfu_causal;            /* model FLOPs count causal attention as half the square
+                                   (--mfu-convention causal); false: the full square, as
+                                   Megatron's num_floating_point_operations */
     bool record;                /* keep spans for --trace */
 } SimOptions;
 void sim_options_init(SimOptions *o);

@@ -1,6 +1,8 @@
 /* cli_sim.c — the SimOptions option group (cli_sim.h). */
 #include "cli_sim.h"
 
+#include <string.h>
+
 void cli_sim_init(CliSim *o)
 {
     *o = (CliSim){.bucket_bytes = -1, .slowdown = -1, .spread = -1};
@@ -36,6 +38,10 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
         {"gpu-spread", CLI_DOUBLE, &o->spread, "F",
          "speed spread among a node's GPUs (0.05); a synchronous job runs at its slowest GPU", true},
         {"cp-comm", CLI_STR, &o->cp_comm, "MODE", CLI_CP_COMM_HELP, true},
+        {"mfu-convention", CLI_STR, &o->mfu, "C",
+         "full|causal: attention in model FLOPs (MFU) as the full square (Megatron, torchtitan; default) or "
+         "causal-halved",
+         false},
     };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if ((T[i].wl || !workload_only) && !(no_cp_comm && T[i].dst == &o->cp_comm))
@@ -52,6 +58,13 @@ int cli_sim_check(const CliSpec *s, const CliSim *o)
 {
     (void)s; /* the numbers' ranges are checked as they are parsed (cli.c) */
     SimCpComm cc;
+    if (o->mfu && strcmp(o->mfu, "full") && strcmp(o->mfu, "causal")) {
+        TsError e = {0};
+        ts_err(&e, TS_ERR_USAGE, "invalid value '%s' for --mfu-convention", o->mfu);
+        ts_err_hint(&e, "--mfu-convention takes full (the square of scores, Megatron's and torchtitan's count) "
+                        "or causal (half of it)");
+        return cli_fail(&e);
+    }
     return cli_cp_comm(o->cp_comm, &cc);
 }
 
@@ -77,6 +90,7 @@ void cli_sim_options(const CliSim *o, SimOptions *so)
     so->sequential_experts = o->seq_experts;
     if (o->spread >= 0) so->gpu_spread = o->spread;
     if (o->cp_comm) sim_cp_comm_parse(o->cp_comm, &so->cp_comm); /* checked by cli_sim_check */
+    so->mfu_causal = o->mfu && !strcmp(o->mfu, "causal");
 }
 
 int cli_sim_framework(const CliSpec *s, const CliSim *o, PlanFramework *fw)

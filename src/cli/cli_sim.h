@@ -22,6 +22,7 @@ typedef struct CliSim {
     double slowdown;    /* --overlap-slowdown, -1 = default */
     double spread;      /* --gpu-spread, -1 = default */
     const char *cp_comm; /* --cp-comm, NULL = default */
+    const char *mfu;     /* --mfu-convention, NULL = full */
 } CliSim;
 
 void cli_sim_init(CliSim *o);

@@ -227,3 +227,33 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool sa
         out->remat = none > saved ? none - saved : 0;
     }
 }
+
+double part_layer_model_flops(const ModelSpec *m, int64_t S, bool moe, bool causal)
+{
+    double H = (double)m->hidden, A = (double)m->heads, G = (double)m->kv_heads, D = (double)m->head_dim;
+    double dqk = D, dv = D, attn;
+    double gw = m->act == MODEL_ACT_SWIGLU ? 3.0 : 2.0;
+    if (m->kv_lora_rank > 0) {
+        double qr = (double)m->q_lora_rank, kvr = (double)m->kv_lora_rank;
+        dqk = (double)(m->qk_nope_dim + m->qk_rope_dim);
+        dv = (double)m->v_head_dim;
+        attn = H * qr + (qr > 0 ? qr : H) * A * dqk + H * (kvr + (double)m->qk_rope_dim) +
+               kvr * A * ((double)m->qk_nope_dim + dv);
+    } else {
+        attn = H * (A + 2 * G) * D;
+    }
+    attn += A * dv * H + 2.0 * H;
+    double f = 2.0 * attn + (causal ? 1.0 : 2.0) * (double)S * A * (dqk + dv);
+    if (!moe) return f + 2.0 * gw * H * (double)m->ffn;
+    f += 2.0 * (double)m->topk * gw * H * (double)m->moe_ffn + 2.0 * H * (double)m->experts;
+    if (m->shared_experts > 0) f += 2.0 * gw * H * (double)(m->moe_ffn * m->shared_experts);
+    return f;
+}
+
+double part_model_flops_token(const ModelSpec *m, int64_t S, bool causal)
+{
+    double nm = (double)model_moe_layer_count(m), nd = (double)m->layers - nm;
+    return nd * part_layer_model_flops(m, S, false, causal) +
+           (nm > 0 ? nm * part_layer_model_flops(m, S, true, causal) : 0) +
+           2.0 * (double)m->hidden * (double)model_padded_vocab(m, 1);
+}

@@ -1,6 +1,7 @@
 /* The DeepSpeed Flops Profiler text report (print_model_profile of the
  * current profiler.py, reference/flops_profiler.md §1.5-1.6), computed from
  * a ModuleGraph, followed by trainsim's training-FLOPs section. */
+#include "trainsim/partition.h"
 #include "trainsim/report.h"
 
 #include <stdint.h>
@@ -326,9 +327,17 @@ static void training(const ModuleGraph *g, const RepTraining *tr, const RepProfi
         ts_buf_printf(b, "%s %-11s %-12s %-12s %-10s %s\n", (int)o->recompute == r ? "*" : " ", plan_recompute_name((PlanRecompute)r), e, cf, d,
                       forms[r]);
     }
-    ts_buf_printf(b, "\n* = --recompute %s. Model FLOPs (for MFU) are the 'none' row; hardware FLOPs (HFU)\n"
-                     "include the recomputed forward.\n",
+    ts_buf_printf(b, "\n* = --recompute %s. Hardware FLOPs (HFU) include the recomputed forward.\n",
                   plan_recompute_name(o->recompute));
+    /* the MFU convention simulate and sweep use (part_model_flops_token) */
+    double mf = 3.0 * part_model_flops_token(&g->spec, g->opt.seq, false) * (double)g->tokens;
+    char mv[32];
+    rep_fmt_number(mv, sizeof mv, mf);
+    ts_buf_printf(b, "Model FLOPs (MFU, as simulate and sweep count them): %sFLOPs = 3 x the forward's\n"
+                     "matmuls and attention scores (full square, Megatron's num_floating_point_operations);\n"
+                     "the 'none' row also counts FlashAttention's recomputed scores (backward 2.5x) and the\n"
+                     "elementwise ops.\n",
+                  mv);
     if (g->spec.experts > 0)
         ts_buf_puts(b, "Routed experts run one after another here (the module tree's per-expert MLPs, as\n"
                        "the latencies above); `trainsim simulate` runs a rank's experts as one grouped GEMM\n"

@@ -115,8 +115,8 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
                   r->hardware_tflops_per_gpu);
     /* a dtype without tensor-core support is timed and scored at bf16 (sim_simulate) */
     TsDtype pk = hw_usable_dtype(&in->hw->gpu, p->dtype);
-    ts_buf_printf(b, "  MFU / HFU             %.1f%% / %.1f%%  (of %s peak)\n", 100 * r->mfu, 100 * r->hfu,
-                  ts_dtype_name(pk));
+    ts_buf_printf(b, "  MFU / HFU             %.1f%% / %.1f%%  (of %s peak%s)\n", 100 * r->mfu, 100 * r->hfu,
+                  ts_dtype_name(pk), in->opt.mfu_causal ? "; attention causal-halved" : "");
     const SimMemory *mm = &r->memory;
     ts_buf_printf(b, "  memory per GPU        %.1f GiB of %.1f GiB%s  (weights %.1f, grads %.1f, optimizer %.1f, "
                      "activations %.1f, other %.1f)\n",

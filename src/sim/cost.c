@@ -329,7 +329,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 c->tp_exposed_s += 2 * head_tp;
                 tp_f += head_tp;
                 params += head_params;
-                fl_token += 2.0 * (double)m->hidden * (double)model_padded_vocab(m, 1);
+                fl_token += 2.0 * (double)m->hidden * (double)model_padded_vocab(m, 1); /* as part_model_flops_token */
             }
             /* BF16 optimizer under DeepSpeed's pipeline engine: after each
              * micro-batch's backward, update_hp_grads adds the bf16 gradients

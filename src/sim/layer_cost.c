@@ -52,33 +52,14 @@ static void fsdp_compute_share(const ParallelPlan *p, const LayerCost *lc, doubl
 /* Model FLOPs per token of one layer's forward (unsharded: 2 FLOPs per
  * multiply-accumulate of its projections, the attention counted full),
  * and what its recomputation adds (hardware FLOPs). */
-/* Model FLOPs per token of a layer depend on the model and the sequence
- * only, never on the plan (computed at TP 1: MLA's down-projections are
- * one matrix, not one per TP rank); the attention core counted full (Q.K at
- * dqk, P.V at dv). Recompute FLOPs are the plan's. */
+/* Model FLOPs per token of a layer: the model's alone (part_layer_model_flops,
+ * the MFU convention of SimOptions.mfu_causal); recompute FLOPs are the
+ * plan's. */
 static void layer_flops(const Ctx *x, bool moe, LayerCost *lc)
 {
     const ModelSpec *m = x->m;
     int64_t H = m->hidden, t = 1, A = m->heads, G = m->kv_heads, D = m->head_dim;
-    int64_t dqk = D, dv = D;
-    double gw = x->gated ? 3.0 : 2.0, attn;
-    if (m->kv_lora_rank > 0) {
-        dqk = m->qk_nope_dim + m->qk_rope_dim;
-        dv = m->v_head_dim;
-        attn = (double)(H * (m->q_lora_rank ? m->q_lora_rank : 0) + (m->q_lora_rank ? m->q_lora_rank : H) * A * dqk / t +
-                        H * (m->kv_lora_rank + m->qk_rope_dim) + m->kv_lora_rank * A * (m->qk_nope_dim + dv) / t);
-    } else {
-        attn = (double)(H * (A + 2 * G) * D / t);
-    }
-    attn += (double)(A * dv * H / t) + 2.0 * (double)H;
-    lc->fwd_flops_token = 2.0 * attn * (double)t + 2.0 * (double)x->S * (double)A * (double)(dqk + dv);
-    if (!moe) {
-        lc->fwd_flops_token += 2.0 * (double)((x->gated ? 3 : 2) * H * m->ffn / t) * (double)t;
-    } else {
-        lc->fwd_flops_token += 2.0 * (double)m->topk * gw * (double)(H * m->moe_ffn) + 2.0 * (double)(H * m->experts);
-        if (m->shared_experts > 0)
-            lc->fwd_flops_token += 2.0 * (double)((x->gated ? 3 : 2) * H * (m->moe_ffn * m->shared_experts) / t) * (double)t;
-    }
+    lc->fwd_flops_token = part_layer_model_flops(m, x->S, moe, x->o->mfu_causal);
     PartRuntime rt;
     sim_part_runtime(x->o, &rt);
     if (cost_sac(m, x->p, &rt))

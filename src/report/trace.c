@@ -67,6 +67,9 @@ void rep_trace_chrome(const SimResult *r, const char *title, int64_t layers_per_
         case 'R': snprintf(nm, sizeof nm, "grad reduce"); break;
         case 'O': snprintf(nm, sizeof nm, "optimizer step"); break;
         case 'G': snprintf(nm, sizeof nm, "param all-gather"); break;
+        case 'T': snprintf(nm, sizeof nm, "TP exposed mb %d c %d", sp->micro_batch, sp->chunk); break;
+        case 'C': snprintf(nm, sizeof nm, "CP exposed mb %d c %d", sp->micro_batch, sp->chunk); break;
+        case 'E': snprintf(nm, sizeof nm, "EP all-to-all exposed mb %d c %d", sp->micro_batch, sp->chunk); break;
         default: snprintf(nm, sizeof nm, "%c", sp->kind); break;
         }
         ev(b, &first, nm, sp->stage, sp->stream, sp->start_s, sp->end_s, sp->micro_batch, sp->chunk);

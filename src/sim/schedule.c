@@ -381,6 +381,20 @@ static TsStatus record_spans(const SimPipeline *pl, SimWork *w, const SimProg *p
         int64_t mb = idx % pl->micro_batches;
         double en = fin[op->self], st = en - dur[op->di];
         push_span(w, &oom, op->stage, SIM_STREAM_COMPUTE, c, mb, bw ? 'B' : 'F', st, en);
+        /* the task's exposed TP / CP / EP communication (inside its time, the
+         * chunk's exposure shared by its tasks as their durations), drawn on
+         * the stream tracks at the task's end */
+        const SimChunkCost *cc = &pl->chunk[op->stage * v + c];
+        double busy = cc->fwd_s + cc->bwd_s, share = busy > 0 ? dur[op->di] / busy : 0, t1 = en;
+        const struct { SimStream st; char k; double x; } X[3] = {{SIM_STREAM_EP, 'E', cc->ep_exposed_s},
+                                                                  {SIM_STREAM_CP, 'C', cc->cp_exposed_s},
+                                                                  {SIM_STREAM_TP, 'T', cc->tp_exposed_s}};
+        for (int j = 0; j < 3; j++) {
+            double d = X[j].x * share;
+            if (!(d > 0)) continue;
+            push_span(w, &oom, op->stage, X[j].st, c, mb, X[j].k, t1 - d, t1);
+            t1 -= d;
+        }
         double x = xf[op->di];
         bool edge = bw ? (op->stage == 0 && c == 0) : (op->stage == p - 1 && c == v - 1);
         if (x > 0 && !edge) push_span(w, &oom, op->stage, SIM_STREAM_PP, c, mb, 'S', en, en + x);

@@ -42,16 +42,16 @@
 #include "trainsim/common.h"
 #include "trainsim/sim.h"
 
-/* X(NAME, "label", fill colour) — kinds of timeline bars. */
-#define REP_KIND_LIST(X)                      \
-    X(FWD, "forward", "#4e79a7")              \
-    X(BWD, "backward", "#59a14f")             \
-    X(RECOMPUTE, "recompute", "#9c755f")      \
-    X(COMM, "communication", "#f28e2b")       \
-    X(OPTIMIZER, "optimizer", "#b07aa1")      \
-    X(BUBBLE, "bubble", "#d3d3d3")
+/* X(NAME, "label") — kinds of timeline bars; html.c colours them by label. */
+#define REP_KIND_LIST(X)     \
+    X(FWD, "forward")        \
+    X(BWD, "backward")       \
+    X(RECOMPUTE, "recompute") \
+    X(COMM, "communication") \
+    X(OPTIMIZER, "optimizer") \
+    X(BUBBLE, "bubble")
 typedef enum {
-#define X(e, n, c) REP_##e,
+#define X(e, n) REP_##e,
     REP_KIND_LIST(X)
 #undef X
     REP_KIND_COUNT

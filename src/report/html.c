@@ -18,17 +18,31 @@
 enum { W_SVG = 1200, LABEL_W = 90, ROW_H = 26, AXIS_H = 28, PLOT_W = 1040, PLOT_H = 420 };
 
 TS_ENUM_NAMES(rep_kind, RepKind, REP_KIND_LIST, REP_KIND_COUNT)
-static const char *const KIND_COLOR[] = {
-#define X(e, n, c) c,
-    REP_KIND_LIST(X)
-#undef X
-};
-_Static_assert(sizeof KIND_COLOR / sizeof KIND_COLOR[0] == REP_KIND_COUNT, "kind colours");
 
-/* Category colours for the breakdown and memory bars (Tableau 10). */
-static const char *const PALETTE[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
-enum { N_PALETTE = sizeof PALETTE / sizeof PALETTE[0] };
+/* One palette: a colour means one thing in every chart of every report.
+ * The timeline's kinds (REP_KIND_LIST) take the same colours: forward blue,
+ * backward green, recompute brown, communication orange, optimizer purple,
+ * bubble grey; the kinds of exposed communication are shades of the
+ * communication orange and red; memory categories have their own. */
+static const struct {
+    const char *name, *color;
+} COLORS[] = {
+    {"forward", "#4e79a7"},         {"backward", "#59a14f"},         {"compute", "#2f4b7c"},
+    {"recompute", "#9c755f"},       {"communication", "#f28e2b"},    {"tp_comm_exposed", "#f28e2b"},
+    {"cp_comm_exposed", "#ffbe7d"}, {"ep_comm_exposed", "#e15759"},  {"pp_comm_exposed", "#d37295"},
+    {"dp_comm_exposed", "#b6992d"}, {"bubble", "#d3d3d3"},           {"optimizer", "#b07aa1"},
+    {"overlap_slowdown", "#fabfd2"}, {"weights", "#499894"},         {"gradients", "#86bcb6"},
+    {"activations", "#f1ce63"},     {"other", "#bab0ac"},            {"simulated_plan", "#9aa7b4"},
+    {"top_plan", "#3b3b3b"},        {"best_plan", "#000000"},
+};
+
+/* The colour of a category by its name; an unknown one dark grey. */
+static const char *color_of(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof COLORS / sizeof COLORS[0]; i++)
+        if (!strcmp(COLORS[i].name, name)) return COLORS[i].color;
+    return "#555555";
+}
 
 /* ---- number formatting ------------------------------------------------------ */
 void rep_fmt_si(char *out, size_t cap, double v)
@@ -195,13 +209,14 @@ static void timeline_svg(TsBuf *b, const RepPlanView *v)
         rep_fmt_seconds(t1, sizeof t1, iv->end_s);
         ts_buf_printf(b, "<rect class=\"%s\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\">"
                          "<title>stage %d %s",
-                      rep_kind_names[iv->kind], x, y, w, bh, KIND_COLOR[iv->kind], iv->stage, rep_kind_names[iv->kind]);
+                      rep_kind_names[iv->kind], x, y, w, bh, color_of(rep_kind_names[iv->kind]), iv->stage,
+                      rep_kind_names[iv->kind]);
         if (iv->micro >= 0) ts_buf_printf(b, " micro-batch %d", iv->micro);
         ts_buf_printf(b, ": %s to %s</title></rect>\n", t0, t1);
     }
     ts_buf_puts(b, "</svg>\n<div class=\"legend\">");
     for (int k = 0; k < REP_KIND_COUNT; k++)
-        ts_buf_printf(b, "<span><i class=\"sw\" style=\"background:%s\"></i>%s</span>", KIND_COLOR[k],
+        ts_buf_printf(b, "<span><i class=\"sw\" style=\"background:%s\"></i>%s</span>", color_of(rep_kind_names[k]),
                       rep_kind_names[k]);
     ts_buf_puts(b, "</div>\n");
 }
@@ -232,7 +247,7 @@ static void stacked_bar(TsBuf *b, const char *id, const RepAmount *a, int n, boo
         char val[32];
         fmt_amount(val, sizeof val, a[i].value, bytes);
         ts_buf_printf(b, "<rect x=\"%.2f\" y=\"10\" width=\"%.2f\" height=\"30\" fill=\"%s\"><title>", x, w,
-                      PALETTE[i % N_PALETTE]);
+                      color_of(a[i].name));
         esc(b, a[i].name);
         ts_buf_printf(b, ": %s</title></rect>\n", val);
         x += w;
@@ -253,7 +268,7 @@ static void stacked_bar(TsBuf *b, const char *id, const RepAmount *a, int n, boo
     for (int i = 0; i < n; i++) {
         char val[32];
         fmt_amount(val, sizeof val, a[i].value, bytes);
-        ts_buf_printf(b, "<tr><td><i class=\"sw\" style=\"background:%s\"></i>", PALETTE[i % N_PALETTE]);
+        ts_buf_printf(b, "<tr><td><i class=\"sw\" style=\"background:%s\"></i>", color_of(a[i].name));
         esc(b, a[i].name);
         ts_buf_printf(b, "</td><td>%s</td><td>%.1f%%</td></tr>\n", val,
                       total > 0 ? 100.0 * a[i].value / total : 0.0);
@@ -282,7 +297,7 @@ static void stage_bars(TsBuf *b, const RepPlanView *v)
             char val[32];
             rep_fmt_seconds(val, sizeof val, a->value);
             ts_buf_printf(b, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>stage %d ",
-                          x, y, a->value * sx, rh - 6, PALETTE[i % N_PALETTE], s);
+                          x, y, a->value * sx, rh - 6, color_of(a->name), s);
             esc(b, a->name);
             ts_buf_printf(b, ": %s</title></rect>\n", val);
             x += a->value * sx;
@@ -377,7 +392,7 @@ static void scatter_svg(TsBuf *b, const RepSweepView *v)
                       cx, oy - PLOT_H, cx, oy, cx - 4, oy - PLOT_H + 12);
     }
     unsigned char *seen = calloc((size_t)(PLOT_W + 1) * (PLOT_H + 1), 1);
-    ts_buf_puts(b, "<g id=\"all-plans\" fill=\"#9aa7b4\" fill-opacity=\"0.55\">\n");
+    ts_buf_printf(b, "<g id=\"all-plans\" fill=\"%s\" fill-opacity=\"0.55\">\n", color_of("simulated_plan"));
     for (int i = 0; i < v->n_points; i++) {
         const RepSweepPoint *p = &v->points[i];
         int px = (int)(p->memory_bytes / xmax * PLOT_W), py = (int)(p->tokens_per_s / ymax * PLOT_H);
@@ -400,13 +415,16 @@ static void scatter_svg(TsBuf *b, const RepSweepView *v)
         rep_fmt_bytes(mem, sizeof mem, p->memory_bytes);
         ts_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\" stroke=\"#fff\">"
                          "<title>#%d: %s tokens/s, %s per GPU</title></circle>\n",
-                      x, y, p->rank == 0 ? "7" : "5", p->rank == 0 ? "#e15759" : "#f28e2b", p->rank + 1, tp, mem);
+                      x, y, p->rank == 0 ? "7" : "5", color_of(p->rank == 0 ? "best_plan" : "top_plan"), p->rank + 1, tp,
+                      mem);
         if (p->rank < 5)
             ts_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\">#%d</text>\n", x + 8, y - 6, p->rank + 1);
     }
-    ts_buf_puts(b, "</g>\n</svg>\n<div class=\"legend\"><span><i class=\"sw\" style=\"background:#9aa7b4\"></i>"
-                   "simulated plan</span><span><i class=\"sw\" style=\"background:#f28e2b\"></i>top plans</span>"
-                   "<span><i class=\"sw\" style=\"background:#e15759\"></i>best plan</span></div>\n");
+    ts_buf_printf(b,
+                  "</g>\n</svg>\n<div class=\"legend\"><span><i class=\"sw\" style=\"background:%s\"></i>"
+                  "simulated plan</span><span><i class=\"sw\" style=\"background:%s\"></i>top plans</span>"
+                  "<span><i class=\"sw\" style=\"background:%s\"></i>best plan</span></div>\n",
+                  color_of("simulated_plan"), color_of("top_plan"), color_of("best_plan"));
 }
 
 static void top_table(TsBuf *b, const RepSweepView *v)

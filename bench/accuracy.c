@@ -12,8 +12,9 @@
  *                           not published); the recompute-inclusive count is
  *                           shown beside it, not scored
  *   tokens_per_s_per_gpu    global_batch * seq / (T_pred * gpus)
- * Error = predicted / published - 1 on the throughput: positive = we predict
- * faster than measured. Per table: MAPE and signed bias (mean error).
+ *   iteration_s             T_pred
+ * Error = predicted / published - 1 on the throughput (published / predicted
+ * - 1 for an iteration time): positive = we predict faster than measured. Per table: MAPE and signed bias (mean error).
  *
  * Unstated knobs are chosen by fixed rules, printed with each row; nothing is
  * fitted per row or per model. Usage: accuracy [-v] [-r] [-x] [--runs CSV]
@@ -21,7 +22,9 @@
  * too); -v: each row's breakdown, -r: each row's task graph replayed too,
  * -x: leave-one-table-out check of the A100 sustained clock
  * (cross_validate). A runs file has the validation columns (COLS, any
- * order, named in its header line; extra columns are ignored); its rows
+ * order, named in its header line; extra columns are ignored; dtype,
+ * attention and framework optional, stating what a table's rule would
+ * otherwise choose); its rows
  * form tables by id prefix (the id up to its last '-'): the published
  * tables' rules apply to their ids, Megatron-Core's defaults to any other.
  */
@@ -40,11 +43,21 @@
 #define TS_BENCH_DIR "bench"
 #endif
 
-enum { NCOL = 26, MAXROW = 128 };
+/* The first NREQ columns are required; the rest are optional knobs a runs
+ * file may state (empty or absent: the table's rule). */
+enum { NREQ = 26, NCOL = 29, MAXROW = 128 };
 static const char *const COLS[NCOL] = {
     "id", "source", "model", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "global_batch",
     "micro_batch", "tp", "pp", "vpp", "dp", "cp", "ep", "seq_parallel", "recompute", "dist_opt", "gpu",
-    "num_gpus", "metric", "value", "notes"};
+    "num_gpus", "metric", "value", "notes", "dtype", "attention", "framework"};
+/* The values an optional or enumerated column takes (checked on loading). */
+static const struct {
+    const char *col, *values;
+} ENUMS[] = {
+    {"dtype", "fp16 bf16 fp8"},
+    {"attention", "flash unfused"},
+    {"framework", "megatron torchtitan deepspeed"},
+};
 
 typedef struct Row {
     char f[NCOL][512];
@@ -54,12 +67,14 @@ typedef struct Row {
 enum { NHDR = 64 };
 typedef struct RawRow {
     char f[NHDR][512];
+    int at[NHDR]; /* 1-based column of each field in its line */
 } RawRow;
 static int split(const char *line, RawRow *r)
 {
     int n = 0;
     const char *p = line;
     while (n < NHDR) {
+        r->at[n] = (int)(p - line) + 1;
         char *o = r->f[n];
         size_t k = 0;
         if (*p == '"') {
@@ -190,6 +205,25 @@ static Table *table_of(Table *tabs, int *ntab, const char *id)
     return &tabs[(*ntab)++];
 }
 
+/* A field of an enumerated column (ENUMS) that is neither empty nor one of
+ * its values: file:line:col error, the line and a hint on stderr; true. */
+static bool bad_value(const char *path, int ln, const char *line, const RawRow *raw, const int *map)
+{
+    for (size_t e = 0; e < sizeof ENUMS / sizeof ENUMS[0]; e++) {
+        int h = map[col(ENUMS[e].col)];
+        if (h < 0 || !raw->f[h][0]) continue;
+        const char *v = ENUMS[e].values, *hit = strstr(v, raw->f[h]);
+        size_t len = strlen(raw->f[h]);
+        while (hit && ((hit > v && hit[-1] != ' ') || (hit[len] && hit[len] != ' '))) hit = strstr(hit + 1, raw->f[h]);
+        if (hit) continue;
+        fprintf(stderr, "%s:%d:%d: error: %s '%s' is not known\n%s", path, ln, raw->at[h], ENUMS[e].col, raw->f[h],
+                line);
+        fprintf(stderr, "hint: %s is one of: %s\n", ENUMS[e].col, v);
+        return true;
+    }
+    return false;
+}
+
 /* Read a runs CSV into rows[] in COLS order: the header names the columns
  * (any order, extra ones ignored, every COLS column required); a row with
  * another number of fields than the header is an error. 0, or 3 with
@@ -214,11 +248,13 @@ static int load_rows(const char *path, Row *rows, int *n)
         map[c] = -1;
         for (int h = 0; h < nh; h++)
             if (!strcmp(hdr.f[h], COLS[c])) map[c] = h;
-        if (map[c] < 0) {
+        if (map[c] < 0 && c < NREQ) {
             fclose(fp);
             fprintf(stderr, "%s:1:1: error: no column '%s'\n%s", path, COLS[c], line);
             fprintf(stderr, "hint: a runs file has the columns of validation/calibration_runs.csv:");
-            for (int k = 0; k < NCOL; k++) fprintf(stderr, "%s%s", k ? "," : " ", COLS[k]);
+            for (int k = 0; k < NREQ; k++) fprintf(stderr, "%s%s", k ? "," : " ", COLS[k]);
+            fprintf(stderr, "; optional:");
+            for (int k = NREQ; k < NCOL; k++) fprintf(stderr, " %s", COLS[k]);
             fprintf(stderr, "\n");
             return 3;
         }
@@ -234,7 +270,12 @@ static int load_rows(const char *path, Row *rows, int *n)
             fprintf(stderr, "hint: quote fields that contain commas (\"...\")\n");
             return 3;
         }
-        for (int c = 0; c < NCOL; c++) snprintf(rows[*n].f[c], sizeof rows[*n].f[c], "%s", raw.f[map[c]]);
+        for (int c = 0; c < NCOL; c++)
+            snprintf(rows[*n].f[c], sizeof rows[*n].f[c], "%s", map[c] < 0 ? "" : raw.f[map[c]]);
+        if (bad_value(path, ln, line, &raw, map)) {
+            fclose(fp);
+            return 3;
+        }
         (*n)++;
     }
     fclose(fp);
@@ -297,6 +338,10 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     p->flash_attn = !(n21 || bloom || opt);
     /* NeMo performance recipes overlap TP comm (TE userbuffers) */
     p->tp_overlap = nemo && p->tp > 1;
+    /* stated knobs (optional columns) over the table's rules */
+    const char *dt = r->f[col("dtype")], *at = r->f[col("attention")];
+    if (*dt) ts_dtype_parse(dt, &p->dtype);
+    if (*at) p->flash_attn = !strcmp(at, "flash");
     /* uneven pipelines: the plan's rule (last and first chunk one layer
      * lighter first, plan.h ParallelPlan.uneven) */
     if (m->layers % (p->pp * p->vpp)) {
@@ -313,7 +358,8 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
 {
     const char *metric = r->f[col("metric")], *id = r->f[col("id")];
     bool tfl = strcmp(metric, "tflops_per_gpu") == 0, tok = strcmp(metric, "tokens_per_s_per_gpu") == 0;
-    if (!tfl && !tok) return false;
+    bool its = strcmp(metric, "iteration_s") == 0;
+    if (!tfl && !tok && !its) return false;
     RowKind k = {.n21 = starts(id, "N21"), .nemo = starts(id, "NEMO"), .bloom = starts(id, "BLOOM"),
                  .opt = starts(id, "OPT"), .tt = starts(id, "TT")};
     bool n21 = k.n21, nemo = k.nemo, bloom = k.bloom, tt = k.tt;
@@ -344,6 +390,7 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
      * with the BF16 optimizer (ZeRO-1) */
     if (tt) p.framework = PLAN_FRAMEWORK_TORCHTITAN;
     if (bloom) p.framework = PLAN_FRAMEWORK_DEEPSPEED;
+    if (*r->f[col("framework")]) plan_framework_parse(r->f[col("framework")], &p.framework);
     SimSetup in = {.model = &m, .plan = p, .hw = &hw, .net = &net};
     sim_options_init(&in.opt);
     /* Megatron-LM 2021 all-reduced gradients after the backward pass,
@@ -384,7 +431,9 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     double Vb = (double)(bloom ? model_padded_vocab(&m, q->tp) : m.vocab);
     double n21_fl = 24.0 * (n21 ? 4.0 : k4) * B * s * l * h * h * (1 + s / (6 * h) + Vb / (16 * l * h));
     double n21_pred = n21_fl / T / (double)q->gpus / 1e12;
-    if (n21 || bloom) {
+    if (its) {
+        pred = T;
+    } else if (n21 || bloom) {
         /* N21: the paper's formula (96 = 24 x 4: the recompute forward
          * counted). BLOOM: Megatron-DeepSpeed's logger
          * (megatron/utils.py throughput_calculator) prints the same
@@ -396,7 +445,8 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     } else {
         pred = res.tokens_per_s_per_gpu;
     }
-    double e = pred / pub - 1;
+    /* the error of the throughput: for an iteration time, published / predicted */
+    double e = its ? pub / pred - 1 : pred / pub - 1;
     char plan[96], rcname[24];
     snprintf(rcname, sizeof rcname, "%s", plan_recompute_name(q->recompute));
     if (q->recompute == PLAN_RECOMPUTE_FULL && q->recompute_layers > 0)
@@ -409,8 +459,9 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     out->e = e;
     out->re = NAN;
     if (!o->print) return true;
-    printf("%-11s %-15s %-44s %10.1f %10.1f %+7.1f%%   T=%.3fs %s %s%s\n", id, m.name, plan, pub, pred, 100 * e,
-           T, ts_dtype_name(q->dtype), rules, res.memory.fits ? "" : "[does not fit]");
+    int dg = its ? 2 : 1; /* seconds to the hundredth */
+    printf("%-11s %-15s %-44s %10.*f %10.*f %+7.1f%%   T=%.3fs %s %s%s\n", id, m.name, plan, dg, pub, dg, pred,
+           100 * e, T, ts_dtype_name(q->dtype), rules, res.memory.fits ? "" : "[does not fit]");
     if (bloom)
         printf("            (compared as Megatron-DeepSpeed's logger counts, the recompute pass included;\n"
                "             as model FLOPs per GPU per second it would be %.1f, %+.1f%%)\n",

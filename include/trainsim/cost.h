@@ -33,6 +33,7 @@ typedef struct CostCtx {
     const HwModel *hw;
     TsDtype dtype;          /* the plan's GEMM dtype, e.g. bf16 or fp8 */
     TsDtype act_dtype;      /* activations, attention core, LM head: bf16 under fp8 */
+    PlanFp8Recipe fp8;      /* the FP8 scaling recipe (its casts' traffic) */
     double tensor_factor;   /* time factor on GEMMs and attention, e.g. 1.22 x 1.065 */
     double host_s[2];       /* host time to dispatch one kernel forward / backward (eager PyTorch:
                                COST_HOST_FWD_S, COST_HOST_BWD_S); 0: the GPU never waits on the host */

@@ -279,5 +279,26 @@ double hw_p2p_time_s(const HwNet *net, double bytes, bool cross_node);
 /* MoE token exchange: each of ep ranks sends bytes_per_rank spread over the
  * other ranks (dispatch or combine), ep ranks spanning `nodes` nodes. */
 double hw_alltoall_time_s(const HwNet *net, double bytes_per_rank, int64_t ep, int64_t nodes);
+/* How an EP dispatch or combine travels (plan.h PlanMoeDispatch in network
+ * terms): deepep sends one copy of a token per destination node over the
+ * NICs and forwards it over NVLink inside the node (DeepEP); topk: experts
+ * per token; node_limit: a token's experts lie on at most this many nodes
+ * (0: no limit); load: what the busiest EP rank receives over the mean
+ * (>= 1, MoE imbalance). */
+typedef struct HwEpRoute {
+    bool deepep;
+    int64_t topk, node_limit;
+    double load;
+} HwEpRoute;
+/* One dispatch or combine of bytes_per_rank (every token-expert copy of the
+ * rank's tokens, as an all-to-all carries them) over ep ranks on `nodes`
+ * nodes. r == NULL: a balanced NCCL all-to-all (hw_alltoall_time_s). With
+ * deepep across nodes: a token reaches d distinct nodes (node_limit, else the
+ * expectation N(1 - (1 - 1/N)^topk) over N nodes), (N-1)/N of them remote:
+ * NIC bytes = bytes x d(N-1)/N / topk, NVLink bytes = bytes x (ppn-1)/ppn;
+ * the two legs pipeline, the slower one sets the time. E.g. DeepSeek-V3's
+ * 470 MB of BF16 copies per rank on 8 nodes, node limit 4: 206 MB over the
+ * NICs, 3.5 copies per token instead of 7. */
+double hw_ep_a2a_time_s(const HwNet *net, double bytes_per_rank, int64_t ep, int64_t nodes, const HwEpRoute *r);
 
 #endif

@@ -131,7 +131,10 @@ typedef struct ModelSpec {
     int64_t qk_nope_dim;    /* 128 */
     int64_t qk_rope_dim;    /* 64 */
     int64_t v_head_dim;     /* 128 */
-    int64_t mtp_layers;     /* multi-token-prediction layers (DeepSeek-V3: 1); informational */
+    int64_t mtp_layers;     /* multi-token-prediction modules trained beside the model (DeepSeek-V3:
+                               1): each a transformer layer of the last layer's kind, a 2H->H
+                               projection, two norms and another pass through the shared
+                               embedding and output head, on the last pipeline stage */
 } ModelSpec;
 
 /* Parameter counts in elements. Tied weights counted once. */
@@ -193,7 +196,7 @@ typedef struct ModelOverrides {
     bool arch_set;
     ModelArch arch;
     int64_t layers, hidden, heads, kv_heads, head_dim, ffn, vocab, max_positions;
-    int64_t experts, topk, moe_ffn, shared_experts, dense_layers;
+    int64_t experts, topk, moe_ffn, shared_experts, dense_layers, mtp_layers;
     double hidden_dropout, attn_dropout; /* probabilities; -1 = not given */
 } ModelOverrides;
 void model_overrides_init(ModelOverrides *o);

@@ -112,7 +112,9 @@ double part_model_flops_token(const ModelSpec *m, int64_t S, bool causal);
 /* Bytes per parameter of the plan's precision recipe (ParallelPlan.precision):
  * mixed 16-bit weights, fp32 main gradients (16-bit under ZeRO; o->grad_bytes
  * when set), fp32 master + Adam moments 12 B; amp 4 + 4 + 8; pure 2 + 2 + 4
- * (the training dtype's width; fp32 training: 4 + 4 + 8); o may be NULL. */
+ * (the training dtype's width; fp32 training: 4 + 4 + 8); mixed with bf16
+ * Adam moments (--adam-moments bf16): fp32 master + 2 + 2 = 8 B; o may be
+ * NULL. */
 typedef struct PartParamBytes {
     double weight, grad, optim;
 } PartParamBytes;
@@ -163,6 +165,8 @@ enum {
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */
     uint8_t kind, part, flags;
+    uint8_t rc;               /* the PLAN_RC_* module it belongs to (plan.h): selective recompute of
+                                 that module runs its forward again in the backward; 0 none */
     int32_t count;            /* launches per micro-batch (SequentialMLP: one per local expert), >= 1 */
     int64_t batch, m, n, k;   /* GEMM; ATTN: batch = B, m = heads, n = sq, k = sk */
     int64_t d;                /* ATTN: q.k head dim */
@@ -198,14 +202,27 @@ typedef struct PartRuntime {
                                  activation dtype's) */
 } PartRuntime;
 
+/* The token-expert pairs of the busiest EP rank over the mean (>= 1): the
+ * expert at moe_imbalance x its mean load, capped at moe_capacity when
+ * tokens are dropped (every expert at the capacity when padded), beside
+ * E/EP - 1 experts at the mean on its rank. 1 for a balanced or dense
+ * model. E.g. 256 experts on EP 64 (4 per rank), imbalance 2: 1.25. */
+double part_moe_rank_load(const ModelSpec *m, const ParallelPlan *p);
+
 typedef struct PartTemplate {
     PartBlockT b[PART_BLOCK_COUNT];
     int64_t tokens;           /* T = B * S / CP, the rank's tokens of one micro-batch */
     int64_t tokens_sp;        /* T / TP under sequence parallelism, else T */
     double act_bytes;         /* bytes per activation element (bf16 under fp8: 2) */
     double tp_bytes;          /* one TP collective of a block: the activation B*S/CP*H, 0 at TP 1 */
-    double ep_bytes;          /* one EP all-to-all (dispatch or combine) per rank: the routed token
-                                 copies the rank sends, 0 at EP 1 */
+    double ep_bytes;          /* one EP all-to-all per rank in the activation dtype: the routed
+                                 token copies the rank sends (the combine, and the dispatch's
+                                 backward), 0 at EP 1 */
+    double ep_dispatch_bytes; /* the dispatch (and the combine's backward): ep_bytes, or its FP8
+                                 size (1 B per element + an fp32 scale per 128) under DeepEP in
+                                 FP8 training (DeepSeek-V3 §3.3.3) */
+    double moe_load;          /* the busiest EP rank's token-expert pairs over the mean
+                                 (part_moe_rank_load), >= 1; 1 without experts */
     double cp_kv_bytes;       /* CP: the K/V of all CP ranks of one micro-batch on this rank */
     double cp_q_bytes, cp_o_bytes; /* CP all-to-all (Ulysses): the rank's Q and output buffers */
     double embed_tp_bytes;    /* the embedding's TP collective (reduce-scatter with SP, else all-reduce) */

@@ -111,6 +111,60 @@ typedef enum {
     PLAN_OPTIM_COUNT
 } PlanOptimizer;
 
+/* How MoE tokens travel to their experts and back:
+ * - alltoall: NCCL all-to-all of every token-expert copy (Megatron's
+ *   alltoall dispatcher);
+ * - deepep: DeepEP's dispatch and combine (DeepSeek-V3 report §3.2.2): one
+ *   copy of a token per destination node over InfiniBand, forwarded over
+ *   NVLink to the GPUs of its experts there; the dispatch in FP8 under FP8
+ *   training, the combine in BF16. */
+#define PLAN_MOE_DISPATCH_LIST(X) \
+    X(ALLTOALL, "alltoall")       \
+    X(DEEPEP, "deepep")
+typedef enum {
+#define X(e, n) PLAN_MOE_DISPATCH_##e,
+    PLAN_MOE_DISPATCH_LIST(X)
+#undef X
+    PLAN_MOE_DISPATCH_COUNT
+} PlanMoeDispatch;
+
+/* The FP8 scaling recipe (under --dtype fp8):
+ * - delayed: per-tensor scales from an amax history (Transformer Engine's
+ *   default DelayedScaling);
+ * - current: per-tensor scales from the tensor itself (TE
+ *   Float8CurrentScaling): one more read of each cast tensor for its amax,
+ *   the amax all-reduced over the TP group;
+ * - blockwise: 1x128 tiles of activations and gradients, 128x128 blocks of
+ *   weights (DeepSeek-V3 §3.3.2, TE Float8BlockScaling): scales computed in
+ *   the cast kernel, a per-tile scale (fp32) per 128 elements. */
+#define PLAN_FP8_LIST(X)        \
+    X(DELAYED, "delayed")       \
+    X(CURRENT, "current")       \
+    X(BLOCKWISE, "blockwise")
+typedef enum {
+#define X(e, n) PLAN_FP8_##e,
+    PLAN_FP8_LIST(X)
+#undef X
+    PLAN_FP8_COUNT
+} PlanFp8Recipe;
+
+/* Modules recomputed in the backward instead of stored (Megatron-Core
+ * --recompute-modules, under selective recompute), as bits:
+ * X(NAME, "name", bit). core_attn: the attention scores (selective's
+ * default); layernorm: the norms' outputs (the next GEMM's input); moe_act:
+ * the experts' activation function output; mla_up_proj: MLA's query and
+ * key/value up-projections (the latents are kept). */
+#define PLAN_RC_MOD_LIST(X)              \
+    X(CORE_ATTN, "core_attn", 1u)        \
+    X(LAYERNORM, "layernorm", 2u)        \
+    X(MOE_ACT, "moe_act", 4u)            \
+    X(MLA_UP_PROJ, "mla_up_proj", 8u)
+enum {
+#define X(e, n, b) PLAN_RC_##e = b,
+    PLAN_RC_MOD_LIST(X)
+#undef X
+};
+
 /* Process-group kinds: X(NAME, "name", what it is). */
 #define PLAN_GROUP_LIST(X)                                              \
     X(TP, "tp", "tensor parallel")                                      \
@@ -151,6 +205,19 @@ typedef struct ParallelPlan {
     int64_t recompute_layers;/* full recompute: layers per chunk recomputed, 0 = all */
     bool flash_attn;        /* FlashAttention: no S^2 scores stored; default true */
     bool tp_overlap;        /* overlap TP collectives with GEMMs (Megatron --tp-comm-overlap) */
+    uint32_t recompute_modules; /* selective recompute: PLAN_RC_* bits; 0 = core_attn only */
+    /* ---- MoE runtime ---- */
+    PlanMoeDispatch moe_dispatch; /* alltoall (default) | deepep */
+    int64_t moe_node_limit; /* each token routed to experts on at most this many nodes
+                               (DeepSeek-V3: 4); 0 = no limit */
+    double moe_imbalance;   /* load of the busiest expert over the mean, >= 1 (dropless); the
+                               EP rank holding it sets the pace; 1 = balanced */
+    double moe_capacity;    /* expert capacity factor: tokens beyond capacity x the mean are
+                               dropped; 0 = dropless */
+    bool moe_pad;           /* every expert's input padded to its capacity (needs moe_capacity) */
+    /* ---- precision details ---- */
+    PlanFp8Recipe fp8_recipe; /* under fp8: delayed (default) | current | blockwise */
+    TsDtype adam_moments;   /* Adam's two moments: fp32 (default) or bf16 (DeepSeek-V3) */
     /* ---- batch geometry ---- */
     int64_t micro_batch;    /* B, sequences per micro-batch per DP rank, e.g. 1 */
     int64_t global_batch;   /* sequences per optimizer step, e.g. 1536 */
@@ -222,6 +289,18 @@ bool plan_precision_parse(const char *s, PlanPrecision *out);
 bool plan_eager(const ParallelPlan *p);
 bool plan_ds_pipe(const ParallelPlan *p);
 bool plan_hf(const ParallelPlan *p);
+const char *plan_moe_dispatch_name(PlanMoeDispatch d);
+bool plan_moe_dispatch_parse(const char *s, PlanMoeDispatch *out);
+const char *plan_fp8_name(PlanFp8Recipe r);
+bool plan_fp8_parse(const char *s, PlanFp8Recipe *out);
+/* Parse a comma-separated --recompute-modules list into PLAN_RC_* bits;
+ * false (with *bad the offending name) for an unknown module. */
+bool plan_rc_modules_parse(const char *s, uint32_t *out, const char **bad, size_t *bad_len);
+/* mods as a comma-separated list ("layernorm,mla_up_proj"), "" for none. */
+void plan_rc_modules_format(uint32_t mods, char *out, size_t cap);
+/* The modules selective recompute recomputes: recompute_modules, or
+ * core_attn alone when none is given; 0 unless recompute is selective. */
+uint32_t plan_rc_modules(const ParallelPlan *p);
 const char *plan_optim_name(PlanOptimizer o);
 bool plan_optim_parse(const char *s, PlanOptimizer *out);
 const char *plan_group_name(PlanGroup g);
@@ -229,6 +308,11 @@ const char *plan_group_name(PlanGroup g);
 /* Layers in chunk c (0 <= c < pp*vpp) and the first layer of the chunk. */
 int64_t plan_chunk_layers(const ParallelPlan *p, int64_t n_layers, int64_t chunk);
 int64_t plan_chunk_first_layer(const ParallelPlan *p, int64_t n_layers, int64_t chunk);
+/* Transformer layers chunk c runs: plan_chunk_layers of the model's layers,
+ * plus the multi-token-prediction modules' layers (ModelSpec.mtp_layers) on
+ * the last chunk; they are layers m->layers.. in model_layer_is_moe's
+ * numbering. */
+int64_t plan_model_chunk_layers(const ParallelPlan *p, const ModelSpec *m, int64_t chunk);
 /* Pipeline rank of a layer (for interleaved, the rank holding its chunk). */
 int64_t plan_layer_chunk(const ParallelPlan *p, int64_t n_layers, int64_t layer);
 

@@ -169,7 +169,11 @@ typedef struct WlParallel {
     double pp_comm_bytes;   /* one stage-boundary activation per micro-batch, 16777216 */
     int64_t micro_batch;    /* sequences per micro-batch when known (generated), else 0 */
     int64_t seq;            /* tokens per sequence when known (generated), else 0 */
+    HwEpRoute ep_route;     /* how the EP all-to-alls travel (hw.h: DeepEP, the node limit, the
+                               busiest rank's load); zero: NCCL all-to-alls, balanced */
 } WlParallel;
+/* The route differs from a balanced NCCL all-to-all (formats then carry it). */
+static inline bool wl_ep_route_set(const HwEpRoute *r) { return r->deepep || r->load > 1.0; }
 
 /* Workload file formats: X(enum suffix, name as --format and JSON "origin" spell it). */
 #define WL_FMT_LIST(X) \

@@ -35,12 +35,14 @@ static const CliLimit LIMITS[] = {
     {"global-batch", 1, P2(30), 0},
     {"seq", 1, P2(24), 0},
     {"shampoo-blocks", 1, P2(20), 0},
+    {"moe-node-limit", 1, P2(20), 0}, {"moe-imbalance", 1, 1e4, 0}, {"moe-capacity-factor", 1e-3, 1e4, 0},
     /* the model flags */
     {"layers", 1, MODEL_MAX_LAYERS, 0}, {"hidden", 1, MODEL_MAX_WIDTH, 0}, {"heads", 1, MODEL_MAX_HEADS, 0},
     {"kv-heads", 1, MODEL_MAX_HEADS, 0}, {"head-dim", 1, MODEL_MAX_HEADS, 0}, {"ffn", 1, MODEL_MAX_WIDTH, 0},
     {"vocab", 1, MODEL_MAX_VOCAB, 0}, {"max-positions", 1, MODEL_MAX_POSITIONS, 0},
     {"experts", 0, MODEL_MAX_HEADS, 0}, {"topk", 1, MODEL_MAX_HEADS, 0}, {"moe-ffn", 1, MODEL_MAX_WIDTH, 0},
     {"shared-experts", 0, MODEL_MAX_HEADS, 0}, {"dense-layers", 0, MODEL_MAX_LAYERS, 0},
+    {"mtp-layers", 0, 16, 0},
     {"hidden-dropout", 0, MODEL_DROPOUT_MAX, 0}, {"attn-dropout", 0, MODEL_DROPOUT_MAX, 0},
     /* runtime behaviour (cli_sim.h) */
     {"bucket-mb", 1, 1e12, 1e6}, /* 1 B .. 1 TB, a bare number in MB */
@@ -313,6 +315,8 @@ void cli_model_add(CliSpec *s, CliModel *cm)
     cli_add(s, "moe-ffn", CLI_INT, &cm->ov.moe_ffn, "N", "intermediate size of one expert");
     cli_add(s, "shared-experts", CLI_INT, &cm->ov.shared_experts, "N", "shared experts per MoE layer");
     cli_add(s, "dense-layers", CLI_INT, &cm->ov.dense_layers, "N", "leading dense layers before MoE");
+    cli_add(s, "mtp-layers", CLI_INT, &cm->ov.mtp_layers, "N",
+            "multi-token-prediction modules trained on the last stage (0: none)");
     cli_add(s, "hidden-dropout", CLI_DOUBLE, &cm->ov.hidden_dropout, "P",
             "dropout after attention, MLP and embeddings (0: none, no kernel)");
     cli_add(s, "attn-dropout", CLI_DOUBLE, &cm->ov.attn_dropout, "P", "dropout on the attention probabilities");

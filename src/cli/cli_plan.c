@@ -10,6 +10,7 @@ void cli_plan_init(CliPlan *cp)
     cp->tp = cp->pp = cp->vpp = cp->cp = cp->ep = 1;
     cp->micro_batch = 1;
     cp->shampoo_blocks = 1;
+    cp->moe_imbalance = 1.0;
 }
 
 void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
@@ -29,6 +30,8 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
     cli_add(s, "recompute", CLI_STR, &cp->recompute, "MODE", "none|selective|full");
     cli_add(s, "recompute-layers", CLI_INT, &cp->recompute_layers, "N",
             "full recompute: layers per chunk (0 = all)");
+    cli_add(s, "recompute-modules", CLI_STR, &cp->recompute_modules, "LIST",
+            "selective recompute of core_attn,layernorm,moe_act,mla_up_proj (default core_attn)");
     cli_add(s, "micro-batch", CLI_INT, &cp->micro_batch, "B", "sequences per micro-batch");
     cli_add(s, "global-batch", CLI_INT, &cp->global_batch, "N",
             "sequences per step (default micro-batch*dp)");
@@ -49,6 +52,15 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
     cli_add(s, "tp-overlap", CLI_FLAG, &cp->tp_overlap, NULL, "overlap TP communication with GEMMs");
     cli_add(s, "no-flash", CLI_FLAG, &cp->no_flash, NULL,
             "attention stores its S^2 scores (no FlashAttention)");
+    cli_add(s, "fp8-recipe", CLI_STR, &cp->fp8_recipe, "R", "delayed|current|blockwise FP8 scaling (delayed)");
+    cli_add(s, "adam-moments", CLI_STR, &cp->adam_moments, "T", "fp32|bf16: the dtype of Adam's two moments (fp32)");
+    cli_add(s, "moe-dispatcher", CLI_STR, &cp->moe_dispatch, "D",
+            "alltoall|deepep: how tokens reach their experts (alltoall)");
+    cli_add(s, "moe-node-limit", CLI_INT, &cp->moe_node_limit, "M", "route each token to experts on at most M nodes");
+    cli_add(s, "moe-imbalance", CLI_DOUBLE, &cp->moe_imbalance, "F", "busiest expert's load over the mean (1)");
+    cli_add(s, "moe-capacity-factor", CLI_DOUBLE, &cp->moe_capacity, "C",
+            "drop tokens beyond C x an expert's mean load (default dropless)");
+    cli_add(s, "moe-pad-to-capacity", CLI_FLAG, &cp->moe_pad, NULL, "pad every expert's input to its capacity");
     if (with_gpus) cli_add(s, "gpus", CLI_INT, &cp->gpus, "N", "number of GPUs");
 }
 
@@ -64,6 +76,31 @@ bool cli_train_dtype(const char *s, TsDtype *out)
     if (!ts_dtype_parse(s, &d) || d == TS_DTYPE_TF32) return false;
     *out = d;
     return true;
+}
+
+/* The string-valued MoE, FP8 and recompute-module knobs. */
+static int moe_fp8_knobs(const CliPlan *cp, ParallelPlan *p)
+{
+    if (cp->moe_dispatch && !plan_moe_dispatch_parse(cp->moe_dispatch, &p->moe_dispatch))
+        return usage("moe-dispatcher", cp->moe_dispatch, "alltoall or deepep");
+    if (cp->fp8_recipe && !plan_fp8_parse(cp->fp8_recipe, &p->fp8_recipe))
+        return usage("fp8-recipe", cp->fp8_recipe, "delayed, current or blockwise");
+    if (cp->adam_moments) {
+        if (!strcmp(cp->adam_moments, "fp32")) p->adam_moments = TS_DTYPE_FP32;
+        else if (!strcmp(cp->adam_moments, "bf16")) p->adam_moments = TS_DTYPE_BF16;
+        else return usage("adam-moments", cp->adam_moments, "fp32 or bf16");
+    }
+    if (cp->recompute_modules) {
+        const char *bad = NULL;
+        size_t len = 0;
+        if (!plan_rc_modules_parse(cp->recompute_modules, &p->recompute_modules, &bad, &len)) {
+            fprintf(stderr, "trainsim: unknown module '%.*s' in --recompute-modules %s\n", (int)len, bad,
+                    cp->recompute_modules);
+            fprintf(stderr, "hint: the modules are core_attn, layernorm, moe_act and mla_up_proj\n");
+            return 2;
+        }
+    }
+    return 0;
 }
 
 int cli_plan_load(const CliSpec *s, CliPlan *cp, const ModelSpec *m, int64_t gpus_from_hw,
@@ -83,6 +120,12 @@ int cli_plan_load(const CliSpec *s, CliPlan *cp, const ModelSpec *m, int64_t gpu
     p->shampoo_blocks = cp->shampoo_blocks;
     p->tp_overlap = cp->tp_overlap;
     p->flash_attn = !cp->no_flash;
+    p->moe_node_limit = cp->moe_node_limit;
+    p->moe_imbalance = cp->moe_imbalance;
+    p->moe_capacity = cp->moe_capacity;
+    p->moe_pad = cp->moe_pad;
+    int rc = moe_fp8_knobs(cp, p);
+    if (rc) return rc;
     p->gpus = gpus_from_hw > 0 ? gpus_from_hw : cp->gpus;
     if (cp->recompute && !plan_recompute_parse(cp->recompute, &p->recompute))
         return usage("recompute", cp->recompute, "none, selective or full");

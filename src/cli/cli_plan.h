@@ -15,8 +15,11 @@
 typedef struct CliPlan {
     int64_t tp, pp, vpp, dp, cp, ep, etp, zero, recompute_layers;
     int64_t micro_batch, global_batch, seq, shampoo_blocks, gpus;
-    bool sp, dist_opt, tp_overlap, no_flash, uneven;
+    int64_t moe_node_limit;
+    double moe_imbalance, moe_capacity;
+    bool sp, dist_opt, tp_overlap, no_flash, uneven, moe_pad;
     const char *recompute, *dtype, *schedule, *stage_layers, *optimizer, *framework, *precision;
+    const char *recompute_modules, *fp8_recipe, *adam_moments, *moe_dispatch;
     bool with_gpus;                       /* this group owns --gpus (no hw group) */
     int64_t stage_buf[CLI_PLAN_MAX_STAGES]; /* parsed --stage-layers */
 } CliPlan;

@@ -8,7 +8,8 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
 {
     bool hf = plan_hf(p);
     *c = (CostCtx){.hw = hw, .dtype = p->dtype, .act_dtype = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype,
-                   .tensor_factor = tensor_factor, .host_s = {hf ? COST_HOST_FWD_S : 0, hf ? COST_HOST_BWD_S : 0}};
+                   .tensor_factor = tensor_factor, .host_s = {hf ? COST_HOST_FWD_S : 0, hf ? COST_HOST_BWD_S : 0},
+                   .fp8 = p->fp8_recipe};
 }
 
 /* Memory-bound bytes over `launches` kernels (eager ops: each its own
@@ -17,6 +18,26 @@ static double mem_time(const HwModel *hw, double bytes, int launches)
 {
     if (launches <= 1) return hw_memory_time_s(hw, bytes);
     return (double)launches * hw_memory_time_s(hw, bytes / (double)launches);
+}
+
+/* The FP8 casts around a GEMM (Transformer Engine; the weights' are cached
+ * per step): the input read in bf16 and written in FP8 (3 B per element),
+ * the output gradient cast and transposed (4 B), the saved input's
+ * transposed FP8 copy for the weight gradient (2 B). Current scaling reads
+ * each cast tensor once more for its amax (+2 B); blockwise scaling writes
+ * an fp32 scale per 128 FP8 elements (+1/32 B) and quantizes the weight
+ * gradient's operand along its other axis from the FP8 copy (DeepSeek-V3
+ * §3.3.2: 1x128 tiles forward, 128x1 backward; the same 2 B). */
+static void fp8_casts(const CostCtx *c, const PartKernel *k, double t[3])
+{
+    const HwModel *hw = c->hw;
+    double mk = (double)k->batch * (double)k->m * (double)k->k, mn = (double)k->batch * (double)k->m * (double)k->n;
+    double in = 3, go = 4, wg = 2;
+    if (c->fp8 == PLAN_FP8_CURRENT) in += 2, go += 2;
+    if (c->fp8 == PLAN_FP8_BLOCKWISE) in += 1.0 / 32, go += 2.0 / 32, wg += 1.0 / 32;
+    t[0] += hw_memory_time_s(hw, in * mk);
+    t[1] += hw_memory_time_s(hw, go * mn);
+    t[2] += hw_memory_time_s(hw, wg * mk);
 }
 
 void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
@@ -30,12 +51,7 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
         t[0] = f * hw_gemm_time_s(hw, k->batch, k->m, k->n, k->k, dt);
         t[1] = f * hw_gemm_time_s(hw, k->batch, k->m, k->k, k->n, dt);
         t[2] = f * hw_gemm_time_s(hw, k->batch, k->k, k->n, k->m, dt);
-        if (dt == TS_DTYPE_FP8) { /* Transformer Engine's casts; the weights' are cached */
-            double mk = (double)k->batch * (double)k->m * (double)k->k, mn = (double)k->batch * (double)k->m * (double)k->n;
-            t[0] += hw_memory_time_s(hw, 3 * mk);
-            t[1] += hw_memory_time_s(hw, 4 * mn);
-            t[2] += hw_memory_time_s(hw, 2 * mk);
-        }
+        if (dt == TS_DTYPE_FP8) fp8_casts(c, k, t);
         break;
     }
     case PART_K_ATTN: {
@@ -106,6 +122,19 @@ bool cost_sac(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt)
            m->kv_lora_rank == 0;
 }
 
+/* Selective recompute: the forward of the block's kernels of the modules
+ * `mods` (PLAN_RC_*; the attention core is core_attn). */
+static double module_recompute(const PartBlockT *b, const CostBlock *cb, uint32_t mods)
+{
+    double rc = 0;
+    for (int32_t i = 0; i < b->n_k; i++) {
+        const PartKernel *k = &b->k[i];
+        if (k->flags & PART_KF_SAC_ONLY) continue;
+        if ((k->rc & mods) || (k->part == PART_KP_CORE && (mods & PLAN_RC_CORE_ATTN))) rc += cb->k[i][0];
+    }
+    return rc;
+}
+
 void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt,
                const PartTemplate *t, CostStep *o)
 {
@@ -117,7 +146,7 @@ void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, cons
         if (sac && (b == PART_BLOCK_ATTN || b == PART_BLOCK_MLP))
             rc = cb->sac_fwd + (cb->fwd - cb->gemm_fwd - cb->core_fwd);
         else if (p->recompute == PLAN_RECOMPUTE_SELECTIVE)
-            rc = cb->core_fwd;
+            rc = module_recompute(&t->b[b], cb, plan_rc_modules(p));
         else if (p->recompute == PLAN_RECOMPUTE_FULL && b != PART_BLOCK_EMBED && b != PART_BLOCK_HEAD)
             rc = cb->fwd;
         o->recompute[b] = rc;

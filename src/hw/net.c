@@ -231,3 +231,26 @@ double hw_alltoall_time_s(const HwNet *net, double bytes_per_rank, int64_t ep, i
     return hw_coll_time_s(net, TS_COLL_ALLTOALL, bytes_per_rank, ep, nodes, 1, HW_GROUP_EP);
 }
 
+/* Distinct nodes a token's topk expert copies reach among n nodes. */
+static double ep_token_nodes(const HwEpRoute *r, double n)
+{
+    double k = (double)(r->topk > 0 ? r->topk : 1);
+    if (r->node_limit > 0) return fmin(fmin((double)r->node_limit, k), n);
+    return n * (1.0 - pow(1.0 - 1.0 / n, k));
+}
+
+double hw_ep_a2a_time_s(const HwNet *net, double bytes_per_rank, int64_t ep, int64_t nodes, const HwEpRoute *r)
+{
+    double load = r && r->load > 1.0 ? r->load : 1.0, S = bytes_per_rank * load;
+    if (!r || !r->deepep || nodes <= 1 || ep <= 1 || !(S > 0)) return hw_alltoall_time_s(net, S, ep, nodes);
+    const ClusterSpec *cl = &net->cl;
+    if (nodes > ep) nodes = ep;
+    double n = (double)nodes, ppn = (double)ts_ceil_div(ep, nodes), k = (double)(r->topk > 0 ? r->topk : 1);
+    double remote = ep_token_nodes(r, n) * (n - 1.0) / n;
+    double nic = nic_gpu_bw(cl, nodes, 1), nvl = cl->scaleup_bw_bytes_per_s * cl->scaleup_eff * 0.88;
+    if (!(nic > 0)) nic = 1e9;
+    double t_ib = S * remote / k / nic, t_nvl = ppn > 1 ? S * (ppn - 1.0) / ppn / nvl : 0;
+    double lat = (COLL_OVERHEAD_US + BASE_US[0][HW_PROTO_SIMPLE] + HOP_NET_US[0][HW_PROTO_SIMPLE]) * 1e-6;
+    return lat + fmax(t_ib, t_nvl);
+}
+

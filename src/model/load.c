@@ -141,6 +141,7 @@ TsStatus model_load(const char *source, const ModelOverrides *ov, ModelSpec *out
         apply(ov->moe_ffn, &out->moe_ffn, &dummy);
         apply(ov->shared_experts, &out->shared_experts, &dummy);
         apply(ov->dense_layers, &out->dense_layers, &dummy);
+        apply(ov->mtp_layers, &out->mtp_layers, &dummy);
         if (ov->hidden_dropout >= 0) out->hidden_dropout = ov->hidden_dropout;
         if (ov->attn_dropout >= 0) out->attn_dropout = ov->attn_dropout;
     }

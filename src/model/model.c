@@ -268,6 +268,6 @@ void model_overrides_init(ModelOverrides *o)
 {
     memset(o, 0, sizeof *o);
     o->layers = o->hidden = o->heads = o->kv_heads = o->head_dim = o->ffn = o->vocab = -1;
-    o->max_positions = o->experts = o->topk = o->moe_ffn = o->shared_experts = o->dense_layers = -1;
+    o->max_positions = o->experts = o->topk = o->moe_ffn = o->shared_experts = o->dense_layers = o->mtp_layers = -1;
     o->hidden_dropout = o->attn_dropout = -1;
 }

@@ -96,6 +96,17 @@ void part_counts(const ModelSpec *m, int64_t tp, PartCounts *c)
     c->n_moe = model_moe_layer_count(m);
 }
 
+double part_moe_rank_load(const ModelSpec *m, const ParallelPlan *p)
+{
+    if (m->experts <= 0) return 1.0;
+    double f = p->moe_imbalance > 1.0 ? p->moe_imbalance : 1.0, c = p->moe_capacity;
+    if (c > 0 && p->moe_pad) return c;
+    if (c > 0 && f > c) f = c;
+    double local = (double)(m->experts / (p->ep > 0 ? p->ep : 1));
+    if (local < 1) local = 1;
+    return (f + local - 1.0) / local;
+}
+
 int64_t part_moe_in_range(const ModelSpec *m, int64_t a, int64_t b)
 {
     if (m->experts <= 0) return 0;
@@ -178,8 +189,11 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool sa
      * weight gradient (1 B): QKV in, proj in, fc1 in, fc2 in; norm inputs,
      * Q/K/V and the gated halves stay bf16. */
     double g8 = p->dtype == TS_DTYPE_FP8 ? 1.0 : d;
+    uint32_t mods = plan_rc_modules(p);
+    /* recomputed norms: their outputs (the next GEMMs' inputs) are not kept */
+    double norm_out = (mods & PLAN_RC_LAYERNORM) ? 0.0 : 2 * g8;
     /* SP-shardable (else TP-replicated): LN1 in, QKV in, LN2 in, fc1/router in, 2 masks */
-    double rep = sb * H * (2 * d + 2 * g8 + 2 * mask) * r;
+    double rep = sb * H * (2 * d + norm_out + 2 * mask) * r;
     double extra = 0;                                          /* never sharded */
     if (is_mla(m)) {
         G = A;
@@ -187,8 +201,10 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool sa
         Dv = (double)m->v_head_dim;
         extra += sb * (double)(m->q_lora_rank + m->kv_lora_rank + m->qk_rope_dim) * d;
     }
-    /* TP-partitioned: Q, K, V, proj input */
-    double tpb = sb * ((A * Dq + G * Dq + G * Dv) * d + A * Dv * g8) / t;
+    /* TP-partitioned: Q, K, V, proj input; MLA's up-projections recomputed:
+     * Q, K, V rebuilt from the kept latents */
+    double qkv = (mods & PLAN_RC_MLA_UP_PROJ) ? 0.0 : (A * Dq + G * Dq + G * Dv) * d;
+    double tpb = sb * (qkv + A * Dv * g8) / t;
     /* attention core: FlashAttention keeps only the fp32 log-sum-exp; otherwise
      * softmax output (d) + dropout mask (1) + dropout output (d) per score,
      * dropped by selective recompute. */
@@ -202,11 +218,19 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool sa
     } else {
         double K = (double)m->topk, E = (double)m->experts, Fe = (double)m->moe_ffn;
         double e = (double)p->etp;
-        double tok = sb * K * (p->sp ? e / t : 1.0);            /* routed tokens on this rank */
+        /* routed token copies on the busiest EP rank */
+        double tok = sb * K * (p->sp ? e / t : 1.0) * part_moe_rank_load(m, p);
+        /* fc1 out (gate and up) for the activation's backward: FP8 with
+         * 1x128 scales when moe_act recomputes the activation under
+         * blockwise FP8 (DeepSeek-V3 §3.3.3), else at the activation dtype;
+         * the activation's output (fc2 in) kept as fc2's input (its FP8
+         * copy under FP8) unless moe_act recomputes it */
+        bool blk = p->dtype == TS_DTYPE_FP8 && p->fp8_recipe == PLAN_FP8_BLOCKWISE, ract = mods & PLAN_RC_MOE_ACT;
+        double fc1o = (gated ? 2.0 : 1.0) * (ract && blk ? 1.0 + 4.0 / 128.0 : d), acto = ract ? 0.0 : g8;
         mlp = sb * r * E * 4.0                                  /* fp32 router probabilities */
-            + tok * (H * d + Fe / e * d * (gated ? 3.0 : 2.0)); /* expert fc1 in, fc1 out, act out */
+            + tok * (H * g8 + Fe / e * (fc1o + acto));          /* expert fc1 in, fc1 out, act out */
         if (m->shared_experts > 0)
-            mlp += sb * Fe * (double)m->shared_experts * d * (gated ? 3.0 : 2.0) / t;
+            mlp += sb * Fe * (double)m->shared_experts * (d * (gated ? 2.0 : 1.0) + g8) / t;
     }
     out->full = rep + extra + tpb + core + mlp;
     out->input = sb * H * d * r;
@@ -253,7 +277,11 @@ double part_layer_model_flops(const ModelSpec *m, int64_t S, bool moe, bool caus
 double part_model_flops_token(const ModelSpec *m, int64_t S, bool causal)
 {
     double nm = (double)model_moe_layer_count(m), nd = (double)m->layers - nm;
+    double H = (double)m->hidden, head = 2.0 * H * (double)model_padded_vocab(m, 1);
+    /* each MTP module: a layer of the last layer's kind, the 2H -> H
+     * projection and another pass through the output head */
+    double mtp = (double)m->mtp_layers *
+                 (part_layer_model_flops(m, S, model_layer_is_moe(m, m->layers), causal) + 4.0 * H * H + head);
     return nd * part_layer_model_flops(m, S, false, causal) +
-           (nm > 0 ? nm * part_layer_model_flops(m, S, true, causal) : 0) +
-           2.0 * (double)m->hidden * (double)model_padded_vocab(m, 1);
+           (nm > 0 ? nm * part_layer_model_flops(m, S, true, causal) : 0) + head + mtp;
 }

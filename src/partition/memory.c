@@ -90,7 +90,7 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
     for (int64_t v = 0; v < p->vpp; v++) {
         int64_t ch = v * p->pp + s;
         int64_t a = plan_chunk_first_layer(p, m->layers, ch);
-        int64_t n = plan_chunk_layers(p, m->layers, ch);
+        int64_t n = plan_model_chunk_layers(p, m, ch);
         double nm = (double)part_moe_in_range(m, a, a + n), nd = (double)n - nm;
         pd += nd * (c->dense_tp / t + c->dense_rep) + nm * (c->moe_tp / t + c->moe_rep);
         pe += nm * c->moe_exp / epx;
@@ -129,9 +129,17 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
     if (s == p->pp - 1) {
         emb += c->head_tp / t + c->head_rep;
         if (p->pp > 1 && m->tied_embeddings && m->lm_head) emb += c->embed_tp / t;
+        /* MTP modules: projection, three norms; the shared embedding's copy */
+        if (m->mtp_layers > 0)
+            emb += (double)m->mtp_layers * (2.0 * H * H / t + 3.0 * part_norm_params(m)) +
+                   (p->pp > 1 ? c->embed_tp / t : 0);
         double n_head = p->schedule == PLAN_SCHED_GPIPE ? (double)p->grad_accum : 1.0;
         double logits = sb * c->vocab_padded / t * 4.0; /* fp32 logits kept by the CE loss */
-        if (m->lm_head) out->act_head_bytes = n_head * (2.0 * sb * H * d * r + logits);
+        /* the head's input and fp32 logits, once more per MTP module (with
+         * its projection's input, the two normed halves) */
+        double mtp = (double)m->mtp_layers;
+        if (m->lm_head)
+            out->act_head_bytes = n_head * ((1.0 + mtp) * (2.0 * sb * H * d * r + logits) + mtp * 2.0 * sb * H * d);
         head_grad = m->lm_head ? logits : 0;
     }
     pd += emb;
@@ -179,6 +187,8 @@ void part_param_bytes(const ParallelPlan *p, const PartMemOptions *o, PartParamB
         out->weight = d;
         out->grad = p->zero >= 1 ? d : o && o->grad_bytes > 0 ? o->grad_bytes : 4.0;
         out->optim = p->dtype == TS_DTYPE_FP32 ? 8.0 : 12.0;
+        /* bf16 moments (DeepSeek-V3 §3.3.3): fp32 master + 2 + 2 */
+        if (p->adam_moments == TS_DTYPE_BF16 && p->dtype != TS_DTYPE_FP32) out->optim = 8.0;
     }
 }
 

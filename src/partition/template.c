@@ -60,8 +60,9 @@ PartKernel *tpl_mem(PartBlockT *b, const char *name, double fwd, double bwd, dou
 static void half_layer(const Tx *x, PartBlockT *b)
 {
     double th = (double)x->Tsp * (double)x->m->hidden * x->ab, el = (double)x->Tsp * (double)x->m->hidden;
-    if (plan_eager(x->p)) tpl_mem(b, "norm", 18 * th, 36 * th, 5.0 * el); /* x.float() pow mean rsqrt type_as *w */
-    else tpl_mem(b, "norm", 2 * th, 3 * th, 5.0 * el);
+    PartKernel *nk = plan_eager(x->p) ? tpl_mem(b, "norm", 18 * th, 36 * th, 5.0 * el) /* x.float() pow mean rsqrt type_as *w */
+                                      : tpl_mem(b, "norm", 2 * th, 3 * th, 5.0 * el);
+    nk->rc = PLAN_RC_LAYERNORM;
     tpl_mem(b, "residual", 3 * th, 3 * th, 0);
     if (x->m->hidden_dropout > 0) tpl_mem(b, "dropout", 2.5 * th, 2.5 * th, 0);
 }
@@ -85,12 +86,12 @@ static void attention_kernels(const Tx *x, PartBlockT *b)
         dv = m->v_head_dim;
         if (m->q_lora_rank > 0) {
             tpl_gemm(b, "q_down", 1, T, m->q_lora_rank, H);
-            tpl_gemm(b, "q_up", 1, T, A * dqk / t, m->q_lora_rank);
+            tpl_gemm(b, "q_up", 1, T, A * dqk / t, m->q_lora_rank)->rc = PLAN_RC_MLA_UP_PROJ;
         } else {
             tpl_gemm(b, "q", 1, T, A * dqk / t, H);
         }
         tpl_gemm(b, "kv_down", 1, T, m->kv_lora_rank + m->qk_rope_dim, H);
-        tpl_gemm(b, "kv_up", 1, T, A * (m->qk_nope_dim + dv) / t, m->kv_lora_rank);
+        tpl_gemm(b, "kv_up", 1, T, A * (m->qk_nope_dim + dv) / t, m->kv_lora_rank)->rc = PLAN_RC_MLA_UP_PROJ;
     } else if (plan_eager(x->p)) { /* torchtitan: wq, wk, wv separate nn.Linear */
         tpl_gemm(b, "wq", 1, T, A * D / t, H);
         tpl_gemm(b, "wk", 1, T, G * D / t, H);
@@ -192,7 +193,8 @@ static void moe_mlp(const Tx *x, PartBlockT *b)
     const ParallelPlan *p = x->p;
     int64_t H = m->hidden, E = m->experts, ep = p->ep, etp = p->etp > 0 ? p->etp : x->t;
     int64_t tok = p->sp ? x->Tsp : x->T;
-    double pairs = (double)tok * (double)m->topk * (double)etp;
+    /* the busiest EP rank's share (imbalance, capacity): its experts' work */
+    double pairs = (double)tok * (double)m->topk * (double)etp * part_moe_rank_load(m, p);
     int64_t local = E / ep > 0 ? E / ep : 1, me = (int64_t)ceil(pairs / (double)local), EF = m->moe_ffn / etp;
     bool seq = x->rt->sequential_experts;
     int32_t nk = seq ? (int32_t)local : 1;
@@ -201,12 +203,17 @@ static void moe_mlp(const Tx *x, PartBlockT *b)
     } else {
         half_layer(x, b);
         tpl_gemm(b, "router", 1, tok, E, H);
+        /* the scores in fp32: softmax or sigmoid, the balancing bias or
+         * auxiliary loss, top-k (read and write per pass, 3 passes), and
+         * their gradient (2 passes) */
+        tpl_mem(b, "router.topk", 24.0 * (double)tok * (double)E, 16.0 * (double)tok * (double)E, 0);
         PartKernel *f1 = tpl_gemm(b, "experts.fc1", seq ? 1 : local, me, (x->gated ? 2 : 1) * EF, H);
         PartKernel *f2 = tpl_gemm(b, "experts.fc2", seq ? 1 : local, me, H, EF);
         double ea = pairs * (double)EF * x->ab / (double)nk;
         PartKernel *ac = tpl_mem(b, "experts.act", ea * (x->gated ? 3.0 : 2.0), ea * (x->gated ? 5.0 : 3.0),
                              8.0 * pairs * (double)EF / (double)nk);
         f1->count = f2->count = ac->count = nk;
+        ac->rc = PLAN_RC_MOE_ACT;
         for (int i = 0; i < 3; i++) {
             f1->flops[i] *= nk;
             f2->flops[i] *= nk;
@@ -254,6 +261,33 @@ static void fsdp_copy(const Tx *x, PartBlockT *b, double gp)
     part_fsdp_copy_kernel(gp, x->ab, gr, x->p->recompute == PLAN_RECOMPUTE_FULL, &b->k[b->n_k++]);
 }
 
+/* A kernel run n times per micro-batch (its FLOPs those of all n). */
+static void times(PartKernel *k, int64_t n)
+{
+    k->count = (int32_t)n;
+    for (int i = 0; i < 3; i++) k->flops[i] *= (double)n;
+}
+
+/* The multi-token-prediction modules' own kernels (DeepSeek-V3 §2.2,
+ * Megatron-Core's MultiTokenPredictionLayer), each module once per
+ * micro-batch: the next tokens' rows of the shared embedding, the norms of
+ * the embedding and of the hidden state, the 2H -> H projection of their
+ * concatenation, then (after the module's transformer layer, one of the
+ * chunk's layers) its final norm, the shared output head and its loss. */
+static void mtp_kernels(const Tx *x, PartBlockT *h, double logits)
+{
+    const ModelSpec *m = x->m;
+    int64_t H = m->hidden, t = x->t, V = model_padded_vocab(m, t), T = x->T, n = m->mtp_layers;
+    double th = (double)T * (double)H * x->ab, tsp = (double)x->Tsp * (double)H * x->ab;
+    times(tpl_mem(h, "mtp.embed", 2 * th, (double)T * (double)H * 4.0, 0), n);
+    times(tpl_mem(h, "mtp.norms", 6 * tsp, 9 * tsp, 15.0 * (double)x->Tsp * (double)H), n);
+    times(tpl_gemm(h, "mtp.proj", 1, T, H / t, 2 * H), n);
+    PartKernel *lm = tpl_gemm(h, "mtp.lm_head", 1, T, V / t, H);
+    lm->flags |= PART_KF_ACT;
+    times(lm, n);
+    times(tpl_mem(h, "mtp.cross_entropy", logits * (x->ab + 12.0), 2 * logits * (x->ab + 12.0), 5.0 * logits), n);
+}
+
 /* Megatron-Core's embedding and head kernels (the vocab-parallel
  * cross-entropy in fp32). */
 static void embed_head_kernels(const Tx *x, PartTemplate *o)
@@ -272,6 +306,7 @@ static void embed_head_kernels(const Tx *x, PartTemplate *o)
      * logits' gradient (~28 B) backward */
     double logits = (double)T * (double)(V / t);
     tpl_mem(h, "cross_entropy", logits * (x->ab + 12.0), 2 * logits * (x->ab + 12.0), 5.0 * logits);
+    if (m->mtp_layers > 0) mtp_kernels(x, h, logits);
 }
 
 static void embed_head(const Tx *x, PartTemplate *o)
@@ -288,6 +323,12 @@ static void embed_head(const Tx *x, PartTemplate *o)
      * last stage when there are several), the final norm, BERT's pooler */
     h->params = (m->tied_embeddings && x->p->pp == 1 ? 0 : (double)(V / t * H)) +
                 (m->arch == MODEL_ARCH_BERT ? 0 : part_norm_params(m)) + (m->pooler ? (double)(H * H + H) : 0);
+    /* MTP modules: their projection and three norms; the shared embedding's
+     * copy on the last stage when the pipeline has several (their layers
+     * are the chunk's) */
+    if (m->mtp_layers > 0 && !plan_hf(x->p))
+        h->params += (double)m->mtp_layers * ((double)(2 * H * H / t) + 3.0 * part_norm_params(m)) +
+                     (x->p->pp > 1 ? (double)(V / t * H) : 0);
     h->grad_t[0] = h->params;
     double th = (double)T * (double)H * x->ab;
     o->embed_tp_bytes = t > 1 ? th : 0;
@@ -369,6 +410,10 @@ void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime 
     }
     o->tp_bytes = p->tp > 1 ? (double)x.T * (double)m->hidden * x.ab : 0;
     o->ep_bytes = p->ep > 1 && m->experts > 0 ? (double)(p->sp ? x.Tsp : x.T) * (double)m->topk * (double)m->hidden * x.ab : 0;
+    o->ep_dispatch_bytes = o->ep_bytes;
+    if (p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP && p->dtype == TS_DTYPE_FP8) /* FP8 + 1x128 scales */
+        o->ep_dispatch_bytes = o->ep_bytes / x.ab * (1.0 + 4.0 / 128.0);
+    o->moe_load = part_moe_rank_load(m, p);
     cp_bytes(&x, o);
     /* the pipeline message: 1/TP of the activation per TP rank (SP-sharded,
      * or Megatron's scatter/gather across the boundary), or the whole

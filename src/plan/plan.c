@@ -20,6 +20,60 @@ TS_ENUM_PARSE(plan_framework, PlanFramework, PLAN_FRAMEWORK_COUNT)
 TS_ENUM_NAMES(plan_precision, PlanPrecision, PLAN_PRECISION_LIST, PLAN_PRECISION_COUNT)
 TS_ENUM_PARSE(plan_precision, PlanPrecision, PLAN_PRECISION_COUNT)
 TS_ENUM_NAMES(plan_group, PlanGroup, PLAN_GROUP_LIST, PLAN_GROUP_COUNT)
+TS_ENUM_NAMES(plan_moe_dispatch, PlanMoeDispatch, PLAN_MOE_DISPATCH_LIST, PLAN_MOE_DISPATCH_COUNT)
+TS_ENUM_PARSE(plan_moe_dispatch, PlanMoeDispatch, PLAN_MOE_DISPATCH_COUNT)
+TS_ENUM_NAMES(plan_fp8, PlanFp8Recipe, PLAN_FP8_LIST, PLAN_FP8_COUNT)
+TS_ENUM_PARSE(plan_fp8, PlanFp8Recipe, PLAN_FP8_COUNT)
+
+bool plan_rc_modules_parse(const char *s, uint32_t *out, const char **bad, size_t *bad_len)
+{
+    static const struct {
+        const char *name;
+        uint32_t bit;
+    } MODS[] = {
+#define X(e, n, b) {n, b},
+        PLAN_RC_MOD_LIST(X)
+#undef X
+    };
+    *out = 0;
+    while (*s) {
+        size_t len = strcspn(s, ",");
+        uint32_t bit = 0;
+        for (size_t i = 0; i < sizeof MODS / sizeof MODS[0]; i++)
+            if (strlen(MODS[i].name) == len && !strncmp(MODS[i].name, s, len)) bit = MODS[i].bit;
+        if (!bit) {
+            *bad = s;
+            *bad_len = len;
+            return false;
+        }
+        *out |= bit;
+        s += len;
+        if (*s == ',') s++;
+    }
+    return true;
+}
+
+void plan_rc_modules_format(uint32_t mods, char *out, size_t cap)
+{
+    static const struct {
+        const char *name;
+        uint32_t bit;
+    } MODS[] = {
+#define X(e, n, b) {n, b},
+        PLAN_RC_MOD_LIST(X)
+#undef X
+    };
+    size_t n = 0;
+    if (cap) out[0] = 0;
+    for (size_t i = 0; i < sizeof MODS / sizeof MODS[0] && n < cap; i++)
+        if (mods & MODS[i].bit) n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? "," : "", MODS[i].name);
+}
+
+uint32_t plan_rc_modules(const ParallelPlan *p)
+{
+    if (p->recompute != PLAN_RECOMPUTE_SELECTIVE) return 0;
+    return p->recompute_modules ? p->recompute_modules : PLAN_RC_CORE_ATTN;
+}
 
 bool plan_eager(const ParallelPlan *p)
 { return p->framework == PLAN_FRAMEWORK_TORCHTITAN || p->framework == PLAN_FRAMEWORK_HF; }
@@ -49,6 +103,10 @@ void plan_init(ParallelPlan *p)
     p->shampoo_blocks = 1;
     p->recompute = PLAN_RECOMPUTE_NONE;
     p->flash_attn = true;
+    p->moe_dispatch = PLAN_MOE_DISPATCH_ALLTOALL;
+    p->moe_imbalance = 1.0;
+    p->fp8_recipe = PLAN_FP8_DELAYED;
+    p->adam_moments = TS_DTYPE_FP32;
 }
 
 #include <stdarg.h>
@@ -158,6 +216,17 @@ static TsStatus validate_model(const ModelSpec *m, const ParallelPlan *p, TsErro
         return bad(err, "expert parallelism needs a mixture-of-experts model (experts > 0)",
                    "--ep %lld given for a dense model%.0lld", LL(p->ep), LL(0));
     }
+    if (m->experts == 0 && (p->moe_dispatch != PLAN_MOE_DISPATCH_ALLTOALL || p->moe_node_limit > 0 ||
+                            p->moe_imbalance > 1.0 || p->moe_capacity > 0))
+        return bad(err, "the --moe-* options describe how a mixture-of-experts model routes its tokens",
+                   "--moe-* options given for the dense model %s%.0lld", m->name, LL(0));
+    if ((p->recompute_modules & PLAN_RC_MLA_UP_PROJ) && m->kv_lora_rank == 0)
+        return bad(err, "mla_up_proj recomputes multi-head latent attention's up-projections (DeepSeek-V2/V3)",
+                   "--recompute-modules mla_up_proj given for %s, which has no latent attention%.0lld", m->name,
+                   LL(0));
+    if ((p->recompute_modules & PLAN_RC_MOE_ACT) && m->experts == 0)
+        return bad(err, "moe_act recomputes the experts' activation function",
+                   "--recompute-modules moe_act given for the dense model %s%.0lld", m->name, LL(0));
     return plan_check_seq(m, p->seq, err);
 }
 
@@ -197,6 +266,15 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
     if (p->sp && p->tp == 1)
         return bad(err, "sequence parallelism shards the TP region's activations; drop --sp",
                    "--sp needs --tp > 1");
+    if (p->recompute_modules && p->recompute != PLAN_RECOMPUTE_SELECTIVE)
+        return bad(err, "Megatron-Core recomputes modules under --recompute-granularity selective",
+                   "--recompute-modules needs --recompute selective (got %s)", plan_recompute_name(p->recompute));
+    if (p->moe_pad && !(p->moe_capacity > 0))
+        return bad(err, "padding fills each expert's input up to its capacity: give --moe-capacity-factor",
+                   "--moe-pad-to-capacity needs --moe-capacity-factor%.0lld", LL(0));
+    if (p->fp8_recipe != PLAN_FP8_DELAYED && p->dtype != TS_DTYPE_FP8)
+        return bad(err, "the FP8 recipe applies to FP8 training: add --dtype fp8",
+                   "--fp8-recipe %s needs --dtype fp8 (got %s)", plan_fp8_name(p->fp8_recipe), ts_dtype_name(p->dtype));
     if (p->tp_overlap && p->tp > 1 && !p->sp)
         return bad(err, "Megatron overlaps TP communication with the GEMMs only under sequence parallelism "
                         "(--tp-comm-overlap asserts --sequence-parallel): drop --no-sp",
@@ -295,6 +373,12 @@ int64_t plan_chunk_first_layer(const ParallelPlan *p, int64_t n_layers, int64_t 
         return s;
     }
     return chunk * (n_layers / (p->pp * p->vpp));
+}
+
+int64_t plan_model_chunk_layers(const ParallelPlan *p, const ModelSpec *m, int64_t chunk)
+{
+    int64_t n = plan_chunk_layers(p, m->layers, chunk);
+    return chunk == p->pp * p->vpp - 1 ? n + m->mtp_layers : n;
 }
 
 int64_t plan_layer_chunk(const ParallelPlan *p, int64_t n_layers, int64_t layer)

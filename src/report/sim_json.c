@@ -8,7 +8,7 @@ static void plan_json(const ParallelPlan *p, TsBuf *b)
                   "\"ep\": %lld, \"etp\": %lld, \"sp\": %s, \"zero\": %d, \"dist_opt\": %s, \"optimizer\": \"%s\", "
                   "\"recompute\": \"%s\", \"flash_attn\": %s, \"tp_overlap\": %s, \"micro_batch\": %lld, "
                   "\"global_batch\": %lld, \"seq\": %lld, \"dtype\": \"%s\", \"framework\": \"%s\", "
-                  "\"precision\": \"%s\", \"schedule\": \"%s\", \"grad_accum\": %lld}",
+                  "\"precision\": \"%s\", \"schedule\": \"%s\", \"grad_accum\": %lld",
                   (long long)p->gpus, (long long)p->tp, (long long)p->pp, (long long)p->vpp, (long long)p->dp,
                   (long long)p->cp, (long long)p->ep, (long long)p->etp, p->sp ? "true" : "false", p->zero,
                   p->dist_opt ? "true" : "false", p->optimizer == PLAN_OPTIM_SHAMPOO ? "shampoo" : "adam",
@@ -17,6 +17,22 @@ static void plan_json(const ParallelPlan *p, TsBuf *b)
                   (long long)p->seq, ts_dtype_name(p->dtype), plan_framework_name(p->framework),
                   plan_precision_name(p->precision), plan_sched_name(p->schedule),
                   (long long)p->grad_accum);
+    /* the MoE, FP8, optimizer and recompute-module knobs, when set */
+    bool moe = p->moe_dispatch != PLAN_MOE_DISPATCH_ALLTOALL || p->moe_node_limit > 0 || p->moe_imbalance > 1.0 ||
+               p->moe_capacity > 0;
+    if (moe)
+        ts_buf_printf(b, ", \"moe\": {\"dispatcher\": \"%s\", \"node_limit\": %lld, \"imbalance\": %.17g, "
+                         "\"capacity_factor\": %.17g, \"pad_to_capacity\": %s}",
+                      plan_moe_dispatch_name(p->moe_dispatch), (long long)p->moe_node_limit, p->moe_imbalance,
+                      p->moe_capacity, p->moe_pad ? "true" : "false");
+    if (p->dtype == TS_DTYPE_FP8) ts_buf_printf(b, ", \"fp8_recipe\": \"%s\"", plan_fp8_name(p->fp8_recipe));
+    if (p->adam_moments == TS_DTYPE_BF16) ts_buf_puts(b, ", \"adam_moments\": \"bf16\"");
+    if (p->recompute_modules) {
+        char mods[64];
+        plan_rc_modules_format(p->recompute_modules, mods, sizeof mods);
+        ts_buf_printf(b, ", \"recompute_modules\": \"%s\"", mods);
+    }
+    ts_buf_puts(b, "}");
 }
 
 static void num(TsBuf *b, const char *key, double v, bool comma)

@@ -11,6 +11,36 @@ static void tm(TsBuf *b, double s)
 }
 
 /* The runtime behaviours that differ from sim_options_init, one line ("" when none). */
+/* The plan's MoE, FP8, optimizer and recompute-module knobs that differ
+ * from the defaults, as phrases (written into buf, pointed to by out). */
+static int plan_knob_phrases(const ParallelPlan *p, char buf[4][64], const char **out)
+{
+    int n = 0;
+    if (p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP) out[n++] = "DeepEP dispatch";
+    if (p->moe_node_limit > 0) {
+        snprintf(buf[0], sizeof buf[0], "tokens to at most %lld nodes", (long long)p->moe_node_limit);
+        out[n++] = buf[0];
+    }
+    if (p->moe_imbalance > 1.0) {
+        snprintf(buf[1], sizeof buf[1], "MoE imbalance %g", p->moe_imbalance);
+        out[n++] = buf[1];
+    }
+    if (p->moe_capacity > 0) {
+        snprintf(buf[2], sizeof buf[2], "capacity factor %g%s", p->moe_capacity, p->moe_pad ? " (padded)" : "");
+        out[n++] = buf[2];
+    }
+    if (p->dtype == TS_DTYPE_FP8 && p->fp8_recipe != PLAN_FP8_DELAYED)
+        out[n++] = p->fp8_recipe == PLAN_FP8_BLOCKWISE ? "blockwise FP8 scaling" : "current FP8 scaling";
+    if (p->adam_moments == TS_DTYPE_BF16) out[n++] = "bf16 Adam moments";
+    if (p->recompute_modules) {
+        char mods[48];
+        plan_rc_modules_format(p->recompute_modules, mods, sizeof mods);
+        snprintf(buf[3], sizeof buf[3], "recompute %s", mods);
+        out[n++] = buf[3];
+    }
+    return n;
+}
+
 static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
 {
     SimOptions d;
@@ -33,6 +63,9 @@ static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
     if (o->gpu_spread != d.gpu_spread) part[n++] = "GPU speed spread";
     if (o->cp_comm == SIM_CP_ALLGATHER) part[n++] = "CP K/V all-gather";
     if (o->cp_comm == SIM_CP_A2A) part[n++] = "CP all-to-all (Ulysses)";
+    char knobs[4][64];
+    int nk = plan_knob_phrases(p, knobs, &part[n]);
+    n += nk;
     if (!n) return;
     ts_buf_puts(b, "runtime (not the defaults):");
     for (int i = 0; i < n; i++) ts_buf_printf(b, "%s %s", i ? "," : "", part[i]);

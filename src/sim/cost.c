@@ -111,6 +111,8 @@ double sim_optimizer_bytes(const SimOptions *o, const ParallelPlan *p)
      * 31 and 19 streaming bytes */
     if (p->precision == PLAN_PRECISION_AMP) return 31.0;
     if (p->precision == PLAN_PRECISION_PURE) return 19.0;
+    /* bf16 moments: m and v read and written at 2 B instead of 4 */
+    if (p->adam_moments == TS_DTYPE_BF16) return o->optimizer_bytes_per_param - 8.0;
     return o->optimizer_bytes_per_param;
 }
 
@@ -288,7 +290,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     for (int32_t vs = 0; vs < v; vs++)
         for (int32_t s = 0; s < pp; s++) {
             int64_t chunk = (int64_t)vs * pp + s;
-            int64_t nl = plan_chunk_layers(p, m->layers, chunk);
+            int64_t nl = plan_model_chunk_layers(p, m, chunk);
             int64_t n_moe = 0;
             if (has_moe)
                 for (int64_t l = l0; l < l0 + nl; l++) n_moe += model_layer_is_moe(m, l);
@@ -329,7 +331,10 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 c->tp_exposed_s += 2 * head_tp;
                 tp_f += head_tp;
                 params += head_params;
-                fl_token += 2.0 * (double)m->hidden * (double)model_padded_vocab(m, 1); /* as part_model_flops_token */
+                /* as part_model_flops_token: the head, and each MTP module's
+                 * projection and head (its layer is the chunk's) */
+                double H = (double)m->hidden, head = 2.0 * H * (double)model_padded_vocab(m, 1);
+                fl_token += head + (double)m->mtp_layers * (4.0 * H * H + head);
             }
             /* BF16 optimizer under DeepSpeed's pipeline engine: after each
              * micro-batch's backward, update_hp_grads adds the bf16 gradients

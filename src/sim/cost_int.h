@@ -85,6 +85,8 @@ void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *mo
 
 /* A collective of `bytes` over group g, as hw_coll_time_s costs it. */
 double sim_coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, HwGroupKind kind);
+/* The EP route of the plan (deepep, node limit, the busiest rank's load). */
+void sim_ep_route(const Ctx *x, HwEpRoute *r);
 /* The dense and MoE layer costs of x and its edges (SIM_EDGES), through the
  * layer-cost cache of w when it is on. */
 void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe, double edge[SIM_EDGES]);

@@ -17,6 +17,12 @@ double sim_coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, Hw
     return hw_coll_time_s(x->net, c, bytes, g->size, g->nodes, 1, kind);
 }
 
+void sim_ep_route(const Ctx *x, HwEpRoute *r)
+{
+    *r = (HwEpRoute){.deepep = x->p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP, .topk = x->m->topk,
+                     .node_limit = x->p->moe_node_limit, .load = x->tpl->moe_load};
+}
+
 /* The runtime choices of the simulator's options as the template takes them. */
 void sim_part_runtime(const SimOptions *o, PartRuntime *rt)
 {
@@ -55,6 +61,20 @@ static void fsdp_compute_share(const ParallelPlan *p, const LayerCost *lc, doubl
 /* Model FLOPs per token of a layer: the model's alone (part_layer_model_flops,
  * the MFU convention of SimOptions.mfu_causal); recompute FLOPs are the
  * plan's. */
+/* FLOPs per token (all TP ranks) of the kernels outside the attention core
+ * that selective recompute's modules run again (layernorm, moe_act,
+ * mla_up_proj). */
+static double module_flops_token(const Ctx *x, bool moe)
+{
+    uint32_t mods = plan_rc_modules(x->p);
+    double fl = 0;
+    const PartBlockT *bl[2] = {&x->tpl->b[PART_BLOCK_ATTN], &x->tpl->b[moe ? PART_BLOCK_MOE : PART_BLOCK_MLP]};
+    for (int j = 0; j < 2; j++)
+        for (int32_t i = 0; i < bl[j]->n_k; i++)
+            if (bl[j]->k[i].rc & mods) fl += bl[j]->k[i].flops[0];
+    return fl / (double)x->tpl->tokens * (double)x->t;
+}
+
 static void layer_flops(const Ctx *x, bool moe, LayerCost *lc)
 {
     const ModelSpec *m = x->m;
@@ -65,7 +85,8 @@ static void layer_flops(const Ctx *x, bool moe, LayerCost *lc)
     if (cost_sac(m, x->p, &rt))
         lc->recompute_flops_token = 2.0 * ((double)(G * D * H + H * A * D + m->ffn * H) / (double)t) * (double)t;
     else if (x->p->recompute == PLAN_RECOMPUTE_SELECTIVE)
-        lc->recompute_flops_token = 4.0 * (double)x->S * (double)A * (double)D;
+        lc->recompute_flops_token = ((plan_rc_modules(x->p) & PLAN_RC_CORE_ATTN) ? 4.0 * (double)x->S * (double)A * (double)D : 0) +
+                                    module_flops_token(x, moe);
     else if (x->p->recompute == PLAN_RECOMPUTE_FULL)
         lc->recompute_flops_token = lc->fwd_flops_token;
 }
@@ -95,10 +116,13 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     lc->egrad_t[0] = tf->egrad_t[0];
     lc->egrad_t[1] = tf->egrad_t[1];
     layer_flops(x, moe, lc);
-    /* EP all-to-all: dispatch + combine forward, the same backward */
+    /* EP: dispatch + combine forward; backward the combine's gradient
+     * travels as a dispatch and the dispatch's as a combine */
     if (moe && tpl->ep_bytes > 0) {
-        double a2a = hw_alltoall_time_s(x->net, tpl->ep_bytes, p->ep, x->epg.nodes);
-        lc->ep_f = lc->ep_b = 2 * a2a;
+        HwEpRoute r;
+        sim_ep_route(x, &r);
+        lc->ep_f = lc->ep_b = hw_ep_a2a_time_s(x->net, tpl->ep_dispatch_bytes, p->ep, x->epg.nodes, &r) +
+                              hw_ep_a2a_time_s(x->net, tpl->ep_bytes, p->ep, x->epg.nodes, &r);
     }
     /* TP: 2 all-reduces per pass, or 2 all-gathers + 2 reduce-scatters with SP */
     double X = tpl->tp_bytes, tpc = 0;
@@ -195,6 +219,7 @@ static void edge_costs(const Ctx *x, double *emb_f, double *emb_b, double *emb_t
     if (t->head_sp_bytes > 0) tp += sim_coll(x, TS_COLL_ALLGATHER, t->head_sp_bytes, &x->tpg, HW_GROUP_TP);
     if (t->vocab_ar_bytes > 0) /* vocab-parallel CE */
         tp += 3 * sim_coll(x, TS_COLL_ALLREDUCE, t->vocab_ar_bytes, &x->tpg, HW_GROUP_TP);
+    tp *= (double)(1 + x->m->mtp_layers); /* each MTP module's pass through the head and loss */
     *head_tp = tp;
     *head_params = t->b[PART_BLOCK_HEAD].params;
 }
@@ -244,14 +269,17 @@ double sim_fsdp_root(const Ctx *x, double emb_params, double head_params, const 
  * layer_cost and edge_costs read the model, hw and net (by address), the
  * Ctx scalars (dtypes, tc, t, B, S, Sl; T, Tsp and ab follow from them and
  * sp), the plan knobs sp, cp, ep, etp, flash_attn, tp_overlap, zero >= 3,
- * recompute, pp == 1 (tied embeddings), the costing options below, and the
+ * recompute and its modules, the MoE routing knobs, the FP8 recipe, pp == 1
+ * (tied embeddings), the costing options below, and the
  * size / node span of the TP, CP, EP groups and, under ZeRO-3 only, of the
  * DP and expert-DP groups. The key holds exactly these; it is zeroed before
  * filling so it compares with memcmp. */
 typedef struct CostKey {
     const void *m, *hw, *net;
-    double tc, overlap_slowdown;
-    int64_t t, B, S, Sl, cp, ep, etp;
+    double tc, overlap_slowdown, moe_imbalance, moe_capacity;
+    int64_t t, B, S, Sl, cp, ep, etp, moe_node_limit;
+    uint32_t rc_modules;
+    uint8_t moe_dispatch, moe_pad, fp8_recipe;
     int64_t tp_size, tp_nodes, cp_nodes, ep_nodes, dp_size, dp_nodes, edp_size, edp_nodes;
     int32_t dt, adt, recompute;
     uint8_t sp, flash, tp_overlap, zero3, pp1, framework, precision, selective_ops, fp32_grad, cp_comm, seq_experts;
@@ -301,6 +329,13 @@ static void cost_key(const Ctx *x, CostKey *k)
     k->dt = (int32_t)x->dt;
     k->adt = (int32_t)x->adt;
     k->recompute = (int32_t)p->recompute;
+    k->rc_modules = plan_rc_modules(p);
+    k->moe_imbalance = p->moe_imbalance;
+    k->moe_capacity = p->moe_capacity;
+    k->moe_node_limit = p->moe_node_limit;
+    k->moe_dispatch = (uint8_t)p->moe_dispatch;
+    k->moe_pad = p->moe_pad;
+    k->fp8_recipe = (uint8_t)p->fp8_recipe;
     k->sp = p->sp;
     k->flash = p->flash_attn;
     k->tp_overlap = p->tp_overlap;

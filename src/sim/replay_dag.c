@@ -165,7 +165,9 @@ static TsStatus prepare(Dag *d, TsError *err)
             } else if (t->kind == WL_KIND_COLL && t->comm_bytes > 0 && t->coll != TS_COLL_NONE) {
                 int64_t n = 1, nodes = 1;
                 st = group_geom(d, t->group, &n, &nodes, err);
-                if (!st && n > 1)
+                if (!st && n > 1 && t->group == WL_GROUP_EP && t->coll == TS_COLL_ALLTOALL)
+                    d->dur[i] = hw_ep_a2a_time_s(d->net, t->comm_bytes, n, nodes, &w->par.ep_route);
+                else if (!st && n > 1)
                     d->dur[i] = hw_coll_time_s(d->net, t->coll, t->comm_bytes, n, nodes, 1, wl_group_hw(t->group));
             } else if (t->kind == WL_KIND_SEND) {
                 int64_t peer = cl->rank >= 0 ? t->peer_stage : wl_stage_peer(w, r0, t->peer_stage);

@@ -288,7 +288,7 @@ static void block_fwd_as(Gen *g, const Block *b, const char *nm, int64_t mb, int
     if (p->sp && !ov) coll(g, "sp.ag", ph, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->t->tp_bytes, true);
     if (moe && p->ep > 1) {
         double a2a = g->t->ep_bytes;
-        coll(g, "ep.dispatch", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+        coll(g, "ep.dispatch", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, g->t->ep_dispatch_bytes, true);
         chain = comp_open(g, name, ph, mb, ch, l, b->fwd_s, b->gemm_fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl, ov);
         tp_close(g, name, ph, mb, ch, l, chain, fl);
         coll(g, "ep.combine", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
@@ -339,7 +339,9 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     }
     if (p->sp && !ov) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->t->tp_bytes, true);
     double a2a = g->t->ep_bytes;
-    if (moe && p->ep > 1) coll(g, "ep.combine.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+    /* the combine's gradient travels as a dispatch (FP8 under DeepEP) */
+    if (moe && p->ep > 1)
+        coll(g, "ep.combine.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, g->t->ep_dispatch_bytes, true);
     snprintf(name, sizeof name, "L%lld.%s.ig", (long long)l, nm);
     double ig = b->ig_s + (full ? 0 : b->recompute_s);
     int32_t chain = -1; /* --tp-overlap: open under the dgrad GEMMs, closed after the wgrad ones */
@@ -401,7 +403,7 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
 void wl_gen_chunk_split(const ModelSpec *m, const ParallelPlan *p, int64_t n_chunks, int64_t *first)
 {
     first[0] = 0;
-    for (int64_t c = 0; c < n_chunks; c++) first[c + 1] = first[c] + plan_chunk_layers(p, m->layers, c);
+    for (int64_t c = 0; c < n_chunks; c++) first[c + 1] = first[c] + plan_model_chunk_layers(p, m, c);
 }
 static int64_t chunk_first(const Gen *g, int64_t ch) { return g->first[ch]; }
 static int64_t chunk_layers(const Gen *g, int64_t ch) { return g->first[ch + 1] - g->first[ch]; }
@@ -426,7 +428,7 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
     if (ch == 0) {
         comp_f(g, "embed.f", WL_PHASE_FWD, mb, ch, -1, g->embed.fwd_s, 0, g->embed.fwd_bytes,
                fsdp_gather(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), 0, WL_PHASE_FWD, mb),
-               mb == 0 ? g->pg_ag[g->m->layers] : -1, 0);
+               mb == 0 ? g->pg_ag[wl_gen_layers(g->m)] : -1, 0);
         if (p->sp) coll(g, "sp.rs", WL_PHASE_FWD, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
         else coll(g, "tp.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
         unit_done(g);
@@ -443,13 +445,15 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
         ag = next;
     }
     if (ch == g->n_chunks - 1) {
-        if (p->sp) coll(g, "sp.ag", WL_PHASE_FWD, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->t->tp_bytes, true);
+        for (int64_t i = 0; i <= g->m->mtp_layers; i++) /* the head's input, and each MTP module's */
+            if (p->sp) coll(g, "sp.ag", WL_PHASE_FWD, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->t->tp_bytes, true);
         /* (ZeRO-3: the head belongs to the root unit, gathered with the
          * embedding when the chunk holds both, else here) */
         comp_f(g, "head.f", WL_PHASE_FWD, mb, ch, -1, g->head.fwd_s, g->head.fwd_flops, g->head.fwd_bytes,
                ch == 0 ? -1 : fsdp_gather(g, g->head.params, 0, WL_PHASE_FWD, mb),
-               mb == 0 ? g->pg_ag[g->m->layers + 1] : -1, 0);
-        for (int i = 0; i < 3; i++) /* vocab-parallel cross-entropy: max, sum-exp, target logit */
+               mb == 0 ? g->pg_ag[wl_gen_layers(g->m) + 1] : -1, 0);
+        for (int64_t i = 0; i < 3 * (1 + g->m->mtp_layers); i++) /* vocab-parallel cross-entropy: max,
+                                                                 sum-exp, target logit; per loss */
             coll(g, "loss.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->vocab_ar_bytes, true);
     } else if (!ds) {
         p2p(g, "pp.send.f", WL_PHASE_FWD, mb, true, ch + 1, ch, 0);
@@ -675,7 +679,7 @@ static void gather_chunk(Gen *g, int64_t ch, WlPhase ph, bool blocking, int32_t 
         else gid_d[--kd] = id;
     }
     if (pg_ag) {
-        int64_t L = g->m->layers;
+        int64_t L = wl_gen_layers(g->m);
         for (int64_t j = 0; j < nl; j++) {
             int32_t a = gid_d[dense_of[j]], b = exp_of[j] >= 0 ? gid_e[exp_of[j]] : -1;
             pg_ag[first + j] = a > b ? a : b;
@@ -763,7 +767,7 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
 static void param_gathers(Gen *g, int64_t stage)
 {
     const ParallelPlan *p = g->p;
-    int64_t L = g->m->layers;
+    int64_t L = wl_gen_layers(g->m);
     for (int64_t i = 0; i < L + 2; i++) g->pg_ag[i] = -1;
     if (!(p->dist_opt || p->zero >= 1) || p->zero >= 3 || g->o->param_gather_at_step) return;
     for (int64_t k = 0; k < (p->vpp > 1 ? p->vpp : 1) && !g->oom; k++)
@@ -791,7 +795,7 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     Step *steps = malloc((size_t)(2 * p->grad_accum * v) * sizeof *steps);
     g.fwd_last = malloc((size_t)(p->grad_accum * n_chunks) * sizeof *g.fwd_last);
     g.first = malloc((size_t)(n_chunks + 1) * sizeof *g.first);
-    g.pg_ag = malloc((size_t)(m->layers + 2) * sizeof *g.pg_ag);
+    g.pg_ag = malloc((size_t)(wl_gen_layers(m) + 2) * sizeof *g.pg_ag);
     g.w = wl_create(p->gpus, err);
     if (!steps || !g.fwd_last || !g.first || !g.pg_ag || !g.w) goto oom;
     wl_gen_chunk_split(m, p, n_chunks, g.first);
@@ -803,6 +807,9 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     g.edpn = wl_group_size(w, WL_GROUP_DP_EP); /* the layout's expert-DP group, for ZeRO-3 */
     wl_gen_blocks(&g, st->cost);
     w->par.pp_comm_bytes = p->pp > 1 ? g.t->boundary_bytes : 0;
+    if (m->experts > 0 && p->ep > 1)
+        w->par.ep_route = (HwEpRoute){.deepep = p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP, .topk = m->topk,
+                                      .node_limit = p->moe_node_limit, .load = g.t->moe_load};
     snprintf(w->source, sizeof w->source, "trainsim %s: %s tp%lld cp%lld pp%lld vpp%lld dp%lld ep%lld", TRAINSIM_VERSION,
              m->name, (long long)p->tp, (long long)p->cp, (long long)p->pp, (long long)v, (long long)p->dp,
              (long long)p->ep);

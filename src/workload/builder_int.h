@@ -60,7 +60,10 @@ double wl_gen_grad_bytes(const Gen *g);
 /* The blocks of g->t costed by cs: g->attn ... g->head. */
 void wl_gen_blocks(Gen *g, const CostStep *cs);
 /* first[c] = the first layer of chunk c (n_chunks + 1 entries), the plan's
- * split (plan_chunk_layers). */
+ * split (plan_model_chunk_layers: the MTP modules' layers on the last). */
+/* Layers the builder numbers: the model's and its MTP modules' (the
+ * embedding's and the head's gathers take the two indices after). */
+static inline int64_t wl_gen_layers(const ModelSpec *m) { return m->layers + m->mtp_layers; }
 void wl_gen_chunk_split(const ModelSpec *m, const ParallelPlan *p, int64_t n_chunks, int64_t *first);
 
 #endif

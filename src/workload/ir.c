@@ -4,6 +4,7 @@
 #include "../common/common_int.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -421,14 +422,20 @@ void wl_layout_format(const WlParallel *p, char *out, size_t cap)
              "world=%" PRId64 " tp=%" PRId64 " cp=%" PRId64 " pp=%" PRId64 " dp=%" PRId64 " ep=%" PRId64
              " etp=%" PRId64 " vpp=%" PRId64 " ga=%" PRId64 " micro_batch=%" PRId64 " seq=%" PRId64,
              p->world, p->tp, p->cp, p->pp, p->dp, p->ep, p->etp, p->vpp, p->ga, p->micro_batch, p->seq);
+    const HwEpRoute *r = &p->ep_route;
+    size_t n = strlen(out);
+    if (wl_ep_route_set(r) && n < cap) /* the load in millionths: the line holds integers */
+        snprintf(out + n, cap - n, " ep_deepep=%d ep_topk=%" PRId64 " ep_node_limit=%" PRId64 " ep_load_ppm=%lld",
+                 r->deepep ? 1 : 0, r->topk, r->node_limit, (long long)llround(r->load * 1e6));
 }
 
 bool wl_layout_parse(const char *s, WlParallel *p)
 {
-    static const char *const KEYS[] = {"world", "tp", "cp", "pp", "dp", "ep", "etp", "vpp", "ga",
-                                       "micro_batch", "seq"};
-    int64_t v[11];
-    bool seen[11] = {false};
+    /* the first 11 keys required, the EP route's 4 optional */
+    static const char *const KEYS[] = {"world", "tp", "cp", "pp", "dp", "ep", "etp", "vpp", "ga", "micro_batch", "seq",
+                                       "ep_deepep", "ep_topk", "ep_node_limit", "ep_load_ppm"};
+    int64_t v[15] = {0};
+    bool seen[15] = {false};
     WlParallel q = *p;
     while (*s) {
         while (*s == ' ') s++;
@@ -436,7 +443,7 @@ bool wl_layout_parse(const char *s, WlParallel *p)
         const char *eq = strchr(s, '=');
         if (!eq) return false;
         int k = -1;
-        for (int i = 0; i < 11; i++)
+        for (int i = 0; i < 15; i++)
             if ((size_t)(eq - s) == strlen(KEYS[i]) && !strncmp(s, KEYS[i], (size_t)(eq - s))) k = i;
         char *end;
         long long x = strtoll(eq + 1, &end, 10);
@@ -449,6 +456,7 @@ bool wl_layout_parse(const char *s, WlParallel *p)
         if (!seen[i]) return false;
     q.world = v[0], q.tp = v[1], q.cp = v[2], q.pp = v[3], q.dp = v[4], q.ep = v[5], q.etp = v[6], q.vpp = v[7];
     q.ga = v[8], q.micro_batch = v[9], q.seq = v[10];
+    q.ep_route = (HwEpRoute){.deepep = v[11] != 0, .topk = v[12], .node_limit = v[13], .load = (double)v[14] / 1e6};
     if (q.tp < 1 || q.cp < 1 || q.pp < 1 || q.dp < 1 || q.ep < 1 || q.vpp < 1 || q.ga < 1 ||
         q.tp * q.cp * q.pp * q.dp != q.world)
         return false;

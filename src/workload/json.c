@@ -84,6 +84,13 @@ void wl_write_json(const Workload *w, TsBuf *b)
     if (p->etp > 0 && p->etp != p->tp) ts_buf_printf(b, ", \"etp\": %" PRId64, p->etp);
     if (p->micro_batch > 0 && p->seq > 0)
         ts_buf_printf(b, ", \"micro_batch\": %" PRId64 ", \"seq\": %" PRId64, p->micro_batch, p->seq);
+    const HwEpRoute *er = &p->ep_route;
+    if (wl_ep_route_set(er)) {
+        ts_buf_printf(b, ", \"ep_route\": {\"deepep\": %s, \"topk\": %" PRId64 ", \"node_limit\": %" PRId64,
+                      er->deepep ? "true" : "false", er->topk, er->node_limit);
+        kv_num(b, "load", er->load);
+        ts_buf_puts(b, "}");
+    }
     ts_buf_puts(b, "},\n \"classes\": [");
     for (int32_t ci = 0; ci < w->n_classes; ci++) {
         const WlClass *c = &w->classes[ci];

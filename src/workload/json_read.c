@@ -195,6 +195,23 @@ static TsStatus want_object(Rd *r, json_t *v)
     return rd_err(r, r->path, NULL, "'%s' must be an object", r->path);
 }
 
+/* parallel.ep_route: how the EP all-to-alls travel (WlParallel.ep_route). */
+static TsStatus read_ep_route(Rd *r, json_t *po, HwEpRoute *er)
+{
+    TsStatus st = TS_OK;
+    json_t *o = need(r, po, "ep_route", &st);
+    if (!o) return st;
+    snprintf(r->path, sizeof r->path, "parallel.ep_route");
+    if ((st = want_object(r, o)) || (st = get_bool_opt(r, o, "deepep", &er->deepep)) ||
+        (st = get_int(r, o, "topk", 1, 1 << 20, &er->topk)) || (st = get_int(r, o, "node_limit", 0, 1 << 20, &er->node_limit)) ||
+        (st = get_size(r, o, "load", &er->load)))
+        return st;
+    if (er->load < 1.0)
+        return rd_err(r, "parallel.ep_route.load", "the busiest rank's load over the mean is at least 1",
+                      "'parallel.ep_route.load' must be >= 1, found %.17g", er->load);
+    return TS_OK;
+}
+
 static TsStatus read_parallel(Rd *r, json_t *root)
 {
     TsStatus st = TS_OK;
@@ -221,6 +238,8 @@ static TsStatus read_parallel(Rd *r, json_t *root)
             (st = get_int(r, po, "seq", 1, (int64_t)1 << 30, &p->seq)))
             return st;
     }
+    if (json_object_get(po, "ep_route") && (st = read_ep_route(r, po, &p->ep_route))) return st;
+    snprintf(r->path, sizeof r->path, "parallel");
     if (json_object_get(po, "etp")) {
         if ((st = get_int(r, po, "etp", 1, M, &p->etp))) return st;
         if ((p->tp * p->cp * p->dp) % (p->etp * p->ep) != 0)

@@ -424,6 +424,11 @@ static void test_sim_matches_replay(void **state)
             in.plan.precision = pick(2) ? PLAN_PRECISION_AMP : PLAN_PRECISION_PURE;
         }
         if (m.experts > 0 && pick(3) == 0) in.opt.sequential_experts = true; /* SequentialMLP */
+        if (m.experts > 0 && p.ep > 1 && pick(3) == 0) { /* DeepEP, node-limited routing, imbalance */
+            in.plan.moe_dispatch = PLAN_MOE_DISPATCH_DEEPEP;
+            if (pick(2)) in.plan.moe_node_limit = 2;
+            if (pick(2)) in.plan.moe_imbalance = 1.5;
+        }
         p = in.plan;
         SimResult r;
         if (sim_simulate(&in, NULL, &r, &e) != TS_OK) continue; /* an invalid plan: next */
@@ -452,6 +457,9 @@ static void test_sim_matches_replay(void **state)
                         "seq-experts %d\n",
                         plan_framework_name(p.framework), in.opt.selective_ops, in.opt.param_gather_overlap,
                         (long long)p.etp, p.sp, (int)p.optimizer, in.opt.sequential_experts);
+        if (fabs(d) > show)
+            print_error("   moe-dispatcher %s node-limit %lld imbalance %g\n", plan_moe_dispatch_name(p.moe_dispatch),
+                        (long long)p.moe_node_limit, p.moe_imbalance);
         assert_true(fabs(d) <= 0.03);
         if (fabs(d) > worst) worst = fabs(d);
         sim_result_free(&rr);

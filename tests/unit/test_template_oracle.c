@@ -74,6 +74,9 @@ static void check(const char *preset, int64_t layers)
     ModelSpec m;
     assert_int_equal(model_preset(preset, &m, NULL), TS_OK);
     if (layers > 0) m.layers = layers;
+    /* the graph is the model the checkpoint's forward runs: DeepSeek-V3's
+     * multi-token-prediction module trains beside it (test_mtp) */
+    m.mtp_layers = 0;
     ParallelPlan p;
     plan_init(&p);
     p.gpus = 1, p.micro_batch = 2, p.global_batch = 2, p.seq = 512;
@@ -112,12 +115,45 @@ static void test_mla(void **state)
     check("deepseek-v3", 5);
 }
 
+/* One MTP module adds, at TP 1 on one stage: its layer (the chunk's last,
+ * an MoE layer for DeepSeek-V3), its 2H x H projection and three norms,
+ * and no second embedding (one stage holds the shared one); its GEMMs: the
+ * projection and the output head again. */
+static void test_mtp(void **state)
+{
+    (void)state;
+    ModelSpec m;
+    assert_int_equal(model_preset("deepseek-v3", &m, NULL), TS_OK);
+    m.layers = 5;
+    ParallelPlan p;
+    plan_init(&p);
+    p.gpus = 1, p.micro_batch = 2, p.global_batch = 2, p.seq = 512;
+    TsError err = {0};
+    assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
+    static PartTemplate with, without;
+    part_template(&m, &p, NULL, &with);
+    assert_int_equal(plan_model_chunk_layers(&p, &m, 0), 6);
+    ModelSpec m0 = m;
+    m0.mtp_layers = 0;
+    part_template(&m0, &p, NULL, &without);
+    double H = (double)m.hidden, T = 2.0 * 512.0, V = (double)model_padded_vocab(&m, 1);
+    near(with.b[PART_BLOCK_HEAD].params - without.b[PART_BLOCK_HEAD].params, 2 * H * H + 3 * H, 1e-12, /* RMSNorm: H weights */
+         "MTP head parameters");
+    double gw = 0, g0 = 0;
+    for (int i = 0; i < with.b[PART_BLOCK_HEAD].n_k; i++)
+        if (with.b[PART_BLOCK_HEAD].k[i].kind == PART_K_GEMM) gw += with.b[PART_BLOCK_HEAD].k[i].flops[0];
+    for (int i = 0; i < without.b[PART_BLOCK_HEAD].n_k; i++)
+        if (without.b[PART_BLOCK_HEAD].k[i].kind == PART_K_GEMM) g0 += without.b[PART_BLOCK_HEAD].k[i].flops[0];
+    near(gw - g0, 2 * T * H * 2 * H + 2 * T * V * H, 1e-12, "MTP head GEMM FLOPs");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense),
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_mla),
+        cmocka_unit_test(test_mtp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* File input, atomic output (temp name + rename), and the preset directory. */
 #include "trainsim/common.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
 #include <stdlib.h>
@@ -188,4 +189,39 @@ bool ts_data_path(const char *sub, const char *name, char *out, size_t cap)
     int n = snprintf(out, cap, "%s/%s/%s.json", ts_data_dir(), sub, name);
     if (n < 0 || (size_t)n >= cap) return false;
     return ts_is_file(out);
+}
+
+static int cmp_name64(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+/* All the names are collected and sorted before the first cap are kept, so
+ * the result is the same whatever the directory order and cap. */
+int ts_data_names(const char *sub, char names[][64], int cap)
+{
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/%s", ts_data_dir(), sub);
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    char(*all)[64] = NULL;
+    size_t n = 0, acap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || l - 5 >= 64 || e->d_name[0] == '.' || !ts_ends_with(e->d_name, ".json")) continue;
+        if (n == acap) {
+            size_t nc = acap ? 2 * acap : 64;
+            void *g = realloc(all, nc * sizeof *all);
+            if (!g) break; /* out of memory: the names read so far */
+            all = g;
+            acap = nc;
+        }
+        memcpy(all[n], e->d_name, l - 5);
+        all[n][l - 5] = '\0';
+        n++;
+    }
+    closedir(d);
+    if (n) qsort(all, n, sizeof all[0], cmp_name64);
+    int k = 0;
+    for (; (size_t)k < n && k < cap; k++) memcpy(names[k], all[k], 64);
+    free(all);
+    return k;
 }

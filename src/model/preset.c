@@ -6,7 +6,6 @@
 #include "trainsim/model.h"
 #include "../common/common_int.h"
 
-#include <dirent.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -243,27 +242,7 @@ TsStatus model_parse_preset_json(const char *path, ModelSpec *out, ModelKnown *k
 }
 
 /* ---- the preset directory ------------------------------------------------------ */
-static int cmp_names(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
-
-int model_preset_names(char names[][64], int cap)
-{
-    char dir[1100];
-    snprintf(dir, sizeof dir, "%s/models", ts_data_dir());
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < cap) {
-        size_t len = strlen(e->d_name);
-        if (len < 6 || len - 5 >= 64 || !ts_ends_with(e->d_name, ".json") || e->d_name[0] == '.') continue;
-        memcpy(names[n], e->d_name, len - 5);
-        names[n][len - 5] = '\0';
-        n++;
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof names[0], cmp_names);
-    return n;
-}
+int model_preset_names(char names[][64], int cap) { return ts_data_names("models", names, cap); }
 
 int model_preset_similar(const char *name, char out[][64], int cap)
 {

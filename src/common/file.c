@@ -225,3 +225,28 @@ int ts_data_names(const char *sub, char names[][64], int cap)
     free(all);
     return k;
 }
+
+int ts_data_similar(const char *sub, const char *name, char out[][64], int cap)
+{
+    enum { MAX = 1024 };
+    char(*all)[64] = malloc((size_t)MAX * sizeof *all);
+    int *score = malloc((size_t)MAX * sizeof *score);
+    if (!all || !score) {
+        free(all);
+        free(score);
+        return 0;
+    }
+    int n = ts_data_names(sub, all, MAX), k = 0;
+    size_t ln = strlen(name);
+    for (int i = 0; i < n; i++) {
+        int d = ts_edit_distance(name, all[i]);
+        bool prefix = ln >= 3 && strncmp(all[i], name, ln) == 0;
+        score[i] = d <= 3 ? d : prefix ? 4 : 99;
+    }
+    for (int best = 0; best <= 4 && k < cap; best++)
+        for (int i = 0; i < n && k < cap; i++)
+            if (score[i] == best) snprintf(out[k++], 64, "%s", all[i]);
+    free(all);
+    free(score);
+    return k;
+}

@@ -246,27 +246,7 @@ int model_preset_names(char names[][64], int cap) { return ts_data_names("models
 
 int model_preset_similar(const char *name, char out[][64], int cap)
 {
-    static const int MAX = 512;
-    char (*all)[64] = malloc((size_t)MAX * sizeof *all);
-    int (*score) = malloc((size_t)MAX * sizeof *score);
-    if (!all || !score) {
-        free(all);
-        free(score);
-        return 0;
-    }
-    int n = model_preset_names(all, MAX), k = 0;
-    size_t ln = strlen(name);
-    for (int i = 0; i < n; i++) {
-        int d = ts_edit_distance(name, all[i]);
-        bool prefix = ln >= 3 && strncmp(all[i], name, ln) == 0;
-        score[i] = d <= 3 ? d : prefix ? 4 : 99;
-    }
-    for (int best = 0; best <= 4 && k < cap; best++)
-        for (int i = 0; i < n && k < cap; i++)
-            if (score[i] == best) snprintf(out[k++], 64, "%s", all[i]);
-    free(all);
-    free(score);
-    return k;
+    return ts_data_similar("models", name, out, cap);
 }
 
 TsStatus model_preset(const char *name, ModelSpec *out, TsError *err)

@@ -38,11 +38,11 @@ static int unknown_knob(const CliSpec *s, const Recipe *r, const RecipeKnob *k, 
 {
     TsError e = {0};
     ts_err(&e, TS_ERR_INPUT, "unknown option '--%s' in recipe %s", k->option, r->name);
+    char which[80] = "'trainsim simulate'";
+    if (strcmp(s->cmd, "simulate")) snprintf(which, sizeof which, "'trainsim %s' or 'trainsim simulate'", s->cmd);
     const char *best = nearest(s, k->option, sim, n_sim);
-    if (best) ts_err_hint(&e, "did you mean '%s'? a knob is keyed by an option of 'trainsim %s' or 'trainsim simulate'",
-                          best, s->cmd);
-    else ts_err_hint(&e, "a knob is keyed by an option of 'trainsim %s' or 'trainsim simulate' (see their --help)",
-                     s->cmd);
+    if (best) ts_err_hint(&e, "did you mean '%s'? a knob is keyed by an option of %s", best, which);
+    else ts_err_hint(&e, "a knob is keyed by an option of %s (see its --help)", which);
     return fail_at(r, k, true, &e);
 }
 

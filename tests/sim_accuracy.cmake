@@ -11,3 +11,7 @@ foreach(c runs_user runs_missing_column runs_short_row runs_bad_dtype k22_table5
     COMMAND bash ${CMAKE_SOURCE_DIR}/tests/accuracy/run.sh $<TARGET_FILE:accuracy> ${c})
   set_tests_properties(accuracy/${c} PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
 endforeach()
+# The calibration recipes run the plans accuracy scores (tests/recipes/calibration.sh).
+add_test(NAME recipes/calibration
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/recipes/calibration.sh $<TARGET_FILE:accuracy> $<TARGET_FILE:trainsim>)
+set_tests_properties(recipes/calibration PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")

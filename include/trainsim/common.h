@@ -128,6 +128,13 @@ void ts_out_abort(TsOutFile *o);                    /* fclose + unlink tmp */
 const char *ts_data_dir(void);
 /* Resolve "<data>/<sub>/<name>.json" into out; returns false if missing. */
 bool ts_data_path(const char *sub, const char *name, char *out, size_t cap);
+/* The preset names in "<data>/<sub>" (its *.json files without the
+ * extension), sorted; returns how many were written (at most cap). */
+int ts_data_names(const char *sub, char names[][64], int cap);
+/* Names in "<data>/<sub>" close to `name` (edit distance <= 3, or starting
+ * with it when it has 3+ characters), nearest first, for "did you mean"
+ * hints; returns how many (at most cap). */
+int ts_data_similar(const char *sub, const char *name, char out[][64], int cap);
 /* path names a regular file (not a directory). */
 bool ts_is_file(const char *path);
 

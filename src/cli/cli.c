@@ -1,5 +1,6 @@
 /* Option parsing, help text and output helpers shared by every command. */
 #include "cli.h"
+#include "cli_recipe.h"
 
 #include <errno.h>
 #include <math.h>
@@ -98,8 +99,8 @@ static void size_str(double b, char *out, size_t cap)
 }
 
 /* A numeric option's value into o->dst, within its range; else the usage
- * error naming the option and the range, and 2. */
-static int set_number(const CliOpt *o, const char *val)
+ * error naming the option and the range in *e. */
+static TsStatus set_number(const CliOpt *o, const char *val, TsError *e)
 {
     const CliLimit *l = o->lim;
     double v = 0;
@@ -119,30 +120,30 @@ static int set_number(const CliOpt *o, const char *val)
     } else {
         ok = ts_parse_bytes(val, l->unit, &v);
     }
-    TsError e = {0};
     const char *what = o->kind == CLI_INT ? "an integer" : o->kind == CLI_DOUBLE ? "a number" : "a size";
-    if (!ok && !overflow) ts_err(&e, TS_ERR_USAGE, "--%s '%.60s' is not %s", o->name, val, what);
+    TsStatus st = TS_OK;
+    if (!ok && !overflow) st = ts_err(e, TS_ERR_USAGE, "--%s '%.60s' is not %s", o->name, val, what);
     else if (overflow || !(v >= l->lo && v <= l->hi))
-        ts_err(&e, TS_ERR_USAGE, "--%s %.60s is out of range", o->name, val);
-    if (!e.code) {
+        st = ts_err(e, TS_ERR_USAGE, "--%s %.60s is out of range", o->name, val);
+    if (!st) {
         if (o->kind == CLI_INT) *(int64_t *)o->dst = i;
         else *(double *)o->dst = v;
-        return 0;
+        return TS_OK;
     }
     if (o->kind == CLI_INT) {
-        ts_err_hint(&e, "--%s takes an integer from %.0f to %.0f", o->name, l->lo, l->hi);
+        ts_err_hint(e, "--%s takes an integer from %.0f to %.0f", o->name, l->lo, l->hi);
     } else if (o->kind == CLI_DOUBLE) {
-        ts_err_hint(&e, "--%s takes a number from %.15g to %.15g", o->name, l->lo, l->hi);
+        ts_err_hint(e, "--%s takes a number from %.15g to %.15g", o->name, l->lo, l->hi);
     } else {
         char lo[32], hi[32], unit[32] = "bytes";
         size_str(l->lo, lo, sizeof lo);
         size_str(l->hi, hi, sizeof hi);
         if (l->unit != 1) size_str(l->unit, unit, sizeof unit);
-        ts_err_hint(&e, "--%s takes a size from %s to %s: a bare number counts %s; units as in 512k, 1.5GB, "
-                        "64MiB (k M G T P: 1000^n; Ki Mi Gi Ti Pi: 1024^n)",
+        ts_err_hint(e, "--%s takes a size from %s to %s: a bare number counts %s; units as in 512k, 1.5GB, "
+                       "64MiB (k M G T P: 1000^n; Ki Mi Gi Ti Pi: 1024^n)",
                     o->name, lo, hi, l->unit == 1 ? unit : unit + 2 /* "1 MB" -> "MB" */);
     }
-    return cli_fail(&e);
+    return st;
 }
 
 static CliOpt *find(CliSpec *s, const char *name, size_t len)
@@ -151,6 +152,35 @@ static CliOpt *find(CliSpec *s, const char *name, size_t len)
         if (strlen(s->opts[i].name) == len && strncmp(s->opts[i].name, name, len) == 0)
             return &s->opts[i];
     return NULL;
+}
+
+CliOpt *cli_find(CliSpec *s, const char *name) { return find(s, name, strlen(name)); }
+
+TsStatus cli_set(CliSpec *s, CliOpt *o, const char *val, TsError *err)
+{
+    s->seen[o - s->opts] = true;
+    if (o->seen) *o->seen = true;
+    if (o->kind == CLI_FLAG || o->kind == CLI_NOFLAG) *(bool *)o->dst = (o->kind == CLI_FLAG);
+    else if (o->kind == CLI_STR) *(const char **)o->dst = val;
+    else if (o->kind != CLI_RECIPE) return set_number(o, val, err);
+    return TS_OK;
+}
+
+void cli_unset_flag(CliSpec *s, CliOpt *o)
+{
+    s->seen[o - s->opts] = false;
+    if (o->seen) *o->seen = false;
+    *(bool *)o->dst = o->kind != CLI_FLAG; /* FLAG: off; NOFLAG: its dst's "on" */
+}
+
+const char *cli_store(CliSpec *s, const char *text)
+{
+    size_t n = strlen(text) + 1;
+    if (n > sizeof s->store - s->store_used) return NULL;
+    char *p = s->store + s->store_used;
+    memcpy(p, text, n);
+    s->store_used += n;
+    return p;
 }
 
 bool cli_seen(const CliSpec *s, const char *name)
@@ -211,6 +241,7 @@ static int unknown_option(const CliSpec *s, const char *name, size_t len)
 int cli_parse(CliSpec *s, int argc, char **argv)
 {
     memset(s->seen, 0, sizeof s->seen);
+    s->store_used = 0;
     s->n_positional = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -231,20 +262,18 @@ int cli_parse(CliSpec *s, int argc, char **argv)
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         CliOpt *o = find(s, name, len);
         if (!o) return unknown_option(s, name, len);
-        s->seen[o - s->opts] = true;
-        if (o->seen) *o->seen = true;
-        if (o->kind == CLI_FLAG || o->kind == CLI_NOFLAG) {
-            if (eq) return usage_err(s, "option '--%s' takes no value", o->name);
-            *(bool *)o->dst = (o->kind == CLI_FLAG);
-            continue;
-        }
+        bool flag = o->kind == CLI_FLAG || o->kind == CLI_NOFLAG;
+        if (flag && eq) return usage_err(s, "option '--%s' takes no value", o->name);
         const char *val = eq ? eq + 1 : NULL;
-        if (!val) {
+        if (!flag && !val) {
             if (i + 1 >= argc) return usage_err(s, "option '--%s' needs a value", o->name);
             val = argv[++i];
         }
-        if (o->kind == CLI_STR) *(const char **)o->dst = val;
-        else if (set_number(o, val)) return 2;
+        /* an option given again overrides: the last one wins */
+        TsError e = {0};
+        if (cli_set(s, o, val, &e) != TS_OK) return cli_fail(&e);
+        int rc = o->kind == CLI_RECIPE ? cli_recipe_apply(s, val) : 0;
+        if (rc) return rc;
     }
     return 0;
 }

@@ -15,11 +15,13 @@
 #include "trainsim/graph.h"
 #include "trainsim/model.h"
 
-typedef enum { CLI_FLAG, CLI_INT, CLI_DOUBLE, CLI_BYTES, CLI_STR, CLI_NOFLAG } CliKind;
+typedef enum { CLI_FLAG, CLI_INT, CLI_DOUBLE, CLI_BYTES, CLI_STR, CLI_NOFLAG, CLI_RECIPE } CliKind;
 
 /* One option. dst points to bool (FLAG/NOFLAG: NOFLAG stores false),
  * int64_t (INT), double (DOUBLE; BYTES: a size in bytes, ts_parse_bytes) or
- * const char * (STR). `seen`, when set, records that the option was given.
+ * const char * (STR); RECIPE (--recipe, cli_recipe.h) has none: it applies
+ * a recipe's knobs where it stands. `seen`, when set, records that the
+ * option was given.
  *
  * Numeric options (INT, DOUBLE, BYTES) take the range that cli.c's limits
  * table gives their name (the same in every command: --seq is 1..2^24
@@ -38,6 +40,7 @@ typedef struct CliOpt {
 } CliOpt;
 
 #define CLI_MAX_OPTS 160
+#define CLI_STORE_BYTES 16384 /* option values that come from a recipe, not argv */
 
 typedef struct CliSpec {
     const char *cmd;      /* "profile" */
@@ -49,6 +52,8 @@ typedef struct CliSpec {
     const char *positional[8];
     int n_positional;
     bool seen[CLI_MAX_OPTS]; /* filled by cli_parse */
+    char store[CLI_STORE_BYTES]; /* the string values a recipe gave (cli_store) */
+    size_t store_used;
 } CliSpec;
 
 /* Add an option; a numeric one must have a row in the limits table (else
@@ -61,6 +66,17 @@ int cli_parse(CliSpec *s, int argc, char **argv);
 void cli_print_help(const CliSpec *s, FILE *fp);
 /* Was option `name` given? */
 bool cli_seen(const CliSpec *s, const char *name);
+/* The option called `name` (without "--"), or NULL. */
+CliOpt *cli_find(CliSpec *s, const char *name);
+/* Give option o the value val (NULL for a flag), as if typed: numbers are
+ * checked against the option's range. TS_OK, or TS_ERR_USAGE in *err
+ * (message and hint, nothing printed). val must outlive the command (argv,
+ * or cli_store). */
+TsStatus cli_set(CliSpec *s, CliOpt *o, const char *val, TsError *err);
+/* Undo a flag: as if o had not been given. */
+void cli_unset_flag(CliSpec *s, CliOpt *o);
+/* A copy of text in s->store (lives as long as s), or NULL when full. */
+const char *cli_store(CliSpec *s, const char *text);
 
 /* A mode that takes only some options: ok[0] names the mode's own option
  * ("workload" for --workload), the NULL-terminated rest the options that

@@ -11,7 +11,7 @@
  * listed by its file name with the reason. */
 static void list_all(TsBuf *b)
 {
-    enum { CAP = 256 }; /* hw_list_names finds at most 256 */
+    enum { CAP = 256 }; /* presets listed at most */
     char(*names)[64] = malloc(CAP * sizeof *names);
     char(*why)[TS_ERR_MSG_MAX] = malloc(CAP * sizeof *why); /* "" when the preset loaded */
     GpuSpec *gpus = malloc(CAP * sizeof *gpus);

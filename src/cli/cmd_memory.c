@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "cli_hw.h"
 #include "cli_plan.h"
+#include "cli_recipe.h"
 #include "cli_sim.h"
 #include "trainsim/hw.h"
 #include "trainsim/partition.h"
@@ -73,7 +74,7 @@ static void warn_nofit(const PartMemory *peak, int64_t n_over, int64_t pp, doubl
 int cmd_memory(int argc, char **argv)
 {
     CliSpec s = {.cmd = "memory",
-                 .usage = "trainsim memory [--model M] [plan options] [--cluster C] [--gpu G] [--gpus N] "
+                 .usage = "trainsim memory [--recipe NAME] [--model M] [plan options] [--cluster C] [--gpu G] [--gpus N] "
                           "[--memory-model trainsim|megatron] [--json]",
                  .summary = "Memory per GPU of every pipeline stage by category (weights, gradients, "
                             "optimizer state, activations, other) against the GPU's capacity, with the "
@@ -89,6 +90,7 @@ int cmd_memory(int argc, char **argv)
     cli_model_init(&cm);
     cli_plan_init(&cp);
     cli_hw_init(&hw);
+    cli_recipe_add(&s);
     cli_model_add(&s, &cm);
     cli_plan_add(&s, &cp, false);
     cli_hw_add(&s, &hw);

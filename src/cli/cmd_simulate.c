@@ -3,9 +3,11 @@
  * With no options: GPT-3 175B on 1024 H100s (dgx-h100), TP 8, PP 8, DP 16,
  * global batch 1536, micro-batch 1, seq 2048, SP, distributed optimizer,
  * bf16, 1F1B. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "cli_recipe.h"
 #include "cli_hw.h"
 #include "cli_plan.h"
 #include "cli_sim.h"
@@ -41,62 +43,106 @@ typedef struct SimCli {
     const char *trace, *trace_ranks, *workload, *html;
 } SimCli;
 
+/* Everything simulate's options fill. */
+typedef struct SimArgs {
+    CliModel cm;
+    CliPlan cp;
+    CliHw ch;
+    CliSim cs;
+    CliTrain ct;
+    SimCli o;
+} SimArgs;
+
+static void add_options(CliSpec *s, SimArgs *a)
+{
+    *s = (CliSpec){.cmd = "simulate",
+                   .usage = "trainsim simulate [--recipe NAME] [--model M] [model flags] [plan flags] [--gpu G] "
+                            "[--cluster C] [--gpus N] [--seq S] [--json] [--trace FILE] [--workload FILE]",
+                   .summary = "Simulate one training iteration: pipeline schedule, communication overlap, optimizer "
+                              "step. Prints iteration time, tokens/s, MFU/HFU, memory per GPU and where the time "
+                              "goes. With no options: GPT-3 175B on 1024 H100s (dgx-h100), TP 8, PP 8, DP 16, "
+                              "global batch 1536, distributed optimizer."};
+    memset(&a->o, 0, sizeof a->o);
+    cli_recipe_add(s);
+    cli_model_init(&a->cm);
+    cli_model_add(s, &a->cm);
+    cli_plan_init(&a->cp);
+    cli_plan_add(s, &a->cp, false);
+    cli_hw_init(&a->ch);
+    cli_hw_add(s, &a->ch);
+    cli_sim_init(&a->cs);
+    cli_sim_add(s, &a->cs);
+    cli_train_init(&a->ct);
+    cli_train_add(s, &a->ct);
+    cli_add(s, "json", CLI_FLAG, &a->o.json, NULL, "JSON output");
+    cli_add(s, "trace", CLI_STR, &a->o.trace, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)");
+    cli_add(s, "trace-ranks", CLI_STR, &a->o.trace_ranks, "A-B",
+            "Chakra replay: the ranks --trace writes (default 0-63)");
+    cli_add(s, "html", CLI_STR, &a->o.html, "FILE", "write a self-contained HTML report (timeline, breakdown, memory)");
+    cli_add(s, "workload", CLI_STR, &a->o.workload, "FILE",
+            "replay a workload: SimAI/ASTRA-sim text, op table, JSON task graph, or a Chakra set (PREFIX)");
+}
+
+int cmd_simulate_options(const char *names[], int cap)
+{
+    CliSpec *s = malloc(sizeof *s);
+    SimArgs *a = malloc(sizeof *a);
+    int n = 0;
+    if (s && a) {
+        add_options(s, a);
+        for (; n < s->n && n < cap; n++) names[n] = s->opts[n].name;
+    }
+    free(s);
+    free(a);
+    return n;
+}
+
+/* --html: the report of the simulated plan, written to path. */
+static TsStatus write_html(const char *path, const SimSetup *in, const SimResult *r, const char *gpu, TsError *err)
+{
+    TsArena *ar = ts_arena_create(1 << 16);
+    RepPlanView v;
+    TsBuf hb = {0};
+    char title[200];
+    snprintf(title, sizeof title, "%s on %lld x %s", in->model->name, (long long)in->plan.gpus, gpu);
+    TsStatus hs = ar ? rep_plan_view_from_sim(in, r, title, ar, &v, err) : ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    if (hs == TS_OK) v.generator = "trainsim " TRAINSIM_VERSION " simulate";
+    if (hs == TS_OK) hs = rep_html_plan(&v, &hb, err);
+    if (hs == TS_OK) hs = ts_write_file_atomic(path, hb.data, hb.len, err);
+    ts_buf_free(&hb);
+    ts_arena_destroy(ar);
+    return hs;
+}
+
 int cmd_simulate(int argc, char **argv)
 {
-    CliSpec s = {.cmd = "simulate",
-                 .usage = "trainsim simulate [--model M] [model flags] [plan flags] [--gpu G] [--cluster C] "
-                          "[--gpus N] [--seq S] [--json] [--trace FILE] [--workload FILE]",
-                 .summary = "Simulate one training iteration: pipeline schedule, communication overlap, optimizer "
-                            "step. Prints iteration time, tokens/s, MFU/HFU, memory per GPU and where the time "
-                            "goes. With no options: GPT-3 175B on 1024 H100s (dgx-h100), TP 8, PP 8, DP 16, "
-                            "global batch 1536, distributed optimizer."};
-    CliModel cm;
-    cli_model_init(&cm);
-    cli_model_add(&s, &cm);
-    CliPlan cp;
-    cli_plan_init(&cp);
-    cli_plan_add(&s, &cp, false);
-    CliHw ch;
-    cli_hw_init(&ch);
-    cli_hw_add(&s, &ch);
-    SimCli o = {0};
-    CliSim cs;
-    cli_sim_init(&cs);
-    cli_sim_add(&s, &cs);
-    CliTrain ct;
-    cli_train_init(&ct);
-    cli_train_add(&s, &ct);
-    cli_add(&s, "json", CLI_FLAG, &o.json, NULL, "JSON output");
-    cli_add(&s, "trace", CLI_STR, &o.trace, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)");
-    cli_add(&s, "trace-ranks", CLI_STR, &o.trace_ranks, "A-B",
-            "Chakra replay: the ranks --trace writes (default 0-63)");
-    cli_add(&s, "html", CLI_STR, &o.html, "FILE", "write a self-contained HTML report (timeline, breakdown, memory)");
-    cli_add(&s, "workload", CLI_STR, &o.workload, "FILE",
-            "replay a workload: SimAI/ASTRA-sim text, op table, JSON task graph, or a Chakra set (PREFIX)");
+    CliSpec s;
+    SimArgs a;
+    add_options(&s, &a);
     int rc = cli_parse(&s, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
-    if ((rc = cli_sim_check(&s, &cs))) return rc;
+    if ((rc = cli_sim_check(&s, &a.cs))) return rc;
     TrainOptions topt;
     bool want_train = false;
-    if ((rc = cli_train_options(&s, &ct, &topt, &want_train))) return rc;
+    if ((rc = cli_train_options(&s, &a.ct, &topt, &want_train))) return rc;
 
     SimOptions so;
-    cli_sim_options(&cs, &so);
-    so.record = o.trace != NULL || o.html != NULL;
+    cli_sim_options(&a.cs, &so);
+    so.record = a.o.trace != NULL || a.o.html != NULL;
 
     int64_t default_gpus = 0;
-    if (o.workload && o.html) {
+    if (a.o.workload && a.o.html) {
         TsError e = {.code = TS_ERR_USAGE};
         ts_err(&e, TS_ERR_USAGE, "--html is not available with --workload");
         ts_err_hint(&e, "write the replayed timeline with --trace FILE (Perfetto, chrome://tracing)");
         return cli_fail(&e);
     }
-    if (o.workload && (rc = workload_options_check(&s))) return rc;
-    if (o.workload)
-        return cmd_simulate_workload(&ch, o.workload, o.json, cli_seen(&s, "seq") ? cp.seq : 0,
-                                     cli_seen(&s, "micro-batch") ? cp.micro_batch : 0, o.trace, o.trace_ranks,
+    if (a.o.workload && (rc = workload_options_check(&s))) return rc;
+    if (a.o.workload)
+        return cmd_simulate_workload(&a.ch, a.o.workload, a.o.json, cli_seen(&s, "seq") ? a.cp.seq : 0,
+                                     cli_seen(&s, "micro-batch") ? a.cp.micro_batch : 0, a.o.trace, a.o.trace_ranks,
                                      cli_seen(&s, "overlap-slowdown") ? so.overlap_slowdown : -1);
-    if (o.trace_ranks) {
+    if (a.o.trace_ranks) {
         TsError e = {.code = TS_ERR_USAGE};
         ts_err(&e, TS_ERR_USAGE, "--trace-ranks applies to Chakra trace sets (--workload PREFIX)");
         ts_err_hint(&e, "a simulated plan's --trace holds every pipeline stage");
@@ -104,28 +150,28 @@ int cmd_simulate(int argc, char **argv)
     }
 
     ModelSpec m;
-    bool builtin = !cm.model && !cm.arch;
-    rc = cli_model_load(&cm, DEFAULT_MODEL, &m);
+    bool builtin = !a.cm.model && !a.cm.arch;
+    rc = cli_model_load(&a.cm, DEFAULT_MODEL, &m);
     if (rc) return rc;
     static const char *const plan_opts[] = {"tp", "pp", "vpp", "dp", "cp", "ep", "global-batch", "gpus", NULL};
     bool plan_given = false;
     for (int i = 0; plan_opts[i]; i++) plan_given |= cli_seen(&s, plan_opts[i]);
     if (builtin && !plan_given) {
-        cp.tp = 8;
-        cp.pp = 8;
-        cp.global_batch = 1536;
-        if (!cli_seen(&s, "seq")) cp.seq = 2048; /* the example's length, not a default rule (plan.h) */
-        cp.dist_opt = true;
+        a.cp.tp = 8;
+        a.cp.pp = 8;
+        a.cp.global_batch = 1536;
+        if (!cli_seen(&s, "seq")) a.cp.seq = 2048; /* the example's length, not a default rule (plan.h) */
+        a.cp.dist_opt = true;
         default_gpus = 1024;
     } else {
-        default_gpus = cp.tp * cp.pp * cp.cp * (cp.dp > 0 ? cp.dp : 1);
+        default_gpus = a.cp.tp * a.cp.pp * a.cp.cp * (a.cp.dp > 0 ? a.cp.dp : 1);
     }
     CliHwLoaded hl;
-    rc = cli_hw_load(&ch, DEFAULT_CLUSTER, default_gpus, &hl);
+    rc = cli_hw_load(&a.ch, DEFAULT_CLUSTER, default_gpus, &hl);
     if (rc) return rc;
     ParallelPlan p;
-    rc = cli_plan_load(&s, &cp, &m, hl.cluster.gpus, &p);
-    if (!rc) rc = cli_sim_framework(&s, &cs, &p.framework);
+    rc = cli_plan_load(&s, &a.cp, &m, hl.cluster.gpus, &p);
+    if (!rc) rc = cli_sim_framework(&s, &a.cs, &p.framework);
     if (rc) {
         cli_hw_free(&hl);
         return rc;
@@ -138,7 +184,7 @@ int cmd_simulate(int argc, char **argv)
         return cli_fail(&err);
     }
     TsBuf out = {0};
-    if (o.trace) {
+    if (a.o.trace) {
         TsBuf tb = {0};
         char title[160];
         snprintf(title, sizeof title, "%s tp%lld pp%lld vpp%lld dp%lld", m.name, (long long)in.plan.tp,
@@ -146,7 +192,7 @@ int cmd_simulate(int argc, char **argv)
         int64_t lpc = m.layers / (in.plan.pp * in.plan.vpp);
         rep_trace_chrome(&r, title, lpc, &tb);
         if (tb.oom) ts_err(&err, TS_ERR_INTERNAL, "out of memory writing the trace");
-        if (tb.oom || ts_write_file_atomic(o.trace, tb.data, tb.len, &err) != TS_OK) {
+        if (tb.oom || ts_write_file_atomic(a.o.trace, tb.data, tb.len, &err) != TS_OK) {
             ts_buf_free(&tb);
             sim_result_free(&r);
             cli_hw_free(&hl);
@@ -154,24 +200,10 @@ int cmd_simulate(int argc, char **argv)
         }
         ts_buf_free(&tb);
     }
-    if (o.html) {
-        TsArena *a = ts_arena_create(1 << 16);
-        RepPlanView v;
-        TsBuf hb = {0};
-        char title[200];
-        snprintf(title, sizeof title, "%s on %lld x %s", m.name, (long long)in.plan.gpus, hl.cluster.gpu.name);
-        TsStatus hs = a ? rep_plan_view_from_sim(&in, &r, title, a, &v, &err)
-                        : ts_err(&err, TS_ERR_INTERNAL, "out of memory");
-        if (hs == TS_OK) v.generator = "trainsim " TRAINSIM_VERSION " simulate";
-        if (hs == TS_OK) hs = rep_html_plan(&v, &hb, &err);
-        if (hs == TS_OK) hs = ts_write_file_atomic(o.html, hb.data, hb.len, &err);
-        ts_buf_free(&hb);
-        ts_arena_destroy(a);
-        if (hs != TS_OK) {
-            sim_result_free(&r);
-            cli_hw_free(&hl);
-            return cli_fail(&err);
-        }
+    if (a.o.html && write_html(a.o.html, &in, &r, hl.cluster.gpu.name, &err) != TS_OK) {
+        sim_result_free(&r);
+        cli_hw_free(&hl);
+        return cli_fail(&err);
     }
     /* a whole run: the model state a checkpoint writes is every parameter
      * once at the recipe's weight and optimizer bytes */
@@ -190,7 +222,7 @@ int cmd_simulate(int argc, char **argv)
             return cli_fail(&err);
         }
     }
-    if (o.json) rep_sim_json(&in, &r, want_train ? &train : NULL, &out);
+    if (a.o.json) rep_sim_json(&in, &r, want_train ? &train : NULL, &out);
     else rep_sim_text(&in, &r, want_train ? &train : NULL, &out);
     int code = cli_emit(NULL, &out);
     /* The full result is printed either way; a plan that does not fit in

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "cli_hw.h"
 #include "cli_plan.h"
+#include "cli_recipe.h"
 #include "cli_sim.h"
 #include "trainsim/partition.h"
 #include "trainsim/report.h"
@@ -130,6 +131,7 @@ static int write_html(const char *path, const RepSweep *rs, const SearchEvalCtx 
 /* ---- the command ------------------------------------------------------------- */
 static void add_options(CliSpec *s, SweepOpts *o)
 {
+    cli_recipe_add(s);
     cli_model_add(s, &o->cm);
     cli_hw_add_list(s, &o->hw, "GPU counts to plan for, default 64 (several: compare by --objective cost)");
     cli_add(s, "seq", CLI_INT, &o->seq, "S", "tokens per sequence; default 4096 (fewer: the model's learned positions)");
@@ -350,7 +352,7 @@ int cmd_sweep(int argc, char **argv)
     cli_hw_init(&o.hw);
     cli_sim_init(&o.sim);
     CliSpec s = {.cmd = "sweep",
-                 .usage = "trainsim sweep [--model M] [--cluster C] [--gpu G] [--gpus N[,N..]] [--seq S] [--global-batch B] "
+                 .usage = "trainsim sweep [--recipe NAME] [--model M] [--cluster C] [--gpu G] [--gpus N[,N..]] [--seq S] [--global-batch B] "
                           "[limits] [-j N] [--json] [--csv FILE] [--html FILE]",
                  .summary = "Enumerate every valid parallel plan (tp, pp, vpp, cp, ep, dp, micro-batch, sp, "
                             "recompute, ZeRO, schedule, TP overlap), prune those that do not fit in memory, "

@@ -101,7 +101,7 @@ int cmd_workload(int argc, char **argv)
     wl_gen_cli_init(&g);
     CliSpec s = {.cmd = "workload",
                  .usage = "trainsim workload --format simai|astrasim|chakra|optable|json --output PATH "
-                          "[model/plan/hw options | --in FILE]",
+                          "[--recipe NAME] [model/plan/hw options | --in FILE]",
                  .summary = "Write one training iteration as a workload: SimAI/AICB text, ASTRA-sim 1.0 text, "
                             "Chakra traces (one <PATH>.<rank>.et per rank + <PATH>.comm_groups.json), a "
                             "per-operator table or trainsim JSON. --in converts a SimAI/ASTRA-sim text workload "

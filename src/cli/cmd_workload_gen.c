@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_recipe.h"
 #include "cli_sim.h"
 #include "trainsim/hw.h"
 #include "trainsim/sim.h"
@@ -24,6 +25,7 @@ void wl_gen_cli_init(WlGenCli *g)
 
 void wl_gen_cli_add(CliSpec *s, WlGenCli *g)
 {
+    cli_recipe_add(s);
     cli_model_add(s, &g->model);
     cli_plan_add(s, &g->plan, false);
     cli_hw_add(s, &g->hw);

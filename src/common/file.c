@@ -1,6 +1,7 @@
 /* File input, atomic output (temp name + rename), and the preset directory. */
 #include "trainsim/common.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
 #include <stdlib.h>
@@ -188,4 +189,64 @@ bool ts_data_path(const char *sub, const char *name, char *out, size_t cap)
     int n = snprintf(out, cap, "%s/%s/%s.json", ts_data_dir(), sub, name);
     if (n < 0 || (size_t)n >= cap) return false;
     return ts_is_file(out);
+}
+
+static int cmp_name64(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+/* All the names are collected and sorted before the first cap are kept, so
+ * the result is the same whatever the directory order and cap. */
+int ts_data_names(const char *sub, char names[][64], int cap)
+{
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/%s", ts_data_dir(), sub);
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    char(*all)[64] = NULL;
+    size_t n = 0, acap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || l - 5 >= 64 || e->d_name[0] == '.' || !ts_ends_with(e->d_name, ".json")) continue;
+        if (n == acap) {
+            size_t nc = acap ? 2 * acap : 64;
+            void *g = realloc(all, nc * sizeof *all);
+            if (!g) break; /* out of memory: the names read so far */
+            all = g;
+            acap = nc;
+        }
+        memcpy(all[n], e->d_name, l - 5);
+        all[n][l - 5] = '\0';
+        n++;
+    }
+    closedir(d);
+    if (n) qsort(all, n, sizeof all[0], cmp_name64);
+    int k = 0;
+    for (; (size_t)k < n && k < cap; k++) memcpy(names[k], all[k], 64);
+    free(all);
+    return k;
+}
+
+int ts_data_similar(const char *sub, const char *name, char out[][64], int cap)
+{
+    enum { MAX = 1024 };
+    char(*all)[64] = malloc((size_t)MAX * sizeof *all);
+    int *score = malloc((size_t)MAX * sizeof *score);
+    if (!all || !score) {
+        free(all);
+        free(score);
+        return 0;
+    }
+    int n = ts_data_names(sub, all, MAX), k = 0;
+    size_t ln = strlen(name);
+    for (int i = 0; i < n; i++) {
+        int d = ts_edit_distance(name, all[i]);
+        bool prefix = ln >= 3 && strncmp(all[i], name, ln) == 0;
+        score[i] = d <= 3 ? d : prefix ? 4 : 99;
+    }
+    for (int best = 0; best <= 4 && k < cap; best++)
+        for (int i = 0; i < n && k < cap; i++)
+            if (score[i] == best) snprintf(out[k++], 64, "%s", all[i]);
+    free(all);
+    free(score);
+    return k;
 }

@@ -11,7 +11,7 @@
  * unknown name: TS_ERR_INPUT listing the presets of `sub`. */
 TsStatus hw_resolve(const char *sub, const char *what, const char *name_or_path, char *path,
                     size_t cap, TsError *err);
-/* Sorted preset names of the JSON files in <data>/<sub>/. */
+/* Sorted preset names of the JSON files in <data>/<sub>/ (ts_data_names). */
 int hw_list_names(const char *sub, char names[][64], int cap);
 /* Reject keys of obj not in allowed (NULL-terminated), positioned, with a
  * "did you mean" hint. prefix is the dotted path of obj ("" at top). */

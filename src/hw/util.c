@@ -1,34 +1,10 @@
 /* Preset resolution, key checking and positioned errors for hw's JSON files. */
 #include "hw_internal.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
-
-int hw_list_names(const char *sub, char names[][64], int cap)
-{
-    char dir[1100];
-    snprintf(dir, sizeof dir, "%s/%s", ts_data_dir(), sub);
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    /* Collect into a local list so the result is sorted even when cap < count. */
-    char all[256][64];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL && n < 256) {
-        size_t l = strlen(e->d_name);
-        if (l < 6 || l - 5 >= 64 || !ts_ends_with(e->d_name, ".json")) continue;
-        memcpy(all[n], e->d_name, l - 5);
-        all[n][l - 5] = '\0';
-        n++;
-    }
-    closedir(d);
-    qsort(all, (size_t)n, sizeof all[0], cmp_name);
-    for (int i = 0; i < n && i < cap; i++) memcpy(names[i], all[i], 64);
-    return n;
-}
+int hw_list_names(const char *sub, char names[][64], int cap) { return ts_data_names(sub, names, cap); }
 
 TsStatus hw_resolve(const char *sub, const char *what, const char *name_or_path, char *path,
                     size_t cap, TsError *err)

@@ -6,7 +6,6 @@
 #include "trainsim/model.h"
 #include "../common/common_int.h"
 
-#include <dirent.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -243,51 +242,11 @@ TsStatus model_parse_preset_json(const char *path, ModelSpec *out, ModelKnown *k
 }
 
 /* ---- the preset directory ------------------------------------------------------ */
-static int cmp_names(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
-
-int model_preset_names(char names[][64], int cap)
-{
-    char dir[1100];
-    snprintf(dir, sizeof dir, "%s/models", ts_data_dir());
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < cap) {
-        size_t len = strlen(e->d_name);
-        if (len < 6 || len - 5 >= 64 || !ts_ends_with(e->d_name, ".json") || e->d_name[0] == '.') continue;
-        memcpy(names[n], e->d_name, len - 5);
-        names[n][len - 5] = '\0';
-        n++;
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof names[0], cmp_names);
-    return n;
-}
+int model_preset_names(char names[][64], int cap) { return ts_data_names("models", names, cap); }
 
 int model_preset_similar(const char *name, char out[][64], int cap)
 {
-    static const int MAX = 512;
-    char (*all)[64] = malloc((size_t)MAX * sizeof *all);
-    int (*score) = malloc((size_t)MAX * sizeof *score);
-    if (!all || !score) {
-        free(all);
-        free(score);
-        return 0;
-    }
-    int n = model_preset_names(all, MAX), k = 0;
-    size_t ln = strlen(name);
-    for (int i = 0; i < n; i++) {
-        int d = ts_edit_distance(name, all[i]);
-        bool prefix = ln >= 3 && strncmp(all[i], name, ln) == 0;
-        score[i] = d <= 3 ? d : prefix ? 4 : 99;
-    }
-    for (int best = 0; best <= 4 && k < cap; best++)
-        for (int i = 0; i < n && k < cap; i++)
-            if (score[i] == best) snprintf(out[k++], 64, "%s", all[i]);
-    free(all);
-    free(score);
-    return k;
+    return ts_data_similar("models", name, out, cap);
 }
 
 TsStatus model_preset(const char *name, ModelSpec *out, TsError *err)

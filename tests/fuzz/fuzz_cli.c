@@ -11,7 +11,9 @@
  * graph takes ~1 s and 1.2 GB natively; 4096 Chakra files; 10^9
  * micro-batches) and their bounds are tested in test_robustness instead;
  * small values and absurd ones (>= 1e12, overflow territory) stay in.
- * Sweeps need --gpus <= 64 for the same reason. */
+ * Sweeps need --gpus <= 64 for the same reason. A recipe brings its own
+ * sizes (up to 3072 GPUs), past these checks: with --recipe only simulate
+ * and memory run (a plan's costing is fast at any size). */
 #include "fuzz_common.h"
 
 #include <dirent.h>
@@ -79,6 +81,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p = q + 1;
     }
     argv[argc] = NULL;
+    bool recipe = false;
+    for (int i = 2; i < argc; i++) recipe |= strncmp(argv[i], "--recipe", 8) == 0;
+    if (recipe && strcmp(argv[1], "simulate") && strcmp(argv[1], "memory")) {
+        free(text);
+        return 0;
+    }
     /* A plan search over 1024 GPUs (16680 plans, 0.4 s natively) outlasts
      * the 10 s per-input timeout under ASan + coverage: sweeps are fuzzed
      * only with --gpus <= 64 (a few thousand candidates). */

@@ -95,6 +95,8 @@ typedef struct RepPlanView {
     const RepAmount *stage_breakdown; /* [n_stages * n_breakdown]: each stage's own breakdown
                                          (same categories as breakdown), or NULL */
     int slowest_stage;        /* marked in the stage chart; -1 none */
+    const char *stage_note;   /* under the stage chart: what the critical stage waits on, e.g.
+                                 "stage 1 works 30.5 s ... mostly the EP all-to-all"; NULL none */
 } RepPlanView;
 
 typedef struct RepSweepPoint {

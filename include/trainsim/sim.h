@@ -143,6 +143,41 @@ typedef struct SimSetup {
     SimOptions opt;
 } SimSetup;
 
+/* ---- where a pipeline's idle time goes (bubble.c) ---------------------------
+ * A stage's bubble is the schedule's own fill and drain plus waiting for
+ * slower stages. Fill and drain take (p-1)/(v*m+p-1) of a stage's pipeline
+ * phase (p stages, v chunks per stage, m micro-batches per replica; exact for
+ * equal stages and free communication): sim_fill_drain_fraction, 0 for p = 1.
+ * sim_bubble_split gives a stage's bubble_s (pipeline phase pipe_s, its
+ * SimStageResult.pipe_end_s) as fill and drain up to that share and the rest,
+ * waiting; e.g. DeepSeek-V3 on 2048 H800 (PP 16, 120 micro-batches): 11 %,
+ * the critical stage's 25.3 s bubble is 3.8 s of fill and drain and 21.5 s
+ * of waiting for stage 1. */
+double sim_fill_drain_fraction(const ParallelPlan *p);
+void sim_bubble_split(const ParallelPlan *p, double bubble_s, double pipe_s, double *fill_drain_s, double *waiting_s);
+
+/* The stage the critical one waits for: when another stage's busy time
+ * passes the critical stage's by more than SIM_SLOWEST_MARGIN, the critical
+ * stage's bubble is mostly waiting for it. */
+#define SIM_SLOWEST_MARGIN 1.05
+typedef struct SimSlowest {
+    int32_t stage;          /* the slowest stage, e.g. 1; -1 when none stands out */
+    double busy_s;          /* its busy time, e.g. 30.5 */
+    double critical_busy_s; /* the critical stage's, e.g. 8.84 */
+    int dominant;           /* SIM_BD_* index of the largest part of its busy time, e.g. SIM_BD_ep_comm_exposed_s */
+    double dominant_s;      /* that part, e.g. 17.6 */
+} SimSlowest;
+/* Fill *out; false (out->stage -1) when no stage stands out, or r has no
+ * stage table (a replay). */
+bool sim_slowest(const SimResult *r, SimSlowest *out);
+/* The critical stage's bubble as fill and drain and waiting (sim_bubble_split
+ * on r's critical stage); false when r has no stage table. */
+bool sim_critical_bubble(const SimSetup *in, const SimResult *r, double *fill_drain_s, double *waiting_s);
+/* Whether breakdown category i is a stage's own work (all but bubble and
+ * optimizer), and what it is in words: "the EP all-to-all". */
+bool sim_breakdown_busy(int i);
+const char *sim_breakdown_what(int i);
+
 /* Resolve and validate the plan against the model (plan_resolve), build
  * per-chunk costs, run the engine, derive metrics, memory and warnings.
  * in->plan is resolved in place (callers may read the derived fields). Errors: TS_ERR_PLAN

@@ -304,8 +304,14 @@ static void stage_bars(TsBuf *b, const RepPlanView *v)
         }
     }
     ts_buf_printf(b, "<text x=\"%d\" y=\"%d\">each stage up to its own end, on the iteration's scale; colours as in "
-                     "the breakdown%s</text>\n</svg>\n</section>\n",
+                     "the breakdown%s</text>\n</svg>\n",
                   LABEL_W, h - 6, v->slowest_stage >= 0 ? "; * = the busiest stage" : "");
+    if (v->stage_note) {
+        ts_buf_puts(b, "<p id=\"stage-note\">");
+        esc(b, v->stage_note);
+        ts_buf_puts(b, "</p>\n");
+    }
+    ts_buf_puts(b, "</section>\n");
 }
 
 static void plan_body(TsBuf *b, const RepPlanView *v)

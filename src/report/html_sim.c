@@ -129,6 +129,15 @@ TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const ch
                          .capacity_bytes = r->memory.capacity_bytes > 0 ? r->memory.capacity_bytes
                                                                         : in->hw ? in->hw->gpu.hbm_bytes : 0,
                          .stage_breakdown = sbd, .slowest_stage = sbd ? r->slowest_stage : -1};
+    SimSlowest sw;
+    double fill, wait;
+    if (sbd && sim_slowest(r, &sw) && sim_critical_bubble(in, r, &fill, &wait))
+        out->stage_note = ts_arena_printf(a,
+                                          "Stage %d works %.3g s, the critical stage %d %.3g s: of the critical "
+                                          "stage's %.3g s bubble, %.3g s is the schedule's fill and drain and %.3g s "
+                                          "waiting for stage %d, whose largest part is %s (%.3g s).",
+                                          sw.stage, sw.busy_s, r->critical_stage, sw.critical_busy_s, fill + wait,
+                                          fill, wait, sw.stage, sim_breakdown_what(sw.dominant), sw.dominant_s);
     if (r->spans && timeline(r, a, out) != TS_OK)
         return ts_err(err, TS_ERR_INTERNAL, "out of memory building the report timeline");
     return TS_OK;

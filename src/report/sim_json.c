@@ -67,6 +67,30 @@ static void stages_json(const SimResult *r, TsBuf *b)
     ts_buf_puts(b, "], ");
 }
 
+/* "critical_bubble": the critical stage's idle time as the schedule's fill and drain
+ * and waiting; "waits_on": the stage it waits for and the largest part of
+ * that stage's busy time, or null when no stage stands out (sim_slowest). */
+static void stall_json(const SimSetup *in, const SimResult *r, TsBuf *b)
+{
+    double fill, wait;
+    sim_critical_bubble(in, r, &fill, &wait);
+    ts_buf_puts(b, "\"critical_bubble\": {");
+    num(b, "fill_drain_s", fill, true);
+    num(b, "waiting_s", wait, false);
+    ts_buf_puts(b, "}, \"waits_on\": ");
+    SimSlowest sw;
+    if (!sim_slowest(r, &sw)) {
+        ts_buf_puts(b, "null, ");
+        return;
+    }
+    ts_buf_printf(b, "{\"stage\": %d, ", sw.stage);
+    num(b, "busy_s", sw.busy_s, true);
+    num(b, "critical_busy_s", sw.critical_busy_s, true);
+    ts_buf_printf(b, "\"largest_part\": \"%s\", ", sim_breakdown_key(sw.dominant));
+    num(b, "largest_part_s", sw.dominant_s, false);
+    ts_buf_puts(b, "}, ");
+}
+
 void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train, TsBuf *b)
 {
     const ParallelPlan *p = &in->plan;
@@ -83,7 +107,10 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
     num(b, "hfu", r->hfu, true);
     num(b, "bubble_fraction", r->bubble_fraction, true);
     ts_buf_printf(b, "\"critical_stage\": %d, ", r->critical_stage);
-    if (r->stages) ts_buf_printf(b, "\"slowest_stage\": %d, ", r->slowest_stage);
+    if (r->stages) {
+        ts_buf_printf(b, "\"slowest_stage\": %d, ", r->slowest_stage);
+        stall_json(in, r, b);
+    }
     const SimMemory *mm = &r->memory;
     ts_buf_puts(b, "\"memory\": {");
     num(b, "weights_bytes", mm->weights_bytes, true);

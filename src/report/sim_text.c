@@ -75,24 +75,26 @@ static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
 /* When another stage works markedly longer than the critical one (uneven
  * work per stage), the critical stage's bubble is mostly waiting for it:
  * name it and what its busy time holds. */
-static void slowest_text(const SimResult *r, TsBuf *b)
+static void slowest_text(const SimSetup *in, const SimResult *r, TsBuf *b)
 {
-    if (!r->stages || r->n_stages < 2 || r->slowest_stage == r->critical_stage) return;
-    const SimStageResult *sl = &r->stages[r->slowest_stage], *cr = &r->stages[r->critical_stage];
-    if (!(sl->busy_s > 1.05 * cr->busy_s)) return;
+    SimSlowest sw;
+    if (!sim_slowest(r, &sw)) return;
+    const SimStageResult *sl = &r->stages[sw.stage];
+    double fill, wait;
+    sim_critical_bubble(in, r, &fill, &wait);
     ts_buf_printf(b, "\nslowest stage %d (busy %.4g s, the critical stage %.4g s: its bubble is mostly waiting "
                      "for this one):\n",
-                  r->slowest_stage, sl->busy_s, cr->busy_s);
-    static const int busy_part[] = {SIM_BD_compute_s,         SIM_BD_recompute_s,        SIM_BD_tp_comm_exposed_s,
-                                    SIM_BD_cp_comm_exposed_s, SIM_BD_ep_comm_exposed_s,  SIM_BD_pp_comm_exposed_s,
-                                    SIM_BD_dp_comm_exposed_s, SIM_BD_overlap_slowdown_s};
-    for (size_t i = 0; i < sizeof busy_part / sizeof busy_part[0]; i++) {
-        double v = sim_breakdown_get(&sl->breakdown, busy_part[i]);
-        if (v <= 0) continue;
-        ts_buf_printf(b, "  %-18s ", sim_breakdown_key(busy_part[i]));
+                  sw.stage, sw.busy_s, sw.critical_busy_s);
+    for (int i = 0; i < SIM_BD_COUNT; i++) {
+        double v = sim_breakdown_get(&sl->breakdown, i);
+        if (!sim_breakdown_busy(i) || v <= 0) continue;
+        ts_buf_printf(b, "  %-18s ", sim_breakdown_key(i));
         tm(b, v);
         ts_buf_printf(b, "  %5.1f%%\n", sl->end_s > 0 ? 100 * v / sl->end_s : 0);
     }
+    ts_buf_printf(b, "  the critical stage's bubble: %.4g s fill and drain, %.4g s waiting for stage %d, "
+                     "whose largest part is %s (%.4g s)\n",
+                  fill, wait, sw.stage, sim_breakdown_what(sw.dominant), sw.dominant_s);
 }
 
 /* A duration in the unit that reads best: s, min, h or days. */
@@ -163,7 +165,7 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
         tm(b, v);
         ts_buf_printf(b, "  %5.1f%%\n", r->iteration_time_s > 0 ? 100 * v / r->iteration_time_s : 0);
     }
-    slowest_text(r, b);
+    slowest_text(in, r, b);
     if (train) train_text(train, b);
     for (int i = 0; i < r->n_warnings; i++) ts_buf_printf(b, "warning: %s\n", r->warnings[i]);
 }

@@ -504,9 +504,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         warn(out, "only %lld micro-batches for %lld pipeline stages: the bubble dominates (%.0f%%)",
              (long long)p->grad_accum, (long long)p->pp, 100 * out->bubble_fraction);
     else if (out->bubble_fraction > 0.25) {
-        /* the schedule's own fill and drain, (p-1)/(v*m + p-1) of the step;
-         * beyond that, stages wait for slower ones */
-        double fill = (double)(p->pp - 1) / (double)(p->vpp * p->grad_accum + p->pp - 1);
+        /* the schedule's own fill and drain; beyond that, stages wait for slower ones */
+        double fill = sim_fill_drain_fraction(p);
         if (out->bubble_fraction > 2 * fill)
             warn(out, "pipeline bubble is %.0f%% of the step, fill and drain %.0f%%: the rest is waiting for "
                       "slower stages (slowest: %d); balance the work per stage (--stage-layers)",

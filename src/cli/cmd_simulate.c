@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "cli_hw.h"
 #include "cli_plan.h"
+#include "cli_recipe.h"
 #include "cli_sim.h"
 #include "cli_train.h"
 #include "trainsim/partition.h"
@@ -66,6 +67,8 @@ int cmd_simulate(int argc, char **argv)
     CliTrain ct;
     cli_train_init(&ct);
     cli_train_add(&s, &ct);
+    CliRecipe re;
+    cli_recipe_add(&s, &re);
     cli_add(&s, "json", CLI_FLAG, &o.json, NULL, "JSON output");
     cli_add(&s, "trace", CLI_STR, &o.trace, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)");
     cli_add(&s, "trace-ranks", CLI_STR, &o.trace_ranks, "A-B",
@@ -76,6 +79,8 @@ int cmd_simulate(int argc, char **argv)
     int rc = cli_parse(&s, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
     if ((rc = cli_sim_check(&s, &cs))) return rc;
+    static const char *const emit_clash[] = {"json", "trace", "html", "train-tokens", NULL};
+    if ((rc = cli_recipe_check(&s, &re, emit_clash, &cp.framework, &cp.precision))) return rc;
     TrainOptions topt;
     bool want_train = false;
     if ((rc = cli_train_options(&s, &ct, &topt, &want_train))) return rc;
@@ -190,9 +195,11 @@ int cmd_simulate(int argc, char **argv)
             return cli_fail(&err);
         }
     }
+    int code = 0;
     if (o.json) rep_sim_json(&in, &r, want_train ? &train : NULL, &out);
+    else if (re.name) code = cli_recipe_write(&re, &in, &r, &out);
     else rep_sim_text(&in, &r, want_train ? &train : NULL, &out);
-    int code = cli_emit(NULL, &out);
+    if (!code) code = cli_emit(NULL, &out);
     /* The full result is printed either way; a plan that does not fit in
      * memory is a failed plan for scripts (exit 4, DESIGN.md). */
     if (code == 0 && !r.memory.fits) code = TS_ERR_PLAN;

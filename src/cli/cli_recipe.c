@@ -1,0 +1,50 @@
+/* cli_recipe.c — the --emit option (cli_recipe.h). */
+#include "cli_recipe.h"
+
+void cli_recipe_add(CliSpec *s, CliRecipe *r)
+{
+    *r = (CliRecipe){0};
+    cli_add(s, "emit", CLI_STR, &r->name, "F",
+            "print only the plan as megatron|nemo|torchtitan|deepspeed launch arguments (sets --framework)");
+}
+
+int cli_recipe_check(const CliSpec *s, CliRecipe *r, const char *const clash[], const char **framework,
+                     const char **precision)
+{
+    if (!r->name) return 0;
+    TsError e = {0};
+    if (!rep_emit_parse(r->name, &r->target)) {
+        ts_err(&e, TS_ERR_USAGE, "invalid value '%s' for --emit", r->name);
+        ts_err_hint(&e, "--emit takes megatron (pretrain_gpt.py flags), nemo (Megatron-Bridge overrides), torchtitan "
+                        "(a TOML job config) or deepspeed (ds_config.json and Megatron-DeepSpeed flags)");
+        return cli_fail(&e);
+    }
+    for (int i = 0; clash[i]; i++)
+        if (cli_seen(s, clash[i])) {
+            ts_err(&e, TS_ERR_USAGE, "--%s does not apply with --emit, which prints only the launch recipe", clash[i]);
+            ts_err_hint(&e, "run once with --emit and once with --%s", clash[i]);
+            return cli_fail(&e);
+        }
+    if (!cli_seen(s, "framework") && !cli_seen(s, "eager-pytorch") && !cli_seen(s, "deepspeed-pipe"))
+        *framework = plan_framework_name(rep_emit_framework(r->target));
+    if (!cli_seen(s, "precision")) *precision = plan_precision_name(rep_emit_precision(r->target));
+    return 0;
+}
+
+static const char *generator(const char *cmd, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "trainsim %s %s", TRAINSIM_VERSION, cmd);
+    return buf;
+}
+
+int cli_recipe_write(const CliRecipe *r, const SimSetup *in, const SimResult *res, TsBuf *out)
+{
+    char gen[64];
+    TsError err = {0};
+    if (rep_emit(r->target, in, generator("simulate", gen, sizeof gen), out, &err) != TS_OK) return cli_fail(&err);
+    if (!res->memory.fits)
+        fprintf(stderr, "trainsim simulate: warning: the plan needs %.1f GiB per GPU, more than the GPU's %.1f GiB "
+                        "(the summary without --emit shows where it goes)\n",
+                res->memory.total_bytes / 0x1p30, res->memory.capacity_bytes / 0x1p30);
+    return 0;
+}

@@ -1,0 +1,30 @@
+/*
+ * cli_recipe.h — `--emit F` of `simulate`: the plan as a
+ * framework's launch recipe (report_emit.h) printed instead of the summary,
+ * so that it can be piped into a launch script.
+ */
+#ifndef TRAINSIM_CLI_RECIPE_H
+#define TRAINSIM_CLI_RECIPE_H
+
+#include "cli.h"
+#include "trainsim/report_emit.h"
+
+typedef struct CliRecipe {
+    const char *name;      /* --emit's value, NULL: not given */
+    RepEmitTarget target;  /* parsed by cli_recipe_check */
+} CliRecipe;
+
+void cli_recipe_add(CliSpec *s, CliRecipe *r);
+/* --emit's value a target (else the usage error); with it, an option of the
+ * NULL-terminated `clash` list ("json": another stdout format) is a usage
+ * error, and *framework / *precision (the option strings the command parses)
+ * default to the target's when --framework (and its aliases
+ * --eager-pytorch, --deepspeed-pipe) / --precision were not given. 0, or
+ * the error printed and 2. */
+int cli_recipe_check(const CliSpec *s, CliRecipe *r, const char *const clash[], const char **framework,
+                     const char **precision);
+/* `simulate`: the recipe of the simulated setup into out; a plan that does
+ * not fit in memory (res) is warned about on stderr (the command still exits
+ * 4). 0, or the error printed and its exit code. */
+int cli_recipe_write(const CliRecipe *r, const SimSetup *in, const SimResult *res, TsBuf *out);
+#endif

@@ -1,6 +1,8 @@
 /* cli_recipe.c — the --emit option (cli_recipe.h). */
 #include "cli_recipe.h"
 
+#include <string.h>
+
 void cli_recipe_add(CliSpec *s, CliRecipe *r)
 {
     *r = (CliRecipe){0};
@@ -47,4 +49,36 @@ int cli_recipe_write(const CliRecipe *r, const SimSetup *in, const SimResult *re
                         "(the summary without --emit shows where it goes)\n",
                 res->memory.total_bytes / 0x1p30, res->memory.capacity_bytes / 0x1p30);
     return 0;
+}
+
+/* err's message without its "--emit F: " prefix */
+static const char *reason(const TsError *err, const char *name)
+{
+    size_t n = strlen("--emit ") + strlen(name) + 2;
+    return strlen(err->msg) > n ? err->msg + n : err->msg;
+}
+
+int cli_recipe_sweep(const CliRecipe *r, const SearchEvalCtx *x, const SearchResult *res, TsBuf *out)
+{
+    char gen[64];
+    generator("sweep", gen, sizeof gen);
+    TsError first = {0};
+    for (int i = 0; i < res->n_top; i++) {
+        SimSetup in;
+        TsError err = {0};
+        if (!search_sim_setup(x, &res->top[i].k, &in)) continue;
+        if (rep_emit(r->target, &in, gen, out, &err) == TS_OK) {
+            if (i > 0)
+                fprintf(stderr, "sweep: --emit %s writes plan %d of the ranking; the better ones cannot run under %s "
+                                "(plan 1: %s)\n",
+                        r->name, i + 1, r->name, reason(&first, r->name));
+            return 0;
+        }
+        if (err.code != TS_ERR_PLAN) return cli_fail(&err);
+        if (i == 0) first = err;
+    }
+    if (!first.code) return cli_fail(&(TsError){.code = TS_ERR_INTERNAL, .msg = "no ranked plan to write"});
+    fprintf(stderr, "sweep: none of the %d ranked plans can be written for %s; the best one:\n", res->n_top,
+            r->name);
+    return cli_fail(&first);
 }

@@ -1,5 +1,5 @@
 /*
- * cli_recipe.h — `--emit F` of `simulate`: the plan as a
+ * cli_recipe.h — `--emit F` of `simulate` and `sweep`: the plan as a
  * framework's launch recipe (report_emit.h) printed instead of the summary,
  * so that it can be piped into a launch script.
  */
@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "trainsim/report_emit.h"
+#include "trainsim/search.h"
 
 typedef struct CliRecipe {
     const char *name;      /* --emit's value, NULL: not given */
@@ -27,4 +28,9 @@ int cli_recipe_check(const CliSpec *s, CliRecipe *r, const char *const clash[], 
  * not fit in memory (res) is warned about on stderr (the command still exits
  * 4). 0, or the error printed and its exit code. */
 int cli_recipe_write(const CliRecipe *r, const SimSetup *in, const SimResult *res, TsBuf *out);
+/* `sweep`: the recipe of the best ranked plan the target can run (a note on
+ * stderr when it is not the first). 0, or the error printed and its exit
+ * code (4 when no ranked plan can be written). */
+int cli_recipe_sweep(const CliRecipe *r, const SearchEvalCtx *x, const SearchResult *res, TsBuf *out);
+
 #endif

@@ -84,6 +84,7 @@ typedef struct Emit {
     const SimOptions *o;
     TsError *err;
     TsBuf *b;              /* the recipe, built apart from the caller's buffer */
+    int64_t gpn;           /* GPUs per node of the simulated cluster (0: unknown, one node) */
 } Emit;
 
 /* The error "--emit T: <msg>" with a hint; TS_ERR_PLAN. */
@@ -105,6 +106,24 @@ static bool mla(const ModelSpec *m) { return m->kv_lora_rank > 0; }
 static bool sharded_opt(const ParallelPlan *p) { return p->dist_opt || p->zero == 1; }
 /* pp*vpp does not divide the layers evenly, or --stage-layers gave the split */
 static bool uneven(const Emit *e) { return e->p->n_stage_layers > 0 || e->m->layers % e->p->n_chunks != 0; }
+static bool deepep(const Emit *e) { return moe(e->m) && e->p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP; }
+/* The nodes one EP group spans, and whether each holds a contiguous run of
+ * its ranks (then a node's experts are one contiguous block, as
+ * group-limited routing groups them). */
+static int64_t ep_nodes(const Emit *e, bool *contiguous)
+{
+    PlanGroupInfo gi;
+    plan_group(e->p, PLAN_GROUP_EP, 0, e->gpn, &gi);
+    if (contiguous) *contiguous = gi.nodes * gi.per_node == gi.size;
+    return gi.nodes;
+}
+/* --moe-node-limit binds: fewer nodes than the EP group spans and than the
+ * top-k (a token reaches at most min(limit, topk, nodes) nodes). */
+static bool node_limited(const Emit *e)
+{
+    int64_t lim = e->p->moe_node_limit;
+    return moe(e->m) && lim > 0 && lim < ep_nodes(e, NULL) && lim < e->m->topk;
+}
 
 /* Checks every target makes: the code path the plan was simulated with, the
  * optimizer, the model families a decoder-only LM trainer builds. */
@@ -247,6 +266,47 @@ static TsStatus check_megatron(const Emit *e)
         return refuse(e, "Megatron overlaps the parameter all-gather only with --overlap-grad-reduce: add "
                          "--no-param-gather-overlap, or drop --no-dp-overlap",
                       "--no-dp-overlap with the overlapped parameter gather has no Megatron-Core setting");
+    /* the MoE runtime [MCORE transformer_config.py __post_init__] */
+    if (deepep(e) && p->moe_pad)
+        return refuse(e, "DeepEP runs under Megatron's flex token dispatcher, which raises on "
+                         "moe_pad_expert_input_to_capacity: drop --moe-pad-to-capacity or use --moe-dispatcher alltoall",
+                      "--moe-pad-to-capacity with --moe-dispatcher deepep has no Megatron-Core setting");
+    if (node_limited(e)) {
+        bool contiguous = true;
+        int64_t n = ep_nodes(e, &contiguous);
+        if (!contiguous || e->m->experts % n != 0)
+            return refuse(e, "Megatron's group-limited routing splits the experts into --moe-router-num-groups equal "
+                             "contiguous groups, one per node of the EP group",
+                          "--moe-node-limit %lld over an EP group of %lld ranks on %lld nodes (%lld experts) has no "
+                          "Megatron-Core setting",
+                          (long long)p->moe_node_limit, (long long)p->ep, (long long)n, (long long)e->m->experts);
+    }
+    uint32_t mods = plan_rc_modules(p);
+    if ((mods & PLAN_RC_MOE_ACT) && o->sequential_experts)
+        return refuse(e, "Megatron recomputes moe_act only with --moe-grouped-gemm: drop --sequential-experts",
+                      "--recompute-modules moe_act with --sequential-experts has no Megatron-Core setting");
+    if ((mods & (PLAN_RC_MOE_ACT | PLAN_RC_LAYERNORM)) && p->dtype == TS_DTYPE_FP8 &&
+        p->fp8_recipe == PLAN_FP8_DELAYED)
+        return refuse(e, "Megatron raises \"Delayed scaling does not support moe_act and layernorm recompute for "
+                         "fp8\": use --fp8-recipe current or blockwise",
+                      "--recompute-modules %s under --fp8-recipe delayed has no Megatron-Core setting",
+                      mods & PLAN_RC_MOE_ACT ? "moe_act" : "layernorm");
+    /* [MCORE optimizer/optimizer_config.py]: the precision-aware optimizer
+     * (bf16 moments) asserts the distributed optimizer */
+    if (p->adam_moments == TS_DTYPE_BF16 && !sharded_opt(p) && p->zero != 3)
+        return refuse(e, "Megatron keeps bf16 Adam moments with --use-precision-aware-optimizer, which asserts "
+                         "--use-distributed-optimizer: add --dist-opt",
+                      "--adam-moments bf16 without the distributed optimizer has no Megatron-Core setting");
+    /* [MLM validate_args]: MTP with rope or no position embeddings only */
+    if (e->m->mtp_layers > 0 && e->m->pos != MODEL_POS_ROPE)
+        return refuse(e, "Megatron's multi-token prediction needs rope (or no) position embeddings: --mtp-layers 0",
+                      "%s's %lld MTP layers with %s positions have no Megatron-Core setting", e->m->name,
+                      (long long)e->m->mtp_layers, e->m->pos == MODEL_POS_LEARNED ? "learned" : "ALiBi");
+    if (e->t == REP_EMIT_NEMO && p->dtype == TS_DTYPE_FP8 && p->fp8_recipe == PLAN_FP8_CURRENT)
+        return refuse(e, "Megatron-Bridge's current-scaling recipe (bf16_with_fp8_current_scaling_mixed) keeps the "
+                         "first and last layers in BF16, which trainsim does not simulate; --emit megatron writes "
+                         "--fp8-recipe tensorwise for every layer",
+                      "--fp8-recipe current with every layer in FP8 has no Megatron-Bridge recipe");
     return TS_OK;
 }
 
@@ -332,20 +392,43 @@ static void mc_model(const Mc *c)
         if (moe_pattern(m, &freq, &list)) mc_set(c, "--moe-layer-freq", freq.data, "model.moe_layer_freq", list.data);
         ts_buf_free(&freq);
         ts_buf_free(&list);
-        /* our EP model is the all-to-all exchange; Megatron's default dispatcher is allgather [MLM 3131] */
-        mc_str(c, "--moe-token-dispatcher-type", "model.moe_token_dispatcher_type", "alltoall");
+        /* our EP model is the all-to-all exchange, or DeepEP's under the flex
+         * dispatcher; Megatron's default dispatcher is allgather [MLM 3131-3137] */
+        mc_str(c, "--moe-token-dispatcher-type", "model.moe_token_dispatcher_type", deepep(c->e) ? "flex" : "alltoall");
+        mc_bool(c, "--moe-enable-deepep", "model.moe_enable_deepep", deepep(c->e));
         mc_bool(c, "--moe-grouped-gemm", "model.moe_grouped_gemm", !c->e->o->sequential_experts);
+        /* node-limited routing as group-limited routing with one group per
+         * node of the EP group (DeepSeek-V3) [MLM 3098-3102] */
+        if (node_limited(c->e)) {
+            mc_int(c, "--moe-router-num-groups", "model.moe_router_num_groups", ep_nodes(c->e, NULL));
+            mc_int(c, "--moe-router-group-topk", "model.moe_router_group_topk", p->moe_node_limit);
+        } else {
+            mc_set(c, NULL, NULL, "model.moe_router_num_groups", "null");
+            mc_set(c, NULL, NULL, "model.moe_router_group_topk", "null");
+        }
+        /* token dropping [MLM 3142-3145]; None is dropless */
+        if (p->moe_capacity > 0) mc_num(c, "--moe-expert-capacity-factor", "model.moe_expert_capacity_factor", p->moe_capacity);
+        else mc_set(c, NULL, NULL, "model.moe_expert_capacity_factor", "null");
+        mc_bool(c, "--moe-pad-expert-input-to-capacity", "model.moe_pad_expert_input_to_capacity", p->moe_pad);
     }
+    /* multi-token prediction [MLM 1666]: the modules on the last stage */
+    if (m->mtp_layers > 0) mc_int(c, "--mtp-num-layers", "model.mtp_num_layers", m->mtp_layers);
+    else mc_set(c, NULL, NULL, "model.mtp_num_layers", "null");
 }
 
-/* Layers per chunk as Megatron's pipeline layout: "Ett|ttt|...|ttL". */
+/* Layers per chunk as Megatron's pipeline layout: "Ett|ttt|...|ttmL". */
 static void layout_string(const Emit *e, TsBuf *out)
 {
     for (int64_t ch = 0; ch < e->p->n_chunks; ch++) {
         if (ch) ts_buf_puts(out, "|");
         if (ch == 0) ts_buf_puts(out, "E");
         for (int64_t i = chunk_layers(e, ch); i > 0; i--) ts_buf_puts(out, "t");
-        if (ch == e->p->n_chunks - 1) ts_buf_puts(out, "L");
+        if (ch == e->p->n_chunks - 1) {
+            /* the MTP modules after the decoder, with the loss [MCORE
+             * pipeline_parallel_layer_layout.py: "m"] */
+            for (int64_t i = e->m->mtp_layers; i > 0; i--) ts_buf_puts(out, "m");
+            ts_buf_puts(out, "L");
+        }
     }
 }
 
@@ -436,6 +519,24 @@ static void mc_step(const Mc *c)
         mc_set(c, NULL, NULL, "model.recompute_method", "null");
         mc_set(c, NULL, NULL, "model.recompute_num_layers", "null");
     }
+    /* the recomputed modules, selective only [MLM 2045: nargs, one word
+     * each; Megatron's default is core_attn]: the flag where the plan names
+     * them, the key always (a recipe may list others) */
+    if (p->recompute == PLAN_RECOMPUTE_SELECTIVE) {
+        char mods[96];
+        plan_rc_modules_format(plan_rc_modules(p), mods, sizeof mods);
+        if (c->nemo) {
+            char list[100];
+            snprintf(list, sizeof list, "[%s]", mods);
+            mc_set(c, NULL, NULL, "model.recompute_modules", list);
+        } else if (p->recompute_modules) {
+            for (char *w = mods; *w; w++)
+                if (*w == ',') *w = ' '; /* the names are plain words */
+            ts_buf_printf(c->e->b, "  --recompute-modules %s\n", mods);
+        }
+    } else {
+        mc_set(c, NULL, NULL, "model.recompute_modules", "null");
+    }
     mc_comment(c, "batch and precision");
     mc_int(c, "--micro-batch-size", "train.micro_batch_size", p->micro_batch);
     mc_int(c, "--global-batch-size", "train.global_batch_size", p->global_batch);
@@ -444,10 +545,20 @@ static void mc_step(const Mc *c)
     /* [MLM 2518-2545, 1313]; Bridge's recipes [MB mixed_precision.py] */
     switch (p->dtype) {
     case TS_DTYPE_FP16: mc_set(c, "--fp16", NULL, "mixed_precision", "fp16_mixed"); break;
-    case TS_DTYPE_FP8:
-        mc_set(c, "--bf16", NULL, "mixed_precision", "bf16_with_fp8_delayed_scaling_mixed");
-        mc_set(c, "--fp8-format", "hybrid", NULL, NULL); /* recipe default: delayed scaling [MLM 1318] */
+    case TS_DTYPE_FP8: {
+        /* [MLM 1313-1321] --fp8-recipe delayed|tensorwise|blockwise; Bridge's
+         * recipes [MB mixed_precision.py] (current scaling refused in
+         * check_megatron: its recipe keeps the first and last layers in BF16) */
+        static const char *const MLM_FP8[] = {"delayed", "tensorwise", "blockwise"};
+        static const char *const MB_FP8[] = {"bf16_with_fp8_delayed_scaling_mixed", NULL,
+                                             "bf16_with_fp8_subchannel_scaling_mixed"};
+        _Static_assert(sizeof MLM_FP8 / sizeof MLM_FP8[0] == PLAN_FP8_COUNT, "Megatron recipe per PlanFp8Recipe");
+        _Static_assert(sizeof MB_FP8 / sizeof MB_FP8[0] == PLAN_FP8_COUNT, "Bridge recipe per PlanFp8Recipe");
+        mc_set(c, "--bf16", NULL, "mixed_precision", MB_FP8[p->fp8_recipe]);
+        mc_set(c, "--fp8-format", "hybrid", NULL, NULL);
+        mc_set(c, "--fp8-recipe", MLM_FP8[p->fp8_recipe], NULL, NULL);
         break;
+    }
     case TS_DTYPE_FP32: mc_set(c, NULL, NULL, "mixed_precision", "null"); break;
     default: mc_set(c, "--bf16", NULL, "mixed_precision", "bf16_mixed"); break;
     }
@@ -458,6 +569,14 @@ static void mc_step(const Mc *c)
         if (fp16 && o->fp32_grad_reduce) mc_set(c, "--accumulate-allreduce-grads-in-fp32", NULL, NULL, NULL);
         if (!fp16 && !o->fp32_grad_reduce) mc_set(c, "--grad-reduce-in-bf16", NULL, NULL, NULL);
         mc_set(c, NULL, NULL, "ddp.grad_reduce_in_fp32", o->fp32_grad_reduce ? "true" : "false");
+    }
+    /* Adam's moments in bf16: TE's precision-aware FusedAdam [MLM 3282-3299];
+     * Bridge converts "bf16" to torch.bfloat16 [MB omegaconf_utils.py] */
+    bool bf16_moments = p->adam_moments == TS_DTYPE_BF16;
+    mc_bool(c, "--use-precision-aware-optimizer", "optimizer.use_precision_aware_optimizer", bf16_moments);
+    if (bf16_moments) {
+        mc_str(c, "--exp-avg-dtype", "optimizer.exp_avg_dtype", "bf16");
+        mc_str(c, "--exp-avg-sq-dtype", "optimizer.exp_avg_sq_dtype", "bf16");
     }
 }
 
@@ -643,6 +762,38 @@ static TsStatus check_torchtitan(const Emit *e, const TtFlavor **flavor)
     if (moe(m) && o->sequential_experts)
         return refuse(e, "torchtitan's MoE runs its local experts as grouped GEMMs",
                       "--sequential-experts has no torchtitan setting");
+    /* the MoE runtime: parallelism.expert_parallel_comm_backend [TT
+     * job_config.py], read by the deepseek_v3 (and llama4) parallelize only,
+     * which raise without EP or with ETP [TT models/deepseek_v3/infra/
+     * parallelize.py] */
+    if (deepep(e) && strcmp(f->name, "deepseek_v3") != 0)
+        return refuse(e, "torchtitan's DeepEP backend (expert_parallel_comm_backend \"deepep\") is wired into its "
+                         "deepseek_v3 models only",
+                      "--moe-dispatcher deepep has no torchtitan setting for %s", f->name);
+    if (deepep(e) && (p->ep == 1 || p->etp > 1))
+        return refuse(e, "torchtitan's DeepEP backend needs expert_parallel_degree > 1 and "
+                         "expert_tensor_parallel_degree 1",
+                      "--moe-dispatcher deepep with ep %lld, etp %lld has no torchtitan setting", (long long)p->ep,
+                      (long long)p->etp);
+    if (moe(m) && p->moe_node_limit > 0)
+        return refuse(e, "torchtitan's node-limited routing (MoEArgs num_expert_groups, num_limited_groups) is fixed "
+                         "by the model flavor in code, not the job config",
+                      "--moe-node-limit %lld has no torchtitan setting", (long long)p->moe_node_limit);
+    if (moe(m) && p->moe_capacity > 0)
+        return refuse(e, "torchtitan's MoE is dropless: every routed token reaches its expert",
+                      "--moe-capacity-factor has no torchtitan setting");
+    if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && p->recompute_modules)
+        return refuse(e, "torchtitan's selective checkpointing picks ops (selective_ac_option \"op\") or every n-th "
+                         "layer, not Megatron's modules",
+                      "--recompute-modules has no torchtitan setting");
+    if (p->adam_moments == TS_DTYPE_BF16 && p->precision != PLAN_PRECISION_PURE)
+        return refuse(e, "torchtitan's Adam keeps its moments in the parameters' dtype: bf16 only when training in "
+                         "bf16 throughout (--precision pure)",
+                      "--adam-moments bf16 with fp32 parameters (--precision %s) has no torchtitan setting",
+                      plan_precision_name(p->precision));
+    if (m->mtp_layers > 0)
+        return refuse(e, "torchtitan's models have no multi-token-prediction module: --mtp-layers 0",
+                      "%s's %lld MTP layers have no torchtitan setting", m->name, (long long)m->mtp_layers);
     return TS_OK;
 }
 
@@ -690,6 +841,7 @@ static TsStatus emit_torchtitan(const Emit *e, const char *generator)
     if (moe(e->m)) {
         toml_int(b, "expert_parallel_degree", p->ep);
         toml_int(b, "expert_tensor_parallel_degree", p->etp);
+        toml_str(b, "expert_parallel_comm_backend", deepep(e) ? "deepep" : "standard");
     }
     if (p->cp > 1) toml_str(b, "context_parallel_rotate_method", tt_rotate(e->o->cp_comm));
     if (p->pp > 1) {
@@ -771,6 +923,20 @@ static TsStatus check_deepspeed(const Emit *e)
         return refuse(e, "Megatron-DeepSpeed's selective recompute is the core attention: leave --selective-ops out",
                       "--selective-ops (torchtitan's op-level selective checkpointing) has no Megatron-DeepSpeed "
                       "setting");
+    if (plan_rc_modules(p) & ~(uint32_t)PLAN_RC_CORE_ATTN) {
+        char mods[96];
+        plan_rc_modules_format(plan_rc_modules(p) & ~(uint32_t)PLAN_RC_CORE_ATTN, mods, sizeof mods);
+        return refuse(e, "Megatron-DeepSpeed's selective recompute is the core attention alone (--recompute-modules "
+                         "core_attn)",
+                      "--recompute-modules %s has no Megatron-DeepSpeed setting", mods);
+    }
+    if (p->adam_moments == TS_DTYPE_BF16)
+        return refuse(e, "DeepSpeed's bf16 and fp16 optimizers keep Adam's moments in fp32 beside the fp32 master "
+                         "weights",
+                      "--adam-moments bf16 has no DeepSpeed setting");
+    if (m->mtp_layers > 0)
+        return refuse(e, "Megatron-DeepSpeed's GPT model has no multi-token-prediction module: --mtp-layers 0",
+                      "%s's %lld MTP layers have no Megatron-DeepSpeed setting", m->name, (long long)m->mtp_layers);
     return TS_OK;
 }
 
@@ -883,7 +1049,8 @@ TsStatus rep_emit(RepEmitTarget t, const SimSetup *in, const char *generator, Ts
     TsStatus st = plan_resolve(in->model, &p, err);
     if (st != TS_OK) return st;
     TsBuf b = {0};
-    Emit e = {.t = t, .m = in->model, .p = &p, .o = &in->opt, .err = err, .b = &b};
+    Emit e = {.t = t, .m = in->model, .p = &p, .o = &in->opt, .err = err, .b = &b,
+              .gpn = in->net ? in->net->cl.gpus_per_node : 0};
     st = check_common(&e);
     if (st == TS_OK) {
         switch (t) {

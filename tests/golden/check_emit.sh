@@ -29,7 +29,10 @@ MLM=(--num-layers --hidden-size --ffn-hidden-size --num-attention-heads --group-
   --use-megatron-fsdp --data-parallel-sharding-strategy --no-gradient-accumulation-fusion --ckpt-format
   --overlap-grad-reduce --overlap-param-gather --ddp-bucket-size --recompute-granularity
   --recompute-method --recompute-num-layers --micro-batch-size --global-batch-size --seq-length --fp16
-  --bf16 --fp8-format --accumulate-allreduce-grads-in-fp32 --grad-reduce-in-bf16)
+  --bf16 --fp8-format --accumulate-allreduce-grads-in-fp32 --grad-reduce-in-bf16 --moe-enable-deepep
+  --moe-router-num-groups --moe-router-group-topk --moe-expert-capacity-factor
+  --moe-pad-expert-input-to-capacity --mtp-num-layers --recompute-modules --fp8-recipe
+  --use-precision-aware-optimizer --exp-avg-dtype --exp-avg-sq-dtype)
 # Megatron-Bridge v0.6.0 ConfigContainer fields (training/config.py: train, model, optimizer, ddp,
 # checkpoint, dataset, comm_overlap, mixed_precision) and the Megatron-Core 0.15 dataclasses behind
 # model.* (model_parallel_config.py, transformer_config.py incl. MLATransformerConfig,
@@ -49,7 +52,10 @@ NEMO=(model.num_layers model.hidden_size model.ffn_hidden_size model.num_attenti
   model.gradient_accumulation_fusion checkpoint.ckpt_format ddp.overlap_grad_reduce
   ddp.overlap_param_gather ddp.bucket_size model.recompute_granularity model.recompute_method
   model.recompute_num_layers train.micro_batch_size train.global_batch_size dataset.seq_length
-  model.seq_length mixed_precision ddp.grad_reduce_in_fp32)
+  model.seq_length mixed_precision ddp.grad_reduce_in_fp32 model.moe_enable_deepep
+  model.moe_router_num_groups model.moe_router_group_topk model.moe_expert_capacity_factor
+  model.moe_pad_expert_input_to_capacity model.mtp_num_layers model.recompute_modules
+  optimizer.use_precision_aware_optimizer optimizer.exp_avg_dtype optimizer.exp_avg_sq_dtype)
 # Megatron-DeepSpeed (microsoft) megatron/arguments.py; --deepspeed and --deepspeed_config from
 # DeepSpeed's deepspeed/__init__.py add_config_arguments
 MDS=(--num-layers --hidden-size --ffn-hidden-size --num-attention-heads --num-key-value-heads
@@ -70,7 +76,8 @@ TT=(model.name model.flavor training.local_batch_size training.global_batch_size
   parallelism.data_parallel_replicate_degree parallelism.data_parallel_shard_degree
   parallelism.tensor_parallel_degree parallelism.pipeline_parallel_degree
   parallelism.context_parallel_degree parallelism.expert_parallel_degree
-  parallelism.expert_tensor_parallel_degree parallelism.context_parallel_rotate_method
+  parallelism.expert_tensor_parallel_degree parallelism.expert_parallel_comm_backend
+  parallelism.context_parallel_rotate_method
   parallelism.pipeline_parallel_schedule parallelism.pipeline_parallel_microbatch_size
   parallelism.pipeline_parallel_layers_per_stage parallelism.pipeline_parallel_first_stage_less_layers
   parallelism.pipeline_parallel_last_stage_less_layers parallelism.module_fqns_per_model_part

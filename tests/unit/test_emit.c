@@ -1,5 +1,6 @@
 /* rep_emit (report_emit.h) on every valid plan of sweep spaces of four
- * models (dense, MoE, MLA + MoE with dense layers, learned positions) for
+ * models (dense, MoE, MLA + MoE with dense layers and MTP, learned
+ * positions; DeepSeek-V3 also without its MTP module) for
  * every target, each plan run with the target's framework and precision:
  * the answer is a recipe or a plan error, never anything else; an error
  * names the target first and has a hint, and appends nothing; a recipe names
@@ -38,11 +39,25 @@ static int64_t placed_layers(RepEmitTarget t, const char *r)
     return n;
 }
 
-static void check_model(const char *model, int64_t gpus, int64_t gb, int64_t seq, int64_t max_plans)
+/* The MTP modules ("m") of the recipe's layout string; -1 without one. */
+static int64_t placed_mtp(RepEmitTarget t, const char *r)
+{
+    if (t == REP_EMIT_TORCHTITAN || t == REP_EMIT_DEEPSPEED) return -1;
+    const char *lay = strstr(r, t == REP_EMIT_NEMO ? "pipeline_model_parallel_layout=\"" : "-layout '");
+    if (!lay) return -1;
+    int64_t n = 0;
+    for (const char *c = strchr(lay, t == REP_EMIT_NEMO ? '"' : '\'') + 1; *c && *c != '"' && *c != '\''; c++)
+        n += *c == 'm';
+    return n;
+}
+
+/* mtp >= 0 replaces the model's MTP layers. */
+static void check_model(const char *model, int64_t mtp, int64_t gpus, int64_t gb, int64_t seq, int64_t max_plans)
 {
     TsError err = {0};
     ModelSpec m;
     assert_int_equal(model_load(model, NULL, &m, &err), TS_OK);
+    if (mtp >= 0) m.mtp_layers = mtp;
     ClusterSpec cl;
     HwNet net;
     HwModel hw;
@@ -98,6 +113,8 @@ static void check_model(const char *model, int64_t gpus, int64_t gb, int64_t seq
                 if (t != REP_EMIT_TORCHTITAN) assert_int_equal(strcmp(out.data + out.len - 2, ")\n"), 0);
                 int64_t placed = placed_layers((RepEmitTarget)t, r);
                 if (placed >= 0) assert_int_equal(placed, m.layers);
+                int64_t mtps = placed_mtp((RepEmitTarget)t, r);
+                if (mtps >= 0) assert_int_equal(mtps, m.mtp_layers);
                 if (p.n_chunks > 1 && m.layers % p.n_chunks != 0 && t != REP_EMIT_DEEPSPEED)
                     assert_true(placed == m.layers); /* an uneven split is always spelt out */
             }
@@ -107,6 +124,7 @@ static void check_model(const char *model, int64_t gpus, int64_t gb, int64_t seq
                       (long long)written, (long long)refused);
         assert_true(refused > 0);
         bool runs = !(t == REP_EMIT_TORCHTITAN && !strcmp(model, "gpt3-175b")) && /* no torchtitan flavor */
+                    !(t == REP_EMIT_TORCHTITAN && m.mtp_layers > 0) &&            /* no MTP module */
                     !(t == REP_EMIT_DEEPSPEED && (m.experts > 0));                /* no MoE in its pipeline */
         if (runs) assert_true(written > 0);
     }
@@ -116,25 +134,123 @@ static void check_model(const char *model, int64_t gpus, int64_t gb, int64_t seq
 static void test_emit_dense(void **state)
 {
     (void)state;
-    check_model("llama3-8b", 64, 256, 4096, 3000);
+    check_model("llama3-8b", -1, 64, 256, 4096, 3000);
 }
 
 static void test_emit_learned_positions(void **state)
 {
     (void)state;
-    check_model("gpt3-175b", 64, 128, 2048, 1500);
+    check_model("gpt3-175b", -1, 64, 128, 2048, 1500);
 }
 
 static void test_emit_moe(void **state)
 {
     (void)state;
-    check_model("qwen3-30b-a3b", 64, 256, 4096, 3000);
+    check_model("qwen3-30b-a3b", -1, 64, 256, 4096, 3000);
 }
 
 static void test_emit_mla(void **state)
 {
     (void)state;
-    check_model("deepseek-v3", 256, 512, 4096, 3000);
+    check_model("deepseek-v3", -1, 256, 512, 4096, 3000);
+}
+
+static void test_emit_mla_no_mtp(void **state)
+{
+    (void)state;
+    check_model("deepseek-v3", 0, 256, 512, 4096, 3000);
+}
+
+/* One DeepSeek-V3 plan with main's MoE, FP8, recompute-module, moment and
+ * MTP knobs: megatron and nemo write each with its own name; torchtitan and
+ * deepspeed refuse, naming a knob. */
+static TsStatus emit_one(RepEmitTarget t, const SimSetup *in, TsBuf *out, TsError *e)
+{
+    out->len = 0;
+    if (out->data) out->data[0] = '\0';
+    *e = (TsError){0};
+    TsStatus st = rep_emit(t, in, "trainsim test", out, e);
+    assert_true(st == TS_OK || st == TS_ERR_PLAN);
+    return st;
+}
+
+static void test_emit_knobs(void **state)
+{
+    (void)state;
+    TsError err = {0};
+    ModelSpec m;
+    assert_int_equal(model_load("deepseek-v3", NULL, &m, &err), TS_OK);
+    ClusterSpec cl;
+    HwNet net;
+    HwModel hw;
+    hw_model_init(&hw);
+    assert_int_equal(hw_cluster_load("dgx-h100", 1024, &cl, &err), TS_OK);
+    hw_net_init(&net, &cl);
+    hw.gpu = cl.gpu;
+    SimSetup in = {.model = &m, .hw = &hw, .net = &net};
+    sim_options_init(&in.opt);
+    ParallelPlan *p = &in.plan;
+    plan_init(p);
+    p->gpus = 1024;
+    p->pp = 16;
+    p->ep = 64; /* 8 nodes of 8 */
+    p->seq = 4096;
+    p->global_batch = 1024;
+    p->uneven = true;
+    p->dist_opt = true;
+    p->dtype = TS_DTYPE_FP8;
+    p->fp8_recipe = PLAN_FP8_BLOCKWISE;
+    p->recompute = PLAN_RECOMPUTE_SELECTIVE;
+    p->recompute_modules = PLAN_RC_LAYERNORM | PLAN_RC_MLA_UP_PROJ | PLAN_RC_MOE_ACT;
+    p->moe_dispatch = PLAN_MOE_DISPATCH_DEEPEP;
+    p->moe_node_limit = 4;
+    p->moe_capacity = 1.5;
+    p->adam_moments = TS_DTYPE_BF16;
+    TsBuf out = {0};
+    TsError e;
+    assert_int_equal(emit_one(REP_EMIT_MEGATRON, &in, &out, &e), TS_OK);
+    static const char *const MLM[] = {"--moe-token-dispatcher-type flex\n", "--moe-enable-deepep\n",
+                                      "--moe-router-num-groups 8\n", "--moe-router-group-topk 4\n",
+                                      "--moe-expert-capacity-factor 1.5\n", "--fp8-recipe blockwise\n",
+                                      "--recompute-modules layernorm moe_act mla_up_proj\n",
+                                      "--use-precision-aware-optimizer\n", "--exp-avg-dtype bf16\n",
+                                      "--exp-avg-sq-dtype bf16\n", "--mtp-num-layers 1\n", "tttmL'"};
+    for (size_t i = 0; i < sizeof MLM / sizeof MLM[0]; i++) assert_non_null(strstr(out.data, MLM[i]));
+    assert_null(strstr(out.data, "--moe-pad-expert-input-to-capacity"));
+    assert_int_equal(emit_one(REP_EMIT_NEMO, &in, &out, &e), TS_OK);
+    static const char *const MB[] = {"model.moe_token_dispatcher_type=flex\n", "model.moe_enable_deepep=true\n",
+                                     "model.moe_router_num_groups=8\n", "model.moe_router_group_topk=4\n",
+                                     "model.moe_pad_expert_input_to_capacity=false\n",
+                                     "mixed_precision=bf16_with_fp8_subchannel_scaling_mixed\n",
+                                     "'model.recompute_modules=[layernorm,moe_act,mla_up_proj]'\n",
+                                     "optimizer.exp_avg_sq_dtype=bf16\n", "model.mtp_num_layers=1\n"};
+    for (size_t i = 0; i < sizeof MB / sizeof MB[0]; i++) assert_non_null(strstr(out.data, MB[i]));
+    assert_int_equal(emit_one(REP_EMIT_TORCHTITAN, &in, &out, &e), TS_ERR_PLAN);
+    assert_int_equal(out.len, 0);
+    assert_non_null(strstr(e.msg, "--emit torchtitan: "));
+    assert_int_equal(emit_one(REP_EMIT_DEEPSPEED, &in, &out, &e), TS_ERR_PLAN);
+    assert_int_equal(out.len, 0);
+    assert_non_null(strstr(e.msg, "--emit deepspeed: "));
+
+    /* Megatron's own limits, each a refusal naming the knob */
+    p->fp8_recipe = PLAN_FP8_DELAYED; /* with layernorm and moe_act recompute */
+    emit_one(REP_EMIT_MEGATRON, &in, &out, &e);
+    assert_non_null(strstr(e.msg, "--fp8-recipe delayed"));
+    p->fp8_recipe = PLAN_FP8_CURRENT;
+    assert_int_equal(emit_one(REP_EMIT_MEGATRON, &in, &out, &e), TS_OK);
+    assert_non_null(strstr(out.data, "--fp8-recipe tensorwise\n"));
+    emit_one(REP_EMIT_NEMO, &in, &out, &e); /* Bridge's current-scaling recipe keeps BF16 ends */
+    assert_non_null(strstr(e.msg, "--fp8-recipe current"));
+    p->moe_pad = true;
+    emit_one(REP_EMIT_MEGATRON, &in, &out, &e);
+    assert_non_null(strstr(e.msg, "--moe-pad-to-capacity with --moe-dispatcher deepep"));
+    p->moe_dispatch = PLAN_MOE_DISPATCH_ALLTOALL;
+    assert_int_equal(emit_one(REP_EMIT_MEGATRON, &in, &out, &e), TS_OK);
+    assert_non_null(strstr(out.data, "--moe-pad-expert-input-to-capacity\n"));
+    p->dist_opt = false;
+    emit_one(REP_EMIT_MEGATRON, &in, &out, &e);
+    assert_non_null(strstr(e.msg, "--adam-moments bf16"));
+    ts_buf_free(&out);
 }
 
 /* The names round-trip and each target runs its framework. */
@@ -160,6 +276,8 @@ int main(void)
         cmocka_unit_test(test_emit_learned_positions),
         cmocka_unit_test(test_emit_moe),
         cmocka_unit_test(test_emit_mla),
+        cmocka_unit_test(test_emit_mla_no_mtp),
+        cmocka_unit_test(test_emit_knobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

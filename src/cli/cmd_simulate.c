@@ -7,9 +7,10 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cli_recipe.h"
+#include "cli_emit.h"
 #include "cli_hw.h"
 #include "cli_plan.h"
+#include "cli_recipe.h"
 #include "cli_sim.h"
 #include "cli_train.h"
 #include "trainsim/partition.h"
@@ -50,6 +51,7 @@ typedef struct SimArgs {
     CliHw ch;
     CliSim cs;
     CliTrain ct;
+    CliEmit em;
     SimCli o;
 } SimArgs;
 
@@ -74,6 +76,7 @@ static void add_options(CliSpec *s, SimArgs *a)
     cli_sim_add(s, &a->cs);
     cli_train_init(&a->ct);
     cli_train_add(s, &a->ct);
+    cli_emit_add(s, &a->em);
     cli_add(s, "json", CLI_FLAG, &a->o.json, NULL, "JSON output");
     cli_add(s, "trace", CLI_STR, &a->o.trace, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)");
     cli_add(s, "trace-ranks", CLI_STR, &a->o.trace_ranks, "A-B",
@@ -122,6 +125,8 @@ int cmd_simulate(int argc, char **argv)
     int rc = cli_parse(&s, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
     if ((rc = cli_sim_check(&s, &a.cs))) return rc;
+    static const char *const emit_clash[] = {"json", "trace", "html", "train-tokens", NULL};
+    if ((rc = cli_emit_check(&s, &a.em, emit_clash, &a.cp.framework, &a.cp.precision))) return rc;
     TrainOptions topt;
     bool want_train = false;
     if ((rc = cli_train_options(&s, &a.ct, &topt, &want_train))) return rc;
@@ -222,9 +227,11 @@ int cmd_simulate(int argc, char **argv)
             return cli_fail(&err);
         }
     }
+    int code = 0;
     if (a.o.json) rep_sim_json(&in, &r, want_train ? &train : NULL, &out);
+    else if (a.em.name) code = cli_emit_write(&a.em, &in, &r, &out);
     else rep_sim_text(&in, &r, want_train ? &train : NULL, &out);
-    int code = cli_emit(NULL, &out);
+    if (!code) code = cli_emit(NULL, &out);
     /* The full result is printed either way; a plan that does not fit in
      * memory is a failed plan for scripts (exit 4, DESIGN.md). */
     if (code == 0 && !r.memory.fits) code = TS_ERR_PLAN;

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "cli_hw.h"
 #include "cli_plan.h"
+#include "cli_emit.h"
 #include "cli_recipe.h"
 #include "cli_sim.h"
 #include "trainsim/partition.h"
@@ -23,6 +24,7 @@ typedef struct SweepOpts {
     CliModel cm;
     CliHw hw;                 /* --gpu --cluster --gpus LIST --calibration --busbw */
     CliSim sim;               /* runtime behaviours (--deepspeed-pipe, --no-dp-overlap, ...) */
+    CliEmit emit;             /* --emit F: the best plan as F's launch recipe */
     const char *cluster;      /* name of the loaded cluster (for the output) */
     const char *gpus;         /* the --gpus list as given, "64" by default */
     const char *objective, *csv, *html, *dtype, *framework_s, *precision_s;
@@ -166,6 +168,7 @@ static void add_options(CliSpec *s, SweepOpts *o)
     cli_add(s, "json", CLI_FLAG, &o->json, NULL, "print JSON (every simulated plan and stats) instead of the table");
     cli_add(s, "csv", CLI_STR, &o->csv, "FILE", "write every simulated plan as CSV");
     cli_add(s, "html", CLI_STR, &o->html, "FILE", "write a self-contained HTML report");
+    cli_emit_add(s, &o->emit);
 }
 
 /* -j N / -jN -> --jobs N (the option parser knows long options only). */
@@ -337,8 +340,9 @@ static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, con
     if (!rc && o->html) rc = write_html(o->html, &rs, x, &c, &r);
     if (!rc) {
         if (o->json) rep_sweep_json(&rs, &c, &r, &b);
+        else if (o->emit.name) rc = cli_emit_sweep(&o->emit, x, &r, &b);
         else rep_sweep_text(&rs, &c, &r, &b);
-        rc = cli_emit(NULL, &b);
+        if (!rc) rc = cli_emit(NULL, &b);
     }
     ts_buf_free(&b);
     search_result_free(&r);
@@ -365,6 +369,8 @@ int cmd_sweep(int argc, char **argv)
     free(av);
     if (rc) return rc < 0 ? 0 : rc;
     if ((rc = cli_sim_check(&s, &o.sim))) return rc;
+    static const char *const emit_clash[] = {"json", "csv", "html", NULL};
+    if ((rc = cli_emit_check(&s, &o.emit, emit_clash, &o.framework_s, &o.precision_s))) return rc;
     if (o.framework_s && !plan_framework_parse(o.framework_s, &o.framework))
         return usage("invalid value '%s' for --framework (expected megatron, torchtitan, deepspeed or hf)",
                      o.framework_s);

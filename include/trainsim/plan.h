@@ -273,6 +273,9 @@ int64_t plan_default_seq(const ModelSpec *m, PlanSeqRule rule);
  * learned position embeddings takes at most max_positions tokens. TS_OK or
  * TS_ERR_PLAN ("--seq 4096 exceeds the model's 2048 learned positions"). */
 TsStatus plan_check_seq(const ModelSpec *m, int64_t seq, TsError *err);
+/* The MoE, FP8 and recompute-module knobs against the model and the dtype
+ * (part of plan_validate; sweep checks its fixed knobs with it up front). */
+TsStatus plan_check_knobs(const ModelSpec *m, const ParallelPlan *p, TsError *err);
 /* Validate an already derived plan (what plan_resolve does after deriving). */
 TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err);
 

@@ -242,6 +242,9 @@ typedef struct SearchEvalCtx {
     TsDtype dtype;            /* compute dtype, bf16 */
     PlanFramework framework;  /* the code path of every plan, megatron */
     PlanPrecision precision;  /* the precision recipe of every plan, mixed */
+    ParallelPlan knobs;       /* every plan's MoE dispatch, node limit, imbalance, capacity,
+                                 FP8 recipe, Adam moments, and recompute modules (under
+                                 selective recompute); plan_init's defaults */
     SimOptions sim_opts;      /* sim_options_init defaults */
     PartMemOptions mem_opts;  /* memory model for pruning, as sim_simulate uses it */
 } SearchEvalCtx;

@@ -178,6 +178,15 @@ bool sim_critical_bubble(const SimSetup *in, const SimResult *r, double *fill_dr
 bool sim_breakdown_busy(int i);
 const char *sim_breakdown_what(int i);
 
+/* ---- the stage split that evens the work (balance.c) ----------------------
+ * Layers per stage (vpp 1) minimising the busiest stage's work per
+ * micro-batch, given each layer's work w[0..n) and the first and last
+ * stages' extra (embedding; LM head, loss, MTP blocks). sim_simulate fills
+ * SimResult.balance when the plan's stages are uneven in work; e.g.
+ * DeepSeek-V3 on 16 H800 stages: 5,4,...,4,3,1 (first: 3 dense + 2 MoE;
+ * last: one MoE layer beside MTP and the two heads). */
+bool sim_balance_layers(const double *w, int64_t n, int64_t c, double first_x, double last_x, SimBalance *out);
+
 /* Resolve and validate the plan against the model (plan_resolve), build
  * per-chunk costs, run the engine, derive metrics, memory and warnings.
  * in->plan is resolved in place (callers may read the derived fields). Errors: TS_ERR_PLAN

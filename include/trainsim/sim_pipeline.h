@@ -205,6 +205,15 @@ typedef struct SimMemory {
     bool fits;
 } SimMemory;
 
+/* A split of the layers over the stages (balance.c). */
+#define SIM_BALANCE_MAX 128
+typedef struct SimBalance {
+    int32_t n;              /* stages, 0: none */
+    int16_t layers[SIM_BALANCE_MAX];    /* layers per stage, e.g. 5,4,...,4,3,1 */
+    double busiest_s;       /* the busiest stage's work per micro-batch under it, e.g. 0.148 */
+    double current_s;       /* the same under the plan's split, e.g. 0.187 */
+} SimBalance;
+
 typedef struct SimResult {
     /* schedule engine */
     double iteration_time_s;  /* one optimizer step, e.g. 11.9 */
@@ -227,6 +236,7 @@ typedef struct SimResult {
     double hardware_flops_per_iteration; /* + recompute */
     double model_tflops_per_gpu, hardware_tflops_per_gpu, mfu, hfu;
     SimMemory memory;
+    SimBalance balance;       /* an even split of the work when the plan's is not (n 0: none) */
     int n_warnings;
     char warnings[SIM_MAX_WARNINGS][160];
 } SimResult;

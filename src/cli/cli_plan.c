@@ -13,6 +13,23 @@ void cli_plan_init(CliPlan *cp)
     cp->moe_imbalance = 1.0;
 }
 
+/* The MoE, FP8, optimizer-state and recompute-module knobs: fixed for a
+ * plan, and for every plan of a sweep. */
+void cli_plan_add_knobs(CliSpec *s, CliPlan *cp)
+{
+    cli_add(s, "recompute-modules", CLI_STR, &cp->recompute_modules, "LIST",
+            "selective recompute of core_attn,layernorm,moe_act,mla_up_proj (default core_attn)");
+    cli_add(s, "fp8-recipe", CLI_STR, &cp->fp8_recipe, "R", "delayed|current|blockwise FP8 scaling (delayed)");
+    cli_add(s, "adam-moments", CLI_STR, &cp->adam_moments, "T", "fp32|bf16: the dtype of Adam's two moments (fp32)");
+    cli_add(s, "moe-dispatcher", CLI_STR, &cp->moe_dispatch, "D",
+            "alltoall|deepep: how tokens reach their experts (alltoall)");
+    cli_add(s, "moe-node-limit", CLI_INT, &cp->moe_node_limit, "M", "route each token to experts on at most M nodes");
+    cli_add(s, "moe-imbalance", CLI_DOUBLE, &cp->moe_imbalance, "F", "busiest expert's load over the mean (1)");
+    cli_add(s, "moe-capacity-factor", CLI_DOUBLE, &cp->moe_capacity, "C",
+            "drop tokens beyond C x an expert's mean load (default dropless)");
+    cli_add(s, "moe-pad-to-capacity", CLI_FLAG, &cp->moe_pad, NULL, "pad every expert's input to its capacity");
+}
+
 void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
 {
     cp->with_gpus = with_gpus;
@@ -30,8 +47,6 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
     cli_add(s, "recompute", CLI_STR, &cp->recompute, "MODE", "none|selective|full");
     cli_add(s, "recompute-layers", CLI_INT, &cp->recompute_layers, "N",
             "full recompute: layers per chunk (0 = all)");
-    cli_add(s, "recompute-modules", CLI_STR, &cp->recompute_modules, "LIST",
-            "selective recompute of core_attn,layernorm,moe_act,mla_up_proj (default core_attn)");
     cli_add(s, "micro-batch", CLI_INT, &cp->micro_batch, "B", "sequences per micro-batch");
     cli_add(s, "global-batch", CLI_INT, &cp->global_batch, "N",
             "sequences per step (default micro-batch*dp)");
@@ -52,15 +67,7 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
     cli_add(s, "tp-overlap", CLI_FLAG, &cp->tp_overlap, NULL, "overlap TP communication with GEMMs");
     cli_add(s, "no-flash", CLI_FLAG, &cp->no_flash, NULL,
             "attention stores its S^2 scores (no FlashAttention)");
-    cli_add(s, "fp8-recipe", CLI_STR, &cp->fp8_recipe, "R", "delayed|current|blockwise FP8 scaling (delayed)");
-    cli_add(s, "adam-moments", CLI_STR, &cp->adam_moments, "T", "fp32|bf16: the dtype of Adam's two moments (fp32)");
-    cli_add(s, "moe-dispatcher", CLI_STR, &cp->moe_dispatch, "D",
-            "alltoall|deepep: how tokens reach their experts (alltoall)");
-    cli_add(s, "moe-node-limit", CLI_INT, &cp->moe_node_limit, "M", "route each token to experts on at most M nodes");
-    cli_add(s, "moe-imbalance", CLI_DOUBLE, &cp->moe_imbalance, "F", "busiest expert's load over the mean (1)");
-    cli_add(s, "moe-capacity-factor", CLI_DOUBLE, &cp->moe_capacity, "C",
-            "drop tokens beyond C x an expert's mean load (default dropless)");
-    cli_add(s, "moe-pad-to-capacity", CLI_FLAG, &cp->moe_pad, NULL, "pad every expert's input to its capacity");
+    cli_plan_add_knobs(s, cp);
     if (with_gpus) cli_add(s, "gpus", CLI_INT, &cp->gpus, "N", "number of GPUs");
 }
 
@@ -78,9 +85,12 @@ bool cli_train_dtype(const char *s, TsDtype *out)
     return true;
 }
 
-/* The string-valued MoE, FP8 and recompute-module knobs. */
-static int moe_fp8_knobs(const CliPlan *cp, ParallelPlan *p)
+int cli_plan_knobs(const CliPlan *cp, ParallelPlan *p)
 {
+    p->moe_node_limit = cp->moe_node_limit;
+    p->moe_imbalance = cp->moe_imbalance;
+    p->moe_capacity = cp->moe_capacity;
+    p->moe_pad = cp->moe_pad;
     if (cp->moe_dispatch && !plan_moe_dispatch_parse(cp->moe_dispatch, &p->moe_dispatch))
         return usage("moe-dispatcher", cp->moe_dispatch, "alltoall or deepep");
     if (cp->fp8_recipe && !plan_fp8_parse(cp->fp8_recipe, &p->fp8_recipe))
@@ -120,11 +130,7 @@ int cli_plan_load(const CliSpec *s, CliPlan *cp, const ModelSpec *m, int64_t gpu
     p->shampoo_blocks = cp->shampoo_blocks;
     p->tp_overlap = cp->tp_overlap;
     p->flash_attn = !cp->no_flash;
-    p->moe_node_limit = cp->moe_node_limit;
-    p->moe_imbalance = cp->moe_imbalance;
-    p->moe_capacity = cp->moe_capacity;
-    p->moe_pad = cp->moe_pad;
-    int rc = moe_fp8_knobs(cp, p);
+    int rc = cli_plan_knobs(cp, p);
     if (rc) return rc;
     p->gpus = gpus_from_hw > 0 ? gpus_from_hw : cp->gpus;
     if (cp->recompute && !plan_recompute_parse(cp->recompute, &p->recompute))

@@ -30,6 +30,11 @@ void cli_plan_init(CliPlan *cp);
 bool cli_train_dtype(const char *s, TsDtype *out);
 /* Add the options. with_gpus: also add --gpus (commands without the hw group). */
 void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus);
+/* The knobs a sweep holds fixed for every plan (--recompute-modules, --fp8-recipe,
+ * --adam-moments, --moe-*): added by cli_plan_add; cli_plan_knobs sets them on p
+ * (0, or the usage error printed and 2). */
+void cli_plan_add_knobs(CliSpec *s, CliPlan *cp);
+int cli_plan_knobs(const CliPlan *cp, ParallelPlan *p);
 /* Build and resolve the plan; gpus_from_hw > 0 overrides --gpus. Returns 0,
  * or the exit code after printing the error (2 usage, 4 invalid plan).
  * out->stage_layers points into cp (keep cp alive). */

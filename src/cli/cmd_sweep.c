@@ -25,6 +25,8 @@ typedef struct SweepOpts {
     CliHw hw;                 /* --gpu --cluster --gpus LIST --calibration --busbw */
     CliSim sim;               /* runtime behaviours (--deepspeed-pipe, --no-dp-overlap, ...) */
     CliEmit emit;             /* --emit F: the best plan as F's launch recipe */
+    CliPlan knobs;            /* --moe-*, --fp8-recipe, --adam-moments, --recompute-modules: every plan's */
+    ParallelPlan kp;          /* those knobs, parsed */
     const char *cluster;      /* name of the loaded cluster (for the output) */
     const char *gpus;         /* the --gpus list as given, "64" by default */
     const char *objective, *csv, *html, *dtype, *framework_s, *precision_s;
@@ -165,6 +167,7 @@ static void add_options(CliSpec *s, SweepOpts *o)
     cli_add(s, "top", CLI_INT, &o->top, "K", "plans in the ranking (default 10)");
     cli_add(s, "jobs", CLI_INT, &o->jobs, "N", "threads (also -j N); default: all cores");
     cli_sim_add_sweep(s, &o->sim);
+    cli_plan_add_knobs(s, &o->knobs);
     cli_add(s, "json", CLI_FLAG, &o->json, NULL, "print JSON (every simulated plan and stats) instead of the table");
     cli_add(s, "csv", CLI_STR, &o->csv, "FILE", "write every simulated plan as CSV");
     cli_add(s, "html", CLI_STR, &o->html, "FILE", "write a self-contained HTML report");
@@ -245,6 +248,21 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
     return 0;
 }
 
+/* The knobs every plan shares, against the model and dtype up front (not
+ * "no valid plan" after the search): recompute modules need selective
+ * recompute among the modes searched. */
+static int check_knobs(const SweepOpts *o, const ModelSpec *m, const SearchConfig *c)
+{
+    ParallelPlan k = o->kp;
+    k.dtype = o->dt;
+    k.recompute = PLAN_RECOMPUTE_SELECTIVE;
+    TsError err = {0};
+    if (plan_check_knobs(m, &k, &err) != TS_OK) return cli_fail(&err);
+    if (k.recompute_modules && !(c->recompute_mask & (1u << PLAN_RECOMPUTE_SELECTIVE)))
+        return usage("--recompute-modules needs selective among the --recompute modes%s", "");
+    return 0;
+}
+
 static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, const SearchEvalCtx *x,
                       const SearchConfig *cp, const SearchEvaluator *ev, int rank, SearchResult *rp);
 
@@ -262,6 +280,7 @@ static int run(SweepOpts *o, int rank)
     if (o->hw.gpus_list) o->gpus = o->hw.gpus_list;
     SearchConfig c;
     if ((rc = configure(o, &m, &c)) != 0) return rc;
+    if ((rc = check_knobs(o, &m, &c)) != 0) return rc;
     if (rank == 0 && isatty(2)) c.progress = progress;
     /* the hardware group, loaded once (GPU, calibration, busbw); then one
      * network model per GPU count (the cluster is sized to it) */
@@ -280,6 +299,7 @@ static int run(SweepOpts *o, int rank)
     x.dtype = o->dt;
     x.framework = o->framework;
     x.precision = o->precision;
+    x.knobs = o->kp;
     cli_sim_options(&o->sim, &x.sim_opts);
     sim_mem_options(&x.sim_opts, x.dtype, &x.mem_opts); /* prune with the memory the simulator will count */
     for (int i = 0; i < c.gpus.n; i++) search_eval_add_net(&x, c.gpus.v[i], &nets[i]);
@@ -355,6 +375,7 @@ int cmd_sweep(int argc, char **argv)
     cli_model_init(&o.cm);
     cli_hw_init(&o.hw);
     cli_sim_init(&o.sim);
+    cli_plan_init(&o.knobs);
     CliSpec s = {.cmd = "sweep",
                  .usage = "trainsim sweep [--recipe NAME] [--model M] [--cluster C] [--gpu G] [--gpus N[,N..]] [--seq S] [--global-batch B] "
                           "[limits] [-j N] [--json] [--csv FILE] [--html FILE]",
@@ -377,6 +398,8 @@ int cmd_sweep(int argc, char **argv)
     if (o.precision_s && !plan_precision_parse(o.precision_s, &o.precision))
         return usage("invalid value '%s' for --precision (expected mixed, amp or pure)", o.precision_s);
     if ((rc = cli_sim_framework(&s, &o.sim, &o.framework))) return rc;
+    plan_init(&o.kp);
+    if ((rc = cli_plan_knobs(&o.knobs, &o.kp))) return rc;
     o.seq_given = cli_seen(&s, "seq");
     int rank = 0, ranks = 1;
 #ifdef TS_HAVE_MPI

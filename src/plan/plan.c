@@ -173,6 +173,28 @@ TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err)
     return plan_validate(m, p, err);
 }
 
+TsStatus plan_check_knobs(const ModelSpec *m, const ParallelPlan *p, TsError *err)
+{
+    if (m->experts == 0 && (p->moe_dispatch != PLAN_MOE_DISPATCH_ALLTOALL || p->moe_node_limit > 0 ||
+                            p->moe_imbalance > 1.0 || p->moe_capacity > 0))
+        return bad(err, "the --moe-* options describe how a mixture-of-experts model routes its tokens",
+                   "--moe-* options given for the dense model %s%.0lld", m->name, LL(0));
+    if ((p->recompute_modules & PLAN_RC_MLA_UP_PROJ) && m->kv_lora_rank == 0)
+        return bad(err, "mla_up_proj recomputes multi-head latent attention's up-projections (DeepSeek-V2/V3)",
+                   "--recompute-modules mla_up_proj given for %s, which has no latent attention%.0lld", m->name,
+                   LL(0));
+    if ((p->recompute_modules & PLAN_RC_MOE_ACT) && m->experts == 0)
+        return bad(err, "moe_act recomputes the experts' activation function",
+                   "--recompute-modules moe_act given for the dense model %s%.0lld", m->name, LL(0));
+    if (p->moe_pad && !(p->moe_capacity > 0))
+        return bad(err, "padding fills each expert's input up to its capacity: give --moe-capacity-factor",
+                   "--moe-pad-to-capacity needs --moe-capacity-factor%.0lld", LL(0));
+    if (p->fp8_recipe != PLAN_FP8_DELAYED && p->dtype != TS_DTYPE_FP8)
+        return bad(err, "the FP8 recipe applies to FP8 training: add --dtype fp8",
+                   "--fp8-recipe %s needs --dtype fp8 (got %s)", plan_fp8_name(p->fp8_recipe), ts_dtype_name(p->dtype));
+    return TS_OK;
+}
+
 static TsStatus validate_model(const ModelSpec *m, const ParallelPlan *p, TsError *err)
 {
     if (m->heads % p->tp != 0)
@@ -216,17 +238,8 @@ static TsStatus validate_model(const ModelSpec *m, const ParallelPlan *p, TsErro
         return bad(err, "expert parallelism needs a mixture-of-experts model (experts > 0)",
                    "--ep %lld given for a dense model%.0lld", LL(p->ep), LL(0));
     }
-    if (m->experts == 0 && (p->moe_dispatch != PLAN_MOE_DISPATCH_ALLTOALL || p->moe_node_limit > 0 ||
-                            p->moe_imbalance > 1.0 || p->moe_capacity > 0))
-        return bad(err, "the --moe-* options describe how a mixture-of-experts model routes its tokens",
-                   "--moe-* options given for the dense model %s%.0lld", m->name, LL(0));
-    if ((p->recompute_modules & PLAN_RC_MLA_UP_PROJ) && m->kv_lora_rank == 0)
-        return bad(err, "mla_up_proj recomputes multi-head latent attention's up-projections (DeepSeek-V2/V3)",
-                   "--recompute-modules mla_up_proj given for %s, which has no latent attention%.0lld", m->name,
-                   LL(0));
-    if ((p->recompute_modules & PLAN_RC_MOE_ACT) && m->experts == 0)
-        return bad(err, "moe_act recomputes the experts' activation function",
-                   "--recompute-modules moe_act given for the dense model %s%.0lld", m->name, LL(0));
+    TsStatus st = plan_check_knobs(m, p, err);
+    if (st != TS_OK) return st;
     return plan_check_seq(m, p->seq, err);
 }
 
@@ -269,12 +282,6 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
     if (p->recompute_modules && p->recompute != PLAN_RECOMPUTE_SELECTIVE)
         return bad(err, "Megatron-Core recomputes modules under --recompute-granularity selective",
                    "--recompute-modules needs --recompute selective (got %s)", plan_recompute_name(p->recompute));
-    if (p->moe_pad && !(p->moe_capacity > 0))
-        return bad(err, "padding fills each expert's input up to its capacity: give --moe-capacity-factor",
-                   "--moe-pad-to-capacity needs --moe-capacity-factor%.0lld", LL(0));
-    if (p->fp8_recipe != PLAN_FP8_DELAYED && p->dtype != TS_DTYPE_FP8)
-        return bad(err, "the FP8 recipe applies to FP8 training: add --dtype fp8",
-                   "--fp8-recipe %s needs --dtype fp8 (got %s)", plan_fp8_name(p->fp8_recipe), ts_dtype_name(p->dtype));
     if (p->tp_overlap && p->tp > 1 && !p->sp)
         return bad(err, "Megatron overlaps TP communication with the GEMMs only under sequence parallelism "
                         "(--tp-comm-overlap asserts --sequence-parallel): drop --no-sp",

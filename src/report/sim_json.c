@@ -67,6 +67,21 @@ static void stages_json(const SimResult *r, TsBuf *b)
     ts_buf_puts(b, "], ");
 }
 
+/* "balance": the split that evens the stages' work, or null (SimBalance). */
+static void balance_json(const SimBalance *bl, TsBuf *b)
+{
+    if (!bl->n) {
+        ts_buf_puts(b, "\"balance\": null, ");
+        return;
+    }
+    ts_buf_puts(b, "\"balance\": {\"stage_layers\": [");
+    for (int32_t s = 0; s < bl->n; s++) ts_buf_printf(b, s ? ", %d" : "%d", bl->layers[s]);
+    ts_buf_puts(b, "], ");
+    num(b, "busiest_s", bl->busiest_s, true);
+    num(b, "current_s", bl->current_s, false);
+    ts_buf_puts(b, "}, ");
+}
+
 /* "critical_bubble": the critical stage's idle time as the schedule's fill and drain
  * and waiting; "waits_on": the stage it waits for and the largest part of
  * that stage's busy time, or null when no stage stands out (sim_slowest). */
@@ -77,7 +92,9 @@ static void stall_json(const SimSetup *in, const SimResult *r, TsBuf *b)
     ts_buf_puts(b, "\"critical_bubble\": {");
     num(b, "fill_drain_s", fill, true);
     num(b, "waiting_s", wait, false);
-    ts_buf_puts(b, "}, \"waits_on\": ");
+    ts_buf_puts(b, "}, ");
+    balance_json(&r->balance, b);
+    ts_buf_puts(b, "\"waits_on\": ");
     SimSlowest sw;
     if (!sim_slowest(r, &sw)) {
         ts_buf_puts(b, "null, ");

@@ -36,6 +36,15 @@ void search_plan_from_knobs(const SearchEvalCtx *x, const SearchKnobs *k, Parall
     p->dtype = x->dtype;
     p->framework = x->framework;
     p->precision = x->precision;
+    const ParallelPlan *f = &x->knobs;
+    p->moe_dispatch = f->moe_dispatch;
+    p->moe_node_limit = f->moe_node_limit;
+    p->moe_imbalance = f->moe_imbalance;
+    p->moe_capacity = f->moe_capacity;
+    p->moe_pad = f->moe_pad;
+    p->fp8_recipe = f->fp8_recipe;
+    p->adam_moments = f->adam_moments;
+    p->recompute_modules = p->recompute == PLAN_RECOMPUTE_SELECTIVE ? f->recompute_modules : 0;
     p->uneven = true; /* layers that do not divide pp*vpp: the uneven rule (plan.h) */
     p->schedule = (PlanSchedule)k->schedule;
 }

@@ -226,6 +226,48 @@ TsStatus sim_setup_resolve(SimSetup *in, TsError *err)
 }
 
 /* sim_simulate, or with lb != NULL sim_lower_bound: stop after the costing. */
+/* One layer's work per micro-batch on its stage (what SimChunkCost sums). */
+static double layer_work(const LayerCost *c)
+{
+    return c->fwd + c->bwd + c->recompute + c->tp_f + c->tp_b + c->cp_f + c->cp_b + c->ep_f + c->ep_b + c->fsdp +
+           c->slow;
+}
+
+/* The split that evens the stages' work (vpp 1), kept in out->balance when
+ * it lowers the busiest stage by more than 2 % (sim_balance_layers). */
+static void balance(const ModelSpec *m, const ParallelPlan *p, const LayerCost *dense, const LayerCost *moe,
+                    const double *edge, const SimChunkCost *cc, SimResult *out)
+{
+    if (p->vpp != 1 || p->pp < 2 || p->pp > SIM_BALANCE_MAX || m->layers < p->pp) return;
+    double *w = malloc((size_t)m->layers * sizeof *w);
+    if (!w) return;
+    double wd = layer_work(dense), wm = m->experts > 0 ? layer_work(moe) : wd;
+    for (int64_t l = 0; l < m->layers; l++) w[l] = m->experts > 0 && model_layer_is_moe(m, l) ? wm : wd;
+    double first_x = edge[0] + edge[1] + 2 * edge[2];
+    double last_x = edge[3] + edge[4] + 2 * edge[5] + (double)m->mtp_layers * wm;
+    SimBalance b;
+    if (sim_balance_layers(w, m->layers, p->pp, first_x, last_x, &b)) {
+        double cur = 0;
+        for (int32_t s = 0; s < p->pp; s++) {
+            const SimChunkCost *c = &cc[s];
+            double x = c->compute_fwd_s + c->compute_bwd_s + c->recompute_s + c->tp_exposed_s + c->cp_exposed_s +
+                       c->ep_exposed_s + c->fsdp_exposed_s + c->slowdown_s;
+            if (x > cur) cur = x;
+        }
+        b.current_s = cur;
+        if (b.busiest_s < 0.98 * cur) out->balance = b;
+    }
+    free(w);
+}
+
+/* "5,4,...,3,1" into buf (cap bytes); false when it does not fit. */
+static bool split_text(const SimBalance *b, char *buf, size_t cap)
+{
+    size_t k = 0;
+    for (int32_t s = 0; s < b->n && k < cap; s++) k += (size_t)snprintf(buf + k, cap - k, s ? ",%d" : "%d", b->layers[s]);
+    return k < cap;
+}
+
 static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, TsError *err)
 {
     memset(out, 0, sizeof *out);
@@ -437,6 +479,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         if (!wk) sim_work_destroy(w);
         return st;
     }
+    balance(m, p, &dense, &moe, edge, cc, out);
     if (!wk) {
         /* the work dies here: copy what the result keeps */
         SimResult tmp = *out;
@@ -514,6 +557,13 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             warn(out, "pipeline bubble is %.0f%% of the step: more micro-batches%s would help",
                  100 * out->bubble_fraction, plan_ds_pipe(p) ? "" : " or interleaving");
     }
+    char split[96];
+    if (out->balance.n && split_text(&out->balance, split, sizeof split))
+        warn(out, "--stage-layers %s evens the stages' work: %.3g s per micro-batch on the busiest, now %.3g s", split,
+             out->balance.busiest_s, out->balance.current_s);
+    else if (out->balance.n)
+        warn(out, "an even split of the layers lowers the busiest stage's work per micro-batch from %.3g s to %.3g s "
+                  "(--json: \"balance\")", out->balance.current_s, out->balance.busiest_s);
     if (x.tpg.nodes > 1)
         warn(out, "tensor parallel group of %lld spans %lld nodes: TP traffic crosses the network",
              (long long)x.tpg.size, (long long)x.tpg.nodes);

@@ -131,7 +131,7 @@ typedef struct SearchConfig {
     /* the space */
     SearchDim tp, pp, vpp, cp, ep, mbs; /* vpp applies to the interleaved schedule */
     unsigned recompute_mask; /* bit per PlanRecompute; default all */
-    unsigned schedule_mask;  /* bit per PlanSchedule; default all */
+    unsigned schedule_mask;  /* bit per PlanSchedule; default gpipe, 1f1b, interleaved */
     unsigned zero_mask;      /* bit per ZeRO stage 0..3; default all */
     unsigned sp_mask;        /* bit 0: sp off, bit 1: sp on; default both */
     unsigned overlap_mask;   /* bit 0: tp-overlap off, bit 1: on; default both */

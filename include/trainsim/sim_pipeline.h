@@ -38,7 +38,8 @@
  * fraction (p-1)/(m+p-1) for 1F1B and (p-1)/(v*m+p-1) interleaved, and the
  * published bubbles (p-1)(F+B-2W) for ZB-H1, (p/2-1)(F&B+B-3W) for DualPipe
  * and (p-1)(F&B+B-3W) for DualPipeV on p ranks (B the whole backward,
- * SimResult.sched_formula_bubble_s); a larger
+ * SimResult.sched_formula_bubble_s; DualPipe's for F = I = W, the case
+ * the published table assumes; ZB-H1's for any W); a larger
  * global batch at a fixed plan never lowers tokens/s. The breakdown of the
  * critical stage sums to the iteration time.
  *

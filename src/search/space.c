@@ -33,7 +33,8 @@ void search_config_init(SearchConfig *c)
     c->mbs.max = 8;
     c->gpus.max = 0;
     c->recompute_mask = (1u << PLAN_RECOMPUTE_COUNT) - 1;
-    c->schedule_mask = (1u << PLAN_SCHED_COUNT) - 1;
+    /* gpipe, 1f1b, interleaved; zb-h1, dualpipe and dualpipev when asked (--schedule) */
+    c->schedule_mask = 1u << PLAN_SCHED_GPIPE | 1u << PLAN_SCHED_1F1B | 1u << PLAN_SCHED_INTERLEAVED;
     c->zero_mask = 0xF;
     c->sp_mask = 3;
     c->overlap_mask = 3;

@@ -48,10 +48,21 @@ typedef enum {
     PLAN_RECOMPUTE_COUNT
 } PlanRecompute;
 
+/* Pipeline schedules (docs/simulate.md, "Schedules"): GPipe; 1F1B; Megatron's
+ * interleaved 1F1B; ZB-H1 (Qi et al. 2024, arXiv 2401.10241 section 3.1: the
+ * backward split into input-gradient B and weight-gradient W passes, the W
+ * passes deferred into 1F1B's cool-down bubble); DualPipe (DeepSeek-V3 report
+ * section 3.2.1, arXiv 2412.19437; github deepseek-ai/DualPipe, dualpipe.py:
+ * two copies of the pipeline run in opposite directions, forward and backward
+ * chunks overlapped in pairs); DualPipeV (the same repository's
+ * dualpipev.py: the model cut into 2*pp chunks placed in a V). */
 #define PLAN_SCHED_LIST(X)          \
     X(1F1B, "1f1b")                 \
     X(INTERLEAVED, "interleaved")   \
-    X(GPIPE, "gpipe")
+    X(GPIPE, "gpipe")               \
+    X(ZBH1, "zb-h1")                \
+    X(DUALPIPE, "dualpipe")         \
+    X(DUALPIPEV, "dualpipev")
 typedef enum {
 #define X(e, n) PLAN_SCHED_##e,
     PLAN_SCHED_LIST(X)
@@ -223,7 +234,8 @@ typedef struct ParallelPlan {
     int64_t global_batch;   /* sequences per optimizer step, e.g. 1536 */
     int64_t seq;            /* S, tokens per sequence, e.g. 2048 */
     TsDtype dtype;          /* compute/weight dtype, bf16 */
-    PlanSchedule schedule;  /* 1f1b | interleaved | gpipe; vpp > 1 needs interleaved */
+    PlanSchedule schedule;  /* 1f1b | interleaved | gpipe | zb-h1 | dualpipe | dualpipev; vpp > 1
+                               needs interleaved or dualpipev (which sets vpp 2) */
     PlanFramework framework;/* megatron (default) | torchtitan | deepspeed | hf */
     PlanPrecision precision;/* mixed (default) | amp | pure */
     /* ---- uneven pipeline stages ---- */
@@ -318,6 +330,55 @@ int64_t plan_chunk_first_layer(const ParallelPlan *p, int64_t n_layers, int64_t 
 int64_t plan_model_chunk_layers(const ParallelPlan *p, const ModelSpec *m, int64_t chunk);
 /* Pipeline rank of a layer (for interleaved, the rank holding its chunk). */
 int64_t plan_layer_chunk(const ParallelPlan *p, int64_t n_layers, int64_t layer);
+
+/* ---- which model chunks a pipeline rank holds ----
+ * A rank holds plan_rank_chunks(p) chunks: vpp (interleaved: chunks s, s+pp,
+ * ...; dualpipev: vpp 2, chunks s and 2*pp-1-s, the V), 2 for dualpipe (model
+ * chunk s of the copy run from rank 0 and chunk pp-1-s of the copy run from
+ * rank pp-1: every model chunk is held twice), else 1. plan_rank_chunk is the
+ * model chunk (0 .. pp*vpp-1, the order of plan_chunk_layers) of rank s's
+ * k-th chunk, k < plan_rank_chunks(p). Example: pp 4, dualpipev: rank 1
+ * holds chunks 1 and 6; dualpipe: rank 1 holds chunks 1 and 2. */
+int64_t plan_rank_chunks(const ParallelPlan *p);
+int64_t plan_rank_chunk(const ParallelPlan *p, int64_t s, int64_t k);
+/* Micro-batches through each of a rank's chunks: grad_accum, or half of it
+ * under dualpipe (each copy of the pipeline takes half). */
+int64_t plan_chunk_micro_batches(const ParallelPlan *p);
+
+/* ---- the task order of the zero-bubble and DualPipe schedules ----
+ * One pipeline rank's tasks, in the order it runs them, as int32 entries
+ * PLAN_TASK(mb, k, kind): mb the micro-batch of the rank's chunk k (both
+ * counted from 0; dualpipe: within the copy's half of the micro-batches) and
+ * kind one of PLAN_TASK_F (forward), _B (whole backward), _I (the input-
+ * gradient part of a backward, its weight-gradient W runs later), _W, and
+ * _PF: the forward of an overlapped forward-and-backward pair, whose
+ * backward (a _B entry) is the next entry. mb < 2^21, k < 128.
+ *   zb-h1 (k = 0): Qi et al. 2024 section 3.1, as the authors' DeepSpeed port
+ *     orders it (sail-sg/zero-bubble-pipeline-parallelism, ZeroBubbleH1Pipeline
+ *     with exact semantics): 1F1B's pp-s-1 warm-up forwards, then s (F, I)
+ *     pairs whose W wait, then (F, I, W) with W the oldest waiting one, then
+ *     (I, W), then the remaining W;
+ *   dualpipe / dualpipev: the eight steps of DualPipe.step / DualPipeV.step
+ *     (github deepseek-ai/DualPipe): n F0; F0 F1 pairs; I1 W1 F1 (zero bubble);
+ *     the main step (F0&B1, F1&B0 overlapped pairs; the middle rank runs its
+ *     first F0 and B1 apart); B1 F1&B0; B1 B0 with the second half input-
+ *     gradient only; W I0; the remaining W (first in, first out). Phase 0 is
+ *     the chunk whose micro-batches reach the rank first: dualpipev chunk 0;
+ *     dualpipe the copy run from rank 0 on the first half of the ranks, the
+ *     other copy on the second half (k = 0: the copy entering at rank 0).
+ * out holds plan_order_cap entries; fifo (the W queue) chunks x micro-batches.
+ * Returns the number of entries, 0 for the other schedules. */
+#define PLAN_TASK(mb, k, kind) ((int32_t)(((int32_t)(mb) << 10) | ((int32_t)(k) << 3) | (int32_t)(kind)))
+#define PLAN_TASK_MB(t) ((t) >> 10)
+#define PLAN_TASK_CHUNK(t) (((t) >> 3) & 127)
+#define PLAN_TASK_KIND(t) ((t) & 7)
+enum { PLAN_TASK_F = 0, PLAN_TASK_B = 1, PLAN_TASK_I = 2, PLAN_TASK_W = 3, PLAN_TASK_PF = 4 };
+int64_t plan_order_cap(PlanSchedule sched, int64_t micro_batches);
+int64_t plan_order(PlanSchedule sched, int64_t pp, int64_t micro_batches, int64_t s, int32_t *out, int32_t *fifo);
+/* The overlapped pairs of rank s's order without writing it, O(1):
+ * pairs[kf][kb] = how many _PF entries run a forward of chunk kf with a
+ * backward of chunk kb (all 0 but for dualpipe and dualpipev). */
+void plan_order_pairs(PlanSchedule sched, int64_t pp, int64_t micro_batches, int64_t s, int64_t pairs[2][2]);
 
 /* ---- rank layout ---- */
 typedef struct PlanCoord {

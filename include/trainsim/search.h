@@ -13,7 +13,9 @@
  *   inner   micro-batch x (schedule, vpp) x sp x recompute x zero x
  *           tp-overlap, with redundant combinations left out (sp and
  *           tp-overlap only when tp > 1; one schedule when pp = 1; vpp > 1
- *           only with the interleaved schedule).
+ *           only with the interleaved schedule, and vpp 2 with dualpipev;
+ *           dualpipe only for even pp; the micro-batch rules of dualpipe
+ *           and dualpipev are plan_validate's).
  * Every candidate has an index in [0, candidates): shapes in order, then
  * the inner knobs as a mixed-radix number. The index is the stable key: ties
  * in the objective are broken by the lower index, so the ranking is the same
@@ -50,9 +52,12 @@
                                 plans cluster: a chunk's cost varies 100x) */
 
 /* The pipeline schedules (plan.h's PlanSchedule) in the order the sweep
- * enumerates them and lists them: gpipe, 1f1b, interleaved. The order fixes
- * the candidates' indices, so it also breaks ties in the ranking. */
-#define SEARCH_SCHEDULE_ORDER {PLAN_SCHED_GPIPE, PLAN_SCHED_1F1B, PLAN_SCHED_INTERLEAVED}
+ * enumerates them and lists them: gpipe, 1f1b, interleaved, zb-h1, dualpipe,
+ * dualpipev. The order fixes the candidates' indices, so it also breaks ties
+ * in the ranking. */
+#define SEARCH_SCHEDULE_ORDER                                                                  \
+    {PLAN_SCHED_GPIPE, PLAN_SCHED_1F1B, PLAN_SCHED_INTERLEAVED, PLAN_SCHED_ZBH1, PLAN_SCHED_DUALPIPE, \
+     PLAN_SCHED_DUALPIPEV}
 
 /* X(NAME, "json key") — the exposed costs kept per simulated plan (seconds
  * per iteration). Keys follow simulate's breakdown_s. */
@@ -97,7 +102,7 @@ typedef struct SearchKnobs {
     int16_t cp, ep;      /* context / expert parallel, e.g. 1, 1 */
     int32_t dp;          /* data parallel = gpus / (tp*pp*cp), e.g. 32 */
     int16_t mbs;         /* micro-batch size in sequences, e.g. 1 */
-    int8_t vpp;          /* virtual stages per pipeline rank, 1 unless interleaved */
+    int8_t vpp;          /* virtual stages per pipeline rank, 1 unless interleaved (2: dualpipev) */
     int8_t sp;           /* sequence parallel: 0/1 (only with tp > 1) */
     int8_t recompute;    /* PlanRecompute */
     int8_t zero;         /* ZeRO stage 0-3; 1 = Megatron distributed optimizer */
@@ -126,7 +131,7 @@ typedef struct SearchConfig {
     /* the space */
     SearchDim tp, pp, vpp, cp, ep, mbs; /* vpp applies to the interleaved schedule */
     unsigned recompute_mask; /* bit per PlanRecompute; default all */
-    unsigned schedule_mask;  /* bit per PlanSchedule; default all */
+    unsigned schedule_mask;  /* bit per PlanSchedule; default gpipe, 1f1b, interleaved */
     unsigned zero_mask;      /* bit per ZeRO stage 0..3; default all */
     unsigned sp_mask;        /* bit 0: sp off, bit 1: sp on; default both */
     unsigned overlap_mask;   /* bit 0: tp-overlap off, bit 1: on; default both */

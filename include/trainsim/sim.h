@@ -82,6 +82,9 @@ typedef struct SimOptions {
     double overlap_slowdown;    /* compute slow-down while comm overlaps, 0.10
                                    (calibration_facts.md section 5) */
     double optimizer_bytes_per_param; /* HBM bytes per local parameter for the step, 24 */
+    double pair_sm_share;       /* dualpipe, dualpipev: the SMs' share the all-to-all kernels hold
+                                   while an F&B pair runs (SimPipeline.pair_sm_share), 20/132:
+                                   DeepSeek-V3 report section 3.2.1, 20 of the H800's 132 SMs */
     bool selective_ops;         /* selective recompute is op-level SAC (every second matmul
                                    + all non-matmul ops; torchtitan), not Megatron's core
                                    attention, false */
@@ -171,7 +174,9 @@ typedef struct SimSlowest {
  * stage table (a replay). */
 bool sim_slowest(const SimResult *r, SimSlowest *out);
 /* The critical stage's bubble as fill and drain and waiting (sim_bubble_split
- * on r's critical stage); false when r has no stage table. */
+ * on r's critical stage; zb-h1 and dualpipe(v): fill and drain up to their
+ * published bubble, SimResult.sched_formula_bubble_s); false when r has no
+ * stage table. */
 bool sim_critical_bubble(const SimSetup *in, const SimResult *r, double *fill_drain_s, double *waiting_s);
 /* Whether breakdown category i is a stage's own work (all but bubble and
  * optimizer), and what it is in words: "the EP all-to-all". */

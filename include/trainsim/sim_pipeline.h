@@ -7,10 +7,14 @@
  * exposed TP/CP/EP communication inside them, pipeline transfer to the
  * neighbour) and per-stage end-of-step costs (DP gradient reduction in
  * buckets, optimizer step, parameter all-gather). sim_pipeline_run runs
- * GPipe, 1F1B or Megatron's interleaved 1F1B on (stage, micro-batch, chunk)
- * tasks: each stage gets its task order in an array, then stages are swept
- * alternately forward and backward, each task starting at max(stage free,
- * neighbour's finish + p2p). No event heap; the full pass costs
+ * GPipe, 1F1B, Megatron's interleaved 1F1B, ZB-H1, DualPipe or DualPipeV
+ * (plan.h) on (stage, micro-batch, chunk) tasks: forwards, backwards, and
+ * for the zero-bubble schedules input-gradient backwards with their weight-
+ * gradient W tasks apart, and DualPipe's overlapped forward-and-backward
+ * pairs (one task waiting for both inputs, sim_pair_s long). Each stage gets
+ * its task order in an array, then stages are swept alternately forward and
+ * backward, each task starting at max(stage free, inputs' finish + p2p).
+ * No event heap; the full pass costs
  * O(stages * chunks * micro-batches). Identical DP replicas and TP ranks are
  * simulated once. Spans are recorded only when asked for. Without spans, a
  * periodic fast path runs a few periods after the warm-up, detects the
@@ -31,7 +35,11 @@
  *
  * Invariants (tests/unit/test_sim.c): more bandwidth is never slower;
  * pp = 1 has no bubble; uniform stages with free communication give bubble
- * fraction (p-1)/(m+p-1) for 1F1B and (p-1)/(v*m+p-1) interleaved; a larger
+ * fraction (p-1)/(m+p-1) for 1F1B and (p-1)/(v*m+p-1) interleaved, and the
+ * published bubbles (p-1)(F+B-2W) for ZB-H1, (p/2-1)(F&B+B-3W) for DualPipe
+ * and (p-1)(F&B+B-3W) for DualPipeV on p ranks (B the whole backward,
+ * SimResult.sched_formula_bubble_s; DualPipe's for F = I = W, the case
+ * the published table assumes; ZB-H1's for any W); a larger
  * global batch at a fixed plan never lowers tokens/s. The breakdown of the
  * critical stage sums to the iteration time.
  *
@@ -145,7 +153,27 @@ typedef struct SimChunkCost {
                                pipelines) */
     double head_bwd_s;      /* of bwd_s: the LM head's backward (last chunk), which opens the
                                backward: no layer's gradient bucket is ready before it ends */
+    double wgrad_s;         /* of bwd_s: the weight-gradient work (the layers' wgrad GEMMs, the
+                               embedding's and LM head's weight gradients), e.g. 0.004: the W
+                               task of zb-h1, dualpipe and dualpipev; the rest of bwd_s is
+                               their input-gradient task */
+    double head_wgrad_s;    /* of wgrad_s: the LM head's (last chunk), which opens a W task */
+    double dp_end_w_s;      /* dp_end_s for a chunk whose last gradients come from a W task:
+                               from the start of the W's layer part (after head_wgrad_s), the
+                               buckets ready through it (wgrad_s - head_wgrad_s) */
+    double ep_fwd_s;        /* of ep_exposed_s: the EP all-to-alls inside the forward task */
+    double ep_bwd_s;        /* of ep_exposed_s: those inside the backward task (the rest) */
 } SimChunkCost;
+
+/* Seconds of an overlapped forward-and-backward pair (DualPipe, DeepSeek-V3
+ * report section 3.2.1): the forward of chunk f and the backward of chunk b
+ * run together, their compute on the SMs the communication kernels leave,
+ * their EP all-to-alls under the other's compute:
+ *     max((Fc + Bc) / (1 - share), Fe + Be)
+ * with Fe = f->ep_fwd_s, Be = b->ep_bwd_s, Fc = f->fwd_s - Fe, Bc =
+ * b->bwd_s - Be; without EP traffic (Fe + Be = 0) no SMs are held: Fc + Bc.
+ * E.g. F 1 s with 0.25 s EP, B 2 s with 0.5 s EP, share 20/132: 2.65 s. */
+double sim_pair_s(const SimChunkCost *f, const SimChunkCost *b, double share);
 
 /* End-of-step costs of a stage. */
 typedef struct SimStageCost {
@@ -161,7 +189,10 @@ typedef struct SimPipeline {
     int32_t stages;         /* p, >= 1 */
     int32_t chunks;         /* v, model chunks per stage (1 unless interleaved) */
     int64_t micro_batches;  /* m per DP replica, >= 1 */
-    PlanSchedule schedule;  /* gpipe, 1f1b or interleaved (plan.h); chunks > 1 needs interleaved */
+    PlanSchedule schedule;  /* plan.h; chunks > 1 needs interleaved; dualpipe and dualpipev run 2
+                               chunks (plan_rank_chunk: dualpipe's chunk 1 is the copy entering at
+                               the last stage, dualpipev's the V's way back) on m >= 2p
+                               micro-batches (dualpipe: an even m, m/2 per copy) */
     const SimChunkCost *chunk; /* [stages * chunks], index s*chunks + c */
     const SimStageCost *stage; /* [stages] */
     bool dp_overlap;        /* gradient reduction overlapped with the backward (bucketed) */
@@ -170,6 +201,9 @@ typedef struct SimPipeline {
                                each layer's first forward waits for its own (what
                                SimChunkCost.param_gather_s does not hide is exposed) */
     double overlap_slowdown;/* compute slow-down while a collective overlaps it, 0.1 */
+    double pair_sm_share;   /* dualpipe, dualpipev: the SMs' share the communication kernels hold
+                               while an F&B pair runs (sim_pair_s), 20/132 (DeepSeek-V3 report
+                               section 3.2.1: 20 of the H800's 132 SMs) */
     bool record;            /* record spans for a trace (implies the full pass) */
     bool full_pass;         /* simulate every micro-batch even when the schedule
                                is periodic (the reference for tests) */
@@ -181,8 +215,10 @@ typedef struct SimSpan {
     int16_t stream;         /* SimStream */
     int16_t chunk;
     int32_t micro_batch;    /* -1 for step-level spans */
-    char kind;              /* 'F' forward, 'B' backward, 'S' send, 'R' reduce, 'O' optimizer, 'G' gather,
-                               'T' a workload task (sim_replay_dag) */
+    char kind;              /* 'F' forward, 'B' backward (or its input-gradient part), 'W' weight
+                               gradient, 'P' / 'Q' the forward / backward of an F&B pair (its time
+                               split between them pro rata), 'S' send, 'R' reduce, 'O' optimizer,
+                               'G' gather, 'T' a workload task (sim_replay_dag) */
     double start_s, end_s;
     const char *name;       /* 'T': the task's name, borrowed from the workload; else NULL */
 } SimSpan;
@@ -224,6 +260,11 @@ typedef struct SimResult {
                                  the others wait for it (uneven work per stage) */
     bool periodic;            /* steady state extrapolated (fast path), not every micro-batch run */
     SimBreakdown breakdown;   /* of the critical stage; sums to iteration_time_s */
+    /* zb-h1, dualpipe, dualpipev (0 otherwise): the critical stage's seconds per micro-batch
+       (the mean of its chunks) of a forward F, a whole backward B, its weight-gradient part W
+       and an F&B pair (dualpipe(v)), and the paper's bubble on them: (p-1)(F+B-2W),
+       (p/2-1)(F&B+B-3W), (p-1)(F&B+B-3W) (uniform stages, free transfers: the engine's) */
+    double sched_f_s, sched_b_s, sched_w_s, sched_pair_s, sched_formula_bubble_s;
     int32_t n_stages;
     SimStageResult *stages;   /* [n_stages], owned by the SimWork */
     int64_t n_spans;
@@ -251,13 +292,15 @@ void sim_work_destroy(SimWork *w);
 /* Run the schedule. Fills the engine part of *out; stages/spans point into w
  * (valid until the next run on w, or until out is freed by sim_result_free
  * when w was NULL). TS_ERR_PLAN for an impossible pipeline (stages < 1,
- * m < 1, chunks > 1 without INTERLEAVED); TS_ERR_INTERNAL on allocation
+ * m < 1, chunks > 1 without INTERLEAVED, dualpipe(v) without 2 chunks or
+ * with fewer than 2p micro-batches); TS_ERR_INTERNAL on allocation
  * failure. */
 TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *w, SimResult *out, TsError *err);
 /* What sim_pipeline_run's iteration time can never be below, without
  * running it: the busiest stage's compute-stream time (micro-batches x its
- * chunks' fwd_s + bwd_s, tasks that run one after another) plus the optimizer
- * step. The pipeline need not be checked; pl->stage may not be NULL. */
+ * chunks' fwd_s + bwd_s, tasks that run one after another; an F&B pair
+ * counts sim_pair_s) plus the optimizer step. The pipeline need not be
+ * checked; pl->stage may not be NULL. */
 double sim_pipeline_lower_bound(const SimPipeline *pl);
 /* Free what sim_pipeline_run/sim_simulate allocated when called with w == NULL. */
 void sim_result_free(SimResult *r);

@@ -47,7 +47,7 @@ static const CliLimit LIMITS[] = {
     {"hidden-dropout", 0, MODEL_DROPOUT_MAX, 0}, {"attn-dropout", 0, MODEL_DROPOUT_MAX, 0},
     /* runtime behaviour (cli_sim.h) */
     {"bucket-mb", 1, 1e12, 1e6}, /* 1 B .. 1 TB, a bare number in MB */
-    {"overlap-slowdown", 0, 1, 0}, {"gpu-spread", 0, 1, 0},
+    {"overlap-slowdown", 0, 1, 0}, {"gpu-spread", 0, 1, 0}, {"pair-sm-share", 0, 0.9, 0},
     /* hw: one collective */
     {"bytes", 1, P2(50), 1}, /* 1 B .. 1 PiB */
     /* sweep: the ranges searched when no list is given, the ranking, threads */

@@ -5,7 +5,7 @@
 
 void cli_sim_init(CliSim *o)
 {
-    *o = (CliSim){.bucket_bytes = -1, .slowdown = -1, .spread = -1};
+    *o = (CliSim){.bucket_bytes = -1, .slowdown = -1, .spread = -1, .pair_share = -1};
 }
 
 /* The options, in help order; `wl`: the workload generator writes it too;
@@ -29,6 +29,9 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
          "DP gradient bucket in MB of gradients, or a size as 64MiB (default: Megatron's max(40M, 1M x DP) elements)",
          true},
         {"overlap-slowdown", CLI_DOUBLE, &o->slowdown, "F", "compute slow-down under overlap (0.10)", false},
+        {"pair-sm-share", CLI_DOUBLE, &o->pair_share, "F",
+         "dualpipe(v): the SMs' share the all-to-alls hold while an F&B pair runs (20/132, DeepSeek-V3 on H800)",
+         false},
         {"eager-pytorch", CLI_FLAG, &o->eager, NULL,
          "eager PyTorch model code (torchtitan): unfused norm/RoPE/SwiGLU, separate q/k/v and w1/w3 GEMMs", true},
         {"selective-ops", CLI_FLAG, &o->sel_ops, NULL, CLI_SEL_OPS_HELP, true},
@@ -86,6 +89,7 @@ void cli_sim_options(const CliSim *o, SimOptions *so)
     if (o->fp16_grads) so->fp32_grad_reduce = false;
     if (o->bucket_bytes > 0) so->bucket_bytes = o->bucket_bytes;
     if (o->slowdown >= 0) so->overlap_slowdown = o->slowdown;
+    if (o->pair_share >= 0) so->pair_sm_share = o->pair_share;
     so->selective_ops = o->sel_ops;
     so->sequential_experts = o->seq_experts;
     if (o->spread >= 0) so->gpu_spread = o->spread;

@@ -2,6 +2,7 @@
  * cli_sim.h — the runtime-behaviour option group (SimOptions) shared by
  * `simulate` and `sweep`: --no-dp-overlap, --no-param-gather-overlap,
  * --fp16-grad-reduce, --deepspeed-pipe, --bucket-mb, --overlap-slowdown,
+ * --pair-sm-share,
  * --eager-pytorch, --selective-ops, --sequential-experts, --gpu-spread.
  */
 #ifndef TRAINSIM_CLI_SIM_H
@@ -21,6 +22,7 @@ typedef struct CliSim {
     double bucket_bytes; /* --bucket-mb (a bare number in MB, or a size: 64MiB), -1 = default */
     double slowdown;    /* --overlap-slowdown, -1 = default */
     double spread;      /* --gpu-spread, -1 = default */
+    double pair_share;  /* --pair-sm-share, -1 = default */
     const char *cp_comm; /* --cp-comm, NULL = default */
     const char *mfu;     /* --mfu-convention, NULL = full */
 } CliSim;
@@ -30,7 +32,7 @@ void cli_sim_add(CliSpec *s, CliSim *o);
 /* The ones the workload generator writes into a task graph too:
  * --no-dp-overlap, --no-param-gather-overlap, --fp16-grad-reduce,
  * --deepspeed-pipe, --bucket-mb, --eager-pytorch, --selective-ops, --sequential-experts, --gpu-spread,
- * --cp-comm (all but --overlap-slowdown). */
+ * --cp-comm (all but --overlap-slowdown and --pair-sm-share). */
 void cli_sim_add_workload(CliSpec *s, CliSim *o);
 /* All but --cp-comm, which the sweep takes as a list of exchanges to try. */
 void cli_sim_add_sweep(CliSpec *s, CliSim *o);

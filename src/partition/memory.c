@@ -18,6 +18,7 @@
 #include "part_int.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -43,6 +44,32 @@ TS_ENUM_PARSE(part_memmodel, PartMemModel, PART_MEMMODEL_COUNT)
 
 /* Chunk-micro-batch units in flight on pipeline rank s, divided by vpp
  * (= micro-batches of a whole stage). */
+/* zb-h1, dualpipe, dualpipev: the most activation bytes rank s holds at
+ * once, walking its plan_order with act[k] bytes per micro-batch of its
+ * chunk k: a forward stores one, a whole backward or a W frees it (the
+ * weight gradient reads the layers' saved inputs, so an input-gradient
+ * pass frees nothing); an F&B pair counts its forward first. DualPipe's
+ * Table 2 (arXiv 2412.19437): PP+1 chunk micro-batches on the first rank.
+ * *units: the (micro-batch, chunk) units held at that peak. -1 on
+ * allocation failure. */
+static double inflight_ordered(const ParallelPlan *p, int64_t s, const double act[2], double *units)
+{
+    int64_t m = p->grad_accum, cap = plan_order_cap(p->schedule, m);
+    int32_t *o = malloc((size_t)cap * 2 * sizeof *o);
+    if (!o) return -1;
+    int64_t n = plan_order(p->schedule, p->pp, m, s, o, o + cap), cur = 0;
+    double bytes = 0, top = 0;
+    *units = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int k = PLAN_TASK_KIND(o[i]), c = PLAN_TASK_CHUNK(o[i]) & 1;
+        if (k == PLAN_TASK_F || k == PLAN_TASK_PF) cur++, bytes += act[c];
+        else if (k == PLAN_TASK_B || k == PLAN_TASK_W) cur--, bytes -= act[c];
+        if (bytes > top) top = bytes, *units = (double)cur;
+    }
+    free(o);
+    return top;
+}
+
 static double inflight(const ParallelPlan *p, int64_t s)
 {
     double m = (double)p->grad_accum, pp = (double)p->pp, v = (double)p->vpp;
@@ -85,10 +112,17 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
     double infl = inflight(p, s);
     out->inflight = infl;
 
+    double act_k[2] = {0, 0}; /* ordered schedules: each of the rank's two chunks' act_sum */
     double pd = 0, pe = 0, act_sum = 0, sh = 0, layer_max = 0, remat_max = 0;
     bool full = p->recompute == PLAN_RECOMPUTE_FULL;
-    for (int64_t v = 0; v < p->vpp; v++) {
-        int64_t ch = v * p->pp + s;
+    /* the rank's chunks: dualpipe holds its stage twice (two copies) and
+     * stage pp-1-s, dualpipev a V (plan_rank_chunk) */
+    bool has_emb = false, has_head = false;
+    for (int64_t v = 0; v < plan_rank_chunks(p); v++) {
+        double a0 = act_sum;
+        int64_t ch = plan_rank_chunk(p, s, v);
+        has_emb |= ch == 0;
+        has_head |= ch == p->n_chunks - 1;
         int64_t a = plan_chunk_first_layer(p, m->layers, ch);
         int64_t n = plan_model_chunk_layers(p, m, ch);
         double nm = (double)part_moe_in_range(m, a, a + n), nd = (double)n - nm;
@@ -106,6 +140,7 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
         } else {
             act_sum += full_l;
         }
+        if (v < 2) act_k[v] = act_sum - a0;
         if (nd > 0) {
             layer_max = fmax(layer_max, ad->full + ad->remat);
             remat_max = fmax(remat_max, ad->remat);
@@ -115,24 +150,29 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
             remat_max = fmax(remat_max, am->remat);
         }
     }
-    out->act_layers_bytes = infl * act_sum + (full ? layer_max : remat_max);
+    double held = infl * act_sum, units = 0;
+    if (p->schedule == PLAN_SCHED_ZBH1 || p->schedule == PLAN_SCHED_DUALPIPE || p->schedule == PLAN_SCHED_DUALPIPEV) {
+        double b = inflight_ordered(p, s, act_k, &units);
+        if (b >= 0) held = b, out->inflight = infl = units / (double)plan_rank_chunks(p);
+    }
+    out->act_layers_bytes = held + (full ? layer_max : remat_max);
 
     double d = p->dtype == TS_DTYPE_FP32 ? 4.0 : 2.0, r = p->sp ? 1.0 / t : 1.0;
     double sb = (double)p->seq / (double)p->cp * (double)p->micro_batch;
     double H = (double)m->hidden;
     double emb = 0, head_grad = 0;
-    if (s == 0) {
+    if (has_emb) {
         emb = c->embed_tp / t + c->embed_rep;
         /* token ids (int64) + embedding dropout mask per in-flight micro-batch */
         out->act_embed_bytes = infl * (8.0 * sb + (dropout ? sb * H * r : 0));
     }
-    if (s == p->pp - 1) {
+    if (has_head) {
         emb += c->head_tp / t + c->head_rep;
-        if (p->pp > 1 && m->tied_embeddings && m->lm_head) emb += c->embed_tp / t;
+        if (!has_emb && m->tied_embeddings && m->lm_head) emb += c->embed_tp / t;
         /* MTP modules: projection, three norms; the shared embedding's copy */
         if (m->mtp_layers > 0)
             emb += (double)m->mtp_layers * (2.0 * H * H / t + 3.0 * part_norm_params(m)) +
-                   (p->pp > 1 ? c->embed_tp / t : 0);
+                   (!has_emb ? c->embed_tp / t : 0);
         double n_head = p->schedule == PLAN_SCHED_GPIPE ? (double)p->grad_accum : 1.0;
         double logits = sb * c->vocab_padded / t * 4.0; /* fp32 logits kept by the CE loss */
         /* the head's input and fp32 logits, once more per MTP module (with
@@ -269,7 +309,8 @@ TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOpt
     }
     /* Without stages[], only the candidates for the peak: the first and last
      * stage (embedding, head, most in flight) and, for uneven splits, all. */
-    bool all = stages != NULL || p->n_stage_layers > 0 || (p->uneven && m->layers % (p->pp * p->vpp) != 0);
+    bool all = stages != NULL || p->n_stage_layers > 0 || (p->uneven && m->layers % (p->pp * p->vpp) != 0) ||
+               plan_rank_chunks(p) != p->vpp || p->schedule == PLAN_SCHED_ZBH1; /* in flight differ */
     PartMemory tmp;
     peak->total_bytes = -1;
     for (int64_t s = 0; s < p->pp; s++) {

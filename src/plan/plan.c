@@ -151,6 +151,8 @@ TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err)
                    "the plan's sizes are out of range (tp %lld, pp %lld, cp %lld, dp %lld, micro-batch %lld)",
                    LL(p->tp), LL(p->pp), LL(p->cp), LL(p->dp), LL(p->micro_batch));
     if (p->etp == 0) p->etp = p->tp;
+    /* DualPipeV's V: two model chunks per rank (plan_rank_chunk) */
+    if (p->schedule == PLAN_SCHED_DUALPIPEV && p->vpp == 1) p->vpp = 2;
     int64_t tpc = p->tp * p->pp * p->cp;
     if (p->dp == 0) {
         if (p->gpus == 0) p->gpus = tpc;
@@ -251,6 +253,39 @@ TsStatus plan_check_seq(const ModelSpec *m, int64_t seq, TsError *err)
     return TS_OK;
 }
 
+/* DualPipe and DualPipeV (github deepseek-ai/DualPipe): DualPipe.step asserts
+ * an even number of ranks, and both step()s an even number of micro-batches
+ * (DualPipe: half enter at each end) of at least twice the ranks, which their
+ * eight steps need. */
+static TsStatus validate_dual(const ParallelPlan *p, TsError *err)
+{
+    const bool v = p->schedule == PLAN_SCHED_DUALPIPEV;
+    const char *name = plan_sched_name(p->schedule);
+    if (!v && p->vpp != 1)
+        return bad(err, "DualPipe holds two model chunks per rank itself (stage s of the copy entering at rank 0, "
+                        "stage pp-1-s of the copy entering at rank pp-1): drop --vpp",
+                   "--schedule dualpipe takes no --vpp (got --vpp %lld)", LL(p->vpp));
+    if (v && p->vpp != 2)
+        return bad(err, "DualPipeV cuts the model into 2*pp chunks, rank s holding chunks s and 2*pp-1-s: drop --vpp",
+                   "--schedule dualpipev holds 2 chunks per rank (got --vpp %lld)", LL(p->vpp));
+    if (p->pp < 2 || (!v && p->pp % 2 != 0))
+        return bad(err, v ? "a V over one rank has no pipeline: use --pp 2 or more"
+                          : "the two copies of the pipeline meet in the middle, rank s paired with rank pp-1-s "
+                            "(DualPipe asserts an even number of ranks): use an even --pp",
+                   "--schedule %s needs %s --pp (got --pp %lld)", name, v ? "at least 2 for" : "an even", LL(p->pp));
+    int64_t mdp = p->micro_batch * p->dp, m = mdp > 0 && p->global_batch % mdp == 0 ? p->global_batch / mdp : 0;
+    if (m > 0 && (m < 2 * p->pp || (!v && m % 2 != 0)))
+        return bad(err, v ? "DualPipeV.step asserts num_chunks >= 2 * ranks: raise --global-batch, or lower "
+                            "--micro-batch or --dp"
+                          : "half of the micro-batches enter at each end; DualPipe.step asserts an even num_chunks "
+                            ">= 2 * ranks: raise --global-batch, or lower --micro-batch or --dp",
+                   v ? "--schedule %s needs at least 2*pp = %lld micro-batches per pipeline (got %lld)"
+                     : "--schedule %s needs an even number of micro-batches per pipeline, at least 2*pp = %lld "
+                       "(got %lld)",
+                   name, LL(2 * p->pp), LL(m));
+    return TS_OK;
+}
+
 TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
 {
     if (p->gpus != p->tp * p->pp * p->cp * p->dp)
@@ -267,10 +302,12 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
                         "use --framework megatron or torchtitan for model parallelism",
                    "--framework hf runs tp, pp, cp and ep 1 (got tp %lld, pp %lld, cp %lld, ep %lld)", LL(p->tp),
                    LL(p->pp), LL(p->cp), LL(p->ep));
+    if ((p->schedule == PLAN_SCHED_DUALPIPE || p->schedule == PLAN_SCHED_DUALPIPEV) && validate_dual(p, err))
+        return TS_ERR_PLAN;
     if (p->vpp > 1 && p->pp == 1)
         return bad(err, "virtual pipeline stages interleave chunks over several pipeline ranks",
                    "--vpp %lld needs --pp > 1 (got --pp %lld)", LL(p->vpp), LL(p->pp));
-    if (p->vpp > 1 && p->schedule != PLAN_SCHED_INTERLEAVED)
+    if (p->vpp > 1 && p->schedule != PLAN_SCHED_INTERLEAVED && p->schedule != PLAN_SCHED_DUALPIPEV)
         return bad(err, "use --schedule interleaved (the default when --vpp > 1)",
                    "--vpp %lld needs the interleaved schedule%.0lld", LL(p->vpp), LL(0));
     if (p->vpp == 1 && p->schedule == PLAN_SCHED_INTERLEAVED)

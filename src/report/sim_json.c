@@ -123,6 +123,15 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
     num(b, "mfu", r->mfu, true);
     num(b, "hfu", r->hfu, true);
     num(b, "bubble_fraction", r->bubble_fraction, true);
+    if (r->sched_f_s > 0) { /* zb-h1, dualpipe, dualpipev */
+        ts_buf_puts(b, "\"schedule_figures_s\": {");
+        num(b, "f", r->sched_f_s, true);
+        num(b, "b", r->sched_b_s, true);
+        num(b, "w", r->sched_w_s, true);
+        num(b, "pair", r->sched_pair_s, true);
+        num(b, "formula_bubble", r->sched_formula_bubble_s, false);
+        ts_buf_puts(b, "}, ");
+    }
     ts_buf_printf(b, "\"critical_stage\": %d, ", r->critical_stage);
     if (r->stages) {
         ts_buf_printf(b, "\"slowest_stage\": %d, ", r->slowest_stage);

@@ -72,6 +72,20 @@ static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
     ts_buf_puts(b, " (values in --json \"options\")\n\n");
 }
 
+/* zb-h1, dualpipe, dualpipev: the critical stage's per-micro-batch F, B, W
+ * (and F&B pair) and the published bubble on them beside the simulated one. */
+static void sched_text(const ParallelPlan *p, const SimResult *r, TsBuf *b)
+{
+    if (!(r->sched_f_s > 0)) return;
+    static const char *const formula[] = {"(p-1)(F+B-2W)", "(p/2-1)(F&B+B-3W)", "(p-1)(F&B+B-3W)"};
+    int k = p->schedule == PLAN_SCHED_ZBH1 ? 0 : p->schedule == PLAN_SCHED_DUALPIPE ? 1 : 2;
+    ts_buf_printf(b, "\n%s per micro-batch (critical stage): F %.4g ms, B %.4g ms (W %.4g ms)",
+                  plan_sched_name(p->schedule), 1e3 * r->sched_f_s, 1e3 * r->sched_b_s, 1e3 * r->sched_w_s);
+    if (r->sched_pair_s > 0) ts_buf_printf(b, ", F&B pair %.4g ms", 1e3 * r->sched_pair_s);
+    ts_buf_printf(b, "\n  published bubble %s = %.4g s; simulated bubble %.4g s\n", formula[k],
+                  r->sched_formula_bubble_s, r->breakdown.bubble_s);
+}
+
 /* When another stage works markedly longer than the critical one (uneven
  * work per stage), the critical stage's bubble is mostly waiting for it:
  * name it and what its busy time holds. */
@@ -165,6 +179,7 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
         tm(b, v);
         ts_buf_printf(b, "  %5.1f%%\n", r->iteration_time_s > 0 ? 100 * v / r->iteration_time_s : 0);
     }
+    sched_text(p, r, b);
     slowest_text(in, r, b);
     if (train) train_text(train, b);
     for (int i = 0; i < r->n_warnings; i++) ts_buf_printf(b, "warning: %s\n", r->warnings[i]);

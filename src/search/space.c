@@ -33,7 +33,8 @@ void search_config_init(SearchConfig *c)
     c->mbs.max = 8;
     c->gpus.max = 0;
     c->recompute_mask = (1u << PLAN_RECOMPUTE_COUNT) - 1;
-    c->schedule_mask = (1u << PLAN_SCHED_COUNT) - 1;
+    /* gpipe, 1f1b, interleaved; zb-h1, dualpipe and dualpipev when asked (--schedule) */
+    c->schedule_mask = 1u << PLAN_SCHED_GPIPE | 1u << PLAN_SCHED_1F1B | 1u << PLAN_SCHED_INTERLEAVED;
     c->zero_mask = 0xF;
     c->sp_mask = 3;
     c->overlap_mask = 3;
@@ -79,6 +80,11 @@ static void fill_inner(const SearchConfig *c, SearchShape *sh)
         _Static_assert(sizeof order / sizeof *order == PLAN_SCHED_COUNT, "every schedule in the sweep order");
         for (int k = 0; k < PLAN_SCHED_COUNT; k++) {
             if (!(c->schedule_mask & (1u << order[k]))) continue;
+            if (order[k] == PLAN_SCHED_DUALPIPE && sh->pp % 2 != 0) continue; /* its copies meet in the middle */
+            if (order[k] == PLAN_SCHED_DUALPIPEV) { /* 2*pp chunks */
+                if (c->layers <= 0 || c->layers >= 2 * (int64_t)sh->pp) sh->sv[sh->n_sv++] = (SearchSv){PLAN_SCHED_DUALPIPEV, 2};
+                continue;
+            }
             if (order[k] != PLAN_SCHED_INTERLEAVED) {
                 sh->sv[sh->n_sv++] = (SearchSv){(int8_t)order[k], 1};
                 continue;

@@ -58,7 +58,12 @@ bool sim_critical_bubble(const SimSetup *in, const SimResult *r, double *fill_dr
     *fill_drain_s = *waiting_s = 0;
     if (!r->stages || r->critical_stage < 0 || r->critical_stage >= r->n_stages) return false;
     const SimStageResult *cr = &r->stages[r->critical_stage];
-    sim_bubble_split(&in->plan, sim_breakdown_get(&cr->breakdown, SIM_BD_bubble_s), cr->pipe_end_s, fill_drain_s,
-                     waiting_s);
+    double bubble = sim_breakdown_get(&cr->breakdown, SIM_BD_bubble_s);
+    if (r->sched_f_s > 0) { /* zb-h1, dualpipe(v): their own fill and drain, the published bubble */
+        *fill_drain_s = r->sched_formula_bubble_s < bubble ? r->sched_formula_bubble_s : bubble;
+        *waiting_s = bubble - *fill_drain_s;
+        return true;
+    }
+    sim_bubble_split(&in->plan, bubble, cr->pipe_end_s, fill_drain_s, waiting_s);
     return true;
 }

@@ -53,6 +53,7 @@ void sim_options_init(SimOptions *o)
      * uses 0.15 for NVLink and 0.02 for IB. Our overlapped traffic is mostly
      * NIC-bound DP buckets and TE TP overlap on few SMs: 0.10. */
     o->overlap_slowdown = 0.10;
+    o->pair_sm_share = 20.0 / 132.0;
     /* calibration_facts.md section 6: fused Adam moves ~16-18 B per parameter
      * (fp32 master, m, v read+written, bf16 param written, grad read) plus
      * the grad-norm read and the zeroing of the fp32 grad buffer: 24 B. */
@@ -225,6 +226,25 @@ TsStatus sim_setup_resolve(SimSetup *in, TsError *err)
     return TS_OK;
 }
 
+/* The pipeline rank holding model chunk ch and its slot among the rank's
+ * chunks (SimPipeline.chunk's index s*chunks + slot): plan_rank_chunk's
+ * inverse for the copy entering at rank 0 (dualpipe's other copy is placed
+ * beside it). */
+static void chunk_slot(const ParallelPlan *p, int64_t ch, int32_t *s, int32_t *k)
+{
+    int64_t pp = p->pp;
+    if (p->schedule == PLAN_SCHED_DUALPIPEV && ch >= pp) *s = (int32_t)(2 * pp - 1 - ch), *k = 1;
+    else *s = (int32_t)(ch % pp), *k = (int32_t)(ch / pp);
+}
+
+/* The transfer from rank s to rank s + dir (cyclic): NVLink within a node,
+ * else the network, along rank 0's path through the layout. */
+static double p2p_link(const ParallelPlan *p, int64_t gpn, int32_t s, int32_t dir, double near, double far)
+{
+    int64_t pp = p->pp, r = plan_rank_of(p, 0, 0, 0, s), n = plan_rank_of(p, 0, 0, 0, (s + dir + pp) % pp);
+    return gpn > 0 && r / gpn == n / gpn ? near : far;
+}
+
 /* sim_simulate, or with lb != NULL sim_lower_bound: stop after the costing. */
 /* One layer's work per micro-batch on its stage (what SimChunkCost sums). */
 static double layer_work(const LayerCost *c)
@@ -303,10 +323,15 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     double edge[SIM_EDGES];
     sim_layer_costs(&x, w, &dense, &moe, edge);
     const double emb_f = edge[0], emb_b = edge[1], emb_tp = edge[2], head_f = edge[3], head_b = edge[4],
-                 head_tp = edge[5], emb_params = edge[6], head_params = edge[7];
-    const int32_t pp = (int32_t)p->pp, v = (int32_t)p->vpp;
+                 head_tp = edge[5], emb_params = edge[6], head_params = edge[7], emb_wg = edge[9],
+                 head_wg = edge[10];
+    /* v model chunks per rank (vpp); the engine runs ve per rank: dualpipe's
+     * second copy of the stage (plan_rank_chunks) */
+    const int32_t pp = (int32_t)p->pp, v = (int32_t)p->vpp, ve = (int32_t)plan_rank_chunks(p);
+    const bool ordered = p->schedule == PLAN_SCHED_ZBH1 || p->schedule == PLAN_SCHED_DUALPIPE ||
+                         p->schedule == PLAN_SCHED_DUALPIPEV;
     SimStageCost *sc = NULL;
-    SimChunkCost *cc = sim_work_costs(w, pp * v, pp, &sc);
+    SimChunkCost *cc = sim_work_costs(w, pp * ve, pp, &sc);
     if (!cc) {
         if (!wk) sim_work_destroy(w);
         return ts_err(err, TS_ERR_INTERNAL, "out of memory");
@@ -329,16 +354,17 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     struct { bool valid; double params, eparams; SimBucketTiming tm; bool first, last; } bkey = {0};
     const double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
     const TsColl grad_rc = (p->dist_opt || p->zero >= 1) && !plan_ds_pipe(p) ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
-    for (int32_t vs = 0; vs < v; vs++)
-        for (int32_t s = 0; s < pp; s++) {
-            int64_t chunk = (int64_t)vs * pp + s;
+    for (int64_t chunk = 0; chunk < (int64_t)pp * v; chunk++) {
+        {
+            int32_t s, vs; /* the rank holding the model chunk, and its slot there */
+            chunk_slot(p, chunk, &s, &vs);
             int64_t nl = plan_model_chunk_layers(p, m, chunk);
             int64_t n_moe = 0;
             if (has_moe)
                 for (int64_t l = l0; l < l0 + nl; l++) n_moe += model_layer_is_moe(m, l);
             l0 += nl;
             double nd = (double)(nl - n_moe), nm = (double)n_moe;
-            SimChunkCost *c = &cc[s * v + vs];
+            SimChunkCost *c = &cc[s * ve + vs];
 #define SUM(f) (nd * dense.f + (has_moe ? nm * moe.f : 0))
             double rk = p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0 && p->recompute_layers < nl
                             ? (double)p->recompute_layers / (double)nl : 1.0;
@@ -349,6 +375,9 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             c->tp_exposed_s = SUM(tp_f) + SUM(tp_b);
             c->cp_exposed_s = SUM(cp_f) + SUM(cp_b);
             c->ep_exposed_s = SUM(ep_f) + SUM(ep_b);
+            c->ep_fwd_s = SUM(ep_f);
+            c->ep_bwd_s = SUM(ep_b);
+            c->wgrad_s = SUM(wgrad);
             c->fsdp_exposed_s = SUM(fsdp);
             c->slowdown_s = SUM(slow);
             double params = SUM(params), eparams = SUM(expert_params);
@@ -361,6 +390,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 emb_fwd = emb_f + emb_tp;
                 c->compute_fwd_s += emb_f;
                 c->compute_bwd_s += emb_b;
+                c->wgrad_s += emb_wg;
                 c->tp_exposed_s += 2 * emb_tp;
                 tp_f += emb_tp;
                 params += emb_params;
@@ -370,6 +400,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 c->head_bwd_s = head_b + head_tp;
                 c->compute_fwd_s += head_f;
                 c->compute_bwd_s += head_b;
+                c->wgrad_s += head_wg;
+                c->head_wgrad_s = head_wg;
                 c->tp_exposed_s += 2 * head_tp;
                 tp_f += head_tp;
                 params += head_params;
@@ -395,10 +427,10 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
              * from the previous one (backward sends go back over it) */
             double p2p_out = 0, p2p_in = 0;
             if (pp > 1) {
-                int64_t r = plan_rank_of(p, 0, 0, 0, s), rn = plan_rank_of(p, 0, 0, 0, (s + 1) % pp),
-                        rp = plan_rank_of(p, 0, 0, 0, (s + pp - 1) % pp);
-                p2p_out = gpn_pp > 0 && r / gpn_pp == rn / gpn_pp ? p2p_near : p2p_far;
-                p2p_in = gpn_pp > 0 && r / gpn_pp == rp / gpn_pp ? p2p_near : p2p_far;
+                /* the V's way back (dualpipev chunk 1) sends to rank s-1 */
+                int32_t dn = p->schedule == PLAN_SCHED_DUALPIPEV && vs == 1 ? -1 : 1;
+                p2p_out = p2p_link(p, gpn_pp, s, dn, p2p_near, p2p_far);
+                p2p_in = p2p_link(p, gpn_pp, s, -dn, p2p_near, p2p_far);
             }
             c->p2p_fwd_s = p2p_out;
             c->p2p_bwd_s = p2p_in;
@@ -442,6 +474,16 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 }
                 c->dp_grad_s = bk.t_dp;
                 c->dp_end_s = bk.end_s;
+                if (ordered) { /* the last gradients come from a W task: its layer part is the window */
+                    SimBucketTiming tw = tm;
+                    tw.window_s = c->wgrad_s - c->head_wgrad_s;
+                    SimBuckets bw;
+                    sim_chunk_buckets(&x, &dense, has_moe ? &moe : NULL, l0 - nl, nl, last ? head_params : 0,
+                                      first ? emb_params : 0, grad_rc, gbytes,
+                                      sim_dp_bucket_bytes(&in->opt, x.dpg.size) / gbytes,
+                                      p->dist_opt || p->zero >= 1 ? x.ab : 0, &tw, &bmemo, &bw);
+                    c->dp_end_w_s = bw.end_s;
+                }
                 c->param_gather_s = (dpm.has_ag ? bk.t_ag : 0) + (dpm.has_eag ? bk.t_eag : 0);
                 c->gather_lag_s = c->param_gather_s > 0 ? bk.lag_s : 0;
                 sc[s].param_gather_s += c->param_gather_s;
@@ -451,7 +493,21 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 sc[s].optimizer_s += dpm.shampoo;
                 sc[s].step_comm_s += dpm.shampoo_ag;
             }
+            if (p->schedule == PLAN_SCHED_DUALPIPE) { /* the copy entering at rank pp-1, on rank pp-1-s */
+                const int32_t r = pp - 1 - s;
+                SimChunkCost *d = &cc[r * ve + 1];
+                *d = *c;
+                d->p2p_fwd_s = pp > 1 ? p2p_link(p, gpn_pp, r, -1, p2p_near, p2p_far) : 0;
+                d->p2p_bwd_s = pp > 1 ? p2p_link(p, gpn_pp, r, 1, p2p_near, p2p_far) : 0;
+                /* each copy's gradients reduced and its parameters stepped as
+                 * its own (the two copies' exchange of gradients, over 2 ranks
+                 * per DP replica, is not modelled) */
+                sc[r].param_gather_s += d->param_gather_s;
+                sc[r].optimizer_s += dpm.opt + (dpm.has_shampoo ? dpm.shampoo : 0);
+                sc[r].step_comm_s += dpm.has_shampoo ? dpm.shampoo_ag : 0;
+            }
         }
+    }
 
     /* tied word embeddings split over the first and last stage: Megatron
      * (_allreduce_embedding_grads) and DeepSpeed (_exec_reduce_tied_grads)
@@ -465,7 +521,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         sc[0].embed_sync_s += t_emb;
         sc[pp - 1].embed_sync_s += t_emb;
     }
-    SimPipeline pl = {.stages = pp, .chunks = v, .micro_batches = p->grad_accum, .schedule = p->schedule,
+    SimPipeline pl = {.stages = pp, .chunks = ve, .micro_batches = p->grad_accum, .schedule = p->schedule,
+                      .pair_sm_share = in->opt.pair_sm_share,
                       .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !plan_ds_pipe(p),
                       .param_gather_overlap = in->opt.param_gather_overlap && !plan_ds_pipe(p),
                       .overlap_slowdown = in->opt.overlap_slowdown, .record = in->opt.record};

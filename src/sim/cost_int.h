@@ -25,13 +25,16 @@ typedef struct Ctx {
 } Ctx;
 
 /* sim_layer_costs' edges: embedding forward / backward / TP, head forward /
- * backward / TP, embedding and head parameters, the pipeline message. */
-#define SIM_EDGES 9
+ * backward / TP, embedding and head parameters, the pipeline message, the
+ * embedding's and the head's weight-gradient parts of their backward. */
+#define SIM_EDGES 11
 
 typedef struct LayerCost {
     double fwd, bwd;           /* compute busy (no comm), one micro-batch */
     double attn_fwd, attn_bwd; /* attention core alone */
     double gemm_fwd, gemm_bwd; /* GEMMs alone (what TP overlap can hide under) */
+    double wgrad;              /* of bwd: the weight-gradient kernels (the costed step's wg), the
+                                  W task of zb-h1 and dualpipe(v); the rest is input gradient */
     double tp_f, tp_b;         /* exposed TP */
     double cp_f, cp_b;         /* exposed CP */
     double ep_f, ep_b;         /* exposed EP */

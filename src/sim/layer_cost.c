@@ -100,6 +100,11 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     const PartBlockT *ta = &tpl->b[PART_BLOCK_ATTN], *tf = &tpl->b[moe ? PART_BLOCK_MOE : PART_BLOCK_MLP];
     lc->fwd = a->fwd + f->fwd;
     lc->bwd = a->ig + a->wg + f->ig + f->wg;
+    /* the W of the zero-bubble split (Qi et al. 2024 section 2): the weight-
+     * gradient kernels the costed step times per kernel (wgrad GEMMs and
+     * their casts); the input-gradient GEMMs and every non-GEMM backward
+     * kernel are the I part */
+    lc->wgrad = a->wg + f->wg;
     lc->attn_fwd = a->core_fwd;
     lc->attn_bwd = a->core_ig;
     lc->gemm_fwd = a->gemm_fwd + f->gemm_fwd;
@@ -392,6 +397,8 @@ void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe,
     else memset(moe, 0, sizeof *moe);
     edge_costs(&y, &edge[0], &edge[1], &edge[2], &edge[3], &edge[4], &edge[5], &edge[6], &edge[7]);
     edge[8] = tpl.boundary_bytes;
+    edge[9] = cs.b[PART_BLOCK_EMBED].wg;
+    edge[10] = cs.b[PART_BLOCK_HEAD].wg;
     if (e) {
         e->key = k;
         e->valid = true;

@@ -1,20 +1,32 @@
 /*
  * schedule.c — the pipeline schedule engine (sim.h layer 1).
  *
- * Tasks are (stage s, micro-batch mb, chunk c, F|B), packed in an int32:
- *   mb << 8 | c << 1 | is_backward          (c < 128, mb < 2^23)
- * Each stage's task order is written once into an array (GPipe, 1F1B,
- * Megatron interleaved 1F1B). Finish times live in flat arrays indexed
- * [(s*v + c)*m + mb]; -1 means "not yet run". Stages are swept alternately
- * 0..p-1 and p-1..0; a stage runs tasks in its order while their
- * dependency is known:
- *   F(s,mb,c): F(s-1,mb,c) + p2p           (s > 0)
- *              F(p-1,mb,c-1) + p2p         (s = 0, c > 0)
- *   B(s,mb,c): B(s+1,mb,c) + p2p           (s < p-1)
- *              B(0,mb,c+1) + p2p           (s = p-1, c < v-1)
- *              F(s,mb,c)                   (s = p-1, c = v-1)
+ * Tasks are (stage s, micro-batch mb, chunk c, kind), packed in an int32 as
+ * plan.h's PLAN_TASK(mb, c, kind) (c < 128, mb < 2^21); kinds: F forward, B
+ * whole backward, I the input-gradient part of a backward (zb-h1, dualpipe:
+ * its weight gradient runs later as a W task), W, and PF: the forward of an
+ * overlapped F&B pair whose backward is the next entry (dualpipe). Each
+ * stage's task order is written once into an array (GPipe, 1F1B, Megatron
+ * interleaved 1F1B here; ZB-H1, DualPipe, DualPipeV by plan_order, which the
+ * workload builder runs too). Finish times live in flat arrays indexed
+ * [(s*v + c)*mc + mb] (mc micro-batches per chunk: m, or m/2 for dualpipe's
+ * two copies): forwards, then backwards (B or I), then W; -1 means "not yet
+ * run". Stages are swept alternately 0..p-1 and p-1..0; a stage runs tasks
+ * in its order while their dependencies are known. Along the model, chunks
+ * are placed in a line (1F1B, interleaved: chunk c of stage s follows chunk
+ * c of stage s-1, then chunk c-1 of stage p-1), in two lines run in opposite
+ * directions (dualpipe: chunk 0 enters at stage 0, chunk 1 at stage p-1) or
+ * in a V (dualpipev: chunk 0 down stages 0..p-1, chunk 1 back up p-1..0):
+ *   F(s,mb,c): F of the chunk before on its stage + p2p   (none for the first chunk)
+ *   B(s,mb,c): B of the chunk after on its stage + p2p    (the last chunk: its own F)
+ *   W(s,mb,c): B(s,mb,c)
+ *   F&B pair:  both its forward's and its backward's dependency
+ * Transfers between chunks on one stage (the V's turn) are free.
  * start = max(stage free, dependency); the schedule orders are deadlock-free,
  * so every sweep makes progress (checked: no progress -> TS_ERR_INTERNAL).
+ * A pair becomes three operations of one kind of step (compile()): a zero-
+ * length one waiting for the forward's input, the pair's time after the
+ * backward's input, a zero-length one giving the forward its finish.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -23,16 +35,26 @@
 #include "sim_internal.h"
 #include "../common/common_int.h"
 
-/* One task of a compiled schedule (see compile()). */
+/* Operation kinds of a compiled schedule (what record_spans draws). */
+enum { OP_F, OP_B, OP_I, OP_W, OP_PAIR_OPEN, OP_PAIR, OP_PAIR_CLOSE };
+
+/* One operation of a compiled schedule (see compile()). */
 typedef struct SimOp {
-    int32_t self;  /* finish slot: F at idx, B at nt + idx, idx = (s*v + c)*m + mb */
+    int32_t self;  /* finish slot: F at idx, B (or I) at nt + idx, W at 2*nt + idx, the
+                      opening of a pair at 3*nt + idx, idx = (s*v + c)*mc + mb */
     int32_t dep;   /* finish slot it waits for, -1 none */
     int32_t xi;    /* transfer on that edge: xf[] index (2*sender + is_bwd), zero slot if none */
-    int32_t di;    /* duration: dur[] index (2*(s*v + c) + is_bwd) */
+    int32_t di;    /* duration: dur[] index (DUR_* of the chunk, a pair, or the zero slot) */
     int16_t stage;
-    int16_t last;  /* 1: backward of the last micro-batch (DP buckets start under it);
-                      2: forward of the first (the parameter gathers arrive under it) */
+    int8_t last;   /* 1: the last micro-batch's last gradient work of its chunk (B, or W after
+                      an I: DP buckets start under it); 2: forward of the first (the
+                      parameter gathers arrive under it) */
+    int8_t kind;   /* OP_* */
 } SimOp;
+
+/* dur[] per chunk i = s*v + c: 4*i + DUR_F, _B, _I, _W; then the pairs of
+ * stage s, 4*p*v + (s*v + cf)*v + cb; then the zero slot. */
+enum { DUR_F, DUR_B, DUR_I, DUR_W };
 
 /* A compiled schedule for (p, v, m, schedule). */
 typedef struct SimProg {
@@ -41,6 +63,8 @@ typedef struct SimProg {
     int64_t n, m;        /* n == 0: empty slot */
     int32_t p, v, sched;
     uint64_t used;       /* LRU stamp */
+    uint8_t *wlast;      /* [p*v]: the chunk's last gradient work is a W task */
+    size_t wl_cap;
 } SimProg;
 
 /* Compiled schedules kept per work space: a sweep alternates schedules and
@@ -50,27 +74,32 @@ typedef struct SimProg {
 struct SimWork {
     SimProg progs[SIM_PROG_CACHE];
     uint64_t clock;
-    double *dur, *xf;    /* [2*p*v (+1)] */
-    size_t dx_cap;
-    int32_t *order;      /* [p][n_tasks] */
+    double *dur, *xf;    /* dur: see DUR_*; xf: [2*p*v + 1] */
+    size_t dur_cap, xf_cap;
+    int32_t *order;      /* [p][order entries] */
     size_t order_cap;
-    double *fend, *bend; /* [p*v*m] */
+    int32_t *fifo;       /* plan_order's W queue */
+    size_t fifo_cap;
+    double *fend;        /* finish times [nslots(pl)] (F, B, W, pairs' openings); compile's done flags */
     size_t t_cap;
-    int32_t *vmb;        /* interleaved forward mapping: [m*v] packed (mb<<8|c<<1) */
+    int32_t *vmb;        /* interleaved forward mapping: [m*v] packed (mb, c) */
     size_t vmb_cap;
-    double *bst_last;    /* start of B(s, m-1, c): [p*v] */
+    double *bst_last;    /* start of the last gradient work of (s, c) (B or W of mb mc-1): [p*v] */
     size_t sc_cap;
-    double *bfin_last;   /* finish of B(s, m-1, c): [p*v] */
-    size_t bl_cap;
+    uint8_t *wlast;      /* [p*v]: that work is a W (the last run's program) */
+    size_t wl_cap;
     double *fst_first;   /* start of F(s, 0, c): [p*v] */
     size_t ff_cap;
-    double *ppc;         /* per-task transfer wait (fast path): [2*p*v*m] */
+    double *ppc;         /* per-task transfer wait (fast path): like fend */
     size_t ppc_cap;
     SimStageResult *stages;
-    int64_t *pos;
-    double *tfree;
-    double *ppwait;      /* idle time spent waiting for a transfer in flight, per stage */
     size_t st_cap;
+    int64_t *pos, *olen; /* per stage: compile's position in its order, the order's length */
+    size_t pos_cap, olen_cap;
+    double *tfree;       /* per stage: when its compute stream is free */
+    size_t tf_cap;
+    double *ppwait;      /* idle time spent waiting for a transfer in flight, per stage */
+    size_t ppw_cap;
     SimSpan *spans;
     size_t span_n, span_cap;
     SimChunkCost *costs;   /* for sim_simulate */
@@ -115,18 +144,22 @@ void sim_work_destroy(SimWork *w)
 {
     if (!w) return;
     free(w->order);
-    for (int i = 0; i < SIM_PROG_CACHE; i++) free(w->progs[i].ops);
-    free(w->bfin_last);
+    free(w->fifo);
+    for (int i = 0; i < SIM_PROG_CACHE; i++) {
+        free(w->progs[i].ops);
+        free(w->progs[i].wlast);
+    }
     free(w->ppc);
     free(w->dur);
     free(w->xf);
     free(w->fend);
-    free(w->bend);
     free(w->vmb);
     free(w->bst_last);
+    free(w->wlast);
     free(w->fst_first);
     free(w->stages);
     free(w->pos);
+    free(w->olen);
     free(w->tfree);
     free(w->ppwait);
     free(w->spans);
@@ -144,6 +177,11 @@ void sim_work_cache_costs(SimWork *w, bool on)
 void **sim_work_cost_cache(SimWork *w)
 {
     return w && w->cost_cache_on ? &w->cost_cache : NULL;
+}
+
+const SimChunkCost *sim_work_chunk_costs(const SimWork *w)
+{
+    return w->costs;
 }
 
 void sim_result_free(SimResult *r)
@@ -167,29 +205,115 @@ SimChunkCost *sim_work_costs(SimWork *w, int32_t n_chunks, int32_t n_stages, Sim
     return w->costs;
 }
 
-#define PACK(mb, c, b) ((int32_t)(((mb) << 8) | ((c) << 1) | (b)))
+double sim_pair_s(const SimChunkCost *f, const SimChunkCost *b, double share)
+{
+    double fe = f->ep_fwd_s, be = b->ep_bwd_s, comp = f->fwd_s - fe + b->bwd_s - be;
+    if (!(fe + be > 0)) return comp;
+    double c = comp / (1.0 - share);
+    return c > fe + be ? c : fe + be;
+}
 
-/* Fill order[0..2*m*v) for stage s; returns the count. */
-static int64_t make_order(const SimPipeline *pl, const int32_t *vmb, int32_t s, int32_t *o)
+/* ---- schedule shapes ---------------------------------------------------------- */
+static bool sched_dual(const SimPipeline *pl)
+{
+    return pl->schedule == PLAN_SCHED_DUALPIPE || pl->schedule == PLAN_SCHED_DUALPIPEV;
+}
+
+/* The orders written by plan_order (W tasks, pairs). */
+static bool sched_ordered(const SimPipeline *pl)
+{
+    return pl->schedule == PLAN_SCHED_ZBH1 || sched_dual(pl);
+}
+
+/* Micro-batches through each chunk: dualpipe's copies take half each. */
+static int64_t chunk_mb(const SimPipeline *pl)
+{
+    return pl->schedule == PLAN_SCHED_DUALPIPE ? pl->micro_batches / 2 : pl->micro_batches;
+}
+
+/* Finish slots: F, B, W of every task, and the openings of F&B pairs. */
+static size_t nslots(const SimPipeline *pl)
+{
+    return (sched_dual(pl) ? 4 : 3) * (size_t)pl->stages * (size_t)pl->chunks * (size_t)chunk_mb(pl);
+}
+
+/* Order entries per stage, at most. */
+static int64_t order_cap(const SimPipeline *pl)
+{
+    if (sched_ordered(pl)) return plan_order_cap(pl->schedule, pl->micro_batches);
+    return 2 * pl->micro_batches * pl->chunks;
+}
+
+/* Operations per stage, at most: a pair's two entries make three. */
+static int64_t ops_cap(const SimPipeline *pl)
+{
+    int64_t n = order_cap(pl);
+    return sched_dual(pl) ? n + n / 2 + 1 : n;
+}
+
+/* The pipeline's own F&B pair counts on stage s: pairs[cf][cb]. */
+static void stage_pairs(const SimPipeline *pl, int32_t s, int64_t pairs[2][2])
+{
+    plan_order_pairs(pl->schedule, pl->stages, pl->micro_batches, s, pairs);
+}
+
+/* The finish slot task (s, mb, c) of a forward (bwd false) or a backward waits
+ * for, -1 none, and the transfer on that edge (*xi; xzero when free): the
+ * chunk before (forward) or after (backward) on the model's path, which is
+ * a line, two opposite lines (dualpipe) or a V (dualpipev). */
+static int64_t dep_of(const SimPipeline *pl, int64_t mc, int32_t s, int32_t c, int64_t mb, bool bwd, int32_t *xi)
+{
+    const int32_t p = pl->stages, v = pl->chunks, xzero = 2 * p * v;
+    const int64_t nt = (int64_t)p * v * mc;
+    int32_t ps = -1, pc = 0; /* the stage and chunk of the dependency */
+    bool xfer = true;
+    if (pl->schedule == PLAN_SCHED_DUALPIPE) { /* chunk 0 enters at stage 0, chunk 1 at stage p-1 */
+        int32_t up = c == 0 ? !bwd : bwd, n = up ? s - 1 : s + 1;
+        if (n >= 0 && n < p) ps = n, pc = c;
+    } else if (pl->schedule == PLAN_SCHED_DUALPIPEV && c == 1) { /* the V's way back */
+        if (!bwd) ps = s < p - 1 ? s + 1 : s, pc = s < p - 1 ? 1 : 0, xfer = s < p - 1;
+        else if (s > 0) ps = s - 1, pc = 1;
+    } else if (pl->schedule == PLAN_SCHED_DUALPIPEV) { /* the V's way down */
+        if (!bwd && s > 0) ps = s - 1, pc = 0;
+        if (bwd) ps = s < p - 1 ? s + 1 : s, pc = s < p - 1 ? 0 : 1, xfer = s < p - 1;
+    } else if (!bwd) { /* a line: chunk c of stage s-1, or chunk c-1 of stage p-1 */
+        if (s > 0) ps = s - 1, pc = c;
+        else if (c > 0) ps = p - 1, pc = c - 1;
+    } else {
+        if (s < p - 1) ps = s + 1, pc = c;
+        else if (c < v - 1) ps = 0, pc = c + 1;
+    }
+    if (ps < 0) { /* the first chunk's forward waits for nothing, the last one's backward for its forward */
+        *xi = xzero;
+        return bwd ? ((int64_t)s * v + c) * mc + mb : -1;
+    }
+    *xi = xfer ? 2 * (ps * v + pc) + bwd : xzero;
+    return (bwd ? nt : 0) + ((int64_t)ps * v + pc) * mc + mb;
+}
+
+/* Fill order[0..) for stage s; returns the count. */
+static int64_t make_order(const SimPipeline *pl, SimWork *w, int32_t s, int32_t *o)
 {
     int64_t m = pl->micro_batches, p = pl->stages, v = pl->chunks, n = 0;
+    if (sched_ordered(pl)) return plan_order(pl->schedule, p, m, s, o, w->fifo);
     if (pl->schedule == PLAN_SCHED_GPIPE) {
-        for (int64_t i = 0; i < m; i++) o[n++] = PACK(i, 0, 0);
-        for (int64_t i = 0; i < m; i++) o[n++] = PACK(i, 0, 1);
+        for (int64_t i = 0; i < m; i++) o[n++] = PLAN_TASK(i, 0, PLAN_TASK_F);
+        for (int64_t i = 0; i < m; i++) o[n++] = PLAN_TASK(i, 0, PLAN_TASK_B);
         return n;
     }
     if (pl->schedule == PLAN_SCHED_1F1B) {
-        int64_t w = p - s - 1 < m ? p - s - 1 : m;
-        for (int64_t i = 0; i < w; i++) o[n++] = PACK(i, 0, 0);
-        for (int64_t i = 0; i < m - w; i++) {
-            o[n++] = PACK(w + i, 0, 0);
-            o[n++] = PACK(i, 0, 1);
+        int64_t wu = p - s - 1 < m ? p - s - 1 : m;
+        for (int64_t i = 0; i < wu; i++) o[n++] = PLAN_TASK(i, 0, PLAN_TASK_F);
+        for (int64_t i = 0; i < m - wu; i++) {
+            o[n++] = PLAN_TASK(wu + i, 0, PLAN_TASK_F);
+            o[n++] = PLAN_TASK(i, 0, PLAN_TASK_B);
         }
-        for (int64_t i = m - w; i < m; i++) o[n++] = PACK(i, 0, 1);
+        for (int64_t i = m - wu; i < m; i++) o[n++] = PLAN_TASK(i, 0, PLAN_TASK_B);
         return n;
     }
     /* Megatron interleaved 1F1B (schedules.py,
      * forward_backward_pipelining_with_interleaving), group size p. */
+    const int32_t *vmb = w->vmb;
     int64_t total = m * v, warm;
     if (m == p) {
         warm = total;
@@ -199,9 +323,9 @@ static int64_t make_order(const SimPipeline *pl, const int32_t *vmb, int32_t s, 
     }
     int32_t vm1 = (int32_t)(v - 1);
 #define FWD(k) (vmb[k])
-#define BWD(k) (vmb[k] + (vm1 - ((vmb[k] >> 1) & 127) * 2) * 2 + 1)
-    /* BWD: same mb, chunk v-1-c: the packed 2c becomes 2(v-1-c), i.e. plus
-     * 2(v-1-2c); plus the backward bit. */
+#define BWD(k) (vmb[k] + (vm1 - PLAN_TASK_CHUNK(vmb[k]) * 2) * 8 + PLAN_TASK_B)
+    /* BWD: same mb, chunk v-1-c: the packed 8c becomes 8(v-1-c), i.e. plus
+     * 8(v-1-2c); plus the backward kind. */
     for (int64_t k = 0; k < warm; k++) o[n++] = FWD(k);
     for (int64_t k = 0; k < total - warm; k++) {
         o[n++] = FWD(warm + k);
@@ -232,6 +356,60 @@ static void push_span(SimWork *w, bool *oom, int32_t s, SimStream st, int c, int
     sp->name = NULL;
 }
 
+/* Is the dependency slot done (compile's flags in fend: >= 0)? */
+static bool done(const double *flag, int64_t dep)
+{
+    return dep < 0 || flag[dep] >= 0;
+}
+
+static void put_op(SimOp *op, int64_t self, int64_t dep, int32_t xi, int32_t di, int32_t s, int last, int kind)
+{
+    *op = (SimOp){.self = (int32_t)self, .dep = (int32_t)dep, .xi = xi, .di = di, .stage = (int16_t)s,
+                  .last = (int8_t)last, .kind = (int8_t)kind};
+}
+
+/* Compile stage s's tasks from position *k on while their dependencies are
+ * done; returns the operations written at ops. */
+static int64_t compile_stage(const SimPipeline *pl, SimProg *pg, const int32_t *o, int64_t nk, int32_t s,
+                             int64_t *k, double *flag, SimOp *ops)
+{
+    const int32_t p = pl->stages, v = pl->chunks, xzero = 2 * p * v;
+    const int64_t mc = chunk_mb(pl), nt = (int64_t)p * v * mc;
+    const int32_t dzero = 4 * p * v + p * v * v;
+    int64_t n = 0;
+    for (; *k < nk; (*k)++) {
+        int32_t t = o[*k], c = PLAN_TASK_CHUNK(t), kind = PLAN_TASK_KIND(t), xi, xj;
+        int64_t mb = PLAN_TASK_MB(t), idx = ((int64_t)s * v + c) * mc + mb;
+        if (kind == PLAN_TASK_F) {
+            int64_t dep = dep_of(pl, mc, s, c, mb, false, &xi);
+            if (!done(flag, dep)) break;
+            flag[idx] = 1;
+            put_op(&ops[n++], idx, dep, xi, 4 * (s * v + c) + DUR_F, s, 2 * (mb == 0), OP_F);
+        } else if (kind == PLAN_TASK_W) {
+            put_op(&ops[n++], 2 * nt + idx, nt + idx, xzero, 4 * (s * v + c) + DUR_W, s, mb == mc - 1, OP_W);
+        } else if (kind == PLAN_TASK_PF) { /* an F&B pair: this forward and the next entry's backward */
+            int32_t tb = o[*k + 1], cb = PLAN_TASK_CHUNK(tb);
+            int64_t mbb = PLAN_TASK_MB(tb), ib = ((int64_t)s * v + cb) * mc + mbb;
+            int64_t df = dep_of(pl, mc, s, c, mb, false, &xi), db = dep_of(pl, mc, s, cb, mbb, true, &xj);
+            if (!done(flag, df) || !done(flag, db)) break;
+            flag[idx] = flag[nt + ib] = 1;
+            put_op(&ops[n++], 3 * nt + idx, df, xi, dzero, s, 2 * (mb == 0), OP_PAIR_OPEN);
+            put_op(&ops[n++], nt + ib, db, xj, 4 * p * v + (s * v + c) * v + cb, s, mbb == mc - 1, OP_PAIR);
+            put_op(&ops[n++], idx, nt + ib, xzero, dzero, s, 0, OP_PAIR_CLOSE);
+            (*k)++;
+        } else { /* B or I */
+            int64_t dep = dep_of(pl, mc, s, c, mb, true, &xi);
+            if (!done(flag, dep)) break;
+            flag[nt + idx] = 1;
+            bool in = kind == PLAN_TASK_I;
+            if (in && mb == mc - 1) pg->wlast[s * v + c] = 1;
+            put_op(&ops[n++], nt + idx, dep, xi, 4 * (s * v + c) + (in ? DUR_I : DUR_B), s, !in && mb == mc - 1,
+                   in ? OP_I : OP_B);
+        }
+    }
+    return n;
+}
+
 /* Compile the schedule into a program: the tasks of all stages in one
  * dependency-respecting order, found by sweeping the per-stage orders with
  * "done" flags only. The order depends on (p, v, m, schedule), not on the
@@ -241,11 +419,11 @@ static void push_span(SimWork *w, bool *oom, int32_t s, SimStream st, int c, int
 static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, TsError *err)
 {
     const int32_t p = pl->stages, v = pl->chunks;
-    const int64_t m = pl->micro_batches, ntask = 2 * m * v, nt = (int64_t)p * v * m;
+    const int64_t m = pl->micro_batches, ncap = order_cap(pl), nt = (int64_t)p * v * chunk_mb(pl);
     SimProg *pg = &w->progs[0];
     for (int i = 0; i < SIM_PROG_CACHE; i++) {
         SimProg *q = &w->progs[i];
-        if (q->n == ntask * p && q->p == p && q->v == v && q->m == m && q->sched == (int)pl->schedule) {
+        if (q->n > 0 && q->p == p && q->v == v && q->m == m && q->sched == (int)pl->schedule) {
             q->used = ++w->clock;
             *out = q;
             return TS_OK;
@@ -254,63 +432,33 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
     }
     pg->n = 0;
     pg->used = ++w->clock;
-    if (!ts_grow((void **)&pg->ops, &pg->cap, (size_t)(ntask * p), sizeof(SimOp)))
-        return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ntask * p));
+    if (!ts_grow((void **)&pg->ops, &pg->cap, (size_t)(ops_cap(pl) * p), sizeof(SimOp)) ||
+        !ts_grow((void **)&pg->wlast, &pg->wl_cap, (size_t)(p * v), 1))
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ncap * p));
+    memset(pg->wlast, 0, (size_t)(p * v));
     if (pl->schedule == PLAN_SCHED_INTERLEAVED) {
         int64_t n = 0;
         for (int64_t start = 0; start < m; start += p) {
             int64_t g = m - start < p ? m - start : p;
             for (int32_t c = 0; c < v; c++)
-                for (int64_t j = 0; j < g; j++) w->vmb[n++] = PACK(start + j, c, 0);
+                for (int64_t j = 0; j < g; j++) w->vmb[n++] = PLAN_TASK(start + j, c, PLAN_TASK_F);
         }
     }
-    for (int32_t s = 0; s < p; s++) make_order(pl, w->vmb, s, w->order + (int64_t)s * ntask);
-    double *fdone = w->fend, *bdone = w->bend; /* used as flags: < 0 not done */
-    for (int64_t i = 0; i < nt; i++) fdone[i] = bdone[i] = -1.0;
-    for (int32_t s = 0; s < p; s++) w->pos[s] = 0;
-    int64_t remaining = ntask * p, n = 0;
-    const int32_t xzero = 2 * p * v; /* index of a zero transfer */
+    int64_t remaining = 0, n = 0;
+    for (int32_t s = 0; s < p; s++) {
+        w->pos[s] = make_order(pl, w, s, w->order + (int64_t)s * ncap);
+        remaining += w->pos[s];
+    }
+    double *flag = w->fend; /* used as flags: < 0 not done */
+    for (int64_t i = 0; i < 2 * nt; i++) flag[i] = -1.0;
+    int64_t *len = w->olen;
+    for (int32_t s = 0; s < p; s++) len[s] = w->pos[s], w->pos[s] = 0;
     for (int64_t sweep = 0; remaining > 0; sweep++) {
         int64_t before = remaining;
         for (int32_t i = 0; i < p; i++) {
             int32_t s = (sweep & 1) ? p - 1 - i : i;
-            const int32_t *o = w->order + (int64_t)s * ntask;
             int64_t k = w->pos[s];
-            for (; k < ntask; k++) {
-                int32_t t = o[k], c = (t >> 1) & 127;
-                int64_t mb = t >> 8, idx = ((int64_t)s * v + c) * m + mb, dep = -1;
-                int32_t xi = xzero;
-                if (!(t & 1)) {
-                    if (s > 0) {
-                        dep = idx - (int64_t)v * m;
-                        xi = 2 * ((s - 1) * v + c);
-                    } else if (c > 0) {
-                        dep = ((int64_t)(p - 1) * v + c - 1) * m + mb;
-                        xi = 2 * ((p - 1) * v + c - 1);
-                    }
-                    if (dep >= 0 && fdone[dep] < 0) break;
-                    fdone[idx] = 1;
-                } else {
-                    if (s < p - 1) {
-                        dep = nt + idx + (int64_t)v * m;
-                        xi = 2 * ((s + 1) * v + c) + 1;
-                    } else if (c < v - 1) {
-                        dep = nt + (int64_t)(c + 1) * m + mb;
-                        xi = 2 * (c + 1) + 1;
-                    } else {
-                        dep = idx;
-                    }
-                    if (dep >= nt ? bdone[dep - nt] < 0 : fdone[dep] < 0) break;
-                    bdone[idx] = 1;
-                }
-                SimOp *op = &pg->ops[n++];
-                op->self = (int32_t)((t & 1) ? nt + idx : idx);
-                op->dep = (int32_t)dep;
-                op->xi = xi;
-                op->di = 2 * (s * v + c) + (t & 1);
-                op->stage = (int16_t)s;
-                op->last = (int16_t)((t & 1) ? mb == m - 1 : 2 * (mb == 0));
-            }
+            n += compile_stage(pl, pg, w->order + (int64_t)s * ncap, len[s], s, &k, flag, pg->ops + n);
             remaining -= k - w->pos[s];
             w->pos[s] = k;
         }
@@ -327,23 +475,42 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
     return TS_OK;
 }
 
+/* Durations and transfers of the plan's chunks (and pairs) into w. */
+static void fill_durations(const SimPipeline *pl, SimWork *w)
+{
+    const int32_t p = pl->stages, v = pl->chunks, pv = p * v;
+    double *dur = w->dur, *xf = w->xf;
+    for (int32_t i = 0; i < pv; i++) {
+        const SimChunkCost *cc = &pl->chunk[i];
+        dur[4 * i + DUR_F] = cc->fwd_s;
+        dur[4 * i + DUR_B] = cc->bwd_s;
+        dur[4 * i + DUR_I] = cc->bwd_s - cc->wgrad_s;
+        dur[4 * i + DUR_W] = cc->wgrad_s;
+        xf[2 * i] = p > 1 ? cc->p2p_fwd_s : 0;
+        xf[2 * i + 1] = p > 1 ? cc->p2p_bwd_s : 0;
+    }
+    if (sched_dual(pl))
+        for (int32_t s = 0; s < p; s++)
+            for (int32_t cf = 0; cf < v; cf++)
+                for (int32_t cb = 0; cb < v; cb++)
+                    dur[4 * pv + (s * v + cf) * v + cb] =
+                        sim_pair_s(&pl->chunk[s * v + cf], &pl->chunk[s * v + cb], pl->pair_sm_share);
+    dur[4 * pv + pv * v] = 0;
+    xf[2 * pv] = 0;
+}
+
 /* Run the compiled program with this plan's durations. Idle time before a
  * task whose input is still in flight is charged to the pipeline transfer up
  * to the transfer's duration (ppwait); the rest of the idle time is bubble.
  * ppc (may be NULL) receives each task's charge, indexed like fin. Fills
- * tfree, ppwait, bst_last, bfin_last and fst_first. */
+ * tfree, ppwait, bst_last, wlast and fst_first. */
 static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double *ppc)
 {
     const int32_t p = pl->stages, v = pl->chunks, pv = p * v;
-    const int64_t m = pl->micro_batches, nt = (int64_t)pv * m;
-    double *dur = w->dur, *xf = w->xf, *fin = w->fend; /* fin: [2*nt], F then B */
-    for (int32_t i = 0; i < pv; i++) {
-        dur[2 * i] = pl->chunk[i].fwd_s;
-        dur[2 * i + 1] = pl->chunk[i].bwd_s;
-        xf[2 * i] = p > 1 ? pl->chunk[i].p2p_fwd_s : 0;
-        xf[2 * i + 1] = p > 1 ? pl->chunk[i].p2p_bwd_s : 0;
-    }
-    xf[2 * pv] = 0;
+    const int64_t mc = chunk_mb(pl), nt = (int64_t)pv * mc;
+    fill_durations(pl, w);
+    const double *dur = w->dur, *xf = w->xf;
+    double *fin = w->fend; /* F, then B, then W */
     double *fr = w->tfree, *ppw = w->ppwait;
     for (int32_t s = 0; s < p; s++) fr[s] = ppw[s] = 0;
     const SimOp *prog = pg->ops;
@@ -359,45 +526,81 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
         fin[op->self] = en;
         fr[op->stage] = en;
         if (op->last) {
-            if (op->last == 1) w->bst_last[op->di >> 1] = st;
-            else w->fst_first[op->di >> 1] = st;
+            int64_t i = (op->self % nt) / mc; /* the chunk s*v + c */
+            if (op->last == 1) w->bst_last[i] = st;
+            else w->fst_first[i] = st;
         }
     }
-    for (int32_t i = 0; i < pv; i++) w->bfin_last[i] = fin[nt + (int64_t)i * m + m - 1];
+    memcpy(w->wlast, pg->wlast, (size_t)pv);
+}
+
+/* Does the output of (s, c)'s forward (backward: its input gradient) cross
+ * to another stage? Not from the model's last chunk (first, backward), nor
+ * at the V's turn on stage p-1. */
+static bool sends(const SimPipeline *pl, int32_t s, int32_t c, bool bwd)
+{
+    const int32_t p = pl->stages, v = pl->chunks;
+    if (pl->schedule == PLAN_SCHED_DUALPIPE) return c == 0 ? (bwd ? s > 0 : s < p - 1) : (bwd ? s < p - 1 : s > 0);
+    if (pl->schedule == PLAN_SCHED_DUALPIPEV) return c == 0 ? (bwd ? s > 0 : s < p - 1) : (bwd ? s < p - 1 : s > 0);
+    return bwd ? !(s == 0 && c == 0) : !(s == p - 1 && c == v - 1);
+}
+
+/* The task's exposed TP / CP / EP communication (inside its time, the
+ * chunk's exposure shared by its tasks as their durations), drawn on the
+ * stream tracks at the task's end. */
+static void comm_spans(const SimPipeline *pl, SimWork *w, bool *oom, int32_t s, int32_t c, int64_t mb, double d,
+                       double en)
+{
+    const SimChunkCost *cc = &pl->chunk[s * pl->chunks + c];
+    double busy = cc->fwd_s + cc->bwd_s, share = busy > 0 ? d / busy : 0, t1 = en;
+    const struct { SimStream st; char k; double x; } X[3] = {{SIM_STREAM_EP, 'E', cc->ep_exposed_s},
+                                                              {SIM_STREAM_CP, 'C', cc->cp_exposed_s},
+                                                              {SIM_STREAM_TP, 'T', cc->tp_exposed_s}};
+    for (int j = 0; j < 3; j++) {
+        double x = X[j].x * share;
+        if (!(x > 0)) continue;
+        push_span(w, oom, s, X[j].st, c, mb, X[j].k, t1 - x, t1);
+        t1 -= x;
+    }
 }
 
 /* Spans of the timeline from the finish times of the last run_ops. */
 static TsStatus record_spans(const SimPipeline *pl, SimWork *w, const SimProg *pg, TsError *err)
 {
-    const int32_t p = pl->stages, v = pl->chunks;
-    const int64_t nt = (int64_t)p * v * pl->micro_batches;
+    const int32_t v = pl->chunks;
+    const int64_t mc = chunk_mb(pl), nt = (int64_t)pl->stages * v * mc;
     const double *fin = w->fend, *dur = w->dur, *xf = w->xf;
     bool oom = false;
     for (int64_t k = 0; k < pg->n; k++) {
         const SimOp *op = &pg->ops[k];
-        bool bw = op->self >= nt;
-        int64_t idx = bw ? op->self - nt : op->self;
-        int32_t c = (int32_t)((idx / pl->micro_batches) % v);
-        int64_t mb = idx % pl->micro_batches;
+        if (op->kind == OP_PAIR_OPEN || op->kind == OP_PAIR_CLOSE) continue;
+        int64_t idx = op->self % nt;
+        int32_t c = (int32_t)((idx / mc) % v), s = op->stage;
+        int64_t mb = idx % mc;
         double en = fin[op->self], st = en - dur[op->di];
-        push_span(w, &oom, op->stage, SIM_STREAM_COMPUTE, c, mb, bw ? 'B' : 'F', st, en);
-        /* the task's exposed TP / CP / EP communication (inside its time, the
-         * chunk's exposure shared by its tasks as their durations), drawn on
-         * the stream tracks at the task's end */
-        const SimChunkCost *cc = &pl->chunk[op->stage * v + c];
-        double busy = cc->fwd_s + cc->bwd_s, share = busy > 0 ? dur[op->di] / busy : 0, t1 = en;
-        const struct { SimStream st; char k; double x; } X[3] = {{SIM_STREAM_EP, 'E', cc->ep_exposed_s},
-                                                                  {SIM_STREAM_CP, 'C', cc->cp_exposed_s},
-                                                                  {SIM_STREAM_TP, 'T', cc->tp_exposed_s}};
-        for (int j = 0; j < 3; j++) {
-            double d = X[j].x * share;
-            if (!(d > 0)) continue;
-            push_span(w, &oom, op->stage, X[j].st, c, mb, X[j].k, t1 - d, t1);
-            t1 -= d;
+        if (op->kind == OP_W) {
+            push_span(w, &oom, s, SIM_STREAM_COMPUTE, c, mb, 'W', st, en);
+            continue;
         }
-        double x = xf[op->di];
-        bool edge = bw ? (op->stage == 0 && c == 0) : (op->stage == p - 1 && c == v - 1);
-        if (x > 0 && !edge) push_span(w, &oom, op->stage, SIM_STREAM_PP, c, mb, 'S', en, en + x);
+        if (op->kind == OP_PAIR) {
+            /* the pair's time split pro rata between its forward and backward */
+            int64_t fi = pg->ops[k - 1].self;
+            int32_t cf = (int32_t)((fi / mc) % v);
+            int64_t mf = fi % mc;
+            const SimChunkCost *a = &pl->chunk[s * v + cf], *b = &pl->chunk[s * v + c];
+            double tot = a->fwd_s + b->bwd_s, mid = tot > 0 ? st + (en - st) * a->fwd_s / tot : st;
+            push_span(w, &oom, s, SIM_STREAM_COMPUTE, cf, mf, 'P', st, mid);
+            push_span(w, &oom, s, SIM_STREAM_COMPUTE, c, mb, 'Q', mid, en);
+            double xa = xf[2 * (s * v + cf)], xb = xf[2 * (s * v + c) + 1];
+            if (xa > 0 && sends(pl, s, cf, false)) push_span(w, &oom, s, SIM_STREAM_PP, cf, mf, 'S', en, en + xa);
+            if (xb > 0 && sends(pl, s, c, true)) push_span(w, &oom, s, SIM_STREAM_PP, c, mb, 'S', en, en + xb);
+            continue;
+        }
+        bool bw = op->kind != OP_F;
+        push_span(w, &oom, s, SIM_STREAM_COMPUTE, c, mb, bw ? 'B' : 'F', st, en);
+        comm_spans(pl, w, &oom, s, c, mb, dur[op->di], en);
+        double x = xf[2 * (s * v + c) + bw];
+        if (x > 0 && sends(pl, s, c, bw)) push_span(w, &oom, s, SIM_STREAM_PP, c, mb, 'S', en, en + x);
     }
     if (oom) return ts_err(err, TS_ERR_INTERNAL, "out of memory recording the timeline");
     return TS_OK;
@@ -411,11 +614,26 @@ static TsStatus check(const SimPipeline *pl, TsError *err)
                       (long long)pl->micro_batches);
     if (pl->chunks < 1 || pl->chunks > 127)
         return ts_err(err, TS_ERR_PLAN, "model chunks per stage must be 1..127 (got %d)", pl->chunks);
-    if (pl->chunks > 1 && pl->schedule != PLAN_SCHED_INTERLEAVED)
-        return ts_err(err, TS_ERR_PLAN, "%d model chunks per stage need the interleaved schedule", pl->chunks);
-    if (pl->micro_batches >= (1 << 23))
-        return ts_err(err, TS_ERR_PLAN, "too many micro-batches (%lld)", (long long)pl->micro_batches);
     if ((unsigned)pl->schedule >= PLAN_SCHED_COUNT) return ts_err(err, TS_ERR_PLAN, "unknown schedule");
+    if (sched_dual(pl) && pl->chunks != 2)
+        return ts_err(err, TS_ERR_PLAN, "%s runs 2 model chunks per stage (got %d)", plan_sched_name(pl->schedule),
+                      pl->chunks);
+    if (pl->chunks > 1 && pl->schedule != PLAN_SCHED_INTERLEAVED && !sched_dual(pl))
+        return ts_err(err, TS_ERR_PLAN, "%d model chunks per stage need the interleaved schedule", pl->chunks);
+    if (pl->micro_batches >= (1 << 21))
+        return ts_err(err, TS_ERR_PLAN, "too many micro-batches (%lld)", (long long)pl->micro_batches);
+    if (pl->schedule == PLAN_SCHED_DUALPIPE && (pl->stages % 2 || pl->micro_batches % 2))
+        return ts_err(err, TS_ERR_PLAN, "dualpipe needs an even number of stages and of micro-batches (got %d, %lld)",
+                      pl->stages, (long long)pl->micro_batches);
+    if (sched_dual(pl) && pl->micro_batches < 2 * (int64_t)pl->stages)
+        return ts_err(err, TS_ERR_PLAN, "%s needs at least 2*p = %d micro-batches (got %lld)",
+                      plan_sched_name(pl->schedule), 2 * pl->stages, (long long)pl->micro_batches);
+    if (sched_dual(pl) && !(pl->pair_sm_share >= 0 && pl->pair_sm_share < 1))
+        return ts_err(err, TS_ERR_PLAN, "the pairs' SM share must be in [0, 1) (got %g)", pl->pair_sm_share);
+    /* finish slots (F, B, W of every task) are int32 */
+    if (3.0 * (double)pl->stages * (double)pl->chunks * (double)chunk_mb(pl) >= 2147483647.0)
+        return ts_err(err, TS_ERR_PLAN, "pipeline too large: %d stages x %d chunks x %lld micro-batches", pl->stages,
+                      pl->chunks, (long long)pl->micro_batches);
     return TS_OK;
 }
 
@@ -439,13 +657,19 @@ double sim_dp_end_uniform(int32_t n, double dp_s, double window_s)
     return end;
 }
 
-/* DP gradient reduction of stage s after (or under) its last backward; the
- * part that hides slows compute by overlap_slowdown times the compute share. */
+/* DP gradient reduction of stage s after (or under) its chunks' last
+ * gradient work (a backward, or the W of an input-gradient backward); the
+ * part that hides slows compute by overlap_slowdown times the compute
+ * share. Chunks take the DP stream in the order their last gradient work
+ * starts: v-1 .. 0 for the interleaved schedule, sorted for the others. */
 static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResult *sr)
 {
     const int32_t v = pl->chunks;
     double pipe_end = sr->pipe_end_s, total = 0, free_t = 0, share = 0;
-    for (int32_t c = v - 1; c >= 0; c--) {
+    int32_t ord[2] = {1, 0};
+    if (sched_dual(pl) && w->bst_last[s * v] < w->bst_last[s * v + 1]) ord[0] = 0, ord[1] = 1;
+    for (int32_t j = 0; j < v; j++) {
+        int32_t c = v == 2 ? ord[j] : v - 1 - j;
         const SimChunkCost *cc = &pl->chunk[s * v + c];
         double dp = cc->dp_grad_s;
         if (dp <= 0) continue;
@@ -455,13 +679,15 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
             free_t = (free_t > pipe_end ? free_t : pipe_end) + dp;
             continue;
         }
-        /* the buckets become ready through the chunk's last backward,
-         * after the LM head's own backward (dp_end_s counts from there);
-         * the stream may still be busy with a later chunk's buckets: then
-         * they follow those back to back (the end is max-plus linear in
-         * the stream's start) */
-        double t0 = w->bst_last[s * v + c] + cc->head_bwd_s, e = free_t + dp;
-        free_t = e > t0 + cc->dp_end_s ? e : t0 + cc->dp_end_s;
+        /* the buckets become ready through the chunk's last gradient work,
+         * after the LM head's own part (dp_end_s, dp_end_w_s count from
+         * there); the stream may still be busy with another chunk's
+         * buckets: then they follow those back to back (the end is max-plus
+         * linear in the stream's start) */
+        bool wl = w->wlast[s * v + c];
+        double t0 = w->bst_last[s * v + c] + (wl ? cc->head_wgrad_s : cc->head_bwd_s), e = free_t + dp;
+        double end = t0 + (wl ? cc->dp_end_w_s : cc->dp_end_s);
+        free_t = e > end ? e : end;
     }
     double exposed = free_t > pipe_end ? free_t - pipe_end : 0;
     double overlapped = total - exposed > 0 ? total - exposed : 0;
@@ -510,52 +736,44 @@ double sim_gather_lag_uniform(double gather_s, int32_t layers, double fwd_s)
     return last > a ? last : a;
 }
 
-/* Grow the work arrays for a (p, v, m) pipeline; ppc too when with_ppc. */
-static TsStatus prepare(SimWork *w, int32_t p, int32_t v, int64_t m, bool with_ppc, TsError *err)
+/* Grow the work arrays for pipeline pl; ppc too when with_ppc. */
+static TsStatus prepare(SimWork *w, const SimPipeline *pl, bool with_ppc, TsError *err)
 {
-    const int64_t ntask = 2 * m * v;
-    size_t nt = (size_t)p * (size_t)v * (size_t)m;
-    size_t fcap = w->t_cap, bcap = w->t_cap, blc = w->bl_cap;
-    bool ok = ts_grow((void **)&w->order, &w->order_cap, (size_t)ntask * (size_t)p, sizeof(int32_t)) &&
-              ts_grow((void **)&w->fend, &fcap, 2 * nt, sizeof(double)) &&
-              ts_grow((void **)&w->bend, &bcap, nt, sizeof(double)) &&
+    const int32_t p = pl->stages, v = pl->chunks;
+    const int64_t m = pl->micro_batches, ncap = order_cap(pl);
+    const size_t ns = nslots(pl), pv = (size_t)p * (size_t)v;
+    bool ok = ts_grow((void **)&w->order, &w->order_cap, (size_t)ncap * (size_t)p, sizeof(int32_t)) &&
+              ts_grow((void **)&w->fifo, &w->fifo_cap, (size_t)(2 * m + 1), sizeof(int32_t)) &&
+              ts_grow((void **)&w->fend, &w->t_cap, ns, sizeof(double)) &&
               ts_grow((void **)&w->vmb, &w->vmb_cap, (size_t)(m * v), sizeof(int32_t)) &&
-              ts_grow((void **)&w->bst_last, &w->sc_cap, (size_t)p * (size_t)v, sizeof(double)) &&
-              ts_grow((void **)&w->bfin_last, &blc, (size_t)p * (size_t)v, sizeof(double)) &&
-              ts_grow((void **)&w->fst_first, &w->ff_cap, (size_t)p * (size_t)v, sizeof(double)) &&
-              (!with_ppc || ts_grow((void **)&w->ppc, &w->ppc_cap, 2 * nt, sizeof(double)));
-    w->bl_cap = blc;
-    if (ok) w->t_cap = fcap / 2 < bcap ? fcap / 2 : bcap;
-    size_t d1 = w->dx_cap, d2 = w->dx_cap;
-    ok = ok && ts_grow((void **)&w->dur, &d1, (size_t)(2 * p * v + 1), sizeof(double)) &&
-         ts_grow((void **)&w->xf, &d2, (size_t)(2 * p * v + 1), sizeof(double));
-    if (ok) w->dx_cap = d1 < d2 ? d1 : d2;
-    size_t c1 = w->st_cap, c2 = w->st_cap, c3 = w->st_cap, c4 = w->st_cap;
-    ok = ok && ts_grow((void **)&w->stages, &c1, (size_t)p, sizeof(SimStageResult)) &&
-         ts_grow((void **)&w->pos, &c2, (size_t)p, sizeof(int64_t)) &&
-         ts_grow((void **)&w->tfree, &c3, (size_t)p, sizeof(double)) &&
-         ts_grow((void **)&w->ppwait, &c4, (size_t)p, sizeof(double));
-    if (ok) {
-        size_t mn = c1 < c2 ? c1 : c2;
-        mn = mn < c3 ? mn : c3;
-        w->st_cap = mn < c4 ? mn : c4;
-    }
-    if (!ok) return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ntask * p));
+              ts_grow((void **)&w->bst_last, &w->sc_cap, pv, sizeof(double)) &&
+              ts_grow((void **)&w->wlast, &w->wl_cap, pv, 1) &&
+              ts_grow((void **)&w->fst_first, &w->ff_cap, pv, sizeof(double)) &&
+              (!with_ppc || ts_grow((void **)&w->ppc, &w->ppc_cap, ns, sizeof(double))) &&
+              ts_grow((void **)&w->dur, &w->dur_cap, 4 * pv + pv * (size_t)v + 1, sizeof(double)) &&
+              ts_grow((void **)&w->xf, &w->xf_cap, 2 * pv + 1, sizeof(double)) &&
+              ts_grow((void **)&w->stages, &w->st_cap, (size_t)p, sizeof(SimStageResult)) &&
+              ts_grow((void **)&w->pos, &w->pos_cap, (size_t)p, sizeof(int64_t)) &&
+              ts_grow((void **)&w->olen, &w->olen_cap, (size_t)p, sizeof(int64_t)) &&
+              ts_grow((void **)&w->tfree, &w->tf_cap, (size_t)p, sizeof(double)) &&
+              ts_grow((void **)&w->ppwait, &w->ppw_cap, (size_t)p, sizeof(double));
+    if (!ok) return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ncap * p));
     return TS_OK;
 }
 
 /* ---- the periodic fast path ---------------------------------------------------
- * After warm-up, GPipe, 1F1B and interleaved 1F1B repeat themselves: moving
- * P micro-batches on (P a multiple of delta = 1, or p for interleaved: one
- * group) adds the same lambda to every task's finish time (GPipe: lambda_F
- * to forwards, lambda_B to backwards). P > delta happens: uniform stages
+ * After warm-up, every schedule repeats itself (ZB-H1 in its (F, I, W)
+ * steps, DualPipe and DualPipeV in their main step of pairs): moving P
+ * micro-batches (of each chunk) on (P a multiple of delta = 1, or p for
+ * interleaved: one group) adds the same lambda to every task's finish time
+ * (GPipe: lambda_F to forwards, lambda_B to backwards). P > delta happens: uniform stages
  * with transfers repeat every p rounds. The task graph is shift-invariant
  * between warm-up and cool-down, and max/+ commute with adding a constant,
  * so once a window of tasks repeats exactly, every later period does too,
  * and a run with m micro-batches equals a run with m_r = m - n*P whose
  * cool-down is shifted by n periods. So: run m_r micro-batches (a margin
  * for the warm-up, a few periods, a margin before the cool-down), find P
- * and a window where for EVERY (stage, chunk, F/B) task fin(mb + P) -
+ * and a window where for EVERY (stage, chunk, F/B/W) task fin(mb + P) -
  * fin(mb) is the same lambda (1e-12 relative) and the transfer wait
  * repeats, then shift the end state by n*lambda and add n periods of
  * transfer wait. No window: double m_r; m_r >= m: the full pass.
@@ -573,8 +791,10 @@ static bool find_window(const SimPipeline *q, const SimWork *w, int64_t P, int64
                         int64_t *a, double *lam_f, double *lam_b)
 {
     const int32_t pv = q->stages * q->chunks;
-    const int64_t m = q->micro_batches, nt = (int64_t)pv * m;
+    const int64_t m = chunk_mb(q), nt = (int64_t)pv * m;
     const double *fin = w->fend, *ppc = w->ppc;
+    const bool wt = q->schedule == PLAN_SCHED_ZBH1; /* W tasks too (DualPipe's run in warm-up and cool-down only) */
+    const bool pr = sched_dual(q);                  /* pairs: the forward's wait at the opening */
     int64_t run = 0;
     double rf = 0, rb = 0;
     for (int64_t mb = lo; mb + P < hi; mb++) {
@@ -585,6 +805,8 @@ static bool find_window(const SimPipeline *q, const SimWork *w, int64_t P, int64
             int64_t f = (int64_t)i * m + mb, b = nt + f;
             ok = same(fin[f + P] - fin[f], lf, sc) && same(fin[b + P] - fin[b], lb, sc) &&
                  same(ppc[f + P], ppc[f], sc) && same(ppc[b + P], ppc[b], sc);
+            if (ok && wt) ok = same(fin[b + nt + P] - fin[b + nt], lb, sc);
+            if (ok && pr) ok = same(ppc[b + 2 * nt + P], ppc[b + 2 * nt], sc);
         }
         if (!ok) {
             run = 0;
@@ -626,13 +848,13 @@ static bool scalar_period(const double *x, int64_t P, int64_t lo, int64_t hi, in
     return false;
 }
 
-/* Run m_r micro-batches with transfer waits recorded. */
+/* Run m_r micro-batches (of each chunk) with transfer waits recorded. */
 static TsStatus run_reduced(const SimPipeline *pl, SimWork *w, int64_t mr, SimPipeline *q, TsError *err)
 {
     *q = *pl;
-    q->micro_batches = mr;
+    q->micro_batches = pl->schedule == PLAN_SCHED_DUALPIPE ? 2 * mr : mr;
     const SimProg *pg = NULL;
-    TsStatus st = prepare(w, pl->stages, pl->chunks, mr, true, err);
+    TsStatus st = prepare(w, q, true, err);
     if (!st) st = compile(q, w, &pg, err);
     if (st) return st;
     run_ops(q, w, pg, w->ppc);
@@ -644,14 +866,15 @@ static TsStatus run_reduced(const SimPipeline *pl, SimWork *w, int64_t mr, SimPi
 static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsError *err)
 {
     const int32_t p = pl->stages, v = pl->chunks;
-    const int64_t m = pl->micro_batches, delta = pl->schedule == PLAN_SCHED_INTERLEAVED ? p : 1;
-    /* Margins in micro-batches. reach: how far ahead (in micro-batches) a
-     * task's inputs can be, through its stage's order: a 1F1B stage runs up
-     * to p-1 forwards ahead of its backward, an interleaved one up to
-     * (p-1)*2 + (v-1)*p tasks ahead, under 2 groups of p. The window starts
-     * after the warm-up (head), covers a period plus the reach, and it and
-     * what it depends on end before the cool-down (tail). */
-    const int64_t reach = pl->schedule == PLAN_SCHED_INTERLEAVED ? 2 * (int64_t)p : p;
+    const int64_t m = chunk_mb(pl), delta = pl->schedule == PLAN_SCHED_INTERLEAVED ? p : 1;
+    /* Margins in micro-batches (of each chunk). reach: how far ahead a
+     * task's inputs can be, through its stage's order: a 1F1B or ZB-H1
+     * stage runs up to p-1 forwards ahead of its backward, an interleaved
+     * one up to (p-1)*2 + (v-1)*p tasks ahead, under 2 groups of p, a
+     * DualPipe(V) one up to 2(p-1) forwards of a chunk (step 1). The window
+     * starts after the warm-up (head), covers a period plus the reach, and
+     * it and what it depends on end before the cool-down (tail). */
+    const int64_t reach = pl->schedule == PLAN_SCHED_INTERLEAVED || sched_dual(pl) ? 2 * (int64_t)p + 2 : p;
     const int64_t head = reach + delta, tail = 2 * reach + delta;
     /* 1F1B with several stages tied at the largest cost (an uneven layer
      * split: every middle stage one layer heavier than the first and last)
@@ -659,7 +882,7 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
      * span (measured: 13 of 15 stages -> 13); one heaviest stage gives 1.
      * The first reduced run leaves room for that period. */
     int64_t k0 = 1;
-    if (pl->schedule == PLAN_SCHED_1F1B) {
+    if (pl->schedule == PLAN_SCHED_1F1B || pl->schedule == PLAN_SCHED_ZBH1) {
         double top = 0;
         int32_t first = -1, last = 0;
         for (int32_t s = 0; s < p; s++) top = fmax(top, pl->chunk[s].fwd_s + pl->chunk[s].bwd_s);
@@ -721,22 +944,44 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
             for (int32_t c = 0; c < v; c++)
                 for (int64_t mb = a; mb < a + P; mb++) {
                     int64_t f = ((int64_t)s * v + c) * mr + mb;
-                    round += w->ppc[f] + w->ppc[ntr + f];
+                    round += w->ppc[f] + w->ppc[ntr + f] + (sched_dual(pl) ? w->ppc[3 * ntr + f] : 0);
                 }
             w->tfree[s] += shift;
             w->ppwait[s] += dn * round;
         }
-        for (int32_t i = 0; i < p * v; i++) {
-            w->bst_last[i] += shift;
-            w->bfin_last[i] += shift;
-        }
+        for (int32_t i = 0; i < p * v; i++) w->bst_last[i] += shift;
         *done = true;
         return TS_OK;
     }
 }
 
+/* What stage s's F&B pairs change against running their forward and
+ * backward apart: *dt the time (sim_pair_s - fwd_s - bwd_s, summed), *dep
+ * the exposed EP time (what the pair leaves exposed of the all-to-alls,
+ * minus Fe + Be) and *slow the compute slow-down (the SMs held by the
+ * communication: (Fc + Bc) share / (1 - share)); their sum is *dt. */
+static void stage_pair_delta(const SimPipeline *pl, int32_t s, double *dt, double *dep, double *slow)
+{
+    *dt = *dep = *slow = 0;
+    if (!sched_dual(pl)) return;
+    int64_t np[2][2];
+    stage_pairs(pl, s, np);
+    const double sh = pl->pair_sm_share;
+    for (int32_t cf = 0; cf < 2; cf++)
+        for (int32_t cb = 0; cb < 2; cb++) {
+            if (!np[cf][cb]) continue;
+            const SimChunkCost *f = &pl->chunk[s * 2 + cf], *b = &pl->chunk[s * 2 + cb];
+            double n = (double)np[cf][cb], ep = f->ep_fwd_s + b->ep_bwd_s, comp = f->fwd_s + b->bwd_s - ep;
+            double pair = sim_pair_s(f, b, sh), sl = ep > 0 ? comp * sh / (1 - sh) : 0;
+            *dt += n * (pair - f->fwd_s - b->bwd_s);
+            *slow += n * sl;
+            *dep += n * (pair - comp - sl - ep);
+        }
+}
+
 /* Where stage s spends its time up to its end (end_s): its busy time split
- * by what the chunk costs say each micro-batch holds, its idle time split
+ * by what the chunk costs say each micro-batch holds (an F&B pair's hidden
+ * all-to-alls and its SMs' slow-down: stage_pair_delta), its idle time split
  * into waiting for a transfer in flight (pp) and bubble, then its DP
  * reduction and slow-down; `ag` (an exposed parameter gather) and `slow_ag`
  * (a hidden one's slow-down) are the iteration's, 0 for a stage on its own. */
@@ -756,13 +1001,14 @@ static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, 
         fsdp += cc->fsdp_exposed_s;
         slow += cc->slowdown_s;
     }
-    double md = (double)pl->micro_batches;
+    double md = (double)chunk_mb(pl), dt, dep, dslow;
+    stage_pair_delta(pl, s, &dt, &dep, &dslow);
     memset(bd, 0, sizeof *bd);
     bd->recompute_s = rec * md;
     bd->tp_comm_exposed_s = tp * md;
     bd->cp_comm_exposed_s = cp * md;
-    bd->ep_comm_exposed_s = ep * md;
-    bd->compute_s = sr->busy_s - (rec + tp + cp + ep + fsdp + slow + ppb) * md;
+    bd->ep_comm_exposed_s = ep * md + dep;
+    bd->compute_s = sr->busy_s - (rec + tp + cp + ep + fsdp + slow + ppb) * md - dep - dslow;
     double idle = sr->pipe_end_s - sr->busy_s;
     if (idle < 0) idle = 0;
     double pp = w->ppwait[s];
@@ -770,15 +1016,18 @@ static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, 
     bd->pp_comm_exposed_s = pp + ppb * md;
     bd->bubble_s = idle - pp;
     bd->dp_comm_exposed_s = sr->dp_exposed_s + sr->embed_sync_s + ag + fsdp * md;
-    bd->overlap_slowdown_s = sr->slowdown_s + slow_ag + slow * md;
+    bd->overlap_slowdown_s = sr->slowdown_s + slow_ag + slow * md + dslow;
 }
 
-/* Compute-stream time of stage s: its tasks run one after another. */
+/* Compute-stream time of stage s: its tasks run one after another; a pair
+ * takes sim_pair_s for its forward and backward. */
 static double stage_busy(const SimPipeline *pl, int32_t s)
 {
-    double busy = 0;
+    double busy = 0, dt, dep, dslow;
     for (int32_t c = 0; c < pl->chunks; c++) busy += pl->chunk[s * pl->chunks + c].fwd_s + pl->chunk[s * pl->chunks + c].bwd_s;
-    return busy * (double)pl->micro_batches;
+    busy *= (double)chunk_mb(pl);
+    stage_pair_delta(pl, s, &dt, &dep, &dslow);
+    return busy + dt;
 }
 
 double sim_pipeline_lower_bound(const SimPipeline *pl)
@@ -791,6 +1040,34 @@ double sim_pipeline_lower_bound(const SimPipeline *pl)
     return busy + opt;
 }
 
+/* The published bubble of the zero-bubble and DualPipe schedules on stage
+ * s's per-micro-batch figures (the mean of its chunks), into out->sched_*:
+ * ZB-H1 (p-1)(F+B-2W) (Qi et al. 2024 section 3.1, with B the whole
+ * backward); DualPipe (p/2-1)(F&B+B-3W) and DualPipeV (p-1)(F&B+B-3W) on
+ * p ranks (github deepseek-ai/DualPipe, README table, "PP" stages: DualPipeV
+ * runs 2p). */
+static void sched_figures(const SimPipeline *pl, int32_t s, SimResult *out)
+{
+    if (!sched_ordered(pl)) return;
+    const int32_t v = pl->chunks;
+    double f = 0, b = 0, wg = 0, pair = 0;
+    for (int32_t c = 0; c < v; c++) {
+        const SimChunkCost *cc = &pl->chunk[s * v + c];
+        f += cc->fwd_s / v;
+        b += cc->bwd_s / v;
+        wg += cc->wgrad_s / v;
+        if (v == 2) pair += sim_pair_s(cc, &pl->chunk[s * v + 1 - c], pl->pair_sm_share) / 2;
+    }
+    out->sched_f_s = f;
+    out->sched_b_s = b;
+    out->sched_w_s = wg;
+    out->sched_pair_s = pair;
+    double p = (double)pl->stages;
+    if (pl->schedule == PLAN_SCHED_ZBH1) out->sched_formula_bubble_s = (p - 1) * (f + b - 2 * wg);
+    else if (pl->schedule == PLAN_SCHED_DUALPIPE) out->sched_formula_bubble_s = (p / 2 - 1) * (pair + b - 3 * wg);
+    else out->sched_formula_bubble_s = (p - 1) * (pair + b - 3 * wg);
+}
+
 TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, TsError *err)
 {
     memset(out, 0, sizeof *out);
@@ -799,7 +1076,6 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     SimWork *w = wk ? wk : sim_work_create();
     if (!w) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
     const int32_t p = pl->stages, v = pl->chunks;
-    const int64_t m = pl->micro_batches;
     w->span_n = 0;
     bool done = false;
     if (!pl->record && !pl->full_pass) {
@@ -808,7 +1084,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     }
     if (!done) {
         const SimProg *pg = NULL;
-        st = prepare(w, p, v, m, false, err);
+        st = prepare(w, pl, false, err);
         if (!st) st = compile(pl, w, &pg, err);
         if (st) goto fail;
         run_ops(pl, w, pg, NULL);
@@ -877,6 +1153,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     bd->optimizer_s = opt;
     out->slowest_stage = slowest;
     out->bubble_fraction = cs->pipe_end_s > 0 ? bd->bubble_s / cs->pipe_end_s : 0;
+    sched_figures(pl, crit, out);
 
     if (pl->record) {
         bool oom = false;

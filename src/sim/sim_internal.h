@@ -8,6 +8,10 @@
  * SimStageCost, zeroed. NULL on allocation failure. */
 SimChunkCost *sim_work_costs(SimWork *w, int32_t n_chunks, int32_t n_stages, SimStageCost **stages);
 
+/* The chunk costs the last sim_simulate / sim_lower_bound on w assembled
+ * ([stages * chunks], SimPipeline.chunk's layout; valid until the next). */
+const SimChunkCost *sim_work_chunk_costs(const SimWork *w);
+
 /* The layer-cost cache slot of w (layer_cost.c owns the contents, one malloc'd
  * block freed by sim_work_destroy); NULL when caching is off. */
 void **sim_work_cost_cache(SimWork *w);

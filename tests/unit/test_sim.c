@@ -75,6 +75,34 @@ static void test_bubble_fractions(void **state)
         }
 }
 
+/* ZB-H1, DualPipe and DualPipeV on uniform stages with free transfers and
+ * no EP traffic (an F&B pair is F + B): the critical stage's bubble is the
+ * published one, sched_formula_bubble_s. Tolerance 1e-9 relative. */
+static void test_published_bubbles(void **state)
+{
+    (void)state;
+    static SimChunkCost c[16 * 2];
+    /* ZB-H1's bubble holds for any W; DualPipe's and DualPipeV's published
+     * ones for F = I = W (B = 2F), the case they are derived for: with
+     * W = 0.8, B = 2, F = 1 the engine's orders idle 0.2 s less per rank pair */
+    static const struct { PlanSchedule sch; int p, v; int64_t m; double f, b, w; } T[] = {
+        {PLAN_SCHED_ZBH1, 4, 1, 16, 1.0, 2.0, 0.8},      {PLAN_SCHED_ZBH1, 8, 1, 32, 1.0, 2.0, 1.0},
+        {PLAN_SCHED_ZBH1, 8, 1, 32, 1.0, 3.0, 0.5},      {PLAN_SCHED_DUALPIPE, 4, 2, 16, 1.0, 2.0, 1.0},
+        {PLAN_SCHED_DUALPIPE, 8, 2, 32, 1.0, 2.0, 1.0},  {PLAN_SCHED_DUALPIPE, 16, 2, 64, 1.0, 2.0, 1.0},
+        {PLAN_SCHED_DUALPIPEV, 4, 2, 16, 1.0, 2.0, 1.0}, {PLAN_SCHED_DUALPIPEV, 8, 2, 32, 1.0, 2.0, 1.0},
+    };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        uniform(c, T[i].p * T[i].v, T[i].f, T[i].b);
+        for (int k = 0; k < T[i].p * T[i].v; k++) c[k].wgrad_s = T[i].w;
+        SimResult r;
+        run(T[i].p, T[i].v, T[i].m, T[i].sch, c, &r);
+        print_message("%s p %d m %lld: bubble %.6f s, published %.6f s\n", plan_sched_name(T[i].sch), T[i].p,
+                      (long long)T[i].m, r.breakdown.bubble_s, r.sched_formula_bubble_s);
+        NEAR(r.breakdown.bubble_s, r.sched_formula_bubble_s, 1e-9);
+        sim_result_free(&r);
+    }
+}
+
 static void test_pp1_no_bubble(void **state)
 {
     (void)state;
@@ -620,6 +648,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_example_1f1b),
         cmocka_unit_test(test_bubble_fractions),
+        cmocka_unit_test(test_published_bubbles),
         cmocka_unit_test(test_pp1_no_bubble),
         cmocka_unit_test(test_uneven_and_p2p),
         cmocka_unit_test(test_dp_overlap), cmocka_unit_test(test_param_gather_overlap),

@@ -2,7 +2,8 @@
  * state detected and extrapolated) against the full pass (every micro-batch
  * simulated) on random pipelines: uneven stages, uneven layer splits (tied
  * middle stages), pipeline transfers, DP buckets, GPipe / 1F1B /
- * interleaved, 1 to 4096 micro-batches.
+ * interleaved, 1 to 4096 micro-batches; and ZB-H1, DualPipe and DualPipeV
+ * (W tasks, F&B pairs with EP all-to-alls, DP buckets keyed off a W).
  * Tolerance: 1e-9 relative for the iteration time, the pipeline time and
  * every breakdown term and per-stage figure, with a floor of 1e-12 of the
  * iteration time for terms that round to ~0 in one pass and 0 in the other. */
@@ -54,8 +55,11 @@ static void compare(const SimResult *f, const SimResult *r, int inst)
     }
 }
 
-/* One random pipeline; returns whether the fast path was taken. */
-static bool one(int inst, SimWork *wf, SimWork *wr)
+/* One random pipeline; returns whether the fast path was taken. forced:
+ * a schedule of plan_order's (zb-h1, dualpipe, dualpipev) instead of the
+ * drawn one, with its shape (2 chunks, m >= 2p), W tasks and EP
+ * all-to-alls; -1: the drawn one. */
+static bool one(int inst, SimWork *wf, SimWork *wr, int forced)
 {
     static SimChunkCost c[64 * 8];
     static SimStageCost st[64];
@@ -66,6 +70,12 @@ static bool one(int inst, SimWork *wf, SimWork *wr)
     int64_t m = (int64_t)floor(exp(rnd() * log(4096.0))); /* 1 .. 4096, log-uniform */
     if (m < 1) m = 1;
     if (sch == PLAN_SCHED_INTERLEAVED) m = (m + p - 1) / p * p; /* whole groups (Megatron's rule) */
+    if (forced >= 0) {
+        sch = (PlanSchedule)forced;
+        v = sch == PLAN_SCHED_ZBH1 ? 1 : 2;
+        if (sch == PLAN_SCHED_DUALPIPE) p += p % 2, m += m % 2;
+        if (sch != PLAN_SCHED_ZBH1 && m < 2 * p) m = 2 * p;
+    }
     double base_f = 0.5 + rnd(), p2p = rnd() < 0.3 ? 0 : 0.2 * rnd() * base_f;
     bool even = rnd() < 0.3; /* uniform stages with transfers repeat every p rounds, not every round */
     /* an uneven layer split: the middle chunks tied, the first and last (and
@@ -92,6 +102,15 @@ static bool one(int inst, SimWork *wf, SimWork *wr)
         k->param_gather_s = rnd() < 0.5 ? 3 * f * rnd() : 0;
         k->gather_lag_s = sim_gather_lag_uniform(k->param_gather_s, (int32_t)(rnd() * 6), k->fwd_s);
     }
+    for (int32_t i = 0; forced >= 0 && i < p * v; i++) { /* W tasks, EP all-to-alls */
+        SimChunkCost *k = &c[i];
+        k->wgrad_s = k->compute_bwd_s * (0.3 + 0.3 * rnd());
+        k->ep_fwd_s = rnd() < 0.5 ? 0.2 * k->fwd_s * rnd() : 0;
+        k->ep_bwd_s = 2 * k->ep_fwd_s;
+        k->ep_exposed_s = k->ep_fwd_s + k->ep_bwd_s;
+        k->head_wgrad_s = i == p * v - 1 ? 0.1 * k->wgrad_s : 0;
+        k->dp_end_w_s = sim_dp_end_uniform(1 + (int32_t)(rnd() * 8), k->dp_grad_s, k->wgrad_s - k->head_wgrad_s);
+    }
     if (split) {
         c[p * v - 1].fwd_s += 0.04 * base_f; /* a small LM head: the last chunk stays lighter */
         c[p * v - 1].bwd_s += 0.08 * base_f;
@@ -105,7 +124,8 @@ static bool one(int inst, SimWork *wf, SimWork *wr)
         for (int32_t k = 0; k < v; k++) st[s].param_gather_s += c[s * v + k].param_gather_s;
     }
     SimPipeline pl = {.stages = p, .chunks = v, .micro_batches = m, .schedule = sch, .chunk = c, .stage = st,
-                      .dp_overlap = rnd() < 0.8, .param_gather_overlap = rnd() < 0.5, .overlap_slowdown = 0.1};
+                      .dp_overlap = rnd() < 0.8, .param_gather_overlap = rnd() < 0.5, .overlap_slowdown = 0.1,
+                      .pair_sm_share = 20.0 / 132.0};
     SimResult fast, full;
     TsError err = {0};
     if (sim_pipeline_run(&pl, wf, &fast, &err) != TS_OK) print_error("instance %d: %s\n", inst, err.msg);
@@ -122,10 +142,28 @@ static void test_fast_equals_full(void **state)
     (void)state;
     SimWork *wf = sim_work_create(), *wr = sim_work_create();
     int n_fast = 0, n = getenv("TS_PERIODIC_N") ? atoi(getenv("TS_PERIODIC_N")) : 300;
-    for (int i = 0; i < n; i++) n_fast += one(i, wf, wr);
+    for (int i = 0; i < n; i++) n_fast += one(i, wf, wr, -1);
     /* about half the instances have enough micro-batches for the fast path */
     print_message("fast path taken on %d of %d random pipelines\n", n_fast, n);
     assert_true(n_fast > n / 5);
+    sim_work_destroy(wf);
+    sim_work_destroy(wr);
+}
+
+/* The same for the schedules of plan_order, on one work space each side
+ * (their programs cached beside the others'). */
+static void test_fast_equals_full_ordered(void **state)
+{
+    (void)state;
+    static const PlanSchedule sch[] = {PLAN_SCHED_ZBH1, PLAN_SCHED_DUALPIPE, PLAN_SCHED_DUALPIPEV};
+    SimWork *wf = sim_work_create(), *wr = sim_work_create();
+    int n = getenv("TS_PERIODIC_N") ? atoi(getenv("TS_PERIODIC_N")) : 300;
+    for (int k = 0; k < 3; k++) {
+        int n_fast = 0;
+        for (int i = 0; i < n / 2; i++) n_fast += one(1000 * (k + 1) + i, wf, wr, (int)sch[k]);
+        print_message("%s: fast path taken on %d of %d random pipelines\n", plan_sched_name(sch[k]), n_fast, n / 2);
+        assert_true(n_fast > n / 10);
+    }
     sim_work_destroy(wf);
     sim_work_destroy(wr);
 }
@@ -159,6 +197,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fast_equals_full),
+        cmocka_unit_test(test_fast_equals_full_ordered),
         cmocka_unit_test(test_fast_closed_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -58,12 +58,15 @@ typedef enum {
     MODEL_NORM_COUNT
 } ModelNorm;
 
-#define MODEL_ACT_LIST(X)                                                  \
-    X(GELU, "gelu")     /* 2-matrix MLP, GeLU (also gelu_new / gelu_fast) */ \
-    X(SWIGLU, "swiglu") /* 3-matrix gated MLP, SiLU gate */                \
-    X(RELU2, "relu2")   /* 2-matrix MLP, squared ReLU (Nemotron-4) */
+/* X(enum suffix, name, gated): a gated MLP has three matrices (gate, up,
+ * down) and multiplies act(gate) by up. */
+#define MODEL_ACT_LIST(X)                                                          \
+    X(GELU, "gelu", false)     /* 2-matrix MLP, GeLU (also gelu_new / gelu_fast) */ \
+    X(SWIGLU, "swiglu", true)  /* 3-matrix gated MLP, SiLU gate */                \
+    X(RELU2, "relu2", false)   /* 2-matrix MLP, squared ReLU (Nemotron-4) */       \
+    X(GEGLU, "geglu", true)    /* 3-matrix gated MLP, tanh-GeLU gate (Gemma's gelu_pytorch_tanh) */
 typedef enum {
-#define X(e, n) MODEL_ACT_##e,
+#define X(e, n, gated) MODEL_ACT_##e,
     MODEL_ACT_LIST(X)
 #undef X
     MODEL_ACT_COUNT
@@ -95,7 +98,7 @@ typedef struct ModelSpec {
 
     ModelNorm norm;       /* LayerNorm (with bias) or RMSNorm (weight only) */
     double norm_eps;      /* 1e-5 */
-    ModelAct act;         /* GeLU / SwiGLU / squared ReLU */
+    ModelAct act;         /* GeLU / SwiGLU / squared ReLU / GeGLU */
     ModelPos pos;         /* learned / RoPE / ALiBi */
     double rotary_pct;    /* fraction of head dim rotated, 1.0 (NeoX 0.25) */
     double rope_theta;    /* RoPE base, 10000 (Llama-3 500000); informational, 0 = unknown */
@@ -158,6 +161,8 @@ bool model_norm_parse(const char *s, ModelNorm *out);
 bool model_act_parse(const char *s, ModelAct *out);
 bool model_pos_parse(const char *s, ModelPos *out);
 bool model_arch_parse(const char *s, ModelArch *out);
+/* A gated MLP (SwiGLU, GeGLU): three matrices, F wide each. */
+bool model_act_gated(ModelAct a);
 /* Framework whose module names the family usually carries: "megatron", "hf", "deepspeed". */
 const char *model_arch_default_naming(ModelArch a);
 

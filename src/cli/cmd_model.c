@@ -8,7 +8,10 @@
 static const char *norm_name(ModelNorm n) { return n == MODEL_NORM_RMSNORM ? "RMSNorm" : "LayerNorm"; }
 static const char *act_name(ModelAct a)
 {
-    return a == MODEL_ACT_SWIGLU ? "SwiGLU" : a == MODEL_ACT_RELU2 ? "squared ReLU" : "GeLU";
+    return a == MODEL_ACT_SWIGLU ? "SwiGLU"
+         : a == MODEL_ACT_GEGLU  ? "GeGLU"
+         : a == MODEL_ACT_RELU2  ? "squared ReLU"
+                                 : "GeLU";
 }
 static const char *pos_name(ModelPos p) { return p == MODEL_POS_ROPE ? "RoPE" : p == MODEL_POS_ALIBI ? "ALiBi" : "learned"; }
 

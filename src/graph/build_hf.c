@@ -291,7 +291,7 @@ static void gated_mlp(Hf *c, int32_t parent, const char *name, const char *klass
     ModuleGraph *g = c->g;
     const ModelSpec *m = c->m;
     int64_t H = m->hidden;
-    bool glu = m->act == MODEL_ACT_SWIGLU;
+    bool glu = model_act_gated(m->act), geglu = m->act == MODEL_ACT_GEGLU;
     bool bias = m->mlp_bias && g->at.expert_id < 0;
     int32_t mlp = graph_add_module(g, parent, name, klass, "");
     int32_t gp = -1, up, dn;
@@ -304,12 +304,15 @@ static void gated_mlp(Hf *c, int32_t parent, const char *name, const char *klass
         up = lin(c, mlp, "up_proj", H, ffn, bias, GRAPH_SPLIT_COL);
         dn = lin(c, mlp, "down_proj", ffn, H, bias, GRAPH_SPLIT_ROW);
     }
-    int32_t act = graph_add_module(g, mlp, "act_fn", glu ? "SiLU" : "GELUActivation", "");
+    /* transformers 5: ACT2FN["silu"] is nn.SiLU (F.silu at call time, which
+     * DeepSpeed counts); "gelu_pytorch_tanh" is GELUTanh, which binds F.gelu at
+     * construction like GELUActivation (0) */
+    int32_t act = graph_add_module(g, mlp, "act_fn", geglu ? "GELUTanh" : glu ? "SiLU" : "GELUActivation", "");
     const char *gn = mixtral_names ? "w1" : "gate_proj", *un = mixtral_names ? "w3" : "up_proj";
     double n = tokens * (double)ffn;
     if (glu) {
         graph_op_gemm(g, gp, gn, tokens, H, ffn, bias, GRAPH_SPLIT_COL);
-        graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, "silu", n, 1, 1.0, GRAPH_SPLIT_COL); /* F.silu */
+        graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, geglu ? "gelu" : "silu", n, 1, geglu ? 0.0 : 1.0, GRAPH_SPLIT_COL);
         graph_op_gemm(g, up, un, tokens, H, ffn, bias, GRAPH_SPLIT_COL);
         GraphOp *mul = graph_op_eltwise(g, mlp, GRAPH_OP_ELEMENTWISE, "mul", n, 2, 0.0, GRAPH_SPLIT_COL);
         if (mul) mul->act_bytes = (double)g->opt.dtype_bytes * 2 * n;

@@ -33,7 +33,7 @@ static void norm_op(Mg *c, int32_t mod, const char *name)
     graph_op_norm(c->g, mod, name, (double)c->g->tokens, c->m->hidden, c->ln, 0.0);
 }
 
-static double swiglu_mult(const ModelSpec *m) { return m->act == MODEL_ACT_SWIGLU ? 2.0 : 1.0; }
+static double swiglu_mult(const ModelSpec *m) { return model_act_gated(m->act) ? 2.0 : 1.0; }
 
 /* MLP(linear_fc1, linear_fc2): module declared, ops emitted. tokens may be fractional (experts). */
 static int32_t mlp_block(Mg *c, int32_t parent, const char *name, const char *cls, int64_t ffn, double tokens,
@@ -46,9 +46,11 @@ static int32_t mlp_block(Mg *c, int32_t parent, const char *name, const char *cl
     int32_t fc2 = gb_linear_mod(g, mlp, "linear_fc2", "RowParallelLinear", "", ffn, H, bias, GRAPH_SPLIT_ROW);
     if (fc2 < 0) return -1;
     graph_op_gemm(g, fc1, "linear_fc1", tokens, H, f1, bias, GRAPH_SPLIT_COL);
-    GraphOp *act = graph_op_eltwise(g, mlp, GRAPH_OP_ACTIVATION, c->m->act == MODEL_ACT_SWIGLU ? "swiglu" : "gelu",
-                                    tokens * (double)ffn, c->m->act == MODEL_ACT_SWIGLU ? 2 : 1, 0.0, GRAPH_SPLIT_COL);
-    if (act && c->m->act == MODEL_ACT_SWIGLU) act->act_bytes = (double)g->opt.dtype_bytes * 2 * tokens * (double)ffn;
+    bool gated = model_act_gated(c->m->act);
+    const char *an = c->m->act == MODEL_ACT_SWIGLU ? "swiglu" : c->m->act == MODEL_ACT_GEGLU ? "geglu" : "gelu";
+    GraphOp *act = graph_op_eltwise(g, mlp, GRAPH_OP_ACTIVATION, an, tokens * (double)ffn, gated ? 2 : 1, 0.0,
+                                    GRAPH_SPLIT_COL);
+    if (act && gated) act->act_bytes = (double)g->opt.dtype_bytes * 2 * tokens * (double)ffn;
     graph_op_gemm(g, fc2, "linear_fc2", tokens, ffn, H, bias, GRAPH_SPLIT_ROW);
     return mlp;
 }

@@ -10,6 +10,15 @@ TS_ENUM_NAMES(model_norm, ModelNorm, MODEL_NORM_LIST, MODEL_NORM_COUNT)
 TS_ENUM_PARSE(model_norm, ModelNorm, MODEL_NORM_COUNT)
 TS_ENUM_NAMES(model_act, ModelAct, MODEL_ACT_LIST, MODEL_ACT_COUNT)
 TS_ENUM_PARSE(model_act, ModelAct, MODEL_ACT_COUNT)
+
+static const bool ACT_GATED[] = {
+#define X(e, n, gated) gated,
+    MODEL_ACT_LIST(X)
+#undef X
+};
+_Static_assert(sizeof ACT_GATED / sizeof ACT_GATED[0] == MODEL_ACT_COUNT, "act table");
+
+bool model_act_gated(ModelAct a) { return (unsigned)a < MODEL_ACT_COUNT && ACT_GATED[a]; }
 TS_ENUM_NAMES(model_pos, ModelPos, MODEL_POS_LIST, MODEL_POS_COUNT)
 TS_ENUM_PARSE(model_pos, ModelPos, MODEL_POS_COUNT)
 
@@ -110,7 +119,7 @@ void model_finalize(ModelSpec *m)
     if (m->heads > 0 && m->kv_heads <= 0) m->kv_heads = m->heads;
     if (m->heads > 0 && m->head_dim <= 0 && m->hidden > 0) m->head_dim = m->hidden / m->heads;
     if (m->ffn <= 0 && m->hidden > 0 && m->hidden <= INT64_MAX / 8) { /* absurd sizes: model_validate rejects */
-        if (m->act == MODEL_ACT_SWIGLU)
+        if (model_act_gated(m->act))
             m->ffn = ts_round_up((8 * m->hidden) / 3 + ((8 * m->hidden) % 3 ? 1 : 0), 256);
         else
             m->ffn = 4 * m->hidden;
@@ -231,7 +240,7 @@ static int64_t attn_params(const ModelSpec *m)
 static int64_t mlp_params(const ModelSpec *m, int64_t ffn, bool bias)
 {
     int64_t H = m->hidden;
-    if (m->act == MODEL_ACT_SWIGLU) return 3 * H * ffn + (bias ? 2 * ffn + H : 0);
+    if (model_act_gated(m->act)) return 3 * H * ffn + (bias ? 2 * ffn + H : 0);
     return 2 * H * ffn + (bias ? ffn + H : 0);
 }
 

@@ -122,7 +122,7 @@ static TsStatus enum_field(const TsJsonDoc *doc, const Field *f, void *dst, TsEr
         allowed = "gpt, llama, bert, mixtral, deepseek, gpt_neox, qwen";
         break;
     case F_NORM: ok = model_norm_parse(s, (ModelNorm *)dst); allowed = "layernorm, rmsnorm"; break;
-    case F_ACT: ok = model_act_parse(s, (ModelAct *)dst); allowed = "gelu, swiglu, relu2"; break;
+    case F_ACT: ok = model_act_parse(s, (ModelAct *)dst); allowed = "gelu, swiglu, relu2, geglu"; break;
     default: ok = model_pos_parse(s, (ModelPos *)dst); allowed = "learned, rope, alibi"; break;
     }
     if (ok) return TS_OK;

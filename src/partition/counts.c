@@ -45,7 +45,7 @@ void part_attn_params(const ModelSpec *m, PartAttnParams *o)
 void part_mlp_params(const ModelSpec *m, double F, bool bias, PartMlpParams *o)
 {
     double H = (double)m->hidden;
-    bool gated = m->act == MODEL_ACT_SWIGLU;
+    bool gated = model_act_gated(m->act);
     o->tp = (gated ? 3 : 2) * H * F + (bias ? (gated ? 2 : 1) * F : 0);
     o->rep = bias ? H : 0;
     o->fc2_tp = H * F;
@@ -132,7 +132,7 @@ double part_shampoo_layer_bytes(const ModelSpec *m, const ParallelPlan *p, bool 
 {
     double H = (double)m->hidden, A = (double)m->heads, G = (double)m->kv_heads;
     double D = (double)m->head_dim, t = (double)p->tp, K = (double)p->shampoo_blocks;
-    bool gated = m->act == MODEL_ACT_SWIGLU;
+    bool gated = model_act_gated(m->act);
     double s = 0;
     if (is_mla(m)) {
         double qk = (double)(m->qk_nope_dim + m->qk_rope_dim), vd = (double)m->v_head_dim;
@@ -181,7 +181,7 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool sa
     double H = (double)m->hidden, A = (double)m->heads, G = (double)m->kv_heads;
     double Dq = (double)m->head_dim, Dv = Dq;
     double d = p->dtype == TS_DTYPE_FP32 ? 4.0 : 2.0;         /* fp8 recipes keep bf16 activations */
-    bool gated = m->act == MODEL_ACT_SWIGLU;
+    bool gated = model_act_gated(m->act);
     double mask = m->hidden_dropout > 0 ? 1.0 : 0.0;          /* 1-byte dropout masks */
     bool attn_drop = m->attn_dropout > 0;
 
@@ -256,7 +256,7 @@ double part_layer_model_flops(const ModelSpec *m, int64_t S, bool moe, bool caus
 {
     double H = (double)m->hidden, A = (double)m->heads, G = (double)m->kv_heads, D = (double)m->head_dim;
     double dqk = D, dv = D, attn;
-    double gw = m->act == MODEL_ACT_SWIGLU ? 3.0 : 2.0;
+    double gw = model_act_gated(m->act) ? 3.0 : 2.0;
     if (m->kv_lora_rank > 0) {
         double qr = (double)m->q_lora_rank, kvr = (double)m->kv_lora_rank;
         dqk = (double)(m->qk_nope_dim + m->qk_rope_dim);

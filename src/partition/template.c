@@ -386,7 +386,7 @@ void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime 
     o->loss_workspace_bytes = 0;
     TsDtype adt = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype; /* activations: bf16 under fp8 */
     Tx x = {.m = m, .p = p, .rt = rt, .t = p->tp, .B = p->micro_batch, .S = p->seq, .Sl = p->seq / p->cp,
-            .ab = (double)ts_dtype_bytes(adt), .gated = m->act == MODEL_ACT_SWIGLU};
+            .ab = (double)ts_dtype_bytes(adt), .gated = model_act_gated(m->act)};
     x.T = x.B * x.Sl;
     x.Tsp = p->sp ? x.T / p->tp : x.T;
     o->tokens = x.T;

@@ -199,7 +199,7 @@ void tpl_hf_attention(const Tx *x, PartBlockT *b)
 static void activation(PartBlockT *b, const Hx *h, double el)
 {
     const ModelSpec *m = h->x->m;
-    if (m->act == MODEL_ACT_SWIGLU) op(b, "act_fn_mul", el, 10.0, 18.0, 8.0, 2, 3);
+    if (model_act_gated(m->act)) op(b, "act_fn_mul", el, 10.0, 18.0, 8.0, 2, 3);
     else if (m->arch != MODEL_ARCH_GPT) op(b, "gelu", el, 4.0, 6.0, 4.0, 1, 1);
     else if (h->amp) op(b, "gelu_new", el, 76.0, 130.0, 16.0, 10, 15);
     else op(b, "gelu_new", el, 36.0, 56.0, 10.0, 8, 11);
@@ -210,7 +210,7 @@ void tpl_hf_mlp(const Tx *x, PartBlockT *b)
     Hx h = hx_of(x);
     const ModelSpec *m = x->m;
     int64_t H = m->hidden, F = m->ffn;
-    bool bert = m->arch == MODEL_ARCH_BERT, gated = m->act == MODEL_ACT_SWIGLU;
+    bool bert = m->arch == MODEL_ARCH_BERT, gated = model_act_gated(m->act);
     PartMlpParams mp;
     part_mlp_params(m, (double)F, m->mlp_bias, &mp);
     if (bert) {

@@ -443,6 +443,28 @@ static void test_preset_hint(void **state)
     assert_true(model_preset_similar("qwen", sim, 5) >= 2);
 }
 
+/* GeGLU (Gemma's tanh-GeLU gate) is a gated MLP like SwiGLU: the same three
+ * F-wide matrices, the same default width. */
+static void test_gated_acts(void **state)
+{
+    (void)state;
+    assert_true(model_act_gated(MODEL_ACT_SWIGLU) && model_act_gated(MODEL_ACT_GEGLU));
+    assert_false(model_act_gated(MODEL_ACT_GELU) || model_act_gated(MODEL_ACT_RELU2));
+    ModelSpec s, g;
+    assert_int_equal(model_preset("llama3-8b", &s, NULL), TS_OK);
+    g = s;
+    g.act = MODEL_ACT_GEGLU;
+    ModelCounts cs, cg;
+    model_count_params(&s, &cs);
+    model_count_params(&g, &cg);
+    assert_int_equal(cs.total, cg.total);
+    g.ffn = 0;
+    model_finalize(&g);
+    assert_int_equal(g.ffn, 11008); /* 8H/3 rounded up to 256 */
+    ModelAct a;
+    assert_true(model_act_parse("geglu", &a) && a == MODEL_ACT_GEGLU);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -457,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_param_table),
         cmocka_unit_test(test_parsers_robust),
         cmocka_unit_test(test_preset_hint),
+        cmocka_unit_test(test_gated_acts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

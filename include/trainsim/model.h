@@ -72,6 +72,20 @@ typedef enum {
     MODEL_ACT_COUNT
 } ModelAct;
 
+/* Where a layer's norms sit around its two sublayers (attention, MLP):
+ * X(enum suffix, name, norms per sublayer). */
+#define MODEL_NORM_LAYOUT_LIST(X)                                                              \
+    X(PRE, "pre", 1)             /* on the sublayer's input (GPT-2, Llama) */                   \
+    X(POST, "post", 1)           /* after the residual add, post-LN (BERT; only the bert family) */ \
+    X(REORDERED, "reordered", 1) /* on the sublayer's output, before the residual add (OLMo 2) */ \
+    X(SANDWICH, "sandwich", 2)   /* on its input and on its output (Gemma 2 and 3) */
+typedef enum {
+#define X(e, n, k) MODEL_NORM_LAYOUT_##e,
+    MODEL_NORM_LAYOUT_LIST(X)
+#undef X
+    MODEL_NORM_LAYOUT_COUNT
+} ModelNormLayout;
+
 #define MODEL_POS_LIST(X) X(LEARNED, "learned") X(ROPE, "rope") X(ALIBI, "alibi")
 typedef enum {
 #define X(e, n) MODEL_POS_##e,
@@ -98,6 +112,7 @@ typedef struct ModelSpec {
 
     ModelNorm norm;       /* LayerNorm (with bias) or RMSNorm (weight only) */
     double norm_eps;      /* 1e-5 */
+    ModelNormLayout norm_layout; /* pre (default), post (BERT), reordered (OLMo 2), sandwich (Gemma 2/3) */
     ModelAct act;         /* GeLU / SwiGLU / squared ReLU / GeGLU */
     ModelPos pos;         /* learned / RoPE / ALiBi */
     double rotary_pct;    /* fraction of head dim rotated, 1.0 (NeoX 0.25) */
@@ -106,7 +121,8 @@ typedef struct ModelSpec {
     bool qkv_bias;        /* bias on the Q/K/V projection (GPT-2, BERT; Qwen2) */
     bool proj_bias;       /* bias on the attention output projection */
     bool mlp_bias;        /* bias on the MLP linears */
-    bool qk_norm;         /* per-head RMSNorm on q and k (Qwen3) */
+    bool qk_norm;         /* RMSNorm on q and k (Qwen3, Gemma 3: per head, D wide) */
+    bool qk_norm_full;    /* with qk_norm: over all heads, A*D and G*D wide (OLMo 2) */
     bool tied_embeddings; /* LM head shares the word-embedding matrix */
     bool pooler;          /* BERT pooler (dense + tanh) */
     bool embed_norm;      /* LayerNorm right after the embeddings (BERT, BLOOM) */
@@ -157,12 +173,18 @@ const char *model_arch_name(ModelArch a);
 const char *model_norm_name(ModelNorm n);
 const char *model_act_name(ModelAct a);
 const char *model_pos_name(ModelPos p);
+const char *model_norm_layout_name(ModelNormLayout l);
+bool model_norm_layout_parse(const char *s, ModelNormLayout *out);
 bool model_norm_parse(const char *s, ModelNorm *out);
 bool model_act_parse(const char *s, ModelAct *out);
 bool model_pos_parse(const char *s, ModelPos *out);
 bool model_arch_parse(const char *s, ModelArch *out);
 /* A gated MLP (SwiGLU, GeGLU): three matrices, F wide each. */
 bool model_act_gated(ModelAct a);
+/* Norms around each sublayer, H wide: 2 for a sandwich, else 1. */
+int64_t model_sublayer_norms(const ModelSpec *m);
+/* The layout puts a norm on each sublayer's output (reordered, sandwich). */
+bool model_output_norms(const ModelSpec *m);
 /* Framework whose module names the family usually carries: "megatron", "hf", "deepspeed". */
 const char *model_arch_default_naming(ModelArch a);
 

@@ -29,6 +29,11 @@ TsStatus graph_build_deepspeed(ModuleGraph *g, TsError *err)
         ts_err_hint(err, "use --naming megatron or --naming hf for DeepSeek models");
         return TS_ERR_USAGE;
     }
+    if (m->qk_norm || m->norm_layout != MODEL_NORM_LAYOUT_PRE) {
+        ts_err(err, TS_ERR_USAGE, "naming 'deepspeed' (GPT2ModelPipe) has only pre-norm layers without q/k norms");
+        ts_err_hint(err, "use --naming megatron or --naming hf for Qwen3, OLMo 2 and Gemma models");
+        return TS_ERR_USAGE;
+    }
     GraphNames idx;
     if (!graph_names_init(g, &idx, m->layers + 3)) return TS_ERR_INTERNAL;
     bool ln = m->norm == MODEL_NORM_LAYERNORM, glu = model_act_gated(m->act);

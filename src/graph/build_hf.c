@@ -15,6 +15,8 @@
  */
 #include "graph_int.h"
 
+#include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct Hf {
@@ -386,17 +388,22 @@ static void llama_attention(Hf *c, int32_t layer_mod)
     int32_t k = lin(c, at, "k_proj", H, G * D, m->qkv_bias, GRAPH_SPLIT_COL);
     int32_t v = lin(c, at, "v_proj", H, G * D, m->qkv_bias, GRAPH_SPLIT_COL);
     int32_t o = lin(c, at, "o_proj", A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
+    /* q_norm / k_norm: per head, D wide (Qwen3, Gemma 3), or over all heads
+     * before the view, A*D and G*D wide and split with them (OLMo 2) */
     int32_t qn = -1, kn = -1;
+    int64_t qw = m->qk_norm_full ? A * D : D, kw = m->qk_norm_full ? G * D : D;
     if (m->qk_norm) {
-        qn = hf_norm_mod(c, at, "q_norm", D);
-        kn = hf_norm_mod(c, at, "k_norm", D);
+        qn = hf_norm_mod(c, at, "q_norm", qw);
+        if (m->qk_norm_full && qn >= 0) g->params[g->n_params - 1].split = GRAPH_SPLIT_COL;
+        kn = hf_norm_mod(c, at, "k_norm", kw);
+        if (m->qk_norm_full && kn >= 0) g->params[g->n_params - 1].split = GRAPH_SPLIT_COL;
     }
     graph_op_gemm(g, q, "q_proj", T, H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
     graph_op_gemm(g, k, "k_proj", T, H, G * D, m->qkv_bias, GRAPH_SPLIT_COL);
     graph_op_gemm(g, v, "v_proj", T, H, G * D, m->qkv_bias, GRAPH_SPLIT_COL);
     if (m->qk_norm) {
-        hf_norm_op(c, qn, "q_norm", T * (double)A, D);
-        hf_norm_op(c, kn, "k_norm", T * (double)G, D);
+        hf_norm_op(c, qn, "q_norm", T * (double)(A * D / qw), qw);
+        hf_norm_op(c, kn, "k_norm", T * (double)(G * D / kw), kw);
         g->ops[g->n_ops - 1].split = g->ops[g->n_ops - 2].split = GRAPH_SPLIT_HEADS;
     }
     int64_t rd = (int64_t)((double)D * m->rotary_pct);
@@ -452,6 +459,96 @@ static void llama_moe(Hf *c, int32_t layer_mod)
         gated_mlp(c, moe, "shared_experts", cls(c, "MLP"), m->moe_ffn * m->shared_experts, T, false);
 }
 
+/* Put the ops [first, n_ops) in the order of `seg`: n runs given as
+ * {start, length} in the layer's op array. False (g->oom) when out of memory. */
+static bool order_ops(ModuleGraph *g, int32_t first, const int32_t (*seg)[2], int n)
+{
+    int32_t len = g->n_ops - first;
+    GraphOp *tmp = malloc(sizeof *tmp * (size_t)(len > 0 ? len : 1));
+    if (!tmp) {
+        g->oom = true;
+        return false;
+    }
+    int32_t k = 0;
+    for (int i = 0; i < n; i++)
+        for (int32_t j = 0; j < seg[i][1]; j++) tmp[k++] = g->ops[seg[i][0] + j];
+    assert(k == len);
+    memcpy(&g->ops[first], tmp, sizeof *tmp * (size_t)len);
+    free(tmp);
+    return true;
+}
+
+/* One decoder layer. HF registers self_attn, mlp, then the norms (and
+ * Phi-3's dropouts); each norm's module and op are emitted after the
+ * sublayers and its op moved into execution order:
+ *   pre        input_layernorm, attn, +, post_attention_layernorm, mlp, +
+ *   reordered  attn, post_attention_layernorm, +, mlp, post_feedforward_layernorm, +
+ *   sandwich   input_layernorm, attn, post_attention_layernorm, +,
+ *              pre_feedforward_layernorm, mlp, post_feedforward_layernorm, +
+ * (in Llama post_attention_layernorm is the MLP's input norm; in Gemma and
+ * OLMo 2 it normalises the attention's output). */
+static bool llama_layer(Hf *c, int32_t list, int64_t l)
+{
+    ModuleGraph *g = c->g;
+    const ModelSpec *m = c->m;
+    int64_t H = m->hidden;
+    double T = (double)g->tokens;
+    int32_t L = (int32_t)l;
+    bool moe = model_layer_is_moe(m, l);
+    GraphPart mp = moe ? GRAPH_PART_MOE : GRAPH_PART_MLP;
+    graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+    int32_t dl = graph_add_module(g, list, graph_idx(g, &c->idx, l), cls(c, "DecoderLayer"), "");
+    int32_t a0 = g->n_ops;
+    llama_attention(c, dl);
+    int32_t r1 = g->n_ops;
+    residual(g, dl, H);
+    graph_at(g, L, mp, GRAPH_ROLE_LAYER);
+    int32_t m0 = g->n_ops;
+    if (moe)
+        llama_moe(c, dl);
+    else
+        gated_mlp(c, dl, "mlp", cls(c, "MLP"), m->ffn, T, false);
+    int32_t r2 = g->n_ops;
+    residual(g, dl, H);
+    /* the norms, in registration order; ni/no: the attention's input and
+     * output norm ops, fi/fo: the MLP's (-1: none) */
+    int32_t ni = -1, no = -1, fi = -1, fo = -1;
+    bool sandwich = m->norm_layout == MODEL_NORM_LAYOUT_SANDWICH;
+    if (m->norm_layout != MODEL_NORM_LAYOUT_REORDERED) {
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        ni = g->n_ops;
+        hf_norm_op(c, hf_norm_mod(c, dl, "input_layernorm", H), "input_layernorm", T, H);
+    }
+    graph_at(g, L, model_output_norms(m) ? GRAPH_PART_ATTN : mp, GRAPH_ROLE_LAYER);
+    *(model_output_norms(m) ? &no : &fi) = g->n_ops;
+    hf_norm_op(c, hf_norm_mod(c, dl, "post_attention_layernorm", H), "post_attention_layernorm", T, H);
+    graph_at(g, L, mp, GRAPH_ROLE_LAYER);
+    if (sandwich) {
+        fi = g->n_ops;
+        hf_norm_op(c, hf_norm_mod(c, dl, "pre_feedforward_layernorm", H), "pre_feedforward_layernorm", T, H);
+    }
+    if (model_output_norms(m)) {
+        fo = g->n_ops;
+        hf_norm_op(c, hf_norm_mod(c, dl, "post_feedforward_layernorm", H), "post_feedforward_layernorm", T, H);
+    }
+    if (g->oom) return false;
+    int32_t seg[10][2], n = 0;
+#define SEG(at, len)                                                                                                   \
+    do {                                                                                                               \
+        if ((at) >= 0) seg[n][0] = (at), seg[n++][1] = (len);                                                          \
+    } while (0)
+    SEG(ni, 1);
+    SEG(a0, r1 - a0);
+    SEG(no, 1);
+    SEG(r1, 1);
+    SEG(fi, 1);
+    SEG(m0, r2 - m0);
+    SEG(fo, 1);
+    SEG(r2, 1);
+#undef SEG
+    return order_ops(g, a0, (const int32_t(*)[2])seg, n);
+}
+
 static TsStatus build_llama(Hf *c)
 {
     ModuleGraph *g = c->g;
@@ -470,46 +567,7 @@ static TsStatus build_llama(Hf *c)
      * matmul inv_freq[B, D/2, 1] @ positions[B, 1, S] that DeepSpeed counts. */
     int32_t rot_first_op = g->n_ops;
     for (int64_t l = 0; l < m->layers && !g->oom; l++) {
-        int32_t L = (int32_t)l;
-        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
-        int32_t dl = graph_add_module(g, list, graph_idx(g, &c->idx, l), cls(c, "DecoderLayer"), "");
-        bool moe = model_layer_is_moe(m, l);
-        bool mixtral = m->arch == MODEL_ARCH_MIXTRAL;
-        /* Mixtral registers block_sparse_moe right after self_attn, like Llama's mlp */
-        int32_t attn_first = g->n_mods;
-        (void)attn_first;
-        /* declare in __init__ order: self_attn, mlp, input_layernorm, post_attention_layernorm;
-         * ops must run: input_layernorm, attention, residual, post norm, mlp, residual.
-         * Norm modules are declared after, so their ops are emitted via saved ids. */
-        int32_t in_norm_op_at = g->n_ops; /* input norm op goes first: inserted below */
-        llama_attention(c, dl);
-        int32_t after_attn_ops = g->n_ops;
-        residual(g, dl, H);
-        graph_at(g, L, moe ? GRAPH_PART_MOE : GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
-        int32_t mlp_first_op = g->n_ops;
-        if (moe)
-            llama_moe(c, dl);
-        else
-            gated_mlp(c, dl, "mlp", cls(c, "MLP"), m->ffn, T, false);
-        (void)mixtral;
-        int32_t mlp_end_op = g->n_ops;
-        residual(g, dl, H);
-        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
-        int32_t n1 = hf_norm_mod(c, dl, "input_layernorm", H);
-        hf_norm_op(c, n1, "input_layernorm", T, H);
-        graph_at(g, L, moe ? GRAPH_PART_MOE : GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
-        int32_t n2 = hf_norm_mod(c, dl, "post_attention_layernorm", H);
-        hf_norm_op(c, n2, "post_attention_layernorm", T, H);
-        if (g->oom) break;
-        /* rotate the two norm ops into execution position */
-        GraphOp on1 = g->ops[g->n_ops - 2], on2 = g->ops[g->n_ops - 1];
-        int32_t end = g->n_ops - 2;
-        memmove(&g->ops[mlp_first_op + 2], &g->ops[mlp_first_op], sizeof *g->ops * (size_t)(end - mlp_first_op));
-        g->ops[mlp_first_op + 1] = on2;
-        memmove(&g->ops[in_norm_op_at + 1], &g->ops[in_norm_op_at], sizeof *g->ops * (size_t)(mlp_first_op - in_norm_op_at));
-        g->ops[in_norm_op_at] = on1;
-        (void)after_attn_ops;
-        (void)mlp_end_op;
+        if (!llama_layer(c, list, l)) break;
     }
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
     int32_t nm = hf_norm_mod(c, model, "norm", H);

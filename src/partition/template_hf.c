@@ -155,7 +155,7 @@ void tpl_hf_attention(const Tx *x, PartBlockT *b)
     part_attn_params(m, &ap);
     bool bert = m->arch == MODEL_ARCH_BERT, gpt2 = m->arch == MODEL_ARCH_GPT;
     int nlin = gpt2 ? 2 : 4;
-    if (bert) { /* post-LN: the layer's input is the previous LayerNorm's output */
+    if (bert || m->norm_layout == MODEL_NORM_LAYOUT_REORDERED) { /* the linears read the stream itself */
         linear_inputs(b, "qkv_input", h.e, h.r, 3);
     } else {
         double out = norm(b, &h, "input_norm", h.e, h.r);
@@ -185,6 +185,7 @@ void tpl_hf_attention(const Tx *x, PartBlockT *b)
     sdpa(b, &h, !bert);
     linear(b, gpt2 ? "c_proj" : "o_proj", &h, H, A * D, m->proj_bias);
     bias_grads(b, &h, m->proj_bias ? (double)H : 0, m->proj_bias ? 1 : 0);
+    if (model_output_norms(m)) norm(b, &h, "post_attn_norm", h.e, 2.0); /* OLMo 2, Gemma: before the add */
     dropout(b, "resid_dropout", h.e, 2.0, m->hidden_dropout);
     residual(b, &h);
     if (bert) norm(b, &h, "attn_layernorm", h.e, h.r);
@@ -213,8 +214,8 @@ void tpl_hf_mlp(const Tx *x, PartBlockT *b)
     bool bert = m->arch == MODEL_ARCH_BERT, gated = model_act_gated(m->act);
     PartMlpParams mp;
     part_mlp_params(m, (double)F, m->mlp_bias, &mp);
-    if (bert) {
-        linear_inputs(b, "mlp_input", h.e, h.r, 1);
+    if (bert || m->norm_layout == MODEL_NORM_LAYOUT_REORDERED) {
+        linear_inputs(b, "mlp_input", h.e, h.r, gated ? 2 : 1);
     } else {
         double out = norm(b, &h, "post_norm", h.e, h.r);
         linear_inputs(b, "mlp_input", h.e, out, gated ? 2 : 1);
@@ -229,6 +230,7 @@ void tpl_hf_mlp(const Tx *x, PartBlockT *b)
     activation(b, &h, h.T * (double)F);
     linear(b, "fc_out", &h, H, F, m->mlp_bias);
     bias_grads(b, &h, m->mlp_bias ? (double)((gated ? 2 : 1) * F + H) : 0, m->mlp_bias ? (gated ? 3 : 2) : 0);
+    if (model_output_norms(m)) norm(b, &h, "post_mlp_norm", h.e, 2.0);
     dropout(b, "mlp_dropout", h.e, 2.0, m->hidden_dropout);
     residual(b, &h);
     if (bert) norm(b, &h, "output_layernorm", h.e, h.r);
@@ -247,7 +249,7 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     const ModelSpec *m = x->m;
     int64_t H = m->hidden, E = m->experts, K = m->topk, EF = m->moe_ffn;
     double pairs = h.T * (double)K, pe = pairs * (double)H;
-    double out = norm(b, &h, "post_norm", h.e, h.r);
+    double out = m->norm_layout == MODEL_NORM_LAYOUT_REORDERED ? h.r : norm(b, &h, "post_norm", h.e, h.r);
     int readers = 2 + (m->shared_experts > 0 ? 2 : 0);
     linear_inputs(b, "moe_input", h.e, out, readers);
     double shared_p = (double)(3 * H * EF * m->shared_experts);
@@ -279,6 +281,7 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
         linear(b, "shared.down_proj", &h, H, SF, false);
         op(b, "shared.add", h.e, 6.0, 0, 0, 1, 0);
     }
+    if (model_output_norms(m)) norm(b, &h, "post_mlp_norm", h.e, 2.0);
     residual(b, &h);
 }
 

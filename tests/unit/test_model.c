@@ -465,6 +465,59 @@ static void test_gated_acts(void **state)
     assert_true(model_act_parse("geglu", &a) && a == MODEL_ACT_GEGLU);
 }
 
+static TsStatus preset_text(const char *text, ModelSpec *m, TsError *e)
+{
+    char path[] = "/tmp/ts_model_preset_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    assert_true(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fputs(text, fp);
+    fclose(fp);
+    TsStatus st = model_parse_preset_json(path, m, NULL, e);
+    remove(path);
+    if (st == TS_OK) {
+        model_finalize(m);
+        st = model_validate(m, e);
+    }
+    return st;
+}
+
+/* norm_layout and qk_norm_full in preset files: read, defaulted per family
+ * (BERT is post-LN), checked against the family, carried across --arch. */
+static void test_norm_layout_fields(void **state)
+{
+    (void)state;
+    ModelSpec m;
+    TsError e = {0};
+    const char *head = "{\"format\": \"trainsim-model\", \"version\": 1, \"source\": \"a test preset\", "
+                       "\"layers\": 2, \"hidden\": 64, \"heads\": 4, \"vocab\": 1000, ";
+    char text[512];
+    snprintf(text, sizeof text, "%s\"arch\": \"llama\", \"norm_layout\": \"reordered\", \"qk_norm\": true, "
+                                "\"qk_norm_full\": true}", head);
+    assert_int_equal(preset_text(text, &m, &e), TS_OK);
+    assert_int_equal(m.norm_layout, MODEL_NORM_LAYOUT_REORDERED);
+    assert_true(m.qk_norm_full);
+    snprintf(text, sizeof text, "%s\"arch\": \"llama\", \"qk_norm_full\": true}", head);
+    assert_int_equal(preset_text(text, &m, &e), TS_ERR_INPUT);
+    assert_non_null(strstr(e.msg, "qk_norm_full without qk_norm"));
+    snprintf(text, sizeof text, "%s\"arch\": \"gpt\", \"norm_layout\": \"post\"}", head);
+    assert_int_equal(preset_text(text, &m, &e), TS_ERR_INPUT);
+    assert_non_null(strstr(e.msg, "norm_layout 'post' with arch gpt"));
+    snprintf(text, sizeof text, "%s\"arch\": \"bert\"}", head);
+    assert_int_equal(preset_text(text, &m, &e), TS_OK);
+    assert_int_equal(m.norm_layout, MODEL_NORM_LAYOUT_POST);
+    /* --arch gpt on BERT: the layout follows the family */
+    ModelOverrides ov;
+    model_overrides_init(&ov);
+    ov.arch_set = true;
+    ov.arch = MODEL_ARCH_GPT;
+    assert_int_equal(model_load("bert-base-uncased", &ov, &m, &e), TS_OK);
+    assert_int_equal(m.norm_layout, MODEL_NORM_LAYOUT_PRE);
+    ModelNormLayout l;
+    assert_true(model_norm_layout_parse("sandwich", &l) && l == MODEL_NORM_LAYOUT_SANDWICH);
+    assert_false(model_norm_layout_parse("peri", &l));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -480,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_parsers_robust),
         cmocka_unit_test(test_preset_hint),
         cmocka_unit_test(test_gated_acts),
+        cmocka_unit_test(test_norm_layout_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,10 @@
 /* HuggingFace transformers naming: BertModel, GPT2LMHeadModel, GPTNeoXForCausalLM
  * and the Llama family (LlamaForCausalLM, MixtralForCausalLM, Qwen2/Qwen3(-MoE),
- * DeepseekV3ForCausalLM), modules registered in __init__ order.
+ * DeepseekV3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM (the text
+ * decoder), Phi3ForCausalLM with its fused qkv_proj and gate_up_proj,
+ * Olmo2ForCausalLM), modules registered in __init__ order. Not traced:
+ * Gemma 2's tanh soft-capping of the logits and attention scores, Granite's
+ * scalar multipliers (no parameters, elementwise work only).
  *
  * Legend: T = B*S tokens, H hidden, A heads, G kv heads, D head dim, F ffn,
  * V vocab (unpadded), E experts, K top-k.
@@ -297,6 +301,18 @@ static void gated_mlp(Hf *c, int32_t parent, const char *name, const char *klass
     bool bias = m->mlp_bias && g->at.expert_id < 0;
     int32_t mlp = graph_add_module(g, parent, name, klass, "");
     int32_t gp = -1, up, dn;
+    double n = tokens * (double)ffn;
+    if (m->arch == MODEL_ARCH_PHI3 && glu) { /* Phi3MLP: gate_up_proj (2F), chunk, up * act(gate), down_proj */
+        up = lin(c, mlp, "gate_up_proj", H, 2 * ffn, bias, GRAPH_SPLIT_COL);
+        dn = lin(c, mlp, "down_proj", ffn, H, bias, GRAPH_SPLIT_ROW);
+        int32_t act = graph_add_module(g, mlp, "activation_fn", geglu ? "GELUTanh" : "SiLU", "");
+        graph_op_gemm(g, up, "gate_up_proj", tokens, H, 2 * ffn, bias, GRAPH_SPLIT_COL);
+        graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, geglu ? "gelu" : "silu", n, 1, geglu ? 0.0 : 1.0, GRAPH_SPLIT_COL);
+        GraphOp *mul = graph_op_eltwise(g, mlp, GRAPH_OP_ELEMENTWISE, "mul", n, 2, 0.0, GRAPH_SPLIT_COL);
+        if (mul) mul->act_bytes = (double)g->opt.dtype_bytes * 2 * n;
+        graph_op_gemm(g, dn, "down_proj", tokens, ffn, H, bias, GRAPH_SPLIT_ROW);
+        return;
+    }
     if (mixtral_names) {
         gp = lin(c, mlp, "w1", H, ffn, false, GRAPH_SPLIT_COL);
         dn = lin(c, mlp, "w2", ffn, H, false, GRAPH_SPLIT_ROW);
@@ -311,7 +327,6 @@ static void gated_mlp(Hf *c, int32_t parent, const char *name, const char *klass
      * construction like GELUActivation (0) */
     int32_t act = graph_add_module(g, mlp, "act_fn", geglu ? "GELUTanh" : glu ? "SiLU" : "GELUActivation", "");
     const char *gn = mixtral_names ? "w1" : "gate_proj", *un = mixtral_names ? "w3" : "up_proj";
-    double n = tokens * (double)ffn;
     if (glu) {
         graph_op_gemm(g, gp, gn, tokens, H, ffn, bias, GRAPH_SPLIT_COL);
         graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, geglu ? "gelu" : "silu", n, 1, geglu ? 0.0 : 1.0, GRAPH_SPLIT_COL);
@@ -382,6 +397,18 @@ static void llama_attention(Hf *c, int32_t layer_mod)
         graph_op_attention(g, at, "sdpa", B, A, A, S, S, Dqk, Dv);
         graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
         graph_op_gemm(g, o, "o_proj", T, A * Dv, H, false, GRAPH_SPLIT_ROW);
+        return;
+    }
+    if (m->arch == MODEL_ARCH_PHI3) { /* Phi3Attention registers o_proj, then the fused qkv_proj */
+        int64_t qkv = A * D + 2 * G * D;
+        int32_t o = lin(c, at, "o_proj", A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
+        int32_t qk = lin(c, at, "qkv_proj", H, qkv, m->qkv_bias, GRAPH_SPLIT_COL);
+        graph_op_gemm(g, qk, "qkv_proj", T, H, qkv, m->qkv_bias, GRAPH_SPLIT_COL);
+        if (m->pos == MODEL_POS_ROPE) graph_op_rope(g, at, T, A + G, (int64_t)((double)D * m->rotary_pct));
+        graph_at(g, L, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
+        graph_op_attention(g, at, "sdpa", B, A, G, S, S, D, D);
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        graph_op_gemm(g, o, "o_proj", T, A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
         return;
     }
     int32_t q = lin(c, at, "q_proj", H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
@@ -479,8 +506,8 @@ static bool order_ops(ModuleGraph *g, int32_t first, const int32_t (*seg)[2], in
 }
 
 /* One decoder layer. HF registers self_attn, mlp, then the norms (and
- * Phi-3's dropouts); each norm's module and op are emitted after the
- * sublayers and its op moved into execution order:
+ * Phi-3's resid_attn_dropout, resid_mlp_dropout); their modules and ops are
+ * emitted after the sublayers and the ops moved into execution order:
  *   pre        input_layernorm, attn, +, post_attention_layernorm, mlp, +
  *   reordered  attn, post_attention_layernorm, +, mlp, post_feedforward_layernorm, +
  *   sandwich   input_layernorm, attn, post_attention_layernorm, +,
@@ -531,6 +558,20 @@ static bool llama_layer(Hf *c, int32_t list, int64_t l)
         fo = g->n_ops;
         hf_norm_op(c, hf_norm_mod(c, dl, "post_feedforward_layernorm", H), "post_feedforward_layernorm", T, H);
     }
+    int32_t d1 = -1, d2 = -1, n1 = 0, n2 = 0;
+    if (m->arch == MODEL_ARCH_PHI3) { /* each sublayer's output dropped out before the add */
+        const char *dr = gb_drop_extra(g, m->hidden_dropout);
+        int32_t da = graph_add_module(g, dl, "resid_attn_dropout", "Dropout", dr);
+        int32_t dm = graph_add_module(g, dl, "resid_mlp_dropout", "Dropout", dr);
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        d1 = g->n_ops;
+        gb_dropout_op(g, da, "resid_attn_dropout", T * (double)H, m->hidden_dropout, GRAPH_SPLIT_SEQ);
+        n1 = g->n_ops - d1;
+        graph_at(g, L, mp, GRAPH_ROLE_LAYER);
+        d2 = g->n_ops;
+        gb_dropout_op(g, dm, "resid_mlp_dropout", T * (double)H, m->hidden_dropout, GRAPH_SPLIT_SEQ);
+        n2 = g->n_ops - d2;
+    }
     if (g->oom) return false;
     int32_t seg[10][2], n = 0;
 #define SEG(at, len)                                                                                                   \
@@ -540,10 +581,12 @@ static bool llama_layer(Hf *c, int32_t list, int64_t l)
     SEG(ni, 1);
     SEG(a0, r1 - a0);
     SEG(no, 1);
+    SEG(d1, n1);
     SEG(r1, 1);
     SEG(fi, 1);
     SEG(m0, r2 - m0);
     SEG(fo, 1);
+    SEG(d2, n2);
     SEG(r2, 1);
 #undef SEG
     return order_ops(g, a0, (const int32_t(*)[2])seg, n);
@@ -555,17 +598,26 @@ static TsStatus build_llama(Hf *c)
     const ModelSpec *m = c->m;
     int64_t H = m->hidden, V = m->vocab, D = m->head_dim;
     double T = (double)g->tokens;
+    /* Gemma scales the embeddings by sqrt(H) (a '*', DeepSpeed 0): Gemma 3's
+     * Gemma3TextScaledWordEmbedding inside its forward, Gemma 2's model after
+     * the rotary tables */
+    bool gemma = m->arch == MODEL_ARCH_GEMMA, gemma3 = gemma && m->qk_norm;
     int32_t root = graph_add_module(g, -1, "", cls(c, "ForCausalLM"), "");
-    int32_t model = graph_add_module(g, root, "model", cls(c, "Model"), "");
+    int32_t model = graph_add_module(g, root, "model", cls(c, gemma3 ? "TextModel" : "Model"), "");
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
-    int32_t et = graph_add_module(g, model, "embed_tokens", "Embedding", emb_extra(g, V, H, -1));
+    int32_t et = graph_add_module(g, model, "embed_tokens", gemma3 ? "Gemma3TextScaledWordEmbedding" : "Embedding",
+                                  emb_extra(g, V, H, -1));
     int32_t wp = graph_add_param(g, et, "weight", V, H, GRAPH_SPLIT_VOCAB);
     emb_op(g, et, "embed_tokens", H, GRAPH_SPLIT_VOCAB);
+    if (gemma3) graph_op_eltwise(g, et, GRAPH_OP_ELEMENTWISE, "embed_scale", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+    /* rotary_emb runs before the layers (registered after norm): one tiny
+     * matmul inv_freq[B, D/2, 1] @ positions[B, 1, S] that DeepSpeed counts
+     * (Gemma 3: two, its global and local RoPE bases). */
+    int32_t rot_first_op = g->n_ops;
+    if (gemma && !gemma3)
+        graph_op_eltwise(g, model, GRAPH_OP_ELEMENTWISE, "normalizer", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_OTHER);
     int32_t list = graph_add_module(g, model, "layers", "ModuleList", "");
-    /* rotary_emb runs before the layers (registered after norm): one tiny
-     * matmul inv_freq[B, D/2, 1] @ positions[B, 1, S] that DeepSpeed counts. */
-    int32_t rot_first_op = g->n_ops;
     for (int64_t l = 0; l < m->layers && !g->oom; l++) {
         if (!llama_layer(c, list, l)) break;
     }
@@ -574,8 +626,9 @@ static TsStatus build_llama(Hf *c)
     hf_norm_op(c, nm, "norm", T, H);
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
     int32_t rot = graph_add_module(g, model, "rotary_emb", cls(c, "RotaryEmbedding"), "");
-    if (m->pos == MODEL_POS_ROPE && !g->oom)
-        hf_rotary_op(g, rot, (m->q_lora_rank > 0 || m->kv_lora_rank > 0 ? m->qk_rope_dim : D) / 2, rot_first_op);
+    int64_t half = (m->q_lora_rank > 0 || m->kv_lora_rank > 0 ? m->qk_rope_dim : D) / 2;
+    if (m->pos == MODEL_POS_ROPE && !g->oom) hf_rotary_op(g, rot, half, rot_first_op);
+    if (m->pos == MODEL_POS_ROPE && gemma3 && !g->oom) hf_rotary_op(g, rot, half, rot_first_op + 1);
     if (m->lm_head) {
         graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
         hf_lm_head(g, root, "lm_head", H, V, T, wp);
@@ -676,6 +729,9 @@ TsStatus graph_build_hf(ModuleGraph *g, TsError *err)
     case MODEL_ARCH_MIXTRAL: c.P = "Mixtral"; break;
     case MODEL_ARCH_DEEPSEEK: c.P = "DeepseekV3"; break;
     case MODEL_ARCH_QWEN: c.P = m->experts > 0 ? "Qwen3Moe" : m->qk_norm ? "Qwen3" : "Qwen2"; break;
+    case MODEL_ARCH_GEMMA: c.P = m->qk_norm ? "Gemma3" : "Gemma2"; break;
+    case MODEL_ARCH_PHI3: c.P = "Phi3"; break;
+    case MODEL_ARCH_OLMO2: c.P = "Olmo2"; break;
     case MODEL_ARCH_NEOX: c.P = "GPTNeoX"; break; /* GPT-NeoX layout: build_neox */
     default: c.P = "Llama"; break;
     }

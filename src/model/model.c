@@ -113,10 +113,33 @@ void model_defaults(ModelSpec *m, ModelArch arch)
         m->vocab = 50432;
         m->max_positions = 2048;
         break;
+    case MODEL_ARCH_GEMMA: /* Gemma 2/3: (1 + w) RMSNorm, sandwich norms, tanh-GeGLU, tied */
+        m->norm = MODEL_NORM_RMSNORM;
+        m->norm_eps = 1e-6;
+        m->norm_layout = MODEL_NORM_LAYOUT_SANDWICH;
+        m->act = MODEL_ACT_GEGLU;
+        m->pos = MODEL_POS_ROPE;
+        m->rope_theta = 10000.0;
+        m->tied_embeddings = true;
+        m->vocab = 256000;
+        m->max_positions = 8192;
+        break;
+    case MODEL_ARCH_OLMO2: /* reordered norms, q/k norms over all heads */
+        m->norm = MODEL_NORM_RMSNORM;
+        m->norm_eps = 1e-6;
+        m->norm_layout = MODEL_NORM_LAYOUT_REORDERED;
+        m->qk_norm = m->qk_norm_full = true;
+        m->act = MODEL_ACT_SWIGLU;
+        m->pos = MODEL_POS_ROPE;
+        m->rope_theta = 500000.0;
+        m->vocab = 100352;
+        m->max_positions = 4096;
+        break;
     case MODEL_ARCH_LLAMA:
     case MODEL_ARCH_MIXTRAL:
     case MODEL_ARCH_DEEPSEEK:
     case MODEL_ARCH_QWEN:
+    case MODEL_ARCH_PHI3: /* Llama's modules, q/k/v and gate/up fused */
     default:
         m->norm = MODEL_NORM_RMSNORM;
         m->act = MODEL_ACT_SWIGLU;
@@ -128,6 +151,7 @@ void model_defaults(ModelSpec *m, ModelArch arch)
             m->experts = 8;
             m->topk = 2;
         }
+        if (arch == MODEL_ARCH_PHI3) m->vocab = 32064;
         break;
     }
 }

@@ -122,7 +122,7 @@ static TsStatus enum_field(const TsJsonDoc *doc, const Field *f, void *dst, TsEr
     switch (f->kind) {
     case F_ARCH:
         ok = model_arch_parse(s, (ModelArch *)dst);
-        allowed = "gpt, llama, bert, mixtral, deepseek, gpt_neox, qwen";
+        allowed = "gpt, llama, bert, mixtral, deepseek, gpt_neox, qwen, gemma, phi3, olmo2";
         break;
     case F_NORM: ok = model_norm_parse(s, (ModelNorm *)dst); allowed = "layernorm, rmsnorm"; break;
     case F_LAYOUT:

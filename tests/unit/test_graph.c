@@ -477,6 +477,56 @@ static void test_norm_layouts(void **state)
     }
 }
 
+/* Gemma 2/3, Phi-3 and OLMo 2 under HF naming: transformers' classes and
+ * attribute names, Phi-3's fused linears, and exactly model_count_params'
+ * parameters (Gemma ties the LM head). */
+static void test_hf_new_archs(void **state)
+{
+    (void)state;
+    static const struct {
+        ModelArch arch;
+        bool qk;
+        const char *root, *layer_cls, *paths[5];
+    } C[] = {
+        {MODEL_ARCH_GEMMA, false, "Gemma2ForCausalLM", "Gemma2DecoderLayer",
+         {"model.layers.0.pre_feedforward_layernorm", "model.layers.0.mlp.act_fn", "model.rotary_emb", "lm_head"}},
+        {MODEL_ARCH_GEMMA, true, "Gemma3ForCausalLM", "Gemma3DecoderLayer",
+         {"model.layers.1.self_attn.q_norm", "model.layers.0.post_feedforward_layernorm", "model.embed_tokens"}},
+        {MODEL_ARCH_PHI3, false, "Phi3ForCausalLM", "Phi3DecoderLayer",
+         {"model.layers.0.self_attn.qkv_proj", "model.layers.0.mlp.gate_up_proj", "model.layers.0.mlp.activation_fn",
+          "model.layers.1.resid_mlp_dropout"}},
+        {MODEL_ARCH_OLMO2, true, "Olmo2ForCausalLM", "Olmo2DecoderLayer",
+         {"model.layers.0.self_attn.k_norm", "model.layers.0.post_feedforward_layernorm"}},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        ModelSpec m = flags(C[i].arch, 2, 256, 8);
+        m.kv_heads = 4;
+        m.ffn = 512;
+        m.vocab = 1000;
+        m.qk_norm = C[i].qk;
+        ModuleGraph *g = build(&m, GRAPH_NAMING_HF, 1, 64);
+        assert_string_equal(g->mods[0].cls, C[i].root);
+        assert_string_equal(g->mods[graph_find(g, "model.layers.1")].cls, C[i].layer_cls);
+        for (int k = 0; k < 5 && C[i].paths[k]; k++)
+            if (graph_find(g, C[i].paths[k]) < 0) fail_msg("%s: no %s", C[i].root, C[i].paths[k]);
+        ModelCounts c;
+        model_count_params(&m, &c);
+        GraphTotals t;
+        graph_model_totals(g, &t);
+        assert_int_equal(t.params, c.total);
+        if (C[i].arch == MODEL_ARCH_PHI3) {
+            const GraphOp *qkv = own_op(g, "model.layers.0.self_attn.qkv_proj", 0);
+            assert_true(qkv->ds_macs == 64.0 * 256 * (256 + 2 * 128));
+            assert_true(own_op(g, "model.layers.0.mlp.gate_up_proj", 0)->ds_macs == 64.0 * 256 * 1024);
+        }
+        if (C[i].arch == MODEL_ARCH_GEMMA) { /* GELUTanh binds F.gelu at construction: DeepSpeed counts 0 */
+            assert_true(own_op(g, "model.layers.0.mlp.act_fn", 0)->ds_flops == 0);
+            assert_true(m.tied_embeddings && c.lm_head == 0);
+        }
+        graph_destroy(g);
+    }
+}
+
 static void test_bad_options(void **state)
 {
     (void)state;
@@ -505,7 +555,7 @@ int main(void)
         cmocka_unit_test(test_rope_dims),   cmocka_unit_test(test_dropout_ops),   cmocka_unit_test(test_spans_and_batch_linearity),
         cmocka_unit_test(test_megatron_naming),    cmocka_unit_test(test_deepspeed_pipe_params),
         cmocka_unit_test(test_bad_options),        cmocka_unit_test(test_layer_index),
-        cmocka_unit_test(test_norm_layouts),
+        cmocka_unit_test(test_norm_layouts),       cmocka_unit_test(test_hf_new_archs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

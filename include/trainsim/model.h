@@ -7,7 +7,8 @@
  *   1. a preset name ("llama3-70b") -> data/models/<name>.json
  *   2. flags only (--arch gpt --layers 12 --hidden 768 --heads 12)
  *   3. a HuggingFace config.json (llama, mistral, mixtral, qwen2, qwen3,
- *      qwen3_moe, gpt2, bert, gpt_neox, deepseek_v3)
+ *      qwen3_moe, gpt2, bert, gpt_neox, deepseek_v3, gemma2, gemma3, phi3,
+ *      olmo2, granite)
  *   4. a Megatron module-tree dump or a parameter table (name;module;shape;...)
  * and then command-line flags override any field (in model_load). Preset
  * files use the schema "trainsim-model" v1 that model_to_json writes; see
@@ -39,7 +40,10 @@
     X(MIXTRAL, "mixtral", "hf")       \
     X(DEEPSEEK, "deepseek", "megatron") \
     X(NEOX, "gpt_neox", "hf")         \
-    X(QWEN, "qwen", "hf")
+    X(QWEN, "qwen", "hf")             \
+    X(GEMMA, "gemma", "hf")           \
+    X(PHI3, "phi3", "hf")             \
+    X(OLMO2, "olmo2", "hf")
 
 typedef enum {
 #define X(e, n, f) MODEL_ARCH_##e,
@@ -58,16 +62,33 @@ typedef enum {
     MODEL_NORM_COUNT
 } ModelNorm;
 
-#define MODEL_ACT_LIST(X)                                                  \
-    X(GELU, "gelu")     /* 2-matrix MLP, GeLU (also gelu_new / gelu_fast) */ \
-    X(SWIGLU, "swiglu") /* 3-matrix gated MLP, SiLU gate */                \
-    X(RELU2, "relu2")   /* 2-matrix MLP, squared ReLU (Nemotron-4) */
+/* X(enum suffix, name, gated): a gated MLP has three matrices (gate, up,
+ * down) and multiplies act(gate) by up. */
+#define MODEL_ACT_LIST(X)                                                          \
+    X(GELU, "gelu", false)     /* 2-matrix MLP, GeLU (also gelu_new / gelu_fast) */ \
+    X(SWIGLU, "swiglu", true)  /* 3-matrix gated MLP, SiLU gate */                \
+    X(RELU2, "relu2", false)   /* 2-matrix MLP, squared ReLU (Nemotron-4) */       \
+    X(GEGLU, "geglu", true)    /* 3-matrix gated MLP, tanh-GeLU gate (Gemma's gelu_pytorch_tanh) */
 typedef enum {
-#define X(e, n) MODEL_ACT_##e,
+#define X(e, n, gated) MODEL_ACT_##e,
     MODEL_ACT_LIST(X)
 #undef X
     MODEL_ACT_COUNT
 } ModelAct;
+
+/* Where a layer's norms sit around its two sublayers (attention, MLP):
+ * X(enum suffix, name, norms per sublayer). */
+#define MODEL_NORM_LAYOUT_LIST(X)                                                              \
+    X(PRE, "pre", 1)             /* on the sublayer's input (GPT-2, Llama) */                   \
+    X(POST, "post", 1)           /* after the residual add, post-LN (BERT; only the bert family) */ \
+    X(REORDERED, "reordered", 1) /* on the sublayer's output, before the residual add (OLMo 2) */ \
+    X(SANDWICH, "sandwich", 2)   /* on its input and on its output (Gemma 2 and 3) */
+typedef enum {
+#define X(e, n, k) MODEL_NORM_LAYOUT_##e,
+    MODEL_NORM_LAYOUT_LIST(X)
+#undef X
+    MODEL_NORM_LAYOUT_COUNT
+} ModelNormLayout;
 
 #define MODEL_POS_LIST(X) X(LEARNED, "learned") X(ROPE, "rope") X(ALIBI, "alibi")
 typedef enum {
@@ -95,7 +116,8 @@ typedef struct ModelSpec {
 
     ModelNorm norm;       /* LayerNorm (with bias) or RMSNorm (weight only) */
     double norm_eps;      /* 1e-5 */
-    ModelAct act;         /* GeLU / SwiGLU / squared ReLU */
+    ModelNormLayout norm_layout; /* pre (default), post (BERT), reordered (OLMo 2), sandwich (Gemma 2/3) */
+    ModelAct act;         /* GeLU / SwiGLU / squared ReLU / GeGLU */
     ModelPos pos;         /* learned / RoPE / ALiBi */
     double rotary_pct;    /* fraction of head dim rotated, 1.0 (NeoX 0.25) */
     double rope_theta;    /* RoPE base, 10000 (Llama-3 500000); informational, 0 = unknown */
@@ -103,7 +125,8 @@ typedef struct ModelSpec {
     bool qkv_bias;        /* bias on the Q/K/V projection (GPT-2, BERT; Qwen2) */
     bool proj_bias;       /* bias on the attention output projection */
     bool mlp_bias;        /* bias on the MLP linears */
-    bool qk_norm;         /* per-head RMSNorm on q and k (Qwen3) */
+    bool qk_norm;         /* RMSNorm on q and k (Qwen3, Gemma 3: per head, D wide) */
+    bool qk_norm_full;    /* with qk_norm: over all heads, A*D and G*D wide (OLMo 2) */
     bool tied_embeddings; /* LM head shares the word-embedding matrix */
     bool pooler;          /* BERT pooler (dense + tanh) */
     bool embed_norm;      /* LayerNorm right after the embeddings (BERT, BLOOM) */
@@ -154,10 +177,18 @@ const char *model_arch_name(ModelArch a);
 const char *model_norm_name(ModelNorm n);
 const char *model_act_name(ModelAct a);
 const char *model_pos_name(ModelPos p);
+const char *model_norm_layout_name(ModelNormLayout l);
+bool model_norm_layout_parse(const char *s, ModelNormLayout *out);
 bool model_norm_parse(const char *s, ModelNorm *out);
 bool model_act_parse(const char *s, ModelAct *out);
 bool model_pos_parse(const char *s, ModelPos *out);
 bool model_arch_parse(const char *s, ModelArch *out);
+/* A gated MLP (SwiGLU, GeGLU): three matrices, F wide each. */
+bool model_act_gated(ModelAct a);
+/* Norms around each sublayer, H wide: 2 for a sandwich, else 1. */
+int64_t model_sublayer_norms(const ModelSpec *m);
+/* The layout puts a norm on each sublayer's output (reordered, sandwich). */
+bool model_output_norms(const ModelSpec *m);
 /* Framework whose module names the family usually carries: "megatron", "hf", "deepspeed". */
 const char *model_arch_default_naming(ModelArch a);
 

@@ -358,7 +358,8 @@ int cli_model_load(CliModel *cm, const char *default_model, ModelSpec *out)
     if (cm->arch) {
         if (!model_arch_parse(cm->arch, &cm->ov.arch)) {
             fprintf(stderr,
-                    "trainsim: unknown architecture '%s' for --arch (expected gpt, llama, bert, mixtral or deepseek)\n",
+                    "trainsim: unknown architecture '%s' for --arch (expected gpt, llama, bert, mixtral, deepseek, "
+                    "gpt_neox, qwen, gemma, phi3 or olmo2)\n",
                     cm->arch);
             return 2;
         }

@@ -8,7 +8,10 @@
 static const char *norm_name(ModelNorm n) { return n == MODEL_NORM_RMSNORM ? "RMSNorm" : "LayerNorm"; }
 static const char *act_name(ModelAct a)
 {
-    return a == MODEL_ACT_SWIGLU ? "SwiGLU" : a == MODEL_ACT_RELU2 ? "squared ReLU" : "GeLU";
+    return a == MODEL_ACT_SWIGLU ? "SwiGLU"
+         : a == MODEL_ACT_GEGLU  ? "GeGLU"
+         : a == MODEL_ACT_RELU2  ? "squared ReLU"
+                                 : "GeLU";
 }
 static const char *pos_name(ModelPos p) { return p == MODEL_POS_ROPE ? "RoPE" : p == MODEL_POS_ALIBI ? "ALiBi" : "learned"; }
 
@@ -27,7 +30,13 @@ static void summary(const ModelSpec *m, const ModuleGraph *g, TsBuf *b)
     ts_buf_printf(b, "ffn:            %lld (%s)\n", (long long)m->ffn, act_name(m->act));
     ts_buf_printf(b, "vocab:          %lld (graph uses %lld)\n", (long long)m->vocab, (long long)g->vocab);
     ts_buf_printf(b, "positions:      %s, max %lld\n", pos_name(m->pos), (long long)m->max_positions);
-    ts_buf_printf(b, "norm:           %s, eps %g\n", norm_name(m->norm), m->norm_eps);
+    ts_buf_printf(b, "norm:           %s, eps %g", norm_name(m->norm), m->norm_eps);
+    if (m->norm_layout == MODEL_NORM_LAYOUT_REORDERED)
+        ts_buf_puts(b, ", on each sublayer's output (reordered)");
+    else if (m->norm_layout == MODEL_NORM_LAYOUT_SANDWICH)
+        ts_buf_puts(b, ", on each sublayer's input and output (sandwich)");
+    if (m->qk_norm) ts_buf_puts(b, m->qk_norm_full ? "; q/k norms over all heads" : "; q/k norms per head");
+    ts_buf_puts(b, "\n");
     ts_buf_printf(b, "tied embedding: %s\n", m->tied_embeddings ? "yes" : "no");
     ts_buf_printf(b, "dropout:        hidden %g, attention %g\n", m->hidden_dropout, m->attn_dropout);
     if (m->experts > 0)

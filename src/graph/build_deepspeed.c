@@ -29,9 +29,14 @@ TsStatus graph_build_deepspeed(ModuleGraph *g, TsError *err)
         ts_err_hint(err, "use --naming megatron or --naming hf for DeepSeek models");
         return TS_ERR_USAGE;
     }
+    if (m->qk_norm || m->norm_layout != MODEL_NORM_LAYOUT_PRE) {
+        ts_err(err, TS_ERR_USAGE, "naming 'deepspeed' (GPT2ModelPipe) has only pre-norm layers without q/k norms");
+        ts_err_hint(err, "use --naming megatron or --naming hf for Qwen3, OLMo 2 and Gemma models");
+        return TS_ERR_USAGE;
+    }
     GraphNames idx;
     if (!graph_names_init(g, &idx, m->layers + 3)) return TS_ERR_INTERNAL;
-    bool ln = m->norm == MODEL_NORM_LAYERNORM, glu = m->act == MODEL_ACT_SWIGLU;
+    bool ln = m->norm == MODEL_NORM_LAYERNORM, glu = model_act_gated(m->act);
     int64_t B = g->opt.batch, S = g->opt.seq, H = m->hidden, A = m->heads, G = m->kv_heads, D = m->head_dim,
             F = m->ffn, V = g->vocab;
     double T = (double)g->tokens;
@@ -99,7 +104,7 @@ TsStatus graph_build_deepspeed(ModuleGraph *g, TsError *err)
         int32_t h1 = gb_linear_mod(g, mlp, "dense_4h_to_h", "RowParallelLinear", "", F, H, m->mlp_bias, GRAPH_SPLIT_ROW);
         graph_op_norm(g, n2, "post_attention_layernorm", T, H, ln, 0.0);
         graph_op_gemm(g, h4, "dense_h_to_4h", T, H, f1, m->mlp_bias, GRAPH_SPLIT_COL);
-        GraphOp *act = graph_op_eltwise(g, mlp, GRAPH_OP_ACTIVATION, glu ? "swiglu" : "bias_gelu", T * (double)F,
+        GraphOp *act = graph_op_eltwise(g, mlp, GRAPH_OP_ACTIVATION, m->act == MODEL_ACT_GEGLU ? "geglu" : glu ? "swiglu" : "bias_gelu", T * (double)F,
                                         glu ? 2 : 1, 0.0, GRAPH_SPLIT_COL);
         if (act && glu) act->act_bytes = (double)g->opt.dtype_bytes * 2 * T * (double)F;
         graph_op_gemm(g, h1, "dense_4h_to_h", T, F, H, m->mlp_bias, GRAPH_SPLIT_ROW);

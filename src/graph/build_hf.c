@@ -1,6 +1,10 @@
 /* HuggingFace transformers naming: BertModel, GPT2LMHeadModel, GPTNeoXForCausalLM
  * and the Llama family (LlamaForCausalLM, MixtralForCausalLM, Qwen2/Qwen3(-MoE),
- * DeepseekV3ForCausalLM), modules registered in __init__ order.
+ * DeepseekV3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM (the text
+ * decoder), Phi3ForCausalLM with its fused qkv_proj and gate_up_proj,
+ * Olmo2ForCausalLM), modules registered in __init__ order. Not traced:
+ * Gemma 2's tanh soft-capping of the logits and attention scores, Granite's
+ * scalar multipliers (no parameters, elementwise work only).
  *
  * Legend: T = B*S tokens, H hidden, A heads, G kv heads, D head dim, F ffn,
  * V vocab (unpadded), E experts, K top-k.
@@ -15,6 +19,8 @@
  */
 #include "graph_int.h"
 
+#include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct Hf {
@@ -291,10 +297,22 @@ static void gated_mlp(Hf *c, int32_t parent, const char *name, const char *klass
     ModuleGraph *g = c->g;
     const ModelSpec *m = c->m;
     int64_t H = m->hidden;
-    bool glu = m->act == MODEL_ACT_SWIGLU;
+    bool glu = model_act_gated(m->act), geglu = m->act == MODEL_ACT_GEGLU;
     bool bias = m->mlp_bias && g->at.expert_id < 0;
     int32_t mlp = graph_add_module(g, parent, name, klass, "");
     int32_t gp = -1, up, dn;
+    double n = tokens * (double)ffn;
+    if (m->arch == MODEL_ARCH_PHI3 && glu) { /* Phi3MLP: gate_up_proj (2F), chunk, up * act(gate), down_proj */
+        up = lin(c, mlp, "gate_up_proj", H, 2 * ffn, bias, GRAPH_SPLIT_COL);
+        dn = lin(c, mlp, "down_proj", ffn, H, bias, GRAPH_SPLIT_ROW);
+        int32_t act = graph_add_module(g, mlp, "activation_fn", geglu ? "GELUTanh" : "SiLU", "");
+        graph_op_gemm(g, up, "gate_up_proj", tokens, H, 2 * ffn, bias, GRAPH_SPLIT_COL);
+        graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, geglu ? "gelu" : "silu", n, 1, geglu ? 0.0 : 1.0, GRAPH_SPLIT_COL);
+        GraphOp *mul = graph_op_eltwise(g, mlp, GRAPH_OP_ELEMENTWISE, "mul", n, 2, 0.0, GRAPH_SPLIT_COL);
+        if (mul) mul->act_bytes = (double)g->opt.dtype_bytes * 2 * n;
+        graph_op_gemm(g, dn, "down_proj", tokens, ffn, H, bias, GRAPH_SPLIT_ROW);
+        return;
+    }
     if (mixtral_names) {
         gp = lin(c, mlp, "w1", H, ffn, false, GRAPH_SPLIT_COL);
         dn = lin(c, mlp, "w2", ffn, H, false, GRAPH_SPLIT_ROW);
@@ -304,12 +322,14 @@ static void gated_mlp(Hf *c, int32_t parent, const char *name, const char *klass
         up = lin(c, mlp, "up_proj", H, ffn, bias, GRAPH_SPLIT_COL);
         dn = lin(c, mlp, "down_proj", ffn, H, bias, GRAPH_SPLIT_ROW);
     }
-    int32_t act = graph_add_module(g, mlp, "act_fn", glu ? "SiLU" : "GELUActivation", "");
+    /* transformers 5: ACT2FN["silu"] is nn.SiLU (F.silu at call time, which
+     * DeepSpeed counts); "gelu_pytorch_tanh" is GELUTanh, which binds F.gelu at
+     * construction like GELUActivation (0) */
+    int32_t act = graph_add_module(g, mlp, "act_fn", geglu ? "GELUTanh" : glu ? "SiLU" : "GELUActivation", "");
     const char *gn = mixtral_names ? "w1" : "gate_proj", *un = mixtral_names ? "w3" : "up_proj";
-    double n = tokens * (double)ffn;
     if (glu) {
         graph_op_gemm(g, gp, gn, tokens, H, ffn, bias, GRAPH_SPLIT_COL);
-        graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, "silu", n, 1, 1.0, GRAPH_SPLIT_COL); /* F.silu */
+        graph_op_eltwise(g, act, GRAPH_OP_ACTIVATION, geglu ? "gelu" : "silu", n, 1, geglu ? 0.0 : 1.0, GRAPH_SPLIT_COL);
         graph_op_gemm(g, up, un, tokens, H, ffn, bias, GRAPH_SPLIT_COL);
         GraphOp *mul = graph_op_eltwise(g, mlp, GRAPH_OP_ELEMENTWISE, "mul", n, 2, 0.0, GRAPH_SPLIT_COL);
         if (mul) mul->act_bytes = (double)g->opt.dtype_bytes * 2 * n;
@@ -379,21 +399,38 @@ static void llama_attention(Hf *c, int32_t layer_mod)
         graph_op_gemm(g, o, "o_proj", T, A * Dv, H, false, GRAPH_SPLIT_ROW);
         return;
     }
+    if (m->arch == MODEL_ARCH_PHI3) { /* Phi3Attention registers o_proj, then the fused qkv_proj */
+        int64_t qkv = A * D + 2 * G * D;
+        int32_t o = lin(c, at, "o_proj", A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
+        int32_t qk = lin(c, at, "qkv_proj", H, qkv, m->qkv_bias, GRAPH_SPLIT_COL);
+        graph_op_gemm(g, qk, "qkv_proj", T, H, qkv, m->qkv_bias, GRAPH_SPLIT_COL);
+        if (m->pos == MODEL_POS_ROPE) graph_op_rope(g, at, T, A + G, (int64_t)((double)D * m->rotary_pct));
+        graph_at(g, L, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
+        graph_op_attention(g, at, "sdpa", B, A, G, S, S, D, D);
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        graph_op_gemm(g, o, "o_proj", T, A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
+        return;
+    }
     int32_t q = lin(c, at, "q_proj", H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
     int32_t k = lin(c, at, "k_proj", H, G * D, m->qkv_bias, GRAPH_SPLIT_COL);
     int32_t v = lin(c, at, "v_proj", H, G * D, m->qkv_bias, GRAPH_SPLIT_COL);
     int32_t o = lin(c, at, "o_proj", A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
+    /* q_norm / k_norm: per head, D wide (Qwen3, Gemma 3), or over all heads
+     * before the view, A*D and G*D wide and split with them (OLMo 2) */
     int32_t qn = -1, kn = -1;
+    int64_t qw = m->qk_norm_full ? A * D : D, kw = m->qk_norm_full ? G * D : D;
     if (m->qk_norm) {
-        qn = hf_norm_mod(c, at, "q_norm", D);
-        kn = hf_norm_mod(c, at, "k_norm", D);
+        qn = hf_norm_mod(c, at, "q_norm", qw);
+        if (m->qk_norm_full && qn >= 0) g->params[g->n_params - 1].split = GRAPH_SPLIT_COL;
+        kn = hf_norm_mod(c, at, "k_norm", kw);
+        if (m->qk_norm_full && kn >= 0) g->params[g->n_params - 1].split = GRAPH_SPLIT_COL;
     }
     graph_op_gemm(g, q, "q_proj", T, H, A * D, m->qkv_bias, GRAPH_SPLIT_COL);
     graph_op_gemm(g, k, "k_proj", T, H, G * D, m->qkv_bias, GRAPH_SPLIT_COL);
     graph_op_gemm(g, v, "v_proj", T, H, G * D, m->qkv_bias, GRAPH_SPLIT_COL);
     if (m->qk_norm) {
-        hf_norm_op(c, qn, "q_norm", T * (double)A, D);
-        hf_norm_op(c, kn, "k_norm", T * (double)G, D);
+        hf_norm_op(c, qn, "q_norm", T * (double)(A * D / qw), qw);
+        hf_norm_op(c, kn, "k_norm", T * (double)(G * D / kw), kw);
         g->ops[g->n_ops - 1].split = g->ops[g->n_ops - 2].split = GRAPH_SPLIT_HEADS;
     }
     int64_t rd = (int64_t)((double)D * m->rotary_pct);
@@ -449,72 +486,149 @@ static void llama_moe(Hf *c, int32_t layer_mod)
         gated_mlp(c, moe, "shared_experts", cls(c, "MLP"), m->moe_ffn * m->shared_experts, T, false);
 }
 
+/* Put the ops [first, n_ops) in the order of `seg`: n runs given as
+ * {start, length} in the layer's op array. False (g->oom) when out of memory. */
+static bool order_ops(ModuleGraph *g, int32_t first, const int32_t (*seg)[2], int n)
+{
+    int32_t len = g->n_ops - first;
+    GraphOp *tmp = malloc(sizeof *tmp * (size_t)(len > 0 ? len : 1));
+    if (!tmp) {
+        g->oom = true;
+        return false;
+    }
+    int32_t k = 0;
+    for (int i = 0; i < n; i++)
+        for (int32_t j = 0; j < seg[i][1]; j++) tmp[k++] = g->ops[seg[i][0] + j];
+    assert(k == len);
+    memcpy(&g->ops[first], tmp, sizeof *tmp * (size_t)len);
+    free(tmp);
+    return true;
+}
+
+/* One decoder layer. HF registers self_attn, mlp, then the norms (and
+ * Phi-3's resid_attn_dropout, resid_mlp_dropout); their modules and ops are
+ * emitted after the sublayers and the ops moved into execution order:
+ *   pre        input_layernorm, attn, +, post_attention_layernorm, mlp, +
+ *   reordered  attn, post_attention_layernorm, +, mlp, post_feedforward_layernorm, +
+ *   sandwich   input_layernorm, attn, post_attention_layernorm, +,
+ *              pre_feedforward_layernorm, mlp, post_feedforward_layernorm, +
+ * (in Llama post_attention_layernorm is the MLP's input norm; in Gemma and
+ * OLMo 2 it normalises the attention's output). */
+static bool llama_layer(Hf *c, int32_t list, int64_t l)
+{
+    ModuleGraph *g = c->g;
+    const ModelSpec *m = c->m;
+    int64_t H = m->hidden;
+    double T = (double)g->tokens;
+    int32_t L = (int32_t)l;
+    bool moe = model_layer_is_moe(m, l);
+    GraphPart mp = moe ? GRAPH_PART_MOE : GRAPH_PART_MLP;
+    graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+    int32_t dl = graph_add_module(g, list, graph_idx(g, &c->idx, l), cls(c, "DecoderLayer"), "");
+    int32_t a0 = g->n_ops;
+    llama_attention(c, dl);
+    int32_t r1 = g->n_ops;
+    residual(g, dl, H);
+    graph_at(g, L, mp, GRAPH_ROLE_LAYER);
+    int32_t m0 = g->n_ops;
+    if (moe)
+        llama_moe(c, dl);
+    else
+        gated_mlp(c, dl, "mlp", cls(c, "MLP"), m->ffn, T, false);
+    int32_t r2 = g->n_ops;
+    residual(g, dl, H);
+    /* the norms, in registration order; ni/no: the attention's input and
+     * output norm ops, fi/fo: the MLP's (-1: none) */
+    int32_t ni = -1, no = -1, fi = -1, fo = -1;
+    bool sandwich = m->norm_layout == MODEL_NORM_LAYOUT_SANDWICH;
+    if (m->norm_layout != MODEL_NORM_LAYOUT_REORDERED) {
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        ni = g->n_ops;
+        hf_norm_op(c, hf_norm_mod(c, dl, "input_layernorm", H), "input_layernorm", T, H);
+    }
+    graph_at(g, L, model_output_norms(m) ? GRAPH_PART_ATTN : mp, GRAPH_ROLE_LAYER);
+    *(model_output_norms(m) ? &no : &fi) = g->n_ops;
+    hf_norm_op(c, hf_norm_mod(c, dl, "post_attention_layernorm", H), "post_attention_layernorm", T, H);
+    graph_at(g, L, mp, GRAPH_ROLE_LAYER);
+    if (sandwich) {
+        fi = g->n_ops;
+        hf_norm_op(c, hf_norm_mod(c, dl, "pre_feedforward_layernorm", H), "pre_feedforward_layernorm", T, H);
+    }
+    if (model_output_norms(m)) {
+        fo = g->n_ops;
+        hf_norm_op(c, hf_norm_mod(c, dl, "post_feedforward_layernorm", H), "post_feedforward_layernorm", T, H);
+    }
+    int32_t d1 = -1, d2 = -1, n1 = 0, n2 = 0;
+    if (m->arch == MODEL_ARCH_PHI3) { /* each sublayer's output dropped out before the add */
+        const char *dr = gb_drop_extra(g, m->hidden_dropout);
+        int32_t da = graph_add_module(g, dl, "resid_attn_dropout", "Dropout", dr);
+        int32_t dm = graph_add_module(g, dl, "resid_mlp_dropout", "Dropout", dr);
+        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
+        d1 = g->n_ops;
+        gb_dropout_op(g, da, "resid_attn_dropout", T * (double)H, m->hidden_dropout, GRAPH_SPLIT_SEQ);
+        n1 = g->n_ops - d1;
+        graph_at(g, L, mp, GRAPH_ROLE_LAYER);
+        d2 = g->n_ops;
+        gb_dropout_op(g, dm, "resid_mlp_dropout", T * (double)H, m->hidden_dropout, GRAPH_SPLIT_SEQ);
+        n2 = g->n_ops - d2;
+    }
+    if (g->oom) return false;
+    int32_t seg[10][2], n = 0;
+#define SEG(at, len)                                                                                                   \
+    do {                                                                                                               \
+        if ((at) >= 0) seg[n][0] = (at), seg[n++][1] = (len);                                                          \
+    } while (0)
+    SEG(ni, 1);
+    SEG(a0, r1 - a0);
+    SEG(no, 1);
+    SEG(d1, n1);
+    SEG(r1, 1);
+    SEG(fi, 1);
+    SEG(m0, r2 - m0);
+    SEG(fo, 1);
+    SEG(d2, n2);
+    SEG(r2, 1);
+#undef SEG
+    return order_ops(g, a0, (const int32_t(*)[2])seg, n);
+}
+
 static TsStatus build_llama(Hf *c)
 {
     ModuleGraph *g = c->g;
     const ModelSpec *m = c->m;
     int64_t H = m->hidden, V = m->vocab, D = m->head_dim;
     double T = (double)g->tokens;
+    /* Gemma scales the embeddings by sqrt(H) (a '*', DeepSpeed 0): Gemma 3's
+     * Gemma3TextScaledWordEmbedding inside its forward, Gemma 2's model after
+     * the rotary tables */
+    bool gemma = m->arch == MODEL_ARCH_GEMMA, gemma3 = gemma && m->qk_norm;
     int32_t root = graph_add_module(g, -1, "", cls(c, "ForCausalLM"), "");
-    int32_t model = graph_add_module(g, root, "model", cls(c, "Model"), "");
+    int32_t model = graph_add_module(g, root, "model", cls(c, gemma3 ? "TextModel" : "Model"), "");
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
-    int32_t et = graph_add_module(g, model, "embed_tokens", "Embedding", emb_extra(g, V, H, -1));
+    int32_t et = graph_add_module(g, model, "embed_tokens", gemma3 ? "Gemma3TextScaledWordEmbedding" : "Embedding",
+                                  emb_extra(g, V, H, -1));
     int32_t wp = graph_add_param(g, et, "weight", V, H, GRAPH_SPLIT_VOCAB);
     emb_op(g, et, "embed_tokens", H, GRAPH_SPLIT_VOCAB);
+    if (gemma3) graph_op_eltwise(g, et, GRAPH_OP_ELEMENTWISE, "embed_scale", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
+    /* rotary_emb runs before the layers (registered after norm): one tiny
+     * matmul inv_freq[B, D/2, 1] @ positions[B, 1, S] that DeepSpeed counts
+     * (Gemma 3: two, its global and local RoPE bases). */
+    int32_t rot_first_op = g->n_ops;
+    if (gemma && !gemma3)
+        graph_op_eltwise(g, model, GRAPH_OP_ELEMENTWISE, "normalizer", T * (double)H, 1, 0.0, GRAPH_SPLIT_SEQ);
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_OTHER);
     int32_t list = graph_add_module(g, model, "layers", "ModuleList", "");
-    /* rotary_emb runs before the layers (registered after norm): one tiny
-     * matmul inv_freq[B, D/2, 1] @ positions[B, 1, S] that DeepSpeed counts. */
-    int32_t rot_first_op = g->n_ops;
     for (int64_t l = 0; l < m->layers && !g->oom; l++) {
-        int32_t L = (int32_t)l;
-        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
-        int32_t dl = graph_add_module(g, list, graph_idx(g, &c->idx, l), cls(c, "DecoderLayer"), "");
-        bool moe = model_layer_is_moe(m, l);
-        bool mixtral = m->arch == MODEL_ARCH_MIXTRAL;
-        /* Mixtral registers block_sparse_moe right after self_attn, like Llama's mlp */
-        int32_t attn_first = g->n_mods;
-        (void)attn_first;
-        /* declare in __init__ order: self_attn, mlp, input_layernorm, post_attention_layernorm;
-         * ops must run: input_layernorm, attention, residual, post norm, mlp, residual.
-         * Norm modules are declared after, so their ops are emitted via saved ids. */
-        int32_t in_norm_op_at = g->n_ops; /* input norm op goes first: inserted below */
-        llama_attention(c, dl);
-        int32_t after_attn_ops = g->n_ops;
-        residual(g, dl, H);
-        graph_at(g, L, moe ? GRAPH_PART_MOE : GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
-        int32_t mlp_first_op = g->n_ops;
-        if (moe)
-            llama_moe(c, dl);
-        else
-            gated_mlp(c, dl, "mlp", cls(c, "MLP"), m->ffn, T, false);
-        (void)mixtral;
-        int32_t mlp_end_op = g->n_ops;
-        residual(g, dl, H);
-        graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
-        int32_t n1 = hf_norm_mod(c, dl, "input_layernorm", H);
-        hf_norm_op(c, n1, "input_layernorm", T, H);
-        graph_at(g, L, moe ? GRAPH_PART_MOE : GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
-        int32_t n2 = hf_norm_mod(c, dl, "post_attention_layernorm", H);
-        hf_norm_op(c, n2, "post_attention_layernorm", T, H);
-        if (g->oom) break;
-        /* rotate the two norm ops into execution position */
-        GraphOp on1 = g->ops[g->n_ops - 2], on2 = g->ops[g->n_ops - 1];
-        int32_t end = g->n_ops - 2;
-        memmove(&g->ops[mlp_first_op + 2], &g->ops[mlp_first_op], sizeof *g->ops * (size_t)(end - mlp_first_op));
-        g->ops[mlp_first_op + 1] = on2;
-        memmove(&g->ops[in_norm_op_at + 1], &g->ops[in_norm_op_at], sizeof *g->ops * (size_t)(mlp_first_op - in_norm_op_at));
-        g->ops[in_norm_op_at] = on1;
-        (void)after_attn_ops;
-        (void)mlp_end_op;
+        if (!llama_layer(c, list, l)) break;
     }
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
     int32_t nm = hf_norm_mod(c, model, "norm", H);
     hf_norm_op(c, nm, "norm", T, H);
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
     int32_t rot = graph_add_module(g, model, "rotary_emb", cls(c, "RotaryEmbedding"), "");
-    if (m->pos == MODEL_POS_ROPE && !g->oom)
-        hf_rotary_op(g, rot, (m->q_lora_rank > 0 || m->kv_lora_rank > 0 ? m->qk_rope_dim : D) / 2, rot_first_op);
+    int64_t half = (m->q_lora_rank > 0 || m->kv_lora_rank > 0 ? m->qk_rope_dim : D) / 2;
+    if (m->pos == MODEL_POS_ROPE && !g->oom) hf_rotary_op(g, rot, half, rot_first_op);
+    if (m->pos == MODEL_POS_ROPE && gemma3 && !g->oom) hf_rotary_op(g, rot, half, rot_first_op + 1);
     if (m->lm_head) {
         graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
         hf_lm_head(g, root, "lm_head", H, V, T, wp);
@@ -615,6 +729,9 @@ TsStatus graph_build_hf(ModuleGraph *g, TsError *err)
     case MODEL_ARCH_MIXTRAL: c.P = "Mixtral"; break;
     case MODEL_ARCH_DEEPSEEK: c.P = "DeepseekV3"; break;
     case MODEL_ARCH_QWEN: c.P = m->experts > 0 ? "Qwen3Moe" : m->qk_norm ? "Qwen3" : "Qwen2"; break;
+    case MODEL_ARCH_GEMMA: c.P = m->qk_norm ? "Gemma3" : "Gemma2"; break;
+    case MODEL_ARCH_PHI3: c.P = "Phi3"; break;
+    case MODEL_ARCH_OLMO2: c.P = "Olmo2"; break;
     case MODEL_ARCH_NEOX: c.P = "GPTNeoX"; break; /* GPT-NeoX layout: build_neox */
     default: c.P = "Llama"; break;
     }

@@ -33,7 +33,7 @@ static void norm_op(Mg *c, int32_t mod, const char *name)
     graph_op_norm(c->g, mod, name, (double)c->g->tokens, c->m->hidden, c->ln, 0.0);
 }
 
-static double swiglu_mult(const ModelSpec *m) { return m->act == MODEL_ACT_SWIGLU ? 2.0 : 1.0; }
+static double swiglu_mult(const ModelSpec *m) { return model_act_gated(m->act) ? 2.0 : 1.0; }
 
 /* MLP(linear_fc1, linear_fc2): module declared, ops emitted. tokens may be fractional (experts). */
 static int32_t mlp_block(Mg *c, int32_t parent, const char *name, const char *cls, int64_t ffn, double tokens,
@@ -46,9 +46,11 @@ static int32_t mlp_block(Mg *c, int32_t parent, const char *name, const char *cl
     int32_t fc2 = gb_linear_mod(g, mlp, "linear_fc2", "RowParallelLinear", "", ffn, H, bias, GRAPH_SPLIT_ROW);
     if (fc2 < 0) return -1;
     graph_op_gemm(g, fc1, "linear_fc1", tokens, H, f1, bias, GRAPH_SPLIT_COL);
-    GraphOp *act = graph_op_eltwise(g, mlp, GRAPH_OP_ACTIVATION, c->m->act == MODEL_ACT_SWIGLU ? "swiglu" : "gelu",
-                                    tokens * (double)ffn, c->m->act == MODEL_ACT_SWIGLU ? 2 : 1, 0.0, GRAPH_SPLIT_COL);
-    if (act && c->m->act == MODEL_ACT_SWIGLU) act->act_bytes = (double)g->opt.dtype_bytes * 2 * tokens * (double)ffn;
+    bool gated = model_act_gated(c->m->act);
+    const char *an = c->m->act == MODEL_ACT_SWIGLU ? "swiglu" : c->m->act == MODEL_ACT_GEGLU ? "geglu" : "gelu";
+    GraphOp *act = graph_op_eltwise(g, mlp, GRAPH_OP_ACTIVATION, an, tokens * (double)ffn, gated ? 2 : 1, 0.0,
+                                    GRAPH_SPLIT_COL);
+    if (act && gated) act->act_bytes = (double)g->opt.dtype_bytes * 2 * tokens * (double)ffn;
     graph_op_gemm(g, fc2, "linear_fc2", tokens, ffn, H, bias, GRAPH_SPLIT_ROW);
     return mlp;
 }
@@ -129,9 +131,14 @@ static void attention(Mg *c, int32_t layer_mod)
         int32_t proj = gb_linear_mod(g, sa, "linear_proj", "RowParallelLinear", "", A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
         int32_t qkv = gb_linear_mod(g, sa, "linear_qkv", "ColumnParallelLinear", "", H, qkv_out, m->qkv_bias, GRAPH_SPLIT_COL);
         int32_t qn, kn;
+        /* per head (D wide, replicated), or over all heads (OLMo 2: A*D and
+         * G*D wide, split with the heads) */
+        int64_t qw = m->qk_norm_full ? A * D : D, kw = m->qk_norm_full ? G * D : D;
         if (m->qk_norm) {
-            qn = gb_norm_mod(g, sa, "q_layernorm", "RMSNorm", "", D, false);
-            kn = gb_norm_mod(g, sa, "k_layernorm", "RMSNorm", "", D, false);
+            qn = gb_norm_mod(g, sa, "q_layernorm", "RMSNorm", "", qw, false);
+            if (m->qk_norm_full && qn >= 0) g->params[g->n_params - 1].split = GRAPH_SPLIT_COL;
+            kn = gb_norm_mod(g, sa, "k_layernorm", "RMSNorm", "", kw, false);
+            if (m->qk_norm_full && kn >= 0) g->params[g->n_params - 1].split = GRAPH_SPLIT_COL;
         } else {
             qn = graph_add_module(g, sa, "q_layernorm", "IdentityOp", "");
             kn = graph_add_module(g, sa, "k_layernorm", "IdentityOp", "");
@@ -139,8 +146,8 @@ static void attention(Mg *c, int32_t layer_mod)
         (void)proj;
         graph_op_gemm(g, qkv, "linear_qkv", T, H, qkv_out, m->qkv_bias, GRAPH_SPLIT_COL);
         if (m->qk_norm) {
-            GraphOp *o1 = graph_op_norm(g, qn, "q_layernorm", T * (double)A, D, false, 0.0);
-            GraphOp *o2 = graph_op_norm(g, kn, "k_layernorm", T * (double)G, D, false, 0.0);
+            GraphOp *o1 = graph_op_norm(g, qn, "q_layernorm", T * (double)(A * D / qw), qw, false, 0.0);
+            GraphOp *o2 = graph_op_norm(g, kn, "k_layernorm", T * (double)(G * D / kw), kw, false, 0.0);
             if (o1) o1->split = GRAPH_SPLIT_HEADS;
             if (o2) o2->split = GRAPH_SPLIT_HEADS;
         }
@@ -171,6 +178,25 @@ core_ops:
     graph_op_gemm(g, proj, "linear_proj", T, A * Dv, H, m->proj_bias, GRAPH_SPLIT_ROW);
 }
 
+/* A sublayer's input norm, or IdentityOp when the layout has none (OLMo 2's
+ * reordered norms). */
+static void input_norm(Mg *c, int32_t tl, const char *name)
+{
+    if (c->m->norm_layout == MODEL_NORM_LAYOUT_REORDERED) {
+        graph_add_module(c->g, tl, name, "IdentityOp", "");
+        return;
+    }
+    norm_op(c, norm_mod(c, tl, name), name);
+}
+
+/* The norm on a sublayer's output, before the residual add (OLMo 2, Gemma).
+ * Megatron-Core's TransformerLayer has no such submodule (NeMo's Gemma 2
+ * folds it into TERowParallelLinearLayerNorm); named after what it follows. */
+static void output_norm(Mg *c, int32_t tl, const char *name)
+{
+    if (model_output_norms(c->m)) norm_op(c, norm_mod(c, tl, name), name);
+}
+
 static void layer(Mg *c, int32_t list, int64_t l)
 {
     ModuleGraph *g = c->g;
@@ -179,9 +205,9 @@ static void layer(Mg *c, int32_t list, int64_t l)
     double T = (double)g->tokens;
     graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
     int32_t tl = graph_add_module(g, list, graph_idx(g, &c->idx, l), "TransformerLayer", "");
-    int32_t in_norm = norm_mod(c, tl, "input_layernorm");
-    norm_op(c, in_norm, "input_layernorm");
+    input_norm(c, tl, "input_layernorm");
     attention(c, tl);
+    output_norm(c, tl, "post_self_attn_layernorm");
     GraphOp *bda = graph_op_eltwise(g, tl, GRAPH_OP_ELEMENTWISE, "self_attn_bda", T * (double)m->hidden, 2, 0.0,
                                     GRAPH_SPLIT_SEQ);
     double mask = m->hidden_dropout > 0 ? T * (double)m->hidden : 0; /* bda's 1-byte dropout mask */
@@ -191,13 +217,13 @@ static void layer(Mg *c, int32_t list, int64_t l)
     graph_add_module(g, tl, "cross_attn_bda", "IdentityFuncOp", "");
     bool moe = model_layer_is_moe(m, l);
     graph_at(g, L, moe ? GRAPH_PART_MOE : GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
-    int32_t pre = norm_mod(c, tl, "pre_mlp_layernorm");
-    norm_op(c, pre, "pre_mlp_layernorm");
+    input_norm(c, tl, "pre_mlp_layernorm");
     if (moe)
         moe_block(c, tl, L);
     else
         mlp_block(c, tl, "mlp", "MLP", m->ffn, T, m->mlp_bias);
     graph_at(g, L, moe ? GRAPH_PART_MOE : GRAPH_PART_MLP, GRAPH_ROLE_LAYER);
+    output_norm(c, tl, "post_mlp_layernorm");
     bda = graph_op_eltwise(g, tl, GRAPH_OP_ELEMENTWISE, "mlp_bda", T * (double)m->hidden, 2, 0.0, GRAPH_SPLIT_SEQ);
     if (bda) bda->act_bytes = mask;
 }

@@ -6,7 +6,10 @@
  *       (absent -> H/A), intermediate_size, vocab_size, max_position_embeddings;
  *   deepseek_v3  the same plus MLA ranks and MoE placement keys;
  *   gpt2         n_embd, n_layer, n_head, n_inner (null -> 4H), n_positions (n_ctx);
- *   bert, gpt_neox  hidden_size etc., always biased.
+ *   bert, gpt_neox  hidden_size etc., always biased;
+ *   phi3, olmo2, granite  the Llama keys (phi3: resid_pdrop, hidden_act);
+ *   gemma2, gemma3_text  the Llama keys, hidden_activation, transformers'
+ *       defaults for absent keys (read_gemma).
  * Robustness seen in real dumps: a decoder nested under `text_config`
  * (multimodal wrappers), transformers 5.x `rope_parameters` in place of
  * rope_theta/rope_scaling, and any of n_routed_experts / num_experts /
@@ -18,7 +21,9 @@
 #include <jansson.h>
 #include <string.h>
 
-#define HF_TYPES "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3, gpt2, bert, gpt_neox"
+#define HF_TYPES                                                                                             \
+    "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3, gpt2, bert, gpt_neox, gemma2, gemma3 "   \
+    "(gemma3_text), phi3, olmo2, granite"
 const char *model_hf_types(void) { return HF_TYPES; }
 
 typedef struct Hf {
@@ -108,21 +113,45 @@ static TsStatus hf_object(Hf *h, const char *key, json_t **out)
     return TS_OK;
 }
 
-/* rope_theta (4.x) or rope_parameters.rope_theta (5.x); partial_rotary_factor likewise. */
+/* rope_theta (4.x) or rope_parameters.rope_theta (5.x; per layer type:
+ * rope_parameters.full_attention.rope_theta); partial_rotary_factor likewise. */
 static TsStatus read_rope(Hf *h, ModelSpec *m)
 {
     json_t *params, *scaling;
     TsStatus st;
     if ((st = hf_object(h, "rope_parameters", &params))) return st;
     if ((st = hf_object(h, "rope_scaling", &scaling))) return st;
-    char pp[64];
+    char pp[80];
     snprintf(pp, sizeof pp, "%srope_parameters.", h->prefix);
+    json_t *full = params ? json_object_get(params, "full_attention") : NULL;
+    if (full && json_is_object(full)) { /* per layer type (Gemma 3 in transformers 5): the global layers' */
+        params = full;
+        snprintf(pp, sizeof pp, "%srope_parameters.full_attention.", h->prefix);
+    }
     if (params) {
         if ((st = hf_num(h, params, pp, "rope_theta", 1e-9, 1e15, &m->rope_theta))) return st;
         if ((st = hf_num(h, params, pp, "partial_rotary_factor", 1e-9, 1.0, &m->rotary_pct))) return st;
     }
     if ((st = hf_num(h, h->obj, h->prefix, "rope_theta", 1e-9, 1e15, &m->rope_theta))) return st;
     return hf_num(h, h->obj, h->prefix, "partial_rotary_factor", 1e-9, 1.0, &m->rotary_pct);
+}
+
+/* num_key_value_heads must divide the query heads; positioned at the kv
+ * key, or at the heads key when the kv count is the type's default. */
+static TsStatus check_kv(Hf *h, const ModelSpec *m, const char *heads_key)
+{
+    if (m->heads % m->kv_heads == 0) return TS_OK;
+    char msg[160];
+    const char *hint = "grouped-query attention shares each kv head by a whole number of query heads";
+    json_t *kv = json_object_get(h->obj, "num_key_value_heads");
+    if (kv && !json_is_null(kv)) {
+        snprintf(msg, sizeof msg, "(%lld) must divide num_attention_heads (%lld)", (long long)m->kv_heads,
+                 (long long)m->heads);
+        return hf_bad(h, "num_key_value_heads", msg, hint);
+    }
+    snprintf(msg, sizeof msg, "(%lld) is not a multiple of the default num_key_value_heads (%lld)",
+             (long long)m->heads, (long long)m->kv_heads);
+    return hf_bad(h, heads_key, msg, "give num_key_value_heads");
 }
 
 /* Heads, kv heads, head dim with the divisibility checks, positioned. */
@@ -134,14 +163,9 @@ static TsStatus read_heads(Hf *h, ModelSpec *m, const char *heads_key, bool kv_k
     m->kv_heads = m->heads;
     if (kv_key) {
         if ((st = hf_int(h, "num_key_value_heads", false, 1, 100000, &m->kv_heads,
-                         "the number of key/value heads (GQA), e.g. 8")))
+                         "the number of key/value heads (GQA), e.g. 8")) ||
+            (st = check_kv(h, m, heads_key)))
             return st;
-        if (m->heads % m->kv_heads != 0) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "(%lld) must divide num_attention_heads (%lld)", (long long)m->kv_heads,
-                     (long long)m->heads);
-            return hf_bad(h, "num_key_value_heads", msg, "grouped-query attention shares each kv head by a whole number of query heads");
-        }
     }
     m->head_dim = 0;
     if ((st = hf_int(h, "head_dim", false, 1, 100000, &m->head_dim, "the per-head dimension, e.g. 128")))
@@ -172,7 +196,28 @@ static TsStatus read_dropout(Hf *h, ModelSpec *m, const char *hidden_key, const 
     return st;
 }
 
-/* llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3 share the Llama keys. */
+/* The gate's activation of a gated MLP (`key`: Gemma's hidden_activation,
+ * Phi-3's hidden_act; absent: the family's default): SiLU -> swiglu, the
+ * GeLUs -> geglu. */
+static TsStatus read_act(Hf *h, ModelSpec *m, const char *key)
+{
+    char a[40] = "";
+    TsStatus st = hf_str(h, key, a, sizeof a);
+    if (st || !a[0]) return st;
+    if (strcmp(a, "silu") == 0 || strcmp(a, "swish") == 0) m->act = MODEL_ACT_SWIGLU;
+    else if (strcmp(a, "gelu_pytorch_tanh") == 0 || strcmp(a, "gelu") == 0 || strcmp(a, "gelu_new") == 0 ||
+             strcmp(a, "gelu_fast") == 0)
+        m->act = MODEL_ACT_GEGLU;
+    else
+        return hf_bad(h, key, "is not a supported gated activation", "silu (SwiGLU) or gelu_pytorch_tanh (GeGLU)");
+    return TS_OK;
+}
+
+/* llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3, phi3, olmo2
+ * and granite share the Llama keys. OLMo 2's norms (reordered, q/k over all
+ * heads) are its family's defaults; Granite's embedding, attention,
+ * residual and logit multipliers are scalars (no parameters) and are not
+ * read. */
 static TsStatus read_llama_like(Hf *h, ModelSpec *m)
 {
     TsStatus st;
@@ -198,6 +243,54 @@ static TsStatus read_llama_like(Hf *h, ModelSpec *m)
         m->proj_bias = false;
     }
     if (strncmp(h->type, "qwen3", 5) == 0) m->qk_norm = true; /* per-head q_norm/k_norm, hard-coded */
+    if (strcmp(h->type, "phi3") == 0) {
+        /* qkv_proj, o_proj and gate_up_proj are bias=False in Phi3Attention /
+         * Phi3MLP; resid_pdrop drops each sublayer's output (embd_pdrop: the
+         * embedding dropout of transformers 4.x, gone in 5.x, is not read) */
+        m->qkv_bias = m->proj_bias = m->mlp_bias = false;
+        if ((st = read_dropout(h, m, "resid_pdrop", "attention_dropout")) || (st = read_act(h, m, "hidden_act")))
+            return st;
+    }
+    return TS_OK;
+}
+
+/* Gemma 2 and the Gemma 3 text decoder (Gemma2Config, Gemma3TextConfig).
+ * Absent keys take transformers' defaults: a multimodal gemma3 config
+ * writes its text_config as the difference from Gemma3TextConfig's
+ * defaults (google/gemma-3-12b lists neither vocab_size nor head_dim,
+ * gemma-3-4b not even its heads), so every gemma3_text key may be absent;
+ * a gemma2 config lists its dimensions, which are required as for llama.
+ * head_dim is its own key (gemma-2-9b: 16 x 256 = 4096 != 3584). Hard-coded:
+ * no MLP biases, sandwich norms (four per layer), per-head q/k norms in
+ * Gemma 3. Not modelled: the sliding-window layers (attention is costed
+ * full on every layer), soft-capping, the sqrt(H) embedding scale. */
+static TsStatus read_gemma(Hf *h, ModelSpec *m, bool g3)
+{
+    TsStatus st;
+    bool req = !g3;
+    m->hidden = 2304, m->layers = 26, m->heads = 8, m->kv_heads = 4, m->head_dim = 256, m->ffn = 9216;
+    m->vocab = g3 ? 262208 : 256000;
+    m->max_positions = g3 ? 131072 : 8192;
+    m->rope_theta = g3 ? 1000000.0 : 10000.0; /* Gemma 3: the global layers' base (local: 10000) */
+    m->qk_norm = g3;
+    bool attn_bias = false;
+    if ((st = hf_int(h, "hidden_size", req, 1, 10000000, &m->hidden, "the model width, e.g. 3584")) ||
+        (st = hf_int(h, "num_hidden_layers", req, 1, 1000000, &m->layers, "the number of transformer blocks, e.g. 42")) ||
+        (st = hf_int(h, "num_attention_heads", req, 1, 100000, &m->heads, "the number of attention heads, e.g. 16")) ||
+        (st = hf_int(h, "num_key_value_heads", false, 1, 100000, &m->kv_heads,
+                     "the number of key/value heads (GQA), e.g. 8")) ||
+        (st = check_kv(h, m, "num_attention_heads")) ||
+        (st = hf_int(h, "head_dim", false, 1, 100000, &m->head_dim, "the per-head dimension, e.g. 256")) ||
+        (st = hf_int(h, "intermediate_size", req, 1, 10000000, &m->ffn, "the MLP intermediate size, e.g. 14336")) ||
+        (st = hf_int(h, "vocab_size", req, 1, 100000000, &m->vocab, "the vocabulary size, e.g. 256000")) ||
+        (st = hf_int(h, "max_position_embeddings", false, 0, 100000000, &m->max_positions,
+                     "the context window, e.g. 8192")) ||
+        (st = read_common_ln(h, m, "rms_norm_eps")) || (st = read_rope(h, m)) ||
+        (st = read_dropout(h, m, NULL, "attention_dropout")) ||
+        (st = hf_bool(h, "tie_word_embeddings", &m->tied_embeddings)) || (st = hf_bool(h, "attention_bias", &attn_bias)) ||
+        (st = read_act(h, m, "hidden_activation")))
+        return st;
+    m->qkv_bias = m->proj_bias = attn_bias;
     return TS_OK;
 }
 
@@ -325,7 +418,9 @@ static bool type_arch(const char *t, ModelArch *a)
         {"llama", MODEL_ARCH_LLAMA}, {"mistral", MODEL_ARCH_LLAMA},     {"mixtral", MODEL_ARCH_MIXTRAL},
         {"qwen2", MODEL_ARCH_QWEN},  {"qwen3", MODEL_ARCH_QWEN},        {"qwen3_moe", MODEL_ARCH_QWEN},
         {"gpt2", MODEL_ARCH_GPT},    {"bert", MODEL_ARCH_BERT},         {"gpt_neox", MODEL_ARCH_NEOX},
-        {"deepseek_v3", MODEL_ARCH_DEEPSEEK},
+        {"deepseek_v3", MODEL_ARCH_DEEPSEEK}, {"gemma2", MODEL_ARCH_GEMMA}, {"gemma3", MODEL_ARCH_GEMMA},
+        {"gemma3_text", MODEL_ARCH_GEMMA},    {"phi3", MODEL_ARCH_PHI3},   {"olmo2", MODEL_ARCH_OLMO2},
+        {"granite", MODEL_ARCH_LLAMA},
     };
     for (size_t i = 0; i < sizeof MAP / sizeof MAP[0]; i++)
         if (strcmp(t, MAP[i].type) == 0) {
@@ -393,10 +488,21 @@ static TsStatus parse_hf(const TsJsonDoc *doc, ModelSpec *out, TsError *err)
         ts_err_hint(err, "supported model types: %s; other models: use --arch with --layers --hidden --heads ...", HF_TYPES);
         return TS_ERR_INPUT;
     }
+    if (strcmp(type, "gemma3") == 0 && !h.prefix[0]) { /* Gemma3ForConditionalGeneration without its decoder */
+        int l = 1, c = 1;
+        ts_json_locate(doc, "model_type", &l, &c);
+        ts_err(err, TS_ERR_INPUT, "a gemma3 config.json without text_config");
+        ts_err_at(err, doc->file, l, c, doc->text);
+        ts_err_hint(err, "a gemma3 config nests its text decoder under \"text_config\" (model_type gemma3_text); "
+                         "Gemma 3 1B's config is a gemma3_text config itself");
+        return TS_ERR_INPUT;
+    }
     model_defaults(out, arch);
     out->experts = out->topk = 0; /* the config says whether it is MoE */
     TsStatus st;
     if (strcmp(type, "gpt2") == 0) st = read_gpt2(&h, out);
+    else if (strcmp(type, "gemma2") == 0) st = read_gemma(&h, out, false);
+    else if (strncmp(type, "gemma3", 6) == 0) st = read_gemma(&h, out, true);
     else if (strcmp(type, "bert") == 0) st = read_bert_neox(&h, out, true);
     else if (strcmp(type, "gpt_neox") == 0) st = read_bert_neox(&h, out, false);
     else {

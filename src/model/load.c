@@ -125,7 +125,12 @@ TsStatus model_load(const char *source, const ModelOverrides *ov, ModelSpec *out
     }
     if (st) return st;
     if (ov) {
-        if (ov->arch_set && source) out->arch = ov->arch;
+        if (ov->arch_set && source) {
+            out->arch = ov->arch;
+            /* post-LN belongs to the bert family: follow the family across */
+            if ((out->arch == MODEL_ARCH_BERT) != (out->norm_layout == MODEL_NORM_LAYOUT_POST))
+                out->norm_layout = out->arch == MODEL_ARCH_BERT ? MODEL_NORM_LAYOUT_POST : MODEL_NORM_LAYOUT_PRE;
+        }
         apply(ov->layers, &out->layers, &known.layers);
         apply(ov->hidden, &out->hidden, &known.hidden);
         apply(ov->heads, &out->heads, &known.heads);

@@ -10,6 +10,34 @@ TS_ENUM_NAMES(model_norm, ModelNorm, MODEL_NORM_LIST, MODEL_NORM_COUNT)
 TS_ENUM_PARSE(model_norm, ModelNorm, MODEL_NORM_COUNT)
 TS_ENUM_NAMES(model_act, ModelAct, MODEL_ACT_LIST, MODEL_ACT_COUNT)
 TS_ENUM_PARSE(model_act, ModelAct, MODEL_ACT_COUNT)
+
+static const bool ACT_GATED[] = {
+#define X(e, n, gated) gated,
+    MODEL_ACT_LIST(X)
+#undef X
+};
+_Static_assert(sizeof ACT_GATED / sizeof ACT_GATED[0] == MODEL_ACT_COUNT, "act table");
+
+bool model_act_gated(ModelAct a) { return (unsigned)a < MODEL_ACT_COUNT && ACT_GATED[a]; }
+
+static const int64_t LAYOUT_NORMS[] = {
+#define X(e, n, k) k,
+    MODEL_NORM_LAYOUT_LIST(X)
+#undef X
+};
+_Static_assert(sizeof LAYOUT_NORMS / sizeof LAYOUT_NORMS[0] == MODEL_NORM_LAYOUT_COUNT, "layout table");
+
+int64_t model_sublayer_norms(const ModelSpec *m)
+{
+    return (unsigned)m->norm_layout < MODEL_NORM_LAYOUT_COUNT ? LAYOUT_NORMS[m->norm_layout] : 1;
+}
+
+bool model_output_norms(const ModelSpec *m)
+{
+    return m->norm_layout == MODEL_NORM_LAYOUT_REORDERED || m->norm_layout == MODEL_NORM_LAYOUT_SANDWICH;
+}
+TS_ENUM_NAMES(model_norm_layout, ModelNormLayout, MODEL_NORM_LAYOUT_LIST, MODEL_NORM_LAYOUT_COUNT)
+TS_ENUM_PARSE(model_norm_layout, ModelNormLayout, MODEL_NORM_LAYOUT_COUNT)
 TS_ENUM_NAMES(model_pos, ModelPos, MODEL_POS_LIST, MODEL_POS_COUNT)
 TS_ENUM_PARSE(model_pos, ModelPos, MODEL_POS_COUNT)
 
@@ -69,6 +97,7 @@ void model_defaults(ModelSpec *m, ModelArch arch)
         m->hidden_dropout = m->attn_dropout = 0.1;
         m->pooler = true;
         m->embed_norm = true;
+        m->norm_layout = MODEL_NORM_LAYOUT_POST;
         m->lm_head = false;
         m->vocab = 30522;
         m->max_positions = 512;
@@ -84,10 +113,33 @@ void model_defaults(ModelSpec *m, ModelArch arch)
         m->vocab = 50432;
         m->max_positions = 2048;
         break;
+    case MODEL_ARCH_GEMMA: /* Gemma 2/3: (1 + w) RMSNorm, sandwich norms, tanh-GeGLU, tied */
+        m->norm = MODEL_NORM_RMSNORM;
+        m->norm_eps = 1e-6;
+        m->norm_layout = MODEL_NORM_LAYOUT_SANDWICH;
+        m->act = MODEL_ACT_GEGLU;
+        m->pos = MODEL_POS_ROPE;
+        m->rope_theta = 10000.0;
+        m->tied_embeddings = true;
+        m->vocab = 256000;
+        m->max_positions = 8192;
+        break;
+    case MODEL_ARCH_OLMO2: /* reordered norms, q/k norms over all heads */
+        m->norm = MODEL_NORM_RMSNORM;
+        m->norm_eps = 1e-6;
+        m->norm_layout = MODEL_NORM_LAYOUT_REORDERED;
+        m->qk_norm = m->qk_norm_full = true;
+        m->act = MODEL_ACT_SWIGLU;
+        m->pos = MODEL_POS_ROPE;
+        m->rope_theta = 500000.0;
+        m->vocab = 100352;
+        m->max_positions = 4096;
+        break;
     case MODEL_ARCH_LLAMA:
     case MODEL_ARCH_MIXTRAL:
     case MODEL_ARCH_DEEPSEEK:
     case MODEL_ARCH_QWEN:
+    case MODEL_ARCH_PHI3: /* Llama's modules, q/k/v and gate/up fused */
     default:
         m->norm = MODEL_NORM_RMSNORM;
         m->act = MODEL_ACT_SWIGLU;
@@ -99,6 +151,7 @@ void model_defaults(ModelSpec *m, ModelArch arch)
             m->experts = 8;
             m->topk = 2;
         }
+        if (arch == MODEL_ARCH_PHI3) m->vocab = 32064;
         break;
     }
 }
@@ -110,7 +163,7 @@ void model_finalize(ModelSpec *m)
     if (m->heads > 0 && m->kv_heads <= 0) m->kv_heads = m->heads;
     if (m->heads > 0 && m->head_dim <= 0 && m->hidden > 0) m->head_dim = m->hidden / m->heads;
     if (m->ffn <= 0 && m->hidden > 0 && m->hidden <= INT64_MAX / 8) { /* absurd sizes: model_validate rejects */
-        if (m->act == MODEL_ACT_SWIGLU)
+        if (model_act_gated(m->act))
             m->ffn = ts_round_up((8 * m->hidden) / 3 + ((8 * m->hidden) % 3 ? 1 : 0), 256);
         else
             m->ffn = 4 * m->hidden;
@@ -163,6 +216,19 @@ TsStatus model_validate(const ModelSpec *m, TsError *err)
         return bad(err, "topk", "must be between 1 and the number of experts");
     if (m->experts > 0 && m->moe_ffn <= 0) return bad(err, "moe-ffn", "must be positive for an MoE model");
     if (m->dense_layers > m->layers) return bad(err, "dense-layers", "cannot exceed layers");
+    if ((m->arch == MODEL_ARCH_BERT) != (m->norm_layout == MODEL_NORM_LAYOUT_POST) ||
+        (unsigned)m->norm_layout >= MODEL_NORM_LAYOUT_COUNT) {
+        ts_err(err, TS_ERR_INPUT, "invalid model: norm_layout '%s' with arch %s", model_norm_layout_name(m->norm_layout),
+               model_arch_name(m->arch));
+        ts_err_hint(err, "the bert family is post-LN (\"post\") and only it; decoders are \"pre\", \"reordered\" or "
+                         "\"sandwich\"");
+        return TS_ERR_INPUT;
+    }
+    if (m->qk_norm_full && !m->qk_norm) {
+        ts_err(err, TS_ERR_INPUT, "invalid model: qk_norm_full without qk_norm");
+        ts_err_hint(err, "qk_norm_full widens the q/k norms to all heads (OLMo 2); set \"qk_norm\": true as well");
+        return TS_ERR_INPUT;
+    }
     if (!(m->hidden_dropout >= 0 && m->hidden_dropout <= MODEL_DROPOUT_MAX))
         return bad(err, "hidden-dropout", "is a probability from 0 (none) to 0.99");
     if (!(m->attn_dropout >= 0 && m->attn_dropout <= MODEL_DROPOUT_MAX))
@@ -205,11 +271,11 @@ static int64_t norm_params(const ModelSpec *m, int64_t width)
     return m->norm == MODEL_NORM_LAYERNORM ? 2 * width : width;
 }
 
-/* Attention block parameters, including its input norm. */
+/* Attention block parameters, including its norms. */
 static int64_t attn_params(const ModelSpec *m)
 {
     int64_t H = m->hidden, A = m->heads, G = m->kv_heads, D = m->head_dim;
-    int64_t p = norm_params(m, H);
+    int64_t p = model_sublayer_norms(m) * norm_params(m, H);
     if (m->q_lora_rank > 0 || m->kv_lora_rank > 0) {
         int64_t qk = m->qk_nope_dim + m->qk_rope_dim;
         if (m->q_lora_rank > 0)
@@ -224,14 +290,15 @@ static int64_t attn_params(const ModelSpec *m)
     int64_t qkv_out = A * D + 2 * G * D;
     p += H * qkv_out + (m->qkv_bias ? qkv_out : 0);
     p += A * D * H + (m->proj_bias ? H : 0);
-    if (m->qk_norm) p += 2 * norm_params(m, D); /* per-head q_norm, k_norm (Qwen3) */
+    if (m->qk_norm && m->qk_norm_full) p += norm_params(m, A * D) + norm_params(m, G * D); /* OLMo 2 */
+    else if (m->qk_norm) p += 2 * norm_params(m, D); /* per-head q_norm, k_norm (Qwen3, Gemma 3) */
     return p;
 }
 
 static int64_t mlp_params(const ModelSpec *m, int64_t ffn, bool bias)
 {
     int64_t H = m->hidden;
-    if (m->act == MODEL_ACT_SWIGLU) return 3 * H * ffn + (bias ? 2 * ffn + H : 0);
+    if (model_act_gated(m->act)) return 3 * H * ffn + (bias ? 2 * ffn + H : 0);
     return 2 * H * ffn + (bias ? ffn + H : 0);
 }
 
@@ -246,7 +313,7 @@ void model_count_params(const ModelSpec *m, ModelCounts *c)
     c->lm_head = (m->lm_head && !m->tied_embeddings) ? m->vocab * H : 0;
 
     int64_t attn = attn_params(m);
-    int64_t mlp_norm = norm_params(m, H);
+    int64_t mlp_norm = model_sublayer_norms(m) * norm_params(m, H);
     c->per_layer_dense = attn + mlp_norm + mlp_params(m, m->ffn, m->mlp_bias);
     int64_t expert = mlp_params(m, m->moe_ffn, false);
     int64_t shared = m->shared_experts > 0 ? mlp_params(m, m->moe_ffn * m->shared_experts, false) : 0;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { F_STR, F_ARCH, F_INT, F_NUM, F_BOOL, F_NORM, F_ACT, F_POS } FieldKind;
+typedef enum { F_STR, F_ARCH, F_INT, F_NUM, F_BOOL, F_NORM, F_LAYOUT, F_ACT, F_POS } FieldKind;
 
 typedef struct Field {
     const char *key;
@@ -49,6 +49,7 @@ static const Field FIELDS[] = {
     FI(type_vocab, false, 0, 1000000, "2"),
     FE(norm, F_NORM, "\"rmsnorm\""),
     FN(norm_eps, "1e-05"),
+    FE(norm_layout, F_LAYOUT, "\"sandwich\""),
     FE(act, F_ACT, "\"swiglu\""),
     FE(pos, F_POS, "\"rope\""),
     FN(rotary_pct, "1.0"),
@@ -57,6 +58,7 @@ static const Field FIELDS[] = {
     FB(proj_bias),
     FB(mlp_bias),
     FB(qk_norm),
+    FB(qk_norm_full),
     FB(tied_embeddings),
     FB(embed_norm),
     FB(pooler),
@@ -91,6 +93,7 @@ void model_to_json(const ModelSpec *m, TsBuf *out)
         case F_STR: ts_json_escape(out, (const char *)p); break;
         case F_ARCH: ts_buf_printf(out, "\"%s\"", model_arch_name(*(const ModelArch *)p)); break;
         case F_NORM: ts_buf_printf(out, "\"%s\"", model_norm_name(*(const ModelNorm *)p)); break;
+        case F_LAYOUT: ts_buf_printf(out, "\"%s\"", model_norm_layout_name(*(const ModelNormLayout *)p)); break;
         case F_ACT: ts_buf_printf(out, "\"%s\"", model_act_name(*(const ModelAct *)p)); break;
         case F_POS: ts_buf_printf(out, "\"%s\"", model_pos_name(*(const ModelPos *)p)); break;
         case F_INT: ts_buf_printf(out, "%lld", (long long)*(const int64_t *)p); break;
@@ -119,10 +122,14 @@ static TsStatus enum_field(const TsJsonDoc *doc, const Field *f, void *dst, TsEr
     switch (f->kind) {
     case F_ARCH:
         ok = model_arch_parse(s, (ModelArch *)dst);
-        allowed = "gpt, llama, bert, mixtral, deepseek, gpt_neox, qwen";
+        allowed = "gpt, llama, bert, mixtral, deepseek, gpt_neox, qwen, gemma, phi3, olmo2";
         break;
     case F_NORM: ok = model_norm_parse(s, (ModelNorm *)dst); allowed = "layernorm, rmsnorm"; break;
-    case F_ACT: ok = model_act_parse(s, (ModelAct *)dst); allowed = "gelu, swiglu, relu2"; break;
+    case F_LAYOUT:
+        ok = model_norm_layout_parse(s, (ModelNormLayout *)dst);
+        allowed = "pre, post, reordered, sandwich";
+        break;
+    case F_ACT: ok = model_act_parse(s, (ModelAct *)dst); allowed = "gelu, swiglu, relu2, geglu"; break;
     default: ok = model_pos_parse(s, (ModelPos *)dst); allowed = "learned, rope, alibi"; break;
     }
     if (ok) return TS_OK;

@@ -15,13 +15,15 @@ double part_norm_params(const ModelSpec *m)
 
 static double norm_w(const ModelSpec *m) { return part_norm_params(m); }
 
+double part_sublayer_norm_params(const ModelSpec *m) { return (double)model_sublayer_norms(m) * norm_w(m); }
+
 static bool is_mla(const ModelSpec *m) { return m->q_lora_rank > 0 || m->kv_lora_rank > 0; }
 
 void part_attn_params(const ModelSpec *m, PartAttnParams *o)
 {
     double H = (double)m->hidden, A = (double)m->heads, G = (double)m->kv_heads;
     double D = (double)m->head_dim;
-    o->rep = norm_w(m);
+    o->rep = part_sublayer_norm_params(m);
     o->tp = 0;
     if (is_mla(m)) {
         double qk = (double)(m->qk_nope_dim + m->qk_rope_dim), qr = (double)m->q_lora_rank;
@@ -39,13 +41,14 @@ void part_attn_params(const ModelSpec *m, PartAttnParams *o)
     o->proj_rep = m->proj_bias ? H : 0;
     o->tp += H * qkv + (m->qkv_bias ? qkv : 0) + o->proj_tp;
     o->rep += o->proj_rep;
-    if (m->qk_norm) o->rep += 2 * D;
+    if (m->qk_norm && m->qk_norm_full) o->tp += (A + G) * D; /* OLMo 2: split with the heads */
+    else if (m->qk_norm) o->rep += 2 * D;
 }
 
 void part_mlp_params(const ModelSpec *m, double F, bool bias, PartMlpParams *o)
 {
     double H = (double)m->hidden;
-    bool gated = m->act == MODEL_ACT_SWIGLU;
+    bool gated = model_act_gated(m->act);
     o->tp = (gated ? 3 : 2) * H * F + (bias ? (gated ? 2 : 1) * F : 0);
     o->rep = bias ? H : 0;
     o->fc2_tp = H * F;
@@ -76,7 +79,7 @@ void part_counts(const ModelSpec *m, int64_t tp, PartCounts *c)
     attn_counts(m, &atp, &arep);
     mlp_counts(m, (double)m->ffn, m->mlp_bias, &mtp, &mrep);
     c->dense_tp = atp + mtp;
-    c->dense_rep = arep + mrep + norm_w(m);
+    c->dense_rep = arep + mrep + part_sublayer_norm_params(m);
     c->moe_tp = c->moe_rep = c->moe_exp = 0;
     if (m->experts > 0) {
         double etp, erep, stp = 0, srep = 0;
@@ -84,7 +87,7 @@ void part_counts(const ModelSpec *m, int64_t tp, PartCounts *c)
         if (m->shared_experts > 0)
             mlp_counts(m, (double)(m->moe_ffn * m->shared_experts), false, &stp, &srep);
         c->moe_tp = atp + stp;
-        c->moe_rep = arep + norm_w(m) + H * (double)m->experts;
+        c->moe_rep = arep + part_sublayer_norm_params(m) + H * (double)m->experts;
         c->moe_exp = (double)m->experts * etp;
     }
     c->vocab_padded = (double)model_padded_vocab(m, tp);
@@ -132,7 +135,7 @@ double part_shampoo_layer_bytes(const ModelSpec *m, const ParallelPlan *p, bool 
 {
     double H = (double)m->hidden, A = (double)m->heads, G = (double)m->kv_heads;
     double D = (double)m->head_dim, t = (double)p->tp, K = (double)p->shampoo_blocks;
-    bool gated = m->act == MODEL_ACT_SWIGLU;
+    bool gated = model_act_gated(m->act);
     double s = 0;
     if (is_mla(m)) {
         double qk = (double)(m->qk_nope_dim + m->qk_rope_dim), vd = (double)m->v_head_dim;
@@ -181,7 +184,7 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool sa
     double H = (double)m->hidden, A = (double)m->heads, G = (double)m->kv_heads;
     double Dq = (double)m->head_dim, Dv = Dq;
     double d = p->dtype == TS_DTYPE_FP32 ? 4.0 : 2.0;         /* fp8 recipes keep bf16 activations */
-    bool gated = m->act == MODEL_ACT_SWIGLU;
+    bool gated = model_act_gated(m->act);
     double mask = m->hidden_dropout > 0 ? 1.0 : 0.0;          /* 1-byte dropout masks */
     bool attn_drop = m->attn_dropout > 0;
 
@@ -192,8 +195,9 @@ void part_layer_act(const ModelSpec *m, const ParallelPlan *p, bool moe, bool sa
     uint32_t mods = plan_rc_modules(p);
     /* recomputed norms: their outputs (the next GEMMs' inputs) are not kept */
     double norm_out = (mods & PLAN_RC_LAYERNORM) ? 0.0 : 2 * g8;
-    /* SP-shardable (else TP-replicated): LN1 in, QKV in, LN2 in, fc1/router in, 2 masks */
-    double rep = sb * H * (2 * d + norm_out + 2 * mask) * r;
+    /* SP-shardable (else TP-replicated): LN1 in, QKV in, LN2 in, fc1/router in,
+     * 2 masks; a sandwich's output norms keep their inputs too */
+    double rep = sb * H * (2.0 * (double)model_sublayer_norms(m) * d + norm_out + 2 * mask) * r;
     double extra = 0;                                          /* never sharded */
     if (is_mla(m)) {
         G = A;
@@ -256,7 +260,7 @@ double part_layer_model_flops(const ModelSpec *m, int64_t S, bool moe, bool caus
 {
     double H = (double)m->hidden, A = (double)m->heads, G = (double)m->kv_heads, D = (double)m->head_dim;
     double dqk = D, dv = D, attn;
-    double gw = m->act == MODEL_ACT_SWIGLU ? 3.0 : 2.0;
+    double gw = model_act_gated(m->act) ? 3.0 : 2.0;
     if (m->kv_lora_rank > 0) {
         double qr = (double)m->q_lora_rank, kvr = (double)m->kv_lora_rank;
         dqk = (double)(m->qk_nope_dim + m->qk_rope_dim);

@@ -35,7 +35,7 @@ static double self_attn_term(const ModelSpec *m)
 static double block_params(const ModelSpec *m)
 {
     double h = (double)m->hidden, L = (double)m->layers;
-    double gated = m->act == MODEL_ACT_SWIGLU ? 3.0 / 2.0 : 1.0;
+    double gated = model_act_gated(m->act) ? 3.0 / 2.0 : 1.0;
     double norm = m->norm == MODEL_NORM_RMSNORM ? 1.0 : 2.0;
     double n_moe = (double)model_moe_layer_count(m), n_dense = L - n_moe;
     double shared = (double)(m->shared_experts * m->moe_ffn);

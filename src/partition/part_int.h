@@ -24,8 +24,8 @@ void part_counts(const ModelSpec *m, int64_t tp, PartCounts *c);
 
 /* One module's parameter elements, unsharded (tp: split over TP, rep:
  * replicated on every TP rank), as Megatron-Core's layer specs hold them:
- * the attention block with its input norm (and the output projection's
- * share), a dense MLP of width F without its norm (and fc2's share). */
+ * the attention block with its norms (and the output projection's share),
+ * a dense MLP of width F without its norms (and fc2's share). */
 typedef struct PartAttnParams {
     double tp, rep;              /* the whole block */
     double proj_tp, proj_rep;    /* of which the output projection (row-parallel, bias replicated) */
@@ -38,6 +38,9 @@ void part_attn_params(const ModelSpec *m, PartAttnParams *out);
 void part_mlp_params(const ModelSpec *m, double F, bool bias, PartMlpParams *out);
 /* A norm's weights: LayerNorm 2H (weight + bias), RMSNorm H. */
 double part_norm_params(const ModelSpec *m);
+/* The norms of one sublayer (the MLP's, or the attention's without its
+ * q/k norms): part_norm_params x model_sublayer_norms (2 for a sandwich). */
+double part_sublayer_norm_params(const ModelSpec *m);
 /* MoE layers among layers [a, b). O(1). */
 int64_t part_moe_in_range(const ModelSpec *m, int64_t a, int64_t b);
 /* Shampoo preconditioner bytes (fp32 statistics + inverse roots, 8*(a^2+b^2)

@@ -56,12 +56,14 @@ PartKernel *tpl_mem(PartBlockT *b, const char *name, double fwd, double bwd, dou
     return k;
 }
 
-/* Norm, residual add and dropout of one half layer on the rank's Tsp tokens. */
+/* Norm(s), residual add and dropout of one half layer on the rank's Tsp
+ * tokens (a sandwich normalises the sublayer's input and its output). */
 static void half_layer(const Tx *x, PartBlockT *b)
 {
     double th = (double)x->Tsp * (double)x->m->hidden * x->ab, el = (double)x->Tsp * (double)x->m->hidden;
-    PartKernel *nk = plan_eager(x->p) ? tpl_mem(b, "norm", 18 * th, 36 * th, 5.0 * el) /* x.float() pow mean rsqrt type_as *w */
-                                      : tpl_mem(b, "norm", 2 * th, 3 * th, 5.0 * el);
+    double nn = (double)model_sublayer_norms(x->m);
+    PartKernel *nk = plan_eager(x->p) ? tpl_mem(b, "norm", nn * 18 * th, nn * 36 * th, nn * 5.0 * el) /* x.float() pow mean rsqrt type_as *w */
+                                      : tpl_mem(b, "norm", nn * 2 * th, nn * 3 * th, nn * 5.0 * el);
     nk->rc = PLAN_RC_LAYERNORM;
     tpl_mem(b, "residual", 3 * th, 3 * th, 0);
     if (x->m->hidden_dropout > 0) tpl_mem(b, "dropout", 2.5 * th, 2.5 * th, 0);
@@ -176,7 +178,7 @@ static void dense_mlp(const Tx *x, PartBlockT *b)
     PartMlpParams mp;
     part_mlp_params(x->m, (double)x->m->ffn, x->m->mlp_bias, &mp);
     double t = (double)x->t;
-    b->params = mp.tp / t + mp.rep + part_norm_params(x->m);
+    b->params = mp.tp / t + mp.rep + part_sublayer_norm_params(x->m);
     b->grad_t[0] = mp.fc2_tp / t + mp.fc2_rep; /* fc2, then fc1 with the norm */
     b->grad_t[1] = b->params - b->grad_t[0];
 }
@@ -230,7 +232,7 @@ static void moe_mlp(const Tx *x, PartBlockT *b)
     }
     double ex = (double)((x->gated ? 3 : 2) * H * EF) * (double)local;
     b->expert_params = ex;
-    b->params = ex + (double)(H * E) + shared + part_norm_params(m);
+    b->params = ex + (double)(H * E) + shared + part_sublayer_norm_params(m);
     b->grad_t[0] = b->params - ex; /* norm, router and shared experts, as one */
     b->egrad_t[0] = (double)(H * EF) * (double)local; /* all local fc2, then fc1 */
     b->egrad_t[1] = ex - b->egrad_t[0];
@@ -386,7 +388,7 @@ void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime 
     o->loss_workspace_bytes = 0;
     TsDtype adt = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype; /* activations: bf16 under fp8 */
     Tx x = {.m = m, .p = p, .rt = rt, .t = p->tp, .B = p->micro_batch, .S = p->seq, .Sl = p->seq / p->cp,
-            .ab = (double)ts_dtype_bytes(adt), .gated = m->act == MODEL_ACT_SWIGLU};
+            .ab = (double)ts_dtype_bytes(adt), .gated = model_act_gated(m->act)};
     x.T = x.B * x.Sl;
     x.Tsp = p->sp ? x.T / p->tp : x.T;
     o->tokens = x.T;

@@ -3,8 +3,9 @@
  * as autograd runs them: GPT-2 (Conv1D addmm with bias, gelu_new as Python
  * arithmetic), BERT (separate query / key / value, post-LN, erf GELU, the
  * masked-LM head), Llama / Qwen / Mixtral (separate projections, eager
- * RMSNorm and RoPE, SiLU * up, grouped-GEMM experts), and HF's loss on fp32
- * logits.
+ * RMSNorm and RoPE, SiLU * up, grouped-GEMM experts) with Gemma's sandwich
+ * and OLMo 2's reordered norms, Phi-3's fused qkv_proj and gate_up_proj, and
+ * HF's loss on fp32 logits.
  *
  * Each op (or chain of ops) carries bytes per element read + written
  * forward and by its backward kernels, the bytes autograd keeps for the
@@ -154,21 +155,26 @@ void tpl_hf_attention(const Tx *x, PartBlockT *b)
     PartAttnParams ap;
     part_attn_params(m, &ap);
     bool bert = m->arch == MODEL_ARCH_BERT, gpt2 = m->arch == MODEL_ARCH_GPT;
-    int nlin = gpt2 ? 2 : 4;
-    if (bert) { /* post-LN: the layer's input is the previous LayerNorm's output */
+    bool fused = gpt2 || m->arch == MODEL_ARCH_PHI3; /* one qkv linear: GPT-2's c_attn, Phi-3's qkv_proj */
+    int nlin = fused ? 2 : 4;
+    if (bert || m->norm_layout == MODEL_NORM_LAYOUT_REORDERED) { /* the linears read the stream itself */
         linear_inputs(b, "qkv_input", h.e, h.r, 3);
     } else {
         double out = norm(b, &h, "input_norm", h.e, h.r);
-        linear_inputs(b, "qkv_input", h.e, out, gpt2 ? 1 : 3);
+        linear_inputs(b, "qkv_input", h.e, out, fused ? 1 : 3);
     }
     weight_casts(b, &h, ap.tp + ap.rep, nlin);
     if (gpt2) {
         linear(b, "c_attn", &h, (A + 2 * G) * D, H, m->qkv_bias);
         op(b, "qkv", qd + 2 * kd, 0, 0, 2.0, 0, 0); /* SDPA keeps q, k, v: views of c_attn's output */
     } else {
-        linear(b, "q_proj", &h, A * D, H, m->qkv_bias);
-        linear(b, "k_proj", &h, G * D, H, m->qkv_bias);
-        linear(b, "v_proj", &h, G * D, H, m->qkv_bias);
+        if (fused) {
+            linear(b, "qkv_proj", &h, (A + 2 * G) * D, H, m->qkv_bias);
+        } else {
+            linear(b, "q_proj", &h, A * D, H, m->qkv_bias);
+            linear(b, "k_proj", &h, G * D, H, m->qkv_bias);
+            linear(b, "v_proj", &h, G * D, H, m->qkv_bias);
+        }
         if (m->qk_norm) {
             norm(b, &h, "q_norm", qd, 2.0);
             norm(b, &h, "k_norm", kd, 2.0);
@@ -181,10 +187,11 @@ void tpl_hf_attention(const Tx *x, PartBlockT *b)
             op(b, "qkv", qd + 2 * kd, 0, 0, 2.0, 0, 0);
         }
     }
-    bias_grads(b, &h, m->qkv_bias ? (double)((A + 2 * G) * D) : 0, m->qkv_bias ? (gpt2 ? 1 : 3) : 0);
+    bias_grads(b, &h, m->qkv_bias ? (double)((A + 2 * G) * D) : 0, m->qkv_bias ? (fused ? 1 : 3) : 0);
     sdpa(b, &h, !bert);
     linear(b, gpt2 ? "c_proj" : "o_proj", &h, H, A * D, m->proj_bias);
     bias_grads(b, &h, m->proj_bias ? (double)H : 0, m->proj_bias ? 1 : 0);
+    if (model_output_norms(m)) norm(b, &h, "post_attn_norm", h.e, 2.0); /* OLMo 2, Gemma: before the add */
     dropout(b, "resid_dropout", h.e, 2.0, m->hidden_dropout);
     residual(b, &h);
     if (bert) norm(b, &h, "attn_layernorm", h.e, h.r);
@@ -199,7 +206,7 @@ void tpl_hf_attention(const Tx *x, PartBlockT *b)
 static void activation(PartBlockT *b, const Hx *h, double el)
 {
     const ModelSpec *m = h->x->m;
-    if (m->act == MODEL_ACT_SWIGLU) op(b, "act_fn_mul", el, 10.0, 18.0, 8.0, 2, 3);
+    if (model_act_gated(m->act)) op(b, "act_fn_mul", el, 10.0, 18.0, 8.0, 2, 3);
     else if (m->arch != MODEL_ARCH_GPT) op(b, "gelu", el, 4.0, 6.0, 4.0, 1, 1);
     else if (h->amp) op(b, "gelu_new", el, 76.0, 130.0, 16.0, 10, 15);
     else op(b, "gelu_new", el, 36.0, 56.0, 10.0, 8, 11);
@@ -210,17 +217,20 @@ void tpl_hf_mlp(const Tx *x, PartBlockT *b)
     Hx h = hx_of(x);
     const ModelSpec *m = x->m;
     int64_t H = m->hidden, F = m->ffn;
-    bool bert = m->arch == MODEL_ARCH_BERT, gated = m->act == MODEL_ACT_SWIGLU;
+    bool bert = m->arch == MODEL_ARCH_BERT, gated = model_act_gated(m->act);
+    bool fused = gated && m->arch == MODEL_ARCH_PHI3; /* Phi-3's gate_up_proj */
     PartMlpParams mp;
     part_mlp_params(m, (double)F, m->mlp_bias, &mp);
-    if (bert) {
-        linear_inputs(b, "mlp_input", h.e, h.r, 1);
+    if (bert || m->norm_layout == MODEL_NORM_LAYOUT_REORDERED) {
+        linear_inputs(b, "mlp_input", h.e, h.r, gated && !fused ? 2 : 1);
     } else {
         double out = norm(b, &h, "post_norm", h.e, h.r);
-        linear_inputs(b, "mlp_input", h.e, out, gated ? 2 : 1);
+        linear_inputs(b, "mlp_input", h.e, out, gated && !fused ? 2 : 1);
     }
-    weight_casts(b, &h, mp.tp + mp.rep, gated ? 3 : 2);
-    if (gated) {
+    weight_casts(b, &h, mp.tp + mp.rep, gated && !fused ? 3 : 2);
+    if (fused) {
+        linear(b, "gate_up_proj", &h, 2 * F, H, m->mlp_bias);
+    } else if (gated) {
         linear(b, "gate_proj", &h, F, H, m->mlp_bias);
         linear(b, "up_proj", &h, F, H, m->mlp_bias);
     } else {
@@ -229,6 +239,7 @@ void tpl_hf_mlp(const Tx *x, PartBlockT *b)
     activation(b, &h, h.T * (double)F);
     linear(b, "fc_out", &h, H, F, m->mlp_bias);
     bias_grads(b, &h, m->mlp_bias ? (double)((gated ? 2 : 1) * F + H) : 0, m->mlp_bias ? (gated ? 3 : 2) : 0);
+    if (model_output_norms(m)) norm(b, &h, "post_mlp_norm", h.e, 2.0);
     dropout(b, "mlp_dropout", h.e, 2.0, m->hidden_dropout);
     residual(b, &h);
     if (bert) norm(b, &h, "output_layernorm", h.e, h.r);
@@ -247,7 +258,7 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     const ModelSpec *m = x->m;
     int64_t H = m->hidden, E = m->experts, K = m->topk, EF = m->moe_ffn;
     double pairs = h.T * (double)K, pe = pairs * (double)H;
-    double out = norm(b, &h, "post_norm", h.e, h.r);
+    double out = m->norm_layout == MODEL_NORM_LAYOUT_REORDERED ? h.r : norm(b, &h, "post_norm", h.e, h.r);
     int readers = 2 + (m->shared_experts > 0 ? 2 : 0);
     linear_inputs(b, "moe_input", h.e, out, readers);
     double shared_p = (double)(3 * H * EF * m->shared_experts);
@@ -279,6 +290,7 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
         linear(b, "shared.down_proj", &h, H, SF, false);
         op(b, "shared.add", h.e, 6.0, 0, 0, 1, 0);
     }
+    if (model_output_norms(m)) norm(b, &h, "post_mlp_norm", h.e, 2.0);
     residual(b, &h);
 }
 

@@ -149,6 +149,17 @@ static TsStatus check_common(const Emit *e)
     if (m->arch == MODEL_ARCH_NEOX)
         return refuse(e, "Megatron's transformer layer runs attention, then the MLP",
                       "%s's layer (GPT-NeoX: attention and MLP in parallel on the same input) has no flag", m->name);
+    if (m->norm_layout != MODEL_NORM_LAYOUT_PRE)
+        return refuse(e, "Megatron's transformer layer normalises each sublayer's input (pre-norm) only",
+                      "%s's norms (%s: %s) have no flag", m->name, model_norm_layout_name(m->norm_layout),
+                      m->norm_layout == MODEL_NORM_LAYOUT_SANDWICH ? "on each sublayer's input and output"
+                                                                   : "on each sublayer's output");
+    if (m->act == MODEL_ACT_GEGLU)
+        return refuse(e, "Megatron's --swiglu gates the MLP with SiLU; it has no GeLU-gated MLP flag",
+                      "%s's GeGLU MLP has no flag", m->name);
+    if (m->qk_norm && m->qk_norm_full)
+        return refuse(e, "Megatron's --qk-layernorm normalises each head (head-dim wide)",
+                      "%s's q/k norms over all heads have no flag", m->name);
     if (m->pos == MODEL_POS_ALIBI)
         return refuse(e, "Megatron-LM's --position-embedding-type is learned_absolute, rope, mrope, relative or none",
                       "%s's ALiBi positions have no flag", m->name);
@@ -602,7 +613,7 @@ static TsStatus emit_megatron(const Emit *e, const char *generator)
                "source this file, then python scripts/training/run_recipe.py --recipe <a recipe of this architecture> "
                "\"${NEMO_OVERRIDES[@]}\"");
         const ModelSpec *m = e->m;
-        static const char *const ACT[] = {"GeLU", "SwiGLU", "squared ReLU"};
+        static const char *const ACT[] = {"GeLU", "SwiGLU", "squared ReLU", "GeGLU"};
         _Static_assert(sizeof ACT / sizeof ACT[0] == MODEL_ACT_COUNT, "ACT per ModelAct");
         ts_buf_printf(e->b, "# the recipe's model provider sets the architecture (%s, %s, %s%s%s%s); these set its "
                             "size and the plan\n",

@@ -307,7 +307,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     x.Sl = p->seq / p->cp;
     x.T = x.B * x.Sl;
     x.Tsp = p->sp ? x.T / p->tp : x.T;
-    x.gated = m->act == MODEL_ACT_SWIGLU;
+    x.gated = model_act_gated(m->act);
     int64_t gpn = in->net->cl.gpus_per_node;
     plan_group(p, PLAN_GROUP_TP, 0, gpn, &x.tpg);
     plan_group(p, PLAN_GROUP_CP, 0, gpn, &x.cpg);

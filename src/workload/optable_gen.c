@@ -337,6 +337,18 @@ TsStatus wl_build_optable(const ModelSpec *m, const ParallelPlan *p, const HwMod
         ts_err_hint(err, "--format simai, chakra or json describe every architecture");
         return TS_ERR_USAGE;
     }
+    if (m->norm_layout != MODEL_NORM_LAYOUT_PRE && m->arch != MODEL_ARCH_BERT) {
+        ts_err(err, TS_ERR_USAGE, "op tables trace pre-norm layers; not %s norms (Gemma, OLMo 2)",
+               model_norm_layout_name(m->norm_layout));
+        ts_err_hint(err, "--format simai, chakra or json describe every architecture");
+        return TS_ERR_USAGE;
+    }
+    if (m->qk_norm_full || m->act == MODEL_ACT_GEGLU) {
+        ts_err(err, TS_ERR_USAGE, "op tables trace per-head q/k norms and SiLU or GeLU MLPs; not %s",
+               m->qk_norm_full ? "q/k norms over all heads (OLMo 2)" : "GeGLU (Gemma)");
+        ts_err_hint(err, "--format simai, chakra or json describe every architecture");
+        return TS_ERR_USAGE;
+    }
     if (p->cp > 1) {
         ts_err(err, TS_ERR_PLAN, "op tables have no context parallelism (NeuSight's tables are dp, tp or pp)");
         ts_err_hint(err, "--format chakra or json models the CP exchange");

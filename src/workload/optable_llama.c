@@ -275,7 +275,7 @@ void wl_ot_llama(OtGen *g)
     const ParallelPlan *p = g->p;
     Ll c = {.g = g, .B = (double)p->micro_batch, .S = (double)p->seq, .H = (double)m->hidden,
             .A = (double)m->heads / g->tp, .G = (double)m->kv_heads / g->tp, .D = (double)m->head_dim,
-            .V = (double)m->vocab, .tp = g->tp, .glu = m->act == MODEL_ACT_SWIGLU};
+            .V = (double)m->vocab, .tp = g->tp, .glu = model_act_gated(m->act)};
     c.T = c.B * c.S;
     double T = c.T, H = c.H;
     /* LlamaModel.forward */

@@ -410,6 +410,123 @@ static void test_layer_index(void **state)
     graph_destroy(g);
 }
 
+/* Norm layouts and q/k norms on a small Llama (vocab a multiple of 128: no
+ * padding): both namings hold exactly model_count_params' parameters, HF
+ * registers the norms after the sublayers and runs them where transformers
+ * does (Gemma's sandwich, OLMo 2's reordered norms), and an OLMo 2 q_norm
+ * spans all heads, split with them. */
+static void test_norm_layouts(void **state)
+{
+    (void)state;
+    static const struct {
+        ModelNormLayout layout;
+        bool qk, full;
+        const char *run[7]; /* layer 0's hidden-wide norms and residual adds, in order */
+    } C[] = {
+        {MODEL_NORM_LAYOUT_PRE, false, false,
+         {"input_layernorm", "residual", "post_attention_layernorm", "residual"}},
+        {MODEL_NORM_LAYOUT_REORDERED, true, true,
+         {"post_attention_layernorm", "residual", "post_feedforward_layernorm", "residual"}},
+        {MODEL_NORM_LAYOUT_SANDWICH, true, false,
+         {"input_layernorm", "post_attention_layernorm", "residual", "pre_feedforward_layernorm",
+          "post_feedforward_layernorm", "residual"}},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        ModelSpec m = flags(MODEL_ARCH_LLAMA, 2, 256, 8);
+        m.kv_heads = 2;
+        m.vocab = 1024;
+        m.norm_layout = C[i].layout;
+        m.qk_norm = C[i].qk;
+        m.qk_norm_full = C[i].full;
+        ModelCounts c;
+        model_count_params(&m, &c);
+        assert_int_equal(c.per_layer_dense, 2 * 256 * 256 + 2 * 256 * 64 + 3 * 256 * m.ffn + 256 * model_sublayer_norms(&m) * 2 +
+                                                (C[i].qk ? (C[i].full ? 256 + 64 : 2 * 32) : 0));
+        GraphTotals t;
+        for (int n = 0; n < 2; n++) {
+            ModuleGraph *g = build(&m, n ? GRAPH_NAMING_MEGATRON : GRAPH_NAMING_HF, 1, 64);
+            graph_model_totals(g, &t);
+            assert_int_equal(t.params, c.total);
+            if (n == 0) {
+                int k = 0;
+                for (int32_t j = g->layer_first_op[0]; j < g->layer_first_op[1]; j++) {
+                    const char *nm = g->ops[j].name;
+                    if (!strstr(nm, "layernorm") && strcmp(nm, "residual")) continue;
+                    assert_non_null(C[i].run[k]);
+                    assert_string_equal(nm, C[i].run[k++]);
+                }
+                assert_null(C[i].run[k]);
+                int32_t l0 = graph_find(g, "model.layers.0");
+                assert_string_equal(g->mods[g->mods[l0].first_child].name, "self_attn");
+                if (C[i].full) {
+                    int32_t qn = graph_find(g, "model.layers.0.self_attn.q_norm");
+                    const GraphParam *w = &g->params[g->mods[qn].first_param];
+                    assert_int_equal(w->numel, 256);
+                    assert_int_equal(w->split, GRAPH_SPLIT_COL);
+                }
+            } else if (C[i].layout == MODEL_NORM_LAYOUT_REORDERED) {
+                assert_string_equal(g->mods[graph_find(g, "decoder.layers.0.input_layernorm")].cls, "IdentityOp");
+                assert_true(graph_find(g, "decoder.layers.1.post_mlp_layernorm") > 0);
+            }
+            graph_destroy(g);
+        }
+        /* GPT2ModelPipe has neither */
+        ModuleGraph *d = try_build(&m, GRAPH_NAMING_DEEPSPEED, 64);
+        assert_true((d == NULL) == (C[i].qk || C[i].layout != MODEL_NORM_LAYOUT_PRE));
+        graph_destroy(d);
+    }
+}
+
+/* Gemma 2/3, Phi-3 and OLMo 2 under HF naming: transformers' classes and
+ * attribute names, Phi-3's fused linears, and exactly model_count_params'
+ * parameters (Gemma ties the LM head). */
+static void test_hf_new_archs(void **state)
+{
+    (void)state;
+    static const struct {
+        ModelArch arch;
+        bool qk;
+        const char *root, *layer_cls, *paths[5];
+    } C[] = {
+        {MODEL_ARCH_GEMMA, false, "Gemma2ForCausalLM", "Gemma2DecoderLayer",
+         {"model.layers.0.pre_feedforward_layernorm", "model.layers.0.mlp.act_fn", "model.rotary_emb", "lm_head"}},
+        {MODEL_ARCH_GEMMA, true, "Gemma3ForCausalLM", "Gemma3DecoderLayer",
+         {"model.layers.1.self_attn.q_norm", "model.layers.0.post_feedforward_layernorm", "model.embed_tokens"}},
+        {MODEL_ARCH_PHI3, false, "Phi3ForCausalLM", "Phi3DecoderLayer",
+         {"model.layers.0.self_attn.qkv_proj", "model.layers.0.mlp.gate_up_proj", "model.layers.0.mlp.activation_fn",
+          "model.layers.1.resid_mlp_dropout"}},
+        {MODEL_ARCH_OLMO2, true, "Olmo2ForCausalLM", "Olmo2DecoderLayer",
+         {"model.layers.0.self_attn.k_norm", "model.layers.0.post_feedforward_layernorm"}},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        ModelSpec m = flags(C[i].arch, 2, 256, 8);
+        m.kv_heads = 4;
+        m.ffn = 512;
+        m.vocab = 1000;
+        m.qk_norm = C[i].qk;
+        ModuleGraph *g = build(&m, GRAPH_NAMING_HF, 1, 64);
+        assert_string_equal(g->mods[0].cls, C[i].root);
+        assert_string_equal(g->mods[graph_find(g, "model.layers.1")].cls, C[i].layer_cls);
+        for (int k = 0; k < 5 && C[i].paths[k]; k++)
+            if (graph_find(g, C[i].paths[k]) < 0) fail_msg("%s: no %s", C[i].root, C[i].paths[k]);
+        ModelCounts c;
+        model_count_params(&m, &c);
+        GraphTotals t;
+        graph_model_totals(g, &t);
+        assert_int_equal(t.params, c.total);
+        if (C[i].arch == MODEL_ARCH_PHI3) {
+            const GraphOp *qkv = own_op(g, "model.layers.0.self_attn.qkv_proj", 0);
+            assert_true(qkv->ds_macs == 64.0 * 256 * (256 + 2 * 128));
+            assert_true(own_op(g, "model.layers.0.mlp.gate_up_proj", 0)->ds_macs == 64.0 * 256 * 1024);
+        }
+        if (C[i].arch == MODEL_ARCH_GEMMA) { /* GELUTanh binds F.gelu at construction: DeepSpeed counts 0 */
+            assert_true(own_op(g, "model.layers.0.mlp.act_fn", 0)->ds_flops == 0);
+            assert_true(m.tied_embeddings && c.lm_head == 0);
+        }
+        graph_destroy(g);
+    }
+}
+
 static void test_bad_options(void **state)
 {
     (void)state;
@@ -438,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_rope_dims),   cmocka_unit_test(test_dropout_ops),   cmocka_unit_test(test_spans_and_batch_linearity),
         cmocka_unit_test(test_megatron_naming),    cmocka_unit_test(test_deepspeed_pipe_params),
         cmocka_unit_test(test_bad_options),        cmocka_unit_test(test_layer_index),
+        cmocka_unit_test(test_norm_layouts),       cmocka_unit_test(test_hf_new_archs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

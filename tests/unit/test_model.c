@@ -157,6 +157,20 @@ static void load_file(const char *rel, ModelSpec *m)
     if (model_load(path, &ov, m, &e) != TS_OK) fail_msg("%s: %s", rel, e.msg);
 }
 
+/* Parses `text` as a config.json file. */
+static TsStatus hf_text(const char *text, ModelSpec *m, TsError *e)
+{
+    char path[] = "/tmp/ts_model_hf_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    assert_true(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fputs(text, fp);
+    fclose(fp);
+    TsStatus st = model_parse_hf_config(path, m, NULL, e);
+    remove(path);
+    return st;
+}
+
 /* Each real HF config counts the same as the matching preset. */
 static void test_hf_configs(void **state)
 {
@@ -216,19 +230,36 @@ static void test_hf_configs(void **state)
     assert_true(m.qk_norm && m.head_dim == 128);
     load_file("golden/model_hf_gpt_neox_20b/config.json", &m);
     assert_true(m.rotary_pct == 0.25);
-}
-
-static TsStatus hf_text(const char *text, ModelSpec *m, TsError *e)
-{
-    char path[] = "/tmp/ts_model_hf_XXXXXX.json";
-    int fd = mkstemps(path, 5);
-    assert_true(fd >= 0);
-    FILE *fp = fdopen(fd, "w");
-    fputs(text, fp);
-    fclose(fp);
-    TsStatus st = model_parse_hf_config(path, m, NULL, e);
-    remove(path);
-    return st;
+    /* issue 20 item 8: the newer families against their published sizes */
+    static const struct {
+        const char *file;
+        int64_t total;
+    } NEW[] = {
+        {"golden/model_hf_gemma2_9b/config.json", 9241705984},     /* gemma-2-9b: 9.24 B */
+        {"golden/model_hf_gemma3_12b/config.json", 11766034176},   /* the text decoder of gemma-3-12b (12.2 B) */
+        {"golden/model_hf_gemma3_1b/config.json", 999885952},      /* gemma-3-1b */
+        {"golden/model_hf_granite_8b/config.json", 8170864640},    /* granite 8b: 8.17 B */
+        {"golden/model_hf_mistral_nemo/config.json", 12247782400}, /* Mistral-NeMo: 12.2 B */
+        {"golden/model_hf_olmo2_7b/config.json", 7298617344},      /* OLMo-2-1124-7B: 7.30 B */
+        {"golden/model_hf_phi3_mini/config.json", 3821079552},     /* Phi-3-mini: 3.82 B */
+    };
+    for (size_t i = 0; i < sizeof NEW / sizeof NEW[0]; i++) {
+        ModelCounts c;
+        load_file(NEW[i].file, &m);
+        model_count_params(&m, &c);
+        assert_int_equal(c.total, NEW[i].total);
+    }
+    assert_int_equal(m.act, MODEL_ACT_SWIGLU); /* phi3's hidden_act silu */
+    /* Gemma 3 in transformers 5: rope_parameters per layer type; the global layers' base */
+    TsError e = {0};
+    assert_int_equal(hf_text("{\"model_type\": \"gemma3_text\", \"rope_parameters\": {\"full_attention\":\n"
+                             " {\"rope_theta\": 1000000.0}, \"sliding_attention\": {\"rope_theta\": 10000.0}}}",
+                             &m, &e),
+                     TS_OK);
+    assert_true(m.rope_theta == 1e6);
+    assert_true(m.act == MODEL_ACT_GEGLU && m.norm_layout == MODEL_NORM_LAYOUT_SANDWICH && m.qk_norm);
+    assert_int_equal(m.hidden, 2304); /* Gemma3TextConfig's defaults */
+    assert_int_equal(m.vocab, 262208);
 }
 
 static void test_hf_errors(void **state)
@@ -259,8 +290,9 @@ static void test_hf_errors(void **state)
     assert_non_null(strstr(e.msg, "must divide"));
     /* unsupported type lists the supported ones */
     memset(&e, 0, sizeof e);
-    assert_int_equal(hf_text("{\"model_type\": \"phi3\"}", &m, &e), TS_ERR_INPUT);
+    assert_int_equal(hf_text("{\"model_type\": \"falcon\"}", &m, &e), TS_ERR_INPUT);
     assert_non_null(strstr(e.hint, "qwen3_moe"));
+    assert_non_null(strstr(e.hint, "granite; other models"));
 }
 
 static void test_module_tree(void **state)
@@ -443,6 +475,81 @@ static void test_preset_hint(void **state)
     assert_true(model_preset_similar("qwen", sim, 5) >= 2);
 }
 
+/* GeGLU (Gemma's tanh-GeLU gate) is a gated MLP like SwiGLU: the same three
+ * F-wide matrices, the same default width. */
+static void test_gated_acts(void **state)
+{
+    (void)state;
+    assert_true(model_act_gated(MODEL_ACT_SWIGLU) && model_act_gated(MODEL_ACT_GEGLU));
+    assert_false(model_act_gated(MODEL_ACT_GELU) || model_act_gated(MODEL_ACT_RELU2));
+    ModelSpec s, g;
+    assert_int_equal(model_preset("llama3-8b", &s, NULL), TS_OK);
+    g = s;
+    g.act = MODEL_ACT_GEGLU;
+    ModelCounts cs, cg;
+    model_count_params(&s, &cs);
+    model_count_params(&g, &cg);
+    assert_int_equal(cs.total, cg.total);
+    g.ffn = 0;
+    model_finalize(&g);
+    assert_int_equal(g.ffn, 11008); /* 8H/3 rounded up to 256 */
+    ModelAct a;
+    assert_true(model_act_parse("geglu", &a) && a == MODEL_ACT_GEGLU);
+}
+
+static TsStatus preset_text(const char *text, ModelSpec *m, TsError *e)
+{
+    char path[] = "/tmp/ts_model_preset_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    assert_true(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fputs(text, fp);
+    fclose(fp);
+    TsStatus st = model_parse_preset_json(path, m, NULL, e);
+    remove(path);
+    if (st == TS_OK) {
+        model_finalize(m);
+        st = model_validate(m, e);
+    }
+    return st;
+}
+
+/* norm_layout and qk_norm_full in preset files: read, defaulted per family
+ * (BERT is post-LN), checked against the family, carried across --arch. */
+static void test_norm_layout_fields(void **state)
+{
+    (void)state;
+    ModelSpec m;
+    TsError e = {0};
+    const char *head = "{\"format\": \"trainsim-model\", \"version\": 1, \"source\": \"a test preset\", "
+                       "\"layers\": 2, \"hidden\": 64, \"heads\": 4, \"vocab\": 1000, ";
+    char text[512];
+    snprintf(text, sizeof text, "%s\"arch\": \"llama\", \"norm_layout\": \"reordered\", \"qk_norm\": true, "
+                                "\"qk_norm_full\": true}", head);
+    assert_int_equal(preset_text(text, &m, &e), TS_OK);
+    assert_int_equal(m.norm_layout, MODEL_NORM_LAYOUT_REORDERED);
+    assert_true(m.qk_norm_full);
+    snprintf(text, sizeof text, "%s\"arch\": \"llama\", \"qk_norm_full\": true}", head);
+    assert_int_equal(preset_text(text, &m, &e), TS_ERR_INPUT);
+    assert_non_null(strstr(e.msg, "qk_norm_full without qk_norm"));
+    snprintf(text, sizeof text, "%s\"arch\": \"gpt\", \"norm_layout\": \"post\"}", head);
+    assert_int_equal(preset_text(text, &m, &e), TS_ERR_INPUT);
+    assert_non_null(strstr(e.msg, "norm_layout 'post' with arch gpt"));
+    snprintf(text, sizeof text, "%s\"arch\": \"bert\"}", head);
+    assert_int_equal(preset_text(text, &m, &e), TS_OK);
+    assert_int_equal(m.norm_layout, MODEL_NORM_LAYOUT_POST);
+    /* --arch gpt on BERT: the layout follows the family */
+    ModelOverrides ov;
+    model_overrides_init(&ov);
+    ov.arch_set = true;
+    ov.arch = MODEL_ARCH_GPT;
+    assert_int_equal(model_load("bert-base-uncased", &ov, &m, &e), TS_OK);
+    assert_int_equal(m.norm_layout, MODEL_NORM_LAYOUT_PRE);
+    ModelNormLayout l;
+    assert_true(model_norm_layout_parse("sandwich", &l) && l == MODEL_NORM_LAYOUT_SANDWICH);
+    assert_false(model_norm_layout_parse("peri", &l));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -457,6 +564,8 @@ int main(void)
         cmocka_unit_test(test_param_table),
         cmocka_unit_test(test_parsers_robust),
         cmocka_unit_test(test_preset_hint),
+        cmocka_unit_test(test_gated_acts),
+        cmocka_unit_test(test_norm_layout_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

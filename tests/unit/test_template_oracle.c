@@ -69,11 +69,8 @@ static void graph_sums(const ModelSpec *m, int64_t B, int64_t S, Sums *s)
     graph_destroy(g);
 }
 
-static void check(const char *preset, int64_t layers)
+static void check_spec(const char *preset, ModelSpec m)
 {
-    ModelSpec m;
-    assert_int_equal(model_preset(preset, &m, NULL), TS_OK);
-    if (layers > 0) m.layers = layers;
     /* the graph is the model the checkpoint's forward runs: DeepSeek-V3's
      * multi-token-prediction module trains beside it (test_mtp) */
     m.mtp_layers = 0;
@@ -94,6 +91,14 @@ static void check(const char *preset, int64_t layers)
     near(t.core, g.core, 1e-12, what);
 }
 
+static void check(const char *preset, int64_t layers)
+{
+    ModelSpec m;
+    assert_int_equal(model_preset(preset, &m, NULL), TS_OK);
+    if (layers > 0) m.layers = layers;
+    check_spec(preset, m);
+}
+
 static void test_dense(void **state)
 {
     (void)state;
@@ -107,6 +112,26 @@ static void test_moe(void **state)
     (void)state;
     check("mixtral-8x7b", 4);
     check("qwen3-30b-a3b", 4);
+}
+
+/* Gemma's sandwich norms and GeGLU, OLMo 2's reordered norms with q/k norms
+ * over all heads, Qwen3-style per-head q/k norms on a sandwich. */
+static void test_norm_layouts(void **state)
+{
+    (void)state;
+    ModelSpec m;
+    assert_int_equal(model_preset("llama3-8b", &m, NULL), TS_OK);
+    m.layers = 4;
+    ModelSpec s = m, r = m, q = m;
+    s.norm_layout = MODEL_NORM_LAYOUT_SANDWICH;
+    s.act = MODEL_ACT_GEGLU;
+    check_spec("llama3-8b sandwich geglu", s);
+    r.norm_layout = MODEL_NORM_LAYOUT_REORDERED;
+    r.qk_norm = r.qk_norm_full = true;
+    check_spec("llama3-8b reordered, full q/k norms", r);
+    q.norm_layout = MODEL_NORM_LAYOUT_SANDWICH;
+    q.qk_norm = true;
+    check_spec("llama3-8b sandwich, per-head q/k norms", q);
 }
 
 static void test_mla(void **state)
@@ -154,6 +179,7 @@ int main(void)
         cmocka_unit_test(test_moe),
         cmocka_unit_test(test_mla),
         cmocka_unit_test(test_mtp),
+        cmocka_unit_test(test_norm_layouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -159,6 +159,9 @@ typedef struct SearchPoint {
     double memory_bytes;    /* peak per GPU (worst rank), e.g. 6.1e10 */
     double capacity_bytes;  /* HBM per GPU, e.g. 8.0e10 */
     double exposed_s[SEARCH_EXPOSED_COUNT]; /* seconds per iteration */
+    int32_t n_stage_layers;  /* > 0: simulated on this split of the layers (--balance-stages), else the
+                                uneven rule or an even one */
+    int16_t stage_layers[SIM_BALANCE_MAX];
 } SearchPoint;
 
 typedef enum { SEARCH_EVAL_OK, SEARCH_EVAL_INVALID, SEARCH_EVAL_NOFIT } SearchEvalStatus;

@@ -92,6 +92,9 @@ typedef struct SimOptions {
                                    0.05; a synchronous job runs at its slowest GPU's
                                    pace (sim_straggler) */
     SimCpComm cp_comm;          /* context-parallel K/V exchange, SIM_CP_P2P */
+    bool balance_stages;        /* a plan without --stage-layers (vpp 1) runs on the even split
+                                   of its costed work (SimResult.balance) when that is faster,
+                                   false */
     bool sequential_experts;    /* a rank's routed experts one after another, each its own
                                    fc1 / activation / fc2 on its tokens (Megatron-Core
                                    SequentialMLP, i.e. without --moe-grouped-gemm; HF's
@@ -144,6 +147,8 @@ typedef struct SimSetup {
     const HwModel *hw;          /* GPU compute model */
     const HwNet *net;           /* cluster and collective model */
     SimOptions opt;
+    int64_t stage_buf[SIM_BALANCE_MAX]; /* the even split plan.stage_layers points to under
+                                           opt.balance_stages */
 } SimSetup;
 
 /* ---- where a pipeline's idle time goes (bubble.c) ---------------------------

@@ -35,6 +35,9 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
         {"eager-pytorch", CLI_FLAG, &o->eager, NULL,
          "eager PyTorch model code (torchtitan): unfused norm/RoPE/SwiGLU, separate q/k/v and w1/w3 GEMMs", true},
         {"selective-ops", CLI_FLAG, &o->sel_ops, NULL, CLI_SEL_OPS_HELP, true},
+        {"balance-stages", CLI_FLAG, &o->balance, NULL,
+         "run a plan without --stage-layers on the split of the layers that evens the stages' work, when faster",
+         false},
         {"sequential-experts", CLI_FLAG, &o->seq_experts, NULL,
          "MoE: a rank's experts one GEMM each, one after another (Megatron SequentialMLP; default: grouped GEMM)",
          true},
@@ -92,6 +95,7 @@ void cli_sim_options(const CliSim *o, SimOptions *so)
     if (o->pair_share >= 0) so->pair_sm_share = o->pair_share;
     so->selective_ops = o->sel_ops;
     so->sequential_experts = o->seq_experts;
+    so->balance_stages = o->balance;
     if (o->spread >= 0) so->gpu_spread = o->spread;
     if (o->cp_comm) sim_cp_comm_parse(o->cp_comm, &so->cp_comm); /* checked by cli_sim_check */
     so->mfu_causal = o->mfu && !strcmp(o->mfu, "causal");

@@ -55,6 +55,7 @@ static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
     if (p->precision == PLAN_PRECISION_PURE) part[n++] = "all-16-bit parameters and optimizer (pure)";
     if (o->selective_ops) part[n++] = "op-level selective recompute";
     if (o->sequential_experts) part[n++] = "sequential experts";
+    if (o->balance_stages) part[n++] = "stages balanced by work";
     if (!o->dp_overlap && !ds) part[n++] = "gradient reduction after the backward";
     if (!o->param_gather_overlap && !ds) part[n++] = "parameter gather at the step";
     if (!o->fp32_grad_reduce) part[n++] = "16-bit gradient reduction";
@@ -109,6 +110,16 @@ static void slowest_text(const SimSetup *in, const SimResult *r, TsBuf *b)
     ts_buf_printf(b, "  the critical stage's bubble: %.4g s fill and drain, %.4g s waiting for stage %d, "
                      "whose largest part is %s (%.4g s)\n",
                   fill, wait, sw.stage, sim_breakdown_what(sw.dominant), sw.dominant_s);
+}
+
+/* Under --balance-stages, the split the plan ran on and what it evened. */
+static void balance_text(const ParallelPlan *p, const SimBalance *bl, TsBuf *b)
+{
+    if (!bl->n || p->n_stage_layers != bl->n) return;
+    ts_buf_puts(b, "\nstages balanced by work: --stage-layers ");
+    for (int32_t s = 0; s < bl->n; s++) ts_buf_printf(b, s ? ",%d" : "%d", bl->layers[s]);
+    ts_buf_printf(b, " (busiest stage %.4g s per micro-batch, %.4g s on the plan's own split)\n", bl->busiest_s,
+                  bl->current_s);
 }
 
 /* A duration in the unit that reads best: s, min, h or days. */
@@ -181,6 +192,7 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
     }
     sched_text(p, r, b);
     slowest_text(in, r, b);
+    balance_text(&in->plan, &r->balance, b);
     if (train) train_text(train, b);
     for (int i = 0; i < r->n_warnings; i++) ts_buf_printf(b, "warning: %s\n", r->warnings[i]);
 }

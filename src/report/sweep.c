@@ -15,8 +15,11 @@ static const char *onoff(int b) { return b ? "on" : "off"; }
 /* Layers per pipeline chunk of a swept plan whose pp*vpp does not divide the
  * model's layers (the sweep applies the uneven rule, plan.h), into `out`
  * separated by `sep`; false (and nothing written) for an even split. */
-static bool uneven_split(const SearchKnobs *k, int64_t layers, const char *sep, TsBuf *out)
+static bool uneven_split(const SearchPoint *p, int64_t layers, const char *sep, TsBuf *out)
 {
+    const SearchKnobs *k = &p->k;
+    for (int32_t i = 0; i < p->n_stage_layers; i++) ts_buf_printf(out, "%s%d", i ? sep : "", p->stage_layers[i]);
+    if (p->n_stage_layers > 0) return true;
     int64_t c = (int64_t)k->pp * k->vpp;
     if (c <= 1 || layers % c == 0) return false;
     ParallelPlan q = {.pp = k->pp, .vpp = k->vpp, .uneven = true};
@@ -37,7 +40,7 @@ static void knobs_json(TsBuf *b, const SearchPoint *p, int64_t layers)
                   sim_cp_comm_name((SimCpComm)k->cp_comm));
     ts_json_fmt_double(b, p->iteration_s);
     TsBuf split = {0};
-    if (uneven_split(k, layers, ",", &split)) ts_buf_printf(b, ",\"stage_layers\":[%s]", split.data);
+    if (uneven_split(p, layers, ",", &split)) ts_buf_printf(b, ",\"stage_layers\":[%s]", split.data);
     ts_buf_free(&split);
     ts_buf_puts(b, ",\"tokens_per_s\":");
     ts_json_fmt_double(b, p->tokens_per_s);
@@ -198,13 +201,18 @@ void rep_sweep_text(const RepSweep *o, const SearchConfig *c, const SearchResult
         ts_buf_puts(b, "\n");
     }
     /* uneven splits: the layers of each chunk, as --stage-layers takes them */
-    bool head = false;
+    bool head = false, bal = false;
+    for (int r_ = 0; r_ < r->n_top; r_++) bal |= r->top[r_].n_stage_layers > 0;
     for (int r_ = 0; r_ < r->n_top; r_++) {
         TsBuf split = {0};
-        if (uneven_split(&r->top[r_].k, m->layers, ",", &split)) {
-            if (!head) ts_buf_printf(b, "\n%lld layers do not divide into pp*vpp chunks for these plans; "
-                                        "layers per chunk (--uneven-stages, or --stage-layers as shown):\n",
-                                     (long long)m->layers);
+        if (uneven_split(&r->top[r_], m->layers, ",", &split)) {
+            if (!head && !bal)
+                ts_buf_printf(b, "\n%lld layers do not divide into pp*vpp chunks for these plans; "
+                                 "layers per chunk (--uneven-stages, or --stage-layers as shown):\n",
+                              (long long)m->layers);
+            else if (!head)
+                ts_buf_printf(b, "\nlayers per chunk where they differ (the even split of the work under "
+                                 "--balance-stages, else the uneven rule; --stage-layers as shown):\n");
             head = true;
             ts_buf_printf(b, "  #%d: %s\n", r_ + 1, split.data);
         }

@@ -117,6 +117,9 @@ static SearchEvalStatus simulate(void *ctx, void *scratch, SearchPoint *pt)
     pt->exposed_s[SEARCH_EXPOSED_BUBBLE] = b->bubble_s;
     pt->exposed_s[SEARCH_EXPOSED_RECOMPUTE] = b->recompute_s;
     pt->exposed_s[SEARCH_EXPOSED_OPTIMIZER] = b->optimizer_s;
+    pt->n_stage_layers = in.plan.n_stage_layers > 0 && in.plan.n_stage_layers <= SIM_BALANCE_MAX
+                             ? in.plan.n_stage_layers : 0;
+    for (int32_t s = 0; s < pt->n_stage_layers; s++) pt->stage_layers[s] = (int16_t)in.plan.stage_layers[s];
     return SEARCH_EVAL_OK;
 }
 
@@ -160,6 +163,8 @@ bool search_eval_add_net(SearchEvalCtx *x, int64_t gpus, const HwNet *net)
 
 SearchEvaluator search_eval_sim(SearchEvalCtx *x)
 {
+    /* the bound is the plan's own split's: an even split may beat it */
     return (SearchEvaluator){.ctx = x, .thread_begin = thread_begin, .thread_end = thread_end,
-                             .check = check, .simulate = simulate, .bound = bound};
+                             .check = check, .simulate = simulate,
+                             .bound = x->sim_opts.balance_stages ? NULL : bound};
 }

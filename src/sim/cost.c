@@ -638,9 +638,34 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     return TS_OK;
 }
 
+/* --balance-stages: the plan again on its even split (SimResult.balance),
+ * kept when it is faster and fits (or the plan's own split does not). */
+static TsStatus rebalance(SimSetup *in, SimWork *w, SimResult *out, TsError *err)
+{
+    SimBalance b = out->balance;
+    double t0 = out->iteration_time_s;
+    bool fit0 = out->memory.fits;
+    for (int32_t s = 0; s < b.n; s++) in->stage_buf[s] = b.layers[s];
+    in->plan.stage_layers = in->stage_buf;
+    in->plan.n_stage_layers = b.n;
+    sim_result_free(out);
+    TsStatus st = simulate(in, w, out, NULL, err);
+    if (st == TS_OK && out->iteration_time_s < t0 && (out->memory.fits || !fit0)) {
+        out->balance = b;
+        return TS_OK;
+    }
+    if (st == TS_OK) sim_result_free(out);
+    in->plan.stage_layers = NULL;
+    in->plan.n_stage_layers = 0;
+    return simulate(in, w, out, NULL, err);
+}
+
 TsStatus sim_simulate(SimSetup *in, SimWork *w, SimResult *out, TsError *err)
 {
-    return simulate(in, w, out, NULL, err);
+    bool own_split = in->plan.n_stage_layers > 0;
+    TsStatus st = simulate(in, w, out, NULL, err);
+    if (st != TS_OK || !in->opt.balance_stages || own_split || !out->balance.n) return st;
+    return rebalance(in, w, out, err);
 }
 
 TsStatus sim_lower_bound(SimSetup *in, SimWork *w, double *lower_bound_s, TsError *err)

@@ -7,8 +7,8 @@
  *   1. a preset name ("llama3-70b") -> data/models/<name>.json
  *   2. flags only (--arch gpt --layers 12 --hidden 768 --heads 12)
  *   3. a HuggingFace config.json (llama, mistral, mixtral, qwen2, qwen3,
- *      qwen3_moe, gpt2, bert, gpt_neox, deepseek_v3, gemma2, gemma3, phi3,
- *      olmo2, granite)
+ *      qwen3_moe, qwen2_moe, gpt2, bert, gpt_neox, deepseek_v2, deepseek_v3,
+ *      gpt_oss, gemma2, gemma3, phi3, olmo2, granite)
  *   4. a Megatron module-tree dump or a parameter table (name;module;shape;...)
  * and then command-line flags override any field (in model_load). Preset
  * files use the schema "trainsim-model" v1 that model_to_json writes; see

@@ -7,8 +7,8 @@
  *   1. a preset name ("llama3-70b") -> data/models/<name>.json
  *   2. flags only (--arch gpt --layers 12 --hidden 768 --heads 12)
  *   3. a HuggingFace config.json (llama, mistral, mixtral, qwen2, qwen3,
- *      qwen3_moe, gpt2, bert, gpt_neox, deepseek_v3, gemma2, gemma3, phi3,
- *      olmo2, granite)
+ *      qwen3_moe, qwen2_moe, gpt2, bert, gpt_neox, deepseek_v2, deepseek_v3,
+ *      gpt_oss, gemma2, gemma3, phi3, olmo2, granite)
  *   4. a Megatron module-tree dump or a parameter table (name;module;shape;...)
  * and then command-line flags override any field (in model_load). Preset
  * files use the schema "trainsim-model" v1 that model_to_json writes; see
@@ -158,6 +158,17 @@ typedef struct ModelSpec {
                                1): each a transformer layer of the last layer's kind, a 2H->H
                                projection, two norms and another pass through the shared
                                embedding and output head, on the last pipeline stage */
+
+    /* Sliding-window attention (GPT-OSS, Mistral v0.1): sliding_window > 0
+     * keys per query on the windowed layers (each query attends to itself
+     * and the window - 1 keys before it); full_attn_every n > 0 makes every
+     * n-th layer (layer % n == n - 1) full attention, 0 windows them all.
+     * GPT-OSS: 128 and 2 (sliding, full, sliding, ...). */
+    int64_t sliding_window; /* 128; 0 = every layer full attention */
+    int64_t full_attn_every;/* 2; 0 = every layer windowed */
+    bool attn_sinks;        /* a learned logit per head in each softmax's denominator (GPT-OSS): A per layer */
+    bool moe_bias;          /* biases on the router and on every expert's linears (GPT-OSS) */
+    bool shared_gate;       /* a sigmoid gate Linear(H, 1) on the shared experts' output (Qwen2-MoE) */
 } ModelSpec;
 
 /* Parameter counts in elements. Tied weights counted once. */
@@ -209,6 +220,15 @@ TsStatus model_validate(const ModelSpec *m, TsError *err);
 #define MODEL_MAX_POSITIONS 1000000000
 
 bool model_layer_is_moe(const ModelSpec *m, int64_t layer);
+/* Sliding-window layers: whether `layer` attends within the window, how many do. */
+bool model_layer_windowed(const ModelSpec *m, int64_t layer);
+int64_t model_windowed_layer_count(const ModelSpec *m);
+/* Mean keys a query attends to at sequence length S in one layer: causal,
+ * S/2 on a full layer and w - w^2/(2S) on a windowed one (w = min(window,
+ * S): the S*w - w^2/2 pairs of the band); not causal (the full-square
+ * convention), S and w. model_attn_keys_mean averages over the layers. */
+double model_attn_keys(const ModelSpec *m, int64_t layer, int64_t S, bool causal);
+double model_attn_keys_mean(const ModelSpec *m, int64_t S, bool causal);
 int64_t model_moe_layer_count(const ModelSpec *m);
 /* Vocabulary padded like Megatron: multiple of vocab_divisible * tp. */
 int64_t model_padded_vocab(const ModelSpec *m, int64_t tp);

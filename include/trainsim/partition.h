@@ -168,6 +168,9 @@ typedef struct PartKernel {
     uint8_t rc;               /* the PLAN_RC_* module it belongs to (plan.h): selective recompute of
                                  that module runs its forward again in the backward; 0 none */
     int32_t count;            /* launches per micro-batch (SequentialMLP: one per local expert), >= 1 */
+    double share;             /* its time's weight in the block's mean layer, 0 = 1 (sliding-window
+                                 models: the full and the windowed layers' attention cores, each
+                                 at its layers' share; flops[] already weighted) */
     int64_t batch, m, n, k;   /* GEMM; ATTN: batch = B, m = heads, n = sq, k = sk */
     int64_t d;                /* ATTN: q.k head dim */
     bool causal;              /* ATTN */

@@ -43,6 +43,9 @@ static void summary(const ModelSpec *m, const ModuleGraph *g, TsBuf *b)
         ts_buf_printf(b, "experts:        %lld routed, top-%lld, expert ffn %lld, %lld shared, %lld dense layers first\n",
                       (long long)m->experts, (long long)m->topk, (long long)m->moe_ffn, (long long)m->shared_experts,
                       (long long)m->dense_layers);
+    if (m->sliding_window > 0 || m->attn_sinks)
+        ts_buf_printf(b, "attention:      sliding window %lld on %lld of %lld layers%s\n", (long long)m->sliding_window,
+                      (long long)model_windowed_layer_count(m), (long long)m->layers, m->attn_sinks ? ", a sink per head" : "");
     if (m->q_lora_rank > 0 || m->kv_lora_rank > 0)
         ts_buf_printf(b, "MLA:            q rank %lld, kv rank %lld, nope %lld, rope %lld, v %lld\n",
                       (long long)m->q_lora_rank, (long long)m->kv_lora_rank, (long long)m->qk_nope_dim,

@@ -67,6 +67,7 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
         t[(k->flags & PART_KF_WGRAD) ? 2 : 1] = mem_time(hw, k->bwd_bytes, k->launches[1]);
         break;
     }
+    if (k->share > 0) n *= k->share;
     for (int i = 0; i < 3; i++) t[i] *= n;
 }
 

@@ -298,7 +298,7 @@ static void gated_mlp(Hf *c, int32_t parent, const char *name, const char *klass
     const ModelSpec *m = c->m;
     int64_t H = m->hidden;
     bool glu = model_act_gated(m->act), geglu = m->act == MODEL_ACT_GEGLU;
-    bool bias = m->mlp_bias && g->at.expert_id < 0;
+    bool bias = g->at.expert_id < 0 ? m->mlp_bias : m->moe_bias;
     int32_t mlp = graph_add_module(g, parent, name, klass, "");
     int32_t gp = -1, up, dn;
     double n = tokens * (double)ffn;
@@ -435,8 +435,9 @@ static void llama_attention(Hf *c, int32_t layer_mod)
     }
     int64_t rd = (int64_t)((double)D * m->rotary_pct);
     if (m->pos == MODEL_POS_ROPE) graph_op_rope(g, at, T, A + G, rd);
+    if (m->attn_sinks) graph_add_param(g, at, "sinks", A, 0, GRAPH_SPLIT_COL); /* GPT-OSS: a logit per head */
     graph_at(g, L, GRAPH_PART_ATTN_CORE, GRAPH_ROLE_LAYER);
-    graph_op_attention(g, at, "sdpa", B, A, G, S, S, D, D);
+    gb_attn_window(g, graph_op_attention(g, at, "sdpa", B, A, G, S, S, D, D), m, L);
     graph_at(g, L, GRAPH_PART_ATTN, GRAPH_ROLE_LAYER);
     graph_op_gemm(g, o, "o_proj", T, A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
 }
@@ -452,11 +453,11 @@ static void llama_moe(Hf *c, int32_t layer_mod)
     int32_t moe = graph_add_module(g, layer_mod, name, cls(c, mixtral ? "SparseMoeBlock" : ds ? "MoE" : "SparseMoeBlock"), "");
     int32_t gate = -1, list;
     const char *ecls = cls(c, mixtral ? "BlockSparseTop2MLP" : "MLP");
-    if (!ds) gate = lin(c, moe, "gate", H, E, false, GRAPH_SPLIT_NONE);
+    if (!ds) gate = lin(c, moe, "gate", H, E, m->moe_bias, GRAPH_SPLIT_NONE);
     list = graph_add_module(g, moe, "experts", "ModuleList", "");
     /* experts are declared and run one by one (HF loops over experts) */
     if (!ds) {
-        graph_op_gemm(g, gate, "gate", T, H, E, false, GRAPH_SPLIT_NONE);
+        graph_op_gemm(g, gate, "gate", T, H, E, m->moe_bias, GRAPH_SPLIT_NONE);
         gb_router_op(g, moe, T, H, E, K, false, 1.0); /* F.softmax over router logits */
         g->ops[g->n_ops - 1].fwd_flops = 5 * T * (double)E;
         g->ops[g->n_ops - 1].dgrad_flops = 10 * T * (double)E;
@@ -483,7 +484,12 @@ static void llama_moe(Hf *c, int32_t layer_mod)
     }
     graph_op_eltwise(g, moe, GRAPH_OP_ELEMENTWISE, "combine", T * (double)K * (double)H, 2, 0.0, GRAPH_SPLIT_NONE);
     if (m->shared_experts > 0)
-        gated_mlp(c, moe, "shared_experts", cls(c, "MLP"), m->moe_ffn * m->shared_experts, T, false);
+        gated_mlp(c, moe, m->shared_gate ? "shared_expert" : "shared_experts", cls(c, "MLP"),
+                  m->moe_ffn * m->shared_experts, T, false);
+    if (m->shared_experts > 0 && m->shared_gate) { /* Qwen2-MoE: sigmoid(shared_expert_gate(x)) * shared */
+        int32_t sg = lin(c, moe, "shared_expert_gate", H, 1, false, GRAPH_SPLIT_NONE);
+        graph_op_gemm(g, sg, "shared_expert_gate", T, H, 1, false, GRAPH_SPLIT_NONE);
+    }
 }
 
 /* Put the ops [first, n_ops) in the order of `seg`: n runs given as
@@ -728,12 +734,12 @@ TsStatus graph_build_hf(ModuleGraph *g, TsError *err)
     switch (m->arch) {
     case MODEL_ARCH_MIXTRAL: c.P = "Mixtral"; break;
     case MODEL_ARCH_DEEPSEEK: c.P = "DeepseekV3"; break;
-    case MODEL_ARCH_QWEN: c.P = m->experts > 0 ? "Qwen3Moe" : m->qk_norm ? "Qwen3" : "Qwen2"; break;
+    case MODEL_ARCH_QWEN: c.P = m->experts > 0 ? (m->qk_norm ? "Qwen3Moe" : "Qwen2Moe") : m->qk_norm ? "Qwen3" : "Qwen2"; break;
     case MODEL_ARCH_GEMMA: c.P = m->qk_norm ? "Gemma3" : "Gemma2"; break;
     case MODEL_ARCH_PHI3: c.P = "Phi3"; break;
     case MODEL_ARCH_OLMO2: c.P = "Olmo2"; break;
     case MODEL_ARCH_NEOX: c.P = "GPTNeoX"; break; /* GPT-NeoX layout: build_neox */
-    default: c.P = "Llama"; break;
+    default: c.P = m->attn_sinks ? "GptOss" : "Llama"; break;
     }
     char e[32];
     graph_fmt_eps(e, sizeof e, m->norm_eps);

@@ -162,6 +162,7 @@ core_ops:
         GraphOp *op = graph_op_attention(g, core, "core_attention", B, A, G, S, S, Dqk, Dv);
         /* DeepSpeed sees the local path: baddbmm adds numel(S x S scores) */
         if (op) op->ds_flops += (double)(B * A) * (double)S * (double)S;
+        gb_attn_window(g, op, m, g->at.layer);
     } else {
         graph_op_bmm(g, core, "baddbmm_qk", B * A, S, Dqk, S, true);
         graph_op_eltwise(g, smax, GRAPH_OP_SOFTMAX, "scale_mask_softmax", (double)(B * A) * (double)S * (double)S, 1,

@@ -296,6 +296,14 @@ GraphOp *graph_op_attention(ModuleGraph *g, int32_t module, const char *name, in
     return op;
 }
 
+void gb_attn_window(ModuleGraph *g, GraphOp *op, const ModelSpec *m, int64_t layer)
+{
+    if (!op || !model_layer_windowed(m, layer)) return;
+    double S = (double)g->opt.seq;
+    op->fwd_flops *= model_attn_keys(m, layer, g->opt.seq, g->opt.causal) / (g->opt.causal ? S / 2 : S);
+    op->dgrad_flops = 2.5 * op->fwd_flops;
+}
+
 /* ---- routed experts: build one, copy the rest ------------------------------------ */
 
 static bool reserve(ModuleGraph *g, void **arr, size_t elem, int32_t n, int32_t *cap, int64_t need)

@@ -51,5 +51,8 @@ int32_t gb_norm_mod(ModuleGraph *g, int32_t parent, const char *name, const char
 GraphOp *gb_router_op(ModuleGraph *g, int32_t module, double tokens, int64_t H, int64_t E, int64_t K,
                       bool ds_gemm, double ds_softmax_per_elem);
 /* Cross entropy over T x V logits (DeepSpeed: 0; saves fp32 softmax). */
+/* A sliding-window layer's fused attention core: its FLOPs over the band's
+ * keys (model_attn_keys), not S; nothing on full layers or a NULL op. */
+void gb_attn_window(ModuleGraph *g, GraphOp *op, const ModelSpec *m, int64_t layer);
 GraphOp *gb_loss_op(ModuleGraph *g, int32_t module, double tokens, int64_t V);
 #endif

@@ -4,7 +4,12 @@
  *   llama, mistral, mixtral, qwen2, qwen3, qwen3_moe  hidden_size, num_hidden_layers,
  *       num_attention_heads, num_key_value_heads (absent -> heads), head_dim
  *       (absent -> H/A), intermediate_size, vocab_size, max_position_embeddings;
- *   deepseek_v3  the same plus MLA ranks and MoE placement keys;
+ *   deepseek_v3, deepseek_v2  the same plus MLA ranks and MoE placement keys;
+ *   qwen2_moe    qwen3_moe's keys, q/k/v biased, shared_expert_intermediate_size
+ *       (a whole number of experts) behind a sigmoid gate;
+ *   gpt_oss      biased attention with a sink logit per head, biased router
+ *       and experts of width intermediate_size, sliding_window on the
+ *       layer_types "sliding_attention" layers (default: every other one);
  *   gpt2         n_embd, n_layer, n_head, n_inner (null -> 4H), n_positions (n_ctx);
  *   bert, gpt_neox  hidden_size etc., always biased;
  *   phi3, olmo2, granite  the Llama keys (phi3: resid_pdrop, hidden_act);
@@ -22,8 +27,8 @@
 #include <string.h>
 
 #define HF_TYPES                                                                                             \
-    "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3, gpt2, bert, gpt_neox, gemma2, gemma3 "   \
-    "(gemma3_text), phi3, olmo2, granite"
+    "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen2_moe, deepseek_v2, deepseek_v3, gpt_oss, gpt2, "  \
+    "bert, gpt_neox, gemma2, gemma3 (gemma3_text), phi3, olmo2, granite"
 const char *model_hf_types(void) { return HF_TYPES; }
 
 typedef struct Hf {
@@ -213,7 +218,7 @@ static TsStatus read_act(Hf *h, ModelSpec *m, const char *key)
     return TS_OK;
 }
 
-/* llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3, phi3, olmo2
+/* llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen2_moe, deepseek_v2, deepseek_v3, gpt_oss, phi3, olmo2
  * and granite share the Llama keys. OLMo 2's norms (reordered, q/k over all
  * heads) are its family's defaults; Granite's embedding, attention,
  * residual and logit multipliers are scalars (no parameters) and are not
@@ -221,7 +226,7 @@ static TsStatus read_act(Hf *h, ModelSpec *m, const char *key)
 static TsStatus read_llama_like(Hf *h, ModelSpec *m)
 {
     TsStatus st;
-    bool mla = strcmp(h->type, "deepseek_v3") == 0;
+    bool mla = strncmp(h->type, "deepseek_v", 10) == 0;
     if ((st = hf_int(h, "hidden_size", true, 1, 10000000, &m->hidden, "the model width, e.g. 4096")) ||
         (st = hf_int(h, "num_hidden_layers", true, 1, 1000000, &m->layers, "the number of transformer blocks, e.g. 32")) ||
         (st = read_heads(h, m, "num_attention_heads", !mla)) ||
@@ -238,7 +243,7 @@ static TsStatus read_llama_like(Hf *h, ModelSpec *m)
         (st = hf_bool(h, "mlp_bias", &m->mlp_bias)))
         return st;
     m->qkv_bias = m->proj_bias = attn_bias;
-    if (strcmp(h->type, "qwen2") == 0) { /* q/k/v biased, o_proj not: hard-coded in Qwen2Attention */
+    if (strncmp(h->type, "qwen2", 5) == 0) { /* q/k/v biased, o_proj not: hard-coded in Qwen2(Moe)Attention */
         m->qkv_bias = true;
         m->proj_bias = false;
     }
@@ -294,6 +299,22 @@ static TsStatus read_gemma(Hf *h, ModelSpec *m, bool g3)
     return TS_OK;
 }
 
+/* Qwen2-MoE's one shared expert of shared_expert_intermediate_size, gated
+ * by sigmoid(Linear(H, 1)): counted as that many experts of moe_ffn. */
+static TsStatus read_qwen2_shared(Hf *h, ModelSpec *m)
+{
+    int64_t sf = 0;
+    TsStatus st = hf_int(h, "shared_expert_intermediate_size", false, 0, 10000000, &sf,
+                         "the shared expert's intermediate size, e.g. 5632");
+    if (st || sf == 0) return st;
+    if (sf % m->moe_ffn != 0)
+        return hf_bad(h, "shared_expert_intermediate_size", "is not a multiple of moe_intermediate_size",
+                      "trainsim models the shared expert as a whole number of experts of moe_intermediate_size");
+    m->shared_experts = sf / m->moe_ffn;
+    m->shared_gate = true;
+    return TS_OK;
+}
+
 static TsStatus read_moe(Hf *h, ModelSpec *m)
 {
     static const char *const expert_keys[] = {"n_routed_experts", "num_experts", "num_local_experts", NULL};
@@ -311,14 +332,14 @@ static TsStatus read_moe(Hf *h, ModelSpec *m)
         return st;
     if (m->topk > m->experts)
         return hf_bad(h, "num_experts_per_tok", "exceeds the number of experts", NULL);
-    if (strcmp(h->type, "mixtral") == 0) {
-        m->moe_ffn = m->ffn;
+    if (strcmp(h->type, "mixtral") == 0 || strcmp(h->type, "gpt_oss") == 0) {
+        m->moe_ffn = m->ffn; /* intermediate_size is one expert's */
         return TS_OK;
     }
     if ((st = hf_int(h, "moe_intermediate_size", true, 1, 10000000, &m->moe_ffn,
                      "the intermediate size of one expert, e.g. 768")))
         return st;
-    if (strcmp(h->type, "deepseek_v3") == 0) {
+    if (strncmp(h->type, "deepseek_v", 10) == 0) {
         if ((st = hf_int(h, "n_shared_experts", false, 0, 100000, &m->shared_experts, "the shared experts per MoE layer, e.g. 1")) ||
             (st = hf_int(h, "first_k_dense_replace", false, 0, m->layers, &m->dense_layers,
                          "the number of leading dense layers, e.g. 3")) ||
@@ -326,7 +347,8 @@ static TsStatus read_moe(Hf *h, ModelSpec *m)
             return st;
         return TS_OK;
     }
-    /* qwen3_moe: decoder_sparse_step and mlp_only_layers (only a leading run is representable). */
+    if (strcmp(h->type, "qwen2_moe") == 0 && (st = read_qwen2_shared(h, m))) return st;
+    /* qwen3_moe, qwen2_moe: decoder_sparse_step and mlp_only_layers (only a leading run is representable). */
     if ((st = hf_int(h, "decoder_sparse_step", false, 1, 1000000, &m->moe_layer_freq,
                      "every n-th layer is sparse, e.g. 1")))
         return st;
@@ -359,6 +381,53 @@ static TsStatus read_mla(Hf *h, ModelSpec *m)
         return st;
     m->head_dim = m->qk_nope_dim + m->qk_rope_dim;
     return TS_OK;
+}
+
+/* GPT-OSS's layer_types: "sliding_attention" / "full_attention" per layer,
+ * absent: sliding on even layers. Representable: every n-th layer full. */
+static bool lt_full(json_t *lt, int64_t l)
+{
+    const char *s = lt ? json_string_value(json_array_get(lt, (size_t)l)) : NULL;
+    return lt ? s && strcmp(s, "full_attention") == 0 : l % 2 == 1;
+}
+
+static TsStatus layer_pattern(Hf *h, ModelSpec *m, json_t *lt)
+{
+    int64_t first_full = -1, n_full = 0;
+    for (int64_t l = 0; l < m->layers; l++) {
+        const char *s = lt ? json_string_value(json_array_get(lt, (size_t)l)) : "sliding_attention";
+        if (!lt_full(lt, l) && !(s && strcmp(s, "sliding_attention") == 0))
+            return hf_bad(h, "layer_types", "holds an entry other than \"sliding_attention\" or \"full_attention\"",
+                          "one string per layer, e.g. [\"sliding_attention\", \"full_attention\", ...]");
+        if (lt_full(lt, l) && first_full < 0) first_full = l;
+        n_full += lt_full(lt, l);
+    }
+    m->full_attn_every = first_full + 1;
+    if (n_full == m->layers) m->sliding_window = m->full_attn_every = 0;
+    for (int64_t l = 0; l < m->layers; l++)
+        if (m->sliding_window > 0 && model_layer_windowed(m, l) == lt_full(lt, l))
+            return hf_bad(h, "layer_types", "is not a repeating pattern with full attention every n-th layer",
+                          "trainsim windows every layer but every n-th (n - 1 sliding, then 1 full), or all of them");
+    return TS_OK;
+}
+
+static TsStatus read_gpt_oss(Hf *h, ModelSpec *m)
+{
+    TsStatus st;
+    if ((st = hf_int(h, "sliding_window", false, 0, 1000000000, &m->sliding_window, "the attention window, e.g. 128")))
+        return st;
+    m->attn_sinks = m->moe_bias = true;
+    if (!json_object_get(h->obj, "attention_bias")) m->qkv_bias = m->proj_bias = true; /* GptOssConfig default */
+    json_t *lt = json_object_get(h->obj, "layer_types");
+    if (lt && json_is_null(lt)) lt = NULL;
+    if (lt && !json_is_array(lt)) return hf_bad(h, "layer_types", "must be an array of strings", "e.g. [\"sliding_attention\", \"full_attention\"]");
+    if (lt && (int64_t)json_array_size(lt) != m->layers) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "has %lld entries, not one per layer (num_hidden_layers %lld)",
+                 (long long)json_array_size(lt), (long long)m->layers);
+        return hf_bad(h, "layer_types", msg, "give one of \"sliding_attention\" or \"full_attention\" per layer");
+    }
+    return m->sliding_window > 0 ? layer_pattern(h, m, lt) : TS_OK;
 }
 
 static TsStatus read_gpt2(Hf *h, ModelSpec *m)
@@ -421,6 +490,7 @@ static bool type_arch(const char *t, ModelArch *a)
         {"deepseek_v3", MODEL_ARCH_DEEPSEEK}, {"gemma2", MODEL_ARCH_GEMMA}, {"gemma3", MODEL_ARCH_GEMMA},
         {"gemma3_text", MODEL_ARCH_GEMMA},    {"phi3", MODEL_ARCH_PHI3},   {"olmo2", MODEL_ARCH_OLMO2},
         {"granite", MODEL_ARCH_LLAMA},
+        {"deepseek_v2", MODEL_ARCH_DEEPSEEK}, {"qwen2_moe", MODEL_ARCH_QWEN}, {"gpt_oss", MODEL_ARCH_LLAMA},
     };
     for (size_t i = 0; i < sizeof MAP / sizeof MAP[0]; i++)
         if (strcmp(t, MAP[i].type) == 0) {
@@ -507,8 +577,10 @@ static TsStatus parse_hf(const TsJsonDoc *doc, ModelSpec *out, TsError *err)
     else if (strcmp(type, "gpt_neox") == 0) st = read_bert_neox(&h, out, false);
     else {
         st = read_llama_like(&h, out);
-        if (!st && strcmp(type, "deepseek_v3") == 0) st = read_mla(&h, out);
-        if (!st && (strcmp(type, "mixtral") == 0 || strcmp(type, "qwen3_moe") == 0 || strcmp(type, "deepseek_v3") == 0))
+        if (!st && strncmp(type, "deepseek_v", 10) == 0) st = read_mla(&h, out);
+        if (!st && strcmp(type, "gpt_oss") == 0) st = read_gpt_oss(&h, out);
+        if (!st && (strcmp(type, "mixtral") == 0 || strstr(type, "_moe") || strncmp(type, "deepseek_v", 10) == 0 ||
+                    strcmp(type, "gpt_oss") == 0))
             st = read_moe(&h, out);
     }
     if (st) return st;

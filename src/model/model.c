@@ -195,7 +195,8 @@ TsStatus model_validate(const ModelSpec *m, TsError *err)
         m->layers > MODEL_MAX_LAYERS || m->experts > heads || m->head_dim > heads || m->moe_ffn > lim ||
         m->kv_heads > heads || m->max_positions > MODEL_MAX_POSITIONS || m->shared_experts > heads ||
         m->type_vocab > MODEL_MAX_VOCAB || m->q_lora_rank > lim || m->kv_lora_rank > lim ||
-        m->qk_nope_dim > heads || m->qk_rope_dim > heads || m->v_head_dim > heads)
+        m->qk_nope_dim > heads || m->qk_rope_dim > heads || m->v_head_dim > heads ||
+        m->sliding_window > MODEL_MAX_POSITIONS || m->full_attn_every > MODEL_MAX_LAYERS)
         return bad(err, "hidden", "or another dimension is unreasonably large (limit 1e7)");
     if (m->layers <= 0) return bad(err, "layers", "must be positive");
     if (m->hidden <= 0) return bad(err, "hidden", "must be positive");
@@ -229,6 +230,8 @@ TsStatus model_validate(const ModelSpec *m, TsError *err)
         ts_err_hint(err, "qk_norm_full widens the q/k norms to all heads (OLMo 2); set \"qk_norm\": true as well");
         return TS_ERR_INPUT;
     }
+    if (m->sliding_window < 0 || m->full_attn_every < 0)
+        return bad(err, "sliding-window", "and full_attn_every must not be negative");
     if (!(m->hidden_dropout >= 0 && m->hidden_dropout <= MODEL_DROPOUT_MAX))
         return bad(err, "hidden-dropout", "is a probability from 0 (none) to 0.99");
     if (!(m->attn_dropout >= 0 && m->attn_dropout <= MODEL_DROPOUT_MAX))
@@ -258,6 +261,34 @@ int64_t model_moe_layer_count(const ModelSpec *m)
     int64_t n = m->layers - m->dense_layers;
     int64_t f = m->moe_layer_freq > 0 ? m->moe_layer_freq : 1;
     return n <= 0 ? 0 : (n + f - 1) / f;
+}
+
+bool model_layer_windowed(const ModelSpec *m, int64_t layer)
+{
+    if (m->sliding_window <= 0) return false;
+    return m->full_attn_every <= 0 || layer % m->full_attn_every != m->full_attn_every - 1;
+}
+
+int64_t model_windowed_layer_count(const ModelSpec *m)
+{
+    if (m->sliding_window <= 0) return 0;
+    return m->full_attn_every <= 0 ? m->layers : m->layers - m->layers / m->full_attn_every;
+}
+
+double model_attn_keys(const ModelSpec *m, int64_t layer, int64_t S, bool causal)
+{
+    double s = (double)S;
+    if (!model_layer_windowed(m, layer) || m->sliding_window >= S) return causal ? s / 2 : s;
+    double w = (double)m->sliding_window;
+    return causal ? w - w * w / (2 * s) : w;
+}
+
+double model_attn_keys_mean(const ModelSpec *m, int64_t S, bool causal)
+{
+    double nw = (double)model_windowed_layer_count(m), L = (double)(m->layers > 0 ? m->layers : 1);
+    double kf = causal ? (double)S / 2 : (double)S;
+    if (nw <= 0) return kf;
+    return (nw * model_attn_keys(m, 0, S, causal) + (L - nw) * kf) / L; /* layer 0 is a windowed one */
 }
 
 int64_t model_padded_vocab(const ModelSpec *m, int64_t tp)
@@ -292,6 +323,7 @@ static int64_t attn_params(const ModelSpec *m)
     p += A * D * H + (m->proj_bias ? H : 0);
     if (m->qk_norm && m->qk_norm_full) p += norm_params(m, A * D) + norm_params(m, G * D); /* OLMo 2 */
     else if (m->qk_norm) p += 2 * norm_params(m, D); /* per-head q_norm, k_norm (Qwen3, Gemma 3) */
+    if (m->attn_sinks) p += A;                  /* one sink logit per head (GPT-OSS) */
     return p;
 }
 
@@ -315,9 +347,10 @@ void model_count_params(const ModelSpec *m, ModelCounts *c)
     int64_t attn = attn_params(m);
     int64_t mlp_norm = model_sublayer_norms(m) * norm_params(m, H);
     c->per_layer_dense = attn + mlp_norm + mlp_params(m, m->ffn, m->mlp_bias);
-    int64_t expert = mlp_params(m, m->moe_ffn, false);
+    int64_t expert = mlp_params(m, m->moe_ffn, m->moe_bias);
     int64_t shared = m->shared_experts > 0 ? mlp_params(m, m->moe_ffn * m->shared_experts, false) : 0;
-    int64_t router = H * m->experts;
+    if (m->shared_experts > 0 && m->shared_gate) shared += H; /* Linear(H, 1), no bias */
+    int64_t router = H * m->experts + (m->moe_bias ? m->experts : 0);
     c->per_layer_moe = m->experts > 0 ? attn + mlp_norm + router + m->experts * expert + shared : 0;
 
     int64_t n_moe = model_moe_layer_count(m);

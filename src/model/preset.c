@@ -19,16 +19,19 @@ typedef struct Field {
     size_t off;      /* offsetof(ModelSpec, field) */
     size_t cap;      /* F_STR: buffer size */
     bool required;
+    bool quiet;      /* written only when set (fields newer than most presets) */
     int64_t min, max;/* F_INT range; F_NUM: max 1 = a dropout probability */
     const char *example;
 } Field;
 
-#define FS(k, req, ex) {#k, F_STR, offsetof(ModelSpec, k), sizeof(((ModelSpec *)0)->k), req, 0, 0, ex}
-#define FE(k, kind, ex) {#k, kind, offsetof(ModelSpec, k), 0, false, 0, 0, ex}
-#define FI(k, req, lo, hi, ex) {#k, F_INT, offsetof(ModelSpec, k), 0, req, lo, hi, ex}
-#define FN(k, ex) {#k, F_NUM, offsetof(ModelSpec, k), 0, false, 0, 0, ex}
-#define FP(key, k, ex) {key, F_NUM, offsetof(ModelSpec, k), 0, false, 0, 1, ex}
-#define FB(k) {#k, F_BOOL, offsetof(ModelSpec, k), 0, false, 0, 0, "true"}
+#define FS(k, req, ex) {#k, F_STR, offsetof(ModelSpec, k), sizeof(((ModelSpec *)0)->k), req, false, 0, 0, ex}
+#define FE(k, kind, ex) {#k, kind, offsetof(ModelSpec, k), 0, false, false, 0, 0, ex}
+#define FI(k, req, lo, hi, ex) {#k, F_INT, offsetof(ModelSpec, k), 0, req, false, lo, hi, ex}
+#define FN(k, ex) {#k, F_NUM, offsetof(ModelSpec, k), 0, false, false, 0, 0, ex}
+#define FP(key, k, ex) {key, F_NUM, offsetof(ModelSpec, k), 0, false, false, 0, 1, ex}
+#define FB(k) {#k, F_BOOL, offsetof(ModelSpec, k), 0, false, false, 0, 0, "true"}
+#define FQI(k, lo, hi, ex) {#k, F_INT, offsetof(ModelSpec, k), 0, false, true, lo, hi, ex}
+#define FQB(k) {#k, F_BOOL, offsetof(ModelSpec, k), 0, false, true, 0, 0, "true"}
 #define BIG 100000000
 
 /* The preset schema, in output order. `arch` must stay first among the
@@ -36,7 +39,7 @@ typedef struct Field {
 static const Field FIELDS[] = {
     FS(name, false, "\"llama3-70b\""),
     FS(source, true, "\"HF meta-llama/Meta-Llama-3-70B config.json\""),
-    {"arch", F_ARCH, offsetof(ModelSpec, arch), 0, true, 0, 0, "\"llama\""},
+    {"arch", F_ARCH, offsetof(ModelSpec, arch), 0, true, false, 0, 0, "\"llama\""},
     FI(layers, true, 1, 1000000, "80"),
     FI(hidden, true, 1, 10000000, "8192"),
     FI(heads, true, 1, 100000, "64"),
@@ -77,6 +80,11 @@ static const Field FIELDS[] = {
     FI(qk_rope_dim, false, 0, 100000, "64"),
     FI(v_head_dim, false, 0, 100000, "128"),
     FI(mtp_layers, false, 0, 1000, "1"),
+    FQI(sliding_window, 0, 1000000000, "128"),
+    FQI(full_attn_every, 0, 1000000, "2"),
+    FQB(attn_sinks),
+    FQB(moe_bias),
+    FQB(shared_gate),
 };
 #define N_FIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
 
@@ -88,6 +96,7 @@ void model_to_json(const ModelSpec *m, TsBuf *out)
     for (int i = 0; i < N_FIELDS; i++) {
         const Field *f = &FIELDS[i];
         const void *p = base + f->off;
+        if (f->quiet && (f->kind == F_INT ? *(const int64_t *)p == 0 : !*(const bool *)p)) continue;
         ts_buf_printf(out, ", \"%s\": ", f->key);
         switch (f->kind) {
         case F_STR: ts_json_escape(out, (const char *)p); break;

@@ -43,6 +43,7 @@ void part_attn_params(const ModelSpec *m, PartAttnParams *o)
     o->rep += o->proj_rep;
     if (m->qk_norm && m->qk_norm_full) o->tp += (A + G) * D; /* OLMo 2: split with the heads */
     else if (m->qk_norm) o->rep += 2 * D;
+    if (m->attn_sinks) o->tp += A; /* a sink logit per head, split with the heads */
 }
 
 void part_mlp_params(const ModelSpec *m, double F, bool bias, PartMlpParams *o)
@@ -83,12 +84,13 @@ void part_counts(const ModelSpec *m, int64_t tp, PartCounts *c)
     c->moe_tp = c->moe_rep = c->moe_exp = 0;
     if (m->experts > 0) {
         double etp, erep, stp = 0, srep = 0;
-        mlp_counts(m, (double)m->moe_ffn, false, &etp, &erep);
+        mlp_counts(m, (double)m->moe_ffn, m->moe_bias, &etp, &erep);
         if (m->shared_experts > 0)
             mlp_counts(m, (double)(m->moe_ffn * m->shared_experts), false, &stp, &srep);
         c->moe_tp = atp + stp;
-        c->moe_rep = arep + part_sublayer_norm_params(m) + H * (double)m->experts;
-        c->moe_exp = (double)m->experts * etp;
+        c->moe_rep = arep + part_sublayer_norm_params(m) + (H + (m->moe_bias ? 1 : 0)) * (double)m->experts +
+                     (m->shared_experts > 0 && m->shared_gate ? H : 0);
+        c->moe_exp = (double)m->experts * (etp + erep);
     }
     c->vocab_padded = (double)model_padded_vocab(m, tp);
     c->embed_tp = c->vocab_padded * H;
@@ -271,7 +273,8 @@ double part_layer_model_flops(const ModelSpec *m, int64_t S, bool moe, bool caus
         attn = H * (A + 2 * G) * D;
     }
     attn += A * dv * H + 2.0 * H;
-    double f = 2.0 * attn + (causal ? 1.0 : 2.0) * (double)S * A * (dqk + dv);
+    /* 2 FLOPs per product of Q.K and P.V, the mean layer's keys per query (sliding windows) */
+    double f = 2.0 * attn + 2.0 * model_attn_keys_mean(m, S, causal) * A * (dqk + dv);
     if (!moe) return f + 2.0 * gw * H * (double)m->ffn;
     f += 2.0 * (double)m->topk * gw * H * (double)m->moe_ffn + 2.0 * H * (double)m->experts;
     if (m->shared_experts > 0) f += 2.0 * gw * H * (double)(m->moe_ffn * m->shared_experts);

@@ -71,6 +71,21 @@ static void half_layer(const Tx *x, PartBlockT *b)
 
 int64_t tpl_kv_heads(const ModelSpec *m) { return m->kv_heads > 0 ? m->kv_heads : m->heads; }
 
+/* The flash core of the sliding-window layers (their share `sh` of the
+ * layers): each of the rank's `sq` queries attends to at most w keys, the
+ * S*w - w^2/2 pairs of the causal band (model_attn_keys); timed as the
+ * sq x w rectangle scaled to the band. The S^2 scores are never stored. */
+static void swa_core(const Tx *x, PartBlockT *b, int64_t heads, int64_t sq, int64_t d, double sh)
+{
+    const ModelSpec *m = x->m;
+    double kw = model_attn_keys(m, 0, x->S, true), w = (double)m->sliding_window;
+    PartKernel *k = tpl_add(b, "core.swa", PART_K_ATTN, PART_KP_CORE);
+    k->batch = x->B, k->m = heads, k->n = sq, k->k = m->sliding_window, k->d = d;
+    k->share = sh * kw / w;
+    double fl = 2.0 * (double)x->B * (double)(m->heads / x->t) * (double)x->Sl * kw * (double)(2 * d) * sh;
+    k->flops[0] = fl, k->flops[1] = 2.5 * fl;
+}
+
 /* Attention block: norm, QKV (MLA: down / up projections), core, output
  * projection. Parameters as the module counts them (part_counts), per rank. */
 static void attention_kernels(const Tx *x, PartBlockT *b)
@@ -107,13 +122,18 @@ static void attention_kernels(const Tx *x, PartBlockT *b)
      * their mean, so its FLOPs are both products' */
     int64_t Ah = A / t, c = x->p->cp;
     if (x->p->flash_attn) {
-        PartKernel *k = tpl_add(b, "core", PART_K_ATTN, PART_KP_CORE);
         bool uly = c > 1 && x->rt->cp_comm == 2;
-        k->batch = x->B, k->m = uly ? Ah / c : Ah, k->n = k->k = uly ? x->S : x->Sl, k->d = (dqk + dv) / 2;
-        k->causal = true;
-        k->count = uly ? 1 : (int32_t)c;
-        double fl = (double)x->B * (double)Ah * (double)x->Sl * (double)x->S * (double)(dqk + dv);
-        k->flops[0] = fl, k->flops[1] = 2.5 * fl;
+        double nw = x->S > m->sliding_window ? (double)model_windowed_layer_count(m) : 0, L = (double)m->layers;
+        if (nw < L) {
+            PartKernel *k = tpl_add(b, "core", PART_K_ATTN, PART_KP_CORE);
+            k->batch = x->B, k->m = uly ? Ah / c : Ah, k->n = k->k = uly ? x->S : x->Sl, k->d = (dqk + dv) / 2;
+            k->causal = true;
+            k->count = uly ? 1 : (int32_t)c;
+            double fl = (double)x->B * (double)Ah * (double)x->Sl * (double)x->S * (double)(dqk + dv) * (L - nw) / L;
+            k->flops[0] = fl, k->flops[1] = 2.5 * fl;
+            if (nw > 0) k->share = (L - nw) / L;
+        }
+        if (nw > 0) swa_core(x, b, uly ? Ah / c : Ah, uly ? x->S : x->Sl, (dqk + dv) / 2, nw / L);
     } else { /* unfused: two batched GEMMs, softmax (and dropout) over the S^2 scores */
         PartKernel *qk = tpl_gemm(b, "core.qk", x->B * Ah, x->Sl, x->S, dqk), *pv = tpl_gemm(b, "core.pv", x->B * Ah, x->Sl, dv, x->S);
         qk->part = pv->part = PART_KP_CORE;
@@ -230,9 +250,10 @@ static void moe_mlp(const Tx *x, PartBlockT *b)
         part_mlp_params(m, (double)(m->moe_ffn * m->shared_experts), false, &sp);
         shared = sp.tp / (double)x->t + sp.rep;
     }
-    double ex = (double)((x->gated ? 3 : 2) * H * EF) * (double)local;
+    double ex = (double)((x->gated ? 3 : 2) * H * EF + (m->moe_bias ? (x->gated ? 2 : 1) * EF + H : 0)) * (double)local;
+    if (m->shared_experts > 0 && m->shared_gate) shared += (double)H; /* the shared experts' gate */
     b->expert_params = ex;
-    b->params = ex + (double)(H * E) + shared + part_sublayer_norm_params(m);
+    b->params = ex + (double)(H * E + (m->moe_bias ? E : 0)) + shared + part_sublayer_norm_params(m);
     b->grad_t[0] = b->params - ex; /* norm, router and shared experts, as one */
     b->egrad_t[0] = (double)(H * EF) * (double)local; /* all local fc2, then fc1 */
     b->egrad_t[1] = ex - b->egrad_t[0];

@@ -85,7 +85,7 @@ static void layer_flops(const Ctx *x, bool moe, LayerCost *lc)
     if (cost_sac(m, x->p, &rt))
         lc->recompute_flops_token = 2.0 * ((double)(G * D * H + H * A * D + m->ffn * H) / (double)t) * (double)t;
     else if (x->p->recompute == PLAN_RECOMPUTE_SELECTIVE)
-        lc->recompute_flops_token = ((plan_rc_modules(x->p) & PLAN_RC_CORE_ATTN) ? 4.0 * (double)x->S * (double)A * (double)D : 0) +
+        lc->recompute_flops_token = ((plan_rc_modules(x->p) & PLAN_RC_CORE_ATTN) ? 4.0 * model_attn_keys_mean(m, x->S, false) * (double)A * (double)D : 0) +
                                     module_flops_token(x, moe);
     else if (x->p->recompute == PLAN_RECOMPUTE_FULL)
         lc->recompute_flops_token = lc->fwd_flops_token;

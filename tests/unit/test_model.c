@@ -550,11 +550,43 @@ static void test_norm_layout_fields(void **state)
     assert_false(model_norm_layout_parse("peri", &l));
 }
 
+/* The new MoE presets against their published totals / active counts
+ * (B, one decimal; gpt-oss active as OpenAI counts it: without the input
+ * embedding V*H), and the sliding window's keys per query. */
+static void test_moe_presets_and_window(void **state)
+{
+    (void)state;
+    const double B = 1e9;
+    static const struct { const char *name; double total, active; bool no_embed; } T[] = {
+        {"qwen3-235b-a22b", 235.1, 22.2, false}, {"gpt-oss-120b", 116.8, 5.1, true},
+        {"gpt-oss-20b", 20.9, 3.6, true},        {"mixtral-8x22b", 140.6, 39.2, false},
+        {"deepseek-v2", 235.7, 21.4, false},
+    };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        ModelSpec m;
+        assert_int_equal(model_preset(T[i].name, &m, NULL), TS_OK);
+        ModelCounts c = counts_of(T[i].name);
+        near(T[i].name, c.total, T[i].total, B, 1);
+        near(T[i].name, c.active - (T[i].no_embed ? c.embedding : 0), T[i].active, B, 1);
+    }
+    ModelSpec m;
+    assert_int_equal(model_preset("gpt-oss-20b", &m, NULL), TS_OK);
+    static const struct { int64_t layer, S; bool causal; double keys; } K[] = {
+        {0, 4096, true, 128 - 128.0 * 128 / 8192}, {1, 4096, true, 2048}, {0, 4096, false, 128},
+        {0, 64, true, 32}, {23, 4096, true, 2048}, {22, 4096, false, 128},
+    };
+    for (size_t i = 0; i < sizeof K / sizeof K[0]; i++)
+        assert_true(fabs(model_attn_keys(&m, K[i].layer, K[i].S, K[i].causal) - K[i].keys) < 1e-9);
+    assert_int_equal(model_windowed_layer_count(&m), 12);
+    assert_true(fabs(model_attn_keys_mean(&m, 4096, true) - (K[0].keys + 2048) / 2) < 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts_reference_a3),
         cmocka_unit_test(test_counts_other_presets),
+        cmocka_unit_test(test_moe_presets_and_window),
         cmocka_unit_test(test_all_presets_valid),
         cmocka_unit_test(test_json_round_trip),
         cmocka_unit_test(test_hf_configs),

@@ -60,7 +60,8 @@ static void test_megatron_gpt3(void **state)
 static void test_counts_vs_model(void **state)
 {
     (void)state;
-    const char *names[] = {"gpt3-175b", "llama3-70b", "mixtral-8x7b", "deepseek-v3", "gpt2-medium", "qwen3-30b-a3b"};
+    const char *names[] = {"gpt3-175b", "llama3-70b", "mixtral-8x7b", "deepseek-v3", "gpt2-medium", "qwen3-30b-a3b",
+                           "gpt-oss-120b", "qwen3-235b-a22b", "deepseek-v2", "mixtral-8x22b"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         ModelSpec m;
         assert_int_equal(model_preset(names[i], &m, NULL), TS_OK);

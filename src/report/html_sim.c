@@ -24,8 +24,11 @@ static RepKind span_kind(const SimSpan *sp)
 {
     if (sp->stream != SIM_STREAM_COMPUTE) return REP_COMM;
     switch (sp->kind) {
-    case 'F': return REP_FWD;
-    case 'B': return REP_BWD;
+    case 'F':
+    case 'P': return REP_FWD; /* an F&B pair's forward share */
+    case 'B':
+    case 'W':                 /* a split backward's weight-gradient pass */
+    case 'Q': return REP_BWD; /* an F&B pair's backward share */
     case 'O': return REP_OPTIMIZER;
     default: return REP_COMM;
     }

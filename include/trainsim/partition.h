@@ -87,7 +87,7 @@ typedef struct PartMemory {
     double act_head_bytes;     /* final norm, LM head input, logits and loss */
     double inflight;           /* micro-batches (chunk units / vpp) in flight on this stage */
     double workspace_bytes;    /* transient buffers (activation gradients, logits grads) */
-    double runtime_bytes;      /* CUDA context + NCCL buffers */
+    double runtime_bytes;      /* CUDA context + NCCL buffers (+ DeepEP's under --moe-dispatcher deepep) */
     double frag_bytes;         /* fragmentation allowance */
 } PartMemory;
 

@@ -42,6 +42,24 @@ void part_mem_options_init(PartMemOptions *o)
 TS_ENUM_NAMES(part_memmodel, PartMemModel, PART_MEMMODEL_LIST, PART_MEMMODEL_COUNT)
 TS_ENUM_PARSE(part_memmodel, PartMemModel, PART_MEMMODEL_COUNT)
 
+/* DeepEP's dispatch/combine buffers (--moe-dispatcher deepep), allocated
+ * once per EP group for the run: the sizes its Config hints give
+ * (csrc/config.hpp get_nvl_buffer_size_hint / get_rdma_buffer_size_hint)
+ * for its defaults, 20 SMs (10 channels), 288 NVLink and 128 RDMA receive
+ * tokens per channel, 8 NVLink peers, room for 128 top-k entries and 128
+ * scales per token; the hidden row in BF16 (the combine's width). DeepSeek-V3
+ * (H 7168, EP 64): 0.35 GiB NVLink + 0.31 GiB RDMA. */
+static double deepep_buffer_bytes(const ModelSpec *m, const ParallelPlan *p)
+{
+    if (p->moe_dispatch != PLAN_MOE_DISPATCH_DEEPEP || m->experts == 0 || p->ep < 2) return 0;
+    const double C = 10, nvl_tok = 288, rdma_tok = 128, peers = 8, topk = 128, scales = 128, meta = 8;
+    double ranks = (double)p->ep, N = ranks < peers ? ranks : peers, R = ranks > peers ? ranks / peers : 1;
+    double row = 2.0 * (double)m->hidden + meta + topk * (8.0 + 4.0) + scales * 4.0;
+    double nvl = C * N * (2 * R + 3) * 4 + C * N * nvl_tok * row;
+    double rdma = ranks > peers ? C * R * (peers * 2 + 2) * 2 * 4 + C * R * rdma_tok * 2 * (row + 16) : 0;
+    return nvl + rdma;
+}
+
 /* Chunk-micro-batch units in flight on pipeline rank s, divided by vpp
  * (= micro-batches of a whole stage). */
 /* zb-h1, dualpipe, dualpipev: the most activation bytes rank s holds at
@@ -206,7 +224,7 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
         ws += 2.0 * lp * wb; /* two gathered layers (prefetch) */
     }
     out->workspace_bytes = ws;
-    out->runtime_bytes = o->cuda_context_bytes + o->nccl_comm_bytes * count_groups(p, m);
+    out->runtime_bytes = o->cuda_context_bytes + o->nccl_comm_bytes * count_groups(p, m) + deepep_buffer_bytes(m, p);
     out->frag_bytes = o->frag_fraction * (out->activations_bytes + ws);
     out->other_bytes = out->workspace_bytes + out->runtime_bytes + out->frag_bytes;
     out->total_bytes = out->weights_bytes + out->gradients_bytes + out->optimizer_bytes +

@@ -45,6 +45,7 @@
 #include "trainsim/partition.h"
 #include "trainsim/plan.h"
 #include "trainsim/sim.h"
+#include "trainsim/train.h"
 
 #define SEARCH_MAX_VALUES 32 /* values per dimension list */
 #define SEARCH_CHUNK 256     /* candidates per work item: small enough that the
@@ -82,7 +83,8 @@ typedef enum {
     X(THROUGHPUT, "throughput")  \
     X(TIME, "time")              \
     X(MEMORY, "memory")          \
-    X(COST, "cost")
+    X(COST, "cost")              \
+    X(TIME_TO_TRAIN, "time-to-train")
 typedef enum {
 #define X(e, n) SEARCH_OBJ_##e,
     SEARCH_OBJECTIVE_LIST(X)
@@ -159,6 +161,9 @@ typedef struct SearchPoint {
     double memory_bytes;    /* peak per GPU (worst rank), e.g. 6.1e10 */
     double capacity_bytes;  /* HBM per GPU, e.g. 8.0e10 */
     double exposed_s[SEARCH_EXPOSED_COUNT]; /* seconds per iteration */
+    double train_wall_s;     /* --train-tokens: the run's wall clock with its goodput, e.g. 4.1e6; 0 none */
+    double train_gpu_hours;  /* its GPU-hours, e.g. 2.3e6 */
+    double train_cost;       /* at the price per GPU-hour; 0 without one */
     int32_t n_stage_layers;  /* > 0: simulated on this split of the layers (--balance-stages), else the
                                 uneven rule or an even one */
     int16_t stage_layers[SIM_BALANCE_MAX];
@@ -250,6 +255,8 @@ typedef struct SearchEvalCtx {
     TsDtype dtype;            /* compute dtype, bf16 */
     PlanFramework framework;  /* the code path of every plan, megatron */
     PlanPrecision precision;  /* the precision recipe of every plan, mixed */
+    const TrainOptions *train; /* --train-tokens and the run's options: each plan's wall clock,
+                                 GPU-hours and cost (SearchPoint.train_*); NULL none */
     ParallelPlan knobs;       /* every plan's MoE dispatch, node limit, imbalance, capacity,
                                  FP8 recipe, Adam moments, and recompute modules (under
                                  selective recompute); plan_init's defaults */

@@ -14,6 +14,7 @@
 #include "cli_plan.h"
 #include "cli_emit.h"
 #include "cli_recipe.h"
+#include "cli_train.h"
 #include "cli_sim.h"
 #include "trainsim/partition.h"
 #include "trainsim/report.h"
@@ -25,6 +26,9 @@ typedef struct SweepOpts {
     CliHw hw;                 /* --gpu --cluster --gpus LIST --calibration --busbw */
     CliSim sim;               /* runtime behaviours (--deepspeed-pipe, --no-dp-overlap, ...) */
     CliEmit emit;             /* --emit F: the best plan as F's launch recipe */
+    CliTrain train;           /* --train-tokens and the run's options */
+    TrainOptions topt;        /* parsed; want_train: --train-tokens given */
+    bool want_train;
     CliPlan knobs;            /* --moe-*, --fp8-recipe, --adam-moments, --recompute-modules: every plan's */
     ParallelPlan kp;          /* those knobs, parsed */
     const char *cluster;      /* name of the loaded cluster (for the output) */
@@ -163,11 +167,14 @@ static void add_options(CliSpec *s, SweepOpts *o)
     cli_add(s, "tp-overlap", CLI_STR, &o->overlap, "LIST", "TP communication overlap: off,on");
     cli_add(s, "cp-comm", CLI_STR, &o->cp_comm, "LIST",
             "context-parallel K/V exchanges to try when cp > 1: p2p,allgather,a2a (default p2p)");
-    cli_add(s, "objective", CLI_STR, &o->objective, "O", "rank by throughput (default), time, memory or cost");
+    cli_add(s, "objective", CLI_STR, &o->objective, "O",
+            "rank by throughput (default), time, memory, cost (the run's GPU-hours with --train-tokens, else "
+            "GPU-seconds per token) or time-to-train (wall clock with goodput; needs --train-tokens)");
     cli_add(s, "top", CLI_INT, &o->top, "K", "plans in the ranking (default 10)");
     cli_add(s, "jobs", CLI_INT, &o->jobs, "N", "threads (also -j N); default: all cores");
     cli_sim_add_sweep(s, &o->sim);
     cli_plan_add_knobs(s, &o->knobs);
+    cli_train_add(s, &o->train);
     cli_add(s, "json", CLI_FLAG, &o->json, NULL, "print JSON (every simulated plan and stats) instead of the table");
     cli_add(s, "csv", CLI_STR, &o->csv, "FILE", "write every simulated plan as CSV");
     cli_add(s, "html", CLI_STR, &o->html, "FILE", "write a self-contained HTML report");
@@ -230,7 +237,9 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
     if (o->dtype && !cli_train_dtype(o->dtype, &o->dt))
         return usage("invalid value '%s' for --dtype (expected bf16, fp16, fp8 or fp32)", o->dtype);
     if (o->objective && !search_objective_parse(o->objective, &c->objective))
-        return usage("unknown objective '%s' (expected throughput, time, memory or cost)", o->objective);
+        return usage("unknown objective '%s' (expected throughput, time, memory, cost or time-to-train)", o->objective);
+    if (c->objective == SEARCH_OBJ_TIME_TO_TRAIN && !o->want_train)
+        return usage("--objective time-to-train needs --train-tokens N%s", "");
     if (o->max_tp) c->tp.max = o->max_tp;
     if (o->max_pp) c->pp.max = o->max_pp;
     if (o->max_vpp) c->vpp.max = o->max_vpp;
@@ -300,6 +309,7 @@ static int run(SweepOpts *o, int rank)
     x.framework = o->framework;
     x.precision = o->precision;
     x.knobs = o->kp;
+    x.train = o->want_train ? &o->topt : NULL;
     cli_sim_options(&o->sim, &x.sim_opts);
     sim_mem_options(&x.sim_opts, x.dtype, &x.mem_opts); /* prune with the memory the simulator will count */
     for (int i = 0; i < c.gpus.n; i++) search_eval_add_net(&x, c.gpus.v[i], &nets[i]);
@@ -376,6 +386,7 @@ int cmd_sweep(int argc, char **argv)
     cli_hw_init(&o.hw);
     cli_sim_init(&o.sim);
     cli_plan_init(&o.knobs);
+    cli_train_init(&o.train);
     CliSpec s = {.cmd = "sweep",
                  .usage = "trainsim sweep [--recipe NAME] [--model M] [--cluster C] [--gpu G] [--gpus N[,N..]] [--seq S] [--global-batch B] "
                           "[limits] [-j N] [--json] [--csv FILE] [--html FILE]",
@@ -400,6 +411,7 @@ int cmd_sweep(int argc, char **argv)
     if ((rc = cli_sim_framework(&s, &o.sim, &o.framework))) return rc;
     plan_init(&o.kp);
     if ((rc = cli_plan_knobs(&o.knobs, &o.kp))) return rc;
+    if ((rc = cli_train_options(&s, &o.train, &o.topt, &o.want_train))) return rc;
     o.seq_given = cli_seen(&s, "seq");
     int rank = 0, ranks = 1;
 #ifdef TS_HAVE_MPI

@@ -42,6 +42,15 @@ static void knobs_json(TsBuf *b, const SearchPoint *p, int64_t layers)
     TsBuf split = {0};
     if (uneven_split(p, layers, ",", &split)) ts_buf_printf(b, ",\"stage_layers\":[%s]", split.data);
     ts_buf_free(&split);
+    if (p->train_wall_s > 0) {
+        ts_buf_puts(b, ",\"train\":{\"wall_s\":");
+        ts_json_fmt_double(b, p->train_wall_s);
+        ts_buf_puts(b, ",\"gpu_hours\":");
+        ts_json_fmt_double(b, p->train_gpu_hours);
+        ts_buf_puts(b, ",\"cost\":");
+        ts_json_fmt_double(b, p->train_cost);
+        ts_buf_puts(b, "}");
+    }
     ts_buf_puts(b, ",\"tokens_per_s\":");
     ts_json_fmt_double(b, p->tokens_per_s);
     ts_buf_puts(b, ",\"mfu\":");
@@ -112,34 +121,45 @@ void rep_sweep_csv(const SearchResult *r, TsBuf *b)
     }
 }
 
-#define N_COLS 25
+#define N_COLS 28
 #define COL_EP_EXP 18 /* shown for MoE models only */
 #define COL_CPX 21    /* shown when more than one CP exchange is searched, after cp */
 #define COL_CP_EXP 22 /* shown when a ranked plan has cp > 1, after tp_exp_s */
 #define COL_GPUS 23   /* shown when more than one GPU count is searched, after # */
 #define COL_COST 24   /* GPU-hours per million tokens, likewise, after tokens/s */
+#define COL_DAYS 25   /* --train-tokens: the run's wall-clock days, GPU-hours and cost, after tokens/s */
+#define COL_GPUH 26
+#define COL_TCOST 27
 static const char *const COLS[N_COLS] = {"#",        "tp",       "pp",       "vpp",      "cp",      "ep",
                                          "dp",       "mbs",      "sp",       "recompute", "zero",   "schedule",
                                          "tp-ovl",   "iter_s",   "tokens/s", "MFU",      "mem_GiB", "tp_exp_s",
                                          "ep_exp_s", "dp_exp_s", "bubble_s", "cp-x",
-                                         "cp_exp_s", "gpus",     "gpu_h/Mtok"};
+                                         "cp_exp_s", "gpus",     "gpu_h/Mtok", "days",   "GPU-h",   "cost"};
 
 /* The columns of the table for model m (indices into COLS): ep_exp_s only
  * when it has experts, cp-x (right after cp) only when the search tried more
  * than one CP exchange, cp_exp_s (after tp_exp_s) only when a ranked plan
  * has cp > 1, gpus (after #) and the cost in GPU-hours per million tokens
- * (after tokens/s) only when it tried more than one GPU count. Returns the
- * count. */
+ * (after tokens/s) only when it tried more than one GPU count; with
+ * --train-tokens the run's days, GPU-hours and (with a price) cost instead of
+ * that cost. Returns the count. */
 static int table_cols(const ModelSpec *m, const SearchConfig *c, const SearchResult *r, int *cols)
 {
     int n = 0;
     bool cpx = (c->cp_comm_mask & (c->cp_comm_mask - 1)) != 0, cpe = false, many = c->gpus.n > 1;
-    for (int t = 0; t < r->n_top; t++) cpe |= r->top[t].k.cp > 1;
+    bool run = false, price = false;
+    for (int t = 0; t < r->n_top; t++) {
+        cpe |= r->top[t].k.cp > 1;
+        run |= r->top[t].train_wall_s > 0;
+        price |= r->top[t].train_cost > 0;
+    }
     for (int i = 0; i < COL_CPX; i++) {
         if (i != COL_EP_EXP || m->experts > 0) cols[n++] = i;
         if (i == 0 && many) cols[n++] = COL_GPUS;
         if (i == 4 && cpx) cols[n++] = COL_CPX;
-        if (i == 14 && many) cols[n++] = COL_COST;
+        if (i == 14 && many && !run) cols[n++] = COL_COST;
+        if (i == 14 && run) cols[n++] = COL_DAYS, cols[n++] = COL_GPUH;
+        if (i == 14 && price) cols[n++] = COL_TCOST;
         if (i == 17 && cpe) cols[n++] = COL_CP_EXP;
     }
     return n;
@@ -174,6 +194,9 @@ static void row_cells(const SearchPoint *p, int rank, char cells[N_COLS][24])
     snprintf(cells[COL_CP_EXP], 24, "%.4f", p->exposed_s[SEARCH_EXPOSED_CP]);
     snprintf(cells[COL_GPUS], 24, "%d", k->gpus);
     snprintf(cells[COL_COST], 24, "%.4g", p->tokens_per_s > 0 ? (double)k->gpus / p->tokens_per_s * 1e6 / 3600.0 : 0);
+    snprintf(cells[COL_DAYS], 24, "%.1f", p->train_wall_s / 86400.0);
+    snprintf(cells[COL_GPUH], 24, "%.4g", p->train_gpu_hours);
+    snprintf(cells[COL_TCOST], 24, "%.4g", p->train_cost);
 }
 
 void rep_sweep_text(const RepSweep *o, const SearchConfig *c, const SearchResult *r, TsBuf *b)
@@ -190,7 +213,7 @@ void rep_sweep_text(const RepSweep *o, const SearchConfig *c, const SearchResult
                      "%lld bounded (cannot reach the top %d), %lld simulated\n\n",
                   (long long)s->candidates, (long long)s->enumerated, (long long)s->pruned, cap,
                   (long long)s->bounded, c->top_k, (long long)s->simulated);
-    static const int W[N_COLS] = {3, 3, 3, 3, 3, 3, 5, 3, 3, 9, 4, 11, 6, 9, 11, 6, 7, 8, 8, 8, 8, 9, 8, 6, 10};
+    static const int W[N_COLS] = {3, 3, 3, 3, 3, 3, 5, 3, 3, 9, 4, 11, 6, 9, 11, 6, 7, 8, 8, 8, 8, 9, 8, 6, 10, 6, 9, 9};
     int cols[N_COLS], nc = table_cols(m, c, r, cols);
     for (int j = 0; j < nc; j++) ts_buf_printf(b, "%s%*s", j ? " " : "", W[cols[j]], COLS[cols[j]]);
     ts_buf_puts(b, "\n");

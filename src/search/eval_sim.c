@@ -97,6 +97,25 @@ static SearchEvalStatus check(void *ctx, void *scratch, SearchPoint *pt)
     return pt->memory_bytes > pt->capacity_bytes ? SEARCH_EVAL_NOFIT : SEARCH_EVAL_OK;
 }
 
+/* --train-tokens: the run at iteration time it_s (monotone in it_s, so a
+ * bound's iteration time gives a bound on the run). */
+static void train_point(const SearchEvalCtx *x, const ParallelPlan *p, double it_s, SearchPoint *pt)
+{
+    pt->train_wall_s = pt->train_gpu_hours = pt->train_cost = 0;
+    if (!x->train) return;
+    ModelCounts mc;
+    model_count_params(x->model, &mc);
+    PartParamBytes pb;
+    part_param_bytes(p, NULL, &pb);
+    TrainEstimate e;
+    if (train_estimate(x->train, it_s, (double)x->global_batch * (double)x->seq, p->gpus,
+                       (double)mc.total * (pb.weight + pb.optim), &e, NULL) != TS_OK)
+        return;
+    pt->train_wall_s = e.wall_s;
+    pt->train_gpu_hours = e.gpu_hours;
+    pt->train_cost = e.cost;
+}
+
 static SearchEvalStatus simulate(void *ctx, void *scratch, SearchPoint *pt)
 {
     const SearchEvalCtx *x = ctx;
@@ -120,6 +139,7 @@ static SearchEvalStatus simulate(void *ctx, void *scratch, SearchPoint *pt)
     pt->n_stage_layers = in.plan.n_stage_layers > 0 && in.plan.n_stage_layers <= SIM_BALANCE_MAX
                              ? in.plan.n_stage_layers : 0;
     for (int32_t s = 0; s < pt->n_stage_layers; s++) pt->stage_layers[s] = (int16_t)in.plan.stage_layers[s];
+    train_point(x, &in.plan, r.iteration_time_s, pt);
     return SEARCH_EVAL_OK;
 }
 
@@ -137,6 +157,7 @@ static SearchEvalStatus bound(void *ctx, void *scratch, SearchPoint *pt)
     lb *= 1 - 1e-9;
     pt->iteration_s = lb;
     pt->tokens_per_s = (double)x->global_batch * (double)x->seq / lb;
+    train_point(x, &in.plan, lb, pt);
     return SEARCH_EVAL_OK;
 }
 

@@ -37,8 +37,10 @@ static double key_of(SearchObjective o, const SearchPoint *p)
     case SEARCH_OBJ_THROUGHPUT: return -p->tokens_per_s;
     case SEARCH_OBJ_TIME: return p->iteration_s;
     case SEARCH_OBJ_MEMORY: return p->memory_bytes;
-    case SEARCH_OBJ_COST: /* GPU-seconds per token */
+    case SEARCH_OBJ_COST: /* the run's GPU-hours (cost at one price), else GPU-seconds per token */
+        if (p->train_gpu_hours > 0) return p->train_gpu_hours;
         return p->tokens_per_s > 0 ? (double)p->k.gpus / p->tokens_per_s : 1e300;
+    case SEARCH_OBJ_TIME_TO_TRAIN: return p->train_wall_s > 0 ? p->train_wall_s : 1e300;
     default: return 0;
     }
 }

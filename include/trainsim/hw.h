@@ -74,6 +74,8 @@ typedef struct GpuSpec {
                                              reaches (MAMF / peak), 0.80; fp32 = the SIMT
                                              (CUDA-core) kernel's fraction of the FP32 peak */
     int64_t gemm_tile_m, gemm_tile_n;     /* output tile of the large-GEMM kernel, 128 x 256 */
+    double grouped_gemm_eff;              /* a grouped GEMM kernel's (torch._grouped_mm) asymptote
+                                             over the dense one's, 1 */
     double gemm_k_half;                   /* K at which the main-loop efficiency is 1/2:
                                              eff_k = K / (K + k_half), 256 */
     int64_t simt_tile_m, simt_tile_n;     /* output tile of the FP32 (no TF32) CUDA-core GEMM
@@ -214,6 +216,13 @@ TsDtype hw_usable_dtype(const GpuSpec *g, TsDtype dt);
  * One kernel launch. Returns 0 when any dim is 0. dt unsupported by the
  * GPU (peak 0) falls back to the next wider dtype (fp8 -> bf16 -> tf32 -> fp32). */
 double hw_gemm_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt);
+/* A grouped GEMM (torch._grouped_mm, MoE experts): `groups` products of M
+ * rows (the mean; standard deviation sd from group to group) x K @ K x N,
+ * each group's rows in whole output tiles; k_grouped: the weight gradient,
+ * groups x (M x N) each reduced over its own K rows (mean K, spread sd).
+ * Two launches (the groups' shapes, the GEMM). */
+double hw_grouped_gemm_time_s(const HwModel *m, int64_t groups, int64_t M, double sd, int64_t N, int64_t K,
+                              bool k_grouped, TsDtype dt);
 /* Fused attention core for B x heads, Sq x Sk, head dim d. FLOPs (FA
  * convention): fwd 4*B*h*Sq*Sk*d (halved if causal, Sq==Sk), backward 2.5x. */
 double hw_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t sq, int64_t sk,

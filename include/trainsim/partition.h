@@ -159,8 +159,10 @@ enum {
                              scatter-add): its time is weight-gradient, not input-gradient, work */
     PART_KF_DROPOUT = 32, /* ATTN with dropout on the probabilities: PyTorch's SDPA runs the
                              flash (FlashAttention-2) kernel, the only one with dropout */
-    PART_KF_INNER = 64    /* eager: kernels another op dispatches from C++ (autocast's casts),
+    PART_KF_INNER = 64,   /* eager: kernels another op dispatches from C++ (autocast's casts),
                              no Python of their own on the host */
+    PART_KF_GROUPED = 128 /* GEMM: one grouped kernel (torch._grouped_mm) over batch groups whose
+                             rows m differ by m_sd from group to group (hw_grouped_gemm_time_s) */
 };
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */
@@ -173,6 +175,7 @@ typedef struct PartKernel {
                                  at its layers' share; flops[] already weighted) */
     int64_t batch, m, n, k;   /* GEMM; ATTN: batch = B, m = heads, n = sq, k = sk */
     int64_t d;                /* ATTN: q.k head dim */
+    double m_sd;              /* GEMM with PART_KF_GROUPED: standard deviation of the rows per group */
     bool causal;              /* ATTN */
     double fwd_bytes, bwd_bytes; /* MEM, per launch */
     double flops[3];          /* fwd, input-grad, weight-grad FLOPs of all launches */

@@ -48,9 +48,15 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
     switch (k->kind) {
     case PART_K_GEMM: {
         TsDtype dt = (k->flags & PART_KF_ACT) ? c->act_dtype : c->dtype;
-        t[0] = f * hw_gemm_time_s(hw, k->batch, k->m, k->n, k->k, dt);
-        t[1] = f * hw_gemm_time_s(hw, k->batch, k->m, k->k, k->n, dt);
-        t[2] = f * hw_gemm_time_s(hw, k->batch, k->k, k->n, k->m, dt);
+        if (k->flags & PART_KF_GROUPED) { /* rows per group spread; the weight gradient grouped along K */
+            t[0] = f * hw_grouped_gemm_time_s(hw, k->batch, k->m, k->m_sd, k->n, k->k, false, dt);
+            t[1] = f * hw_grouped_gemm_time_s(hw, k->batch, k->m, k->m_sd, k->k, k->n, false, dt);
+            t[2] = f * hw_grouped_gemm_time_s(hw, k->batch, k->k, k->m_sd, k->n, k->m, true, dt);
+        } else {
+            t[0] = f * hw_gemm_time_s(hw, k->batch, k->m, k->n, k->k, dt);
+            t[1] = f * hw_gemm_time_s(hw, k->batch, k->m, k->k, k->n, dt);
+            t[2] = f * hw_gemm_time_s(hw, k->batch, k->k, k->n, k->m, dt);
+        }
         if (dt == TS_DTYPE_FP8) fp8_casts(c, k, t);
         break;
     }

@@ -56,7 +56,7 @@ static double act_bytes(TsDtype dt)
 /* Alignment (calibration_facts 1.4): a dim not a multiple of 16 B breaks
  * vectorized/TMA loads (full penalty); not a multiple of gemm_align_elems
  * costs a quarter of it. */
-static double align_factor(const GpuSpec *g, int64_t n, int64_t k, TsDtype dt)
+double hw_align_factor(const GpuSpec *g, int64_t n, int64_t k, TsDtype dt)
 {
     int64_t b = ts_dtype_bytes(dt);
     int64_t v16 = 16 / b;
@@ -98,14 +98,14 @@ static double simt_gemm(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, i
     return t;
 }
 
-static double gemm_model(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
+double hw_gemm_model(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
 {
     dt = hw_usable_dtype(g, dt);
     double peak = g->peak_flops[dt];
     if (peak <= 0) return 0;
     int64_t sms = g->sm_count;
     double peak_sm = peak / (double)sms;
-    double base = g->gemm_eff[dt] * align_factor(g, N, K, dt);
+    double base = g->gemm_eff[dt] * hw_align_factor(g, N, K, dt);
     int64_t tm = g->gemm_tile_m, tn = g->gemm_tile_n;
     const struct { int64_t m, n; double f; } cand[6] = {
         {tm, tn, 1.0}, {tn, tm, 1.0},
@@ -202,7 +202,7 @@ static double calib_clock(const HwModel *m)
 double hw_gemm_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
 {
     if (batch <= 0 || M <= 0 || N <= 0 || K <= 0) return 0;
-    double t = gemm_model(&m->gpu, batch, M, N, K, dt);
+    double t = hw_gemm_model(&m->gpu, batch, M, N, K, dt);
     if (m->calib) {
         double dims[4] = {(double)batch, (double)M, (double)N, (double)K};
         t = hw_calib_correct(m, HW_CAL_GEMM, dims, 4, dt, false, calib_clock(m), t);
@@ -332,7 +332,7 @@ static double model_at(const GpuSpec *g, HwCalKind kind, const double *d, TsDtyp
 {
     switch (kind) {
     case HW_CAL_GEMM:
-        return gemm_model(g, (int64_t)d[0], (int64_t)d[1], (int64_t)d[2], (int64_t)d[3], dt);
+        return hw_gemm_model(g, (int64_t)d[0], (int64_t)d[1], (int64_t)d[2], (int64_t)d[3], dt);
     case HW_CAL_ATTN_FWD:
     case HW_CAL_ATTN_BWD:
         return attn_model(g, (int64_t)d[0], (int64_t)d[1], (int64_t)d[2], (int64_t)d[3], (int64_t)d[4],

@@ -8,7 +8,7 @@ static const char *const GPU_KEYS[] = {
     "format", "version", "name", "source", "vendor", "arch", "peak_tflops", "hbm_tb_per_s",
     "hbm_gb", "sm_count", "l2_mb", "power_w", "clock_mhz", "sustained_clock_mhz", "scaleup_gb_per_s", "model", NULL};
 static const char *const MODEL_KEYS[] = {
-    "gemm_eff", "gemm_tile", "gemm_k_half", "gemm_align_penalty", "gemm_align_elems",
+    "gemm_eff", "grouped_gemm_eff", "gemm_tile", "gemm_k_half", "gemm_align_penalty", "gemm_align_elems",
     "simt_tile", "simt_k_half",
     "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "attn_causal_half",
     "attn_causal_eff", "attn_dropout_slowdown", "mem_eff",
@@ -29,6 +29,7 @@ static void gpu_defaults(GpuSpec *g)
     g->gemm_tile_m = 128;
     g->gemm_tile_n = 256;
     g->gemm_k_half = 128;
+    g->grouped_gemm_eff = 1.0;
     g->simt_tile_m = 128;
     g->simt_tile_n = 128;
     g->simt_k_half = -1; /* < 0: derived in parse_gpu from peak and HBM */
@@ -129,6 +130,7 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
     if ((st = tile_pair(doc, m, "gemm_tile", "[128, 256]", &g->gemm_tile_m, &g->gemm_tile_n, err))) return st;
     if ((st = tile_pair(doc, m, "simt_tile", "[128, 128]", &g->simt_tile_m, &g->simt_tile_n, err))) return st;
     if ((st = num(doc, m, "gemm_k_half", "model", false, 0, 1e5, 1, &g->gemm_k_half, err))) return st;
+    if ((st = num(doc, m, "grouped_gemm_eff", "model", false, 0.05, 1, 1, &g->grouped_gemm_eff, err))) return st;
     if ((st = num(doc, m, "simt_k_half", "model", false, 0, 1e5, 1, &g->simt_k_half, err))) return st;
     if ((st = num(doc, m, "gemm_align_penalty", "model", false, 0.05, 1, 1, &g->gemm_align_penalty, err)))
         return st;
@@ -259,6 +261,7 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     ts_buf_printf(b, "    \"gemm_tile\": [%lld, %lld],\n", (long long)g->gemm_tile_m,
                   (long long)g->gemm_tile_n);
     kv_num(b, "    ", "gemm_k_half", g->gemm_k_half, true);
+    if (g->grouped_gemm_eff != 1.0) kv_num(b, "    ", "grouped_gemm_eff", g->grouped_gemm_eff, true);
     ts_buf_printf(b, "    \"simt_tile\": [%lld, %lld],\n", (long long)g->simt_tile_m,
                   (long long)g->simt_tile_n);
     kv_num(b, "    ", "simt_k_half", g->simt_k_half, true);

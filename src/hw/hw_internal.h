@@ -40,6 +40,12 @@ void hw_locate(const TsJsonDoc *doc, const char *path, int *line, int *col);
  * indices that ts_json_locate cannot follow). */
 void hw_fix_pos(const TsJsonDoc *doc, const char *path, TsError *err);
 
+/* ---- GEMM model internals (compute.c, grouped.c) ---- */
+/* The alignment factor of a GEMM's N and K (vectorized / TMA loads). */
+double hw_align_factor(const GpuSpec *g, int64_t n, int64_t k, TsDtype dt);
+/* The uncalibrated GEMM model (tiles, waves, split-K, stream-K, memory, launch). */
+double hw_gemm_model(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt);
+
 /* ---- calibration internals (calib.c <-> compute.c) ---- */
 /* HW_CAL_MEMORY: the copy kernel, which corrects every memory-bound op;
  * HW_CAL_MEMKERNEL: a named kernel (rmsnorm_fwd, ...), read only through

@@ -26,6 +26,8 @@
  * residual stream bytes (4 under amp, else 2). */
 #include "template_int.h"
 
+#include <math.h>
+
 typedef struct Hx {
     const Tx *x;
     double r;       /* residual stream / fp32-autocast outputs: 4 under amp, else 2 */
@@ -274,6 +276,12 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     int64_t me = (int64_t)((pairs + (double)E - 1) / (double)E);
     PartKernel *g = tpl_gemm(b, "experts.gate_up", E, me, 2 * EF, H);
     PartKernel *d = tpl_gemm(b, "experts.down", E, me, H, EF);
+    /* torch._grouped_mm: the tokens of each expert binomial, T picks of K of
+     * E experts each (mean me); forward and input gradient grouped by rows,
+     * the weight gradient by K */
+    double p = (double)K / (double)E;
+    g->m_sd = d->m_sd = sqrt(h.T * p * (1.0 - p));
+    g->flags |= PART_KF_GROUPED, d->flags |= PART_KF_GROUPED;
     g->launches[0] = d->launches[0] = 1;
     g->launches[1] = d->launches[1] = 2;
     op(b, "experts.permuted", pe, 0, 0, 2.0, 0, 0); /* the gathered input kept for gate_up's gradient */

@@ -97,6 +97,9 @@ typedef struct RepPlanView {
     int slowest_stage;        /* marked in the stage chart; -1 none */
     const char *stage_note;   /* under the stage chart: what the critical stage waits on, e.g.
                                  "stage 1 works 30.5 s ... mostly the EP all-to-all"; NULL none */
+    const char *const *warnings; /* the simulation's warnings (SimResult.warnings, the text of
+                                    simulate's "warning:" lines), shown under the metrics; n_warnings */
+    int n_warnings;
 } RepPlanView;
 
 typedef struct RepSweepPoint {
@@ -118,7 +121,27 @@ typedef struct RepSweepView {
     const char *const *cells;   /* n_rows * n_columns strings, row-major */
     int n_rows;
     const RepPlanView *best;    /* optional: details of the best plan */
+    const char *const *notes;   /* the notes under the sweep's table (rep_sweep_text), one a line,
+                                   e.g. "#1: 1,2,2,2,2,1"; shown under the top-k table; n_notes */
+    int n_notes;
 } RepSweepView;
+
+/* A label of a chart point, placed beside it without covering another label
+ * or another point (rep_place_labels). SVG pixels, y down. */
+typedef struct RepLabel {
+    double x, y;   /* in: the point the label names, e.g. (420.5, 133.0) */
+    double w, h;   /* in: the label's box, e.g. 26 x 15 for "#2" in 12 px type */
+    double lx, ly; /* out: the top-left corner of the box as placed */
+    bool moved;    /* out: placed away from its point (draw a leader line) */
+} RepLabel;
+
+/* Place n labels in order (the first gets the nearest spot): each one right,
+ * left, above or below its point, else stepped up or down beside it by one
+ * box height at a time, at the first spot whose box overlaps no label placed
+ * before and no point's disc of radius r, kept inside [x0, x1] x [y0, y1].
+ * Where no spot is free within the bounds the label goes to its last try
+ * (never seen with ten labels on a 1040 x 420 plot). */
+void rep_place_labels(RepLabel *l, int n, double r, double x0, double y0, double x1, double y1);
 
 /* Append a complete HTML document for one plan / one sweep to out.
  * Returns TS_OK, or TS_ERR_INTERNAL when out ran out of memory. */

@@ -6,7 +6,9 @@
  * Layout (pixels): SVGs are W_SVG wide; the timeline has one ROW_H row per
  * pipeline stage under a time axis; the breakdown and memory bars are one
  * stacked bar each with a legend; the sweep scatter is PLOT_W x PLOT_H with
- * memory per GPU on x and tokens/s on y.
+ * memory per GPU on x and tokens/s on y. SVGs shrink to the width of their
+ * section and tables scroll inside their own box, so a 1280 px window shows
+ * the page without a horizontal scroll bar (checked in tests/browser).
  */
 #include "trainsim/report.h"
 #include "trainsim/report_html.h"
@@ -33,7 +35,8 @@ static const struct {
     {"dp_comm_exposed", "#b6992d"}, {"bubble", "#d3d3d3"},           {"optimizer", "#b07aa1"},
     {"overlap_slowdown", "#fabfd2"}, {"weights", "#499894"},         {"gradients", "#86bcb6"},
     {"activations", "#f1ce63"},     {"other", "#bab0ac"},            {"simulated_plan", "#9aa7b4"},
-    {"top_plan", "#3b3b3b"},        {"best_plan", "#000000"},
+    {"top_plan", "#3b3b3b"},        {"best_plan", "#000000"},        {"capacity", "#cc0000"},
+    {"warning", "#a4262c"},
 };
 
 /* The colour of a category by its name; an unknown one dark grey. */
@@ -99,11 +102,15 @@ static const char CSS[] =
     "margin:24px;color:#222;background:#fafafa}\n"
     "h1{font-size:22px;margin:0 0 12px}h2{font-size:17px;margin:24px 0 8px}\n"
     "section{background:#fff;border:1px solid #ddd;border-radius:6px;padding:12px 16px;margin:12px 0}\n"
+    "p,li{overflow-wrap:anywhere}\n"
+    "svg.chart{display:block;max-width:100%;height:auto}\n"
+    ".scroll{overflow-x:auto;max-width:100%}\n"
+    "section.warnings{border-left-width:5px}section.warnings li,section.notes li{margin:3px 0}\n"
     ".metrics{display:flex;flex-wrap:wrap;gap:10px}\n"
     ".metric{background:#fff;border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:120px}\n"
     ".metric .k{font-size:12px;color:#666}.metric .v{font-size:18px;font-weight:600}\n"
     "table{border-collapse:collapse;font-size:13px}\n"
-    "th,td{border-bottom:1px solid #eee;padding:3px 10px;text-align:right}\n"
+    "th,td{border-bottom:1px solid #eee;padding:3px 10px;text-align:right;white-space:nowrap}\n"
     "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}\n"
     ".legend span{display:inline-block;margin-right:14px}\n"
     ".sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}\n"
@@ -148,7 +155,7 @@ static void metrics_html(TsBuf *b, const RepKV *kv, int n)
 
 static void kv_table(TsBuf *b, const RepKV *kv, int n)
 {
-    ts_buf_puts(b, "<table class=\"knobs\">\n<tr><th>knob</th><th>value</th></tr>\n");
+    ts_buf_puts(b, "<div class=\"scroll\"><table class=\"knobs\">\n<tr><th>knob</th><th>value</th></tr>\n");
     for (int i = 0; i < n; i++) {
         ts_buf_puts(b, "<tr><td>");
         esc(b, kv[i].key);
@@ -156,7 +163,24 @@ static void kv_table(TsBuf *b, const RepKV *kv, int n)
         esc(b, kv[i].value);
         ts_buf_puts(b, "</td></tr>\n");
     }
-    ts_buf_puts(b, "</table>\n");
+    ts_buf_puts(b, "</table></div>\n");
+}
+
+/* A section of lines (the plan's warnings, the sweep's notes): a heading and
+ * one list item per line, in the given colour's left border; nothing when
+ * there are no lines. */
+static void lines_section(TsBuf *b, const char *id, const char *heading, const char *color,
+                          const char *const *lines, int n)
+{
+    if (n <= 0 || !lines) return;
+    ts_buf_printf(b, "<section id=\"%s\" class=\"%s\" style=\"border-left-color:%s\"><h2>%s</h2>\n<ul>\n", id, id,
+                  color, heading);
+    for (int i = 0; i < n; i++) {
+        ts_buf_puts(b, "<li>");
+        esc(b, lines[i]);
+        ts_buf_puts(b, "</li>\n");
+    }
+    ts_buf_puts(b, "</ul>\n</section>\n");
 }
 
 /* A "nice" tick step (1, 2 or 5 x 10^k) giving about `want` ticks on [0, span]. */
@@ -186,12 +210,12 @@ static void timeline_svg(TsBuf *b, const RepPlanView *v)
         char lab[32];
         rep_fmt_seconds(lab, sizeof lab, t * step);
         ts_buf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e3e3e3\"/>"
-                         "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                         "<text class=\"xtick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
                       x, AXIS_H - 6, x, h - 8, x, AXIS_H - 10, lab);
     }
     for (int s = 0; s < rows; s++) {
         int y = AXIS_H + s * ROW_H;
-        ts_buf_printf(b, "<text x=\"4\" y=\"%d\">stage %d</text>"
+        ts_buf_printf(b, "<text class=\"stage-label\" x=\"4\" y=\"%d\">stage %d</text>"
                          "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#f6f6f6\"/>\n",
                       y + ROW_H / 2 + 4, s, LABEL_W, y + 2, plot_w, ROW_H - 4);
     }
@@ -256,15 +280,16 @@ static void stacked_bar(TsBuf *b, const char *id, const RepAmount *a, int n, boo
         double cx = 10 + capacity * sx;
         char cap[32];
         rep_fmt_bytes(cap, sizeof cap, capacity);
-        ts_buf_printf(b, "<line id=\"%s-capacity\" x1=\"%.1f\" y1=\"4\" x2=\"%.1f\" y2=\"46\" stroke=\"#c00\" "
+        const char *red = color_of("capacity");
+        ts_buf_printf(b, "<line id=\"%s-capacity\" x1=\"%.1f\" y1=\"4\" x2=\"%.1f\" y2=\"46\" stroke=\"%s\" "
                          "stroke-width=\"2\" stroke-dasharray=\"4 3\"/>"
-                         "<text x=\"%.1f\" y=\"62\" text-anchor=\"end\" fill=\"#c00\">capacity %s</text>\n",
-                      id, cx, cx, cx, cap);
+                         "<text x=\"%.1f\" y=\"62\" text-anchor=\"end\" fill=\"%s\">capacity %s</text>\n",
+                      id, cx, cx, red, cx, red, cap);
     }
     char tot[32];
     fmt_amount(tot, sizeof tot, total, bytes);
     ts_buf_printf(b, "<text x=\"10\" y=\"62\">total %s</text>\n</svg>\n", tot);
-    ts_buf_puts(b, "<table>\n<tr><th>category</th><th>amount</th><th>share</th></tr>\n");
+    ts_buf_puts(b, "<div class=\"scroll\"><table>\n<tr><th>category</th><th>amount</th><th>share</th></tr>\n");
     for (int i = 0; i < n; i++) {
         char val[32];
         fmt_amount(val, sizeof val, a[i].value, bytes);
@@ -273,7 +298,7 @@ static void stacked_bar(TsBuf *b, const char *id, const RepAmount *a, int n, boo
         ts_buf_printf(b, "</td><td>%s</td><td>%.1f%%</td></tr>\n", val,
                       total > 0 ? 100.0 * a[i].value / total : 0.0);
     }
-    ts_buf_puts(b, "</table>\n");
+    ts_buf_puts(b, "</table></div>\n");
 }
 
 /* One bar per pipeline stage on the iteration's time scale: where each
@@ -289,7 +314,7 @@ static void stage_bars(TsBuf *b, const RepPlanView *v)
                   W_SVG, h, W_SVG, h);
     for (int s = 0; s < v->n_stages; s++) {
         double y = 10 + s * rh, x = LABEL_W;
-        ts_buf_printf(b, "<text x=\"8\" y=\"%.0f\"%s>stage %d%s</text>\n", y + 13,
+        ts_buf_printf(b, "<text class=\"stage-label\" x=\"8\" y=\"%.0f\"%s>stage %d%s</text>\n", y + 13,
                       s == v->slowest_stage ? " font-weight=\"bold\"" : "", s, s == v->slowest_stage ? " *" : "");
         for (int i = 0; i < v->n_breakdown; i++) {
             const RepAmount *a = &v->stage_breakdown[s * v->n_breakdown + i];
@@ -317,6 +342,7 @@ static void stage_bars(TsBuf *b, const RepPlanView *v)
 static void plan_body(TsBuf *b, const RepPlanView *v)
 {
     metrics_html(b, v->metrics, v->n_metrics);
+    lines_section(b, "warnings", "Warnings", color_of("warning"), v->warnings, v->n_warnings);
     ts_buf_puts(b, "<section id=\"sec-timeline\"><h2>Pipeline timeline</h2>\n");
     timeline_svg(b, v);
     ts_buf_puts(b, "</section>\n<section id=\"sec-breakdown\"><h2>Where the iteration time goes</h2>\n");
@@ -354,7 +380,7 @@ static void scatter_axes(TsBuf *b, double xmax, double ymax, double ox, double o
         char lab[32];
         rep_fmt_bytes(lab, sizeof lab, t * xs);
         ts_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>"
-                         "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                         "<text class=\"xtick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
                       x, oy - PLOT_H, x, oy, x, oy + 16, lab);
     }
     for (int t = 0; t * ys <= ymax * 1.0000001; t++) {
@@ -362,13 +388,56 @@ static void scatter_axes(TsBuf *b, double xmax, double ymax, double ox, double o
         char lab[32];
         rep_fmt_si(lab, sizeof lab, t * ys);
         ts_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>"
-                         "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                         "<text class=\"ytick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
                       ox, y, ox + PLOT_W, y, ox - 6, y + 4, lab);
     }
     ts_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">memory per GPU</text>\n"
                      "<text x=\"14\" y=\"%.1f\" transform=\"rotate(-90 14 %.1f)\" text-anchor=\"middle\">"
                      "tokens/s</text>\n",
                   ox + PLOT_W / 2.0, oy + 36, oy - PLOT_H / 2.0, oy - PLOT_H / 2.0);
+}
+
+/* The labels "#k" of the first MAX_LABELS ranked plans, placed so that none
+ * covers another (rep_place_labels); plans within 2 px of each other share
+ * one label ("#1,#3"); a label set away from its point gets a leader line. */
+enum { MAX_LABELS = 10 };
+static void plan_labels(TsBuf *b, const RepSweepView *v, double xmax, double ymax, double ox, double oy)
+{
+    int by_rank[MAX_LABELS];
+    for (int r = 0; r < MAX_LABELS; r++) by_rank[r] = -1;
+    for (int i = 0; i < v->n_points; i++)
+        if (v->points[i].rank >= 0 && v->points[i].rank < MAX_LABELS) by_rank[v->points[i].rank] = i;
+    RepLabel l[MAX_LABELS];
+    char txt[MAX_LABELS][4 * MAX_LABELS];
+    bool done[MAX_LABELS] = {false};
+    int n = 0;
+    for (int r = 0; r < MAX_LABELS; r++) {
+        if (by_rank[r] < 0 || done[r]) continue;
+        const RepSweepPoint *p = &v->points[by_rank[r]];
+        double x = ox + p->memory_bytes / xmax * PLOT_W, y = oy - p->tokens_per_s / ymax * PLOT_H, w = 4;
+        int len = snprintf(txt[n], sizeof txt[n], "#%d", r + 1);
+        for (int q = r + 1; q < MAX_LABELS; q++) {
+            if (by_rank[q] < 0) continue;
+            const RepSweepPoint *o = &v->points[by_rank[q]];
+            if (fabs(ox + o->memory_bytes / xmax * PLOT_W - x) > 2 || fabs(oy - o->tokens_per_s / ymax * PLOT_H - y) > 2)
+                continue;
+            len += snprintf(txt[n] + len, sizeof txt[n] - (size_t)len, ",#%d", q + 1);
+            done[q] = true;
+        }
+        for (const char *c = txt[n]; *c; c++) w += *c == '#' ? 10 : *c == ',' ? 4 : 7.5; /* 12 px type */
+        l[n++] = (RepLabel){.x = x, .y = y, .w = w, .h = 15};
+    }
+    rep_place_labels(l, n, 7.0, ox, oy - PLOT_H, ox + PLOT_W, oy);
+    for (int i = 0; i < n; i++) {
+        if (l[i].moved) {
+            double ex = l[i].lx > l[i].x ? l[i].lx : l[i].lx + l[i].w;
+            ts_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                             "stroke-width=\"0.7\"/>\n",
+                          l[i].x, l[i].y, ex, l[i].ly + l[i].h / 2, color_of("top_plan"));
+        }
+        ts_buf_printf(b, "<text class=\"plan-label\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", l[i].lx + 2,
+                      l[i].ly + 11.5, txt[i]);
+    }
 }
 
 /* Every simulated plan is a grey dot; dots falling on the same pixel are drawn
@@ -392,10 +461,11 @@ static void scatter_svg(TsBuf *b, const RepSweepView *v)
     scatter_axes(b, xmax, ymax, ox, oy);
     if (v->capacity_bytes > 0) {
         double cx = ox + v->capacity_bytes / xmax * PLOT_W;
+        const char *red = color_of("capacity");
         ts_buf_printf(b, "<line id=\"scatter-capacity\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-                         "stroke=\"#c00\" stroke-dasharray=\"4 3\"/><text x=\"%.1f\" y=\"%.1f\" fill=\"#c00\" "
+                         "stroke=\"%s\" stroke-dasharray=\"4 3\"/><text x=\"%.1f\" y=\"%.1f\" fill=\"%s\" "
                          "text-anchor=\"end\">capacity</text>\n",
-                      cx, oy - PLOT_H, cx, oy, cx - 4, oy - PLOT_H + 12);
+                      cx, oy - PLOT_H, cx, oy, red, cx - 4, oy - PLOT_H + 12, red);
     }
     unsigned char *seen = calloc((size_t)(PLOT_W + 1) * (PLOT_H + 1), 1);
     ts_buf_printf(b, "<g id=\"all-plans\" fill=\"%s\" fill-opacity=\"0.55\">\n", color_of("simulated_plan"));
@@ -423,19 +493,19 @@ static void scatter_svg(TsBuf *b, const RepSweepView *v)
                          "<title>#%d: %s tokens/s, %s per GPU</title></circle>\n",
                       x, y, p->rank == 0 ? "7" : "5", color_of(p->rank == 0 ? "best_plan" : "top_plan"), p->rank + 1, tp,
                       mem);
-        if (p->rank < 5)
-            ts_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\">#%d</text>\n", x + 8, y - 6, p->rank + 1);
     }
+    plan_labels(b, v, xmax, ymax, ox, oy);
     ts_buf_printf(b,
                   "</g>\n</svg>\n<div class=\"legend\"><span><i class=\"sw\" style=\"background:%s\"></i>"
                   "simulated plan</span><span><i class=\"sw\" style=\"background:%s\"></i>top plans</span>"
-                  "<span><i class=\"sw\" style=\"background:%s\"></i>best plan</span></div>\n",
+                  "<span><i class=\"sw\" style=\"background:%s\"></i>best plan</span>"
+                  "<span>#k: rank k in the table of best plans</span></div>\n",
                   color_of("simulated_plan"), color_of("top_plan"), color_of("best_plan"));
 }
 
 static void top_table(TsBuf *b, const RepSweepView *v)
 {
-    ts_buf_puts(b, "<table id=\"top-table\">\n<tr>");
+    ts_buf_puts(b, "<div class=\"scroll\"><table id=\"top-table\">\n<tr>");
     for (int c = 0; c < v->n_columns; c++) {
         ts_buf_puts(b, "<th>");
         esc(b, v->columns[c]);
@@ -451,7 +521,7 @@ static void top_table(TsBuf *b, const RepSweepView *v)
         }
         ts_buf_puts(b, "</tr>\n");
     }
-    ts_buf_puts(b, "</table>\n");
+    ts_buf_puts(b, "</table></div>\n");
 }
 
 TsStatus rep_html_sweep(const RepSweepView *v, TsBuf *out, TsError *err)
@@ -463,6 +533,7 @@ TsStatus rep_html_sweep(const RepSweepView *v, TsBuf *out, TsError *err)
     ts_buf_puts(out, "</section>\n<section id=\"sec-top\"><h2>Best plans</h2>\n");
     top_table(out, v);
     ts_buf_puts(out, "</section>\n");
+    lines_section(out, "notes", "Notes", "#ddd", v->notes, v->n_notes);
     if (v->best) {
         ts_buf_puts(out, "<h2>The best plan in detail</h2>\n");
         plan_body(out, v->best);

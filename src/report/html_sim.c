@@ -67,6 +67,19 @@ static TsStatus timeline(const SimResult *r, TsArena *a, RepPlanView *v)
     return TS_OK;
 }
 
+/* The simulation's warnings, the text of simulate's "warning:" lines. */
+static TsStatus warnings(const SimResult *r, TsArena *a, RepPlanView *v)
+{
+    if (r->n_warnings <= 0) return TS_OK;
+    const char **w = ts_arena_alloc(a, (size_t)r->n_warnings * sizeof *w);
+    if (!w) return TS_ERR_INTERNAL;
+    for (int i = 0; i < r->n_warnings; i++)
+        if (!(w[i] = ts_arena_strdup(a, r->warnings[i]))) return TS_ERR_INTERNAL;
+    v->warnings = w;
+    v->n_warnings = r->n_warnings;
+    return TS_OK;
+}
+
 static const char *fmt(TsArena *a, const char *f, double x)
 {
     return ts_arena_printf(a, f, x);
@@ -132,6 +145,7 @@ TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const ch
                          .capacity_bytes = r->memory.capacity_bytes > 0 ? r->memory.capacity_bytes
                                                                         : in->hw ? in->hw->gpu.hbm_bytes : 0,
                          .stage_breakdown = sbd, .slowest_stage = sbd ? r->slowest_stage : -1};
+    if (warnings(r, a, out) != TS_OK) return ts_err(err, TS_ERR_INTERNAL, "out of memory building the report");
     SimSlowest sw;
     double fill, wait;
     if (sbd && sim_slowest(r, &sw) && sim_critical_bubble(in, r, &fill, &wait))

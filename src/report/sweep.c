@@ -199,6 +199,32 @@ static void row_cells(const SearchPoint *p, int rank, char cells[N_COLS][24])
     snprintf(cells[COL_TCOST], 24, "%.4g", p->train_cost);
 }
 
+/* The notes under the ranked table, one a line into out (each ending in a
+ * newline; nothing when there are none): for plans whose layers per chunk
+ * differ (uneven, or balanced by the work), a heading and "#k: 1,2,2,1".
+ * Returns whether there are any. */
+static bool sweep_notes(const ModelSpec *m, const SearchResult *r, TsBuf *out)
+{
+    bool head = false, bal = false;
+    for (int r_ = 0; r_ < r->n_top; r_++) bal |= r->top[r_].n_stage_layers > 0;
+    for (int r_ = 0; r_ < r->n_top; r_++) {
+        TsBuf split = {0};
+        if (uneven_split(&r->top[r_], m->layers, ",", &split)) {
+            if (!head && !bal)
+                ts_buf_printf(out, "%lld layers do not divide into pp*vpp chunks for these plans; "
+                                   "layers per chunk (--uneven-stages, or --stage-layers as shown):\n",
+                              (long long)m->layers);
+            else if (!head)
+                ts_buf_printf(out, "layers per chunk where they differ (the even split of the work under "
+                                   "--balance-stages, else the uneven rule; --stage-layers as shown):\n");
+            head = true;
+            ts_buf_printf(out, "#%d: %s\n", r_ + 1, split.data);
+        }
+        ts_buf_free(&split);
+    }
+    return head;
+}
+
 void rep_sweep_text(const RepSweep *o, const SearchConfig *c, const SearchResult *r, TsBuf *b)
 {
     const ModelSpec *m = o->model;
@@ -223,24 +249,14 @@ void rep_sweep_text(const RepSweep *o, const SearchConfig *c, const SearchResult
         for (int j = 0; j < nc; j++) ts_buf_printf(b, "%s%*s", j ? " " : "", W[cols[j]], cells[cols[j]]);
         ts_buf_puts(b, "\n");
     }
-    /* uneven splits: the layers of each chunk, as --stage-layers takes them */
-    bool head = false, bal = false;
-    for (int r_ = 0; r_ < r->n_top; r_++) bal |= r->top[r_].n_stage_layers > 0;
-    for (int r_ = 0; r_ < r->n_top; r_++) {
-        TsBuf split = {0};
-        if (uneven_split(&r->top[r_], m->layers, ",", &split)) {
-            if (!head && !bal)
-                ts_buf_printf(b, "\n%lld layers do not divide into pp*vpp chunks for these plans; "
-                                 "layers per chunk (--uneven-stages, or --stage-layers as shown):\n",
-                              (long long)m->layers);
-            else if (!head)
-                ts_buf_printf(b, "\nlayers per chunk where they differ (the even split of the work under "
-                                 "--balance-stages, else the uneven rule; --stage-layers as shown):\n");
-            head = true;
-            ts_buf_printf(b, "  #%d: %s\n", r_ + 1, split.data);
-        }
-        ts_buf_free(&split);
+    /* the notes under the table, indented after their first line */
+    TsBuf notes = {0};
+    if (sweep_notes(m, r, &notes)) {
+        ts_buf_puts(b, "\n");
+        for (char *save = NULL, *line = strtok_r(notes.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+            ts_buf_printf(b, "%s%s\n", line == notes.data ? "" : "  ", line);
     }
+    ts_buf_free(&notes);
 }
 
 TsStatus rep_sweep_html(const RepSweep *o, const SearchConfig *c, const SearchResult *r, const SimSetup *best_in,
@@ -283,13 +299,22 @@ TsStatus rep_sweep_html(const RepSweep *o, const SearchConfig *c, const SearchRe
     snprintf(st[3], 32, "%lld", (long long)r->stats.simulated);
     RepKV metrics[] = {{"candidates", st[0]}, {"valid plans", st[1]}, {"pruned (memory)", st[2]},
                        {"simulated", st[3]}, {"ranked by", search_objective_name(c->objective)}};
+    const char **notes = ts_arena_alloc(a, (size_t)(r->n_top + 1) * sizeof *notes); /* a heading, a line a plan */
+    int n_notes = 0;
+    TsBuf nb = {0};
+    if (notes && sweep_notes(m, r, &nb))
+        for (char *save = NULL, *line = strtok_r(nb.data, "\n", &save); line && n_notes <= r->n_top;
+             line = strtok_r(NULL, "\n", &save))
+            notes[n_notes++] = line;
     RepSweepView v = {.title = ts_arena_printf(a, "sweep: %s on %s x %s, seq %lld, global batch %lld, %s", m->name,
                                                o->gpus, o->gpu->name, (long long)o->seq, (long long)o->global_batch,
                                                ts_dtype_name(o->dtype)),
                       .generator = "trainsim " TRAINSIM_VERSION " sweep", .metrics = metrics, .n_metrics = 5,
                       .points = pts, .n_points = (int)r->n_all, .capacity_bytes = o->gpu->hbm_bytes,
-                      .columns = heads, .n_columns = nc, .cells = cells, .n_rows = r->n_top, .best = best};
+                      .columns = heads, .n_columns = nc, .cells = cells, .n_rows = r->n_top, .best = best,
+                      .notes = notes, .n_notes = n_notes};
     TsStatus rc = rep_html_sweep(&v, out, err);
+    ts_buf_free(&nb);
     ts_arena_destroy(a);
     free(pts);
     free(cells);

@@ -1,6 +1,6 @@
 /* Unit tests for the report: DeepSpeed number formatting (profiler.py's
  * number_to_string and wrappers), per-module stats semantics, training
- * FLOPs against the closed forms. */
+ * FLOPs against the closed forms, the placement of chart labels. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "trainsim/report.h"
+#include "trainsim/report_html.h"
 
 static void test_number_format(void **state)
 {
@@ -119,12 +120,55 @@ static void test_module_stats(void **state)
     graph_destroy(g);
 }
 
+/* Labels of crowded points (rep_place_labels): none overlaps another label
+ * or a point's disc, all stay inside the plot; a lone point keeps its label
+ * on its right. Cases: {points, n}. */
+static bool boxes_overlap(double ax, double ay, double aw, double ah, double bx, double by, double bw, double bh)
+{
+    return ax < bx + bw && bx < ax + aw && ay < by + bh && by < ay + ah;
+}
+
+static void test_label_placement(void **state)
+{
+    (void)state;
+    static const struct {
+        double xy[10][2];
+        int n;
+    } CASES[] = {
+        {{{500, 200}}, 1},                                                       /* alone */
+        {{{500, 200}, {500, 200}, {500, 200}, {500, 200}}, 4},                   /* one spot */
+        {{{500, 200}, {512, 202}, {524, 204}, {536, 206}, {548, 208}, {560, 210}}, 6}, /* a row */
+        {{{5, 5}, {8, 9}, {12, 4}, {6, 14}, {15, 15}}, 5},                       /* a corner */
+        {{{300, 100}, {301, 101}, {302, 102}, {303, 103}, {304, 104}, {305, 105}, {306, 106}, {307, 107},
+          {308, 108}, {309, 109}}, 10},                                         /* a diagonal */
+    };
+    const double r = 7, X0 = 0, Y0 = 0, X1 = 1040, Y1 = 420;
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        RepLabel l[10];
+        for (int i = 0; i < CASES[c].n; i++)
+            l[i] = (RepLabel){.x = CASES[c].xy[i][0], .y = CASES[c].xy[i][1], .w = 20 + 4 * i, .h = 15};
+        rep_place_labels(l, CASES[c].n, r, X0, Y0, X1, Y1);
+        for (int i = 0; i < CASES[c].n; i++) {
+            assert_true(l[i].lx >= X0 && l[i].ly >= Y0 && l[i].lx + l[i].w <= X1 && l[i].ly + l[i].h <= Y1);
+            for (int j = 0; j < CASES[c].n; j++) {
+                if (j != i) assert_false(boxes_overlap(l[i].lx, l[i].ly, l[i].w, l[i].h, l[j].lx, l[j].ly, l[j].w, l[j].h));
+                assert_false(boxes_overlap(l[i].lx, l[i].ly, l[i].w, l[i].h, l[j].x - r, l[j].y - r, 2 * r, 2 * r));
+            }
+        }
+    }
+    RepLabel one = {.x = 500, .y = 200, .w = 20, .h = 15};
+    rep_place_labels(&one, 1, r, X0, Y0, X1, Y1);
+    assert_true(one.lx > one.x && !one.moved);
+    assert_true(one.ly < one.y && one.ly + one.h > one.y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_number_format),
         cmocka_unit_test(test_training_vs_closed_forms),
         cmocka_unit_test(test_module_stats),
+        cmocka_unit_test(test_label_placement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 # Browser test of the HTML reports (tests/browser/): render each report in
-# headless Chromium, check console errors, SVG sizes and a non-blank
-# screenshot. `make test` installs Debian's chromium (scripts/install-deps.sh,
+# headless Chromium at 1280 and 1920 px, check console errors, SVG sizes, no
+# horizontal overflow, no overlapping labels, the warnings / notes sections
+# and a non-blank screenshot. `make test` installs Debian's chromium (scripts/install-deps.sh,
 # optional list); where it cannot be installed the test is skipped with a
 # message (ctest shows it as skipped, exit code 77).
 find_program(TS_CHROMIUM NAMES chromium chromium-browser google-chrome)

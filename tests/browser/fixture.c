@@ -1,8 +1,11 @@
 /*
  * fixture — writes two hand-made reports for the browser test, independent
  * of the simulator: <dir>/plan.html (a 4-stage 1F1B pipeline, 8 micro-batches,
- * forward 1 unit, backward 2 units, p2p 0.1 unit) and <dir>/sweep.html (400
- * plans on a deterministic pseudo-random cloud, top 10 highlighted).
+ * forward 1 unit, backward 2 units, p2p 0.1 unit, two warnings, one of them a
+ * long unbroken word) and <dir>/sweep.html (400 plans on a deterministic
+ * pseudo-random cloud, top 10 highlighted: six of them crowded within a few
+ * pixels, two on one spot, so their labels must be placed apart; a top-k
+ * table of 25 columns, as wide as the widest `sweep` table; two notes).
  *   usage: fixture DIR
  */
 #include <stdio.h>
@@ -10,7 +13,7 @@
 
 #include "trainsim/report_html.h"
 
-enum { P = 4, M = 8, N_PTS = 400, TOP = 10 };
+enum { P = 4, M = 8, N_PTS = 400, TOP = 10, COLS = 25 };
 
 /* 1F1B: on stage s, warm-up forwards, then one forward / one backward, then
  * the remaining backwards. Times come from the dependencies
@@ -89,11 +92,14 @@ int main(int argc, char **argv)
                        {"optimizer", 0.004}};
     RepAmount mem[] = {{"weights", 17.5e9}, {"gradients", 17.5e9}, {"optimizer", 4.4e9}, {"activations", 21.0e9},
                        {"other", 3.0e9}};
+    const char *warnings[] = {"pipeline bubble is 33% of the step: more micro-batches or interleaving would help",
+                              "a long word: --stage-layers=5,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,"
+                              "4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,3,1"};
     RepPlanView pv = {.title = "fixture: 4-stage 1F1B pipeline", .generator = "trainsim browser-test fixture",
                       .metrics = metrics, .n_metrics = 4, .knobs = knobs, .n_knobs = 7,
                       .timeline = iv, .n_timeline = n_iv, .n_stages = P, .iteration_s = iter,
                       .breakdown = brk, .n_breakdown = 5, .memory = mem, .n_memory = 5,
-                      .capacity_bytes = 80e9};
+                      .capacity_bytes = 80e9, .warnings = warnings, .n_warnings = 2};
     TsBuf b = {0};
     TsError err = {0};
     rep_html_plan(&pv, &b, &err);
@@ -109,6 +115,8 @@ int main(int argc, char **argv)
         double w = (double)(seed >> 8 & 0xffff) / 65536.0;
         pts[i] = (RepSweepPoint){0.3e6 + 0.8e6 * u * (0.5 + 0.5 * w), 20e9 + 60e9 * w, -1};
     }
+    for (int i = 0; i < 6; i++) /* the crowd: about 12 px apart sideways, 2 px up; 4 and 5 on one spot */
+        pts[i] = (RepSweepPoint){1.2e6 - (i < 5 ? i : 4) * 6e3, 50e9 + (i < 5 ? i : 4) * 1e9, -1};
     for (int r = 0; r < TOP; r++) { /* rank by tokens/s: selection, ties by index */
         int best = -1;
         for (int i = 0; i < N_PTS; i++)
@@ -117,22 +125,28 @@ int main(int argc, char **argv)
                 best = i;
         pts[best].rank = r;
     }
-    const char *cols[] = {"#", "tp", "pp", "dp", "tokens/s"};
-    const char *cells[TOP * 5];
-    static char txt[TOP][2][32];
-    for (int r = 0; r < TOP; r++) {
-        snprintf(txt[r][0], 32, "%d", r + 1);
-        snprintf(txt[r][1], 32, "%.3g M", 1.1e6 / (1.0 + 0.01 * r) / 1e6);
-        cells[r * 5 + 0] = txt[r][0];
-        cells[r * 5 + 1] = "8";
-        cells[r * 5 + 2] = "4";
-        cells[r * 5 + 3] = "32";
-        cells[r * 5 + 4] = txt[r][1];
+    const char *cols[COLS];
+    static char head[COLS][16];
+    for (int c = 0; c < COLS; c++) {
+        snprintf(head[c], sizeof head[c], c ? "column_%d" : "#", c);
+        cols[c] = head[c];
     }
+    const char *cells[TOP * COLS];
+    static char txt[TOP][COLS][32];
+    for (int r = 0; r < TOP; r++)
+        for (int c = 0; c < COLS; c++) {
+            if (c == 0) snprintf(txt[r][c], 32, "%d", r + 1);
+            else snprintf(txt[r][c], 32, "%.4f", 1.1 / (1.0 + 0.01 * r) / c);
+            cells[r * COLS + c] = txt[r][c];
+        }
+    const char *notes[] = {"10 layers do not divide into pp*vpp chunks for these plans; layers per chunk "
+                           "(--uneven-stages, or --stage-layers as shown):",
+                           "#1: 1,2,2,2,2,1"};
     RepKV sm[] = {{"enumerated", "400"}, {"pruned", "0"}, {"simulated", "400"}};
     RepSweepView sv = {.title = "fixture: sweep of 400 plans", .generator = "trainsim browser-test fixture",
                        .metrics = sm, .n_metrics = 3, .points = pts, .n_points = N_PTS, .capacity_bytes = 80e9,
-                       .columns = cols, .n_columns = 5, .cells = cells, .n_rows = TOP, .best = &pv};
+                       .columns = cols, .n_columns = COLS, .cells = cells, .n_rows = TOP, .best = &pv,
+                       .notes = notes, .n_notes = 2};
     rep_html_sweep(&sv, &b, &err);
     rc |= write(argv[1], "sweep.html", &b);
     ts_buf_free(&b);

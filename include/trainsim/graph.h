@@ -176,7 +176,7 @@ typedef struct GraphOptions {
     GraphNaming naming;    /* default: the family's usual framework */
     bool naming_set;
     int64_t batch;         /* B, 1 */
-    int64_t seq;           /* S, e.g. 1024; 0: plan_default_seq(m, PLAN_SEQ_GRAPH) */
+    int64_t seq;           /* S, e.g. 1024; 0: plan_default_seq(m) */
     int dtype_bytes;       /* 2 (bf16) */
     bool causal;           /* exact FLOPs skip the masked half of attention */
     bool flash;            /* attention core fused (no S^2 activations stored) */

@@ -255,7 +255,7 @@ typedef struct ParallelPlan {
 
 /* Defaults: all degrees 1 (dp, gpus 0 = derive, etp 0 = tp), sp auto, zero 0,
  * adam, recompute none, flash on, micro 1, global 0 (= micro*dp), seq 0
- * (plan_resolve takes plan_default_seq(m, PLAN_SEQ_PLAN)), bf16, 1f1b
+ * (plan_resolve takes plan_default_seq(m)), bf16, 1f1b
  * (interleaved when vpp > 1 and schedule not set). */
 void plan_init(ParallelPlan *p);
 
@@ -266,20 +266,14 @@ void plan_init(ParallelPlan *p);
 TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err);
 
 /* ---- the default sequence length ----
- * The commands that take --seq default it by one of three rules. They
- * differ, and each shows in some command's output, so they stay side by
- * side here until one rule replaces them:
- *   PLAN_SEQ_PLAN   simulate, memory, params, workload (plan_resolve, when
- *                   seq is 0): min(max_positions, 2048); 0 when the model
- *                   gives no max_positions, which plan_validate rejects
- *   PLAN_SEQ_GRAPH  model, profile (graph_build, when GraphOptions.seq is 0):
- *                   min(max_positions, 2048); 2048 when the model gives none
- *   PLAN_SEQ_SWEEP  sweep: 4096, cut to max_positions for learned position
- *                   embeddings (RoPE and ALiBi models keep 4096)
- * simulate's built-in example (gpt3-175b, tp8 pp8, no plan options) sets
- * seq 2048 itself: that is the example's length, not a default rule. */
-typedef enum { PLAN_SEQ_PLAN, PLAN_SEQ_GRAPH, PLAN_SEQ_SWEEP } PlanSeqRule;
-int64_t plan_default_seq(const ModelSpec *m, PlanSeqRule rule);
+ * One rule for every command that takes --seq (simulate, memory, params,
+ * workload, sweep through plan_resolve or directly; model and profile
+ * through graph_build): min(max_positions, PLAN_DEFAULT_SEQ), and
+ * PLAN_DEFAULT_SEQ when the model gives no max_positions. gpt2 1024,
+ * gpt3-175b 2048, llama3-8b 4096. simulate's built-in example (gpt3-175b,
+ * tp8 pp8, no plan options) sets seq 2048 itself: the example's length. */
+#define PLAN_DEFAULT_SEQ 4096
+int64_t plan_default_seq(const ModelSpec *m);
 
 /* The sequence-length rule alone (plan_resolve applies it too): a model with
  * learned position embeddings takes at most max_positions tokens. TS_OK or

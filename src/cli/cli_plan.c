@@ -50,7 +50,7 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
     cli_add(s, "micro-batch", CLI_INT, &cp->micro_batch, "B", "sequences per micro-batch");
     cli_add(s, "global-batch", CLI_INT, &cp->global_batch, "N",
             "sequences per step (default micro-batch*dp)");
-    cli_add(s, "seq", CLI_INT, &cp->seq, "S", "sequence length (default min(max positions, 2048))");
+    cli_add(s, "seq", CLI_INT, &cp->seq, "S", "sequence length (default min(max positions, 4096))");
     cli_add(s, "dtype", CLI_STR, &cp->dtype, "T", "bf16|fp16|fp8|fp32 (the GEMMs' compute type)");
     cli_add(s, "framework", CLI_STR, &cp->framework, "F",
             "megatron|torchtitan|deepspeed|hf: the code path that runs the step (megatron)");

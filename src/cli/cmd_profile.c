@@ -24,7 +24,7 @@ int cmd_profile(int argc, char **argv)
     bool no_detailed = false, json = false, causal = false, no_flash = false;
     const char *output = NULL, *gpu = "h100-sxm5-80gb", *dtype = "bf16", *recompute = "none", *calib = NULL;
     cli_add(&s, "batch", CLI_INT, &batch, "B", "micro-batch size (sequences), default 1");
-    cli_add(&s, "seq", CLI_INT, &seq, "S", "sequence length, default min(max positions, 2048)");
+    cli_add(&s, "seq", CLI_INT, &seq, "S", "sequence length, default min(max positions, 4096)");
     cli_add(&s, "module-depth", CLI_INT, &depth, "D", "aggregated profile depths 0..D-1 (-1: all but the innermost)");
     cli_add(&s, "top-modules", CLI_INT, &top, "K", "classes shown per depth, default 1");
     cli_add(&s, "no-detailed", CLI_FLAG, &no_detailed, NULL, "leave out the detailed module tree");

@@ -40,7 +40,7 @@ typedef struct SweepOpts {
     const char *tp, *pp, *vpp, *cp, *ep, *mbs, *recompute, *schedule, *zero, *sp, *overlap, *cp_comm;
     int64_t max_tp, max_pp, max_vpp, max_cp, max_ep, max_mbs;
     int64_t seq, global_batch, top, jobs;
-    bool seq_given;           /* --seq on the command line (else plan_default_seq, PLAN_SEQ_SWEEP) */
+    bool seq_given;           /* --seq on the command line (else plan_default_seq) */
     bool json;
 } SweepOpts;
 
@@ -142,7 +142,7 @@ static void add_options(CliSpec *s, SweepOpts *o)
     cli_recipe_add(s);
     cli_model_add(s, &o->cm);
     cli_hw_add_list(s, &o->hw, "GPU counts to plan for, default 64 (several: compare by --objective cost)");
-    cli_add(s, "seq", CLI_INT, &o->seq, "S", "tokens per sequence; default 4096 (fewer: the model's learned positions)");
+    cli_add(s, "seq", CLI_INT, &o->seq, "S", "tokens per sequence; default min(max positions, 4096)");
     cli_add(s, "global-batch", CLI_INT, &o->global_batch, "B", "sequences per iteration; default 1024");
     cli_add(s, "dtype", CLI_STR, &o->dtype, "T", "training dtype of every plan: bf16 (default), fp16, fp8 or fp32");
     cli_add(s, "framework", CLI_STR, &o->framework_s, "F",
@@ -280,10 +280,10 @@ static int run(SweepOpts *o, int rank)
     ModelSpec m;
     int rc = cli_model_load(&o->cm, "llama3-8b", &m);
     if (rc) return rc;
-    /* the default length fits the model (a GPT with 2048 learned positions
-     * sweeps at 2048); a length given that does not is an error up front, not
-     * "no valid plan" after the search */
-    if (!o->seq_given) o->seq = plan_default_seq(&m, PLAN_SEQ_SWEEP);
+    /* the default length fits the model (min(max positions, 4096): a GPT
+     * with 2048 learned positions sweeps at 2048); a length given that does
+     * not is an error up front, not "no valid plan" after the search */
+    if (!o->seq_given) o->seq = plan_default_seq(&m);
     TsError serr = {0};
     if (plan_check_seq(&m, o->seq, &serr) != TS_OK) return cli_fail(&serr);
     if (o->hw.gpus_list) o->gpus = o->hw.gpus_list;

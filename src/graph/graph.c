@@ -32,7 +32,7 @@ void graph_options_init(GraphOptions *o)
 {
     memset(o, 0, sizeof *o);
     o->batch = 1;
-    o->seq = 0; /* graph_build: plan_default_seq(m, PLAN_SEQ_GRAPH) */
+    o->seq = 0; /* graph_build: plan_default_seq(m) */
     o->dtype_bytes = 2;
     o->causal = false;
     o->flash = true;
@@ -498,7 +498,7 @@ TsStatus graph_build(const ModelSpec *m, const GraphOptions *o, ModuleGraph **ou
     else
         graph_options_init(&opt);
     if (!opt.naming_set) graph_naming_parse(model_arch_default_naming(m->arch), &opt.naming);
-    if (opt.seq <= 0) opt.seq = plan_default_seq(m, PLAN_SEQ_GRAPH);
+    if (opt.seq <= 0) opt.seq = plan_default_seq(m);
     if (opt.batch <= 0) return ts_err(err, TS_ERR_USAGE, "batch size must be positive (got %lld)", (long long)opt.batch);
     if (opt.dtype_bytes <= 0) opt.dtype_bytes = 2;
     if (opt.tp <= 0) opt.tp = 1;

@@ -80,15 +80,10 @@ bool plan_eager(const ParallelPlan *p)
 bool plan_ds_pipe(const ParallelPlan *p) { return p->framework == PLAN_FRAMEWORK_DEEPSPEED; }
 bool plan_hf(const ParallelPlan *p) { return p->framework == PLAN_FRAMEWORK_HF; }
 
-int64_t plan_default_seq(const ModelSpec *m, PlanSeqRule rule)
+int64_t plan_default_seq(const ModelSpec *m)
 {
     const int64_t pos = m->max_positions;
-    switch (rule) {
-    case PLAN_SEQ_PLAN: return pos < 2048 ? pos : 2048;
-    case PLAN_SEQ_GRAPH: return pos > 0 && pos < 2048 ? pos : 2048;
-    case PLAN_SEQ_SWEEP: return m->pos == MODEL_POS_LEARNED && pos < 4096 ? pos : 4096;
-    }
-    return 2048;
+    return pos > 0 && pos < PLAN_DEFAULT_SEQ ? pos : PLAN_DEFAULT_SEQ;
 }
 
 void plan_init(ParallelPlan *p)
@@ -167,7 +162,7 @@ TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err)
                    "--gpus %lld is not tp*pp*cp*dp = %lld", LL(p->gpus), LL(tpc * p->dp));
     }
     if (!p->sp_set) p->sp = p->tp > 1;
-    if (p->seq == 0 && m) p->seq = plan_default_seq(m, PLAN_SEQ_PLAN);
+    if (p->seq == 0 && m) p->seq = plan_default_seq(m);
     if (p->global_batch == 0) p->global_batch = p->micro_batch * p->dp;
     int64_t mdp = p->micro_batch * p->dp;
     p->grad_accum = p->global_batch % mdp == 0 ? p->global_batch / mdp : 0;

@@ -188,6 +188,12 @@ static void test_hf_configs(void **state)
         {"model_hf_gpt_neox_20b", "gpt-neox-20b", 20554567680},
         {"model_hf_deepseek_v3", "deepseek-v3", 671026404352},
         {"model_hf_text_config", "mistral-7b", 7241732096},
+        {"model_hf_gemma2_9b", "gemma-2-9b", 9241705984},
+        {"model_hf_gemma3_12b", "gemma-3-12b", 11766034176},
+        {"model_hf_phi3_mini", "phi-3-mini-4k", 3821079552},
+        {"model_hf_olmo2_7b", "olmo-2-7b", 7298617344},
+        {"model_hf_mistral_nemo", "mistral-nemo-12b", 12247782400},
+        {"model_hf_qwen3_8b", "qwen3-8b", 8190735360},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         char rel[256];
@@ -250,6 +256,8 @@ static void test_hf_configs(void **state)
         assert_int_equal(c.total, NEW[i].total);
     }
     assert_int_equal(m.act, MODEL_ACT_SWIGLU); /* phi3's hidden_act silu */
+    /* granite-3.1-8b's config has vocab 49155 (the golden config above 49159): 8.17 B both */
+    assert_int_equal(counts_of("granite-3.1-8b").total, 8170848256);
     /* Gemma 3 in transformers 5: rope_parameters per layer type; the global layers' base */
     TsError e = {0};
     assert_int_equal(hf_text("{\"model_type\": \"gemma3_text\", \"rope_parameters\": {\"full_attention\":\n"

@@ -36,7 +36,7 @@ static void test_derive(void **state)
     assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
     assert_int_equal(p.dp, 8);
     assert_int_equal(p.grad_accum, 16);
-    assert_int_equal(p.seq, 2048); /* min(max positions, 2048) */
+    assert_int_equal(p.seq, 2048); /* min(max positions 2048, 4096) */
 }
 
 /* Each rule: a plan tweak and the message it must produce. */
@@ -252,24 +252,20 @@ static void test_uneven(void **state)
         }
 }
 
-/* The three default-length rules (plan.h), on a learned-position model of
- * 1024 positions, a RoPE model of 8192 and a model that gives none. */
+/* The default-length rule (plan.h), on a learned-position model of 1024
+ * positions, a RoPE model of 8192, one of 2048 and a model that gives none. */
 static void test_default_seq(void **state)
 {
     (void)state;
-    ModelSpec gpt2, llama;
+    ModelSpec gpt2, llama, gpt3;
     assert_int_equal(model_preset("gpt2", &gpt2, NULL), TS_OK);
     assert_int_equal(model_preset("llama3-8b", &llama, NULL), TS_OK);
-    assert_int_equal(plan_default_seq(&gpt2, PLAN_SEQ_PLAN), 1024);
-    assert_int_equal(plan_default_seq(&gpt2, PLAN_SEQ_GRAPH), 1024);
-    assert_int_equal(plan_default_seq(&gpt2, PLAN_SEQ_SWEEP), 1024);
-    assert_int_equal(plan_default_seq(&llama, PLAN_SEQ_PLAN), 2048);
-    assert_int_equal(plan_default_seq(&llama, PLAN_SEQ_GRAPH), 2048);
-    assert_int_equal(plan_default_seq(&llama, PLAN_SEQ_SWEEP), 4096);
+    assert_int_equal(model_preset("gpt3-175b", &gpt3, NULL), TS_OK);
+    assert_int_equal(plan_default_seq(&gpt2), 1024);
+    assert_int_equal(plan_default_seq(&llama), 4096);
+    assert_int_equal(plan_default_seq(&gpt3), 2048);
     llama.max_positions = 0;
-    assert_int_equal(plan_default_seq(&llama, PLAN_SEQ_PLAN), 0);
-    assert_int_equal(plan_default_seq(&llama, PLAN_SEQ_GRAPH), 2048);
-    assert_int_equal(plan_default_seq(&llama, PLAN_SEQ_SWEEP), 4096);
+    assert_int_equal(plan_default_seq(&llama), 4096);
 }
 
 int main(void)

@@ -387,6 +387,7 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
         if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
         else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
     }
+    if (g->split_w) return; /* the weight gradients run in the W pass (block_w) */
     snprintf(name, sizeof name, "L%lld.%s.wg", (long long)l, nm);
     comp(g, name, WL_PHASE_WG, mb, ch, l, b->wg_s, b->wg_flops, b->bwd_bytes / 2, -1);
     tp_close(g, name, WL_PHASE_WG, mb, ch, l, chain, 0);
@@ -461,6 +462,37 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
     g->fwd_last[mb * g->n_chunks + ch] = g->last;
 }
 
+/* A block's weight gradients as a W pass of its own (split_w). */
+static void block_w(Gen *g, const Block *b, const char *nm, int64_t mb, int64_t ch, int64_t l, bool last_mb)
+{
+    char name[48];
+    snprintf(name, sizeof name, "L%lld.%s.wg", (long long)l, nm);
+    comp(g, name, WL_PHASE_WG, mb, ch, l, b->wg_s, b->wg_flops, b->bwd_bytes / 2, -1);
+    if (last_mb) grad_block(g, b);
+}
+
+/* ZB-H1's W pass of a chunk: the weight gradients its I pass left, in the
+ * backward's order (head, layers last to first, embedding); the last
+ * micro-batch's feeds the DP buckets. */
+static void chunk_w(Gen *g, int64_t mb, int64_t ch, bool last_mb)
+{
+    int64_t first = chunk_first(g, ch), nl = chunk_layers(g, ch);
+    if (ch == g->n_chunks - 1) {
+        comp(g, "head.wg", WL_PHASE_WG, mb, ch, -1, g->head.wg_s, g->head.wg_flops, g->head.bwd_bytes / 2, -1);
+        if (last_mb) bucket_feed(g, g->head.params, false);
+    }
+    for (int64_t l = first + nl - 1; l >= first; l--) {
+        bool moe = model_layer_is_moe(g->m, l);
+        block_w(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, last_mb);
+        block_w(g, &g->attn, "attn", mb, ch, l, last_mb);
+    }
+    if (ch == 0) {
+        comp(g, "embed.wg", WL_PHASE_WG, mb, ch, -1, g->embed.wg_s, 0, g->embed.bwd_bytes, -1);
+        if (last_mb) bucket_feed(g, g->embed.params, false);
+    }
+    if (last_mb) bucket_flush(g);
+}
+
 static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
 {
     const ParallelPlan *p = g->p;
@@ -475,10 +507,11 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
         extra = -1;
         if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
         else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
-        comp(g, "head.wg", WL_PHASE_WG, mb, ch, -1, g->head.wg_s, g->head.wg_flops, g->head.bwd_bytes / 2, -1);
+        if (!g->split_w)
+            comp(g, "head.wg", WL_PHASE_WG, mb, ch, -1, g->head.wg_s, g->head.wg_flops, g->head.bwd_bytes / 2, -1);
         if (ch > 0) fsdp_reduce(g, g->head.params, 0, mb);
         unit_done(g);
-        if (last_mb) bucket_feed(g, g->head.params, false);
+        if (last_mb && !g->split_w) bucket_feed(g, g->head.params, false);
     }
     int32_t ag = fsdp_gather(g, layer_params(g, first + nl - 1), layer_eparams(g, first + nl - 1), WL_PHASE_IG, mb);
     for (int64_t l = first + nl - 1; l >= first; l--) {
@@ -493,13 +526,13 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
     }
     if (ch == 0) {
         if (p->sp) coll(g, "sp.ag", WL_PHASE_IG, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->t->tp_bytes, true);
-        comp(g, "embed.wg", WL_PHASE_WG, mb, ch, -1, g->embed.wg_s, 0, g->embed.bwd_bytes, extra);
+        if (!g->split_w) comp(g, "embed.wg", WL_PHASE_WG, mb, ch, -1, g->embed.wg_s, 0, g->embed.bwd_bytes, extra);
         fsdp_reduce(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), 0, mb);
-        if (last_mb) bucket_feed(g, g->embed.params, false);
+        if (last_mb && !g->split_w) bucket_feed(g, g->embed.params, false);
     } else if (!ds) {
         p2p(g, "pp.send.b", WL_PHASE_IG, mb, true, ch - 1, ch - 1, 1);
     }
-    if (last_mb) bucket_flush(g);
+    if (last_mb && !g->split_w) bucket_flush(g);
 }
 
 /* ---- schedule ------------------------------------------------------------------------- */
@@ -785,11 +818,19 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     int64_t n_chunks = p->pp * v;
     if (p->grad_accum < 1)
         return ts_err(err, TS_ERR_PLAN, "the global batch gives no micro-batch per data-parallel rank");
-    if (p->schedule == PLAN_SCHED_ZBH1 || p->schedule == PLAN_SCHED_DUALPIPE || p->schedule == PLAN_SCHED_DUALPIPEV) {
-        /* their split backward (I, W) and F&B pairs have no task-graph form yet */
+    if (p->schedule == PLAN_SCHED_DUALPIPE || p->schedule == PLAN_SCHED_DUALPIPEV) {
+        /* their two directions and F&B pairs have no task-graph form yet */
         ts_err(err, TS_ERR_PLAN, "the task graph has no --schedule %s yet", plan_sched_name(p->schedule));
         ts_err_hint(err, "'trainsim simulate' and 'sweep' run it (plan_order); write the workload with --schedule "
-                         "1f1b, interleaved or gpipe");
+                         "1f1b, interleaved, gpipe or zb-h1");
+        return TS_ERR_PLAN;
+    }
+    if (p->schedule == PLAN_SCHED_ZBH1 && (p->zero >= 3 || p->cp > 1 || (p->tp_overlap && p->tp > 1))) {
+        /* the W pass would split an FSDP unit's reduce-scatter, a CP exchange
+         * or a TP-overlap window from the input gradients they follow */
+        ts_err(err, TS_ERR_PLAN, "the task graph of --schedule zb-h1 takes no ZeRO-3, CP or TP overlap yet");
+        ts_err_hint(err, "'trainsim simulate' runs the plan; write the workload without --zero 3, --cp or --tp-overlap, "
+                         "or with --schedule 1f1b");
         return TS_ERR_PLAN;
     }
     if (m->layers < n_chunks)
@@ -800,11 +841,13 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     /* Megatron-Core's bucket_size over the reduction group (DP x CP), as sim_dp_bucket_bytes */
     g.bucket_max = o->bucket_params > 0 ? o->bucket_params : fmax(4e7, 1e6 * (double)g.dpn);
     Step *steps = malloc((size_t)(2 * p->grad_accum * v) * sizeof *steps);
+    const int64_t zcap = plan_order_cap(PLAN_SCHED_ZBH1, p->grad_accum);
+    int32_t *zorder = malloc((size_t)(2 * zcap) * sizeof *zorder); /* zb-h1's order and its W queue */
     g.fwd_last = malloc((size_t)(p->grad_accum * n_chunks) * sizeof *g.fwd_last);
     g.first = malloc((size_t)(n_chunks + 1) * sizeof *g.first);
     g.pg_ag = malloc((size_t)(wl_gen_layers(m) + 2) * sizeof *g.pg_ag);
     g.w = wl_create(p->gpus, err);
-    if (!steps || !g.fwd_last || !g.first || !g.pg_ag || !g.w) goto oom;
+    if (!steps || !zorder || !g.fwd_last || !g.first || !g.pg_ag || !g.w) goto oom;
     wl_gen_chunk_split(m, p, n_chunks, g.first);
     Workload *w = g.w;
     w->par = (WlParallel){.world = p->gpus, .tp = p->tp, .cp = p->cp, .pp = p->pp, .dp = p->dp,
@@ -831,7 +874,9 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
         g.n_pending = 0;
         g.bucket = g.ebucket = 0;
         g.n_deferred = 0;
-        int64_t n = schedule(p, s, steps);
+        g.split_w = p->schedule == PLAN_SCHED_ZBH1;
+        int64_t n = g.split_w ? plan_order(p->schedule, p->pp, p->grad_accum, s, zorder, zorder + zcap)
+                              : schedule(p, s, steps);
         param_gathers(&g, s);
         /* the last backward of each chunk triggers its gradient reduction */
         double params = 0, eparams = 0;
@@ -847,7 +892,16 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
             if (ch == n_chunks - 1) params += g.head.params;
         }
         if (plan_ds_pipe(p)) ds_schedule(&g, s);
-        for (int64_t i = 0; i < n && !g.oom && !plan_ds_pipe(p); i++) {
+        for (int64_t i = 0; i < n && !g.oom && g.split_w; i++) { /* zb-h1: F, I, W of chunk s */
+            int64_t mb = PLAN_TASK_MB(zorder[i]);
+            bool last = mb == p->grad_accum - 1;
+            switch (PLAN_TASK_KIND(zorder[i])) {
+            case PLAN_TASK_F: chunk_fwd(&g, mb, s); break;
+            case PLAN_TASK_I: chunk_bwd(&g, mb, s, last); break;
+            default: chunk_w(&g, mb, s, last); break;
+            }
+        }
+        for (int64_t i = 0; i < n && !g.oom && !plan_ds_pipe(p) && !g.split_w; i++) {
             if (steps[i].fwd) chunk_fwd(&g, steps[i].mb, steps[i].chunk);
             else chunk_bwd(&g, steps[i].mb, steps[i].chunk, steps[i].mb == p->grad_accum - 1);
         }
@@ -855,6 +909,7 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
         if (g.oom) goto oom;
     }
     free(steps);
+    free(zorder);
     free(g.fwd_last);
     free(g.first);
     free(g.pg_ag);
@@ -864,6 +919,7 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     return TS_OK;
 oom:
     free(steps);
+    free(zorder);
     free(g.fwd_last);
     free(g.first);
     free(g.pg_ag);

@@ -143,6 +143,14 @@ static TsStatus check_common(const Emit *e)
     if (p->optimizer != PLAN_OPTIM_ADAM)
         return refuse(e, "the recipe's optimizer is Adam; Shampoo has no flag in it",
                       "--optimizer %s has no %s setting", plan_optim_name(p->optimizer), rep_emit_name(e->t));
+    /* the split-backward and bidirectional schedules run in their authors'
+     * code (sail-sg's Megatron fork, deepseek-ai/DualPipe), not in the
+     * releases these recipes target */
+    if (p->pp > 1 && (p->schedule == PLAN_SCHED_ZBH1 || p->schedule == PLAN_SCHED_DUALPIPE ||
+                      p->schedule == PLAN_SCHED_DUALPIPEV))
+        return refuse(e, "the recipes write 1F1B, interleaved or (torchtitan) GPipe; simulate the plan with one of them "
+                         "to write its launch",
+                      "--schedule %s has no %s setting", plan_sched_name(p->schedule), rep_emit_name(e->t));
     if (e->t == REP_EMIT_TORCHTITAN) return TS_OK; /* its model registry decides (tt_flavor) */
     if (m->arch == MODEL_ARCH_BERT)
         return refuse(e, "pretrain_gpt.py trains decoder-only models", "%s is an encoder (bert) model", m->name);

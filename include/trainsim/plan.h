@@ -62,7 +62,8 @@ typedef enum {
     X(GPIPE, "gpipe")               \
     X(ZBH1, "zb-h1")                \
     X(DUALPIPE, "dualpipe")         \
-    X(DUALPIPEV, "dualpipev")
+    X(DUALPIPEV, "dualpipev")       \
+    X(1F1B_A2A, "1f1b-a2a")
 typedef enum {
 #define X(e, n) PLAN_SCHED_##e,
     PLAN_SCHED_LIST(X)
@@ -295,6 +296,16 @@ const char *plan_precision_name(PlanPrecision p);
 bool plan_precision_parse(const char *s, PlanPrecision *out);
 /* The framework's code path: eager PyTorch model code (torchtitan, hf);
  * DeepSpeed's pipeline engine (deepspeed); HuggingFace's own modules (hf). */
+/* Schedules whose per-rank order plan_order writes (W tasks, F&B pairs), and
+ * those of them that run F&B pairs (sim_pair_s). */
+static inline bool plan_sched_ordered(PlanSchedule s)
+{
+    return s == PLAN_SCHED_ZBH1 || s == PLAN_SCHED_DUALPIPE || s == PLAN_SCHED_DUALPIPEV || s == PLAN_SCHED_1F1B_A2A;
+}
+static inline bool plan_sched_pairs(PlanSchedule s)
+{
+    return s == PLAN_SCHED_DUALPIPE || s == PLAN_SCHED_DUALPIPEV || s == PLAN_SCHED_1F1B_A2A;
+}
 bool plan_eager(const ParallelPlan *p);
 bool plan_ds_pipe(const ParallelPlan *p);
 bool plan_hf(const ParallelPlan *p);

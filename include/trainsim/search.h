@@ -58,7 +58,7 @@
  * in the ranking. */
 #define SEARCH_SCHEDULE_ORDER                                                                  \
     {PLAN_SCHED_GPIPE, PLAN_SCHED_1F1B, PLAN_SCHED_INTERLEAVED, PLAN_SCHED_ZBH1, PLAN_SCHED_DUALPIPE, \
-     PLAN_SCHED_DUALPIPEV}
+     PLAN_SCHED_DUALPIPEV, PLAN_SCHED_1F1B_A2A}
 
 /* X(NAME, "json key") — the exposed costs kept per simulated plan (seconds
  * per iteration). Keys follow simulate's breakdown_s. */

@@ -56,7 +56,7 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
             "megatron|torchtitan|deepspeed|hf: the code path that runs the step (megatron)");
     cli_add(s, "precision", CLI_STR, &cp->precision, "P",
             "mixed|amp|pure: fp32 main params (mixed), fp32 params with autocast (amp), all 16-bit (pure)");
-    cli_add(s, "schedule", CLI_STR, &cp->schedule, "S", "1f1b|interleaved|gpipe");
+    cli_add(s, "schedule", CLI_STR, &cp->schedule, "S", "1f1b|interleaved|gpipe|zb-h1|dualpipe|dualpipev|1f1b-a2a");
     cli_add(s, "stage-layers", CLI_STR, &cp->stage_layers, "a,b,...",
             "layers per pipeline chunk (pp*vpp entries)");
     cli_add(s, "uneven-stages", CLI_FLAG, &cp->uneven, NULL,

@@ -161,7 +161,7 @@ static void add_options(CliSpec *s, SweepOpts *o)
     cli_add(s, "max-ep", CLI_INT, &o->max_ep, "N", "largest ep when --ep is not given (default 64)");
     cli_add(s, "max-micro-batch", CLI_INT, &o->max_mbs, "N", "largest micro-batch (default 8)");
     cli_add(s, "recompute", CLI_STR, &o->recompute, "LIST", "recompute modes: none,selective,full");
-    cli_add(s, "schedule", CLI_STR, &o->schedule, "LIST", "pipeline schedules: gpipe,1f1b,interleaved (default), zb-h1, dualpipe, dualpipev");
+    cli_add(s, "schedule", CLI_STR, &o->schedule, "LIST", "pipeline schedules: gpipe,1f1b,interleaved (default), zb-h1, dualpipe, dualpipev, 1f1b-a2a (pp 1)");
     cli_add(s, "zero", CLI_STR, &o->zero, "LIST", "ZeRO stages 0-3 (default: what --framework runs; megatron: 0, 1 = distributed optimizer, 3)");
     cli_add(s, "sp", CLI_STR, &o->sp, "LIST", "sequence parallel: off,on");
     cli_add(s, "tp-overlap", CLI_STR, &o->overlap, "LIST", "TP communication overlap: off,on");

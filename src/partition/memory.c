@@ -169,7 +169,7 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
         }
     }
     double held = infl * act_sum, units = 0;
-    if (p->schedule == PLAN_SCHED_ZBH1 || p->schedule == PLAN_SCHED_DUALPIPE || p->schedule == PLAN_SCHED_DUALPIPEV) {
+    if (plan_sched_ordered(p->schedule)) {
         double b = inflight_ordered(p, s, act_k, &units);
         if (b >= 0) held = b, out->inflight = infl = units / (double)plan_rank_chunks(p);
     }

@@ -57,6 +57,26 @@ static int64_t zb_h1(int64_t p, int64_t m, int64_t s, int32_t *o)
     return n;
 }
 
+/* 1F1B with Megatron-Core's EP communication overlap
+ * (--overlap-moe-expert-parallel-comm, its combined 1F1B: each steady-state
+ * forward runs beside the previous micro-batch's backward, one's all-to-alls
+ * under the other's compute): p - s warm-up forwards, one more than 1F1B's,
+ * so that the forward a pair on stage s+1 waits for never sits in stage s's
+ * own pair (and the last stage's pairs never wait for their own forward);
+ * then F&B pairs, then the cool-down backwards. */
+static int64_t f1b_overlap(int64_t p, int64_t m, int64_t s, int32_t *o)
+{
+    int64_t n = 0, f = 0, b = 0, warm = p - s;
+    if (warm > m) warm = m;
+    for (; f < warm; f++) o[n++] = PLAN_TASK(f, 0, PLAN_TASK_F);
+    for (; f < m; f++, b++) {
+        o[n++] = PLAN_TASK(f, 0, PLAN_TASK_PF);
+        o[n++] = PLAN_TASK(b, 0, PLAN_TASK_B);
+    }
+    for (; b < m; b++) o[n++] = PLAN_TASK(b, 0, PLAN_TASK_B);
+    return n;
+}
+
 /* One rank's DualPipe / DualPipeV emission: phases 0 and 1 map to the rank's
  * chunks k[0], k[1]; next forward / backward micro-batch per phase; the W
  * queue (first in, first out: WeightGradStore). */
@@ -157,6 +177,11 @@ void plan_order_pairs(PlanSchedule sched, int64_t pp, int64_t micro_batches, int
     bool middle;
     int32_t k[2];
     pairs[0][0] = pairs[0][1] = pairs[1][0] = pairs[1][1] = 0;
+    if (sched == PLAN_SCHED_1F1B_A2A) {
+        int64_t warm = pp - s;
+        pairs[0][0] = micro_batches > warm ? micro_batches - warm : 0;
+        return;
+    }
     if (!dual_shape(sched, pp, micro_batches, s, &R, &r, &C, &middle, k)) return;
     int64_t n4 = C - 2 * R + r + 1; /* step 4's iterations */
     if (n4 < 0) n4 = 0;
@@ -167,6 +192,7 @@ void plan_order_pairs(PlanSchedule sched, int64_t pp, int64_t micro_batches, int
 int64_t plan_order(PlanSchedule sched, int64_t pp, int64_t micro_batches, int64_t s, int32_t *out, int32_t *fifo)
 {
     if (sched == PLAN_SCHED_ZBH1) return zb_h1(pp, micro_batches, s, out);
+    if (sched == PLAN_SCHED_1F1B_A2A) return f1b_overlap(pp, micro_batches, s, out);
     Dual d = {.o = out, .fifo = fifo};
     int64_t R, r, C;
     bool middle;

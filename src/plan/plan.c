@@ -172,6 +172,19 @@ TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err)
 
 TsStatus plan_check_knobs(const ModelSpec *m, const ParallelPlan *p, TsError *err)
 {
+    if (p->schedule == PLAN_SCHED_1F1B_A2A && (m->experts == 0 || p->ep < 2))
+        return bad(err, "1f1b-a2a hides one micro-batch's expert-parallel all-to-alls under another's compute "
+                        "(Megatron-Core asserts expert parallelism for --overlap-moe-expert-parallel-comm)",
+                   "--schedule 1f1b-a2a needs a mixture-of-experts model with --ep > 1 (%s, ep %lld)", m->name,
+                   LL(p->ep));
+    /* with stages, an F&B pair waits for its forward's input from the stage
+     * before and its backward's from the stage after: under 1F1B's warm-up
+     * the two alternate and halve the pipeline's pace (Megatron-Core pairs
+     * across stages only in its interleaved schedule, not modelled here) */
+    if (p->schedule == PLAN_SCHED_1F1B_A2A && p->pp > 1)
+        return bad(err, "trainsim runs Megatron-Core's EP overlap without pipeline stages; with them use dualpipe "
+                        "or dualpipev, whose orders pair micro-batches across stages",
+                   "--schedule 1f1b-a2a needs --pp 1 (got --pp %lld)", LL(p->pp));
     if (m->experts == 0 && (p->moe_dispatch != PLAN_MOE_DISPATCH_ALLTOALL || p->moe_node_limit > 0 ||
                             p->moe_imbalance > 1.0 || p->moe_capacity > 0))
         return bad(err, "the --moe-* options describe how a mixture-of-experts model routes its tokens",

@@ -151,6 +151,9 @@ static TsStatus check_common(const Emit *e)
         return refuse(e, "the recipes write 1F1B, interleaved or (torchtitan) GPipe; simulate the plan with one of them "
                          "to write its launch",
                       "--schedule %s has no %s setting", plan_sched_name(p->schedule), rep_emit_name(e->t));
+    if (p->schedule == PLAN_SCHED_1F1B_A2A && e->t != REP_EMIT_MEGATRON && e->t != REP_EMIT_NEMO)
+        return refuse(e, "Megatron-Core's --overlap-moe-expert-parallel-comm runs it; simulate with --schedule 1f1b",
+                      "--schedule 1f1b-a2a has no %s setting", rep_emit_name(e->t));
     if (e->t == REP_EMIT_TORCHTITAN) return TS_OK; /* its model registry decides (tt_flavor) */
     if (m->arch == MODEL_ARCH_BERT)
         return refuse(e, "pretrain_gpt.py trains decoder-only models", "%s is an encoder (bert) model", m->name);
@@ -416,6 +419,9 @@ static void mc_model(const Mc *c)
         mc_str(c, "--moe-token-dispatcher-type", "model.moe_token_dispatcher_type", deepep(c->e) ? "flex" : "alltoall");
         mc_bool(c, "--moe-enable-deepep", "model.moe_enable_deepep", deepep(c->e));
         mc_bool(c, "--moe-grouped-gemm", "model.moe_grouped_gemm", !c->e->o->sequential_experts);
+        /* one micro-batch's all-to-alls under another's compute (1f1b-a2a) */
+        mc_bool(c, "--overlap-moe-expert-parallel-comm", "model.overlap_moe_expert_parallel_comm",
+                p->schedule == PLAN_SCHED_1F1B_A2A);
         /* node-limited routing as group-limited routing with one group per
          * node of the EP group (DeepSeek-V3) [MLM 3098-3102] */
         if (node_limited(c->e)) {

@@ -78,8 +78,11 @@ static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
 static void sched_text(const ParallelPlan *p, const SimResult *r, TsBuf *b)
 {
     if (!(r->sched_f_s > 0)) return;
-    static const char *const formula[] = {"(p-1)(F+B-2W)", "(p/2-1)(F&B+B-3W)", "(p-1)(F&B+B-3W)"};
-    int k = p->schedule == PLAN_SCHED_ZBH1 ? 0 : p->schedule == PLAN_SCHED_DUALPIPE ? 1 : 2;
+    static const char *const formula[] = {"(p-1)(F+B-2W)", "(p/2-1)(F&B+B-3W)", "(p-1)(F&B+B-3W)", "(p-1)(F+B)"};
+    int k = p->schedule == PLAN_SCHED_ZBH1           ? 0
+            : p->schedule == PLAN_SCHED_DUALPIPE     ? 1
+            : p->schedule == PLAN_SCHED_1F1B_A2A ? 3
+                                                     : 2;
     ts_buf_printf(b, "\n%s per micro-batch (critical stage): F %.4g ms, B %.4g ms (W %.4g ms)",
                   plan_sched_name(p->schedule), 1e3 * r->sched_f_s, 1e3 * r->sched_b_s, 1e3 * r->sched_w_s);
     if (r->sched_pair_s > 0) ts_buf_printf(b, ", F&B pair %.4g ms", 1e3 * r->sched_pair_s);

@@ -73,14 +73,18 @@ static void fill_inner(const SearchConfig *c, SearchShape *sh)
 
     sh->n_sv = 0;
     if (sh->pp == 1) {
-        /* no pipeline: the schedule is moot, keep one */
-        if (c->schedule_mask) sh->sv[sh->n_sv++] = (SearchSv){PLAN_SCHED_1F1B, 1};
+        /* no pipeline: the schedule is moot, keep one; and 1F1B with the EP
+         * overlap when asked for (it pairs micro-batches without stages) */
+        if (c->schedule_mask & ~(1u << PLAN_SCHED_1F1B_A2A)) sh->sv[sh->n_sv++] = (SearchSv){PLAN_SCHED_1F1B, 1};
+        if (c->schedule_mask & (1u << PLAN_SCHED_1F1B_A2A))
+            sh->sv[sh->n_sv++] = (SearchSv){PLAN_SCHED_1F1B_A2A, 1};
     } else {
         static const PlanSchedule order[] = SEARCH_SCHEDULE_ORDER;
         _Static_assert(sizeof order / sizeof *order == PLAN_SCHED_COUNT, "every schedule in the sweep order");
         for (int k = 0; k < PLAN_SCHED_COUNT; k++) {
             if (!(c->schedule_mask & (1u << order[k]))) continue;
             if (order[k] == PLAN_SCHED_DUALPIPE && sh->pp % 2 != 0) continue; /* its copies meet in the middle */
+            if (order[k] == PLAN_SCHED_1F1B_A2A) continue;                 /* pp 1 only (plan.c) */
             if (order[k] == PLAN_SCHED_DUALPIPEV) { /* 2*pp chunks */
                 if (c->layers <= 0 || c->layers >= 2 * (int64_t)sh->pp) sh->sv[sh->n_sv++] = (SearchSv){PLAN_SCHED_DUALPIPEV, 2};
                 continue;

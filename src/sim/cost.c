@@ -328,8 +328,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     /* v model chunks per rank (vpp); the engine runs ve per rank: dualpipe's
      * second copy of the stage (plan_rank_chunks) */
     const int32_t pp = (int32_t)p->pp, v = (int32_t)p->vpp, ve = (int32_t)plan_rank_chunks(p);
-    const bool ordered = p->schedule == PLAN_SCHED_ZBH1 || p->schedule == PLAN_SCHED_DUALPIPE ||
-                         p->schedule == PLAN_SCHED_DUALPIPEV;
+    const bool ordered = plan_sched_ordered(p->schedule);
     SimStageCost *sc = NULL;
     SimChunkCost *cc = sim_work_costs(w, pp * ve, pp, &sc);
     if (!cc) {

@@ -220,10 +220,10 @@ static bool sched_dual(const SimPipeline *pl)
 }
 
 /* The orders written by plan_order (W tasks, pairs). */
-static bool sched_ordered(const SimPipeline *pl)
-{
-    return pl->schedule == PLAN_SCHED_ZBH1 || sched_dual(pl);
-}
+static bool sched_ordered(const SimPipeline *pl) { return plan_sched_ordered(pl->schedule); }
+
+/* F&B pairs (DualPipe, DualPipeV, 1F1B with EP overlap). */
+static bool sched_pairs(const SimPipeline *pl) { return plan_sched_pairs(pl->schedule); }
 
 /* Micro-batches through each chunk: dualpipe's copies take half each. */
 static int64_t chunk_mb(const SimPipeline *pl)
@@ -234,7 +234,7 @@ static int64_t chunk_mb(const SimPipeline *pl)
 /* Finish slots: F, B, W of every task, and the openings of F&B pairs. */
 static size_t nslots(const SimPipeline *pl)
 {
-    return (sched_dual(pl) ? 4 : 3) * (size_t)pl->stages * (size_t)pl->chunks * (size_t)chunk_mb(pl);
+    return (sched_pairs(pl) ? 4 : 3) * (size_t)pl->stages * (size_t)pl->chunks * (size_t)chunk_mb(pl);
 }
 
 /* Order entries per stage, at most. */
@@ -248,7 +248,7 @@ static int64_t order_cap(const SimPipeline *pl)
 static int64_t ops_cap(const SimPipeline *pl)
 {
     int64_t n = order_cap(pl);
-    return sched_dual(pl) ? n + n / 2 + 1 : n;
+    return sched_pairs(pl) ? n + n / 2 + 1 : n;
 }
 
 /* The pipeline's own F&B pair counts on stage s: pairs[cf][cb]. */
@@ -489,7 +489,7 @@ static void fill_durations(const SimPipeline *pl, SimWork *w)
         xf[2 * i] = p > 1 ? cc->p2p_fwd_s : 0;
         xf[2 * i + 1] = p > 1 ? cc->p2p_bwd_s : 0;
     }
-    if (sched_dual(pl))
+    if (sched_pairs(pl))
         for (int32_t s = 0; s < p; s++)
             for (int32_t cf = 0; cf < v; cf++)
                 for (int32_t cb = 0; cb < v; cb++)
@@ -628,7 +628,7 @@ static TsStatus check(const SimPipeline *pl, TsError *err)
     if (sched_dual(pl) && pl->micro_batches < 2 * (int64_t)pl->stages)
         return ts_err(err, TS_ERR_PLAN, "%s needs at least 2*p = %d micro-batches (got %lld)",
                       plan_sched_name(pl->schedule), 2 * pl->stages, (long long)pl->micro_batches);
-    if (sched_dual(pl) && !(pl->pair_sm_share >= 0 && pl->pair_sm_share < 1))
+    if (sched_pairs(pl) && !(pl->pair_sm_share >= 0 && pl->pair_sm_share < 1))
         return ts_err(err, TS_ERR_PLAN, "the pairs' SM share must be in [0, 1) (got %g)", pl->pair_sm_share);
     /* finish slots (F, B, W of every task) are int32 */
     if (3.0 * (double)pl->stages * (double)pl->chunks * (double)chunk_mb(pl) >= 2147483647.0)
@@ -794,7 +794,7 @@ static bool find_window(const SimPipeline *q, const SimWork *w, int64_t P, int64
     const int64_t m = chunk_mb(q), nt = (int64_t)pv * m;
     const double *fin = w->fend, *ppc = w->ppc;
     const bool wt = q->schedule == PLAN_SCHED_ZBH1; /* W tasks too (DualPipe's run in warm-up and cool-down only) */
-    const bool pr = sched_dual(q);                  /* pairs: the forward's wait at the opening */
+    const bool pr = sched_pairs(q);                 /* pairs: the forward's wait at the opening */
     int64_t run = 0;
     double rf = 0, rb = 0;
     for (int64_t mb = lo; mb + P < hi; mb++) {
@@ -874,7 +874,7 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
      * DualPipe(V) one up to 2(p-1) forwards of a chunk (step 1). The window
      * starts after the warm-up (head), covers a period plus the reach, and
      * it and what it depends on end before the cool-down (tail). */
-    const int64_t reach = pl->schedule == PLAN_SCHED_INTERLEAVED || sched_dual(pl) ? 2 * (int64_t)p + 2 : p;
+    const int64_t reach = pl->schedule == PLAN_SCHED_INTERLEAVED || sched_pairs(pl) ? 2 * (int64_t)p + 2 : p;
     const int64_t head = reach + delta, tail = 2 * reach + delta;
     /* 1F1B with several stages tied at the largest cost (an uneven layer
      * split: every middle stage one layer heavier than the first and last)
@@ -944,7 +944,7 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
             for (int32_t c = 0; c < v; c++)
                 for (int64_t mb = a; mb < a + P; mb++) {
                     int64_t f = ((int64_t)s * v + c) * mr + mb;
-                    round += w->ppc[f] + w->ppc[ntr + f] + (sched_dual(pl) ? w->ppc[3 * ntr + f] : 0);
+                    round += w->ppc[f] + w->ppc[ntr + f] + (sched_pairs(pl) ? w->ppc[3 * ntr + f] : 0);
                 }
             w->tfree[s] += shift;
             w->ppwait[s] += dn * round;
@@ -963,14 +963,15 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
 static void stage_pair_delta(const SimPipeline *pl, int32_t s, double *dt, double *dep, double *slow)
 {
     *dt = *dep = *slow = 0;
-    if (!sched_dual(pl)) return;
+    if (!sched_pairs(pl)) return;
     int64_t np[2][2];
     stage_pairs(pl, s, np);
     const double sh = pl->pair_sm_share;
-    for (int32_t cf = 0; cf < 2; cf++)
-        for (int32_t cb = 0; cb < 2; cb++) {
+    const int32_t v = pl->chunks;
+    for (int32_t cf = 0; cf < v && cf < 2; cf++)
+        for (int32_t cb = 0; cb < v && cb < 2; cb++) {
             if (!np[cf][cb]) continue;
-            const SimChunkCost *f = &pl->chunk[s * 2 + cf], *b = &pl->chunk[s * 2 + cb];
+            const SimChunkCost *f = &pl->chunk[s * v + cf], *b = &pl->chunk[s * v + cb];
             double n = (double)np[cf][cb], ep = f->ep_fwd_s + b->ep_bwd_s, comp = f->fwd_s + b->bwd_s - ep;
             double pair = sim_pair_s(f, b, sh), sl = ep > 0 ? comp * sh / (1 - sh) : 0;
             *dt += n * (pair - f->fwd_s - b->bwd_s);
@@ -1057,6 +1058,7 @@ static void sched_figures(const SimPipeline *pl, int32_t s, SimResult *out)
         b += cc->bwd_s / v;
         wg += cc->wgrad_s / v;
         if (v == 2) pair += sim_pair_s(cc, &pl->chunk[s * v + 1 - c], pl->pair_sm_share) / 2;
+        if (v == 1 && sched_pairs(pl)) pair = sim_pair_s(cc, cc, pl->pair_sm_share);
     }
     out->sched_f_s = f;
     out->sched_b_s = b;
@@ -1065,6 +1067,7 @@ static void sched_figures(const SimPipeline *pl, int32_t s, SimResult *out)
     double p = (double)pl->stages;
     if (pl->schedule == PLAN_SCHED_ZBH1) out->sched_formula_bubble_s = (p - 1) * (f + b - 2 * wg);
     else if (pl->schedule == PLAN_SCHED_DUALPIPE) out->sched_formula_bubble_s = (p / 2 - 1) * (pair + b - 3 * wg);
+    else if (pl->schedule == PLAN_SCHED_1F1B_A2A) out->sched_formula_bubble_s = (p - 1) * (f + b);
     else out->sched_formula_bubble_s = (p - 1) * (pair + b - 3 * wg);
 }
 

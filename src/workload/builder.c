@@ -818,7 +818,7 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     int64_t n_chunks = p->pp * v;
     if (p->grad_accum < 1)
         return ts_err(err, TS_ERR_PLAN, "the global batch gives no micro-batch per data-parallel rank");
-    if (p->schedule == PLAN_SCHED_DUALPIPE || p->schedule == PLAN_SCHED_DUALPIPEV) {
+    if (plan_sched_pairs(p->schedule)) {
         /* their two directions and F&B pairs have no task-graph form yet */
         ts_err(err, TS_ERR_PLAN, "the task graph has no --schedule %s yet", plan_sched_name(p->schedule));
         ts_err_hint(err, "'trainsim simulate' and 'sweep' run it (plan_order); write the workload with --schedule "

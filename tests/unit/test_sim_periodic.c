@@ -72,7 +72,7 @@ static bool one(int inst, SimWork *wf, SimWork *wr, int forced)
     if (sch == PLAN_SCHED_INTERLEAVED) m = (m + p - 1) / p * p; /* whole groups (Megatron's rule) */
     if (forced >= 0) {
         sch = (PlanSchedule)forced;
-        v = sch == PLAN_SCHED_ZBH1 ? 1 : 2;
+        v = sch == PLAN_SCHED_ZBH1 || sch == PLAN_SCHED_1F1B_A2A ? 1 : 2;
         if (sch == PLAN_SCHED_DUALPIPE) p += p % 2, m += m % 2;
         if (sch != PLAN_SCHED_ZBH1 && m < 2 * p) m = 2 * p;
     }
@@ -155,10 +155,10 @@ static void test_fast_equals_full(void **state)
 static void test_fast_equals_full_ordered(void **state)
 {
     (void)state;
-    static const PlanSchedule sch[] = {PLAN_SCHED_ZBH1, PLAN_SCHED_DUALPIPE, PLAN_SCHED_DUALPIPEV};
+    static const PlanSchedule sch[] = {PLAN_SCHED_ZBH1, PLAN_SCHED_DUALPIPE, PLAN_SCHED_DUALPIPEV, PLAN_SCHED_1F1B_A2A};
     SimWork *wf = sim_work_create(), *wr = sim_work_create();
     int n = getenv("TS_PERIODIC_N") ? atoi(getenv("TS_PERIODIC_N")) : 300;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         int n_fast = 0;
         for (int i = 0; i < n / 2; i++) n_fast += one(1000 * (k + 1) + i, wf, wr, (int)sch[k]);
         print_message("%s: fast path taken on %d of %d random pipelines\n", plan_sched_name(sch[k]), n_fast, n / 2);

@@ -187,7 +187,9 @@ enum {
     X(EP, "ep", "expert parallel (all-to-all)")                         \
     X(ETP, "etp", "expert tensor parallel")                             \
     X(EDP, "edp", "expert data parallel: expert gradient reduce")       \
-    X(EMBED, "embed", "first and last pipeline stage: tied embedding")
+    X(EMBED, "embed", "first and last pipeline stage: tied embedding")  \
+    X(SHARD, "dp_shard", "HSDP shard group: dp_shard consecutive DP ranks x CP") \
+    X(REPLICATE, "dp_replicate", "HSDP replicas: one rank per shard group")
 typedef enum {
 #define X(e, n, d) PLAN_GROUP_##e,
     PLAN_GROUP_LIST(X)
@@ -210,6 +212,10 @@ typedef struct ParallelPlan {
     /* ---- optimizer state sharding ---- */
     int zero;               /* DeepSpeed ZeRO stage 0..3 (1: optimizer, 2: +grads, 3: +params) */
     bool dist_opt;          /* Megatron distributed optimizer (like ZeRO-1 over dp*cp) */
+    int64_t dp_shard;       /* HSDP (--zero 3 only): parameters, gradients and optimizer state
+                               sharded over dp_shard consecutive DP ranks x CP (the shard group),
+                               replicated over dp/dp_shard such groups, e.g. 8; 0 = all of DP
+                               (plain FSDP) */
     PlanOptimizer optimizer;/* adam | shampoo */
     int64_t shampoo_blocks; /* K blocks per layer weight matrix, e.g. 2 (Shampoo only) */
     /* ---- activations ---- */
@@ -411,6 +417,11 @@ typedef struct PlanGroupInfo {
  * (first and last stage, same tp/cp/dp). */
 void plan_group(const ParallelPlan *p, PlanGroup kind, int64_t rank, int64_t gpus_per_node,
                 PlanGroupInfo *out);
+/* The group ZeRO-3 shards dense parameters over: the HSDP shard group
+ * (PLAN_GROUP_SHARD) under dp_shard, else DP x CP (PLAN_GROUP_DPCP); and the
+ * number of HSDP replicas dp/dp_shard (1 without dp_shard). */
+PlanGroup plan_fsdp_group(const ParallelPlan *p);
+int64_t plan_dp_replicas(const ParallelPlan *p);
 /* Write up to cap member ranks of that group into out (ascending); returns
  * the group size. */
 int64_t plan_group_members(const ParallelPlan *p, PlanGroup kind, int64_t rank, int64_t *out,

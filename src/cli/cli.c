@@ -30,7 +30,7 @@ static const CliLimit LIMITS[] = {
     /* the plan */
     {"tp", 1, P2(20), 0}, {"pp", 1, P2(20), 0}, {"vpp", 1, P2(20), 0}, {"dp", 1, P2(20), 0},
     {"cp", 1, P2(20), 0}, {"ep", 1, P2(20), 0}, {"etp", 1, P2(20), 0},
-    {"zero", 0, 3, 0},
+    {"zero", 0, 3, 0}, {"dp-shard", 0, P2(20), 0},
     {"recompute-layers", 0, MODEL_MAX_LAYERS, 0}, /* 0: all the chunk's layers */
     {"micro-batch", 1, P2(20), 0}, {"batch", 1, P2(20), 0}, /* profile's micro-batch */
     {"global-batch", 1, P2(30), 0},

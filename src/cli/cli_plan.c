@@ -44,6 +44,8 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
     cli_add(s, "no-sp", CLI_NOFLAG, &cp->sp, NULL, "no sequence parallelism");
     cli_add(s, "zero", CLI_INT, &cp->zero, "0..3", "DeepSpeed ZeRO stage");
     cli_add(s, "dist-opt", CLI_FLAG, &cp->dist_opt, NULL, "Megatron distributed optimizer");
+    cli_add(s, "dp-shard", CLI_INT, &cp->dp_shard, "S",
+            "HSDP under --zero 3: shard over S DP ranks (x CP), replicate over dp/S (0 = all of DP)");
     cli_add(s, "recompute", CLI_STR, &cp->recompute, "MODE", "none|selective|full");
     cli_add(s, "recompute-layers", CLI_INT, &cp->recompute_layers, "N",
             "full recompute: layers per chunk (0 = all)");
@@ -123,6 +125,7 @@ int cli_plan_load(const CliSpec *s, CliPlan *cp, const ModelSpec *m, int64_t gpu
     p->sp_set = cli_seen(s, "sp") || cli_seen(s, "no-sp");
     p->zero = (int)cp->zero;
     p->dist_opt = cp->dist_opt;
+    p->dp_shard = cp->dp_shard;
     p->recompute_layers = cp->recompute_layers;
     p->micro_batch = cp->micro_batch;
     p->global_batch = cp->global_batch;

@@ -15,7 +15,7 @@
 typedef struct CliPlan {
     int64_t tp, pp, vpp, dp, cp, ep, etp, zero, recompute_layers;
     int64_t micro_batch, global_batch, seq, shampoo_blocks, gpus;
-    int64_t moe_node_limit;
+    int64_t moe_node_limit, dp_shard;
     double moe_imbalance, moe_capacity;
     bool sp, dist_opt, tp_overlap, no_flash, uneven, moe_pad;
     const char *recompute, *dtype, *schedule, *stage_layers, *optimizer, *framework, *precision;

@@ -114,6 +114,7 @@ static int count_groups(const ParallelPlan *p, const ModelSpec *m)
         n += (p->tp * p->cp * p->dp) / (p->ep * p->etp) > 1;
     }
     n += p->pp > 1 && m->tied_embeddings;
+    n += plan_dp_replicas(p) > 1; /* HSDP: the replicate group beside the shard group */
     return n;
 }
 
@@ -123,7 +124,8 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
 {
     memset(out, 0, sizeof *out);
     out->stage = (int32_t)s;
-    double t = (double)p->tp, dps = (double)(p->dp * p->cp);
+    /* ZeRO's dense sharding group: DP x CP, or the HSDP shard group */
+    double t = (double)p->tp, dps = (double)(p->dp * p->cp / plan_dp_replicas(p));
     double edp = (double)(p->tp * p->cp * p->dp) / (double)(p->ep * p->etp);
     double epx = (double)(p->ep * p->etp);
     bool dropout = m->hidden_dropout > 0;

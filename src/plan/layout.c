@@ -51,6 +51,16 @@ static void group_shape(const ParallelPlan *p, PlanGroup kind, int64_t rank, int
         int64_t edp = stage / (etp * p->ep);
         *size = edp; *stride = etp * p->ep; *base = rank - c.edp * etp * p->ep; break;
     }
+    case PLAN_GROUP_SHARD: { /* dp_shard consecutive DP ranks x CP; DP x CP without HSDP */
+        int64_t sd = p->dp_shard > 0 ? p->dp_shard : p->dp;
+        *size = p->cp * sd; *stride = p->tp;
+        *base = rank - (c.cp + p->cp * (c.dp % sd)) * p->tp; break;
+    }
+    case PLAN_GROUP_REPLICATE: { /* the same position in each shard group */
+        int64_t sd = p->dp_shard > 0 ? p->dp_shard : p->dp;
+        *size = p->dp / sd; *stride = p->tp * p->cp * sd;
+        *base = rank - (c.dp / sd) * p->tp * p->cp * sd; break;
+    }
     case PLAN_GROUP_EMBED:
     default:
         *base = rank - c.pp * stage;
@@ -100,4 +110,14 @@ int64_t plan_group_members(const ParallelPlan *p, PlanGroup kind, int64_t rank, 
     group_shape(p, kind, rank, &size, &stride, &base);
     for (int64_t i = 0; i < size && i < cap; i++) out[i] = base + i * stride;
     return size;
+}
+
+PlanGroup plan_fsdp_group(const ParallelPlan *p)
+{
+    return p->dp_shard > 0 && p->zero >= 3 ? PLAN_GROUP_SHARD : PLAN_GROUP_DPCP;
+}
+
+int64_t plan_dp_replicas(const ParallelPlan *p)
+{
+    return p->dp_shard > 0 && p->zero >= 3 ? p->dp / p->dp_shard : 1;
 }

@@ -362,6 +362,16 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
     if (p->dist_opt && p->zero > 0)
         return bad(err, "--dist-opt is Megatron's ZeRO-1; use one of them",
                    "--dist-opt and --zero %lld both shard the optimizer state%.0lld", LL(p->zero), LL(0));
+    if (p->dp_shard < 0)
+        return bad(err, NULL, "--dp-shard must not be negative, got %lld%.0lld", LL(p->dp_shard), LL(0));
+    if (p->dp_shard > 0 && p->zero != 3)
+        return bad(err, "HSDP shards parameters, gradients and optimizer state like FSDP, over a smaller group: "
+                        "use --zero 3 (or drop --dp-shard)",
+                   "--dp-shard %lld needs --zero 3 (got --zero %lld)", LL(p->dp_shard), LL(p->zero));
+    if (p->dp_shard > 0 && p->dp % p->dp_shard != 0)
+        return bad(err, "the shard groups cut DP into dp/dp_shard replicas of dp_shard ranks each: pick a divisor "
+                        "of dp",
+                   "--dp-shard %lld does not divide dp %lld", LL(p->dp_shard), LL(p->dp));
     if (p->zero >= 2 && p->pp > 1)
         return bad(err, "DeepSpeed pipeline parallelism supports ZeRO stage 0 or 1 only",
                    "--zero %lld cannot be combined with --pp %lld", LL(p->zero), LL(p->pp));
@@ -457,6 +467,7 @@ void plan_describe(const ParallelPlan *p, TsBuf *out)
     if (p->sp) ts_buf_puts(out, " sp");
     if (p->zero) ts_buf_printf(out, " zero%d", p->zero);
     if (p->dist_opt) ts_buf_puts(out, " dist-opt");
+    if (p->dp_shard > 0) ts_buf_printf(out, " dp-shard%lld", (long long)p->dp_shard);
     ts_buf_printf(out, " mb%lld gb%lld seq%lld %s %s recompute=%s",
                   (long long)p->micro_batch, (long long)p->global_batch, (long long)p->seq,
                   ts_dtype_name(p->dtype), plan_sched_name(p->schedule),

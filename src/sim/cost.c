@@ -171,6 +171,31 @@ static void chunk_dp_costs(const Ctx *x, const SimSetup *in, double params, doub
     }
 }
 
+/* HSDP (--dp-shard): after each FSDP unit's reduce-scatter over the shard
+ * group, PyTorch's fully_shard on a 2-D mesh all-reduces the rank's 1/S
+ * gradient shard across the replicas; once per step here, on the DP stream
+ * beside the backward like Megatron's buckets: one "bucket" per layer (the
+ * unit), the root unit's embedding and head with the first and last
+ * layers. Dense parameters only (the experts keep their expert-DP
+ * sharding). */
+static void hsdp_replica_reduce(const Ctx *x, const LayerCost *dense, const LayerCost *moe, int64_t l0, int64_t nl,
+                                double head_params, double emb_params, double window_s, SimBucketMemo *memo,
+                                SimChunkCost *c)
+{
+    Ctx xr = *x;
+    xr.dpg = x->rpg;
+    xr.edpg = (PlanGroupInfo){.size = 1, .nodes = 1, .per_node = 1};
+    double unit = dense->params - dense->expert_params;
+    if (moe && moe->params - moe->expert_params < unit) unit = moe->params - moe->expert_params;
+    double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
+    SimBucketTiming tm = {.window_s = window_s};
+    SimBuckets bk;
+    sim_chunk_buckets(&xr, dense, moe, l0, nl, head_params, emb_params, TS_COLL_ALLREDUCE,
+                      gr / (double)x->dpg.size, unit > 0 ? unit : 1, 0, &tm, memo, &bk);
+    c->dp_grad_s = bk.t_dp;
+    c->dp_end_s = bk.end_s;
+}
+
 double sim_shampoo_s_per_param(const HwModel *hw, const ModelSpec *m, const ParallelPlan *p)
 {
     if (p->optimizer != PLAN_OPTIM_SHAMPOO) return 0;
@@ -312,8 +337,10 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     plan_group(p, PLAN_GROUP_TP, 0, gpn, &x.tpg);
     plan_group(p, PLAN_GROUP_CP, 0, gpn, &x.cpg);
     plan_group(p, PLAN_GROUP_EP, 0, gpn, &x.epg);
-    plan_group(p, PLAN_GROUP_DPCP, 0, gpn, &x.dpg);
+    plan_group(p, plan_fsdp_group(p), 0, gpn, &x.dpg);
     plan_group(p, PLAN_GROUP_EDP, 0, gpn, &x.edpg);
+    if (plan_dp_replicas(p) > 1) plan_group(p, PLAN_GROUP_REPLICATE, 0, gpn, &x.rpg);
+    else x.rpg = (PlanGroupInfo){.size = 1, .nodes = 1, .per_node = 1};
     plan_group(p, PLAN_GROUP_PP, 0, gpn, &x.ppg);
 
     SimWork *w = wk ? wk : sim_work_create();
@@ -349,7 +376,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     int64_t l0 = 0; /* first layer of the chunk */
     ChunkDp dpm = {0};
     SimBuckets bk = {0};
-    SimBucketMemo bmemo = {.n = 0};
+    SimBucketMemo bmemo = {.n = 0}, rmemo = {.n = 0};
     struct { bool valid; double params, eparams; SimBucketTiming tm; bool first, last; } bkey = {0};
     const double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
     const TsColl grad_rc = (p->dist_opt || p->zero >= 1) && !plan_ds_pipe(p) ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
@@ -486,6 +513,11 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 c->param_gather_s = (dpm.has_ag ? bk.t_ag : 0) + (dpm.has_eag ? bk.t_eag : 0);
                 c->gather_lag_s = c->param_gather_s > 0 ? bk.lag_s : 0;
                 sc[s].param_gather_s += c->param_gather_s;
+            } else if (x.rpg.size > 1) {
+                hsdp_replica_reduce(&x, &dense, has_moe ? &moe : NULL, l0 - nl, nl,
+                                    chunk == (int64_t)pp * v - 1 ? head_params : 0, chunk == 0 ? emb_params : 0,
+                                    c->bwd_s - c->head_bwd_s, &rmemo, c);
+                if (ordered) c->dp_end_w_s = c->dp_end_s;
             }
             sc[s].optimizer_s += dpm.opt;
             if (dpm.has_shampoo) {

@@ -19,6 +19,7 @@ typedef struct Ctx {
     double ab;              /* activation bytes per element, 2 */
     int64_t t, T, Tsp, S, Sl, B;
     PlanGroupInfo tpg, cpg, epg, dpg, edpg, ppg;
+    PlanGroupInfo rpg;      /* HSDP replicas (size 1 without --dp-shard); dpg is then the shard group */
     bool gated;
     const PartTemplate *tpl; /* the plan's per-rank kernels, while the layers are costed */
     const CostStep *cs;      /* and their costs */

@@ -111,7 +111,8 @@ typedef struct SearchKnobs {
     int8_t schedule;     /* PlanSchedule */
     int8_t tp_overlap;   /* TP communication overlapped with GEMMs: 0/1 */
     int8_t cp_comm;      /* SimCpComm: how CP exchanges K/V (SIM_CP_P2P when cp = 1) */
-    int8_t reserved[3];  /* 0: no padding, so knobs compare and travel (MPI) as bytes */
+    int8_t reserved;     /* 0: no padding, so knobs compare and travel (MPI) as bytes */
+    int16_t dp_shard;    /* HSDP shard degree (zero 3 only), e.g. 8; 0 = plain FSDP / not HSDP */
 } SearchKnobs;
 _Static_assert(sizeof(SearchKnobs) == 28, "SearchKnobs has no padding");
 
@@ -135,6 +136,8 @@ typedef struct SearchConfig {
     unsigned recompute_mask; /* bit per PlanRecompute; default all */
     unsigned schedule_mask;  /* bit per PlanSchedule; default gpipe, 1f1b, interleaved */
     unsigned zero_mask;      /* bit per ZeRO stage 0..3; default all */
+    SearchDim dp_shard;      /* HSDP shard degrees tried beside plain ZeRO-3 (dividing dp, below it);
+                                n == 0 (default): none, HSDP is not enumerated */
     unsigned sp_mask;        /* bit 0: sp off, bit 1: sp on; default both */
     unsigned overlap_mask;   /* bit 0: tp-overlap off, bit 1: on; default both */
     unsigned cp_comm_mask;   /* bit per SimCpComm, tried when cp > 1; default p2p only */

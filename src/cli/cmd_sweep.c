@@ -37,7 +37,7 @@ typedef struct SweepOpts {
     PlanFramework framework;  /* --framework (or its alias), megatron by default */
     PlanPrecision precision;  /* --precision, mixed by default */
     TsDtype dt;               /* --dtype, resolved (bf16 by default) */
-    const char *tp, *pp, *vpp, *cp, *ep, *mbs, *recompute, *schedule, *zero, *sp, *overlap, *cp_comm;
+    const char *tp, *pp, *vpp, *cp, *ep, *mbs, *recompute, *schedule, *zero, *dp_shard, *sp, *overlap, *cp_comm;
     int64_t max_tp, max_pp, max_vpp, max_cp, max_ep, max_mbs;
     int64_t seq, global_batch, top, jobs;
     bool seq_given;           /* --seq on the command line (else plan_default_seq) */
@@ -163,6 +163,8 @@ static void add_options(CliSpec *s, SweepOpts *o)
     cli_add(s, "recompute", CLI_STR, &o->recompute, "LIST", "recompute modes: none,selective,full");
     cli_add(s, "schedule", CLI_STR, &o->schedule, "LIST", "pipeline schedules: gpipe,1f1b,interleaved (default), zb-h1, dualpipe, dualpipev, 1f1b-a2a (pp 1)");
     cli_add(s, "zero", CLI_STR, &o->zero, "LIST", "ZeRO stages 0-3 (default: what --framework runs; megatron: 0, 1 = distributed optimizer, 3)");
+    cli_add(s, "dp-shard", CLI_STR, &o->dp_shard, "LIST",
+            "HSDP shard degrees to try beside plain ZeRO-3, e.g. 8,16 (default: none)");
     cli_add(s, "sp", CLI_STR, &o->sp, "LIST", "sequence parallel: off,on");
     cli_add(s, "tp-overlap", CLI_STR, &o->overlap, "LIST", "TP communication overlap: off,on");
     cli_add(s, "cp-comm", CLI_STR, &o->cp_comm, "LIST",
@@ -216,6 +218,7 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
              parse_mask("recompute", o->recompute, rec, NULL, PLAN_RECOMPUTE_COUNT, &c->recompute_mask) ||
              parse_mask("schedule", o->schedule, sch, sch_bit, PLAN_SCHED_COUNT, &c->schedule_mask) ||
              parse_mask("zero", o->zero, ZER, NULL, 4, &c->zero_mask) ||
+             parse_ints("dp-shard", o->dp_shard, &c->dp_shard) ||
              parse_mask("sp", o->sp, OFFON, NULL, 2, &c->sp_mask) ||
              parse_mask("tp-overlap", o->overlap, OFFON, NULL, 2, &c->overlap_mask) ||
              parse_mask("cp-comm", o->cp_comm, cpx, NULL, SIM_CP_COMM_COUNT, &c->cp_comm_mask);
@@ -230,6 +233,9 @@ static int configure(SweepOpts *o, const ModelSpec *m, SearchConfig *c)
      * torchtitan FSDP2 (3) or DDP (0); HF under DeepSpeed or FSDP all four */
     if (o->framework == PLAN_FRAMEWORK_MEGATRON && !o->zero) c->zero_mask = 0xBu;
     if (o->framework == PLAN_FRAMEWORK_TORCHTITAN && !o->zero) c->zero_mask = 0x9u;
+    if (c->dp_shard.n > 0 && !(c->zero_mask & 8u))
+        return usage("--dp-shard shards ZeRO-3 (FSDP) over smaller groups: add 3 to --zero (got --zero %s)",
+                     o->zero ? o->zero : "the framework's default");
     if (c->sp_mask == 1u && c->overlap_mask == 2u)
         return usage("--tp-overlap on needs --sp on (Megatron overlaps TP communication only under sequence "
                      "parallelism)%s", "");

@@ -274,6 +274,10 @@ static TsStatus check_megatron(const Emit *e)
                          "FSDP (--zero 3), the two `sweep --framework megatron` searches",
                       "--zero 2 (gradients and optimizer state sharded, parameters replicated) is not a Megatron-Core "
                       "setup");
+    if (p->dp_shard > 0)
+        return refuse(e, "trainsim writes Megatron FSDP sharded over all of DP x CP; emit HSDP for torchtitan "
+                         "(--emit torchtitan), or drop --dp-shard",
+                      "--dp-shard %lld (HSDP) has no Megatron-Core setting here", (long long)p->dp_shard);
     if (p->pp > 1 && p->schedule == PLAN_SCHED_GPIPE)
         return refuse(e, "Megatron-Core pipelines with 1F1B, interleaved when --vpp > 1",
                       "--schedule gpipe has no Megatron-Core schedule");
@@ -857,9 +861,12 @@ static TsStatus emit_torchtitan(const Emit *e, const char *generator)
     toml_str(b, "mixed_precision_reduce", "float32");
 
     ts_buf_puts(b, "\n[parallelism]\n");
+    /* DDP: replicate over DP; FSDP: shard over DP; HSDP (--dp-shard S):
+     * replicate dp/S, shard S (torchtitan's 2-D (dp_replicate, dp_shard) mesh) */
     bool ddp = p->zero == 0 && p->dp > 1;
-    toml_int(b, "data_parallel_replicate_degree", ddp ? p->dp : 1);
-    toml_int(b, "data_parallel_shard_degree", ddp ? 1 : p->dp);
+    int64_t rep = ddp ? p->dp : plan_dp_replicas(p);
+    toml_int(b, "data_parallel_replicate_degree", rep);
+    toml_int(b, "data_parallel_shard_degree", ddp ? 1 : p->dp / rep);
     toml_int(b, "tensor_parallel_degree", p->tp);
     toml_int(b, "pipeline_parallel_degree", p->pp);
     toml_int(b, "context_parallel_degree", p->cp);

@@ -39,6 +39,7 @@ static void knobs_json(TsBuf *b, const SearchPoint *p, int64_t layers)
                   plan_sched_name((PlanSchedule)k->schedule), k->tp_overlap ? "true" : "false",
                   sim_cp_comm_name((SimCpComm)k->cp_comm));
     ts_json_fmt_double(b, p->iteration_s);
+    if (k->dp_shard > 0) ts_buf_printf(b, ",\"dp_shard\":%d", k->dp_shard);
     TsBuf split = {0};
     if (uneven_split(p, layers, ",", &split)) ts_buf_printf(b, ",\"stage_layers\":[%s]", split.data);
     ts_buf_free(&split);
@@ -179,7 +180,8 @@ static void row_cells(const SearchPoint *p, int rank, char cells[N_COLS][24])
     snprintf(cells[7], 24, "%d", k->mbs);
     snprintf(cells[8], 24, "%s", onoff(k->sp));
     snprintf(cells[9], 24, "%s", plan_recompute_name((PlanRecompute)k->recompute));
-    snprintf(cells[10], 24, "%d", k->zero);
+    if (k->dp_shard > 0) snprintf(cells[10], 24, "%d/s%d", k->zero, k->dp_shard); /* HSDP: shard degree */
+    else snprintf(cells[10], 24, "%d", k->zero);
     snprintf(cells[11], 24, "%s", plan_sched_name((PlanSchedule)k->schedule));
     snprintf(cells[12], 24, "%s", onoff(k->tp_overlap));
     snprintf(cells[13], 24, "%.4f", p->iteration_s);

@@ -28,6 +28,7 @@ void search_plan_from_knobs(const SearchEvalCtx *x, const SearchKnobs *k, Parall
     bool dist_opt = k->zero == 1 && x->framework == PLAN_FRAMEWORK_MEGATRON;
     p->zero = dist_opt ? 0 : k->zero;
     p->dist_opt = dist_opt;
+    p->dp_shard = k->dp_shard;
     p->recompute = (PlanRecompute)k->recompute;
     p->tp_overlap = k->tp_overlap != 0;
     p->micro_batch = k->mbs;

@@ -112,10 +112,16 @@ static void fill_inner(const SearchConfig *c, SearchShape *sh)
         if (c->recompute_mask & (1u << r)) sh->rec[sh->n_rec++] = (int8_t)r;
     sh->n_zero = 0;
     if ((int64_t)sh->dp * sh->cp == 1) { /* nothing to shard: every ZeRO stage is plain DP */
-        if (c->zero_mask & 0xF) sh->zero[sh->n_zero++] = 0;
+        if (c->zero_mask & 0xF) sh->dps[sh->n_zero] = 0, sh->zero[sh->n_zero++] = 0;
     } else {
         for (int z = 0; z < 4; z++)
-            if (c->zero_mask & (1u << z)) sh->zero[sh->n_zero++] = (int8_t)z;
+            if (c->zero_mask & (1u << z)) sh->dps[sh->n_zero] = 0, sh->zero[sh->n_zero++] = (int8_t)z;
+        /* HSDP (--dp-shard): ZeRO-3 sharded over S of the dp ranks, S < dp */
+        for (int i = 0; i < c->dp_shard.n && (c->zero_mask & 8u); i++) {
+            int64_t s = c->dp_shard.v[i];
+            if (s >= 1 && s < sh->dp && s <= INT16_MAX && sh->dp % s == 0)
+                sh->dps[sh->n_zero] = (int16_t)s, sh->zero[sh->n_zero++] = 3;
+        }
     }
     /* (sp, overlap) pairs; without TP both are moot ("off"), and TP
      * overlap needs SP (Megatron asserts --tp-comm-overlap implies
@@ -222,7 +228,7 @@ static void cursor_knobs(const SearchSpace *s, const SearchCursor *c, SearchKnob
     const SearchShape *sh = &s->shapes[c->shape];
     *k = (SearchKnobs){.gpus = sh->gpus, .tp = sh->tp, .pp = sh->pp, .cp = sh->cp, .ep = sh->ep, .dp = sh->dp,
                        .mbs = sh->mbs[c->mbs], .vpp = sh->sv[c->sv].vpp, .sp = sh->sp[c->so],
-                       .recompute = sh->rec[c->rec], .zero = sh->zero[c->zero],
+                       .recompute = sh->rec[c->rec], .zero = sh->zero[c->zero], .dp_shard = sh->dps[c->zero],
                        .schedule = sh->sv[c->sv].schedule, .tp_overlap = sh->ov[c->so], .cp_comm = sh->cx[c->cx]};
 }
 

@@ -825,6 +825,13 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
                          "1f1b, interleaved, gpipe or zb-h1");
         return TS_ERR_PLAN;
     }
+    if (p->dp_shard > 0) {
+        /* the shard and replicate groups have no workload group kind yet */
+        ts_err(err, TS_ERR_PLAN, "the task graph takes no --dp-shard (HSDP) yet");
+        ts_err_hint(err, "'trainsim simulate', 'memory' and 'sweep' run HSDP; write the workload without --dp-shard "
+                         "(plain FSDP)");
+        return TS_ERR_PLAN;
+    }
     if (p->schedule == PLAN_SCHED_ZBH1 && (p->zero >= 3 || p->cp > 1 || (p->tp_overlap && p->tp > 1))) {
         /* the W pass would split an FSDP unit's reduce-scatter, a CP exchange
          * or a TP-overlap window from the input gradients they follow */

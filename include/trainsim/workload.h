@@ -83,7 +83,7 @@ typedef enum {
 #define WL_GROUP_LIST(X)                                                                         \
     X(NONE, "none", ANY) X(TP, "tp", TP) X(DP, "dp", DP) X(PP, "pp", PP) X(EP, "ep", EP)          \
     X(DP_EP, "dp_ep", DP_EP) X(CP, "cp", CP) X(WORLD, "world", ANY) X(DP_CP, "dp_cp", ANY)         \
-    X(EMB, "emb", ANY)
+    X(EMB, "emb", ANY) X(SHARD, "shard", DP) X(REPLICATE, "replicate", DP)
 typedef enum {
 #define X(e, n, h) WL_GROUP_##e,
     WL_GROUP_LIST(X)
@@ -169,6 +169,8 @@ typedef struct WlParallel {
     double pp_comm_bytes;   /* one stage-boundary activation per micro-batch, 16777216 */
     int64_t micro_batch;    /* sequences per micro-batch when known (generated), else 0 */
     int64_t seq;            /* tokens per sequence when known (generated), else 0 */
+    int64_t dp_shard;       /* HSDP: DP ranks per shard group (SHARD: dp_shard consecutive DP
+                               ranks x CP; REPLICATE: dp/dp_shard, one per shard group); 0 none */
     HwEpRoute ep_route;     /* how the EP all-to-alls travel (hw.h: DeepEP, the node limit, the
                                busiest rank's load); zero: NCCL all-to-alls, balanced */
 } WlParallel;

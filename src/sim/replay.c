@@ -57,7 +57,7 @@ static void charge(SimBreakdown *b, WlGroup g, double s)
 {
     switch (g) {
     case WL_GROUP_EP: b->ep_comm_exposed_s += s; break;
-    case WL_GROUP_DP: case WL_GROUP_DP_EP: b->dp_comm_exposed_s += s; break;
+    case WL_GROUP_DP: case WL_GROUP_DP_EP: case WL_GROUP_SHARD: case WL_GROUP_REPLICATE: b->dp_comm_exposed_s += s; break;
     case WL_GROUP_CP: b->cp_comm_exposed_s += s; break;
     case WL_GROUP_PP: b->pp_comm_exposed_s += s; break;
     default: b->tp_comm_exposed_s += s; break;

@@ -197,15 +197,17 @@ static TsStatus prepare(Dag *d, TsError *err)
 }
 
 /* Per-class stream clocks: compute, send, one per group kind, except that
- * the gradient-side groups (DP, DP x CP, expert DP, embedding, world) share
- * one: they cross the same NICs, so they take turns (the simulator sums
- * them too). */
+ * the gradient-side groups (DP, DP x CP, expert DP, embedding, world, HSDP's
+ * replicas) share one: they cross the same NICs, so they take turns (the
+ * simulator sums them too); HSDP's shard group has its own, as FSDP's
+ * per-unit gathers and reduce-scatters over it run beside the replicas'. */
 enum { ST_COMP = 0, ST_CPU = 1, ST_SEND = 2, ST_GROUP = 3, ST_N = ST_GROUP + WL_GROUP_COUNT };
 
 static int stream_of(WlGroup g)
 {
     switch (g) {
-    case WL_GROUP_DP_CP: case WL_GROUP_DP_EP: case WL_GROUP_EMB: case WL_GROUP_WORLD: return (int)WL_GROUP_DP;
+    case WL_GROUP_DP_CP: case WL_GROUP_DP_EP: case WL_GROUP_EMB: case WL_GROUP_WORLD:
+    case WL_GROUP_REPLICATE: return (int)WL_GROUP_DP;
     default: return (int)g;
     }
 }

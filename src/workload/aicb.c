@@ -159,6 +159,11 @@ TsStatus wl_build_aicb(const WlStep *step, const WlAicbOptions *o, Workload **ou
     WlBuildOptions def = {0};
     const ModelSpec *m = step->model;
     const ParallelPlan *p = step->plan;
+    if (p->dp_shard > 0 && p->zero >= 3) {
+        ts_err(err, TS_ERR_PLAN, "AICB's rows have no HSDP groups (--dp-shard): its ZeRO-3 rows span all of DP");
+        ts_err_hint(err, "write the plan as --format json or chakra, whose shard and replicate groups carry it");
+        return TS_ERR_PLAN;
+    }
     Gen g = {.m = m, .p = p, .t = step->tpl, .cc = &step->cc, .o = o && o->build ? o->build : &def, .n_chunks = p->pp * p->vpp,
              .dpn = p->dp * p->cp};
     wl_gen_blocks(&g, step->cost);

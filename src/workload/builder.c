@@ -212,6 +212,12 @@ static void fsdp_reduce(Gen *g, double params, double eparams, int64_t mb)
     if (g->dpn > 1 && params - eparams > 0)
         pend(g, coll(g, "fsdp.rs", WL_PHASE_WG, mb, TS_COLL_REDUCESCATTER, g->dpg, (params - eparams) * wl_gen_grad_bytes(g),
                      false));
+    /* HSDP: the rank's 1/shard of the unit's gradient all-reduced across the
+     * replicas, once per step (after the last micro-batch's reduce-scatter) */
+    int64_t rep = wl_group_size(g->w, WL_GROUP_REPLICATE);
+    if (rep > 1 && mb == g->p->grad_accum - 1 && params - eparams > 0)
+        pend(g, coll(g, "hsdp.ar", WL_PHASE_WG, mb, TS_COLL_ALLREDUCE, WL_GROUP_REPLICATE,
+                     (params - eparams) * wl_gen_grad_bytes(g) / (double)g->dpn, false));
     if (g->edpn > 1 && eparams > 0)
         pend(g, coll(g, "efsdp.rs", WL_PHASE_WG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_DP_EP, eparams * wl_gen_grad_bytes(g),
                      false));
@@ -825,13 +831,6 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
                          "1f1b, interleaved, gpipe or zb-h1");
         return TS_ERR_PLAN;
     }
-    if (p->dp_shard > 0) {
-        /* the shard and replicate groups have no workload group kind yet */
-        ts_err(err, TS_ERR_PLAN, "the task graph takes no --dp-shard (HSDP) yet");
-        ts_err_hint(err, "'trainsim simulate', 'memory' and 'sweep' run HSDP; write the workload without --dp-shard "
-                         "(plain FSDP)");
-        return TS_ERR_PLAN;
-    }
     if (p->schedule == PLAN_SCHED_ZBH1 && (p->zero >= 3 || p->cp > 1 || (p->tp_overlap && p->tp > 1))) {
         /* the W pass would split an FSDP unit's reduce-scatter, a CP exchange
          * or a TP-overlap window from the input gradients they follow */
@@ -843,8 +842,10 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     if (m->layers < n_chunks)
         return ts_err(err, TS_ERR_PLAN, "%lld layers cannot fill %lld pipeline chunks",
                       (long long)m->layers, (long long)n_chunks);
+    const bool hsdp = p->dp_shard > 0 && p->zero >= 3; /* FSDP over the shard group (plan_fsdp_group) */
     Gen g = {.m = m, .p = p, .t = st->tpl, .cc = &st->cc, .o = o, .last = -1, .join = -1, .n_chunks = n_chunks,
-             .dpg = p->cp > 1 ? WL_GROUP_DP_CP : WL_GROUP_DP, .dpn = p->dp * (p->cp > 1 ? p->cp : 1)};
+             .dpg = hsdp ? WL_GROUP_SHARD : p->cp > 1 ? WL_GROUP_DP_CP : WL_GROUP_DP,
+             .dpn = (hsdp ? p->dp_shard : p->dp) * (p->cp > 1 ? p->cp : 1)};
     /* Megatron-Core's bucket_size over the reduction group (DP x CP), as sim_dp_bucket_bytes */
     g.bucket_max = o->bucket_params > 0 ? o->bucket_params : fmax(4e7, 1e6 * (double)g.dpn);
     Step *steps = malloc((size_t)(2 * p->grad_accum * v) * sizeof *steps);
@@ -860,7 +861,7 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     w->par = (WlParallel){.world = p->gpus, .tp = p->tp, .cp = p->cp, .pp = p->pp, .dp = p->dp,
                           .ep = p->ep > 0 ? p->ep : 1, .etp = p->etp > 0 && p->etp != p->tp ? p->etp : 0,
                           .vpp = v, .layers_per_stage = m->layers / p->pp, .micro_batch = p->micro_batch,
-                          .seq = p->seq, .ga = p->grad_accum};
+                          .seq = p->seq, .ga = p->grad_accum, .dp_shard = hsdp ? p->dp_shard : 0};
     g.edpn = wl_group_size(w, WL_GROUP_DP_EP); /* the layout's expert-DP group, for ZeRO-3 */
     wl_gen_blocks(&g, st->cost);
     w->par.pp_comm_bytes = p->pp > 1 ? g.t->boundary_bytes : 0;

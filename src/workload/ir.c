@@ -221,6 +221,8 @@ int64_t wl_group_size(const Workload *w, WlGroup g)
     case WL_GROUP_WORLD: return p->world;
     case WL_GROUP_DP_CP: return p->dp * p->cp;
     case WL_GROUP_EMB: return p->pp > 1 ? 2 : 1;
+    case WL_GROUP_SHARD: return (p->dp_shard > 0 ? p->dp_shard : p->dp) * p->cp;
+    case WL_GROUP_REPLICATE: return p->dp_shard > 0 ? p->dp / p->dp_shard : 1;
     default: return 1;
     }
 }
@@ -256,6 +258,12 @@ int64_t wl_group_members(const Workload *w, WlGroup g, int64_t rank, int64_t *ou
         case WL_GROUP_DP_EP: m.dp = c.dp % ep + i * ep; break;
         case WL_GROUP_DP_CP: m.cp = i % p->cp, m.dp = i / p->cp; break;
         case WL_GROUP_EMB: m.pp = i == 0 ? 0 : p->pp - 1; break;
+        case WL_GROUP_SHARD: { /* dp_shard consecutive DP ranks x CP */
+            int64_t sd = p->dp_shard > 0 ? p->dp_shard : p->dp;
+            m.cp = i % p->cp, m.dp = (c.dp / sd) * sd + i / p->cp;
+            break;
+        }
+        case WL_GROUP_REPLICATE: m.dp = c.dp % p->dp_shard + i * p->dp_shard; break;
         case WL_GROUP_WORLD: {
             if (k < cap) out[k] = i;
             k++;
@@ -427,15 +435,17 @@ void wl_layout_format(const WlParallel *p, char *out, size_t cap)
     if (wl_ep_route_set(r) && n < cap) /* the load in millionths: the line holds integers */
         snprintf(out + n, cap - n, " ep_deepep=%d ep_topk=%" PRId64 " ep_node_limit=%" PRId64 " ep_load_ppm=%lld",
                  r->deepep ? 1 : 0, r->topk, r->node_limit, (long long)llround(r->load * 1e6));
+    n = strlen(out);
+    if (p->dp_shard > 0 && n < cap) snprintf(out + n, cap - n, " dp_shard=%" PRId64, p->dp_shard);
 }
 
 bool wl_layout_parse(const char *s, WlParallel *p)
 {
-    /* the first 11 keys required, the EP route's 4 optional */
+    /* the first 11 keys required, the EP route's 4 and HSDP's shard optional */
     static const char *const KEYS[] = {"world", "tp", "cp", "pp", "dp", "ep", "etp", "vpp", "ga", "micro_batch", "seq",
-                                       "ep_deepep", "ep_topk", "ep_node_limit", "ep_load_ppm"};
-    int64_t v[15] = {0};
-    bool seen[15] = {false};
+                                       "ep_deepep", "ep_topk", "ep_node_limit", "ep_load_ppm", "dp_shard"};
+    int64_t v[16] = {0};
+    bool seen[16] = {false};
     WlParallel q = *p;
     while (*s) {
         while (*s == ' ') s++;
@@ -443,7 +453,7 @@ bool wl_layout_parse(const char *s, WlParallel *p)
         const char *eq = strchr(s, '=');
         if (!eq) return false;
         int k = -1;
-        for (int i = 0; i < 15; i++)
+        for (int i = 0; i < 16; i++)
             if ((size_t)(eq - s) == strlen(KEYS[i]) && !strncmp(s, KEYS[i], (size_t)(eq - s))) k = i;
         char *end;
         long long x = strtoll(eq + 1, &end, 10);
@@ -457,8 +467,9 @@ bool wl_layout_parse(const char *s, WlParallel *p)
     q.world = v[0], q.tp = v[1], q.cp = v[2], q.pp = v[3], q.dp = v[4], q.ep = v[5], q.etp = v[6], q.vpp = v[7];
     q.ga = v[8], q.micro_batch = v[9], q.seq = v[10];
     q.ep_route = (HwEpRoute){.deepep = v[11] != 0, .topk = v[12], .node_limit = v[13], .load = (double)v[14] / 1e6};
+    q.dp_shard = v[15];
     if (q.tp < 1 || q.cp < 1 || q.pp < 1 || q.dp < 1 || q.ep < 1 || q.vpp < 1 || q.ga < 1 ||
-        q.tp * q.cp * q.pp * q.dp != q.world)
+        q.tp * q.cp * q.pp * q.dp != q.world || (q.dp_shard > 0 && q.dp % q.dp_shard != 0))
         return false;
     *p = q;
     return true;

@@ -240,6 +240,13 @@ static TsStatus read_parallel(Rd *r, json_t *root)
     }
     if (json_object_get(po, "ep_route") && (st = read_ep_route(r, po, &p->ep_route))) return st;
     snprintf(r->path, sizeof r->path, "parallel");
+    if (json_object_get(po, "dp_shard")) {
+        if ((st = get_int(r, po, "dp_shard", 1, p->dp, &p->dp_shard))) return st;
+        if (p->dp % p->dp_shard != 0)
+            return rd_err(r, "parallel.dp_shard", "HSDP cuts DP into dp/dp_shard replicas of dp_shard ranks",
+                          "'parallel.dp_shard' (%lld) does not divide dp (%lld)", (long long)p->dp_shard,
+                          (long long)p->dp);
+    }
     if (json_object_get(po, "etp")) {
         if ((st = get_int(r, po, "etp", 1, M, &p->etp))) return st;
         if ((p->tp * p->cp * p->dp) % (p->etp * p->ep) != 0)

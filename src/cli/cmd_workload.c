@@ -169,6 +169,9 @@ int cmd_workload(int argc, char **argv)
         if (rc) return rc;
     }
     rc = write_out(w, &o, fmt);
+    /* the GPU the task times are of, where the workload went to files */
+    if (!rc && !o.in && !o.chakra_example && o.output && g.costed_on[0])
+        printf("task times of %s (--gpu, --cluster)\n", g.costed_on);
     wl_destroy(w);
     return rc;
 }

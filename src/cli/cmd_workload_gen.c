@@ -73,6 +73,7 @@ int wl_gen_cli_build(WlGenCli *g, Workload **out)
                         "without waiting for their receivers (faster than the engine); --format json keeps them "
                         "as \"sync\" pairs\n");
     if ((rc = cli_hw_load(&g->hw, "dgx-h100", p.gpus, &g->loaded))) return rc;
+    snprintf(g->costed_on, sizeof g->costed_on, "%s in %s", g->loaded.cluster.gpu.name, g->loaded.cluster.name);
     TsStatus st;
     if (dag) { /* the task graph of what `simulate` models (generate.c) */
         SimSetup in = {.model = &m, .plan = p, .hw = &g->loaded.model, .net = &g->loaded.net, .opt = so};

@@ -18,6 +18,7 @@ typedef struct WlGenCli {
     bool aicb_compat;   /* --aicb-compat given */
     bool neusight;      /* --optable-compat neusight */
     CliSim sim;         /* the runtime options a task graph carries (cli_sim_add_workload) */
+    char costed_on[160]; /* after the build: "h100-sxm5-80gb in dgx-h100 (1 node)", the GPU its times are of */
 } WlGenCli;
 
 void wl_gen_cli_init(WlGenCli *g);

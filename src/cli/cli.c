@@ -74,13 +74,22 @@ static const CliLimit *limit_of(const char *name)
 
 static bool numeric(CliKind k) { return k == CLI_INT || k == CLI_DOUBLE || k == CLI_BYTES; }
 
+static CliOpt *find(CliSpec *s, const char *name, size_t len);
+
 void cli_add(CliSpec *s, const char *name, CliKind kind, void *dst, const char *metavar,
              const char *help)
 {
     if (s->n >= CLI_MAX_OPTS) abort(); /* a programming error, caught by any test */
     const CliLimit *lim = numeric(kind) ? limit_of(name) : NULL;
     if (numeric(kind) && !lim) abort(); /* every number has a range: add a row to LIMITS */
-    s->opts[s->n++] = (CliOpt){name, kind, dst, metavar, help, NULL, lim};
+    s->opts[s->n++] = (CliOpt){name, kind, dst, metavar, help, NULL, lim, NULL};
+}
+
+void cli_add_check(CliSpec *s, const char *name, CliCheck check)
+{
+    CliOpt *o = find(s, name, strlen(name));
+    if (!o || o->kind != CLI_STR) abort(); /* a programming error, caught by any test */
+    o->check = check;
 }
 
 /* A size for a hint: the largest unit that divides it ("1 PiB", "1 TB", "4 B"). */
@@ -161,7 +170,10 @@ TsStatus cli_set(CliSpec *s, CliOpt *o, const char *val, TsError *err)
     s->seen[o - s->opts] = true;
     if (o->seen) *o->seen = true;
     if (o->kind == CLI_FLAG || o->kind == CLI_NOFLAG) *(bool *)o->dst = (o->kind == CLI_FLAG);
-    else if (o->kind == CLI_STR) *(const char **)o->dst = val;
+    else if (o->kind == CLI_STR) {
+        if (o->check && val && o->check(o->name, val, err) != TS_OK) return TS_ERR_USAGE;
+        *(const char **)o->dst = val;
+    }
     else if (o->kind != CLI_RECIPE) return set_number(o, val, err);
     return TS_OK;
 }

@@ -29,6 +29,10 @@ typedef enum { CLI_FLAG, CLI_INT, CLI_DOUBLE, CLI_BYTES, CLI_STR, CLI_NOFLAG, CL
  * usage error naming the option and the range (exit 2):
  *     error: --global-batch -5 is out of range
  *     hint: --global-batch takes an integer from 1 to 1073741824 */
+/* A string option's value check: TS_OK, or TS_ERR_USAGE in *err naming
+ * the option (opt, without "--") and what it takes. */
+typedef TsStatus (*CliCheck)(const char *opt, const char *val, TsError *err);
+
 typedef struct CliOpt {
     const char *name;    /* without the leading "--" */
     CliKind kind;
@@ -37,6 +41,7 @@ typedef struct CliOpt {
     const char *help;
     bool *seen;
     const struct CliLimit *lim; /* numeric kinds: the accepted range (cli.c) */
+    CliCheck check;      /* CLI_STR: the value's check at cli_set (typed or from a recipe), or NULL */
 } CliOpt;
 
 #define CLI_MAX_OPTS 160
@@ -60,6 +65,10 @@ typedef struct CliSpec {
  * abort(): a programming error that any run of the command shows). */
 void cli_add(CliSpec *s, const char *name, CliKind kind, void *dst, const char *metavar,
              const char *help);
+/* Check option `name`'s value whenever it is set (cli_set): a bad value is
+ * then reported where it was given, on the command line or at a recipe's
+ * file:line:col. */
+void cli_add_check(CliSpec *s, const char *name, CliCheck check);
 /* Parse argv (argv[0] is the command name). Returns:
  *   0  parsed; -1 help printed (exit 0); 2 usage error printed to stderr. */
 int cli_parse(CliSpec *s, int argc, char **argv);

@@ -28,6 +28,10 @@ void cli_plan_add_knobs(CliSpec *s, CliPlan *cp)
     cli_add(s, "moe-capacity-factor", CLI_DOUBLE, &cp->moe_capacity, "C",
             "drop tokens beyond C x an expert's mean load (default dropless)");
     cli_add(s, "moe-pad-to-capacity", CLI_FLAG, &cp->moe_pad, NULL, "pad every expert's input to its capacity");
+    cli_add_check(s, "recompute-modules", cli_check_rc_modules);
+    cli_add_check(s, "fp8-recipe", cli_check_fp8_recipe);
+    cli_add_check(s, "adam-moments", cli_check_adam_moments);
+    cli_add_check(s, "moe-dispatcher", cli_check_moe_dispatch);
 }
 
 void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
@@ -70,21 +74,21 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
     cli_add(s, "no-flash", CLI_FLAG, &cp->no_flash, NULL,
             "attention stores its S^2 scores (no FlashAttention)");
     cli_plan_add_knobs(s, cp);
+    static const struct { const char *opt; CliCheck check; } CHECKS[] = {
+        {"recompute", cli_check_recompute}, {"dtype", cli_check_dtype},         {"framework", cli_check_framework},
+        {"precision", cli_check_precision}, {"schedule", cli_check_schedule},   {"stage-layers", cli_check_stage_layers},
+        {"optimizer", cli_check_optimizer},
+    };
+    for (size_t i = 0; i < sizeof CHECKS / sizeof CHECKS[0]; i++) cli_add_check(s, CHECKS[i].opt, CHECKS[i].check);
     if (with_gpus) cli_add(s, "gpus", CLI_INT, &cp->gpus, "N", "number of GPUs");
 }
 
-static int usage(const char *opt, const char *val, const char *expect)
+/* A value its check refused after all (set without cli_set): the same message. */
+static int invalid(CliCheck check, const char *opt, const char *val)
 {
-    fprintf(stderr, "trainsim: invalid value '%s' for --%s (expected %s)\n", val, opt, expect);
-    return 2;
-}
-
-bool cli_train_dtype(const char *s, TsDtype *out)
-{
-    TsDtype d;
-    if (!ts_dtype_parse(s, &d) || d == TS_DTYPE_TF32) return false;
-    *out = d;
-    return true;
+    TsError e = {0};
+    check(opt, val, &e);
+    return cli_fail(&e);
 }
 
 int cli_plan_knobs(const CliPlan *cp, ParallelPlan *p)
@@ -93,25 +97,16 @@ int cli_plan_knobs(const CliPlan *cp, ParallelPlan *p)
     p->moe_imbalance = cp->moe_imbalance;
     p->moe_capacity = cp->moe_capacity;
     p->moe_pad = cp->moe_pad;
+    const char *bad = NULL;
+    size_t len = 0;
     if (cp->moe_dispatch && !plan_moe_dispatch_parse(cp->moe_dispatch, &p->moe_dispatch))
-        return usage("moe-dispatcher", cp->moe_dispatch, "alltoall or deepep");
+        return invalid(cli_check_moe_dispatch, "moe-dispatcher", cp->moe_dispatch);
     if (cp->fp8_recipe && !plan_fp8_parse(cp->fp8_recipe, &p->fp8_recipe))
-        return usage("fp8-recipe", cp->fp8_recipe, "delayed, current or blockwise");
-    if (cp->adam_moments) {
-        if (!strcmp(cp->adam_moments, "fp32")) p->adam_moments = TS_DTYPE_FP32;
-        else if (!strcmp(cp->adam_moments, "bf16")) p->adam_moments = TS_DTYPE_BF16;
-        else return usage("adam-moments", cp->adam_moments, "fp32 or bf16");
-    }
-    if (cp->recompute_modules) {
-        const char *bad = NULL;
-        size_t len = 0;
-        if (!plan_rc_modules_parse(cp->recompute_modules, &p->recompute_modules, &bad, &len)) {
-            fprintf(stderr, "trainsim: unknown module '%.*s' in --recompute-modules %s\n", (int)len, bad,
-                    cp->recompute_modules);
-            fprintf(stderr, "hint: the modules are core_attn, layernorm, moe_act and mla_up_proj\n");
-            return 2;
-        }
-    }
+        return invalid(cli_check_fp8_recipe, "fp8-recipe", cp->fp8_recipe);
+    if (cp->adam_moments && !cli_adam_moments(cp->adam_moments, &p->adam_moments))
+        return invalid(cli_check_adam_moments, "adam-moments", cp->adam_moments);
+    if (cp->recompute_modules && !plan_rc_modules_parse(cp->recompute_modules, &p->recompute_modules, &bad, &len))
+        return invalid(cli_check_rc_modules, "recompute-modules", cp->recompute_modules);
     return 0;
 }
 
@@ -137,32 +132,20 @@ int cli_plan_load(const CliSpec *s, CliPlan *cp, const ModelSpec *m, int64_t gpu
     if (rc) return rc;
     p->gpus = gpus_from_hw > 0 ? gpus_from_hw : cp->gpus;
     if (cp->recompute && !plan_recompute_parse(cp->recompute, &p->recompute))
-        return usage("recompute", cp->recompute, "none, selective or full");
-    if (cp->dtype && !cli_train_dtype(cp->dtype, &p->dtype))
-        return usage("dtype", cp->dtype, "bf16, fp16, fp8 or fp32");
+        return invalid(cli_check_recompute, "recompute", cp->recompute);
+    if (cp->dtype && !cli_train_dtype(cp->dtype, &p->dtype)) return invalid(cli_check_dtype, "dtype", cp->dtype);
     if (cp->framework && !plan_framework_parse(cp->framework, &p->framework))
-        return usage("framework", cp->framework, "megatron, torchtitan, deepspeed or hf");
+        return invalid(cli_check_framework, "framework", cp->framework);
     if (cp->precision && !plan_precision_parse(cp->precision, &p->precision))
-        return usage("precision", cp->precision, "mixed, amp or pure");
+        return invalid(cli_check_precision, "precision", cp->precision);
     if (cp->optimizer && !plan_optim_parse(cp->optimizer, &p->optimizer))
-        return usage("optimizer", cp->optimizer, "adam or shampoo");
-    if (cp->schedule) {
-        if (!plan_sched_parse(cp->schedule, &p->schedule))
-            return usage("schedule", cp->schedule, "1f1b, interleaved or gpipe");
-    } else if (p->vpp > 1) {
-        p->schedule = PLAN_SCHED_INTERLEAVED;
-    }
+        return invalid(cli_check_optimizer, "optimizer", cp->optimizer);
+    if (cp->schedule && !plan_sched_parse(cp->schedule, &p->schedule))
+        return invalid(cli_check_schedule, "schedule", cp->schedule);
+    if (!cp->schedule && p->vpp > 1) p->schedule = PLAN_SCHED_INTERLEAVED;
     if (cp->stage_layers) {
-        const char *q = cp->stage_layers;
-        int32_t n = 0;
-        while (*q) {
-            char *end;
-            long long v = strtoll(q, &end, 10);
-            if (end == q || (*end != ',' && *end != '\0') || n >= CLI_PLAN_MAX_STAGES)
-                return usage("stage-layers", cp->stage_layers, "comma-separated layer counts");
-            cp->stage_buf[n++] = (int64_t)v;
-            q = *end == ',' ? end + 1 : end;
-        }
+        int n = cli_stage_layers(cp->stage_layers, cp->stage_buf, CLI_PLAN_MAX_STAGES);
+        if (n < 0) return invalid(cli_check_stage_layers, "stage-layers", cp->stage_layers);
         p->stage_layers = cp->stage_buf;
         p->n_stage_layers = n;
     }

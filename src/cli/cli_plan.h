@@ -8,9 +8,9 @@
 #define TRAINSIM_CLI_PLAN_H
 
 #include "cli.h"
+#include "cli_values.h"
 #include "trainsim/plan.h"
 
-#define CLI_PLAN_MAX_STAGES 1024
 
 typedef struct CliPlan {
     int64_t tp, pp, vpp, dp, cp, ep, etp, zero, recompute_layers;
@@ -25,9 +25,6 @@ typedef struct CliPlan {
 } CliPlan;
 
 void cli_plan_init(CliPlan *cp);
-/* A training dtype (--dtype): bf16, fp16, fp8 or fp32 (tf32 is a compute
- * mode, not a training dtype). False for anything else. */
-bool cli_train_dtype(const char *s, TsDtype *out);
 /* Add the options. with_gpus: also add --gpus (commands without the hw group). */
 void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus);
 /* The knobs a sweep holds fixed for every plan (--recompute-modules, --fp8-recipe,

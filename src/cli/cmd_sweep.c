@@ -181,6 +181,9 @@ static void add_options(CliSpec *s, SweepOpts *o)
     cli_add(s, "csv", CLI_STR, &o->csv, "FILE", "write every simulated plan as CSV");
     cli_add(s, "html", CLI_STR, &o->html, "FILE", "write a self-contained HTML report");
     cli_emit_add(s, &o->emit);
+    cli_add_check(s, "dtype", cli_check_dtype);
+    cli_add_check(s, "framework", cli_check_framework);
+    cli_add_check(s, "precision", cli_check_precision);
 }
 
 /* -j N / -jN -> --jobs N (the option parser knows long options only). */

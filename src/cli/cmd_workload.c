@@ -160,7 +160,6 @@ int cmd_workload(int argc, char **argv)
         if (!(w = example_allgather(&err))) return cli_fail(&err);
     } else if (o.in) {
         if (wl_read_file(o.in, &w, &err)) return cli_fail(&err);
-        if (w->warning[0]) fprintf(stderr, "trainsim: warning: %s\n", w->warning);
     } else {
         g.fmt = fmt;
         g.aicb_compat = o.aicb_compat != NULL;
@@ -168,6 +167,7 @@ int cmd_workload(int argc, char **argv)
         rc = wl_gen_cli_build(&g, &w);
         if (rc) return rc;
     }
+    if (w->warning[0]) fprintf(stderr, "trainsim: warning: %s\n", w->warning);
     rc = write_out(w, &o, fmt);
     /* the GPU the task times are of, where the workload went to files */
     if (!rc && !o.in && !o.chakra_example && o.output && g.costed_on[0])

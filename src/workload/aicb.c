@@ -159,6 +159,14 @@ TsStatus wl_build_aicb(const WlStep *step, const WlAicbOptions *o, Workload **ou
     WlBuildOptions def = {0};
     const ModelSpec *m = step->model;
     const ParallelPlan *p = step->plan;
+    if (plan_sched_ordered(p->schedule)) {
+        /* SimAI computes a 1F1B bubble from the header; the rows have no W
+         * passes or F&B pairs */
+        ts_err(err, TS_ERR_PLAN, "AICB's rows have no --schedule %s: SimAI prices every plan's bubble as 1F1B's",
+               plan_sched_name(p->schedule));
+        ts_err_hint(err, "write the plan as --format json or chakra (zb-h1), or the rows with --schedule 1f1b");
+        return TS_ERR_PLAN;
+    }
     if (p->dp_shard > 0 && p->zero >= 3) {
         ts_err(err, TS_ERR_PLAN, "AICB's rows have no HSDP groups (--dp-shard): its ZeRO-3 rows span all of DP");
         ts_err_hint(err, "write the plan as --format json or chakra, whose shard and replicate groups carry it");
@@ -312,6 +320,10 @@ TsStatus wl_build_aicb(const WlStep *step, const WlAicbOptions *o, Workload **ou
     free(st.layers);
     if (wl_class_begin(w, "stage0", 0) < 0 || !wl_rows_build(w, rs.r, rs.n)) goto oom_w;
     free(rs.r);
+    if (p->ep > 1 && (p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP || p->moe_imbalance > 1.0 || p->moe_capacity > 0))
+        snprintf(w->warning, sizeof w->warning,
+                 "AICB's rows carry no DeepEP route, load imbalance or capacity: SimAI (and the replay) cost the "
+                 "EP all-to-alls as NCCL's over a balanced load; --format json or chakra keep them");
     *out = w;
     return TS_OK;
 oom:

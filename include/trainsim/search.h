@@ -260,6 +260,7 @@ typedef struct SearchEvalCtx {
     PlanPrecision precision;  /* the precision recipe of every plan, mixed */
     const TrainOptions *train; /* --train-tokens and the run's options: each plan's wall clock,
                                  GPU-hours and cost (SearchPoint.train_*); NULL none */
+    int64_t model_params;     /* every parameter of the model (the checkpoint's count), once */
     ParallelPlan knobs;       /* every plan's MoE dispatch, node limit, imbalance, capacity,
                                  FP8 recipe, Adam moments, and recompute modules (under
                                  selective recompute); plan_init's defaults */

@@ -19,6 +19,7 @@
 #ifndef TRAINSIM_COMMON_INT_H
 #define TRAINSIM_COMMON_INT_H
 
+#include <stdarg.h>
 #include "trainsim/common.h"
 
 /* ---- growth helpers ----------------------------------------------------------- */
@@ -57,6 +58,11 @@ void ts_json_free(TsJsonDoc *doc);
  * indices ("text_config.hidden_size", "links[2].bw")
  * in the source; returns false if not found (then line/col of the object). */
 bool ts_json_locate(const TsJsonDoc *doc, const char *path, int *line, int *col);
+/* An input error positioned at the value at `path` (its object when
+ * missing), with an optional hint: TS_ERR_INPUT. The readers' own error
+ * helpers forward their arguments here. */
+TsStatus ts_json_verr(const TsJsonDoc *doc, const char *path, const char *hint, TsError *err, const char *fmt,
+                      va_list ap);
 /* Typed getters. `path` is the dotted JSON path used in messages. Missing
  * key: returns TS_OK and leaves *out untouched when !required. Wrong type or
  * out of range: TS_ERR_INPUT positioned at the value. */

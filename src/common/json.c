@@ -225,6 +225,19 @@ static bool find_index(Scan *s, long idx)
 }
 
 /* Paths are dotted keys with optional array indices: "links[2].bw". */
+TsStatus ts_json_verr(const TsJsonDoc *doc, const char *path, const char *hint, TsError *err, const char *fmt,
+                      va_list ap)
+{
+    char msg[TS_ERR_MSG_MAX];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    int l = 1, c = 1;
+    ts_json_locate(doc, path, &l, &c);
+    ts_err(err, TS_ERR_INPUT, "%s", msg);
+    ts_err_at(err, doc->file, l, c, doc->text);
+    if (hint) ts_err_hint(err, "%s", hint);
+    return TS_ERR_INPUT;
+}
+
 bool ts_json_locate(const TsJsonDoc *doc, const char *path, int *line, int *col)
 {
     Scan s = {doc->text, 0, doc->len};

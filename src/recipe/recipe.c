@@ -27,17 +27,11 @@ static TsStatus fail_at(const Reader *rd, const char *path, const char *hint, co
     __attribute__((format(printf, 4, 5)));
 static TsStatus fail_at(const Reader *rd, const char *path, const char *hint, const char *fmt, ...)
 {
-    char msg[TS_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    TsStatus st = ts_json_verr(rd->doc, path, hint, rd->err, fmt, ap);
     va_end(ap);
-    int l = 1, c = 1;
-    ts_json_locate(rd->doc, path, &l, &c);
-    ts_err(rd->err, TS_ERR_INPUT, "%s", msg);
-    ts_err_at(rd->err, rd->doc->file, l, c, rd->doc->text);
-    if (hint) ts_err_hint(rd->err, "%s", hint);
-    return TS_ERR_INPUT;
+    return st;
 }
 
 static TsStatus oom(const Reader *rd) { return ts_err(rd->err, TS_ERR_INTERNAL, "out of memory reading a recipe"); }

@@ -104,13 +104,11 @@ static void train_point(const SearchEvalCtx *x, const ParallelPlan *p, double it
 {
     pt->train_wall_s = pt->train_gpu_hours = pt->train_cost = 0;
     if (!x->train) return;
-    ModelCounts mc;
-    model_count_params(x->model, &mc);
     PartParamBytes pb;
     part_param_bytes(p, NULL, &pb);
     TrainEstimate e;
     if (train_estimate(x->train, it_s, (double)x->global_batch * (double)x->seq, p->gpus,
-                       (double)mc.total * (pb.weight + pb.optim), &e, NULL) != TS_OK)
+                       (double)x->model_params * (pb.weight + pb.optim), &e, NULL) != TS_OK)
         return;
     pt->train_wall_s = e.wall_s;
     pt->train_gpu_hours = e.gpu_hours;
@@ -170,6 +168,9 @@ void search_eval_init(SearchEvalCtx *x, const ModelSpec *m, const HwModel *hw, i
     x->global_batch = global_batch;
     x->seq = seq;
     x->dtype = TS_DTYPE_BF16;
+    ModelCounts mc;
+    model_count_params(m, &mc);
+    x->model_params = mc.total;
     sim_options_init(&x->sim_opts);
     part_mem_options_init(&x->mem_opts);
     x->mem_opts.capacity_bytes = hw->gpu.hbm_bytes;

@@ -214,8 +214,7 @@ static void fsdp_reduce(Gen *g, double params, double eparams, int64_t mb)
                      false));
     /* HSDP: the rank's 1/shard of the unit's gradient all-reduced across the
      * replicas, once per step (after the last micro-batch's reduce-scatter) */
-    int64_t rep = wl_group_size(g->w, WL_GROUP_REPLICATE);
-    if (rep > 1 && mb == g->p->grad_accum - 1 && params - eparams > 0)
+    if (g->rpn > 1 && mb == g->p->grad_accum - 1 && params - eparams > 0)
         pend(g, coll(g, "hsdp.ar", WL_PHASE_WG, mb, TS_COLL_ALLREDUCE, WL_GROUP_REPLICATE,
                      (params - eparams) * wl_gen_grad_bytes(g) / (double)g->dpn, false));
     if (g->edpn > 1 && eparams > 0)
@@ -863,6 +862,7 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
                           .vpp = v, .layers_per_stage = m->layers / p->pp, .micro_batch = p->micro_batch,
                           .seq = p->seq, .ga = p->grad_accum, .dp_shard = hsdp ? p->dp_shard : 0};
     g.edpn = wl_group_size(w, WL_GROUP_DP_EP); /* the layout's expert-DP group, for ZeRO-3 */
+    g.rpn = wl_group_size(w, WL_GROUP_REPLICATE);
     wl_gen_blocks(&g, st->cost);
     w->par.pp_comm_bytes = p->pp > 1 ? g.t->boundary_bytes : 0;
     if (m->experts > 0 && p->ep > 1)

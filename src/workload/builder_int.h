@@ -52,6 +52,7 @@ typedef struct Gen {
     WlGroup dpg;                    /* gradient reduction group: DP, or DP_CP when cp > 1 */
     int64_t dpn;                    /* its size, dp*cp */
     int64_t edpn;                   /* expert-DP group size (DP_EP) */
+    int64_t rpn;                    /* HSDP replicas (REPLICATE group size), 1 without */
     bool split_w;                   /* zb-h1: a backward runs its input gradients (I); its weight
                                        gradients run later as the order's W pass (chunk_w) */
     bool oom;

@@ -32,17 +32,11 @@ static TsStatus rd_err(Rd *r, const char *path, const char *hint, const char *fm
     __attribute__((format(printf, 4, 5)));
 static TsStatus rd_err(Rd *r, const char *path, const char *hint, const char *fmt, ...)
 {
-    char msg[TS_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    TsStatus st = ts_json_verr(r->doc, path, hint, r->err, fmt, ap);
     va_end(ap);
-    int l = 1, c = 1;
-    ts_json_locate(r->doc, path, &l, &c);
-    ts_err(r->err, TS_ERR_INPUT, "%s", msg);
-    ts_err_at(r->err, r->doc->file, l, c, r->doc->text);
-    if (hint) ts_err_hint(r->err, "%s", hint);
-    return TS_ERR_INPUT;
+    return st;
 }
 
 static TsStatus oom(Rd *r) { return ts_err(r->err, TS_ERR_INTERNAL, "out of memory reading a JSON workload"); }

@@ -65,12 +65,13 @@ static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
     if (o->cp_comm == SIM_CP_ALLGATHER) part[n++] = "CP K/V all-gather";
     if (o->cp_comm == SIM_CP_A2A) part[n++] = "CP all-to-all (Ulysses)";
     char knobs[4][64];
-    int nk = plan_knob_phrases(p, knobs, &part[n]);
+    int n_opt = n, nk = plan_knob_phrases(p, knobs, &part[n]);
     n += nk;
     if (!n) return;
     ts_buf_puts(b, "runtime (not the defaults):");
     for (int i = 0; i < n; i++) ts_buf_printf(b, "%s %s", i ? "," : "", part[i]);
-    ts_buf_puts(b, " (values in --json \"options\")\n\n");
+    ts_buf_printf(b, " (values in --json %s)\n\n",
+                  !nk ? "\"options\"" : !n_opt ? "\"plan\"" : "\"options\" and \"plan\"");
 }
 
 /* zb-h1, dualpipe, dualpipev: the critical stage's per-micro-batch F, B, W

@@ -261,7 +261,8 @@ typedef struct ParallelPlan {
 } ParallelPlan;
 
 /* Defaults: all degrees 1 (dp, gpus 0 = derive, etp 0 = tp), sp auto, zero 0,
- * adam, recompute none, flash on, micro 1, global 0 (= micro*dp), seq 0
+ * adam, recompute none, flash on, micro 1, global 0 (plan_resolve takes
+ * plan_default_global_batch), seq 0
  * (plan_resolve takes plan_default_seq(m)), bf16, 1f1b
  * (interleaved when vpp > 1 and schedule not set). */
 void plan_init(ParallelPlan *p);
@@ -281,6 +282,17 @@ TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err);
  * tp8 pp8, no plan options) sets seq 2048 itself: the example's length. */
 #define PLAN_DEFAULT_SEQ 4096
 int64_t plan_default_seq(const ModelSpec *m);
+
+/* ---- the default global batch ----
+ * One rule for every command (simulate, memory, params, workload and sweep):
+ * PLAN_DEFAULT_GLOBAL_BATCH sequences per optimizer step, rounded up to a
+ * whole number of micro-batches per DP rank (micro_dp = micro-batch x DP):
+ * 1024 for micro_dp 1..1024 that divides it, 1026 for micro_dp 3, micro_dp
+ * itself above 1024. sweep keeps 1024 for every plan and enumerates only the
+ * plans whose micro-batch x DP divides it, so its winner pasted into simulate
+ * trains the same batch. */
+#define PLAN_DEFAULT_GLOBAL_BATCH 1024
+int64_t plan_default_global_batch(int64_t micro_dp);
 
 /* The sequence-length rule alone (plan_resolve applies it too): a model with
  * learned position embeddings takes at most max_positions tokens. TS_OK or

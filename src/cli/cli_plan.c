@@ -55,7 +55,7 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
             "full recompute: layers per chunk (0 = all)");
     cli_add(s, "micro-batch", CLI_INT, &cp->micro_batch, "B", "sequences per micro-batch");
     cli_add(s, "global-batch", CLI_INT, &cp->global_batch, "N",
-            "sequences per step (default micro-batch*dp)");
+            "sequences per step (default 1024, rounded up to a multiple of micro-batch*dp)");
     cli_add(s, "seq", CLI_INT, &cp->seq, "S", "sequence length (default min(max positions, 4096))");
     cli_add(s, "dtype", CLI_STR, &cp->dtype, "T", "bf16|fp16|fp8|fp32 (the GEMMs' compute type)");
     cli_add(s, "framework", CLI_STR, &cp->framework, "F",

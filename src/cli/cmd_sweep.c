@@ -143,7 +143,7 @@ static void add_options(CliSpec *s, SweepOpts *o)
     cli_model_add(s, &o->cm);
     cli_hw_add_list(s, &o->hw, "GPU counts to plan for, default 64 (several: compare by --objective cost)");
     cli_add(s, "seq", CLI_INT, &o->seq, "S", "tokens per sequence; default min(max positions, 4096)");
-    cli_add(s, "global-batch", CLI_INT, &o->global_batch, "B", "sequences per iteration; default 1024");
+    cli_add(s, "global-batch", CLI_INT, &o->global_batch, "B", "sequences per step (default 1024)");
     cli_add(s, "dtype", CLI_STR, &o->dtype, "T", "training dtype of every plan: bf16 (default), fp16, fp8 or fp32");
     cli_add(s, "framework", CLI_STR, &o->framework_s, "F",
             "megatron|torchtitan|deepspeed|hf: the code path of every plan (megatron)");
@@ -390,7 +390,7 @@ static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, con
 
 int cmd_sweep(int argc, char **argv)
 {
-    SweepOpts o = {.cluster = "dgx-h100", .gpus = "64", .global_batch = 1024, .top = 10};
+    SweepOpts o = {.cluster = "dgx-h100", .gpus = "64", .global_batch = PLAN_DEFAULT_GLOBAL_BATCH, .top = 10};
     cli_model_init(&o.cm);
     cli_hw_init(&o.hw);
     cli_sim_init(&o.sim);

@@ -86,6 +86,12 @@ int64_t plan_default_seq(const ModelSpec *m)
     return pos > 0 && pos < PLAN_DEFAULT_SEQ ? pos : PLAN_DEFAULT_SEQ;
 }
 
+int64_t plan_default_global_batch(int64_t micro_dp)
+{
+    if (micro_dp <= 0) return PLAN_DEFAULT_GLOBAL_BATCH;
+    return (PLAN_DEFAULT_GLOBAL_BATCH + micro_dp - 1) / micro_dp * micro_dp;
+}
+
 void plan_init(ParallelPlan *p)
 {
     memset(p, 0, sizeof *p);
@@ -163,8 +169,8 @@ TsStatus plan_resolve(const ModelSpec *m, ParallelPlan *p, TsError *err)
     }
     if (!p->sp_set) p->sp = p->tp > 1;
     if (p->seq == 0 && m) p->seq = plan_default_seq(m);
-    if (p->global_batch == 0) p->global_batch = p->micro_batch * p->dp;
     int64_t mdp = p->micro_batch * p->dp;
+    if (p->global_batch == 0) p->global_batch = plan_default_global_batch(mdp);
     p->grad_accum = p->global_batch % mdp == 0 ? p->global_batch / mdp : 0;
     p->n_chunks = p->pp * p->vpp;
     return plan_validate(m, p, err);

@@ -274,6 +274,11 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     in.plan.seq = (int64_t)num(r, "seq");
     in.plan.micro_batch = in.plan.global_batch = (int64_t)num(r, "micro_batch");
     sim_options_init(&in.opt);
+    /* the measuring loop's gradients: freed after each step
+     * (zero_grad(set_to_none=True)) where the row says so, else kept (and
+     * added into by every backward) */
+    const char *zg = json_string_value(json_object_get(r, "zero_grad"));
+    in.opt.grads_freed = zg && !strcmp(zg, "set_to_none");
     in.plan.framework = PLAN_FRAMEWORK_HF;
     if (!plan_precision_parse(prec, &in.plan.precision)) return;
     SimResult res;
@@ -296,11 +301,7 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
          * without the CUDA context, NCCL buffers or fragmentation */
         PartMemOptions mo;
         part_mem_options_init(&mo);
-        sim_mem_options(&in.opt, in.plan.dtype, &mo);
-        /* the measuring loop's gradients: freed after each step
-         * (zero_grad(set_to_none=True)) where the row says so */
-        const char *zg = json_string_value(json_object_get(r, "zero_grad"));
-        mo.grads_freed = zg && !strcmp(zg, "set_to_none");
+        sim_mem_options(&in.opt, in.plan.dtype, &mo); /* grads_freed as the row says */
         PartMemory pk;
         if (part_memory(&m, &in.plan, &mo, NULL, &pk, &err)) return;
         double pm = (pk.total_bytes - pk.runtime_bytes - pk.frag_bytes) / 1073741824.0, e = pm / mem - 1;

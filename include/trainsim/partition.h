@@ -206,6 +206,9 @@ typedef struct PartRuntime {
     int cp_comm;              /* 0 ring (p2p), 1 all-gather, 2 all-to-all (Ulysses) */
     double grad_bytes;        /* bytes per gradient element reduced (4: fp32 main grads; 0: the
                                  activation dtype's) */
+    bool hf_grads_freed;      /* --framework hf: gradients freed after each step, so autograd's
+                                 AccumulateGrad adds into .grad on grad_accum - 1 of the
+                                 grad_accum micro-batches; false: on every one */
 } PartRuntime;
 
 /* The token-expert pairs of the busiest EP rank over the mean (>= 1): the

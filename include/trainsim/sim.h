@@ -100,6 +100,11 @@ typedef struct SimOptions {
                                    SequentialMLP, i.e. without --moe-grouped-gemm; HF's
                                    expert loop); false: one grouped GEMM per projection
                                    over all local experts (--moe-grouped-gemm) */
+    bool grads_freed;           /* --framework hf: the training loop frees the gradients after
+                                   each step (zero_grad(set_to_none=True)), so the first
+                                   micro-batch's backward stores them and only the others add
+                                   into them; false: they stay allocated and every backward
+                                   adds (PartRuntime.hf_grads_freed, PartMemOptions.grads_freed) */
     bool mfu_causal;            /* model FLOPs count causal attention as half the square
                                    (--mfu-convention causal); false: the full square, as
                                    Megatron's num_floating_point_operations */

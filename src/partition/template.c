@@ -421,6 +421,8 @@ void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime 
     if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && rt->selective_ops && m->experts == 0 && m->kv_lora_rank == 0)
         sac_gemms(&x, &o->b[PART_BLOCK_ATTN], &o->b[PART_BLOCK_MLP]);
     embed_head(&x, o);
+    if (plan_hf(p))
+        for (int b = 0; b < PART_BLOCK_COUNT; b++) tpl_hf_accumulate(&x, &o->b[b]);
     for (int b = 0; b < PART_BLOCK_COUNT; b++) fsdp_shards(p, &o->b[b]);
     const PartBlockT *a = &o->b[PART_BLOCK_ATTN];
     for (int k = 0; k < 2; k++) {

@@ -27,6 +27,7 @@
 #include "template_int.h"
 
 #include <math.h>
+#include <string.h>
 
 typedef struct Hx {
     const Tx *x;
@@ -347,4 +348,31 @@ void tpl_hf_embed_head(const Tx *x, PartTemplate *o)
     op(hd, "loss", logits, (upcast ? 6.0 : 0) + 4.0 * lb, lb + 4.0 * lb + (upcast ? 6.0 : 0), lb, upcast ? 4 : 3,
        upcast ? 4 : 3);
     o->loss_workspace_bytes = 2.0 * lb * logits;
+}
+
+/* AccumulateGrad: a backward whose parameters already hold a .grad adds the
+ * new gradient into it, one add per parameter tensor (read both, write one:
+ * 3 gradient elements per parameter); a fresh .grad is stored without a
+ * kernel. The gradients exist on every micro-batch but the first of a step
+ * when the loop frees them after the optimizer (zero_grad(set_to_none=True),
+ * HF Trainer's default), else on every one: per micro-batch, the average
+ * share of the grad_accum backward passes. Parameter tensors: a weight per
+ * linear (and its bias), a weight per norm (and LayerNorm's bias), at least
+ * one (an embedding table). */
+void tpl_hf_accumulate(const Tx *x, PartBlockT *b)
+{
+    if (b->params <= 0) return;
+    double m = (double)(x->p->grad_accum > 0 ? x->p->grad_accum : 1);
+    double share = (x->rt->hf_grads_freed ? m - 1.0 : m) / m;
+    if (share <= 0) return;
+    int tensors = 0;
+    bool ln = x->m->norm == MODEL_NORM_LAYERNORM;
+    for (int32_t i = 0; i < b->n_k; i++) {
+        const PartKernel *k = &b->k[i];
+        if (k->kind == PART_K_GEMM) tensors += k->launches[1] == 3 ? 2 : 1;
+        else if (strstr(k->name, "norm")) tensors += ln ? 2 : 1;
+    }
+    if (tensors < 1) tensors = 1;
+    double gb = x->p->precision == PLAN_PRECISION_AMP ? 4.0 : 2.0;
+    op(b, "accumulate_grad", b->params * share, 0, 3.0 * gb, 0, 0, tensors)->flags |= PART_KF_WGRAD;
 }

@@ -123,6 +123,7 @@ void sim_mem_options(const SimOptions *o, TsDtype dt, PartMemOptions *mo)
     TsDtype adt = sim_activation_dtype(dt);
     mo->grad_bytes = o->fp32_grad_reduce ? 4.0 : (double)ts_dtype_bytes(adt);
     mo->selective_ops = o->selective_ops;
+    mo->grads_freed = o->grads_freed;
 }
 
 double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)

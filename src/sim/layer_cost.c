@@ -31,6 +31,7 @@ void sim_part_runtime(const SimOptions *o, PartRuntime *rt)
     rt->selective_ops = o->selective_ops;
     rt->cp_comm = (int)o->cp_comm;
     rt->grad_bytes = o->fp32_grad_reduce ? 4.0 : 0;
+    rt->hf_grads_freed = o->grads_freed;
 }
 
 /* The time a ZeRO-3 layer's gathers (and its gradients' reduce-scatter) can

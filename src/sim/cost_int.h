@@ -25,10 +25,15 @@ typedef struct Ctx {
     const CostStep *cs;      /* and their costs */
 } Ctx;
 
-/* sim_layer_costs' edges: embedding forward / backward / TP, head forward /
- * backward / TP, embedding and head parameters, the pipeline message, the
- * embedding's and the head's weight-gradient parts of their backward. */
-#define SIM_EDGES 11
+/* sim_layer_costs' edges: embedding forward / backward / TP forward / TP
+ * backward / parameters, the same of the head (TP: its passes' collectives,
+ * layer_cost.c edge_costs), the pipeline message in bytes, the embedding's
+ * and the head's weight-gradient parts of their backward. */
+enum {
+    SIM_E_EMB_F, SIM_E_EMB_B, SIM_E_EMB_TP_F, SIM_E_EMB_TP_B, SIM_E_EMB_PARAMS,
+    SIM_E_HEAD_F, SIM_E_HEAD_B, SIM_E_HEAD_TP_F, SIM_E_HEAD_TP_B, SIM_E_HEAD_PARAMS,
+    SIM_E_P2P_BYTES, SIM_E_EMB_WG, SIM_E_HEAD_WG, SIM_EDGES
+};
 
 typedef struct LayerCost {
     double fwd, bwd;           /* compute busy (no comm), one micro-batch */

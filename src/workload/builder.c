@@ -510,8 +510,9 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
          * from its forward to its backward as FSDP does) */
         comp(g, "head.ig", WL_PHASE_IG, mb, ch, -1, g->head.ig_s, g->head.ig_flops, g->head.bwd_bytes / 2, extra);
         extra = -1;
-        if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
-        else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
+        for (int64_t i = 0; i <= g->m->mtp_layers; i++) /* each pass's input gradient */
+            if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
+            else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
         if (!g->split_w)
             comp(g, "head.wg", WL_PHASE_WG, mb, ch, -1, g->head.wg_s, g->head.wg_flops, g->head.bwd_bytes / 2, -1);
         if (ch > 0) fsdp_reduce(g, g->head.params, 0, mb);

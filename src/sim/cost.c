@@ -506,6 +506,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 if (ordered) { /* the last gradients come from a W task: its layer part is the window */
                     SimBucketTiming tw = tm;
                     tw.window_s = c->wgrad_s - c->head_wgrad_s;
+                    tw.w_pass = true;
                     SimBuckets bw;
                     sim_chunk_buckets(&x, &dense, has_moe ? &moe : NULL, l0 - nl, nl, last ? head_params : 0,
                                       first ? emb_params : 0, grad_rc, gbytes,

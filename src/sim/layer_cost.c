@@ -135,7 +135,7 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         tpc = p->sp ? 2 * (sim_coll(x, TS_COLL_ALLGATHER, X, &x->tpg, HW_GROUP_TP) +
                            sim_coll(x, TS_COLL_REDUCESCATTER, X, &x->tpg, HW_GROUP_TP))
                     : 2 * sim_coll(x, TS_COLL_ALLREDUCE, X, &x->tpg, HW_GROUP_TP);
-    double sig = x->o->overlap_slowdown;
+    double sig = x->o->overlap_slowdown, tpx_f[2] = {0, 0}, tpx_b[2] = {0, 0};
     if (p->tp_overlap && tpc > 0) {
         /* each block's all-gather and reduce-scatter (or all-reduce), half
          * of tpc, hide under that block's own GEMMs (Transformer Engine
@@ -145,9 +145,12 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         double hf = fmin(half, a->gemm_fwd) + fmin(half, f->gemm_fwd), hb = fmin(half, gb_a) + fmin(half, gb_f);
         lc->tp_f = tpc - hf;
         lc->tp_b = tpc - hb;
+        tpx_f[0] = half - fmin(half, a->gemm_fwd), tpx_f[1] = half - fmin(half, f->gemm_fwd);
+        tpx_b[0] = half - fmin(half, gb_a), tpx_b[1] = half - fmin(half, gb_f);
         lc->slow += sig * (hf + hb);
     } else {
         lc->tp_f = lc->tp_b = tpc;
+        tpx_f[0] = tpx_f[1] = tpx_b[0] = tpx_b[1] = tpc / 2;
     }
     /* CP: (c-1) ring steps of the local K and V, hidden under the attention;
      * or an exposed all-gather (backward: again, and a reduce-scatter of the
@@ -195,6 +198,13 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
      * exposed collectives */
     if (p->recompute == PLAN_RECOMPUTE_FULL) lc->recompute = lc->fwd + lc->tp_f + lc->cp_f + lc->ep_f;
     else lc->recompute = x->cs->recompute[PART_BLOCK_ATTN] + x->cs->recompute[moe ? PART_BLOCK_MOE : PART_BLOCK_MLP];
+    /* the backward's stream time, the MLP / MoE block's first (the DP
+     * buckets' ready times, dp_buckets.c): the task graph's block_bwd order */
+    double rc_f = p->recompute == PLAN_RECOMPUTE_FULL ? f->fwd + tpx_f[1] + lc->ep_f
+                                                      : x->cs->recompute[moe ? PART_BLOCK_MOE : PART_BLOCK_MLP];
+    lc->bwd_mlp_s = rc_f + f->ig + f->wg + tpx_b[1] + lc->ep_b;
+    lc->wgrad_mlp_s = f->wg;
+    lc->bwd_span_s = lc->bwd + lc->recompute + lc->tp_b + lc->cp_b + lc->ep_b;
     /* ZeRO-3: what the layer's stream time does not cover is exposed */
     if (lc->fsdp_ag > 0 || lc->fsdp_rs > 0) {
         double wf, wb, ag = lc->fsdp_ag, rs = lc->fsdp_rs;

@@ -449,18 +449,19 @@ static TsStatus sweep(Dag *d, double *clk, int32_t *pos, TsError *err)
  * step (phase opt): a class's compute runs that much longer, so its
  * gradients are ready that much later, before the step's collectives meet
  * (the simulator's rule: a stage's slow-down ends its pipeline phase before
- * the step, schedule.c). False when no class has such a task or nothing
- * overlaps (nothing held). */
-static bool hold_slowdown(Dag *d, double overlap_slowdown, int32_t *comp, double *slow)
+ * the step, schedule.c). A class without a step task ends that much later
+ * (tail[c]). False when nothing is held. */
+static bool hold_slowdown(Dag *d, double overlap_slowdown, int32_t *comp, double *slow, double *tail)
 {
     const Workload *w = d->w;
     bool any = false;
     for (int32_t c = 0; c < w->n_classes; c++) {
         const WlClass *cl = &w->classes[c];
-        slow[c] = overlap_slowdown * comm_overlap(d, c, comp, cl->n_tasks);
+        slow[c] = tail[c] = overlap_slowdown * comm_overlap(d, c, comp, cl->n_tasks);
         for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++)
             if (w->tasks[i].phase == WL_PHASE_OPT) {
                 if (slow[c] > 0) d->hold[i] = slow[c], any = true;
+                tail[c] = 0;
                 break;
             }
     }
@@ -493,7 +494,7 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slow
         nx += (size_t)w->xgroups[k].n;
     }
     d.xclk = calloc(nx, sizeof *d.xclk);
-    double *clk = calloc(nc * ST_N, sizeof *clk), *slow = calloc(nc, sizeof *slow);
+    double *clk = calloc(nc * ST_N, sizeof *clk), *slow = calloc(2 * nc, sizeof *slow), *tail = slow + nc;
     int32_t *pos = malloc(nc * sizeof *pos), *comp = malloc(n * sizeof *comp);
     TsStatus st = TS_OK;
     if (!d.fin || !d.dur || !d.send || !d.recv || !d.posted || !d.meet || !d.meet_need || !d.meet_in || !d.meet_t ||
@@ -502,24 +503,26 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slow
     if (!st) st = prepare(&d, err);
     if (!st) st = sweep(&d, clk, pos, err);
     /* again, each class's slow-down held before its step */
-    if (!st && overlap_slowdown > 0 && hold_slowdown(&d, overlap_slowdown, comp, slow)) {
+    if (!st && overlap_slowdown > 0 && hold_slowdown(&d, overlap_slowdown, comp, slow, tail)) {
         memset(clk, 0, nc * ST_N * sizeof *clk);
         memset(d.xclk, 0, nx * sizeof *d.xclk);
         st = prepare(&d, err);
         if (!st) st = sweep(&d, clk, pos, err);
     }
     if (!st) {
-        double T = 0;
+        double T = 0, end = 0;
         int32_t crit = 0;
         for (size_t c = 0; c < nc; c++) {
             const WlClass *cl = &w->classes[c];
+            double e = 0;
             for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++)
-                if (d.fin[i] > T) T = d.fin[i], crit = (int32_t)c;
+                if (d.fin[i] > e) e = d.fin[i];
+            if (e + tail[c] > T) T = e + tail[c], end = e, crit = (int32_t)c;
         }
-        out->pipeline_time_s = T;
+        out->pipeline_time_s = end;
         out->critical_stage = w->classes[crit].rank >= 0 ? (int32_t)w->classes[crit].rank : w->classes[crit].stage;
         out->n_stages = (int32_t)nc;
-        breakdown(&d, crit, T, &out->breakdown);
+        breakdown(&d, crit, end, &out->breakdown);
         out->breakdown.overlap_slowdown_s = slow[crit];
         out->iteration_time_s = T;
         if (rec) st = record(&d, out, err);

@@ -40,8 +40,11 @@ TsStatus sim_replay_simai(const Workload *w, const HwNet *net, SimResult *out, T
  * breakdown of the slowest class (idle gaps charged to the dependency that
  * ended last). Compute slowed by collectives running beside it, as the
  * simulator charges it: `overlap_slowdown` (SimOptions.overlap_slowdown)
- * times the seconds each collective of the slowest class overlaps its
- * compute, added at the end (breakdown overlap_slowdown). TS_ERR_INPUT when
+ * times the seconds each collective of a class overlaps its compute; the
+ * graph is run again with that slow-down held before the class's step (its
+ * first task of phase opt; a class without one ends that much later), so
+ * the step's collectives meet behind the slowed class (breakdown
+ * overlap_slowdown: the critical class's). TS_ERR_INPUT when
  * there are no tasks, a recv has no send, or the graph deadlocks. */
 TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slowdown, bool record,
                         SimResult *out, TsError *err);

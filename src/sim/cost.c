@@ -289,8 +289,9 @@ static void balance(const ModelSpec *m, const ParallelPlan *p, const LayerCost *
     if (!w) return;
     double wd = layer_work(dense), wm = m->experts > 0 ? layer_work(moe) : wd;
     for (int64_t l = 0; l < m->layers; l++) w[l] = m->experts > 0 && model_layer_is_moe(m, l) ? wm : wd;
-    double first_x = edge[0] + edge[1] + 2 * edge[2];
-    double last_x = edge[3] + edge[4] + 2 * edge[5] + (double)m->mtp_layers * wm;
+    double first_x = edge[SIM_E_EMB_F] + edge[SIM_E_EMB_B] + edge[SIM_E_EMB_TP_F] + edge[SIM_E_EMB_TP_B];
+    double last_x = edge[SIM_E_HEAD_F] + edge[SIM_E_HEAD_B] + edge[SIM_E_HEAD_TP_F] + edge[SIM_E_HEAD_TP_B] +
+                    (double)m->mtp_layers * wm;
     SimBalance b;
     if (sim_balance_layers(w, m->layers, p->pp, first_x, last_x, &b)) {
         double cur = 0;
@@ -350,9 +351,11 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     bool has_moe = m->experts > 0;
     double edge[SIM_EDGES];
     sim_layer_costs(&x, w, &dense, &moe, edge);
-    const double emb_f = edge[0], emb_b = edge[1], emb_tp = edge[2], head_f = edge[3], head_b = edge[4],
-                 head_tp = edge[5], emb_params = edge[6], head_params = edge[7], emb_wg = edge[9],
-                 head_wg = edge[10];
+    const double emb_f = edge[SIM_E_EMB_F], emb_b = edge[SIM_E_EMB_B], emb_tp = edge[SIM_E_EMB_TP_F],
+                 emb_tp_b = edge[SIM_E_EMB_TP_B], head_f = edge[SIM_E_HEAD_F], head_b = edge[SIM_E_HEAD_B],
+                 head_tp = edge[SIM_E_HEAD_TP_F], head_tp_b = edge[SIM_E_HEAD_TP_B],
+                 emb_params = edge[SIM_E_EMB_PARAMS], head_params = edge[SIM_E_HEAD_PARAMS],
+                 emb_wg = edge[SIM_E_EMB_WG], head_wg = edge[SIM_E_HEAD_WG];
     /* v model chunks per rank (vpp); the engine runs ve per rank: dualpipe's
      * second copy of the stage (plan_rank_chunks) */
     const int32_t pp = (int32_t)p->pp, v = (int32_t)p->vpp, ve = (int32_t)plan_rank_chunks(p);
@@ -365,7 +368,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     }
     /* pipeline transfer: SP-sharded (or scatter/gather) boundary activation;
      * DeepSpeed's pipeline engine sends the whole tensor from every TP rank */
-    double p2p_bytes = edge[8];
+    double p2p_bytes = edge[SIM_E_P2P_BYTES];
     /* within a node or across, boundary by boundary: along rank 0's path
      * through the layout (the task-graph replay's rule), stage s sits on
      * ranks s*tp*cp*dp..., so with fewer than a node's GPUs per stage some
@@ -418,18 +421,18 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 c->compute_fwd_s += emb_f;
                 c->compute_bwd_s += emb_b;
                 c->wgrad_s += emb_wg;
-                c->tp_exposed_s += 2 * emb_tp;
+                c->tp_exposed_s += emb_tp + emb_tp_b;
                 tp_f += emb_tp;
                 params += emb_params;
             }
             if (chunk == (int64_t)pp * v - 1) {
                 head_fwd = head_f + head_tp;
-                c->head_bwd_s = head_b + head_tp;
+                c->head_bwd_s = head_b + head_tp_b;
                 c->compute_fwd_s += head_f;
                 c->compute_bwd_s += head_b;
                 c->wgrad_s += head_wg;
                 c->head_wgrad_s = head_wg;
-                c->tp_exposed_s += 2 * head_tp;
+                c->tp_exposed_s += head_tp + head_tp_b;
                 tp_f += head_tp;
                 params += head_params;
                 /* as part_model_flops_token: the head, and each MTP module's
@@ -504,6 +507,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 if (ordered) { /* the last gradients come from a W task: its layer part is the window */
                     SimBucketTiming tw = tm;
                     tw.window_s = c->wgrad_s - c->head_wgrad_s;
+                    tw.w_pass = true;
                     SimBuckets bw;
                     sim_chunk_buckets(&x, &dense, has_moe ? &moe : NULL, l0 - nl, nl, last ? head_params : 0,
                                       first ? emb_params : 0, grad_rc, gbytes,

@@ -25,10 +25,15 @@ typedef struct Ctx {
     const CostStep *cs;      /* and their costs */
 } Ctx;
 
-/* sim_layer_costs' edges: embedding forward / backward / TP, head forward /
- * backward / TP, embedding and head parameters, the pipeline message, the
- * embedding's and the head's weight-gradient parts of their backward. */
-#define SIM_EDGES 11
+/* sim_layer_costs' edges: embedding forward / backward / TP forward / TP
+ * backward / parameters, the same of the head (TP: its passes' collectives,
+ * layer_cost.c edge_costs), the pipeline message in bytes, the embedding's
+ * and the head's weight-gradient parts of their backward. */
+enum {
+    SIM_E_EMB_F, SIM_E_EMB_B, SIM_E_EMB_TP_F, SIM_E_EMB_TP_B, SIM_E_EMB_PARAMS,
+    SIM_E_HEAD_F, SIM_E_HEAD_B, SIM_E_HEAD_TP_F, SIM_E_HEAD_TP_B, SIM_E_HEAD_PARAMS,
+    SIM_E_P2P_BYTES, SIM_E_EMB_WG, SIM_E_HEAD_WG, SIM_EDGES
+};
 
 typedef struct LayerCost {
     double fwd, bwd;           /* compute busy (no comm), one micro-batch */
@@ -50,6 +55,11 @@ typedef struct LayerCost {
                                   attention output projection + norm, QKV; sum params - expert_params */
     int32_t n_grad_t;
     double egrad_t[2];         /* routed experts: all local fc2, all local fc1; sum expert_params */
+    double bwd_mlp_s;          /* of the layer's backward stream time, the MLP / MoE block's part
+                                  (it runs first: its recompute, exposed TP and EP, compute) */
+    double wgrad_mlp_s;        /* of wgrad, the MLP / MoE block's (a W pass runs it first) */
+    double bwd_span_s;         /* the layer's backward stream time without slow-down and ZeRO-3:
+                                  bwd + recompute + tp_b + cp_b + ep_b */
     double fwd_flops_token;    /* model FLOPs per token, forward, whole layer (unsharded) */
     double recompute_flops_token;
 } LayerCost;
@@ -64,10 +74,11 @@ typedef struct SimBuckets {
     double t_eag;  /* and the expert buckets' */
     double end_s;  /* when the last bucket's collective ends, from the start of the layers'
                       backward (window_s long), the DP stream free before: each bucket is
-                      ready when its last tensor's gradient is (the layers' parameters in
-                      backward order spread evenly over the window; the LM head's at 0,
-                      the embedding's at window_s) and starts when ready and the previous
-                      one is done (SimChunkCost.dp_end_s) */
+                      ready when its last tensor's gradient is, at the end of its block's
+                      backward as the task graph feeds them (LayerCost.bwd_mlp_s,
+                      bwd_span_s; in a W pass wgrad_mlp_s, wgrad; the LM head's at 0, the
+                      embedding's at window_s), and starts when ready and the previous one
+                      is done (SimChunkCost.dp_end_s) */
     double lag_s;  /* with gather_bytes > 0: SimChunkCost.gather_lag_s, the buckets gathered
                       in reverse order of closing (t_ag + t_eag in all) under a forward of
                       emb_fwd_s, then layer_fwd_s per layer, then the head */
@@ -82,6 +93,7 @@ typedef struct SimBucketTiming {
     double window_s;    /* the layers' part of the chunk's last backward */
     double emb_fwd_s;   /* the embedding's forward (first chunk), before the layers */
     double layer_fwd_s; /* one layer's forward */
+    bool w_pass;        /* the last gradients come from a W task (weight gradients only) */
 } SimBucketTiming;
 void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *moe, int64_t l0, int64_t nl,
                        double head_params, double emb_params, TsColl rc, double gbytes, double bucket_elems,

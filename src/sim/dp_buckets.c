@@ -39,10 +39,9 @@ typedef struct Feed {
     TsColl rc;
     double gbytes, max, open;
     double gather_bytes;  /* > 0: the bucket's parameters are all-gathered after the step at this size */
-    double *fed;          /* layer parameters fed so far (both buffers) */
+    double *now;          /* when the tensors fed now are ready, from the window's start */
     double *end;          /* the DP stream's end so far (both buffers share it), -inf: idle */
-    double per_param;     /* seconds of the backward window per layer parameter */
-    double layer_start;   /* *fed when the current layer began */
+    double layer_start;   /* *now's layer began then */
     Closes *closes;       /* this layer's closes (both buffers) */
     SimBucketMemo *memo;
     bool expert;
@@ -80,19 +79,16 @@ static void close_bucket(Feed *f, double ready)
     f->out->n++;
     stream(f->end, ready, t);
     Closes *c = f->closes;
-    if (c->n < REUSE_MAX) c->pos[c->n] = *f->fed - f->layer_start, c->t[c->n] = t;
+    if (c->n < REUSE_MAX) c->pos[c->n] = ready - f->layer_start, c->t[c->n] = t;
     c->n++;
 }
 
-static void feed_as(Feed *f, double tensor, bool layer)
+static void feed(Feed *f, double tensor)
 {
     if (!(tensor > 0)) return;
-    if (layer) *f->fed += tensor;
     f->open += tensor;
-    if (f->open >= f->max) close_bucket(f, *f->fed * f->per_param);
+    if (f->open >= f->max) close_bucket(f, *f->now);
 }
-
-static void feed(Feed *f, double tensor) { feed_as(f, tensor, true); }
 
 void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *moe, int64_t l0, int64_t nl,
                        double head_params, double emb_params, TsColl rc, double gbytes, double bucket_elems,
@@ -100,9 +96,7 @@ void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *mo
 {
     memset(out, 0, sizeof *out);
     SimBuckets eb = {0};
-    double total = moe ? 0 : (double)nl * dense->params; /* the layers' parameters: the window is spread over them */
-    for (int64_t l = l0; moe && l < l0 + nl; l++) total += (model_layer_is_moe(x->m, l) ? moe : dense)->params;
-    double fed = 0, end = -INFINITY, per = total > 0 ? tm->window_s / total : 0;
+    double now = 0, end = -INFINITY;
     /* the gather lag: the buckets are gathered in reverse order of closing,
      * so a piece fed (backward) after buckets worth C of gathers closed has
      * all its parameters at T - C, T the chunk's gathers (known at the
@@ -110,12 +104,12 @@ void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *mo
     double lag = head_params > 0 ? -(tm->emb_fwd_s + (double)nl * tm->layer_fwd_s) : -INFINITY;
     Closes cur = {0};
     Feed d = {.x = x, .g = &x->dpg, .rc = rc, .gbytes = gbytes, .max = bucket_elems, .gather_bytes = gather_bytes,
-              .fed = &fed, .end = &end, .per_param = per, .closes = &cur, .memo = memo, .out = out};
+              .now = &now, .end = &end, .closes = &cur, .memo = memo, .out = out};
     Feed e = d;
     e.g = &x->edpg;
     e.expert = true;
     e.out = &eb;
-    feed_as(&d, head_params, false);
+    feed(&d, head_params); /* ready at the window's start */
     /* a layer that starts with both buffers empty and is like the one
      * before (which also started empty) closes the same buckets at the
      * same places: replay them */
@@ -128,19 +122,27 @@ void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *mo
         bool empty = d.open == 0 && e.open == 0;
         double piece = -(out->t_ag + eb.t_ag) - (tm->emb_fwd_s + (double)(l - l0) * tm->layer_fwd_s);
         if (piece > lag) lag = piece;
+        double t_layer = now, part = tm->w_pass ? lc->wgrad_mlp_s : lc->bwd_mlp_s;
+        double span = tm->w_pass ? lc->wgrad : lc->bwd_span_s;
         if (empty && lc == prev) {
-            for (int32_t k = 0; k < last.n; k++) stream(&end, (fed + last.pos[k]) * per, last.t[k]);
-            fed += lc->params;
+            for (int32_t k = 0; k < last.n; k++) stream(&end, t_layer + last.pos[k], last.t[k]);
+            now = t_layer + span;
             out->t_dp += dt, out->n += dn, eb.t_dp += et, eb.n += en, out->t_ag += da, eb.t_ag += ea;
             continue;
         }
         double t0 = out->t_dp, e0 = eb.t_dp, a0 = out->t_ag, b0 = eb.t_ag;
         int32_t n0 = out->n, m0 = eb.n;
         cur.n = 0;
-        d.layer_start = e.layer_start = fed;
-        for (int32_t i = 0; i < lc->n_grad_t; i++) feed(&d, lc->grad_t[i]);
+        d.layer_start = e.layer_start = t_layer;
+        /* as the task graph feeds them (builder.c grad_block): at the end of
+         * the MLP / MoE block's backward its dense tensors, then its routed
+         * experts'; at the end of the layer's, the attention's */
+        now = t_layer + part;
+        for (int32_t i = 0; i < 2 && i < lc->n_grad_t; i++) feed(&d, lc->grad_t[i]);
         feed(&e, lc->egrad_t[0]);
         feed(&e, lc->egrad_t[1]);
+        now = t_layer + span;
+        for (int32_t i = 2; i < lc->n_grad_t; i++) feed(&d, lc->grad_t[i]);
         prev = empty && d.open == 0 && e.open == 0 && cur.n <= REUSE_MAX ? lc : NULL;
         last = cur;
         dt = out->t_dp - t0, dn = out->n - n0, da = out->t_ag - a0;
@@ -149,7 +151,8 @@ void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *mo
     /* what is left open, the embedding's bucket last: ready at the end
      * (and gathered right after the experts' last one, first of all) */
     if (emb_params > 0 && -(out->t_ag + eb.t_ag) > lag) lag = -(out->t_ag + eb.t_ag);
-    feed_as(&d, emb_params, false);
+    now = tm->window_s;
+    feed(&d, emb_params);
     close_bucket(&d, tm->window_s);
     close_bucket(&e, tm->window_s);
     out->t_dp += eb.t_dp;

@@ -136,7 +136,7 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         tpc = p->sp ? 2 * (sim_coll(x, TS_COLL_ALLGATHER, X, &x->tpg, HW_GROUP_TP) +
                            sim_coll(x, TS_COLL_REDUCESCATTER, X, &x->tpg, HW_GROUP_TP))
                     : 2 * sim_coll(x, TS_COLL_ALLREDUCE, X, &x->tpg, HW_GROUP_TP);
-    double sig = x->o->overlap_slowdown;
+    double sig = x->o->overlap_slowdown, tpx_f[2] = {0, 0}, tpx_b[2] = {0, 0};
     if (p->tp_overlap && tpc > 0) {
         /* each block's all-gather and reduce-scatter (or all-reduce), half
          * of tpc, hide under that block's own GEMMs (Transformer Engine
@@ -146,9 +146,12 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         double hf = fmin(half, a->gemm_fwd) + fmin(half, f->gemm_fwd), hb = fmin(half, gb_a) + fmin(half, gb_f);
         lc->tp_f = tpc - hf;
         lc->tp_b = tpc - hb;
+        tpx_f[0] = half - fmin(half, a->gemm_fwd), tpx_f[1] = half - fmin(half, f->gemm_fwd);
+        tpx_b[0] = half - fmin(half, gb_a), tpx_b[1] = half - fmin(half, gb_f);
         lc->slow += sig * (hf + hb);
     } else {
         lc->tp_f = lc->tp_b = tpc;
+        tpx_f[0] = tpx_f[1] = tpx_b[0] = tpx_b[1] = tpc / 2;
     }
     /* CP: (c-1) ring steps of the local K and V, hidden under the attention;
      * or an exposed all-gather (backward: again, and a reduce-scatter of the
@@ -196,6 +199,13 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
      * exposed collectives */
     if (p->recompute == PLAN_RECOMPUTE_FULL) lc->recompute = lc->fwd + lc->tp_f + lc->cp_f + lc->ep_f;
     else lc->recompute = x->cs->recompute[PART_BLOCK_ATTN] + x->cs->recompute[moe ? PART_BLOCK_MOE : PART_BLOCK_MLP];
+    /* the backward's stream time, the MLP / MoE block's first (the DP
+     * buckets' ready times, dp_buckets.c): the task graph's block_bwd order */
+    double rc_f = p->recompute == PLAN_RECOMPUTE_FULL ? f->fwd + tpx_f[1] + lc->ep_f
+                                                      : x->cs->recompute[moe ? PART_BLOCK_MOE : PART_BLOCK_MLP];
+    lc->bwd_mlp_s = rc_f + f->ig + f->wg + tpx_b[1] + lc->ep_b;
+    lc->wgrad_mlp_s = f->wg;
+    lc->bwd_span_s = lc->bwd + lc->recompute + lc->tp_b + lc->cp_b + lc->ep_b;
     /* ZeRO-3: what the layer's stream time does not cover is exposed */
     if (lc->fsdp_ag > 0 || lc->fsdp_rs > 0) {
         double wf, wb, ag = lc->fsdp_ag, rs = lc->fsdp_rs;
@@ -208,26 +218,39 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     }
 }
 
-/* Embedding (first chunk) and final norm + LM head + loss (last chunk). */
-static void edge_costs(const Ctx *x, double *emb_f, double *emb_b, double *emb_tp, double *head_f, double *head_b,
-                       double *head_tp, double *emb_params, double *head_params)
+/* Embedding (first chunk) and final norm + LM head + loss (last chunk), with
+ * their TP collectives as the task graph emits them (src/workload/builder.c):
+ * the embedding's output reduce-scattered with SP (backward: its gradient
+ * all-gathered), else all-reduced (backward: none, Megatron's
+ * reduce_from_tensor_model_parallel_region); per pass through the head (the
+ * model's, each MTP module's) the input all-gathered with SP and the three
+ * vocab-parallel cross-entropy all-reduces, backward the input gradient
+ * reduce-scattered with SP, else all-reduced (the loss has no backward
+ * collective). edge[]: SIM_EDGES' order. */
+static void edge_costs(const Ctx *x, double edge[SIM_EDGES])
 {
     const PartTemplate *t = x->tpl;
     const CostBlock *e = &x->cs->b[PART_BLOCK_EMBED], *h = &x->cs->b[PART_BLOCK_HEAD];
-    *emb_f = e->fwd;
-    *emb_b = e->ig + e->wg;
-    const TsColl emb_c = x->p->sp ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
-    *emb_tp = t->embed_tp_bytes > 0 ? sim_coll(x, emb_c, t->embed_tp_bytes, &x->tpg, HW_GROUP_TP) : 0;
-    *emb_params = t->b[PART_BLOCK_EMBED].params;
-    *head_f = h->fwd;
-    *head_b = h->ig + h->wg;
+    const bool sp = x->p->sp;
+    const double passes = (double)(1 + x->m->mtp_layers), X = t->embed_tp_bytes;
+    edge[SIM_E_EMB_F] = e->fwd;
+    edge[SIM_E_EMB_B] = e->ig + e->wg;
+    edge[SIM_E_EMB_TP_F] = X > 0 ? sim_coll(x, sp ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE, X, &x->tpg, HW_GROUP_TP) : 0;
+    edge[SIM_E_EMB_TP_B] = X > 0 && sp ? sim_coll(x, TS_COLL_ALLGATHER, X, &x->tpg, HW_GROUP_TP) : 0;
+    edge[SIM_E_EMB_PARAMS] = t->b[PART_BLOCK_EMBED].params;
+    edge[SIM_E_HEAD_F] = h->fwd;
+    edge[SIM_E_HEAD_B] = h->ig + h->wg;
     double tp = 0;
     if (t->head_sp_bytes > 0) tp += sim_coll(x, TS_COLL_ALLGATHER, t->head_sp_bytes, &x->tpg, HW_GROUP_TP);
     if (t->vocab_ar_bytes > 0) /* vocab-parallel CE */
         tp += 3 * sim_coll(x, TS_COLL_ALLREDUCE, t->vocab_ar_bytes, &x->tpg, HW_GROUP_TP);
-    tp *= (double)(1 + x->m->mtp_layers); /* each MTP module's pass through the head and loss */
-    *head_tp = tp;
-    *head_params = t->b[PART_BLOCK_HEAD].params;
+    edge[SIM_E_HEAD_TP_F] = tp * passes;
+    edge[SIM_E_HEAD_TP_B] =
+        t->tp_bytes > 0 ? passes * sim_coll(x, sp ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE, t->tp_bytes, &x->tpg, HW_GROUP_TP) : 0;
+    edge[SIM_E_HEAD_PARAMS] = t->b[PART_BLOCK_HEAD].params;
+    edge[SIM_E_P2P_BYTES] = t->boundary_bytes;
+    edge[SIM_E_EMB_WG] = e->wg;
+    edge[SIM_E_HEAD_WG] = h->wg;
 }
 
 /* ZeRO-3 / FSDP root unit of a stage (torchtitan: fully_shard on every block,
@@ -396,10 +419,7 @@ void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe,
     layer_cost(&y, false, dense);
     if (x->m->experts > 0) layer_cost(&y, true, moe);
     else memset(moe, 0, sizeof *moe);
-    edge_costs(&y, &edge[0], &edge[1], &edge[2], &edge[3], &edge[4], &edge[5], &edge[6], &edge[7]);
-    edge[8] = tpl.boundary_bytes;
-    edge[9] = cs.b[PART_BLOCK_EMBED].wg;
-    edge[10] = cs.b[PART_BLOCK_HEAD].wg;
+    edge_costs(&y, edge);
     if (e) {
         e->key = k;
         e->valid = true;

@@ -57,6 +57,8 @@ typedef struct Dag {
     int32_t *xslot;  /* [n_tasks] explicit-group COLL -> its stream among xclk, else -1 */
     double *xclk;    /* per (explicit group, member) stream clocks */
     int32_t *xoff;   /* [n_xgroups + 1] first clock of each explicit group */
+    double *hold;    /* [n_tasks] a class's overlap slow-down, on the first task of its
+                        step (phase opt); else 0 */
 } Dag;
 
 /* Size and node span of group g (wl_group_span), computed once per kind. */
@@ -224,6 +226,7 @@ static bool run_task(Dag *d, double *clk, int32_t i)
         if (f < 0) return false;
         if (f > ready) ready = f;
     }
+    ready += d->hold[i];
     if (t->kind == WL_KIND_RECV) {
         if (d->posted[i] < 0) d->posted[i] = ready;
         double f = d->fin[d->send[i]];
@@ -330,8 +333,9 @@ static void breakdown(const Dag *d, int32_t c, double T, SimBreakdown *b)
             if (last < 0 || d->fin[i] >= d->fin[last]) last = i;
             continue;
         }
-        double start = d->fin[i] - d->dur[i];
-        if (start > prev) charge(d, binding(d, i), start - prev, b);
+        /* (a held task's wait ends with the class's slow-down: not charged here) */
+        double start = d->fin[i] - d->dur[i], gap = start - prev - d->hold[i];
+        if (gap > 0) charge(d, binding(d, i), gap, b);
         if (t->phase == WL_PHASE_OPT) b->optimizer_s += d->dur[i];
         else if (t->flags & WL_F_RECOMPUTE) b->recompute_s += d->dur[i];
         else b->compute_s += d->dur[i];
@@ -407,6 +411,63 @@ static double comm_overlap(const Dag *d, int32_t c, int32_t *comp, int32_t nc_ma
     return ov;
 }
 
+/* Run every task once (prepare first): sweep the classes until every task
+ * has run; a class stops at a task whose inputs (another class's send, say)
+ * are not known yet. clk: [classes * ST_N] zeroed, pos: [classes]. */
+static TsStatus sweep(Dag *d, double *clk, int32_t *pos, TsError *err)
+{
+    const Workload *w = d->w;
+    size_t nc = (size_t)w->n_classes;
+    for (size_t c = 0; c < nc; c++) pos[c] = w->classes[c].first_task;
+    int64_t left = (int64_t)w->n_tasks;
+    while (left > 0) {
+        int64_t before = left;
+        for (size_t c = 0; c < nc; c++) {
+            const WlClass *cl = &w->classes[c];
+            while (pos[c] < cl->first_task + cl->n_tasks && run_task(d, clk + c * ST_N, pos[c])) {
+                pos[c]++;
+                left--;
+            }
+        }
+        if (left < before) continue;
+        for (size_t c = 0; c < nc; c++)
+            if (pos[c] < w->classes[c].first_task + w->classes[c].n_tasks) {
+                const WlTask *t = &w->tasks[pos[c]];
+                ts_err(err, TS_ERR_INPUT, "the workload deadlocks: task %d (%s \"%s\") of class %s never gets its input",
+                       pos[c] - w->classes[c].first_task, wl_kind_name(t->kind), t->name ? t->name : "",
+                       w->classes[c].name);
+                ts_err_hint(err, "a recv waits for a send that itself waits, directly or not, for this task: check "
+                                 "the order of the sends and receives between the stages");
+                return TS_ERR_INPUT;
+            }
+    }
+    return TS_OK;
+}
+
+/* The overlap slow-down of every class (overlap_slowdown x its collectives'
+ * seconds beside its compute, comm_overlap) held on the first task of its
+ * step (phase opt): a class's compute runs that much longer, so its
+ * gradients are ready that much later, before the step's collectives meet
+ * (the simulator's rule: a stage's slow-down ends its pipeline phase before
+ * the step, schedule.c). A class without a step task ends that much later
+ * (tail[c]). False when nothing is held. */
+static bool hold_slowdown(Dag *d, double overlap_slowdown, int32_t *comp, double *slow, double *tail)
+{
+    const Workload *w = d->w;
+    bool any = false;
+    for (int32_t c = 0; c < w->n_classes; c++) {
+        const WlClass *cl = &w->classes[c];
+        slow[c] = tail[c] = overlap_slowdown * comm_overlap(d, c, comp, cl->n_tasks);
+        for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++)
+            if (w->tasks[i].phase == WL_PHASE_OPT) {
+                if (slow[c] > 0) d->hold[i] = slow[c], any = true;
+                tail[c] = 0;
+                break;
+            }
+    }
+    return any;
+}
+
 TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slowdown, bool rec, SimResult *out,
                         TsError *err)
 {
@@ -425,6 +486,7 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slow
     d.meet_t = malloc(n * sizeof *d.meet_t);
     d.geom = calloc(WL_GROUP_COUNT * 2, sizeof *d.geom);
     d.xslot = malloc(n * sizeof *d.xslot);
+    d.hold = calloc(n, sizeof *d.hold);
     d.xoff = malloc(((size_t)w->n_xgroups + 1) * sizeof *d.xoff);
     size_t nx = 1;
     for (int32_t k = 0; k < w->n_xgroups && d.xoff; k++) {
@@ -432,58 +494,38 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slow
         nx += (size_t)w->xgroups[k].n;
     }
     d.xclk = calloc(nx, sizeof *d.xclk);
-    double *clk = calloc(nc * ST_N, sizeof *clk);
-    int32_t *pos = malloc(nc * sizeof *pos);
+    double *clk = calloc(nc * ST_N, sizeof *clk), *slow = calloc(2 * nc, sizeof *slow), *tail = slow + nc;
+    int32_t *pos = malloc(nc * sizeof *pos), *comp = malloc(n * sizeof *comp);
     TsStatus st = TS_OK;
     if (!d.fin || !d.dur || !d.send || !d.recv || !d.posted || !d.meet || !d.meet_need || !d.meet_in || !d.meet_t ||
-        !d.geom || !d.xslot || !d.xoff || !d.xclk || !clk || !pos) st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
+        !d.geom || !d.xslot || !d.hold || !d.xoff || !d.xclk || !clk || !slow || !pos || !comp)
+        st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
     if (!st) st = prepare(&d, err);
-    for (size_t c = 0; c < nc && !st; c++) pos[c] = w->classes[c].first_task;
-    /* sweep the classes until every task has run; a class stops at a task
-     * whose inputs (another class's send, say) are not known yet */
-    int64_t left = (int64_t)n;
-    while (!st && left > 0) {
-        int64_t before = left;
-        for (size_t c = 0; c < nc; c++) {
-            const WlClass *cl = &w->classes[c];
-            while (pos[c] < cl->first_task + cl->n_tasks && run_task(&d, clk + c * ST_N, pos[c])) {
-                pos[c]++;
-                left--;
-            }
-        }
-        if (left == before) {
-            for (size_t c = 0; c < nc; c++)
-                if (pos[c] < w->classes[c].first_task + w->classes[c].n_tasks) {
-                    const WlTask *t = &w->tasks[pos[c]];
-                    st = ts_err(err, TS_ERR_INPUT, "the workload deadlocks: task %d (%s \"%s\") of class %s never gets its input",
-                                pos[c] - w->classes[c].first_task, wl_kind_name(t->kind), t->name ? t->name : "",
-                                w->classes[c].name);
-                    ts_err_hint(err, "a recv waits for a send that itself waits, directly or not, for this task: check "
-                                     "the order of the sends and receives between the stages");
-                    break;
-                }
-        }
+    if (!st) st = sweep(&d, clk, pos, err);
+    /* again, each class's slow-down held before its step */
+    if (!st && overlap_slowdown > 0 && hold_slowdown(&d, overlap_slowdown, comp, slow, tail)) {
+        memset(clk, 0, nc * ST_N * sizeof *clk);
+        memset(d.xclk, 0, nx * sizeof *d.xclk);
+        st = prepare(&d, err);
+        if (!st) st = sweep(&d, clk, pos, err);
     }
     if (!st) {
-        double T = 0;
+        double T = 0, end = 0;
         int32_t crit = 0;
         for (size_t c = 0; c < nc; c++) {
             const WlClass *cl = &w->classes[c];
+            double e = 0;
             for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++)
-                if (d.fin[i] > T) T = d.fin[i], crit = (int32_t)c;
+                if (d.fin[i] > e) e = d.fin[i];
+            if (e + tail[c] > T) T = e + tail[c], end = e, crit = (int32_t)c;
         }
-        out->pipeline_time_s = T;
+        out->pipeline_time_s = end;
         out->critical_stage = w->classes[crit].rank >= 0 ? (int32_t)w->classes[crit].rank : w->classes[crit].stage;
         out->n_stages = (int32_t)nc;
-        breakdown(&d, crit, T, &out->breakdown);
-        if (overlap_slowdown > 0) {
-            int32_t *comp = malloc((size_t)w->classes[crit].n_tasks * sizeof *comp);
-            if (!comp) st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
-            else out->breakdown.overlap_slowdown_s = overlap_slowdown * comm_overlap(&d, crit, comp, w->classes[crit].n_tasks);
-            free(comp);
-        }
-        out->iteration_time_s = T + out->breakdown.overlap_slowdown_s;
-        if (rec && !st) st = record(&d, out, err);
+        breakdown(&d, crit, end, &out->breakdown);
+        out->breakdown.overlap_slowdown_s = slow[crit];
+        out->iteration_time_s = T;
+        if (rec) st = record(&d, out, err);
     }
     free(d.fin);
     free(d.dur);
@@ -496,9 +538,12 @@ TsStatus sim_replay_dag(const Workload *w, const HwNet *net, double overlap_slow
     free(d.meet_t);
     free(d.geom);
     free(d.xslot);
+    free(d.hold);
     free(d.xoff);
     free(d.xclk);
     free(clk);
+    free(slow);
     free(pos);
+    free(comp);
     return st;
 }

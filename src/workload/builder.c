@@ -387,15 +387,25 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
         chain = comp_open(g, name, WL_PHASE_IG, mb, ch, l, ig, b->gemm_ig_s, b->ig_flops, b->bwd_bytes / 2, extra, ag, 0,
                           ov);
     }
-    if (moe && p->ep > 1) coll(g, "ep.dispatch.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+    if (moe && p->ep > 1 && !ov) coll(g, "ep.dispatch.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
     if (!ov) {
         if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
         else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
     }
     if (g->split_w) return; /* the weight gradients run in the W pass (block_w) */
     snprintf(name, sizeof name, "L%lld.%s.wg", (long long)l, nm);
-    comp(g, name, WL_PHASE_WG, mb, ch, l, b->wg_s, b->wg_flops, b->bwd_bytes / 2, -1);
+    /* --tp-overlap: the window holds the dgrad and wgrad GEMMs only (the
+     * simulator's rule, layer_cost.c); the rest of the weight gradients and
+     * the EP all-to-all follow it */
+    double wg_gemm = ov ? fmin(b->gemm_wg_s, b->wg_s) : b->wg_s;
+    comp(g, name, WL_PHASE_WG, mb, ch, l, wg_gemm, b->wg_flops, b->bwd_bytes / 2, -1);
     tp_close(g, name, WL_PHASE_WG, mb, ch, l, chain, 0);
+    if (ov) {
+        char rest[56];
+        snprintf(rest, sizeof rest, "%s.x", name);
+        comp(g, rest, WL_PHASE_WG, mb, ch, l, b->wg_s - wg_gemm, 0, 0, -1);
+        if (moe && p->ep > 1) coll(g, "ep.dispatch.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+    }
     if (cp_after > 0)
         coll(g, cp_uly ? "cp.a2a.qkv.b" : "cp.dkv", WL_PHASE_IG, mb, cp_uly ? TS_COLL_ALLTOALL : TS_COLL_REDUCESCATTER,
              WL_GROUP_CP, cp_after, true);
@@ -510,8 +520,9 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
          * from its forward to its backward as FSDP does) */
         comp(g, "head.ig", WL_PHASE_IG, mb, ch, -1, g->head.ig_s, g->head.ig_flops, g->head.bwd_bytes / 2, extra);
         extra = -1;
-        if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
-        else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
+        for (int64_t i = 0; i <= g->m->mtp_layers; i++) /* each pass's input gradient */
+            if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
+            else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
         if (!g->split_w)
             comp(g, "head.wg", WL_PHASE_WG, mb, ch, -1, g->head.wg_s, g->head.wg_flops, g->head.bwd_bytes / 2, -1);
         if (ch > 0) fsdp_reduce(g, g->head.params, 0, mb);

@@ -10,7 +10,7 @@ double wl_gen_grad_bytes(const Gen *g) { return g->o->grad_bytes > 0 ? (double)g
 static void block_of(const PartBlockT *b, const CostBlock *c, double recompute, double db, Block *o)
 {
     *o = (Block){.fwd_s = c->fwd, .ig_s = c->ig, .wg_s = c->wg, .recompute_s = recompute,
-                 .gemm_fwd_s = c->gemm_fwd, .gemm_ig_s = c->gemm_ig, .core_fwd_s = c->core_fwd,
+                 .gemm_fwd_s = c->gemm_fwd, .gemm_ig_s = c->gemm_ig, .gemm_wg_s = c->gemm_wg, .core_fwd_s = c->core_fwd,
                  .core_ig_s = c->core_ig, .params = b->params, .eparams = b->expert_params,
                  .grad_t = {b->grad_t[0], b->grad_t[1]}, .egrad_t = {b->egrad_t[0], b->egrad_t[1]}};
     for (int32_t i = 0; i < b->n_k; i++) {

@@ -17,6 +17,7 @@ typedef struct Block {
     double recompute_s;             /* extra forward work redone in backward */
     double gemm_fwd_s;              /* of fwd_s: GEMMs */
     double gemm_ig_s;               /* of ig_s: GEMMs (dgrad) */
+    double gemm_wg_s;               /* of wg_s: GEMMs (wgrad) */
     double core_fwd_s, core_ig_s;   /* the attention core (attention block) */
     double params;                  /* per-rank parameter elements */
     double eparams;                 /* of which routed experts (reduced over DP_EP) */

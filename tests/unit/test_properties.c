@@ -12,7 +12,7 @@
  *   4. simulator: more micro-batches, a slower GPU or a slower network
  *      never make the iteration faster;
  *   5. the simulator and the replay of its own task graph
- *      (sim_workload_build, sim_replay_dag) agree within 3 % on 100 random
+ *      (sim_workload_build, sim_replay_dag) agree within 1.5 % on 100 random
  *      plans of twelve models (dense GPT/Llama/NeoX/BLOOM/Nemotron, MoE, MLA;
  *      TP, PP, VPP, CP, EP, ETP; SP on and off;
  *      ZeRO 0-3, dist-opt; Adam and Shampoo; recompute modes, op-level SAC;
@@ -22,10 +22,11 @@
  *      the same costed step (cost.h) but schedule it separately, as
  *      (stage, micro-batch, chunk) tasks with overlap rules and as a
  *      per-rank DAG. TS_RT_N=n, TS_RT_SEED=s and
- *      TS_RT_SHOW=f (print every plan off by more than f, 0.03) and
- *      TS_RT_BIG=1 (256-2048 GPUs, pp 2-8) explore other plans: seeds
- *      100-180 are within 2.5 %; TS_RT_BIG seeds 400-440 (8,200 plans) have
- *      one beyond 3 % (-3.1 %, 2 micro-batches on 8 stages).
+ *      TS_RT_SHOW=f (print every plan off by more than f, 0.015) and
+ *      TS_RT_BIG=1 (256-2048 GPUs, pp 2-8) explore other plans: seeds 1-5
+ *      are within 1.35 %; without the overlap slow-down and ZeRO-3 (the two
+ *      rules still estimated by the simulator and measured by the replay)
+ *      within 0.25 %.
  * Tolerances: parameter sums are exact in double below 2^53 (checked to
  * 1e-9 relative); times are compared with 1e-9 relative slack. */
 #include <math.h>
@@ -374,7 +375,7 @@ static void test_sim_matches_replay(void **state)
     const char *env = getenv("TS_RT_N");
     int want = env ? atoi(env) : 100;
     if (getenv("TS_RT_SEED")) rng = (uint64_t)atoll(getenv("TS_RT_SEED"));
-    double show = getenv("TS_RT_SHOW") ? atof(getenv("TS_RT_SHOW")) : 0.03; /* print plans beyond this */
+    double show = getenv("TS_RT_SHOW") ? atof(getenv("TS_RT_SHOW")) : 0.015; /* print plans beyond this */
     for (int i = 0; i < 20 * want && checked < want; i++) {
         const char *name = models[pick(12)];
         ModelSpec m;
@@ -460,7 +461,7 @@ static void test_sim_matches_replay(void **state)
         if (fabs(d) > show)
             print_error("   moe-dispatcher %s node-limit %lld imbalance %g\n", plan_moe_dispatch_name(p.moe_dispatch),
                         (long long)p.moe_node_limit, p.moe_imbalance);
-        assert_true(fabs(d) <= 0.03);
+        assert_true(fabs(d) <= 0.015);
         if (fabs(d) > worst) worst = fabs(d);
         sim_result_free(&rr);
         wl_destroy(w);

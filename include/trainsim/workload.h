@@ -99,7 +99,10 @@ enum {
     WL_F_SYNC = 8,      /* send/recv pair as a rendezvous (blocking NCCL send and recv,
                            DeepSpeed's pipeline engine): the transfer starts once both
                            sides have posted, and both wait for it to end */
-    WL_F_CPU = 16       /* COMP on the host CPU, beside the GPU (Chakra is_cpu_op) */
+    WL_F_CPU = 16,      /* COMP on the host CPU, beside the GPU (Chakra is_cpu_op) */
+    WL_F_PAIR = 32      /* COLL of an overlapped F&B pair (DualPipe, 1f1b-a2a), run under the
+                           pair's compute: the SMs its kernels hold are in the compute's
+                           durations (the pair's SM share), so overlapping costs no more */
 };
 
 typedef struct WlTask {
@@ -282,6 +285,11 @@ int64_t wl_group_size(const Workload *w, WlGroup g);
  * coordinate, so every stage's groups of a kind have this shape. false when
  * out of memory. */
 bool wl_group_span(const Workload *w, WlGroup g, int64_t gpus_per_node, int64_t *size, int64_t *nodes);
+/* Seconds of collective t over its group kind, of `size` ranks on `nodes`
+ * nodes (wl_group_span), on net: EP all-to-alls by the workload's route
+ * (hw_ep_a2a_time_s with par.ep_route), the others by hw_coll_time_s; 0 for
+ * a group of one rank or nothing to move. */
+double wl_coll_time_s(const Workload *w, const HwNet *net, const WlTask *t, int64_t size, int64_t nodes);
 
 /* ---- summaries ------------------------------------------------------------- */
 typedef struct WlSummary {

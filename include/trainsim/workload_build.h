@@ -91,6 +91,13 @@ typedef struct WlBuildOptions {
     bool sequential_experts; /* routed experts one GEMM each, one after another (simulate
                                --sequential-experts, Megatron's SequentialMLP); false: one
                                grouped GEMM over the local experts */
+    double pair_sm_share;   /* dualpipe, dualpipev, 1f1b-a2a: the SMs' share the communication
+                               kernels hold while an F&B pair runs (simulate --pair-sm-share,
+                               sim_pair_s), e.g. 20/132; 0: the pair's compute runs at full speed */
+    const HwNet *net;       /* the network the collectives an F&B pair runs on its compute stream
+                               are timed on (wl_coll_time_s, as the replay times them), for their
+                               share of the pair's SM slow-down; NULL: the pair's kernels alone
+                               are slowed (not owned) */
 } WlBuildOptions;
 /* The full per-stage task DAG: layers with TP/SP/CP/EP collectives, PP
  * send/recv in schedule order, bucketed gradient reduction over DP (DP x CP

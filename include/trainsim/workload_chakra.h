@@ -58,6 +58,7 @@ typedef struct WlChakraNode {
     uint64_t tensor_size;
     int32_t comm_src, comm_dst, comm_tag;
     bool is_cpu_op, has_is_cpu_op;
+    bool pair;              /* attr trainsim_pair: a collective of an F&B pair (WL_F_PAIR) */
     const char *pg_name;
     int32_t n_data, n_ctrl;
     uint64_t *data_deps, *ctrl_deps;

@@ -31,7 +31,7 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
         {"overlap-slowdown", CLI_DOUBLE, &o->slowdown, "F", "compute slow-down under overlap (0.10)", false},
         {"pair-sm-share", CLI_DOUBLE, &o->pair_share, "F",
          "dualpipe(v): the SMs' share the all-to-alls hold while an F&B pair runs (20/132, DeepSeek-V3 on H800)",
-         false},
+         true},
         {"eager-pytorch", CLI_FLAG, &o->eager, NULL,
          "eager PyTorch model code (torchtitan): unfused norm/RoPE/SwiGLU, separate q/k/v and w1/w3 GEMMs", true},
         {"selective-ops", CLI_FLAG, &o->sel_ops, NULL, CLI_SEL_OPS_HELP, true},

@@ -32,7 +32,7 @@ void cli_sim_add(CliSpec *s, CliSim *o);
 /* The ones the workload generator writes into a task graph too:
  * --no-dp-overlap, --no-param-gather-overlap, --fp16-grad-reduce,
  * --deepspeed-pipe, --bucket-mb, --eager-pytorch, --selective-ops, --sequential-experts, --gpu-spread,
- * --cp-comm (all but --overlap-slowdown and --pair-sm-share). */
+ * --pair-sm-share, --cp-comm (all but --overlap-slowdown, --balance-stages and --mfu-convention). */
 void cli_sim_add_workload(CliSpec *s, CliSim *o);
 /* All but --cp-comm, which the sweep takes as a list of exchanges to try. */
 void cli_sim_add_sweep(CliSpec *s, CliSim *o);

@@ -28,7 +28,8 @@ void sim_wl_build_options(const SimOptions *o, const ParallelPlan *p, WlBuildOpt
                            .dp_after_backward = !o->dp_overlap,
                            .optimizer_bytes = sim_optimizer_bytes(o, p),
                            .selective_ops = o->selective_ops,
-                           .sequential_experts = o->sequential_experts};
+                           .sequential_experts = o->sequential_experts,
+                           .pair_sm_share = o->pair_sm_share};
     if (plan_ds_pipe(p)) { /* the engine reduces after the flush and gathers at the step */
         bo->dp_after_backward = true;
         bo->param_gather_at_step = true;
@@ -60,6 +61,7 @@ TsStatus sim_workload_build(SimSetup *in, Workload **out, TsError *err)
     sim_wl_build_options(&in->opt, p, &bo);
     bo.shampoo_s_per_param = sim_shampoo_s_per_param(in->hw, in->model, p);
     bo.fp32_grad_accum = plan_ds_pipe(p) && p->dtype == TS_DTYPE_BF16;
+    bo.net = in->net;
     st = wl_build(&step, &bo, out, err);
     free(store);
     return st;

@@ -167,10 +167,7 @@ static TsStatus prepare(Dag *d, TsError *err)
             } else if (t->kind == WL_KIND_COLL && t->comm_bytes > 0 && t->coll != TS_COLL_NONE) {
                 int64_t n = 1, nodes = 1;
                 st = group_geom(d, t->group, &n, &nodes, err);
-                if (!st && n > 1 && t->group == WL_GROUP_EP && t->coll == TS_COLL_ALLTOALL)
-                    d->dur[i] = hw_ep_a2a_time_s(d->net, t->comm_bytes, n, nodes, &w->par.ep_route);
-                else if (!st && n > 1)
-                    d->dur[i] = hw_coll_time_s(d->net, t->coll, t->comm_bytes, n, nodes, 1, wl_group_hw(t->group));
+                if (!st) d->dur[i] = wl_coll_time_s(w, d->net, t, n, nodes);
             } else if (t->kind == WL_KIND_SEND) {
                 int64_t peer = cl->rank >= 0 ? t->peer_stage : wl_stage_peer(w, r0, t->peer_stage);
                 bool cross = gpn > 0 && peer / gpn != r0 / gpn;
@@ -393,7 +390,8 @@ static double comm_overlap(const Dag *d, int32_t c, int32_t *comp, int32_t nc_ma
         if (w->tasks[i].kind == WL_KIND_COMP && !(w->tasks[i].flags & WL_F_CPU) && d->dur[i] > 0) comp[n++] = i;
     double ov = 0;
     for (int32_t i = cl->first_task; i < cl->first_task + cl->n_tasks; i++) {
-        if (w->tasks[i].kind != WL_KIND_COLL || d->dur[i] <= 0) continue;
+        /* an F&B pair's collectives: their SMs are in the pair's compute (WL_F_PAIR) */
+        if (w->tasks[i].kind != WL_KIND_COLL || d->dur[i] <= 0 || (w->tasks[i].flags & WL_F_PAIR)) continue;
         double s = d->fin[i] - d->dur[i], e = d->fin[i];
         int32_t lo = 0, hi = n; /* first compute span ending after s */
         while (lo < hi) {

@@ -164,7 +164,8 @@ TsStatus wl_build_aicb(const WlStep *step, const WlAicbOptions *o, Workload **ou
          * passes or F&B pairs */
         ts_err(err, TS_ERR_PLAN, "AICB's rows have no --schedule %s: SimAI prices every plan's bubble as 1F1B's",
                plan_sched_name(p->schedule));
-        ts_err_hint(err, "write the plan as --format json or chakra (zb-h1), or the rows with --schedule 1f1b");
+        ts_err_hint(err, "write the plan as --format json or chakra, whose task graphs run it, or the rows with "
+                         "--schedule 1f1b");
         return TS_ERR_PLAN;
     }
     if (p->dp_shard > 0 && p->zero >= 3) {

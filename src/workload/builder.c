@@ -60,7 +60,7 @@ static int32_t emit(Gen *g, WlTask *t, int32_t extra_dep, bool advance)
 static void comp_f(Gen *g, const char *name, WlPhase ph, int64_t mb, int64_t ch, int64_t layer, double s,
                    double flops, double bytes, int32_t extra, int32_t extra2, uint32_t flags)
 {
-    WlTask t = wl_task_comp(name, ph, flops, bytes, s);
+    WlTask t = wl_task_comp(name, ph, flops, bytes, g->in_pair ? s * g->pair_stretch : s);
     t.micro = (int32_t)mb;
     t.chunk = (int32_t)ch;
     t.layer = (int32_t)layer;
@@ -74,6 +74,16 @@ static void comp(Gen *g, const char *name, WlPhase ph, int64_t mb, int64_t ch, i
     comp_f(g, name, ph, mb, ch, layer, s, flops, bytes, extra, -1, 0);
 }
 
+/* Inside an F&B pair, a collective on the compute stream: its time as the
+ * replay takes it (wl_coll_time_s), which the pair's SM slow-down covers too. */
+static void pair_comm(Gen *g, const WlTask *t)
+{
+    int64_t n, nodes;
+    if (!g->o->net) return;
+    if (!wl_group_span(g->w, t->group, g->o->net->cl.gpus_per_node, &n, &nodes)) g->oom = true;
+    else g->pair_comm_s += wl_coll_time_s(g->w, g->o->net, t, n, nodes);
+}
+
 static int32_t coll(Gen *g, const char *name, WlPhase ph, int64_t mb, TsColl c, WlGroup grp, double bytes,
                     bool blocking)
 {
@@ -81,6 +91,7 @@ static int32_t coll(Gen *g, const char *name, WlPhase ph, int64_t mb, TsColl c, 
     WlTask t = wl_task_coll(name, ph, c, grp, bytes);
     t.micro = (int32_t)mb;
     if (!blocking) t.flags |= WL_F_ASYNC;
+    if (g->in_pair && blocking) pair_comm(g, &t);
     return emit(g, &t, -1, blocking);
 }
 
@@ -110,13 +121,51 @@ static void pend(Gen *g, int32_t id)
 
 static int32_t tag_of(const Gen *g, int64_t mb, int64_t boundary, int dir)
 {
-    return (int32_t)((mb * g->n_chunks + boundary) * 2 + dir);
+    return (int32_t)((mb * g->n_path + boundary) * 2 + dir);
+}
+
+/* ---- the chunks the schedule walks ----------------------------------------------------- */
+/* Path chunk pc's model chunk (its layers; 0 holds the embedding, n_chunks-1
+ * the head) and the rank holding it: rank pc mod pp; DualPipeV's V and
+ * DualPipe's two copies place chunks pp.. on ranks pp-1 down to 0. */
+static int64_t model_chunk(const Gen *g, int64_t pc) { return pc % g->n_chunks; }
+
+static int64_t path_rank(const Gen *g, int64_t pc)
+{
+    int64_t pp = g->p->pp;
+    if (g->p->schedule == PLAN_SCHED_DUALPIPE || g->p->schedule == PLAN_SCHED_DUALPIPEV)
+        return pc < pp ? pc : 2 * pp - 1 - pc;
+    return pc % pp;
+}
+
+/* Rank s's k-th chunk (plan_rank_chunk) as a path chunk. */
+static int64_t path_chunk(const Gen *g, int64_t s, int64_t k)
+{
+    int64_t c = plan_rank_chunk(g->p, s, k);
+    return g->p->schedule == PLAN_SCHED_DUALPIPE && k == 1 ? c + g->n_chunks : c;
+}
+
+/* The first micro-batch through path chunk pc: DualPipe's second copy runs
+ * the second half of them. */
+static int64_t path_mb0(const Gen *g, int64_t pc) { return pc >= g->n_chunks ? g->p->grad_accum / 2 : 0; }
+
+/* Does the forward of pc receive its input from another rank (the backward
+ * sends its input gradient back), does it send its output to another rank?
+ * Not at the model's ends, nor at the V's turn (both chunks on rank pp-1). */
+static bool path_recvs(const Gen *g, int64_t pc)
+{
+    return model_chunk(g, pc) > 0 && path_rank(g, pc - 1) != path_rank(g, pc);
+}
+
+static bool path_sends(const Gen *g, int64_t pc)
+{
+    return model_chunk(g, pc) < g->n_chunks - 1 && path_rank(g, pc + 1) != path_rank(g, pc);
 }
 
 static void p2p(Gen *g, const char *name, WlPhase ph, int64_t mb, bool send, int64_t peer_chunk, int64_t boundary,
                 int dir)
 {
-    int32_t peer = (int32_t)(peer_chunk % g->p->pp);
+    int32_t peer = (int32_t)path_rank(g, peer_chunk);
     WlTask t = wl_task_p2p(name, ph, send, peer, g->t->boundary_bytes, tag_of(g, mb, boundary, dir));
     t.micro = (int32_t)mb;
     /* a receive gates the compute after it; a send does not, except in
@@ -277,6 +326,25 @@ static void tp_close(Gen *g, const char *name, WlPhase ph, int64_t mb, int64_t c
     comp_f(g, jn, ph, mb, ch, l, 0, 0, 0, chain, -1, fl);
 }
 
+/* An EP all-to-all: blocking on the stream; inside an F&B pair (`overlap`)
+ * chained on the pair's all-to-all chain, under the pair's compute (pair());
+ * a full recompute's forward keeps its all-to-alls on the stream, as the
+ * simulator counts them in the backward's compute. */
+static void ep_a2a(Gen *g, const char *name, WlPhase ph, int64_t mb, double bytes, bool overlap)
+{
+    if (!(g->in_pair && overlap)) {
+        coll(g, name, ph, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, bytes, true);
+        return;
+    }
+    if (wl_group_size(g->w, WL_GROUP_EP) <= 1 || bytes <= 0) return;
+    WlTask t = wl_task_coll(name, ph, TS_COLL_ALLTOALL, WL_GROUP_EP, bytes);
+    t.micro = (int32_t)mb;
+    t.flags |= WL_F_ASYNC | WL_F_PAIR;
+    int32_t id = wl_task_add(g->w, &t, &g->pair_ep, g->pair_ep >= 0 ? 1 : 0, NULL, 0);
+    if (id < 0) g->oom = true;
+    else g->pair_ep = id;
+}
+
 /* A block's forward with its collectives; `rf`: the full-recompute forward
  * inside the backward (phase ig, flagged); `ag`: the ZeRO-3 gather its
  * compute waits for, -1 none. */
@@ -293,10 +361,10 @@ static void block_fwd_as(Gen *g, const Block *b, const char *nm, int64_t mb, int
     if (p->sp && !ov) coll(g, "sp.ag", ph, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->t->tp_bytes, true);
     if (moe && p->ep > 1) {
         double a2a = g->t->ep_bytes;
-        coll(g, "ep.dispatch", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, g->t->ep_dispatch_bytes, true);
+        ep_a2a(g, "ep.dispatch", ph, mb, g->t->ep_dispatch_bytes, !rf);
         chain = comp_open(g, name, ph, mb, ch, l, b->fwd_s, b->gemm_fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl, ov);
         tp_close(g, name, ph, mb, ch, l, chain, fl);
-        coll(g, "ep.combine", ph, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+        ep_a2a(g, "ep.combine", ph, mb, a2a, !rf);
     } else if (b == &g->attn && p->cp > 1 && g->o->cp_comm != WL_CP_P2P) {
         /* exposed exchange: the K/V gather (or Q/K/V all-to-all) before
          * the block, the output all-to-all after it */
@@ -346,7 +414,7 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     double a2a = g->t->ep_bytes;
     /* the combine's gradient travels as a dispatch (FP8 under DeepEP) */
     if (moe && p->ep > 1)
-        coll(g, "ep.combine.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, g->t->ep_dispatch_bytes, true);
+        ep_a2a(g, "ep.combine.b", WL_PHASE_IG, mb, g->t->ep_dispatch_bytes, true);
     snprintf(name, sizeof name, "L%lld.%s.ig", (long long)l, nm);
     double ig = b->ig_s + (full ? 0 : b->recompute_s);
     int32_t chain = -1; /* --tp-overlap: open under the dgrad GEMMs, closed after the wgrad ones */
@@ -387,7 +455,7 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
         chain = comp_open(g, name, WL_PHASE_IG, mb, ch, l, ig, b->gemm_ig_s, b->ig_flops, b->bwd_bytes / 2, extra, ag, 0,
                           ov);
     }
-    if (moe && p->ep > 1 && !ov) coll(g, "ep.dispatch.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+    if (moe && p->ep > 1 && !ov) ep_a2a(g, "ep.dispatch.b", WL_PHASE_IG, mb, a2a, true);
     if (!ov) {
         if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
         else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
@@ -404,7 +472,7 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
         char rest[56];
         snprintf(rest, sizeof rest, "%s.x", name);
         comp(g, rest, WL_PHASE_WG, mb, ch, l, b->wg_s - wg_gemm, 0, 0, -1);
-        if (moe && p->ep > 1) coll(g, "ep.dispatch.b", WL_PHASE_IG, mb, TS_COLL_ALLTOALL, WL_GROUP_EP, a2a, true);
+        if (moe && p->ep > 1) ep_a2a(g, "ep.dispatch.b", WL_PHASE_IG, mb, a2a, true);
     }
     if (cp_after > 0)
         coll(g, cp_uly ? "cp.a2a.qkv.b" : "cp.dkv", WL_PHASE_IG, mb, cp_uly ? TS_COLL_ALLTOALL : TS_COLL_REDUCESCATTER,
@@ -412,8 +480,6 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     if (last_mb) grad_block(g, b);
 }
 
-/* Layers of each chunk: the plan's --stage-layers, else an even split where
- * the first layers % chunks chunks hold one layer more. */
 /* Layers of each chunk: the plan's split (plan_chunk_layers: --stage-layers,
  * the uneven rule, or even). */
 void wl_gen_chunk_split(const ModelSpec *m, const ParallelPlan *p, int64_t n_chunks, int64_t *first)
@@ -435,16 +501,39 @@ static double layer_eparams(const Gen *g, int64_t l)
     return model_layer_is_moe(g->m, l) ? g->moe.eparams : 0;
 }
 
-static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
+/* The pipeline transfers of path chunk pc on micro-batch mb: the forward's
+ * input and output, the backward's output gradient in and input gradient
+ * out (DeepSpeed's pipeline engine: in ds_schedule instead). */
+static void fwd_recv(Gen *g, int64_t mb, int64_t pc)
+{
+    if (!plan_ds_pipe(g->p) && path_recvs(g, pc)) p2p(g, "pp.recv.f", WL_PHASE_FWD, mb, false, pc - 1, pc - 1, 0);
+}
+
+static void fwd_send(Gen *g, int64_t mb, int64_t pc)
+{
+    if (!plan_ds_pipe(g->p) && path_sends(g, pc)) p2p(g, "pp.send.f", WL_PHASE_FWD, mb, true, pc + 1, pc, 0);
+}
+
+static void bwd_recv(Gen *g, int64_t mb, int64_t pc)
+{
+    if (!plan_ds_pipe(g->p) && path_sends(g, pc)) p2p(g, "pp.recv.b", WL_PHASE_IG, mb, false, pc + 1, pc, 1);
+}
+
+static void bwd_send(Gen *g, int64_t mb, int64_t pc)
+{
+    if (!plan_ds_pipe(g->p) && path_recvs(g, pc)) p2p(g, "pp.send.b", WL_PHASE_IG, mb, true, pc - 1, pc - 1, 1);
+}
+
+/* The forward of path chunk pc on micro-batch mb, its transfers aside. */
+static void fwd_body(Gen *g, int64_t mb, int64_t pc)
 {
     const ParallelPlan *p = g->p;
-    int64_t first = chunk_first(g, ch), nl = chunk_layers(g, ch);
-    bool ds = plan_ds_pipe(g->p); /* DeepSpeed: p2p in ds_schedule */
-    if (ch > 0 && !ds) p2p(g, "pp.recv.f", WL_PHASE_FWD, mb, false, ch - 1, ch - 1, 0);
+    int64_t ch = model_chunk(g, pc), first = chunk_first(g, ch), nl = chunk_layers(g, ch);
+    bool mb0 = mb == path_mb0(g, pc); /* the first forward waits for the parameter gathers */
     if (ch == 0) {
         comp_f(g, "embed.f", WL_PHASE_FWD, mb, ch, -1, g->embed.fwd_s, 0, g->embed.fwd_bytes,
                fsdp_gather(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), 0, WL_PHASE_FWD, mb),
-               mb == 0 ? g->pg_ag[wl_gen_layers(g->m)] : -1, 0);
+               mb0 ? g->pg_ag[wl_gen_layers(g->m)] : -1, 0);
         if (p->sp) coll(g, "sp.rs", WL_PHASE_FWD, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
         else coll(g, "tp.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
         unit_done(g);
@@ -455,7 +544,7 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
     for (int64_t l = first; l < first + nl; l++) {
         bool moe = model_layer_is_moe(g->m, l);
         int32_t next = l + 1 < first + nl ? fsdp_gather(g, layer_params(g, l + 1), layer_eparams(g, l + 1), WL_PHASE_FWD, mb) : -1;
-        block_fwd_as(g, &g->attn, "attn", mb, ch, l, false, false, ag >= 0 ? ag : mb == 0 ? g->pg_ag[l] : -1);
+        block_fwd_as(g, &g->attn, "attn", mb, ch, l, false, false, ag >= 0 ? ag : mb0 ? g->pg_ag[l] : -1);
         block_fwd_as(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, false, -1);
         unit_done(g);
         ag = next;
@@ -467,14 +556,19 @@ static void chunk_fwd(Gen *g, int64_t mb, int64_t ch)
          * embedding when the chunk holds both, else here) */
         comp_f(g, "head.f", WL_PHASE_FWD, mb, ch, -1, g->head.fwd_s, g->head.fwd_flops, g->head.fwd_bytes,
                ch == 0 ? -1 : fsdp_gather(g, g->head.params, 0, WL_PHASE_FWD, mb),
-               mb == 0 ? g->pg_ag[wl_gen_layers(g->m) + 1] : -1, 0);
+               mb0 ? g->pg_ag[wl_gen_layers(g->m) + 1] : -1, 0);
         for (int64_t i = 0; i < 3 * (1 + g->m->mtp_layers); i++) /* vocab-parallel cross-entropy: max,
                                                                  sum-exp, target logit; per loss */
             coll(g, "loss.ar", WL_PHASE_FWD, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->vocab_ar_bytes, true);
-    } else if (!ds) {
-        p2p(g, "pp.send.f", WL_PHASE_FWD, mb, true, ch + 1, ch, 0);
     }
-    g->fwd_last[mb * g->n_chunks + ch] = g->last;
+    g->fwd_last[mb * g->n_path + pc] = g->last;
+}
+
+static void chunk_fwd(Gen *g, int64_t mb, int64_t pc)
+{
+    fwd_recv(g, mb, pc);
+    fwd_body(g, mb, pc);
+    fwd_send(g, mb, pc);
 }
 
 /* A block's weight gradients as a W pass of its own (split_w). */
@@ -489,9 +583,9 @@ static void block_w(Gen *g, const Block *b, const char *nm, int64_t mb, int64_t 
 /* ZB-H1's W pass of a chunk: the weight gradients its I pass left, in the
  * backward's order (head, layers last to first, embedding); the last
  * micro-batch's feeds the DP buckets. */
-static void chunk_w(Gen *g, int64_t mb, int64_t ch, bool last_mb)
+static void chunk_w(Gen *g, int64_t mb, int64_t pc, bool last_mb)
 {
-    int64_t first = chunk_first(g, ch), nl = chunk_layers(g, ch);
+    int64_t ch = model_chunk(g, pc), first = chunk_first(g, ch), nl = chunk_layers(g, ch);
     if (ch == g->n_chunks - 1) {
         comp(g, "head.wg", WL_PHASE_WG, mb, ch, -1, g->head.wg_s, g->head.wg_flops, g->head.bwd_bytes / 2, -1);
         if (last_mb) bucket_feed(g, g->head.params, false);
@@ -508,13 +602,13 @@ static void chunk_w(Gen *g, int64_t mb, int64_t ch, bool last_mb)
     if (last_mb) bucket_flush(g);
 }
 
-static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
+/* The backward of path chunk pc on micro-batch mb, its transfers and the
+ * last micro-batch's bucket flush aside. */
+static void bwd_body(Gen *g, int64_t mb, int64_t pc, bool last_mb)
 {
     const ParallelPlan *p = g->p;
-    int64_t first = chunk_first(g, ch), nl = chunk_layers(g, ch);
-    int32_t extra = g->fwd_last[mb * g->n_chunks + ch];
-    bool ds = plan_ds_pipe(g->p); /* DeepSpeed: p2p in ds_schedule */
-    if (ch < g->n_chunks - 1 && !ds) p2p(g, "pp.recv.b", WL_PHASE_IG, mb, false, ch + 1, ch, 1);
+    int64_t ch = model_chunk(g, pc), first = chunk_first(g, ch), nl = chunk_layers(g, ch);
+    int32_t extra = g->fwd_last[mb * g->n_path + pc];
     if (ch == g->n_chunks - 1) {
         /* (ZeRO-3: embedding and head form the root unit, kept gathered
          * from its forward to its backward as FSDP does) */
@@ -545,10 +639,81 @@ static void chunk_bwd(Gen *g, int64_t mb, int64_t ch, bool last_mb)
         if (!g->split_w) comp(g, "embed.wg", WL_PHASE_WG, mb, ch, -1, g->embed.wg_s, 0, g->embed.bwd_bytes, extra);
         fsdp_reduce(g, g->embed.params + (g->n_chunks == 1 ? g->head.params : 0), 0, mb);
         if (last_mb && !g->split_w) bucket_feed(g, g->embed.params, false);
-    } else if (!ds) {
-        p2p(g, "pp.send.b", WL_PHASE_IG, mb, true, ch - 1, ch - 1, 1);
     }
+}
+
+static void chunk_bwd(Gen *g, int64_t mb, int64_t pc, bool last_mb)
+{
+    bwd_recv(g, mb, pc);
+    bwd_body(g, mb, pc, last_mb);
+    bwd_send(g, mb, pc);
     if (last_mb && !g->split_w) bucket_flush(g);
+}
+
+/* Does model chunk ch move EP all-to-alls (an MoE layer with EP > 1)? */
+static bool chunk_ep(const Gen *g, int64_t ch)
+{
+    if (g->p->ep <= 1 || !(g->t->ep_bytes > 0) || wl_group_size(g->w, WL_GROUP_EP) <= 1) return false;
+    for (int64_t l = chunk_first(g, ch); l < chunk_first(g, ch) + chunk_layers(g, ch); l++)
+        if (model_layer_is_moe(g->m, l)) return true;
+    return false;
+}
+
+/* An overlapped F&B pair (DualPipe, DeepSeek-V3 report section 3.2.1;
+ * Megatron-Core's combined 1F1B): the forward of path chunk pf on
+ * micro-batch mf beside the whole backward of pb on mb, as the simulator
+ * prices it (sim_pair_s, max((Fc + Bc) / (1 - share), Fe + Be)): once both
+ * inputs are in, the two chunks' work runs on the compute stream, slowed by
+ * 1 / (1 - share) while the pair moves EP traffic (the SMs the
+ * communication kernels hold): each kernel stretched, and the collectives
+ * on the stream (TP) by one "pair.sm" task of their time x share / (1 -
+ * share); their all-to-alls (WL_F_PAIR) run one after another on the EP
+ * stream from the pair's opening, under the other's compute; a zero-time
+ * join waits for both, then both outputs are sent. */
+static void pair(Gen *g, int64_t mf, int64_t pf, int64_t mb, int64_t pb, bool last_mb)
+{
+    fwd_recv(g, mf, pf);
+    bwd_recv(g, mb, pb);
+    double sh = g->o->pair_sm_share;
+    bool ep = chunk_ep(g, model_chunk(g, pf)) || chunk_ep(g, model_chunk(g, pb));
+    g->in_pair = true;
+    g->pair_ep = g->last;
+    g->pair_stretch = ep && sh > 0 && sh < 1 ? 1.0 / (1.0 - sh) : 1.0;
+    g->pair_comm_s = 0;
+    fwd_body(g, mf, pf);
+    bwd_body(g, mb, pb, last_mb);
+    g->in_pair = false;
+    if (g->pair_stretch > 1 && g->pair_comm_s > 0)
+        comp_f(g, "pair.sm", WL_PHASE_IG, mb, model_chunk(g, pb), -1, g->pair_comm_s * (g->pair_stretch - 1), 0, 0, -1,
+               -1, 0);
+    comp_f(g, "pair.join", WL_PHASE_IG, mb, model_chunk(g, pb), -1, 0, 0, 0, g->pair_ep, -1, 0);
+    fwd_send(g, mf, pf);
+    bwd_send(g, mb, pb);
+    if (last_mb) bucket_flush(g);
+}
+
+/* Stage s's tasks in plan_order's order (zb-h1, dualpipe, dualpipev,
+ * 1f1b-a2a): forwards, whole backwards (B), input-gradient passes (I) whose
+ * weight gradients run later (W), and F&B pairs; micro-batches count from
+ * the first one of the chunk's copy (path_mb0). */
+static void run_order(Gen *g, int64_t s, const int32_t *o, int64_t n)
+{
+    const int64_t mc = plan_chunk_micro_batches(g->p);
+    for (int64_t i = 0; i < n && !g->oom; i++) {
+        int64_t pc = path_chunk(g, s, PLAN_TASK_CHUNK(o[i])), mb = PLAN_TASK_MB(o[i]) + path_mb0(g, pc);
+        bool last = PLAN_TASK_MB(o[i]) == mc - 1;
+        int kind = PLAN_TASK_KIND(o[i]);
+        g->split_w = kind == PLAN_TASK_I;
+        if (kind == PLAN_TASK_F) chunk_fwd(g, mb, pc);
+        else if (kind == PLAN_TASK_W) chunk_w(g, mb, pc, last);
+        else if (kind != PLAN_TASK_PF) chunk_bwd(g, mb, pc, last);
+        else if (i + 1 < n) { /* the pair's backward is the next entry */
+            int32_t b = o[++i];
+            int64_t pb = path_chunk(g, s, PLAN_TASK_CHUNK(b));
+            pair(g, mb, pc, PLAN_TASK_MB(b) + path_mb0(g, pb), pb, PLAN_TASK_MB(b) == mc - 1);
+        }
+    }
+    g->split_w = false;
 }
 
 /* ---- schedule ------------------------------------------------------------------------- */
@@ -804,8 +969,8 @@ static void step(Gen *g, int64_t stage, double params, double eparams)
     double ob = g->o->optimizer_bytes > 0 ? g->o->optimizer_bytes : 24.0;
     comp(g, "optimizer", WL_PHASE_OPT, -1, -1, -1, hw_memory_time_s(g->cc->hw, shard * ob), shard * 10.0, shard * ob, -1);
     if (gather_after) /* by the gradient buckets, chunk by chunk in forward order */
-        for (int64_t k = 0; k < (p->vpp > 1 ? p->vpp : 1) && !g->oom; k++)
-            gather_chunk(g, k * p->pp + stage, WL_PHASE_OPT, true, NULL);
+        for (int64_t k = 0; k < plan_rank_chunks(p) && !g->oom; k++)
+            gather_chunk(g, plan_rank_chunk(p, stage, k), WL_PHASE_OPT, true, NULL);
 }
 
 /* Dist-opt / ZeRO-1/2 with the parameter gather overlapped (Megatron
@@ -819,8 +984,8 @@ static void param_gathers(Gen *g, int64_t stage)
     int64_t L = wl_gen_layers(g->m);
     for (int64_t i = 0; i < L + 2; i++) g->pg_ag[i] = -1;
     if (!(p->dist_opt || p->zero >= 1) || p->zero >= 3 || g->o->param_gather_at_step) return;
-    for (int64_t k = 0; k < (p->vpp > 1 ? p->vpp : 1) && !g->oom; k++)
-        gather_chunk(g, k * p->pp + stage, WL_PHASE_FWD, false, g->pg_ag);
+    for (int64_t k = 0; k < plan_rank_chunks(p) && !g->oom; k++)
+        gather_chunk(g, plan_rank_chunk(p, stage, k), WL_PHASE_FWD, false, g->pg_ag);
 }
 
 TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsError *err)
@@ -834,17 +999,12 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     int64_t n_chunks = p->pp * v;
     if (p->grad_accum < 1)
         return ts_err(err, TS_ERR_PLAN, "the global batch gives no micro-batch per data-parallel rank");
-    if (plan_sched_pairs(p->schedule)) {
-        /* their two directions and F&B pairs have no task-graph form yet */
-        ts_err(err, TS_ERR_PLAN, "the task graph has no --schedule %s yet", plan_sched_name(p->schedule));
-        ts_err_hint(err, "'trainsim simulate' and 'sweep' run it (plan_order); write the workload with --schedule "
-                         "1f1b, interleaved, gpipe or zb-h1");
-        return TS_ERR_PLAN;
-    }
-    if (p->schedule == PLAN_SCHED_ZBH1 && (p->zero >= 3 || p->cp > 1 || (p->tp_overlap && p->tp > 1))) {
+    if (plan_sched_ordered(p->schedule) && (p->zero >= 3 || p->cp > 1 || (p->tp_overlap && p->tp > 1))) {
         /* the W pass would split an FSDP unit's reduce-scatter, a CP exchange
-         * or a TP-overlap window from the input gradients they follow */
-        ts_err(err, TS_ERR_PLAN, "the task graph of --schedule zb-h1 takes no ZeRO-3, CP or TP overlap yet");
+         * or a TP-overlap window from the input gradients they follow; an
+         * F&B pair would run them inside its stretched compute */
+        ts_err(err, TS_ERR_PLAN, "the task graph of --schedule %s takes no ZeRO-3, CP or TP overlap yet",
+               plan_sched_name(p->schedule));
         ts_err_hint(err, "'trainsim simulate' runs the plan; write the workload without --zero 3, --cp or --tp-overlap, "
                          "or with --schedule 1f1b");
         return TS_ERR_PLAN;
@@ -854,14 +1014,17 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
                       (long long)m->layers, (long long)n_chunks);
     const bool hsdp = p->dp_shard > 0 && p->zero >= 3; /* FSDP over the shard group (plan_fsdp_group) */
     Gen g = {.m = m, .p = p, .t = st->tpl, .cc = &st->cc, .o = o, .last = -1, .join = -1, .n_chunks = n_chunks,
+             .n_path = p->schedule == PLAN_SCHED_DUALPIPE ? 2 * n_chunks : n_chunks,
              .dpg = hsdp ? WL_GROUP_SHARD : p->cp > 1 ? WL_GROUP_DP_CP : WL_GROUP_DP,
              .dpn = (hsdp ? p->dp_shard : p->dp) * (p->cp > 1 ? p->cp : 1)};
     /* Megatron-Core's bucket_size over the reduction group (DP x CP), as sim_dp_bucket_bytes */
     g.bucket_max = o->bucket_params > 0 ? o->bucket_params : fmax(4e7, 1e6 * (double)g.dpn);
     Step *steps = malloc((size_t)(2 * p->grad_accum * v) * sizeof *steps);
-    const int64_t zcap = plan_order_cap(PLAN_SCHED_ZBH1, p->grad_accum);
-    int32_t *zorder = malloc((size_t)(2 * zcap) * sizeof *zorder); /* zb-h1's order and its W queue */
-    g.fwd_last = malloc((size_t)(p->grad_accum * n_chunks) * sizeof *g.fwd_last);
+    const bool ordered = plan_sched_ordered(p->schedule);
+    const int64_t zcap = plan_order_cap(p->schedule, p->grad_accum);
+    /* plan_order's order and its W queue (chunks x micro-batches) */
+    int32_t *zorder = malloc((size_t)(zcap + 2 * p->grad_accum) * sizeof *zorder);
+    g.fwd_last = malloc((size_t)(p->grad_accum * g.n_path) * sizeof *g.fwd_last);
     g.first = malloc((size_t)(n_chunks + 1) * sizeof *g.first);
     g.pg_ag = malloc((size_t)(wl_gen_layers(m) + 2) * sizeof *g.pg_ag);
     g.w = wl_create(p->gpus, err);
@@ -893,14 +1056,14 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
         g.n_pending = 0;
         g.bucket = g.ebucket = 0;
         g.n_deferred = 0;
-        g.split_w = p->schedule == PLAN_SCHED_ZBH1;
-        int64_t n = g.split_w ? plan_order(p->schedule, p->pp, p->grad_accum, s, zorder, zorder + zcap)
-                              : schedule(p, s, steps);
+        int64_t n = ordered ? plan_order(p->schedule, p->pp, p->grad_accum, s, zorder, zorder + zcap)
+                            : schedule(p, s, steps);
         param_gathers(&g, s);
-        /* the last backward of each chunk triggers its gradient reduction */
+        /* the last backward of each chunk triggers its gradient reduction
+         * (DualPipe: each of the rank's two copies its own) */
         double params = 0, eparams = 0;
-        for (int64_t k = 0; k < v; k++) {
-            int64_t ch = k * p->pp + s;
+        for (int64_t k = 0; k < plan_rank_chunks(p); k++) {
+            int64_t ch = plan_rank_chunk(p, s, k);
             params += (double)chunk_layers(&g, ch) * g.attn.params;
             for (int64_t l = chunk_first(&g, ch); l < chunk_first(&g, ch) + chunk_layers(&g, ch); l++) {
                 bool moe = model_layer_is_moe(m, l);
@@ -911,16 +1074,8 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
             if (ch == n_chunks - 1) params += g.head.params;
         }
         if (plan_ds_pipe(p)) ds_schedule(&g, s);
-        for (int64_t i = 0; i < n && !g.oom && g.split_w; i++) { /* zb-h1: F, I, W of chunk s */
-            int64_t mb = PLAN_TASK_MB(zorder[i]);
-            bool last = mb == p->grad_accum - 1;
-            switch (PLAN_TASK_KIND(zorder[i])) {
-            case PLAN_TASK_F: chunk_fwd(&g, mb, s); break;
-            case PLAN_TASK_I: chunk_bwd(&g, mb, s, last); break;
-            default: chunk_w(&g, mb, s, last); break;
-            }
-        }
-        for (int64_t i = 0; i < n && !g.oom && !plan_ds_pipe(p) && !g.split_w; i++) {
+        if (ordered) run_order(&g, s, zorder, n);
+        for (int64_t i = 0; i < n && !g.oom && !plan_ds_pipe(p) && !ordered; i++) {
             if (steps[i].fwd) chunk_fwd(&g, steps[i].mb, steps[i].chunk);
             else chunk_bwd(&g, steps[i].mb, steps[i].chunk, steps[i].mb == p->grad_accum - 1);
         }

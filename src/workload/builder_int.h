@@ -34,7 +34,7 @@ typedef struct Gen {
     const WlBuildOptions *o;
     int32_t last;                   /* tail of the compute stream */
     int32_t *pending; int64_t n_pending; size_t cap_pending; /* async DP collectives */
-    int32_t *fwd_last;              /* [mb * n_chunks + chunk] */
+    int32_t *fwd_last;              /* [mb * n_path + path chunk] */
     Block attn, mlp, moe, embed, head;
     double bucket;                  /* grad elements waiting for a bucket */
     double ebucket;                 /* expert grad elements waiting (expert-DP group) */
@@ -43,7 +43,11 @@ typedef struct Gen {
     double *deferred; int64_t n_deferred; size_t cap_deferred; /* dp_after_backward: closed buckets
                                        waiting for the step (elements; < 0: expert buffer) */
     int64_t *first;                 /* [n_chunks + 1]: first layer of each chunk */
-    int64_t n_chunks;
+    int64_t n_chunks;               /* model chunks, pp x vpp */
+    int64_t n_path;                 /* chunks the schedule walks ("path chunks"): the model's, or
+                                       dualpipe's two copies of the pipeline, 2 x n_chunks (path
+                                       chunk n_chunks + c: model chunk c of the copy entering at
+                                       rank pp-1, on rank pp-1-c) */
     int32_t unit_end[2];            /* last task of the two latest FSDP units (layers, root;
                                        [1] newest): a ZeRO-3 gather waits for [1] */
     int32_t *pg_ag;                 /* [layers + 2]: the dist-opt parameter gather of each layer
@@ -54,8 +58,14 @@ typedef struct Gen {
     int64_t dpn;                    /* its size, dp*cp */
     int64_t edpn;                   /* expert-DP group size (DP_EP) */
     int64_t rpn;                    /* HSDP replicas (REPLICATE group size), 1 without */
-    bool split_w;                   /* zb-h1: a backward runs its input gradients (I); its weight
-                                       gradients run later as the order's W pass (chunk_w) */
+    bool split_w;                   /* this backward runs its input gradients only (plan_order's
+                                       I task); its weight gradients run later as a W pass (chunk_w) */
+    bool in_pair;                   /* emitting an F&B pair (pair()): its EP all-to-alls chain on
+                                       pair_ep, its compute takes pair_stretch */
+    int32_t pair_ep;                /* the tail of the pair's all-to-all chain */
+    double pair_stretch;            /* compute time factor inside the pair, 1/(1 - share) */
+    double pair_comm_s;             /* the pair's collectives on the compute stream, seconds
+                                       (WlBuildOptions.net) */
     bool oom;
 } Gen;
 

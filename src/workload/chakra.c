@@ -18,7 +18,8 @@
  * and the rank layout (attribute trainsim_layout), from which wl_read_chakra
  * rebuilds one class per pipeline stage. WlChakraOptions.world_pg false
  * leaves the all-ranks collectives without pg_name, as ASTRA-sim's own
- * microbenchmark traces are. */
+ * microbenchmark traces are. A collective of an overlapped F&B pair
+ * (WL_F_PAIR) carries the bool attribute trainsim_pair. */
 #include "trainsim/workload.h"
 #include "trainsim/workload_chakra.h"
 
@@ -209,8 +210,8 @@ static bool encode_node(Enc *e, const NodeCtx *x, int32_t i)
     n.data_deps = e->deps;
     n.n_ctrl_deps = (size_t)t->n_ctrl_deps;
     n.ctrl_deps = e->deps ? e->deps + t->n_data_deps : NULL; /* no deps yet: NULL + 0 is UB */
-    Attr a[6];
-    Attr *ap[6];
+    Attr a[7];
+    Attr *ap[7];
     int na = 0;
     a[na] = attr_named("is_cpu_op");
     a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BOOL_VAL;
@@ -249,6 +250,11 @@ static bool encode_node(Enc *e, const NodeCtx *x, int32_t i)
                 a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BOOL_LIST;
                 a[na++].bool_list = x->dims;
             }
+        }
+        if (t->flags & WL_F_PAIR) {
+            a[na] = attr_named("trainsim_pair");
+            a[na].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BOOL_VAL;
+            a[na++].bool_val = 1;
         }
     } else {
         bool send = t->kind == WL_KIND_SEND;

@@ -276,6 +276,7 @@ static TsStatus node_task(Rd *r, int64_t rank, const WlChakraTrace *t, int64_t i
         double bytes = n->comm_type == CHAKRA_PROTO_MSG__COLLECTIVE_COMM_TYPE__BARRIER ? 4.0 : (double)n->comm_size;
         if (c == TS_COLL_ALLGATHER) bytes *= (double)gsize; /* comm_size: each rank's input */
         k = wl_task_coll(n->name ? n->name : "", WL_PHASE_FWD, c, WL_GROUP_WORLD, bytes);
+        if (n->pair) k.flags |= WL_F_PAIR;
         if (r->per_rank) {
             int32_t *xg = pg ? &((PgEntry *)pg)->xgroup : &r->all_xgroup;
             if (*xg == 0) {
@@ -295,6 +296,7 @@ static TsStatus node_task(Rd *r, int64_t rank, const WlChakraTrace *t, int64_t i
         h = ts_fnv_word(h, (uint64_t)n->comm_type);
         h = ts_fnv_word(h, (uint64_t)n->comm_size);
         h = ts_fnv_word(h, (uint64_t)k.group);
+        h = ts_fnv_word(h, (uint64_t)n->pair);
         break;
     }
     case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE:

@@ -56,6 +56,7 @@ static void take_attrs(WlChakraTrace *t, WlChakraNode *n, const ChakraProtoMsg__
         else if (!strcmp(k, "comm_src")) n->comm_src = (int32_t)iv;
         else if (!strcmp(k, "comm_dst")) n->comm_dst = (int32_t)iv;
         else if (!strcmp(k, "comm_tag")) n->comm_tag = (int32_t)iv;
+        else if (!strcmp(k, "trainsim_pair")) n->pair = iv != 0;
         else if (!strcmp(k, "is_cpu_op")) {
             n->is_cpu_op = iv != 0;
             n->has_is_cpu_op = true;

@@ -354,6 +354,14 @@ bool wl_group_span(const Workload *w, WlGroup g, int64_t gpus_per_node, int64_t 
     return true;
 }
 
+double wl_coll_time_s(const Workload *w, const HwNet *net, const WlTask *t, int64_t size, int64_t nodes)
+{
+    if (size <= 1 || !(t->comm_bytes > 0) || t->coll == TS_COLL_NONE) return 0;
+    if (t->group == WL_GROUP_EP && t->coll == TS_COLL_ALLTOALL)
+        return hw_ep_a2a_time_s(net, t->comm_bytes, size, nodes, &w->par.ep_route);
+    return hw_coll_time_s(net, t->coll, t->comm_bytes, size, nodes, 1, wl_group_hw(t->group));
+}
+
 /* ---- send / recv pairing ------------------------------------------------------ */
 typedef struct P2pKey {
     int64_t from, to, tag;

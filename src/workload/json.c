@@ -17,7 +17,9 @@
  * when not HYBRID_TRANSFORMER_FWD_IN_BCKWD, "policy"; collectives read from
  * SimAI's ALLREDUCEALLTOALL carry "ar_a2a": true; recomputation tasks
  * "recompute": true; a send/recv pair that meets as a rendezvous (blocking
- * p2p, DeepSpeed's pipeline engine) "sync": true on both sides. json_read.c reads it back. */
+ * p2p, DeepSpeed's pipeline engine) "sync": true on both sides; the
+ * all-to-alls of an overlapped F&B pair (WL_F_PAIR) "pair": true.
+ * json_read.c reads it back. */
 #include "wl_internal.h"
 #include "trainsim/workload_chakra.h"
 
@@ -47,6 +49,7 @@ static void put_task(TsBuf *b, const Workload *w, const WlClass *c, int32_t id)
         kv_num(b, "bytes", t->comm_bytes);
         ts_buf_printf(b, ", \"async\": %s", (t->flags & WL_F_ASYNC) ? "true" : "false");
         if (t->flags & WL_F_AR_A2A) ts_buf_puts(b, ", \"ar_a2a\": true");
+        if (t->flags & WL_F_PAIR) ts_buf_puts(b, ", \"pair\": true");
     } else {
         ts_buf_printf(b, ", \"peer_stage\": %d, \"tag\": %d", t->peer_stage, t->tag);
         kv_num(b, "bytes", t->comm_bytes);

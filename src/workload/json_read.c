@@ -318,7 +318,7 @@ static TsStatus read_task(Rd *r, json_t *to, const WlClass *c, int32_t local)
             return st;
     } else if (t.kind == WL_KIND_COLL) {
         int coll, group;
-        bool async = false, a2a = false;
+        bool async = false, a2a = false, pair = false;
         if ((st = get_enum(r, to, "coll", "collective", "allreduce, allgather, reducescatter, alltoall, broadcast, sendrecv",
                            parse_coll, &coll)) ||
             (st = get_enum(r, to, "group", "process group",
@@ -327,10 +327,12 @@ static TsStatus read_task(Rd *r, json_t *to, const WlClass *c, int32_t local)
             return st;
         TsStatus st2 = TS_OK;
         if (!need(r, to, "async", &st2)) return st2;
-        if ((st = get_bool_opt(r, to, "async", &async)) || (st = get_bool_opt(r, to, "ar_a2a", &a2a))) return st;
+        if ((st = get_bool_opt(r, to, "async", &async)) || (st = get_bool_opt(r, to, "ar_a2a", &a2a)) ||
+            (st = get_bool_opt(r, to, "pair", &pair)))
+            return st;
         t.coll = (TsColl)coll;
         t.group = (WlGroup)group;
-        t.flags = (async ? WL_F_ASYNC : 0u) | (a2a ? WL_F_AR_A2A : 0u);
+        t.flags = (async ? WL_F_ASYNC : 0u) | (a2a ? WL_F_AR_A2A : 0u) | (pair ? WL_F_PAIR : 0u);
     } else {
         t.coll = TS_COLL_SENDRECV;
         t.group = WL_GROUP_PP;

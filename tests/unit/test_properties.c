@@ -18,7 +18,8 @@
  *      ZeRO 0-3, dist-opt; Adam and Shampoo; recompute modes, op-level SAC;
  *      eager model code; FP8; TP overlap; unfused attention; CP exchanges;
  *      DeepSpeed's pipeline engine; sequential experts; no DP overlap,
- *      16-bit gradients, the parameter gather at the step): the two read
+ *      16-bit gradients, the parameter gather at the step; the schedules
+ *      of plan_order: zb-h1, dualpipe, dualpipev, 1f1b-a2a): the two read
  *      the same costed step (cost.h) but schedule it separately, as
  *      (stage, micro-batch, chunk) tasks with overlap rules and as a
  *      per-rank DAG. TS_RT_N=n, TS_RT_SEED=s and
@@ -430,6 +431,13 @@ static void test_sim_matches_replay(void **state)
             if (pick(2)) in.plan.moe_node_limit = 2;
             if (pick(2)) in.plan.moe_imbalance = 1.5;
         }
+        /* the orders of plan_order: zero-bubble, DualPipe(V), EP overlap
+         * (their task graphs take no ZeRO-3, CP or TP overlap) */
+        if (in.plan.zero < 3 && p.cp == 1 && !p.tp_overlap && pick(3) == 0) {
+            static const PlanSchedule ord[] = {PLAN_SCHED_ZBH1, PLAN_SCHED_DUALPIPE, PLAN_SCHED_DUALPIPEV};
+            if (p.pp > 1 && p.vpp == 1) in.plan.schedule = ord[pick(3)];
+            else if (p.pp == 1 && p.ep > 1) in.plan.schedule = PLAN_SCHED_1F1B_A2A;
+        }
         p = in.plan;
         SimResult r;
         if (sim_simulate(&in, NULL, &r, &e) != TS_OK) continue; /* an invalid plan: next */
@@ -446,13 +454,13 @@ static void test_sim_matches_replay(void **state)
         double d = rr.iteration_time_s / ts - 1;
         if (fabs(d) > show)
             print_error("%s gpus %lld tp %lld pp %lld vpp %lld cp %lld ep %lld zero %d dist-opt %d rc %d mb %lld "
-                        "seq %lld gb %lld dtype %s tpov %d cp-comm %s dp-overlap %d fp32-grads %d: replay %.6g s vs "
-                        "simulate %.6g s (%+.1f%%)\n",
+                        "seq %lld gb %lld dtype %s tpov %d cp-comm %s dp-overlap %d fp32-grads %d %s: replay %.6g s vs "
+                        "simulate %.6g s (%+.2f%%)\n",
                         name, (long long)p.gpus, (long long)p.tp, (long long)p.pp, (long long)p.vpp, (long long)p.cp,
                         (long long)p.ep, p.zero, p.dist_opt, (int)p.recompute, (long long)p.micro_batch,
                         (long long)p.seq, (long long)p.global_batch, ts_dtype_name(p.dtype), p.tp_overlap,
                         sim_cp_comm_name(in.opt.cp_comm), in.opt.dp_overlap, in.opt.fp32_grad_reduce,
-                        rr.iteration_time_s, ts, 100 * d);
+                        plan_sched_name(p.schedule), rr.iteration_time_s, ts, 100 * d);
         if (fabs(d) > show)
             print_error("   framework %s selective-ops %d ag-overlap %d etp %lld sp %d optimizer %d "
                         "seq-experts %d\n",

@@ -22,8 +22,9 @@
  * MAPE and the bias. Nothing here is fitted: the figures are what the
  * presets and models give.
  *
- * Usage: gpu_accuracy [-v] [-c CALIBRATION.json] [FILE.jsonl ...]
- *   -v  every op of part B; -c  the calibration applied to its GPU's rows
+ * Usage: gpu_accuracy [-v] [-k] [-c CALIBRATION.json] [FILE.jsonl ...]
+ *   -v  every op of part B; -k  every kernel of a whole step (parts A, E),
+ *   costed per step; -c  the calibration applied to its GPU's rows
  */
 #include <jansson.h>
 #include <math.h>
@@ -43,6 +44,7 @@
 #endif
 
 static bool g_verbose;
+static bool g_kernels; /* -k: every kernel of a whole step (parts A, E) */
 
 /* ---- statistics per (part, GPU) ------------------------------------------- */
 enum { MAXSTAT = 32 };
@@ -184,7 +186,7 @@ static void row_b(const json_t *r, const char *gpu)
         for (int ps = 0; ps < 3; ps++) {
             double meas = num(o, PASS[ps]) * 1e-3, pred = op_time(&t, &cs, MAP[i].b, MAP[i].kernel, ps);
             if (fa2 && MAP[i].b == PART_BLOCK_ATTN && !strcmp(MAP[i].kernel, "core") && ps < 2)
-                pred *= hw.gpu.attn_dropout_slowdown[ps];
+                pred *= hw.gpu.attn_fa2_factor[ps];
             int twice = !strcmp(MAP[i].op, "norm") ? 2 : 1;
             sum_m[ps > 0] += twice * meas;
             sum_p[ps > 0] += twice * pred;
@@ -209,6 +211,38 @@ static void row_b(const json_t *r, const char *gpu)
 }
 
 /* ---- parts A, E: a whole training step ------------------------------------- */
+/* -k: the step's kernels as trainsim costs them, milliseconds per step
+ * (each block times the layers that hold it), beside a profile of the row
+ * (tools/measure step --profile) */
+static void step_kernels(const ModelSpec *m, const HwModel *hw, const SimSetup *in)
+{
+    PartRuntime rt;
+    part_runtime_init(&rt);
+    rt.hf_grads_freed = in->opt.grads_freed;
+    CostCtx cc;
+    cost_ctx_init(&cc, hw, &in->plan, sim_tensor_factor(&hw->gpu, &in->opt, 1));
+    static PartTemplate t;
+    static CostStep cs;
+    part_template(m, &in->plan, &rt, &t);
+    cost_step(&cc, m, &in->plan, &rt, &t, &cs);
+    double nm = (double)model_moe_layer_count(m), nd = (double)m->layers - nm;
+    const double mult[PART_BLOCK_COUNT] = {[PART_BLOCK_ATTN] = (double)m->layers, [PART_BLOCK_MLP] = nd,
+                                           [PART_BLOCK_MOE] = nm, [PART_BLOCK_EMBED] = 1, [PART_BLOCK_HEAD] = 1};
+    static const char *const BN[PART_BLOCK_COUNT] = {[PART_BLOCK_ATTN] = "attn", [PART_BLOCK_MLP] = "mlp",
+                                                     [PART_BLOCK_MOE] = "moe", [PART_BLOCK_EMBED] = "embed",
+                                                     [PART_BLOCK_HEAD] = "head"};
+    for (int b = 0; b < PART_BLOCK_COUNT; b++) {
+        if (mult[b] <= 0) continue;
+        for (int i = 0; i < t.b[b].n_k; i++) {
+            const double *k = cs.b[b].k[i];
+            printf("    k %-6s %-24s fwd %8.3f  ig %8.3f  wg %8.3f ms\n", BN[b] ? BN[b] : "?", t.b[b].k[i].name,
+                   1e3 * mult[b] * k[0], 1e3 * mult[b] * k[1], 1e3 * mult[b] * k[2]);
+        }
+        printf("    k %-6s %-24s fwd %8.3f  bwd %8.3f ms (host dispatch)\n", BN[b] ? BN[b] : "?", "-",
+               1e3 * mult[b] * cs.b[b].host_fwd, 1e3 * mult[b] * cs.b[b].host_bwd);
+    }
+}
+
 /* A model by name: the shared config of that name (tools/measure/configs),
  * else a preset; "<base>_L<n>" is <base> cut to n layers. */
 static bool named_model(const char *name, const ModelOverrides *ov, ModelSpec *m, TsError *err)
@@ -281,6 +315,7 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     in.opt.grads_freed = zg && !strcmp(zg, "set_to_none");
     in.plan.framework = PLAN_FRAMEWORK_HF;
     if (!plan_precision_parse(prec, &in.plan.precision)) return;
+    if (g_kernels && plan_resolve(&m, &in.plan, &err) == TS_OK) step_kernels(&m, &hw, &in);
     SimResult res;
     if (sim_simulate(&in, NULL, &res, &err)) {
         fprintf(stderr, "%s: %s\n", name, err.msg);
@@ -340,7 +375,7 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
         for (int bwd = 0; bwd < 2; bwd++) {
             double meas = num(r, bwd ? "bwd_ms" : "fwd_ms");
             double pred = tf * hw_attention_time_s(&hw, 1, h, s, s, d, true, bwd, TS_DTYPE_BF16) *
-                          (fa2 ? hw.gpu.attn_dropout_slowdown[bwd] : 1.0);
+                          (fa2 ? hw.gpu.attn_fa2_factor[bwd] : 1.0);
             if (!(meas > 0)) continue;
             double e = pred / (meas * 1e-3) - 1;
             printf("D-attn %-5s heads %-3lld seq %-6lld %s  measured %8.3f ms  predicted %8.3f ms  %+6.1f%%\n",
@@ -399,6 +434,7 @@ int main(int argc, char **argv)
     int rc = 0, files = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v")) g_verbose = true;
+        else if (!strcmp(argv[i], "-k")) g_kernels = true;
         else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
             TsError err = {0};
             if (hw_calib_load(argv[++i], &g_calib, &err)) {

@@ -82,8 +82,12 @@ typedef struct GpuSpec {
                                              kernel, cuBLAS sgemm 128 x 128 */
     double simt_k_half;                   /* its main-loop ramp K/(K + k_half); default the FP32
                                              machine balance peak_fp32 / HBM B/s, 12.5 on A100 */
-    double gemm_align_penalty;            /* efficiency factor when a dim is not a multiple of
-                                             gemm_align_elems, 0.70 */
+    double gemm_align_penalty;            /* efficiency factor per GEMM dim (N, K) whose rows are
+                                             4- or 8-byte aligned but not 16 (no TMA / vector
+                                             loads), 0.70; Hopper 0.36 measured */
+    double gemm_align_penalty_2b;         /* the same for a dim aligned to 2 bytes or less (an
+                                             odd 16-bit dim: GPT-2's 50257-word head), default
+                                             gemm_align_penalty; Hopper 0.18 measured */
     int64_t gemm_align_elems;             /* 64 (128 B at 16 bit) */
     double attn_fwd_eff;                  /* FA fwd TFLOP/s / peak at long seq, hd128, 0.65 */
     double attn_bwd_eff;                  /* FA bwd (2.5x fwd FLOPs) TFLOP/s / peak, long seq, 0.57 */
@@ -94,10 +98,10 @@ typedef struct GpuSpec {
                                              (half the work per row saturates later) */
     double attn_causal_eff;               /* causal: asymptote multiplier, 1 (diagonal tiles and
                                              uneven rows: FA2 on A100 0.94, cuDNN on H100 0.91) */
-    double attn_dropout_slowdown[2];      /* time factor forward / backward of the attention kernel
-                                             that takes dropout (PyTorch SDPA's flash, i.e.
-                                             FlashAttention-2) over the fused attention this model
-                                             describes; 1 where that kernel is FA2 (A100) */
+    double attn_fa2_factor[2];            /* time factor forward / backward of SDPA's flash kernel
+                                             (FlashAttention-2) over the fused attention this
+                                             model describes, for measurements and calibrations
+                                             timed on it; 1 where that kernel is FA2 (A100) */
     double mem_eff;                       /* achieved / spec HBM bandwidth for large streams, 0.88 */
     double mem_half_bytes;                /* bytes at which achieved bandwidth is half of it, 4e6 */
     double launch_s;                      /* per-kernel launch + tail overhead, 4e-6 */
@@ -159,7 +163,7 @@ double hw_calib_clock_mhz(const HwCalib *c);
 /* The attention entries time PyTorch SDPA's flash backend (FlashAttention-2:
  * "attention_backend": "flash"), not the fused attention the model
  * describes; the correction divides them by the preset's
- * attn_dropout_slowdown. */
+ * attn_fa2_factor. */
 bool hw_calib_attn_flash(const HwCalib *c);
 /* Measured time (s) of the named memory-bound kernel moving `bytes` (read +
  * written, each tensor once): "copy", "layernorm_fwd", "layernorm_bwd",
@@ -216,6 +220,10 @@ TsDtype hw_usable_dtype(const GpuSpec *g, TsDtype dt);
  * One kernel launch. Returns 0 when any dim is 0. dt unsupported by the
  * GPU (peak 0) falls back to the next wider dtype (fp8 -> bf16 -> tf32 -> fp32). */
 double hw_gemm_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt);
+/* A weight gradient, (M x K) @ (K x N) reduced over K tokens: the same
+ * model, with the alignment of the operands' rows, M and N (the token count
+ * K is no row length: hw_align_factor). */
+double hw_gemm_wgrad_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt);
 /* A grouped GEMM (torch._grouped_mm, MoE experts): `groups` products of M
  * rows (the mean; standard deviation sd from group to group) x K @ K x N,
  * each group's rows in whole output tiles; k_grouped: the weight gradient,

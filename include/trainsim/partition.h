@@ -157,8 +157,6 @@ enum {
     PART_KF_PERMUTE = 8,  /* MoE token permutation (counts as the routed experts' traffic) */
     PART_KF_WGRAD = 16,   /* MEM whose backward kernel computes a weight gradient (the embedding's
                              scatter-add): its time is weight-gradient, not input-gradient, work */
-    PART_KF_DROPOUT = 32, /* ATTN with dropout on the probabilities: PyTorch's SDPA runs the
-                             flash (FlashAttention-2) kernel, the only one with dropout */
     PART_KF_INNER = 64,   /* eager: kernels another op dispatches from C++ (autocast's casts),
                              no Python of their own on the host */
     PART_KF_GROUPED = 128 /* GEMM: one grouped kernel (torch._grouped_mm) over batch groups whose

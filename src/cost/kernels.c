@@ -55,19 +55,15 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
         } else {
             t[0] = f * hw_gemm_time_s(hw, k->batch, k->m, k->n, k->k, dt);
             t[1] = f * hw_gemm_time_s(hw, k->batch, k->m, k->k, k->n, dt);
-            t[2] = f * hw_gemm_time_s(hw, k->batch, k->k, k->n, k->m, dt);
+            t[2] = f * hw_gemm_wgrad_time_s(hw, k->batch, k->k, k->n, k->m, dt);
         }
         if (dt == TS_DTYPE_FP8) fp8_casts(c, k, t);
         break;
     }
-    case PART_K_ATTN: {
-        bool dr = k->flags & PART_KF_DROPOUT;
-        t[0] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, false, c->act_dtype) *
-               (dr ? hw->gpu.attn_dropout_slowdown[0] : 1.0);
-        t[1] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, true, c->act_dtype) *
-               (dr ? hw->gpu.attn_dropout_slowdown[1] : 1.0);
+    case PART_K_ATTN:
+        t[0] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, false, c->act_dtype);
+        t[1] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, true, c->act_dtype);
         break;
-    }
     default:
         t[0] = mem_time(hw, k->fwd_bytes, k->launches[0]);
         t[(k->flags & PART_KF_WGRAD) ? 2 : 1] = mem_time(hw, k->bwd_bytes, k->launches[1]);

@@ -53,18 +53,28 @@ static double act_bytes(TsDtype dt)
     return b < 2 ? 2.0 : (double)b;
 }
 
-/* Alignment (calibration_facts 1.4): a dim not a multiple of 16 B breaks
- * vectorized/TMA loads (full penalty); not a multiple of gemm_align_elems
- * costs a quarter of it. */
+/* A 16-byte-aligned dim that is not a multiple of gemm_align_elems
+ * (calibration_facts 1.4: 64 elements on A100 for full efficiency): a
+ * quarter of the 0.70 loss ml-engineering measured for a misaligned SwiGLU
+ * width on the H100. */
+#define ALIGN_ELEMS_FACTOR 0.925
+
+/* Alignment of the GEMM's N and K, the operands' row lengths: rows of a
+ * multiple of 16 bytes take TMA / vectorized loads; 4- or 8-byte rows fall
+ * back to slower kernels (gemm_align_penalty), 2-byte rows (an odd 16-bit
+ * dim) to element-wise loads (gemm_align_penalty_2b). */
 double hw_align_factor(const GpuSpec *g, int64_t n, int64_t k, TsDtype dt)
 {
     int64_t b = ts_dtype_bytes(dt);
-    int64_t v16 = 16 / b;
     double f = 1.0;
     int64_t dims[2] = {n, k};
     for (int i = 0; i < 2; i++) {
-        if (dims[i] % v16) f *= g->gemm_align_penalty;
-        else if (dims[i] % g->gemm_align_elems) f *= 1.0 - (1.0 - g->gemm_align_penalty) * 0.25;
+        int64_t row = dims[i] * b;
+        if (row % 16 == 0) {
+            if (dims[i] % g->gemm_align_elems) f *= ALIGN_ELEMS_FACTOR;
+        } else {
+            f *= row % 4 == 0 ? g->gemm_align_penalty : g->gemm_align_penalty_2b;
+        }
     }
     return f;
 }
@@ -100,12 +110,17 @@ static double simt_gemm(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, i
 
 double hw_gemm_model(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
 {
+    return hw_gemm_model_rows(g, batch, M, N, K, K, dt);
+}
+
+double hw_gemm_model_rows(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K, int64_t row2, TsDtype dt)
+{
     dt = hw_usable_dtype(g, dt);
     double peak = g->peak_flops[dt];
     if (peak <= 0) return 0;
     int64_t sms = g->sm_count;
     double peak_sm = peak / (double)sms;
-    double base = g->gemm_eff[dt] * hw_align_factor(g, N, K, dt);
+    double base = g->gemm_eff[dt] * hw_align_factor(g, N, row2, dt);
     int64_t tm = g->gemm_tile_m, tn = g->gemm_tile_n;
     const struct { int64_t m, n; double f; } cand[6] = {
         {tm, tn, 1.0}, {tn, tm, 1.0},
@@ -199,15 +214,25 @@ static double calib_clock(const HwModel *m)
     return f > 0 && m->gpu.clock_mhz > 0 ? f / m->gpu.clock_mhz : 1.0;
 }
 
-double hw_gemm_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
+static double gemm_time(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, bool wgrad, TsDtype dt)
 {
     if (batch <= 0 || M <= 0 || N <= 0 || K <= 0) return 0;
-    double t = hw_gemm_model(&m->gpu, batch, M, N, K, dt);
+    double t = hw_gemm_model_rows(&m->gpu, batch, M, N, K, wgrad ? M : K, dt);
     if (m->calib) {
         double dims[4] = {(double)batch, (double)M, (double)N, (double)K};
         t = hw_calib_correct(m, HW_CAL_GEMM, dims, 4, dt, false, calib_clock(m), t);
     }
     return t;
+}
+
+double hw_gemm_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
+{
+    return gemm_time(m, batch, M, N, K, false, dt);
+}
+
+double hw_gemm_wgrad_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
+{
+    return gemm_time(m, batch, M, N, K, true, dt);
 }
 
 double hw_gemm_flops_per_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
@@ -225,7 +250,7 @@ double hw_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t s
         double dims[6] = {(double)B, (double)heads, (double)sq, (double)sk, (double)d,
                           causal ? 1.0 : 0.0};
         double f = calib_clock(m);
-        if (hw_calib_attn_flash(m->calib)) f /= m->gpu.attn_dropout_slowdown[backward ? 1 : 0];
+        if (hw_calib_attn_flash(m->calib)) f /= m->gpu.attn_fa2_factor[backward ? 1 : 0];
         t = hw_calib_correct(m, backward ? HW_CAL_ATTN_BWD : HW_CAL_ATTN_FWD, dims, 6, dt, false, f, t);
     }
     return t;
@@ -251,7 +276,7 @@ static double gemm_pass(const HwModel *m, const GraphOp *op, HwPass pass, TsDtyp
         switch (pass) {
         case HW_PASS_FWD: return hw_gemm_time_s(m, 1, M, N, K, dt);
         case HW_PASS_DGRAD: return op->dgrad_flops > 0 ? hw_gemm_time_s(m, 1, M, K, N, dt) : 0;
-        case HW_PASS_WGRAD: return op->wgrad_flops > 0 ? hw_gemm_time_s(m, 1, K, N, M, dt) : 0;
+        case HW_PASS_WGRAD: return op->wgrad_flops > 0 ? hw_gemm_wgrad_time_s(m, 1, K, N, M, dt) : 0;
         }
         return 0;
     }
@@ -318,7 +343,7 @@ double hw_op_time_s(const HwModel *m, const GraphOp *op, HwPass pass, TsDtype dt
         double t = 0;
         if (pass == HW_PASS_FWD) t = hw_gemm_time_s(m, 1, d[0], d[2], d[1], dt);
         else if (pass == HW_PASS_DGRAD) t = hw_gemm_time_s(m, 1, d[0], d[1], d[2], dt);
-        else return hw_gemm_time_s(m, 1, d[1], d[2], d[0], dt);
+        else return hw_gemm_wgrad_time_s(m, 1, d[1], d[2], d[0], dt);
         return t + hw_memory_time_s(m, (double)d[0] * (double)d[2] * 4.0 * 2.0);
     }
     default:

@@ -8,10 +8,11 @@ static const char *const GPU_KEYS[] = {
     "format", "version", "name", "source", "vendor", "arch", "peak_tflops", "hbm_tb_per_s",
     "hbm_gb", "sm_count", "l2_mb", "power_w", "clock_mhz", "sustained_clock_mhz", "scaleup_gb_per_s", "model", NULL};
 static const char *const MODEL_KEYS[] = {
-    "gemm_eff", "grouped_gemm_eff", "gemm_tile", "gemm_k_half", "gemm_align_penalty", "gemm_align_elems",
+    "gemm_eff", "grouped_gemm_eff", "gemm_tile", "gemm_k_half", "gemm_align_penalty", "gemm_align_penalty_2b",
+    "gemm_align_elems",
     "simt_tile", "simt_k_half",
     "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "attn_causal_half",
-    "attn_causal_eff", "attn_dropout_slowdown", "mem_eff",
+    "attn_causal_eff", "attn_fa2_factor", "mem_eff",
     "mem_half_mb", "launch_us", "notes", NULL};
 static const char *const DTYPE_KEYS[] = {
 #define X(e, n, b) n,
@@ -34,6 +35,7 @@ static void gpu_defaults(GpuSpec *g)
     g->simt_tile_n = 128;
     g->simt_k_half = -1; /* < 0: derived in parse_gpu from peak and HBM */
     g->gemm_align_penalty = 0.7;
+    g->gemm_align_penalty_2b = -1; /* < 0: gemm_align_penalty (parse_gpu) */
     g->gemm_align_elems = 64;
     g->attn_fwd_eff = 0.6;
     g->attn_bwd_eff = 0.5;
@@ -41,7 +43,7 @@ static void gpu_defaults(GpuSpec *g)
     g->attn_hd64_factor = 0.8;
     g->attn_causal_half = 2.0;
     g->attn_causal_eff = 1.0;
-    g->attn_dropout_slowdown[0] = g->attn_dropout_slowdown[1] = 1.0;
+    g->attn_fa2_factor[0] = g->attn_fa2_factor[1] = 1.0;
     g->mem_eff = 0.85;
     g->mem_half_bytes = 3e6;
     g->launch_s = 3e-6;
@@ -134,6 +136,8 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
     if ((st = num(doc, m, "simt_k_half", "model", false, 0, 1e5, 1, &g->simt_k_half, err))) return st;
     if ((st = num(doc, m, "gemm_align_penalty", "model", false, 0.05, 1, 1, &g->gemm_align_penalty, err)))
         return st;
+    if ((st = num(doc, m, "gemm_align_penalty_2b", "model", false, 0.02, 1, 1, &g->gemm_align_penalty_2b, err)))
+        return st;
     if ((st = ts_json_int(doc, m, "gemm_align_elems", "model.gemm_align_elems", false, 1, 4096,
                           &g->gemm_align_elems, err)))
         return st;
@@ -144,7 +148,7 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
         return st;
     if ((st = num(doc, m, "attn_causal_half", "model", false, 0.1, 100, 1, &g->attn_causal_half, err))) return st;
     if ((st = num(doc, m, "attn_causal_eff", "model", false, 0.05, 2, 1, &g->attn_causal_eff, err))) return st;
-    if ((st = pair(doc, m, "attn_dropout_slowdown", 1, 10, g->attn_dropout_slowdown, err))) return st;
+    if ((st = pair(doc, m, "attn_fa2_factor", 1, 10, g->attn_fa2_factor, err))) return st;
     if ((st = num(doc, m, "mem_eff", "model", false, 0.01, 1, 1, &g->mem_eff, err))) return st;
     if ((st = num(doc, m, "mem_half_mb", "model", false, 0, 1e4, 1e6, &g->mem_half_bytes, err))) return st;
     if ((st = num(doc, m, "launch_us", "model", false, 0, 1e4, 1e-6, &g->launch_s, err))) return st;
@@ -192,6 +196,7 @@ static TsStatus parse_gpu(const TsJsonDoc *doc, GpuSpec *g, TsError *err)
      * writing its fp32 C tile through its SM's share of HBM (2 peak/bw K-steps)
      * with half of that hidden by the co-resident CTA (docs/hardware.md). */
     if (g->simt_k_half < 0) g->simt_k_half = g->peak_flops[TS_DTYPE_FP32] / g->hbm_bw_bytes_per_s;
+    if (g->gemm_align_penalty_2b < 0) g->gemm_align_penalty_2b = g->gemm_align_penalty;
     return TS_OK;
 }
 
@@ -266,6 +271,8 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
                   (long long)g->simt_tile_n);
     kv_num(b, "    ", "simt_k_half", g->simt_k_half, true);
     kv_num(b, "    ", "gemm_align_penalty", g->gemm_align_penalty, true);
+    if (g->gemm_align_penalty_2b != g->gemm_align_penalty)
+        kv_num(b, "    ", "gemm_align_penalty_2b", g->gemm_align_penalty_2b, true);
     kv_num(b, "    ", "gemm_align_elems", (double)g->gemm_align_elems, true);
     kv_num(b, "    ", "attn_fwd_eff", g->attn_fwd_eff, true);
     kv_num(b, "    ", "attn_bwd_eff", g->attn_bwd_eff, true);
@@ -273,9 +280,9 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     kv_num(b, "    ", "attn_hd64_factor", g->attn_hd64_factor, true);
     kv_num(b, "    ", "attn_causal_half", g->attn_causal_half, true);
     kv_num(b, "    ", "attn_causal_eff", g->attn_causal_eff, true);
-    if (g->attn_dropout_slowdown[0] != 1.0 || g->attn_dropout_slowdown[1] != 1.0)
-        ts_buf_printf(b, "    \"attn_dropout_slowdown\": [%.17g, %.17g],\n", g->attn_dropout_slowdown[0],
-                      g->attn_dropout_slowdown[1]);
+    if (g->attn_fa2_factor[0] != 1.0 || g->attn_fa2_factor[1] != 1.0)
+        ts_buf_printf(b, "    \"attn_fa2_factor\": [%.17g, %.17g],\n", g->attn_fa2_factor[0],
+                      g->attn_fa2_factor[1]);
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
     kv_num(b, "    ", "launch_us", g->launch_s * 1e6, false);

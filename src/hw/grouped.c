@@ -41,7 +41,7 @@ static double grouped_compute(const GpuSpec *g, int64_t groups, double M, double
                               bool k_grouped, TsDtype dt)
 {
     double peak_sm = g->peak_flops[dt] / (double)g->sm_count;
-    double base = g->gemm_eff[dt] * g->grouped_gemm_eff * hw_align_factor(g, N, (int64_t)K, dt);
+    double base = g->gemm_eff[dt] * g->grouped_gemm_eff * hw_align_factor(g, N, k_grouped ? (int64_t)M : (int64_t)K, dt);
     int64_t tm = g->gemm_tile_m, tn = g->gemm_tile_n;
     const struct { int64_t m, n; double f; } cand[4] = {
         {tm, tn, 1.0}, {tn, tm, 1.0}, {tm, tn / 2, 0.90}, {tm / 2, tn, 0.90}};

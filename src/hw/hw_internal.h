@@ -45,6 +45,9 @@ void hw_fix_pos(const TsJsonDoc *doc, const char *path, TsError *err);
 double hw_align_factor(const GpuSpec *g, int64_t n, int64_t k, TsDtype dt);
 /* The uncalibrated GEMM model (tiles, waves, split-K, stream-K, memory, launch). */
 double hw_gemm_model(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt);
+/* The same with the operands' second row length named: K (forward, input
+ * gradient) or M (a weight gradient, whose K is the tokens). */
+double hw_gemm_model_rows(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K, int64_t row2, TsDtype dt);
 
 /* ---- calibration internals (calib.c <-> compute.c) ---- */
 /* HW_CAL_MEMORY: the copy kernel, which corrects every memory-bound op;

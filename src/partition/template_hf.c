@@ -123,16 +123,17 @@ static void residual(PartBlockT *b, const Hx *h)
     op(b, "residual", h->e, r + 2.0 + r, (r > 2.0 ? 6.0 : 0) + 3.0 * r, r, 1, r > 2.0 ? 2 : 1);
 }
 
-/* The attention core: PyTorch's SDPA, causal for decoders; dropout on the
- * probabilities makes it the flash (FA2) kernel. It keeps its output and
- * log-sum-exp (its inputs are kept by the ops that made them). */
+/* The attention core: PyTorch's SDPA, causal for decoders, on its default
+ * backend (cuDNN attention on Hopper, with or without dropout on the
+ * probabilities: torch.profiler of GPT-2 and BERT steps, PyTorch 2.11). It
+ * keeps its output and log-sum-exp (its inputs are kept by the ops that made
+ * them). */
 static void sdpa(PartBlockT *b, const Hx *h, bool causal)
 {
     const Tx *x = h->x;
     const ModelSpec *m = x->m;
     PartKernel *k = tpl_add(b, "sdpa", PART_K_ATTN, PART_KP_CORE);
     k->batch = x->B, k->m = m->heads, k->n = k->k = x->S, k->d = m->head_dim, k->causal = causal;
-    if (m->attn_dropout > 0) k->flags |= PART_KF_DROPOUT;
     double fl = 2.0 * (double)x->B * (double)m->heads * (double)x->S * (double)x->S * (double)m->head_dim;
     if (!causal) fl *= 2.0;
     k->flops[0] = fl, k->flops[1] = 2.5 * fl;

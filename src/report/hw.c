@@ -68,9 +68,10 @@ void rep_gpu_text(const GpuSpec *g, TsBuf *b)
     ts_buf_printf(b, "  GEMM efficiency:");
     for (int d = 0; d < TS_DTYPE_COUNT; d++)
         ts_buf_printf(b, " %s %.3g", ts_dtype_name((TsDtype)d), g->gemm_eff[d]);
-    ts_buf_printf(b, "\n  GEMM tile %lldx%lld, k_half %g, alignment %lld elements (penalty %g)\n",
+    ts_buf_printf(b, "\n  GEMM tile %lldx%lld, k_half %g, alignment %lld elements (rows not 16-byte aligned x%g, "
+                     "2-byte x%g)\n",
                   (long long)g->gemm_tile_m, (long long)g->gemm_tile_n, g->gemm_k_half,
-                  (long long)g->gemm_align_elems, g->gemm_align_penalty);
+                  (long long)g->gemm_align_elems, g->gemm_align_penalty, g->gemm_align_penalty_2b);
     ts_buf_printf(b, "  attention: fwd %.3g, bwd %.3g of peak; seq half-point %g; head dim 64 x%.3g; "
                      "causal: half-point x%g, efficiency x%.3g\n",
                   g->attn_fwd_eff, g->attn_bwd_eff, g->attn_seq_half, g->attn_hd64_factor, g->attn_causal_half,

@@ -79,8 +79,8 @@ static void test_gpt2_amp_by_hand(void **state)
     near(loss->fwd_bytes, 22.0 * T * V, 1e-12, "loss forward");
     near(loss->bwd_bytes, 26.0 * T * V, 1e-12, "loss backward");
     near(t.loss_workspace_bytes, 8.0 * T * V, 1e-12, "loss workspace");
-    /* dropout 0.1 on the probabilities: the flash (FA2) kernel */
-    assert_true(find(&t.b[PART_BLOCK_ATTN], "sdpa")->flags & PART_KF_DROPOUT);
+    /* the attention core: one SDPA kernel, causal */
+    assert_true(find(&t.b[PART_BLOCK_ATTN], "sdpa")->causal);
 }
 
 /* Bytes per parameter of the three recipes (ZeRO 0): weights, gradients,

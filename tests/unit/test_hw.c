@@ -95,11 +95,20 @@ static void test_gemm_shape_effects(void **state)
 {
     (void)state;
     HwModel h = model_of("h100-sxm5-80gb");
-    /* misaligned N (not a multiple of 8) is slower than the aligned neighbour:
-     * SwiGLU 10922 vs 10944 measured x0.68 (calibration_facts 1.3) */
-    double mis = hw_gemm_flops_per_s(&h, 4, 4096, 10922, 4096, TS_DTYPE_FP16);
-    double ali = hw_gemm_flops_per_s(&h, 4, 4096, 10944, 4096, TS_DTYPE_FP16);
-    near("misaligned/aligned", mis / ali, 272.7 / 398.4, 0.10);
+    /* rows not 16-byte aligned are slower than the aligned neighbour: on an
+     * H100 (bench/data/gpu/measurements_2026-11-26_h100_align.jsonl) the
+     * forward, input- and weight-gradient GEMMs of a 768 x 50262 linear over
+     * 16384 tokens (4-byte rows) ran at 0.354 / 0.333 / 0.382 of 50304's, of
+     * 50257 (odd: 2-byte rows) at 0.140 / 0.180 / 0.227 */
+    double ali = hw_gemm_flops_per_s(&h, 1, 16384, 50304, 768, TS_DTYPE_BF16);
+    double mis4 = hw_gemm_flops_per_s(&h, 1, 16384, 50262, 768, TS_DTYPE_BF16);
+    double mis2 = hw_gemm_flops_per_s(&h, 1, 16384, 50257, 768, TS_DTYPE_BF16);
+    near("4-byte rows/aligned", mis4 / ali, (0.354 + 0.333 + 0.382) / 3, 0.10);
+    near("2-byte rows/aligned", mis2 / ali, (0.140 + 0.180 + 0.227) / 3, 0.10);
+    /* a weight gradient's token count is no row length: 16383 tokens cost
+     * what 16384 do */
+    near("wgrad over odd tokens", hw_gemm_wgrad_time_s(&h, 1, 768, 50304, 16383, TS_DTYPE_BF16),
+         hw_gemm_wgrad_time_s(&h, 1, 768, 50304, 16384, TS_DTYPE_BF16), 0.01);
     /* wave quantization: one more tile row past a full wave costs, but
      * stream-K (split-tile fix-up, x0.92) caps the cliff well below a
      * whole extra wave (x2) */

@@ -19,7 +19,8 @@ Subcommands (docs/measure.md says field by field what each writes):
            model(input_ids, labels).loss.backward(), then fused AdamW step and
            zero_grad. amp = fp32 parameters under torch.autocast(bfloat16); pure =
            everything bf16. step_ms, fwd_bwd_ms, opt_ms, fwd_nograd_ms as
-           [median, min, max] over --steps timed steps after --warmup steps.
+           [median, min, max] over --steps timed steps after --warmup steps;
+           --profile adds one step under torch.profiler (GPU time per ATen op).
   shard    part B: every kernel of one Megatron transformer layer as a
            tensor-parallel shard (per-GPU shapes): the four GEMMs forward, dgrad and
            wgrad, the attention core (SDPA flash) forward and backward, the norm and
@@ -479,11 +480,42 @@ def cmd_step(args, ctx, rows, budget):
     impl = getattr(model.config, "_experts_implementation", None)
     if is_moe(cfg) and impl:
         row["experts_impl"] = impl
+    if args.profile:
+        row["profile"] = profile_step(fwd_bwd, opt_step)
     if encoder:
         row["loss"] = "masked-lm, labels = input ids"
     rows.write(ctx.stamp(row, mhz))
     log(f"step {row['model']}: {row['step_ms'][0]:.1f} ms a step ({row['fwd_bwd_ms'][0]:.1f} fwd+bwd, "
         f"{row['opt_ms'][0]:.2f} optimizer), {peak:.1f} GiB peak, {params / 1e6:.0f} M parameters")
+
+
+def profile_step(fwd_bwd, opt_step):
+    """One more step under torch.profiler: the GPU time of each ATen op (its
+    kernels' self time, summed over calls), the step's kernel time in all and
+    its wall time; busy_ms below wall_ms is the GPU waiting on the host."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        e = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        e[0].record()
+        fwd_bwd()
+        opt_step()
+        e[1].record()
+        e[1].synchronize()
+    ops = []
+    for a in prof.key_averages():
+        t = getattr(a, "self_device_time_total", None)
+        if t is None:
+            t = getattr(a, "self_cuda_time_total", 0)
+        if t > 0 and a.key.startswith("aten::"):
+            ops.append({"op": a.key, "calls": a.count, "device_ms": t / 1e3})
+    ops.sort(key=lambda o: -o["device_ms"])
+    busy = 0.0
+    for ev in prof.events():
+        if getattr(ev, "device_type", None) == torch.autograd.DeviceType.CUDA:
+            busy += ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
+    return {"wall_ms": e[0].elapsed_time(e[1]), "busy_ms": busy / 1e3, "ops": ops[:80]}
 
 
 # ---- shard: part B -----------------------------------------------------------------------------------
@@ -960,6 +992,8 @@ def make_parser():
     s.add_argument("--precision", choices=("amp", "pure"), required=True,
                    help="amp: fp32 weights under bf16 autocast; pure: all bf16")
     s.add_argument("--steps", type=positive_int, default=10, metavar="N", help="timed steps (default 10)")
+    s.add_argument("--profile", action="store_true",
+                   help="then one step under torch.profiler: GPU time per ATen op in the row's \"profile\"")
     common(s, None, 3)
 
     s = sub.add_parser("shard", help="part B: every kernel of one Megatron layer shard")

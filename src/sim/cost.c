@@ -452,7 +452,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             double exp_fwd_comm = root_f + tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) +
                                   (has_moe ? nm * moe.ep_f : 0);
             double fsdp_f = nd * dense.fsdp + (has_moe ? nm * moe.fsdp : 0);
-            c->fwd_s = c->compute_fwd_s + exp_fwd_comm + 0.5 * fsdp_f + (nd * dense.slow + (has_moe ? nm * moe.slow : 0)) * 0.5;
+            c->fwd_s = c->compute_fwd_s + exp_fwd_comm + 0.5 * fsdp_f;
             /* this stage's boundaries: to the next stage (forward sends) and
              * from the previous one (backward sends go back over it) */
             double p2p_out = 0, p2p_in = 0;
@@ -477,9 +477,10 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 c->p2p_fwd_s = -p2p_out;
                 c->p2p_bwd_s = -p2p_in;
             }
-            /* everything else runs in the backward task; the parts sum to fwd_s + bwd_s */
+            /* everything else runs in the backward task; the parts sum to fwd_s + bwd_s
+             * (the overlap slow-down is not in them: it ends the stage, schedule.c) */
             c->bwd_s = c->compute_fwd_s + c->compute_bwd_s + c->recompute_s + c->tp_exposed_s + c->cp_exposed_s +
-                       c->ep_exposed_s + c->fsdp_exposed_s + c->slowdown_s + c->pp_blocked_s - c->fwd_s;
+                       c->ep_exposed_s + c->fsdp_exposed_s + c->pp_blocked_s - c->fwd_s;
             /* DP gradient reduction and optimizer step of this chunk: a
              * function of (params, eparams) alone, which most chunks share
              * (equal layer counts): computed once per distinct pair. */

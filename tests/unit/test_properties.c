@@ -411,6 +411,7 @@ static void test_sim_matches_replay(void **state)
         hw_net_init(&net, &cl);
         SimSetup in = {.model = &m, .plan = p, .hw = &hw, .net = &net};
         sim_options_init(&in.opt);
+        if (getenv("TS_RT_SIGMA")) in.opt.overlap_slowdown = atof(getenv("TS_RT_SIGMA")); /* exploration */
         if (p.cp > 1) in.opt.cp_comm = (SimCpComm)pick(3);
         if (pick(6) == 0) in.opt.dp_overlap = false;
         if (pick(6) == 0) in.opt.fp32_grad_reduce = false;

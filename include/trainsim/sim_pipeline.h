@@ -126,6 +126,8 @@ typedef struct SimChunkCost {
     double compute_fwd_s;   /* pure forward compute inside fwd_s */
     double compute_bwd_s;   /* pure backward compute inside bwd_s (no recompute) */
     double recompute_s;     /* recomputed forward inside bwd_s */
+    double recompute_comm_s; /* of recompute_s, the exposed collectives a full recompute's
+                               forward runs again (TP / CP / EP); 0 = all compute */
     double tp_exposed_s;    /* exposed TP comm inside fwd_s + bwd_s */
     double cp_exposed_s;    /* exposed CP exchange inside fwd_s + bwd_s */
     double ep_exposed_s;    /* exposed EP all-to-all inside fwd_s + bwd_s */

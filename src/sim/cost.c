@@ -402,6 +402,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             c->compute_bwd_s = SUM(bwd);
             c->recompute_s = SUM(recompute);
             c->recompute_s *= rk; /* --recompute-num-layers k (block): k layers of the chunk */
+            /* of it, a full recompute's exposed TP / CP / EP collectives */
+            if (p->recompute == PLAN_RECOMPUTE_FULL) c->recompute_comm_s = rk * (SUM(recompute) - SUM(fwd));
             c->tp_exposed_s = SUM(tp_f) + SUM(tp_b);
             c->cp_exposed_s = SUM(cp_f) + SUM(cp_b);
             c->ep_exposed_s = SUM(ep_f) + SUM(ep_b);

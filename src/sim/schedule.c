@@ -674,7 +674,7 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
         double dp = cc->dp_grad_s;
         if (dp <= 0) continue;
         total += dp;
-        share += dp * compute_share(cc->compute_bwd_s + cc->recompute_s, cc->bwd_s);
+        share += dp * compute_share(cc->compute_bwd_s + cc->recompute_s - cc->recompute_comm_s, cc->bwd_s);
         if (!pl->dp_overlap) {
             free_t = (free_t > pipe_end ? free_t : pipe_end) + dp;
             continue;

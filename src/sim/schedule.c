@@ -1038,7 +1038,10 @@ double sim_pipeline_lower_bound(const SimPipeline *pl)
 {
     double busy = 0, opt = 0;
     for (int32_t s = 0; s < pl->stages; s++) {
-        busy = fmax(busy, stage_busy(pl, s));
+        /* and the chunks' slow-down, which ends the stage after its pipeline */
+        double slow = 0;
+        for (int32_t c = 0; c < pl->chunks; c++) slow += pl->chunk[s * pl->chunks + c].slowdown_s;
+        busy = fmax(busy, stage_busy(pl, s) + slow * (double)chunk_mb(pl));
         opt = fmax(opt, pl->stage[s].optimizer_s);
     }
     return busy + opt;

@@ -126,6 +126,8 @@ typedef struct SimChunkCost {
     double compute_fwd_s;   /* pure forward compute inside fwd_s */
     double compute_bwd_s;   /* pure backward compute inside bwd_s (no recompute) */
     double recompute_s;     /* recomputed forward inside bwd_s */
+    double recompute_comm_s; /* of recompute_s, the exposed collectives a full recompute's
+                               forward runs again (TP / CP / EP); 0 = all compute */
     double tp_exposed_s;    /* exposed TP comm inside fwd_s + bwd_s */
     double cp_exposed_s;    /* exposed CP exchange inside fwd_s + bwd_s */
     double ep_exposed_s;    /* exposed EP all-to-all inside fwd_s + bwd_s */
@@ -137,7 +139,10 @@ typedef struct SimChunkCost {
                                is done (>= dp_grad_s; sim_simulate walks Megatron's buckets,
                                dp_buckets.c; sim_dp_end_uniform for hand-built pipelines) */
     double fsdp_exposed_s;  /* ZeRO-3 gathers/reduces not hidden under compute, inside fwd_s+bwd_s */
-    double slowdown_s;      /* compute slow-down from overlapped TP/CP comm, inside fwd_s+bwd_s */
+    double slowdown_s;      /* compute slow-down from overlapped TP / CP comm and ZeRO-3 gathers,
+                               per micro-batch, NOT inside fwd_s + bwd_s: measured on the
+                               timeline without slow-down, it ends the stage's pipeline phase
+                               (SimStageResult.slowdown_s), as sim_replay_dag holds it */
     double pp_blocked_s;    /* blocking pipeline sends/receives (--framework deepspeed) inside
                                fwd_s + bwd_s; p2p_fwd_s/p2p_bwd_s are then minus one
                                transfer (a send and its recv are one rendezvous) */
@@ -228,7 +233,7 @@ typedef struct SimStageResult {
     double busy_s;          /* compute stream busy time over the pipeline phase */
     double pipe_end_s;      /* last backward finished */
     double dp_exposed_s;    /* DP reduction not hidden under the backward */
-    double slowdown_s;      /* extra compute from overlapped communication */
+    double slowdown_s;      /* extra compute from overlapped communication: the chunks' x micro-batches, the DP buckets' */
     double embed_sync_s;    /* tied-embedding gradient all-reduce (SimStageCost) */
     double end_s;           /* pipe_end + slowdown + dp_exposed + embed_sync */
     SimBreakdown breakdown; /* this stage up to end_s (optimizer 0): sums to end_s */

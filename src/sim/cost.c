@@ -402,6 +402,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             c->compute_bwd_s = SUM(bwd);
             c->recompute_s = SUM(recompute);
             c->recompute_s *= rk; /* --recompute-num-layers k (block): k layers of the chunk */
+            /* of it, a full recompute's exposed TP / CP / EP collectives */
+            if (p->recompute == PLAN_RECOMPUTE_FULL) c->recompute_comm_s = rk * (SUM(recompute) - SUM(fwd));
             c->tp_exposed_s = SUM(tp_f) + SUM(tp_b);
             c->cp_exposed_s = SUM(cp_f) + SUM(cp_b);
             c->ep_exposed_s = SUM(ep_f) + SUM(ep_b);
@@ -452,7 +454,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             double exp_fwd_comm = root_f + tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) +
                                   (has_moe ? nm * moe.ep_f : 0);
             double fsdp_f = nd * dense.fsdp + (has_moe ? nm * moe.fsdp : 0);
-            c->fwd_s = c->compute_fwd_s + exp_fwd_comm + 0.5 * fsdp_f + (nd * dense.slow + (has_moe ? nm * moe.slow : 0)) * 0.5;
+            c->fwd_s = c->compute_fwd_s + exp_fwd_comm + 0.5 * fsdp_f;
             /* this stage's boundaries: to the next stage (forward sends) and
              * from the previous one (backward sends go back over it) */
             double p2p_out = 0, p2p_in = 0;
@@ -477,9 +479,10 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 c->p2p_fwd_s = -p2p_out;
                 c->p2p_bwd_s = -p2p_in;
             }
-            /* everything else runs in the backward task; the parts sum to fwd_s + bwd_s */
+            /* everything else runs in the backward task; the parts sum to fwd_s + bwd_s
+             * (the overlap slow-down is not in them: it ends the stage, schedule.c) */
             c->bwd_s = c->compute_fwd_s + c->compute_bwd_s + c->recompute_s + c->tp_exposed_s + c->cp_exposed_s +
-                       c->ep_exposed_s + c->fsdp_exposed_s + c->slowdown_s + c->pp_blocked_s - c->fwd_s;
+                       c->ep_exposed_s + c->fsdp_exposed_s + c->pp_blocked_s - c->fwd_s;
             /* DP gradient reduction and optimizer step of this chunk: a
              * function of (params, eparams) alone, which most chunks share
              * (equal layer counts): computed once per distinct pair. */

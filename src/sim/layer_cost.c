@@ -137,6 +137,7 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
                            sim_coll(x, TS_COLL_REDUCESCATTER, X, &x->tpg, HW_GROUP_TP))
                     : 2 * sim_coll(x, TS_COLL_ALLREDUCE, X, &x->tpg, HW_GROUP_TP);
     double sig = x->o->overlap_slowdown, tpx_f[2] = {0, 0}, tpx_b[2] = {0, 0};
+    double slow_f = 0; /* of slow, the forward's (a full recompute runs it again) */
     if (p->tp_overlap && tpc > 0) {
         /* each block's all-gather and reduce-scatter (or all-reduce), half
          * of tpc, hide under that block's own GEMMs (Transformer Engine
@@ -149,6 +150,7 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         tpx_f[0] = half - fmin(half, a->gemm_fwd), tpx_f[1] = half - fmin(half, f->gemm_fwd);
         tpx_b[0] = half - fmin(half, gb_a), tpx_b[1] = half - fmin(half, gb_f);
         lc->slow += sig * (hf + hb);
+        slow_f += sig * hf;
     } else {
         lc->tp_f = lc->tp_b = tpc;
         tpx_f[0] = tpx_f[1] = tpx_b[0] = tpx_b[1] = tpc / 2;
@@ -177,6 +179,7 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
             lc->cp_f = step - hid_f;
             lc->cp_b = 2 * step - hid_b;
             lc->slow += sig * (hid_f + hid_b);
+            slow_f += sig * hid_f;
         }
     }
     /* ZeRO-3 / FSDP: gather this layer's parameters in forward and backward,
@@ -198,6 +201,8 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     /* recompute: the blocks' (cost_step), full recompute with the forward's
      * exposed collectives */
     if (p->recompute == PLAN_RECOMPUTE_FULL) lc->recompute = lc->fwd + lc->tp_f + lc->cp_f + lc->ep_f;
+    /* and its overlapped TP / CP windows slow it as they slow the forward */
+    if (p->recompute == PLAN_RECOMPUTE_FULL) lc->slow += slow_f;
     else lc->recompute = x->cs->recompute[PART_BLOCK_ATTN] + x->cs->recompute[moe ? PART_BLOCK_MOE : PART_BLOCK_MLP];
     /* the backward's stream time, the MLP / MoE block's first (the DP
      * buckets' ready times, dp_buckets.c): the task graph's block_bwd order */

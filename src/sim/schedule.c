@@ -674,7 +674,7 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
         double dp = cc->dp_grad_s;
         if (dp <= 0) continue;
         total += dp;
-        share += dp * compute_share(cc->compute_bwd_s + cc->recompute_s, cc->bwd_s);
+        share += dp * compute_share(cc->compute_bwd_s + cc->recompute_s - cc->recompute_comm_s, cc->bwd_s);
         if (!pl->dp_overlap) {
             free_t = (free_t > pipe_end ? free_t : pipe_end) + dp;
             continue;
@@ -693,6 +693,10 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
     double overlapped = total - exposed > 0 ? total - exposed : 0;
     sr->dp_exposed_s = exposed;
     sr->slowdown_s = total > 0 ? pl->overlap_slowdown * overlapped * share / total : 0;
+    /* the chunks' own (TP / CP windows, ZeRO-3), every micro-batch */
+    double slow = 0;
+    for (int32_t c = 0; c < v; c++) slow += pl->chunk[s * v + c].slowdown_s;
+    sr->slowdown_s += slow * (double)chunk_mb(pl);
 }
 
 /* The compute share of stage s's forward tasks: a hidden parameter gather
@@ -991,7 +995,7 @@ static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, 
 {
     const SimStageResult *sr = &w->stages[s];
     const int32_t v = pl->chunks;
-    double rec = 0, tp = 0, cp = 0, ep = 0, fsdp = 0, slow = 0, ppb = 0;
+    double rec = 0, tp = 0, cp = 0, ep = 0, fsdp = 0, ppb = 0;
     for (int32_t c = 0; c < v; c++) {
         const SimChunkCost *cc = &pl->chunk[s * v + c];
         ppb += cc->pp_blocked_s;
@@ -1000,7 +1004,6 @@ static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, 
         cp += cc->cp_exposed_s;
         ep += cc->ep_exposed_s;
         fsdp += cc->fsdp_exposed_s;
-        slow += cc->slowdown_s;
     }
     double md = (double)chunk_mb(pl), dt, dep, dslow;
     stage_pair_delta(pl, s, &dt, &dep, &dslow);
@@ -1009,7 +1012,7 @@ static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, 
     bd->tp_comm_exposed_s = tp * md;
     bd->cp_comm_exposed_s = cp * md;
     bd->ep_comm_exposed_s = ep * md + dep;
-    bd->compute_s = sr->busy_s - (rec + tp + cp + ep + fsdp + slow + ppb) * md - dep - dslow;
+    bd->compute_s = sr->busy_s - (rec + tp + cp + ep + fsdp + ppb) * md - dep - dslow;
     double idle = sr->pipe_end_s - sr->busy_s;
     if (idle < 0) idle = 0;
     double pp = w->ppwait[s];
@@ -1017,7 +1020,7 @@ static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, 
     bd->pp_comm_exposed_s = pp + ppb * md;
     bd->bubble_s = idle - pp;
     bd->dp_comm_exposed_s = sr->dp_exposed_s + sr->embed_sync_s + ag + fsdp * md;
-    bd->overlap_slowdown_s = sr->slowdown_s + slow_ag + slow * md + dslow;
+    bd->overlap_slowdown_s = sr->slowdown_s + slow_ag + dslow;
 }
 
 /* Compute-stream time of stage s: its tasks run one after another; a pair
@@ -1035,7 +1038,10 @@ double sim_pipeline_lower_bound(const SimPipeline *pl)
 {
     double busy = 0, opt = 0;
     for (int32_t s = 0; s < pl->stages; s++) {
-        busy = fmax(busy, stage_busy(pl, s));
+        /* and the chunks' slow-down, which ends the stage after its pipeline */
+        double slow = 0;
+        for (int32_t c = 0; c < pl->chunks; c++) slow += pl->chunk[s * pl->chunks + c].slowdown_s;
+        busy = fmax(busy, stage_busy(pl, s) + slow * (double)chunk_mb(pl));
         opt = fmax(opt, pl->stage[s].optimizer_s);
     }
     return busy + opt;

@@ -376,7 +376,10 @@ static void test_sim_matches_replay(void **state)
     const char *env = getenv("TS_RT_N");
     int want = env ? atoi(env) : 100;
     if (getenv("TS_RT_SEED")) rng = (uint64_t)atoll(getenv("TS_RT_SEED"));
-    double show = getenv("TS_RT_SHOW") ? atof(getenv("TS_RT_SHOW")) : 0.015; /* print plans beyond this */
+    /* 0.75 %: the largest over TS_RT_SEED 1-7 is 0.69 % (ZeRO-3, whose prefetch the
+     * simulator closes per layer); without ZeRO-3 0.42 % */
+    const double tol = 0.0075;
+    double show = getenv("TS_RT_SHOW") ? atof(getenv("TS_RT_SHOW")) : tol; /* print plans beyond this */
     for (int i = 0; i < 20 * want && checked < want; i++) {
         const char *name = models[pick(12)];
         ModelSpec m;
@@ -411,6 +414,8 @@ static void test_sim_matches_replay(void **state)
         hw_net_init(&net, &cl);
         SimSetup in = {.model = &m, .plan = p, .hw = &hw, .net = &net};
         sim_options_init(&in.opt);
+        /* TS_RT_SIGMA=f: the overlap slow-down (exploration: 0 leaves it out) */
+        if (getenv("TS_RT_SIGMA")) in.opt.overlap_slowdown = atof(getenv("TS_RT_SIGMA"));
         if (p.cp > 1) in.opt.cp_comm = (SimCpComm)pick(3);
         if (pick(6) == 0) in.opt.dp_overlap = false;
         if (pick(6) == 0) in.opt.fp32_grad_reduce = false;
@@ -469,7 +474,7 @@ static void test_sim_matches_replay(void **state)
         if (fabs(d) > show)
             print_error("   moe-dispatcher %s node-limit %lld imbalance %g\n", plan_moe_dispatch_name(p.moe_dispatch),
                         (long long)p.moe_node_limit, p.moe_imbalance);
-        assert_true(fabs(d) <= 0.015);
+        assert_true(fabs(d) <= tol);
         if (fabs(d) > worst) worst = fabs(d);
         sim_result_free(&rr);
         wl_destroy(w);

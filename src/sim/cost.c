@@ -172,31 +172,6 @@ static void chunk_dp_costs(const Ctx *x, const SimSetup *in, double params, doub
     }
 }
 
-/* HSDP (--dp-shard): after each FSDP unit's reduce-scatter over the shard
- * group, PyTorch's fully_shard on a 2-D mesh all-reduces the rank's 1/S
- * gradient shard across the replicas; once per step here, on the DP stream
- * beside the backward like Megatron's buckets: one "bucket" per layer (the
- * unit), the root unit's embedding and head with the first and last
- * layers. Dense parameters only (the experts keep their expert-DP
- * sharding). */
-static void hsdp_replica_reduce(const Ctx *x, const LayerCost *dense, const LayerCost *moe, int64_t l0, int64_t nl,
-                                double head_params, double emb_params, double window_s, SimBucketMemo *memo,
-                                SimChunkCost *c)
-{
-    Ctx xr = *x;
-    xr.dpg = x->rpg;
-    xr.edpg = (PlanGroupInfo){.size = 1, .nodes = 1, .per_node = 1};
-    double unit = dense->params - dense->expert_params;
-    if (moe && moe->params - moe->expert_params < unit) unit = moe->params - moe->expert_params;
-    double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
-    SimBucketTiming tm = {.window_s = window_s};
-    SimBuckets bk;
-    sim_chunk_buckets(&xr, dense, moe, l0, nl, head_params, emb_params, TS_COLL_ALLREDUCE,
-                      gr / (double)x->dpg.size, unit > 0 ? unit : 1, 0, &tm, memo, &bk);
-    c->dp_grad_s = bk.t_dp;
-    c->dp_end_s = bk.end_s;
-}
-
 double sim_shampoo_s_per_param(const HwModel *hw, const ModelSpec *m, const ParallelPlan *p)
 {
     if (p->optimizer != PLAN_OPTIM_SHAMPOO) return 0;
@@ -275,7 +250,7 @@ static double p2p_link(const ParallelPlan *p, int64_t gpn, int32_t s, int32_t di
 /* One layer's work per micro-batch on its stage (what SimChunkCost sums). */
 static double layer_work(const LayerCost *c)
 {
-    return c->fwd + c->bwd + c->recompute + c->tp_f + c->tp_b + c->cp_f + c->cp_b + c->ep_f + c->ep_b + c->fsdp +
+    return c->fwd + c->bwd + c->recompute + c->tp_f + c->tp_b + c->cp_f + c->cp_b + c->ep_f + c->ep_b +
            c->slow;
 }
 
@@ -380,7 +355,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     int64_t l0 = 0; /* first layer of the chunk */
     ChunkDp dpm = {0};
     SimBuckets bk = {0};
-    SimBucketMemo bmemo = {.n = 0}, rmemo = {.n = 0};
+    SimBucketMemo bmemo = {.n = 0};
     struct { bool valid; double params, eparams; SimBucketTiming tm; bool first, last; } bkey = {0};
     const double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
     const TsColl grad_rc = (p->dist_opt || p->zero >= 1) && !plan_ds_pipe(p) ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
@@ -410,7 +385,6 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             c->ep_fwd_s = SUM(ep_f);
             c->ep_bwd_s = SUM(ep_b);
             c->wgrad_s = SUM(wgrad);
-            c->fsdp_exposed_s = SUM(fsdp);
             c->slowdown_s = SUM(slow);
             double params = SUM(params), eparams = SUM(expert_params);
             fl_token += SUM(fwd_flops_token);
@@ -447,14 +421,11 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
              * into the fp32 ones (cast: read 2 write 4; add: read 8 write 4)
              * and the bf16 grads are zeroed (write 2): 20 B per parameter */
             if (plan_ds_pipe(p) && p->dtype == TS_DTYPE_BF16) c->compute_bwd_s += hw_memory_time_s(in->hw, 20.0 * params);
-            double root_f = 0; /* exposed FSDP time in the forward task */
+            double fsdp_f = 0, fsdp_tail = 0; /* ZeRO-3: exposed in the forward, after the last backward */
             if (p->zero >= 3 && x.dpg.size > 1 && nl > 0)
-                root_f = sim_fsdp_root(&x, chunk == 0 ? emb_params : 0, chunk == (int64_t)pp * v - 1 ? head_params : 0,
-                                   has_moe && model_layer_is_moe(m, l0 - nl) ? &moe : &dense, c);
-            double exp_fwd_comm = root_f + tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) +
-                                  (has_moe ? nm * moe.ep_f : 0);
-            double fsdp_f = nd * dense.fsdp + (has_moe ? nm * moe.fsdp : 0);
-            c->fwd_s = c->compute_fwd_s + exp_fwd_comm + 0.5 * fsdp_f;
+                sim_fsdp_chain(&x, nl, &dense, has_moe ? &moe : NULL, edge, p->grad_accum, c, &fsdp_f, &fsdp_tail);
+            double exp_fwd_comm = tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) + (has_moe ? nm * moe.ep_f : 0);
+            c->fwd_s = c->compute_fwd_s + exp_fwd_comm + fsdp_f;
             /* this stage's boundaries: to the next stage (forward sends) and
              * from the previous one (backward sends go back over it) */
             double p2p_out = 0, p2p_in = 0;
@@ -521,10 +492,10 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 c->param_gather_s = (dpm.has_ag ? bk.t_ag : 0) + (dpm.has_eag ? bk.t_eag : 0);
                 c->gather_lag_s = c->param_gather_s > 0 ? bk.lag_s : 0;
                 sc[s].param_gather_s += c->param_gather_s;
-            } else if (x.rpg.size > 1) {
-                hsdp_replica_reduce(&x, &dense, has_moe ? &moe : NULL, l0 - nl, nl,
-                                    chunk == (int64_t)pp * v - 1 ? head_params : 0, chunk == 0 ? emb_params : 0,
-                                    c->bwd_s - c->head_bwd_s, &rmemo, c);
+            }
+            if (fsdp_tail > 0) { /* ZeRO-3's last reduce-scatters, after the last backward */
+                c->dp_end_s = c->bwd_s - c->head_bwd_s + fsdp_tail;
+                c->dp_grad_s = fsdp_tail;
                 if (ordered) c->dp_end_w_s = c->dp_end_s;
             }
             sc[s].optimizer_s += dpm.opt;

@@ -46,7 +46,6 @@ typedef struct LayerCost {
     double ep_f, ep_b;         /* exposed EP */
     double slow;               /* slow-down from overlapped TP/CP */
     double recompute;          /* extra forward in backward */
-    double fsdp;               /* ZeRO-3 exposed */
     double fsdp_ag, fsdp_rs;   /* ZeRO-3 all-gather / reduce-scatter of this layer */
     double params;             /* parameter elements on this GPU */
     double expert_params;      /* of which routed experts */
@@ -110,6 +109,7 @@ void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe,
 void sim_part_runtime(const SimOptions *o, PartRuntime *rt);
 /* The ZeRO-3 root unit (embedding, head) of a chunk and the first block's
  * exposed gather: adds to c and returns the forward part. */
-double sim_fsdp_root(const Ctx *x, double emb_params, double head_params, const LayerCost *first, SimChunkCost *c);
+void sim_fsdp_chain(const Ctx *x, int64_t nl, const LayerCost *dense, const LayerCost *moe,
+                    const double edge[SIM_EDGES], int64_t n_mb, SimChunkCost *c, double *fwd_exposed_s, double *tail_s);
 
 #endif

@@ -34,28 +34,6 @@ void sim_part_runtime(const SimOptions *o, PartRuntime *rt)
     rt->hf_grads_freed = o->grads_freed;
 }
 
-/* The time a ZeRO-3 layer's gathers (and its gradients' reduce-scatter) can
- * hide under, one layer ahead on the DP stream: the layer's whole forward,
- * compute and its exposed TP / CP / EP communication (other links), and its
- * whole backward, the recompute included. */
-static void fsdp_window(const LayerCost *lc, double *wf, double *wb)
-{
-    *wf = lc->fwd + lc->tp_f + lc->cp_f + lc->ep_f;
-    *wb = lc->bwd + lc->tp_b + lc->cp_b + lc->ep_b + lc->recompute;
-}
-
-/* The compute share of those windows: what is hidden there slows compute
- * only where it overlaps compute (the rest of the window is exposed TP / CP /
- * EP traffic on other links). Full recompute's forward is compute, its
- * collectives are not. */
-static void fsdp_compute_share(const ParallelPlan *p, const LayerCost *lc, double wf, double wb, double *cf,
-                               double *cb)
-{
-    double rc = p->recompute == PLAN_RECOMPUTE_FULL ? lc->fwd : lc->recompute;
-    *cf = wf > 0 ? lc->fwd / wf : 0;
-    *cb = wb > 0 ? (lc->bwd + rc) / wb : 0;
-}
-
 /* Model FLOPs per token of one layer's forward (unsharded: 2 FLOPs per
  * multiply-accumulate of its projections, the attention counted full),
  * and what its recomputation adds (hardware FLOPs). */
@@ -211,16 +189,6 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     lc->bwd_mlp_s = rc_f + f->ig + f->wg + tpx_b[1] + lc->ep_b;
     lc->wgrad_mlp_s = f->wg;
     lc->bwd_span_s = lc->bwd + lc->recompute + lc->tp_b + lc->cp_b + lc->ep_b;
-    /* ZeRO-3: what the layer's stream time does not cover is exposed */
-    if (lc->fsdp_ag > 0 || lc->fsdp_rs > 0) {
-        double wf, wb, ag = lc->fsdp_ag, rs = lc->fsdp_rs;
-        fsdp_window(lc, &wf, &wb);
-        double ef = fmax(0, ag - wf), eb = fmax(0, ag + rs - wb);
-        lc->fsdp = ef + eb;
-        double cf, cb;
-        fsdp_compute_share(p, lc, wf, wb, &cf, &cb);
-        lc->slow += sig * ((ag - ef) * cf + (ag + rs - eb) * cb);
-    }
 }
 
 /* Embedding (first chunk) and final norm + LM head + loss (last chunk), with
@@ -258,45 +226,207 @@ static void edge_costs(const Ctx *x, double edge[SIM_EDGES])
     edge[SIM_E_HEAD_WG] = h->wg;
 }
 
-/* ZeRO-3 / FSDP root unit of a stage (torchtitan: fully_shard on every block,
- * then on the whole model, so the embedding, final norm and output layer form
- * the root unit). FSDP2 keeps the root unsharded from forward to backward:
- * its all-gather opens the forward and its reduce-scatter closes the backward
- * (it fires from the end-of-backward callback), with no compute to hide
- * under. The stage's first block gathers behind it (only the embedding lookup
- * runs meanwhile) and its reduce-scatter overlaps only the embedding
- * backward: exposed too (the per-layer rule had hidden both). Adds to the
- * chunk's exposed FSDP time, compute (copy-out / copy-in of the root's
- * parameters) and overlap slow-down; returns the forward part. */
-double sim_fsdp_root(const Ctx *x, double emb_params, double head_params, const LayerCost *first, SimChunkCost *c)
+/* ZeRO-3 / FSDP on a stage of one chunk (ZeRO-3 takes no pipeline,
+ * plan.c): the prefetch chain of the task graph (src/workload/builder.c,
+ * fsdp_gather and fsdp_reduce), walked micro-batch by micro-batch with the
+ * replay's rules, so that both give one answer. The units are the layers
+ * and the root (embedding, final norm, LM head: torchtitan's fully_shard on
+ * every block, then on the whole model). On one DP stream, first come first
+ * served: the root's all-gather opens each forward (ready when the last
+ * unit's backward ends; FSDP2 keeps the root gathered until its backward);
+ * a layer's all-gather is issued when the layer before it starts (forward
+ * prefetch: FSDP frees a unit after use, so at most two are gathered), the
+ * backward's in reverse order; a layer's reduce-scatter follows its
+ * backward, the root's the embedding's backward. A unit's whole forward or
+ * backward, its TP / CP / EP collectives included, waits for its gather
+ * (FSDP's pre-forward / pre-backward hook). The stage's compute runs its
+ * windows back to back: a window is a unit's stream time (fsdp_window); a
+ * collective beside a window slows compute by the window's compute share
+ * (the replay measures each collective beside compute). */
+typedef struct FsdpWalk {
+    double C, D, U;     /* compute stream free, DP (HSDP: shard) stream free, end of the last unit (s) */
+    double R;           /* HSDP: the replicas' stream free */
+    int32_t last;       /* the step's last micro-batch: HSDP's replica all-reduces */
+    double beside_s;    /* collective seconds beside compute, by the windows' shares */
+    double idle_s[2];   /* compute waiting for a gather: forward, backward */
+    int32_t bwd;        /* in the backward */
+    double ws[16], we[16]; /* collectives issued that may still meet a window, FIFO */
+    int32_t n;
+} FsdpWalk;
+
+static double walk_issue_on(FsdpWalk *k, double *stream, double ready, double dur)
 {
-    double rp = emb_params + head_params, gr = x->o->fp32_grad_reduce ? 4.0 : x->ab, f = 0, b = 0;
+    double s = *stream > ready ? *stream : ready;
+    *stream = s + dur;
+    if (dur > 0) {
+        if (k->n == 16) { /* never with the chain's lag of two units; keep the newest */
+            memmove(k->ws, k->ws + 1, 15 * sizeof *k->ws);
+            memmove(k->we, k->we + 1, 15 * sizeof *k->we);
+            k->n--;
+        }
+        k->ws[k->n] = s, k->we[k->n] = *stream, k->n++;
+    }
+    return *stream;
+}
+
+static double walk_issue(FsdpWalk *k, double ready, double dur) { return walk_issue_on(k, &k->D, ready, dur); }
+
+static void walk_window(FsdpWalk *k, double len, double share)
+{
+    double a = k->C, b = k->C + len;
+    int32_t drop = 0;
+    for (int32_t i = 0; i < k->n; i++) {
+        double s = k->ws[i] > a ? k->ws[i] : a, e = k->we[i] < b ? k->we[i] : b;
+        if (e > s) k->beside_s += share * (e - s);
+        if (k->we[i] <= b && drop == i) drop++;
+    }
+    if (drop) {
+        memmove(k->ws, k->ws + drop, (size_t)(k->n - drop) * sizeof *k->ws);
+        memmove(k->we, k->we + drop, (size_t)(k->n - drop) * sizeof *k->we);
+        k->n -= drop;
+    }
+    k->C = b;
+}
+
+static void walk_wait(FsdpWalk *k, double t)
+{
+    if (t > k->C) k->idle_s[k->bwd] += t - k->C, k->C = t;
+}
+
+/* A unit's stream time, forward and backward (the recompute included), and
+ * its compute share (full recompute's forward is compute, its collectives
+ * are not). */
+static void fsdp_window(const ParallelPlan *p, const LayerCost *lc, double w[2], double share[2])
+{
+    w[0] = lc->fwd + lc->tp_f + lc->cp_f + lc->ep_f;
+    w[1] = lc->bwd + lc->tp_b + lc->cp_b + lc->ep_b + lc->recompute;
+    double rc = p->recompute == PLAN_RECOMPUTE_FULL ? lc->fwd : lc->recompute;
+    share[0] = w[0] > 0 ? lc->fwd / w[0] : 0;
+    share[1] = w[1] > 0 ? (lc->bwd + rc) / w[1] : 0;
+}
+
+static double share_of(double comp, double busy) { return busy > 0 ? comp / busy : 0; }
+
+/* One micro-batch of the chain (walk state k carried over). */
+/* HSDP: after the last micro-batch's reduce-scatter of a unit, its 1/S
+ * shard all-reduced over the replicas (dense parameters), ready when the
+ * unit's backward ends (the task graph's "hsdp.ar"). */
+static void walk_replica(const Ctx *x, FsdpWalk *k, double params)
+{
+    if (!k->last || x->rpg.size <= 1 || !(params > 0)) return;
+    double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
+    walk_issue_on(k, &k->R, k->C, sim_coll(x, TS_COLL_ALLREDUCE, params * gr / (double)x->dpg.size, &x->rpg, HW_GROUP_DP));
+}
+
+static void walk_micro(const Ctx *x, int64_t L, const LayerCost *dense, const LayerCost *moe,
+                       const double edge[SIM_EDGES], const double root[4], FsdpWalk *k)
+{
+    double w[2], sh[2];
+    /* forward: the root's gather, the embedding, the layers prefetching */
+    walk_wait(k, walk_issue(k, k->U, root[0]));
+    walk_window(k, edge[SIM_E_EMB_F] + root[2], 1);
+    walk_window(k, edge[SIM_E_EMB_TP_F], 0);
+    k->U = k->C;
+    const LayerCost *lc = model_layer_is_moe(x->m, 0) ? moe : dense;
+    double g = walk_issue(k, k->U, lc->fsdp_ag);
+    for (int64_t l = 0; l < L; l++) {
+        const LayerCost *nx = l + 1 < L ? (model_layer_is_moe(x->m, l + 1) ? moe : dense) : NULL;
+        double gn = nx ? walk_issue(k, k->U, nx->fsdp_ag) : 0;
+        fsdp_window(x->p, lc, w, sh);
+        walk_wait(k, g);
+        walk_window(k, w[0], sh[0]);
+        k->U = k->C;
+        g = gn, lc = nx;
+    }
+    double hf = edge[SIM_E_HEAD_F], hb = edge[SIM_E_HEAD_B];
+    walk_window(k, hf + edge[SIM_E_HEAD_TP_F], share_of(hf, hf + edge[SIM_E_HEAD_TP_F]));
+    /* backward: the head, the layers last to first, the embedding */
+    k->bwd = 1;
+    walk_window(k, hb + edge[SIM_E_HEAD_TP_B], share_of(hb, hb + edge[SIM_E_HEAD_TP_B]));
+    k->U = k->C;
+    lc = model_layer_is_moe(x->m, L - 1) ? moe : dense;
+    g = walk_issue(k, k->U, lc->fsdp_ag);
+    for (int64_t l = L - 1; l >= 0; l--) {
+        const LayerCost *nx = l > 0 ? (model_layer_is_moe(x->m, l - 1) ? moe : dense) : NULL;
+        double gn = nx ? walk_issue(k, k->U, nx->fsdp_ag) : 0;
+        fsdp_window(x->p, lc, w, sh);
+        walk_wait(k, g);
+        walk_window(k, w[1], sh[1]);
+        walk_issue(k, k->C, lc->fsdp_rs);
+        walk_replica(x, k, lc->params - lc->expert_params);
+        k->U = k->C;
+        g = gn, lc = nx;
+    }
+    walk_window(k, edge[SIM_E_EMB_TP_B], 0);
+    walk_window(k, edge[SIM_E_EMB_B] + root[3], 1);
+    walk_issue(k, k->C, root[1]);
+    walk_replica(x, k, edge[SIM_E_EMB_PARAMS] + edge[SIM_E_HEAD_PARAMS]);
+    k->bwd = 0;
+}
+
+/* The walk over the step's n micro-batches into chunk c: the exposed FSDP
+ * time per micro-batch (c->fsdp_exposed_s, the forward's part in
+ * fwd_exposed_s),
+ * the slow-down of what hides (c->slowdown_s) and the reduce-scatters' tail
+ * after the last backward (tail_s), with
+ * the root unit's copies in the compute. The chain repeats once a
+ * micro-batch starts from the state the one before started from: the rest
+ * is that micro-batch again. */
+void sim_fsdp_chain(const Ctx *x, int64_t nl, const LayerCost *dense, const LayerCost *moe,
+                    const double edge[SIM_EDGES], int64_t n_mb, SimChunkCost *c, double *fwd_exposed_s, double *tail_s)
+{
+    double rp = edge[SIM_E_EMB_PARAMS] + edge[SIM_E_HEAD_PARAMS], gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
+    double root[4] = {0, 0, 0, 0}; /* gather, reduce-scatter, copy-out, copy-in */
     if (rp > 0) {
-        f = sim_coll(x, TS_COLL_ALLGATHER, rp * x->ab, &x->dpg, HW_GROUP_DP);
-        b = sim_coll(x, TS_COLL_REDUCESCATTER, rp * gr, &x->dpg, HW_GROUP_DP);
-        PartKernel k; /* the root unit's copies: the layers' rule, never under recompute */
-        part_fsdp_copy_kernel(rp, x->ab, gr, true, &k);
+        root[0] = sim_coll(x, TS_COLL_ALLGATHER, rp * x->ab, &x->dpg, HW_GROUP_DP);
+        root[1] = sim_coll(x, TS_COLL_REDUCESCATTER, rp * gr, &x->dpg, HW_GROUP_DP);
+        PartKernel kc; /* the root unit's copies: the layers' rule, never under recompute */
+        part_fsdp_copy_kernel(rp, x->ab, gr, true, &kc);
         CostCtx cc;
         cost_ctx_init(&cc, x->hw, x->p, x->tc);
         double t[3];
-        cost_kernel(&cc, &k, t);
-        c->compute_fwd_s += t[0];
-        c->compute_bwd_s += t[1] + t[2];
+        cost_kernel(&cc, &kc, t);
+        root[2] = t[0], root[3] = t[1] + t[2];
+        c->compute_fwd_s += root[2];
+        c->compute_bwd_s += root[3];
     }
-    /* first block: forward gather and backward reduce-scatter exposed, the
-     * backward re-gather still prefetched under the next block */
-    double ag = first->fsdp_ag, rs = first->fsdp_rs, wf, wb;
-    fsdp_window(first, &wf, &wb);
-    double ef = fmax(0, ag - wf), eb = fmax(0, ag + rs - wb);
-    double eb_new = rs + fmax(0, ag - wb);
-    f += ag - ef;
-    b += eb_new - eb;
-    double sf, sb; /* take back what layer_cost charged the first block, as it charged it */
-    fsdp_compute_share(x->p, first, wf, wb, &sf, &sb);
-    c->slowdown_s -= x->o->overlap_slowdown * ((ag - ef) * sf + ((ag + rs - eb) - fmin(ag, wb)) * sb);
-    if (c->slowdown_s < 0) c->slowdown_s = 0;
-    c->fsdp_exposed_s += f + b;
-    return f;
+    FsdpWalk k = {0}, prev = {0};
+    double d_idle[2] = {0, 0}, d_beside = 0; /* the last micro-batch walked */
+    int64_t i = 0;
+    for (; i < n_mb - 1; i++) {
+        if (i > 1 && k.n == prev.n) { /* the same start, relative to the compute stream: periodic */
+            double tol = 1e-12 * (k.C > 1 ? k.C : 1);
+            bool same = fabs((k.D - k.C) - (prev.D - prev.C)) <= tol && fabs((k.U - k.C) - (prev.U - prev.C)) <= tol;
+            for (int32_t j = 0; j < k.n && same; j++)
+                same = fabs((k.ws[j] - k.C) - (prev.ws[j] - prev.C)) <= tol &&
+                       fabs((k.we[j] - k.C) - (prev.we[j] - prev.C)) <= tol;
+            if (same) break;
+        }
+        prev = k;
+        walk_micro(x, nl, dense, moe, edge, root, &k);
+        d_idle[0] = k.idle_s[0] - prev.idle_s[0];
+        d_idle[1] = k.idle_s[1] - prev.idle_s[1];
+        d_beside = k.beside_s - prev.beside_s;
+    }
+    if (i < n_mb - 1) { /* the micro-batches up to the last as the one before */
+        double rest = (double)(n_mb - 1 - i), dc = rest * (k.C - prev.C);
+        k.idle_s[0] += rest * d_idle[0];
+        k.idle_s[1] += rest * d_idle[1];
+        k.beside_s += rest * d_beside;
+        k.C += dc, k.D += dc, k.U += dc;
+        for (int32_t j = 0; j < k.n; j++) k.ws[j] += dc, k.we[j] += dc;
+    }
+    k.last = 1;
+    k.R = k.C;
+    walk_micro(x, nl, dense, moe, edge, root, &k);
+    double n = (double)(n_mb > 0 ? n_mb : 1);
+    c->fsdp_exposed_s = (k.idle_s[0] + k.idle_s[1]) / n;
+    *fwd_exposed_s = k.idle_s[0] / n;
+    c->slowdown_s += x->o->overlap_slowdown * k.beside_s / n;
+    /* the reduce-scatters (and HSDP's all-reduces) still running after the
+     * last backward */
+    double end = k.D > k.R ? k.D : k.R;
+    *tail_s = end > k.C ? end - k.C : 0;
 }
 
 /* ---- layer-cost cache (sim_work_cache_costs) ---------------------------

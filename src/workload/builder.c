@@ -253,6 +253,17 @@ static int32_t fsdp_gather(Gen *g, double params, double eparams, WlPhase ph, in
     return g->oom ? -1 : id;
 }
 
+/* ZeRO-3: a unit's whole forward or backward, its TP / CP / EP collectives
+ * included, waits for its gather (FSDP's pre-forward and pre-backward hooks
+ * wait for the unshard before the module runs): the unit's first task joins
+ * it. */
+static void unit_wait(Gen *g, int32_t ag)
+{
+    if (ag < 0) return;
+    if (g->join >= 0) comp(g, "fsdp.wait", WL_PHASE_FWD, -1, -1, -1, 0, 0, 0, -1); /* takes the open join */
+    g->join = ag;
+}
+
 /* ZeRO-3: reduce-scatter a unit's gradients after its weight gradients,
  * dense over DP, experts over DP_EP (asynchronous, joined at the step). */
 static void fsdp_reduce(Gen *g, double params, double eparams, int64_t mb)
@@ -544,6 +555,7 @@ static void fwd_body(Gen *g, int64_t mb, int64_t pc)
     for (int64_t l = first; l < first + nl; l++) {
         bool moe = model_layer_is_moe(g->m, l);
         int32_t next = l + 1 < first + nl ? fsdp_gather(g, layer_params(g, l + 1), layer_eparams(g, l + 1), WL_PHASE_FWD, mb) : -1;
+        unit_wait(g, ag);
         block_fwd_as(g, &g->attn, "attn", mb, ch, l, false, false, ag >= 0 ? ag : mb0 ? g->pg_ag[l] : -1);
         block_fwd_as(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, false, -1);
         unit_done(g);
@@ -627,6 +639,7 @@ static void bwd_body(Gen *g, int64_t mb, int64_t pc, bool last_mb)
     for (int64_t l = first + nl - 1; l >= first; l--) {
         bool moe = model_layer_is_moe(g->m, l);
         int32_t next = l > first ? fsdp_gather(g, layer_params(g, l - 1), layer_eparams(g, l - 1), WL_PHASE_IG, mb) : -1;
+        unit_wait(g, ag);
         block_bwd(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, last_mb, extra, ag);
         extra = -1;
         block_bwd(g, &g->attn, "attn", mb, ch, l, false, last_mb, -1, -1);

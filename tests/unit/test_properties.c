@@ -376,9 +376,10 @@ static void test_sim_matches_replay(void **state)
     const char *env = getenv("TS_RT_N");
     int want = env ? atoi(env) : 100;
     if (getenv("TS_RT_SEED")) rng = (uint64_t)atoll(getenv("TS_RT_SEED"));
-    /* 0.75 %: the largest over TS_RT_SEED 1-7 is 0.69 % (ZeRO-3, whose prefetch the
-     * simulator closes per layer); without ZeRO-3 0.42 % */
-    const double tol = 0.0075;
+    /* 0.45 %: the largest over TS_RT_SEED 1-7 is 0.41 % (dualpipev, uneven stages:
+     * which stage's slow-down meets the step); ZeRO-3 within 0.25 % (its walk is the
+     * task graph's chain; the slow-down by a layer's compute share) */
+    const double tol = 0.0045;
     double show = getenv("TS_RT_SHOW") ? atof(getenv("TS_RT_SHOW")) : tol; /* print plans beyond this */
     for (int i = 0; i < 20 * want && checked < want; i++) {
         const char *name = models[pick(12)];

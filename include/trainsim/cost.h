@@ -35,8 +35,9 @@ typedef struct CostCtx {
     TsDtype act_dtype;      /* activations, attention core, LM head: bf16 under fp8 */
     PlanFp8Recipe fp8;      /* the FP8 scaling recipe (its casts' traffic) */
     double tensor_factor;   /* time factor on GEMMs and attention, e.g. 1.22 x 1.065 */
-    double host_s[2];       /* host time to dispatch one kernel forward / backward (eager PyTorch:
-                               COST_HOST_FWD_S, COST_HOST_BWD_S); 0: the GPU never waits on the host */
+    double host_s[2][2];    /* host time to dispatch one kernel forward / backward (eager PyTorch:
+                               [0] COST_HOST_FWD_S, COST_HOST_BWD_S; [1] a PART_KF_INNER kernel,
+                               COST_HOST_INNER_*); 0: the GPU never waits on the host */
 } CostCtx;
 
 /* Eager PyTorch's host time per kernel the model's Python dispatches
@@ -51,6 +52,15 @@ typedef struct CostCtx {
  * their dispatch runs at the host's pace (cost_step). */
 #define COST_HOST_FWD_S 40e-6
 #define COST_HOST_BWD_S 42e-6
+/* The host time of a kernel that another op dispatches from C++ with no
+ * Python of its own (PART_KF_INNER: autocast's casts of a linear's input,
+ * weight and bias, and their gradients' casts back), forward / backward:
+ * 200 nn.Linear(256, 256) layers on 4 tokens took 21.3 us a layer forward in
+ * fp32 and 41.9 under torch.autocast(bf16), three casts more (6.9 us each);
+ * backward 66.6 and 83.5 us, three cast gradients (5.6 us each) (an H100
+ * machine, PyTorch 2.11; bench/data/gpu/host_2026-11-26_h100.jsonl). */
+#define COST_HOST_INNER_FWD_S 6.9e-6
+#define COST_HOST_INNER_BWD_S 5.6e-6
 
 /* The context of plan p on hw: the plan's GEMM dtype, activations in bf16
  * under fp8, the host's dispatch time where the framework runs eager

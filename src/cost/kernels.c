@@ -8,7 +8,8 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
 {
     bool hf = plan_hf(p);
     *c = (CostCtx){.hw = hw, .dtype = p->dtype, .act_dtype = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype,
-                   .tensor_factor = tensor_factor, .host_s = {hf ? COST_HOST_FWD_S : 0, hf ? COST_HOST_BWD_S : 0},
+                   .tensor_factor = tensor_factor, .host_s = {{hf ? COST_HOST_FWD_S : 0, hf ? COST_HOST_BWD_S : 0},
+                              {hf ? COST_HOST_INNER_FWD_S : 0, hf ? COST_HOST_INNER_BWD_S : 0}},
                    .fp8 = p->fp8_recipe};
 }
 
@@ -91,10 +92,10 @@ void cost_block(const CostCtx *c, const PartBlockT *b, CostBlock *o)
         o->fwd += t[0];
         o->ig += t[1];
         o->wg += t[2];
-        if (!(k->flags & PART_KF_INNER)) o->host_fwd += (double)k->launches[0], o->host_bwd += (double)k->launches[1];
+        int inner = (k->flags & PART_KF_INNER) != 0;
+        o->host_fwd += (double)k->launches[0] * c->host_s[inner][0];
+        o->host_bwd += (double)k->launches[1] * c->host_s[inner][1];
     }
-    o->host_fwd *= c->host_s[0];
-    o->host_bwd *= c->host_s[1];
 }
 
 /* The GPU waits on the host when dispatching a pass's kernels takes longer
@@ -154,7 +155,7 @@ void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, cons
             rc = cb->fwd;
         o->recompute[b] = rc;
     }
-    if (c->host_s[0] > 0 || c->host_s[1] > 0) {
+    if (c->host_s[0][0] > 0 || c->host_s[0][1] > 0) {
         double nm = (double)model_moe_layer_count(m), n[PART_BLOCK_COUNT] = {0};
         n[PART_BLOCK_ATTN] = (double)m->layers, n[PART_BLOCK_MLP] = (double)m->layers - nm;
         n[PART_BLOCK_MOE] = nm, n[PART_BLOCK_EMBED] = n[PART_BLOCK_HEAD] = 1;

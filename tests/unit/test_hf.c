@@ -167,7 +167,7 @@ static void test_host_floor(void **state)
         }
         p.framework = PLAN_FRAMEWORK_MEGATRON;
         cost_ctx_init(&c, &hw, &p, 1.0);
-        near(c.host_s[0] + c.host_s[1], 0, 1e-12, "fused kernels: no host floor");
+        near(c.host_s[0][0] + c.host_s[0][1] + c.host_s[1][0] + c.host_s[1][1], 0, 1e-12, "fused kernels: no host floor");
     }
 }
 

@@ -74,7 +74,8 @@ typedef struct SimProg {
 struct SimWork {
     SimProg progs[SIM_PROG_CACHE];
     uint64_t clock;
-    double *dur, *xf;    /* dur: see DUR_*; xf: [2*p*v + 1] */
+    double *dur, *xf;    /* dur: see DUR_*; xf: [2*p*v + 1 + p*v*v] (2*sender + is_bwd, zero,
+                            F&B pairs' two transfers back to back: pair_xfer) */
     size_t dur_cap, xf_cap;
     int32_t *order;      /* [p][order entries] */
     size_t order_cap;
@@ -368,6 +369,32 @@ static void put_op(SimOp *op, int64_t self, int64_t dep, int32_t xi, int32_t di,
                   .last = (int8_t)last, .kind = (int8_t)kind};
 }
 
+/* Does the output of (s, c)'s forward (backward: its input gradient) cross
+ * to another stage? Not from the model's last chunk (first, backward), nor
+ * at the V's turn on stage p-1. */
+static bool sends(const SimPipeline *pl, int32_t s, int32_t c, bool bwd)
+{
+    const int32_t p = pl->stages, v = pl->chunks;
+    if (pl->schedule == PLAN_SCHED_DUALPIPE) return c == 0 ? (bwd ? s > 0 : s < p - 1) : (bwd ? s < p - 1 : s > 0);
+    if (pl->schedule == PLAN_SCHED_DUALPIPEV) return c == 0 ? (bwd ? s > 0 : s < p - 1) : (bwd ? s < p - 1 : s > 0);
+    return bwd ? !(s == 0 && c == 0) : !(s == p - 1 && c == v - 1);
+}
+
+/* A backward's input gradient from an F&B pair leaves after the pair's
+ * forward output: a stage's sends run one after another on its send stream
+ * (the GPU's egress link, the task graph's one send stream per rank), the
+ * forward's first as the workload builder sends them. dep_of's edge *xi from
+ * a backward slot that a pair finished (flag 2 + the pair's forward chunk)
+ * becomes the pair's transfer slot, both transfers back to back. */
+static void pair_xfer(const SimPipeline *pl, const double *flag, int64_t dep, int32_t *xi)
+{
+    const int32_t p = pl->stages, v = pl->chunks, pv = p * v;
+    const int64_t nt = (int64_t)pv * chunk_mb(pl);
+    if (dep < nt || *xi >= 2 * pv || !(*xi & 1) || !(flag[dep] >= 2)) return;
+    int32_t i = *xi / 2, ps = i / v, pc = i % v, cf = (int32_t)flag[dep] - 2;
+    if (sends(pl, ps, cf, false)) *xi = 2 * pv + 1 + (ps * v + cf) * v + pc;
+}
+
 /* Compile stage s's tasks from position *k on while their dependencies are
  * done; returns the operations written at ops. */
 static int64_t compile_stage(const SimPipeline *pl, SimProg *pg, const int32_t *o, int64_t nk, int32_t s,
@@ -392,7 +419,9 @@ static int64_t compile_stage(const SimPipeline *pl, SimProg *pg, const int32_t *
             int64_t mbb = PLAN_TASK_MB(tb), ib = ((int64_t)s * v + cb) * mc + mbb;
             int64_t df = dep_of(pl, mc, s, c, mb, false, &xi), db = dep_of(pl, mc, s, cb, mbb, true, &xj);
             if (!done(flag, df) || !done(flag, db)) break;
-            flag[idx] = flag[nt + ib] = 1;
+            pair_xfer(pl, flag, db, &xj);
+            flag[idx] = 1;
+            flag[nt + ib] = 2 + c;
             put_op(&ops[n++], 3 * nt + idx, df, xi, dzero, s, 2 * (mb == 0), OP_PAIR_OPEN);
             put_op(&ops[n++], nt + ib, db, xj, 4 * p * v + (s * v + c) * v + cb, s, mbb == mc - 1, OP_PAIR);
             put_op(&ops[n++], idx, nt + ib, xzero, dzero, s, 0, OP_PAIR_CLOSE);
@@ -400,6 +429,7 @@ static int64_t compile_stage(const SimPipeline *pl, SimProg *pg, const int32_t *
         } else { /* B or I */
             int64_t dep = dep_of(pl, mc, s, c, mb, true, &xi);
             if (!done(flag, dep)) break;
+            pair_xfer(pl, flag, dep, &xi);
             flag[nt + idx] = 1;
             bool in = kind == PLAN_TASK_I;
             if (in && mb == mc - 1) pg->wlast[s * v + c] = 1;
@@ -497,6 +527,12 @@ static void fill_durations(const SimPipeline *pl, SimWork *w)
                         sim_pair_s(&pl->chunk[s * v + cf], &pl->chunk[s * v + cb], pl->pair_sm_share);
     dur[4 * pv + pv * v] = 0;
     xf[2 * pv] = 0;
+    if (sched_pairs(pl))
+        for (int32_t i = 0; i < pv; i++) /* a pair's forward output, then its input gradient */
+            for (int32_t cb = 0; cb < v; cb++) {
+                int32_t s = i / v;
+                xf[2 * pv + 1 + i * v + cb] = xf[2 * i] + xf[2 * (s * v + cb) + 1];
+            }
 }
 
 /* Run the compiled program with this plan's durations. Idle time before a
@@ -532,17 +568,6 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
         }
     }
     memcpy(w->wlast, pg->wlast, (size_t)pv);
-}
-
-/* Does the output of (s, c)'s forward (backward: its input gradient) cross
- * to another stage? Not from the model's last chunk (first, backward), nor
- * at the V's turn on stage p-1. */
-static bool sends(const SimPipeline *pl, int32_t s, int32_t c, bool bwd)
-{
-    const int32_t p = pl->stages, v = pl->chunks;
-    if (pl->schedule == PLAN_SCHED_DUALPIPE) return c == 0 ? (bwd ? s > 0 : s < p - 1) : (bwd ? s < p - 1 : s > 0);
-    if (pl->schedule == PLAN_SCHED_DUALPIPEV) return c == 0 ? (bwd ? s > 0 : s < p - 1) : (bwd ? s < p - 1 : s > 0);
-    return bwd ? !(s == 0 && c == 0) : !(s == p - 1 && c == v - 1);
 }
 
 /* The task's exposed TP / CP / EP communication (inside its time, the
@@ -593,7 +618,8 @@ static TsStatus record_spans(const SimPipeline *pl, SimWork *w, const SimProg *p
             push_span(w, &oom, s, SIM_STREAM_COMPUTE, c, mb, 'Q', mid, en);
             double xa = xf[2 * (s * v + cf)], xb = xf[2 * (s * v + c) + 1];
             if (xa > 0 && sends(pl, s, cf, false)) push_span(w, &oom, s, SIM_STREAM_PP, cf, mf, 'S', en, en + xa);
-            if (xb > 0 && sends(pl, s, c, true)) push_span(w, &oom, s, SIM_STREAM_PP, c, mb, 'S', en, en + xb);
+            double t0 = xa > 0 && sends(pl, s, cf, false) ? en + xa : en; /* after the forward's (pair_xfer) */
+            if (xb > 0 && sends(pl, s, c, true)) push_span(w, &oom, s, SIM_STREAM_PP, c, mb, 'S', t0, t0 + xb);
             continue;
         }
         bool bw = op->kind != OP_F;
@@ -755,7 +781,7 @@ static TsStatus prepare(SimWork *w, const SimPipeline *pl, bool with_ppc, TsErro
               ts_grow((void **)&w->fst_first, &w->ff_cap, pv, sizeof(double)) &&
               (!with_ppc || ts_grow((void **)&w->ppc, &w->ppc_cap, ns, sizeof(double))) &&
               ts_grow((void **)&w->dur, &w->dur_cap, 4 * pv + pv * (size_t)v + 1, sizeof(double)) &&
-              ts_grow((void **)&w->xf, &w->xf_cap, 2 * pv + 1, sizeof(double)) &&
+              ts_grow((void **)&w->xf, &w->xf_cap, 2 * pv + 1 + pv * (size_t)v, sizeof(double)) &&
               ts_grow((void **)&w->stages, &w->st_cap, (size_t)p, sizeof(SimStageResult)) &&
               ts_grow((void **)&w->pos, &w->pos_cap, (size_t)p, sizeof(int64_t)) &&
               ts_grow((void **)&w->olen, &w->olen_cap, (size_t)p, sizeof(int64_t)) &&

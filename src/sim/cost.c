@@ -531,6 +531,14 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         sc[0].embed_sync_s += t_emb;
         sc[pp - 1].embed_sync_s += t_emb;
     }
+    /* the global gradient norm (clipping, Megatron's clip_grad_norm_fp32): a
+     * 4-byte all-reduce over every rank at each stage's step, exposed (the
+     * task graph's grad_norm.ar) */
+    if (p->gpus > 1) {
+        PlanGroupInfo wg = {.size = p->gpus, .nodes = (p->gpus + gpn - 1) / gpn, .per_node = p->gpus < gpn ? p->gpus : gpn};
+        double t_gn = sim_coll(&x, TS_COLL_ALLREDUCE, 4.0, &wg, HW_GROUP_ANY);
+        for (int32_t s = 0; s < pp; s++) sc[s].step_comm_s += t_gn;
+    }
     SimPipeline pl = {.stages = pp, .chunks = ve, .micro_batches = p->grad_accum, .schedule = p->schedule,
                       .pair_sm_share = in->opt.pair_sm_share,
                       .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !plan_ds_pipe(p),

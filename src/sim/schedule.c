@@ -1141,14 +1141,16 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         sr->end_s = sr->pipe_end_s + sr->slowdown_s + sr->dp_exposed_s + sr->embed_sync_s;
         if (sr->end_s > w->stages[crit].end_s) crit = s;
         if (sc) {
-            if (sc->optimizer_s > opt) opt = sc->optimizer_s;
-            if (sc->step_comm_s > step_comm) step_comm = sc->step_comm_s;
+            /* the step meets every stage (the grad-norm all-reduce), then each
+             * runs its own tail one part after another: optimizer, the step's
+             * collectives, the parameter gather when not overlapped */
+            double ag = pl->param_gather_overlap ? 0 : sc->param_gather_s;
+            if (sc->optimizer_s + sc->step_comm_s + ag > opt + step_comm + ag_exposed)
+                opt = sc->optimizer_s, step_comm = sc->step_comm_s, ag_exposed = ag;
             if (pl->param_gather_overlap) {
                 if (sc->param_gather_s > ag_hidden) ag_hidden = sc->param_gather_s;
                 double d = stage_gather_delay(pl, w, s);
                 if (d > ag_start) ag_start = d;
-            } else if (sc->param_gather_s > ag_exposed) {
-                ag_exposed = sc->param_gather_s;
             }
         }
         if (pl->record) {
@@ -1198,7 +1200,8 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
             if (!sc) break;
             if (sc->optimizer_s > 0) push_span(w, &oom, s, SIM_STREAM_COMPUTE, 0, -1, 'O', t, t + sc->optimizer_s);
             if (sc->param_gather_s > 0 && !pl->param_gather_overlap)
-                push_span(w, &oom, s, SIM_STREAM_DP, 0, -1, 'G', t + opt, t + opt + sc->param_gather_s);
+                push_span(w, &oom, s, SIM_STREAM_DP, 0, -1, 'G', t + sc->optimizer_s + sc->step_comm_s,
+                          t + sc->optimizer_s + sc->step_comm_s + sc->param_gather_s);
         }
         if (oom) {
             st = ts_err(err, TS_ERR_INTERNAL, "out of memory recording the timeline");

@@ -555,13 +555,18 @@ static void fwd_body(Gen *g, int64_t mb, int64_t pc)
     for (int64_t l = first; l < first + nl; l++) {
         bool moe = model_layer_is_moe(g->m, l);
         int32_t next = l + 1 < first + nl ? fsdp_gather(g, layer_params(g, l + 1), layer_eparams(g, l + 1), WL_PHASE_FWD, mb) : -1;
-        unit_wait(g, ag);
-        block_fwd_as(g, &g->attn, "attn", mb, ch, l, false, false, ag >= 0 ? ag : mb0 ? g->pg_ag[l] : -1);
+        /* a layer's whole forward, its input's SP all-gather included, waits
+         * for its parameters (FSDP's pre-forward hook; Megatron's forward
+         * pre-hook of --overlap-param-gather, on the layer's first module) */
+        int32_t wait = ag >= 0 ? ag : mb0 ? g->pg_ag[l] : -1;
+        unit_wait(g, wait);
+        block_fwd_as(g, &g->attn, "attn", mb, ch, l, false, false, wait);
         block_fwd_as(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, false, -1);
         unit_done(g);
         ag = next;
     }
     if (ch == g->n_chunks - 1) {
+        if (mb0) unit_wait(g, g->pg_ag[wl_gen_layers(g->m) + 1]); /* the head's input gather waits too */
         for (int64_t i = 0; i <= g->m->mtp_layers; i++) /* the head's input, and each MTP module's */
             if (p->sp) coll(g, "sp.ag", WL_PHASE_FWD, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->t->tp_bytes, true);
         /* (ZeRO-3: the head belongs to the root unit, gathered with the

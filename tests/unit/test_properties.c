@@ -12,7 +12,7 @@
  *   4. simulator: more micro-batches, a slower GPU or a slower network
  *      never make the iteration faster;
  *   5. the simulator and the replay of its own task graph
- *      (sim_workload_build, sim_replay_dag) agree within 1.5 % on 100 random
+ *      (sim_workload_build, sim_replay_dag) agree within 0.35 % on 100 random
  *      plans of twelve models (dense GPT/Llama/NeoX/BLOOM/Nemotron, MoE, MLA;
  *      TP, PP, VPP, CP, EP, ETP; SP on and off;
  *      ZeRO 0-3, dist-opt; Adam and Shampoo; recompute modes, op-level SAC;
@@ -23,11 +23,14 @@
  *      the same costed step (cost.h) but schedule it separately, as
  *      (stage, micro-batch, chunk) tasks with overlap rules and as a
  *      per-rank DAG. TS_RT_N=n, TS_RT_SEED=s and
- *      TS_RT_SHOW=f (print every plan off by more than f, 0.015) and
- *      TS_RT_BIG=1 (256-2048 GPUs, pp 2-8) explore other plans: seeds 1-5
- *      are within 1.35 %; without the overlap slow-down and ZeRO-3 (the two
- *      rules still estimated by the simulator and measured by the replay)
- *      within 0.25 %.
+ *      TS_RT_SHOW=f (print every plan off by more than f; default the
+ *      tolerance), TS_RT_SIGMA=f (the overlap slow-down, 0 = off) and
+ *      TS_RT_BIG=1 (256-2048 GPUs, pp 2-8) explore other plans: seeds 1-7
+ *      are within 0.33 %; without the overlap slow-down within 0.24 %
+ *      (what is left: the slow-down of hidden DP buckets, parameter gathers
+ *      and ZeRO-3 collectives by a task's or a layer's compute share where
+ *      the replay measures each collective beside compute, and DeepSpeed's
+ *      rendezvous).
  * Tolerances: parameter sums are exact in double below 2^53 (checked to
  * 1e-9 relative); times are compared with 1e-9 relative slack. */
 #include <math.h>
@@ -376,10 +379,11 @@ static void test_sim_matches_replay(void **state)
     const char *env = getenv("TS_RT_N");
     int want = env ? atoi(env) : 100;
     if (getenv("TS_RT_SEED")) rng = (uint64_t)atoll(getenv("TS_RT_SEED"));
-    /* 0.45 %: the largest over TS_RT_SEED 1-7 is 0.41 % (dualpipev, uneven stages:
-     * which stage's slow-down meets the step); ZeRO-3 within 0.25 % (its walk is the
-     * task graph's chain; the slow-down by a layer's compute share) */
-    const double tol = 0.0045;
+    /* 0.35 %: the largest over TS_RT_SEED 1-7 is 0.33 % (deepseek-v3, pp 4, EP 8,
+     * the dist-opt gather overlapped: its slow-down by the forwards' compute share
+     * where the replay measures each gather beside compute); without the overlap
+     * slow-down (TS_RT_SIGMA=0) 0.24 % (DeepSpeed's rendezvous) */
+    const double tol = 0.0035;
     double show = getenv("TS_RT_SHOW") ? atof(getenv("TS_RT_SHOW")) : tol; /* print plans beyond this */
     for (int i = 0; i < 20 * want && checked < want; i++) {
         const char *name = models[pick(12)];

@@ -289,6 +289,23 @@ static bool split_text(const SimBalance *b, char *buf, size_t cap)
     for (int32_t s = 0; s < b->n && k < cap; s++) k += (size_t)snprintf(buf + k, cap - k, s ? ",%d" : "%d", b->layers[s]);
     return k < cap;
 }
+/* DeepSpeed's BF16 optimizer after every micro-batch's backward
+ * (update_hp_grads): a block's bf16 gradients cast and added into its fp32
+ * ones (read 2 write 4, read 8 write 4) and zeroed (write 2), 20 B per
+ * parameter, one kernel per block as the task graph runs them (wl_gen_blocks);
+ * a layer holds an attention block and an MLP / MoE block. */
+static double ds_hp_kernel_s(const HwModel *hw, double params)
+{
+    return params > 0 ? hw_memory_time_s(hw, 20.0 * params) : 0;
+}
+
+static double ds_hp_grads_s(const HwModel *hw, const LayerCost *lc)
+{
+    double attn = 0;
+    for (int32_t i = 2; i < lc->n_grad_t; i++) attn += lc->grad_t[i];
+    return ds_hp_kernel_s(hw, attn) + ds_hp_kernel_s(hw, lc->grad_t[0] + lc->grad_t[1] + lc->egrad_t[0] + lc->egrad_t[1]);
+}
+
 
 static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, TsError *err)
 {
@@ -420,7 +437,10 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
              * micro-batch's backward, update_hp_grads adds the bf16 gradients
              * into the fp32 ones (cast: read 2 write 4; add: read 8 write 4)
              * and the bf16 grads are zeroed (write 2): 20 B per parameter */
-            if (plan_ds_pipe(p) && p->dtype == TS_DTYPE_BF16) c->compute_bwd_s += hw_memory_time_s(in->hw, 20.0 * params);
+            if (plan_ds_pipe(p) && p->dtype == TS_DTYPE_BF16)
+                c->compute_bwd_s += nd * ds_hp_grads_s(in->hw, &dense) + (has_moe ? nm * ds_hp_grads_s(in->hw, &moe) : 0) +
+                                    (chunk == 0 ? ds_hp_kernel_s(in->hw, emb_params) : 0) +
+                                    (chunk == (int64_t)pp * v - 1 ? ds_hp_kernel_s(in->hw, head_params) : 0);
             double fsdp_f = 0, fsdp_tail = 0; /* ZeRO-3: exposed in the forward, after the last backward */
             if (p->zero >= 3 && x.dpg.size > 1 && nl > 0)
                 sim_fsdp_chain(&x, nl, &dense, has_moe ? &moe : NULL, edge, p->grad_accum, c, &fsdp_f, &fsdp_tail);
@@ -543,7 +563,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                       .pair_sm_share = in->opt.pair_sm_share,
                       .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !plan_ds_pipe(p),
                       .param_gather_overlap = in->opt.param_gather_overlap && !plan_ds_pipe(p),
-                      .overlap_slowdown = in->opt.overlap_slowdown, .record = in->opt.record};
+                      .overlap_slowdown = in->opt.overlap_slowdown, .ds_pipe = plan_ds_pipe(p) && pp > 1,
+                      .record = in->opt.record};
     if (lb) { /* sim_lower_bound: the engine's bound on these costs, no run */
         *lb = sim_pipeline_lower_bound(&pl);
         if (!wk) sim_work_destroy(w);
@@ -655,6 +676,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         warn(out, "--cp-comm %s has no effect with cp 1", sim_cp_comm_name(in->opt.cp_comm));
     return TS_OK;
 }
+
 
 /* --balance-stages: the plan again on its even split (SimResult.balance),
  * kept when it is faster and fits (or the plan's own split does not). */

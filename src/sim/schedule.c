@@ -36,7 +36,7 @@
 #include "../common/common_int.h"
 
 /* Operation kinds of a compiled schedule (what record_spans draws). */
-enum { OP_F, OP_B, OP_I, OP_W, OP_PAIR_OPEN, OP_PAIR, OP_PAIR_CLOSE };
+enum { OP_F, OP_B, OP_I, OP_W, OP_PAIR_OPEN, OP_PAIR, OP_PAIR_CLOSE, OP_X };
 
 /* One operation of a compiled schedule (see compile()). */
 typedef struct SimOp {
@@ -53,7 +53,10 @@ typedef struct SimOp {
 } SimOp;
 
 /* dur[] per chunk i = s*v + c: 4*i + DUR_F, _B, _I, _W; then the pairs of
- * stage s, 4*p*v + (s*v + cf)*v + cb; then the zero slot. */
+ * stage s, 4*p*v + (s*v + cf)*v + cb; then the zero slot; then DeepSpeed's
+ * steps of stage s (ds_pipe), DUR_DS * s + F with 0, 1, 2 transfers, B with
+ * 0, 1, 2, an exchange of one transfer alone (forward step, backward step). */
+enum { DUR_DS = 8 };
 enum { DUR_F, DUR_B, DUR_I, DUR_W };
 
 /* A compiled schedule for (p, v, m, schedule). */
@@ -235,7 +238,7 @@ static int64_t chunk_mb(const SimPipeline *pl)
 /* Finish slots: F, B, W of every task, and the openings of F&B pairs. */
 static size_t nslots(const SimPipeline *pl)
 {
-    return (sched_pairs(pl) ? 4 : 3) * (size_t)pl->stages * (size_t)pl->chunks * (size_t)chunk_mb(pl);
+    return (sched_pairs(pl) || pl->ds_pipe ? 4 : 3) * (size_t)pl->stages * (size_t)pl->chunks * (size_t)chunk_mb(pl);
 }
 
 /* Order entries per stage, at most. */
@@ -248,6 +251,7 @@ static int64_t order_cap(const SimPipeline *pl)
 /* Operations per stage, at most: a pair's two entries make three. */
 static int64_t ops_cap(const SimPipeline *pl)
 {
+    if (pl->ds_pipe) return 2 * (pl->micro_batches + pl->stages);
     int64_t n = order_cap(pl);
     return sched_pairs(pl) ? n + n / 2 + 1 : n;
 }
@@ -440,6 +444,47 @@ static int64_t compile_stage(const SimPipeline *pl, SimProg *pg, const int32_t *
     return n;
 }
 
+/* A compiled program's shape besides (p, v, m): the schedule, DeepSpeed's
+ * steps apart. */
+static int sched_key(const SimPipeline *pl) { return (int)pl->schedule + (pl->ds_pipe ? PLAN_SCHED_COUNT : 0); }
+
+/* DeepSpeed's pipeline (plan_ds_step), step by step: a stage's exchange with
+ * its neighbour and then its compute are one operation, which starts once
+ * both stages are free (dep: the neighbour's latest operation; the exchange
+ * is a rendezvous, its transfers one after another) and lasts the exchange
+ * plus the compute (the DUR_DS durations). An exchange without compute (an
+ * idle step sending the previous step's output) takes the W slot of that
+ * micro-batch after a backward, the pair-opening slot after a forward.
+ * Returns the operations written at ops. */
+static int64_t compile_ds(const SimPipeline *pl, SimWork *w, SimOp *ops)
+{
+    const int32_t p = pl->stages;
+    const int64_t m = pl->micro_batches, nt = (int64_t)p * m;
+    const int32_t dds = 4 * p + p + 1, xzero = 2 * p; /* v = 1 */
+    int64_t *last = w->pos, *prev = w->olen, n = 0;
+    for (int32_t s = 0; s < p; s++) last[s] = -1, prev[s] = -1;
+    for (int64_t k = 0; k < 2 * (m + p - 1); k++) {
+        int64_t n0 = n;
+        for (int32_t s = 0; s < p; s++) {
+            bool fwd;
+            int64_t mb;
+            plan_ds_step(k, s, p, &fwd, &mb);
+            bool ok = mb >= 0 && mb < m, pok = prev[s] >= 0 && prev[s] < m;
+            int32_t nb = fwd ? s - 1 : s + 1, nx = nb >= 0 && nb < p ? (int32_t)ok + (int32_t)pok : 0;
+            int64_t dep = nx > 0 ? last[nb] : -1;
+            if (ok)
+                put_op(&ops[n++], (fwd ? 0 : nt) + (int64_t)s * m + mb, dep, xzero, dds + DUR_DS * s + (fwd ? 0 : 3) + nx,
+                       s, fwd ? 2 * (mb == 0) : mb == m - 1, fwd ? OP_F : OP_B);
+            else if (nx > 0)
+                put_op(&ops[n++], (fwd ? 2 : 3) * nt + (int64_t)s * m + prev[s], dep, xzero,
+                       dds + DUR_DS * s + (fwd ? 6 : 7), s, 0, OP_X);
+            prev[s] = mb;
+        }
+        for (int64_t i = n0; i < n; i++) last[ops[i].stage] = ops[i].self;
+    }
+    return n;
+}
+
 /* Compile the schedule into a program: the tasks of all stages in one
  * dependency-respecting order, found by sweeping the per-stage orders with
  * "done" flags only. The order depends on (p, v, m, schedule), not on the
@@ -453,7 +498,7 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
     SimProg *pg = &w->progs[0];
     for (int i = 0; i < SIM_PROG_CACHE; i++) {
         SimProg *q = &w->progs[i];
-        if (q->n > 0 && q->p == p && q->v == v && q->m == m && q->sched == (int)pl->schedule) {
+        if (q->n > 0 && q->p == p && q->v == v && q->m == m && q->sched == sched_key(pl)) {
             q->used = ++w->clock;
             *out = q;
             return TS_OK;
@@ -466,6 +511,15 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
         !ts_grow((void **)&pg->wlast, &pg->wl_cap, (size_t)(p * v), 1))
         return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ncap * p));
     memset(pg->wlast, 0, (size_t)(p * v));
+    if (pl->ds_pipe) {
+        pg->n = compile_ds(pl, w, pg->ops);
+        pg->p = p;
+        pg->v = v;
+        pg->m = m;
+        pg->sched = sched_key(pl);
+        *out = pg;
+        return TS_OK;
+    }
     if (pl->schedule == PLAN_SCHED_INTERLEAVED) {
         int64_t n = 0;
         for (int64_t start = 0; start < m; start += p) {
@@ -500,7 +554,7 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
     pg->p = p;
     pg->v = v;
     pg->m = m;
-    pg->sched = (int)pl->schedule;
+    pg->sched = sched_key(pl);
     *out = pg;
     return TS_OK;
 }
@@ -527,6 +581,14 @@ static void fill_durations(const SimPipeline *pl, SimWork *w)
                         sim_pair_s(&pl->chunk[s * v + cf], &pl->chunk[s * v + cb], pl->pair_sm_share);
     dur[4 * pv + pv * v] = 0;
     xf[2 * pv] = 0;
+    if (pl->ds_pipe) /* v = 1; the blocked transfers are the exchanges' */
+        for (int32_t s = 0; s < p; s++) {
+            const SimChunkCost *cc = &pl->chunk[s];
+            double blk = cc->pp_blocked_s / 2, xi = -cc->p2p_bwd_s, xo = -cc->p2p_fwd_s, *d = dur + 5 * p + 1 + DUR_DS * s;
+            for (int32_t k = 0; k < 3; k++) d[k] = cc->fwd_s - blk + k * xi, d[3 + k] = cc->bwd_s - blk + k * xo;
+            d[6] = xi;
+            d[7] = xo;
+        }
     if (sched_pairs(pl))
         for (int32_t i = 0; i < pv; i++) /* a pair's forward output, then its input gradient */
             for (int32_t cb = 0; cb < v; cb++) {
@@ -598,7 +660,7 @@ static TsStatus record_spans(const SimPipeline *pl, SimWork *w, const SimProg *p
     bool oom = false;
     for (int64_t k = 0; k < pg->n; k++) {
         const SimOp *op = &pg->ops[k];
-        if (op->kind == OP_PAIR_OPEN || op->kind == OP_PAIR_CLOSE) continue;
+        if (op->kind == OP_PAIR_OPEN || op->kind == OP_PAIR_CLOSE || op->kind == OP_X) continue;
         int64_t idx = op->self % nt;
         int32_t c = (int32_t)((idx / mc) % v), s = op->stage;
         int64_t mb = idx % mc;
@@ -641,6 +703,8 @@ static TsStatus check(const SimPipeline *pl, TsError *err)
     if (pl->chunks < 1 || pl->chunks > 127)
         return ts_err(err, TS_ERR_PLAN, "model chunks per stage must be 1..127 (got %d)", pl->chunks);
     if ((unsigned)pl->schedule >= PLAN_SCHED_COUNT) return ts_err(err, TS_ERR_PLAN, "unknown schedule");
+    if (pl->ds_pipe && (pl->chunks != 1 || pl->schedule != PLAN_SCHED_1F1B))
+        return ts_err(err, TS_ERR_PLAN, "DeepSpeed's pipeline engine runs 1f1b on one chunk per stage");
     if (sched_dual(pl) && pl->chunks != 2)
         return ts_err(err, TS_ERR_PLAN, "%s runs 2 model chunks per stage (got %d)", plan_sched_name(pl->schedule),
                       pl->chunks);
@@ -780,7 +844,7 @@ static TsStatus prepare(SimWork *w, const SimPipeline *pl, bool with_ppc, TsErro
               ts_grow((void **)&w->wlast, &w->wl_cap, pv, 1) &&
               ts_grow((void **)&w->fst_first, &w->ff_cap, pv, sizeof(double)) &&
               (!with_ppc || ts_grow((void **)&w->ppc, &w->ppc_cap, ns, sizeof(double))) &&
-              ts_grow((void **)&w->dur, &w->dur_cap, 4 * pv + pv * (size_t)v + 1, sizeof(double)) &&
+              ts_grow((void **)&w->dur, &w->dur_cap, 4 * pv + pv * (size_t)v + 1 + DUR_DS * (size_t)p, sizeof(double)) &&
               ts_grow((void **)&w->xf, &w->xf_cap, 2 * pv + 1 + pv * (size_t)v, sizeof(double)) &&
               ts_grow((void **)&w->stages, &w->st_cap, (size_t)p, sizeof(SimStageResult)) &&
               ts_grow((void **)&w->pos, &w->pos_cap, (size_t)p, sizeof(int64_t)) &&
@@ -1113,7 +1177,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     const int32_t p = pl->stages, v = pl->chunks;
     w->span_n = 0;
     bool done = false;
-    if (!pl->record && !pl->full_pass) {
+    if (!pl->record && !pl->full_pass && !pl->ds_pipe) {
         st = run_periodic(pl, w, &done, err);
         if (st) goto fail;
     }

@@ -785,32 +785,17 @@ static int64_t schedule(const ParallelPlan *p, int64_t s, Step *out)
     return n;
 }
 
-/* DeepSpeed's PipelineEngine (deepspeed/runtime/pipe/schedule.py,
- * TrainSchedule) for stage s: 2 (ga + pp - 1) steps; a step runs a forward
- * when its index and the stage have the same parity, else a backward, on the
- * micro-batch of _step_to_micro_batch (none when out of range: an idle
- * step). Each step first exchanges with one neighbour - a forward step sends
- * the previous step's input gradient back, then receives its input; a
- * backward step receives its output gradient, then sends the previous step's
- * output on - as blocking sends and receives (WL_F_SYNC). Neighbours are in
- * opposite phases, so every send meets a receive its peer posts in the same
- * step. Megatron's 1F1B runs the same compute order; only the p2p differ. */
-static void ds_step(int64_t k, int64_t s, int64_t pp, bool *fwd, int64_t *mb)
-{
-    bool ek = k % 2 == 0, es = s % 2 == 0;
-    *fwd = ek == es;
-    if (*fwd) *mb = (ek ? k / 2 : (k - 1) / 2) - s / 2;
-    else if (ek) *mb = k / 2 - pp + (s + 1) / 2;
-    else *mb = (k - 1) / 2 - pp + 1 + s / 2;
-}
-
+/* DeepSpeed's PipelineEngine for stage s (plan_ds_step): each step first
+ * exchanges with one neighbour as blocking sends and receives (WL_F_SYNC),
+ * then computes. Megatron's 1F1B runs the same compute order; only the p2p
+ * differ. */
 static void ds_schedule(Gen *g, int64_t s)
 {
     int64_t pp = g->p->pp, ga = g->p->grad_accum, prev = -1;
     for (int64_t k = 0; k < 2 * (ga + pp - 1) && !g->oom; k++) {
         bool fwd;
         int64_t mb;
-        ds_step(k, s, pp, &fwd, &mb);
+        plan_ds_step(k, s, pp, &fwd, &mb);
         bool ok = mb >= 0 && mb < ga, pok = prev >= 0 && prev < ga;
         if (fwd) {
             if (pok && s > 0) p2p(g, "pp.send.b", WL_PHASE_IG, prev, true, s - 1, s - 1, 1);

@@ -94,6 +94,10 @@ struct SimWork {
     size_t wl_cap;
     double *fst_first;   /* start of F(s, 0, c): [p*v] */
     size_t ff_cap;
+    double *agwait;      /* [3p]: stage s's first forwards waiting for overlapped parameter
+                            gathers (gather_wait); its gathers' seconds [p + s]; of them, the
+                            seconds beside its compute [2p + s] (gather_overlap) */
+    size_t agw_cap;
     double *ppc;         /* per-task transfer wait (fast path): like fend */
     size_t ppc_cap;
     SimStageResult *stages;
@@ -166,6 +170,7 @@ void sim_work_destroy(SimWork *w)
     free(w->olen);
     free(w->tfree);
     free(w->ppwait);
+    free(w->agwait);
     free(w->spans);
     free(w->costs);
     free(w->scosts);
@@ -597,6 +602,50 @@ static void fill_durations(const SimPipeline *pl, SimWork *w)
             }
 }
 
+/* How late chunk i's first forward, started at t0, ends for its overlapped
+ * parameter gathers (param_gather_overlap). The gathers of the stage's
+ * chunks run back to back from the iteration start, chunk by chunk in
+ * forward order (c = 0, 1, ..), as the task graph issues them; the chunk's
+ * pieces (embedding, layers, LM head) each wait for the last bucket holding
+ * their parameters, so with its gathers starting at g the forward ends
+ * max(0, g + gather_lag_s - t0) late (gather_lag_s: SimChunkCost). */
+static double gather_wait(const SimPipeline *pl, int32_t i, double t0)
+{
+    const int32_t v = pl->chunks, s = i / v;
+    const SimChunkCost *cc = &pl->chunk[i];
+    if (!(cc->param_gather_s > 0)) return 0;
+    double g = 0;
+    for (int32_t c = 0; c < i % v; c++) g += pl->chunk[s * v + c].param_gather_s;
+    double d = g + cc->gather_lag_s - t0;
+    return d > 0 ? d : 0;
+}
+
+/* The share of a task's busy seconds that is compute: traffic hidden under
+ * the task slows compute only where it runs beside compute, not beside the
+ * exposed TP / CP / EP collectives (or blocking pipeline transfers) that fill
+ * the rest (as the replay measures it, replay_dag.c comm_overlap). */
+static double compute_share(double comp, double busy)
+{
+    return busy > 0 && comp < busy ? comp / busy : 1.0;
+}
+
+/* The seconds of stage s's overlapped parameter gathers (running from the
+ * iteration start, agg[s] in all) beside the compute of an operation busy
+ * over [a, b), by the task's compute share, into ago[s]: the gathers'
+ * slow-down is overlap_slowdown times them. */
+static void gather_overlap(const SimPipeline *pl, const SimOp *op, int64_t nt, int64_t mc, double a, double b,
+                           const double *agg, double *ago)
+{
+    const int32_t s = op->stage;
+    if (b > agg[s]) b = agg[s];
+    if (!(b > a) || op->kind == OP_X || op->kind == OP_PAIR_OPEN || op->kind == OP_PAIR_CLOSE) return;
+    const SimChunkCost *cc = &pl->chunk[(op->self % nt) / mc];
+    double sh = op->kind == OP_F   ? compute_share(cc->compute_fwd_s, cc->fwd_s)
+                : op->kind == OP_W ? 1.0
+                                   : compute_share(cc->compute_bwd_s + cc->recompute_s - cc->recompute_comm_s, cc->bwd_s);
+    ago[s] += (b - a) * sh;
+}
+
 /* Run the compiled program with this plan's durations. Idle time before a
  * task whose input is still in flight is charged to the pipeline transfer up
  * to the transfer's duration (ppwait); the rest of the idle time is bubble.
@@ -609,8 +658,12 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
     fill_durations(pl, w);
     const double *dur = w->dur, *xf = w->xf;
     double *fin = w->fend; /* F, then B, then W */
-    double *fr = w->tfree, *ppw = w->ppwait;
-    for (int32_t s = 0; s < p; s++) fr[s] = ppw[s] = 0;
+    double *fr = w->tfree, *ppw = w->ppwait, *agw = w->agwait, *agg = agw + p, *ago = agw + 2 * p;
+    for (int32_t s = 0; s < p; s++) {
+        fr[s] = ppw[s] = agw[s] = ago[s] = agg[s] = 0;
+        if (pl->param_gather_overlap)
+            for (int32_t c = 0; c < v; c++) agg[s] += pl->chunk[s * v + c].param_gather_s;
+    }
     const SimOp *prog = pg->ops;
     const int64_t n = pg->n;
     for (int64_t k = 0; k < n; k++) {
@@ -621,13 +674,21 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
         ppw[op->stage] += c;
         if (ppc) ppc[op->self] = c;
         double en = st + dur[op->di];
-        fin[op->self] = en;
-        fr[op->stage] = en;
         if (op->last) {
             int64_t i = (op->self % nt) / mc; /* the chunk s*v + c */
             if (op->last == 1) w->bst_last[i] = st;
-            else w->fst_first[i] = st;
+            else {
+                w->fst_first[i] = st;
+                if (pl->param_gather_overlap) {
+                    double g = gather_wait(pl, (int32_t)i, st);
+                    en += g;
+                    agw[op->stage] += g;
+                }
+            }
         }
+        if (en - dur[op->di] < agg[op->stage]) gather_overlap(pl, op, nt, mc, en - dur[op->di], en, agg, ago);
+        fin[op->self] = en;
+        fr[op->stage] = en;
     }
     memcpy(w->wlast, pg->wlast, (size_t)pv);
 }
@@ -727,15 +788,6 @@ static TsStatus check(const SimPipeline *pl, TsError *err)
     return TS_OK;
 }
 
-/* The share of a task's busy seconds that is compute: traffic hidden under
- * the task slows compute only where it runs beside compute, not beside the
- * exposed TP / CP / EP collectives (or blocking pipeline transfers) that fill
- * the rest (as the replay measures it, replay_dag.c comm_overlap). */
-static double compute_share(double comp, double busy)
-{
-    return busy > 0 && comp < busy ? comp / busy : 1.0;
-}
-
 double sim_dp_end_uniform(int32_t n, double dp_s, double window_s)
 {
     if (n < 1) n = 1;
@@ -789,40 +841,6 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
     sr->slowdown_s += slow * (double)chunk_mb(pl);
 }
 
-/* The compute share of stage s's forward tasks: a hidden parameter gather
- * slows compute only beside compute, not beside the exposed TP / CP / EP
- * collectives of the forward. */
-static double fwd_compute_share(const SimPipeline *pl, int32_t s)
-{
-    double busy = 0, comp = 0;
-    for (int32_t c = 0; c < pl->chunks; c++) {
-        busy += pl->chunk[s * pl->chunks + c].fwd_s;
-        comp += pl->chunk[s * pl->chunks + c].compute_fwd_s;
-    }
-    return compute_share(comp, busy);
-}
-
-/* The start-up delay of stage s from overlapped dist-opt parameter gathers
- * (param_gather_overlap). The gathers of the stage's chunks run back to back
- * from the iteration start, chunk by chunk in the order of their first
- * forward; a chunk whose gathers start at g and whose first forward starts
- * at t0 ends that forward max(0, g + gather_lag_s - t0) late (gather_lag_s:
- * its pieces waiting for their buckets). The largest shift of the stage's
- * chunks is its delay. */
-static double stage_gather_delay(const SimPipeline *pl, const SimWork *w, int32_t s)
-{
-    const int32_t v = pl->chunks;
-    double g = 0, delay = 0;
-    for (int32_t c = 0; c < v; c++) {
-        const SimChunkCost *cc = &pl->chunk[s * v + c];
-        if (!(cc->param_gather_s > 0)) continue;
-        double d = g + cc->gather_lag_s - w->fst_first[s * v + c];
-        if (d > delay) delay = d;
-        g += cc->param_gather_s;
-    }
-    return delay;
-}
-
 double sim_gather_lag_uniform(double gather_s, int32_t layers, double fwd_s)
 {
     double L = layers > 0 ? (double)layers : 1.0, a = gather_s / L, f = fwd_s / L;
@@ -850,7 +868,8 @@ static TsStatus prepare(SimWork *w, const SimPipeline *pl, bool with_ppc, TsErro
               ts_grow((void **)&w->pos, &w->pos_cap, (size_t)p, sizeof(int64_t)) &&
               ts_grow((void **)&w->olen, &w->olen_cap, (size_t)p, sizeof(int64_t)) &&
               ts_grow((void **)&w->tfree, &w->tf_cap, (size_t)p, sizeof(double)) &&
-              ts_grow((void **)&w->ppwait, &w->ppw_cap, (size_t)p, sizeof(double));
+              ts_grow((void **)&w->ppwait, &w->ppw_cap, (size_t)p, sizeof(double)) &&
+              ts_grow((void **)&w->agwait, &w->agw_cap, 3 * (size_t)p, sizeof(double));
     if (!ok) return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ncap * p));
     return TS_OK;
 }
@@ -1078,10 +1097,10 @@ static void stage_pair_delta(const SimPipeline *pl, int32_t s, double *dt, doubl
  * by what the chunk costs say each micro-batch holds (an F&B pair's hidden
  * all-to-alls and its SMs' slow-down: stage_pair_delta), its idle time split
  * into waiting for a transfer in flight (pp) and bubble, then its DP
- * reduction and slow-down; `ag` (an exposed parameter gather) and `slow_ag`
- * (a hidden one's slow-down) are the iteration's, 0 for a stage on its own. */
-static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, double ag, double slow_ag,
-                            SimBreakdown *bd)
+ * reduction and slow-down; `ag` (the step's exposed collectives and parameter
+ * gather) is the iteration's, 0 for a stage on its own; the wait of its first
+ * forwards for overlapped gathers is DP. */
+static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, double ag, SimBreakdown *bd)
 {
     const SimStageResult *sr = &w->stages[s];
     const int32_t v = pl->chunks;
@@ -1105,12 +1124,14 @@ static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, 
     bd->compute_s = sr->busy_s - (rec + tp + cp + ep + fsdp + ppb) * md - dep - dslow;
     double idle = sr->pipe_end_s - sr->busy_s;
     if (idle < 0) idle = 0;
+    double agw = w->agwait[s] < idle ? w->agwait[s] : idle; /* its first forwards waiting for gathers */
+    idle -= agw;
     double pp = w->ppwait[s];
     if (pp > idle) pp = idle;
     bd->pp_comm_exposed_s = pp + ppb * md;
     bd->bubble_s = idle - pp;
-    bd->dp_comm_exposed_s = sr->dp_exposed_s + sr->embed_sync_s + ag + fsdp * md;
-    bd->overlap_slowdown_s = sr->slowdown_s + slow_ag + dslow;
+    bd->dp_comm_exposed_s = sr->dp_exposed_s + sr->embed_sync_s + ag + agw + fsdp * md;
+    bd->overlap_slowdown_s = sr->slowdown_s + dslow;
 }
 
 /* Compute-stream time of stage s: its tasks run one after another; a pair
@@ -1190,7 +1211,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         if (pl->record && (st = record_spans(pl, w, pg, err)) != TS_OK) goto fail;
     }
 
-    double pipe_max = 0, opt = 0, ag_exposed = 0, ag_hidden = 0, ag_start = 0, step_comm = 0;
+    double pipe_max = 0, opt = 0, ag_exposed = 0, step_comm = 0;
     int32_t crit = 0, slowest = 0;
     for (int32_t s = 0; s < p; s++) {
         SimStageResult *sr = &w->stages[s];
@@ -1200,6 +1221,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         sr->pipe_end_s = w->tfree[s];
         if (sr->pipe_end_s > pipe_max) pipe_max = sr->pipe_end_s;
         stage_dp(pl, w, s, sr);
+        sr->slowdown_s += pl->overlap_slowdown * w->agwait[2 * p + s]; /* its hidden parameter gathers' */
         const SimStageCost *sc = pl->stage ? &pl->stage[s] : NULL;
         sr->embed_sync_s = sc ? sc->embed_sync_s : 0;
         sr->end_s = sr->pipe_end_s + sr->slowdown_s + sr->dp_exposed_s + sr->embed_sync_s;
@@ -1211,11 +1233,6 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
             double ag = pl->param_gather_overlap ? 0 : sc->param_gather_s;
             if (sc->optimizer_s + sc->step_comm_s + ag > opt + step_comm + ag_exposed)
                 opt = sc->optimizer_s, step_comm = sc->step_comm_s, ag_exposed = ag;
-            if (pl->param_gather_overlap) {
-                if (sc->param_gather_s > ag_hidden) ag_hidden = sc->param_gather_s;
-                double d = stage_gather_delay(pl, w, s);
-                if (d > ag_start) ag_start = d;
-            }
         }
         if (pl->record) {
             bool oom = false;
@@ -1236,21 +1253,17 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         }
     }
     const SimStageResult *cs = &w->stages[crit];
-    /* the hidden part of an overlapped gather slows the next forward; the
-     * start-up delay it causes (the same on every stage: the pipeline fills
-     * behind it) is exposed */
-    double slow_ag = pl->overlap_slowdown * (ag_hidden > ag_start ? ag_hidden - ag_start : 0) * fwd_compute_share(pl, crit);
-    ag_exposed += ag_start + step_comm; /* the step's own collectives are exposed too */
-    out->iteration_time_s = cs->end_s + opt + ag_exposed + slow_ag;
+    ag_exposed += step_comm; /* the step's own collectives are exposed too */
+    out->iteration_time_s = cs->end_s + opt + ag_exposed;
     out->pipeline_time_s = pipe_max;
     out->critical_stage = crit;
     out->periodic = done;
     out->n_stages = p;
     out->stages = w->stages;
 
-    for (int32_t s = 0; s < p; s++) stage_breakdown(pl, w, s, 0, 0, &w->stages[s].breakdown);
+    for (int32_t s = 0; s < p; s++) stage_breakdown(pl, w, s, 0, &w->stages[s].breakdown);
     SimBreakdown *bd = &out->breakdown;
-    stage_breakdown(pl, w, crit, ag_exposed, slow_ag, bd);
+    stage_breakdown(pl, w, crit, ag_exposed, bd);
     bd->optimizer_s = opt;
     out->slowest_stage = slowest;
     out->bubble_fraction = cs->pipe_end_s > 0 ? bd->bubble_s / cs->pipe_end_s : 0;

@@ -371,6 +371,13 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     double fl_token = 0, rfl_token = 0; /* model / recompute FLOPs per token, whole model */
     int64_t l0 = 0; /* first layer of the chunk */
     ChunkDp dpm = {0};
+    /* each rank's parameters (dense, of them routed experts): its step runs
+     * once over all its chunks, as the task graph's */
+    double *rank_params = calloc(2 * (size_t)pp, sizeof *rank_params);
+    if (!rank_params) {
+        if (!wk) sim_work_destroy(w);
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    }
     SimBuckets bk = {0};
     SimBucketMemo bmemo = {.n = 0};
     struct { bool valid; double params, eparams; SimBucketTiming tm; bool first, last; } bkey = {0};
@@ -518,11 +525,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 c->dp_grad_s = fsdp_tail;
                 if (ordered) c->dp_end_w_s = c->dp_end_s;
             }
-            sc[s].optimizer_s += dpm.opt;
-            if (dpm.has_shampoo) {
-                sc[s].optimizer_s += dpm.shampoo;
-                sc[s].step_comm_s += dpm.shampoo_ag;
-            }
+            rank_params[2 * s] += params;
+            rank_params[2 * s + 1] += eparams;
             if (p->schedule == PLAN_SCHED_DUALPIPE) { /* the copy entering at rank pp-1, on rank pp-1-s */
                 const int32_t r = pp - 1 - s;
                 SimChunkCost *d = &cc[r * ve + 1];
@@ -533,11 +537,20 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                  * its own (the two copies' exchange of gradients, over 2 ranks
                  * per DP replica, is not modelled) */
                 sc[r].param_gather_s += d->param_gather_s;
-                sc[r].optimizer_s += dpm.opt + (dpm.has_shampoo ? dpm.shampoo : 0);
-                sc[r].step_comm_s += dpm.has_shampoo ? dpm.shampoo_ag : 0;
+                rank_params[2 * r] += params;
+                rank_params[2 * r + 1] += eparams;
             }
         }
     }
+    /* the step of each rank's parameters: the optimizer on its shard, Shampoo's
+     * preconditioning and its search directions' all-gather */
+    for (int32_t s = 0; s < pp; s++) {
+        if (!dpm.valid || rank_params[2 * s] != dpm.params || rank_params[2 * s + 1] != dpm.eparams)
+            chunk_dp_costs(&x, in, rank_params[2 * s], rank_params[2 * s + 1], &dpm);
+        sc[s].optimizer_s += dpm.opt + (dpm.has_shampoo ? dpm.shampoo : 0);
+        sc[s].step_comm_s += dpm.has_shampoo ? dpm.shampoo_ag : 0;
+    }
+    free(rank_params);
 
     /* tied word embeddings split over the first and last stage: Megatron
      * (_allreduce_embedding_grads) and DeepSpeed (_exec_reduce_tied_grads)

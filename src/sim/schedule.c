@@ -658,11 +658,12 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
     fill_durations(pl, w);
     const double *dur = w->dur, *xf = w->xf;
     double *fin = w->fend; /* F, then B, then W */
-    double *fr = w->tfree, *ppw = w->ppwait, *agw = w->agwait, *agg = agw + p, *ago = agw + 2 * p;
+    double *fr = w->tfree, *ppw = w->ppwait, *agw = w->agwait, *agg = agw + p, *ago = agw + 2 * p, gmax = 0;
     for (int32_t s = 0; s < p; s++) {
         fr[s] = ppw[s] = agw[s] = ago[s] = agg[s] = 0;
         if (pl->param_gather_overlap)
             for (int32_t c = 0; c < v; c++) agg[s] += pl->chunk[s * v + c].param_gather_s;
+        if (agg[s] > gmax) gmax = agg[s]; /* no gathers run after gmax */
     }
     const SimOp *prog = pg->ops;
     const int64_t n = pg->n;
@@ -686,7 +687,7 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
                 }
             }
         }
-        if (en - dur[op->di] < agg[op->stage]) gather_overlap(pl, op, nt, mc, en - dur[op->di], en, agg, ago);
+        if (st < gmax) gather_overlap(pl, op, nt, mc, en - dur[op->di], en, agg, ago);
         fin[op->self] = en;
         fr[op->stage] = en;
     }

@@ -343,6 +343,19 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     bool has_moe = m->experts > 0;
     double edge[SIM_EDGES];
     sim_layer_costs(&x, w, &dense, &moe, edge);
+    /* --recompute-layers k: the layers past the first k of a chunk keep their
+     * activations (no recompute) */
+    LayerCost dense_nr = dense, moe_nr = moe;
+    const bool partial_rc = p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0;
+    if (partial_rc) {
+        ParallelPlan pn = *p;
+        pn.recompute = PLAN_RECOMPUTE_NONE;
+        pn.recompute_layers = 0;
+        Ctx xn = x;
+        xn.p = &pn;
+        double edge_nr[SIM_EDGES];
+        sim_layer_costs(&xn, w, &dense_nr, &moe_nr, edge_nr);
+    }
     const double emb_f = edge[SIM_E_EMB_F], emb_b = edge[SIM_E_EMB_B], emb_tp = edge[SIM_E_EMB_TP_F],
                  emb_tp_b = edge[SIM_E_EMB_TP_B], head_f = edge[SIM_E_HEAD_F], head_b = edge[SIM_E_HEAD_B],
                  head_tp = edge[SIM_E_HEAD_TP_F], head_tp_b = edge[SIM_E_HEAD_TP_B],
@@ -388,21 +401,26 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             int32_t s, vs; /* the rank holding the model chunk, and its slot there */
             chunk_slot(p, chunk, &s, &vs);
             int64_t nl = plan_model_chunk_layers(p, m, chunk);
-            int64_t n_moe = 0;
-            if (has_moe)
-                for (int64_t l = l0; l < l0 + nl; l++) n_moe += model_layer_is_moe(m, l);
+            /* the chunk's layers by kind, and (--recompute-layers k) of them the
+             * first k recomputed (r) and the rest not (n) */
+            const SimLayerSet ls = {.dense = &dense, .moe = has_moe ? &moe : NULL, .dense_nr = &dense_nr,
+                                    .moe_nr = has_moe ? &moe_nr : NULL, .l0 = l0,
+                                    .rk = partial_rc && p->recompute_layers < nl ? p->recompute_layers : -1};
+            double ndr = 0, nmr = 0, ndn = 0, nmn = 0;
+            for (int64_t l = l0; l < l0 + nl; l++) {
+                bool e = has_moe && model_layer_is_moe(m, l), r = ls.rk < 0 || l - l0 < ls.rk;
+                *(e ? (r ? &nmr : &nmn) : (r ? &ndr : &ndn)) += 1;
+            }
             l0 += nl;
-            double nd = (double)(nl - n_moe), nm = (double)n_moe;
+            double nd = ndr + ndn, nm = nmr + nmn;
             SimChunkCost *c = &cc[s * ve + vs];
-#define SUM(f) (nd * dense.f + (has_moe ? nm * moe.f : 0))
-            double rk = p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0 && p->recompute_layers < nl
-                            ? (double)p->recompute_layers / (double)nl : 1.0;
+#define SUMR(f) (ndr * dense.f + (has_moe ? nmr * moe.f : 0))
+#define SUM(f) (SUMR(f) + ndn * dense_nr.f + (has_moe ? nmn * moe_nr.f : 0))
             c->compute_fwd_s = SUM(fwd);
             c->compute_bwd_s = SUM(bwd);
             c->recompute_s = SUM(recompute);
-            c->recompute_s *= rk; /* --recompute-num-layers k (block): k layers of the chunk */
             /* of it, a full recompute's exposed TP / CP / EP collectives */
-            if (p->recompute == PLAN_RECOMPUTE_FULL) c->recompute_comm_s = rk * (SUM(recompute) - SUM(fwd));
+            if (p->recompute == PLAN_RECOMPUTE_FULL) c->recompute_comm_s = SUMR(recompute) - SUMR(fwd);
             c->tp_exposed_s = SUM(tp_f) + SUM(tp_b);
             c->cp_exposed_s = SUM(cp_f) + SUM(cp_b);
             c->ep_exposed_s = SUM(ep_f) + SUM(ep_b);
@@ -412,9 +430,10 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             c->slowdown_s = SUM(slow);
             double params = SUM(params), eparams = SUM(expert_params);
             fl_token += SUM(fwd_flops_token);
-            rfl_token += rk * SUM(recompute_flops_token);
+            rfl_token += SUM(recompute_flops_token);
 #undef SUM
-            double tp_f = nd * dense.tp_f + (has_moe ? nm * moe.tp_f : 0);
+#undef SUMR
+            double tp_f = ndr * dense.tp_f + ndn * dense_nr.tp_f + (has_moe ? nmr * moe.tp_f + nmn * moe_nr.tp_f : 0);
             double emb_fwd = 0, head_fwd = 0; /* the edges' forward tasks */
             if (chunk == 0) {
                 emb_fwd = emb_f + emb_tp;
@@ -450,7 +469,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                                     (chunk == (int64_t)pp * v - 1 ? ds_hp_kernel_s(in->hw, head_params) : 0);
             double fsdp_f = 0, fsdp_tail = 0; /* ZeRO-3: exposed in the forward, after the last backward */
             if (p->zero >= 3 && x.dpg.size > 1 && nl > 0)
-                sim_fsdp_chain(&x, nl, &dense, has_moe ? &moe : NULL, edge, p->grad_accum, c, &fsdp_f, &fsdp_tail);
+                sim_fsdp_chain(&x, nl, &ls, edge, p->grad_accum, c, &fsdp_f, &fsdp_tail);
             double exp_fwd_comm = tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) + (has_moe ? nm * moe.ep_f : 0);
             c->fwd_s = c->compute_fwd_s + exp_fwd_comm + fsdp_f;
             /* this stage's boundaries: to the next stage (forward sends) and
@@ -496,7 +515,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                                       .layer_fwd_s = nl > 0 ? (c->fwd_s - emb_fwd - head_fwd) / (double)nl : 0};
                 if (!bkey.valid || params != bkey.params || eparams != bkey.eparams || first != bkey.first ||
                     last != bkey.last || memcmp(&tm, &bkey.tm, sizeof tm) != 0) {
-                    sim_chunk_buckets(&x, &dense, has_moe ? &moe : NULL, l0 - nl, nl, last ? head_params : 0,
+                    sim_chunk_buckets(&x, &ls, l0 - nl, nl, last ? head_params : 0,
                                       first ? emb_params : 0, grad_rc, gbytes,
                                       sim_dp_bucket_bytes(&in->opt, x.dpg.size) / gbytes,
                                       p->dist_opt || p->zero >= 1 ? x.ab : 0, &tm, &bmemo, &bk);
@@ -510,7 +529,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                     tw.window_s = c->wgrad_s - c->head_wgrad_s;
                     tw.w_pass = true;
                     SimBuckets bw;
-                    sim_chunk_buckets(&x, &dense, has_moe ? &moe : NULL, l0 - nl, nl, last ? head_params : 0,
+                    sim_chunk_buckets(&x, &ls, l0 - nl, nl, last ? head_params : 0,
                                       first ? emb_params : 0, grad_rc, gbytes,
                                       sim_dp_bucket_bytes(&in->opt, x.dpg.size) / gbytes,
                                       p->dist_opt || p->zero >= 1 ? x.ab : 0, &tw, &bmemo, &bw);

@@ -414,9 +414,12 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
 {
     const ParallelPlan *p = g->p;
     char name[48];
-    bool full = p->recompute == PLAN_RECOMPUTE_FULL, ov = p->tp_overlap && p->tp > 1;
-    /* full recompute: the block's forward again, with its collectives, on
-     * the gathered parameters; then the gradients */
+    /* full recompute (with --recompute-layers k only the first k layers of
+     * the chunk, Megatron's block method; the rest keep their activations):
+     * the block's forward again, with its collectives, on the gathered
+     * parameters; then the gradients */
+    bool rc_full = p->recompute == PLAN_RECOMPUTE_FULL, ov = p->tp_overlap && p->tp > 1;
+    bool full = rc_full && (p->recompute_layers <= 0 || l - g->first[ch] < p->recompute_layers);
     if (full) {
         block_fwd_as(g, b, nm, mb, ch, l, moe, true, ag);
         ag = -1;
@@ -427,7 +430,8 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     if (moe && p->ep > 1)
         ep_a2a(g, "ep.combine.b", WL_PHASE_IG, mb, g->t->ep_dispatch_bytes, true);
     snprintf(name, sizeof name, "L%lld.%s.ig", (long long)l, nm);
-    double ig = b->ig_s + (full ? 0 : b->recompute_s);
+    double ig = b->ig_s + (rc_full ? 0 : b->recompute_s) + (rc_full && !full ? b->nr_ig_s : 0);
+    double wg = b->wg_s + (rc_full && !full ? b->nr_wg_s : 0);
     int32_t chain = -1; /* --tp-overlap: open under the dgrad GEMMs, closed after the wgrad ones */
     double cp_after = 0; /* exposed CP exchange of the gradients, after the block */
     bool cp_uly = false;
@@ -476,13 +480,13 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     /* --tp-overlap: the window holds the dgrad and wgrad GEMMs only (the
      * simulator's rule, layer_cost.c); the rest of the weight gradients and
      * the EP all-to-all follow it */
-    double wg_gemm = ov ? fmin(b->gemm_wg_s, b->wg_s) : b->wg_s;
+    double wg_gemm = ov ? fmin(b->gemm_wg_s, wg) : wg;
     comp(g, name, WL_PHASE_WG, mb, ch, l, wg_gemm, b->wg_flops, b->bwd_bytes / 2, -1);
     tp_close(g, name, WL_PHASE_WG, mb, ch, l, chain, 0);
     if (ov) {
         char rest[56];
         snprintf(rest, sizeof rest, "%s.x", name);
-        comp(g, rest, WL_PHASE_WG, mb, ch, l, b->wg_s - wg_gemm, 0, 0, -1);
+        comp(g, rest, WL_PHASE_WG, mb, ch, l, wg - wg_gemm, 0, 0, -1);
         if (moe && p->ep > 1) ep_a2a(g, "ep.dispatch.b", WL_PHASE_IG, mb, a2a, true);
     }
     if (cp_after > 0)

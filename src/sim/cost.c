@@ -406,11 +406,12 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             const SimLayerSet ls = {.dense = &dense, .moe = has_moe ? &moe : NULL, .dense_nr = &dense_nr,
                                     .moe_nr = has_moe ? &moe_nr : NULL, .l0 = l0,
                                     .rk = partial_rc && p->recompute_layers < nl ? p->recompute_layers : -1};
-            double ndr = 0, nmr = 0, ndn = 0, nmn = 0;
-            for (int64_t l = l0; l < l0 + nl; l++) {
-                bool e = has_moe && model_layer_is_moe(m, l), r = ls.rk < 0 || l - l0 < ls.rk;
-                *(e ? (r ? &nmr : &nmn) : (r ? &ndr : &ndn)) += 1;
-            }
+            const int64_t nrc = ls.rk < 0 ? nl : ls.rk; /* layers recomputed */
+            int64_t mr = 0, mn = 0;
+            if (has_moe)
+                for (int64_t l = l0; l < l0 + nl; l++)
+                    if (model_layer_is_moe(m, l)) *(l - l0 < nrc ? &mr : &mn) += 1;
+            const double ndr = (double)(nrc - mr), nmr = (double)mr, ndn = (double)(nl - nrc - mn), nmn = (double)mn;
             l0 += nl;
             double nd = ndr + ndn, nm = nmr + nmn;
             SimChunkCost *c = &cc[s * ve + vs];

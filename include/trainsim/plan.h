@@ -403,6 +403,17 @@ int64_t plan_order(PlanSchedule sched, int64_t pp, int64_t micro_batches, int64_
  * backward of chunk kb (all 0 but for dualpipe and dualpipev). */
 void plan_order_pairs(PlanSchedule sched, int64_t pp, int64_t micro_batches, int64_t s, int64_t pairs[2][2]);
 
+/* DeepSpeed's PipelineEngine (deepspeed/runtime/pipe/schedule.py,
+ * TrainSchedule) on stage s of pp: 2 (m + pp - 1) steps; step k runs a
+ * forward (*fwd) when k and s have the same parity, else a backward, on
+ * micro-batch *mb (_step_to_micro_batch; out of [0, m): an idle step). A
+ * forward step first sends the previous step's input gradient back and
+ * receives its input, a backward step receives its output gradient and sends
+ * the previous step's output on, all blocking: neighbours are in opposite
+ * phases, so every send meets the receive its peer posts in the same step.
+ * The workload builder and the schedule engine walk it. */
+void plan_ds_step(int64_t k, int64_t s, int64_t pp, bool *fwd, int64_t *mb);
+
 /* ---- rank layout ---- */
 typedef struct PlanCoord {
     int64_t tp, cp, dp, pp; /* dense layout coordinates */

@@ -209,6 +209,10 @@ typedef struct SimPipeline {
     double pair_sm_share;   /* dualpipe, dualpipev: the SMs' share the communication kernels hold
                                while an F&B pair runs (sim_pair_s), 20/132 (DeepSeek-V3 report
                                section 3.2.1: 20 of the H800's 132 SMs) */
+    bool ds_pipe;           /* DeepSpeed's PipelineEngine (plan_ds_step; 1f1b, one chunk): each
+                               step a stage's blocking exchange with one neighbour, a rendezvous
+                               of the two, then its compute; the chunks' pp_blocked_s are the
+                               exchanges' transfers */
     bool record;            /* record spans for a trace (implies the full pass) */
     bool full_pass;         /* simulate every micro-batch even when the schedule
                                is periodic (the reference for tests) */

@@ -27,6 +27,15 @@ int64_t plan_chunk_micro_batches(const ParallelPlan *p)
     return p->schedule == PLAN_SCHED_DUALPIPE ? p->grad_accum / 2 : p->grad_accum;
 }
 
+void plan_ds_step(int64_t k, int64_t s, int64_t pp, bool *fwd, int64_t *mb)
+{
+    bool ek = k % 2 == 0, es = s % 2 == 0;
+    *fwd = ek == es;
+    if (*fwd) *mb = (ek ? k / 2 : (k - 1) / 2) - s / 2;
+    else if (ek) *mb = k / 2 - pp + (s + 1) / 2;
+    else *mb = (k - 1) / 2 - pp + 1 + s / 2;
+}
+
 int64_t plan_order_cap(PlanSchedule sched, int64_t micro_batches)
 {
     /* every (micro-batch, chunk) has an F, a B or I, at most one W */

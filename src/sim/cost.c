@@ -289,6 +289,23 @@ static bool split_text(const SimBalance *b, char *buf, size_t cap)
     for (int32_t s = 0; s < b->n && k < cap; s++) k += (size_t)snprintf(buf + k, cap - k, s ? ",%d" : "%d", b->layers[s]);
     return k < cap;
 }
+/* DeepSpeed's BF16 optimizer after every micro-batch's backward
+ * (update_hp_grads): a block's bf16 gradients cast and added into its fp32
+ * ones (read 2 write 4, read 8 write 4) and zeroed (write 2), 20 B per
+ * parameter, one kernel per block as the task graph runs them (wl_gen_blocks);
+ * a layer holds an attention block and an MLP / MoE block. */
+static double ds_hp_kernel_s(const HwModel *hw, double params)
+{
+    return params > 0 ? hw_memory_time_s(hw, 20.0 * params) : 0;
+}
+
+static double ds_hp_grads_s(const HwModel *hw, const LayerCost *lc)
+{
+    double attn = 0;
+    for (int32_t i = 2; i < lc->n_grad_t; i++) attn += lc->grad_t[i];
+    return ds_hp_kernel_s(hw, attn) + ds_hp_kernel_s(hw, lc->grad_t[0] + lc->grad_t[1] + lc->egrad_t[0] + lc->egrad_t[1]);
+}
+
 
 static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, TsError *err)
 {
@@ -326,6 +343,19 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     bool has_moe = m->experts > 0;
     double edge[SIM_EDGES];
     sim_layer_costs(&x, w, &dense, &moe, edge);
+    /* --recompute-layers k: the layers past the first k of a chunk keep their
+     * activations (no recompute) */
+    LayerCost dense_nr = dense, moe_nr = moe;
+    const bool partial_rc = p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0;
+    if (partial_rc) {
+        ParallelPlan pn = *p;
+        pn.recompute = PLAN_RECOMPUTE_NONE;
+        pn.recompute_layers = 0;
+        Ctx xn = x;
+        xn.p = &pn;
+        double edge_nr[SIM_EDGES];
+        sim_layer_costs(&xn, w, &dense_nr, &moe_nr, edge_nr);
+    }
     const double emb_f = edge[SIM_E_EMB_F], emb_b = edge[SIM_E_EMB_B], emb_tp = edge[SIM_E_EMB_TP_F],
                  emb_tp_b = edge[SIM_E_EMB_TP_B], head_f = edge[SIM_E_HEAD_F], head_b = edge[SIM_E_HEAD_B],
                  head_tp = edge[SIM_E_HEAD_TP_F], head_tp_b = edge[SIM_E_HEAD_TP_B],
@@ -354,6 +384,13 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     double fl_token = 0, rfl_token = 0; /* model / recompute FLOPs per token, whole model */
     int64_t l0 = 0; /* first layer of the chunk */
     ChunkDp dpm = {0};
+    /* each rank's parameters (dense, of them routed experts): its step runs
+     * once over all its chunks, as the task graph's */
+    double *rank_params = calloc(2 * (size_t)pp, sizeof *rank_params);
+    if (!rank_params) {
+        if (!wk) sim_work_destroy(w);
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    }
     SimBuckets bk = {0};
     SimBucketMemo bmemo = {.n = 0};
     struct { bool valid; double params, eparams; SimBucketTiming tm; bool first, last; } bkey = {0};
@@ -364,21 +401,27 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             int32_t s, vs; /* the rank holding the model chunk, and its slot there */
             chunk_slot(p, chunk, &s, &vs);
             int64_t nl = plan_model_chunk_layers(p, m, chunk);
-            int64_t n_moe = 0;
+            /* the chunk's layers by kind, and (--recompute-layers k) of them the
+             * first k recomputed (r) and the rest not (n) */
+            const SimLayerSet ls = {.dense = &dense, .moe = has_moe ? &moe : NULL, .dense_nr = &dense_nr,
+                                    .moe_nr = has_moe ? &moe_nr : NULL, .l0 = l0,
+                                    .rk = partial_rc && p->recompute_layers < nl ? p->recompute_layers : -1};
+            const int64_t nrc = ls.rk < 0 ? nl : ls.rk; /* layers recomputed */
+            int64_t mr = 0, mn = 0;
             if (has_moe)
-                for (int64_t l = l0; l < l0 + nl; l++) n_moe += model_layer_is_moe(m, l);
+                for (int64_t l = l0; l < l0 + nl; l++)
+                    if (model_layer_is_moe(m, l)) *(l - l0 < nrc ? &mr : &mn) += 1;
+            const double ndr = (double)(nrc - mr), nmr = (double)mr, ndn = (double)(nl - nrc - mn), nmn = (double)mn;
             l0 += nl;
-            double nd = (double)(nl - n_moe), nm = (double)n_moe;
+            double nd = ndr + ndn, nm = nmr + nmn;
             SimChunkCost *c = &cc[s * ve + vs];
-#define SUM(f) (nd * dense.f + (has_moe ? nm * moe.f : 0))
-            double rk = p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0 && p->recompute_layers < nl
-                            ? (double)p->recompute_layers / (double)nl : 1.0;
+#define SUMR(f) (ndr * dense.f + (has_moe ? nmr * moe.f : 0))
+#define SUM(f) (SUMR(f) + ndn * dense_nr.f + (has_moe ? nmn * moe_nr.f : 0))
             c->compute_fwd_s = SUM(fwd);
             c->compute_bwd_s = SUM(bwd);
             c->recompute_s = SUM(recompute);
-            c->recompute_s *= rk; /* --recompute-num-layers k (block): k layers of the chunk */
             /* of it, a full recompute's exposed TP / CP / EP collectives */
-            if (p->recompute == PLAN_RECOMPUTE_FULL) c->recompute_comm_s = rk * (SUM(recompute) - SUM(fwd));
+            if (p->recompute == PLAN_RECOMPUTE_FULL) c->recompute_comm_s = SUMR(recompute) - SUMR(fwd);
             c->tp_exposed_s = SUM(tp_f) + SUM(tp_b);
             c->cp_exposed_s = SUM(cp_f) + SUM(cp_b);
             c->ep_exposed_s = SUM(ep_f) + SUM(ep_b);
@@ -388,9 +431,10 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             c->slowdown_s = SUM(slow);
             double params = SUM(params), eparams = SUM(expert_params);
             fl_token += SUM(fwd_flops_token);
-            rfl_token += rk * SUM(recompute_flops_token);
+            rfl_token += SUM(recompute_flops_token);
 #undef SUM
-            double tp_f = nd * dense.tp_f + (has_moe ? nm * moe.tp_f : 0);
+#undef SUMR
+            double tp_f = ndr * dense.tp_f + ndn * dense_nr.tp_f + (has_moe ? nmr * moe.tp_f + nmn * moe_nr.tp_f : 0);
             double emb_fwd = 0, head_fwd = 0; /* the edges' forward tasks */
             if (chunk == 0) {
                 emb_fwd = emb_f + emb_tp;
@@ -420,10 +464,13 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
              * micro-batch's backward, update_hp_grads adds the bf16 gradients
              * into the fp32 ones (cast: read 2 write 4; add: read 8 write 4)
              * and the bf16 grads are zeroed (write 2): 20 B per parameter */
-            if (plan_ds_pipe(p) && p->dtype == TS_DTYPE_BF16) c->compute_bwd_s += hw_memory_time_s(in->hw, 20.0 * params);
+            if (plan_ds_pipe(p) && p->dtype == TS_DTYPE_BF16)
+                c->compute_bwd_s += nd * ds_hp_grads_s(in->hw, &dense) + (has_moe ? nm * ds_hp_grads_s(in->hw, &moe) : 0) +
+                                    (chunk == 0 ? ds_hp_kernel_s(in->hw, emb_params) : 0) +
+                                    (chunk == (int64_t)pp * v - 1 ? ds_hp_kernel_s(in->hw, head_params) : 0);
             double fsdp_f = 0, fsdp_tail = 0; /* ZeRO-3: exposed in the forward, after the last backward */
             if (p->zero >= 3 && x.dpg.size > 1 && nl > 0)
-                sim_fsdp_chain(&x, nl, &dense, has_moe ? &moe : NULL, edge, p->grad_accum, c, &fsdp_f, &fsdp_tail);
+                sim_fsdp_chain(&x, nl, &ls, edge, p->grad_accum, c, &fsdp_f, &fsdp_tail);
             double exp_fwd_comm = tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) + (has_moe ? nm * moe.ep_f : 0);
             c->fwd_s = c->compute_fwd_s + exp_fwd_comm + fsdp_f;
             /* this stage's boundaries: to the next stage (forward sends) and
@@ -469,7 +516,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                                       .layer_fwd_s = nl > 0 ? (c->fwd_s - emb_fwd - head_fwd) / (double)nl : 0};
                 if (!bkey.valid || params != bkey.params || eparams != bkey.eparams || first != bkey.first ||
                     last != bkey.last || memcmp(&tm, &bkey.tm, sizeof tm) != 0) {
-                    sim_chunk_buckets(&x, &dense, has_moe ? &moe : NULL, l0 - nl, nl, last ? head_params : 0,
+                    sim_chunk_buckets(&x, &ls, l0 - nl, nl, last ? head_params : 0,
                                       first ? emb_params : 0, grad_rc, gbytes,
                                       sim_dp_bucket_bytes(&in->opt, x.dpg.size) / gbytes,
                                       p->dist_opt || p->zero >= 1 ? x.ab : 0, &tm, &bmemo, &bk);
@@ -483,7 +530,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                     tw.window_s = c->wgrad_s - c->head_wgrad_s;
                     tw.w_pass = true;
                     SimBuckets bw;
-                    sim_chunk_buckets(&x, &dense, has_moe ? &moe : NULL, l0 - nl, nl, last ? head_params : 0,
+                    sim_chunk_buckets(&x, &ls, l0 - nl, nl, last ? head_params : 0,
                                       first ? emb_params : 0, grad_rc, gbytes,
                                       sim_dp_bucket_bytes(&in->opt, x.dpg.size) / gbytes,
                                       p->dist_opt || p->zero >= 1 ? x.ab : 0, &tw, &bmemo, &bw);
@@ -498,11 +545,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 c->dp_grad_s = fsdp_tail;
                 if (ordered) c->dp_end_w_s = c->dp_end_s;
             }
-            sc[s].optimizer_s += dpm.opt;
-            if (dpm.has_shampoo) {
-                sc[s].optimizer_s += dpm.shampoo;
-                sc[s].step_comm_s += dpm.shampoo_ag;
-            }
+            rank_params[2 * s] += params;
+            rank_params[2 * s + 1] += eparams;
             if (p->schedule == PLAN_SCHED_DUALPIPE) { /* the copy entering at rank pp-1, on rank pp-1-s */
                 const int32_t r = pp - 1 - s;
                 SimChunkCost *d = &cc[r * ve + 1];
@@ -513,11 +557,20 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                  * its own (the two copies' exchange of gradients, over 2 ranks
                  * per DP replica, is not modelled) */
                 sc[r].param_gather_s += d->param_gather_s;
-                sc[r].optimizer_s += dpm.opt + (dpm.has_shampoo ? dpm.shampoo : 0);
-                sc[r].step_comm_s += dpm.has_shampoo ? dpm.shampoo_ag : 0;
+                rank_params[2 * r] += params;
+                rank_params[2 * r + 1] += eparams;
             }
         }
     }
+    /* the step of each rank's parameters: the optimizer on its shard, Shampoo's
+     * preconditioning and its search directions' all-gather */
+    for (int32_t s = 0; s < pp; s++) {
+        if (!dpm.valid || rank_params[2 * s] != dpm.params || rank_params[2 * s + 1] != dpm.eparams)
+            chunk_dp_costs(&x, in, rank_params[2 * s], rank_params[2 * s + 1], &dpm);
+        sc[s].optimizer_s += dpm.opt + (dpm.has_shampoo ? dpm.shampoo : 0);
+        sc[s].step_comm_s += dpm.has_shampoo ? dpm.shampoo_ag : 0;
+    }
+    free(rank_params);
 
     /* tied word embeddings split over the first and last stage: Megatron
      * (_allreduce_embedding_grads) and DeepSpeed (_exec_reduce_tied_grads)
@@ -531,11 +584,20 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         sc[0].embed_sync_s += t_emb;
         sc[pp - 1].embed_sync_s += t_emb;
     }
+    /* the global gradient norm (clipping, Megatron's clip_grad_norm_fp32): a
+     * 4-byte all-reduce over every rank at each stage's step, exposed (the
+     * task graph's grad_norm.ar) */
+    if (p->gpus > 1) {
+        PlanGroupInfo wg = {.size = p->gpus, .nodes = (p->gpus + gpn - 1) / gpn, .per_node = p->gpus < gpn ? p->gpus : gpn};
+        double t_gn = sim_coll(&x, TS_COLL_ALLREDUCE, 4.0, &wg, HW_GROUP_ANY);
+        for (int32_t s = 0; s < pp; s++) sc[s].step_comm_s += t_gn;
+    }
     SimPipeline pl = {.stages = pp, .chunks = ve, .micro_batches = p->grad_accum, .schedule = p->schedule,
                       .pair_sm_share = in->opt.pair_sm_share,
                       .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !plan_ds_pipe(p),
                       .param_gather_overlap = in->opt.param_gather_overlap && !plan_ds_pipe(p),
-                      .overlap_slowdown = in->opt.overlap_slowdown, .record = in->opt.record};
+                      .overlap_slowdown = in->opt.overlap_slowdown, .ds_pipe = plan_ds_pipe(p) && pp > 1,
+                      .record = in->opt.record};
     if (lb) { /* sim_lower_bound: the engine's bound on these costs, no run */
         *lb = sim_pipeline_lower_bound(&pl);
         if (!wk) sim_work_destroy(w);
@@ -647,6 +709,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         warn(out, "--cp-comm %s has no effect with cp 1", sim_cp_comm_name(in->opt.cp_comm));
     return TS_OK;
 }
+
 
 /* --balance-stages: the plan again on its even split (SimResult.balance),
  * kept when it is faster and fits (or the plan's own split does not). */

@@ -94,7 +94,23 @@ typedef struct SimBucketTiming {
     double layer_fwd_s; /* one layer's forward */
     bool w_pass;        /* the last gradients come from a W task (weight gradients only) */
 } SimBucketTiming;
-void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *moe, int64_t l0, int64_t nl,
+/* A chunk's layers as costed: dense and MoE (moe NULL without experts);
+ * under --recompute-layers k the first k layers of the chunk fully
+ * recomputed (Megatron's block method, as the task graph runs them) and the
+ * rest without recompute (the _nr costs). */
+typedef struct SimLayerSet {
+    const LayerCost *dense, *moe;       /* the plan's recompute */
+    const LayerCost *dense_nr, *moe_nr; /* no recompute (the same as dense, moe when rk < 0) */
+    int64_t l0, rk;                     /* the chunk's first layer; layers recomputed, < 0 all */
+} SimLayerSet;
+
+static inline const LayerCost *sim_layer_at(const Ctx *x, const SimLayerSet *s, int64_t l)
+{
+    bool moe = s->moe && model_layer_is_moe(x->m, l), rc = s->rk < 0 || l - s->l0 < s->rk;
+    return rc ? (moe ? s->moe : s->dense) : (moe ? s->moe_nr : s->dense_nr);
+}
+
+void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t nl,
                        double head_params, double emb_params, TsColl rc, double gbytes, double bucket_elems,
                        double gather_bytes, const SimBucketTiming *tm, SimBucketMemo *memo, SimBuckets *out);
 
@@ -109,7 +125,7 @@ void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe,
 void sim_part_runtime(const SimOptions *o, PartRuntime *rt);
 /* The ZeRO-3 root unit (embedding, head) of a chunk and the first block's
  * exposed gather: adds to c and returns the forward part. */
-void sim_fsdp_chain(const Ctx *x, int64_t nl, const LayerCost *dense, const LayerCost *moe,
+void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
                     const double edge[SIM_EDGES], int64_t n_mb, SimChunkCost *c, double *fwd_exposed_s, double *tail_s);
 
 #endif

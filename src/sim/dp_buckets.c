@@ -90,7 +90,7 @@ static void feed(Feed *f, double tensor)
     if (f->open >= f->max) close_bucket(f, *f->now);
 }
 
-void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *moe, int64_t l0, int64_t nl,
+void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t nl,
                        double head_params, double emb_params, TsColl rc, double gbytes, double bucket_elems,
                        double gather_bytes, const SimBucketTiming *tm, SimBucketMemo *memo, SimBuckets *out)
 {
@@ -118,7 +118,7 @@ void sim_chunk_buckets(const Ctx *x, const LayerCost *dense, const LayerCost *mo
     int32_t dn = 0, en = 0;
     double dt = 0, et = 0, da = 0, ea = 0;
     for (int64_t l = l0 + nl - 1; l >= l0; l--) {
-        const LayerCost *lc = moe && model_layer_is_moe(x->m, l) ? moe : dense;
+        const LayerCost *lc = sim_layer_at(x, ls, l);
         bool empty = d.open == 0 && e.open == 0;
         double piece = -(out->t_ag + eb.t_ag) - (tm->emb_fwd_s + (double)(l - l0) * tm->layer_fwd_s);
         if (piece > lag) lag = piece;

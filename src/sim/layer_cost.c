@@ -300,7 +300,7 @@ static void fsdp_window(const ParallelPlan *p, const LayerCost *lc, double w[2],
 {
     w[0] = lc->fwd + lc->tp_f + lc->cp_f + lc->ep_f;
     w[1] = lc->bwd + lc->tp_b + lc->cp_b + lc->ep_b + lc->recompute;
-    double rc = p->recompute == PLAN_RECOMPUTE_FULL ? lc->fwd : lc->recompute;
+    double rc = p->recompute == PLAN_RECOMPUTE_FULL && lc->recompute > 0 ? lc->fwd : lc->recompute; /* (_nr: none) */
     share[0] = w[0] > 0 ? lc->fwd / w[0] : 0;
     share[1] = w[1] > 0 ? (lc->bwd + rc) / w[1] : 0;
 }
@@ -318,7 +318,7 @@ static void walk_replica(const Ctx *x, FsdpWalk *k, double params)
     walk_issue_on(k, &k->R, k->C, sim_coll(x, TS_COLL_ALLREDUCE, params * gr / (double)x->dpg.size, &x->rpg, HW_GROUP_DP));
 }
 
-static void walk_micro(const Ctx *x, int64_t L, const LayerCost *dense, const LayerCost *moe,
+static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
                        const double edge[SIM_EDGES], const double root[4], FsdpWalk *k)
 {
     double w[2], sh[2];
@@ -327,10 +327,10 @@ static void walk_micro(const Ctx *x, int64_t L, const LayerCost *dense, const La
     walk_window(k, edge[SIM_E_EMB_F] + root[2], 1);
     walk_window(k, edge[SIM_E_EMB_TP_F], 0);
     k->U = k->C;
-    const LayerCost *lc = model_layer_is_moe(x->m, 0) ? moe : dense;
+    const LayerCost *lc = sim_layer_at(x, ls, 0);
     double g = walk_issue(k, k->U, lc->fsdp_ag);
     for (int64_t l = 0; l < L; l++) {
-        const LayerCost *nx = l + 1 < L ? (model_layer_is_moe(x->m, l + 1) ? moe : dense) : NULL;
+        const LayerCost *nx = l + 1 < L ? sim_layer_at(x, ls, l + 1) : NULL;
         double gn = nx ? walk_issue(k, k->U, nx->fsdp_ag) : 0;
         fsdp_window(x->p, lc, w, sh);
         walk_wait(k, g);
@@ -344,10 +344,10 @@ static void walk_micro(const Ctx *x, int64_t L, const LayerCost *dense, const La
     k->bwd = 1;
     walk_window(k, hb + edge[SIM_E_HEAD_TP_B], share_of(hb, hb + edge[SIM_E_HEAD_TP_B]));
     k->U = k->C;
-    lc = model_layer_is_moe(x->m, L - 1) ? moe : dense;
+    lc = sim_layer_at(x, ls, L - 1);
     g = walk_issue(k, k->U, lc->fsdp_ag);
     for (int64_t l = L - 1; l >= 0; l--) {
-        const LayerCost *nx = l > 0 ? (model_layer_is_moe(x->m, l - 1) ? moe : dense) : NULL;
+        const LayerCost *nx = l > 0 ? sim_layer_at(x, ls, l - 1) : NULL;
         double gn = nx ? walk_issue(k, k->U, nx->fsdp_ag) : 0;
         fsdp_window(x->p, lc, w, sh);
         walk_wait(k, g);
@@ -372,7 +372,7 @@ static void walk_micro(const Ctx *x, int64_t L, const LayerCost *dense, const La
  * the root unit's copies in the compute. The chain repeats once a
  * micro-batch starts from the state the one before started from: the rest
  * is that micro-batch again. */
-void sim_fsdp_chain(const Ctx *x, int64_t nl, const LayerCost *dense, const LayerCost *moe,
+void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
                     const double edge[SIM_EDGES], int64_t n_mb, SimChunkCost *c, double *fwd_exposed_s, double *tail_s)
 {
     double rp = edge[SIM_E_EMB_PARAMS] + edge[SIM_E_HEAD_PARAMS], gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
@@ -403,7 +403,7 @@ void sim_fsdp_chain(const Ctx *x, int64_t nl, const LayerCost *dense, const Laye
             if (same) break;
         }
         prev = k;
-        walk_micro(x, nl, dense, moe, edge, root, &k);
+        walk_micro(x, nl, ls, edge, root, &k);
         d_idle[0] = k.idle_s[0] - prev.idle_s[0];
         d_idle[1] = k.idle_s[1] - prev.idle_s[1];
         d_beside = k.beside_s - prev.beside_s;
@@ -418,7 +418,7 @@ void sim_fsdp_chain(const Ctx *x, int64_t nl, const LayerCost *dense, const Laye
     }
     k.last = 1;
     k.R = k.C;
-    walk_micro(x, nl, dense, moe, edge, root, &k);
+    walk_micro(x, nl, ls, edge, root, &k);
     double n = (double)(n_mb > 0 ? n_mb : 1);
     c->fsdp_exposed_s = (k.idle_s[0] + k.idle_s[1]) / n;
     *fwd_exposed_s = k.idle_s[0] / n;

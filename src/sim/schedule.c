@@ -36,7 +36,7 @@
 #include "../common/common_int.h"
 
 /* Operation kinds of a compiled schedule (what record_spans draws). */
-enum { OP_F, OP_B, OP_I, OP_W, OP_PAIR_OPEN, OP_PAIR, OP_PAIR_CLOSE };
+enum { OP_F, OP_B, OP_I, OP_W, OP_PAIR_OPEN, OP_PAIR, OP_PAIR_CLOSE, OP_X };
 
 /* One operation of a compiled schedule (see compile()). */
 typedef struct SimOp {
@@ -53,7 +53,10 @@ typedef struct SimOp {
 } SimOp;
 
 /* dur[] per chunk i = s*v + c: 4*i + DUR_F, _B, _I, _W; then the pairs of
- * stage s, 4*p*v + (s*v + cf)*v + cb; then the zero slot. */
+ * stage s, 4*p*v + (s*v + cf)*v + cb; then the zero slot; then DeepSpeed's
+ * steps of stage s (ds_pipe), DUR_DS * s + F with 0, 1, 2 transfers, B with
+ * 0, 1, 2, an exchange of one transfer alone (forward step, backward step). */
+enum { DUR_DS = 8 };
 enum { DUR_F, DUR_B, DUR_I, DUR_W };
 
 /* A compiled schedule for (p, v, m, schedule). */
@@ -74,7 +77,8 @@ typedef struct SimProg {
 struct SimWork {
     SimProg progs[SIM_PROG_CACHE];
     uint64_t clock;
-    double *dur, *xf;    /* dur: see DUR_*; xf: [2*p*v + 1] */
+    double *dur, *xf;    /* dur: see DUR_*; xf: [2*p*v + 1 + p*v*v] (2*sender + is_bwd, zero,
+                            F&B pairs' two transfers back to back: pair_xfer) */
     size_t dur_cap, xf_cap;
     int32_t *order;      /* [p][order entries] */
     size_t order_cap;
@@ -90,6 +94,10 @@ struct SimWork {
     size_t wl_cap;
     double *fst_first;   /* start of F(s, 0, c): [p*v] */
     size_t ff_cap;
+    double *agwait;      /* [3p]: stage s's first forwards waiting for overlapped parameter
+                            gathers (gather_wait); its gathers' seconds [p + s]; of them, the
+                            seconds beside its compute [2p + s] (gather_overlap) */
+    size_t agw_cap;
     double *ppc;         /* per-task transfer wait (fast path): like fend */
     size_t ppc_cap;
     SimStageResult *stages;
@@ -162,6 +170,7 @@ void sim_work_destroy(SimWork *w)
     free(w->olen);
     free(w->tfree);
     free(w->ppwait);
+    free(w->agwait);
     free(w->spans);
     free(w->costs);
     free(w->scosts);
@@ -234,7 +243,7 @@ static int64_t chunk_mb(const SimPipeline *pl)
 /* Finish slots: F, B, W of every task, and the openings of F&B pairs. */
 static size_t nslots(const SimPipeline *pl)
 {
-    return (sched_pairs(pl) ? 4 : 3) * (size_t)pl->stages * (size_t)pl->chunks * (size_t)chunk_mb(pl);
+    return (sched_pairs(pl) || pl->ds_pipe ? 4 : 3) * (size_t)pl->stages * (size_t)pl->chunks * (size_t)chunk_mb(pl);
 }
 
 /* Order entries per stage, at most. */
@@ -247,6 +256,7 @@ static int64_t order_cap(const SimPipeline *pl)
 /* Operations per stage, at most: a pair's two entries make three. */
 static int64_t ops_cap(const SimPipeline *pl)
 {
+    if (pl->ds_pipe) return 2 * (pl->micro_batches + pl->stages);
     int64_t n = order_cap(pl);
     return sched_pairs(pl) ? n + n / 2 + 1 : n;
 }
@@ -368,6 +378,32 @@ static void put_op(SimOp *op, int64_t self, int64_t dep, int32_t xi, int32_t di,
                   .last = (int8_t)last, .kind = (int8_t)kind};
 }
 
+/* Does the output of (s, c)'s forward (backward: its input gradient) cross
+ * to another stage? Not from the model's last chunk (first, backward), nor
+ * at the V's turn on stage p-1. */
+static bool sends(const SimPipeline *pl, int32_t s, int32_t c, bool bwd)
+{
+    const int32_t p = pl->stages, v = pl->chunks;
+    if (pl->schedule == PLAN_SCHED_DUALPIPE) return c == 0 ? (bwd ? s > 0 : s < p - 1) : (bwd ? s < p - 1 : s > 0);
+    if (pl->schedule == PLAN_SCHED_DUALPIPEV) return c == 0 ? (bwd ? s > 0 : s < p - 1) : (bwd ? s < p - 1 : s > 0);
+    return bwd ? !(s == 0 && c == 0) : !(s == p - 1 && c == v - 1);
+}
+
+/* A backward's input gradient from an F&B pair leaves after the pair's
+ * forward output: a stage's sends run one after another on its send stream
+ * (the GPU's egress link, the task graph's one send stream per rank), the
+ * forward's first as the workload builder sends them. dep_of's edge *xi from
+ * a backward slot that a pair finished (flag 2 + the pair's forward chunk)
+ * becomes the pair's transfer slot, both transfers back to back. */
+static void pair_xfer(const SimPipeline *pl, const double *flag, int64_t dep, int32_t *xi)
+{
+    const int32_t p = pl->stages, v = pl->chunks, pv = p * v;
+    const int64_t nt = (int64_t)pv * chunk_mb(pl);
+    if (dep < nt || *xi >= 2 * pv || !(*xi & 1) || !(flag[dep] >= 2)) return;
+    int32_t i = *xi / 2, ps = i / v, pc = i % v, cf = (int32_t)flag[dep] - 2;
+    if (sends(pl, ps, cf, false)) *xi = 2 * pv + 1 + (ps * v + cf) * v + pc;
+}
+
 /* Compile stage s's tasks from position *k on while their dependencies are
  * done; returns the operations written at ops. */
 static int64_t compile_stage(const SimPipeline *pl, SimProg *pg, const int32_t *o, int64_t nk, int32_t s,
@@ -392,7 +428,9 @@ static int64_t compile_stage(const SimPipeline *pl, SimProg *pg, const int32_t *
             int64_t mbb = PLAN_TASK_MB(tb), ib = ((int64_t)s * v + cb) * mc + mbb;
             int64_t df = dep_of(pl, mc, s, c, mb, false, &xi), db = dep_of(pl, mc, s, cb, mbb, true, &xj);
             if (!done(flag, df) || !done(flag, db)) break;
-            flag[idx] = flag[nt + ib] = 1;
+            pair_xfer(pl, flag, db, &xj);
+            flag[idx] = 1;
+            flag[nt + ib] = 2 + c;
             put_op(&ops[n++], 3 * nt + idx, df, xi, dzero, s, 2 * (mb == 0), OP_PAIR_OPEN);
             put_op(&ops[n++], nt + ib, db, xj, 4 * p * v + (s * v + c) * v + cb, s, mbb == mc - 1, OP_PAIR);
             put_op(&ops[n++], idx, nt + ib, xzero, dzero, s, 0, OP_PAIR_CLOSE);
@@ -400,12 +438,54 @@ static int64_t compile_stage(const SimPipeline *pl, SimProg *pg, const int32_t *
         } else { /* B or I */
             int64_t dep = dep_of(pl, mc, s, c, mb, true, &xi);
             if (!done(flag, dep)) break;
+            pair_xfer(pl, flag, dep, &xi);
             flag[nt + idx] = 1;
             bool in = kind == PLAN_TASK_I;
             if (in && mb == mc - 1) pg->wlast[s * v + c] = 1;
             put_op(&ops[n++], nt + idx, dep, xi, 4 * (s * v + c) + (in ? DUR_I : DUR_B), s, !in && mb == mc - 1,
                    in ? OP_I : OP_B);
         }
+    }
+    return n;
+}
+
+/* A compiled program's shape besides (p, v, m): the schedule, DeepSpeed's
+ * steps apart. */
+static int sched_key(const SimPipeline *pl) { return (int)pl->schedule + (pl->ds_pipe ? PLAN_SCHED_COUNT : 0); }
+
+/* DeepSpeed's pipeline (plan_ds_step), step by step: a stage's exchange with
+ * its neighbour and then its compute are one operation, which starts once
+ * both stages are free (dep: the neighbour's latest operation; the exchange
+ * is a rendezvous, its transfers one after another) and lasts the exchange
+ * plus the compute (the DUR_DS durations). An exchange without compute (an
+ * idle step sending the previous step's output) takes the W slot of that
+ * micro-batch after a backward, the pair-opening slot after a forward.
+ * Returns the operations written at ops. */
+static int64_t compile_ds(const SimPipeline *pl, SimWork *w, SimOp *ops)
+{
+    const int32_t p = pl->stages;
+    const int64_t m = pl->micro_batches, nt = (int64_t)p * m;
+    const int32_t dds = 4 * p + p + 1, xzero = 2 * p; /* v = 1 */
+    int64_t *last = w->pos, *prev = w->olen, n = 0;
+    for (int32_t s = 0; s < p; s++) last[s] = -1, prev[s] = -1;
+    for (int64_t k = 0; k < 2 * (m + p - 1); k++) {
+        int64_t n0 = n;
+        for (int32_t s = 0; s < p; s++) {
+            bool fwd;
+            int64_t mb;
+            plan_ds_step(k, s, p, &fwd, &mb);
+            bool ok = mb >= 0 && mb < m, pok = prev[s] >= 0 && prev[s] < m;
+            int32_t nb = fwd ? s - 1 : s + 1, nx = nb >= 0 && nb < p ? (int32_t)ok + (int32_t)pok : 0;
+            int64_t dep = nx > 0 ? last[nb] : -1;
+            if (ok)
+                put_op(&ops[n++], (fwd ? 0 : nt) + (int64_t)s * m + mb, dep, xzero, dds + DUR_DS * s + (fwd ? 0 : 3) + nx,
+                       s, fwd ? 2 * (mb == 0) : mb == m - 1, fwd ? OP_F : OP_B);
+            else if (nx > 0)
+                put_op(&ops[n++], (fwd ? 2 : 3) * nt + (int64_t)s * m + prev[s], dep, xzero,
+                       dds + DUR_DS * s + (fwd ? 6 : 7), s, 0, OP_X);
+            prev[s] = mb;
+        }
+        for (int64_t i = n0; i < n; i++) last[ops[i].stage] = ops[i].self;
     }
     return n;
 }
@@ -423,7 +503,7 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
     SimProg *pg = &w->progs[0];
     for (int i = 0; i < SIM_PROG_CACHE; i++) {
         SimProg *q = &w->progs[i];
-        if (q->n > 0 && q->p == p && q->v == v && q->m == m && q->sched == (int)pl->schedule) {
+        if (q->n > 0 && q->p == p && q->v == v && q->m == m && q->sched == sched_key(pl)) {
             q->used = ++w->clock;
             *out = q;
             return TS_OK;
@@ -436,6 +516,15 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
         !ts_grow((void **)&pg->wlast, &pg->wl_cap, (size_t)(p * v), 1))
         return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ncap * p));
     memset(pg->wlast, 0, (size_t)(p * v));
+    if (pl->ds_pipe) {
+        pg->n = compile_ds(pl, w, pg->ops);
+        pg->p = p;
+        pg->v = v;
+        pg->m = m;
+        pg->sched = sched_key(pl);
+        *out = pg;
+        return TS_OK;
+    }
     if (pl->schedule == PLAN_SCHED_INTERLEAVED) {
         int64_t n = 0;
         for (int64_t start = 0; start < m; start += p) {
@@ -470,7 +559,7 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
     pg->p = p;
     pg->v = v;
     pg->m = m;
-    pg->sched = (int)pl->schedule;
+    pg->sched = sched_key(pl);
     *out = pg;
     return TS_OK;
 }
@@ -497,6 +586,64 @@ static void fill_durations(const SimPipeline *pl, SimWork *w)
                         sim_pair_s(&pl->chunk[s * v + cf], &pl->chunk[s * v + cb], pl->pair_sm_share);
     dur[4 * pv + pv * v] = 0;
     xf[2 * pv] = 0;
+    if (pl->ds_pipe) /* v = 1; the blocked transfers are the exchanges' */
+        for (int32_t s = 0; s < p; s++) {
+            const SimChunkCost *cc = &pl->chunk[s];
+            double blk = cc->pp_blocked_s / 2, xi = -cc->p2p_bwd_s, xo = -cc->p2p_fwd_s, *d = dur + 5 * p + 1 + DUR_DS * s;
+            for (int32_t k = 0; k < 3; k++) d[k] = cc->fwd_s - blk + k * xi, d[3 + k] = cc->bwd_s - blk + k * xo;
+            d[6] = xi;
+            d[7] = xo;
+        }
+    if (sched_pairs(pl))
+        for (int32_t i = 0; i < pv; i++) /* a pair's forward output, then its input gradient */
+            for (int32_t cb = 0; cb < v; cb++) {
+                int32_t s = i / v;
+                xf[2 * pv + 1 + i * v + cb] = xf[2 * i] + xf[2 * (s * v + cb) + 1];
+            }
+}
+
+/* How late chunk i's first forward, started at t0, ends for its overlapped
+ * parameter gathers (param_gather_overlap). The gathers of the stage's
+ * chunks run back to back from the iteration start, chunk by chunk in
+ * forward order (c = 0, 1, ..), as the task graph issues them; the chunk's
+ * pieces (embedding, layers, LM head) each wait for the last bucket holding
+ * their parameters, so with its gathers starting at g the forward ends
+ * max(0, g + gather_lag_s - t0) late (gather_lag_s: SimChunkCost). */
+static double gather_wait(const SimPipeline *pl, int32_t i, double t0)
+{
+    const int32_t v = pl->chunks, s = i / v;
+    const SimChunkCost *cc = &pl->chunk[i];
+    if (!(cc->param_gather_s > 0)) return 0;
+    double g = 0;
+    for (int32_t c = 0; c < i % v; c++) g += pl->chunk[s * v + c].param_gather_s;
+    double d = g + cc->gather_lag_s - t0;
+    return d > 0 ? d : 0;
+}
+
+/* The share of a task's busy seconds that is compute: traffic hidden under
+ * the task slows compute only where it runs beside compute, not beside the
+ * exposed TP / CP / EP collectives (or blocking pipeline transfers) that fill
+ * the rest (as the replay measures it, replay_dag.c comm_overlap). */
+static double compute_share(double comp, double busy)
+{
+    return busy > 0 && comp < busy ? comp / busy : 1.0;
+}
+
+/* The seconds of stage s's overlapped parameter gathers (running from the
+ * iteration start, agg[s] in all) beside the compute of an operation busy
+ * over [a, b), by the task's compute share, into ago[s]: the gathers'
+ * slow-down is overlap_slowdown times them. */
+static void gather_overlap(const SimPipeline *pl, const SimOp *op, int64_t nt, int64_t mc, double a, double b,
+                           const double *agg, double *ago)
+{
+    const int32_t s = op->stage;
+    if (b > agg[s]) b = agg[s];
+    if (!(b > a) || op->kind == OP_X || op->kind == OP_PAIR_OPEN || op->kind == OP_PAIR_CLOSE) return;
+    const SimChunkCost *cc = &pl->chunk[(op->self % nt) / mc];
+    double sh = op->kind == OP_F   ? compute_share(cc->compute_fwd_s, cc->fwd_s)
+                : op->kind == OP_W ? 1.0
+                                   : compute_share(cc->compute_bwd_s + cc->recompute_s - cc->recompute_comm_s, cc->bwd_s);
+    ago[s] += (b - a) * sh;
 }
 
 /* Run the compiled program with this plan's durations. Idle time before a
@@ -511,8 +658,13 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
     fill_durations(pl, w);
     const double *dur = w->dur, *xf = w->xf;
     double *fin = w->fend; /* F, then B, then W */
-    double *fr = w->tfree, *ppw = w->ppwait;
-    for (int32_t s = 0; s < p; s++) fr[s] = ppw[s] = 0;
+    double *fr = w->tfree, *ppw = w->ppwait, *agw = w->agwait, *agg = agw + p, *ago = agw + 2 * p, gmax = 0;
+    for (int32_t s = 0; s < p; s++) {
+        fr[s] = ppw[s] = agw[s] = ago[s] = agg[s] = 0;
+        if (pl->param_gather_overlap)
+            for (int32_t c = 0; c < v; c++) agg[s] += pl->chunk[s * v + c].param_gather_s;
+        if (agg[s] > gmax) gmax = agg[s]; /* no gathers run after gmax */
+    }
     const SimOp *prog = pg->ops;
     const int64_t n = pg->n;
     for (int64_t k = 0; k < n; k++) {
@@ -523,26 +675,23 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
         ppw[op->stage] += c;
         if (ppc) ppc[op->self] = c;
         double en = st + dur[op->di];
-        fin[op->self] = en;
-        fr[op->stage] = en;
         if (op->last) {
             int64_t i = (op->self % nt) / mc; /* the chunk s*v + c */
             if (op->last == 1) w->bst_last[i] = st;
-            else w->fst_first[i] = st;
+            else {
+                w->fst_first[i] = st;
+                if (pl->param_gather_overlap) {
+                    double g = gather_wait(pl, (int32_t)i, st);
+                    en += g;
+                    agw[op->stage] += g;
+                }
+            }
         }
+        if (st < gmax) gather_overlap(pl, op, nt, mc, en - dur[op->di], en, agg, ago);
+        fin[op->self] = en;
+        fr[op->stage] = en;
     }
     memcpy(w->wlast, pg->wlast, (size_t)pv);
-}
-
-/* Does the output of (s, c)'s forward (backward: its input gradient) cross
- * to another stage? Not from the model's last chunk (first, backward), nor
- * at the V's turn on stage p-1. */
-static bool sends(const SimPipeline *pl, int32_t s, int32_t c, bool bwd)
-{
-    const int32_t p = pl->stages, v = pl->chunks;
-    if (pl->schedule == PLAN_SCHED_DUALPIPE) return c == 0 ? (bwd ? s > 0 : s < p - 1) : (bwd ? s < p - 1 : s > 0);
-    if (pl->schedule == PLAN_SCHED_DUALPIPEV) return c == 0 ? (bwd ? s > 0 : s < p - 1) : (bwd ? s < p - 1 : s > 0);
-    return bwd ? !(s == 0 && c == 0) : !(s == p - 1 && c == v - 1);
 }
 
 /* The task's exposed TP / CP / EP communication (inside its time, the
@@ -573,7 +722,7 @@ static TsStatus record_spans(const SimPipeline *pl, SimWork *w, const SimProg *p
     bool oom = false;
     for (int64_t k = 0; k < pg->n; k++) {
         const SimOp *op = &pg->ops[k];
-        if (op->kind == OP_PAIR_OPEN || op->kind == OP_PAIR_CLOSE) continue;
+        if (op->kind == OP_PAIR_OPEN || op->kind == OP_PAIR_CLOSE || op->kind == OP_X) continue;
         int64_t idx = op->self % nt;
         int32_t c = (int32_t)((idx / mc) % v), s = op->stage;
         int64_t mb = idx % mc;
@@ -593,7 +742,8 @@ static TsStatus record_spans(const SimPipeline *pl, SimWork *w, const SimProg *p
             push_span(w, &oom, s, SIM_STREAM_COMPUTE, c, mb, 'Q', mid, en);
             double xa = xf[2 * (s * v + cf)], xb = xf[2 * (s * v + c) + 1];
             if (xa > 0 && sends(pl, s, cf, false)) push_span(w, &oom, s, SIM_STREAM_PP, cf, mf, 'S', en, en + xa);
-            if (xb > 0 && sends(pl, s, c, true)) push_span(w, &oom, s, SIM_STREAM_PP, c, mb, 'S', en, en + xb);
+            double t0 = xa > 0 && sends(pl, s, cf, false) ? en + xa : en; /* after the forward's (pair_xfer) */
+            if (xb > 0 && sends(pl, s, c, true)) push_span(w, &oom, s, SIM_STREAM_PP, c, mb, 'S', t0, t0 + xb);
             continue;
         }
         bool bw = op->kind != OP_F;
@@ -615,6 +765,8 @@ static TsStatus check(const SimPipeline *pl, TsError *err)
     if (pl->chunks < 1 || pl->chunks > 127)
         return ts_err(err, TS_ERR_PLAN, "model chunks per stage must be 1..127 (got %d)", pl->chunks);
     if ((unsigned)pl->schedule >= PLAN_SCHED_COUNT) return ts_err(err, TS_ERR_PLAN, "unknown schedule");
+    if (pl->ds_pipe && (pl->chunks != 1 || pl->schedule != PLAN_SCHED_1F1B))
+        return ts_err(err, TS_ERR_PLAN, "DeepSpeed's pipeline engine runs 1f1b on one chunk per stage");
     if (sched_dual(pl) && pl->chunks != 2)
         return ts_err(err, TS_ERR_PLAN, "%s runs 2 model chunks per stage (got %d)", plan_sched_name(pl->schedule),
                       pl->chunks);
@@ -635,15 +787,6 @@ static TsStatus check(const SimPipeline *pl, TsError *err)
         return ts_err(err, TS_ERR_PLAN, "pipeline too large: %d stages x %d chunks x %lld micro-batches", pl->stages,
                       pl->chunks, (long long)pl->micro_batches);
     return TS_OK;
-}
-
-/* The share of a task's busy seconds that is compute: traffic hidden under
- * the task slows compute only where it runs beside compute, not beside the
- * exposed TP / CP / EP collectives (or blocking pipeline transfers) that fill
- * the rest (as the replay measures it, replay_dag.c comm_overlap). */
-static double compute_share(double comp, double busy)
-{
-    return busy > 0 && comp < busy ? comp / busy : 1.0;
 }
 
 double sim_dp_end_uniform(int32_t n, double dp_s, double window_s)
@@ -699,40 +842,6 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
     sr->slowdown_s += slow * (double)chunk_mb(pl);
 }
 
-/* The compute share of stage s's forward tasks: a hidden parameter gather
- * slows compute only beside compute, not beside the exposed TP / CP / EP
- * collectives of the forward. */
-static double fwd_compute_share(const SimPipeline *pl, int32_t s)
-{
-    double busy = 0, comp = 0;
-    for (int32_t c = 0; c < pl->chunks; c++) {
-        busy += pl->chunk[s * pl->chunks + c].fwd_s;
-        comp += pl->chunk[s * pl->chunks + c].compute_fwd_s;
-    }
-    return compute_share(comp, busy);
-}
-
-/* The start-up delay of stage s from overlapped dist-opt parameter gathers
- * (param_gather_overlap). The gathers of the stage's chunks run back to back
- * from the iteration start, chunk by chunk in the order of their first
- * forward; a chunk whose gathers start at g and whose first forward starts
- * at t0 ends that forward max(0, g + gather_lag_s - t0) late (gather_lag_s:
- * its pieces waiting for their buckets). The largest shift of the stage's
- * chunks is its delay. */
-static double stage_gather_delay(const SimPipeline *pl, const SimWork *w, int32_t s)
-{
-    const int32_t v = pl->chunks;
-    double g = 0, delay = 0;
-    for (int32_t c = 0; c < v; c++) {
-        const SimChunkCost *cc = &pl->chunk[s * v + c];
-        if (!(cc->param_gather_s > 0)) continue;
-        double d = g + cc->gather_lag_s - w->fst_first[s * v + c];
-        if (d > delay) delay = d;
-        g += cc->param_gather_s;
-    }
-    return delay;
-}
-
 double sim_gather_lag_uniform(double gather_s, int32_t layers, double fwd_s)
 {
     double L = layers > 0 ? (double)layers : 1.0, a = gather_s / L, f = fwd_s / L;
@@ -754,13 +863,14 @@ static TsStatus prepare(SimWork *w, const SimPipeline *pl, bool with_ppc, TsErro
               ts_grow((void **)&w->wlast, &w->wl_cap, pv, 1) &&
               ts_grow((void **)&w->fst_first, &w->ff_cap, pv, sizeof(double)) &&
               (!with_ppc || ts_grow((void **)&w->ppc, &w->ppc_cap, ns, sizeof(double))) &&
-              ts_grow((void **)&w->dur, &w->dur_cap, 4 * pv + pv * (size_t)v + 1, sizeof(double)) &&
-              ts_grow((void **)&w->xf, &w->xf_cap, 2 * pv + 1, sizeof(double)) &&
+              ts_grow((void **)&w->dur, &w->dur_cap, 4 * pv + pv * (size_t)v + 1 + DUR_DS * (size_t)p, sizeof(double)) &&
+              ts_grow((void **)&w->xf, &w->xf_cap, 2 * pv + 1 + pv * (size_t)v, sizeof(double)) &&
               ts_grow((void **)&w->stages, &w->st_cap, (size_t)p, sizeof(SimStageResult)) &&
               ts_grow((void **)&w->pos, &w->pos_cap, (size_t)p, sizeof(int64_t)) &&
               ts_grow((void **)&w->olen, &w->olen_cap, (size_t)p, sizeof(int64_t)) &&
               ts_grow((void **)&w->tfree, &w->tf_cap, (size_t)p, sizeof(double)) &&
-              ts_grow((void **)&w->ppwait, &w->ppw_cap, (size_t)p, sizeof(double));
+              ts_grow((void **)&w->ppwait, &w->ppw_cap, (size_t)p, sizeof(double)) &&
+              ts_grow((void **)&w->agwait, &w->agw_cap, 3 * (size_t)p, sizeof(double));
     if (!ok) return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ncap * p));
     return TS_OK;
 }
@@ -988,10 +1098,10 @@ static void stage_pair_delta(const SimPipeline *pl, int32_t s, double *dt, doubl
  * by what the chunk costs say each micro-batch holds (an F&B pair's hidden
  * all-to-alls and its SMs' slow-down: stage_pair_delta), its idle time split
  * into waiting for a transfer in flight (pp) and bubble, then its DP
- * reduction and slow-down; `ag` (an exposed parameter gather) and `slow_ag`
- * (a hidden one's slow-down) are the iteration's, 0 for a stage on its own. */
-static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, double ag, double slow_ag,
-                            SimBreakdown *bd)
+ * reduction and slow-down; `ag` (the step's exposed collectives and parameter
+ * gather) is the iteration's, 0 for a stage on its own; the wait of its first
+ * forwards for overlapped gathers is DP. */
+static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, double ag, SimBreakdown *bd)
 {
     const SimStageResult *sr = &w->stages[s];
     const int32_t v = pl->chunks;
@@ -1015,12 +1125,14 @@ static void stage_breakdown(const SimPipeline *pl, const SimWork *w, int32_t s, 
     bd->compute_s = sr->busy_s - (rec + tp + cp + ep + fsdp + ppb) * md - dep - dslow;
     double idle = sr->pipe_end_s - sr->busy_s;
     if (idle < 0) idle = 0;
+    double agw = w->agwait[s] < idle ? w->agwait[s] : idle; /* its first forwards waiting for gathers */
+    idle -= agw;
     double pp = w->ppwait[s];
     if (pp > idle) pp = idle;
     bd->pp_comm_exposed_s = pp + ppb * md;
     bd->bubble_s = idle - pp;
-    bd->dp_comm_exposed_s = sr->dp_exposed_s + sr->embed_sync_s + ag + fsdp * md;
-    bd->overlap_slowdown_s = sr->slowdown_s + slow_ag + dslow;
+    bd->dp_comm_exposed_s = sr->dp_exposed_s + sr->embed_sync_s + ag + agw + fsdp * md;
+    bd->overlap_slowdown_s = sr->slowdown_s + dslow;
 }
 
 /* Compute-stream time of stage s: its tasks run one after another; a pair
@@ -1087,7 +1199,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     const int32_t p = pl->stages, v = pl->chunks;
     w->span_n = 0;
     bool done = false;
-    if (!pl->record && !pl->full_pass) {
+    if (!pl->record && !pl->full_pass && !pl->ds_pipe) {
         st = run_periodic(pl, w, &done, err);
         if (st) goto fail;
     }
@@ -1100,7 +1212,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         if (pl->record && (st = record_spans(pl, w, pg, err)) != TS_OK) goto fail;
     }
 
-    double pipe_max = 0, opt = 0, ag_exposed = 0, ag_hidden = 0, ag_start = 0, step_comm = 0;
+    double pipe_max = 0, opt = 0, ag_exposed = 0, step_comm = 0;
     int32_t crit = 0, slowest = 0;
     for (int32_t s = 0; s < p; s++) {
         SimStageResult *sr = &w->stages[s];
@@ -1110,20 +1222,18 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         sr->pipe_end_s = w->tfree[s];
         if (sr->pipe_end_s > pipe_max) pipe_max = sr->pipe_end_s;
         stage_dp(pl, w, s, sr);
+        sr->slowdown_s += pl->overlap_slowdown * w->agwait[2 * p + s]; /* its hidden parameter gathers' */
         const SimStageCost *sc = pl->stage ? &pl->stage[s] : NULL;
         sr->embed_sync_s = sc ? sc->embed_sync_s : 0;
         sr->end_s = sr->pipe_end_s + sr->slowdown_s + sr->dp_exposed_s + sr->embed_sync_s;
         if (sr->end_s > w->stages[crit].end_s) crit = s;
         if (sc) {
-            if (sc->optimizer_s > opt) opt = sc->optimizer_s;
-            if (sc->step_comm_s > step_comm) step_comm = sc->step_comm_s;
-            if (pl->param_gather_overlap) {
-                if (sc->param_gather_s > ag_hidden) ag_hidden = sc->param_gather_s;
-                double d = stage_gather_delay(pl, w, s);
-                if (d > ag_start) ag_start = d;
-            } else if (sc->param_gather_s > ag_exposed) {
-                ag_exposed = sc->param_gather_s;
-            }
+            /* the step meets every stage (the grad-norm all-reduce), then each
+             * runs its own tail one part after another: optimizer, the step's
+             * collectives, the parameter gather when not overlapped */
+            double ag = pl->param_gather_overlap ? 0 : sc->param_gather_s;
+            if (sc->optimizer_s + sc->step_comm_s + ag > opt + step_comm + ag_exposed)
+                opt = sc->optimizer_s, step_comm = sc->step_comm_s, ag_exposed = ag;
         }
         if (pl->record) {
             bool oom = false;
@@ -1144,21 +1254,17 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         }
     }
     const SimStageResult *cs = &w->stages[crit];
-    /* the hidden part of an overlapped gather slows the next forward; the
-     * start-up delay it causes (the same on every stage: the pipeline fills
-     * behind it) is exposed */
-    double slow_ag = pl->overlap_slowdown * (ag_hidden > ag_start ? ag_hidden - ag_start : 0) * fwd_compute_share(pl, crit);
-    ag_exposed += ag_start + step_comm; /* the step's own collectives are exposed too */
-    out->iteration_time_s = cs->end_s + opt + ag_exposed + slow_ag;
+    ag_exposed += step_comm; /* the step's own collectives are exposed too */
+    out->iteration_time_s = cs->end_s + opt + ag_exposed;
     out->pipeline_time_s = pipe_max;
     out->critical_stage = crit;
     out->periodic = done;
     out->n_stages = p;
     out->stages = w->stages;
 
-    for (int32_t s = 0; s < p; s++) stage_breakdown(pl, w, s, 0, 0, &w->stages[s].breakdown);
+    for (int32_t s = 0; s < p; s++) stage_breakdown(pl, w, s, 0, &w->stages[s].breakdown);
     SimBreakdown *bd = &out->breakdown;
-    stage_breakdown(pl, w, crit, ag_exposed, slow_ag, bd);
+    stage_breakdown(pl, w, crit, ag_exposed, bd);
     bd->optimizer_s = opt;
     out->slowest_stage = slowest;
     out->bubble_fraction = cs->pipe_end_s > 0 ? bd->bubble_s / cs->pipe_end_s : 0;
@@ -1172,7 +1278,8 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
             if (!sc) break;
             if (sc->optimizer_s > 0) push_span(w, &oom, s, SIM_STREAM_COMPUTE, 0, -1, 'O', t, t + sc->optimizer_s);
             if (sc->param_gather_s > 0 && !pl->param_gather_overlap)
-                push_span(w, &oom, s, SIM_STREAM_DP, 0, -1, 'G', t + opt, t + opt + sc->param_gather_s);
+                push_span(w, &oom, s, SIM_STREAM_DP, 0, -1, 'G', t + sc->optimizer_s + sc->step_comm_s,
+                          t + sc->optimizer_s + sc->step_comm_s + sc->param_gather_s);
         }
         if (oom) {
             st = ts_err(err, TS_ERR_INTERNAL, "out of memory recording the timeline");

@@ -414,9 +414,12 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
 {
     const ParallelPlan *p = g->p;
     char name[48];
-    bool full = p->recompute == PLAN_RECOMPUTE_FULL, ov = p->tp_overlap && p->tp > 1;
-    /* full recompute: the block's forward again, with its collectives, on
-     * the gathered parameters; then the gradients */
+    /* full recompute (with --recompute-layers k only the first k layers of
+     * the chunk, Megatron's block method; the rest keep their activations):
+     * the block's forward again, with its collectives, on the gathered
+     * parameters; then the gradients */
+    bool rc_full = p->recompute == PLAN_RECOMPUTE_FULL, ov = p->tp_overlap && p->tp > 1;
+    bool full = rc_full && (p->recompute_layers <= 0 || l - g->first[ch] < p->recompute_layers);
     if (full) {
         block_fwd_as(g, b, nm, mb, ch, l, moe, true, ag);
         ag = -1;
@@ -427,7 +430,8 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     if (moe && p->ep > 1)
         ep_a2a(g, "ep.combine.b", WL_PHASE_IG, mb, g->t->ep_dispatch_bytes, true);
     snprintf(name, sizeof name, "L%lld.%s.ig", (long long)l, nm);
-    double ig = b->ig_s + (full ? 0 : b->recompute_s);
+    double ig = b->ig_s + (rc_full ? 0 : b->recompute_s) + (rc_full && !full ? b->nr_ig_s : 0);
+    double wg = b->wg_s + (rc_full && !full ? b->nr_wg_s : 0);
     int32_t chain = -1; /* --tp-overlap: open under the dgrad GEMMs, closed after the wgrad ones */
     double cp_after = 0; /* exposed CP exchange of the gradients, after the block */
     bool cp_uly = false;
@@ -476,13 +480,13 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
     /* --tp-overlap: the window holds the dgrad and wgrad GEMMs only (the
      * simulator's rule, layer_cost.c); the rest of the weight gradients and
      * the EP all-to-all follow it */
-    double wg_gemm = ov ? fmin(b->gemm_wg_s, b->wg_s) : b->wg_s;
+    double wg_gemm = ov ? fmin(b->gemm_wg_s, wg) : wg;
     comp(g, name, WL_PHASE_WG, mb, ch, l, wg_gemm, b->wg_flops, b->bwd_bytes / 2, -1);
     tp_close(g, name, WL_PHASE_WG, mb, ch, l, chain, 0);
     if (ov) {
         char rest[56];
         snprintf(rest, sizeof rest, "%s.x", name);
-        comp(g, rest, WL_PHASE_WG, mb, ch, l, b->wg_s - wg_gemm, 0, 0, -1);
+        comp(g, rest, WL_PHASE_WG, mb, ch, l, wg - wg_gemm, 0, 0, -1);
         if (moe && p->ep > 1) ep_a2a(g, "ep.dispatch.b", WL_PHASE_IG, mb, a2a, true);
     }
     if (cp_after > 0)
@@ -555,13 +559,18 @@ static void fwd_body(Gen *g, int64_t mb, int64_t pc)
     for (int64_t l = first; l < first + nl; l++) {
         bool moe = model_layer_is_moe(g->m, l);
         int32_t next = l + 1 < first + nl ? fsdp_gather(g, layer_params(g, l + 1), layer_eparams(g, l + 1), WL_PHASE_FWD, mb) : -1;
-        unit_wait(g, ag);
-        block_fwd_as(g, &g->attn, "attn", mb, ch, l, false, false, ag >= 0 ? ag : mb0 ? g->pg_ag[l] : -1);
+        /* a layer's whole forward, its input's SP all-gather included, waits
+         * for its parameters (FSDP's pre-forward hook; Megatron's forward
+         * pre-hook of --overlap-param-gather, on the layer's first module) */
+        int32_t wait = ag >= 0 ? ag : mb0 ? g->pg_ag[l] : -1;
+        unit_wait(g, wait);
+        block_fwd_as(g, &g->attn, "attn", mb, ch, l, false, false, wait);
         block_fwd_as(g, moe ? &g->moe : &g->mlp, moe ? "moe" : "mlp", mb, ch, l, moe, false, -1);
         unit_done(g);
         ag = next;
     }
     if (ch == g->n_chunks - 1) {
+        if (mb0) unit_wait(g, g->pg_ag[wl_gen_layers(g->m) + 1]); /* the head's input gather waits too */
         for (int64_t i = 0; i <= g->m->mtp_layers; i++) /* the head's input, and each MTP module's */
             if (p->sp) coll(g, "sp.ag", WL_PHASE_FWD, mb, TS_COLL_ALLGATHER, WL_GROUP_TP, g->t->tp_bytes, true);
         /* (ZeRO-3: the head belongs to the root unit, gathered with the
@@ -780,32 +789,17 @@ static int64_t schedule(const ParallelPlan *p, int64_t s, Step *out)
     return n;
 }
 
-/* DeepSpeed's PipelineEngine (deepspeed/runtime/pipe/schedule.py,
- * TrainSchedule) for stage s: 2 (ga + pp - 1) steps; a step runs a forward
- * when its index and the stage have the same parity, else a backward, on the
- * micro-batch of _step_to_micro_batch (none when out of range: an idle
- * step). Each step first exchanges with one neighbour - a forward step sends
- * the previous step's input gradient back, then receives its input; a
- * backward step receives its output gradient, then sends the previous step's
- * output on - as blocking sends and receives (WL_F_SYNC). Neighbours are in
- * opposite phases, so every send meets a receive its peer posts in the same
- * step. Megatron's 1F1B runs the same compute order; only the p2p differ. */
-static void ds_step(int64_t k, int64_t s, int64_t pp, bool *fwd, int64_t *mb)
-{
-    bool ek = k % 2 == 0, es = s % 2 == 0;
-    *fwd = ek == es;
-    if (*fwd) *mb = (ek ? k / 2 : (k - 1) / 2) - s / 2;
-    else if (ek) *mb = k / 2 - pp + (s + 1) / 2;
-    else *mb = (k - 1) / 2 - pp + 1 + s / 2;
-}
-
+/* DeepSpeed's PipelineEngine for stage s (plan_ds_step): each step first
+ * exchanges with one neighbour as blocking sends and receives (WL_F_SYNC),
+ * then computes. Megatron's 1F1B runs the same compute order; only the p2p
+ * differ. */
 static void ds_schedule(Gen *g, int64_t s)
 {
     int64_t pp = g->p->pp, ga = g->p->grad_accum, prev = -1;
     for (int64_t k = 0; k < 2 * (ga + pp - 1) && !g->oom; k++) {
         bool fwd;
         int64_t mb;
-        ds_step(k, s, pp, &fwd, &mb);
+        plan_ds_step(k, s, pp, &fwd, &mb);
         bool ok = mb >= 0 && mb < ga, pok = prev >= 0 && prev < ga;
         if (fwd) {
             if (pok && s > 0) p2p(g, "pp.send.b", WL_PHASE_IG, prev, true, s - 1, s - 1, 1);

@@ -53,6 +53,22 @@ void wl_gen_blocks(Gen *g, const CostStep *cs)
             at[i]->wg_s += t[1] + t[2];
         }
     }
+    /* ZeRO-3 with --recompute-layers: the layers past the first k run the
+     * FSDP copy kernel as without recompute (its copy-out again in backward) */
+    const ParallelPlan *p = g->p;
+    if (p->zero >= 3 && p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0)
+        for (int b = PART_BLOCK_MLP; b <= PART_BLOCK_MOE; b++)
+            for (int32_t i = 0; i < g->t->b[b].n_k; i++) {
+                const PartKernel *k = &g->t->b[b].k[i];
+                if (!(k->flags & PART_KF_FSDP)) continue;
+                PartKernel kn = *k;
+                kn.bwd_bytes += k->fwd_bytes;
+                double t0[3], t1[3];
+                cost_kernel(g->cc, k, t0);
+                cost_kernel(g->cc, &kn, t1);
+                dst[b]->nr_ig_s = t1[1] - t0[1];
+                dst[b]->nr_wg_s = t1[2] - t0[2];
+            }
     /* BF16 optimizer (DeepSpeed): every micro-batch's bf16 gradients added
      * into the fp32 ones after its backward (cast: read 2 write 4; add: read
      * 8 write 4; bf16 zeroed: write 2), as the simulator charges it */

@@ -15,6 +15,9 @@ typedef struct Block {
     double fwd_flops, ig_flops, wg_flops;
     double fwd_bytes, bwd_bytes;
     double recompute_s;             /* extra forward work redone in backward */
+    double nr_ig_s, nr_wg_s;        /* ZeRO-3 under --recompute-layers: a layer left out of the full
+                                       recompute copies its parameters out in its backward too
+                                       (the copy kernel without recompute, part_fsdp_copy_kernel) */
     double gemm_fwd_s;              /* of fwd_s: GEMMs */
     double gemm_ig_s;               /* of ig_s: GEMMs (dgrad) */
     double gemm_wg_s;               /* of wg_s: GEMMs (wgrad) */

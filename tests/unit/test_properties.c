@@ -531,8 +531,9 @@ static void test_recompute_layers_round_trip(void **state)
             sim_options_init(&in.opt);
             if (!sigma) in.opt.overlap_slowdown = 0;
             SimResult r, rr;
-            if (sim_simulate(&in, NULL, &r, &e) != TS_OK) print_error("%s: %s\n", cases[i].model, e.msg);
-            assert_int_equal(sim_simulate(&in, NULL, &r, &e), TS_OK);
+            TsStatus st = sim_simulate(&in, NULL, &r, &e);
+            if (st != TS_OK) print_error("%s: %s\n", cases[i].model, e.msg);
+            assert_int_equal(st, TS_OK);
             Workload *w = NULL;
             assert_int_equal(sim_workload_build(&in, &w, &e), TS_OK);
             assert_int_equal(sim_replay_dag(w, &net, in.opt.overlap_slowdown, false, &rr, &e), TS_OK);

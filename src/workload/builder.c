@@ -74,14 +74,45 @@ static void comp(Gen *g, const char *name, WlPhase ph, int64_t mb, int64_t ch, i
     comp_f(g, name, ph, mb, ch, layer, s, flops, bytes, extra, -1, 0);
 }
 
-/* Inside an F&B pair, a collective on the compute stream: its time as the
- * replay takes it (wl_coll_time_s), which the pair's SM slow-down covers too. */
-static void pair_comm(Gen *g, const WlTask *t)
+/* A collective's time as the replay takes it (wl_coll_time_s); 0 without
+ * WlBuildOptions.net. */
+static double coll_time(Gen *g, const WlTask *t)
 {
     int64_t n, nodes;
-    if (!g->o->net) return;
-    if (!wl_group_span(g->w, t->group, g->o->net->cl.gpus_per_node, &n, &nodes)) g->oom = true;
-    else g->pair_comm_s += wl_coll_time_s(g->w, g->o->net, t, n, nodes);
+    if (!g->o->net) return 0;
+    if (!wl_group_span(g->w, t->group, g->o->net->cl.gpus_per_node, &n, &nodes)) {
+        g->oom = true;
+        return 0;
+    }
+    return wl_coll_time_s(g->w, g->o->net, t, n, nodes);
+}
+
+/* Inside an F&B pair, a collective on the compute stream: its time as the
+ * replay takes it, which the pair's SM slow-down covers too. */
+static void pair_comm(Gen *g, const WlTask *t) { g->pair_comm_s += coll_time(g, t); }
+
+/* Inside a stretched F&B pair, a CP ring step: collectives of `comm`
+ * seconds (as the replay takes them) beside `hid` seconds of compute. The
+ * simulator stretches the step's whole time, hidden and exposed (sim_pair_s:
+ * the exposed CP time is in fwd_s, bwd_s), max(comm, hid) x stretch, and
+ * counts `hid` (at most `comm`) as overlapped (the overlap slow-down). So
+ * the ring's compute runs unstretched (ring_comp) beside the collectives,
+ * and the rest, max(comm, hid) x (stretch - 1), goes to the pair's
+ * "pair.sm" task. */
+static void pair_ring(Gen *g, double comm, double hid)
+{
+    double s = g->pair_stretch;
+    if (g->in_pair && s > 1) g->pair_ring_s += fmax(comm, hid) * (s - 1);
+}
+
+/* A CP ring's compute, unstretched inside a pair (pair_ring). */
+static void ring_comp(Gen *g, const char *name, WlPhase ph, int64_t mb, int64_t ch, int64_t l, double s, int32_t extra,
+                      int32_t extra2, uint32_t fl)
+{
+    double st = g->pair_stretch;
+    if (g->in_pair) g->pair_stretch = 1;
+    comp_f(g, name, ph, mb, ch, l, s, 0, 0, extra, extra2, fl);
+    g->pair_stretch = st;
 }
 
 static int32_t coll(Gen *g, const char *name, WlPhase ph, int64_t mb, TsColl c, WlGroup grp, double bytes,
@@ -397,8 +428,12 @@ static void block_fwd_as(Gen *g, const Block *b, const char *nm, int64_t mb, int
                           fl, ov);
         tp_close(g, name, ph, mb, ch, l, chain, fl);
         int32_t kv = coll(g, "cp.kv", ph, mb, TS_COLL_ALLGATHER, WL_GROUP_CP, g->t->cp_kv_bytes, false);
+        if (g->in_pair) {
+            WlTask t = wl_task_coll("cp.kv", ph, TS_COLL_ALLGATHER, WL_GROUP_CP, g->t->cp_kv_bytes);
+            pair_ring(g, kv >= 0 ? coll_time(g, &t) : 0, hid);
+        }
         snprintf(name, sizeof name, "L%lld.%s.%s.ring", (long long)l, nm, rf ? "rf" : "f");
-        comp_f(g, name, ph, mb, ch, l, hid, 0, 0, -1, -1, fl);
+        ring_comp(g, name, ph, mb, ch, l, hid, -1, -1, fl);
         g->join = kv;
     } else {
         chain = comp_open(g, name, ph, mb, ch, l, b->fwd_s, b->gemm_fwd_s, b->fwd_flops, b->fwd_bytes, ag, -1, fl, ov);
@@ -460,9 +495,14 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
         int32_t dkv =
             kv >= 0 ? coll_after(g, "cp.dkv", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_CP, g->t->cp_kv_bytes, kv)
                     : -1;
+        if (g->in_pair) {
+            WlTask t0 = wl_task_coll("cp.kv.b", WL_PHASE_IG, TS_COLL_ALLGATHER, WL_GROUP_CP, g->t->cp_kv_bytes);
+            WlTask t1 = wl_task_coll("cp.dkv", WL_PHASE_IG, TS_COLL_REDUCESCATTER, WL_GROUP_CP, g->t->cp_kv_bytes);
+            pair_ring(g, dkv >= 0 ? coll_time(g, &t0) + coll_time(g, &t1) : 0, hid);
+        }
         char ring[48];
         snprintf(ring, sizeof ring, "L%lld.%s.ig.ring", (long long)l, nm);
-        comp_f(g, ring, WL_PHASE_IG, mb, ch, l, hid, 0, 0, extra, ag, 0);
+        ring_comp(g, ring, WL_PHASE_IG, mb, ch, l, hid, extra, ag, 0);
         g->join = dkv;
         chain = comp_open(g, name, WL_PHASE_IG, mb, ch, l, ig - hid, b->gemm_ig_s, b->ig_flops, b->bwd_bytes / 2, -1,
                           -1, 0, ov);
@@ -475,7 +515,15 @@ static void block_bwd(Gen *g, const Block *b, const char *nm, int64_t mb, int64_
         if (p->sp) coll(g, "sp.rs", WL_PHASE_IG, mb, TS_COLL_REDUCESCATTER, WL_GROUP_TP, g->t->tp_bytes, true);
         else coll(g, "tp.ar", WL_PHASE_IG, mb, TS_COLL_ALLREDUCE, WL_GROUP_TP, g->t->tp_bytes, true);
     }
-    if (g->split_w) return; /* the weight gradients run in the W pass (block_w) */
+    if (g->split_w) {
+        /* the weight gradients run in the W pass (block_w); the exposed CP
+         * exchange of the input gradients stays in the I pass, as the
+         * simulator counts it in the backward's input-gradient part */
+        if (cp_after > 0)
+            coll(g, cp_uly ? "cp.a2a.qkv.b" : "cp.dkv", WL_PHASE_IG, mb,
+                 cp_uly ? TS_COLL_ALLTOALL : TS_COLL_REDUCESCATTER, WL_GROUP_CP, cp_after, true);
+        return;
+    }
     snprintf(name, sizeof name, "L%lld.%s.wg", (long long)l, nm);
     /* --tp-overlap: the window holds the dgrad and wgrad GEMMs only (the
      * simulator's rule, layer_cost.c); the rest of the weight gradients and
@@ -702,11 +750,13 @@ static void pair(Gen *g, int64_t mf, int64_t pf, int64_t mb, int64_t pb, bool la
     g->pair_ep = g->last;
     g->pair_stretch = ep && sh > 0 && sh < 1 ? 1.0 / (1.0 - sh) : 1.0;
     g->pair_comm_s = 0;
+    g->pair_ring_s = 0;
     fwd_body(g, mf, pf);
     bwd_body(g, mb, pb, last_mb);
     g->in_pair = false;
-    if (g->pair_stretch > 1 && g->pair_comm_s > 0)
-        comp_f(g, "pair.sm", WL_PHASE_IG, mb, model_chunk(g, pb), -1, g->pair_comm_s * (g->pair_stretch - 1), 0, 0, -1,
+    if (g->pair_stretch > 1 && g->pair_comm_s + g->pair_ring_s > 0)
+        comp_f(g, "pair.sm", WL_PHASE_IG, mb, model_chunk(g, pb), -1,
+               g->pair_comm_s * (g->pair_stretch - 1) + g->pair_ring_s, 0, 0, -1,
                -1, 0);
     comp_f(g, "pair.join", WL_PHASE_IG, mb, model_chunk(g, pb), -1, 0, 0, 0, g->pair_ep, -1, 0);
     fwd_send(g, mf, pf);
@@ -1006,13 +1056,13 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     int64_t n_chunks = p->pp * v;
     if (p->grad_accum < 1)
         return ts_err(err, TS_ERR_PLAN, "the global batch gives no micro-batch per data-parallel rank");
-    if (plan_sched_ordered(p->schedule) && (p->zero >= 3 || p->cp > 1 || (p->tp_overlap && p->tp > 1))) {
-        /* the W pass would split an FSDP unit's reduce-scatter, a CP exchange
-         * or a TP-overlap window from the input gradients they follow; an
-         * F&B pair would run them inside its stretched compute */
-        ts_err(err, TS_ERR_PLAN, "the task graph of --schedule %s takes no ZeRO-3, CP or TP overlap yet",
+    if (plan_sched_ordered(p->schedule) && (p->zero >= 3 || (p->tp_overlap && p->tp > 1))) {
+        /* the W pass would split an FSDP unit's reduce-scatter or a
+         * TP-overlap window from the input gradients they follow; an F&B
+         * pair would run them inside its stretched compute */
+        ts_err(err, TS_ERR_PLAN, "the task graph of --schedule %s takes no ZeRO-3 or TP overlap yet",
                plan_sched_name(p->schedule));
-        ts_err_hint(err, "'trainsim simulate' runs the plan; write the workload without --zero 3, --cp or --tp-overlap, "
+        ts_err_hint(err, "'trainsim simulate' runs the plan; write the workload without --zero 3 or --tp-overlap, "
                          "or with --schedule 1f1b");
         return TS_ERR_PLAN;
     }

@@ -69,6 +69,8 @@ typedef struct Gen {
     double pair_stretch;            /* compute time factor inside the pair, 1/(1 - share) */
     double pair_comm_s;             /* the pair's collectives on the compute stream, seconds
                                        (WlBuildOptions.net) */
+    double pair_ring_s;             /* what the pair's CP ring exchanges left exposed lacks of
+                                       the stretch (pair_ring), seconds */
     bool oom;
 } Gen;
 

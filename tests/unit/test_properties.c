@@ -363,6 +363,14 @@ static int64_t pick(int64_t n)
     return (int64_t)(rng % (uint64_t)n);
 }
 
+/* The ordered schedules of CP plans (test 5): a stream apart from pick's. */
+static uint64_t cp_rng = 0xD1B54A32D192ED03ull;
+static int64_t cp_pick(int64_t n)
+{
+    cp_rng ^= cp_rng << 13, cp_rng ^= cp_rng >> 7, cp_rng ^= cp_rng << 17;
+    return (int64_t)(cp_rng % (uint64_t)n);
+}
+
 static void test_sim_matches_replay(void **state)
 {
     (void)state;
@@ -444,10 +452,13 @@ static void test_sim_matches_replay(void **state)
             if (pick(2)) in.plan.moe_imbalance = 1.5;
         }
         /* the orders of plan_order: zero-bubble, DualPipe(V), EP overlap
-         * (their task graphs take no ZeRO-3, CP or TP overlap) */
-        if (in.plan.zero < 3 && p.cp == 1 && !p.tp_overlap && pick(3) == 0) {
+         * (their task graphs take no ZeRO-3 or TP overlap); with CP drawn
+         * from a stream of their own (cp_pick), which leaves the other
+         * plans' draws as they were */
+        bool ord_cp = p.cp > 1 ? cp_pick(3) == 0 : false;
+        if (in.plan.zero < 3 && !p.tp_overlap && (p.cp > 1 ? ord_cp : pick(3) == 0)) {
             static const PlanSchedule ord[] = {PLAN_SCHED_ZBH1, PLAN_SCHED_DUALPIPE, PLAN_SCHED_DUALPIPEV};
-            if (p.pp > 1 && p.vpp == 1) in.plan.schedule = ord[pick(3)];
+            if (p.pp > 1 && p.vpp == 1) in.plan.schedule = ord[p.cp > 1 ? cp_pick(3) : pick(3)];
             else if (p.pp == 1 && p.ep > 1) in.plan.schedule = PLAN_SCHED_1F1B_A2A;
         }
         p = in.plan;

@@ -154,5 +154,11 @@ int cli_plan_load(const CliSpec *s, CliPlan *cp, const ModelSpec *m, int64_t gpu
      * inside ParallelPlan; typed, it is out of their range (cli.c) */
     TsError err = {0};
     if (plan_resolve(m, p, &err) != TS_OK) return cli_fail(&err);
+    if (!cp->global_batch && p->global_batch != PLAN_DEFAULT_GLOBAL_BATCH)
+        fprintf(stderr,
+                "trainsim %s: note: --global-batch defaults to %d sequences, here rounded up to %lld "
+                "(a multiple of micro-batch x dp = %lld); give --global-batch to set it\n",
+                s->cmd, PLAN_DEFAULT_GLOBAL_BATCH, (long long)p->global_batch,
+                (long long)(p->micro_batch * p->dp));
     return 0;
 }

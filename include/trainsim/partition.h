@@ -157,6 +157,8 @@ enum {
     PART_KF_PERMUTE = 8,  /* MoE token permutation (counts as the routed experts' traffic) */
     PART_KF_WGRAD = 16,   /* MEM whose backward kernel computes a weight gradient (the embedding's
                              scatter-add): its time is weight-gradient, not input-gradient, work */
+    PART_KF_NORM = 32,    /* eager: a norm module with its own weight (and LayerNorm's bias):
+                             parameter tensors of the block (tpl_hf_accumulate) */
     PART_KF_INNER = 64,   /* eager: kernels another op dispatches from C++ (autocast's casts),
                              no Python of their own on the host */
     PART_KF_GROUPED = 128 /* GEMM: one grouped kernel (torch._grouped_mm) over batch groups whose

@@ -27,7 +27,6 @@
 #include "template_int.h"
 
 #include <math.h>
-#include <string.h>
 
 typedef struct Hx {
     const Tx *x;
@@ -100,11 +99,11 @@ static double norm(PartBlockT *b, const Hx *h, const char *name, double el, doub
 {
     if (h->x->m->norm == MODEL_NORM_LAYERNORM) {
         double out = h->amp ? 4.0 : in;
-        op(b, name, el, in + out, 2.0 * out + 3.0 * in, 0, 1, 2);
+        op(b, name, el, in + out, 2.0 * out + 3.0 * in, 0, 1, 2)->flags |= PART_KF_NORM;
         return out;
     }
-    if (in > 2.0) op(b, name, el, 28.0, 68.0, 4.0, 6, 10);
-    else op(b, name, el, 36.0, 72.0, 6.0, 8, 12);
+    PartKernel *k = in > 2.0 ? op(b, name, el, 28.0, 68.0, 4.0, 6, 10) : op(b, name, el, 36.0, 72.0, 6.0, 8, 12);
+    k->flags |= PART_KF_NORM;
     return h->amp ? 4.0 : in;
 }
 
@@ -371,7 +370,7 @@ void tpl_hf_accumulate(const Tx *x, PartBlockT *b)
     for (int32_t i = 0; i < b->n_k; i++) {
         const PartKernel *k = &b->k[i];
         if (k->kind == PART_K_GEMM) tensors += k->launches[1] == 3 ? 2 : 1;
-        else if (strstr(k->name, "norm")) tensors += ln ? 2 : 1;
+        else if (k->flags & PART_KF_NORM) tensors += ln ? 2 : 1;
     }
     if (tensors < 1) tensors = 1;
     double gb = x->p->precision == PLAN_PRECISION_AMP ? 4.0 : 2.0;

@@ -217,8 +217,7 @@ static void row_b(const json_t *r, const char *gpu)
 static void step_kernels(const ModelSpec *m, const HwModel *hw, const SimSetup *in)
 {
     PartRuntime rt;
-    part_runtime_init(&rt);
-    rt.hf_grads_freed = in->opt.grads_freed;
+    sim_part_runtime(&in->opt, &rt);
     CostCtx cc;
     cost_ctx_init(&cc, hw, &in->plan, sim_tensor_factor(&hw->gpu, &in->opt, 1));
     static PartTemplate t;

@@ -145,6 +145,11 @@ double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus);
  * gradient copy. Leaves the other fields (capacity, ...) as they are. */
 struct PartMemOptions;
 void sim_mem_options(const SimOptions *o, TsDtype dt, struct PartMemOptions *mo);
+/* The layer template's runtime choices (sequential experts, op-level SAC, the
+ * CP exchange, the reduced gradient's bytes, HF's freed gradients) from the
+ * simulator's options, as the simulator builds its templates. */
+struct PartRuntime;
+void sim_part_runtime(const SimOptions *o, struct PartRuntime *rt);
 
 typedef struct SimSetup {
     const ModelSpec *model;

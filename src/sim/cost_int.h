@@ -121,8 +121,6 @@ void sim_ep_route(const Ctx *x, HwEpRoute *r);
 /* The dense and MoE layer costs of x and its edges (SIM_EDGES), through the
  * layer-cost cache of w when it is on. */
 void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe, double edge[SIM_EDGES]);
-/* The template's runtime choices from the simulator's options. */
-void sim_part_runtime(const SimOptions *o, PartRuntime *rt);
 /* The ZeRO-3 root unit (embedding, head) of a chunk and the first block's
  * exposed gather: adds to c and returns the forward part. */
 void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,

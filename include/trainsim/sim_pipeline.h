@@ -168,6 +168,14 @@ typedef struct SimChunkCost {
                                buckets ready through it (wgrad_s - head_wgrad_s) */
     double ep_fwd_s;        /* of ep_exposed_s: the EP all-to-alls inside the forward task */
     double ep_bwd_s;        /* of ep_exposed_s: those inside the backward task (the rest) */
+    double dp_beside_s;     /* with DP overlap: of the compute in the last backward's window
+                               (bwd_s - head_bwd_s), the seconds the buckets' collectives run
+                               beside, were the DP stream free at its start (sim_simulate walks
+                               them against the task graph's layout); 0 with dp_within_s 0: by
+                               the backward's compute share */
+    double dp_within_s;     /* the buckets' seconds inside that window */
+    double dp_beside_w_s;   /* the same for a last W task's window (wgrad_s - head_wgrad_s) */
+    double dp_within_w_s;
 } SimChunkCost;
 
 /* Seconds of an overlapped forward-and-backward pair (DualPipe, DeepSeek-V3

@@ -513,7 +513,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 /* the layers' part of the last backward; the first
                  * forward: embedding, layers, head */
                 SimBucketTiming tm = {.window_s = c->bwd_s - c->head_bwd_s, .emb_fwd_s = emb_fwd,
-                                      .layer_fwd_s = nl > 0 ? (c->fwd_s - emb_fwd - head_fwd) / (double)nl : 0};
+                                      .layer_fwd_s = nl > 0 ? (c->fwd_s - emb_fwd - head_fwd) / (double)nl : 0,
+                                      .tail_wait_s = first ? emb_tp_b : 0};
                 if (!bkey.valid || params != bkey.params || eparams != bkey.eparams || first != bkey.first ||
                     last != bkey.last || memcmp(&tm, &bkey.tm, sizeof tm) != 0) {
                     sim_chunk_buckets(&x, &ls, l0 - nl, nl, last ? head_params : 0,
@@ -525,6 +526,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 }
                 c->dp_grad_s = bk.t_dp;
                 c->dp_end_s = bk.end_s;
+                c->dp_beside_s = bk.beside_s;
+                c->dp_within_s = bk.within_s;
                 if (ordered) { /* the last gradients come from a W task: its layer part is the window */
                     SimBucketTiming tw = tm;
                     tw.window_s = c->wgrad_s - c->head_wgrad_s;
@@ -535,6 +538,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                                       sim_dp_bucket_bytes(&in->opt, x.dpg.size) / gbytes,
                                       p->dist_opt || p->zero >= 1 ? x.ab : 0, &tw, &bmemo, &bw);
                     c->dp_end_w_s = bw.end_s;
+                    c->dp_beside_w_s = bw.beside_s;
+                    c->dp_within_w_s = bw.within_s;
                 }
                 c->param_gather_s = (dpm.has_ag ? bk.t_ag : 0) + (dpm.has_eag ? bk.t_eag : 0);
                 c->gather_lag_s = c->param_gather_s > 0 ? bk.lag_s : 0;

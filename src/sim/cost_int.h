@@ -28,12 +28,21 @@ typedef struct Ctx {
 /* sim_layer_costs' edges: embedding forward / backward / TP forward / TP
  * backward / parameters, the same of the head (TP: its passes' collectives,
  * layer_cost.c edge_costs), the pipeline message in bytes, the embedding's
- * and the head's weight-gradient parts of their backward. */
+ * and the head's weight-gradient parts of their backward, of the head's
+ * forward TP the input's all-gathers. */
 enum {
     SIM_E_EMB_F, SIM_E_EMB_B, SIM_E_EMB_TP_F, SIM_E_EMB_TP_B, SIM_E_EMB_PARAMS,
     SIM_E_HEAD_F, SIM_E_HEAD_B, SIM_E_HEAD_TP_F, SIM_E_HEAD_TP_B, SIM_E_HEAD_PARAMS,
-    SIM_E_P2P_BYTES, SIM_E_EMB_WG, SIM_E_HEAD_WG, SIM_EDGES
+    SIM_E_P2P_BYTES, SIM_E_EMB_WG, SIM_E_HEAD_WG, SIM_E_HEAD_AG_F, SIM_EDGES
 };
+
+/* A window of a layer's stream time in the task graph's order
+ * (layer_segs.c): d > 0 compute, d < 0 the stream waiting for a collective. */
+#define SIM_SEGS 20
+typedef struct SimSegs {
+    int32_t n;
+    double d[SIM_SEGS];
+} SimSegs;
 
 typedef struct LayerCost {
     double fwd, bwd;           /* compute busy (no comm), one micro-batch */
@@ -61,7 +70,29 @@ typedef struct LayerCost {
                                   bwd + recompute + tp_b + cp_b + ep_b */
     double fwd_flops_token;    /* model FLOPs per token, forward, whole layer (unsharded) */
     double recompute_flops_token;
+    double seg_comp_b;         /* the compute seconds of seg[1] */
+    SimSegs seg[2];            /* the forward's and the backward's stream time (fwd + tp_f + cp_f + ep_f;
+                                  bwd_span_s) in the task graph's order */
 } LayerCost;
+
+/* One layer's collectives as layer_cost times them, for its segments: one
+ * block's TP all-gather, reduce-scatter, all-reduce per pass (sp, ov:
+ * --tp-overlap, half: a block's chain), the EP dispatch and combine, the CP
+ * exchange (ring: hidden parts and exposures; exposed: before and after the
+ * block, forward and backward). */
+enum { SIM_CP_NO_SEGS, SIM_CP_RING_SEGS, SIM_CP_EXPOSED_SEGS };
+typedef struct SimLayerComm {
+    bool sp, ov;
+    double ag, rs, ar, half, ep_d, ep_c;
+    int cp_mode;
+    double ring_hid_f, ring_hid_b, cp_f, cp_b;
+    double cp_pre_f, cp_post_f, cp_pre_b, cp_post_b;
+} SimLayerComm;
+void sim_layer_segs(const Ctx *x, bool moe, const SimLayerComm *c, LayerCost *lc);
+void sim_seg_add(SimSegs *s, double d, bool comp);
+double sim_segs_len(const SimSegs *s);
+/* compute seconds of s, started at t0, within [a, b) */
+double sim_segs_beside(const SimSegs *s, double t0, double a, double b);
 
 /* Megatron-Core's gradient buckets of one chunk (dp_buckets.c): layers
  * [l0, l0 + nl) with the LM head first (head_params > 0) and the embedding
@@ -82,6 +113,9 @@ typedef struct SimBuckets {
                       in reverse order of closing (t_ag + t_eag in all) under a forward of
                       emb_fwd_s, then layer_fwd_s per layer, then the head */
     int32_t n;     /* buckets */
+    double beside_s; /* compute seconds of the window (and no further) that the buckets' collectives
+                        run beside, the DP stream free at its start (layer_segs.c) */
+    double within_s; /* the collectives' seconds inside the window */
 } SimBuckets;
 #define SIM_BUCKET_MEMO 8
 typedef struct SimBucketMemo { /* collective times by bucket size (< 0: expert buffer), one plan */
@@ -93,6 +127,8 @@ typedef struct SimBucketTiming {
     double emb_fwd_s;   /* the embedding's forward (first chunk), before the layers */
     double layer_fwd_s; /* one layer's forward */
     bool w_pass;        /* the last gradients come from a W task (weight gradients only) */
+    double tail_wait_s; /* after the layers, the stream waiting on a collective first (the
+                           embedding's input-gradient all-gather), then compute */
 } SimBucketTiming;
 /* A chunk's layers as costed: dense and MoE (moe NULL without experts);
  * under --recompute-layers k the first k layers of the chunk fully

@@ -33,6 +33,55 @@ typedef struct Closes {
     double pos[REUSE_MAX], t[REUSE_MAX];
 } Closes;
 
+/* The buckets' collectives still running, as disjoint spans on the DP
+ * stream (back-to-back ones merged), walked against the backward's
+ * compute: beside_s the compute seconds they meet, within_s their seconds
+ * inside the window (the replay's measure, replay_dag.c comm_overlap). */
+enum { PEND_MAX = 16 };
+typedef struct Pend {
+    int32_t n;
+    double s[PEND_MAX], e[PEND_MAX];
+    double window_s, beside_s, within_s;
+} Pend;
+
+static void pend_push(Pend *p, double s, double e)
+{
+    if (!(e > s)) return;
+    double lo = s > 0 ? s : 0, hi = e < p->window_s ? e : p->window_s;
+    if (hi > lo) p->within_s += hi - lo;
+    if (p->n > 0 && s <= p->e[p->n - 1]) {
+        p->e[p->n - 1] = e;
+        return;
+    }
+    if (p->n == PEND_MAX) { /* never with merging: keep the span's extent */
+        p->e[p->n - 1] = e;
+        return;
+    }
+    p->s[p->n] = s, p->e[p->n] = e, p->n++;
+}
+
+/* The window's stream from t for len seconds: the segments sg, or (NULL)
+ * compute throughout when comp, else a wait; comp_s: its compute seconds. */
+static void pend_walk(Pend *p, double t, double len, const SimSegs *sg, bool comp, double comp_s)
+{
+    double b = t + len;
+    int32_t drop = 0;
+    for (int32_t i = 0; i < p->n; i++) {
+        double s = p->s[i] > t ? p->s[i] : t, e = p->e[i] < b ? p->e[i] : b;
+        if (e > s) {
+            if (s == t && e == b) p->beside_s += comp_s;
+            else if (sg) p->beside_s += sim_segs_beside(sg, t, s, e);
+            else if (comp) p->beside_s += e - s;
+        }
+        if (p->e[i] <= b && drop == i) drop++;
+    }
+    if (drop) {
+        memmove(p->s, p->s + drop, (size_t)(p->n - drop) * sizeof *p->s);
+        memmove(p->e, p->e + drop, (size_t)(p->n - drop) * sizeof *p->e);
+        p->n -= drop;
+    }
+}
+
 typedef struct Feed {
     const Ctx *x;
     const PlanGroupInfo *g;
@@ -46,13 +95,16 @@ typedef struct Feed {
     SimBucketMemo *memo;
     bool expert;
     SimBuckets *out;
+    Pend *pend;
 } Feed;
 
 /* One bucket's collective on the DP stream: it starts when its gradients
  * are ready (`ready`, from the window's start) and the one before is done. */
-static void stream(double *end, double ready, double t)
+static void stream(Pend *p, double *end, double ready, double t)
 {
-    *end = (*end > ready ? *end : ready) + t;
+    double s = *end > ready ? *end : ready;
+    *end = s + t;
+    pend_push(p, s, *end);
 }
 
 static void close_bucket(Feed *f, double ready)
@@ -77,7 +129,7 @@ static void close_bucket(Feed *f, double ready)
     f->out->t_dp += t;
     f->out->t_ag += ta;
     f->out->n++;
-    stream(f->end, ready, t);
+    stream(f->pend, f->end, ready, t);
     Closes *c = f->closes;
     if (c->n < REUSE_MAX) c->pos[c->n] = ready - f->layer_start, c->t[c->n] = t;
     c->n++;
@@ -88,6 +140,15 @@ static void feed(Feed *f, double tensor)
     if (!(tensor > 0)) return;
     f->open += tensor;
     if (f->open >= f->max) close_bucket(f, *f->now);
+}
+
+/* A layer's part of the window: its backward's segments, or (W pass) its
+ * weight gradients, all compute. */
+static void walk_layer(Pend *p, const LayerCost *lc, double t, double span, bool w_pass)
+{
+    if (p->n == 0) return;
+    if (w_pass) pend_walk(p, t, span, NULL, true, span);
+    else pend_walk(p, t, span, &lc->seg[1], true, lc->seg_comp_b);
 }
 
 void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t nl,
@@ -103,8 +164,9 @@ void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t 
      * end); it starts its forward at F: lag = T + max(-C - F) */
     double lag = head_params > 0 ? -(tm->emb_fwd_s + (double)nl * tm->layer_fwd_s) : -INFINITY;
     Closes cur = {0};
+    Pend pend = {.window_s = tm->window_s};
     Feed d = {.x = x, .g = &x->dpg, .rc = rc, .gbytes = gbytes, .max = bucket_elems, .gather_bytes = gather_bytes,
-              .now = &now, .end = &end, .closes = &cur, .memo = memo, .out = out};
+              .now = &now, .end = &end, .closes = &cur, .memo = memo, .out = out, .pend = &pend};
     Feed e = d;
     e.g = &x->edpg;
     e.expert = true;
@@ -125,9 +187,10 @@ void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t 
         double t_layer = now, part = tm->w_pass ? lc->wgrad_mlp_s : lc->bwd_mlp_s;
         double span = tm->w_pass ? lc->wgrad : lc->bwd_span_s;
         if (empty && lc == prev) {
-            for (int32_t k = 0; k < last.n; k++) stream(&end, t_layer + last.pos[k], last.t[k]);
+            for (int32_t k = 0; k < last.n; k++) stream(&pend, &end, t_layer + last.pos[k], last.t[k]);
             now = t_layer + span;
             out->t_dp += dt, out->n += dn, eb.t_dp += et, eb.n += en, out->t_ag += da, eb.t_ag += ea;
+            walk_layer(&pend, lc, t_layer, span, tm->w_pass);
             continue;
         }
         double t0 = out->t_dp, e0 = eb.t_dp, a0 = out->t_ag, b0 = eb.t_ag;
@@ -143,6 +206,7 @@ void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t 
         feed(&e, lc->egrad_t[1]);
         now = t_layer + span;
         for (int32_t i = 2; i < lc->n_grad_t; i++) feed(&d, lc->grad_t[i]);
+        walk_layer(&pend, lc, t_layer, span, tm->w_pass);
         prev = empty && d.open == 0 && e.open == 0 && cur.n <= REUSE_MAX ? lc : NULL;
         last = cur;
         dt = out->t_dp - t0, dn = out->n - n0, da = out->t_ag - a0;
@@ -151,10 +215,17 @@ void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t 
     /* what is left open, the embedding's bucket last: ready at the end
      * (and gathered right after the experts' last one, first of all) */
     if (emb_params > 0 && -(out->t_ag + eb.t_ag) > lag) lag = -(out->t_ag + eb.t_ag);
+    /* the rest of the window: the embedding's backward (its input
+     * gradient's TP collective first) or a W pass's weight gradients */
+    double rest = tm->window_s - now, wait = tm->w_pass ? 0 : fmin(tm->tail_wait_s, rest);
+    pend_walk(&pend, now, wait, NULL, false, 0);
+    pend_walk(&pend, now + wait, rest - wait, NULL, true, rest - wait);
     now = tm->window_s;
     feed(&d, emb_params);
     close_bucket(&d, tm->window_s);
     close_bucket(&e, tm->window_s);
+    out->beside_s = pend.beside_s;
+    out->within_s = pend.within_s;
     out->t_dp += eb.t_dp;
     out->n += eb.n;
     out->t_eag = eb.t_ag;

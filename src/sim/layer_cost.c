@@ -102,21 +102,30 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     layer_flops(x, moe, lc);
     /* EP: dispatch + combine forward; backward the combine's gradient
      * travels as a dispatch and the dispatch's as a combine */
+    SimLayerComm sc = {.sp = p->sp};
     if (moe && tpl->ep_bytes > 0) {
         HwEpRoute r;
         sim_ep_route(x, &r);
-        lc->ep_f = lc->ep_b = hw_ep_a2a_time_s(x->net, tpl->ep_dispatch_bytes, p->ep, x->epg.nodes, &r) +
-                              hw_ep_a2a_time_s(x->net, tpl->ep_bytes, p->ep, x->epg.nodes, &r);
+        sc.ep_d = hw_ep_a2a_time_s(x->net, tpl->ep_dispatch_bytes, p->ep, x->epg.nodes, &r);
+        sc.ep_c = hw_ep_a2a_time_s(x->net, tpl->ep_bytes, p->ep, x->epg.nodes, &r);
+        lc->ep_f = lc->ep_b = sc.ep_d + sc.ep_c;
     }
     /* TP: 2 all-reduces per pass, or 2 all-gathers + 2 reduce-scatters with SP */
     double X = tpl->tp_bytes, tpc = 0;
-    if (X > 0)
-        tpc = p->sp ? 2 * (sim_coll(x, TS_COLL_ALLGATHER, X, &x->tpg, HW_GROUP_TP) +
-                           sim_coll(x, TS_COLL_REDUCESCATTER, X, &x->tpg, HW_GROUP_TP))
-                    : 2 * sim_coll(x, TS_COLL_ALLREDUCE, X, &x->tpg, HW_GROUP_TP);
+    if (X > 0) {
+        if (p->sp) {
+            sc.ag = sim_coll(x, TS_COLL_ALLGATHER, X, &x->tpg, HW_GROUP_TP);
+            sc.rs = sim_coll(x, TS_COLL_REDUCESCATTER, X, &x->tpg, HW_GROUP_TP);
+            sc.half = sc.ag + sc.rs;
+        } else {
+            sc.half = sc.ar = sim_coll(x, TS_COLL_ALLREDUCE, X, &x->tpg, HW_GROUP_TP);
+        }
+        tpc = 2 * sc.half;
+    }
     double sig = x->o->overlap_slowdown, tpx_f[2] = {0, 0}, tpx_b[2] = {0, 0};
     double slow_f = 0; /* of slow, the forward's (a full recompute runs it again) */
-    if (p->tp_overlap && tpc > 0) {
+    sc.ov = p->tp_overlap && tpc > 0;
+    if (sc.ov) {
         /* each block's all-gather and reduce-scatter (or all-reduce), half
          * of tpc, hide under that block's own GEMMs (Transformer Engine
          * overlaps a GEMM with its own communication), not under the
@@ -141,12 +150,17 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         double kv = tpl->cp_kv_bytes;
         if (x->o->cp_comm == SIM_CP_ALLGATHER) {
             double ag = sim_coll(x, TS_COLL_ALLGATHER, kv, &x->cpg, HW_GROUP_CP);
+            sc.cp_pre_f = sc.cp_pre_b = ag;
+            sc.cp_post_b = sim_coll(x, TS_COLL_REDUCESCATTER, kv, &x->cpg, HW_GROUP_CP);
             lc->cp_f = ag;
-            lc->cp_b = ag + sim_coll(x, TS_COLL_REDUCESCATTER, kv, &x->cpg, HW_GROUP_CP);
+            lc->cp_b = ag + sc.cp_post_b;
+            sc.cp_mode = SIM_CP_EXPOSED_SEGS;
         } else if (x->o->cp_comm == SIM_CP_A2A) {
             double per = kv / (double)p->cp;
-            lc->cp_f = lc->cp_b = hw_alltoall_time_s(x->net, tpl->cp_q_bytes + per, p->cp, x->cpg.nodes) +
-                                  hw_alltoall_time_s(x->net, tpl->cp_o_bytes, p->cp, x->cpg.nodes);
+            sc.cp_pre_f = sc.cp_post_b = hw_alltoall_time_s(x->net, tpl->cp_q_bytes + per, p->cp, x->cpg.nodes);
+            sc.cp_post_f = sc.cp_pre_b = hw_alltoall_time_s(x->net, tpl->cp_o_bytes, p->cp, x->cpg.nodes);
+            lc->cp_f = lc->cp_b = sc.cp_pre_f + sc.cp_post_f;
+            sc.cp_mode = SIM_CP_EXPOSED_SEGS;
         } else {
             /* the ring's cp - 1 steps move what an all-gather of the K/V
              * blocks moves, over the same links: costed as that all-gather
@@ -156,6 +170,10 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
             double hid_b = fmin(2 * step, lc->attn_bwd * (double)(p->cp - 1) / (double)p->cp);
             lc->cp_f = step - hid_f;
             lc->cp_b = 2 * step - hid_b;
+            sc.cp_mode = SIM_CP_RING_SEGS;
+            sc.ring_hid_f = lc->attn_fwd * (double)(p->cp - 1) / (double)p->cp;
+            sc.ring_hid_b = lc->attn_bwd * (double)(p->cp - 1) / (double)p->cp;
+            sc.cp_f = lc->cp_f, sc.cp_b = lc->cp_b;
             lc->slow += sig * (hid_f + hid_b);
             slow_f += sig * hid_f;
         }
@@ -189,6 +207,7 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     lc->bwd_mlp_s = rc_f + f->ig + f->wg + tpx_b[1] + lc->ep_b;
     lc->wgrad_mlp_s = f->wg;
     lc->bwd_span_s = lc->bwd + lc->recompute + lc->tp_b + lc->cp_b + lc->ep_b;
+    sim_layer_segs(x, moe, &sc, lc);
 }
 
 /* Embedding (first chunk) and final norm + LM head + loss (last chunk), with
@@ -215,6 +234,7 @@ static void edge_costs(const Ctx *x, double edge[SIM_EDGES])
     edge[SIM_E_HEAD_B] = h->ig + h->wg;
     double tp = 0;
     if (t->head_sp_bytes > 0) tp += sim_coll(x, TS_COLL_ALLGATHER, t->head_sp_bytes, &x->tpg, HW_GROUP_TP);
+    edge[SIM_E_HEAD_AG_F] = tp * passes;
     if (t->vocab_ar_bytes > 0) /* vocab-parallel CE */
         tp += 3 * sim_coll(x, TS_COLL_ALLREDUCE, t->vocab_ar_bytes, &x->tpg, HW_GROUP_TP);
     edge[SIM_E_HEAD_TP_F] = tp * passes;
@@ -240,14 +260,14 @@ static void edge_costs(const Ctx *x, double edge[SIM_EDGES])
  * backward, the root's the embedding's backward. A unit's whole forward or
  * backward, its TP / CP / EP collectives included, waits for its gather
  * (FSDP's pre-forward / pre-backward hook). The stage's compute runs its
- * windows back to back: a window is a unit's stream time (fsdp_window); a
- * collective beside a window slows compute by the window's compute share
- * (the replay measures each collective beside compute). */
+ * windows back to back: a window is a unit's stream time, laid out as the
+ * task graph's compute and exposed collectives (LayerCost.seg); a
+ * collective slows the compute it meets (the replay's measure). */
 typedef struct FsdpWalk {
     double C, D, U;     /* compute stream free, DP (HSDP: shard) stream free, end of the last unit (s) */
     double R;           /* HSDP: the replicas' stream free */
     int32_t last;       /* the step's last micro-batch: HSDP's replica all-reduces */
-    double beside_s;    /* collective seconds beside compute, by the windows' shares */
+    double beside_s;    /* collective seconds beside compute */
     double idle_s[2];   /* compute waiting for a gather: forward, backward */
     int32_t bwd;        /* in the backward */
     double ws[16], we[16]; /* collectives issued that may still meet a window, FIFO */
@@ -288,24 +308,30 @@ static void walk_window(FsdpWalk *k, double len, double share)
     k->C = b;
 }
 
+/* A window laid out as segments: each collective issued meets only its
+ * compute (the replay's measure). */
+static void walk_segs(FsdpWalk *k, const SimSegs *sg)
+{
+    double a = k->C, b = a + sim_segs_len(sg);
+    int32_t drop = 0;
+    for (int32_t i = 0; i < k->n; i++) {
+        double s = k->ws[i] > a ? k->ws[i] : a, e = k->we[i] < b ? k->we[i] : b;
+        if (e > s) k->beside_s += sim_segs_beside(sg, a, s, e);
+        if (k->we[i] <= b && drop == i) drop++;
+    }
+    if (drop) {
+        memmove(k->ws, k->ws + drop, (size_t)(k->n - drop) * sizeof *k->ws);
+        memmove(k->we, k->we + drop, (size_t)(k->n - drop) * sizeof *k->we);
+        k->n -= drop;
+    }
+    k->C = b;
+}
+
 static void walk_wait(FsdpWalk *k, double t)
 {
     if (t > k->C) k->idle_s[k->bwd] += t - k->C, k->C = t;
 }
 
-/* A unit's stream time, forward and backward (the recompute included), and
- * its compute share (full recompute's forward is compute, its collectives
- * are not). */
-static void fsdp_window(const ParallelPlan *p, const LayerCost *lc, double w[2], double share[2])
-{
-    w[0] = lc->fwd + lc->tp_f + lc->cp_f + lc->ep_f;
-    w[1] = lc->bwd + lc->tp_b + lc->cp_b + lc->ep_b + lc->recompute;
-    double rc = p->recompute == PLAN_RECOMPUTE_FULL && lc->recompute > 0 ? lc->fwd : lc->recompute; /* (_nr: none) */
-    share[0] = w[0] > 0 ? lc->fwd / w[0] : 0;
-    share[1] = w[1] > 0 ? (lc->bwd + rc) / w[1] : 0;
-}
-
-static double share_of(double comp, double busy) { return busy > 0 ? comp / busy : 0; }
 
 /* One micro-batch of the chain (walk state k carried over). */
 /* HSDP: after the last micro-batch's reduce-scatter of a unit, its 1/S
@@ -321,7 +347,6 @@ static void walk_replica(const Ctx *x, FsdpWalk *k, double params)
 static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
                        const double edge[SIM_EDGES], const double root[4], FsdpWalk *k)
 {
-    double w[2], sh[2];
     /* forward: the root's gather, the embedding, the layers prefetching */
     walk_wait(k, walk_issue(k, k->U, root[0]));
     walk_window(k, edge[SIM_E_EMB_F] + root[2], 1);
@@ -332,26 +357,30 @@ static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
     for (int64_t l = 0; l < L; l++) {
         const LayerCost *nx = l + 1 < L ? sim_layer_at(x, ls, l + 1) : NULL;
         double gn = nx ? walk_issue(k, k->U, nx->fsdp_ag) : 0;
-        fsdp_window(x->p, lc, w, sh);
         walk_wait(k, g);
-        walk_window(k, w[0], sh[0]);
+        walk_segs(k, &lc->seg[0]);
         k->U = k->C;
         g = gn, lc = nx;
     }
-    double hf = edge[SIM_E_HEAD_F], hb = edge[SIM_E_HEAD_B];
-    walk_window(k, hf + edge[SIM_E_HEAD_TP_F], share_of(hf, hf + edge[SIM_E_HEAD_TP_F]));
+    /* the head: its input's gathers, its compute, the loss's all-reduces;
+     * backward its input gradient, the collectives, its weight gradient */
+    double hag = edge[SIM_E_HEAD_AG_F], hwg = edge[SIM_E_HEAD_WG];
+    walk_window(k, hag, 0);
+    walk_window(k, edge[SIM_E_HEAD_F], 1);
+    walk_window(k, edge[SIM_E_HEAD_TP_F] - hag, 0);
     /* backward: the head, the layers last to first, the embedding */
     k->bwd = 1;
-    walk_window(k, hb + edge[SIM_E_HEAD_TP_B], share_of(hb, hb + edge[SIM_E_HEAD_TP_B]));
+    walk_window(k, edge[SIM_E_HEAD_B] - hwg, 1);
+    walk_window(k, edge[SIM_E_HEAD_TP_B], 0);
+    walk_window(k, hwg, 1);
     k->U = k->C;
     lc = sim_layer_at(x, ls, L - 1);
     g = walk_issue(k, k->U, lc->fsdp_ag);
     for (int64_t l = L - 1; l >= 0; l--) {
         const LayerCost *nx = l > 0 ? sim_layer_at(x, ls, l - 1) : NULL;
         double gn = nx ? walk_issue(k, k->U, nx->fsdp_ag) : 0;
-        fsdp_window(x->p, lc, w, sh);
         walk_wait(k, g);
-        walk_window(k, w[1], sh[1]);
+        walk_segs(k, &lc->seg[1]);
         walk_issue(k, k->C, lc->fsdp_rs);
         walk_replica(x, k, lc->params - lc->expert_params);
         k->U = k->C;

@@ -808,7 +808,7 @@ double sim_dp_end_uniform(int32_t n, double dp_s, double window_s)
 static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResult *sr)
 {
     const int32_t v = pl->chunks;
-    double pipe_end = sr->pipe_end_s, total = 0, free_t = 0, share = 0;
+    double pipe_end = sr->pipe_end_s, total = 0, free_t = 0, share = 0, beside = 0, within = 0;
     int32_t ord[2] = {1, 0};
     if (sched_dual(pl) && w->bst_last[s * v] < w->bst_last[s * v + 1]) ord[0] = 0, ord[1] = 1;
     for (int32_t j = 0; j < v; j++) {
@@ -830,12 +830,21 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
         bool wl = w->wlast[s * v + c];
         double t0 = w->bst_last[s * v + c] + (wl ? cc->head_wgrad_s : cc->head_bwd_s), e = free_t + dp;
         double end = t0 + (wl ? cc->dp_end_w_s : cc->dp_end_s);
+        /* the stream free when the window opens: its buckets as walked,
+         * each slowing the compute it meets there (dp_beside_s) */
+        if (free_t <= t0) {
+            beside += wl ? cc->dp_beside_w_s : cc->dp_beside_s;
+            within += wl ? cc->dp_within_w_s : cc->dp_within_s;
+        }
         free_t = e > end ? e : end;
     }
     double exposed = free_t > pipe_end ? free_t - pipe_end : 0;
     double overlapped = total - exposed > 0 ? total - exposed : 0;
+    /* the rest of what hides (beyond the windows walked) by the compute
+     * share of the backward */
+    double rest = overlapped - within > 0 ? overlapped - within : 0;
     sr->dp_exposed_s = exposed;
-    sr->slowdown_s = total > 0 ? pl->overlap_slowdown * overlapped * share / total : 0;
+    sr->slowdown_s = total > 0 ? pl->overlap_slowdown * (beside + rest * share / total) : 0;
     /* the chunks' own (TP / CP windows, ZeRO-3), every micro-batch */
     double slow = 0;
     for (int32_t c = 0; c < v; c++) slow += pl->chunk[s * v + c].slowdown_s;

@@ -12,7 +12,7 @@
  *   4. simulator: more micro-batches, a slower GPU or a slower network
  *      never make the iteration faster;
  *   5. the simulator and the replay of its own task graph
- *      (sim_workload_build, sim_replay_dag) agree within 0.26 % on 100 random
+ *      (sim_workload_build, sim_replay_dag) agree within 0.1 % on 100 random
  *      plans of twelve models (dense GPT/Llama/NeoX/BLOOM/Nemotron, MoE, MLA;
  *      TP, PP, VPP, CP, EP, ETP; SP on and off;
  *      ZeRO 0-3, dist-opt; Adam and Shampoo; recompute modes, op-level SAC;
@@ -25,11 +25,12 @@
  *      per-rank DAG. TS_RT_N=n, TS_RT_SEED=s and
  *      TS_RT_SHOW=f (print every plan off by more than f; default the
  *      tolerance), TS_RT_SIGMA=f (the overlap slow-down, 0 = off) and
- *      TS_RT_BIG=1 (256-2048 GPUs, pp 2-8) explore other plans: seeds 1-7
- *      are within 0.25 %, without the overlap slow-down within 0.02 %
- *      (what is left: the slow-down of hidden DP buckets and ZeRO-3
- *      collectives by a task's or a layer's compute share where the replay
- *      measures each collective beside compute).
+ *      TS_RT_BIG=1 (256-2048 GPUs, pp 2-8) explore other plans: seeds 1-20
+ *      are within 0.08 %, without the overlap slow-down within 0.02 %; with
+ *      TS_RT_BIG=1 an interleaved plan whose DP buckets outlast their chunk's
+ *      last backward is 0.25 % off (the simulator slows the compute of the
+ *      later tasks by their compute share, bubbles included; the replay
+ *      measures it).
  *   6. with --recompute-layers (the first k layers of each chunk fully
  *      recomputed) the two agree exactly without the overlap slow-down.
  * Tolerances: parameter sums are exact in double below 2^53 (checked to
@@ -388,12 +389,9 @@ static void test_sim_matches_replay(void **state)
     const char *env = getenv("TS_RT_N");
     int want = env ? atoi(env) : 100;
     if (getenv("TS_RT_SEED")) rng = (uint64_t)atoll(getenv("TS_RT_SEED"));
-    /* 0.26 %: the largest over TS_RT_SEED 1-7 is 0.25 % (ZeRO-3 with EP: the
-     * slow-down of a layer's gathers by its compute share, where the replay
-     * measures each beside compute; the hidden DP buckets' by the backward's
-     * share, within 0.11 %); without the overlap slow-down (TS_RT_SIGMA=0)
-     * 0.02 % */
-    const double tol = 0.0026;
+    /* 0.1 %: the largest over TS_RT_SEED 1-20 is 0.08 %; without the
+     * overlap slow-down (TS_RT_SIGMA=0) 0.02 % */
+    const double tol = 0.001;
     double show = getenv("TS_RT_SHOW") ? atof(getenv("TS_RT_SHOW")) : tol; /* print plans beyond this */
     for (int i = 0; i < 20 * want && checked < want; i++) {
         const char *name = models[pick(12)];
@@ -506,7 +504,7 @@ static void test_sim_matches_replay(void **state)
 /* --recompute-layers k (Megatron's block method: the first k layers of each
  * chunk fully recomputed, the rest keep their activations): simulate and the
  * replay of its task graph run the same layers, exactly without the overlap
- * slow-down (1e-9 relative), within the round trip's tolerance with it. */
+ * slow-down (1e-9 relative), within the round trip's 0.1 % with it. */
 static void test_recompute_layers_round_trip(void **state)
 {
     (void)state;
@@ -549,11 +547,11 @@ static void test_recompute_layers_round_trip(void **state)
             assert_int_equal(sim_workload_build(&in, &w, &e), TS_OK);
             assert_int_equal(sim_replay_dag(w, &net, in.opt.overlap_slowdown, false, &rr, &e), TS_OK);
             double d = rr.iteration_time_s / r.iteration_time_s - 1;
-            if (fabs(d) > (sigma ? 0.0026 : 1e-9))
+            if (fabs(d) > (sigma ? 0.001 : 1e-9))
                 print_error("%s --recompute-layers %lld zero %d sigma %d: replay %.9g s vs simulate %.9g s\n",
                             cases[i].model, (long long)p.recompute_layers, p.zero, sigma, rr.iteration_time_s,
                             r.iteration_time_s);
-            assert_true(fabs(d) <= (sigma ? 0.0026 : 1e-9));
+            assert_true(fabs(d) <= (sigma ? 0.001 : 1e-9));
             sim_result_free(&r);
             sim_result_free(&rr);
             wl_destroy(w);

@@ -204,8 +204,11 @@ const char *sim_breakdown_what(int i);
  * stages' extra (embedding; LM head, loss, MTP blocks). sim_simulate fills
  * SimResult.balance when the plan's stages are uneven in work; e.g.
  * DeepSeek-V3 on 16 H800 stages: 5,4,...,4,3,1 (first: 3 dense + 2 MoE;
- * last: one MoE layer beside MTP and the two heads). */
-bool sim_balance_layers(const double *w, int64_t n, int64_t c, double first_x, double last_x, SimBalance *out);
+ * last: one MoE layer beside MTP and the two heads). below > 0: only a
+ * split whose busiest stage is under it is wanted (false, at the cost of one
+ * check, when there is none). */
+bool sim_balance_layers(const double *w, int64_t n, int64_t c, double first_x, double last_x, double below,
+                        SimBalance *out);
 
 /* Resolve and validate the plan against the model (plan_resolve), build
  * per-chunk costs, run the engine, derive metrics, memory and warnings.

@@ -11,21 +11,54 @@
  */
 #include "trainsim/sim.h"
 
+#include <math.h>
 #include <stdlib.h>
 
-/* Can the layers (weights w[0..n)) go into c stages of at most T each, the
- * first adding first_x and the last last_x? Writes the counts when out. */
-static bool fits(const double *w, int64_t n, int64_t c, double first_x, double last_x, double T, int16_t *out)
+/* The layers as runs of equal weight (a model's dense and MoE layers come
+ * in a few runs), so that a check costs stages + runs, not layers. */
+typedef struct Run {
+    double w;
+    int64_t n;
+} Run;
+
+/* Of a run of weight w with k left, how many more fit over load under T
+ * (at most lim): the greedy check's one-by-one filling, in one step. */
+static int64_t run_take(double w, int64_t lim, double load, double T)
 {
-    int64_t l = 0;
+    if (lim <= 0 || !(load + w <= T)) return 0;
+    double q = w > 0 ? floor((T - load) / w) : (double)lim;
+    int64_t k = q < (double)lim ? (int64_t)q : lim;
+    while (k > 1 && load + (double)k * w > T) k--;
+    while (k < lim && load + (double)(k + 1) * w <= T) k++;
+    return k;
+}
+
+/* Can the layers (runs r[0..nr), n layers) go into c stages of at most T
+ * each, the first adding first_x and the last last_x? Each stage takes
+ * layers while they fit, leaving one for every later stage. Writes the
+ * counts when out. */
+static bool fits(const Run *r, int32_t nr, int64_t n, int64_t c, double first_x, double last_x, double T,
+                 int16_t *out)
+{
+    int64_t l = 0, used = 0; /* layers placed; of run i, those placed */
+    int32_t i = 0;
     for (int64_t s = 0; s < c; s++) {
         double load = (s == 0 ? first_x : 0) + (s == c - 1 ? last_x : 0);
-        int64_t take = 0, room = n - l - (c - 1 - s); /* leave one layer per later stage */
+        int64_t take = 0, room = n - l - (c - 1 - s);
         if (s == c - 1) {
-            for (; l < n; l++, take++) load += w[l];
+            for (; i < nr; i++, used = 0) load += (double)(r[i].n - used) * r[i].w;
+            take = n - l;
+            l = n;
             if (load > T) return false;
         } else {
-            while (take < room && load + w[l] <= T) load += w[l++], take++;
+            while (take < room && i < nr) {
+                int64_t lim = r[i].n - used < room - take ? r[i].n - used : room - take;
+                int64_t k = run_take(r[i].w, lim, load, T);
+                load += (double)k * r[i].w;
+                take += k, used += k, l += k;
+                if (used == r[i].n) i++, used = 0;
+                else break; /* the next layer does not fit */
+            }
             if (take == 0) return false;
         }
         if (out) out[s] = (int16_t)take;
@@ -33,23 +66,41 @@ static bool fits(const double *w, int64_t n, int64_t c, double first_x, double l
     return l == n;
 }
 
-bool sim_balance_layers(const double *w, int64_t n, int64_t c, double first_x, double last_x, SimBalance *out)
+bool sim_balance_layers(const double *w, int64_t n, int64_t c, double first_x, double last_x, double below,
+                        SimBalance *out)
 {
     out->n = 0;
     if (c < 2 || c > SIM_BALANCE_MAX || n < c) return false;
+    Run *r = malloc((size_t)n * sizeof *r);
+    if (!r) return false;
+    int32_t nr = 0;
     double lo = 0, hi = first_x + last_x;
     for (int64_t l = 0; l < n; l++) {
         hi += w[l];
         if (w[l] > lo) lo = w[l];
+        if (nr > 0 && r[nr - 1].w == w[l]) r[nr - 1].n++;
+        else r[nr++] = (Run){.w = w[l], .n = 1};
     }
-    if (!fits(w, n, c, first_x, last_x, hi, NULL)) return false;
-    for (int it = 0; it < 64 && hi - lo > 1e-9 * hi; it++) {
+    /* no stage is lighter than the mean; the bound to 1e-6 picks the split,
+     * whose busiest stage is then summed exactly */
+    if (hi / (double)c > lo) lo = hi / (double)c;
+    if (below > 0 && below < hi) hi = below;
+    bool ok = fits(r, nr, n, c, first_x, last_x, hi, NULL);
+    for (int it = 0; ok && it < 64 && hi - lo > 1e-6 * hi; it++) {
         double mid = 0.5 * (lo + hi);
-        if (fits(w, n, c, first_x, last_x, mid, NULL)) hi = mid;
+        if (fits(r, nr, n, c, first_x, last_x, mid, NULL)) hi = mid;
         else lo = mid;
     }
-    fits(w, n, c, first_x, last_x, hi, out->layers);
-    out->n = (int32_t)c;
-    out->busiest_s = hi;
-    return true;
+    if (ok) {
+        fits(r, nr, n, c, first_x, last_x, hi, out->layers);
+        out->n = (int32_t)c;
+        out->busiest_s = 0;
+        for (int64_t s = 0, l = 0; s < c; s++) {
+            double load = (s == 0 ? first_x : 0) + (s == c - 1 ? last_x : 0);
+            for (int64_t k = 0; k < out->layers[s]; k++) load += w[l++];
+            if (load > out->busiest_s) out->busiest_s = load;
+        }
+    }
+    free(r);
+    return ok;
 }

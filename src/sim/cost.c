@@ -267,15 +267,15 @@ static void balance(const ModelSpec *m, const ParallelPlan *p, const LayerCost *
     double first_x = edge[SIM_E_EMB_F] + edge[SIM_E_EMB_B] + edge[SIM_E_EMB_TP_F] + edge[SIM_E_EMB_TP_B];
     double last_x = edge[SIM_E_HEAD_F] + edge[SIM_E_HEAD_B] + edge[SIM_E_HEAD_TP_F] + edge[SIM_E_HEAD_TP_B] +
                     (double)m->mtp_layers * wm;
+    double cur = 0;
+    for (int32_t s = 0; s < p->pp; s++) {
+        const SimChunkCost *c = &cc[s];
+        double x = c->compute_fwd_s + c->compute_bwd_s + c->recompute_s + c->tp_exposed_s + c->cp_exposed_s +
+                   c->ep_exposed_s + c->fsdp_exposed_s + c->slowdown_s;
+        if (x > cur) cur = x;
+    }
     SimBalance b;
-    if (sim_balance_layers(w, m->layers, p->pp, first_x, last_x, &b)) {
-        double cur = 0;
-        for (int32_t s = 0; s < p->pp; s++) {
-            const SimChunkCost *c = &cc[s];
-            double x = c->compute_fwd_s + c->compute_bwd_s + c->recompute_s + c->tp_exposed_s + c->cp_exposed_s +
-                       c->ep_exposed_s + c->fsdp_exposed_s + c->slowdown_s;
-            if (x > cur) cur = x;
-        }
+    if (sim_balance_layers(w, m->layers, p->pp, first_x, last_x, 0.98 * cur, &b)) {
         b.current_s = cur;
         if (b.busiest_s < 0.98 * cur) out->balance = b;
     }

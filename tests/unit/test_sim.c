@@ -598,6 +598,39 @@ static void test_cp_comm(void **state)
 
 /* Dropout follows the model's probabilities: p = 0 runs no kernel and keeps
  * no mask (OPT has no attention dropout, BLOOM none at all). */
+/* The work-evening split (balance.c): 3 dense layers of work 1 then 58 MoE
+ * layers of work 2 over 16 stages, the last stage carrying 3 of extra work
+ * (heads): 122 of work over 16 stages (mean 7.6), so the best split's
+ * busiest stage is 8 (four MoE layers); a bound under it finds none (one
+ * check); a uniform model fills the stages evenly. */
+static void test_balance_layers(void **state)
+{
+    (void)state;
+    double w[61];
+    for (int i = 0; i < 61; i++) w[i] = i < 3 ? 1.0 : 2.0;
+    SimBalance b;
+    assert_true(sim_balance_layers(w, 61, 16, 0.0, 3.0, 0, &b));
+    assert_int_equal(b.n, 16);
+    int sum = 0;
+    double busiest = 0;
+    for (int s = 0, l = 0; s < 16; s++) {
+        double load = s == 15 ? 3.0 : 0;
+        for (int k = 0; k < b.layers[s]; k++) load += w[l++];
+        sum += b.layers[s];
+        busiest = load > busiest ? load : busiest;
+    }
+    assert_int_equal(sum, 61);
+    assert_true(fabs(b.busiest_s - 8.0) < 1e-12);
+    assert_true(fabs(busiest - b.busiest_s) < 1e-12);
+    assert_false(sim_balance_layers(w, 61, 16, 0.0, 3.0, 7.9, &b));
+    assert_true(sim_balance_layers(w, 61, 16, 0.0, 3.0, 8.1, &b));
+    double u[96];
+    for (int i = 0; i < 96; i++) u[i] = 0.5;
+    assert_true(sim_balance_layers(u, 96, 8, 0.0, 0.0, 0, &b));
+    for (int s = 0; s < 8; s++) assert_int_equal(b.layers[s], 12);
+    assert_false(sim_balance_layers(u, 4, 8, 0.0, 0.0, 0, &b)); /* fewer layers than stages */
+}
+
 static void test_dropout_probabilities(void **state)
 {
     (void)state;
@@ -665,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_ds_pipe),
         cmocka_unit_test(test_lower_bound),
         cmocka_unit_test(test_cp_comm),
+        cmocka_unit_test(test_balance_layers),
         cmocka_unit_test(test_dropout_probabilities),
         cmocka_unit_test(test_bad_plan_is_plan_error),
     };

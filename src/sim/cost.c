@@ -239,11 +239,12 @@ static void chunk_slot(const ParallelPlan *p, int64_t ch, int32_t *s, int32_t *k
 }
 
 /* The transfer from rank s to rank s + dir (cyclic): NVLink within a node,
- * else the network, along rank 0's path through the layout. */
-static double p2p_link(const ParallelPlan *p, int64_t gpn, int32_t s, int32_t dir, double near, double far)
+ * else the network, along rank 0's path through the layout (node[s]: the
+ * node of stage s there, -1 without nodes). */
+static double p2p_link(const int64_t *node, int64_t pp, int32_t s, int32_t dir, double near, double far)
 {
-    int64_t pp = p->pp, r = plan_rank_of(p, 0, 0, 0, s), n = plan_rank_of(p, 0, 0, 0, (s + dir + pp) % pp);
-    return gpn > 0 && r / gpn == n / gpn ? near : far;
+    int64_t a = node[s], b = node[(s + dir + pp) % pp];
+    return a >= 0 && a == b ? near : far;
 }
 
 /* sim_simulate, or with lb != NULL sim_lower_bound: stop after the costing. */
@@ -387,7 +388,12 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     /* each rank's parameters (dense, of them routed experts): its step runs
      * once over all its chunks, as the task graph's */
     double *rank_params = calloc(2 * (size_t)pp, sizeof *rank_params);
-    if (!rank_params) {
+    int64_t *node = malloc((size_t)pp * sizeof *node);
+    if (node)
+        for (int32_t k = 0; k < pp; k++) node[k] = gpn_pp > 0 ? plan_rank_of(p, 0, 0, 0, k) / gpn_pp : -1;
+    if (!rank_params || !node) {
+        free(rank_params);
+        free(node);
         if (!wk) sim_work_destroy(w);
         return ts_err(err, TS_ERR_INTERNAL, "out of memory");
     }
@@ -479,8 +485,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             if (pp > 1) {
                 /* the V's way back (dualpipev chunk 1) sends to rank s-1 */
                 int32_t dn = p->schedule == PLAN_SCHED_DUALPIPEV && vs == 1 ? -1 : 1;
-                p2p_out = p2p_link(p, gpn_pp, s, dn, p2p_near, p2p_far);
-                p2p_in = p2p_link(p, gpn_pp, s, -dn, p2p_near, p2p_far);
+                p2p_out = p2p_link(node, pp, s, dn, p2p_near, p2p_far);
+                p2p_in = p2p_link(node, pp, s, -dn, p2p_near, p2p_far);
             }
             c->p2p_fwd_s = p2p_out;
             c->p2p_bwd_s = p2p_in;
@@ -556,8 +562,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 const int32_t r = pp - 1 - s;
                 SimChunkCost *d = &cc[r * ve + 1];
                 *d = *c;
-                d->p2p_fwd_s = pp > 1 ? p2p_link(p, gpn_pp, r, -1, p2p_near, p2p_far) : 0;
-                d->p2p_bwd_s = pp > 1 ? p2p_link(p, gpn_pp, r, 1, p2p_near, p2p_far) : 0;
+                d->p2p_fwd_s = pp > 1 ? p2p_link(node, pp, r, -1, p2p_near, p2p_far) : 0;
+                d->p2p_bwd_s = pp > 1 ? p2p_link(node, pp, r, 1, p2p_near, p2p_far) : 0;
                 /* each copy's gradients reduced and its parameters stepped as
                  * its own (the two copies' exchange of gradients, over 2 ranks
                  * per DP replica, is not modelled) */
@@ -576,6 +582,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         sc[s].step_comm_s += dpm.has_shampoo ? dpm.shampoo_ag : 0;
     }
     free(rank_params);
+    free(node);
 
     /* tied word embeddings split over the first and last stage: Megatron
      * (_allreduce_embedding_grads) and DeepSpeed (_exec_reduce_tied_grads)

@@ -639,7 +639,7 @@ static void gather_overlap(const SimPipeline *pl, const SimOp *op, int64_t nt, i
     const int32_t s = op->stage;
     if (b > agg[s]) b = agg[s];
     if (!(b > a) || op->kind == OP_X || op->kind == OP_PAIR_OPEN || op->kind == OP_PAIR_CLOSE) return;
-    const SimChunkCost *cc = &pl->chunk[(op->self % nt) / mc];
+    const SimChunkCost *cc = &pl->chunk[(op->self % (int32_t)nt) / (int32_t)mc];
     double sh = op->kind == OP_F   ? compute_share(cc->compute_fwd_s, cc->fwd_s)
                 : op->kind == OP_W ? 1.0
                                    : compute_share(cc->compute_bwd_s + cc->recompute_s - cc->recompute_comm_s, cc->bwd_s);
@@ -656,9 +656,10 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
     const int32_t p = pl->stages, v = pl->chunks, pv = p * v;
     const int64_t mc = chunk_mb(pl), nt = (int64_t)pv * mc;
     fill_durations(pl, w);
-    const double *dur = w->dur, *xf = w->xf;
-    double *fin = w->fend; /* F, then B, then W */
-    double *fr = w->tfree, *ppw = w->ppwait, *agw = w->agwait, *agg = agw + p, *ago = agw + 2 * p, gmax = 0;
+    const double *restrict dur = w->dur, *restrict xf = w->xf;
+    double *restrict fin = w->fend; /* F, then B, then W */
+    double *restrict fr = w->tfree, *restrict ppw = w->ppwait, *agw = w->agwait, *agg = agw + p, *ago = agw + 2 * p,
+                     gmax = 0;
     for (int32_t s = 0; s < p; s++) {
         fr[s] = ppw[s] = agw[s] = ago[s] = agg[s] = 0;
         if (pl->param_gather_overlap)
@@ -676,12 +677,12 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
         if (ppc) ppc[op->self] = c;
         double en = st + dur[op->di];
         if (op->last) {
-            int64_t i = (op->self % nt) / mc; /* the chunk s*v + c */
+            int32_t i = (op->self % (int32_t)nt) / (int32_t)mc; /* the chunk s*v + c */
             if (op->last == 1) w->bst_last[i] = st;
             else {
                 w->fst_first[i] = st;
                 if (pl->param_gather_overlap) {
-                    double g = gather_wait(pl, (int32_t)i, st);
+                    double g = gather_wait(pl, i, st);
                     en += g;
                     agw[op->stage] += g;
                 }

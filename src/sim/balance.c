@@ -71,7 +71,7 @@ bool sim_balance_layers(const double *w, int64_t n, int64_t c, double first_x, d
 {
     out->n = 0;
     if (c < 2 || c > SIM_BALANCE_MAX || n < c) return false;
-    Run *r = malloc((size_t)n * sizeof *r);
+    Run stack[256], *r = n <= 256 ? stack : malloc((size_t)n * sizeof *r);
     if (!r) return false;
     int32_t nr = 0;
     double lo = 0, hi = first_x + last_x;
@@ -101,6 +101,6 @@ bool sim_balance_layers(const double *w, int64_t n, int64_t c, double first_x, d
             if (load > out->busiest_s) out->busiest_s = load;
         }
     }
-    free(r);
+    if (r != stack) free(r);
     return ok;
 }

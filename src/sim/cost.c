@@ -261,7 +261,7 @@ static void balance(const ModelSpec *m, const ParallelPlan *p, const LayerCost *
                     const double *edge, const SimChunkCost *cc, SimResult *out)
 {
     if (p->vpp != 1 || p->pp < 2 || p->pp > SIM_BALANCE_MAX || m->layers < p->pp) return;
-    double *w = malloc((size_t)m->layers * sizeof *w);
+    double stack[256], *w = m->layers <= 256 ? stack : malloc((size_t)m->layers * sizeof *w);
     if (!w) return;
     double wd = layer_work(dense), wm = m->experts > 0 ? layer_work(moe) : wd;
     for (int64_t l = 0; l < m->layers; l++) w[l] = m->experts > 0 && model_layer_is_moe(m, l) ? wm : wd;
@@ -280,7 +280,7 @@ static void balance(const ModelSpec *m, const ParallelPlan *p, const LayerCost *
         b.current_s = cur;
         if (b.busiest_s < 0.98 * cur) out->balance = b;
     }
-    free(w);
+    if (w != stack) free(w);
 }
 
 /* "5,4,...,3,1" into buf (cap bytes); false when it does not fit. */

@@ -114,6 +114,21 @@ static int64_t geti(const Row *r, const char *c, int64_t dflt)
 
 static bool starts(const char *s, const char *pre) { return strncmp(s, pre, strlen(pre)) == 0; }
 
+/* Does the row's source or notes say `what` (ASCII, any case)? A CSV in the
+ * validation columns states its precision, framework and overlaps there
+ * ("FP8 (Transformer Engine)", "bf16; Megatron-DeepSpeed", "FSDP2"). */
+static bool says(const Row *r, const char *what)
+{
+    const char *cell[2] = {r->f[col("source")], r->f[col("notes")]};
+    for (int c = 0; c < 2; c++)
+        for (const char *s = cell[c]; *s; s++) {
+            size_t i = 0;
+            while (what[i] && s[i] && tolower((unsigned char)s[i]) == tolower((unsigned char)what[i])) i++;
+            if (!what[i]) return true;
+        }
+    return false;
+}
+
 typedef struct Table {
     const char *name;
     double sum_abs, sum;
@@ -282,6 +297,19 @@ static int load_rows(const char *path, Row *rows, int *n)
     return 0;
 }
 
+/* The cluster of the row's GPU (the node as its vendor ships it: NVLink in
+ * the node, one NIC per GPU); BLOOM ran on Jean Zay's Omni-Path. NULL: no
+ * preset for that GPU. */
+static const char *row_cluster(const char *gpu, bool bloom)
+{
+    static const struct { const char *gpu, *cluster; } map[] = {
+        {"H100", "dgx-h100"}, {"H200", "hgx-h200"}, {"H800", "hgx-h800"},
+        {"B200", "gb200-nvl72"}, {"MI300X", "mi300x-8"}, {"A100", "dgx-a100"}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strstr(gpu, map[i].gpu)) return bloom && !strcmp(map[i].gpu, "A100") ? "jean-zay-a100" : map[i].cluster;
+    return NULL;
+}
+
 typedef struct RowKind {
     bool n21, nemo, bloom, opt, tt; /* the row's table */
 } RowKind;
@@ -334,10 +362,24 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     else if (starts(dopt, "distopt")) p->dist_opt = true;
     else if (strstr(dopt, "zero1")) p->zero = 1;
     p->dtype = nemo ? TS_DTYPE_FP8 : (n21 || opt) ? TS_DTYPE_FP16 : TS_DTYPE_BF16;
+    /* the precision the row states in its source or notes, over the table's */
+    if (says(r, "fp8")) p->dtype = TS_DTYPE_FP8;
+    else if (says(r, "bf16")) p->dtype = TS_DTYPE_BF16;
+    else if (says(r, "fp16")) p->dtype = TS_DTYPE_FP16;
+    if (p->dtype == TS_DTYPE_FP8 && (says(r, "current scaling") || says(r, "current-scaling") || says(r, "per-tensor")))
+        p->fp8_recipe = PLAN_FP8_CURRENT;
+    if (p->dtype == TS_DTYPE_FP8 && (says(r, "blockwise") || says(r, "block-wise")))
+        p->fp8_recipe = PLAN_FP8_BLOCKWISE;
+    if (p->fp8_recipe != PLAN_FP8_DELAYED) {
+        strcat(rules, p->fp8_recipe == PLAN_FP8_CURRENT ? "fp8 current scaling (notes); " : "fp8 blockwise (notes); ");
+    }
     /* fused attention only in the 2024 frameworks (NeMo/TE, torchtitan SDPA) */
     p->flash_attn = !(n21 || bloom || opt);
     /* NeMo performance recipes overlap TP comm (TE userbuffers) */
-    p->tp_overlap = nemo && p->tp > 1;
+    bool tpov = says(r, "tp-comm-overlap") || says(r, "tp comm overlap") || says(r, "tp communication overlap") ||
+                says(r, "userbuffers");
+    p->tp_overlap = (nemo || tpov) && p->tp > 1;
+    if (tpov && !nemo && p->tp > 1) strcat(rules, "TP overlap (notes); ");
     /* stated knobs (optional columns) over the table's rules */
     const char *dt = r->f[col("dtype")], *at = r->f[col("attention")];
     if (*dt) ts_dtype_parse(dt, &p->dtype);
@@ -372,7 +414,11 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     ParallelPlan p;
     row_plan(r, &m, k, &p, rules);
     bool rc_rule = !*r->f[col("recompute")];
-    const char *cluster = strstr(r->f[col("gpu")], "H100") ? "dgx-h100" : bloom ? "jean-zay-a100" : "dgx-a100";
+    const char *cluster = row_cluster(r->f[col("gpu")], bloom);
+    if (!cluster) {
+        if (o->print) printf("%-11s gpu %s: no cluster preset for it\n", id, r->f[col("gpu")]);
+        return false;
+    }
     TsError err = {0};
     ClusterSpec cl;
     if (hw_cluster_load(cluster, p.gpus, &cl, &err) != TS_OK) {
@@ -388,8 +434,12 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     /* torchtitan 2024 defaults: eager PyTorch (compile off, norm_type
      * rmsnorm); BLOOM: Megatron-DeepSpeed, i.e. DeepSpeed's PipelineEngine
      * with the BF16 optimizer (ZeRO-1) */
-    if (tt) p.framework = PLAN_FRAMEWORK_TORCHTITAN;
-    if (bloom) p.framework = PLAN_FRAMEWORK_DEEPSPEED;
+    if (tt || says(r, "torchtitan") || says(r, "fsdp2")) p.framework = PLAN_FRAMEWORK_TORCHTITAN;
+    if (bloom || says(r, "deepspeed")) p.framework = PLAN_FRAMEWORK_DEEPSPEED;
+    if (!tt && !bloom && !*r->f[col("framework")] && p.framework != PLAN_FRAMEWORK_MEGATRON) {
+        strcat(rules, plan_framework_name(p.framework));
+        strcat(rules, " (notes); ");
+    }
     if (*r->f[col("framework")]) plan_framework_parse(r->f[col("framework")], &p.framework);
     SimSetup in = {.model = &m, .plan = p, .hw = &hw, .net = &net};
     sim_options_init(&in.opt);
@@ -610,22 +660,28 @@ int main(int argc, char **argv)
            "  recompute     as stated; unstated: the least that fits in memory: none, else full recompute\n"
            "                of the fewest layers per chunk (NeMo / Megatron-Core) or of every layer\n"
            "                (Megatron-DeepSpeed 2022, metaseq)\n"
-           "  precision     N21 and OPT fp16; NeMo fp8 (Transformer Engine: transformer-layer GEMMs in fp8,\n"
-           "                attention and LM head in bf16, fp8-saved GEMM inputs); others bf16\n"
+           "  precision     as the row's source or notes say (fp8, else bf16, else fp16; fp8 current scaling\n"
+           "                or blockwise when said); unsaid: N21 and OPT fp16; NeMo fp8 (Transformer Engine:\n"
+           "                transformer-layer GEMMs in fp8, attention and LM head in bf16, fp8-saved GEMM\n"
+           "                inputs); others bf16\n"
            "  attention     unfused (fused softmax) for the 2021-22 frameworks (N21, BLOOM, OPT); fused\n"
            "                (cuDNN / FlashAttention) for NeMo and torchtitan\n"
            "  gradients     N21: all-reduced after the backward in fp16 (Megatron 2021); NeMo 24.07:\n"
            "                distributed_fused_adam, bf16 grad buffer and sync, overlapped; other bf16\n"
            "                rows: fp32 reduction (Megatron / FSDP default), overlapped\n"
-           "  TP overlap    on for NeMo (TE userbuffers), off elsewhere\n"
+           "  TP overlap    on for NeMo (TE userbuffers) and rows whose notes say tp-comm-overlap /\n"
+           "                userbuffers, off elsewhere\n"
            "  pipeline      BLOOM: DeepSpeed's PipelineEngine (Megatron-DeepSpeed): blocking p2p of the\n"
            "                whole activation per TP rank, fp32 all-reduce after the flush, ZeRO-1\n"
            "                gather at the step, BF16-optimizer fp32 accumulation per micro-batch\n"
            "  torchtitan    eager PyTorch elementwise kernels (compile off, norm_type rmsnorm: its 2024\n"
            "                defaults); selective = op-level SAC (every second matmul + non-matmul ops)\n"
            "  PP split      uneven splits: --uneven-stages (last, first, ... chunk one layer lighter)\n"
+           "  framework     as the row's notes say (DeepSpeed: deepspeed; torchtitan / FSDP2: torchtitan),\n"
+           "                else megatron; a framework column wins\n"
            "  cluster       BLOOM on jean-zay-a100 (4x100G Omni-Path), other A100 rows on dgx-a100\n"
-           "                (8x200G HDR), H100 rows on dgx-h100 (8x400G NDR)\n"
+           "                (8x200G HDR), H100 on dgx-h100 (8x400G NDR), H200 on hgx-h200, H800 on\n"
+           "                hgx-h800, B200 on gb200-nvl72, MI300X on mi300x-8\n"
            "physical parameters (presets and sim_options_init, docs/accuracy.md): GPU speed spread 5%%\n"
            "per node -> slowest-of-n straggler slow-down; H100 sustained clock 1500 of 1830 MHz;\n"
            "A100 sustained clock 1380 of 1410 MHz; overlap slow-down 10%%; GEMMs: tile/wave candidates plus a\n"

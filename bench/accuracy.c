@@ -377,7 +377,7 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     p->flash_attn = !(n21 || bloom || opt);
     /* NeMo performance recipes overlap TP comm (TE userbuffers) */
     bool tpov = says(r, "tp-comm-overlap") || says(r, "tp comm overlap") || says(r, "tp communication overlap") ||
-                says(r, "userbuffers");
+                says(r, "tp overlap") || says(r, "userbuffers");
     p->tp_overlap = (nemo || tpov) && p->tp > 1;
     if (tpov && !nemo && p->tp > 1) strcat(rules, "TP overlap (notes); ");
     /* stated knobs (optional columns) over the table's rules */

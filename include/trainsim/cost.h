@@ -38,7 +38,25 @@ typedef struct CostCtx {
     double host_s[2][2];    /* host time to dispatch one kernel forward / backward (eager PyTorch:
                                [0] COST_HOST_FWD_S, COST_HOST_BWD_S; [1] a PART_KF_INNER kernel,
                                COST_HOST_INNER_*); 0: the GPU never waits on the host */
+    double ub_stretch[2];   /* forward time factor of the attention's and the MLP's output
+                               projection (PART_KF_ROW_OUT, _MLP) under TE's pipelined TP overlap:
+                               SMs / (SMs - COST_UB_*_SMS); 1 without */
 } CostCtx;
+
+/* --tp-overlap with 16-bit GEMMs: Transformer Engine overlaps the reduce-
+ * scatter after the attention's and the MLP's output projection with the
+ * GEMM by its "pipeline" method: the GEMM in 4 chunks on the SMs the
+ * communication kernel leaves (set_sm_margin), the reduce-scatter on
+ * num_sm SMs. Megatron-Bridge's H100 BF16 configurations
+ * (src/megatron/bridge/training/comm_overlap.py,
+ * userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192, as NeMo's): proj_fprop
+ * 24 SMs, fc2_fprop 16 (other shapes 16-32 and 1-24). Its FP8
+ * configurations run both as ring exchange on 1 SM: no margin. The other
+ * overlaps (ring exchange of the all-gathers, bulk ones in the backward on
+ * 2-4 SMs) hold few SMs: the overlap slow-down covers them. */
+#define COST_UB_PROJ_SMS 24
+#define COST_UB_FC2_SMS 16
+#define COST_UB_SPLITS 4
 
 /* Eager PyTorch's host time per kernel the model's Python dispatches
  * (autocast's own casts excluded: PART_KF_INNER), forward and backward:

@@ -161,12 +161,17 @@ enum {
                              parameter tensors of the block (tpl_hf_accumulate) */
     PART_KF_INNER = 64,   /* eager: kernels another op dispatches from C++ (autocast's casts),
                              no Python of their own on the host */
-    PART_KF_GROUPED = 128 /* GEMM: one grouped kernel (torch._grouped_mm) over batch groups whose
-                             rows m differ by m_sd from group to group (hw_grouped_gemm_time_s) */
+    PART_KF_GROUPED = 128, /* GEMM: one grouped kernel (torch._grouped_mm) over batch groups whose
+                              rows m differ by m_sd from group to group (hw_grouped_gemm_time_s) */
+    PART_KF_ROW_OUT = 256, /* GEMM: the attention's row-parallel output projection, whose forward
+                              output TP reduces (under --tp-overlap TE overlaps that reduce-scatter
+                              with the GEMM: cost.h COST_UB_*) */
+    PART_KF_ROW_OUT_MLP = 512 /* GEMM: the same, the dense MLP's fc2 */
 };
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */
-    uint8_t kind, part, flags;
+    uint8_t kind, part;
+    uint16_t flags;
     uint8_t rc;               /* the PLAN_RC_* module it belongs to (plan.h): selective recompute of
                                  that module runs its forward again in the backward; 0 none */
     int32_t count;            /* launches per micro-batch (SequentialMLP: one per local expert), >= 1 */

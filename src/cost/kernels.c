@@ -10,7 +10,12 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
     *c = (CostCtx){.hw = hw, .dtype = p->dtype, .act_dtype = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype,
                    .tensor_factor = tensor_factor, .host_s = {{hf ? COST_HOST_FWD_S : 0, hf ? COST_HOST_BWD_S : 0},
                               {hf ? COST_HOST_INNER_FWD_S : 0, hf ? COST_HOST_INNER_BWD_S : 0}},
-                   .fp8 = p->fp8_recipe};
+                   .fp8 = p->fp8_recipe, .ub_stretch = {1, 1}};
+    int64_t sms = hw->gpu.sm_count;
+    if (p->tp_overlap && p->tp > 1 && p->dtype != TS_DTYPE_FP8 && sms > COST_UB_PROJ_SMS) {
+        c->ub_stretch[0] = (double)sms / (double)(sms - COST_UB_PROJ_SMS);
+        c->ub_stretch[1] = (double)sms / (double)(sms - COST_UB_FC2_SMS);
+    }
 }
 
 /* Memory-bound bytes over `launches` kernels (eager ops: each its own
@@ -53,6 +58,13 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
             t[0] = f * hw_grouped_gemm_time_s(hw, k->batch, k->m, k->m_sd, k->n, k->k, false, dt);
             t[1] = f * hw_grouped_gemm_time_s(hw, k->batch, k->m, k->m_sd, k->k, k->n, false, dt);
             t[2] = f * hw_grouped_gemm_time_s(hw, k->batch, k->k, k->m_sd, k->n, k->m, true, dt);
+        } else if ((k->flags & (PART_KF_ROW_OUT | PART_KF_ROW_OUT_MLP)) && c->ub_stretch[0] > 1) {
+            /* TE's pipelined overlap: COST_UB_SPLITS chunks of the rows on the SMs left */
+            int64_t mc = (k->m + COST_UB_SPLITS - 1) / COST_UB_SPLITS;
+            double s = c->ub_stretch[(k->flags & PART_KF_ROW_OUT_MLP) ? 1 : 0];
+            t[0] = f * s * COST_UB_SPLITS * hw_gemm_time_s(hw, k->batch, mc, k->n, k->k, dt);
+            t[1] = f * hw_gemm_time_s(hw, k->batch, k->m, k->k, k->n, dt);
+            t[2] = f * hw_gemm_wgrad_time_s(hw, k->batch, k->k, k->n, k->m, dt);
         } else {
             t[0] = f * hw_gemm_time_s(hw, k->batch, k->m, k->n, k->k, dt);
             t[1] = f * hw_gemm_time_s(hw, k->batch, k->m, k->k, k->n, dt);

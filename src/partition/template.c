@@ -143,7 +143,7 @@ static void attention_kernels(const Tx *x, PartBlockT *b)
         tpl_mem(b, "core.softmax", 2 * sc, 3 * sc, 0)->part = PART_KP_CORE;
         if (m->attn_dropout > 0) tpl_mem(b, "core.dropout", 2.5 * sc, 2.5 * sc, 0)->part = PART_KP_CORE;
     }
-    tpl_gemm(b, "proj", 1, T, H, A * dv / t);
+    tpl_gemm(b, "proj", 1, T, H, A * dv / t)->flags |= PART_KF_ROW_OUT;
     if (plan_eager(x->p)) { /* GQA repeat_kv copies of K and V; the output made contiguous */
         double kv = G < A ? 2.0 * (double)T * (double)(A * D / t) * x->ab * 2.0 : 0.0;
         double o = 2.0 * (double)T * (double)(A * dv / t) * x->ab;
@@ -194,6 +194,7 @@ static void dense_mlp(const Tx *x, PartBlockT *b)
     } else {
         half_layer(x, b);
         mlp(x, b, x->T, x->m->ffn, NM);
+        b->k[b->n_k - 1].flags |= PART_KF_ROW_OUT_MLP; /* fc2 */
     }
     PartMlpParams mp;
     part_mlp_params(x->m, (double)x->m->ffn, x->m->mlp_bias, &mp);

@@ -40,23 +40,30 @@ typedef struct CostCtx {
                                COST_HOST_INNER_*); 0: the GPU never waits on the host */
     double ub_stretch[2];   /* forward time factor of the attention's and the MLP's output
                                projection (PART_KF_ROW_OUT, _MLP) under TE's pipelined TP overlap:
-                               SMs / (SMs - COST_UB_*_SMS); 1 without */
+                               1 + COST_UB_BETA x k / (SMs - k), k = COST_UB_*_SMS; 1 without */
 } CostCtx;
 
 /* --tp-overlap with 16-bit GEMMs: Transformer Engine overlaps the reduce-
  * scatter after the attention's and the MLP's output projection with the
  * GEMM by its "pipeline" method: the GEMM in 4 chunks on the SMs the
- * communication kernel leaves (set_sm_margin), the reduce-scatter on
- * num_sm SMs. Megatron-Bridge's H100 BF16 configurations
- * (src/megatron/bridge/training/comm_overlap.py,
+ * communication kernel leaves (set_sm_margin: cuBLAS told the SM count),
+ * the reduce-scatter on num_sm SMs. Megatron-Bridge's H100 BF16
+ * configurations (src/megatron/bridge/training/comm_overlap.py,
  * userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192, as NeMo's): proj_fprop
  * 24 SMs, fc2_fprop 16 (other shapes 16-32 and 1-24). Its FP8
  * configurations run both as ring exchange on 1 SM: no margin. The other
  * overlaps (ring exchange of the all-gathers, bulk ones in the backward on
- * 2-4 SMs) hold few SMs: the overlap slow-down covers them. */
+ * 2-4 SMs) hold few SMs: the overlap slow-down covers them.
+ * The GEMM on k fewer SMs takes 1 + beta x k / (SMs - k) of its time, beta
+ * 0.55: tools/calibrate/sm_margin on an H100 (bench/data/gpu/
+ * sm_margin_2026-11-26_h100.jsonl: BF16 GEMMs of Llama-3 70B / 405B output
+ * projections, cuBLASLt told SMs - k, k held by other kernels; median
+ * stretch 1.07 at 16, 1.11 at 24, 1.22 at 32 held, where SMs / (SMs - k)
+ * gives 1.14, 1.22, 1.32: at the 700 W cap fewer busy SMs clock higher). */
 #define COST_UB_PROJ_SMS 24
 #define COST_UB_FC2_SMS 16
 #define COST_UB_SPLITS 4
+#define COST_UB_BETA 0.55
 
 /* Eager PyTorch's host time per kernel the model's Python dispatches
  * (autocast's own casts excluded: PART_KF_INNER), forward and backward:

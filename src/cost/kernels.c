@@ -13,8 +13,8 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
                    .fp8 = p->fp8_recipe, .ub_stretch = {1, 1}};
     int64_t sms = hw->gpu.sm_count;
     if (p->tp_overlap && p->tp > 1 && p->dtype != TS_DTYPE_FP8 && sms > COST_UB_PROJ_SMS) {
-        c->ub_stretch[0] = (double)sms / (double)(sms - COST_UB_PROJ_SMS);
-        c->ub_stretch[1] = (double)sms / (double)(sms - COST_UB_FC2_SMS);
+        c->ub_stretch[0] = 1.0 + COST_UB_BETA * COST_UB_PROJ_SMS / (double)(sms - COST_UB_PROJ_SMS);
+        c->ub_stretch[1] = 1.0 + COST_UB_BETA * COST_UB_FC2_SMS / (double)(sms - COST_UB_FC2_SMS);
     }
 }
 

@@ -25,6 +25,13 @@ if(TS_WITH_CUDA_TOOLS)
       DEPENDS ${_ts_cal_dir}/calibrate.cu ${_ts_cal_dir}/nvcc.flags
       COMMENT "nvcc: building tools/calibrate (CUDA + cuBLAS + cuBLASLt)")
     add_custom_target(calibrate ALL DEPENDS ${_ts_cal_bin})
+    # sm_margin: a GEMM's time while other kernels hold k SMs (TE's userbuffers
+    # set_sm_margin, NCCL's channels)
+    add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/sm_margin
+      COMMAND ${TS_NVCC} ${_ts_cal_flags} -o ${CMAKE_BINARY_DIR}/sm_margin ${_ts_cal_dir}/sm_margin.cu -lcublasLt -lcublas
+      DEPENDS ${_ts_cal_dir}/sm_margin.cu ${_ts_cal_dir}/nvcc.flags
+      COMMENT "nvcc: building tools/calibrate/sm_margin (CUDA + cuBLAS + cuBLASLt)")
+    add_custom_target(sm_margin ALL DEPENDS ${CMAKE_BINARY_DIR}/sm_margin)
     message(STATUS "trainsim: CUDA calibrator will be built with ${TS_NVCC}")
   else()
     message(STATUS "trainsim: nvcc/cuBLAS/cuBLASLt not found, tools/calibrate is skipped")

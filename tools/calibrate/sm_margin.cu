@@ -10,7 +10,9 @@
 // kernel are launched first on their own stream, each asking for the most
 // shared memory a block may have, so that no GEMM block fits beside one on
 // its SM; once all k run, the GEMM is timed N times with CUDA events on a
-// second stream; then the holders are released through a host-mapped flag.
+// second stream; then the holders are released through a flag in device
+// memory (polled with a sleep between reads: polling host memory slows the
+// whole GPU several-fold).
 // k = 0 is the GEMM alone. Also the other order ("gemm-first"): the
 // holders launched right after the first GEMM, taking SMs as the GEMMs
 // leave them (holders_started: how many ran before the GEMMs ended). Two

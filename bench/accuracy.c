@@ -20,8 +20,9 @@
  * fitted per row or per model. Usage: accuracy [-v] [-r] [-x] [--runs CSV]
  * (default TS_BENCH_DIR/data/calibration_runs.csv; a bare CSV argument
  * too); -v: each row's breakdown, -r: each row's task graph replayed too,
- * -x: leave-one-table-out check of the A100 sustained clock
- * (cross_validate). A runs file has the validation columns (COLS, any
+ * -x: leave-one-table-out check of the A100 sustained clock and
+ * leave-one-model-out check of the B200 one (cross_validate,
+ * cross_validate_b200). A runs file has the validation columns (COLS, any
  * order, named in its header line; extra columns are ignored; dtype,
  * attention and framework optional, stating what a table's rule would
  * otherwise choose); its rows
@@ -193,7 +194,8 @@ static int row_model(const Row *r, ModelSpec *m, char *why, size_t cap)
 
 typedef struct EvalOpts {
     bool verbose, replay, print;
-    double a100_clock_mhz; /* > 0: the A100 presets' sustained clock replaced (-x) */
+    const char *clock_gpu; /* with clock_mhz > 0: the sustained clock of the GPU presets */
+    double clock_mhz;      /* whose name contains clock_gpu replaced (-x), e.g. "a100", 1380 */
 } EvalOpts;
 
 typedef struct Score {
@@ -298,13 +300,13 @@ static int load_rows(const char *path, Row *rows, int *n)
 }
 
 /* The cluster of the row's GPU (the node as its vendor ships it: NVLink in
- * the node, one NIC per GPU); BLOOM ran on Jean Zay's Omni-Path. NULL: no
- * preset for that GPU. */
+ * the node, one NIC per GPU; GB200 before B200, which it contains); BLOOM
+ * ran on Jean Zay's Omni-Path. NULL: no preset for that GPU. */
 static const char *row_cluster(const char *gpu, bool bloom)
 {
     static const struct { const char *gpu, *cluster; } map[] = {
-        {"H100", "dgx-h100"}, {"H200", "hgx-h200"}, {"H800", "hgx-h800"},
-        {"B200", "gb200-nvl72"}, {"MI300X", "mi300x-8"}, {"A100", "dgx-a100"}};
+        {"H100", "dgx-h100"},      {"H200", "hgx-h200"},  {"H800", "hgx-h800"}, {"GB200", "gb200-nvl72"},
+        {"B200", "dgx-b200"},      {"MI300X", "mi300x-8"}, {"A100", "dgx-a100"}};
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (strstr(gpu, map[i].gpu)) return bloom && !strcmp(map[i].gpu, "A100") ? "jean-zay-a100" : map[i].cluster;
     return NULL;
@@ -428,7 +430,7 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     HwModel hw;
     hw_model_init(&hw);
     hw.gpu = cl.gpu;
-    if (o->a100_clock_mhz > 0 && strstr(hw.gpu.name, "a100")) hw.gpu.sustained_clock_mhz = o->a100_clock_mhz;
+    if (o->clock_mhz > 0 && strstr(hw.gpu.name, o->clock_gpu)) hw.gpu.sustained_clock_mhz = o->clock_mhz;
     HwNet net;
     hw_net_init(&net, &cl);
     /* torchtitan 2024 defaults: eager PyTorch (compile off, norm_type
@@ -554,7 +556,7 @@ static void cross_validate(const Row *rows, int n, SimWork *w, const Table *tabs
     static bool use[MAXROW];
     for (int i = 0; i < n; i++) use[i] = strstr(rows[i].f[col("gpu")], "A100") != NULL;
     for (int c = 0; c < XC_N; c++) {
-        EvalOpts eo = {.a100_clock_mhz = XC_MIN + XC_STEP * c};
+        EvalOpts eo = {.clock_gpu = "a100", .clock_mhz = XC_MIN + XC_STEP * c};
         for (int i = 0; i < n; i++) {
             Score sc;
             if (use[i] && !eval_row(&rows[i], w, &eo, &sc)) use[i] = false;
@@ -597,6 +599,72 @@ static void cross_validate(const Row *rows, int n, SimWork *w, const Table *tabs
     printf("\n");
 }
 
+/* -x, B200: the one parameter fitted on the MB-B200 table (Megatron-Bridge's
+ * DGX-B200 rows), the B200 sustained clock (data/gpus/b200.json), is the
+ * value that makes the table's signed bias nearest zero, as the H100's was
+ * set on the NeMo table. Each model of the table is held out in turn: the
+ * clock is refitted (5 MHz grid, 1300..1700) on the other models' rows by
+ * the same rule and the held-out model scored at that clock. */
+enum { BC_MIN = 1300, BC_STEP = 5, BC_N = 81 };
+
+static void cross_validate_b200(const Row *rows, int n, SimWork *w)
+{
+    static double err[BC_N][MAXROW];
+    static bool use[MAXROW];
+    for (int i = 0; i < n; i++) use[i] = starts(rows[i].f[col("id")], "MB-B200-");
+    for (int c = 0; c < BC_N; c++) {
+        EvalOpts eo = {.clock_gpu = "b200", .clock_mhz = BC_MIN + BC_STEP * c};
+        for (int i = 0; i < n; i++) {
+            Score sc;
+            if (use[i] && !eval_row(&rows[i], w, &eo, &sc)) use[i] = false;
+            err[c][i] = use[i] ? sc.e : 0;
+        }
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++) k += use[i];
+    if (!k) return;
+    printf("\nleave-one-model-out: the B200 sustained clock refitted without each model of MB-B200\n"
+           "(grid %d..%d MHz, step %d; fit: the signed bias of the fitted rows nearest zero)\n\n",
+           BC_MIN, BC_MIN + BC_STEP * (BC_N - 1), BC_STEP);
+    printf("%-14s %4s %10s %12s %18s %18s\n", "held out", "rows", "fit (MHz)", "others bias", "held out: MAPE",
+           "bias");
+    for (int t = -1; t < n; t++) { /* -1: no model held out; else the model of row t, at its first row */
+        const char *mt = t >= 0 ? rows[t].f[col("model")] : "";
+        if (t >= 0) {
+            bool first = use[t];
+            for (int j = 0; j < t && first; j++)
+                if (use[j] && !strcmp(rows[j].f[col("model")], mt)) first = false;
+            if (!first) continue;
+        }
+        int best = 0;
+        double best_b = INFINITY, best_s = 0;
+        for (int c = 0; c < BC_N; c++) {
+            double sum = 0;
+            int m = 0;
+            for (int i = 0; i < n; i++)
+                if (use[i] && (t < 0 || strcmp(rows[i].f[col("model")], mt))) sum += err[c][i], m++;
+            if (m && fabs(sum / m) < best_b) best_b = fabs(sum / m), best_s = sum / m, best = c;
+        }
+        double sa = 0, sb = 0;
+        int m = 0;
+        for (int i = 0; i < n && t >= 0; i++)
+            if (use[i] && !strcmp(rows[i].f[col("model")], mt)) sa += fabs(err[best][i]), sb += err[best][i], m++;
+        if (t < 0)
+            printf("%-14s %4s %10d %+11.1f%%\n", "(none)", "", BC_MIN + BC_STEP * best, 100 * best_s);
+        else
+            printf("%-14s %4d %10d %+11.1f%% %17.1f%% %+17.1f%%\n", mt, m, BC_MIN + BC_STEP * best, 100 * best_s,
+                   100 * sa / m, 100 * sb / m);
+    }
+    printf("\nsigned bias / MAPE of the MB-B200 rows by clock (MHz):");
+    for (int c = 0; c < BC_N; c += 4) {
+        double sum = 0, sa = 0;
+        for (int i = 0; i < n; i++)
+            if (use[i]) sum += err[c][i], sa += fabs(err[c][i]);
+        printf("%s %d %+.1f / %.1f%%", (c / 4) % 5 ? "," : "\n ", BC_MIN + BC_STEP * c, 100 * sum / k, 100 * sa / k);
+    }
+    printf("\n");
+}
+
 int main(int argc, char **argv)
 {
     bool verbose = false, replay = false, xval = false;
@@ -620,6 +688,7 @@ int main(int argc, char **argv)
     SimWork *w = sim_work_create();
     if (xval) {
         cross_validate(rows, n, w, tabs, ntab);
+        cross_validate_b200(rows, n, w);
         sim_work_destroy(w);
         return 0;
     }
@@ -681,11 +750,13 @@ int main(int argc, char **argv)
            "                else megatron; a framework column wins\n"
            "  cluster       BLOOM on jean-zay-a100 (4x100G Omni-Path), other A100 rows on dgx-a100\n"
            "                (8x200G HDR), H100 on dgx-h100 (8x400G NDR), H200 on hgx-h200, H800 on\n"
-           "                hgx-h800, B200 on gb200-nvl72, MI300X on mi300x-8\n"
+           "                hgx-h800, B200 on dgx-b200 (8x400G NDR), GB200 on gb200-nvl72, MI300X on\n"
+           "                mi300x-8\n"
            "physical parameters (presets and sim_options_init, docs/accuracy.md): GPU speed spread 5%%\n"
            "per node -> slowest-of-n straggler slow-down; H100 sustained clock 1500 of 1830 MHz;\n"
-           "A100 sustained clock 1380 of 1410 MHz; overlap slow-down 10%%; GEMMs: tile/wave candidates plus a\n"
-           "stream-K candidate (x0.92 fix-up); FSDP root unit (embedding, output) exposed.\n"
+           "A100 sustained clock 1380 of 1410 MHz; B200 sustained clock 1500 of 1965 MHz (MB-B200); overlap\n"
+           "slow-down 10%%; GEMMs: tile/wave candidates plus a stream-K candidate (x0.92 fix-up); FSDP root\n"
+           "unit (embedding, output) exposed.\n"
            "FLOP conventions: N21 paper formula (x4, recompute counted); BLOOM the same formula, as\n"
            "Megatron-DeepSpeed's logger prints it (model FLOPs printed beside); OPT model FLOPs\n"
            "(validation/README; metaseq's convention unknown), the recompute-inclusive count beside.\n");

@@ -47,7 +47,8 @@ def spec(trainsim, preset):
 
 
 def kind(row_id):
-    for k, pre in (("n21", "N21"), ("nemo", "NEMO"), ("bloom", "BLOOM"), ("opt", "OPT"), ("tt", "TT")):
+    for k, pre in (("n21", "N21"), ("nemo", "NEMO"), ("bloom", "BLOOM"), ("opt", "OPT"), ("tt", "TT"),
+                   ("mb", "MB-")):
         if row_id.startswith(pre):
             return k
     raise SystemExit("unknown table for row " + row_id)
@@ -130,13 +131,16 @@ def model_knobs(trainsim, rec, presets):
 
 def cluster(row, k):
     gpu = row["gpu"]
+    if "B200" in gpu:
+        return "gb200-nvl72" if "GB200" in gpu else "dgx-b200"
     return "dgx-h100" if "H100" in gpu else "jean-zay-a100" if k == "bloom" else "dgx-a100"
 
 
 def plan_knobs(rec, k, layers):
     row = rec.row
     rec.rule("cluster", cluster(row, k), "eval_row: BLOOM on jean-zay-a100 (4x100G Omni-Path), other A100 rows "
-             "on dgx-a100 (8x200G HDR), H100 rows on dgx-h100 (8x400G NDR); the row's GPU is " + row["gpu"])
+             "on dgx-a100 (8x200G HDR), H100 rows on dgx-h100 (8x400G NDR)" +
+             (", B200 on dgx-b200 (8x400G NDR)" if "B200" in row["gpu"] else "") + "; the row's GPU is " + row["gpu"])
     rec.stated("gpus", int(row["num_gpus"]), "num_gpus")
     for col in ("tp", "pp", "vpp", "dp", "cp", "ep"):
         if row[col] and (col in ("tp", "pp", "dp") or int(row[col]) > 1):
@@ -168,7 +172,8 @@ def plan_knobs(rec, k, layers):
     rec.stated("sp" if row["seq_parallel"] == "yes" else "no-sp", True, "seq_parallel")
     rc = row["recompute"]
     if rc:
-        rec.stated("recompute", "full" if rc.startswith("full") else "selective", "recompute")
+        rec.stated("recompute", "full" if rc.startswith("full") else "selective" if rc.startswith("selective")
+                   else "none", "recompute")
     dopt = row["dist_opt"]
     if "zero3" in dopt:
         rec.stated("zero", 3, "dist_opt")
@@ -182,9 +187,23 @@ def plan_knobs(rec, k, layers):
     return tp, pp, vpp
 
 
+def says(row, what):
+    """row_plan's says(): the row's source or notes name it (any case)."""
+    return what in (row["source"] + " " + row["notes"]).lower()
+
+
 def runtime_knobs(rec, k, tp):
-    dtype = "fp8" if k == "nemo" else "fp16" if k in ("n21", "opt") else "bf16"
-    rec.rule("dtype", dtype, "row_plan (precision): N21 and OPT fp16; NeMo fp8 (Transformer Engine); others bf16")
+    row = rec.row
+    if k == "mb":  # the precision and TP overlap the row's notes state (row_plan's says())
+        dtype = "fp8" if says(row, "fp8") else "bf16" if says(row, "bf16") else "fp16"
+        rec.rule("dtype", dtype, "row_plan (precision): as the row's source or notes say (fp8, else bf16, else fp16)")
+        if dtype == "fp8" and says(row, "current scaling"):
+            rec.rule("fp8-recipe", "current", "row_plan (precision): fp8 current scaling, as the notes say")
+        if tp > 1 and (says(row, "tp overlap") or says(row, "userbuffers")):
+            rec.rule("tp-overlap", True, "row_plan (TP overlap): the notes say TP overlap (TE userbuffers)")
+    else:
+        dtype = "fp8" if k == "nemo" else "fp16" if k in ("n21", "opt") else "bf16"
+        rec.rule("dtype", dtype, "row_plan (precision): N21 and OPT fp16; NeMo fp8 (Transformer Engine); others bf16")
     if k in ("n21", "bloom", "opt"):
         rec.rule("no-flash", True, "row_plan (attention): fused attention only in the 2024 frameworks (NeMo/TE, "
                  "torchtitan SDPA); unfused (fused softmax) for N21, BLOOM and OPT")
@@ -234,14 +253,16 @@ def recompute_rule(trainsim, rec, k, layers, pp, vpp):
 
 def description(row, k):
     """One line for `trainsim recipes` (the model and GPU count have columns)."""
-    gpu = "H100" if "H100" in row["gpu"] else "A100"
+    gpu = "H100" if "H100" in row["gpu"] else "B200" if "B200" in row["gpu"] else "A100"
     if k == "n21":
         return "Megatron-LM, SC21 Table %s, %s fp16" % (row["id"][5], gpu)
     return {
             "nemo": "NeMo 24.07 recipe, %s FP8" % gpu,
             "bloom": "BLOOM, Megatron-DeepSpeed, Jean Zay",
             "opt": "OPT, metaseq FSDP + TP, %s fp16" % gpu,
-            "tt": "torchtitan FSDP2, %s bf16" % gpu}[k]
+            "tt": "torchtitan FSDP2, %s bf16" % gpu,
+            "mb": "Megatron-Bridge recipe (NeMo %s), DGX-%s FP8 current scaling" % (
+                "25.11" if "25.11 NeMo container" in row["source"] else "25.09", gpu)}[k]
 
 
 def notes(row, k):

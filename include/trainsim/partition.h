@@ -171,7 +171,6 @@ enum {
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */
     uint8_t kind, part;
-    uint16_t flags;
     uint8_t rc;               /* the PLAN_RC_* module it belongs to (plan.h): selective recompute of
                                  that module runs its forward again in the backward; 0 none */
     int32_t count;            /* launches per micro-batch (SequentialMLP: one per local expert), >= 1 */
@@ -182,6 +181,7 @@ typedef struct PartKernel {
     int64_t d;                /* ATTN: q.k head dim */
     double m_sd;              /* GEMM with PART_KF_GROUPED: standard deviation of the rows per group */
     bool causal;              /* ATTN */
+    uint16_t flags;           /* PART_KF_* (beside causal: no padding added) */
     double fwd_bytes, bwd_bytes; /* MEM, per launch */
     double flops[3];          /* fwd, input-grad, weight-grad FLOPs of all launches */
     /* eager code (--framework hf): what the host dispatches and what the

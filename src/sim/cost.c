@@ -346,7 +346,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     sim_layer_costs(&x, w, &dense, &moe, edge);
     /* --recompute-layers k: the layers past the first k of a chunk keep their
      * activations (no recompute) */
-    LayerCost dense_nr = dense, moe_nr = moe;
+    LayerCost dense_nr_s, moe_nr_s; /* filled only with --recompute-layers */
+    const LayerCost *dense_nr = &dense, *moe_nr = &moe;
     const bool partial_rc = p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0;
     if (partial_rc) {
         ParallelPlan pn = *p;
@@ -355,7 +356,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         Ctx xn = x;
         xn.p = &pn;
         double edge_nr[SIM_EDGES];
-        sim_layer_costs(&xn, w, &dense_nr, &moe_nr, edge_nr);
+        sim_layer_costs(&xn, w, &dense_nr_s, &moe_nr_s, edge_nr);
+        dense_nr = &dense_nr_s, moe_nr = &moe_nr_s;
     }
     const double emb_f = edge[SIM_E_EMB_F], emb_b = edge[SIM_E_EMB_B], emb_tp = edge[SIM_E_EMB_TP_F],
                  emb_tp_b = edge[SIM_E_EMB_TP_B], head_f = edge[SIM_E_HEAD_F], head_b = edge[SIM_E_HEAD_B],
@@ -409,8 +411,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             int64_t nl = plan_model_chunk_layers(p, m, chunk);
             /* the chunk's layers by kind, and (--recompute-layers k) of them the
              * first k recomputed (r) and the rest not (n) */
-            const SimLayerSet ls = {.dense = &dense, .moe = has_moe ? &moe : NULL, .dense_nr = &dense_nr,
-                                    .moe_nr = has_moe ? &moe_nr : NULL, .l0 = l0,
+            const SimLayerSet ls = {.dense = &dense, .moe = has_moe ? &moe : NULL, .dense_nr = dense_nr,
+                                    .moe_nr = has_moe ? moe_nr : NULL, .l0 = l0,
                                     .rk = partial_rc && p->recompute_layers < nl ? p->recompute_layers : -1};
             const int64_t nrc = ls.rk < 0 ? nl : ls.rk; /* layers recomputed */
             int64_t mr = 0, mn = 0;
@@ -422,7 +424,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             double nd = ndr + ndn, nm = nmr + nmn;
             SimChunkCost *c = &cc[s * ve + vs];
 #define SUMR(f) (ndr * dense.f + (has_moe ? nmr * moe.f : 0))
-#define SUM(f) (SUMR(f) + ndn * dense_nr.f + (has_moe ? nmn * moe_nr.f : 0))
+#define SUM(f) (SUMR(f) + ndn * dense_nr->f + (has_moe ? nmn * moe_nr->f : 0))
             c->compute_fwd_s = SUM(fwd);
             c->compute_bwd_s = SUM(bwd);
             c->recompute_s = SUM(recompute);
@@ -440,7 +442,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             rfl_token += SUM(recompute_flops_token);
 #undef SUM
 #undef SUMR
-            double tp_f = ndr * dense.tp_f + ndn * dense_nr.tp_f + (has_moe ? nmr * moe.tp_f + nmn * moe_nr.tp_f : 0);
+            double tp_f = ndr * dense.tp_f + ndn * dense_nr->tp_f + (has_moe ? nmr * moe.tp_f + nmn * moe_nr->tp_f : 0);
             double emb_fwd = 0, head_fwd = 0; /* the edges' forward tasks */
             if (chunk == 0) {
                 emb_fwd = emb_f + emb_tp;

@@ -116,6 +116,9 @@ struct SimWork {
     size_t scosts_cap;
     void *cost_cache;      /* layer_cost.c's layer-cost cache (sim_work_cache_costs) */
     bool cost_cache_on;
+    const SimProg *tail_pg; /* the program of the last run_ops (the fast path's reduced run) */
+    double tail_shift;      /* what its finish times lack at the end of the pipeline (the fast
+                               path's skipped periods), 0 for a full pass */
 };
 
 TS_ENUM_NAMES(sim_stream, SimStream, SIM_STREAM_LIST, SIM_STREAM_COUNT)
@@ -801,6 +804,42 @@ double sim_dp_end_uniform(int32_t n, double dp_s, double window_s)
     return end;
 }
 
+/* The compute share of an operation's busy time (its chunk's, by kind; an
+ * F&B pair's from both chunks; none for the zero-time and DeepSpeed ops). */
+static double op_share(const SimPipeline *pl, const SimOp *op)
+{
+    const int32_t pv = pl->stages * pl->chunks, v = pl->chunks;
+    if (op->kind == OP_PAIR && op->di >= 4 * pv) {
+        int32_t k = op->di - 4 * pv, s = op->stage;
+        const SimChunkCost *f = &pl->chunk[k / v], *b = &pl->chunk[s * v + k % v];
+        return compute_share(f->compute_fwd_s + b->compute_bwd_s + b->recompute_s - b->recompute_comm_s,
+                             f->fwd_s + b->bwd_s);
+    }
+    if (op->di >= 4 * pv || op->kind == OP_X || op->kind == OP_PAIR_OPEN || op->kind == OP_PAIR_CLOSE) return 0;
+    const SimChunkCost *cc = &pl->chunk[op->di / 4];
+    return op->kind == OP_F   ? compute_share(cc->compute_fwd_s, cc->fwd_s)
+           : op->kind == OP_W ? 1.0
+                              : compute_share(cc->compute_bwd_s + cc->recompute_s - cc->recompute_comm_s, cc->bwd_s);
+}
+
+/* Compute seconds of stage s's operations inside [a, b), each by its
+ * compute share, from the last run's finish times (the pipeline's tail:
+ * the scan stops at the first of the stage's operations ending by a). */
+static double stage_tail_compute(const SimPipeline *pl, const SimWork *w, int32_t s, double a, double b)
+{
+    const SimProg *pg = w->tail_pg;
+    double ov = 0;
+    for (int64_t k = pg ? pg->n - 1 : -1; k >= 0; k--) {
+        const SimOp *op = &pg->ops[k];
+        if (op->stage != s) continue;
+        double en = w->fend[op->self] + w->tail_shift, st = en - w->dur[op->di];
+        if (en <= a) break;
+        double lo = st > a ? st : a, hi = en < b ? en : b;
+        if (hi > lo) ov += (hi - lo) * op_share(pl, op);
+    }
+    return ov;
+}
+
 /* DP gradient reduction of stage s after (or under) its chunks' last
  * gradient work (a backward, or the W of an input-gradient backward); the
  * part that hides slows compute by overlap_slowdown times the compute
@@ -810,6 +849,7 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
 {
     const int32_t v = pl->chunks;
     double pipe_end = sr->pipe_end_s, total = 0, free_t = 0, share = 0, beside = 0, within = 0;
+    double after = 0, after_s = 0; /* beyond the windows, before the pipeline's end: compute met, seconds */
     int32_t ord[2] = {1, 0};
     if (sched_dual(pl) && w->bst_last[s * v] < w->bst_last[s * v + 1]) ord[0] = 0, ord[1] = 1;
     for (int32_t j = 0; j < v; j++) {
@@ -836,16 +876,24 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
         if (free_t <= t0) {
             beside += wl ? cc->dp_beside_w_s : cc->dp_beside_s;
             within += wl ? cc->dp_within_w_s : cc->dp_within_s;
+            /* its buckets still running after the window, back to back (all
+             * ready by then), beside the tasks that follow on the stage */
+            double we = t0 + (wl ? cc->wgrad_s - cc->head_wgrad_s : cc->bwd_s - cc->head_bwd_s);
+            double hi = end < pipe_end ? end : pipe_end;
+            if (hi > we && (cc->dp_within_s > 0 || cc->dp_within_w_s > 0)) {
+                after += stage_tail_compute(pl, w, s, we, hi);
+                after_s += hi - we;
+            }
         }
         free_t = e > end ? e : end;
     }
     double exposed = free_t > pipe_end ? free_t - pipe_end : 0;
     double overlapped = total - exposed > 0 ? total - exposed : 0;
-    /* the rest of what hides (beyond the windows walked) by the compute
-     * share of the backward */
-    double rest = overlapped - within > 0 ? overlapped - within : 0;
+    /* the rest of what hides (behind another chunk's buckets) by the
+     * compute share of the backward */
+    double rest = overlapped - within - after_s > 0 ? overlapped - within - after_s : 0;
     sr->dp_exposed_s = exposed;
-    sr->slowdown_s = total > 0 ? pl->overlap_slowdown * (beside + rest * share / total) : 0;
+    sr->slowdown_s = total > 0 ? pl->overlap_slowdown * (beside + after + rest * share / total) : 0;
     /* the chunks' own (TP / CP windows, ZeRO-3), every micro-batch */
     double slow = 0;
     for (int32_t c = 0; c < v; c++) slow += pl->chunk[s * v + c].slowdown_s;
@@ -982,6 +1030,7 @@ static TsStatus run_reduced(const SimPipeline *pl, SimWork *w, int64_t mr, SimPi
     if (!st) st = compile(q, w, &pg, err);
     if (st) return st;
     run_ops(q, w, pg, w->ppc);
+    w->tail_pg = pg, w->tail_shift = 0;
     return TS_OK;
 }
 
@@ -1074,6 +1123,7 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
             w->ppwait[s] += dn * round;
         }
         for (int32_t i = 0; i < p * v; i++) w->bst_last[i] += shift;
+        w->tail_shift = shift;
         *done = true;
         return TS_OK;
     }
@@ -1219,6 +1269,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         if (!st) st = compile(pl, w, &pg, err);
         if (st) goto fail;
         run_ops(pl, w, pg, NULL);
+        w->tail_pg = pg, w->tail_shift = 0;
         if (pl->record && (st = record_spans(pl, w, pg, err)) != TS_OK) goto fail;
     }
 

@@ -17,9 +17,10 @@
  * within 0.1 % share one: fc2, fc1 and the attention of a GPT layer are all
  * 4·H²/TP, give or take a norm).
  * The same walk times them (SimBucketTiming): the reduction's end on one DP
- * stream, each bucket ready when its last gradient is (end_s), and how late
+ * stream, each bucket ready when its last gradient is (end_s), how late
  * the gathered buckets, in forward order, let the first forward end
- * (lag_s). */
+ * (lag_s), and the compute of the window the collectives meet, layer by
+ * layer in the task graph's order (beside_s, within_s: LayerCost.seg). */
 #include "cost_int.h"
 
 #include <math.h>

@@ -38,12 +38,18 @@ typedef struct CostCtx {
     double host_s[2][2];    /* host time to dispatch one kernel forward / backward (eager PyTorch:
                                [0] COST_HOST_FWD_S, COST_HOST_BWD_S; [1] a PART_KF_INNER kernel,
                                COST_HOST_INNER_*); 0: the GPU never waits on the host */
+    int64_t ub_tp;          /* --tp-overlap: TP size (TE's ring exchange runs a GEMM in ub_tp
+                               chunks), 1 without */
     double ub_stretch[2];   /* forward time factor of the attention's and the MLP's output
                                projection (PART_KF_ROW_OUT, _MLP) under TE's pipelined TP overlap:
                                1 + COST_UB_BETA x k / (SMs - k), k = COST_UB_*_SMS; 1 without */
 } CostCtx;
 
-/* --tp-overlap with 16-bit GEMMs: Transformer Engine overlaps the reduce-
+/* --tp-overlap: Transformer Engine's userbuffers overlap (Megatron-Bridge /
+ * NeMo's configurations, comm_overlap.py) runs the all-gather-side GEMMs
+ * (QKV and fc1 forward, projection and fc2 data gradient) as ring exchange:
+ * tp GEMMs of 1/tp of the rows, each on the chunk a peer just sent.
+ * With 16-bit GEMMs it overlaps the reduce-
  * scatter after the attention's and the MLP's output projection with the
  * GEMM by its "pipeline" method: the GEMM in 4 chunks on the SMs the
  * communication kernel leaves (set_sm_margin: cuBLAS told the SM count),

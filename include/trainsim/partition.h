@@ -166,7 +166,9 @@ enum {
     PART_KF_ROW_OUT = 256, /* GEMM: the attention's row-parallel output projection, whose forward
                               output TP reduces (under --tp-overlap TE overlaps that reduce-scatter
                               with the GEMM: cost.h COST_UB_*) */
-    PART_KF_ROW_OUT_MLP = 512 /* GEMM: the same, the dense MLP's fc2 */
+    PART_KF_ROW_OUT_MLP = 512, /* GEMM: the same, the dense MLP's fc2 */
+    PART_KF_COL_IN = 1024      /* GEMM: a column-parallel input projection (fused QKV, the dense MLP's
+                                  fc1), whose input TP all-gathers with SP */
 };
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */

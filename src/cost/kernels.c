@@ -10,7 +10,7 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
     *c = (CostCtx){.hw = hw, .dtype = p->dtype, .act_dtype = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype,
                    .tensor_factor = tensor_factor, .host_s = {{hf ? COST_HOST_FWD_S : 0, hf ? COST_HOST_BWD_S : 0},
                               {hf ? COST_HOST_INNER_FWD_S : 0, hf ? COST_HOST_INNER_BWD_S : 0}},
-                   .fp8 = p->fp8_recipe, .ub_stretch = {1, 1}};
+                   .fp8 = p->fp8_recipe, .ub_tp = p->tp_overlap && p->tp > 1 ? p->tp : 1, .ub_stretch = {1, 1}};
     int64_t sms = hw->gpu.sm_count;
     if (p->tp_overlap && p->tp > 1 && p->dtype != TS_DTYPE_FP8 && sms > COST_UB_PROJ_SMS) {
         c->ub_stretch[0] = 1.0 + COST_UB_BETA * COST_UB_PROJ_SMS / (double)(sms - COST_UB_PROJ_SMS);
@@ -46,6 +46,34 @@ static void fp8_casts(const CostCtx *c, const PartKernel *k, double t[3])
     t[2] += hw_memory_time_s(hw, wg * mk);
 }
 
+/* `parts` GEMMs of M/parts rows each, x stretch. */
+static double gemm_parts(const CostCtx *c, const PartKernel *k, int64_t parts, double stretch, bool dgrad, TsDtype dt)
+{
+    int64_t mc = (k->m + parts - 1) / parts;
+    double g = dgrad ? hw_gemm_time_s(c->hw, k->batch, mc, k->k, k->n, dt) : hw_gemm_time_s(c->hw, k->batch, mc, k->n, k->k, dt);
+    return c->tensor_factor * stretch * (double)parts * g;
+}
+
+/* A GEMM whose TP collective Transformer Engine overlaps with it
+ * (--tp-overlap, cost.h COST_UB_*): ring exchange runs it as tp GEMMs of
+ * 1/tp of the rows, one per peer's chunk (the forward of the column-
+ * parallel QKV and fc1 under their input's all-gather, the data gradient of
+ * the row-parallel projection and fc2, and at FP8 their forward under the
+ * reduce-scatter); the 16-bit pipeline method runs the row-parallel
+ * forward in COST_UB_SPLITS chunks on the SMs the reduce-scatter leaves.
+ * The other data and weight gradients overlap in bulk, whole. */
+static void ub_gemm(const CostCtx *c, const PartKernel *k, TsDtype dt, double t[3])
+{
+    const int64_t tp = c->ub_tp;
+    const bool row = (k->flags & (PART_KF_ROW_OUT | PART_KF_ROW_OUT_MLP)) != 0;
+    if (!row) t[0] = gemm_parts(c, k, tp, 1, false, dt);
+    else if (c->ub_stretch[0] > 1)
+        t[0] = gemm_parts(c, k, COST_UB_SPLITS, c->ub_stretch[(k->flags & PART_KF_ROW_OUT_MLP) ? 1 : 0], false, dt);
+    else t[0] = gemm_parts(c, k, tp, 1, false, dt);
+    t[1] = gemm_parts(c, k, row ? tp : 1, 1, true, dt);
+    t[2] = c->tensor_factor * hw_gemm_wgrad_time_s(c->hw, k->batch, k->k, k->n, k->m, dt);
+}
+
 void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
 {
     const HwModel *hw = c->hw;
@@ -58,13 +86,8 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
             t[0] = f * hw_grouped_gemm_time_s(hw, k->batch, k->m, k->m_sd, k->n, k->k, false, dt);
             t[1] = f * hw_grouped_gemm_time_s(hw, k->batch, k->m, k->m_sd, k->k, k->n, false, dt);
             t[2] = f * hw_grouped_gemm_time_s(hw, k->batch, k->k, k->m_sd, k->n, k->m, true, dt);
-        } else if ((k->flags & (PART_KF_ROW_OUT | PART_KF_ROW_OUT_MLP)) && c->ub_stretch[0] > 1) {
-            /* TE's pipelined overlap: COST_UB_SPLITS chunks of the rows on the SMs left */
-            int64_t mc = (k->m + COST_UB_SPLITS - 1) / COST_UB_SPLITS;
-            double s = c->ub_stretch[(k->flags & PART_KF_ROW_OUT_MLP) ? 1 : 0];
-            t[0] = f * s * COST_UB_SPLITS * hw_gemm_time_s(hw, k->batch, mc, k->n, k->k, dt);
-            t[1] = f * hw_gemm_time_s(hw, k->batch, k->m, k->k, k->n, dt);
-            t[2] = f * hw_gemm_wgrad_time_s(hw, k->batch, k->k, k->n, k->m, dt);
+        } else if (c->ub_tp > 1 && (k->flags & (PART_KF_COL_IN | PART_KF_ROW_OUT | PART_KF_ROW_OUT_MLP))) {
+            ub_gemm(c, k, dt, t);
         } else {
             t[0] = f * hw_gemm_time_s(hw, k->batch, k->m, k->n, k->k, dt);
             t[1] = f * hw_gemm_time_s(hw, k->batch, k->m, k->k, k->n, dt);

@@ -114,7 +114,7 @@ static void attention_kernels(const Tx *x, PartBlockT *b)
         tpl_gemm(b, "wk", 1, T, G * D / t, H);
         tpl_gemm(b, "wv", 1, T, G * D / t, H);
     } else {
-        tpl_gemm(b, "qkv", 1, T, (A + 2 * G) * D / t, H);
+        tpl_gemm(b, "qkv", 1, T, (A + 2 * G) * D / t, H)->flags |= PART_KF_COL_IN;
     }
     /* core: per CP rank, c blocks of (S/c x S/c) causal-balanced; with the
      * all-to-all exchange whole sequences over heads/c instead. Q.K runs at
@@ -193,8 +193,10 @@ static void dense_mlp(const Tx *x, PartBlockT *b)
         tpl_hf_mlp(x, b);
     } else {
         half_layer(x, b);
+        int32_t k0 = b->n_k;
         mlp(x, b, x->T, x->m->ffn, NM);
-        b->k[b->n_k - 1].flags |= PART_KF_ROW_OUT_MLP; /* fc2 */
+        if (!plan_eager(x->p)) b->k[k0].flags |= PART_KF_COL_IN; /* fc1 (gate and up fused) */
+        b->k[b->n_k - 1].flags |= PART_KF_ROW_OUT_MLP;          /* fc2 */
     }
     PartMlpParams mp;
     part_mlp_params(x->m, (double)x->m->ffn, x->m->mlp_bias, &mp);

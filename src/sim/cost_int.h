@@ -41,8 +41,18 @@ enum {
 #define SIM_SEGS 20
 typedef struct SimSegs {
     int32_t n;
+    double comp;  /* of it, compute seconds */
     double d[SIM_SEGS];
 } SimSegs;
+
+/* Collectives running on other streams, as time spans in issue order
+ * (back-to-back ones of one stream merged when pushed so), walked against
+ * the compute windows they meet (layer_segs.c). */
+#define SIM_SPANS 16
+typedef struct SimSpans {
+    int32_t n;
+    double s[SIM_SPANS], e[SIM_SPANS];
+} SimSpans;
 
 typedef struct LayerCost {
     double fwd, bwd;           /* compute busy (no comm), one micro-batch */
@@ -70,7 +80,6 @@ typedef struct LayerCost {
                                   bwd + recompute + tp_b + cp_b + ep_b */
     double fwd_flops_token;    /* model FLOPs per token, forward, whole layer (unsharded) */
     double recompute_flops_token;
-    double seg_comp_b;         /* the compute seconds of seg[1] */
     SimSegs seg[2];            /* the forward's and the backward's stream time (fwd + tp_f + cp_f + ep_f;
                                   bwd_span_s) in the task graph's order */
 } LayerCost;
@@ -91,8 +100,14 @@ typedef struct SimLayerComm {
 void sim_layer_segs(const Ctx *x, bool moe, const SimLayerComm *c, LayerCost *lc);
 void sim_seg_add(SimSegs *s, double d, bool comp);
 double sim_segs_len(const SimSegs *s);
-/* compute seconds of s, started at t0, within [a, b) */
-double sim_segs_beside(const SimSegs *s, double t0, double a, double b);
+/* One segment of len seconds: compute, or a wait. */
+SimSegs sim_segs_one(double len, bool comp);
+/* A span [s, e) issued; merge: joined to the last one when it starts by its
+ * end (one stream's back-to-back collectives). */
+void sim_spans_push(SimSpans *p, double s, double e, bool merge);
+/* The window sg running from t: the compute seconds the spans meet there;
+ * the spans ending inside it are dropped. */
+double sim_spans_walk(SimSpans *p, double t, const SimSegs *sg);
 
 /* Megatron-Core's gradient buckets of one chunk (dp_buckets.c): layers
  * [l0, l0 + nl) with the LM head first (head_params > 0) and the embedding

@@ -34,53 +34,26 @@ typedef struct Closes {
     double pos[REUSE_MAX], t[REUSE_MAX];
 } Closes;
 
-/* The buckets' collectives still running, as disjoint spans on the DP
- * stream (back-to-back ones merged), walked against the backward's
- * compute: beside_s the compute seconds they meet, within_s their seconds
- * inside the window (the replay's measure, replay_dag.c comm_overlap). */
-enum { PEND_MAX = 16 };
+/* The buckets' collectives still running, as spans on the DP stream
+ * (back-to-back ones merged), walked against the backward's compute:
+ * beside_s the compute seconds they meet, within_s their seconds inside the
+ * window (the replay's measure, replay_dag.c comm_overlap). */
 typedef struct Pend {
-    int32_t n;
-    double s[PEND_MAX], e[PEND_MAX];
+    SimSpans sp;
     double window_s, beside_s, within_s;
 } Pend;
 
 static void pend_push(Pend *p, double s, double e)
 {
-    if (!(e > s)) return;
     double lo = s > 0 ? s : 0, hi = e < p->window_s ? e : p->window_s;
     if (hi > lo) p->within_s += hi - lo;
-    if (p->n > 0 && s <= p->e[p->n - 1]) {
-        p->e[p->n - 1] = e;
-        return;
-    }
-    if (p->n == PEND_MAX) { /* never with merging: keep the span's extent */
-        p->e[p->n - 1] = e;
-        return;
-    }
-    p->s[p->n] = s, p->e[p->n] = e, p->n++;
+    sim_spans_push(&p->sp, s, e, true);
 }
 
-/* The window's stream from t for len seconds: the segments sg, or (NULL)
- * compute throughout when comp, else a wait; comp_s: its compute seconds. */
-static void pend_walk(Pend *p, double t, double len, const SimSegs *sg, bool comp, double comp_s)
+/* The window's stream from t for sg's length. */
+static void pend_walk(Pend *p, double t, const SimSegs *sg)
 {
-    double b = t + len;
-    int32_t drop = 0;
-    for (int32_t i = 0; i < p->n; i++) {
-        double s = p->s[i] > t ? p->s[i] : t, e = p->e[i] < b ? p->e[i] : b;
-        if (e > s) {
-            if (s == t && e == b) p->beside_s += comp_s;
-            else if (sg) p->beside_s += sim_segs_beside(sg, t, s, e);
-            else if (comp) p->beside_s += e - s;
-        }
-        if (p->e[i] <= b && drop == i) drop++;
-    }
-    if (drop) {
-        memmove(p->s, p->s + drop, (size_t)(p->n - drop) * sizeof *p->s);
-        memmove(p->e, p->e + drop, (size_t)(p->n - drop) * sizeof *p->e);
-        p->n -= drop;
-    }
+    if (p->sp.n > 0) p->beside_s += sim_spans_walk(&p->sp, t, sg);
 }
 
 typedef struct Feed {
@@ -147,9 +120,13 @@ static void feed(Feed *f, double tensor)
  * weight gradients, all compute. */
 static void walk_layer(Pend *p, const LayerCost *lc, double t, double span, bool w_pass)
 {
-    if (p->n == 0) return;
-    if (w_pass) pend_walk(p, t, span, NULL, true, span);
-    else pend_walk(p, t, span, &lc->seg[1], true, lc->seg_comp_b);
+    if (p->sp.n == 0) return;
+    if (w_pass) {
+        SimSegs sg = sim_segs_one(span, true);
+        pend_walk(p, t, &sg);
+    } else {
+        pend_walk(p, t, &lc->seg[1]);
+    }
 }
 
 void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t nl,
@@ -219,8 +196,9 @@ void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t 
     /* the rest of the window: the embedding's backward (its input
      * gradient's TP collective first) or a W pass's weight gradients */
     double rest = tm->window_s - now, wait = tm->w_pass ? 0 : fmin(tm->tail_wait_s, rest);
-    pend_walk(&pend, now, wait, NULL, false, 0);
-    pend_walk(&pend, now + wait, rest - wait, NULL, true, rest - wait);
+    SimSegs tail = sim_segs_one(wait, false);
+    sim_seg_add(&tail, rest - wait, true);
+    pend_walk(&pend, now, &tail);
     now = tm->window_s;
     feed(&d, emb_params);
     close_bucket(&d, tm->window_s);

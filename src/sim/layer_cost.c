@@ -270,61 +270,32 @@ typedef struct FsdpWalk {
     double beside_s;    /* collective seconds beside compute */
     double idle_s[2];   /* compute waiting for a gather: forward, backward */
     int32_t bwd;        /* in the backward */
-    double ws[16], we[16]; /* collectives issued that may still meet a window, FIFO */
-    int32_t n;
+    SimSpans sp;        /* collectives issued that may still meet a window (two streams: unmerged) */
 } FsdpWalk;
 
 static double walk_issue_on(FsdpWalk *k, double *stream, double ready, double dur)
 {
     double s = *stream > ready ? *stream : ready;
     *stream = s + dur;
-    if (dur > 0) {
-        if (k->n == 16) { /* never with the chain's lag of two units; keep the newest */
-            memmove(k->ws, k->ws + 1, 15 * sizeof *k->ws);
-            memmove(k->we, k->we + 1, 15 * sizeof *k->we);
-            k->n--;
-        }
-        k->ws[k->n] = s, k->we[k->n] = *stream, k->n++;
-    }
+    sim_spans_push(&k->sp, s, *stream, false);
     return *stream;
 }
 
 static double walk_issue(FsdpWalk *k, double ready, double dur) { return walk_issue_on(k, &k->D, ready, dur); }
 
-static void walk_window(FsdpWalk *k, double len, double share)
-{
-    double a = k->C, b = k->C + len;
-    int32_t drop = 0;
-    for (int32_t i = 0; i < k->n; i++) {
-        double s = k->ws[i] > a ? k->ws[i] : a, e = k->we[i] < b ? k->we[i] : b;
-        if (e > s) k->beside_s += share * (e - s);
-        if (k->we[i] <= b && drop == i) drop++;
-    }
-    if (drop) {
-        memmove(k->ws, k->ws + drop, (size_t)(k->n - drop) * sizeof *k->ws);
-        memmove(k->we, k->we + drop, (size_t)(k->n - drop) * sizeof *k->we);
-        k->n -= drop;
-    }
-    k->C = b;
-}
-
 /* A window laid out as segments: each collective issued meets only its
  * compute (the replay's measure). */
 static void walk_segs(FsdpWalk *k, const SimSegs *sg)
 {
-    double a = k->C, b = a + sim_segs_len(sg);
-    int32_t drop = 0;
-    for (int32_t i = 0; i < k->n; i++) {
-        double s = k->ws[i] > a ? k->ws[i] : a, e = k->we[i] < b ? k->we[i] : b;
-        if (e > s) k->beside_s += sim_segs_beside(sg, a, s, e);
-        if (k->we[i] <= b && drop == i) drop++;
-    }
-    if (drop) {
-        memmove(k->ws, k->ws + drop, (size_t)(k->n - drop) * sizeof *k->ws);
-        memmove(k->we, k->we + drop, (size_t)(k->n - drop) * sizeof *k->we);
-        k->n -= drop;
-    }
-    k->C = b;
+    k->beside_s += sim_spans_walk(&k->sp, k->C, sg);
+    k->C += sim_segs_len(sg);
+}
+
+/* A window of len seconds, all compute or all collective. */
+static void walk_window(FsdpWalk *k, double len, bool comp)
+{
+    SimSegs sg = sim_segs_one(len, comp);
+    walk_segs(k, &sg);
 }
 
 static void walk_wait(FsdpWalk *k, double t)
@@ -349,8 +320,8 @@ static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
 {
     /* forward: the root's gather, the embedding, the layers prefetching */
     walk_wait(k, walk_issue(k, k->U, root[0]));
-    walk_window(k, edge[SIM_E_EMB_F] + root[2], 1);
-    walk_window(k, edge[SIM_E_EMB_TP_F], 0);
+    walk_window(k, edge[SIM_E_EMB_F] + root[2], true);
+    walk_window(k, edge[SIM_E_EMB_TP_F], false);
     k->U = k->C;
     const LayerCost *lc = sim_layer_at(x, ls, 0);
     double g = walk_issue(k, k->U, lc->fsdp_ag);
@@ -365,14 +336,14 @@ static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
     /* the head: its input's gathers, its compute, the loss's all-reduces;
      * backward its input gradient, the collectives, its weight gradient */
     double hag = edge[SIM_E_HEAD_AG_F], hwg = edge[SIM_E_HEAD_WG];
-    walk_window(k, hag, 0);
-    walk_window(k, edge[SIM_E_HEAD_F], 1);
-    walk_window(k, edge[SIM_E_HEAD_TP_F] - hag, 0);
+    walk_window(k, hag, false);
+    walk_window(k, edge[SIM_E_HEAD_F], true);
+    walk_window(k, edge[SIM_E_HEAD_TP_F] - hag, false);
     /* backward: the head, the layers last to first, the embedding */
     k->bwd = 1;
-    walk_window(k, edge[SIM_E_HEAD_B] - hwg, 1);
-    walk_window(k, edge[SIM_E_HEAD_TP_B], 0);
-    walk_window(k, hwg, 1);
+    walk_window(k, edge[SIM_E_HEAD_B] - hwg, true);
+    walk_window(k, edge[SIM_E_HEAD_TP_B], false);
+    walk_window(k, hwg, true);
     k->U = k->C;
     lc = sim_layer_at(x, ls, L - 1);
     g = walk_issue(k, k->U, lc->fsdp_ag);
@@ -386,8 +357,8 @@ static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
         k->U = k->C;
         g = gn, lc = nx;
     }
-    walk_window(k, edge[SIM_E_EMB_TP_B], 0);
-    walk_window(k, edge[SIM_E_EMB_B] + root[3], 1);
+    walk_window(k, edge[SIM_E_EMB_TP_B], false);
+    walk_window(k, edge[SIM_E_EMB_B] + root[3], true);
     walk_issue(k, k->C, root[1]);
     walk_replica(x, k, edge[SIM_E_EMB_PARAMS] + edge[SIM_E_HEAD_PARAMS]);
     k->bwd = 0;
@@ -423,12 +394,12 @@ void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
     double d_idle[2] = {0, 0}, d_beside = 0; /* the last micro-batch walked */
     int64_t i = 0;
     for (; i < n_mb - 1; i++) {
-        if (i > 1 && k.n == prev.n) { /* the same start, relative to the compute stream: periodic */
+        if (i > 1 && k.sp.n == prev.sp.n) { /* the same start, relative to the compute stream: periodic */
             double tol = 1e-12 * (k.C > 1 ? k.C : 1);
             bool same = fabs((k.D - k.C) - (prev.D - prev.C)) <= tol && fabs((k.U - k.C) - (prev.U - prev.C)) <= tol;
-            for (int32_t j = 0; j < k.n && same; j++)
-                same = fabs((k.ws[j] - k.C) - (prev.ws[j] - prev.C)) <= tol &&
-                       fabs((k.we[j] - k.C) - (prev.we[j] - prev.C)) <= tol;
+            for (int32_t j = 0; j < k.sp.n && same; j++)
+                same = fabs((k.sp.s[j] - k.C) - (prev.sp.s[j] - prev.C)) <= tol &&
+                       fabs((k.sp.e[j] - k.C) - (prev.sp.e[j] - prev.C)) <= tol;
             if (same) break;
         }
         prev = k;
@@ -443,7 +414,7 @@ void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
         k.idle_s[1] += rest * d_idle[1];
         k.beside_s += rest * d_beside;
         k.C += dc, k.D += dc, k.U += dc;
-        for (int32_t j = 0; j < k.n; j++) k.ws[j] += dc, k.we[j] += dc;
+        for (int32_t j = 0; j < k.sp.n; j++) k.sp.s[j] += dc, k.sp.e[j] += dc;
     }
     k.last = 1;
     k.R = k.C;

@@ -8,6 +8,7 @@
  * (replay_dag.c comm_overlap) instead of by the window's compute share.
  */
 #include <math.h>
+#include <string.h>
 
 #include "cost_int.h"
 
@@ -15,6 +16,7 @@
 void sim_seg_add(SimSegs *s, double d, bool comp)
 {
     if (!(d > 0)) return;
+    if (comp) s->comp += d;
     double v = comp ? d : -d;
     if (s->n > 0 && (s->d[s->n - 1] > 0) == comp) {
         s->d[s->n - 1] += v;
@@ -23,6 +25,7 @@ void sim_seg_add(SimSegs *s, double d, bool comp)
     if (s->n == SIM_SEGS) { /* never (a backward window has at most 18: two blocks of a full
                                recompute's forward, EP, CP and TP around their compute); the
                                window keeps its length */
+        if (comp && !(s->d[s->n - 1] > 0)) s->comp -= d;
         s->d[s->n - 1] += s->d[s->n - 1] > 0 ? d : -d;
         return;
     }
@@ -36,8 +39,15 @@ double sim_segs_len(const SimSegs *s)
     return t;
 }
 
+SimSegs sim_segs_one(double len, bool comp)
+{
+    SimSegs s = {0};
+    sim_seg_add(&s, len, comp);
+    return s;
+}
+
 /* Compute seconds of s (starting at t0) within [a, b). */
-double sim_segs_beside(const SimSegs *s, double t0, double a, double b)
+static double segs_beside(const SimSegs *s, double t0, double a, double b)
 {
     double ov = 0, t = t0;
     for (int32_t i = 0; i < s->n && t < b; i++) {
@@ -47,6 +57,38 @@ double sim_segs_beside(const SimSegs *s, double t0, double a, double b)
             if (hi > lo) ov += hi - lo;
         }
         t = e;
+    }
+    return ov;
+}
+
+void sim_spans_push(SimSpans *p, double s, double e, bool merge)
+{
+    if (!(e > s)) return;
+    if (merge && p->n > 0 && s <= p->e[p->n - 1]) {
+        p->e[p->n - 1] = e;
+        return;
+    }
+    if (p->n == SIM_SPANS) { /* never: the oldest span goes */
+        memmove(p->s, p->s + 1, (SIM_SPANS - 1) * sizeof *p->s);
+        memmove(p->e, p->e + 1, (SIM_SPANS - 1) * sizeof *p->e);
+        p->n--;
+    }
+    p->s[p->n] = s, p->e[p->n] = e, p->n++;
+}
+
+double sim_spans_walk(SimSpans *p, double t, const SimSegs *sg)
+{
+    double b = t + sim_segs_len(sg), ov = 0;
+    int32_t drop = 0;
+    for (int32_t i = 0; i < p->n; i++) {
+        double s = p->s[i] > t ? p->s[i] : t, e = p->e[i] < b ? p->e[i] : b;
+        if (e > s) ov += s == t && e == b ? sg->comp : segs_beside(sg, t, s, e);
+        if (p->e[i] <= b && drop == i) drop++;
+    }
+    if (drop) {
+        memmove(p->s, p->s + drop, (size_t)(p->n - drop) * sizeof *p->s);
+        memmove(p->e, p->e + drop, (size_t)(p->n - drop) * sizeof *p->e);
+        p->n -= drop;
     }
     return ov;
 }
@@ -132,13 +174,10 @@ void sim_layer_segs(const Ctx *x, bool moe, const SimLayerComm *c, LayerCost *lc
     const int fb = moe ? PART_BLOCK_MOE : PART_BLOCK_MLP;
     const CostBlock *f = &x->cs->b[fb];
     const bool ep = moe && x->p->ep > 1 && x->tpl->ep_bytes > 0, full = x->p->recompute == PLAN_RECOMPUTE_FULL;
-    lc->seg[0].n = lc->seg[1].n = 0;
+    lc->seg[0] = lc->seg[1] = (SimSegs){0};
     seg_block_fwd(a, false, true, c, &lc->seg[0]);
     seg_block_fwd(f, ep, false, c, &lc->seg[0]);
     /* backward: the MLP / MoE block first */
     seg_block_bwd(f, f->ig + (full ? 0 : x->cs->recompute[fb]), full, ep, false, c, &lc->seg[1]);
     seg_block_bwd(a, a->ig + (full ? 0 : x->cs->recompute[PART_BLOCK_ATTN]), full, false, true, c, &lc->seg[1]);
-    lc->seg_comp_b = 0;
-    for (int32_t i = 0; i < lc->seg[1].n; i++)
-        if (lc->seg[1].d[i] > 0) lc->seg_comp_b += lc->seg[1].d[i];
 }

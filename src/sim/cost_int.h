@@ -4,6 +4,8 @@
 #ifndef TRAINSIM_COST_INT_H
 #define TRAINSIM_COST_INT_H
 
+#include <string.h>
+
 #include "sim_internal.h"
 #include "trainsim/cost.h"
 
@@ -41,7 +43,7 @@ enum {
 #define SIM_SEGS 20
 typedef struct SimSegs {
     int32_t n;
-    double comp;  /* of it, compute seconds */
+    double len, comp; /* seconds in all, of them compute (kept by sim_seg_add) */
     double d[SIM_SEGS];
 } SimSegs;
 
@@ -99,15 +101,27 @@ typedef struct SimLayerComm {
 } SimLayerComm;
 void sim_layer_segs(const Ctx *x, bool moe, const SimLayerComm *c, LayerCost *lc);
 void sim_seg_add(SimSegs *s, double d, bool comp);
-double sim_segs_len(const SimSegs *s);
-/* One segment of len seconds: compute, or a wait. */
-SimSegs sim_segs_one(double len, bool comp);
 /* A span [s, e) issued; merge: joined to the last one when it starts by its
- * end (one stream's back-to-back collectives). */
-void sim_spans_push(SimSpans *p, double s, double e, bool merge);
-/* The window sg running from t: the compute seconds the spans meet there;
- * the spans ending inside it are dropped. */
-double sim_spans_walk(SimSpans *p, double t, const SimSegs *sg);
+ * end (one stream's back-to-back collectives). Inline: the bucket walk
+ * pushes one per bucket. */
+static inline void sim_spans_push(SimSpans *p, double s, double e, bool merge)
+{
+    if (!(e > s)) return;
+    if (merge && p->n > 0 && s <= p->e[p->n - 1]) {
+        p->e[p->n - 1] = e;
+        return;
+    }
+    if (p->n == SIM_SPANS) { /* never: the oldest span goes */
+        memmove(p->s, p->s + 1, (SIM_SPANS - 1) * sizeof *p->s);
+        memmove(p->e, p->e + 1, (SIM_SPANS - 1) * sizeof *p->e);
+        p->n--;
+    }
+    p->s[p->n] = s, p->e[p->n] = e, p->n++;
+}
+/* A window of len seconds from t, laid out as sg (NULL: uniform, compute
+ * when comp, else a wait): the compute seconds the spans meet there; the
+ * spans ending inside it are dropped. */
+double sim_spans_walk(SimSpans *p, double t, double len, const SimSegs *sg, bool comp);
 
 /* Megatron-Core's gradient buckets of one chunk (dp_buckets.c): layers
  * [l0, l0 + nl) with the LM head first (head_params > 0) and the embedding

@@ -50,10 +50,11 @@ static void pend_push(Pend *p, double s, double e)
     sim_spans_push(&p->sp, s, e, true);
 }
 
-/* The window's stream from t for sg's length. */
-static void pend_walk(Pend *p, double t, const SimSegs *sg)
+/* The window's stream from t for len seconds: the segments sg, or (NULL)
+ * compute throughout when comp, else a wait. */
+static void pend_walk(Pend *p, double t, double len, const SimSegs *sg, bool comp)
 {
-    if (p->sp.n > 0) p->beside_s += sim_spans_walk(&p->sp, t, sg);
+    if (p->sp.n > 0) p->beside_s += sim_spans_walk(&p->sp, t, len, sg, comp);
 }
 
 typedef struct Feed {
@@ -120,13 +121,8 @@ static void feed(Feed *f, double tensor)
  * weight gradients, all compute. */
 static void walk_layer(Pend *p, const LayerCost *lc, double t, double span, bool w_pass)
 {
-    if (p->sp.n == 0) return;
-    if (w_pass) {
-        SimSegs sg = sim_segs_one(span, true);
-        pend_walk(p, t, &sg);
-    } else {
-        pend_walk(p, t, &lc->seg[1]);
-    }
+    if (w_pass) pend_walk(p, t, span, NULL, true);
+    else pend_walk(p, t, span, &lc->seg[1], true);
 }
 
 void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t nl,
@@ -196,9 +192,8 @@ void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t 
     /* the rest of the window: the embedding's backward (its input
      * gradient's TP collective first) or a W pass's weight gradients */
     double rest = tm->window_s - now, wait = tm->w_pass ? 0 : fmin(tm->tail_wait_s, rest);
-    SimSegs tail = sim_segs_one(wait, false);
-    sim_seg_add(&tail, rest - wait, true);
-    pend_walk(&pend, now, &tail);
+    pend_walk(&pend, now, wait, NULL, false);
+    pend_walk(&pend, now + wait, rest - wait, NULL, true);
     now = tm->window_s;
     feed(&d, emb_params);
     close_bucket(&d, tm->window_s);

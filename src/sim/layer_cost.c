@@ -287,15 +287,16 @@ static double walk_issue(FsdpWalk *k, double ready, double dur) { return walk_is
  * compute (the replay's measure). */
 static void walk_segs(FsdpWalk *k, const SimSegs *sg)
 {
-    k->beside_s += sim_spans_walk(&k->sp, k->C, sg);
-    k->C += sim_segs_len(sg);
+    k->beside_s += sim_spans_walk(&k->sp, k->C, sg->len, sg, true);
+    k->C += sg->len;
 }
 
 /* A window of len seconds, all compute or all collective. */
 static void walk_window(FsdpWalk *k, double len, bool comp)
 {
-    SimSegs sg = sim_segs_one(len, comp);
-    walk_segs(k, &sg);
+    if (!(len > 0)) len = 0;
+    k->beside_s += sim_spans_walk(&k->sp, k->C, len, NULL, comp);
+    k->C += len;
 }
 
 static void walk_wait(FsdpWalk *k, double t)

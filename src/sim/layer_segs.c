@@ -16,6 +16,7 @@
 void sim_seg_add(SimSegs *s, double d, bool comp)
 {
     if (!(d > 0)) return;
+    s->len += d;
     if (comp) s->comp += d;
     double v = comp ? d : -d;
     if (s->n > 0 && (s->d[s->n - 1] > 0) == comp) {
@@ -30,20 +31,6 @@ void sim_seg_add(SimSegs *s, double d, bool comp)
         return;
     }
     s->d[s->n++] = v;
-}
-
-double sim_segs_len(const SimSegs *s)
-{
-    double t = 0;
-    for (int32_t i = 0; i < s->n; i++) t += fabs(s->d[i]);
-    return t;
-}
-
-SimSegs sim_segs_one(double len, bool comp)
-{
-    SimSegs s = {0};
-    sim_seg_add(&s, len, comp);
-    return s;
 }
 
 /* Compute seconds of s (starting at t0) within [a, b). */
@@ -61,28 +48,13 @@ static double segs_beside(const SimSegs *s, double t0, double a, double b)
     return ov;
 }
 
-void sim_spans_push(SimSpans *p, double s, double e, bool merge)
+double sim_spans_walk(SimSpans *p, double t, double len, const SimSegs *sg, bool comp)
 {
-    if (!(e > s)) return;
-    if (merge && p->n > 0 && s <= p->e[p->n - 1]) {
-        p->e[p->n - 1] = e;
-        return;
-    }
-    if (p->n == SIM_SPANS) { /* never: the oldest span goes */
-        memmove(p->s, p->s + 1, (SIM_SPANS - 1) * sizeof *p->s);
-        memmove(p->e, p->e + 1, (SIM_SPANS - 1) * sizeof *p->e);
-        p->n--;
-    }
-    p->s[p->n] = s, p->e[p->n] = e, p->n++;
-}
-
-double sim_spans_walk(SimSpans *p, double t, const SimSegs *sg)
-{
-    double b = t + sim_segs_len(sg), ov = 0;
+    double b = t + len, ov = 0, all = sg ? sg->comp : comp ? len : 0;
     int32_t drop = 0;
     for (int32_t i = 0; i < p->n; i++) {
         double s = p->s[i] > t ? p->s[i] : t, e = p->e[i] < b ? p->e[i] : b;
-        if (e > s) ov += s == t && e == b ? sg->comp : segs_beside(sg, t, s, e);
+        if (e > s) ov += s == t && e == b ? all : sg ? segs_beside(sg, t, s, e) : comp ? e - s : 0;
         if (p->e[i] <= b && drop == i) drop++;
     }
     if (drop) {

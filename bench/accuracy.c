@@ -550,19 +550,28 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
  * out-of-sample error, beside its in-sample one at the preset's clock. */
 enum { XC_MIN = 1330, XC_STEP = 5, XC_N = 17 };
 
+/* Every row that use[] marks scored at each clock of a grid (nc clocks
+ * from cmin, step) of the GPU preset `gpu`: err[c * MAXROW + i]; a row
+ * that does not simulate is dropped from use[]. */
+static void clock_grid(const Row *rows, int n, SimWork *w, const char *gpu, int cmin, int step, int nc, double *err,
+                       bool *use)
+{
+    for (int c = 0; c < nc; c++) {
+        EvalOpts eo = {.clock_gpu = gpu, .clock_mhz = cmin + step * c};
+        for (int i = 0; i < n; i++) {
+            Score sc;
+            if (use[i] && !eval_row(&rows[i], w, &eo, &sc)) use[i] = false;
+            err[c * MAXROW + i] = use[i] ? sc.e : 0;
+        }
+    }
+}
+
 static void cross_validate(const Row *rows, int n, SimWork *w, const Table *tabs, int ntab)
 {
     static double err[XC_N][MAXROW];
     static bool use[MAXROW];
     for (int i = 0; i < n; i++) use[i] = strstr(rows[i].f[col("gpu")], "A100") != NULL;
-    for (int c = 0; c < XC_N; c++) {
-        EvalOpts eo = {.clock_gpu = "a100", .clock_mhz = XC_MIN + XC_STEP * c};
-        for (int i = 0; i < n; i++) {
-            Score sc;
-            if (use[i] && !eval_row(&rows[i], w, &eo, &sc)) use[i] = false;
-            err[c][i] = use[i] ? sc.e : 0;
-        }
-    }
+    clock_grid(rows, n, w, "a100", XC_MIN, XC_STEP, XC_N, &err[0][0], use);
     printf("leave-one-table-out: the A100 sustained clock refitted without each A100 table\n"
            "(grid %d..%d MHz, step %d; the preset's value is the fit on all of them)\n\n",
            XC_MIN, XC_MIN + XC_STEP * (XC_N - 1), XC_STEP);
@@ -612,14 +621,7 @@ static void cross_validate_b200(const Row *rows, int n, SimWork *w)
     static double err[BC_N][MAXROW];
     static bool use[MAXROW];
     for (int i = 0; i < n; i++) use[i] = starts(rows[i].f[col("id")], "MB-B200-");
-    for (int c = 0; c < BC_N; c++) {
-        EvalOpts eo = {.clock_gpu = "b200", .clock_mhz = BC_MIN + BC_STEP * c};
-        for (int i = 0; i < n; i++) {
-            Score sc;
-            if (use[i] && !eval_row(&rows[i], w, &eo, &sc)) use[i] = false;
-            err[c][i] = use[i] ? sc.e : 0;
-        }
-    }
+    clock_grid(rows, n, w, "b200", BC_MIN, BC_STEP, BC_N, &err[0][0], use);
     int k = 0;
     for (int i = 0; i < n; i++) k += use[i];
     if (!k) return;

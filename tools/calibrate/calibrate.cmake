@@ -22,14 +22,14 @@ if(TS_WITH_CUDA_TOOLS)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_ts_cal_dir}/nvcc.flags)
     add_custom_command(OUTPUT ${_ts_cal_bin}
       COMMAND ${TS_NVCC} ${_ts_cal_flags} -o ${_ts_cal_bin} ${_ts_cal_dir}/calibrate.cu -lcublasLt -lcublas -ldl
-      DEPENDS ${_ts_cal_dir}/calibrate.cu ${_ts_cal_dir}/nvcc.flags
+      DEPENDS ${_ts_cal_dir}/calibrate.cu ${_ts_cal_dir}/cuda_check.h ${_ts_cal_dir}/nvcc.flags
       COMMENT "nvcc: building tools/calibrate (CUDA + cuBLAS + cuBLASLt)")
     add_custom_target(calibrate ALL DEPENDS ${_ts_cal_bin})
     # sm_margin: a GEMM's time while other kernels hold k SMs (TE's userbuffers
     # set_sm_margin, NCCL's channels)
     add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/sm_margin
       COMMAND ${TS_NVCC} ${_ts_cal_flags} -o ${CMAKE_BINARY_DIR}/sm_margin ${_ts_cal_dir}/sm_margin.cu -lcublasLt -lcublas
-      DEPENDS ${_ts_cal_dir}/sm_margin.cu ${_ts_cal_dir}/nvcc.flags
+      DEPENDS ${_ts_cal_dir}/sm_margin.cu ${_ts_cal_dir}/cuda_check.h ${_ts_cal_dir}/nvcc.flags
       COMMENT "nvcc: building tools/calibrate/sm_margin (CUDA + cuBLAS + cuBLASLt)")
     add_custom_target(sm_margin ALL DEPENDS ${CMAKE_BINARY_DIR}/sm_margin)
     message(STATUS "trainsim: CUDA calibrator will be built with ${TS_NVCC}")

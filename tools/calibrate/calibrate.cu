@@ -65,22 +65,8 @@
 #include <tuple>
 #include <vector>
 
-#define CK(x)                                                                              \
-    do {                                                                                   \
-        cudaError_t e_ = (x);                                                              \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "calibrate: %s failed: %s\n", #x, cudaGetErrorString(e_));     \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-#define CB(x)                                                                              \
-    do {                                                                                   \
-        cublasStatus_t s_ = (x);                                                           \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
-            fprintf(stderr, "calibrate: %s failed: cuBLAS status %d\n", #x, (int)s_);      \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
+#define TOOL_NAME "calibrate"
+#include "cuda_check.h"
 
 typedef __nv_bfloat16 bf16;
 

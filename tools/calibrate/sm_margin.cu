@@ -40,22 +40,8 @@
 #include <thread>
 #include <vector>
 
-#define CK(x)                                                                              \
-    do {                                                                                   \
-        cudaError_t e_ = (x);                                                              \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "sm_margin: %s: %s\n", #x, cudaGetErrorString(e_));            \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-#define CB(x)                                                                              \
-    do {                                                                                   \
-        cublasStatus_t s_ = (x);                                                           \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
-            fprintf(stderr, "sm_margin: %s: cuBLAS status %d\n", #x, (int)s_);             \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
+#define TOOL_NAME "sm_margin"
+#include "cuda_check.h"
 
 // Hold an SM: count itself in, then sleep-poll a flag in device memory
 // (every ~2 us, so that the polling itself costs the GPU nothing) until

@@ -632,21 +632,34 @@ static double compute_share(double comp, double busy)
     return busy > 0 && comp < busy ? comp / busy : 1.0;
 }
 
+/* The compute share of an operation's busy time (its chunk's, by kind; an
+ * F&B pair's from both chunks; none for the zero-time ops). */
+static double op_share(const SimPipeline *pl, const SimOp *op)
+{
+    const int32_t pv = pl->stages * pl->chunks, v = pl->chunks;
+    if (op->kind == OP_X || op->kind == OP_PAIR_OPEN || op->kind == OP_PAIR_CLOSE) return 0;
+    if (op->kind == OP_PAIR) {
+        int32_t k = op->di - 4 * pv, s = op->stage;
+        const SimChunkCost *f = &pl->chunk[k / v], *b = &pl->chunk[s * v + k % v];
+        return compute_share(f->compute_fwd_s + b->compute_bwd_s + b->recompute_s - b->recompute_comm_s,
+                             f->fwd_s + b->bwd_s);
+    }
+    /* F, B, I, W at 4 (s v + c) + DUR_*; DeepSpeed's steps (v = 1) after the pairs */
+    const SimChunkCost *cc = &pl->chunk[op->di < 4 * pv ? op->di / 4 : op->stage];
+    return op->kind == OP_F   ? compute_share(cc->compute_fwd_s, cc->fwd_s)
+           : op->kind == OP_W ? 1.0
+                              : compute_share(cc->compute_bwd_s + cc->recompute_s - cc->recompute_comm_s, cc->bwd_s);
+}
+
 /* The seconds of stage s's overlapped parameter gathers (running from the
  * iteration start, agg[s] in all) beside the compute of an operation busy
  * over [a, b), by the task's compute share, into ago[s]: the gathers'
  * slow-down is overlap_slowdown times them. */
-static void gather_overlap(const SimPipeline *pl, const SimOp *op, int64_t nt, int64_t mc, double a, double b,
-                           const double *agg, double *ago)
+static void gather_overlap(const SimPipeline *pl, const SimOp *op, double a, double b, const double *agg, double *ago)
 {
     const int32_t s = op->stage;
     if (b > agg[s]) b = agg[s];
-    if (!(b > a) || op->kind == OP_X || op->kind == OP_PAIR_OPEN || op->kind == OP_PAIR_CLOSE) return;
-    const SimChunkCost *cc = &pl->chunk[(op->self % (int32_t)nt) / (int32_t)mc];
-    double sh = op->kind == OP_F   ? compute_share(cc->compute_fwd_s, cc->fwd_s)
-                : op->kind == OP_W ? 1.0
-                                   : compute_share(cc->compute_bwd_s + cc->recompute_s - cc->recompute_comm_s, cc->bwd_s);
-    ago[s] += (b - a) * sh;
+    if (b > a) ago[s] += (b - a) * op_share(pl, op);
 }
 
 /* Run the compiled program with this plan's durations. Idle time before a
@@ -691,7 +704,7 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
                 }
             }
         }
-        if (st < gmax) gather_overlap(pl, op, nt, mc, en - dur[op->di], en, agg, ago);
+        if (st < gmax) gather_overlap(pl, op, en - dur[op->di], en, agg, ago);
         fin[op->self] = en;
         fr[op->stage] = en;
     }
@@ -802,24 +815,6 @@ double sim_dp_end_uniform(int32_t n, double dp_s, double window_s)
         end = (end > ready ? end : ready) + d;
     }
     return end;
-}
-
-/* The compute share of an operation's busy time (its chunk's, by kind; an
- * F&B pair's from both chunks; none for the zero-time and DeepSpeed ops). */
-static double op_share(const SimPipeline *pl, const SimOp *op)
-{
-    const int32_t pv = pl->stages * pl->chunks, v = pl->chunks;
-    if (op->kind == OP_PAIR && op->di >= 4 * pv) {
-        int32_t k = op->di - 4 * pv, s = op->stage;
-        const SimChunkCost *f = &pl->chunk[k / v], *b = &pl->chunk[s * v + k % v];
-        return compute_share(f->compute_fwd_s + b->compute_bwd_s + b->recompute_s - b->recompute_comm_s,
-                             f->fwd_s + b->bwd_s);
-    }
-    if (op->di >= 4 * pv || op->kind == OP_X || op->kind == OP_PAIR_OPEN || op->kind == OP_PAIR_CLOSE) return 0;
-    const SimChunkCost *cc = &pl->chunk[op->di / 4];
-    return op->kind == OP_F   ? compute_share(cc->compute_fwd_s, cc->fwd_s)
-           : op->kind == OP_W ? 1.0
-                              : compute_share(cc->compute_bwd_s + cc->recompute_s - cc->recompute_comm_s, cc->bwd_s);
 }
 
 /* Compute seconds of stage s's operations inside [a, b), each by its

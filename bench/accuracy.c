@@ -30,6 +30,7 @@
  * tables' rules apply to their ids, Megatron-Core's defaults to any other.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,7 +250,8 @@ static int load_rows(const char *path, Row *rows, int *n)
 {
     FILE *fp = fopen(path, "r");
     if (!fp) {
-        fprintf(stderr, "accuracy: cannot open %s\n", path);
+        fprintf(stderr, "accuracy: cannot open %s: %s\nhint: give a CSV with the validation columns (see "
+                        "docs/accuracy.md, \"Scoring your own runs\")\n", path, strerror(errno));
         return 1;
     }
     static char line[8192];
@@ -678,8 +680,13 @@ int main(int argc, char **argv)
         argv++;
     }
     const char *path = TS_BENCH_DIR "/data/calibration_runs.csv";
-    if (argc > 2 && !strcmp(argv[1], "--runs")) path = argv[2];
-    else if (argc > 1) path = argv[1];
+    if (argc > 2 && !strcmp(argv[1], "--runs")) path = argv[2], argc -= 2, argv += 2;
+    else if (argc > 1 && argv[1][0] != '-') path = argv[1], argc--, argv++;
+    if (argc > 1) {
+        fprintf(stderr, "accuracy: unexpected argument '%s'\nusage: accuracy [-v] [-r] [-x] [--runs FILE.csv | "
+                        "FILE.csv]\n", argv[1]);
+        return 2;
+    }
     static Row rows[MAXROW];
     int n = 0, rc = load_rows(path, rows, &n);
     if (rc) return rc;

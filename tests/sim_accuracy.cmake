@@ -15,3 +15,7 @@ endforeach()
 add_test(NAME recipes/calibration
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/recipes/calibration.sh $<TARGET_FILE:accuracy> $<TARGET_FILE:trainsim>)
 set_tests_properties(recipes/calibration PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
+# an unknown option: named, with the usage, exit 2
+add_test(NAME accuracy/bad_option
+  COMMAND bash -c "out=$(\"$0\" --rnus x.csv 2>&1 >/dev/null); rc=$?; [ $rc = 2 ] && [ \"$out\" = \"$(cat \"$1\")\" ]"
+          $<TARGET_FILE:accuracy> ${CMAKE_SOURCE_DIR}/tests/accuracy/bad_option.stderr)

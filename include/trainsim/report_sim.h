@@ -50,6 +50,9 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
  * "price_per_gpu_hour", "goodput", "job_mtbf_s", "checkpoint_bytes",
  * "checkpoint_s", "checkpoint_interval_s", "restart_s"}. */
 void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train, TsBuf *out);
+/* The sentence of warning k of r (0 <= k < r->n_warnings) into buf, cap
+ * bytes, truncated to fit: "does not fit: 82.1 GiB per GPU needed, ...". */
+void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap);
 
 /* ---- a replayed workload ---------------------------------------------------- */
 /* What the replay's text names besides the workload and its result. */

@@ -251,6 +251,31 @@ typedef struct SimStageResult {
     SimBreakdown breakdown; /* this stage up to end_s (optimizer 0): sums to end_s */
 } SimStageResult;
 
+/* What a simulation warns of, as figures: the sentence is the report's
+ * (rep_sim_warning, report_sim.h), written only when a warning is shown, so
+ * that a sweep pays nothing for the warnings of the plans it ranks. */
+typedef enum SimWarnKind {
+    SIM_WARN_NO_FIT,          /* a GiB needed, b GiB available, i the stage */
+    SIM_WARN_NO_MEMORY,       /* memory not estimated: text the reason */
+    SIM_WARN_NO_TENSOR_CORES, /* text the GPU, i the plan's TsDtype, j the one its GEMMs run at */
+    SIM_WARN_FEW_MB,          /* i micro-batches for j stages, a the bubble fraction */
+    SIM_WARN_BUBBLE_SLOW,     /* a the bubble fraction, b fill and drain, i the slowest stage */
+    SIM_WARN_BUBBLE,          /* a the bubble fraction, i 1: interleaving is no option (DeepSpeed pipe) */
+    SIM_WARN_BALANCE,         /* SimResult.balance evens the stages' work */
+    SIM_WARN_TP_NODES,        /* a TP group of i spans j nodes */
+    SIM_WARN_CP_NODES,        /* the CP group spans i nodes */
+    SIM_WARN_EP_NODES,        /* the EP all-to-all spans i nodes */
+    SIM_WARN_SEQ_EXPERTS,     /* --sequential-experts on text, a model with no routed experts */
+    SIM_WARN_SELECTIVE_OPS,   /* --selective-ops without --recompute selective */
+    SIM_WARN_CP_COMM,         /* --cp-comm i (SimCpComm) with cp 1 */
+} SimWarnKind;
+typedef struct SimWarning {
+    SimWarnKind kind;
+    double a, b;
+    int64_t i, j;
+    char text[128]; /* the name or reason it quotes, where it has one */
+} SimWarning;
+
 #define SIM_MAX_WARNINGS 8
 typedef struct SimMemory {
     double weights_bytes, gradients_bytes, optimizer_bytes, activations_bytes, other_bytes;
@@ -296,7 +321,7 @@ typedef struct SimResult {
     SimMemory memory;
     SimBalance balance;       /* an even split of the work when the plan's is not (n 0: none) */
     int n_warnings;
-    char warnings[SIM_MAX_WARNINGS][160];
+    SimWarning warnings[SIM_MAX_WARNINGS]; /* their sentences: rep_sim_warning */
 } SimResult;
 
 /* Reusable scratch space (task orders, finish times, spans). Create once per

@@ -7,6 +7,7 @@
 
 #include "trainsim/report.h"
 #include "trainsim/report_html.h"
+#include "trainsim/report_sim.h"
 
 typedef struct Span2 {
     int32_t stage;
@@ -73,8 +74,11 @@ static TsStatus warnings(const SimResult *r, TsArena *a, RepPlanView *v)
     if (r->n_warnings <= 0) return TS_OK;
     const char **w = ts_arena_alloc(a, (size_t)r->n_warnings * sizeof *w);
     if (!w) return TS_ERR_INTERNAL;
-    for (int i = 0; i < r->n_warnings; i++)
-        if (!(w[i] = ts_arena_strdup(a, r->warnings[i]))) return TS_ERR_INTERNAL;
+    for (int i = 0; i < r->n_warnings; i++) {
+        char t[320];
+        rep_sim_warning(r, i, t, sizeof t);
+        if (!(w[i] = ts_arena_strdup(a, t))) return TS_ERR_INTERNAL;
+    }
     v->warnings = w;
     v->n_warnings = r->n_warnings;
     return TS_OK;

@@ -207,7 +207,9 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
     ts_buf_puts(b, ", \"warnings\": [");
     for (int i = 0; i < r->n_warnings; i++) {
         if (i) ts_buf_puts(b, ", ");
-        ts_json_escape(b, r->warnings[i]);
+        char w[320];
+        rep_sim_warning(r, i, w, sizeof w);
+        ts_json_escape(b, w);
     }
     ts_buf_puts(b, "]}\n");
 }

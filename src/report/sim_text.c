@@ -198,5 +198,9 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
     slowest_text(in, r, b);
     balance_text(&in->plan, &r->balance, b);
     if (train) train_text(train, b);
-    for (int i = 0; i < r->n_warnings; i++) ts_buf_printf(b, "warning: %s\n", r->warnings[i]);
+    for (int i = 0; i < r->n_warnings; i++) {
+        char w[320];
+        rep_sim_warning(r, i, w, sizeof w);
+        ts_buf_printf(b, "warning: %s\n", w);
+    }
 }

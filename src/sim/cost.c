@@ -185,14 +185,13 @@ double sim_shampoo_s_per_param(const HwModel *hw, const ModelSpec *m, const Para
     return one * 4.2 * bs / (2.0 * (double)n * (double)n * (double)n);
 }
 
-static void warn(SimResult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(SimResult *r, const char *fmt, ...)
+/* A warning as its figures (SimWarning); text: a name or reason it quotes, or NULL. */
+static void warn(SimResult *r, SimWarnKind kind, double a, double b, int64_t i, int64_t j, const char *text)
 {
     if (r->n_warnings >= SIM_MAX_WARNINGS) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->warnings[r->n_warnings++], sizeof r->warnings[0], fmt, ap);
-    va_end(ap);
+    SimWarning *w = &r->warnings[r->n_warnings++];
+    w->kind = kind, w->a = a, w->b = b, w->i = i, w->j = j;
+    snprintf(w->text, sizeof w->text, "%.*s", (int)sizeof w->text - 1, text ? text : "");
 }
 
 TsStatus sim_setup_resolve(SimSetup *in, TsError *err)
@@ -283,13 +282,6 @@ static void balance(const ModelSpec *m, const ParallelPlan *p, const LayerCost *
     if (w != stack) free(w);
 }
 
-/* "5,4,...,3,1" into buf (cap bytes); false when it does not fit. */
-static bool split_text(const SimBalance *b, char *buf, size_t cap)
-{
-    size_t k = 0;
-    for (int32_t s = 0; s < b->n && k < cap; s++) k += (size_t)snprintf(buf + k, cap - k, s ? ",%d" : "%d", b->layers[s]);
-    return k < cap;
-}
 /* DeepSpeed's BF16 optimizer after every micro-batch's backward
  * (update_hp_grads): a block's bf16 gradients cast and added into its fp32
  * ones (read 2 write 4, read 8 write 4) and zeroed (write 2), 20 B per
@@ -677,50 +669,38 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         sm->capacity_bytes = in->hw->gpu.hbm_bytes;
         sm->fits = sm->capacity_bytes <= 0 || sm->total_bytes <= sm->capacity_bytes;
         if (!sm->fits)
-            warn(out, "does not fit: %.1f GiB per GPU needed, %.1f GiB available (stage %d)",
-                 sm->total_bytes / 1073741824.0, sm->capacity_bytes / 1073741824.0, pk.stage);
+            warn(out, SIM_WARN_NO_FIT, sm->total_bytes / 1073741824.0, sm->capacity_bytes / 1073741824.0, pk.stage,
+                 0, NULL);
     } else {
-        warn(out, "memory not estimated: %s", merr.msg);
+        warn(out, SIM_WARN_NO_MEMORY, 0, 0, 0, 0, merr.msg);
     }
     /* warnings */
     if (gdt != p->dtype)
-        warn(out, "%s has no %s tensor cores: its GEMMs are timed at %s, MFU/HFU are of the %s peak",
-             in->hw->gpu.name, ts_dtype_name(p->dtype), ts_dtype_name(gdt), ts_dtype_name(gdt));
+        warn(out, SIM_WARN_NO_TENSOR_CORES, 0, 0, p->dtype, gdt, in->hw->gpu.name);
     if (p->pp > 1 && p->grad_accum < p->pp)
-        warn(out, "only %lld micro-batches for %lld pipeline stages: the bubble dominates (%.0f%%)",
-             (long long)p->grad_accum, (long long)p->pp, 100 * out->bubble_fraction);
+        warn(out, SIM_WARN_FEW_MB, out->bubble_fraction, 0, p->grad_accum, p->pp, NULL);
     else if (out->bubble_fraction > 0.25) {
         /* the schedule's own fill and drain; beyond that, stages wait for slower ones */
         double fill = sim_fill_drain_fraction(p);
         if (out->bubble_fraction > 2 * fill)
-            warn(out, "pipeline bubble is %.0f%% of the step, fill and drain %.0f%%: the rest is waiting for "
-                      "slower stages (slowest: %d); balance the work per stage (--stage-layers)",
-                 100 * out->bubble_fraction, 100 * fill, out->slowest_stage);
+            warn(out, SIM_WARN_BUBBLE_SLOW, out->bubble_fraction, fill, out->slowest_stage, 0, NULL);
         else
-            warn(out, "pipeline bubble is %.0f%% of the step: more micro-batches%s would help",
-                 100 * out->bubble_fraction, plan_ds_pipe(p) ? "" : " or interleaving");
+            warn(out, SIM_WARN_BUBBLE, out->bubble_fraction, 0, plan_ds_pipe(p), 0, NULL);
     }
-    char split[96];
-    if (out->balance.n && split_text(&out->balance, split, sizeof split))
-        warn(out, "--stage-layers %s evens the stages' work: %.3g s per micro-batch on the busiest, now %.3g s", split,
-             out->balance.busiest_s, out->balance.current_s);
-    else if (out->balance.n)
-        warn(out, "an even split of the layers lowers the busiest stage's work per micro-batch from %.3g s to %.3g s "
-                  "(--json: \"balance\")", out->balance.current_s, out->balance.busiest_s);
+    if (out->balance.n) warn(out, SIM_WARN_BALANCE, 0, 0, 0, 0, NULL);
     if (x.tpg.nodes > 1)
-        warn(out, "tensor parallel group of %lld spans %lld nodes: TP traffic crosses the network",
-             (long long)x.tpg.size, (long long)x.tpg.nodes);
+        warn(out, SIM_WARN_TP_NODES, 0, 0, x.tpg.size, x.tpg.nodes, NULL);
     if (p->cp > 1 && x.cpg.nodes > 1)
-        warn(out, "context parallel group spans %lld nodes", (long long)x.cpg.nodes);
+        warn(out, SIM_WARN_CP_NODES, 0, 0, x.cpg.nodes, 0, NULL);
     if (p->ep > 1 && x.epg.nodes > 1)
-        warn(out, "expert parallel all-to-all spans %lld nodes", (long long)x.epg.nodes);
+        warn(out, SIM_WARN_EP_NODES, 0, 0, x.epg.nodes, 0, NULL);
     /* runtime options this plan gives nothing to act on */
     if (in->opt.sequential_experts && m->experts == 0)
-        warn(out, "--sequential-experts has no effect: %s has no routed experts", m->name);
+        warn(out, SIM_WARN_SEQ_EXPERTS, 0, 0, 0, 0, m->name);
     if (in->opt.selective_ops && p->recompute != PLAN_RECOMPUTE_SELECTIVE)
-        warn(out, "--selective-ops has no effect without --recompute selective");
+        warn(out, SIM_WARN_SELECTIVE_OPS, 0, 0, 0, 0, NULL);
     if (in->opt.cp_comm != SIM_CP_P2P && p->cp == 1)
-        warn(out, "--cp-comm %s has no effect with cp 1", sim_cp_comm_name(in->opt.cp_comm));
+        warn(out, SIM_WARN_CP_COMM, 0, 0, in->opt.cp_comm, 0, NULL);
     return TS_OK;
 }
 

@@ -1,0 +1,71 @@
+/* sim_warnings.c — the sentence of each simulation warning (SimWarning:
+ * its kind and figures; simulate's "warning:" lines, the JSON's
+ * "warnings", the HTML report's list). */
+#include <stdio.h>
+
+#include "trainsim/report_sim.h"
+
+/* "5,4,...,3,1" into buf (cap bytes); false when it does not fit. */
+static bool split_text(const SimBalance *b, char *buf, size_t cap)
+{
+    size_t k = 0;
+    for (int32_t s = 0; s < b->n && k < cap; s++) k += (size_t)snprintf(buf + k, cap - k, s ? ",%d" : "%d", b->layers[s]);
+    return k < cap;
+}
+
+static void balance_warning(const SimBalance *bl, char *buf, size_t cap)
+{
+    char split[96];
+    if (split_text(bl, split, sizeof split))
+        snprintf(buf, cap, "--stage-layers %s evens the stages' work: %.3g s per micro-batch on the busiest, now %.3g s",
+                 split, bl->busiest_s, bl->current_s);
+    else
+        snprintf(buf, cap,
+                 "an even split of the layers lowers the busiest stage's work per micro-batch from %.3g s to %.3g s "
+                 "(--json: \"balance\")",
+                 bl->current_s, bl->busiest_s);
+}
+
+void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
+{
+    const SimWarning *w = &r->warnings[k];
+    long long i = (long long)w->i, j = (long long)w->j;
+    switch (w->kind) {
+    case SIM_WARN_NO_FIT:
+        snprintf(buf, cap, "does not fit: %.1f GiB per GPU needed, %.1f GiB available (stage %lld)", w->a, w->b, i);
+        return;
+    case SIM_WARN_NO_MEMORY: snprintf(buf, cap, "memory not estimated: %s", w->text); return;
+    case SIM_WARN_NO_TENSOR_CORES:
+        snprintf(buf, cap, "%s has no %s tensor cores: its GEMMs are timed at %s, MFU/HFU are of the %s peak", w->text,
+                 ts_dtype_name((TsDtype)w->i), ts_dtype_name((TsDtype)w->j), ts_dtype_name((TsDtype)w->j));
+        return;
+    case SIM_WARN_FEW_MB:
+        snprintf(buf, cap, "only %lld micro-batches for %lld pipeline stages: the bubble dominates (%.0f%%)", i, j,
+                 100 * w->a);
+        return;
+    case SIM_WARN_BUBBLE_SLOW:
+        snprintf(buf, cap,
+                 "pipeline bubble is %.0f%% of the step, fill and drain %.0f%%: the rest is waiting for slower stages "
+                 "(slowest: %lld); balance the work per stage (--stage-layers)",
+                 100 * w->a, 100 * w->b, i);
+        return;
+    case SIM_WARN_BUBBLE:
+        snprintf(buf, cap, "pipeline bubble is %.0f%% of the step: more micro-batches%s would help", 100 * w->a,
+                 w->i ? "" : " or interleaving");
+        return;
+    case SIM_WARN_BALANCE: balance_warning(&r->balance, buf, cap); return;
+    case SIM_WARN_TP_NODES:
+        snprintf(buf, cap, "tensor parallel group of %lld spans %lld nodes: TP traffic crosses the network", i, j);
+        return;
+    case SIM_WARN_CP_NODES: snprintf(buf, cap, "context parallel group spans %lld nodes", i); return;
+    case SIM_WARN_EP_NODES: snprintf(buf, cap, "expert parallel all-to-all spans %lld nodes", i); return;
+    case SIM_WARN_SEQ_EXPERTS:
+        snprintf(buf, cap, "--sequential-experts has no effect: %s has no routed experts", w->text);
+        return;
+    case SIM_WARN_SELECTIVE_OPS: snprintf(buf, cap, "--selective-ops has no effect without --recompute selective"); return;
+    case SIM_WARN_CP_COMM:
+        snprintf(buf, cap, "--cp-comm %s has no effect with cp 1", sim_cp_comm_name((SimCpComm)w->i));
+        return;
+    }
+    snprintf(buf, cap, "warning %d", (int)w->kind);
+}

@@ -205,7 +205,9 @@ bool ts_coll_parse(const char *s, TsColl *out);
 
 /* ---- small helpers ----------------------------------------------------------- */
 int64_t ts_round_up(int64_t x, int64_t multiple);
-int64_t ts_ceil_div(int64_t a, int64_t b);
+/* ceil(a / b) for a >= 0; 0 when b <= 0. Inline: the GEMM model's tile counts
+ * call it in every plan's costing. */
+static inline int64_t ts_ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 bool ts_str_eq(const char *a, const char *b);
 /* Index of s in names[0..n) (the name tables of the X-macro enums), -1 when
  * absent or s is NULL. */

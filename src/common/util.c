@@ -8,7 +8,6 @@
 #include <strings.h>
 
 int64_t ts_round_up(int64_t x, int64_t m) { return m <= 0 ? x : ((x + m - 1) / m) * m; }
-int64_t ts_ceil_div(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 bool ts_str_eq(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
 bool ts_grow(void **p, size_t *cap, size_t need, size_t elem)

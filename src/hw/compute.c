@@ -127,9 +127,16 @@ double hw_gemm_model_rows(const GpuSpec *g, int64_t batch, int64_t M, int64_t N,
         {tm, tn / 2, TILE_HALF_FACTOR}, {tm / 2, tn, TILE_HALF_FACTOR},
         {tm / 2, tn / 2, TILE_QUARTER_FACTOR}, {tn / 2, tm / 2, TILE_QUARTER_FACTOR}};
     double best = dt == TS_DTYPE_FP32 ? simt_gemm(g, batch, M, N, K) : INFINITY;
+    /* tile counts in double: exact below 2^53, no overflow for absurd shapes;
+     * rows and columns of the four tile edges, each division once */
+    const int64_t edge[4] = {tm, tn, tm / 2, tn / 2};
+    double rows[4], cols[4], tiles_of[6];
+    for (int i = 0; i < 4 && dt != TS_DTYPE_FP32; i++)
+        rows[i] = (double)ts_ceil_div(M, edge[i]), cols[i] = (double)ts_ceil_div(N, edge[i]);
+    static const int8_t ci[6][2] = {{0, 1}, {1, 0}, {0, 3}, {2, 1}, {2, 3}, {3, 2}}; /* cand's edges */
+    for (int c = 0; c < 6 && dt != TS_DTYPE_FP32; c++) tiles_of[c] = (double)batch * rows[ci[c][0]] * cols[ci[c][1]];
     for (int c = 0; c < 6 && dt != TS_DTYPE_FP32; c++) {
-        /* tile counts in double: exact below 2^53, no overflow for absurd shapes */
-        double tiles = (double)batch * (double)ts_ceil_div(M, cand[c].m) * (double)ts_ceil_div(N, cand[c].n);
+        double tiles = tiles_of[c];
         /* split-K when one wave is not filled and K is long */
         int64_t split = 1;
         if (tiles < (double)sms && K >= 1024) {
@@ -152,7 +159,7 @@ double hw_gemm_model_rows(const GpuSpec *g, int64_t batch, int64_t M, int64_t N,
      * SM's contiguous K segment sets its main-loop ramp. Large tile, both
      * orientations. */
     for (int c = 0; c < 2 && dt != TS_DTYPE_FP32; c++) {
-        double tiles = (double)batch * (double)ts_ceil_div(M, cand[c].m) * (double)ts_ceil_div(N, cand[c].n);
+        double tiles = tiles_of[c];
         double per_sm = tiles * (double)K / (double)sms; /* K iterations per SM */
         double kseg = per_sm < (double)K ? per_sm : (double)K;
         double eff = base * kseg / (kseg + g->gemm_k_half) * SPLITK_FACTOR;

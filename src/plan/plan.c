@@ -437,7 +437,7 @@ int64_t plan_chunk_first_layer(const ParallelPlan *p, int64_t n_layers, int64_t 
     if (by_rule(p, n_layers)) return rule_first_layer(p->pp * p->vpp, n_layers, chunk);
     if (p->n_stage_layers > 0 && p->stage_layers) {
         int64_t s = 0;
-        for (int64_t c = 0; c < chunk; c++) s += plan_chunk_layers(p, n_layers, c);
+        for (int64_t c = 0; c < chunk; c++) s += p->stage_layers[c];
         return s;
     }
     return chunk * (n_layers / (p->pp * p->vpp));

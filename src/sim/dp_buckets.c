@@ -165,6 +165,28 @@ void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t 
             now = t_layer + span;
             out->t_dp += dt, out->n += dn, eb.t_dp += et, eb.n += en, out->t_ag += da, eb.t_ag += ea;
             walk_layer(&pend, lc, t_layer, span, tm->w_pass);
+            /* a stream that stays behind: every bucket of the alike layers
+             * below starts when the one before ends, and one span covers
+             * each of those layers; they are added at once */
+            double per = dt + et, a0 = end;
+            if (pend.sp.n == 1 && pend.sp.s[0] <= now && end >= now + span && per >= span && span > 0) {
+                int64_t k = 0;
+                while (l - k - 1 >= l0 && sim_layer_at(x, ls, l - k - 1) == lc) k++;
+                if (k > 0) {
+                    double dk = (double)k, T1 = out->t_ag + eb.t_ag;
+                    double p1 = -T1 - (tm->emb_fwd_s + (double)(l - 1 - l0) * tm->layer_fwd_s);
+                    double pk = -(T1 + (dk - 1) * (da + ea)) - (tm->emb_fwd_s + (double)(l - k - l0) * tm->layer_fwd_s);
+                    lag = fmax(lag, fmax(p1, pk));
+                    end = a0 + dk * per;
+                    pend.sp.e[0] = end;
+                    pend.within_s += fmax(0, fmin(end, pend.window_s) - fmax(a0, 0)); /* pend_push's clip */
+                    pend.beside_s += dk * (tm->w_pass ? span : lc->seg[1].comp);
+                    now += dk * span;
+                    out->t_dp += dk * dt, out->n += (int32_t)k * dn, out->t_ag += dk * da;
+                    eb.t_dp += dk * et, eb.n += (int32_t)k * en, eb.t_ag += dk * ea;
+                    l -= k;
+                }
+            }
             continue;
         }
         double t0 = out->t_dp, e0 = eb.t_dp, a0 = out->t_ag, b0 = eb.t_ag;

@@ -667,28 +667,28 @@ static void gather_overlap(const SimPipeline *pl, const SimOp *op, double a, dou
  * to the transfer's duration (ppwait); the rest of the idle time is bubble.
  * ppc (may be NULL) receives each task's charge, indexed like fin. Fills
  * tfree, ppwait, bst_last, wlast and fst_first. */
-static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double *ppc)
+/* The engine's loop: each task starts when its stage is free and its
+ * dependency (plus the transfer) has finished. `gather` (parameter gathers
+ * beside the forwards) and ppc are constants of the inlined copies, so
+ * the common run carries no test of them per task. */
+static inline __attribute__((always_inline)) void run_loop(const SimPipeline *pl, SimWork *w, const SimProg *pg,
+                                                           double *restrict ppc, bool gather, double gmax)
 {
-    const int32_t p = pl->stages, v = pl->chunks, pv = p * v;
-    const int64_t mc = chunk_mb(pl), nt = (int64_t)pv * mc;
-    fill_durations(pl, w);
+    const int32_t p = pl->stages;
+    const int64_t mc = chunk_mb(pl), nt = (int64_t)p * pl->chunks * mc;
     const double *restrict dur = w->dur, *restrict xf = w->xf;
     double *restrict fin = w->fend; /* F, then B, then W */
-    double *restrict fr = w->tfree, *restrict ppw = w->ppwait, *agw = w->agwait, *agg = agw + p, *ago = agw + 2 * p,
-                     gmax = 0;
-    for (int32_t s = 0; s < p; s++) {
-        fr[s] = ppw[s] = agw[s] = ago[s] = agg[s] = 0;
-        if (pl->param_gather_overlap)
-            for (int32_t c = 0; c < v; c++) agg[s] += pl->chunk[s * v + c].param_gather_s;
-        if (agg[s] > gmax) gmax = agg[s]; /* no gathers run after gmax */
-    }
+    double *restrict fr = w->tfree, *restrict ppw = w->ppwait, *agw = w->agwait, *agg = agw + p, *ago = agw + 2 * p;
     const SimOp *prog = pg->ops;
     const int64_t n = pg->n;
     for (int64_t k = 0; k < n; k++) {
         const SimOp *op = &prog[k];
         double x = xf[op->xi], d = op->dep >= 0 ? fin[op->dep] + x : 0, f = fr[op->stage];
         double st = f > d ? f : d, wait = d - f;
-        double c = wait > 0 && x > 0 ? (wait < x ? wait : x) : 0; /* x < 0: a rendezvous (ds_pipe) */
+        /* the wait the transfer explains, min(max(wait, 0), x) as min and
+         * max (no branch on the data); x <= 0 (none, or a ds_pipe
+         * rendezvous): 0 */
+        double cw = wait < x ? wait : x, c = cw > 0 ? cw : 0;
         ppw[op->stage] += c;
         if (ppc) ppc[op->self] = c;
         double en = st + dur[op->di];
@@ -697,17 +697,33 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
             if (op->last == 1) w->bst_last[i] = st;
             else {
                 w->fst_first[i] = st;
-                if (pl->param_gather_overlap) {
+                if (gather) {
                     double g = gather_wait(pl, i, st);
                     en += g;
                     agw[op->stage] += g;
                 }
             }
         }
-        if (st < gmax) gather_overlap(pl, op, en - dur[op->di], en, agg, ago);
+        if (gather && st < gmax) gather_overlap(pl, op, en - dur[op->di], en, agg, ago);
         fin[op->self] = en;
         fr[op->stage] = en;
     }
+}
+
+static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double *ppc)
+{
+    const int32_t p = pl->stages, v = pl->chunks, pv = p * v;
+    fill_durations(pl, w);
+    double *fr = w->tfree, *ppw = w->ppwait, *agw = w->agwait, *agg = agw + p, *ago = agw + 2 * p, gmax = 0;
+    for (int32_t s = 0; s < p; s++) {
+        fr[s] = ppw[s] = agw[s] = ago[s] = agg[s] = 0;
+        if (pl->param_gather_overlap)
+            for (int32_t c = 0; c < v; c++) agg[s] += pl->chunk[s * v + c].param_gather_s;
+        if (agg[s] > gmax) gmax = agg[s]; /* no gathers run after gmax */
+    }
+    if (pl->param_gather_overlap) run_loop(pl, w, pg, ppc, true, gmax);
+    else if (ppc) run_loop(pl, w, pg, ppc, false, 0);
+    else run_loop(pl, w, pg, NULL, false, 0);
     memcpy(w->wlast, pg->wlast, (size_t)pv);
 }
 

@@ -263,7 +263,10 @@ static void balance(const ModelSpec *m, const ParallelPlan *p, const LayerCost *
     double stack[256], *w = m->layers <= 256 ? stack : malloc((size_t)m->layers * sizeof *w);
     if (!w) return;
     double wd = layer_work(dense), wm = m->experts > 0 ? layer_work(moe) : wd;
-    for (int64_t l = 0; l < m->layers; l++) w[l] = m->experts > 0 && model_layer_is_moe(m, l) ? wm : wd;
+    if (m->experts > 0)
+        for (int64_t l = 0; l < m->layers; l++) w[l] = model_layer_is_moe(m, l) ? wm : wd;
+    else
+        for (int64_t l = 0; l < m->layers; l++) w[l] = wd;
     double first_x = edge[SIM_E_EMB_F] + edge[SIM_E_EMB_B] + edge[SIM_E_EMB_TP_F] + edge[SIM_E_EMB_TP_B];
     double last_x = edge[SIM_E_HEAD_F] + edge[SIM_E_HEAD_B] + edge[SIM_E_HEAD_TP_F] + edge[SIM_E_HEAD_TP_B] +
                     (double)m->mtp_layers * wm;

@@ -681,15 +681,25 @@ static inline __attribute__((always_inline)) void run_loop(const SimPipeline *pl
     double *restrict fr = w->tfree, *restrict ppw = w->ppwait, *agw = w->agwait, *agg = agw + p, *ago = agw + 2 * p;
     const SimOp *prog = pg->ops;
     const int64_t n = pg->n;
+    /* the running stage's free time and transfer wait in registers: the
+     * program runs a stage's tasks in a row, and a chain through memory
+     * (store, then load of the same slot) would set the pace */
+    int32_t cs = n > 0 ? prog[0].stage : 0;
+    double f = fr[cs], pw = ppw[cs];
     for (int64_t k = 0; k < n; k++) {
         const SimOp *op = &prog[k];
-        double x = xf[op->xi], d = op->dep >= 0 ? fin[op->dep] + x : 0, f = fr[op->stage];
+        if (op->stage != cs) {
+            fr[cs] = f, ppw[cs] = pw;
+            cs = op->stage;
+            f = fr[cs], pw = ppw[cs];
+        }
+        double x = xf[op->xi], d = op->dep >= 0 ? fin[op->dep] + x : 0;
         double st = f > d ? f : d, wait = d - f;
         /* the wait the transfer explains, min(max(wait, 0), x) as min and
          * max (no branch on the data); x <= 0 (none, or a ds_pipe
          * rendezvous): 0 */
         double cw = wait < x ? wait : x, c = cw > 0 ? cw : 0;
-        ppw[op->stage] += c;
+        pw += c;
         if (ppc) ppc[op->self] = c;
         double en = st + dur[op->di];
         if (op->last) {
@@ -706,8 +716,9 @@ static inline __attribute__((always_inline)) void run_loop(const SimPipeline *pl
         }
         if (gather && st < gmax) gather_overlap(pl, op, en - dur[op->di], en, agg, ago);
         fin[op->self] = en;
-        fr[op->stage] = en;
+        f = en;
     }
+    if (n > 0) fr[cs] = f, ppw[cs] = pw;
 }
 
 static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double *ppc)

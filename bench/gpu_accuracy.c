@@ -332,13 +332,15 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     }
     if (mem > 0) {
         /* torch.cuda.max_memory_allocated: what the allocator handed out,
-         * without the CUDA context, NCCL buffers or fragmentation */
+         * without the CUDA context (but its cuBLAS workspaces, which PyTorch
+         * allocates itself), NCCL buffers or fragmentation */
         PartMemOptions mo;
         part_mem_options_init(&mo);
         sim_mem_options(&in.opt, in.plan.dtype, &mo); /* grads_freed as the row says */
         PartMemory pk;
         if (part_memory(&m, &in.plan, &mo, NULL, &pk, &err)) return;
-        double pm = (pk.total_bytes - pk.runtime_bytes - pk.frag_bytes) / 1073741824.0, e = pm / mem - 1;
+        double pm = (pk.total_bytes - pk.runtime_bytes + PART_ALLOCATOR_WORKSPACE_BYTES - pk.frag_bytes) / 1073741824.0,
+               e = pm / mem - 1;
         printf("%s  %-5s %-22s %-4s mb %-2lld seq %-5lld peak  measured %8.2f GiB predicted %8.2f GiB %+6.1f%%\n", part,
                short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq, mem, pm, 100 * e);
         score(part[0] == 'E' ? "E memory" : "A memory", short_gpu(gpu), e);

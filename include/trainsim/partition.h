@@ -115,6 +115,25 @@ double part_model_flops_token(const ModelSpec *m, int64_t S, bool causal);
  * (the training dtype's width; fp32 training: 4 + 4 + 8); mixed with bf16
  * Adam moments (--adam-moments bf16): fp32 master + 2 + 2 = 8 B; o may be
  * NULL. */
+/* Eager PyTorch (--framework hf) with the gradients freed after each step:
+ * at the end of the backward, the tied word embedding's backward holds its
+ * dense gradient in fp32, 4 B per vocab x hidden element, on top of every
+ * gradient, while it is added into the .grad the LM head made. Allocator
+ * traces of one step (torch.cuda.memory._record_memory_history; H200,
+ * PyTorch 2.11, transformers 5.17; GPT-2 pure and amp, BERT-base amp, Llama
+ * 3.2 1B pure; bench/data/gpu/peak_2026-11-26_h200.jsonl): beyond what
+ * was resident before the step (weights, Adam states, workspaces) and the
+ * gradients, the peak holds 151-156 MiB (GPT-2), 96-99 (BERT-base) and
+ * 1005 (Llama 3.2 1B), where vocab x hidden x 4 B is 147, 89 and 1002 MiB. */
+#define PART_TIED_GRAD_BYTES 4.0
+/* Of the CUDA context's estimate (PartMemOptions.cuda_context_bytes), what
+ * PyTorch allocates through its caching allocator, so that
+ * torch.cuda.max_memory_allocated counts it: the cuBLAS / cuBLASLt
+ * workspaces of the threads that run GEMMs (the forward's, autograd's).
+ * Resident before a step beyond parameters and Adam states: 68-69 MiB (GPT-2
+ * amp, BERT-base amp, Llama 3.2 1B pure), 89 (GPT-2 pure), same traces. */
+#define PART_ALLOCATOR_WORKSPACE_BYTES (68.0 * 1048576.0)
+
 typedef struct PartParamBytes {
     double weight, grad, optim;
 } PartParamBytes;

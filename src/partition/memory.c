@@ -280,26 +280,32 @@ static void hf_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOp
     out->act_head_bytes = block_saved(&t.b[PART_BLOCK_HEAD]);
     out->inflight = 1;
     double act = out->act_layers_bytes + out->act_embed_bytes + out->act_head_bytes;
-    double H = (double)m->hidden, largest = (double)m->vocab * H;
-    if (m->experts > 0 && (double)m->experts * 2.0 * (double)m->moe_ffn * H > largest)
-        largest = (double)m->experts * 2.0 * (double)m->moe_ffn * H;
     PartParamBytes pb;
     part_param_bytes(p, o, &pb);
-    double late = out->act_layers_bytes / (double)(m->layers > 0 ? m->layers : 1) + largest * pb.grad;
+    /* the largest fresh gradient: the word embedding's, accumulated in fp32
+     * by its backward (PART_TIED_GRAD_BYTES), or a layer's grouped experts' */
+    double H = (double)m->hidden, largest = PART_TIED_GRAD_BYTES * (double)m->vocab * H;
+    if (m->experts > 0 && (double)m->experts * 2.0 * (double)m->moe_ffn * H * pb.grad > largest)
+        largest = (double)m->experts * 2.0 * (double)m->moe_ffn * H * pb.grad;
+    double late = out->act_layers_bytes / (double)(m->layers > 0 ? m->layers : 1) + largest;
     if (o->grads_freed) {
-        if (act + t.loss_workspace_bytes >= out->gradients_bytes) {
+        /* the end of the backward: every gradient, and with a tied word
+         * embedding its backward's dense gradient, accumulated in fp32,
+         * while it is added into the .grad the LM head made (PART_TIED_GRAD_BYTES) */
+        double tied = m->tied_embeddings && m->lm_head ? PART_TIED_GRAD_BYTES * (double)m->vocab * H : 0;
+        if (act + t.loss_workspace_bytes >= out->gradients_bytes + tied) {
             out->gradients_bytes = 0;
             out->workspace_bytes = t.loss_workspace_bytes;
         } else {
             out->act_layers_bytes = out->act_embed_bytes = out->act_head_bytes = 0;
-            out->workspace_bytes = 0;
+            out->workspace_bytes = tied;
         }
     } else if (act + t.loss_workspace_bytes >= late) {
         out->workspace_bytes = t.loss_workspace_bytes;
     } else { /* one layer's activations and the gradient being added */
-        out->act_layers_bytes = late - largest * pb.grad;
+        out->act_layers_bytes = late - largest;
         out->act_embed_bytes = out->act_head_bytes = 0;
-        out->workspace_bytes = largest * pb.grad;
+        out->workspace_bytes = largest;
     }
     out->activations_bytes = out->act_layers_bytes + out->act_embed_bytes + out->act_head_bytes;
     out->frag_bytes = o->frag_fraction * (out->activations_bytes + out->workspace_bytes);

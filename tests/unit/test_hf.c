@@ -129,6 +129,14 @@ static void test_hf_peak(void **state)
     assert_int_equal(part_memory(&m, &p, &o, NULL, &freed, &err), TS_OK);
     near(freed.activations_bytes, 0, 1e-12, "end of the backward: no activation");
     near(freed.gradients_bytes, 2.0 * freed.params, 1e-12, "pure gradients 16-bit");
+    near(freed.workspace_bytes, 0, 1e-12, "untied embedding: its gradient is the .grad itself");
+    /* GPT-2 (tied) at 1 x 256 pure peaks at the end of the backward too,
+     * with the embedding's fp32 dense gradient beside every gradient */
+    assert_int_equal(model_preset("gpt2", &m, NULL), TS_OK);
+    p = hf_plan(&m, 1, 256, PLAN_PRECISION_PURE);
+    assert_int_equal(part_memory(&m, &p, &o, NULL, &freed, &err), TS_OK);
+    near(freed.activations_bytes, 0, 1e-12, "gpt2 1x256: end of the backward");
+    near(freed.workspace_bytes, 4.0 * (double)m.vocab * (double)m.hidden, 1e-12, "tied: fp32 vocab x hidden");
 }
 
 /* The host's dispatch floor: GPT-2 at micro-batch 1 and 64 tokens runs each

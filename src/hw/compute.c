@@ -135,7 +135,14 @@ double hw_gemm_model_rows(const GpuSpec *g, int64_t batch, int64_t M, int64_t N,
         rows[i] = (double)ts_ceil_div(M, edge[i]), cols[i] = (double)ts_ceil_div(N, edge[i]);
     static const int8_t ci[6][2] = {{0, 1}, {1, 0}, {0, 3}, {2, 1}, {2, 3}, {3, 2}}; /* cand's edges */
     for (int c = 0; c < 6 && dt != TS_DTYPE_FP32; c++) tiles_of[c] = (double)batch * rows[ci[c][0]] * cols[ci[c][1]];
+    /* No candidate beats the ideal: every tile full, no quantization, K in
+     * one piece, 2 batch M N (K + k_half) / (peak base) over its factor f
+     * (and SPLITK_FACTOR for Stream-K). Once the best so far is below a
+     * group's bound (less a margin for rounding) the group is skipped: the
+     * minimum is the same. */
+    const double ideal = 2.0 * (double)batch * (double)M * (double)N * ((double)K + g->gemm_k_half) / (peak * base);
     for (int c = 0; c < 6 && dt != TS_DTYPE_FP32; c++) {
+        if (c >= 2 && best < ideal / cand[c].f * (1.0 - 1e-9)) break; /* the rest: f 0.9, then 0.75 */
         double tiles = tiles_of[c];
         /* split-K when one wave is not filled and K is long */
         int64_t split = 1;
@@ -158,7 +165,7 @@ double hw_gemm_model_rows(const GpuSpec *g, int64_t batch, int64_t M, int64_t N,
      * between SMs are fixed up through global memory (SPLITK_FACTOR), and an
      * SM's contiguous K segment sets its main-loop ramp. Large tile, both
      * orientations. */
-    for (int c = 0; c < 2 && dt != TS_DTYPE_FP32; c++) {
+    for (int c = 0; c < 2 && dt != TS_DTYPE_FP32 && !(best < ideal / SPLITK_FACTOR * (1.0 - 1e-9)); c++) {
         double tiles = tiles_of[c];
         double per_sm = tiles * (double)K / (double)sms; /* K iterations per SM */
         double kseg = per_sm < (double)K ? per_sm : (double)K;

@@ -1070,7 +1070,14 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
      * starts after the warm-up (head), covers a period plus the reach, and
      * it and what it depends on end before the cool-down (tail). */
     const int64_t reach = pl->schedule == PLAN_SCHED_INTERLEAVED || sched_pairs(pl) ? 2 * (int64_t)p + 2 : p;
-    const int64_t head = reach + delta, tail = 2 * reach + delta;
+    /* 1F1B: a stage's only look-ahead is through forwards (its backward
+     * of micro-batch j follows its forward of j + p - 1 - s), and no
+     * forward is part of the cool-down (the last p - 1 - s backwards of
+     * stage s, which nothing before them waits for); so every task of a
+     * micro-batch below m - p times as in an endless run, and the window
+     * only has to end there. The other schedules keep the wider margin. */
+    const int64_t head = reach + delta,
+                  tail = pl->schedule == PLAN_SCHED_1F1B && v == 1 ? reach + delta : 2 * reach + delta;
     /* 1F1B with several stages tied at the largest cost (an uneven layer
      * split: every middle stage one layer heavier than the first and last)
      * repeats with a period of as many micro-batches as the tied stages

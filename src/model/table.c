@@ -75,6 +75,7 @@ static TsStatus parse_shape(const TabParse *p, int line, int col0, const char *s
     if (s[n - 1] != ')') return tab_err(p, line, col0 + (int)n, hint, "shape must end with ')'");
     i++;
     r->ndim = 0;
+    int64_t elems = 1; /* the element count, checked against int64 as the dimensions come */
     while (i < n - 1) {
         while (i < n - 1 && s[i] == ' ') i++;
         if (i >= n - 1) break;
@@ -89,6 +90,9 @@ static TsStatus parse_shape(const TabParse *p, int line, int col0, const char *s
             return tab_err(p, line, col0 + (int)b, hint, "shape dimension '%s' is not a positive integer", tok);
         }
         if (r->ndim == TAB_MAX_DIMS) return tab_err(p, line, col0 + (int)b, hint, "shape has more than %d dimensions", TAB_MAX_DIMS);
+        if (__builtin_mul_overflow(elems, v, &elems))
+            return tab_err(p, line, col0 + (int)b, "a tensor's elements must fit a 64-bit count: is a dimension mistyped?",
+                           "shape has more elements than a 64-bit count holds");
         r->shape[r->ndim++] = v;
         while (i < n - 1 && s[i] == ' ') i++;
         if (i < n - 1 && s[i] != ',') return tab_err(p, line, col0 + (int)i, hint, "expected ',' between shape dimensions");

@@ -365,6 +365,8 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     if (strstr(dopt, "zero3")) p->zero = 3;
     else if (starts(dopt, "distopt")) p->dist_opt = true;
     else if (strstr(dopt, "zero1")) p->zero = 1;
+    /* PyTorch FSDP's SHARD_GRAD_OP (with pp: framework torchtitan) */
+    else if (strstr(dopt, "zero2")) p->zero = 2;
     p->dtype = nemo ? TS_DTYPE_FP8 : (n21 || opt) ? TS_DTYPE_FP16 : TS_DTYPE_BF16;
     /* the precision the row states in its source or notes, over the table's */
     if (says(r, "fp8")) p->dtype = TS_DTYPE_FP8;
@@ -508,7 +510,7 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     snprintf(plan, sizeof plan, "tp%lld pp%lld v%lld dp%lld cp%lld mb%lld %s%s%s%s", (long long)q->tp,
              (long long)q->pp, (long long)q->vpp, (long long)q->dp, (long long)q->cp, (long long)q->micro_batch,
              q->sp ? "sp " : "", rcname,
-             q->zero ? (q->zero == 3 ? " zero3" : " zero1") : q->dist_opt ? " distopt" : "",
+             q->zero ? (q->zero == 3 ? " zero3" : q->zero == 2 ? " zero2" : " zero1") : q->dist_opt ? " distopt" : "",
              q->tp_overlap ? " tpov" : "");
     out->e = e;
     out->re = NAN;

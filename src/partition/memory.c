@@ -11,7 +11,8 @@
  *               embedding input/dropout on stage 0 + final norm, LM-head input and
  *               fp32 logits on the last stage
  *   other       workspace (largest transient: one layer's activation gradients or
- *               the logits gradient; ZeRO-3 gathers 2 layers) + CUDA context +
+ *               the logits gradient; ZeRO-3 gathers 2 layers; FSDP's ZeRO-2 one
+ *               layer's unsharded fp32 gradient) + CUDA context +
  *               NCCL buffers per communicator + fragmentation x (act + workspace)
  * Expert parameters are divided by EP and ETP and sharded over the expert
  * data-parallel group (tp*cp*dp / (etp*ep)). */
@@ -224,6 +225,15 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
         double lp = c->dense_tp / t + c->dense_rep;
         if (m->experts > 0) lp = c->moe_tp / t + c->moe_rep + c->moe_exp / epx;
         ws += 2.0 * lp * wb; /* two gathered layers (prefetch) */
+    }
+    /* PyTorch FSDP's ZeRO-2 (SHARD_GRAD_OP; with --pp, Llama 3's plan):
+     * each layer's gradient exists unsharded until its reduce-scatter, at
+     * the fp32 reduce dtype (torchtitan's mixed_precision_reduce "float32";
+     * Llama 3 §3.3.2 reduce-scatters gradients in FP32) */
+    if (p->zero == 2 && p->framework == PLAN_FRAMEWORK_TORCHTITAN) {
+        double lp = c->dense_tp / t + c->dense_rep;
+        if (m->experts > 0) lp = fmax(lp, c->moe_tp / t + c->moe_rep + c->moe_exp / epx);
+        ws += 4.0 * lp;
     }
     out->workspace_bytes = ws;
     out->runtime_bytes = o->cuda_context_bytes + o->nccl_comm_bytes * count_groups(p, m) + deepep_buffer_bytes(m, p);

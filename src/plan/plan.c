@@ -378,8 +378,15 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
         return bad(err, "the shard groups cut DP into dp/dp_shard replicas of dp_shard ranks each: pick a divisor "
                         "of dp",
                    "--dp-shard %lld does not divide dp %lld", LL(p->dp_shard), LL(p->dp));
-    if (p->zero >= 2 && p->pp > 1)
-        return bad(err, "DeepSpeed pipeline parallelism supports ZeRO stage 0 or 1 only",
+    /* Pipelines take ZeRO 0 or 1 (DeepSpeed's PipelineEngine asserts it;
+     * Megatron-Core shards with its distributed optimizer), except PyTorch
+     * FSDP's SHARD_GRAD_OP under a pipeline, as Llama 3 405B ran it (arXiv
+     * 2407.21783 §3.3.2: "shards optimizer states and gradients, but for
+     * model shards we do not reshard after forward"): --zero 2 under
+     * --framework torchtitan, gradients reduce-scattered per micro-batch. */
+    if (p->zero >= 2 && p->pp > 1 && !(p->zero == 2 && p->framework == PLAN_FRAMEWORK_TORCHTITAN))
+        return bad(err, "DeepSpeed's and Megatron's pipelines take ZeRO stage 0 or 1 only; PyTorch FSDP's "
+                        "SHARD_GRAD_OP with a pipeline (Llama 3) is --zero 2 --framework torchtitan",
                    "--zero %lld cannot be combined with --pp %lld", LL(p->zero), LL(p->pp));
     if (p->optimizer == PLAN_OPTIM_SHAMPOO && p->shampoo_blocks < 1)
         return bad(err, NULL, "--shampoo-blocks must be at least 1, got %lld", LL(p->shampoo_blocks));

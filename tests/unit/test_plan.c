@@ -118,6 +118,18 @@ static void test_rules(void **state)
     TsError err = {0};
     assert_int_equal(plan_resolve(&m, &p, &err), TS_ERR_PLAN);
     assert_string_equal(err.msg, "--ep * --etp = 16 does not divide tp*cp*dp = 8");
+    /* PyTorch FSDP's ZeRO-2 under a pipeline (Llama 3 §3.3.2): torchtitan
+     * takes --zero 2 --pp; ZeRO-3 with a pipeline stays refused */
+    m = gpt3();
+    plan_init(&p);
+    p.seq = 2048; p.pp = 2; p.dp = 2; p.gpus = 4; p.global_batch = 4; p.zero = 2;
+    p.framework = PLAN_FRAMEWORK_TORCHTITAN;
+    assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
+    plan_init(&p);
+    p.seq = 2048; p.pp = 2; p.dp = 2; p.gpus = 4; p.global_batch = 4; p.zero = 3;
+    p.framework = PLAN_FRAMEWORK_TORCHTITAN;
+    assert_int_equal(plan_resolve(&m, &p, &err), TS_ERR_PLAN);
+    assert_string_equal(err.msg, "--zero 3 cannot be combined with --pp 2");
 }
 
 static void test_layout(void **state)

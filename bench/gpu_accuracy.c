@@ -369,18 +369,24 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
         score(fp8 ? "D-fp8" : "C gemm", short_gpu(gpu), e);
     } else if (!strcmp(part, "D-attn")) {
         int64_t h = (int64_t)num(r, "heads"), s = (int64_t)num(r, "seq"), d = (int64_t)num(r, "head_dim");
+        /* batch and causal where the row has them (else 1, causal) */
+        int64_t bt = num(r, "batch") > 0 ? (int64_t)num(r, "batch") : 1;
+        const json_t *cj = json_object_get(r, "causal");
+        bool causal = !json_is_boolean(cj) || json_is_true(cj);
         /* rows timed on SDPA's flash backend (FlashAttention-2) are that
          * kernel: the preset's dropout-kernel factor */
         const char *be = json_string_value(json_object_get(r, "sdpa_backend"));
         bool fa2 = be && !strcmp(be, "flash");
         for (int bwd = 0; bwd < 2; bwd++) {
             double meas = num(r, bwd ? "bwd_ms" : "fwd_ms");
-            double pred = tf * hw_attention_time_s(&hw, 1, h, s, s, d, true, bwd, TS_DTYPE_BF16) *
+            double pred = tf * hw_attention_time_s(&hw, bt, h, s, s, d, causal, bwd, TS_DTYPE_BF16) *
                           (fa2 ? hw.gpu.attn_fa2_factor[bwd] : 1.0);
             if (!(meas > 0)) continue;
             double e = pred / (meas * 1e-3) - 1;
-            printf("D-attn %-5s heads %-3lld seq %-6lld %s  measured %8.3f ms  predicted %8.3f ms  %+6.1f%%\n",
-                   short_gpu(gpu), (long long)h, (long long)s, bwd ? "bwd" : "fwd", meas, pred * 1e3, 100 * e);
+            printf("D-attn %-5s batch %-3lld heads %-3lld seq %-6lld d %-3lld %-6s %-5s %s  measured %8.3f ms  predicted "
+                   "%8.3f ms  %+6.1f%%\n",
+                   short_gpu(gpu), (long long)bt, (long long)h, (long long)s, (long long)d, causal ? "causal" : "full",
+                   fa2 ? "flash" : "cudnn", bwd ? "bwd" : "fwd", meas, pred * 1e3, 100 * e);
             score(bwd ? "attn bwd" : "attn fwd", short_gpu(gpu), e);
         }
     } else if (!strcmp(part, "F")) {

@@ -28,6 +28,9 @@ Subcommands (docs/measure.md says field by field what each writes):
   kernels  parts C (bf16 GEMMs on zeros and on random data), D-fp8 (FP8 GEMMs with
            torch._scaled_mm against bf16), D-attn (causal flash attention by heads and
            sequence), F (memory-bound ops forward and backward; fp32 cross-entropy).
+  attn     part D-attn at one shape: --batch, --heads, --seq, --head-dim, --full (no
+           causal mask), --backend cudnn|flash|default; the rows of
+           bench/data/gpu/attn_batch_2026-11-26_h100.jsonl are this at the HF steps' shapes.
   attention-calibration
            times the attention core (SDPA flash, bf16, batch 1, causal and not, head
            dim 64 and 128, 8 to 64 heads, sequence 512 to 32768) and writes the
@@ -636,6 +639,46 @@ def tflops(flops, ms):
     return flops / (ms * 1e-3) / 1e12
 
 
+def cmd_attn(args, ctx, rows, budget):
+    """Part D-attn at one shape: SDPA's attention core forward and backward
+    on the backend asked for (cudnn, flash, or PyTorch's default choice)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backends = {"cudnn": [SDPBackend.CUDNN_ATTENTION], "flash": [SDPBackend.FLASH_ATTENTION]}
+    B, H, S, D, causal = args.batch, args.heads, args.seq, args.head_dim, not args.full
+    dev = ctx.device
+    q, k, v = (torch.randn(B, H, S, D, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+
+    def core():
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    def fwd():
+        with torch.no_grad():
+            core()
+
+    ctx.clock.start()
+    try:
+        if args.backend == "default":
+            t_fwd = median_ms(fwd, args.iters, args.warmup)
+            t_bwd = backward_ms(core, (q, k, v), args.iters, args.warmup)
+        else:
+            with sdpa_kernel(backends[args.backend]):
+                t_fwd = median_ms(fwd, args.iters, args.warmup)
+                t_bwd = backward_ms(core, (q, k, v), args.iters, args.warmup)
+    except RuntimeError as e:
+        ctx.clock.stop()
+        raise MeasureError(f"attn: SDPA's {args.backend} backend cannot run this shape here: {e}")
+    mhz = ctx.clock.stop()
+    flops = 2.0 * 2.0 * S * S * D * H * B / (2.0 if causal else 1.0)
+    row = {"part": "D-attn", "batch": B, "heads": H, "seq": S, "head_dim": D, "causal": causal,
+           "fwd_ms": t_fwd, "bwd_ms": t_bwd, "fwd_tflops": tflops(flops, t_fwd),
+           "bwd_tflops": tflops(2.5 * flops, t_bwd), "sdpa_backend": args.backend}
+    rows.write(ctx.stamp(row, mhz))
+    log(f"D-attn {B}x{H}x{S} d{D} {'causal' if causal else 'full'} {args.backend}: "
+        f"fwd {t_fwd:.3f} ms, bwd {t_bwd:.3f} ms")
+    free_cuda()
+
+
 def cmd_kernels(args, ctx, rows, budget):
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     for p in parts:
@@ -1015,6 +1058,16 @@ def make_parser():
                    help="comma-separated subset of " + ",".join(KERNEL_PARTS))
     common(s, 20, 5)
 
+    s = sub.add_parser("attn", help="part D-attn: SDPA's attention core at one shape, forward and backward")
+    s.add_argument("--batch", type=positive_int, default=1, metavar="B")
+    s.add_argument("--heads", type=positive_int, required=True, metavar="H")
+    s.add_argument("--seq", type=positive_int, required=True, metavar="S")
+    s.add_argument("--head-dim", type=positive_int, default=128, metavar="D")
+    s.add_argument("--full", action="store_true", help="no causal mask (encoders)")
+    s.add_argument("--backend", choices=("cudnn", "flash", "default"), default="cudnn",
+                   help="SDPA backend (default cudnn; default: PyTorch's own choice)")
+    common(s, 20, 5)
+
     s = sub.add_parser("attention-calibration", help="write the attention table of a trainsim-calibration file")
     s.add_argument("--calibration", required=True, metavar="FILE",
                    help="calibration file to add to (created when missing)")
@@ -1038,6 +1091,8 @@ def run_command(args, ctx, parser):
             cmd_shard(args, ctx, rows, budget)
         elif args.command == "kernels":
             cmd_kernels(args, ctx, rows, budget)
+        elif args.command == "attn":
+            cmd_attn(args, ctx, rows, budget)
         elif args.command == "attention-calibration":
             cmd_attention_calibration(args, ctx, rows, budget)
         elif args.command == "batch":

@@ -117,6 +117,14 @@ static void feed(Feed *f, double tensor)
     if (f->open >= f->max) close_bucket(f, *f->now);
 }
 
+/* The gather lag's term of layer l (its forward starts after the
+ * embedding's and layers l0..l-1's) once buckets worth `gathered` seconds
+ * of all-gather closed before it (see sim_chunk_buckets). */
+static double lag_piece(const SimBucketTiming *tm, double gathered, int64_t l, int64_t l0)
+{
+    return -gathered - (tm->emb_fwd_s + (double)(l - l0) * tm->layer_fwd_s);
+}
+
 /* A layer's part of the window: its backward's segments, or (W pass) its
  * weight gradients, all compute. */
 static void walk_layer(Pend *p, const LayerCost *lc, double t, double span, bool w_pass)
@@ -156,7 +164,7 @@ void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t 
     for (int64_t l = l0 + nl - 1; l >= l0; l--) {
         const LayerCost *lc = sim_layer_at(x, ls, l);
         bool empty = d.open == 0 && e.open == 0;
-        double piece = -(out->t_ag + eb.t_ag) - (tm->emb_fwd_s + (double)(l - l0) * tm->layer_fwd_s);
+        double piece = lag_piece(tm, out->t_ag + eb.t_ag, l, l0);
         if (piece > lag) lag = piece;
         double t_layer = now, part = tm->w_pass ? lc->wgrad_mlp_s : lc->bwd_mlp_s;
         double span = tm->w_pass ? lc->wgrad : lc->bwd_span_s;
@@ -173,13 +181,11 @@ void sim_chunk_buckets(const Ctx *x, const SimLayerSet *ls, int64_t l0, int64_t 
                 int64_t k = 0;
                 while (l - k - 1 >= l0 && sim_layer_at(x, ls, l - k - 1) == lc) k++;
                 if (k > 0) {
+                    /* the lag's terms are linear over those layers: their ends bound it */
                     double dk = (double)k, T1 = out->t_ag + eb.t_ag;
-                    double p1 = -T1 - (tm->emb_fwd_s + (double)(l - 1 - l0) * tm->layer_fwd_s);
-                    double pk = -(T1 + (dk - 1) * (da + ea)) - (tm->emb_fwd_s + (double)(l - k - l0) * tm->layer_fwd_s);
-                    lag = fmax(lag, fmax(p1, pk));
+                    lag = fmax(lag, fmax(lag_piece(tm, T1, l - 1, l0), lag_piece(tm, T1 + (dk - 1) * (da + ea), l - k, l0)));
                     end = a0 + dk * per;
-                    pend.sp.e[0] = end;
-                    pend.within_s += fmax(0, fmin(end, pend.window_s) - fmax(a0, 0)); /* pend_push's clip */
+                    pend_push(&pend, a0, end); /* joins the running span */
                     pend.beside_s += dk * (tm->w_pass ? span : lc->seg[1].comp);
                     now += dk * span;
                     out->t_dp += dk * dt, out->n += (int32_t)k * dn, out->t_ag += dk * da;

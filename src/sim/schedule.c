@@ -736,6 +736,7 @@ static void run_ops(const SimPipeline *pl, SimWork *w, const SimProg *pg, double
     else if (ppc) run_loop(pl, w, pg, ppc, false, 0);
     else run_loop(pl, w, pg, NULL, false, 0);
     memcpy(w->wlast, pg->wlast, (size_t)pv);
+    w->tail_pg = pg, w->tail_shift = 0; /* the fast path adds its skipped periods */
 }
 
 /* The task's exposed TP / CP / EP communication (inside its time, the
@@ -1052,7 +1053,6 @@ static TsStatus run_reduced(const SimPipeline *pl, SimWork *w, int64_t mr, SimPi
     if (!st) st = compile(q, w, &pg, err);
     if (st) return st;
     run_ops(q, w, pg, w->ppc);
-    w->tail_pg = pg, w->tail_shift = 0;
     return TS_OK;
 }
 
@@ -1298,7 +1298,6 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         if (!st) st = compile(pl, w, &pg, err);
         if (st) goto fail;
         run_ops(pl, w, pg, NULL);
-        w->tail_pg = pg, w->tail_shift = 0;
         if (pl->record && (st = record_spans(pl, w, pg, err)) != TS_OK) goto fail;
     }
 

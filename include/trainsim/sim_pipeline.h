@@ -268,6 +268,9 @@ typedef enum SimWarnKind {
     SIM_WARN_SEQ_EXPERTS,     /* --sequential-experts on text, a model with no routed experts */
     SIM_WARN_SELECTIVE_OPS,   /* --selective-ops without --recompute selective */
     SIM_WARN_CP_COMM,         /* --cp-comm i (SimCpComm) with cp 1 */
+    SIM_WARN_ZERO2_GA,        /* --zero 2 with j micro-batches per step: timed with one gradient
+                                 reduction per step, where ZeRO-2 (DeepSpeed, FSDP SHARD_GRAD_OP)
+                                 reduce-scatters after every micro-batch's backward */
 } SimWarnKind;
 typedef struct SimWarning {
     SimWarnKind kind;

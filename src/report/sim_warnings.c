@@ -66,6 +66,12 @@ void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
     case SIM_WARN_CP_COMM:
         snprintf(buf, cap, "--cp-comm %s has no effect with cp 1", sim_cp_comm_name((SimCpComm)w->i));
         return;
+    case SIM_WARN_ZERO2_GA:
+        snprintf(buf, cap,
+                 "--zero 2 reduce-scatters the gradients after each of the %lld micro-batches (DeepSpeed, FSDP "
+                 "SHARD_GRAD_OP); trainsim times one reduction per step: the DP traffic is %lldx what it shows",
+                 j, j);
+        return;
     }
     snprintf(buf, cap, "warning %d", (int)w->kind);
 }

@@ -704,6 +704,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         warn(out, SIM_WARN_SELECTIVE_OPS, 0, 0, 0, 0, NULL);
     if (in->opt.cp_comm != SIM_CP_P2P && p->cp == 1)
         warn(out, SIM_WARN_CP_COMM, 0, 0, in->opt.cp_comm, 0, NULL);
+    /* what the model does not time yet */
+    if (p->zero == 2 && p->grad_accum > 1) warn(out, SIM_WARN_ZERO2_GA, 0, 0, 0, p->grad_accum, NULL);
     return TS_OK;
 }
 

@@ -26,6 +26,7 @@
  *   -v  every op of part B; -k  every kernel of a whole step (parts A, E),
  *   costed per step; -c  the calibration applied to its GPU's rows
  */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -409,7 +410,9 @@ static int run_file(const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "gpu_accuracy: cannot open %s\n", path);
+        fprintf(stderr, "gpu_accuracy: cannot open %s: %s\nhint: a measurements file, JSON lines as docs/measure.md "
+                        "describes (tools/measure/measure.py writes them)\n",
+                path, strerror(errno));
         return 1;
     }
     printf("== %s\n", path);
@@ -429,6 +432,10 @@ static int run_file(const char *path)
             if (!strcmp(part, "B")) row_b(r, gpu);
             else if (!strcmp(part, "A") || !strcmp(part, "E")) row_a(r, gpu, part);
             else row_kernel(r, gpu, part);
+        } else {
+            fprintf(stderr, "%s:%d: skipped: the row has no \"%s\"\nhint: every row names its \"part\" and its "
+                            "\"gpu\" (docs/measure.md)\n",
+                    path, ln, part ? "gpu" : "part");
         }
         json_decref(r);
     }
@@ -449,7 +456,12 @@ int main(int argc, char **argv)
                 return 2;
             }
         }
-        else rc |= run_file(argv[i]), files++;
+        else if (argv[i][0] == '-') {
+            fprintf(stderr, "gpu_accuracy: unknown option %s\nusage: gpu_accuracy [-v] [-k] [-c CALIBRATION.json] "
+                            "[FILE.jsonl ...]\n",
+                    argv[i]);
+            return 2;
+        } else rc |= run_file(argv[i]), files++;
     }
     if (!files) {
         static const char *const DEF[] = {"measurements_shared.jsonl", "measurements_2026-11-26_h100.jsonl",
@@ -461,6 +473,7 @@ int main(int argc, char **argv)
             rc |= run_file(p);
         }
     }
+    if (g_nstat == 0) return rc ? rc : 1; /* nothing scored: no table */
     printf("\n%-14s %5s %8s %8s\n", "part GPU", "rows", "MAPE", "bias");
     for (int i = 0; i < g_nstat; i++)
         printf("%-14s %5d %7.1f%% %+7.1f%%\n", g_stat[i].key, g_stat[i].n, 100 * g_stat[i].abs_sum / g_stat[i].n,

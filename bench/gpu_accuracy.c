@@ -423,7 +423,7 @@ static int run_file(const char *path)
         json_error_t je;
         json_t *r = json_loads(line, 0, &je);
         if (!r) {
-            fprintf(stderr, "%s:%d:%d: error: %s\n", path, ln, je.column, je.text);
+            fprintf(stderr, "%s:%d:%d: error: %s\n", path, ln, je.column > 0 ? je.column : 1, je.text);
             continue;
         }
         const char *part = json_string_value(json_object_get(r, "part"));

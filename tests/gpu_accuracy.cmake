@@ -5,3 +5,11 @@ add_executable(gpu_accuracy ${CMAKE_SOURCE_DIR}/bench/gpu_accuracy.c)
 target_compile_options(gpu_accuracy PRIVATE ${TS_WARNINGS})
 target_link_libraries(gpu_accuracy PRIVATE trainsim_static PkgConfig::JANSSON m)
 target_compile_definitions(gpu_accuracy PRIVATE TS_BENCH_DIR="${CMAKE_SOURCE_DIR}/bench")
+# its bad inputs: rows it cannot score named by file and line (exit 1, no
+# table), an unknown option with the usage (exit 2)
+add_test(NAME gpu_accuracy/bad_rows
+  COMMAND bash -c "cd \"$1\" && out=$(\"$0\" rows_bad.jsonl 2>&1 >/dev/null); rc=$?; [ $rc = 1 ] && [ \"$out\" = \"$(cat rows_bad.stderr)\" ]"
+          $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
+add_test(NAME gpu_accuracy/bad_option
+  COMMAND bash -c "out=$(\"$0\" --rows x 2>&1 >/dev/null); rc=$?; [ $rc = 2 ] && [ \"$out\" = \"$(cat \"$1\")\" ]"
+          $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy/bad_option.stderr)

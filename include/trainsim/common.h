@@ -179,7 +179,16 @@ typedef enum {
     TS_DTYPE_COUNT
 } TsDtype;
 const char *ts_dtype_name(TsDtype d);
-int ts_dtype_bytes(TsDtype d);
+/* Bytes per element (0 for an unknown value); inline: every kernel's costing asks. */
+static inline int ts_dtype_bytes(TsDtype d)
+{
+    static const signed char bytes[] = {
+#define X(e, n, b) b,
+        TS_DTYPE_LIST(X)
+#undef X
+    };
+    return (unsigned)d < TS_DTYPE_COUNT ? bytes[d] : 0;
+}
 bool ts_dtype_parse(const char *s, TsDtype *out);
 
 /* Collective and point-to-point operations: X(NAME, "name", nccl-tests busbw

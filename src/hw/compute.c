@@ -113,37 +113,49 @@ double hw_gemm_model(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int6
     return hw_gemm_model_rows(g, batch, M, N, K, K, dt);
 }
 
-double hw_gemm_model_rows(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K, int64_t row2, TsDtype dt)
+/* Candidates (m, n, factor): the large tile both ways, half tiles (f 0.9),
+ * quarter tiles (f 0.75), as indices into the four tile edges {tm, tn,
+ * tm/2, tn/2} for the candidate's rows and columns. */
+static const int8_t CAND_EDGE[6][2] = {{0, 1}, {1, 0}, {0, 3}, {2, 1}, {2, 3}, {3, 2}};
+static const double CAND_F[6] = {1.0, 1.0, TILE_HALF_FACTOR, TILE_HALF_FACTOR, TILE_QUARTER_FACTOR,
+                                 TILE_QUARTER_FACTOR};
+
+/* ceil(q) for q >= 0: an integer conversion where it is exact, libm's
+ * ceil beyond (absurd shapes) */
+static inline double ceil_pos(double q)
 {
-    dt = hw_usable_dtype(g, dt);
-    double peak = g->peak_flops[dt];
-    if (peak <= 0) return 0;
-    int64_t sms = g->sm_count;
-    double peak_sm = peak / (double)sms;
-    double base = g->gemm_eff[dt] * hw_align_factor(g, N, row2, dt);
-    int64_t tm = g->gemm_tile_m, tn = g->gemm_tile_n;
-    const struct { int64_t m, n; double f; } cand[6] = {
-        {tm, tn, 1.0}, {tn, tm, 1.0},
-        {tm, tn / 2, TILE_HALF_FACTOR}, {tm / 2, tn, TILE_HALF_FACTOR},
-        {tm / 2, tn / 2, TILE_QUARTER_FACTOR}, {tn / 2, tm / 2, TILE_QUARTER_FACTOR}};
-    double best = dt == TS_DTYPE_FP32 ? simt_gemm(g, batch, M, N, K) : INFINITY;
+    if (!(q < 9e18)) return ceil(q);
+    double w = (double)(int64_t)q;
+    return w < q ? w + 1.0 : w;
+}
+
+/* The best tiled time of a 16-bit or narrower GEMM: wave-quantized tile
+ * candidates with split-K, then Stream-K. */
+static double tile_candidates(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K, double peak,
+                              double base)
+{
+    const int64_t sms = g->sm_count, tm = g->gemm_tile_m, tn = g->gemm_tile_n;
+    const double peak_sm = peak / (double)sms;
     /* tile counts in double: exact below 2^53, no overflow for absurd shapes;
-     * rows and columns of the four tile edges, each division once */
+     * rows and columns of the four tile edges, each division once, the
+     * half edges only when a half or quarter candidate is costed */
     const int64_t edge[4] = {tm, tn, tm / 2, tn / 2};
-    double rows[4], cols[4], tiles_of[6];
-    for (int i = 0; i < 4 && dt != TS_DTYPE_FP32; i++)
-        rows[i] = (double)ts_ceil_div(M, edge[i]), cols[i] = (double)ts_ceil_div(N, edge[i]);
-    static const int8_t ci[6][2] = {{0, 1}, {1, 0}, {0, 3}, {2, 1}, {2, 3}, {3, 2}}; /* cand's edges */
-    for (int c = 0; c < 6 && dt != TS_DTYPE_FP32; c++) tiles_of[c] = (double)batch * rows[ci[c][0]] * cols[ci[c][1]];
+    double rows[4], cols[4];
+    for (int i = 0; i < 2; i++) rows[i] = (double)ts_ceil_div(M, edge[i]), cols[i] = (double)ts_ceil_div(N, edge[i]);
     /* No candidate beats the ideal: every tile full, no quantization, K in
      * one piece, 2 batch M N (K + k_half) / (peak base) over its factor f
      * (and SPLITK_FACTOR for Stream-K). Once the best so far is below a
      * group's bound (less a margin for rounding) the group is skipped: the
      * minimum is the same. */
     const double ideal = 2.0 * (double)batch * (double)M * (double)N * ((double)K + g->gemm_k_half) / (peak * base);
-    for (int c = 0; c < 6 && dt != TS_DTYPE_FP32; c++) {
-        if (c >= 2 && best < ideal / cand[c].f * (1.0 - 1e-9)) break; /* the rest: f 0.9, then 0.75 */
-        double tiles = tiles_of[c];
+    double best = INFINITY, tiles01[2] = {0, 0};
+    for (int c = 0; c < 6; c++) {
+        if (c >= 2 && best < ideal / CAND_F[c] * (1.0 - 1e-9)) break; /* the rest: f 0.9, then 0.75 */
+        if (c == 2)
+            for (int i = 2; i < 4; i++)
+                rows[i] = (double)ts_ceil_div(M, edge[i]), cols[i] = (double)ts_ceil_div(N, edge[i]);
+        double tiles = (double)batch * rows[CAND_EDGE[c][0]] * cols[CAND_EDGE[c][1]];
+        if (c < 2) tiles01[c] = tiles;
         /* split-K when one wave is not filled and K is long */
         int64_t split = 1;
         if (tiles < (double)sms && K >= 1024) {
@@ -153,9 +165,9 @@ double hw_gemm_model_rows(const GpuSpec *g, int64_t batch, int64_t M, int64_t N,
             if (split < 1) split = 1;
         }
         double kt = (double)K / (double)split;
-        double eff = base * cand[c].f * kt / (kt + g->gemm_k_half) * (split > 1 ? SPLITK_FACTOR : 1.0);
-        double waves = ceil(tiles * (double)split / (double)sms);
-        double t = waves * 2.0 * (double)cand[c].m * (double)cand[c].n * kt / (peak_sm * eff);
+        double eff = base * CAND_F[c] * kt / (kt + g->gemm_k_half) * (split > 1 ? SPLITK_FACTOR : 1.0);
+        double waves = ceil_pos(tiles * (double)split / (double)sms);
+        double t = waves * 2.0 * (double)edge[CAND_EDGE[c][0]] * (double)edge[CAND_EDGE[c][1]] * kt / (peak_sm * eff);
         if (t < best) best = t;
     }
     /* Stream-K (Osama et al., "Stream-K: Work-centric Parallel Decomposition
@@ -165,14 +177,23 @@ double hw_gemm_model_rows(const GpuSpec *g, int64_t batch, int64_t M, int64_t N,
      * between SMs are fixed up through global memory (SPLITK_FACTOR), and an
      * SM's contiguous K segment sets its main-loop ramp. Large tile, both
      * orientations. */
-    for (int c = 0; c < 2 && dt != TS_DTYPE_FP32 && !(best < ideal / SPLITK_FACTOR * (1.0 - 1e-9)); c++) {
-        double tiles = tiles_of[c];
-        double per_sm = tiles * (double)K / (double)sms; /* K iterations per SM */
+    for (int c = 0; c < 2 && !(best < ideal / SPLITK_FACTOR * (1.0 - 1e-9)); c++) {
+        double per_sm = tiles01[c] * (double)K / (double)sms; /* K iterations per SM */
         double kseg = per_sm < (double)K ? per_sm : (double)K;
         double eff = base * kseg / (kseg + g->gemm_k_half) * SPLITK_FACTOR;
-        double t = per_sm * 2.0 * (double)cand[c].m * (double)cand[c].n / (peak_sm * eff);
+        double t = per_sm * 2.0 * (double)edge[CAND_EDGE[c][0]] * (double)edge[CAND_EDGE[c][1]] / (peak_sm * eff);
         if (t < best) best = t;
     }
+    return best;
+}
+
+double hw_gemm_model_rows(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K, int64_t row2, TsDtype dt)
+{
+    dt = hw_usable_dtype(g, dt);
+    double peak = g->peak_flops[dt];
+    if (peak <= 0) return 0;
+    double base = g->gemm_eff[dt] * hw_align_factor(g, N, row2, dt);
+    double best = dt == TS_DTYPE_FP32 ? simt_gemm(g, batch, M, N, K) : tile_candidates(g, batch, M, N, K, peak, base);
     /* A and B at the compute dtype, C at >= 16 bit (FP8 GEMMs write BF16). */
     double eb = (double)ts_dtype_bytes(dt);
     double bytes = (double)batch * (((double)M * (double)K + (double)K * (double)N) * eb +

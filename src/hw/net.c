@@ -49,12 +49,16 @@ typedef struct GenCaps {
     int channels;
 } GenCaps;
 
-static GenCaps gen_caps(const char *gen)
+static GenCaps gen_caps(const char gen[static 16])
 {
-    if (!strcmp(gen, "ampere")) return (GenCaps){87.7e9, 20e9, 8};
-    if (!strcmp(gen, "blackwell")) return (GenCaps){282e9, 40e9, 24};
+    /* fixed-length compares (names and NUL within gen[16]): no strcmp per collective */
+    if (!memcmp(gen, "ampere", 7)) return (GenCaps){87.7e9, 20e9, 8};
+    if (!memcmp(gen, "blackwell", 10)) return (GenCaps){282e9, 40e9, 24};
     return (GenCaps){141e9, 36.7e9, 16}; /* hopper and others */
 }
+
+/* fmin of two non-NaN values, inline (libm's fmin is a call) */
+static inline double fmin_pos(double a, double b) { return a < b ? a : b; }
 
 static double coll_factor(TsColl c, int64_t n)
 {
@@ -117,7 +121,7 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
     if (nodes > 1) {
         double inter = (double)ppn * nic_gpu_bw(cl, nodes, sharing);
         if (!(inter > 0)) inter = 1e9; /* no NICs: a PCIe-ish host path */
-        link = ppn > 1 ? fmin(intra, inter) : inter;
+        link = ppn > 1 && intra < inter ? intra : inter;
     }
     double over = COLL_OVERHEAD_US * 1e-6;
 
@@ -137,7 +141,7 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
         return best;
     }
 
-    double steps, inter_steps;
+    double steps, inter_steps, lg_nodes = c == TS_COLL_ALLREDUCE && nodes > 1 ? log2((double)nodes) : 0;
     ring_steps(c, n, nodes, &steps, &inter_steps);
     if (c == TS_COLL_BROADCAST) steps = (double)(n - 1), inter_steps = (double)(nodes - 1);
     for (int p = 0; p < HW_PROTO_COUNT; p++) {
@@ -145,13 +149,13 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
         double lat = over + (BASE_US[0][p] + (steps - inter_steps) * HOP_NVL_US[0][p] +
                              inter_steps * HOP_NET_US[0][p]) * 1e-6;
         double bw = link;
-        if (p == HW_PROTO_LL) bw = fmin(0.5 * link, nodes == 1 ? caps.ll_max : 0.5 * link);
-        if (p == HW_PROTO_LL128) bw = fmin(0.92 * link, caps.ll128_ch * caps.channels);
+        if (p == HW_PROTO_LL) bw = nodes == 1 && caps.ll_max < 0.5 * link ? caps.ll_max : 0.5 * link;
+        if (p == HW_PROTO_LL128) bw = fmin_pos(0.92 * link, caps.ll128_ch * caps.channels);
         consider(&best, HW_ALGO_RING, (HwProto)p, lat, bw, S, factor);
         /* ---- tree (all-reduce across nodes): chain inside, tree across */
         if (c == TS_COLL_ALLREDUCE && nodes > 1) {
             double tl = over + (BASE_US[1][p] + 2.0 * ((double)(ppn - 1) * HOP_NVL_US[1][p] +
-                                                       log2((double)nodes) * HOP_NET_US[1][p])) * 1e-6;
+                                                       lg_nodes * HOP_NET_US[1][p])) * 1e-6;
             /* NCCL: tree algbw = 0.5 x 0.92 x busbw (LL a further 1/3.8) */
             double tbw = 0.46 * link * factor * (p == HW_PROTO_LL ? 1.0 / 3.8 : 1.0);
             consider(&best, HW_ALGO_TREE, (HwProto)p, tl, tbw, S, factor);
@@ -167,7 +171,7 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
         double lat = over + NVLS_HOP_US * 1e-6;
         if (nodes > 1) {
             algbw = fmin(algbw, (double)ppn * nic_gpu_bw(cl, nodes, sharing) * (cl->sharp ? 1.0 : 0.5));
-            lat += (cl->sharp ? NVLS_NET_US : 2.0 * log2((double)nodes) * NVLSTREE_NET_US) * 1e-6;
+            lat += (cl->sharp ? NVLS_NET_US : 2.0 * lg_nodes * NVLSTREE_NET_US) * 1e-6;
         }
         consider(&best, HW_ALGO_NVLS, HW_PROTO_SIMPLE, lat, algbw * factor, S, factor);
     }

@@ -9,17 +9,12 @@
  * far as they go leaves the least for the last one, whose extra work is
  * fixed, so the greedy check is exact).
  */
-#include "trainsim/sim.h"
+#include "cost_int.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-/* The layers as runs of equal weight (a model's dense and MoE layers come
- * in a few runs), so that a check costs stages + runs, not layers. */
-typedef struct Run {
-    double w;
-    int64_t n;
-} Run;
+typedef SimRun Run;
 
 /* Of a run of weight w with k left, how many more fit over load under T
  * (at most lim): the greedy check's one-by-one filling, in one step. */
@@ -66,21 +61,18 @@ static bool fits(const Run *r, int32_t nr, int64_t n, int64_t c, double first_x,
     return l == n;
 }
 
-bool sim_balance_layers(const double *w, int64_t n, int64_t c, double first_x, double last_x, double below,
-                        SimBalance *out)
+bool sim_balance_runs(const SimRun *r, int32_t nr, int64_t c, double first_x, double last_x, double below,
+                      SimBalance *out)
 {
     out->n = 0;
-    if (c < 2 || c > SIM_BALANCE_MAX || n < c) return false;
-    Run stack[256], *r = n <= 256 ? stack : malloc((size_t)n * sizeof *r);
-    if (!r) return false;
-    int32_t nr = 0;
+    int64_t n = 0;
     double lo = 0, hi = first_x + last_x;
-    for (int64_t l = 0; l < n; l++) {
-        hi += w[l];
-        if (w[l] > lo) lo = w[l];
-        if (nr > 0 && r[nr - 1].w == w[l]) r[nr - 1].n++;
-        else r[nr++] = (Run){.w = w[l], .n = 1};
+    for (int32_t i = 0; i < nr; i++) {
+        n += r[i].n;
+        for (int64_t k = 0; k < r[i].n; k++) hi += r[i].w; /* layer by layer, as the stages sum */
+        if (r[i].w > lo) lo = r[i].w;
     }
+    if (c < 2 || c > SIM_BALANCE_MAX || n < c) return false;
     /* no stage is lighter than the mean; the bound to 1e-6 picks the split,
      * whose busiest stage is then summed exactly */
     if (hi / (double)c > lo) lo = hi / (double)c;
@@ -91,16 +83,36 @@ bool sim_balance_layers(const double *w, int64_t n, int64_t c, double first_x, d
         if (fits(r, nr, n, c, first_x, last_x, mid, NULL)) hi = mid;
         else lo = mid;
     }
-    if (ok) {
-        fits(r, nr, n, c, first_x, last_x, hi, out->layers);
-        out->n = (int32_t)c;
-        out->busiest_s = 0;
-        for (int64_t s = 0, l = 0; s < c; s++) {
-            double load = (s == 0 ? first_x : 0) + (s == c - 1 ? last_x : 0);
-            for (int64_t k = 0; k < out->layers[s]; k++) load += w[l++];
-            if (load > out->busiest_s) out->busiest_s = load;
+    if (!ok) return false;
+    fits(r, nr, n, c, first_x, last_x, hi, out->layers);
+    out->n = (int32_t)c;
+    out->busiest_s = 0;
+    int32_t i = 0;
+    int64_t used = 0; /* of run i, the layers summed */
+    for (int64_t s = 0; s < c; s++) {
+        double load = (s == 0 ? first_x : 0) + (s == c - 1 ? last_x : 0);
+        for (int64_t k = 0; k < out->layers[s]; k++) {
+            load += r[i].w;
+            if (++used == r[i].n) i++, used = 0;
         }
+        if (load > out->busiest_s) out->busiest_s = load;
     }
+    return true;
+}
+
+bool sim_balance_layers(const double *w, int64_t n, int64_t c, double first_x, double last_x, double below,
+                        SimBalance *out)
+{
+    out->n = 0;
+    if (c < 2 || c > SIM_BALANCE_MAX || n < c) return false;
+    Run stack[256] = {{0}}, *r = n <= 256 ? stack : malloc((size_t)n * sizeof *r);
+    if (!r) return false;
+    int32_t nr = 0;
+    for (int64_t l = 0; l < n; l++) {
+        if (nr > 0 && r[nr - 1].w == w[l]) r[nr - 1].n++;
+        else r[nr++] = (Run){.w = w[l], .n = 1};
+    }
+    bool ok = sim_balance_runs(r, nr, c, first_x, last_x, below, out);
     if (r != stack) free(r);
     return ok;
 }

@@ -260,13 +260,18 @@ static void balance(const ModelSpec *m, const ParallelPlan *p, const LayerCost *
                     const double *edge, const SimChunkCost *cc, SimResult *out)
 {
     if (p->vpp != 1 || p->pp < 2 || p->pp > SIM_BALANCE_MAX || m->layers < p->pp) return;
-    double stack[256], *w = m->layers <= 256 ? stack : malloc((size_t)m->layers * sizeof *w);
-    if (!w) return;
+    SimRun stack[256], *r = m->layers <= 256 ? stack : malloc((size_t)m->layers * sizeof *r);
+    if (!r) return;
     double wd = layer_work(dense), wm = m->experts > 0 ? layer_work(moe) : wd;
+    int32_t nr = 0;
     if (m->experts > 0)
-        for (int64_t l = 0; l < m->layers; l++) w[l] = model_layer_is_moe(m, l) ? wm : wd;
+        for (int64_t l = 0; l < m->layers; l++) {
+            double wl = model_layer_is_moe(m, l) ? wm : wd;
+            if (nr > 0 && r[nr - 1].w == wl) r[nr - 1].n++;
+            else r[nr++] = (SimRun){.w = wl, .n = 1};
+        }
     else
-        for (int64_t l = 0; l < m->layers; l++) w[l] = wd;
+        r[nr++] = (SimRun){.w = wd, .n = m->layers}; /* a dense model: one run */
     double first_x = edge[SIM_E_EMB_F] + edge[SIM_E_EMB_B] + edge[SIM_E_EMB_TP_F] + edge[SIM_E_EMB_TP_B];
     double last_x = edge[SIM_E_HEAD_F] + edge[SIM_E_HEAD_B] + edge[SIM_E_HEAD_TP_F] + edge[SIM_E_HEAD_TP_B] +
                     (double)m->mtp_layers * wm;
@@ -278,11 +283,11 @@ static void balance(const ModelSpec *m, const ParallelPlan *p, const LayerCost *
         if (x > cur) cur = x;
     }
     SimBalance b;
-    if (sim_balance_layers(w, m->layers, p->pp, first_x, last_x, 0.98 * cur, &b)) {
+    if (sim_balance_runs(r, nr, p->pp, first_x, last_x, 0.98 * cur, &b)) {
         b.current_s = cur;
         if (b.busiest_s < 0.98 * cur) out->balance = b;
     }
-    if (w != stack) free(w);
+    if (r != stack) free(r);
 }
 
 /* DeepSpeed's BF16 optimizer after every micro-batch's backward
@@ -303,9 +308,12 @@ static double ds_hp_grads_s(const HwModel *hw, const LayerCost *lc)
 }
 
 
+/* Stages up to which a plan's per-stage scratch lives on the stack. */
+#define PP_STACK 64
+
 static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, TsError *err)
 {
-    memset(out, 0, sizeof *out);
+    sim_result_clear(out);
     const ModelSpec *m = in->model;
     ParallelPlan *p = &in->plan;
     TsStatus st = sim_setup_resolve(in, err);
@@ -384,16 +392,18 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     ChunkDp dpm = {0};
     /* each rank's parameters (dense, of them routed experts): its step runs
      * once over all its chunks, as the task graph's */
-    double *rank_params = calloc(2 * (size_t)pp, sizeof *rank_params);
-    int64_t *node = malloc((size_t)pp * sizeof *node);
-    if (node)
-        for (int32_t k = 0; k < pp; k++) node[k] = gpn_pp > 0 ? plan_rank_of(p, 0, 0, 0, k) / gpn_pp : -1;
+    double rp_stack[2 * PP_STACK];
+    int64_t node_stack[PP_STACK];
+    double *rank_params = pp <= PP_STACK ? rp_stack : malloc(2 * (size_t)pp * sizeof *rank_params);
+    int64_t *node = pp <= PP_STACK ? node_stack : malloc((size_t)pp * sizeof *node);
     if (!rank_params || !node) {
-        free(rank_params);
-        free(node);
+        if (rank_params != rp_stack) free(rank_params);
+        if (node != node_stack) free(node);
         if (!wk) sim_work_destroy(w);
         return ts_err(err, TS_ERR_INTERNAL, "out of memory");
     }
+    memset(rank_params, 0, 2 * (size_t)pp * sizeof *rank_params);
+    for (int32_t k = 0; k < pp; k++) node[k] = gpn_pp > 0 ? plan_rank_of(p, 0, 0, 0, k) / gpn_pp : -1;
     SimBuckets bk = {0};
     SimBucketMemo bmemo = {.n = 0};
     struct { bool valid; double params, eparams; SimBucketTiming tm; bool first, last; } bkey = {0};
@@ -578,8 +588,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         sc[s].optimizer_s += dpm.opt + (dpm.has_shampoo ? dpm.shampoo : 0);
         sc[s].step_comm_s += dpm.has_shampoo ? dpm.shampoo_ag : 0;
     }
-    free(rank_params);
-    free(node);
+    if (rank_params != rp_stack) free(rank_params);
+    if (node != node_stack) free(node);
 
     /* tied word embeddings split over the first and last stage: Megatron
      * (_allreduce_embedding_grads) and DeepSpeed (_exec_reduce_tied_grads)

@@ -188,6 +188,16 @@ void sim_ep_route(const Ctx *x, HwEpRoute *r);
 void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe, double edge[SIM_EDGES]);
 /* The ZeRO-3 root unit (embedding, head) of a chunk and the first block's
  * exposed gather: adds to c and returns the forward part. */
+/* The layers as runs of equal weight (a model's dense and MoE layers come
+ * in a few runs), so that a check costs stages + runs, not layers. */
+typedef struct SimRun {
+    double w;
+    int64_t n;
+} SimRun;
+/* sim_balance_layers over runs r[0..nr) (balance.c) */
+bool sim_balance_runs(const SimRun *r, int32_t nr, int64_t c, double first_x, double last_x, double below,
+                      SimBalance *out);
+
 void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
                     const double edge[SIM_EDGES], int64_t n_mb, SimChunkCost *c, double *fwd_exposed_s, double *tail_s);
 

@@ -1280,7 +1280,7 @@ static void sched_figures(const SimPipeline *pl, int32_t s, SimResult *out)
 
 TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, TsError *err)
 {
-    memset(out, 0, sizeof *out);
+    sim_result_clear(out);
     TsStatus st = check(pl, err);
     if (st) return st;
     SimWork *w = wk ? wk : sim_work_create();

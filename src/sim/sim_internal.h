@@ -2,7 +2,14 @@
 #ifndef TRAINSIM_SIM_INTERNAL_H
 #define TRAINSIM_SIM_INTERNAL_H
 
+#include <stddef.h>
+#include <string.h>
+
 #include "trainsim/sim.h"
+
+/* Zero a result up to its warnings: n_warnings says how many of those are
+ * set, and the rest (most of the struct's size) is never read. */
+static inline void sim_result_clear(SimResult *r) { memset(r, 0, offsetof(SimResult, warnings)); }
 
 /* Cost arrays kept in the work space: n_chunks SimChunkCost and n_stages
  * SimStageCost, zeroed. NULL on allocation failure. */

@@ -324,6 +324,18 @@ static void hf_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOp
                        out->other_bytes;
 }
 
+/* Has a middle stage with stage s's layers (count, of them MoE) been
+ * costed? Records them when not (up to 8 kinds; beyond, every stage is). */
+static bool middle_seen(const ModelSpec *m, const ParallelPlan *p, int64_t s, int64_t seen[8][2], int *n)
+{
+    int64_t a = plan_chunk_first_layer(p, m->layers, s), nl = plan_model_chunk_layers(p, m, s);
+    int64_t nm = part_moe_in_range(m, a, a + nl);
+    for (int i = 0; i < *n; i++)
+        if (seen[i][0] == nl && seen[i][1] == nm) return true;
+    if (*n < 8) seen[*n][0] = nl, seen[*n][1] = nm, (*n)++;
+    return false;
+}
+
 TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o,
                      PartMemory *stages, PartMemory *peak, TsError *err)
 {
@@ -347,10 +359,19 @@ TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOpt
      * stage (embedding, head, most in flight) and, for uneven splits, all. */
     bool all = stages != NULL || p->n_stage_layers > 0 || (p->uneven && m->layers % (p->pp * p->vpp) != 0) ||
                plan_rank_chunks(p) != p->vpp || p->schedule == PLAN_SCHED_ZBH1; /* in flight differ */
+    /* For the peak alone, one chunk per rank and an unordered schedule: a
+     * middle stage holds no fewer micro-batches in flight than any later
+     * one (inflight), and its total only grows with them, so of the middle
+     * stages with the same layers (count, of them MoE) the first decides. */
+    bool dominated = !stages && p->vpp == 1 && plan_rank_chunks(p) == 1 && !plan_sched_ordered(p->schedule) &&
+                     !plan_hf(p);
+    int64_t seen[8][2];
+    int nseen = 0;
     PartMemory tmp;
     peak->total_bytes = -1;
     for (int64_t s = 0; s < p->pp; s++) {
         if (!all && s != 0 && s != p->pp - 1) continue;
+        if (dominated && s != 0 && s != p->pp - 1 && middle_seen(m, p, s, seen, &nseen)) continue;
         PartMemory *dst = stages ? &stages[s] : &tmp;
         stage_memory(m, p, o, &c, &ad, &am, shd, shm, s, dst);
         if (plan_hf(p)) hf_memory(m, p, o, dst); /* weights, gradients, optimizer as above */

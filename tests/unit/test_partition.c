@@ -271,6 +271,45 @@ static void test_sharding(void **state)
     near(d.gradients_bytes, 4 * z0.params, 1e-12, "dist-opt grads");
 }
 
+/* The peak asked for alone (middle stages with the layers of an earlier one
+ * skipped) is the first stage of the largest total of all stages', exactly:
+ * uneven splits of a dense and a MoE model under 1F1B and GPipe. */
+static void test_peak_alone(void **state)
+{
+    (void)state;
+    const char *models[] = {"llama3-405b", "deepseek-v3"};
+    const int64_t pps[] = {4, 7, 16};
+    for (int mi = 0; mi < 2; mi++)
+        for (int k = 0; k < 3; k++)
+            for (int sched = 0; sched < 2; sched++) {
+                ModelSpec m;
+                assert_int_equal(model_preset(models[mi], &m, NULL), TS_OK);
+                ParallelPlan p;
+                plan_init(&p);
+                int64_t pp = pps[k], split[16];
+                p.tp = 8, p.pp = pp, p.gpus = 8 * pp * 2, p.seq = 4096, p.global_batch = 64;
+                if (m.experts > 0) p.ep = 2;
+                p.schedule = sched ? PLAN_SCHED_GPIPE : PLAN_SCHED_1F1B;
+                for (int64_t s = 0, left = m.layers; s < pp; s++) { /* lighter ends, heavier middle */
+                    split[s] = s == pp - 1 ? left : (s == 0 ? m.layers / pp - 1 : (m.layers + pp - 1) / pp);
+                    if (split[s] > left - (pp - 1 - s)) split[s] = left - (pp - 1 - s);
+                    left -= split[s];
+                }
+                p.stage_layers = split, p.n_stage_layers = (int32_t)pp;
+                TsError err = {0};
+                assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
+                PartMemory st[16], all, alone;
+                assert_int_equal(part_memory(&m, &p, NULL, st, &all, &err), TS_OK);
+                assert_int_equal(part_memory(&m, &p, NULL, NULL, &alone, &err), TS_OK);
+                int64_t top = 0;
+                for (int64_t s = 1; s < pp; s++)
+                    if (st[s].total_bytes > st[top].total_bytes) top = s;
+                assert_int_equal(alone.stage, top);
+                assert_true(alone.total_bytes == st[top].total_bytes);
+                assert_true(all.total_bytes == st[top].total_bytes);
+            }
+}
+
 static void test_build_gpt3(void **state)
 {
     (void)state;
@@ -318,7 +357,7 @@ int main(void)
         cmocka_unit_test(test_megatron_gpt3), cmocka_unit_test(test_counts_vs_model),
         cmocka_unit_test(test_ranks_add_up), cmocka_unit_test(test_params_expert_slice),
         cmocka_unit_test(test_korthikanti_layer), cmocka_unit_test(test_sac_ops_layer),
-        cmocka_unit_test(test_sharding), cmocka_unit_test(test_build_gpt3),
+        cmocka_unit_test(test_sharding), cmocka_unit_test(test_build_gpt3), cmocka_unit_test(test_peak_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -670,7 +670,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     mo.capacity_bytes = in->hw->gpu.hbm_bytes;
     sim_mem_options(&in->opt, p->dtype, &mo);
     PartMemory pk;
-    TsError merr = {0};
+    TsError merr; /* only its message is read (not zeroed whole: a plan's costing runs this) */
+    merr.msg[0] = '\0';
     if (part_memory(m, p, &mo, NULL, &pk, &merr) == TS_OK) {
         SimMemory *sm = &out->memory;
         sm->weights_bytes = pk.weights_bytes;

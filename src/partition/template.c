@@ -381,12 +381,14 @@ static void cp_bytes(const Tx *x, PartTemplate *o)
     o->cp_o_bytes = tok * (double)(od / t) * x->ab;
 }
 
-/* ZeRO-3 shards dense parameters over DP x CP and expert parameters over
- * the expert-DP group, each only where that group has more than one rank. */
+/* The per-unit shards (ZeRO-3's parameters, and the gradients of every plan
+ * that reduce-scatters them per micro-batch: plan_rs_per_microbatch): dense
+ * over DP x CP, experts over the expert-DP group, each only where that group
+ * has more than one rank. */
 static void fsdp_shards(const ParallelPlan *p, PartBlockT *b)
 {
     int64_t dpcp = p->dp * p->cp, edp = p->dp * p->cp * p->tp / ((p->etp > 0 ? p->etp : p->tp) * p->ep);
-    if (p->zero < 3) return;
+    if (!plan_rs_per_microbatch(p)) return;
     b->fsdp_params = dpcp > 1 ? b->params - b->expert_params : 0;
     b->fsdp_eparams = edp > 1 ? b->expert_params : 0;
 }

@@ -68,8 +68,9 @@ void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
         return;
     case SIM_WARN_ZERO2_GA:
         snprintf(buf, cap,
-                 "--zero 2 reduce-scatters the gradients after each of the %lld micro-batches (DeepSpeed, FSDP "
-                 "SHARD_GRAD_OP); trainsim times one reduction per step: the DP traffic is %lldx what it shows",
+                 "--zero 2 under a pipeline: timed with one gradient reduce-scatter per step, as PyTorch's "
+                 "pipelining defers FSDP's sync to the last of the %lld micro-batches, while memory counts "
+                 "sharded gradients, which need one after every micro-batch (Llama 3's FSDP: %lldx the DP traffic)",
                  j, j);
         return;
     }

@@ -408,7 +408,11 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     SimBucketMemo bmemo = {.n = 0};
     struct { bool valid; double params, eparams; SimBucketTiming tm; bool first, last; } bkey = {0};
     const double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
-    const TsColl grad_rc = (p->dist_opt || p->zero >= 1) && !plan_ds_pipe(p) ? TS_COLL_REDUCESCATTER : TS_COLL_ALLREDUCE;
+    /* the buckets' reduction; none where the units reduce-scatter every
+     * micro-batch (ZeRO-2 over several: the buckets carry the step's gather) */
+    const TsColl grad_rc = plan_rs_per_microbatch(p)                             ? TS_COLL_NONE
+                           : (p->dist_opt || p->zero >= 1) && !plan_ds_pipe(p) ? TS_COLL_REDUCESCATTER
+                                                                               : TS_COLL_ALLREDUCE;
     for (int64_t chunk = 0; chunk < (int64_t)pp * v; chunk++) {
         {
             int32_t s, vs; /* the rank holding the model chunk, and its slot there */
@@ -481,9 +485,11 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 c->compute_bwd_s += nd * ds_hp_grads_s(in->hw, &dense) + (has_moe ? nm * ds_hp_grads_s(in->hw, &moe) : 0) +
                                     (chunk == 0 ? ds_hp_kernel_s(in->hw, emb_params) : 0) +
                                     (chunk == (int64_t)pp * v - 1 ? ds_hp_kernel_s(in->hw, head_params) : 0);
-            double fsdp_f = 0, fsdp_tail = 0; /* ZeRO-3: exposed in the forward, after the last backward */
-            if (p->zero >= 3 && x.dpg.size > 1 && nl > 0)
-                sim_fsdp_chain(&x, nl, &ls, edge, p->grad_accum, c, &fsdp_f, &fsdp_tail);
+            /* ZeRO-3 (and ZeRO-2 over several micro-batches): exposed in the
+             * forward, after the last backward */
+            double fsdp_f = 0, fsdp_tail = 0;
+            const bool chain = plan_rs_per_microbatch(p) && x.dpg.size > 1 && nl > 0;
+            if (chain && p->zero >= 3) sim_fsdp_chain(&x, nl, &ls, edge, p->grad_accum, 0, c, &fsdp_f, &fsdp_tail);
             double exp_fwd_comm = tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) + (has_moe ? nm * moe.ep_f : 0);
             c->fwd_s = c->compute_fwd_s + exp_fwd_comm + fsdp_f;
             /* this stage's boundaries: to the next stage (forward sends) and
@@ -558,7 +564,16 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 c->gather_lag_s = c->param_gather_s > 0 ? bk.lag_s : 0;
                 sc[s].param_gather_s += c->param_gather_s;
             }
-            if (fsdp_tail > 0) { /* ZeRO-3's last reduce-scatters, after the last backward */
+            /* ZeRO-2 over several micro-batches: the reduce-scatters queue on
+             * the DP stream behind the step's overlapped parameter gathers,
+             * which the first forward has waited for (gather_lag_s: the
+             * chain's time runs that much behind); no gather waits, so the
+             * forward and backward times above hold */
+            if (chain && p->zero < 3) {
+                double busy = in->opt.param_gather_overlap ? c->param_gather_s - c->gather_lag_s : 0;
+                sim_fsdp_chain(&x, nl, &ls, edge, p->grad_accum, busy > 0 ? busy : 0, c, &fsdp_f, &fsdp_tail);
+            }
+            if (fsdp_tail > 0) { /* the last reduce-scatters, after the last backward */
                 c->dp_end_s = c->bwd_s - c->head_bwd_s + fsdp_tail;
                 c->dp_grad_s = fsdp_tail;
                 if (ordered) c->dp_end_w_s = c->dp_end_s;
@@ -716,7 +731,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     if (in->opt.cp_comm != SIM_CP_P2P && p->cp == 1)
         warn(out, SIM_WARN_CP_COMM, 0, 0, in->opt.cp_comm, 0, NULL);
     /* what the model does not time yet */
-    if (p->zero == 2 && p->grad_accum > 1) warn(out, SIM_WARN_ZERO2_GA, 0, 0, 0, p->grad_accum, NULL);
+    if (p->zero == 2 && p->grad_accum > 1 && p->pp > 1) warn(out, SIM_WARN_ZERO2_GA, 0, 0, 0, p->grad_accum, NULL);
     return TS_OK;
 }
 

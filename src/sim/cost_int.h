@@ -104,6 +104,10 @@ void sim_seg_add(SimSegs *s, double d, bool comp);
 /* A span [s, e) issued; merge: joined to the last one when it starts by its
  * end (one stream's back-to-back collectives). Inline: the bucket walk
  * pushes one per bucket. */
+/* A full list: two back-to-back spans (one ends where the next starts: a
+ * stream's queue, ZeRO-2's reduce-scatters behind each other) become one,
+ * which meets the same compute; failing that, the oldest goes. */
+void sim_spans_make_room(SimSpans *p);
 static inline void sim_spans_push(SimSpans *p, double s, double e, bool merge)
 {
     if (!(e > s)) return;
@@ -111,11 +115,7 @@ static inline void sim_spans_push(SimSpans *p, double s, double e, bool merge)
         p->e[p->n - 1] = e;
         return;
     }
-    if (p->n == SIM_SPANS) { /* never: the oldest span goes */
-        memmove(p->s, p->s + 1, (SIM_SPANS - 1) * sizeof *p->s);
-        memmove(p->e, p->e + 1, (SIM_SPANS - 1) * sizeof *p->e);
-        p->n--;
-    }
+    if (p->n == SIM_SPANS) sim_spans_make_room(p);
     p->s[p->n] = s, p->e[p->n] = e, p->n++;
 }
 /* A window of len seconds from t, laid out as sg (NULL: uniform, compute
@@ -186,8 +186,6 @@ void sim_ep_route(const Ctx *x, HwEpRoute *r);
 /* The dense and MoE layer costs of x and its edges (SIM_EDGES), through the
  * layer-cost cache of w when it is on. */
 void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe, double edge[SIM_EDGES]);
-/* The ZeRO-3 root unit (embedding, head) of a chunk and the first block's
- * exposed gather: adds to c and returns the forward part. */
 /* The layers as runs of equal weight (a model's dense and MoE layers come
  * in a few runs), so that a check costs stages + runs, not layers. */
 typedef struct SimRun {
@@ -198,7 +196,13 @@ typedef struct SimRun {
 bool sim_balance_runs(const SimRun *r, int32_t nr, int64_t c, double first_x, double last_x, double below,
                       SimBalance *out);
 
-void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
-                    const double edge[SIM_EDGES], int64_t n_mb, SimChunkCost *c, double *fwd_exposed_s, double *tail_s);
+/* The per-micro-batch reduce-scatter chain of a chunk (ZeRO-3's gathers
+ * too; plan_rs_per_microbatch) over n_mb micro-batches, its DP stream busy
+ * for dp_busy_s from the start (ZeRO-2: the step's parameter gathers): adds
+ * the exposed time, the slow-down and ZeRO-3's root-unit copies to c;
+ * *fwd_exposed_s the forward's part, *tail_s what runs after the last
+ * backward. */
+void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls, const double edge[SIM_EDGES], int64_t n_mb,
+                    double dp_busy_s, SimChunkCost *c, double *fwd_exposed_s, double *tail_s);
 
 #endif

@@ -181,16 +181,18 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     /* ZeRO-3 / FSDP: gather this layer's parameters in forward and backward,
      * reduce-scatter its gradients, every micro-batch (dense ones over DP x
      * CP, experts over expert DP); prefetch hides them under the layer's
-     * compute where they fit. The copies are in the layer's compute. */
+     * compute where they fit. The copies are in the layer's compute.
+     * ZeRO-2 over several micro-batches: the reduce-scatters alone. */
     double dense_p = ta->fsdp_params + tf->fsdp_params, exp_p = ta->fsdp_eparams + tf->fsdp_eparams;
     if (dense_p > 0 || exp_p > 0) {
         double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
+        bool gather = p->zero >= 3;
         if (dense_p > 0) {
-            lc->fsdp_ag += sim_coll(x, TS_COLL_ALLGATHER, dense_p * x->ab, &x->dpg, HW_GROUP_DP);
+            if (gather) lc->fsdp_ag += sim_coll(x, TS_COLL_ALLGATHER, dense_p * x->ab, &x->dpg, HW_GROUP_DP);
             lc->fsdp_rs += sim_coll(x, TS_COLL_REDUCESCATTER, dense_p * gr, &x->dpg, HW_GROUP_DP);
         }
         if (exp_p > 0) {
-            lc->fsdp_ag += sim_coll(x, TS_COLL_ALLGATHER, exp_p * x->ab, &x->edpg, HW_GROUP_DP);
+            if (gather) lc->fsdp_ag += sim_coll(x, TS_COLL_ALLGATHER, exp_p * x->ab, &x->edpg, HW_GROUP_DP);
             lc->fsdp_rs += sim_coll(x, TS_COLL_REDUCESCATTER, exp_p * gr, &x->edpg, HW_GROUP_DP);
         }
     }
@@ -316,19 +318,23 @@ static void walk_replica(const Ctx *x, FsdpWalk *k, double params)
     walk_issue_on(k, &k->R, k->C, sim_coll(x, TS_COLL_ALLREDUCE, params * gr / (double)x->dpg.size, &x->rpg, HW_GROUP_DP));
 }
 
+/* A unit's gather issued when the unit before it starts; its end (0: none). */
+static double walk_gather(FsdpWalk *k, bool ag, double dur) { return ag ? walk_issue(k, k->U, dur) : 0; }
+
 static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
                        const double edge[SIM_EDGES], const double root[4], FsdpWalk *k)
 {
+    const bool ag = x->p->zero >= 3; /* ZeRO-2's units gather nothing: no wait on the DP stream */
     /* forward: the root's gather, the embedding, the layers prefetching */
-    walk_wait(k, walk_issue(k, k->U, root[0]));
+    walk_wait(k, walk_gather(k, ag, root[0]));
     walk_window(k, edge[SIM_E_EMB_F] + root[2], true);
     walk_window(k, edge[SIM_E_EMB_TP_F], false);
     k->U = k->C;
     const LayerCost *lc = sim_layer_at(x, ls, 0);
-    double g = walk_issue(k, k->U, lc->fsdp_ag);
+    double g = walk_gather(k, ag, lc->fsdp_ag);
     for (int64_t l = 0; l < L; l++) {
         const LayerCost *nx = l + 1 < L ? sim_layer_at(x, ls, l + 1) : NULL;
-        double gn = nx ? walk_issue(k, k->U, nx->fsdp_ag) : 0;
+        double gn = nx ? walk_gather(k, ag, nx->fsdp_ag) : 0;
         walk_wait(k, g);
         walk_segs(k, &lc->seg[0]);
         k->U = k->C;
@@ -347,10 +353,10 @@ static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
     walk_window(k, hwg, true);
     k->U = k->C;
     lc = sim_layer_at(x, ls, L - 1);
-    g = walk_issue(k, k->U, lc->fsdp_ag);
+    g = walk_gather(k, ag, lc->fsdp_ag);
     for (int64_t l = L - 1; l >= 0; l--) {
         const LayerCost *nx = l > 0 ? sim_layer_at(x, ls, l - 1) : NULL;
-        double gn = nx ? walk_issue(k, k->U, nx->fsdp_ag) : 0;
+        double gn = nx ? walk_gather(k, ag, nx->fsdp_ag) : 0;
         walk_wait(k, g);
         walk_segs(k, &lc->seg[1]);
         walk_issue(k, k->C, lc->fsdp_rs);
@@ -374,13 +380,15 @@ static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
  * micro-batch starts from the state the one before started from: the rest
  * is that micro-batch again. */
 void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
-                    const double edge[SIM_EDGES], int64_t n_mb, SimChunkCost *c, double *fwd_exposed_s, double *tail_s)
+                    const double edge[SIM_EDGES], int64_t n_mb, double dp_busy_s, SimChunkCost *c,
+                    double *fwd_exposed_s, double *tail_s)
 {
     double rp = edge[SIM_E_EMB_PARAMS] + edge[SIM_E_HEAD_PARAMS], gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
     double root[4] = {0, 0, 0, 0}; /* gather, reduce-scatter, copy-out, copy-in */
-    if (rp > 0) {
-        root[0] = sim_coll(x, TS_COLL_ALLGATHER, rp * x->ab, &x->dpg, HW_GROUP_DP);
+    if (rp > 0)
         root[1] = sim_coll(x, TS_COLL_REDUCESCATTER, rp * gr, &x->dpg, HW_GROUP_DP);
+    if (rp > 0 && x->p->zero >= 3) { /* ZeRO-2's units reduce-scatter only */
+        root[0] = sim_coll(x, TS_COLL_ALLGATHER, rp * x->ab, &x->dpg, HW_GROUP_DP);
         PartKernel kc; /* the root unit's copies: the layers' rule, never under recompute */
         part_fsdp_copy_kernel(rp, x->ab, gr, true, &kc);
         CostCtx cc;
@@ -391,7 +399,7 @@ void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
         c->compute_fwd_s += root[2];
         c->compute_bwd_s += root[3];
     }
-    FsdpWalk k = {0}, prev = {0};
+    FsdpWalk k = {.D = dp_busy_s}, prev = {0};
     double d_idle[2] = {0, 0}, d_beside = 0; /* the last micro-batch walked */
     int64_t i = 0;
     for (; i < n_mb - 1; i++) {
@@ -436,8 +444,9 @@ void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
  * sp), the plan knobs sp, cp, ep, etp, flash_attn, tp_overlap, zero >= 3,
  * recompute and its modules, the MoE routing knobs, the FP8 recipe, pp == 1
  * (tied embeddings), the costing options below, and the
- * size / node span of the TP, CP, EP groups and, under ZeRO-3 only, of the
- * DP and expert-DP groups. The key holds exactly these; it is zeroed before
+ * size / node span of the TP, CP, EP groups and, where gradients are
+ * reduce-scattered per micro-batch (plan_rs_per_microbatch; fsdp 1, ZeRO-3
+ * 2), of the DP and expert-DP groups. The key holds exactly these; it is zeroed before
  * filling so it compares with memcmp. */
 typedef struct CostKey {
     const void *m, *hw, *net;
@@ -447,7 +456,7 @@ typedef struct CostKey {
     uint8_t moe_dispatch, moe_pad, fp8_recipe;
     int64_t tp_size, tp_nodes, cp_nodes, ep_nodes, dp_size, dp_nodes, edp_size, edp_nodes;
     int32_t dt, adt, recompute;
-    uint8_t sp, flash, tp_overlap, zero3, pp1, framework, precision, selective_ops, fp32_grad, cp_comm, seq_experts;
+    uint8_t sp, flash, tp_overlap, fsdp, pp1, framework, precision, selective_ops, fp32_grad, cp_comm, seq_experts;
 } CostKey;
 
 typedef struct CostEntry {
@@ -484,8 +493,8 @@ static void cost_key(const Ctx *x, CostKey *k)
     k->tp_nodes = x->tpg.nodes;
     k->cp_nodes = x->cpg.nodes;
     k->ep_nodes = x->epg.nodes;
-    k->zero3 = p->zero >= 3;
-    if (k->zero3) {
+    k->fsdp = p->zero >= 3 ? 2 : plan_rs_per_microbatch(p) ? 1 : 0;
+    if (k->fsdp) {
         k->dp_size = x->dpg.size;
         k->dp_nodes = x->dpg.nodes;
         k->edp_size = x->edpg.size;

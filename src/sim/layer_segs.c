@@ -48,6 +48,17 @@ static double segs_beside(const SimSegs *s, double t0, double a, double b)
     return ov;
 }
 
+void sim_spans_make_room(SimSpans *p)
+{
+    int32_t i = 0;
+    while (i + 1 < p->n && p->e[i] != p->s[i + 1]) i++;
+    if (i + 1 < p->n) p->e[i] = p->e[i + 1], i++; /* span i + 1 is merged into i */
+    else i = 0;                                   /* none back to back: the oldest goes */
+    memmove(p->s + i, p->s + i + 1, (size_t)(p->n - 1 - i) * sizeof *p->s);
+    memmove(p->e + i, p->e + i + 1, (size_t)(p->n - 1 - i) * sizeof *p->e);
+    p->n--;
+}
+
 double sim_spans_walk(SimSpans *p, double t, double len, const SimSegs *sg, bool comp)
 {
     double b = t + len, ov = 0, all = sg ? sg->comp : comp ? len : 0;

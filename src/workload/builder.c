@@ -239,7 +239,7 @@ static void bucket_close(Gen *g, bool expert)
 
 static void bucket_feed(Gen *g, double tensor, bool expert)
 {
-    if (g->p->zero >= 3 || !(tensor > 0)) return; /* ZeRO-3: per unit, fsdp_reduce */
+    if (plan_rs_per_microbatch(g->p) || !(tensor > 0)) return; /* per unit, fsdp_reduce */
     double *open = expert ? &g->ebucket : &g->bucket;
     *open += tensor;
     if (*open >= g->bucket_max) bucket_close(g, expert);
@@ -295,11 +295,12 @@ static void unit_wait(Gen *g, int32_t ag)
     g->join = ag;
 }
 
-/* ZeRO-3: reduce-scatter a unit's gradients after its weight gradients,
- * dense over DP, experts over DP_EP (asynchronous, joined at the step). */
+/* ZeRO-3 (and ZeRO-2 over several micro-batches): reduce-scatter a unit's
+ * gradients after its weight gradients, every micro-batch, dense over DP,
+ * experts over DP_EP (asynchronous, joined at the step). */
 static void fsdp_reduce(Gen *g, double params, double eparams, int64_t mb)
 {
-    if (g->p->zero < 3) return;
+    if (!plan_rs_per_microbatch(g->p)) return;
     if (g->dpn > 1 && params - eparams > 0)
         pend(g, coll(g, "fsdp.rs", WL_PHASE_WG, mb, TS_COLL_REDUCESCATTER, g->dpg, (params - eparams) * wl_gen_grad_bytes(g),
                      false));
@@ -1056,10 +1057,19 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     int64_t n_chunks = p->pp * v;
     if (p->grad_accum < 1)
         return ts_err(err, TS_ERR_PLAN, "the global batch gives no micro-batch per data-parallel rank");
-    if (plan_sched_ordered(p->schedule) && (p->zero >= 3 || (p->tp_overlap && p->tp > 1))) {
+    if (plan_sched_ordered(p->schedule) && (plan_rs_per_microbatch(p) || (p->tp_overlap && p->tp > 1))) {
         /* the W pass would split an FSDP unit's reduce-scatter or a
          * TP-overlap window from the input gradients they follow; an F&B
          * pair would run them inside its stretched compute */
+        if (p->zero == 2) {
+            ts_err(err, TS_ERR_PLAN,
+                   "the task graph of --schedule %s takes no ZeRO-2 over %lld micro-batches (a reduce-scatter per "
+                   "micro-batch) yet",
+                   plan_sched_name(p->schedule), (long long)p->grad_accum);
+            ts_err_hint(err, "'trainsim simulate' runs the plan; write the workload with --schedule 1f1b, or "
+                             "with --zero 1");
+            return TS_ERR_PLAN;
+        }
         ts_err(err, TS_ERR_PLAN, "the task graph of --schedule %s takes no ZeRO-3 or TP overlap yet",
                plan_sched_name(p->schedule));
         ts_err_hint(err, "'trainsim simulate' runs the plan; write the workload without --zero 3 or --tp-overlap, "

@@ -14,6 +14,7 @@
 
 #include "trainsim/hw.h"
 #include "trainsim/sim.h"
+#include "../../src/sim/cost_int.h" /* white box: the span list */
 
 #define NEAR(a, b, rel) assert_true(fabs((a) - (b)) <= (rel) * fabs(b) + 1e-12)
 
@@ -663,6 +664,25 @@ static void test_dropout_probabilities(void **state)
     sim_result_free(&r[0]);
 }
 
+/* A full span list: back-to-back spans (a stream's queue) merge, which
+ * meets the same compute; with none back to back the oldest goes. */
+static void test_span_list_full(void **state)
+{
+    (void)state;
+    SimSpans a = {0}, b = {0};
+    for (int i = 0; i < SIM_SPANS; i++) sim_spans_push(&a, i, i + 1, false); /* a queue: each starts as one ends */
+    for (int i = 0; i < SIM_SPANS; i++) sim_spans_push(&b, 2 * i, 2 * i + 1, false); /* gaps between */
+    sim_spans_push(&a, SIM_SPANS, SIM_SPANS + 1, false);
+    sim_spans_push(&b, 2 * SIM_SPANS, 2 * SIM_SPANS + 1, false);
+    assert_int_equal(a.n, SIM_SPANS);
+    assert_true(a.s[0] == 0 && a.e[0] == 2 && a.s[1] == 2 && a.e[SIM_SPANS - 1] == SIM_SPANS + 1);
+    assert_int_equal(b.n, SIM_SPANS);
+    assert_true(b.s[0] == 2 && b.e[SIM_SPANS - 1] == 2 * SIM_SPANS + 1);
+    /* the merged queue still meets all of a compute window over it */
+    SimSpans c = a;
+    assert_true(fabs(sim_spans_walk(&c, 0, SIM_SPANS + 1, NULL, true) - (SIM_SPANS + 1)) < 1e-12);
+}
+
 static void test_bad_plan_is_plan_error(void **state)
 {
     (void)state;
@@ -700,7 +720,7 @@ int main(void)
         cmocka_unit_test(test_cp_comm),
         cmocka_unit_test(test_balance_layers),
         cmocka_unit_test(test_dropout_probabilities),
-        cmocka_unit_test(test_bad_plan_is_plan_error),
+        cmocka_unit_test(test_bad_plan_is_plan_error), cmocka_unit_test(test_span_list_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

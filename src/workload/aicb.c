@@ -325,6 +325,12 @@ TsStatus wl_build_aicb(const WlStep *step, const WlAicbOptions *o, Workload **ou
         snprintf(w->warning, sizeof w->warning,
                  "AICB's rows carry no DeepEP route, load imbalance or capacity: SimAI (and the replay) cost the "
                  "EP all-to-alls as NCCL's over a balanced load; --format json or chakra keep them");
+    else if (plan_rs_per_microbatch(p) && p->dp * p->cp > 1)
+        snprintf(w->warning, sizeof w->warning,
+                 "AICB's rows reduce the gradients once per step: the reduce-scatter after each of the %lld "
+                 "micro-batches (ZeRO-%d)%s not in them; --format json or chakra keep %s",
+                 (long long)p->grad_accum, p->zero, p->zero >= 3 ? " and the per-layer parameter gathers are" : " is",
+                 p->zero >= 3 ? "them" : "it");
     *out = w;
     return TS_OK;
 oom:

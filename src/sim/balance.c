@@ -66,13 +66,17 @@ bool sim_balance_runs(const SimRun *r, int32_t nr, int64_t c, double first_x, do
 {
     out->n = 0;
     int64_t n = 0;
+    double approx = first_x + last_x; /* the total to rounding (1e-14 relative), run by run */
+    for (int32_t i = 0; i < nr; i++) n += r[i].n, approx += (double)r[i].n * r[i].w;
+    if (c < 2 || c > SIM_BALANCE_MAX || n < c) return false;
+    /* a bound below the total is the first check's; when no split fits
+     * under it (the common answer) the exact total is not needed */
+    if (below > 0 && below * (1 + 1e-9) < approx && !fits(r, nr, n, c, first_x, last_x, below, NULL)) return false;
     double lo = 0, hi = first_x + last_x;
     for (int32_t i = 0; i < nr; i++) {
-        n += r[i].n;
         for (int64_t k = 0; k < r[i].n; k++) hi += r[i].w; /* layer by layer, as the stages sum */
         if (r[i].w > lo) lo = r[i].w;
     }
-    if (c < 2 || c > SIM_BALANCE_MAX || n < c) return false;
     /* no stage is lighter than the mean; the bound to 1e-6 picks the split,
      * whose busiest stage is then summed exactly */
     if (hi / (double)c > lo) lo = hi / (double)c;

@@ -68,6 +68,10 @@ typedef struct SimProg {
     uint64_t used;       /* LRU stamp */
     uint8_t *wlast;      /* [p*v]: the chunk's last gradient work is a W task */
     size_t wl_cap;
+    int64_t *by_stage;   /* [n]: the ops' indices stage by stage, each stage's in program order */
+    size_t bs_cap;
+    int64_t *stage_at;   /* [p + 1]: stage s's ops are by_stage[stage_at[s] .. stage_at[s + 1]) */
+    size_t sa_cap;
 } SimProg;
 
 /* Compiled schedules kept per work space: a sweep alternates schedules and
@@ -159,6 +163,8 @@ void sim_work_destroy(SimWork *w)
     for (int i = 0; i < SIM_PROG_CACHE; i++) {
         free(w->progs[i].ops);
         free(w->progs[i].wlast);
+        free(w->progs[i].by_stage);
+        free(w->progs[i].stage_at);
     }
     free(w->ppc);
     free(w->dur);
@@ -499,6 +505,29 @@ static int64_t compile_ds(const SimPipeline *pl, SimWork *w, SimOp *ops)
  * durations, so it is cached in the work space (SIM_PROG_CACHE programs,
  * least recently used replaced) and reused by every plan of the same shape;
  * running a plan is then one branch-light linear pass. */
+/* A compiled program of n ops: its key, and its ops indexed stage by stage
+ * (stage_tail_compute walks one stage's from the end); w->pos is scratch. */
+static TsStatus compiled(const SimPipeline *pl, SimWork *w, SimProg *pg, int64_t n, const SimProg **out,
+                         TsError *err)
+{
+    const int32_t p = pl->stages;
+    if (!ts_grow((void **)&pg->by_stage, &pg->bs_cap, (size_t)(n > 0 ? n : 1), sizeof(int64_t)) ||
+        !ts_grow((void **)&pg->stage_at, &pg->sa_cap, (size_t)p + 1, sizeof(int64_t)))
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)n);
+    int64_t *at = pg->stage_at, *cur = w->pos;
+    for (int32_t s = 0; s <= p; s++) at[s] = 0;
+    for (int64_t k = 0; k < n; k++) at[pg->ops[k].stage + 1]++;
+    for (int32_t s = 0; s < p; s++) at[s + 1] += at[s], cur[s] = at[s];
+    for (int64_t k = 0; k < n; k++) pg->by_stage[cur[pg->ops[k].stage]++] = k;
+    pg->n = n;
+    pg->p = p;
+    pg->v = pl->chunks;
+    pg->m = pl->micro_batches;
+    pg->sched = sched_key(pl);
+    *out = pg;
+    return TS_OK;
+}
+
 static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, TsError *err)
 {
     const int32_t p = pl->stages, v = pl->chunks;
@@ -519,15 +548,7 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
         !ts_grow((void **)&pg->wlast, &pg->wl_cap, (size_t)(p * v), 1))
         return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ncap * p));
     memset(pg->wlast, 0, (size_t)(p * v));
-    if (pl->ds_pipe) {
-        pg->n = compile_ds(pl, w, pg->ops);
-        pg->p = p;
-        pg->v = v;
-        pg->m = m;
-        pg->sched = sched_key(pl);
-        *out = pg;
-        return TS_OK;
-    }
+    if (pl->ds_pipe) return compiled(pl, w, pg, compile_ds(pl, w, pg->ops), out, err);
     if (pl->schedule == PLAN_SCHED_INTERLEAVED) {
         int64_t n = 0;
         for (int64_t start = 0; start < m; start += p) {
@@ -558,13 +579,7 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
             return ts_err(err, TS_ERR_INTERNAL, "pipeline schedule deadlocked (schedule %s, p=%d, v=%d, m=%lld)",
                           plan_sched_name(pl->schedule), p, v, (long long)m);
     }
-    pg->n = n;
-    pg->p = p;
-    pg->v = v;
-    pg->m = m;
-    pg->sched = sched_key(pl);
-    *out = pg;
-    return TS_OK;
+    return compiled(pl, w, pg, n, out, err);
 }
 
 /* Durations and transfers of the plan's chunks (and pairs) into w. */
@@ -852,9 +867,8 @@ static double stage_tail_compute(const SimPipeline *pl, const SimWork *w, int32_
 {
     const SimProg *pg = w->tail_pg;
     double ov = 0;
-    for (int64_t k = pg ? pg->n - 1 : -1; k >= 0; k--) {
-        const SimOp *op = &pg->ops[k];
-        if (op->stage != s) continue;
+    for (int64_t i = pg ? pg->stage_at[s + 1] - 1 : -1; pg && i >= pg->stage_at[s]; i--) {
+        const SimOp *op = &pg->ops[pg->by_stage[i]];
         double en = w->fend[op->self] + w->tail_shift, st = en - w->dur[op->di];
         if (en <= a) break;
         double lo = st > a ? st : a, hi = en < b ? en : b;
@@ -1075,9 +1089,22 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
      * forward is part of the cool-down (the last p - 1 - s backwards of
      * stage s, which nothing before them waits for); so every task of a
      * micro-batch below m - p times as in an endless run, and the window
-     * only has to end there. The other schedules keep the wider margin. */
+     * only has to end there.
+     * Interleaved (m a multiple of p): the cool-down is the last
+     * W_s = 2(p - s - 1) + (v - 1)p backward units of stage s, so the
+     * earliest task unlike the endless run's is stage 0's backward unit
+     * mv - W_0, of micro-batch m - 2p + 2; a backward reaches the same
+     * unit on the stage before (inside that stage's cool-down, which starts
+     * 2 units earlier), the wrap from chunk c on stage 0 to chunk c - 1 on
+     * stage p - 1 a later unit of the same micro-batch, and the tasks after
+     * a backward in a stage's order are later units (its forwards, of the
+     * last group of p micro-batches). So every task of a micro-batch below
+     * m - 2p + 2 times as in an endless run: a tail of 2p. The pair
+     * schedules keep the wider margin. */
     const int64_t head = reach + delta,
-                  tail = pl->schedule == PLAN_SCHED_1F1B && v == 1 ? reach + delta : 2 * reach + delta;
+                  tail = pl->schedule == PLAN_SCHED_1F1B && v == 1     ? reach + delta
+                         : pl->schedule == PLAN_SCHED_INTERLEAVED ? 2 * (int64_t)p
+                                                                  : 2 * reach + delta;
     /* 1F1B with several stages tied at the largest cost (an uneven layer
      * split: every middle stage one layer heavier than the first and last)
      * repeats with a period of as many micro-batches as the tied stages

@@ -1099,9 +1099,13 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
      * stage p - 1 a later unit of the same micro-batch, and the tasks after
      * a backward in a stage's order are later units (its forwards, of the
      * last group of p micro-batches). So every task of a micro-batch below
-     * m - 2p + 2 times as in an endless run: a tail of 2p. The pair
-     * schedules keep the wider margin. */
-    const int64_t head = reach + delta,
+     * m - 2p + 2 times as in an endless run: a tail of 2p. At the start,
+     * stage s's first W_s forward units are its warm-up and the first
+     * steady forward follows a warm-up one; every later task sits where
+     * its counterpart P later does, which on stage 0 (the longest warm-up)
+     * is every unit from micro-batch 2p - 1 on: a head of 2p. The pair
+     * schedules keep the wider margins. */
+    const int64_t head = pl->schedule == PLAN_SCHED_INTERLEAVED ? 2 * (int64_t)p : reach + delta,
                   tail = pl->schedule == PLAN_SCHED_1F1B && v == 1     ? reach + delta
                          : pl->schedule == PLAN_SCHED_INTERLEAVED ? 2 * (int64_t)p
                                                                   : 2 * reach + delta;

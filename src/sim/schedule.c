@@ -1088,8 +1088,12 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
      * of micro-batch j follows its forward of j + p - 1 - s), and no
      * forward is part of the cool-down (the last p - 1 - s backwards of
      * stage s, which nothing before them waits for); so every task of a
-     * micro-batch below m - p times as in an endless run, and the window
-     * only has to end there.
+     * micro-batch up to m - p times as in an endless run (stage s's first
+     * task unlike the endless run's is its backward of m - p + s + 1), and
+     * the window only has to end there: a tail of p. Its head is p too:
+     * from micro-batch p on, stage 0's forwards follow backwards, as every
+     * later stage's do from earlier on. DeepSpeed's blocking p2p (a sender
+     * waits for its receiver) keeps the wider margins.
      * Interleaved (m a multiple of p): the cool-down is the last
      * W_s = 2(p - s - 1) + (v - 1)p backward units of stage s, so the
      * earliest task unlike the endless run's is stage 0's backward unit
@@ -1105,10 +1109,9 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
      * its counterpart P later does, which on stage 0 (the longest warm-up)
      * is every unit from micro-batch 2p - 1 on: a head of 2p. The pair
      * schedules keep the wider margins. */
-    const int64_t head = pl->schedule == PLAN_SCHED_INTERLEAVED ? 2 * (int64_t)p : reach + delta,
-                  tail = pl->schedule == PLAN_SCHED_1F1B && v == 1     ? reach + delta
-                         : pl->schedule == PLAN_SCHED_INTERLEAVED ? 2 * (int64_t)p
-                                                                  : 2 * reach + delta;
+    int64_t head = reach + delta, tail = 2 * reach + delta; /* the pair schedules, ZB-H1 */
+    if (pl->schedule == PLAN_SCHED_1F1B && v == 1) tail = pl->ds_pipe ? reach + delta : p, head = pl->ds_pipe ? head : p;
+    if (pl->schedule == PLAN_SCHED_INTERLEAVED) head = tail = 2 * (int64_t)p;
     /* 1F1B with several stages tied at the largest cost (an uneven layer
      * split: every middle stage one layer heavier than the first and last)
      * repeats with a period of as many micro-batches as the tied stages

@@ -249,7 +249,8 @@ static void edge_costs(const Ctx *x, double edge[SIM_EDGES])
 }
 
 /* ZeRO-3 / FSDP on a stage of one chunk (ZeRO-3 takes no pipeline,
- * plan.c): the prefetch chain of the task graph (src/workload/builder.c,
+ * plan.c; ZeRO-2 over several micro-batches runs the same chain without
+ * gathers, also only without a pipeline): the prefetch chain of the task graph (src/workload/builder.c,
  * fsdp_gather and fsdp_reduce), walked micro-batch by micro-batch with the
  * replay's rules, so that both give one answer. The units are the layers
  * and the root (embedding, final norm, LM head: torchtitan's fully_shard on
@@ -441,7 +442,7 @@ void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
 /* ---- layer-cost cache (sim_work_cache_costs) ---------------------------
  * layer_cost and edge_costs read the model, hw and net (by address), the
  * Ctx scalars (dtypes, tc, t, B, S, Sl; T, Tsp and ab follow from them and
- * sp), the plan knobs sp, cp, ep, etp, flash_attn, tp_overlap, zero >= 3,
+ * sp), the plan knobs sp, cp, ep, etp, flash_attn, tp_overlap, the FSDP units (fsdp),
  * recompute and its modules, the MoE routing knobs, the FP8 recipe, pp == 1
  * (tied embeddings), the costing options below, and the
  * size / node span of the TP, CP, EP groups and, where gradients are

@@ -112,10 +112,7 @@ bool sim_balance_layers(const double *w, int64_t n, int64_t c, double first_x, d
     Run stack[256] = {{0}}, *r = n <= 256 ? stack : malloc((size_t)n * sizeof *r);
     if (!r) return false;
     int32_t nr = 0;
-    for (int64_t l = 0; l < n; l++) {
-        if (nr > 0 && r[nr - 1].w == w[l]) r[nr - 1].n++;
-        else r[nr++] = (Run){.w = w[l], .n = 1};
-    }
+    for (int64_t l = 0; l < n; l++) sim_run_push(r, &nr, w[l]);
     bool ok = sim_balance_runs(r, nr, c, first_x, last_x, below, out);
     if (r != stack) free(r);
     return ok;

@@ -265,11 +265,7 @@ static void balance(const ModelSpec *m, const ParallelPlan *p, const LayerCost *
     double wd = layer_work(dense), wm = m->experts > 0 ? layer_work(moe) : wd;
     int32_t nr = 0;
     if (m->experts > 0)
-        for (int64_t l = 0; l < m->layers; l++) {
-            double wl = model_layer_is_moe(m, l) ? wm : wd;
-            if (nr > 0 && r[nr - 1].w == wl) r[nr - 1].n++;
-            else r[nr++] = (SimRun){.w = wl, .n = 1};
-        }
+        for (int64_t l = 0; l < m->layers; l++) sim_run_push(r, &nr, model_layer_is_moe(m, l) ? wm : wd);
     else
         r[nr++] = (SimRun){.w = wd, .n = m->layers}; /* a dense model: one run */
     double first_x = edge[SIM_E_EMB_F] + edge[SIM_E_EMB_B] + edge[SIM_E_EMB_TP_F] + edge[SIM_E_EMB_TP_B];

@@ -101,13 +101,13 @@ typedef struct SimLayerComm {
 } SimLayerComm;
 void sim_layer_segs(const Ctx *x, bool moe, const SimLayerComm *c, LayerCost *lc);
 void sim_seg_add(SimSegs *s, double d, bool comp);
-/* A span [s, e) issued; merge: joined to the last one when it starts by its
- * end (one stream's back-to-back collectives). Inline: the bucket walk
- * pushes one per bucket. */
 /* A full list: two back-to-back spans (one ends where the next starts: a
  * stream's queue, ZeRO-2's reduce-scatters behind each other) become one,
  * which meets the same compute; failing that, the oldest goes. */
 void sim_spans_make_room(SimSpans *p);
+/* A span [s, e) issued; merge: joined to the last one when it starts by its
+ * end (one stream's back-to-back collectives). Inline: the bucket walk
+ * pushes one per bucket. */
 static inline void sim_spans_push(SimSpans *p, double s, double e, bool merge)
 {
     if (!(e > s)) return;
@@ -192,6 +192,12 @@ typedef struct SimRun {
     double w;
     int64_t n;
 } SimRun;
+/* One more layer of weight w: the last run grows, or a new one starts. */
+static inline void sim_run_push(SimRun *r, int32_t *nr, double w)
+{
+    if (*nr > 0 && r[*nr - 1].w == w) r[*nr - 1].n++;
+    else r[(*nr)++] = (SimRun){.w = w, .n = 1};
+}
 /* sim_balance_layers over runs r[0..nr) (balance.c) */
 bool sim_balance_runs(const SimRun *r, int32_t nr, int64_t c, double first_x, double last_x, double below,
                       SimBalance *out);

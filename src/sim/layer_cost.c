@@ -250,8 +250,8 @@ static void edge_costs(const Ctx *x, double edge[SIM_EDGES])
 
 /* ZeRO-3 / FSDP on a stage of one chunk (ZeRO-3 takes no pipeline,
  * plan.c; ZeRO-2 over several micro-batches runs the same chain without
- * gathers, also only without a pipeline): the prefetch chain of the task graph (src/workload/builder.c,
- * fsdp_gather and fsdp_reduce), walked micro-batch by micro-batch with the
+ * gathers, also only without a pipeline): the prefetch chain of the task
+ * graph (src/workload/builder.c, fsdp_gather and fsdp_reduce), walked micro-batch by micro-batch with the
  * replay's rules, so that both give one answer. The units are the layers
  * and the root (embedding, final norm, LM head: torchtitan's fully_shard on
  * every block, then on the whole model). On one DP stream, first come first

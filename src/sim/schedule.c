@@ -499,12 +499,6 @@ static int64_t compile_ds(const SimPipeline *pl, SimWork *w, SimOp *ops)
     return n;
 }
 
-/* Compile the schedule into a program: the tasks of all stages in one
- * dependency-respecting order, found by sweeping the per-stage orders with
- * "done" flags only. The order depends on (p, v, m, schedule), not on the
- * durations, so it is cached in the work space (SIM_PROG_CACHE programs,
- * least recently used replaced) and reused by every plan of the same shape;
- * running a plan is then one branch-light linear pass. */
 /* A compiled program of n ops: its key, and its ops indexed stage by stage
  * (stage_tail_compute walks one stage's from the end); w->pos is scratch. */
 static TsStatus compiled(const SimPipeline *pl, SimWork *w, SimProg *pg, int64_t n, const SimProg **out,
@@ -528,6 +522,12 @@ static TsStatus compiled(const SimPipeline *pl, SimWork *w, SimProg *pg, int64_t
     return TS_OK;
 }
 
+/* Compile the schedule into a program: the tasks of all stages in one
+ * dependency-respecting order, found by sweeping the per-stage orders with
+ * "done" flags only. The order depends on (p, v, m, schedule), not on the
+ * durations, so it is cached in the work space (SIM_PROG_CACHE programs,
+ * least recently used replaced) and reused by every plan of the same shape;
+ * running a plan is then one branch-light linear pass. */
 static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, TsError *err)
 {
     const int32_t p = pl->stages, v = pl->chunks;
@@ -1109,8 +1109,8 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
      * its counterpart P later does, which on stage 0 (the longest warm-up)
      * is every unit from micro-batch 2p - 1 on: a head of 2p. The pair
      * schedules keep the wider margins. */
-    int64_t head = reach + delta, tail = 2 * reach + delta; /* the pair schedules, ZB-H1 */
-    if (pl->schedule == PLAN_SCHED_1F1B && v == 1) tail = pl->ds_pipe ? reach + delta : p, head = pl->ds_pipe ? head : p;
+    int64_t head = reach + delta, tail = 2 * reach + delta; /* the pair schedules, ZB-H1, GPipe */
+    if (pl->schedule == PLAN_SCHED_1F1B && v == 1) head = tail = pl->ds_pipe ? reach + delta : p;
     if (pl->schedule == PLAN_SCHED_INTERLEAVED) head = tail = 2 * (int64_t)p;
     /* 1F1B with several stages tied at the largest cost (an uneven layer
      * split: every middle stage one layer heavier than the first and last)

@@ -383,7 +383,9 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
      * FSDP's SHARD_GRAD_OP under a pipeline, as Llama 3 405B ran it (arXiv
      * 2407.21783 §3.3.2: "shards optimizer states and gradients, but for
      * model shards we do not reshard after forward"): --zero 2 under
-     * --framework torchtitan, gradients reduce-scattered per micro-batch. */
+     * --framework torchtitan, its memory with gradients kept sharded; its
+     * time with one reduce-scatter per step, as PyTorch's pipelining runs
+     * FSDP (plan_rs_per_microbatch; simulate warns of the difference). */
     if (p->zero >= 2 && p->pp > 1 && !(p->zero == 2 && p->framework == PLAN_FRAMEWORK_TORCHTITAN))
         return bad(err, "DeepSpeed's and Megatron's pipelines take ZeRO stage 0 or 1 only; PyTorch FSDP's "
                         "SHARD_GRAD_OP with a pipeline (Llama 3) is --zero 2 --framework torchtitan",

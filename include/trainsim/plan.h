@@ -254,7 +254,9 @@ typedef struct ParallelPlan {
                                     d = ceil*pp*vpp - L chunks taken in the order last,
                                     first, second to last, second, ... (the chunks that
                                     also hold the LM head and the embedding first, as
-                                    Megatron's uneven pipeline does); false: refuse */
+                                    Megatron's uneven pipeline does; with L = pp*vpp - 1
+                                    or - 2 they hold no layer: the output and loss, the
+                                    embedding alone); false: refuse */
     /* ---- derived by plan_resolve ---- */
     int64_t grad_accum;     /* micro-batches per DP rank per step = global/(micro*dp), e.g. 64 */
     int64_t n_chunks;       /* pp*vpp */

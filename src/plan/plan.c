@@ -231,15 +231,20 @@ static TsStatus validate_model(const ModelSpec *m, const ParallelPlan *p, TsErro
                        "--stage-layers has %lld entries, expected pp*vpp = %lld", LL(p->n_stage_layers), LL(chunks));
         int64_t sum = 0;
         for (int32_t i = 0; i < p->n_stage_layers; i++) {
-            if (p->stage_layers[i] < 1)
-                return bad(err, "every pipeline chunk needs at least one layer",
+            /* the first chunk may hold the embedding alone and the last the
+             * output and loss alone (Megatron's account_for_embedding/loss_in_
+             * pipeline_split; Llama 3 405B's layout, arXiv 2407.21783 §3.3.2) */
+            bool end = chunks > 1 && (i == 0 || i == p->n_stage_layers - 1);
+            if (p->stage_layers[i] < (end ? 0 : 1))
+                return bad(err, "every chunk but the first and the last needs a layer; those two may hold only "
+                                "the embedding or the output and loss",
                            "--stage-layers entry %lld is %lld", LL(i + 1), LL(p->stage_layers[i]));
             sum += p->stage_layers[i];
         }
         if (sum != m->layers)
             return bad(err, "the entries of --stage-layers must add up to the model's layers",
                        "--stage-layers adds up to %lld layers, the model has %lld", LL(sum), LL(m->layers));
-    } else if (m->layers % chunks != 0 && (!p->uneven || m->layers < chunks)) {
+    } else if (m->layers % chunks != 0 && (!p->uneven || m->layers < chunks - 2)) {
         return bad(err, "give --stage-layers or --uneven-stages for uneven stages, or pick pp*vpp dividing the layers",
                    "pp*vpp = %lld does not divide the %lld layers", LL(chunks), LL(m->layers));
     }

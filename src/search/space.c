@@ -93,7 +93,9 @@ static void fill_inner(const SearchConfig *c, SearchShape *sh)
                 sh->sv[sh->n_sv++] = (SearchSv){(int8_t)order[k], 1};
                 continue;
             }
-            int64_t hi = c->layers > 0 ? c->layers / sh->pp : 127;
+            /* up to one layer per chunk, the first and the last chunk may hold
+             * only the embedding and the loss (plan.h, the uneven rule) */
+            int64_t hi = c->layers > 0 ? (c->layers + 2) / sh->pp : 127;
             if (hi > 127) hi = 127;
             int nv = 0;
             if (c->vpp.n == 0) {

@@ -1076,7 +1076,7 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
                          "or with --schedule 1f1b");
         return TS_ERR_PLAN;
     }
-    if (m->layers < n_chunks)
+    if (m->layers < n_chunks - 2) /* the end chunks may hold the embedding or the loss alone */
         return ts_err(err, TS_ERR_PLAN, "%lld layers cannot fill %lld pipeline chunks",
                       (long long)m->layers, (long long)n_chunks);
     const bool hsdp = p->dp_shard > 0 && p->zero >= 3; /* FSDP over the shard group (plan_fsdp_group) */

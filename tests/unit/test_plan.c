@@ -206,7 +206,8 @@ static void test_nodes(void **state)
 /* The uneven rule (ParallelPlan.uneven): ceil(L/c) layers per chunk, one
  * fewer on the last, first, second-to-last, ... chunk; the counts add up to
  * L, first layers and the layer -> chunk map agree with them; without the
- * flag plan_resolve refuses the split. */
+ * flag plan_resolve refuses the split. With L = c - 1 or c - 2 the last and
+ * the first chunk hold no layer (the loss, the embedding alone). */
 static void test_uneven(void **state)
 {
     (void)state;
@@ -219,6 +220,8 @@ static void test_uneven(void **state)
         {126, 16, 1, {7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7}}, /* Llama 3 405B */
         {10, 2, 3, {1, 2, 2, 2, 2, 1}},                               /* interleaved: by chunk */
         {7, 7, 1, {1, 1, 1, 1, 1, 1, 1}},                             /* divides: the even split */
+        {6, 4, 2, {0, 1, 1, 1, 1, 1, 1, 0}}, /* the embedding and the loss alone (Llama 3 405B's layout) */
+        {7, 4, 2, {1, 1, 1, 1, 1, 1, 1, 0}}, /* the loss alone */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ModelSpec m;
@@ -247,10 +250,22 @@ static void test_uneven(void **state)
         }
         assert_int_equal(sum, m.layers);
     }
+    /* fewer layers than the chunks but two: refused even with the rule */
+    {
+        ModelSpec m;
+        TsError err = {0};
+        assert_int_equal(model_preset("llama2-7b", &m, &err), TS_OK);
+        m.layers = 5;
+        ParallelPlan p;
+        plan_init(&p);
+        p.tp = 1, p.pp = 4, p.vpp = 2, p.gpus = 4, p.global_batch = 64, p.seq = 2048;
+        p.schedule = PLAN_SCHED_INTERLEAVED, p.uneven = true;
+        assert_int_equal(plan_resolve(&m, &p, &err), TS_ERR_PLAN);
+    }
     /* the closed-form first layer equals the running sum for every split of
      * up to 200 layers */
     for (int64_t L = 1; L <= 200; L++)
-        for (int64_t c = 1; c <= L; c++) {
+        for (int64_t c = 1; c <= L + 2; c++) {
             ParallelPlan p;
             plan_init(&p);
             p.pp = c;

@@ -320,6 +320,14 @@ typedef struct RowKind {
 
 /* The row's plan: its stated knobs, and the fixed rule of its table for
  * each knob it does not state (named in `rules`). */
+/* A preset's sustained clock, read from the preset (data/gpus), not restated. */
+static void print_clock(const char *label, const char *preset, const char *after)
+{
+    GpuSpec g;
+    if (hw_gpu_load(preset, &g, NULL) != TS_OK) return;
+    printf("%s sustained clock %.0f of %.0f MHz%s", label, g.sustained_clock_mhz, g.clock_mhz, after);
+}
+
 static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *p, char *rules)
 {
     bool n21 = k.n21, nemo = k.nemo, bloom = k.bloom, opt = k.opt;
@@ -764,9 +772,11 @@ int main(int argc, char **argv)
            "                hgx-h800, B200 on dgx-b200 (8x400G NDR), GB200 on gb200-nvl72, MI300X on\n"
            "                mi300x-8\n"
            "physical parameters (presets and sim_options_init, docs/accuracy.md): GPU speed spread 5%%\n"
-           "per node -> slowest-of-n straggler slow-down; H100 sustained clock 1500 of 1830 MHz;\n"
-           "A100 sustained clock 1380 of 1410 MHz; B200 sustained clock 1500 of 1965 MHz (MB-B200); overlap\n"
-           "slow-down 10%%; GEMMs: tile/wave candidates plus a stream-K candidate (x0.92 fix-up); FSDP root\n"
+           "per node -> slowest-of-n straggler slow-down; ");
+    print_clock("H100", "h100-sxm5-80gb", ";\n");
+    print_clock("A100", "a100-sxm4-80gb", "; ");
+    print_clock("B200", "b200", " (MB-B200); overlap\n");
+    printf("slow-down 10%%; GEMMs: tile/wave candidates plus a stream-K candidate (x0.92 fix-up); FSDP root\n"
            "unit (embedding, output) exposed.\n"
            "FLOP conventions: N21 paper formula (x4, recompute counted); BLOOM the same formula, as\n"
            "Megatron-DeepSpeed's logger prints it (model FLOPs printed beside); OPT model FLOPs\n"

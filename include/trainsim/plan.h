@@ -330,14 +330,12 @@ static inline bool plan_sched_pairs(PlanSchedule s)
  * every micro-batch's backward: ZeRO-3 / FSDP, and ZeRO-2 with more than one
  * micro-batch a step (gradients kept sharded between micro-batches must be
  * reduced as they are made: DeepSpeed stage 2, deepspeedai/DeepSpeed#2252;
- * FSDP SHARD_GRAD_OP). With one micro-batch ZeRO-2 reduces once, by the
- * gradient buckets, as ZeRO-1; under a pipeline (torchtitan) PyTorch's
- * pipelining defers FSDP's gradient sync to the last micro-batch
- * (torch.distributed.pipelining stage.py, backward_maybe_with_nosync), so
- * once as well. Needs a resolved plan (grad_accum). */
+ * FSDP SHARD_GRAD_OP; under a pipeline, Llama 3 405B's FSDP, arXiv
+ * 2407.21783 §3.3.2). With one micro-batch ZeRO-2 reduces once, by the
+ * gradient buckets, as ZeRO-1. Needs a resolved plan (grad_accum). */
 static inline bool plan_rs_per_microbatch(const ParallelPlan *p)
 {
-    return p->zero >= 3 || (p->zero == 2 && p->grad_accum > 1 && p->pp == 1);
+    return p->zero >= 3 || (p->zero == 2 && p->grad_accum > 1);
 }
 bool plan_eager(const ParallelPlan *p);
 bool plan_ds_pipe(const ParallelPlan *p);

@@ -268,11 +268,6 @@ typedef enum SimWarnKind {
     SIM_WARN_SEQ_EXPERTS,     /* --sequential-experts on text, a model with no routed experts */
     SIM_WARN_SELECTIVE_OPS,   /* --selective-ops without --recompute selective */
     SIM_WARN_CP_COMM,         /* --cp-comm i (SimCpComm) with cp 1 */
-    SIM_WARN_ZERO2_GA,        /* --zero 2 under a pipeline with j micro-batches per step: one
-                                 gradient reduce-scatter per step (PyTorch's pipelining defers
-                                 FSDP's gradient sync to the last micro-batch), while memory
-                                 counts gradients kept sharded (Meta's FSDP reduce-scatters after
-                                 every micro-batch) */
 } SimWarnKind;
 typedef struct SimWarning {
     SimWarnKind kind;

@@ -388,13 +388,17 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
      * FSDP's SHARD_GRAD_OP under a pipeline, as Llama 3 405B ran it (arXiv
      * 2407.21783 §3.3.2: "shards optimizer states and gradients, but for
      * model shards we do not reshard after forward"): --zero 2 under
-     * --framework torchtitan, its memory with gradients kept sharded; its
-     * time with one reduce-scatter per step, as PyTorch's pipelining runs
-     * FSDP (plan_rs_per_microbatch; simulate warns of the difference). */
+     * --framework torchtitan, gradients kept sharded and reduce-scattered
+     * after every micro-batch's backward (plan_rs_per_microbatch), under
+     * the schedules whose backward is one pass per chunk. */
     if (p->zero >= 2 && p->pp > 1 && !(p->zero == 2 && p->framework == PLAN_FRAMEWORK_TORCHTITAN))
         return bad(err, "DeepSpeed's and Megatron's pipelines take ZeRO stage 0 or 1 only; PyTorch FSDP's "
                         "SHARD_GRAD_OP with a pipeline (Llama 3) is --zero 2 --framework torchtitan",
                    "--zero %lld cannot be combined with --pp %lld", LL(p->zero), LL(p->pp));
+    if (p->zero == 2 && p->pp > 1 && plan_sched_ordered(p->schedule))
+        return bad(err, "a reduce-scatter after every micro-batch's backward is modelled under 1f1b, interleaved "
+                        "and gpipe, whose backward is one pass; use one of those, or --zero 1",
+                   "--zero 2 with --pp %lld cannot run --schedule %s", LL(p->pp), plan_sched_name(p->schedule));
     if (p->optimizer == PLAN_OPTIM_SHAMPOO && p->shampoo_blocks < 1)
         return bad(err, NULL, "--shampoo-blocks must be at least 1, got %lld", LL(p->shampoo_blocks));
     if (p->recompute_layers < 0)

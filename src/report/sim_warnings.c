@@ -66,13 +66,6 @@ void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
     case SIM_WARN_CP_COMM:
         snprintf(buf, cap, "--cp-comm %s has no effect with cp 1", sim_cp_comm_name((SimCpComm)w->i));
         return;
-    case SIM_WARN_ZERO2_GA:
-        snprintf(buf, cap,
-                 "--zero 2 under a pipeline: timed with one gradient reduce-scatter per step, as PyTorch's "
-                 "pipelining defers FSDP's sync to the last of the %lld micro-batches, while memory counts "
-                 "sharded gradients, which need one after every micro-batch (Llama 3's FSDP: %lldx the DP traffic)",
-                 j, j);
-        return;
     }
     snprintf(buf, cap, "warning %d", (int)w->kind);
 }

@@ -226,6 +226,66 @@ TsStatus sim_setup_resolve(SimSetup *in, TsError *err)
     return TS_OK;
 }
 
+/* A chunk's per-micro-batch reduce-scatter chain, kept for pipeline_chains. */
+typedef struct ChainJob {
+    SimLayerSet ls;
+    int64_t nl;
+    double edge[SIM_EDGES];
+    double busy;  /* the DP stream's start: the step's parameter gathers */
+    int32_t slot; /* s * chunks per rank + slot */
+} ChainJob;
+
+/* The reduce-scatters still running after a chunk's last backward. */
+static void chain_tail(SimChunkCost *c, double tail, bool ordered)
+{
+    c->dp_end_s = c->bwd_s - c->head_bwd_s + tail;
+    c->dp_grad_s = tail;
+    if (ordered) c->dp_end_w_s = c->dp_end_s;
+}
+
+/* ZeRO-2 under a pipeline: between two micro-batches of a chunk its rank
+ * runs its other chunks' forward and backward, whose reduce-scatters share
+ * the DP stream (SimChainGap). */
+static bool pipeline_chains(const Ctx *x, const ChainJob *jobs, int64_t n, int32_t pp, int32_t ve, int64_t n_mb,
+                            SimChunkCost *cc)
+{
+    double *work = calloc(2 * (size_t)pp + (size_t)n, sizeof *work), *rs = work ? work + pp : NULL;
+    double *own = rs ? rs + pp : NULL;
+    if (!work) return false;
+    for (int64_t j = 0; j < n; j++) {
+        const ChainJob *b = &jobs[j];
+        const SimChunkCost *c = &cc[b->slot];
+        own[j] = sim_fsdp_rs_s(x, b->nl, &b->ls, b->edge);
+        work[b->slot / ve] += c->fwd_s + c->bwd_s;
+        rs[b->slot / ve] += own[j];
+    }
+    for (int64_t j = 0; j < n; j++) {
+        const ChainJob *b = &jobs[j];
+        SimChunkCost *c = &cc[b->slot];
+        int32_t r = b->slot / ve;
+        SimChainGap gap = {work[r] - (c->fwd_s + c->bwd_s), rs[r] - own[j]};
+        double f = 0, tail = 0;
+        sim_fsdp_chain(x, b->nl, &b->ls, b->edge, n_mb, b->busy, gap, c, &f, &tail);
+        if (tail > 0) chain_tail(c, tail, false);
+    }
+    free(work);
+    return true;
+}
+
+/* The edges a pipeline chunk runs: the embedding on the model's first chunk,
+ * the head on its last (one chunk: both). */
+static void chunk_edges(const double edge[SIM_EDGES], bool first, bool last, double out[SIM_EDGES])
+{
+    memcpy(out, edge, SIM_EDGES * sizeof *out);
+    static const int emb[] = {SIM_E_EMB_F, SIM_E_EMB_B, SIM_E_EMB_TP_F, SIM_E_EMB_TP_B, SIM_E_EMB_PARAMS, SIM_E_EMB_WG};
+    static const int head[] = {SIM_E_HEAD_F,      SIM_E_HEAD_B,  SIM_E_HEAD_TP_F, SIM_E_HEAD_TP_B,
+                               SIM_E_HEAD_PARAMS, SIM_E_HEAD_WG, SIM_E_HEAD_AG_F};
+    if (!first)
+        for (size_t i = 0; i < sizeof emb / sizeof *emb; i++) out[emb[i]] = 0;
+    if (!last)
+        for (size_t i = 0; i < sizeof head / sizeof *head; i++) out[head[i]] = 0;
+}
+
 /* The pipeline rank holding model chunk ch and its slot among the rank's
  * chunks (SimPipeline.chunk's index s*chunks + slot): plan_rank_chunk's
  * inverse for the copy entering at rank 0 (dualpipe's other copy is placed
@@ -399,6 +459,17 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         return ts_err(err, TS_ERR_INTERNAL, "out of memory");
     }
     memset(rank_params, 0, 2 * (size_t)pp * sizeof *rank_params);
+    /* ZeRO-2 under a pipeline: each chunk's chain walked once every chunk's
+     * costs are known (pipeline_chains) */
+    const bool defer = plan_rs_per_microbatch(p) && p->zero < 3 && (int64_t)pp * v > 1;
+    ChainJob *jobs = defer ? calloc((size_t)pp * (size_t)v, sizeof *jobs) : NULL;
+    if (defer && !jobs) {
+        if (rank_params != rp_stack) free(rank_params);
+        if (node != node_stack) free(node);
+        if (!wk) sim_work_destroy(w);
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    }
+    int64_t n_jobs = 0;
     for (int32_t k = 0; k < pp; k++) node[k] = gpn_pp > 0 ? plan_rank_of(p, 0, 0, 0, k) / gpn_pp : -1;
     SimBuckets bk = {0};
     SimBucketMemo bmemo = {.n = 0};
@@ -484,8 +555,12 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             /* ZeRO-3 (and ZeRO-2 over several micro-batches): exposed in the
              * forward, after the last backward */
             double fsdp_f = 0, fsdp_tail = 0;
-            const bool chain = plan_rs_per_microbatch(p) && x.dpg.size > 1 && nl > 0;
-            if (chain && p->zero >= 3) sim_fsdp_chain(&x, nl, &ls, edge, p->grad_accum, 0, c, &fsdp_f, &fsdp_tail);
+            const bool first_chunk = chunk == 0, last_chunk = chunk == (int64_t)pp * v - 1;
+            const bool chain = plan_rs_per_microbatch(p) && x.dpg.size > 1 && (nl > 0 || first_chunk || last_chunk);
+            double cedge[SIM_EDGES]; /* the edges this chunk runs, for its chain */
+            chunk_edges(edge, first_chunk, last_chunk, cedge);
+            if (chain && p->zero >= 3)
+                sim_fsdp_chain(&x, nl, &ls, cedge, p->grad_accum, 0, (SimChainGap){0, 0}, c, &fsdp_f, &fsdp_tail);
             double exp_fwd_comm = tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) + (has_moe ? nm * moe.ep_f : 0);
             c->fwd_s = c->compute_fwd_s + exp_fwd_comm + fsdp_f;
             /* this stage's boundaries: to the next stage (forward sends) and
@@ -567,13 +642,13 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
              * forward and backward times above hold */
             if (chain && p->zero < 3) {
                 double busy = in->opt.param_gather_overlap ? c->param_gather_s - c->gather_lag_s : 0;
-                sim_fsdp_chain(&x, nl, &ls, edge, p->grad_accum, busy > 0 ? busy : 0, c, &fsdp_f, &fsdp_tail);
+                ChainJob job = {.ls = ls, .nl = nl, .busy = busy > 0 ? busy : 0, .slot = s * ve + vs};
+                memcpy(job.edge, cedge, sizeof cedge);
+                if (defer) jobs[n_jobs++] = job;
+                else sim_fsdp_chain(&x, nl, &ls, cedge, p->grad_accum, job.busy, (SimChainGap){0, 0}, c, &fsdp_f,
+                                    &fsdp_tail);
             }
-            if (fsdp_tail > 0) { /* the last reduce-scatters, after the last backward */
-                c->dp_end_s = c->bwd_s - c->head_bwd_s + fsdp_tail;
-                c->dp_grad_s = fsdp_tail;
-                if (ordered) c->dp_end_w_s = c->dp_end_s;
-            }
+            if (fsdp_tail > 0) chain_tail(c, fsdp_tail, ordered);
             rank_params[2 * s] += params;
             rank_params[2 * s + 1] += eparams;
             if (p->schedule == PLAN_SCHED_DUALPIPE) { /* the copy entering at rank pp-1, on rank pp-1-s */
@@ -589,6 +664,16 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 rank_params[2 * r] += params;
                 rank_params[2 * r + 1] += eparams;
             }
+        }
+    }
+    if (defer) {
+        bool ok = pipeline_chains(&x, jobs, n_jobs, pp, ve, p->grad_accum, cc);
+        free(jobs);
+        if (!ok) {
+            if (rank_params != rp_stack) free(rank_params);
+            if (node != node_stack) free(node);
+            if (!wk) sim_work_destroy(w);
+            return ts_err(err, TS_ERR_INTERNAL, "out of memory");
         }
     }
     /* the step of each rank's parameters: the optimizer on its shard, Shampoo's
@@ -727,7 +812,6 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     if (in->opt.cp_comm != SIM_CP_P2P && p->cp == 1)
         warn(out, SIM_WARN_CP_COMM, 0, 0, in->opt.cp_comm, 0, NULL);
     /* what the model does not time yet */
-    if (p->zero == 2 && p->grad_accum > 1 && p->pp > 1) warn(out, SIM_WARN_ZERO2_GA, 0, 0, 0, p->grad_accum, NULL);
     return TS_OK;
 }
 

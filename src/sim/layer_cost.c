@@ -331,10 +331,11 @@ static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
     walk_window(k, edge[SIM_E_EMB_F] + root[2], true);
     walk_window(k, edge[SIM_E_EMB_TP_F], false);
     k->U = k->C;
-    const LayerCost *lc = sim_layer_at(x, ls, 0);
-    double g = walk_gather(k, ag, lc->fsdp_ag);
+    const int64_t l0 = ls->l0; /* the chunk's first layer */
+    const LayerCost *lc = L > 0 ? sim_layer_at(x, ls, l0) : NULL; /* none: an end chunk's edge alone */
+    double g = lc ? walk_gather(k, ag, lc->fsdp_ag) : 0;
     for (int64_t l = 0; l < L; l++) {
-        const LayerCost *nx = l + 1 < L ? sim_layer_at(x, ls, l + 1) : NULL;
+        const LayerCost *nx = l + 1 < L ? sim_layer_at(x, ls, l0 + l + 1) : NULL;
         double gn = nx ? walk_gather(k, ag, nx->fsdp_ag) : 0;
         walk_wait(k, g);
         walk_segs(k, &lc->seg[0]);
@@ -353,10 +354,10 @@ static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
     walk_window(k, edge[SIM_E_HEAD_TP_B], false);
     walk_window(k, hwg, true);
     k->U = k->C;
-    lc = sim_layer_at(x, ls, L - 1);
-    g = walk_gather(k, ag, lc->fsdp_ag);
+    lc = L > 0 ? sim_layer_at(x, ls, l0 + L - 1) : NULL;
+    g = lc ? walk_gather(k, ag, lc->fsdp_ag) : 0;
     for (int64_t l = L - 1; l >= 0; l--) {
-        const LayerCost *nx = l > 0 ? sim_layer_at(x, ls, l - 1) : NULL;
+        const LayerCost *nx = l > 0 ? sim_layer_at(x, ls, l0 + l - 1) : NULL;
         double gn = nx ? walk_gather(k, ag, nx->fsdp_ag) : 0;
         walk_wait(k, g);
         walk_segs(k, &lc->seg[1]);
@@ -380,14 +381,35 @@ static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
  * the root unit's copies in the compute. The chain repeats once a
  * micro-batch starts from the state the one before started from: the rest
  * is that micro-batch again. */
+static double root_rs_s(const Ctx *x, const double edge[SIM_EDGES])
+{
+    double rp = edge[SIM_E_EMB_PARAMS] + edge[SIM_E_HEAD_PARAMS], gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
+    return rp > 0 ? sim_coll(x, TS_COLL_REDUCESCATTER, rp * gr, &x->dpg, HW_GROUP_DP) : 0;
+}
+
+double sim_fsdp_rs_s(const Ctx *x, int64_t nl, const SimLayerSet *ls, const double edge[SIM_EDGES])
+{
+    double t = root_rs_s(x, edge);
+    for (int64_t l = 0; l < nl; l++) t += sim_layer_at(x, ls, ls->l0 + l)->fsdp_rs;
+    return t;
+}
+
+/* The rank's other chunks between two micro-batches of this one: their
+ * reduce-scatters queue on the DP stream (not this chunk's slow-down: each
+ * chunk counts its own), their compute runs. */
+static void walk_gap(FsdpWalk *k, SimChainGap gap)
+{
+    if (gap.dp_s > 0) k->D = (k->D > k->C ? k->D : k->C) + gap.dp_s;
+    walk_window(k, gap.compute_s, true);
+}
+
 void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
-                    const double edge[SIM_EDGES], int64_t n_mb, double dp_busy_s, SimChunkCost *c,
+                    const double edge[SIM_EDGES], int64_t n_mb, double dp_busy_s, SimChainGap gap, SimChunkCost *c,
                     double *fwd_exposed_s, double *tail_s)
 {
     double rp = edge[SIM_E_EMB_PARAMS] + edge[SIM_E_HEAD_PARAMS], gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
     double root[4] = {0, 0, 0, 0}; /* gather, reduce-scatter, copy-out, copy-in */
-    if (rp > 0)
-        root[1] = sim_coll(x, TS_COLL_REDUCESCATTER, rp * gr, &x->dpg, HW_GROUP_DP);
+    root[1] = root_rs_s(x, edge);
     if (rp > 0 && x->p->zero >= 3) { /* ZeRO-2's units reduce-scatter only */
         root[0] = sim_coll(x, TS_COLL_ALLGATHER, rp * x->ab, &x->dpg, HW_GROUP_DP);
         PartKernel kc; /* the root unit's copies: the layers' rule, never under recompute */
@@ -414,6 +436,7 @@ void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
         }
         prev = k;
         walk_micro(x, nl, ls, edge, root, &k);
+        walk_gap(&k, gap);
         d_idle[0] = k.idle_s[0] - prev.idle_s[0];
         d_idle[1] = k.idle_s[1] - prev.idle_s[1];
         d_beside = k.beside_s - prev.beside_s;

@@ -724,7 +724,8 @@ static TsStatus check_torchtitan(const Emit *e, const TtFlavor **flavor)
         return st;
     }
     *flavor = f;
-    bool fsdp = p->dp * p->cp > 1 && p->zero == 3; /* fully_shard applied: dp_shard x cp > 1 */
+    /* fully_shard applied: dp_shard x cp > 1 (with a pipeline: --zero 1, above) */
+    bool fsdp = p->dp * p->cp > 1 && (p->zero == 3 || (p->zero == 1 && p->pp > 1));
     if (p->pp > 1 && !f->pipeline)
         return refuse(e, "its train spec has no pipelining_fn", "--pp %lld: torchtitan's %s has no pipeline split",
                       (long long)p->pp, f->name);
@@ -738,9 +739,18 @@ static TsStatus check_torchtitan(const Emit *e, const TtFlavor **flavor)
     if (p->dtype == TS_DTYPE_FP8)
         return refuse(e, "trainsim's torchtitan code path is eager PyTorch; torchao's float8 GEMMs need torch.compile",
                       "--dtype fp8 has no eager torchtitan setting");
-    if (p->zero == 1 || p->zero == 2 || p->dist_opt)
-        return refuse(e, "torchtitan shards parameters, gradients and optimizer state together with FSDP2 (--zero 3) "
-                         "or replicates them with DDP (--zero 0)",
+    /* under a pipeline torchtitan's FSDP2 keeps the parameters gathered
+     * (fsdp_reshard_after_forward "default": not resharded with PP) and
+     * PyTorch's pipelining syncs the gradients at the last micro-batch
+     * (stage.py backward_maybe_with_nosync): ZeRO-1 as trainsim times it */
+    if (p->zero == 2 && p->pp > 1)
+        return refuse(e, "torchtitan's pipelining syncs FSDP2's gradients once, at the last micro-batch, as --zero 1 "
+                         "--framework torchtitan times it; a reduce-scatter after every micro-batch (Llama 3's FSDP) is "
+                         "not a torchtitan setting",
+                      "--zero 2 with --pp %lld has no torchtitan setting", (long long)p->pp);
+    if ((p->zero == 1 && p->pp == 1) || p->zero == 2 || p->dist_opt)
+        return refuse(e, "torchtitan shards parameters, gradients and optimizer state together with FSDP2 (--zero 3; "
+                         "under a pipeline --zero 1) or replicates them with DDP (--zero 0)",
                       "%s has no torchtitan setting",
                       p->dist_opt ? "--dist-opt" : p->zero == 1 ? "--zero 1" : "--zero 2");
     if (p->zero == 0 && p->cp > 1)
@@ -894,7 +904,7 @@ static TsStatus emit_torchtitan(const Emit *e, const char *generator)
                 if (ch == 0) ts_buf_puts(b, "\"tok_embeddings\""), first = false;
                 for (int64_t i = chunk_layers(e, ch); i > 0; i--, l++, first = false)
                     ts_buf_printf(b, "%s\"layers.%lld\"", first ? "" : ", ", (long long)l);
-                if (ch == p->n_chunks - 1) ts_buf_puts(b, ", \"norm\", \"output\"");
+                if (ch == p->n_chunks - 1) ts_buf_puts(b, first ? "\"norm\", \"output\"" : ", \"norm\", \"output\"");
                 ts_buf_puts(b, ch == p->n_chunks - 1 ? "]\n" : "],\n");
             }
             ts_buf_puts(b, "]\n");

@@ -176,6 +176,12 @@ typedef struct SimChunkCost {
     double dp_within_s;     /* the buckets' seconds inside that window */
     double dp_beside_w_s;   /* the same for a last W task's window (wgrad_s - head_wgrad_s) */
     double dp_within_w_s;
+    /* SimPipeline.dp_shared: the reduce-scatters each backward of the chunk
+     * issues, on the stage's DP stream: the LM head's when its backward
+     * (head_bwd_s) ends, one per layer as the layers' share of the rest
+     * ends, the embedding's when the task does */
+    int32_t rs_layers;
+    double rs_layer_s, rs_head_s, rs_emb_s;
 } SimChunkCost;
 
 /* Seconds of an overlapped forward-and-backward pair (DualPipe, DeepSeek-V3
@@ -209,6 +215,10 @@ typedef struct SimPipeline {
     const SimChunkCost *chunk; /* [stages * chunks], index s*chunks + c */
     const SimStageCost *stage; /* [stages] */
     bool dp_overlap;        /* gradient reduction overlapped with the backward (bucketed) */
+    bool dp_shared;         /* ZeRO-2 under a pipeline: every backward reduce-scatters its chunk's
+                               gradients (SimChunkCost.rs_*), first come first served on the
+                               stage's DP stream behind the overlapped parameter gathers, walked
+                               on the run's finish times (the full pass) */
     bool param_gather_overlap; /* dist-opt all-gather under the next forward: the gathers of
                                the chunks' parameters run back to back from the step on, and
                                each layer's first forward waits for its own (what

@@ -226,52 +226,6 @@ TsStatus sim_setup_resolve(SimSetup *in, TsError *err)
     return TS_OK;
 }
 
-/* A chunk's per-micro-batch reduce-scatter chain, kept for pipeline_chains. */
-typedef struct ChainJob {
-    SimLayerSet ls;
-    int64_t nl;
-    double edge[SIM_EDGES];
-    double busy;  /* the DP stream's start: the step's parameter gathers */
-    int32_t slot; /* s * chunks per rank + slot */
-} ChainJob;
-
-/* The reduce-scatters still running after a chunk's last backward. */
-static void chain_tail(SimChunkCost *c, double tail, bool ordered)
-{
-    c->dp_end_s = c->bwd_s - c->head_bwd_s + tail;
-    c->dp_grad_s = tail;
-    if (ordered) c->dp_end_w_s = c->dp_end_s;
-}
-
-/* ZeRO-2 under a pipeline: between two micro-batches of a chunk its rank
- * runs its other chunks' forward and backward, whose reduce-scatters share
- * the DP stream (SimChainGap). */
-static bool pipeline_chains(const Ctx *x, const ChainJob *jobs, int64_t n, int32_t pp, int32_t ve, int64_t n_mb,
-                            SimChunkCost *cc)
-{
-    double *work = calloc(2 * (size_t)pp + (size_t)n, sizeof *work), *rs = work ? work + pp : NULL;
-    double *own = rs ? rs + pp : NULL;
-    if (!work) return false;
-    for (int64_t j = 0; j < n; j++) {
-        const ChainJob *b = &jobs[j];
-        const SimChunkCost *c = &cc[b->slot];
-        own[j] = sim_fsdp_rs_s(x, b->nl, &b->ls, b->edge);
-        work[b->slot / ve] += c->fwd_s + c->bwd_s;
-        rs[b->slot / ve] += own[j];
-    }
-    for (int64_t j = 0; j < n; j++) {
-        const ChainJob *b = &jobs[j];
-        SimChunkCost *c = &cc[b->slot];
-        int32_t r = b->slot / ve;
-        SimChainGap gap = {work[r] - (c->fwd_s + c->bwd_s), rs[r] - own[j]};
-        double f = 0, tail = 0;
-        sim_fsdp_chain(x, b->nl, &b->ls, b->edge, n_mb, b->busy, gap, c, &f, &tail);
-        if (tail > 0) chain_tail(c, tail, false);
-    }
-    free(work);
-    return true;
-}
-
 /* The edges a pipeline chunk runs: the embedding on the model's first chunk,
  * the head on its last (one chunk: both). */
 static void chunk_edges(const double edge[SIM_EDGES], bool first, bool last, double out[SIM_EDGES])
@@ -459,17 +413,9 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         return ts_err(err, TS_ERR_INTERNAL, "out of memory");
     }
     memset(rank_params, 0, 2 * (size_t)pp * sizeof *rank_params);
-    /* ZeRO-2 under a pipeline: each chunk's chain walked once every chunk's
-     * costs are known (pipeline_chains) */
-    const bool defer = plan_rs_per_microbatch(p) && p->zero < 3 && (int64_t)pp * v > 1;
-    ChainJob *jobs = defer ? calloc((size_t)pp * (size_t)v, sizeof *jobs) : NULL;
-    if (defer && !jobs) {
-        if (rank_params != rp_stack) free(rank_params);
-        if (node != node_stack) free(node);
-        if (!wk) sim_work_destroy(w);
-        return ts_err(err, TS_ERR_INTERNAL, "out of memory");
-    }
-    int64_t n_jobs = 0;
+    /* ZeRO-2 under a pipeline: the engine walks each backward's
+     * reduce-scatters on the stage's timeline (SimPipeline.dp_shared) */
+    const bool rs_timeline = plan_rs_per_microbatch(p) && p->zero < 3 && (int64_t)pp * v > 1;
     for (int32_t k = 0; k < pp; k++) node[k] = gpn_pp > 0 ? plan_rank_of(p, 0, 0, 0, k) / gpn_pp : -1;
     SimBuckets bk = {0};
     SimBucketMemo bmemo = {.n = 0};
@@ -556,11 +502,11 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
              * forward, after the last backward */
             double fsdp_f = 0, fsdp_tail = 0;
             const bool first_chunk = chunk == 0, last_chunk = chunk == (int64_t)pp * v - 1;
-            const bool chain = plan_rs_per_microbatch(p) && x.dpg.size > 1 && (nl > 0 || first_chunk || last_chunk);
+            const bool chain = plan_rs_per_microbatch(p) && (x.dpg.size > 1 || x.edpg.size > 1) && (nl > 0 || first_chunk || last_chunk);
             double cedge[SIM_EDGES]; /* the edges this chunk runs, for its chain */
             chunk_edges(edge, first_chunk, last_chunk, cedge);
             if (chain && p->zero >= 3)
-                sim_fsdp_chain(&x, nl, &ls, cedge, p->grad_accum, 0, (SimChainGap){0, 0}, c, &fsdp_f, &fsdp_tail);
+                sim_fsdp_chain(&x, nl, &ls, cedge, p->grad_accum, 0, c, &fsdp_f, &fsdp_tail);
             double exp_fwd_comm = tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) + (has_moe ? nm * moe.ep_f : 0);
             c->fwd_s = c->compute_fwd_s + exp_fwd_comm + fsdp_f;
             /* this stage's boundaries: to the next stage (forward sends) and
@@ -642,13 +588,14 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
              * forward and backward times above hold */
             if (chain && p->zero < 3) {
                 double busy = in->opt.param_gather_overlap ? c->param_gather_s - c->gather_lag_s : 0;
-                ChainJob job = {.ls = ls, .nl = nl, .busy = busy > 0 ? busy : 0, .slot = s * ve + vs};
-                memcpy(job.edge, cedge, sizeof cedge);
-                if (defer) jobs[n_jobs++] = job;
-                else sim_fsdp_chain(&x, nl, &ls, cedge, p->grad_accum, job.busy, (SimChainGap){0, 0}, c, &fsdp_f,
-                                    &fsdp_tail);
+                if (rs_timeline) sim_chunk_rs(&x, nl, &ls, cedge, c);
+                else sim_fsdp_chain(&x, nl, &ls, cedge, p->grad_accum, busy > 0 ? busy : 0, c, &fsdp_f, &fsdp_tail);
             }
-            if (fsdp_tail > 0) chain_tail(c, fsdp_tail, ordered);
+            if (fsdp_tail > 0) { /* the last reduce-scatters, after the last backward */
+                c->dp_end_s = c->bwd_s - c->head_bwd_s + fsdp_tail;
+                c->dp_grad_s = fsdp_tail;
+                if (ordered) c->dp_end_w_s = c->dp_end_s;
+            }
             rank_params[2 * s] += params;
             rank_params[2 * s + 1] += eparams;
             if (p->schedule == PLAN_SCHED_DUALPIPE) { /* the copy entering at rank pp-1, on rank pp-1-s */
@@ -664,16 +611,6 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                 rank_params[2 * r] += params;
                 rank_params[2 * r + 1] += eparams;
             }
-        }
-    }
-    if (defer) {
-        bool ok = pipeline_chains(&x, jobs, n_jobs, pp, ve, p->grad_accum, cc);
-        free(jobs);
-        if (!ok) {
-            if (rank_params != rp_stack) free(rank_params);
-            if (node != node_stack) free(node);
-            if (!wk) sim_work_destroy(w);
-            return ts_err(err, TS_ERR_INTERNAL, "out of memory");
         }
     }
     /* the step of each rank's parameters: the optimizer on its shard, Shampoo's
@@ -709,7 +646,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     }
     SimPipeline pl = {.stages = pp, .chunks = ve, .micro_batches = p->grad_accum, .schedule = p->schedule,
                       .pair_sm_share = in->opt.pair_sm_share,
-                      .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !plan_ds_pipe(p),
+                      .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !plan_ds_pipe(p), .dp_shared = rs_timeline,
                       .param_gather_overlap = in->opt.param_gather_overlap && !plan_ds_pipe(p),
                       .overlap_slowdown = in->opt.overlap_slowdown, .ds_pipe = plan_ds_pipe(p) && pp > 1,
                       .record = in->opt.record};

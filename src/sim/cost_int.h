@@ -207,16 +207,12 @@ bool sim_balance_runs(const SimRun *r, int32_t nr, int64_t c, double first_x, do
  * for dp_busy_s from the start (ZeRO-2: the step's parameter gathers): adds
  * the exposed time, the slow-down and ZeRO-3's root-unit copies to c;
  * *fwd_exposed_s the forward's part, *tail_s what runs after the last
- * backward. Between two micro-batches the rank runs gap->compute_s of its
- * other chunks' work while their reduce-scatters (gap->dp_s) take the DP
- * stream (a pipeline; none without one). */
-typedef struct SimChainGap {
-    double compute_s, dp_s;
-} SimChainGap;
+ * backward. */
 void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls, const double edge[SIM_EDGES], int64_t n_mb,
-                    double dp_busy_s, SimChainGap gap, SimChunkCost *c, double *fwd_exposed_s, double *tail_s);
-/* The reduce-scatter seconds of one micro-batch of a chunk's units (its
- * layers and, on the end chunks, the root's edge parameters). */
-double sim_fsdp_rs_s(const Ctx *x, int64_t nl, const SimLayerSet *ls, const double edge[SIM_EDGES]);
+                    double dp_busy_s, SimChunkCost *c, double *fwd_exposed_s, double *tail_s);
+/* ZeRO-2 under a pipeline: the reduce-scatters one backward of the chunk
+ * issues (SimChunkCost.rs_*), which the engine walks on the stage's
+ * timeline (SimPipeline.dp_shared). */
+void sim_chunk_rs(const Ctx *x, int64_t nl, const SimLayerSet *ls, const double edge[SIM_EDGES], SimChunkCost *c);
 
 #endif

@@ -387,24 +387,22 @@ static double root_rs_s(const Ctx *x, const double edge[SIM_EDGES])
     return rp > 0 ? sim_coll(x, TS_COLL_REDUCESCATTER, rp * gr, &x->dpg, HW_GROUP_DP) : 0;
 }
 
-double sim_fsdp_rs_s(const Ctx *x, int64_t nl, const SimLayerSet *ls, const double edge[SIM_EDGES])
+void sim_chunk_rs(const Ctx *x, int64_t nl, const SimLayerSet *ls, const double edge[SIM_EDGES], SimChunkCost *c)
 {
-    double t = root_rs_s(x, edge);
+    double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab, t = 0;
     for (int64_t l = 0; l < nl; l++) t += sim_layer_at(x, ls, ls->l0 + l)->fsdp_rs;
-    return t;
-}
-
-/* The rank's other chunks between two micro-batches of this one: their
- * reduce-scatters queue on the DP stream (not this chunk's slow-down: each
- * chunk counts its own), their compute runs. */
-static void walk_gap(FsdpWalk *k, SimChainGap gap)
-{
-    if (gap.dp_s > 0) k->D = (k->D > k->C ? k->D : k->C) + gap.dp_s;
-    walk_window(k, gap.compute_s, true);
+    c->rs_layers = (int32_t)nl;
+    c->rs_layer_s = nl > 0 ? t / (double)nl : 0;
+    c->rs_head_s = edge[SIM_E_HEAD_PARAMS] > 0
+                       ? sim_coll(x, TS_COLL_REDUCESCATTER, edge[SIM_E_HEAD_PARAMS] * gr, &x->dpg, HW_GROUP_DP)
+                       : 0;
+    c->rs_emb_s = edge[SIM_E_EMB_PARAMS] > 0
+                      ? sim_coll(x, TS_COLL_REDUCESCATTER, edge[SIM_E_EMB_PARAMS] * gr, &x->dpg, HW_GROUP_DP)
+                      : 0;
 }
 
 void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
-                    const double edge[SIM_EDGES], int64_t n_mb, double dp_busy_s, SimChainGap gap, SimChunkCost *c,
+                    const double edge[SIM_EDGES], int64_t n_mb, double dp_busy_s, SimChunkCost *c,
                     double *fwd_exposed_s, double *tail_s)
 {
     double rp = edge[SIM_E_EMB_PARAMS] + edge[SIM_E_HEAD_PARAMS], gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
@@ -436,7 +434,6 @@ void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
         }
         prev = k;
         walk_micro(x, nl, ls, edge, root, &k);
-        walk_gap(&k, gap);
         d_idle[0] = k.idle_s[0] - prev.idle_s[0];
         d_idle[1] = k.idle_s[1] - prev.idle_s[1];
         d_beside = k.beside_s - prev.beside_s;

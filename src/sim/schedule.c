@@ -937,6 +937,68 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
     sr->slowdown_s += slow * (double)chunk_mb(pl);
 }
 
+/* The DP stream of a stage under stage_dp_rs: free at D; the stage's
+ * operations from k on (to b) may still meet a collective; oom: recording. */
+typedef struct RsWalk {
+    double D, beside;
+    int64_t k, b;
+    int32_t s;
+    bool *oom;
+} RsWalk;
+
+/* One reduce-scatter of chunk c on the stage's DP stream: it starts when
+ * ready and the stream is free; what it runs beside the stage's operations
+ * (in time order) counts by their compute share. */
+static void rs_issue(const SimPipeline *pl, SimWork *w, RsWalk *r, int32_t c, double ready, double dur)
+{
+    if (!(dur > 0)) return;
+    const SimProg *pg = w->tail_pg;
+    double x = r->D > ready ? r->D : ready, y = x + dur;
+    r->D = y;
+    if (r->oom) push_span(w, r->oom, r->s, SIM_STREAM_DP, c, -1, 'R', x, y);
+    for (; r->k < r->b && w->fend[pg->ops[pg->by_stage[r->k]].self] <= x; r->k++) {}
+    for (int64_t i = r->k; i < r->b; i++) {
+        const SimOp *op = &pg->ops[pg->by_stage[i]];
+        double en = w->fend[op->self], st = en - w->dur[op->di];
+        if (st >= y) break;
+        double lo = st > x ? st : x, hi = en < y ? en : y;
+        if (hi > lo) r->beside += (hi - lo) * op_share(pl, op);
+    }
+}
+
+/* ZeRO-2 under a pipeline (SimPipeline.dp_shared): every backward of stage
+ * s reduce-scatters its chunk's gradients on the stage's one DP stream,
+ * first come first served behind the step's overlapped parameter gathers
+ * (the task graph's fsdp.rs after each unit's backward): the LM head's
+ * when its backward ends, a layer's as the layers' share of the task ends,
+ * the embedding's at the task's end. Walked on the full run's finish
+ * times; what ends after the pipeline is exposed, what runs beside the
+ * stage's operations slows them (overlap_slowdown times their compute
+ * share, the replay's measure). oom: record the collectives (NULL: not). */
+static void stage_dp_rs(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResult *sr, bool *oom)
+{
+    const SimProg *pg = w->tail_pg;
+    const int32_t v = pl->chunks;
+    RsWalk r = {.D = pl->param_gather_overlap && pl->stage ? pl->stage[s].param_gather_s : 0,
+                .k = pg->stage_at[s], .b = pg->stage_at[s + 1], .s = s, .oom = oom};
+    for (int64_t i = r.k; i < r.b; i++) {
+        const SimOp *op = &pg->ops[pg->by_stage[i]];
+        if (op->kind != OP_B) continue;
+        const SimChunkCost *cc = &pl->chunk[op->di / 4];
+        int32_t c = op->di / 4 % v;
+        double en = w->fend[op->self], st = en - w->dur[op->di], t = st + cc->head_bwd_s;
+        rs_issue(pl, w, &r, c, t, cc->rs_head_s);
+        for (int32_t l = 1; l <= cc->rs_layers; l++) rs_issue(pl, w, &r, c, t + (en - t) * l / cc->rs_layers, cc->rs_layer_s);
+        rs_issue(pl, w, &r, c, en, cc->rs_emb_s);
+    }
+    double pipe_end = sr->pipe_end_s;
+    sr->dp_exposed_s = r.D > pipe_end ? r.D - pipe_end : 0;
+    sr->slowdown_s = pl->overlap_slowdown * r.beside;
+    double slow = 0; /* the chunks' own (TP / CP windows), every micro-batch */
+    for (int32_t c = 0; c < v; c++) slow += pl->chunk[s * v + c].slowdown_s;
+    sr->slowdown_s += slow * (double)chunk_mb(pl);
+}
+
 double sim_gather_lag_uniform(double gather_s, int32_t layers, double fwd_s)
 {
     double L = layers > 0 ? (double)layers : 1.0, a = gather_s / L, f = fwd_s / L;
@@ -1322,7 +1384,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     const int32_t p = pl->stages, v = pl->chunks;
     w->span_n = 0;
     bool done = false;
-    if (!pl->record && !pl->full_pass && !pl->ds_pipe) {
+    if (!pl->record && !pl->full_pass && !pl->ds_pipe && !pl->dp_shared) {
         st = run_periodic(pl, w, &done, err);
         if (st) goto fail;
     }
@@ -1344,7 +1406,13 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         if (sr->busy_s > w->stages[slowest].busy_s) slowest = s;
         sr->pipe_end_s = w->tfree[s];
         if (sr->pipe_end_s > pipe_max) pipe_max = sr->pipe_end_s;
-        stage_dp(pl, w, s, sr);
+        bool rs_oom = false;
+        if (pl->dp_shared) stage_dp_rs(pl, w, s, sr, pl->record ? &rs_oom : NULL);
+        else stage_dp(pl, w, s, sr);
+        if (rs_oom) {
+            st = ts_err(err, TS_ERR_INTERNAL, "out of memory recording the timeline");
+            goto fail;
+        }
         sr->slowdown_s += pl->overlap_slowdown * w->agwait[2 * p + s]; /* its hidden parameter gathers' */
         const SimStageCost *sc = pl->stage ? &pl->stage[s] : NULL;
         sr->embed_sync_s = sc ? sc->embed_sync_s : 0;

@@ -34,6 +34,8 @@ typedef struct CostCtx {
     TsDtype dtype;          /* the plan's GEMM dtype, e.g. bf16 or fp8 */
     TsDtype act_dtype;      /* activations, attention core, LM head: bf16 under fp8 */
     PlanFp8Recipe fp8;      /* the FP8 scaling recipe (its casts' traffic) */
+    bool fp8_non_tn;        /* the GPU runs FP8 GEMMs in every layout (Blackwell): per-tensor
+                               scaling casts one FP8 copy, no transposed one */
     double tensor_factor;   /* time factor on GEMMs and attention, e.g. 1.22 x 1.065 */
     double host_s[2][2];    /* host time to dispatch one kernel forward / backward (eager PyTorch:
                                [0] COST_HOST_FWD_S, COST_HOST_BWD_S; [1] a PART_KF_INNER kernel,

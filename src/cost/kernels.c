@@ -10,7 +10,8 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
     *c = (CostCtx){.hw = hw, .dtype = p->dtype, .act_dtype = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype,
                    .tensor_factor = tensor_factor, .host_s = {{hf ? COST_HOST_FWD_S : 0, hf ? COST_HOST_BWD_S : 0},
                               {hf ? COST_HOST_INNER_FWD_S : 0, hf ? COST_HOST_INNER_BWD_S : 0}},
-                   .fp8 = p->fp8_recipe, .ub_tp = p->tp_overlap && p->tp > 1 ? p->tp : 1, .ub_stretch = {1, 1}};
+                   .fp8 = p->fp8_recipe, .fp8_non_tn = !strcmp(hw->gpu.arch, "blackwell"),
+                   .ub_tp = p->tp_overlap && p->tp > 1 ? p->tp : 1, .ub_stretch = {1, 1}};
     int64_t sms = hw->gpu.sm_count;
     if (p->tp_overlap && p->tp > 1 && p->dtype != TS_DTYPE_FP8 && sms > COST_UB_PROJ_SMS) {
         c->ub_stretch[0] = 1.0 + COST_UB_BETA * COST_UB_PROJ_SMS / (double)(sms - COST_UB_PROJ_SMS);
@@ -27,23 +28,29 @@ static double mem_time(const HwModel *hw, double bytes, int launches)
 }
 
 /* The FP8 casts around a GEMM (Transformer Engine; the weights' are cached
- * per step): the input read in bf16 and written in FP8 (3 B per element),
- * the output gradient cast and transposed (4 B), the saved input's
- * transposed FP8 copy for the weight gradient (2 B). Current scaling reads
- * each cast tensor once more for its amax (+2 B); blockwise scaling writes
- * an fp32 scale per 128 FP8 elements (+1/32 B) and quantizes the weight
- * gradient's operand along its other axis from the FP8 copy (DeepSeek-V3
- * §3.3.2: 1x128 tiles forward, 128x1 backward; the same 2 B). */
+ * per step), in bytes per element. Per-tensor scaling (delayed, current):
+ * Hopper and Ada run FP8 GEMMs in the TN layout only, so the input and the
+ * output gradient, each also read along its other axis by the weight
+ * gradient, are cast and transposed in one kernel (read bf16, write two FP8
+ * copies: 4 B each; the input's transposed copy is saved for the weight
+ * gradient); Blackwell runs every layout and casts one copy (3 B; TE docs,
+ * developer/cpp_core/scaling_modes and quantization/rowwise_columnwise).
+ * Current scaling reads each cast tensor once more for its amax (+2 B).
+ * Blockwise scaling (DeepSeek-V3 §3.3.2: 1x128 tiles forward, 128x1
+ * backward) casts the input (3 B) and writes an fp32 scale per 128 FP8
+ * elements (+1/32 B), casts and transposes the output gradient (4 B + 2/32),
+ * and quantizes the weight gradient's operand along its other axis from the
+ * FP8 copy (2 B + 1/32). */
 static void fp8_casts(const CostCtx *c, const PartKernel *k, double t[3])
 {
     const HwModel *hw = c->hw;
     double mk = (double)k->batch * (double)k->m * (double)k->k, mn = (double)k->batch * (double)k->m * (double)k->n;
-    double in = 3, go = 4, wg = 2;
+    double in = c->fp8_non_tn ? 3 : 4, go = in, wg = 0;
     if (c->fp8 == PLAN_FP8_CURRENT) in += 2, go += 2;
-    if (c->fp8 == PLAN_FP8_BLOCKWISE) in += 1.0 / 32, go += 2.0 / 32, wg += 1.0 / 32;
+    if (c->fp8 == PLAN_FP8_BLOCKWISE) in = 3 + 1.0 / 32, go = 4 + 2.0 / 32, wg = 2 + 1.0 / 32;
     t[0] += hw_memory_time_s(hw, in * mk);
     t[1] += hw_memory_time_s(hw, go * mn);
-    t[2] += hw_memory_time_s(hw, wg * mk);
+    if (wg > 0) t[2] += hw_memory_time_s(hw, wg * mk);
 }
 
 /* `parts` GEMMs of M/parts rows each, x stretch. */

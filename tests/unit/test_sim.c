@@ -117,6 +117,35 @@ static void test_pp1_no_bubble(void **state)
     sim_result_free(&r);
 }
 
+/* ZeRO-2 under a pipeline (SimPipeline.dp_shared): each backward's
+ * reduce-scatters walked on the stage's timeline, by hand. One stage, F 1 s
+ * and B 2 s of compute, 4 micro-batches, one layer whose reduce-scatter is
+ * ready when the backward ends. 0.5 s: none queues; each but the last runs
+ * beside the next forward (3 x 0.5 s at sigma 0.1), the last is exposed:
+ * 12 + 0.15 + 0.5. 4 s, more than a micro-batch: they queue back to back
+ * from 3 s to 19 s, beside 4 + 4 + 1 s of compute: 12 + 0.9 + 7. */
+static void test_dp_shared_walk(void **state)
+{
+    (void)state;
+    static const struct { double rs, iter, exposed, slow; } cases[] = {{0.5, 12.65, 0.5, 0.15}, {4.0, 19.9, 7.0, 0.9}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        SimChunkCost c;
+        uniform(&c, 1, 1.0, 2.0);
+        c.rs_layers = 1;
+        c.rs_layer_s = cases[i].rs;
+        SimStageCost st = {0};
+        SimPipeline pl = {.stages = 1, .chunks = 1, .micro_batches = 4, .schedule = PLAN_SCHED_1F1B, .chunk = &c,
+                          .stage = &st, .dp_overlap = true, .dp_shared = true, .overlap_slowdown = 0.1};
+        SimResult r;
+        TsError err = {0};
+        assert_int_equal(sim_pipeline_run(&pl, NULL, &r, &err), TS_OK);
+        NEAR(r.iteration_time_s, cases[i].iter, 1e-12);
+        NEAR(r.breakdown.dp_comm_exposed_s, cases[i].exposed, 1e-12);
+        NEAR(r.breakdown.overlap_slowdown_s, cases[i].slow, 1e-12);
+        sim_result_free(&r);
+    }
+}
+
 static void test_uneven_and_p2p(void **state)
 {
     (void)state;
@@ -704,6 +733,7 @@ int main(void)
         cmocka_unit_test(test_published_bubbles),
         cmocka_unit_test(test_pp1_no_bubble),
         cmocka_unit_test(test_uneven_and_p2p),
+        cmocka_unit_test(test_dp_shared_walk),
         cmocka_unit_test(test_dp_overlap), cmocka_unit_test(test_param_gather_overlap),
         cmocka_unit_test(test_bad_pipeline),
         cmocka_unit_test(test_workspace_reuse_and_trace),

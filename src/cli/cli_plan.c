@@ -66,7 +66,8 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
     cli_add(s, "stage-layers", CLI_STR, &cp->stage_layers, "a,b,...",
             "layers per pipeline chunk (pp*vpp entries)");
     cli_add(s, "uneven-stages", CLI_FLAG, &cp->uneven, NULL,
-            "when pp*vpp does not divide the layers: last and first chunks one layer lighter (none: the loss, the embedding alone)");
+            "when pp*vpp does not divide the layers: last and first chunks one layer lighter (none: the loss, "
+            "the embedding alone)");
     cli_add(s, "optimizer", CLI_STR, &cp->optimizer, "O", "adam|shampoo");
     cli_add(s, "shampoo-blocks", CLI_INT, &cp->shampoo_blocks, "K",
             "Shampoo blocks per layer weight matrix");

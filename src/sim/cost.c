@@ -502,7 +502,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
              * forward, after the last backward */
             double fsdp_f = 0, fsdp_tail = 0;
             const bool first_chunk = chunk == 0, last_chunk = chunk == (int64_t)pp * v - 1;
-            const bool chain = plan_rs_per_microbatch(p) && (x.dpg.size > 1 || x.edpg.size > 1) && (nl > 0 || first_chunk || last_chunk);
+            const bool chain = plan_rs_per_microbatch(p) && (x.dpg.size > 1 || x.edpg.size > 1) &&
+                               (nl > 0 || first_chunk || last_chunk);
             double cedge[SIM_EDGES]; /* the edges this chunk runs, for its chain */
             chunk_edges(edge, first_chunk, last_chunk, cedge);
             if (chain && p->zero >= 3)
@@ -646,7 +647,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     }
     SimPipeline pl = {.stages = pp, .chunks = ve, .micro_batches = p->grad_accum, .schedule = p->schedule,
                       .pair_sm_share = in->opt.pair_sm_share,
-                      .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !plan_ds_pipe(p), .dp_shared = rs_timeline,
+                      .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !plan_ds_pipe(p),
+                      .dp_shared = rs_timeline,
                       .param_gather_overlap = in->opt.param_gather_overlap && !plan_ds_pipe(p),
                       .overlap_slowdown = in->opt.overlap_slowdown, .ds_pipe = plan_ds_pipe(p) && pp > 1,
                       .record = in->opt.record};
@@ -748,7 +750,6 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         warn(out, SIM_WARN_SELECTIVE_OPS, 0, 0, 0, 0, NULL);
     if (in->opt.cp_comm != SIM_CP_P2P && p->cp == 1)
         warn(out, SIM_WARN_CP_COMM, 0, 0, in->opt.cp_comm, 0, NULL);
-    /* what the model does not time yet */
     return TS_OK;
 }
 

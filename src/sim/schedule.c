@@ -988,7 +988,8 @@ static void stage_dp_rs(const SimPipeline *pl, SimWork *w, int32_t s, SimStageRe
         int32_t c = op->di / 4 % v;
         double en = w->fend[op->self], st = en - w->dur[op->di], t = st + cc->head_bwd_s;
         rs_issue(pl, w, &r, c, t, cc->rs_head_s);
-        for (int32_t l = 1; l <= cc->rs_layers; l++) rs_issue(pl, w, &r, c, t + (en - t) * l / cc->rs_layers, cc->rs_layer_s);
+        for (int32_t l = 1; l <= cc->rs_layers; l++)
+            rs_issue(pl, w, &r, c, t + (en - t) * l / cc->rs_layers, cc->rs_layer_s);
         rs_issue(pl, w, &r, c, en, cc->rs_emb_s);
     }
     double pipe_end = sr->pipe_end_s;

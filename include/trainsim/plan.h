@@ -464,6 +464,10 @@ int64_t plan_group_members(const ParallelPlan *p, PlanGroup kind, int64_t rank, 
                            int64_t cap);
 
 /* One-line summary "tp8 pp8 vpp3 dp1 cp1 ep1 sp zero0 ..." into out. */
+/* The layers of every chunk, separated by sep (as --stage-layers takes them),
+ * when they are not the even split (--stage-layers, or the uneven rule);
+ * false and nothing written for an even split. */
+bool plan_split_format(const ParallelPlan *p, int64_t n_layers, const char *sep, TsBuf *out);
 void plan_describe(const ParallelPlan *p, TsBuf *out);
 
 #endif

@@ -481,6 +481,15 @@ int64_t plan_layer_chunk(const ParallelPlan *p, int64_t n_layers, int64_t layer)
     return layer / (n_layers / chunks);
 }
 
+bool plan_split_format(const ParallelPlan *p, int64_t n_layers, const char *sep, TsBuf *out)
+{
+    int64_t c = p->pp * p->vpp;
+    if (!(p->n_stage_layers > 0 && p->stage_layers) && !by_rule(p, n_layers)) return false;
+    for (int64_t i = 0; i < c; i++)
+        ts_buf_printf(out, "%s%lld", i ? sep : "", (long long)plan_chunk_layers(p, n_layers, i));
+    return true;
+}
+
 void plan_describe(const ParallelPlan *p, TsBuf *out)
 {
     ts_buf_printf(out, "tp%lld pp%lld", (long long)p->tp, (long long)p->pp);

@@ -171,6 +171,15 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
                   plan_recompute_name(p->recompute), plan_sched_name(p->schedule), (long long)p->micro_batch,
                   (long long)p->global_batch, (long long)p->grad_accum, (long long)p->seq, ts_dtype_name(p->dtype),
                   p->tp_overlap ? ", tp-overlap" : "");
+    TsBuf split = {0}; /* (a split --balance-stages chose is shown with the balance) */
+    bool balanced = r->balance.n > 0 && p->n_stage_layers == r->balance.n;
+    if (!balanced && plan_split_format(p, in->model->layers, ",", &split))
+        ts_buf_printf(b, "layers per chunk (--stage-layers): %s%s\n\n", split.data,
+                      plan_chunk_layers(p, in->model->layers, 0) == 0 ||
+                              plan_chunk_layers(p, in->model->layers, p->pp * p->vpp - 1) == 0
+                          ? " (a chunk of 0: the embedding, or the output and loss, alone)"
+                          : "");
+    ts_buf_free(&split);
     runtime_line(&in->opt, &in->plan, b);
     ts_buf_printf(b, "  iteration time        %.4g s\n", r->iteration_time_s);
     ts_buf_printf(b, "  tokens/s              %.0f  (%.1f per GPU, %.2f samples/s)\n", r->tokens_per_s,

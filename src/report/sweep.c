@@ -20,12 +20,8 @@ static bool uneven_split(const SearchPoint *p, int64_t layers, const char *sep, 
     const SearchKnobs *k = &p->k;
     for (int32_t i = 0; i < p->n_stage_layers; i++) ts_buf_printf(out, "%s%d", i ? sep : "", p->stage_layers[i]);
     if (p->n_stage_layers > 0) return true;
-    int64_t c = (int64_t)k->pp * k->vpp;
-    if (c <= 1 || layers % c == 0) return false;
     ParallelPlan q = {.pp = k->pp, .vpp = k->vpp, .uneven = true};
-    for (int64_t i = 0; i < c; i++)
-        ts_buf_printf(out, "%s%lld", i ? sep : "", (long long)plan_chunk_layers(&q, layers, i));
-    return true;
+    return plan_split_format(&q, layers, sep, out);
 }
 
 static void knobs_json(TsBuf *b, const SearchPoint *p, int64_t layers)

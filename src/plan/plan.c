@@ -244,7 +244,11 @@ static TsStatus validate_model(const ModelSpec *m, const ParallelPlan *p, TsErro
         if (sum != m->layers)
             return bad(err, "the entries of --stage-layers must add up to the model's layers",
                        "--stage-layers adds up to %lld layers, the model has %lld", LL(sum), LL(m->layers));
-    } else if (m->layers % chunks != 0 && (!p->uneven || m->layers < chunks - 2)) {
+    } else if (m->layers % chunks != 0 && p->uneven && m->layers < chunks - 2) {
+        return bad(err, "the uneven rule leaves at most the first and the last chunk without a layer: pick pp*vpp "
+                        "at most the layers + 2",
+                   "%lld layers cannot fill pp*vpp = %lld chunks", LL(m->layers), LL(chunks));
+    } else if (m->layers % chunks != 0 && !p->uneven) {
         return bad(err, "give --stage-layers or --uneven-stages for uneven stages, or pick pp*vpp dividing the layers",
                    "pp*vpp = %lld does not divide the %lld layers", LL(chunks), LL(m->layers));
     }

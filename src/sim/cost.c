@@ -586,11 +586,13 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
              * the DP stream behind the step's overlapped parameter gathers,
              * which the first forward has waited for (gather_lag_s: the
              * chain's time runs that much behind); no gather waits, so the
-             * forward and backward times above hold */
-            if (chain && p->zero < 3) {
+             * forward and backward times above hold; under a pipeline the
+             * engine walks them on the stage's timeline (rs_timeline) */
+            if (chain && p->zero < 3 && rs_timeline) {
+                sim_chunk_rs(&x, nl, &ls, cedge, c);
+            } else if (chain && p->zero < 3) {
                 double busy = in->opt.param_gather_overlap ? c->param_gather_s - c->gather_lag_s : 0;
-                if (rs_timeline) sim_chunk_rs(&x, nl, &ls, cedge, c);
-                else sim_fsdp_chain(&x, nl, &ls, cedge, p->grad_accum, busy > 0 ? busy : 0, c, &fsdp_f, &fsdp_tail);
+                sim_fsdp_chain(&x, nl, &ls, cedge, p->grad_accum, busy > 0 ? busy : 0, c, &fsdp_f, &fsdp_tail);
             }
             if (fsdp_tail > 0) { /* the last reduce-scatters, after the last backward */
                 c->dp_end_s = c->bwd_s - c->head_bwd_s + fsdp_tail;

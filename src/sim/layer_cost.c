@@ -373,6 +373,23 @@ static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
     k->bwd = 0;
 }
 
+/* A unit's gradient reduce-scatter over the DP group (0: no parameters). */
+static double unit_rs_s(const Ctx *x, double params)
+{
+    double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
+    return params > 0 ? sim_coll(x, TS_COLL_REDUCESCATTER, params * gr, &x->dpg, HW_GROUP_DP) : 0;
+}
+
+void sim_chunk_rs(const Ctx *x, int64_t nl, const SimLayerSet *ls, const double edge[SIM_EDGES], SimChunkCost *c)
+{
+    double t = 0;
+    for (int64_t l = 0; l < nl; l++) t += sim_layer_at(x, ls, ls->l0 + l)->fsdp_rs;
+    c->rs_layers = (int32_t)nl;
+    c->rs_layer_s = nl > 0 ? t / (double)nl : 0;
+    c->rs_head_s = unit_rs_s(x, edge[SIM_E_HEAD_PARAMS]);
+    c->rs_emb_s = unit_rs_s(x, edge[SIM_E_EMB_PARAMS]);
+}
+
 /* The walk over the step's n micro-batches into chunk c: the exposed FSDP
  * time per micro-batch (c->fsdp_exposed_s, the forward's part in
  * fwd_exposed_s),
@@ -381,33 +398,13 @@ static void walk_micro(const Ctx *x, int64_t L, const SimLayerSet *ls,
  * the root unit's copies in the compute. The chain repeats once a
  * micro-batch starts from the state the one before started from: the rest
  * is that micro-batch again. */
-static double root_rs_s(const Ctx *x, const double edge[SIM_EDGES])
-{
-    double rp = edge[SIM_E_EMB_PARAMS] + edge[SIM_E_HEAD_PARAMS], gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
-    return rp > 0 ? sim_coll(x, TS_COLL_REDUCESCATTER, rp * gr, &x->dpg, HW_GROUP_DP) : 0;
-}
-
-void sim_chunk_rs(const Ctx *x, int64_t nl, const SimLayerSet *ls, const double edge[SIM_EDGES], SimChunkCost *c)
-{
-    double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab, t = 0;
-    for (int64_t l = 0; l < nl; l++) t += sim_layer_at(x, ls, ls->l0 + l)->fsdp_rs;
-    c->rs_layers = (int32_t)nl;
-    c->rs_layer_s = nl > 0 ? t / (double)nl : 0;
-    c->rs_head_s = edge[SIM_E_HEAD_PARAMS] > 0
-                       ? sim_coll(x, TS_COLL_REDUCESCATTER, edge[SIM_E_HEAD_PARAMS] * gr, &x->dpg, HW_GROUP_DP)
-                       : 0;
-    c->rs_emb_s = edge[SIM_E_EMB_PARAMS] > 0
-                      ? sim_coll(x, TS_COLL_REDUCESCATTER, edge[SIM_E_EMB_PARAMS] * gr, &x->dpg, HW_GROUP_DP)
-                      : 0;
-}
-
 void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
                     const double edge[SIM_EDGES], int64_t n_mb, double dp_busy_s, SimChunkCost *c,
                     double *fwd_exposed_s, double *tail_s)
 {
     double rp = edge[SIM_E_EMB_PARAMS] + edge[SIM_E_HEAD_PARAMS], gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
     double root[4] = {0, 0, 0, 0}; /* gather, reduce-scatter, copy-out, copy-in */
-    root[1] = root_rs_s(x, edge);
+    root[1] = unit_rs_s(x, rp);
     if (rp > 0 && x->p->zero >= 3) { /* ZeRO-2's units reduce-scatter only */
         root[0] = sim_coll(x, TS_COLL_ALLGATHER, rp * x->ab, &x->dpg, HW_GROUP_DP);
         PartKernel kc; /* the root unit's copies: the layers' rule, never under recompute */

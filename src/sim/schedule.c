@@ -860,6 +860,14 @@ double sim_dp_end_uniform(int32_t n, double dp_s, double window_s)
     return end;
 }
 
+/* Compute seconds of an operation that ended at en inside [a, b), by its
+ * compute share. */
+static double op_within(const SimPipeline *pl, const SimWork *w, const SimOp *op, double en, double a, double b)
+{
+    double st = en - w->dur[op->di], lo = st > a ? st : a, hi = en < b ? en : b;
+    return hi > lo ? (hi - lo) * op_share(pl, op) : 0;
+}
+
 /* Compute seconds of stage s's operations inside [a, b), each by its
  * compute share, from the last run's finish times (the pipeline's tail:
  * the scan stops at the first of the stage's operations ending by a). */
@@ -869,12 +877,20 @@ static double stage_tail_compute(const SimPipeline *pl, const SimWork *w, int32_
     double ov = 0;
     for (int64_t i = pg ? pg->stage_at[s + 1] - 1 : -1; pg && i >= pg->stage_at[s]; i--) {
         const SimOp *op = &pg->ops[pg->by_stage[i]];
-        double en = w->fend[op->self] + w->tail_shift, st = en - w->dur[op->di];
+        double en = w->fend[op->self] + w->tail_shift;
         if (en <= a) break;
-        double lo = st > a ? st : a, hi = en < b ? en : b;
-        if (hi > lo) ov += (hi - lo) * op_share(pl, op);
+        ov += op_within(pl, w, op, en, a, b);
     }
     return ov;
+}
+
+/* The overlap slow-down of stage s's chunks' own windows (TP / CP, ZeRO-3
+ * gathers), every micro-batch. */
+static double chunks_slowdown(const SimPipeline *pl, int32_t s)
+{
+    double slow = 0;
+    for (int32_t c = 0; c < pl->chunks; c++) slow += pl->chunk[s * pl->chunks + c].slowdown_s;
+    return slow * (double)chunk_mb(pl);
 }
 
 /* DP gradient reduction of stage s after (or under) its chunks' last
@@ -931,10 +947,7 @@ static void stage_dp(const SimPipeline *pl, SimWork *w, int32_t s, SimStageResul
     double rest = overlapped - within - after_s > 0 ? overlapped - within - after_s : 0;
     sr->dp_exposed_s = exposed;
     sr->slowdown_s = total > 0 ? pl->overlap_slowdown * (beside + after + rest * share / total) : 0;
-    /* the chunks' own (TP / CP windows, ZeRO-3), every micro-batch */
-    double slow = 0;
-    for (int32_t c = 0; c < v; c++) slow += pl->chunk[s * v + c].slowdown_s;
-    sr->slowdown_s += slow * (double)chunk_mb(pl);
+    sr->slowdown_s += chunks_slowdown(pl, s);
 }
 
 /* The DP stream of a stage under stage_dp_rs: free at D; the stage's
@@ -959,10 +972,9 @@ static void rs_issue(const SimPipeline *pl, SimWork *w, RsWalk *r, int32_t c, do
     for (; r->k < r->b && w->fend[pg->ops[pg->by_stage[r->k]].self] <= x; r->k++) {}
     for (int64_t i = r->k; i < r->b; i++) {
         const SimOp *op = &pg->ops[pg->by_stage[i]];
-        double en = w->fend[op->self], st = en - w->dur[op->di];
-        if (st >= y) break;
-        double lo = st > x ? st : x, hi = en < y ? en : y;
-        if (hi > lo) r->beside += (hi - lo) * op_share(pl, op);
+        double en = w->fend[op->self];
+        if (en - w->dur[op->di] >= y) break;
+        r->beside += op_within(pl, w, op, en, x, y);
     }
 }
 
@@ -994,10 +1006,7 @@ static void stage_dp_rs(const SimPipeline *pl, SimWork *w, int32_t s, SimStageRe
     }
     double pipe_end = sr->pipe_end_s;
     sr->dp_exposed_s = r.D > pipe_end ? r.D - pipe_end : 0;
-    sr->slowdown_s = pl->overlap_slowdown * r.beside;
-    double slow = 0; /* the chunks' own (TP / CP windows), every micro-batch */
-    for (int32_t c = 0; c < v; c++) slow += pl->chunk[s * v + c].slowdown_s;
-    sr->slowdown_s += slow * (double)chunk_mb(pl);
+    sr->slowdown_s = pl->overlap_slowdown * r.beside + chunks_slowdown(pl, s);
 }
 
 double sim_gather_lag_uniform(double gather_s, int32_t layers, double fwd_s)

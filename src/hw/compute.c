@@ -18,8 +18,8 @@
  * asymptote gemm_eff[fp32] of the FP32 peak and a short main-loop ramp
  * K/(K + simt_k_half) (a SIMT tile does 16x less work per K-step than the
  * FP32 machine balance would hide); no 16-byte alignment loss (scalar loads
- * serve any N) and no split-K. A half-size tile is used only when the large
- * one leaves SMs idle. */
+ * serve any N). A half-size tile is used only when the large one leaves SMs
+ * idle, split-K only when the half one does too. */
 #include "hw_internal.h"
 
 #include <math.h>
@@ -85,25 +85,40 @@ double hw_align_factor(const GpuSpec *g, int64_t n, int64_t k, TsDtype dt)
  * tiles for 132 SMs) at 38 TFLOP/s against 37.4 measured (calibration_facts 1.2). */
 #define SIMT_SMALL_FACTOR 0.75
 
-/* Time of the waves of one SIMT candidate tile. */
+/* Time of the waves of one SIMT candidate tile, K split in `split` pieces
+ * (each reduced afterwards: SPLITK_FACTOR). */
 static double simt_tile_s(const GpuSpec *g, double peak_sm, int64_t batch, int64_t M, int64_t N, int64_t K,
-                          int64_t tm, int64_t tn, double f)
+                          int64_t tm, int64_t tn, double f, int64_t split)
 {
-    int64_t tiles = batch * ts_ceil_div(M, tm) * ts_ceil_div(N, tn);
-    double eff = g->gemm_eff[TS_DTYPE_FP32] * f * (double)K / ((double)K + g->simt_k_half);
+    int64_t tiles = batch * ts_ceil_div(M, tm) * ts_ceil_div(N, tn) * split;
+    double kt = (double)K / (double)split;
+    double eff = g->gemm_eff[TS_DTYPE_FP32] * f * kt / (kt + g->simt_k_half) * (split > 1 ? SPLITK_FACTOR : 1.0);
     double waves = (double)ts_ceil_div(tiles, g->sm_count);
-    return waves * 2.0 * (double)tm * (double)tn * (double)K / (peak_sm * eff);
+    return waves * 2.0 * (double)tm * (double)tn * kt / (peak_sm * eff);
 }
 
-/* FP32 on the CUDA cores (see the file comment); compute part only. */
+/* FP32 on the CUDA cores (see the file comment); compute part only. When
+ * even the half tile leaves SMs idle (one expert's few rows) cuBLAS splits
+ * K over them, as the tensor-core path does: K >= 1024 in pieces of at
+ * least 512. */
 static double simt_gemm(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K)
 {
     double peak_sm = g->peak_flops[TS_DTYPE_FP32] / (double)g->sm_count;
-    int64_t tm = g->simt_tile_m, tn = g->simt_tile_n;
-    double t = simt_tile_s(g, peak_sm, batch, M, N, K, tm, tn, 1.0);
-    if (batch * ts_ceil_div(M, tm) * ts_ceil_div(N, tn) < g->sm_count) {
-        double ts = simt_tile_s(g, peak_sm, batch, M, N, K, tm / 2, tn / 2, SIMT_SMALL_FACTOR);
-        if (ts < t) t = ts;
+    const int64_t tm[2] = {g->simt_tile_m, g->simt_tile_m / 2}, tn[2] = {g->simt_tile_n, g->simt_tile_n / 2};
+    const double f[2] = {1.0, SIMT_SMALL_FACTOR};
+    int64_t tiles[2];
+    for (int i = 0; i < 2; i++) tiles[i] = batch * ts_ceil_div(M, tm[i]) * ts_ceil_div(N, tn[i]);
+    double t = simt_tile_s(g, peak_sm, batch, M, N, K, tm[0], tn[0], 1.0, 1);
+    if (tiles[0] >= g->sm_count) return t;
+    for (int i = 0; i < 2; i++) {
+        double ti = i ? simt_tile_s(g, peak_sm, batch, M, N, K, tm[1], tn[1], f[1], 1) : t;
+        if (ti < t) t = ti;
+        if (tiles[1] >= g->sm_count || K < 1024) continue;
+        int64_t split = g->sm_count / tiles[i], kmax = K / 512;
+        if (split > kmax) split = kmax;
+        if (split < 2) continue;
+        double tk = simt_tile_s(g, peak_sm, batch, M, N, K, tm[i], tn[i], f[i], split);
+        if (tk < t) t = tk;
     }
     return t;
 }

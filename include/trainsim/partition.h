@@ -186,8 +186,10 @@ enum {
                               output TP reduces (under --tp-overlap TE overlaps that reduce-scatter
                               with the GEMM: cost.h COST_UB_*) */
     PART_KF_ROW_OUT_MLP = 512, /* GEMM: the same, the dense MLP's fc2 */
-    PART_KF_COL_IN = 1024      /* GEMM: a column-parallel input projection (fused QKV, the dense MLP's
+    PART_KF_COL_IN = 1024,     /* GEMM: a column-parallel input projection (fused QKV, the dense MLP's
                                   fc1), whose input TP all-gathers with SP */
+    PART_KF_FP32 = 2048        /* GEMM in FP32 whatever the plan's dtype (eager code on fp32 operands
+                                  that autocast leaves alone) */
 };
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */

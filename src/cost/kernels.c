@@ -88,7 +88,7 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
     t[0] = t[1] = t[2] = 0;
     switch (k->kind) {
     case PART_K_GEMM: {
-        TsDtype dt = (k->flags & PART_KF_ACT) ? c->act_dtype : c->dtype;
+        TsDtype dt = (k->flags & PART_KF_FP32) ? TS_DTYPE_FP32 : (k->flags & PART_KF_ACT) ? c->act_dtype : c->dtype;
         if (k->flags & PART_KF_GROUPED) { /* rows per group spread; the weight gradient grouped along K */
             t[0] = f * hw_grouped_gemm_time_s(hw, k->batch, k->m, k->m_sd, k->n, k->k, false, dt);
             t[1] = f * hw_grouped_gemm_time_s(hw, k->batch, k->m, k->m_sd, k->k, k->n, false, dt);

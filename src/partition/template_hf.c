@@ -254,7 +254,41 @@ void tpl_hf_mlp(const Tx *x, PartBlockT *b)
  * expert (perm, a second gather), histc/cumsum offsets; gate_up and down as
  * one torch._grouped_mm each over all experts, SiLU * up; the routing
  * weights applied, the pairs restored (inv_perm) and summed into their
- * tokens (index_add_); shared experts as a dense MLP. */
+ * tokens (index_add_); shared experts as a dense MLP.
+ *
+ * Under amp the experts' weights and their input stay fp32: autocast casts
+ * none of _grouped_mm's operands (it is on none of its lists), and on fp32
+ * operands PyTorch runs _grouped_mm's fallback (_grouped_mm_fallback), one
+ * fp32 mm per expert dispatched from C++ (CUDA cores: matmul TF32 is off by
+ * default), forward and both gradients alike; the pairs' tensors are fp32. */
+static void hf_experts(PartBlockT *b, const Hx *h, int64_t me)
+{
+    const ModelSpec *m = h->x->m;
+    int64_t H = m->hidden, E = m->experts, EF = m->moe_ffn;
+    PartKernel *g = tpl_gemm(b, "experts.gate_up", h->amp ? 1 : E, me, 2 * EF, H);
+    PartKernel *d = tpl_gemm(b, "experts.down", h->amp ? 1 : E, me, H, EF);
+    PartKernel *gd[2] = {g, d};
+    for (int i = 0; i < 2; i++) {
+        PartKernel *k = gd[i];
+        if (h->amp) { /* the fallback: E launches of one expert's rows each */
+            k->count = (int32_t)E;
+            for (int j = 0; j < 3; j++) k->flops[j] *= (double)E;
+            k->flags |= PART_KF_FP32 | PART_KF_INNER;
+            k->launches[0] = (int16_t)E;
+            k->launches[1] = (int16_t)(2 * E);
+            continue;
+        }
+        /* torch._grouped_mm: the tokens of each expert binomial, T picks of K
+         * of E experts each (mean me); forward and input gradient grouped by
+         * rows, the weight gradient by K */
+        double p = (double)m->topk / (double)E;
+        k->m_sd = sqrt(h->T * p * (1.0 - p));
+        k->flags |= PART_KF_GROUPED;
+        k->launches[0] = 1;
+        k->launches[1] = 2;
+    }
+}
+
 void tpl_hf_moe(const Tx *x, PartBlockT *b)
 {
     Hx h = hx_of(x);
@@ -262,10 +296,11 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     int64_t H = m->hidden, E = m->experts, K = m->topk, EF = m->moe_ffn;
     double pairs = h.T * (double)K, pe = pairs * (double)H;
     double out = m->norm_layout == MODEL_NORM_LAYOUT_REORDERED ? h.r : norm(b, &h, "post_norm", h.e, h.r);
+    double s = out / 2.0; /* the pairs' tensors: 16-bit, fp32 under amp */
     int readers = 2 + (m->shared_experts > 0 ? 2 : 0);
     linear_inputs(b, "moe_input", h.e, out, readers);
-    double shared_p = (double)(3 * H * EF * m->shared_experts);
-    weight_casts(b, &h, (double)(H * E) + (double)(3 * H * EF * E) + shared_p, 3 + (m->shared_experts > 0 ? 3 : 0));
+    double shared_p = (double)(3 * H * EF * m->shared_experts), expert_p = h.amp ? 0 : (double)(3 * H * EF * E);
+    weight_casts(b, &h, (double)(H * E) + expert_p + shared_p, (h.amp ? 1 : 3) + (m->shared_experts > 0 ? 3 : 0));
     linear(b, "router", &h, E, H, false);
     op(b, "routing", h.T * (double)E, 12.0, 12.0, 4.0, 6, 6); /* softmax fp32, top-k, renormalise, to dtype */
     /* argsort of the expert ids and its inverse, histc, cumsum, the
@@ -273,24 +308,15 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     op(b, "sort", pairs, 32.0, 0, 8.0, 7, 0);
     /* hidden_states[token_idx], then [perm]: two gathers of the pairs; each
      * one's backward zeros a buffer and index_adds into it */
-    op(b, "permute", pe, 8.0, 16.0, 0, 2, 4);
+    op(b, "permute", pe, 8.0 * s, 16.0 * s, 0, 2, 4);
     int64_t me = (int64_t)((pairs + (double)E - 1) / (double)E);
-    PartKernel *g = tpl_gemm(b, "experts.gate_up", E, me, 2 * EF, H);
-    PartKernel *d = tpl_gemm(b, "experts.down", E, me, H, EF);
-    /* torch._grouped_mm: the tokens of each expert binomial, T picks of K of
-     * E experts each (mean me); forward and input gradient grouped by rows,
-     * the weight gradient by K */
-    double p = (double)K / (double)E;
-    g->m_sd = d->m_sd = sqrt(h.T * p * (1.0 - p));
-    g->flags |= PART_KF_GROUPED, d->flags |= PART_KF_GROUPED;
-    g->launches[0] = d->launches[0] = 1;
-    g->launches[1] = d->launches[1] = 2;
-    op(b, "experts.permuted", pe, 0, 0, 2.0, 0, 0); /* the gathered input kept for gate_up's gradient */
-    op(b, "experts.act_fn_mul", pairs * (double)EF, 10.0, 18.0, 8.0, 3, 3);
+    hf_experts(b, &h, me);
+    op(b, "experts.permuted", pe, 0, 0, 2.0 * s, 0, 0); /* the gathered input kept for gate_up's gradient */
+    op(b, "experts.act_fn_mul", pairs * (double)EF, 10.0 * s, 18.0 * s, 8.0 * s, 3, 3);
     /* * routing weights, [inv_perm], zeros_like + index_add_ into the tokens;
      * backward: the weights' gradient, the gather's index_add, index_add's
      * gather */
-    op(b, "combine", pe, 14.0, 20.0, 2.0, 4, 5);
+    op(b, "combine", pe, 14.0 * s, 20.0 * s, 2.0 * s, 4, 5);
     if (m->shared_experts > 0) {
         int64_t SF = EF * m->shared_experts;
         linear(b, "shared.gate_proj", &h, SF, H, false);

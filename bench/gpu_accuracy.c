@@ -330,6 +330,10 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
                short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq, meas * 1e3,
                res.iteration_time_s * 1e3, 100 * e);
         score(part[0] == 'E' ? "E step" : "A step", short_gpu(gpu), e);
+        const json_t *om = json_object_get(r, "opt_ms");
+        if (g_kernels && json_is_array(om))
+            printf("    k optimizer: measured %.2f ms  predicted %.2f ms\n", json_number_value(json_array_get(om, 0)),
+                   res.breakdown.optimizer_s * 1e3);
     }
     if (mem > 0) {
         /* torch.cuda.max_memory_allocated: what the allocator handed out,

@@ -934,6 +934,136 @@ def cmd_attention_calibration(args, ctx, rows, budget):
 
 
 # ---- batch ---------------------------------------------------------------------------------------------
+class PowerSampler:
+    """NVML's SM clock, board power and temperature every 0.1 s, with the
+    time of each sample (None without NVML)."""
+
+    def __init__(self, clock):
+        self.nv, self.handle = clock.nv, clock.handle
+        self.samples = []
+        self.running = False
+        self.thread = None
+
+    def _loop(self):
+        nv = self.nv
+        while self.running:
+            try:
+                self.samples.append((time.monotonic(), nv.nvmlDeviceGetClockInfo(self.handle, nv.NVML_CLOCK_SM),
+                                     nv.nvmlDeviceGetPowerUsage(self.handle) / 1e3,
+                                     nv.nvmlDeviceGetTemperature(self.handle, nv.NVML_TEMPERATURE_GPU)))
+            except Exception:
+                pass
+            time.sleep(0.1)
+
+    def start(self):
+        self.samples = []
+        if self.nv is None:
+            return
+        self.running = True
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def stop(self, since):
+        """Medians (clock MHz, power W, temperature C) of the samples after `since`."""
+        self.running = False
+        if self.thread is not None:
+            self.thread.join()
+        late = [s for s in self.samples if s[0] >= since]
+        if not late:
+            return None, None, None
+        return tuple(float(statistics.median(s[i] for s in late)) for i in (1, 2, 3))
+
+
+def cmd_power(args, ctx, rows, budget):
+    """Part G-power: the SM clock and board power a GPU holds when one large
+    GEMM alternates with memory-bound kernels (an fp32 add streaming three
+    256 MB tensors), at each GEMM duty (share of the GPU's busy time in the
+    GEMM), each for --seconds; figures are the medians of the second half."""
+    if ctx.clock.nv is None:
+        raise MeasureError(f"power needs NVML ({ctx.clock.why})")
+    try:
+        m, n, k = (int(v) for v in args.gemm.lower().split("x"))
+    except ValueError:
+        raise MeasureError(f"--gemm '{args.gemm}' is not MxNxK")
+    duties = []
+    for v in args.duties.split(","):
+        try:
+            d = float(v)
+        except ValueError:
+            raise MeasureError(f"--duties: '{v}' is not a number")
+        if not 0 <= d <= 1:
+            raise MeasureError(f"--duties: {d} is not between 0 and 1")
+        duties.append(d)
+    dev = ctx.device
+    a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
+    c = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
+    el = 64 * 2**20
+    x, y, z = (torch.randn(el, device=dev) for _ in range(3))
+
+    def gemm():
+        torch.mm(a, b, out=c)
+
+    def mem():
+        torch.add(x, y, out=z)
+
+    tg = statistics.median(time_ms(gemm, 20, 5))
+    tm = statistics.median(time_ms(mem, 20, 5))
+    sampler = PowerSampler(ctx.clock)
+    for d in duties:
+        if budget.spent():
+            log(f"power: budget spent, duty {d:g} and later not run")
+            break
+        ng = 1 if d > 0 else 0
+        nm = 0 if d >= 1 else (max(1, round(tg * (1 - d) / (d * tm))) if d > 0 else 1)
+        sampler.start()
+        t0 = time.monotonic()
+        half = t0 + args.seconds / 2
+        ev, it = [], 0
+        while time.monotonic() - t0 < args.seconds:
+            timed = it % 8 == 0 and time.monotonic() >= half
+            if timed:
+                e = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+                e[0].record()
+            for _ in range(ng):
+                gemm()
+            if timed:
+                e[1].record()
+            for _ in range(nm):
+                mem()
+            if timed:
+                e[2].record()
+                ev.append(e)
+            it += 1
+            if it % 4 == 0:
+                torch.cuda.synchronize()  # keep the host within a few iterations of the GPU
+        torch.cuda.synchronize()
+        mhz, watts, temp = sampler.stop(half)
+        g = statistics.median(e[0].elapsed_time(e[1]) for e in ev) if ev and ng else 0.0
+        mm = statistics.median(e[1].elapsed_time(e[2]) for e in ev) if ev and nm else 0.0
+        row = {
+            "part": "G-power",
+            "duty_target": d,
+            "duty": g / (g + mm) if g + mm > 0 else 0.0,
+            "gemm": f"{m}x{n}x{k}",
+            "dtype": "bf16",
+            "gemms_per_iter": ng,
+            "mem_kernels_per_iter": nm,
+            "mem_kernel": "fp32 add, 3 x 256 MB",
+            "seconds": args.seconds,
+            "gemm_ms_steady": g,
+            "gemm_tflops_steady": 2.0 * m * n * k / (g * 1e9) if g > 0 else None,
+            "mem_gbps_steady": nm * 3 * 4 * el / (mm * 1e6) if mm > 0 else None,
+            "clock_mhz_steady": mhz,
+            "power_w_steady": watts,
+            "temp_c_steady": temp,
+            "power_limit_w": ctx.clock.nv.nvmlDeviceGetEnforcedPowerLimit(ctx.clock.handle) / 1e3,
+        }
+        rows.write(ctx.stamp(row, mhz))
+        log(f"power: duty {row['duty']:.2f} ({ng} GEMM + {nm} adds): {mhz} MHz, {watts} W, "
+            f"GEMM {row['gemm_tflops_steady'] or 0:.0f} TFLOP/s, adds {row['mem_gbps_steady'] or 0:.0f} GB/s")
+
+
 def cmd_batch(args, ctx, rows, budget, parser):
     try:
         with open(args.file) as f:
@@ -1074,6 +1204,13 @@ def make_parser():
     s.add_argument("--max-seq", type=positive_int, default=32768, metavar="S", help="longest sequence (default 32768)")
     common(s, 10, 3)
 
+    s = sub.add_parser("power", help="part G-power: SM clock and board power at each GEMM duty")
+    s.add_argument("--gemm", default="8192x7168x8192", metavar="MxNxK", help="the bf16 GEMM (default 8192x7168x8192)")
+    s.add_argument("--duties", default="1,0.8,0.6,0.4,0.2,0", metavar="LIST",
+                   help="GEMM shares of the busy time, comma-separated (default 1,0.8,0.6,0.4,0.2,0)")
+    s.add_argument("--seconds", type=positive_float, default=8.0, metavar="S", help="seconds per duty (default 8)")
+    common(s, None, 0)
+
     s = sub.add_parser("batch", help="run the subcommands in FILE (one a line) in one process")
     s.add_argument("file", metavar="FILE")
     s.add_argument("--out", help="default --out of the lines that have none", metavar="FILE")
@@ -1095,6 +1232,8 @@ def run_command(args, ctx, parser):
             cmd_attn(args, ctx, rows, budget)
         elif args.command == "attention-calibration":
             cmd_attention_calibration(args, ctx, rows, budget)
+        elif args.command == "power":
+            cmd_power(args, ctx, rows, budget)
         elif args.command == "batch":
             cmd_batch(args, ctx, rows, budget, parser)
     finally:

@@ -256,11 +256,11 @@ void tpl_hf_mlp(const Tx *x, PartBlockT *b)
  * weights applied, the pairs restored (inv_perm) and summed into their
  * tokens (index_add_); shared experts as a dense MLP.
  *
- * Under amp the experts' weights and their input stay fp32: autocast casts
- * none of _grouped_mm's operands (it is on none of its lists), and on fp32
- * operands PyTorch runs _grouped_mm's fallback (_grouped_mm_fallback), one
- * fp32 mm per expert dispatched from C++ (CUDA cores: matmul TF32 is off by
- * default), forward and both gradients alike; the pairs' tensors are fp32. */
+ * Under amp the experts' weights and their input stay fp32: grouped_mm is
+ * not autocast-enabled, and transformers casts the input to the weights'
+ * dtype; the CUDA grouped kernel takes bf16 only, so a fallback runs one
+ * fp32 mm per expert (CUDA cores: matmul TF32 is off by default), forward
+ * and both gradients alike; the pairs' tensors are fp32. */
 static void hf_experts(PartBlockT *b, const Hx *h, int64_t me)
 {
     const ModelSpec *m = h->x->m;

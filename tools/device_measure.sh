@@ -11,10 +11,13 @@
 #                             plus measure.py's attention table
 #   measurements_<gpu>.jsonl  measure.py rows: parts B (layer shards), C, D-fp8,
 #                             D-attn, F (kernels), A and E (whole training steps)
+#   power_<gpu>.jsonl         measure.py power rows (part G-power: SM clock, board
+#                             power and GEMM rate at each GEMM duty; needs pynvml)
 #   log.txt                   everything printed, with a timestamp per step
 # Steps run cheapest and most valuable first: calibrate, attention, shards,
-# kernels, then whole steps. Each has a wall-time budget inside the script's
-# total (MEASURE_TOTAL_S, default 400 s; about 350 s on an H100) and a timeout;
+# kernels, whole steps, then the clock against power. Each has a wall-time
+# budget inside the script's total (MEASURE_TOTAL_S, default 460 s; about 410 s
+# on an H100) and a timeout;
 # a failed step is logged and the next one runs. Exit status: the number of
 # failed steps (0 = all ran).
 set -u
@@ -30,7 +33,7 @@ fi
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 LOG=$OUT/log.txt
-TOTAL=${MEASURE_TOTAL_S:-400}
+TOTAL=${MEASURE_TOTAL_S:-460}
 t0=$(date +%s)
 failed=0
 
@@ -128,6 +131,9 @@ step --preset gpt2-xl --micro-batch 8 --seq 1024 --precision pure --steps 8
 EOF
 run "steps (shared models)" 80 $MEASURE batch "$JOBS/steps_shared.txt" --out "$ROWS" --budget-s @BUDGET@
 run "steps (new)" 80 $MEASURE batch "$JOBS/steps_new.txt" --out "$ROWS" --budget-s @BUDGET@
+
+# ---- (e) the clock against power: six GEMM duties of 7 s ----
+run "power" 55 $MEASURE power --seconds 7 --out "$OUT/power_$gpu.jsonl" --budget-s @BUDGET@
 
 rows=$(wc -l <"$ROWS" 2>/dev/null || echo 0)
 say "device_measure.sh: done, $failed failed step(s), $rows rows in $ROWS"

@@ -17,6 +17,9 @@
  *   D-attn  causal flash attention forward and backward;
  *   F       memory-bound kernels (norms, activations, add, softmax, cast,
  *           the fp32 cross-entropy).
+ *   F-eager eager elementwise ops by the path PyTorch takes (contiguous,
+ *           broadcast operand, mask, dtype conversion, mixed dtypes), each
+ *           costed as its bytes streamed.
  * Per row: what was measured and predicted, the error (predicted /
  * measured - 1: positive = trainsim predicts slower); per part and GPU the
  * MAPE and the bias. Nothing here is fitted: the figures are what the
@@ -394,6 +397,18 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
                    fa2 ? "flash" : "cudnn", bwd ? "bwd" : "fwd", meas, pred * 1e3, 100 * e);
             score(bwd ? "attn bwd" : "attn fwd", short_gpu(gpu), e);
         }
+    } else if (!strcmp(part, "F-eager")) {
+        /* one eager elementwise op, costed as trainsim costs every one:
+         * its bytes streamed (hw_memory_time_s) */
+        const char *op = json_string_value(json_object_get(r, "op"));
+        double bytes = num(r, "bytes"), meas = num(r, "fwd_ms") * 1e-3;
+        if (!op || !(bytes > 0) || !(meas > 0)) return;
+        double pred = hw_memory_time_s(&hw, bytes), e = pred / meas - 1;
+        score("F-eager", short_gpu(gpu), e);
+        if (g_verbose)
+            printf("F-eager %-5s %-16s %-4s %6.0f MB  measured %7.3f ms  predicted %7.3f ms  %+6.1f%%\n",
+                   short_gpu(gpu), op, json_string_value(json_object_get(r, "dtype")), bytes / 1e6, meas * 1e3,
+                   pred * 1e3, 100 * e);
     } else if (!strcmp(part, "F")) {
         const char *op = json_string_value(json_object_get(r, "op"));
         double bytes = num(r, "bytes_fwd");

@@ -10,13 +10,14 @@
 #                             random data incl. fp8, SM clock, memory-bound kernels)
 #                             plus measure.py's attention table
 #   measurements_<gpu>.jsonl  measure.py rows: parts B (layer shards), C, D-fp8,
-#                             D-attn, F (kernels), A and E (whole training steps)
+#                             D-attn, F, F-eager (kernels), A and E (whole
+#                             training steps)
 #   power_<gpu>.jsonl         measure.py power rows (part G-power: SM clock, board
 #                             power and GEMM rate at each GEMM duty; needs pynvml)
 #   log.txt                   everything printed, with a timestamp per step
 # Steps run cheapest and most valuable first: calibrate, attention, shards,
 # kernels, whole steps, then the clock against power. Each has a wall-time
-# budget inside the script's total (MEASURE_TOTAL_S, default 460 s; about 410 s
+# budget inside the script's total (MEASURE_TOTAL_S, default 490 s; about 440 s
 # on an H100) and a timeout;
 # a failed step is logged and the next one runs. Exit status: the number of
 # failed steps (0 = all ran).
@@ -33,7 +34,7 @@ fi
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 LOG=$OUT/log.txt
-TOTAL=${MEASURE_TOTAL_S:-460}
+TOTAL=${MEASURE_TOTAL_S:-490}
 t0=$(date +%s)
 failed=0
 
@@ -109,6 +110,7 @@ shard --name llama3-8b_tp1 --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336 --t
 EOF
 run "shards" 40 $MEASURE batch "$JOBS/shards.txt" --out "$ROWS" --budget-s @BUDGET@
 run "kernels" 50 $MEASURE kernels --out "$ROWS" --budget-s @BUDGET@
+run "eager kernels" 25 $MEASURE eager --out "$ROWS" --budget-s @BUDGET@
 
 # ---- (d) whole training steps: the shared rows' models first, then new ones ----
 C=tools/measure/configs

@@ -805,6 +805,68 @@ def memory_op_ms(op, tokens, hidden, dev, iters, warmup):
     return fwd, bwd
 
 
+# ---- eager: part F-eager ---------------------------------------------------------------------------------
+EAGER_SIZES = [(8192, 2048), (16384, 4096)]
+EAGER_OPS = ("add", "mul_rowscale", "mul_colscale", "masked_fill_rows", "cast", "mul_mixed")
+
+
+def eager_op(op, x, dev):
+    """(fn, bytes read + written) of one eager elementwise op on x [T, H]:
+    add (two contiguous operands, PyTorch's vectorized kernel), mul_rowscale
+    (x * s[T, 1]: RMSNorm's rsqrt, the routing weights), mul_colscale (w[H] *
+    x: a norm's weight), masked_fill_rows (a [T, 1] mask), cast (to the other
+    of bf16 / fp32), mul_mixed (x * an operand of the other dtype: type
+    promotion)."""
+    T, H = x.shape
+    eb = x.element_size()
+    other = torch.float32 if x.dtype == torch.bfloat16 else torch.bfloat16
+    ob = torch.empty((), dtype=other).element_size()
+    wide = max(eb, ob)
+    if op == "add":
+        y = torch.randn_like(x)
+        return (lambda: x + y), 3 * T * H * eb
+    if op == "mul_rowscale":
+        r = torch.randn(T, 1, device=dev, dtype=x.dtype)
+        return (lambda: x * r), 2 * T * H * eb
+    if op == "mul_colscale":
+        w = torch.randn(H, device=dev, dtype=x.dtype)
+        return (lambda: w * x), 2 * T * H * eb
+    if op == "masked_fill_rows":
+        m = torch.rand(T, 1, device=dev) < 0.01
+        return (lambda: x.masked_fill(m, 0.0)), 2 * T * H * eb
+    if op == "cast":
+        return (lambda: x.to(other)), T * H * (eb + ob)
+    if op == "mul_mixed":
+        y = torch.randn(T, H, device=dev, dtype=other)
+        return (lambda: x * y), T * H * (eb + ob + wide)
+    raise MeasureError(f"unknown eager op '{op}'")
+
+
+def cmd_eager(args, ctx, rows, budget):
+    """Part F-eager: the paths PyTorch's eager elementwise ops take, forward
+    only, at two sizes in bf16 and fp32: what a broadcast operand, a mask,
+    a dtype conversion or a mixed-dtype operand costs beside a contiguous
+    add of the same size."""
+    dev = ctx.device
+    for T, H in EAGER_SIZES:
+        for dt in (torch.bfloat16, torch.float32):
+            x = torch.randn(T, H, device=dev, dtype=dt)
+            for op in EAGER_OPS:
+                if budget.spent():
+                    log("eager: budget spent")
+                    return
+                fn, nbytes = eager_op(op, x, dev)
+                ctx.clock.start()
+                ms = median_ms(fn, args.iters, args.warmup)
+                row = {"part": "F-eager", "op": op, "tokens": T, "hidden": H,
+                       "dtype": "bf16" if dt == torch.bfloat16 else "fp32", "fwd_ms": ms, "bytes": nbytes,
+                       "elements": T * H, "tb_per_s": nbytes / (ms * 1e9), "gelem_per_ms": T * H / (ms * 1e9)}
+                rows.write(ctx.stamp(row, ctx.clock.stop()))
+                log(f"F-eager {op} {T}x{H} {row['dtype']}: {ms:.4f} ms, {row['tb_per_s']:.2f} TB/s")
+            del x
+            free_cuda()
+
+
 # ---- attention-calibration ------------------------------------------------------------------------------
 CAL_FORMAT = "trainsim-calibration"
 CAL_KEY_ORDER = ("format", "version", "gpu", "generator", "notes", "clock_mhz", "gemm", "attention",
@@ -1204,6 +1266,9 @@ def make_parser():
     s.add_argument("--max-seq", type=positive_int, default=32768, metavar="S", help="longest sequence (default 32768)")
     common(s, 10, 3)
 
+    s = sub.add_parser("eager", help="part F-eager: eager elementwise kernels by the path PyTorch takes")
+    common(s, 20, 5)
+
     s = sub.add_parser("power", help="part G-power: SM clock and board power at each GEMM duty")
     s.add_argument("--gemm", default="8192x7168x8192", metavar="MxNxK", help="the bf16 GEMM (default 8192x7168x8192)")
     s.add_argument("--duties", default="1,0.8,0.6,0.4,0.2,0", metavar="LIST",
@@ -1232,6 +1297,8 @@ def run_command(args, ctx, parser):
             cmd_attn(args, ctx, rows, budget)
         elif args.command == "attention-calibration":
             cmd_attention_calibration(args, ctx, rows, budget)
+        elif args.command == "eager":
+            cmd_eager(args, ctx, rows, budget)
         elif args.command == "power":
             cmd_power(args, ctx, rows, budget)
         elif args.command == "batch":

@@ -298,7 +298,13 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     double out = m->norm_layout == MODEL_NORM_LAYOUT_REORDERED ? h.r : norm(b, &h, "post_norm", h.e, h.r);
     double s = out / 2.0; /* the pairs' tensors: 16-bit, fp32 under amp */
     int readers = 2 + (m->shared_experts > 0 ? 2 : 0);
-    linear_inputs(b, "moe_input", h.e, out, readers);
+    if (h.amp) { /* the router's and shared experts' autocast casts; the experts' gather reads the fp32 stream */
+        int casts = readers - 1;
+        op(b, "moe_input", h.e, casts * (out + 2.0), casts * (out + 2.0) + casts * 3.0 * out, casts * 2.0, casts,
+           2 * casts)->flags |= PART_KF_INNER;
+    } else {
+        linear_inputs(b, "moe_input", h.e, out, readers);
+    }
     double shared_p = (double)(3 * H * EF * m->shared_experts), expert_p = h.amp ? 0 : (double)(3 * H * EF * E);
     weight_casts(b, &h, (double)(H * E) + expert_p + shared_p, (h.amp ? 1 : 3) + (m->shared_experts > 0 ? 3 : 0));
     linear(b, "router", &h, E, H, false);

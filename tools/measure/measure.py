@@ -36,6 +36,12 @@ Subcommands (docs/measure.md says field by field what each writes):
            dim 64 and 128, 8 to 64 heads, sequence 512 to 32768) and writes the
            "attention" table of a trainsim-calibration file (tools/calibrate writes
            the rest), rewriting the file atomically.
+  eager    part F-eager: eager elementwise ops by the path PyTorch takes
+           (contiguous add, broadcast row / column scale, a [T, 1] mask, a dtype
+           cast, a mixed-dtype mul), forward, at two sizes in bf16 and fp32.
+  power    part G-power: one bf16 GEMM (--gemm) alternating with fp32 adds at each
+           GEMM duty (--duties), --seconds each; NVML's SM clock, board power and
+           temperature, and the GEMM's rate (needs pynvml).
   batch    runs a file of the subcommands above, one a line, in one process (saves
            the imports and CUDA start-up per line).
 

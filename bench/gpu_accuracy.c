@@ -215,10 +215,60 @@ static void row_b(const json_t *r, const char *gpu)
 }
 
 /* ---- parts A, E: a whole training step ------------------------------------- */
+/* The GPU time of a profiled step (tools/measure step --profile, its ATen
+ * ops' own kernel time) by kind: [0] GEMMs (mm, addmm, bmm, grouped mm),
+ * [1] the attention core, [2] the optimizer, [3] every other op, all in ms;
+ * false when the row has no profile. */
+static bool profile_kinds(const json_t *r, double ms[4])
+{
+    const json_t *ops = json_object_get(json_object_get(r, "profile"), "ops");
+    if (!json_is_array(ops)) return false;
+    static const char *const GEMM[] = {"aten::mm", "aten::addmm", "aten::bmm", "aten::_grouped_mm", NULL};
+    memset(ms, 0, 4 * sizeof *ms);
+    size_t i;
+    const json_t *o;
+    json_array_foreach(ops, i, o) {
+        const char *op = json_string_value(json_object_get(o, "op"));
+        double t = num(o, "device_ms");
+        if (!op || !(t > 0)) continue;
+        int kind = 3;
+        for (int g = 0; GEMM[g]; g++)
+            if (!strcmp(op, GEMM[g])) kind = 0;
+        if (strstr(op, "attention") || strstr(op, "flash")) kind = 1;
+        else if (strstr(op, "adam") || strstr(op, "_foreach_")) kind = 2;
+        ms[kind] += t;
+    }
+    return true;
+}
+
+/* -k on a profiled row: the step's GPU time by kind, measured (the profile)
+ * beside trainsim's (GEMMs, attention cores, memory-bound kernels without
+ * the host's waits, the optimizer); trainsim's host waits; the profiled
+ * step's wall time and its kernels' sum (kernels on two streams can make the
+ * sum the larger) */
+static void profile_compare(const json_t *r, const CostStep *cs, const double mult[PART_BLOCK_COUNT], double opt_s)
+{
+    double meas[4];
+    if (!profile_kinds(r, meas)) return;
+    double pred[4] = {0, 0, 0, 1e3 * opt_s}, wait = 0;
+    for (int b = 0; b < PART_BLOCK_COUNT; b++) {
+        const CostBlock *c = &cs->b[b];
+        pred[0] += 1e3 * mult[b] * (c->gemm_fwd + c->gemm_ig + c->gemm_wg);
+        pred[1] += 1e3 * mult[b] * (c->core_fwd + c->core_ig);
+        pred[2] += 1e3 * mult[b] * (c->mem_fwd + c->mem_ig + c->mem_wg - c->wait_fwd - c->wait_bwd);
+        wait += 1e3 * mult[b] * (c->wait_fwd + c->wait_bwd);
+    }
+    const json_t *pf = json_object_get(r, "profile");
+    printf("    k profile (ms, measured / predicted): GEMM %.1f / %.1f  attention %.1f / %.1f  other %.1f / %.1f  "
+           "optimizer %.1f / %.1f; predicted host waits %.1f; the profiled step %.1f wall, %.1f of kernels\n",
+           meas[0], pred[0], meas[1], pred[1], meas[3], pred[2], meas[2], pred[3], wait, num(pf, "wall_ms"),
+           num(pf, "busy_ms"));
+}
+
 /* -k: the step's kernels as trainsim costs them, milliseconds per step
  * (each block times the layers that hold it), beside a profile of the row
  * (tools/measure step --profile) */
-static void step_kernels(const ModelSpec *m, const HwModel *hw, const SimSetup *in)
+static void step_kernels(const json_t *r, const ModelSpec *m, const HwModel *hw, SimSetup *in)
 {
     PartRuntime rt;
     sim_part_runtime(&in->opt, &rt);
@@ -243,6 +293,12 @@ static void step_kernels(const ModelSpec *m, const HwModel *hw, const SimSetup *
         }
         printf("    k %-6s %-24s fwd %8.3f  bwd %8.3f ms (host dispatch)\n", BN[b] ? BN[b] : "?", "-",
                1e3 * mult[b] * cs.b[b].host_fwd, 1e3 * mult[b] * cs.b[b].host_bwd);
+    }
+    SimResult res;
+    TsError err = {0};
+    if (json_object_get(r, "profile") && sim_simulate(in, NULL, &res, &err) == TS_OK) {
+        profile_compare(r, &cs, mult, res.breakdown.optimizer_s);
+        sim_result_free(&res);
     }
 }
 
@@ -318,7 +374,7 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     in.opt.grads_freed = zg && !strcmp(zg, "set_to_none");
     in.plan.framework = PLAN_FRAMEWORK_HF;
     if (!plan_precision_parse(prec, &in.plan.precision)) return;
-    if (g_kernels && plan_resolve(&m, &in.plan, &err) == TS_OK) step_kernels(&m, &hw, &in);
+    if (g_kernels && plan_resolve(&m, &in.plan, &err) == TS_OK) step_kernels(r, &m, &hw, &in);
     SimResult res;
     if (sim_simulate(&in, NULL, &res, &err)) {
         fprintf(stderr, "%s: %s\n", name, err.msg);

@@ -13,3 +13,10 @@ add_test(NAME gpu_accuracy/bad_rows
 add_test(NAME gpu_accuracy/bad_option
   COMMAND bash -c "out=$(\"$0\" --rows x 2>&1 >/dev/null); rc=$?; [ $rc = 2 ] && [ \"$out\" = \"$(cat \"$1\")\" ]"
           $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy/bad_option.stderr)
+# -k on a profiled step (tools/measure step --profile): every kernel as
+# trainsim costs it, the optimizer, and the step's GPU time by kind measured
+# beside predicted (tests/gpu_accuracy/profile_row.stdout, exact)
+add_test(NAME gpu_accuracy/profile_row
+  COMMAND bash -c "cd \"$1\" && diff -u profile_row.stdout <(\"$0\" -k profile_row.jsonl)"
+          $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
+set_tests_properties(gpu_accuracy/profile_row PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")

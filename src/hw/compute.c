@@ -85,6 +85,17 @@ double hw_align_factor(const GpuSpec *g, int64_t n, int64_t k, TsDtype dt)
  * tiles for 132 SMs) at 38 TFLOP/s against 37.4 measured (calibration_facts 1.2). */
 #define SIMT_SMALL_FACTOR 0.75
 
+/* The pieces cuBLAS splits K into when `tiles` output tiles leave some of
+ * the SMs idle: as many as fill them, K >= 1024 in pieces of at least 512
+ * (1: no split). */
+static int64_t splitk_pieces(int64_t sms, double tiles, int64_t K)
+{
+    if (!(tiles < (double)sms) || K < 1024) return 1;
+    int64_t split = (int64_t)((double)sms / tiles), kmax = K / 512;
+    if (split > kmax) split = kmax;
+    return split < 1 ? 1 : split;
+}
+
 /* Time of the waves of one SIMT candidate tile, K split in `split` pieces
  * (each reduced afterwards: SPLITK_FACTOR). */
 static double simt_tile_s(const GpuSpec *g, double peak_sm, int64_t batch, int64_t M, int64_t N, int64_t K,
@@ -99,26 +110,21 @@ static double simt_tile_s(const GpuSpec *g, double peak_sm, int64_t batch, int64
 
 /* FP32 on the CUDA cores (see the file comment); compute part only. When
  * even the half tile leaves SMs idle (one expert's few rows) cuBLAS splits
- * K over them, as the tensor-core path does: K >= 1024 in pieces of at
- * least 512. */
+ * K over them (splitk_pieces, the tensor-core path's rule). */
 static double simt_gemm(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K)
 {
-    double peak_sm = g->peak_flops[TS_DTYPE_FP32] / (double)g->sm_count;
+    const int64_t sms = g->sm_count;
+    const double peak_sm = g->peak_flops[TS_DTYPE_FP32] / (double)sms;
     const int64_t tm[2] = {g->simt_tile_m, g->simt_tile_m / 2}, tn[2] = {g->simt_tile_n, g->simt_tile_n / 2};
     const double f[2] = {1.0, SIMT_SMALL_FACTOR};
     int64_t tiles[2];
     for (int i = 0; i < 2; i++) tiles[i] = batch * ts_ceil_div(M, tm[i]) * ts_ceil_div(N, tn[i]);
-    double t = simt_tile_s(g, peak_sm, batch, M, N, K, tm[0], tn[0], 1.0, 1);
-    if (tiles[0] >= g->sm_count) return t;
-    for (int i = 0; i < 2; i++) {
-        double ti = i ? simt_tile_s(g, peak_sm, batch, M, N, K, tm[1], tn[1], f[1], 1) : t;
-        if (ti < t) t = ti;
-        if (tiles[1] >= g->sm_count || K < 1024) continue;
-        int64_t split = g->sm_count / tiles[i], kmax = K / 512;
-        if (split > kmax) split = kmax;
-        if (split < 2) continue;
-        double tk = simt_tile_s(g, peak_sm, batch, M, N, K, tm[i], tn[i], f[i], split);
-        if (tk < t) t = tk;
+    double t = simt_tile_s(g, peak_sm, batch, M, N, K, tm[0], tn[0], f[0], 1);
+    if (tiles[0] >= sms) return t;
+    t = fmin(t, simt_tile_s(g, peak_sm, batch, M, N, K, tm[1], tn[1], f[1], 1));
+    for (int i = 0; i < 2 && tiles[1] < sms; i++) {
+        int64_t split = splitk_pieces(sms, (double)tiles[i], K);
+        if (split > 1) t = fmin(t, simt_tile_s(g, peak_sm, batch, M, N, K, tm[i], tn[i], f[i], split));
     }
     return t;
 }
@@ -172,13 +178,7 @@ static double tile_candidates(const GpuSpec *g, int64_t batch, int64_t M, int64_
         double tiles = (double)batch * rows[CAND_EDGE[c][0]] * cols[CAND_EDGE[c][1]];
         if (c < 2) tiles01[c] = tiles;
         /* split-K when one wave is not filled and K is long */
-        int64_t split = 1;
-        if (tiles < (double)sms && K >= 1024) {
-            split = (int64_t)((double)sms / tiles);
-            int64_t kmax = K / 512;
-            if (split > kmax) split = kmax;
-            if (split < 1) split = 1;
-        }
+        int64_t split = splitk_pieces(sms, tiles, K);
         double kt = (double)K / (double)split;
         double eff = base * CAND_F[c] * kt / (kt + g->gemm_k_half) * (split > 1 ? SPLITK_FACTOR : 1.0);
         double waves = ceil_pos(tiles * (double)split / (double)sms);

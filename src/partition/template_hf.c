@@ -69,17 +69,25 @@ static void bias_grads(PartBlockT *b, const Hx *h, double out_width, int n)
     if (n > 0) op(b, "bias_grad", h->T * out_width, 0, 2.0, 0, 0, 0);
 }
 
-/* The input of `n` linears reading one tensor of `el` elements (bytes per
- * element `in`): under amp each linear casts it to bf16 and keeps its cast;
+/* The input of `n` linears and `plain` other readers (no autocast: MoE
+ * experts under amp) of one tensor of `el` elements (bytes per element
+ * `in`): under amp each linear casts it to bf16 and keeps its cast;
  * otherwise the tensor itself is kept once. Backward: the casts back and
- * the gradients of the n readers summed. */
-static void linear_inputs(PartBlockT *b, const char *name, double el, double in, int n)
+ * the gradients of all the readers summed. */
+static void tensor_readers(PartBlockT *b, const char *name, double el, double in, int n, int plain)
 {
+    int r = n + plain;
     if (in > 2.0)
-        op(b, name, el, n * (in + 2.0), n * (in + 2.0) + (n - 1) * 3.0 * in, n * 2.0, n, n + n - 1)->flags |=
+        op(b, name, el, n * (in + 2.0), n * (in + 2.0) + (r - 1) * 3.0 * in, n * 2.0, n, n + r - 1)->flags |=
             PART_KF_INNER;
     else
-        op(b, name, el, 0, (n - 1) * 6.0, 2.0, 0, n - 1);
+        op(b, name, el, 0, (r - 1) * 6.0, 2.0, 0, r - 1);
+}
+
+/* The input of `n` linears (tensor_readers) */
+static void linear_inputs(PartBlockT *b, const char *name, double el, double in, int n)
+{
+    tensor_readers(b, name, el, in, n, 0);
 }
 
 /* amp: the block's weights cast to bf16 once per forward (kept for the
@@ -297,14 +305,10 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     double pairs = h.T * (double)K, pe = pairs * (double)H;
     double out = m->norm_layout == MODEL_NORM_LAYOUT_REORDERED ? h.r : norm(b, &h, "post_norm", h.e, h.r);
     double s = out / 2.0; /* the pairs' tensors: 16-bit, fp32 under amp */
-    int readers = 2 + (m->shared_experts > 0 ? 2 : 0);
-    if (h.amp) { /* the router's and shared experts' autocast casts; the experts' gather reads the fp32 stream */
-        int casts = readers - 1;
-        op(b, "moe_input", h.e, casts * (out + 2.0), casts * (out + 2.0) + casts * 3.0 * out, casts * 2.0, casts,
-           2 * casts)->flags |= PART_KF_INNER;
-    } else {
-        linear_inputs(b, "moe_input", h.e, out, readers);
-    }
+    /* the router and shared experts' linears, and the experts' gather, which
+     * under amp reads the fp32 stream itself */
+    int linears = 1 + (m->shared_experts > 0 ? 2 : 0);
+    tensor_readers(b, "moe_input", h.e, out, h.amp ? linears : linears + 1, h.amp ? 1 : 0);
     double shared_p = (double)(3 * H * EF * m->shared_experts), expert_p = h.amp ? 0 : (double)(3 * H * EF * E);
     weight_casts(b, &h, (double)(H * E) + expert_p + shared_p, (h.amp ? 1 : 3) + (m->shared_experts > 0 ? 3 : 0));
     linear(b, "router", &h, E, H, false);

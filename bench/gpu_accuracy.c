@@ -266,9 +266,11 @@ static void profile_compare(const json_t *r, const CostStep *cs, const double mu
 }
 
 /* -k: the step's kernels as trainsim costs them, milliseconds per step
- * (each block times the layers that hold it), beside a profile of the row
- * (tools/measure step --profile) */
-static void step_kernels(const json_t *r, const ModelSpec *m, const HwModel *hw, SimSetup *in)
+ * (each block times the layers that hold it), the optimizer step beside the
+ * row's, and beside a profile of the row (tools/measure step --profile) its
+ * GPU time by kind; res: the step simulated */
+static void step_kernels(const json_t *r, const ModelSpec *m, const HwModel *hw, const SimSetup *in,
+                         const SimResult *res)
 {
     PartRuntime rt;
     sim_part_runtime(&in->opt, &rt);
@@ -294,12 +296,11 @@ static void step_kernels(const json_t *r, const ModelSpec *m, const HwModel *hw,
         printf("    k %-6s %-24s fwd %8.3f  bwd %8.3f ms (host dispatch)\n", BN[b] ? BN[b] : "?", "-",
                1e3 * mult[b] * cs.b[b].host_fwd, 1e3 * mult[b] * cs.b[b].host_bwd);
     }
-    SimResult res;
-    TsError err = {0};
-    if (json_object_get(r, "profile") && sim_simulate(in, NULL, &res, &err) == TS_OK) {
-        profile_compare(r, &cs, mult, res.breakdown.optimizer_s);
-        sim_result_free(&res);
-    }
+    const json_t *om = json_object_get(r, "opt_ms");
+    if (json_is_array(om))
+        printf("    k optimizer: measured %.2f ms  predicted %.2f ms\n", json_number_value(json_array_get(om, 0)),
+               res->breakdown.optimizer_s * 1e3);
+    profile_compare(r, &cs, mult, res->breakdown.optimizer_s);
 }
 
 /* A model by name: the shared config of that name (tools/measure/configs),
@@ -374,12 +375,12 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     in.opt.grads_freed = zg && !strcmp(zg, "set_to_none");
     in.plan.framework = PLAN_FRAMEWORK_HF;
     if (!plan_precision_parse(prec, &in.plan.precision)) return;
-    if (g_kernels && plan_resolve(&m, &in.plan, &err) == TS_OK) step_kernels(r, &m, &hw, &in);
     SimResult res;
     if (sim_simulate(&in, NULL, &res, &err)) {
         fprintf(stderr, "%s: %s\n", name, err.msg);
         return;
     }
+    if (g_kernels) step_kernels(r, &m, &hw, &in, &res); /* the plan resolved by sim_simulate */
     const json_t *st = json_object_get(r, "step_ms");
     double meas = json_is_array(st) ? json_number_value(json_array_get(st, 0)) * 1e-3 : 0;
     double mem = num(r, "peak_mem_GiB");
@@ -389,10 +390,6 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
                short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq, meas * 1e3,
                res.iteration_time_s * 1e3, 100 * e);
         score(part[0] == 'E' ? "E step" : "A step", short_gpu(gpu), e);
-        const json_t *om = json_object_get(r, "opt_ms");
-        if (g_kernels && json_is_array(om))
-            printf("    k optimizer: measured %.2f ms  predicted %.2f ms\n", json_number_value(json_array_get(om, 0)),
-                   res.breakdown.optimizer_s * 1e3);
     }
     if (mem > 0) {
         /* torch.cuda.max_memory_allocated: what the allocator handed out,

@@ -49,6 +49,13 @@
 
 static bool g_verbose;
 static bool g_kernels; /* -k: every kernel of a whole step (parts A, E) */
+static char g_row[512];  /* "FILE:LINE" of the row being scored */
+
+/* A row that cannot be scored, named by file and line with the reason. */
+static void row_skip(const char *what, const char *why)
+{
+    fprintf(stderr, "%s: skipped: %s%s%s\n", g_row, what ? what : "", what ? ": " : "", why);
+}
 
 /* ---- statistics per (part, GPU) ------------------------------------------- */
 enum { MAXSTAT = 32 };
@@ -164,7 +171,7 @@ static void row_b(const json_t *r, const char *gpu)
     p.sp = false, p.sp_set = true; /* the shard's ops on whole sequences, as timed */
     TsError err = {0};
     if (plan_resolve(&m, &p, &err)) {
-        fprintf(stderr, "%s: %s\n", m.name, err.msg);
+        row_skip(m.name, err.msg);
         return;
     }
     SimOptions so;
@@ -349,9 +356,13 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     HwModel hw;
     ModelSpec m;
     TsError err = {0};
-    if (!name || !prec || !load_hw(gpu, &hw)) return;
+    if (!name || !prec) {
+        row_skip(NULL, "a step row names its \"model\" and its \"precision\" (docs/measure.md)");
+        return;
+    }
+    if (!load_hw(gpu, &hw)) return;
     if (!step_model(r, name, &m, &err)) {
-        fprintf(stderr, "%s: %s\n", name, err.msg);
+        row_skip(name, err.msg);
         return;
     }
     const char *loss = json_string_value(json_object_get(r, "loss"));
@@ -374,10 +385,13 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     const char *zg = json_string_value(json_object_get(r, "zero_grad"));
     in.opt.grads_freed = zg && !strcmp(zg, "set_to_none");
     in.plan.framework = PLAN_FRAMEWORK_HF;
-    if (!plan_precision_parse(prec, &in.plan.precision)) return;
+    if (!plan_precision_parse(prec, &in.plan.precision)) {
+        row_skip(name, "\"precision\" is amp or pure (docs/measure.md)");
+        return;
+    }
     SimResult res;
     if (sim_simulate(&in, NULL, &res, &err)) {
-        fprintf(stderr, "%s: %s\n", name, err.msg);
+        row_skip(name, err.msg);
         return;
     }
     if (g_kernels) step_kernels(r, &m, &hw, &in, &res); /* the plan resolved by sim_simulate */
@@ -455,7 +469,10 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
          * its bytes streamed (hw_memory_time_s) */
         const char *op = json_string_value(json_object_get(r, "op"));
         double bytes = num(r, "bytes"), meas = num(r, "fwd_ms") * 1e-3;
-        if (!op || !(bytes > 0) || !(meas > 0)) return;
+        if (!op || !(bytes > 0) || !(meas > 0)) {
+            row_skip(NULL, "an F-eager row has its \"op\", and \"bytes\" and \"fwd_ms\" above 0 (docs/measure.md)");
+            return;
+        }
         double pred = hw_memory_time_s(&hw, bytes), e = pred / meas - 1;
         score("F-eager", short_gpu(gpu), e);
         if (g_verbose)
@@ -498,6 +515,7 @@ static int run_file(const char *path)
             fprintf(stderr, "%s:%d:%d: error: %s\n", path, ln, je.column > 0 ? je.column : 1, je.text);
             continue;
         }
+        snprintf(g_row, sizeof g_row, "%s:%d", path, ln);
         const char *part = json_string_value(json_object_get(r, "part"));
         const char *gpu = json_string_value(json_object_get(r, "gpu"));
         if (part && gpu) {

@@ -278,6 +278,8 @@ typedef enum SimWarnKind {
     SIM_WARN_SEQ_EXPERTS,     /* --sequential-experts on text, a model with no routed experts */
     SIM_WARN_SELECTIVE_OPS,   /* --selective-ops without --recompute selective */
     SIM_WARN_CP_COMM,         /* --cp-comm i (SimCpComm) with cp 1 */
+    SIM_WARN_FP32_EXPERTS,    /* --framework hf --precision amp on a model with routed experts: they run
+                                 in FP32 on the CUDA cores */
 } SimWarnKind;
 typedef struct SimWarning {
     SimWarnKind kind;

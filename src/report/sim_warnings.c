@@ -63,6 +63,12 @@ void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
         snprintf(buf, cap, "--sequential-experts has no effect: %s has no routed experts", w->text);
         return;
     case SIM_WARN_SELECTIVE_OPS: snprintf(buf, cap, "--selective-ops has no effect without --recompute selective"); return;
+    case SIM_WARN_FP32_EXPERTS:
+        snprintf(buf, cap,
+                 "the routed experts run in FP32 on the CUDA cores: under amp their weights are fp32 and "
+                 "transformers' grouped_mm takes bf16 only, so each expert is one fp32 mm; --precision pure keeps "
+                 "them in bf16");
+        return;
     case SIM_WARN_CP_COMM:
         snprintf(buf, cap, "--cp-comm %s has no effect with cp 1", sim_cp_comm_name((SimCpComm)w->i));
         return;

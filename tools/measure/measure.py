@@ -1049,19 +1049,8 @@ def cmd_power(args, ctx, rows, budget):
     GEMM), each for --seconds; figures are the medians of the second half."""
     if ctx.clock.nv is None:
         raise MeasureError(f"power needs NVML ({ctx.clock.why})")
-    try:
-        m, n, k = (int(v) for v in args.gemm.lower().split("x"))
-    except ValueError:
-        raise MeasureError(f"--gemm '{args.gemm}' is not MxNxK")
-    duties = []
-    for v in args.duties.split(","):
-        try:
-            d = float(v)
-        except ValueError:
-            raise MeasureError(f"--duties: '{v}' is not a number")
-        if not 0 <= d <= 1:
-            raise MeasureError(f"--duties: {d} is not between 0 and 1")
-        duties.append(d)
+    m, n, k = args.gemm
+    duties = args.duties
     dev = ctx.device
     a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
     b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
@@ -1204,6 +1193,29 @@ def positive_float(s):
     return v
 
 
+def gemm_shape(s):
+    try:
+        m, n, k = (int(v) for v in s.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{s}' is not MxNxK, e.g. 8192x7168x8192")
+    if min(m, n, k) < 1:
+        raise argparse.ArgumentTypeError(f"'{s}': every dimension must be at least 1")
+    return m, n, k
+
+
+def duty_list(s):
+    out = []
+    for v in s.split(","):
+        try:
+            d = float(v)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{v}' is not a number (a GEMM share of the busy time, 0 to 1)")
+        if not 0 <= d <= 1:
+            raise argparse.ArgumentTypeError(f"{d:g} is not between 0 and 1")
+        out.append(d)
+    return out
+
+
 def make_parser():
     p = argparse.ArgumentParser(
         prog="measure.py",
@@ -1276,8 +1288,9 @@ def make_parser():
     common(s, 20, 5)
 
     s = sub.add_parser("power", help="part G-power: SM clock and board power at each GEMM duty")
-    s.add_argument("--gemm", default="8192x7168x8192", metavar="MxNxK", help="the bf16 GEMM (default 8192x7168x8192)")
-    s.add_argument("--duties", default="1,0.8,0.6,0.4,0.2,0", metavar="LIST",
+    s.add_argument("--gemm", type=gemm_shape, default="8192x7168x8192", metavar="MxNxK",
+                   help="the bf16 GEMM (default 8192x7168x8192)")
+    s.add_argument("--duties", type=duty_list, default="1,0.8,0.6,0.4,0.2,0", metavar="LIST",
                    help="GEMM shares of the busy time, comma-separated (default 1,0.8,0.6,0.4,0.2,0)")
     s.add_argument("--seconds", type=positive_float, default=8.0, metavar="S", help="seconds per duty (default 8)")
     common(s, None, 0)

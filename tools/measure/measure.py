@@ -240,20 +240,39 @@ class Context:
         row["torch"] = torch.__version__
         row["cuda"] = torch.version.cuda
         row["clock_mhz"] = clock_mhz
+        if row.get("part") not in ("A", "E", "G-power") and hasattr(torch.cuda, "_sleep"):
+            row["timing"] = "host-ahead"  # time_ms: the GPU busy while the host dispatches
         row["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         return row
 
 
 # ---- timing --------------------------------------------------------------------------------------
-def time_ms(fn, iters, warmup):
-    """CUDA-event time of fn() in ms, each of `iters` runs after `warmup` runs."""
+# A spin kernel queued before the start event keeps the GPU busy while the host
+# dispatches fn (Python, ATen, autograd, cuDNN's plan lookup), as it is in a
+# training step where the host runs ahead: the events then time the kernels
+# alone. Without it a kernel shorter than its dispatch is timed as the dispatch
+# (a 16 MB layer_norm as 24 us instead of 8).
+SLEEP_CYCLES_PER_MS = 2.1e6  # above any SM clock (MHz x 1e3): the spin lasts at least as asked
+
+
+def time_ms(fn, iters, warmup, host_ahead=True):
+    """CUDA-event time of fn() in ms, each of `iters` runs after `warmup` runs;
+    host_ahead: the GPU kept busy (twice fn's dispatch time) while the host
+    dispatches it."""
+    host = 0.0
     for _ in range(warmup):
+        t = time.perf_counter()
         fn()
+        host = max(host, (time.perf_counter() - t) * 1e3)
     torch.cuda.synchronize()
+    ahead = host_ahead and hasattr(torch.cuda, "_sleep")
+    spin = int(min(2.0 * host + 0.05, 50.0) * SLEEP_CYCLES_PER_MS)
     out = []
     for _ in range(iters):
         a = torch.cuda.Event(enable_timing=True)
         b = torch.cuda.Event(enable_timing=True)
+        if ahead:
+            torch.cuda._sleep(spin)
         a.record()
         fn()
         b.record()
@@ -467,7 +486,7 @@ def cmd_step(args, ctx, rows, budget):
         with torch.no_grad():
             forward()
 
-    nograd = time_ms(fwd_nograd, len(step), 1)
+    nograd = time_ms(fwd_nograd, len(step), 1, host_ahead=False)
     mhz = ctx.clock.stop()
     row = {
         "part": "E" if is_moe(cfg) else "A",

@@ -1,5 +1,5 @@
-/* Compute-time model: GEMM (tile + wave quantization), FlashAttention-style
- * attention core, memory-bound kernels, launch overhead; dispatch on GraphOp.
+/* Compute-time model: GEMM (tile + wave quantization), the attention core
+ * (attention.c), memory-bound kernels, launch overhead; dispatch on GraphOp.
  *
  * Dimension legend: batch independent products of (M x K) @ (K x N); B batch,
  * A heads, Sq/Sk query/key length, D head dim.
@@ -217,39 +217,6 @@ double hw_gemm_model_rows(const GpuSpec *g, int64_t batch, int64_t M, int64_t N,
     return (best > tmem ? best : tmem) + g->launch_s;
 }
 
-static double attn_model(const GpuSpec *g, int64_t B, int64_t heads, int64_t sq, int64_t sk, int64_t d,
-                         bool causal, bool backward, TsDtype dt)
-{
-    /* Attention runs in BF16 even in FP8 training (TE's default; FP8 DPA is opt-in). */
-    if (dt == TS_DTYPE_FP8) dt = TS_DTYPE_BF16;
-    dt = hw_usable_dtype(g, dt);
-    double peak = g->peak_flops[dt];
-    if (peak <= 0) return 0;
-    double fl = 4.0 * (double)B * (double)heads * (double)sq * (double)sk * (double)d;
-    bool diag = causal && sq == sk;
-    if (diag) fl *= 0.5;
-    if (backward) fl *= 2.5;
-    /* Efficiency rises with sequence (fewer tail tiles); causal work per row
-     * is half, so it saturates later (attn_causal_half) and below the
-     * non-causal asymptote (attn_causal_eff: masked diagonal tiles, rows of
-     * uneven length); backward saturates later too (FA3 bwd 316 vs 561 at
-     * 512: twice the half-point). */
-    double half = g->attn_seq_half * (diag ? g->attn_causal_half : 1.0) * (backward ? 2.0 : 1.0);
-    double s = (double)(sk < sq ? sk : sq);
-    double eff = (backward ? g->attn_bwd_eff : g->attn_fwd_eff) * (diag ? g->attn_causal_eff : 1.0) * s / (s + half);
-    if (d < 128) {
-        double f = d >= 64 ? g->attn_hd64_factor + (1.0 - g->attn_hd64_factor) * (double)(d - 64) / 64.0
-                           : g->attn_hd64_factor * (double)d / 64.0;
-        eff *= f;
-    }
-    double t = fl / (peak * eff);
-    /* Never faster than reading Q, K, V and writing O once (x2.5 backward). */
-    double bytes = (double)B * (double)heads * (2.0 * (double)sq + 2.0 * (double)sk) * (double)d *
-                   (double)ts_dtype_bytes(dt) * (backward ? 2.5 : 1.0);
-    double tmem = bytes / (g->hbm_bw_bytes_per_s * g->mem_eff);
-    return (t > tmem ? t : tmem) + g->launch_s;
-}
-
 static double mem_model(const GpuSpec *g, double bytes)
 {
     return (bytes + g->mem_half_bytes) / (g->hbm_bw_bytes_per_s * g->mem_eff) + g->launch_s;
@@ -295,7 +262,7 @@ double hw_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t s
                            bool causal, bool backward, TsDtype dt)
 {
     if (B <= 0 || heads <= 0 || sq <= 0 || sk <= 0 || d <= 0) return 0;
-    double t = attn_model(&m->gpu, B, heads, sq, sk, d, causal, backward, dt);
+    double t = hw_attn_model(&m->gpu, B, heads, sq, sk, d, causal, backward, dt);
     if (m->calib) {
         double dims[6] = {(double)B, (double)heads, (double)sq, (double)sk, (double)d,
                           causal ? 1.0 : 0.0};
@@ -410,7 +377,7 @@ static double model_at(const GpuSpec *g, HwCalKind kind, const double *d, TsDtyp
         return hw_gemm_model(g, (int64_t)d[0], (int64_t)d[1], (int64_t)d[2], (int64_t)d[3], dt);
     case HW_CAL_ATTN_FWD:
     case HW_CAL_ATTN_BWD:
-        return attn_model(g, (int64_t)d[0], (int64_t)d[1], (int64_t)d[2], (int64_t)d[3], (int64_t)d[4],
+        return hw_attn_model(g, (int64_t)d[0], (int64_t)d[1], (int64_t)d[2], (int64_t)d[3], (int64_t)d[4],
                           d[5] > 0.5, kind == HW_CAL_ATTN_BWD, dt);
     case HW_CAL_MEMORY: return mem_model(g, d[0]);
     default: return 0;

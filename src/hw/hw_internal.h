@@ -49,6 +49,11 @@ double hw_gemm_model(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int6
  * gradient) or M (a weight gradient, whose K is the tokens). */
 double hw_gemm_model_rows(const GpuSpec *g, int64_t batch, int64_t M, int64_t N, int64_t K, int64_t row2, TsDtype dt);
 
+/* Attention-core time (attention.c): B x heads, query / key length, head
+ * dim; the backward when `backward`; at the preset's clock, plus launch. */
+double hw_attn_model(const GpuSpec *g, int64_t B, int64_t heads, int64_t sq, int64_t sk, int64_t d, bool causal,
+                     bool backward, TsDtype dt);
+
 /* ---- calibration internals (calib.c <-> compute.c) ---- */
 /* HW_CAL_MEMORY: the copy kernel, which corrects every memory-bound op;
  * HW_CAL_MEMKERNEL: a named kernel (rmsnorm_fwd, ...), read only through

@@ -160,6 +160,9 @@ const char *hw_calib_gpu(const HwCalib *c);   /* the "gpu" field */
 /* Median SM clock (MHz) sampled while the GEMMs were measured, 1755; 0 when
  * the file has no "clock_mhz" (version 1, or no NVML on the measuring host). */
 double hw_calib_clock_mhz(const HwCalib *c);
+/* The median SM clock while the attention entries ran ("attention_clock_mhz";
+ * absent: hw_calib_clock_mhz). */
+double hw_calib_attn_clock_mhz(const HwCalib *c);
 /* The attention entries time PyTorch SDPA's flash backend (FlashAttention-2:
  * "attention_backend": "flash"), not the fused attention the model
  * describes; the correction divides them by the preset's

@@ -94,9 +94,10 @@ static int evaluate(const HwOpts *o, const CliHwLoaded *l, TsBuf *b)
         double t = hw_attention_time_s(&l->model, v[0], v[1], v[2], v[3], v[4], o->causal, o->backward, dt);
         double fl = 4.0 * (double)v[0] * (double)v[1] * (double)v[2] * (double)v[3] * (double)v[4] *
                     (o->causal && v[2] == v[3] ? 0.5 : 1.0) * (o->backward ? 2.5 : 1.0);
-        ts_buf_printf(b, "attention %s%s B=%lld heads=%lld sq=%lld sk=%lld d=%lld on %s: %.3f us, %.1f TFLOP/s\n",
+        ts_buf_printf(b, "attention %s%s B=%lld heads=%lld sq=%lld sk=%lld d=%lld on %s: %.3f us, %.1f TFLOP/s%s\n",
                       o->backward ? "bwd" : "fwd", o->causal ? " causal" : "", (long long)v[0], (long long)v[1],
-                      (long long)v[2], (long long)v[3], (long long)v[4], l->model.gpu.name, t * 1e6, fl / t / 1e12);
+                      (long long)v[2], (long long)v[3], (long long)v[4], l->model.gpu.name, t * 1e6, fl / t / 1e12,
+                      l->calib ? " (calibrated)" : "");
     }
     if (o->coll) {
         TsColl c;

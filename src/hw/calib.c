@@ -5,6 +5,7 @@
  *   {"format": "trainsim-calibration", "version": 2, "gpu": "NVIDIA H100 80GB HBM3",
  *    "generator": "...", "notes": "...",
  *    "clock_mhz": {"median": 1755, "min": 1590, "max": 1980, "samples": 412},
+ *    "attention_clock_mhz": 1980,
  *    "gemm":      [{"dtype": "bf16", "batch": 1, "m": 4096, "n": 4096, "k": 4096, "time_us": 178.4}],
  *    "attention": [{"dtype": "bf16", "pass": "fwd", "batch": 4, "heads": 32, "sq": 4096,
  *                   "sk": 4096, "d": 128, "causal": true, "time_us": 950.0}],
@@ -64,13 +65,16 @@ struct HwCalib {
     char gpu[128];
     int64_t version;   /* 1 or 2 */
     double clock_mhz;  /* median SM clock while the GEMMs ran; 0 = not recorded */
+    double attn_clock_mhz; /* median SM clock while the attention entries ran; 0 = clock_mhz */
     bool attn_flash;   /* the attention entries time SDPA's flash backend (FlashAttention-2) */
     CalEntry *e;
     int n, cap;
 };
 
-static const char *const TOP_KEYS[] = {"format",    "version", "gpu",       "generator",         "notes",
-                                       "clock_mhz", "gemm",    "attention", "attention_backend", "memory",
+static const char *const TOP_KEYS[] = {"format",    "version",   "gpu",
+                                       "generator", "notes",     "clock_mhz",
+                                       "gemm",      "attention", "attention_backend",
+                                       "attention_clock_mhz",    "memory",
                                        NULL};
 static const char *const CLOCK_KEYS[] = {"median", "min", "max", "samples", NULL};
 static const char *const GEMM_KEYS[] = {"dtype", "batch", "m", "n", "k", "time_us", NULL};
@@ -200,6 +204,20 @@ static TsStatus parse_clock(const TsJsonDoc *doc, HwCalib *c, TsError *err)
     return TS_OK;
 }
 
+/* "attention_clock_mhz": the median SM clock while the attention entries
+ * ran (version 2; absent: "clock_mhz", the GEMMs'). */
+static TsStatus parse_attn_clock(const TsJsonDoc *doc, HwCalib *c, TsError *err)
+{
+    if (!json_object_get(doc->root, "attention_clock_mhz")) return TS_OK;
+    if (c->version < 2)
+        return hw_err_path(doc, "attention_clock_mhz", err, "'attention_clock_mhz' is a version 2 field",
+                           "set \"version\": 2 (what tools/calibrate writes)");
+    TsStatus st = ts_json_num(doc, doc->root, "attention_clock_mhz", "attention_clock_mhz", true, 1.0, 100000.0,
+                              &c->attn_clock_mhz, err);
+    if (st) ts_err_hint(err, "the median SM clock in MHz, as NVML reports it, while the attention entries ran");
+    return st;
+}
+
 /* A memory entry's "kernel" (absent = "copy"). */
 static TsStatus fkernel(const TsJsonDoc *doc, json_t *o, const char *path, HwMemKernel *out, TsError *err)
 {
@@ -239,7 +257,7 @@ static TsStatus parse(const TsJsonDoc *doc, HwCalib *c, TsError *err)
     char text[8];
     if ((st = ts_json_str(doc, doc->root, "generator", "generator", false, text, sizeof text, err)) ||
         (st = ts_json_str(doc, doc->root, "notes", "notes", false, text, sizeof text, err)) ||
-        (st = parse_clock(doc, c, err)))
+        (st = parse_clock(doc, c, err)) || (st = parse_attn_clock(doc, c, err)))
         return st;
     char be[16] = "";
     if ((st = ts_json_str(doc, doc->root, "attention_backend", "attention_backend", false, be, sizeof be, err)))
@@ -355,6 +373,10 @@ void hw_calib_free(HwCalib *c)
 int hw_calib_entries(const HwCalib *c) { return c ? c->n : 0; }
 const char *hw_calib_gpu(const HwCalib *c) { return c ? c->gpu : ""; }
 double hw_calib_clock_mhz(const HwCalib *c) { return c ? c->clock_mhz : 0; }
+double hw_calib_attn_clock_mhz(const HwCalib *c)
+{
+    return !c ? 0 : c->attn_clock_mhz > 0 ? c->attn_clock_mhz : c->clock_mhz;
+}
 bool hw_calib_attn_flash(const HwCalib *c) { return c && c->attn_flash; }
 
 /* Piecewise power law through the kernel's measurements: log(time) linear in

@@ -225,11 +225,12 @@ static double mem_model(const GpuSpec *g, double bytes)
 /* Tensor-core times measured at the calibration's SM clock, as the model's
  * own are at the preset's clock: the simulator's tensor factor (clock /
  * sustained clock) then brings both to the sustained clock. */
-static double calib_clock(const HwModel *m)
+static double clock_ratio(const HwModel *m, double f)
 {
-    double f = hw_calib_clock_mhz(m->calib);
     return f > 0 && m->gpu.clock_mhz > 0 ? f / m->gpu.clock_mhz : 1.0;
 }
+
+static double calib_clock(const HwModel *m) { return clock_ratio(m, hw_calib_clock_mhz(m->calib)); }
 
 static double gemm_time(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, bool wgrad, TsDtype dt)
 {
@@ -266,7 +267,7 @@ double hw_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t s
     if (m->calib) {
         double dims[6] = {(double)B, (double)heads, (double)sq, (double)sk, (double)d,
                           causal ? 1.0 : 0.0};
-        double f = calib_clock(m);
+        double f = clock_ratio(m, hw_calib_attn_clock_mhz(m->calib));
         if (hw_calib_attn_flash(m->calib)) f /= m->gpu.attn_fa2_factor[backward ? 1 : 0];
         t = hw_calib_correct(m, backward ? HW_CAL_ATTN_BWD : HW_CAL_ATTN_FWD, dims, 6, dt, false, f, t);
     }

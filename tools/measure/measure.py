@@ -219,6 +219,10 @@ class Clock:
             self.thread.join()
             self.thread = None
         self._sample()
+        return self.median()
+
+    def median(self):
+        """Median of the samples so far (None without NVML or samples)."""
         return float(statistics.median(self.samples)) if self.samples else None
 
 
@@ -306,15 +310,18 @@ def free_cuda():
     torch.cuda.empty_cache()
 
 
-class SdpaFlash:
-    """Context manager forcing PyTorch SDPA's flash backend (FlashAttention-2)."""
+class SdpaBackend:
+    """Context manager forcing one of PyTorch SDPA's backends: "flash"
+    (FlashAttention-2) or "cudnn" (cuDNN attention, what a training step on
+    Hopper runs and what trainsim's attention model describes)."""
 
-    def __init__(self):
+    def __init__(self, backend="flash"):
         self.cm = None
         try:
             from torch.nn.attention import SDPBackend, sdpa_kernel
 
-            self.cm = sdpa_kernel([SDPBackend.FLASH_ATTENTION])
+            which = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[backend]
+            self.cm = sdpa_kernel([which])
         except ImportError:
             self.cm = None
 
@@ -329,9 +336,10 @@ class SdpaFlash:
         return False
 
 
-def attention_ms(ctx, batch, heads, seq, d, causal, iters, warmup, kv_heads=None):
-    """(fwd_ms, bwd_ms) of SDPA flash attention on [batch, heads, seq, d] bf16;
-    K/V of kv_heads heads are expanded (materialised) to the query heads first."""
+def attention_ms(ctx, batch, heads, seq, d, causal, iters, warmup, kv_heads=None, backend="flash"):
+    """(fwd_ms, bwd_ms) of SDPA attention on [batch, heads, seq, d] bf16 on
+    `backend` (SdpaBackend); K/V of kv_heads heads are expanded (materialised)
+    to the query heads first."""
     kv = kv_heads or heads
     dev = ctx.device
     q = torch.randn(batch, heads, seq, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
@@ -342,7 +350,7 @@ def attention_ms(ctx, batch, heads, seq, d, causal, iters, warmup, kv_heads=None
         v = v.repeat_interleave(heads // kv, dim=1)
     k = k.contiguous().requires_grad_(True)
     v = v.contiguous().requires_grad_(True)
-    with SdpaFlash():
+    with SdpaBackend(backend):
 
         def fwd():
             with torch.no_grad():
@@ -895,7 +903,7 @@ def cmd_eager(args, ctx, rows, budget):
 # ---- attention-calibration ------------------------------------------------------------------------------
 CAL_FORMAT = "trainsim-calibration"
 CAL_KEY_ORDER = ("format", "version", "gpu", "generator", "notes", "clock_mhz", "gemm", "attention",
-                 "attention_backend", "memory")
+                 "attention_backend", "attention_clock_mhz", "memory")
 
 
 def read_calibration(path, ctx):
@@ -981,13 +989,19 @@ def cmd_attention_calibration(args, ctx, rows, budget):
     d = read_calibration(path, ctx)
     old = [e for e in d.get("attention", []) if isinstance(e, dict)]
     new = []
-    note = (f"attention: PyTorch {torch.__version__} SDPA flash, bf16, batch 1, backward alone, median of "
-            f"{args.iters} after {args.warmup} warm-up, by tools/measure/measure.py attention-calibration")
+    note = (f"attention: PyTorch {torch.__version__} SDPA {args.backend}, bf16, batch 1, backward alone, median of "
+            f"{args.iters} after {args.warmup} warm-up, the GPU ahead of the host, by tools/measure/measure.py "
+            f"attention-calibration")
 
     def save():
         keys = {attention_key(e) for e in new}
         d["attention"] = [e for e in old if attention_key(e) not in keys] + new
-        d["attention_backend"] = "flash"  # attention_ms forces SDPA's flash backend
+        # cuDNN attention is the fused attention the model describes
+        d["attention_backend"] = "flash" if args.backend == "flash" else "default"
+        mhz = ctx.clock.median()
+        if mhz is not None:  # the attention entries' own clock (the GEMMs' is "clock_mhz")
+            d["attention_clock_mhz"] = mhz
+            d["version"] = max(2, d.get("version", 2))
         notes = d.get("notes")
         if not isinstance(notes, str) or not notes:
             d["notes"] = note
@@ -1006,7 +1020,7 @@ def cmd_attention_calibration(args, ctx, rows, budget):
         if last_seq is not None and seq != last_seq and new:
             save()  # after each sequence length: a stopped run keeps what it measured
         last_seq = seq
-        fwd, bwd = attention_ms(ctx, 1, heads, seq, hd, causal, args.iters, args.warmup)
+        fwd, bwd = attention_ms(ctx, 1, heads, seq, hd, causal, args.iters, args.warmup, backend=args.backend)
         for pas, ms in (("fwd", fwd), ("bwd", bwd)):
             new.append({"dtype": "bf16", "pass": pas, "batch": 1, "heads": heads, "sq": seq, "sk": seq, "d": hd,
                         "causal": causal, "time_us": round(ms * 1000.0, 3)})
@@ -1301,6 +1315,8 @@ def make_parser():
     s.add_argument("--calibration", required=True, metavar="FILE",
                    help="calibration file to add to (created when missing)")
     s.add_argument("--max-seq", type=positive_int, default=32768, metavar="S", help="longest sequence (default 32768)")
+    s.add_argument("--backend", choices=("cudnn", "flash"), default="cudnn",
+                   help="SDPA backend timed (default cudnn: what training steps run on Hopper)")
     common(s, 10, 3)
 
     s = sub.add_parser("eager", help="part F-eager: eager elementwise kernels by the path PyTorch takes")

@@ -116,22 +116,36 @@ static void attention_kernels(const Tx *x, PartBlockT *b)
     } else {
         tpl_gemm(b, "qkv", 1, T, (A + 2 * G) * D / t, H)->flags |= PART_KF_COL_IN;
     }
-    /* core: per CP rank, c blocks of (S/c x S/c) causal-balanced; with the
-     * all-to-all exchange whole sequences over heads/c instead. Q.K runs at
-     * head dim dqk, P.V at dv (MLA: 192 and 128): the kernel's head dim is
-     * their mean, so its FLOPs are both products' */
+    /* core: per CP rank, c blocks of (S/c x S/c) causal-balanced. The ring
+     * exchange (p2p) runs them as its steps run: the rank's own block causal,
+     * then c - 1 blocks of its queries against half a peer's keys (or half
+     * its queries against all of them) with no mask, the load-balanced
+     * chunking's off-diagonal work; the all-gather exchange as c causal
+     * blocks; the all-to-all exchange whole sequences over heads/c. Q.K
+     * runs at head dim dqk, P.V at dv (MLA: 192 and 128): the kernel's head
+     * dim is their mean, so its FLOPs are both products' */
     int64_t Ah = A / t, c = x->p->cp;
     if (x->p->flash_attn) {
         bool uly = c > 1 && x->rt->cp_comm == 2;
         double nw = x->S > m->sliding_window ? (double)model_windowed_layer_count(m) : 0, L = (double)m->layers;
         if (nw < L) {
+            bool ring = c > 1 && x->rt->cp_comm == 0;
+            double full = (L - nw) / L, bf = (double)x->B * (double)Ah * (double)x->Sl * (double)(dqk + dv) * full;
             PartKernel *k = tpl_add(b, "core", PART_K_ATTN, PART_KP_CORE);
             k->batch = x->B, k->m = uly ? Ah / c : Ah, k->n = k->k = uly ? x->S : x->Sl, k->d = (dqk + dv) / 2;
             k->causal = true;
-            k->count = uly ? 1 : (int32_t)c;
-            double fl = (double)x->B * (double)Ah * (double)x->Sl * (double)x->S * (double)(dqk + dv) * (L - nw) / L;
+            k->count = uly || ring ? 1 : (int32_t)c;
+            double fl = bf * (double)(ring ? x->Sl : x->S);
             k->flops[0] = fl, k->flops[1] = 2.5 * fl;
-            if (nw > 0) k->share = (L - nw) / L;
+            if (nw > 0) k->share = full;
+            if (ring) {
+                PartKernel *o = tpl_add(b, "core.ring", PART_K_ATTN, PART_KP_CORE);
+                o->batch = x->B, o->m = Ah, o->n = x->Sl, o->k = x->Sl / 2, o->d = k->d;
+                o->count = (int32_t)(c - 1);
+                fl = bf * (double)(x->S - x->Sl);
+                o->flops[0] = fl, o->flops[1] = 2.5 * fl;
+                if (nw > 0) o->share = full;
+            }
         }
         if (nw > 0) swa_core(x, b, uly ? Ah / c : Ah, uly ? x->S : x->Sl, (dqk + dv) / 2, nw / L);
     } else { /* unfused: two batched GEMMs, softmax (and dropout) over the S^2 scores */

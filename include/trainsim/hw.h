@@ -105,6 +105,10 @@ typedef struct GpuSpec {
     double mem_eff;                       /* achieved / spec HBM bandwidth for large streams, 0.88 */
     double mem_half_bytes;                /* bytes at which achieved bandwidth is half of it, 4e6 */
     double launch_s;                      /* per-kernel launch + tail overhead, 4e-6 */
+    double eager_generic_gelem_per_ms;    /* elements per ms of PyTorch's generic (non-vectorized)
+                                             elementwise kernel, which a broadcast operand or a
+                                             row mask sends ops to: bound by the SMs' index
+                                             arithmetic, not HBM; 0 = unknown (streamed bytes) */
 } GpuSpec;
 
 /* Load a preset name ("h100-sxm5-80gb", resolved in <data>/gpus/) or a JSON
@@ -240,6 +244,9 @@ double hw_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t s
                            int64_t d, bool causal, bool backward, TsDtype dt);
 /* One memory-bound kernel moving `bytes` (read + written). 0 bytes -> 0. */
 double hw_memory_time_s(const HwModel *m, double bytes);
+/* PyTorch's generic elementwise kernel over `elements`, at the preset's
+ * eager_generic_gelem_per_ms, without launch; 0 when the preset has none. */
+double hw_generic_time_s(const HwModel *m, double elements);
 /* Dispatch on op->kind using op->dims (per-rank dims already divided) and
  * op->{fwd,bwd}_bytes. GEMM: fwd M x N x K, dgrad M x K x N, wgrad K x N x M.
  * Attention: FWD forward, DGRAD backward, WGRAD 0. Memory-bound ops: FWD

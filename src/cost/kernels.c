@@ -110,6 +110,11 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
     default:
         t[0] = mem_time(hw, k->fwd_bytes, k->launches[0]);
         t[(k->flags & PART_KF_WGRAD) ? 2 : 1] = mem_time(hw, k->bwd_bytes, k->launches[1]);
+        if (k->flags & PART_KF_GENERIC)
+            for (int i = 0; i < 2; i++) {
+                double g = hw_generic_time_s(hw, k->elems[i]) + (double)k->launches[i] * hw->gpu.launch_s;
+                if (g > t[i]) t[i] = g;
+            }
         break;
     }
     if (k->share > 0) n *= k->share;

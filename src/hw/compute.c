@@ -274,6 +274,12 @@ double hw_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t s
     return t;
 }
 
+double hw_generic_time_s(const HwModel *m, double elements)
+{
+    double r = m->gpu.eager_generic_gelem_per_ms;
+    return r > 0 && elements > 0 ? elements / (r * 1e12) : 0;
+}
+
 double hw_memory_time_s(const HwModel *m, double bytes)
 {
     if (!(bytes > 0)) return 0;

@@ -13,7 +13,7 @@ static const char *const MODEL_KEYS[] = {
     "simt_tile", "simt_k_half",
     "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "attn_causal_half",
     "attn_causal_eff", "attn_fa2_factor", "mem_eff",
-    "mem_half_mb", "launch_us", "notes", NULL};
+    "mem_half_mb", "launch_us", "eager_generic_gelem_per_ms", "notes", NULL};
 static const char *const DTYPE_KEYS[] = {
 #define X(e, n, b) n,
     TS_DTYPE_LIST(X)
@@ -152,6 +152,12 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
     if ((st = num(doc, m, "mem_eff", "model", false, 0.01, 1, 1, &g->mem_eff, err))) return st;
     if ((st = num(doc, m, "mem_half_mb", "model", false, 0, 1e4, 1e6, &g->mem_half_bytes, err))) return st;
     if ((st = num(doc, m, "launch_us", "model", false, 0, 1e4, 1e-6, &g->launch_s, err))) return st;
+    if ((st = num(doc, m, "eager_generic_gelem_per_ms", "model", false, 0.001, 1000, 1,
+                  &g->eager_generic_gelem_per_ms, err))) {
+        ts_err_hint(err, "G elements per ms of PyTorch's generic elementwise kernel, e.g. 0.34 (H100); "
+                         "leave it out when unknown");
+        return st;
+    }
     json_t *notes = json_object_get(m, "notes");
     if (notes && !json_is_string(notes) && !json_is_object(notes))
         return hw_err_path(doc, "model.notes", err, "'model.notes' must be a string or an object",
@@ -285,6 +291,8 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
                       g->attn_fa2_factor[1]);
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
-    kv_num(b, "    ", "launch_us", g->launch_s * 1e6, false);
+    kv_num(b, "    ", "launch_us", g->launch_s * 1e6, g->eager_generic_gelem_per_ms > 0);
+    if (g->eager_generic_gelem_per_ms > 0)
+        kv_num(b, "    ", "eager_generic_gelem_per_ms", g->eager_generic_gelem_per_ms, false);
     ts_buf_puts(b, "  }\n}\n");
 }

@@ -297,6 +297,20 @@ static void hf_experts(PartBlockT *b, const Hx *h, int64_t me)
     }
 }
 
+/* In-place masked fills of the pairs' tensors with a [pairs, 1] row mask,
+ * which torch.profiler finds in every grouped-experts layer (transformers
+ * 5.17, Qwen3-30B-A3B and Mixtral 8x7B, pure bf16: four over [pairs, H] and
+ * two over [pairs, 2F] a layer, bench/data/gpu/profile_shapes_2026-11-27_h200.txt;
+ * taken as half forward, half backward). A row mask sends them to PyTorch's
+ * generic kernel, bound by elements, not bytes (PART_KF_GENERIC). */
+static void experts_masked_fill(PartBlockT *b, double pairs, int64_t H, int64_t EF, double s)
+{
+    double el = pairs * (double)(2 * H + 2 * EF); /* one pass: two [pairs, H], one [pairs, 2F] */
+    PartKernel *k = op(b, "experts.masked_fill", el, 2.0 * s, 2.0 * s, 0, 3, 3);
+    k->flags |= PART_KF_GENERIC;
+    k->elems[0] = k->elems[1] = el;
+}
+
 void tpl_hf_moe(const Tx *x, PartBlockT *b)
 {
     Hx h = hx_of(x);
@@ -323,6 +337,7 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     hf_experts(b, &h, me);
     op(b, "experts.permuted", pe, 0, 0, 2.0 * s, 0, 0); /* the gathered input kept for gate_up's gradient */
     op(b, "experts.act_fn_mul", pairs * (double)EF, 10.0 * s, 18.0 * s, 8.0 * s, 3, 3);
+    experts_masked_fill(b, pairs, H, EF, s);
     /* * routing weights, [inv_perm], zeros_like + index_add_ into the tokens;
      * backward: the weights' gradient, the gather's index_add, index_add's
      * gather */

@@ -244,6 +244,55 @@ static void test_attention(void **state)
     near("FA2 A100 fwd+bwd", 3.5 * fl / t / 1e12, 203, 0.08);
 }
 
+/* The in-order schedule of `heads` x `n` causal CTAs (CTA i costs c0 + i + 1
+ * tile times) on p SMs, CTA by CTA: each goes to the SM that frees first. */
+static double list_schedule(int64_t heads, int64_t n, double c0, int p)
+{
+    double sm[256] = {0};
+    for (int64_t a = 0; a < heads; a++)
+        for (int64_t i = 0; i < n; i++) {
+            int k = 0;
+            for (int j = 1; j < p; j++)
+                if (sm[j] < sm[k]) k = j;
+            sm[k] += c0 + (double)(i + 1);
+        }
+    double end = 0;
+    for (int j = 0; j < p; j++) end = sm[j] > end ? sm[j] : end;
+    return end;
+}
+
+/* The attention model's closed-form finish time against the CTA-by-CTA
+ * schedule it stands for, read through hw_attention_time_s: one CTA of one
+ * and of two tiles give the tile time and the fixed part; every other
+ * shape's time is then a finish time in tiles. */
+static void test_attention_schedule(void **state)
+{
+    (void)state;
+    HwModel h = model_of("h100-sxm5-80gb");
+    int p = (int)h.gpu.sm_count;
+    assert_true(p > 0 && p <= 256);
+#define T(heads, seq) (hw_attention_time_s(&h, 1, heads, seq, seq, 128, true, false, TS_DTYPE_BF16) - h.gpu.launch_s)
+    double tau = T(1, 256) - T(1, 128), c0 = T(1, 128) / tau - 1;
+    assert_true(tau > 0 && c0 > 0);
+    static const int64_t heads[] = {1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128};
+    static const int64_t seq[] = {512, 1024, 2048, 4096, 8192, 16384};
+    double sum = 0, worst = 0;
+    int n = 0;
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
+        for (size_t j = 0; j < sizeof seq / sizeof seq[0]; j++) {
+            double exact = list_schedule(heads[i], seq[j] / 128, c0, p);
+            double e = fabs(T(heads[i], seq[j]) / tau / exact - 1);
+            sum += e, n++;
+            worst = e > worst ? e : worst;
+            if (heads[i] * (seq[j] / 128) <= p) assert_true(e < 1e-9); /* one wave: its longest CTA */
+        }
+#undef T
+    if (sum / n > 0.02 || worst > 0.10) {
+        print_error("closed form vs CTA-by-CTA schedule: mean %.2f %%, worst %.2f %%\n", 100 * sum / n, 100 * worst);
+        fail();
+    }
+}
+
 static void test_memory(void **state)
 {
     (void)state;
@@ -517,7 +566,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_presets_load),   cmocka_unit_test(test_gemm_square),
         cmocka_unit_test(test_gemm_shape_effects), cmocka_unit_test(test_gemm_fp32_simt),
-        cmocka_unit_test(test_gemm_tf32),      cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_gemm_tf32),      cmocka_unit_test(test_attention), cmocka_unit_test(test_attention_schedule),
         cmocka_unit_test(test_memory),         cmocka_unit_test(test_op_dispatch),
         cmocka_unit_test(test_allreduce_curves), cmocka_unit_test(test_coll_invariants),
         cmocka_unit_test(test_calibration_interp), cmocka_unit_test(test_calibration_v2),

@@ -20,11 +20,16 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
 }
 
 /* Memory-bound bytes over `launches` kernels (eager ops: each its own
- * launch and ramp), or one. */
-static double mem_time(const HwModel *hw, double bytes, int launches)
+ * launch and ramp), or one; kernels on PyTorch's generic elementwise path
+ * (PART_KF_GENERIC) take the longer of that and their `elements` at its
+ * rate. */
+static double mem_time(const HwModel *hw, double bytes, int launches, double elements)
 {
-    if (launches <= 1) return hw_memory_time_s(hw, bytes);
-    return (double)launches * hw_memory_time_s(hw, bytes / (double)launches);
+    double t = launches <= 1 ? hw_memory_time_s(hw, bytes)
+                             : (double)launches * hw_memory_time_s(hw, bytes / (double)launches);
+    double g = elements > 0 ? hw_generic_time_s(hw, elements) + (double)(launches > 1 ? launches : 1) * hw->gpu.launch_s
+                            : 0;
+    return g > t ? g : t;
 }
 
 /* The FP8 casts around a GEMM (Transformer Engine; the weights' are cached
@@ -108,14 +113,12 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
         t[1] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, true, c->act_dtype);
         break;
     default:
-        t[0] = mem_time(hw, k->fwd_bytes, k->launches[0]);
-        t[(k->flags & PART_KF_WGRAD) ? 2 : 1] = mem_time(hw, k->bwd_bytes, k->launches[1]);
-        if (k->flags & PART_KF_GENERIC)
-            for (int i = 0; i < 2; i++) {
-                double g = hw_generic_time_s(hw, k->elems[i]) + (double)k->launches[i] * hw->gpu.launch_s;
-                if (g > t[i]) t[i] = g;
-            }
+    {
+        bool gen = (k->flags & PART_KF_GENERIC) != 0;
+        t[0] = mem_time(hw, k->fwd_bytes, k->launches[0], gen ? k->elems[0] : 0);
+        t[(k->flags & PART_KF_WGRAD) ? 2 : 1] = mem_time(hw, k->bwd_bytes, k->launches[1], gen ? k->elems[1] : 0);
         break;
+    }
     }
     if (k->share > 0) n *= k->share;
     for (int i = 0; i < 3; i++) t[i] *= n;

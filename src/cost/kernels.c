@@ -112,8 +112,7 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
         t[0] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, false, c->act_dtype);
         t[1] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, true, c->act_dtype);
         break;
-    default:
-    {
+    default: {
         bool gen = (k->flags & PART_KF_GENERIC) != 0;
         t[0] = mem_time(hw, k->fwd_bytes, k->launches[0], gen ? k->elems[0] : 0);
         t[(k->flags & PART_KF_WGRAD) ? 2 : 1] = mem_time(hw, k->bwd_bytes, k->launches[1], gen ? k->elems[1] : 0);

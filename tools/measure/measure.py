@@ -147,16 +147,58 @@ class Budget:
 
 
 # ---- the SM clock (pynvml, optional) ----------------------------------------------------------
-class Clock:
-    """Samples the SM clock of the CUDA device every 20 ms between start() and stop()."""
+class NvmlSampler:
+    """Reads one NVML sample (read(), None to skip) every `period` seconds on
+    a thread between start() and halt(); self.samples holds them."""
 
-    def __init__(self):
-        self.nv = None
-        self.handle = None
-        self.why = ""
+    period = 0.1
+
+    def __init__(self, nv, handle):
+        self.nv, self.handle = nv, handle
         self.samples = []
         self.running = False
         self.thread = None
+
+    def read(self):
+        raise NotImplementedError
+
+    def _sample(self):
+        try:
+            v = self.read()
+        except Exception:  # NVML errors are many classes; a missed sample is skipped
+            return
+        if v is not None:
+            self.samples.append(v)
+
+    def _loop(self):
+        while self.running:
+            self._sample()
+            time.sleep(self.period)
+
+    def start(self):
+        self.samples = []
+        if self.nv is None:
+            return
+        self._sample()
+        self.running = True
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def halt(self):
+        self.running = False
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+
+
+class Clock(NvmlSampler):
+    """Samples the SM clock of the CUDA device every 20 ms between start() and stop()."""
+
+    period = 0.02
+
+    def __init__(self):
+        super().__init__(None, None)
+        self.why = ""
         try:
             import pynvml  # nvidia-ml-py
         except ImportError:
@@ -188,36 +230,15 @@ class Clock:
             index = int(visible[dev])
         return nv.nvmlDeviceGetHandleByIndex(index)
 
-    def _sample(self):
-        try:
-            v = self.nv.nvmlDeviceGetClockInfo(self.handle, self.nv.NVML_CLOCK_SM)
-            if v > 0:
-                self.samples.append(v)
-        except Exception:
-            pass
-
-    def _loop(self):
-        while self.running:
-            self._sample()
-            time.sleep(0.02)
-
-    def start(self):
-        self.samples = []
-        if self.nv is None:
-            return
-        self._sample()
-        self.running = True
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.thread.start()
+    def read(self):
+        v = self.nv.nvmlDeviceGetClockInfo(self.handle, self.nv.NVML_CLOCK_SM)
+        return v if v > 0 else None
 
     def stop(self):
         """Median MHz since start(), or None without NVML."""
         if self.nv is None:
             return None
-        self.running = False
-        if self.thread is not None:
-            self.thread.join()
-            self.thread = None
+        self.halt()
         self._sample()
         return self.median()
 
@@ -1035,40 +1056,21 @@ def cmd_attention_calibration(args, ctx, rows, budget):
 
 
 # ---- batch ---------------------------------------------------------------------------------------------
-class PowerSampler:
+class PowerSampler(NvmlSampler):
     """NVML's SM clock, board power and temperature every 0.1 s, with the
-    time of each sample (None without NVML)."""
+    time of each sample (none without NVML)."""
 
     def __init__(self, clock):
-        self.nv, self.handle = clock.nv, clock.handle
-        self.samples = []
-        self.running = False
-        self.thread = None
+        super().__init__(clock.nv, clock.handle)
 
-    def _loop(self):
-        nv = self.nv
-        while self.running:
-            try:
-                self.samples.append((time.monotonic(), nv.nvmlDeviceGetClockInfo(self.handle, nv.NVML_CLOCK_SM),
-                                     nv.nvmlDeviceGetPowerUsage(self.handle) / 1e3,
-                                     nv.nvmlDeviceGetTemperature(self.handle, nv.NVML_TEMPERATURE_GPU)))
-            except Exception:
-                pass
-            time.sleep(0.1)
-
-    def start(self):
-        self.samples = []
-        if self.nv is None:
-            return
-        self.running = True
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.thread.start()
+    def read(self):
+        nv, h = self.nv, self.handle
+        return (time.monotonic(), nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM), nv.nvmlDeviceGetPowerUsage(h) / 1e3,
+                nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
 
     def stop(self, since):
         """Medians (clock MHz, power W, temperature C) of the samples after `since`."""
-        self.running = False
-        if self.thread is not None:
-            self.thread.join()
+        self.halt()
         late = [s for s in self.samples if s[0] >= since]
         if not late:
             return None, None, None

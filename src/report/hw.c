@@ -76,8 +76,12 @@ void rep_gpu_text(const GpuSpec *g, TsBuf *b)
                      "causal: half-point x%g, efficiency x%.3g\n",
                   g->attn_fwd_eff, g->attn_bwd_eff, g->attn_seq_half, g->attn_hd64_factor, g->attn_causal_half,
                   g->attn_causal_eff);
-    ts_buf_printf(b, "  memory-bound: %.3g of HBM, half at %.3g MB; launch %.3g us\n", g->mem_eff,
-                  g->mem_half_bytes / 1e6, g->launch_s * 1e6);
+    char generic[96] = "";
+    if (g->eager_generic_gelem_per_ms > 0)
+        snprintf(generic, sizeof generic, "; eager generic elementwise path %.3g G elements/ms",
+                 g->eager_generic_gelem_per_ms);
+    ts_buf_printf(b, "  memory-bound: %.3g of HBM, half at %.3g MB; launch %.3g us%s\n", g->mem_eff,
+                  g->mem_half_bytes / 1e6, g->launch_s * 1e6, generic);
     ts_buf_printf(b, "  source: %s\n", g->source);
 }
 

@@ -61,14 +61,16 @@ static const struct {
     {"framework", "megatron torchtitan deepspeed"},
 };
 
+/* A field's capacity: a row's notes state its recipe at length. */
+enum { FIELD = 2048 };
 typedef struct Row {
-    char f[NCOL][512];
+    char f[NCOL][FIELD];
 } Row;
 
 /* Split one CSV line (RFC 4180 quotes) into fields (at most NHDR). */
 enum { NHDR = 64 };
 typedef struct RawRow {
-    char f[NHDR][512];
+    char f[NHDR][FIELD];
     int at[NHDR]; /* 1-based column of each field in its line */
 } RawRow;
 static int split(const char *line, RawRow *r)
@@ -83,13 +85,13 @@ static int split(const char *line, RawRow *r)
             p++;
             while (*p && !(*p == '"' && p[1] != '"')) {
                 if (*p == '"') p++;
-                if (k < 511) o[k++] = *p;
+                if (k < FIELD - 1) o[k++] = *p;
                 p++;
             }
             if (*p == '"') p++;
         } else {
             while (*p && *p != ',' && *p != '\n' && *p != '\r') {
-                if (k < 511) o[k++] = *p;
+                if (k < FIELD - 1) o[k++] = *p;
                 p++;
             }
         }
@@ -116,19 +118,91 @@ static int64_t geti(const Row *r, const char *c, int64_t dflt)
 
 static bool starts(const char *s, const char *pre) { return strncmp(s, pre, strlen(pre)) == 0; }
 
+/* Does s start with pre (ASCII, any case)? */
+static bool starts_ci(const char *s, const char *pre)
+{
+    while (*pre && tolower((unsigned char)*s) == tolower((unsigned char)*pre)) s++, pre++;
+    return !*pre;
+}
+
+/* The first place `what` (ASCII, any case) occurs in s, or NULL. */
+static const char *find_ci(const char *s, const char *what)
+{
+    for (; *s; s++)
+        if (starts_ci(s, what)) return s;
+    return NULL;
+}
+
 /* Does the row's source or notes say `what` (ASCII, any case)? A CSV in the
  * validation columns states its precision, framework and overlaps there
  * ("FP8 (Transformer Engine)", "bf16; Megatron-DeepSpeed", "FSDP2"). */
 static bool says(const Row *r, const char *what)
 {
-    const char *cell[2] = {r->f[col("source")], r->f[col("notes")]};
-    for (int c = 0; c < 2; c++)
-        for (const char *s = cell[c]; *s; s++) {
-            size_t i = 0;
-            while (what[i] && s[i] && tolower((unsigned char)s[i]) == tolower((unsigned char)what[i])) i++;
-            if (!what[i]) return true;
+    return find_ci(r->f[col("source")], what) || find_ci(r->f[col("notes")], what);
+}
+
+/* The word after s, past spaces and ':', '=', '(': its integer (-1 if it is
+ * not one) and, through *word, where it starts. */
+static long word_after(const char *s, const char **word)
+{
+    while (*s == ' ' || *s == ':' || *s == '=' || *s == '(') s++;
+    if (word) *word = s;
+    return isdigit((unsigned char)*s) ? strtol(s, NULL, 10) : -1;
+}
+
+/* How many layers per pipeline chunk a full recompute covers, when the row
+ * says it: Megatron's --recompute-method block with --recompute-num-layers N
+ * (N layers of each chunk recomputed, the others stored). Said in the
+ * recompute cell ("full:5", "full(5)", "full 5") or the notes
+ * ("recompute_num_layers 5", "recompute-num-layers=5", "recompute of 5
+ * layers", "5 layers recomputed"). 0: every layer (unsaid, or the uniform
+ * method, whose N is the size of a checkpointed group). */
+static int64_t recompute_layers_said(const Row *r)
+{
+    const char *rc = r->f[col("recompute")], *notes = r->f[col("notes")];
+    long n = starts(rc, "full") ? word_after(rc + 4, NULL) : -1;
+    if (n > 0) return n;
+    if (says(r, "uniform")) return 0;
+    static const char *const keys[] = {"recompute_num_layers", "recompute-num-layers", "recompute num layers"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const char *at = find_ci(notes, keys[k]);
+        if (at && (n = word_after(at + strlen(keys[k]), NULL)) > 0) return n;
+    }
+    /* "<N> layer" within a few words of "recomput" */
+    for (const char *at = find_ci(notes, "recomput"); at; at = find_ci(at + 1, "recomput")) {
+        const char *from = at - notes > 32 ? at - 32 : notes, *to = at + 48;
+        for (const char *q = from; *q && q < to; q++)
+            if (isdigit((unsigned char)*q) && (q == notes || !isalnum((unsigned char)q[-1]))) {
+                char *end;
+                long v = strtol(q, &end, 10);
+                while (*end == ' ') end++;
+                if (v > 0 && starts_ci(end, "layer")) return v;
+            }
+    }
+    return 0;
+}
+
+/* The gradient reduction's precision as the notes say it: fp32
+ * (grad_reduce_in_fp32 True, --accumulate-allreduce-grads-in-fp32) 1, 16-bit
+ * (grad_reduce_in_fp32 False, --grad-reduce-in-bf16, "bf16 gradient
+ * reduction") 0; unsaid -1. */
+static int fp32_grad_said(const Row *r)
+{
+    static const char *const keys[] = {"grad_reduce_in_fp32", "grad-reduce-in-fp32"};
+    for (size_t k = 0; k < 2; k++)
+        for (int c = 0; c < 2; c++) {
+            const char *at = find_ci(r->f[col(c ? "notes" : "source")], keys[k]), *w;
+            if (!at) continue;
+            word_after(at + strlen(keys[k]), &w);
+            if (starts_ci(w, "false")) return 0;
+            if (starts_ci(w, "true")) return 1;
         }
-    return false;
+    if (says(r, "grad-reduce-in-bf16") || says(r, "grad_reduce_in_bf16") || says(r, "bf16 gradient reduc") ||
+        says(r, "bf16 grad reduc"))
+        return 0;
+    if (says(r, "accumulate-allreduce-grads-in-fp32") || says(r, "fp32 gradient reduc") || says(r, "fp32 grad reduc"))
+        return 1;
+    return -1;
 }
 
 typedef struct Table {
@@ -369,6 +443,13 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     const char *rc = r->f[col("recompute")];
     p->recompute = starts(rc, "full") ? PLAN_RECOMPUTE_FULL
                   : starts(rc, "selective") ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
+    if (p->recompute == PLAN_RECOMPUTE_FULL) {
+        int64_t nl = recompute_layers_said(r), chunk = (m->layers + p->pp * p->vpp - 1) / (p->pp * p->vpp);
+        if (nl > 0 && nl < chunk) {
+            p->recompute_layers = nl;
+            strcat(rules, "full recompute of the layers said (notes); ");
+        }
+    }
     const char *dopt = r->f[col("dist_opt")];
     if (strstr(dopt, "zero3")) p->zero = 3;
     else if (starts(dopt, "distopt")) p->dist_opt = true;
@@ -418,7 +499,7 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     if (!tfl && !tok && !its) return false;
     RowKind k = {.n21 = starts(id, "N21"), .nemo = starts(id, "NEMO"), .bloom = starts(id, "BLOOM"),
                  .opt = starts(id, "OPT"), .tt = starts(id, "TT")};
-    bool n21 = k.n21, nemo = k.nemo, bloom = k.bloom, tt = k.tt;
+    bool n21 = k.n21, bloom = k.bloom, tt = k.tt;
     ModelSpec m;
     char why[128], rules[512] = "";
     if (row_model(r, &m, why, sizeof why)) {
@@ -463,6 +544,11 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     /* bf16 runs reduce in fp32 (Megatron default), except NeMo 24.07
      * recipes: Apex distributed_fused_adam with grad_sync_dtype bf16 */
     in.opt.fp32_grad_reduce = p.dtype == TS_DTYPE_BF16;
+    int g32 = fp32_grad_said(r);
+    if (g32 >= 0 && g32 != in.opt.fp32_grad_reduce) {
+        in.opt.fp32_grad_reduce = g32;
+        strcat(rules, g32 ? "fp32 gradient reduction (notes); " : "16-bit gradient reduction (notes); ");
+    }
     /* torchtitan's "selective op" activation checkpointing */
     in.opt.selective_ops = tt;
     SimResult res;
@@ -471,11 +557,14 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
         return false;
     }
     /* unstated recompute: the least that fits in memory. Megatron-Core
-     * (NeMo) recomputes whole layers, k per chunk (--recompute-num-layers);
-     * Megatron-DeepSpeed 2022 and metaseq recompute every layer. */
+     * (NeMo, Megatron-Bridge, Megatron-LM since 2022) recomputes whole
+     * layers, k per chunk (--recompute-method block --recompute-num-layers);
+     * Megatron 2021, Megatron-DeepSpeed 2022, metaseq and torchtitan
+     * recompute every layer. */
     if (rc_rule) {
         int64_t per_chunk = (m.layers + p.pp * p.vpp - 1) / (p.pp * p.vpp);
-        int64_t nl = nemo ? 1 : per_chunk;
+        bool by_layers = p.framework == PLAN_FRAMEWORK_MEGATRON && !n21 && !bloom && !k.opt;
+        int64_t nl = by_layers ? 1 : per_chunk;
         while (!res.memory.fits && nl <= per_chunk) {
             in.plan = p;
             in.plan.recompute = PLAN_RECOMPUTE_FULL;
@@ -745,9 +834,11 @@ int main(int argc, char **argv)
            "  micro-batch   the run's launch script where public (BLOOM: 2, tr11-176B-ml.slurm); else 1\n"
            "                with PP, else the per-replica batch up to 8 (mb rule); global batch rounded\n"
            "                down to a multiple of mb x dp where it is not one (OPT)\n"
-           "  recompute     as stated; unstated: the least that fits in memory: none, else full recompute\n"
-           "                of the fewest layers per chunk (NeMo / Megatron-Core) or of every layer\n"
-           "                (Megatron-DeepSpeed 2022, metaseq)\n"
+           "  recompute     as stated; full of N layers per chunk (block method) where the cell says\n"
+           "                full:N or the notes recompute_num_layers N / N layers recomputed; unstated:\n"
+           "                the least that fits in memory: none, else full recompute of the fewest layers\n"
+           "                per chunk (Megatron-Core: NeMo, Megatron-Bridge, Megatron-LM) or of every\n"
+           "                layer (Megatron 2021, Megatron-DeepSpeed 2022, metaseq, torchtitan)\n"
            "  precision     as the row's source or notes say (fp8, else bf16, else fp16; fp8 current scaling\n"
            "                or blockwise when said); unsaid: N21 and OPT fp16; NeMo fp8 (Transformer Engine:\n"
            "                transformer-layer GEMMs in fp8, attention and LM head in bf16, fp8-saved GEMM\n"
@@ -756,7 +847,8 @@ int main(int argc, char **argv)
            "                (cuDNN / FlashAttention) for NeMo and torchtitan\n"
            "  gradients     N21: all-reduced after the backward in fp16 (Megatron 2021); NeMo 24.07:\n"
            "                distributed_fused_adam, bf16 grad buffer and sync, overlapped; other bf16\n"
-           "                rows: fp32 reduction (Megatron / FSDP default), overlapped\n"
+           "                rows: fp32 reduction (Megatron / FSDP default), overlapped; as the notes say\n"
+           "                where they do (grad_reduce_in_fp32, --grad-reduce-in-bf16)\n"
            "  TP overlap    on for NeMo (TE userbuffers) and rows whose notes say tp-comm-overlap /\n"
            "                userbuffers, off elsewhere\n"
            "  pipeline      BLOOM: DeepSpeed's PipelineEngine (Megatron-DeepSpeed): blocking p2p of the\n"

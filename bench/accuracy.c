@@ -47,11 +47,11 @@
 
 /* The first NREQ columns are required; the rest are optional knobs a runs
  * file may state (empty or absent: the table's rule). */
-enum { NREQ = 26, NCOL = 29, MAXROW = 128 };
+enum { NREQ = 26, NCOL = 30, MAXROW = 128 };
 static const char *const COLS[NCOL] = {
     "id", "source", "model", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "global_batch",
     "micro_batch", "tp", "pp", "vpp", "dp", "cp", "ep", "seq_parallel", "recompute", "dist_opt", "gpu",
-    "num_gpus", "metric", "value", "notes", "dtype", "attention", "framework"};
+    "num_gpus", "metric", "value", "notes", "dtype", "attention", "framework", "software"};
 /* The values an optional or enumerated column takes (checked on loading). */
 static const struct {
     const char *col, *values;
@@ -59,6 +59,7 @@ static const struct {
     {"dtype", "fp16 bf16 fp8"},
     {"attention", "flash unfused"},
     {"framework", "megatron torchtitan deepspeed"},
+    {"software", "2024 2025"},
 };
 
 /* A field's capacity: a row's notes state its recipe at length. */
@@ -180,6 +181,19 @@ static int64_t recompute_layers_said(const Row *r)
             }
     }
     return 0;
+}
+
+/* The generation of the CUDA libraries the row ran (hw_gpu_software): the
+ * software column, else 2024 where the source or notes name a 2024 stack
+ * (a NeMo 24.x container, CUDA 12.4-12.6), else the current one. */
+static HwSoftware row_software(const Row *r)
+{
+    HwSoftware sw = HW_SOFTWARE_2025;
+    if (*r->f[col("software")]) hw_software_parse(r->f[col("software")], &sw);
+    else if (says(r, "NeMo 24.") || says(r, "container 24.") || says(r, "CUDA 12.4") || says(r, "CUDA 12.5") ||
+             says(r, "CUDA 12.6"))
+        sw = HW_SOFTWARE_2024;
+    return sw;
 }
 
 /* The gradient reduction's precision as the notes say it: fp32
@@ -524,6 +538,9 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     hw_model_init(&hw);
     hw.gpu = cl.gpu;
     if (o->clock_mhz > 0 && strstr(hw.gpu.name, o->clock_gpu)) hw.gpu.sustained_clock_mhz = o->clock_mhz;
+    hw_gpu_software(&hw.gpu, row_software(r));
+    if (hw.gpu.software == HW_SOFTWARE_2024 && (hw.gpu.sw2024_fp8_eff > 0 || hw.gpu.sw2024_attn_factor > 0))
+        strcat(rules, "2024 CUDA libraries (source); ");
     HwNet net;
     hw_net_init(&net, &cl);
     /* torchtitan 2024 defaults: eager PyTorch (compile off, norm_type

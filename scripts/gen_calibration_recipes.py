@@ -220,6 +220,9 @@ def runtime_knobs(rec, k, tp):
     if k == "n21":
         rec.rule("no-dp-overlap", True, "eval_row: Megatron-LM 2021 all-reduced gradients after the backward "
                  "pass, at the 16-bit training dtype")
+    if any(says(row, w) for w in ("nemo 24.", "container 24.", "cuda 12.4", "cuda 12.5", "cuda 12.6")):
+        rec.rule("software", "2024", "eval_row (libraries): a NeMo 24.x container (CUDA 12.5) ran the 2024 CUDA "
+                 "libraries: cuBLAS before 12.9 (slower Hopper FP8 GEMMs), cuDNN 9.2 attention")
     if dtype != "bf16":
         rec.rule("fp16-grad-reduce", True, "eval_row (gradients): bf16 runs reduce in fp32 (Megatron default); "
                  "fp16 and fp8 rows at 16 bit (NeMo 24.07: Apex distributed_fused_adam, grad_sync_dtype bf16)")
@@ -235,12 +238,13 @@ def fits(trainsim, args):
 def recompute_rule(trainsim, rec, k, layers, pp, vpp):
     """eval_row: unstated recompute, the least that fits in memory."""
     text = ("eval_row (recompute): unstated: the least that fits in memory: none, else full recompute of the "
-            "fewest layers per chunk (NeMo / Megatron-Core) or of every layer (Megatron-DeepSpeed 2022, metaseq)")
+            "fewest layers per chunk (Megatron-Core: NeMo, Megatron-Bridge, Megatron-LM) or of every layer "
+            "(Megatron 2021, Megatron-DeepSpeed 2022, metaseq, torchtitan)")
     rec.rule("recompute", "none", text)
     if fits(trainsim, rec.args()):
         return
     per_chunk = -(-layers // (pp * vpp))
-    nl = 1 if k == "nemo" else per_chunk
+    nl = 1 if k in ("nemo", "mb") else per_chunk
     while nl <= per_chunk:
         rec.rule("recompute", "full", text)
         rec.knobs.pop("recompute-layers", None)

@@ -109,6 +109,13 @@ typedef struct GpuSpec {
                                              elementwise kernel, which a broadcast operand or a
                                              row mask sends ops to: bound by the SMs' index
                                              arithmetic, not HBM; 0 = unknown (streamed bytes) */
+    /* The 2024 libraries (CUDA 12.4-12.6: cuBLAS before 12.9, cuDNN 9.2), where
+     * they ran slower than the current ones the fields above describe; 0 = the
+     * same. hw_gpu_software applies them. */
+    double sw2024_fp8_eff;                /* gemm_eff[fp8] under them, 0.68 (H100) */
+    double sw2024_attn_factor;            /* attention efficiency multiplier, 0.88 */
+    int software;                         /* the libraries applied: 2025 (the fields as
+                                             loaded, the default) or 2024 */
 } GpuSpec;
 
 /* Load a preset name ("h100-sxm5-80gb", resolved in <data>/gpus/) or a JSON
@@ -120,6 +127,19 @@ TsStatus hw_gpu_load(const char *name_or_path, GpuSpec *out, TsError *err);
 int hw_gpu_names(char names[][64], int cap);
 /* JSON text of a spec (the preset format). */
 void hw_gpu_to_json(const GpuSpec *g, TsBuf *out);
+
+/* The generation of the CUDA libraries a run uses. 2025 (default): cuBLAS
+ * 12.9 and later, cuDNN 9.10 and later, what the presets describe; 2024:
+ * CUDA 12.4-12.6 (NeMo 24.x containers), whose Hopper FP8 GEMMs and cuDNN
+ * attention were slower (docs/hardware.md, "Library generation"). */
+typedef enum { HW_SOFTWARE_2025 = 2025, HW_SOFTWARE_2024 = 2024 } HwSoftware;
+/* "2024" / "2025" -> *out; false for anything else. */
+bool hw_software_parse(const char *s, HwSoftware *out);
+/* Put g's compute parameters on the libraries of `sw`: 2024 replaces the FP8
+ * GEMM efficiency and scales the attention efficiencies by the preset's 2024
+ * figures where it has them. A spec already on the 2024 libraries stays
+ * there; 2025 leaves a spec as loaded. */
+void hw_gpu_software(GpuSpec *g, HwSoftware sw);
 
 /* ---- clusters ------------------------------------------------------------------- */
 typedef struct ClusterSpec {

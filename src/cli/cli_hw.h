@@ -1,6 +1,6 @@
 /*
  * cli_hw.h — the hardware option group every command that costs time or
- * memory reuses: --gpu, --cluster, --gpus, --calibration, --busbw.
+ * memory reuses: --gpu, --cluster, --gpus, --calibration, --busbw, --software.
  *
  * Resolution: --cluster NAME|FILE sized to --gpus (default: default_gpus,
  * else one node). --gpu NAME|FILE alone picks the cluster preset built on
@@ -22,6 +22,7 @@ typedef struct CliHw {
     const char *calibration;  /* --calibration FILE (measured kernel times) */
     const char *busbw;        /* --busbw FILE (measured bus bandwidth, SimAI yaml or JSON) */
     const char *gpus_list;    /* --gpus N[,N..] when added by cli_hw_add_list (sweep), else NULL */
+    const char *software;     /* --software 2025|2024: the CUDA libraries' generation, NULL = 2025 */
 } CliHw;
 
 typedef struct CliHwLoaded {

@@ -39,6 +39,13 @@ ENUM_CHECK(cli_check_moe_dispatch, PlanMoeDispatch, plan_moe_dispatch_parse, pla
 ENUM_CHECK(cli_check_fp8_recipe, PlanFp8Recipe, plan_fp8_parse, plan_fp8_name, PLAN_FP8_COUNT)
 #undef ENUM_CHECK
 
+TsStatus cli_check_software(const char *opt, const char *val, TsError *err)
+{
+    static const char *const names[] = {"2025", "2024"};
+    HwSoftware sw;
+    return hw_software_parse(val, &sw) ? TS_OK : bad(opt, val, names, 2, err);
+}
+
 bool cli_train_dtype(const char *s, TsDtype *out)
 {
     TsDtype d;

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "trainsim/plan.h"
+#include "trainsim/hw.h"
 
 #define CLI_PLAN_MAX_STAGES 1024
 
@@ -30,6 +31,8 @@ TsStatus cli_check_optimizer(const char *opt, const char *val, TsError *err);
 TsStatus cli_check_moe_dispatch(const char *opt, const char *val, TsError *err);
 TsStatus cli_check_fp8_recipe(const char *opt, const char *val, TsError *err);
 TsStatus cli_check_dtype(const char *opt, const char *val, TsError *err);
+/* --software: 2025 or 2024 (hw_software_parse). */
+TsStatus cli_check_software(const char *opt, const char *val, TsError *err);
 TsStatus cli_check_adam_moments(const char *opt, const char *val, TsError *err);
 TsStatus cli_check_rc_modules(const char *opt, const char *val, TsError *err);
 TsStatus cli_check_stage_layers(const char *opt, const char *val, TsError *err);

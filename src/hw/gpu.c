@@ -13,7 +13,8 @@ static const char *const MODEL_KEYS[] = {
     "simt_tile", "simt_k_half",
     "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "attn_causal_half",
     "attn_causal_eff", "attn_fa2_factor", "mem_eff",
-    "mem_half_mb", "launch_us", "eager_generic_gelem_per_ms", "notes", NULL};
+    "mem_half_mb", "launch_us", "eager_generic_gelem_per_ms", "software_2024", "notes", NULL};
+static const char *const SW2024_KEYS[] = {"gemm_eff_fp8", "attn_factor", NULL};
 static const char *const DTYPE_KEYS[] = {
 #define X(e, n, b) n,
     TS_DTYPE_LIST(X)
@@ -47,6 +48,7 @@ static void gpu_defaults(GpuSpec *g)
     g->mem_eff = 0.85;
     g->mem_half_bytes = 3e6;
     g->launch_s = 3e-6;
+    g->software = HW_SOFTWARE_2025;
 }
 
 /* Per-dtype object {"fp32": x, ...}; scale converts file units to SI. */
@@ -157,6 +159,18 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
         ts_err_hint(err, "G elements per ms of PyTorch's generic elementwise kernel, e.g. 0.34 (H100); "
                          "leave it out when unknown");
         return st;
+    }
+    json_t *sw;
+    if ((st = hw_json_obj(doc, m, "software_2024", "model.software_2024", false, &sw, err))) return st;
+    if (sw) {
+        if ((st = hw_check_keys(doc, sw, "model.software_2024", SW2024_KEYS, err))) return st;
+        if ((st = num(doc, sw, "gemm_eff_fp8", "model.software_2024", false, 0.01, 1, 1, &g->sw2024_fp8_eff, err)) ||
+            (st = num(doc, sw, "attn_factor", "model.software_2024", false, 0.05, 2, 1, &g->sw2024_attn_factor,
+                      err))) {
+            ts_err_hint(err, "the 2024 libraries' figures where they differ, e.g. {\"gemm_eff_fp8\": 0.68, "
+                             "\"attn_factor\": 0.88}");
+            return st;
+        }
     }
     json_t *notes = json_object_get(m, "notes");
     if (notes && !json_is_string(notes) && !json_is_object(notes))
@@ -291,8 +305,35 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
                       g->attn_fa2_factor[1]);
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
-    kv_num(b, "    ", "launch_us", g->launch_s * 1e6, g->eager_generic_gelem_per_ms > 0);
+    /* (a spec already on the 2024 libraries carries them in its figures) */
+    bool sw = g->software != HW_SOFTWARE_2024 && (g->sw2024_fp8_eff > 0 || g->sw2024_attn_factor > 0);
+    kv_num(b, "    ", "launch_us", g->launch_s * 1e6, g->eager_generic_gelem_per_ms > 0 || sw);
     if (g->eager_generic_gelem_per_ms > 0)
-        kv_num(b, "    ", "eager_generic_gelem_per_ms", g->eager_generic_gelem_per_ms, false);
+        kv_num(b, "    ", "eager_generic_gelem_per_ms", g->eager_generic_gelem_per_ms, sw);
+    if (sw) {
+        ts_buf_puts(b, "    \"software_2024\": {\n");
+        if (g->sw2024_fp8_eff > 0) kv_num(b, "      ", "gemm_eff_fp8", g->sw2024_fp8_eff, g->sw2024_attn_factor > 0);
+        if (g->sw2024_attn_factor > 0) kv_num(b, "      ", "attn_factor", g->sw2024_attn_factor, false);
+        ts_buf_puts(b, "    }\n");
+    }
     ts_buf_puts(b, "  }\n}\n");
+}
+
+bool hw_software_parse(const char *s, HwSoftware *out)
+{
+    if (!strcmp(s, "2024")) *out = HW_SOFTWARE_2024;
+    else if (!strcmp(s, "2025")) *out = HW_SOFTWARE_2025;
+    else return false;
+    return true;
+}
+
+void hw_gpu_software(GpuSpec *g, HwSoftware sw)
+{
+    if (sw != HW_SOFTWARE_2024 || g->software == HW_SOFTWARE_2024) return;
+    if (g->sw2024_fp8_eff > 0) g->gemm_eff[TS_DTYPE_FP8] = g->sw2024_fp8_eff;
+    if (g->sw2024_attn_factor > 0) {
+        g->attn_fwd_eff *= g->sw2024_attn_factor;
+        g->attn_bwd_eff *= g->sw2024_attn_factor;
+    }
+    g->software = HW_SOFTWARE_2024;
 }

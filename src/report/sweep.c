@@ -230,8 +230,9 @@ void rep_sweep_text(const RepSweep *o, const SearchConfig *c, const SearchResult
     const SearchStats *s = &r->stats;
     char cap[32];
     rep_fmt_bytes(cap, sizeof cap, hw->hbm_bytes);
-    ts_buf_printf(b, "sweep: %s on %s x %s (%s), seq %lld, global batch %lld, %s, ranked by %s\n", m->name, o->gpus,
-                  hw->name, o->cluster, (long long)o->seq, (long long)o->global_batch, ts_dtype_name(o->dtype),
+    ts_buf_printf(b, "sweep: %s on %s x %s (%s)%s, seq %lld, global batch %lld, %s, ranked by %s\n", m->name,
+                  o->gpus, hw->name, o->cluster, hw->software == HW_SOFTWARE_2024 ? ", 2024 CUDA libraries" : "",
+                  (long long)o->seq, (long long)o->global_batch, ts_dtype_name(o->dtype),
                   search_objective_name(c->objective));
     ts_buf_printf(b, "plans: %lld candidates, %lld valid (enumerated), %lld pruned (do not fit in %s), "
                      "%lld bounded (cannot reach the top %d), %lld simulated\n\n",

@@ -24,7 +24,7 @@
  * leave-one-model-out check of the B200 one (cross_validate,
  * cross_validate_b200). A runs file has the validation columns (COLS, any
  * order, named in its header line; extra columns are ignored; dtype,
- * attention and framework optional, stating what a table's rule would
+ * attention, framework and software optional, stating what a table's rule would
  * otherwise choose); its rows
  * form tables by id prefix (the id up to its last '-'): the published
  * tables' rules apply to their ids, Megatron-Core's defaults to any other.
@@ -183,16 +183,48 @@ static int64_t recompute_layers_said(const Row *r)
     return 0;
 }
 
+/* The latest year (2016-2030, a number of four digits on its own) the
+ * row's source or notes name; 0 if none. */
+static int latest_year(const Row *r)
+{
+    int y = 0;
+    const char *cell[2] = {r->f[col("source")], r->f[col("notes")]};
+    for (int c = 0; c < 2; c++)
+        for (const char *s = cell[c]; *s; s++) {
+            bool edge = s == cell[c] || !(isdigit((unsigned char)s[-1]) || s[-1] == '.');
+            if (!edge || !isdigit((unsigned char)s[0])) continue;
+            int n = 0;
+            while (isdigit((unsigned char)s[n])) n++;
+            if (n == 4 && s[4] != '.') {
+                int v = atoi(s);
+                if (v >= 2016 && v <= 2030 && v > y) y = v;
+            }
+            s += n - 1;
+        }
+    return y;
+}
+
 /* The generation of the CUDA libraries the row ran (hw_gpu_software): the
- * software column, else 2024 where the source or notes name a 2024 stack
- * (a NeMo 24.x container, CUDA 12.4-12.6), else the current one. */
-static HwSoftware row_software(const Row *r)
+ * software column; else 2024 where the source or notes name a 2024 stack (a
+ * NeMo 24.x container, CUDA 12.4-12.6) or date the run no later than 2024
+ * (a run published then ran before cuBLAS 12.9, May 2025); else the current
+ * libraries. *why: the rule's words. */
+static HwSoftware row_software(const Row *r, const char **why)
 {
     HwSoftware sw = HW_SOFTWARE_2025;
-    if (*r->f[col("software")]) hw_software_parse(r->f[col("software")], &sw);
-    else if (says(r, "NeMo 24.") || says(r, "container 24.") || says(r, "CUDA 12.4") || says(r, "CUDA 12.5") ||
-             says(r, "CUDA 12.6"))
+    *why = "";
+    int y = latest_year(r);
+    if (*r->f[col("software")]) {
+        hw_software_parse(r->f[col("software")], &sw);
+        *why = "2024 CUDA libraries (software column); ";
+    } else if (says(r, "NeMo 24.") || says(r, "container 24.") || says(r, "CUDA 12.4") || says(r, "CUDA 12.5") ||
+               says(r, "CUDA 12.6")) {
         sw = HW_SOFTWARE_2024;
+        *why = "2024 CUDA libraries (source); ";
+    } else if (y > 0 && y <= 2024) {
+        sw = HW_SOFTWARE_2024;
+        *why = "2024 CUDA libraries (published by 2024); ";
+    }
     return sw;
 }
 
@@ -538,9 +570,10 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     hw_model_init(&hw);
     hw.gpu = cl.gpu;
     if (o->clock_mhz > 0 && strstr(hw.gpu.name, o->clock_gpu)) hw.gpu.sustained_clock_mhz = o->clock_mhz;
-    hw_gpu_software(&hw.gpu, row_software(r));
+    const char *sw_why;
+    hw_gpu_software(&hw.gpu, row_software(r, &sw_why));
     if (hw.gpu.software == HW_SOFTWARE_2024 && (hw.gpu.sw2024_fp8_eff > 0 || hw.gpu.sw2024_attn_factor > 0))
-        strcat(rules, "2024 CUDA libraries (source); ");
+        strcat(rules, sw_why);
     HwNet net;
     hw_net_init(&net, &cl);
     /* torchtitan 2024 defaults: eager PyTorch (compile off, norm_type
@@ -868,6 +901,9 @@ int main(int argc, char **argv)
            "                where they do (grad_reduce_in_fp32, --grad-reduce-in-bf16)\n"
            "  TP overlap    on for NeMo (TE userbuffers) and rows whose notes say tp-comm-overlap /\n"
            "                userbuffers, off elsewhere\n"
+           "  libraries     2024 CUDA libraries (Hopper FP8 GEMMs, cuDNN attention slower) for rows on\n"
+           "                a NeMo 24.x container or CUDA 12.4-12.6, or dated 2024 or earlier; a software\n"
+           "                column wins; else the current ones\n"
            "  pipeline      BLOOM: DeepSpeed's PipelineEngine (Megatron-DeepSpeed): blocking p2p of the\n"
            "                whole activation per TP rank, fp32 all-reduce after the flush, ZeRO-1\n"
            "                gather at the step, BF16-optimizer fp32 accumulation per micro-batch\n"

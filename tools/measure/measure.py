@@ -1087,14 +1087,25 @@ def cmd_power(args, ctx, rows, budget):
     m, n, k = args.gemm
     duties = args.duties
     dev = ctx.device
-    a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
-    b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
-    c = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
+    bf = torch.bfloat16
+    if args.dtype == "fp8":
+        if ctx.capability < (8, 9) or not hasattr(torch, "_scaled_mm"):
+            raise MeasureError("power --dtype fp8 needs FP8 tensor cores and torch._scaled_mm")
+        one = torch.tensor(1.0, device=dev, dtype=torch.float32)
+        a = torch.randn(m, k, device=dev, dtype=bf).to(torch.float8_e4m3fn)
+        bt = torch.randn(n, k, device=dev, dtype=bf).to(torch.float8_e4m3fn)  # mat2 = bt.t(): column-major
+
+        def gemm():
+            torch._scaled_mm(a, bt.t(), scale_a=one, scale_b=one, out_dtype=bf)
+    else:
+        a = torch.randn(m, k, device=dev, dtype=bf)
+        b = torch.randn(k, n, device=dev, dtype=bf)
+        c = torch.empty(m, n, device=dev, dtype=bf)
+
+        def gemm():
+            torch.mm(a, b, out=c)
     el = 64 * 2**20
     x, y, z = (torch.randn(el, device=dev) for _ in range(3))
-
-    def gemm():
-        torch.mm(a, b, out=c)
 
     def mem():
         torch.add(x, y, out=z)
@@ -1138,7 +1149,7 @@ def cmd_power(args, ctx, rows, budget):
             "duty_target": d,
             "duty": g / (g + mm) if g + mm > 0 else 0.0,
             "gemm": f"{m}x{n}x{k}",
-            "dtype": "bf16",
+            "dtype": args.dtype,
             "gemms_per_iter": ng,
             "mem_kernels_per_iter": nm,
             "mem_kernel": "fp32 add, 3 x 256 MB",
@@ -1152,7 +1163,7 @@ def cmd_power(args, ctx, rows, budget):
             "power_limit_w": ctx.clock.nv.nvmlDeviceGetEnforcedPowerLimit(ctx.clock.handle) / 1e3,
         }
         rows.write(ctx.stamp(row, mhz))
-        log(f"power: duty {row['duty']:.2f} ({ng} GEMM + {nm} adds): {mhz} MHz, {watts} W, "
+        log(f"power {args.dtype}: duty {row['duty']:.2f} ({ng} GEMM + {nm} adds): {mhz} MHz, {watts} W, "
             f"GEMM {row['gemm_tflops_steady'] or 0:.0f} TFLOP/s, adds {row['mem_gbps_steady'] or 0:.0f} GB/s")
 
 
@@ -1326,10 +1337,12 @@ def make_parser():
 
     s = sub.add_parser("power", help="part G-power: SM clock and board power at each GEMM duty")
     s.add_argument("--gemm", type=gemm_shape, default="8192x7168x8192", metavar="MxNxK",
-                   help="the bf16 GEMM (default 8192x7168x8192)")
+                   help="the GEMM (default 8192x7168x8192)")
     s.add_argument("--duties", type=duty_list, default="1,0.8,0.6,0.4,0.2,0", metavar="LIST",
                    help="GEMM shares of the busy time, comma-separated (default 1,0.8,0.6,0.4,0.2,0)")
     s.add_argument("--seconds", type=positive_float, default=8.0, metavar="S", help="seconds per duty (default 8)")
+    s.add_argument("--dtype", choices=("bf16", "fp8"), default="bf16",
+                   help="the GEMM's type: bf16 (torch.mm) or fp8 e4m3 (torch._scaled_mm, bf16 out)")
     common(s, None, 0)
 
     s = sub.add_parser("batch", help="run the subcommands in FILE (one a line) in one process")

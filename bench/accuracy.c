@@ -142,6 +142,26 @@ static bool says(const Row *r, const char *what)
     return find_ci(r->f[col("source")], what) || find_ci(r->f[col("notes")], what);
 }
 
+/* Does the row say TP communication is overlapped: "TP" as a word (also
+ * in a list such as "TP/DP/PP") with "overlap" among the next few words
+ * ("TP overlap", "TP comm overlap", "TP/DP/PP communication overlap
+ * enabled"), not negated ("no TP overlap", "TP overlap off")? */
+static bool says_tp_overlap(const Row *r)
+{
+    const char *cell[2] = {r->f[col("source")], r->f[col("notes")]};
+    for (int c = 0; c < 2; c++)
+        for (const char *s = find_ci(cell[c], "tp"); s; s = find_ci(s + 2, "tp")) {
+            bool word = (s == cell[c] || !isalnum((unsigned char)s[-1])) && !isalnum((unsigned char)s[2]);
+            if (!word) continue;
+            const char *ov = find_ci(s, "overlap");
+            if (!ov || ov - s > 32) continue;
+            bool neg = (s - cell[c] >= 3 && starts_ci(s - 3, "no ")) || starts_ci(ov + 7, " off") ||
+                       starts_ci(ov + 7, " disabled") || starts_ci(ov + 7, "=false") || starts_ci(ov + 7, " false");
+            if (!neg) return true;
+        }
+    return false;
+}
+
 /* The word after s, past spaces and ':', '=', '(': its integer (-1 if it is
  * not one) and, through *word, where it starts. */
 static long word_after(const char *s, const char **word)
@@ -517,8 +537,8 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     /* fused attention only in the 2024 frameworks (NeMo/TE, torchtitan SDPA) */
     p->flash_attn = !(n21 || bloom || opt);
     /* NeMo performance recipes overlap TP comm (TE userbuffers) */
-    bool tpov = says(r, "tp-comm-overlap") || says(r, "tp comm overlap") || says(r, "tp communication overlap") ||
-                says(r, "tp overlap") || says(r, "userbuffers");
+    bool tpov = says(r, "tp-comm-overlap") || says(r, "tp_comm_overlap") || says(r, "userbuffers") ||
+                says_tp_overlap(r);
     p->tp_overlap = (nemo || tpov) && p->tp > 1;
     if (tpov && !nemo && p->tp > 1) strcat(rules, "TP overlap (notes); ");
     /* stated knobs (optional columns) over the table's rules */
@@ -900,7 +920,7 @@ int main(int argc, char **argv)
            "                rows: fp32 reduction (Megatron / FSDP default), overlapped; as the notes say\n"
            "                where they do (grad_reduce_in_fp32, --grad-reduce-in-bf16)\n"
            "  TP overlap    on for NeMo (TE userbuffers) and rows whose notes say tp-comm-overlap /\n"
-           "                userbuffers, off elsewhere\n"
+           "                userbuffers / TP ... overlap (\"TP/DP/PP communication overlap\"), off elsewhere\n"
            "  libraries     2024 CUDA libraries (Hopper FP8 GEMMs, cuDNN attention slower) for rows on\n"
            "                a NeMo 24.x container or CUDA 12.4-12.6, or dated 2024 or earlier; a software\n"
            "                column wins; else the current ones\n"

@@ -592,7 +592,7 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     if (o->clock_mhz > 0 && strstr(hw.gpu.name, o->clock_gpu)) hw.gpu.sustained_clock_mhz = o->clock_mhz;
     const char *sw_why;
     hw_gpu_software(&hw.gpu, row_software(r, &sw_why));
-    if (hw.gpu.software == HW_SOFTWARE_2024 && (hw.gpu.sw2024_fp8_eff > 0 || hw.gpu.sw2024_attn_factor > 0))
+    if (hw.gpu.software == HW_SOFTWARE_2024 && (hw.gpu.sw2024_fp8_eff > 0 || hw.gpu.sw2024_attn_factor[0] > 0))
         strcat(rules, sw_why);
     HwNet net;
     hw_net_init(&net, &cl);

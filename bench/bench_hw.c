@@ -21,41 +21,44 @@ typedef struct GemmRow {
     int64_t m, n, k;
     double meas; /* TFLOP/s */
     const char *src;
+    HwSoftware sw; /* the libraries measured: 2024 for Azure's Sep 2024 sweep (CUDA 12.5/12.6) */
 } GemmRow;
 
 static const GemmRow GEMMS[] = {
-    {"h100-sxm5-80gb", TS_DTYPE_BF16, 1024, 1024, 1024, 176.6, "torch sweep (launch-bound)"},
-    {"h100-sxm5-80gb", TS_DTYPE_BF16, 2048, 2048, 2048, 676.6, "torch sweep"},
-    {"h100-sxm5-80gb", TS_DTYPE_BF16, 4096, 4096, 4096, 788.7, "torch sweep"},
-    {"h100-sxm5-80gb", TS_DTYPE_BF16, 8192, 8192, 8192, 797.5, "torch sweep"},
-    {"h100-sxm5-80gb", TS_DTYPE_BF16, 10240, 10240, 10240, 719.7, "torch sweep (throttled)"},
-    {"h100-sxm5-80gb", TS_DTYPE_FP16, 4096, 4096, 4096, 760.0, "torch sweep"},
-    {"h100-sxm5-80gb", TS_DTYPE_TF32, 4096, 4096, 4096, 402.2, "torch sweep"},
-    {"h100-sxm5-80gb", TS_DTYPE_FP8, 4096, 4096, 4096, 1216.9, "Azure cuBLASLt"},
-    {"h100-sxm5-80gb", TS_DTYPE_FP8, 8192, 8192, 8192, 1290.1, "Azure cuBLASLt"},
-    {"h100-sxm5-80gb", TS_DTYPE_FP8, 6144, 12288, 12288, 1351.4, "Azure cuBLASLt"},
-    {"h100-sxm5-80gb", TS_DTYPE_FP8, 802816, 192, 768, 663.8, "Azure (huge M)"},
-    {"h100-sxm5-80gb", TS_DTYPE_BF16, 2048, 2048, 13312, 794.5, "MAMF best shape"},
-    {"a100-sxm4-80gb", TS_DTYPE_BF16, 1024, 10240, 5120, 271.2, "MAMF best shape"},
-    {"a100-sxm4-80gb", TS_DTYPE_FP16, 2048, 2048, 2048, 221.8, "Azure cuBLASLt"},
-    {"a100-sxm4-80gb", TS_DTYPE_FP16, 4096, 4096, 4096, 228.0, "Azure cuBLASLt"},
-    {"a100-sxm4-80gb", TS_DTYPE_FP16, 8192, 8192, 8192, 253.7, "Azure cuBLASLt"},
-    {"a100-sxm4-80gb", TS_DTYPE_FP16, 6144, 12288, 12288, 250.8, "Azure cuBLASLt"},
-    {"a100-sxm4-80gb", TS_DTYPE_FP16, 1024, 2145, 1024, 132.8, "Azure (odd N)"},
-    {"a100-sxm4-80gb", TS_DTYPE_FP16, 802816, 192, 768, 157.8, "Azure (huge M)"},
-    {"a100-pcie-40gb", TS_DTYPE_BF16, 4096, 4096, 4096, 234.1, "torch sweep #108"},
-    {"h200-sxm-141gb", TS_DTYPE_FP8, 8192, 8192, 8192, 1300.6, "Azure cuBLASLt"},
-    {"b200", TS_DTYPE_BF16, 1792, 16128, 3072, 1745.0, "MAMF best shape"},
-    {"mi300x", TS_DTYPE_BF16, 10240, 15360, 8192, 668.4, "MAMF best shape"},
+    {"h100-sxm5-80gb", TS_DTYPE_BF16, 1024, 1024, 1024, 176.6, "torch sweep (launch-bound)", HW_SOFTWARE_2025},
+    {"h100-sxm5-80gb", TS_DTYPE_BF16, 2048, 2048, 2048, 676.6, "torch sweep", HW_SOFTWARE_2025},
+    {"h100-sxm5-80gb", TS_DTYPE_BF16, 4096, 4096, 4096, 788.7, "torch sweep", HW_SOFTWARE_2025},
+    {"h100-sxm5-80gb", TS_DTYPE_BF16, 8192, 8192, 8192, 797.5, "torch sweep", HW_SOFTWARE_2025},
+    {"h100-sxm5-80gb", TS_DTYPE_BF16, 10240, 10240, 10240, 719.7, "torch sweep (throttled)", HW_SOFTWARE_2025},
+    {"h100-sxm5-80gb", TS_DTYPE_FP16, 4096, 4096, 4096, 760.0, "torch sweep", HW_SOFTWARE_2025},
+    {"h100-sxm5-80gb", TS_DTYPE_TF32, 4096, 4096, 4096, 402.2, "torch sweep", HW_SOFTWARE_2025},
+    {"h100-sxm5-80gb", TS_DTYPE_FP8, 4096, 4096, 4096, 1216.9, "Azure cuBLASLt", HW_SOFTWARE_2024},
+    {"h100-sxm5-80gb", TS_DTYPE_FP8, 8192, 8192, 8192, 1290.1, "Azure cuBLASLt", HW_SOFTWARE_2024},
+    {"h100-sxm5-80gb", TS_DTYPE_FP8, 6144, 12288, 12288, 1351.4, "Azure cuBLASLt", HW_SOFTWARE_2024},
+    {"h100-sxm5-80gb", TS_DTYPE_FP8, 802816, 192, 768, 663.8, "Azure (huge M)", HW_SOFTWARE_2024},
+    {"h100-sxm5-80gb", TS_DTYPE_BF16, 2048, 2048, 13312, 794.5, "MAMF best shape", HW_SOFTWARE_2025},
+    {"a100-sxm4-80gb", TS_DTYPE_BF16, 1024, 10240, 5120, 271.2, "MAMF best shape", HW_SOFTWARE_2025},
+    {"a100-sxm4-80gb", TS_DTYPE_FP16, 2048, 2048, 2048, 221.8, "Azure cuBLASLt", HW_SOFTWARE_2024},
+    {"a100-sxm4-80gb", TS_DTYPE_FP16, 4096, 4096, 4096, 228.0, "Azure cuBLASLt", HW_SOFTWARE_2024},
+    {"a100-sxm4-80gb", TS_DTYPE_FP16, 8192, 8192, 8192, 253.7, "Azure cuBLASLt", HW_SOFTWARE_2024},
+    {"a100-sxm4-80gb", TS_DTYPE_FP16, 6144, 12288, 12288, 250.8, "Azure cuBLASLt", HW_SOFTWARE_2024},
+    {"a100-sxm4-80gb", TS_DTYPE_FP16, 1024, 2145, 1024, 132.8, "Azure (odd N)", HW_SOFTWARE_2024},
+    {"a100-sxm4-80gb", TS_DTYPE_FP16, 802816, 192, 768, 157.8, "Azure (huge M)", HW_SOFTWARE_2024},
+    {"a100-pcie-40gb", TS_DTYPE_BF16, 4096, 4096, 4096, 234.1, "torch sweep #108", HW_SOFTWARE_2025},
+    {"h200-sxm-141gb", TS_DTYPE_FP8, 8192, 8192, 8192, 1300.6, "Azure cuBLASLt", HW_SOFTWARE_2024},
+    {"b200", TS_DTYPE_BF16, 1792, 16128, 3072, 1745.0, "MAMF best shape", HW_SOFTWARE_2025},
+    {"mi300x", TS_DTYPE_BF16, 10240, 15360, 8192, 668.4, "MAMF best shape", HW_SOFTWARE_2025},
 };
 
-/* The kernel model of a GPU preset; false (and a line saying why) when it
- * does not load. */
-static bool load_gpu(const char *name, HwModel *m)
+/* The kernel model of a GPU preset on the libraries `sw`; false (and a line saying why) when it does not load. */
+static bool load_gpu(const char *name, HwSoftware sw, HwModel *m)
 {
     TsError e = {0};
     hw_model_init(m);
-    if (hw_gpu_load(name, &m->gpu, &e) == TS_OK) return true;
+    if (hw_gpu_load(name, &m->gpu, &e) == TS_OK) {
+        hw_gpu_software(&m->gpu, sw);
+        return true;
+    }
     printf("  cannot load %s: %s\n", name, e.msg);
     return false;
 }
@@ -69,13 +72,13 @@ static void gemm_table(void)
     for (size_t i = 0; i < sizeof GEMMS / sizeof GEMMS[0]; i++) {
         const GemmRow *r = &GEMMS[i];
         HwModel m;
-        if (!load_gpu(r->gpu, &m)) continue;
+        if (!load_gpu(r->gpu, r->sw, &m)) continue;
         double p = hw_gemm_flops_per_s(&m, 1, r->m, r->n, r->k, r->dt) / 1e12;
         char shape[40];
         snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)r->m, (long long)r->n, (long long)r->k);
         double err = p / r->meas - 1;
-        printf("  %-15s %-5s %22s %9.1f %9.1f %+7.1f%%  %s\n", r->gpu, ts_dtype_name(r->dt), shape, p, r->meas,
-               err * 100, r->src);
+        printf("  %-15s %-5s %22s %9.1f %9.1f %+7.1f%%  %s%s\n", r->gpu, ts_dtype_name(r->dt), shape, p, r->meas,
+               err * 100, r->src, r->sw == HW_SOFTWARE_2024 ? " (2024 libraries)" : "");
         if (r->m > 1024) sum += fabs(err), n++;
     }
     printf("  mean |error| excluding 1024^3: %.1f%% over %d rows\n\n", 100 * sum / n, n);
@@ -90,6 +93,7 @@ typedef struct AttnRow {
     int d, causal, pass;
     double meas[6]; /* seq 512 .. 16k */
 } AttnRow;
+/* the FA3 paper's cuDNN rows: July 2024, the 2024 libraries */
 
 static const AttnRow ATTNS[] = {
     {"a100-sxm4-80gb", "FA2 fwd+bwd", 64, 0, 2, {132, 153, 162, 171, 175, 176}},
@@ -111,7 +115,8 @@ static void attn_table(void)
     for (size_t i = 0; i < sizeof ATTNS / sizeof ATTNS[0]; i++) {
         const AttnRow *r = &ATTNS[i];
         HwModel m;
-        if (!load_gpu(r->gpu, &m)) continue;
+        bool cudnn = r->what[0] == 'c';
+        if (!load_gpu(r->gpu, cudnn ? HW_SOFTWARE_2024 : HW_SOFTWARE_2025, &m)) continue;
         printf("  %-15s %-12s hd%-3d %-10s", r->gpu, r->what, r->d, r->causal ? "causal" : "non-causal");
         for (int k = 0; k < 6; k++) {
             int64_t s = 512LL << k, heads = 2048 / r->d, B = 16384 / s;

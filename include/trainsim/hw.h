@@ -113,7 +113,8 @@ typedef struct GpuSpec {
      * they ran slower than the current ones the fields above describe; 0 = the
      * same. hw_gpu_software applies them. */
     double sw2024_fp8_eff;                /* gemm_eff[fp8] under them, 0.68 (H100) */
-    double sw2024_attn_factor;            /* attention efficiency multiplier, 0.88 */
+    double sw2024_attn_factor[2];         /* attention efficiency multipliers forward / backward,
+                                             0.96 / 0.89 (H100) */
     int software;                         /* the libraries applied: 2025 (the fields as
                                              loaded, the default) or 2024 */
 } GpuSpec;

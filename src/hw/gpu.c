@@ -104,8 +104,8 @@ static TsStatus tile_pair(const TsJsonDoc *doc, json_t *m, const char *key, cons
 }
 
 /* "key": [forward, backward], numbers in lo..hi (absent: keep out[]). */
-static TsStatus pair(const TsJsonDoc *doc, json_t *m, const char *key, double lo, double hi, double out[2],
-                     TsError *err)
+static TsStatus pair(const TsJsonDoc *doc, json_t *m, const char *prefix, const char *key, double lo, double hi,
+                     double out[2], TsError *err)
 {
     json_t *a = json_object_get(m, key);
     if (!a) return TS_OK;
@@ -116,9 +116,9 @@ static TsStatus pair(const TsJsonDoc *doc, json_t *m, const char *key, double lo
         ok = json_is_number(x) && (v[i] = json_number_value(x)) >= lo && v[i] <= hi;
     }
     if (!ok) {
-        char path[64], msg[128];
-        snprintf(path, sizeof path, "model.%s", key);
-        snprintf(msg, sizeof msg, "'model.%s' must be [forward, backward], numbers in %g..%g", key, lo, hi);
+        char path[96], msg[192];
+        snprintf(path, sizeof path, "%s.%s", prefix, key);
+        snprintf(msg, sizeof msg, "'%s' must be [forward, backward], numbers in %g..%g", path, lo, hi);
         return hw_err_path(doc, path, err, msg, "time factors of the two passes, e.g. [1.9, 1.85]");
     }
     out[0] = v[0], out[1] = v[1];
@@ -150,7 +150,7 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
         return st;
     if ((st = num(doc, m, "attn_causal_half", "model", false, 0.1, 100, 1, &g->attn_causal_half, err))) return st;
     if ((st = num(doc, m, "attn_causal_eff", "model", false, 0.05, 2, 1, &g->attn_causal_eff, err))) return st;
-    if ((st = pair(doc, m, "attn_fa2_factor", 1, 10, g->attn_fa2_factor, err))) return st;
+    if ((st = pair(doc, m, "model", "attn_fa2_factor", 1, 10, g->attn_fa2_factor, err))) return st;
     if ((st = num(doc, m, "mem_eff", "model", false, 0.01, 1, 1, &g->mem_eff, err))) return st;
     if ((st = num(doc, m, "mem_half_mb", "model", false, 0, 1e4, 1e6, &g->mem_half_bytes, err))) return st;
     if ((st = num(doc, m, "launch_us", "model", false, 0, 1e4, 1e-6, &g->launch_s, err))) return st;
@@ -165,10 +165,9 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
     if (sw) {
         if ((st = hw_check_keys(doc, sw, "model.software_2024", SW2024_KEYS, err))) return st;
         if ((st = num(doc, sw, "gemm_eff_fp8", "model.software_2024", false, 0.01, 1, 1, &g->sw2024_fp8_eff, err)) ||
-            (st = num(doc, sw, "attn_factor", "model.software_2024", false, 0.05, 2, 1, &g->sw2024_attn_factor,
-                      err))) {
+            (st = pair(doc, sw, "model.software_2024", "attn_factor", 0.05, 2, g->sw2024_attn_factor, err))) {
             ts_err_hint(err, "the 2024 libraries' figures where they differ, e.g. {\"gemm_eff_fp8\": 0.68, "
-                             "\"attn_factor\": 0.88}");
+                             "\"attn_factor\": [0.96, 0.89]} (attention forward, backward)");
             return st;
         }
     }
@@ -306,14 +305,16 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
     /* (a spec already on the 2024 libraries carries them in its figures) */
-    bool sw = g->software != HW_SOFTWARE_2024 && (g->sw2024_fp8_eff > 0 || g->sw2024_attn_factor > 0);
+    bool sw = g->software != HW_SOFTWARE_2024 && (g->sw2024_fp8_eff > 0 || g->sw2024_attn_factor[0] > 0);
     kv_num(b, "    ", "launch_us", g->launch_s * 1e6, g->eager_generic_gelem_per_ms > 0 || sw);
     if (g->eager_generic_gelem_per_ms > 0)
         kv_num(b, "    ", "eager_generic_gelem_per_ms", g->eager_generic_gelem_per_ms, sw);
     if (sw) {
         ts_buf_puts(b, "    \"software_2024\": {\n");
-        if (g->sw2024_fp8_eff > 0) kv_num(b, "      ", "gemm_eff_fp8", g->sw2024_fp8_eff, g->sw2024_attn_factor > 0);
-        if (g->sw2024_attn_factor > 0) kv_num(b, "      ", "attn_factor", g->sw2024_attn_factor, false);
+        if (g->sw2024_fp8_eff > 0) kv_num(b, "      ", "gemm_eff_fp8", g->sw2024_fp8_eff, g->sw2024_attn_factor[0] > 0);
+        if (g->sw2024_attn_factor[0] > 0)
+            ts_buf_printf(b, "      \"attn_factor\": [%.17g, %.17g]\n", g->sw2024_attn_factor[0],
+                          g->sw2024_attn_factor[1]);
         ts_buf_puts(b, "    }\n");
     }
     ts_buf_puts(b, "  }\n}\n");
@@ -331,9 +332,9 @@ void hw_gpu_software(GpuSpec *g, HwSoftware sw)
 {
     if (sw != HW_SOFTWARE_2024 || g->software == HW_SOFTWARE_2024) return;
     if (g->sw2024_fp8_eff > 0) g->gemm_eff[TS_DTYPE_FP8] = g->sw2024_fp8_eff;
-    if (g->sw2024_attn_factor > 0) {
-        g->attn_fwd_eff *= g->sw2024_attn_factor;
-        g->attn_bwd_eff *= g->sw2024_attn_factor;
+    if (g->sw2024_attn_factor[0] > 0) {
+        g->attn_fwd_eff *= g->sw2024_attn_factor[0];
+        g->attn_bwd_eff *= g->sw2024_attn_factor[1];
     }
     g->software = HW_SOFTWARE_2024;
 }

@@ -305,6 +305,44 @@ static void test_memory(void **state)
     assert_true(hw_memory_time_s(&h, 0) == 0);
 }
 
+/* The library generation (hw_gpu_software): the 2024 libraries slow a Hopper
+ * FP8 GEMM to Azure's Sep 2024 sweep (1290.1 TFLOP/s at 8192^3, within 5 %)
+ * and its attention by the preset's factors, once; 2025 leaves a spec as
+ * loaded; a preset without 2024 figures (A100) does not change. */
+static void test_software(void **state)
+{
+    (void)state;
+    HwModel cur = model_of("h100-sxm5-80gb"), old = cur;
+    assert_int_equal(cur.gpu.software, HW_SOFTWARE_2025);
+    hw_gpu_software(&old.gpu, HW_SOFTWARE_2024);
+    assert_int_equal(old.gpu.software, HW_SOFTWARE_2024);
+    near("H100 fp8 8192^3, 2024 libraries", hw_gemm_flops_per_s(&old, 1, 8192, 8192, 8192, TS_DTYPE_FP8) / 1e12,
+         1290.1, 0.05);
+    assert_true(hw_gemm_time_s(&old, 1, 8192, 8192, 8192, TS_DTYPE_FP8) >
+                1.05 * hw_gemm_time_s(&cur, 1, 8192, 8192, 8192, TS_DTYPE_FP8));
+    /* bf16 GEMMs are the same on both */
+    assert_true(hw_gemm_time_s(&old, 1, 8192, 8192, 8192, TS_DTYPE_BF16) ==
+                hw_gemm_time_s(&cur, 1, 8192, 8192, 8192, TS_DTYPE_BF16));
+    double fc = hw_attention_time_s(&cur, 1, 32, 8192, 8192, 128, true, false, TS_DTYPE_BF16);
+    double fo = hw_attention_time_s(&old, 1, 32, 8192, 8192, 128, true, false, TS_DTYPE_BF16);
+    double bc = hw_attention_time_s(&cur, 1, 32, 8192, 8192, 128, true, true, TS_DTYPE_BF16);
+    double bo = hw_attention_time_s(&old, 1, 32, 8192, 8192, 128, true, true, TS_DTYPE_BF16);
+    assert_true(fo > fc && bo > bc && bo / bc > fo / fc);
+    /* applied once: asking again changes nothing; 2025 does not undo it */
+    GpuSpec again = old.gpu;
+    hw_gpu_software(&again, HW_SOFTWARE_2024);
+    hw_gpu_software(&again, HW_SOFTWARE_2025);
+    assert_true(again.gemm_eff[TS_DTYPE_FP8] == old.gpu.gemm_eff[TS_DTYPE_FP8] &&
+                again.attn_fwd_eff == old.gpu.attn_fwd_eff && again.software == HW_SOFTWARE_2024);
+    HwModel a = model_of("a100-sxm4-80gb"), a24 = a;
+    hw_gpu_software(&a24.gpu, HW_SOFTWARE_2024);
+    assert_true(hw_attention_time_s(&a24, 1, 32, 4096, 4096, 128, true, true, TS_DTYPE_BF16) ==
+                hw_attention_time_s(&a, 1, 32, 4096, 4096, 128, true, true, TS_DTYPE_BF16));
+    HwSoftware sw;
+    assert_true(hw_software_parse("2024", &sw) && sw == HW_SOFTWARE_2024);
+    assert_false(hw_software_parse("2023", &sw));
+}
+
 static void test_op_dispatch(void **state)
 {
     (void)state;
@@ -567,7 +605,7 @@ int main(void)
         cmocka_unit_test(test_presets_load),   cmocka_unit_test(test_gemm_square),
         cmocka_unit_test(test_gemm_shape_effects), cmocka_unit_test(test_gemm_fp32_simt),
         cmocka_unit_test(test_gemm_tf32),      cmocka_unit_test(test_attention), cmocka_unit_test(test_attention_schedule),
-        cmocka_unit_test(test_memory),         cmocka_unit_test(test_op_dispatch),
+        cmocka_unit_test(test_memory),         cmocka_unit_test(test_software), cmocka_unit_test(test_op_dispatch),
         cmocka_unit_test(test_allreduce_curves), cmocka_unit_test(test_coll_invariants),
         cmocka_unit_test(test_calibration_interp), cmocka_unit_test(test_calibration_v2),
         cmocka_unit_test(test_busbw_tables),

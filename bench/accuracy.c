@@ -41,6 +41,8 @@
 #include "trainsim/sim_replay.h"
 #include "trainsim/sim_workload.h"
 
+#include "accuracy_text.h"
+
 #ifndef TS_BENCH_DIR
 #define TS_BENCH_DIR "bench"
 #endif
@@ -119,109 +121,11 @@ static int64_t geti(const Row *r, const char *c, int64_t dflt)
 
 static bool starts(const char *s, const char *pre) { return strncmp(s, pre, strlen(pre)) == 0; }
 
-/* Does s start with pre (ASCII, any case)? */
-static bool starts_ci(const char *s, const char *pre)
-{
-    while (*pre && tolower((unsigned char)*s) == tolower((unsigned char)*pre)) s++, pre++;
-    return !*pre;
-}
-
-/* The first place `what` (ASCII, any case) occurs in s, or NULL. */
-static const char *find_ci(const char *s, const char *what)
-{
-    for (; *s; s++)
-        if (starts_ci(s, what)) return s;
-    return NULL;
-}
-
-/* Does the row's source or notes say `what` (ASCII, any case)? A CSV in the
- * validation columns states its precision, framework and overlaps there
- * ("FP8 (Transformer Engine)", "bf16; Megatron-DeepSpeed", "FSDP2"). */
+/* What the row's source and notes say (accuracy_text.h). */
 static bool says(const Row *r, const char *what)
 {
-    return find_ci(r->f[col("source")], what) || find_ci(r->f[col("notes")], what);
-}
-
-/* Does the row say TP communication is overlapped: "TP" as a word (also
- * in a list such as "TP/DP/PP") with "overlap" among the next few words
- * ("TP overlap", "TP comm overlap", "TP/DP/PP communication overlap
- * enabled"), not negated ("no TP overlap", "TP overlap off")? */
-static bool says_tp_overlap(const Row *r)
-{
-    const char *cell[2] = {r->f[col("source")], r->f[col("notes")]};
-    for (int c = 0; c < 2; c++)
-        for (const char *s = find_ci(cell[c], "tp"); s; s = find_ci(s + 2, "tp")) {
-            bool word = (s == cell[c] || !isalnum((unsigned char)s[-1])) && !isalnum((unsigned char)s[2]);
-            if (!word) continue;
-            const char *ov = find_ci(s, "overlap");
-            if (!ov || ov - s > 32) continue;
-            bool neg = (s - cell[c] >= 3 && starts_ci(s - 3, "no ")) || starts_ci(ov + 7, " off") ||
-                       starts_ci(ov + 7, " disabled") || starts_ci(ov + 7, "=false") || starts_ci(ov + 7, " false");
-            if (!neg) return true;
-        }
-    return false;
-}
-
-/* The word after s, past spaces and ':', '=', '(': its integer (-1 if it is
- * not one) and, through *word, where it starts. */
-static long word_after(const char *s, const char **word)
-{
-    while (*s == ' ' || *s == ':' || *s == '=' || *s == '(') s++;
-    if (word) *word = s;
-    return isdigit((unsigned char)*s) ? strtol(s, NULL, 10) : -1;
-}
-
-/* How many layers per pipeline chunk a full recompute covers, when the row
- * says it: Megatron's --recompute-method block with --recompute-num-layers N
- * (N layers of each chunk recomputed, the others stored). Said in the
- * recompute cell ("full:5", "full(5)", "full 5") or the notes
- * ("recompute_num_layers 5", "recompute-num-layers=5", "recompute of 5
- * layers", "5 layers recomputed"). 0: every layer (unsaid, or the uniform
- * method, whose N is the size of a checkpointed group). */
-static int64_t recompute_layers_said(const Row *r)
-{
-    const char *rc = r->f[col("recompute")], *notes = r->f[col("notes")];
-    long n = starts(rc, "full") ? word_after(rc + 4, NULL) : -1;
-    if (n > 0) return n;
-    if (says(r, "uniform")) return 0;
-    static const char *const keys[] = {"recompute_num_layers", "recompute-num-layers", "recompute num layers"};
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-        const char *at = find_ci(notes, keys[k]);
-        if (at && (n = word_after(at + strlen(keys[k]), NULL)) > 0) return n;
-    }
-    /* "<N> layer" within a few words of "recomput" */
-    for (const char *at = find_ci(notes, "recomput"); at; at = find_ci(at + 1, "recomput")) {
-        const char *from = at - notes > 32 ? at - 32 : notes, *to = at + 48;
-        for (const char *q = from; *q && q < to; q++)
-            if (isdigit((unsigned char)*q) && (q == notes || !isalnum((unsigned char)q[-1]))) {
-                char *end;
-                long v = strtol(q, &end, 10);
-                while (*end == ' ') end++;
-                if (v > 0 && starts_ci(end, "layer")) return v;
-            }
-    }
-    return 0;
-}
-
-/* The latest year (2016-2030, a number of four digits on its own) the
- * row's source or notes name; 0 if none. */
-static int latest_year(const Row *r)
-{
-    int y = 0;
-    const char *cell[2] = {r->f[col("source")], r->f[col("notes")]};
-    for (int c = 0; c < 2; c++)
-        for (const char *s = cell[c]; *s; s++) {
-            bool edge = s == cell[c] || !(isdigit((unsigned char)s[-1]) || s[-1] == '.');
-            if (!edge || !isdigit((unsigned char)s[0])) continue;
-            int n = 0;
-            while (isdigit((unsigned char)s[n])) n++;
-            if (n == 4 && s[4] != '.') {
-                int v = atoi(s);
-                if (v >= 2016 && v <= 2030 && v > y) y = v;
-            }
-            s += n - 1;
-        }
-    return y;
+    const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
+    return acc_says(text, what);
 }
 
 /* The generation of the CUDA libraries the row ran (hw_gpu_software): the
@@ -233,7 +137,8 @@ static HwSoftware row_software(const Row *r, const char **why)
 {
     HwSoftware sw = HW_SOFTWARE_2025;
     *why = "";
-    int y = latest_year(r);
+    const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
+    int y = acc_latest_year(text);
     if (*r->f[col("software")]) {
         hw_software_parse(r->f[col("software")], &sw);
         *why = "2024 CUDA libraries (software column); ";
@@ -246,29 +151,6 @@ static HwSoftware row_software(const Row *r, const char **why)
         *why = "2024 CUDA libraries (published by 2024); ";
     }
     return sw;
-}
-
-/* The gradient reduction's precision as the notes say it: fp32
- * (grad_reduce_in_fp32 True, --accumulate-allreduce-grads-in-fp32) 1, 16-bit
- * (grad_reduce_in_fp32 False, --grad-reduce-in-bf16, "bf16 gradient
- * reduction") 0; unsaid -1. */
-static int fp32_grad_said(const Row *r)
-{
-    static const char *const keys[] = {"grad_reduce_in_fp32", "grad-reduce-in-fp32"};
-    for (size_t k = 0; k < 2; k++)
-        for (int c = 0; c < 2; c++) {
-            const char *at = find_ci(r->f[col(c ? "notes" : "source")], keys[k]), *w;
-            if (!at) continue;
-            word_after(at + strlen(keys[k]), &w);
-            if (starts_ci(w, "false")) return 0;
-            if (starts_ci(w, "true")) return 1;
-        }
-    if (says(r, "grad-reduce-in-bf16") || says(r, "grad_reduce_in_bf16") || says(r, "bf16 gradient reduc") ||
-        says(r, "bf16 grad reduc"))
-        return 0;
-    if (says(r, "accumulate-allreduce-grads-in-fp32") || says(r, "fp32 gradient reduc") || says(r, "fp32 grad reduc"))
-        return 1;
-    return -1;
 }
 
 typedef struct Table {
@@ -509,8 +391,9 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     const char *rc = r->f[col("recompute")];
     p->recompute = starts(rc, "full") ? PLAN_RECOMPUTE_FULL
                   : starts(rc, "selective") ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
+    const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
     if (p->recompute == PLAN_RECOMPUTE_FULL) {
-        int64_t nl = recompute_layers_said(r), chunk = (m->layers + p->pp * p->vpp - 1) / (p->pp * p->vpp);
+        int64_t nl = acc_recompute_layers(rc, text), chunk = (m->layers + p->pp * p->vpp - 1) / (p->pp * p->vpp);
         if (nl > 0 && nl < chunk) {
             p->recompute_layers = nl;
             strcat(rules, "full recompute of the layers said (notes); ");
@@ -538,7 +421,7 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     p->flash_attn = !(n21 || bloom || opt);
     /* NeMo performance recipes overlap TP comm (TE userbuffers) */
     bool tpov = says(r, "tp-comm-overlap") || says(r, "tp_comm_overlap") || says(r, "userbuffers") ||
-                says_tp_overlap(r);
+                acc_says_tp_overlap(text);
     p->tp_overlap = (nemo || tpov) && p->tp > 1;
     if (tpov && !nemo && p->tp > 1) strcat(rules, "TP overlap (notes); ");
     /* stated knobs (optional columns) over the table's rules */
@@ -614,7 +497,8 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     /* bf16 runs reduce in fp32 (Megatron default), except NeMo 24.07
      * recipes: Apex distributed_fused_adam with grad_sync_dtype bf16 */
     in.opt.fp32_grad_reduce = p.dtype == TS_DTYPE_BF16;
-    int g32 = fp32_grad_said(r);
+    const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
+    int g32 = acc_fp32_grad(text);
     if (g32 >= 0 && g32 != in.opt.fp32_grad_reduce) {
         in.opt.fp32_grad_reduce = g32;
         strcat(rules, g32 ? "fp32 gradient reduction (notes); " : "16-bit gradient reduction (notes); ");

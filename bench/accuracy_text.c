@@ -1,0 +1,133 @@
+/* accuracy_text.c — what a row of a runs file says in its free text (its
+ * source and notes cells): the knobs a published run states in words
+ * (accuracy_text.h). Written by hand: a few fixed phrases, no grammar a
+ * library would bring. */
+#include "accuracy_text.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Does s start with pre (ASCII, any case)? */
+bool acc_starts_ci(const char *s, const char *pre)
+{
+    while (*pre && tolower((unsigned char)*s) == tolower((unsigned char)*pre)) s++, pre++;
+    return !*pre;
+}
+
+/* The first place `what` (ASCII, any case) occurs in s, or NULL. */
+static const char *find_ci(const char *s, const char *what)
+{
+    for (; *s; s++)
+        if (acc_starts_ci(s, what)) return s;
+    return NULL;
+}
+
+bool acc_says(const char *const text[2], const char *what)
+{
+    return find_ci(text[0], what) || find_ci(text[1], what);
+}
+
+/* Does the row say TP communication is overlapped: "TP" as a word (also
+ * in a list such as "TP/DP/PP") with "overlap" among the next few words
+ * ("TP overlap", "TP comm overlap", "TP/DP/PP communication overlap
+ * enabled"), not negated ("no TP overlap", "TP overlap off")? */
+bool acc_says_tp_overlap(const char *const text[2])
+{
+    for (int c = 0; c < 2; c++)
+        for (const char *s = find_ci(text[c], "tp"); s; s = find_ci(s + 2, "tp")) {
+            bool word = (s == text[c] || !isalnum((unsigned char)s[-1])) && !isalnum((unsigned char)s[2]);
+            if (!word) continue;
+            const char *ov = find_ci(s, "overlap");
+            if (!ov || ov - s > 32) continue;
+            bool neg = (s - text[c] >= 3 && acc_starts_ci(s - 3, "no ")) || acc_starts_ci(ov + 7, " off") ||
+                       acc_starts_ci(ov + 7, " disabled") || acc_starts_ci(ov + 7, "=false") || acc_starts_ci(ov + 7, " false");
+            if (!neg) return true;
+        }
+    return false;
+}
+
+/* The word after s, past spaces and ':', '=', '(': its integer (-1 if it is
+ * not one) and, through *word, where it starts. */
+static long word_after(const char *s, const char **word)
+{
+    while (*s == ' ' || *s == ':' || *s == '=' || *s == '(') s++;
+    if (word) *word = s;
+    return isdigit((unsigned char)*s) ? strtol(s, NULL, 10) : -1;
+}
+
+/* How many layers per pipeline chunk a full recompute covers, when the row
+ * says it: Megatron's --recompute-method block with --recompute-num-layers N
+ * (N layers of each chunk recomputed, the others stored). Said in the
+ * recompute cell ("full:5", "full(5)", "full 5") or the notes
+ * ("recompute_num_layers 5", "recompute-num-layers=5", "recompute of 5
+ * layers", "5 layers recomputed"). 0: every layer (unsaid, or the uniform
+ * method, whose N is the size of a checkpointed group). */
+int64_t acc_recompute_layers(const char *rc, const char *const text[2])
+{
+    const char *notes = text[1];
+    long n = acc_starts_ci(rc, "full") ? word_after(rc + 4, NULL) : -1;
+    if (n > 0) return n;
+    if (acc_says(text, "uniform")) return 0;
+    static const char *const keys[] = {"recompute_num_layers", "recompute-num-layers", "recompute num layers"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const char *at = find_ci(notes, keys[k]);
+        if (at && (n = word_after(at + strlen(keys[k]), NULL)) > 0) return n;
+    }
+    /* "<N> layer" within a few words of "recomput" */
+    for (const char *at = find_ci(notes, "recomput"); at; at = find_ci(at + 1, "recomput")) {
+        const char *from = at - notes > 32 ? at - 32 : notes, *to = at + 48;
+        for (const char *q = from; *q && q < to; q++)
+            if (isdigit((unsigned char)*q) && (q == notes || !isalnum((unsigned char)q[-1]))) {
+                char *end;
+                long v = strtol(q, &end, 10);
+                while (*end == ' ') end++;
+                if (v > 0 && acc_starts_ci(end, "layer")) return v;
+            }
+    }
+    return 0;
+}
+
+/* The latest year (2016-2030, a number of four digits on its own) the
+ * row's source or notes name; 0 if none. */
+int acc_latest_year(const char *const text[2])
+{
+    int y = 0;
+    for (int c = 0; c < 2; c++)
+        for (const char *s = text[c]; *s; s++) {
+            bool edge = s == text[c] || !(isdigit((unsigned char)s[-1]) || s[-1] == '.');
+            if (!edge || !isdigit((unsigned char)s[0])) continue;
+            int n = 0;
+            while (isdigit((unsigned char)s[n])) n++;
+            if (n == 4 && s[4] != '.') {
+                int v = atoi(s);
+                if (v >= 2016 && v <= 2030 && v > y) y = v;
+            }
+            s += n - 1;
+        }
+    return y;
+}
+
+/* The gradient reduction's precision as the notes say it: fp32
+ * (grad_reduce_in_fp32 True, --accumulate-allreduce-grads-in-fp32) 1, 16-bit
+ * (grad_reduce_in_fp32 False, --grad-reduce-in-bf16, "bf16 gradient
+ * reduction") 0; unsaid -1. */
+int acc_fp32_grad(const char *const text[2])
+{
+    static const char *const keys[] = {"grad_reduce_in_fp32", "grad-reduce-in-fp32"};
+    for (size_t k = 0; k < 2; k++)
+        for (int c = 0; c < 2; c++) {
+            const char *at = find_ci(text[c], keys[k]), *w;
+            if (!at) continue;
+            word_after(at + strlen(keys[k]), &w);
+            if (acc_starts_ci(w, "false")) return 0;
+            if (acc_starts_ci(w, "true")) return 1;
+        }
+    if (acc_says(text, "grad-reduce-in-bf16") || acc_says(text, "grad_reduce_in_bf16") || acc_says(text, "bf16 gradient reduc") ||
+        acc_says(text, "bf16 grad reduc"))
+        return 0;
+    if (acc_says(text, "accumulate-allreduce-grads-in-fp32") || acc_says(text, "fp32 gradient reduc") || acc_says(text, "fp32 grad reduc"))
+        return 1;
+    return -1;
+}
+

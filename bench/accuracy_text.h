@@ -1,0 +1,33 @@
+/*
+ * accuracy_text.h — what a row of build/accuracy's runs file says in words.
+ *
+ * A published run states some of its knobs only in its source and notes
+ * cells ("FP8 current scaling", "recompute_num_layers 5", "TP/DP/PP
+ * communication overlap enabled"). These read them; `text` is the row's
+ * {source, notes}. Matching is ASCII, in any case.
+ */
+#ifndef TRAINSIM_BENCH_ACCURACY_TEXT_H
+#define TRAINSIM_BENCH_ACCURACY_TEXT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Does s start with pre? */
+bool acc_starts_ci(const char *s, const char *pre);
+/* Does the source or the notes contain `what`? */
+bool acc_says(const char *const text[2], const char *what);
+/* Do they say TP communication is overlapped: "TP" as a word (also in a list
+ * such as "TP/DP/PP") with "overlap" among the next few words, not negated
+ * ("no TP overlap", "TP overlap off")? */
+bool acc_says_tp_overlap(const char *const text[2]);
+/* The layers per pipeline chunk a full recompute covers (Megatron's
+ * --recompute-method block --recompute-num-layers N), from the recompute
+ * cell `rc` ("full:5", "full(5)", "full 5") or the notes
+ * ("recompute_num_layers 5", "5 layers recomputed"); 0: every layer. */
+int64_t acc_recompute_layers(const char *rc, const char *const text[2]);
+/* The gradient reduction's precision they state: 1 fp32, 0 16-bit, -1 unsaid. */
+int acc_fp32_grad(const char *const text[2]);
+/* The latest year (2016-2030, four digits on their own) they name; 0 if none. */
+int acc_latest_year(const char *const text[2]);
+
+#endif

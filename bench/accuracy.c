@@ -436,49 +436,53 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     }
 }
 
-/* One row: its plan by the fixed rules, simulated, and the error of the
- * compared figure (out->e; out->re: the replayed task graph's, NaN without
- * -r). Prints the row when o->print. False: not a throughput row, or not
- * simulable (said when printing). */
-static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
-{
-    const char *metric = r->f[col("metric")], *id = r->f[col("id")];
-    bool tfl = strcmp(metric, "tflops_per_gpu") == 0, tok = strcmp(metric, "tokens_per_s_per_gpu") == 0;
-    bool its = strcmp(metric, "iteration_s") == 0;
-    if (!tfl && !tok && !its) return false;
-    RowKind k = {.n21 = starts(id, "N21"), .nemo = starts(id, "NEMO"), .bloom = starts(id, "BLOOM"),
-                 .opt = starts(id, "OPT"), .tt = starts(id, "TT")};
-    bool n21 = k.n21, bloom = k.bloom, tt = k.tt;
+/* Everything one row simulates with: its model, plan, hardware and runtime
+ * options (in points into the others), and the rules used, for printing. */
+typedef struct RowSetup {
+    RowKind k;
     ModelSpec m;
-    char why[128], rules[512] = "";
-    if (row_model(r, &m, why, sizeof why)) {
+    ClusterSpec cl;
+    HwModel hw;
+    HwNet net;
+    SimSetup in;
+    char rules[512];
+} RowSetup;
+
+/* The row's model, plan, cluster and runtime options by its table's rules.
+ * False, said when printing, when the row cannot be simulated. */
+static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
+{
+    const char *id = r->f[col("id")];
+    s->k = (RowKind){.n21 = starts(id, "N21"), .nemo = starts(id, "NEMO"), .bloom = starts(id, "BLOOM"),
+                     .opt = starts(id, "OPT"), .tt = starts(id, "TT")};
+    bool n21 = s->k.n21, bloom = s->k.bloom, tt = s->k.tt;
+    char why[128], *rules = s->rules;
+    rules[0] = 0;
+    if (row_model(r, &s->m, why, sizeof why)) {
         if (o->print) printf("%-11s model not buildable\n", id);
         return false;
     }
     ParallelPlan p;
-    row_plan(r, &m, k, &p, rules);
-    bool rc_rule = !*r->f[col("recompute")];
+    row_plan(r, &s->m, s->k, &p, rules);
     const char *cluster = row_cluster(r->f[col("gpu")], bloom);
     if (!cluster) {
         if (o->print) printf("%-11s gpu %s: no cluster preset for it\n", id, r->f[col("gpu")]);
         return false;
     }
     TsError err = {0};
-    ClusterSpec cl;
-    if (hw_cluster_load(cluster, p.gpus, &cl, &err) != TS_OK) {
+    if (hw_cluster_load(cluster, p.gpus, &s->cl, &err) != TS_OK) {
         if (o->print) printf("%-11s cluster: %s\n", id, err.msg);
         return false;
     }
-    HwModel hw;
-    hw_model_init(&hw);
-    hw.gpu = cl.gpu;
-    if (o->clock_mhz > 0 && strstr(hw.gpu.name, o->clock_gpu)) hw.gpu.sustained_clock_mhz = o->clock_mhz;
+    HwModel *hw = &s->hw;
+    hw_model_init(hw);
+    hw->gpu = s->cl.gpu;
+    if (o->clock_mhz > 0 && strstr(hw->gpu.name, o->clock_gpu)) hw->gpu.sustained_clock_mhz = o->clock_mhz;
     const char *sw_why;
-    hw_gpu_software(&hw.gpu, row_software(r, &sw_why));
-    if (hw.gpu.software == HW_SOFTWARE_2024 && (hw.gpu.sw2024_fp8_eff > 0 || hw.gpu.sw2024_attn_factor[0] > 0))
+    hw_gpu_software(&hw->gpu, row_software(r, &sw_why));
+    if (hw->gpu.software == HW_SOFTWARE_2024 && (hw->gpu.sw2024_fp8_eff > 0 || hw->gpu.sw2024_attn_factor[0] > 0))
         strcat(rules, sw_why);
-    HwNet net;
-    hw_net_init(&net, &cl);
+    hw_net_init(&s->net, &s->cl);
     /* torchtitan 2024 defaults: eager PyTorch (compile off, norm_type
      * rmsnorm); BLOOM: Megatron-DeepSpeed, i.e. DeepSpeed's PipelineEngine
      * with the BF16 optimizer (ZeRO-1) */
@@ -489,71 +493,75 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
         strcat(rules, " (notes); ");
     }
     if (*r->f[col("framework")]) plan_framework_parse(r->f[col("framework")], &p.framework);
-    SimSetup in = {.model = &m, .plan = p, .hw = &hw, .net = &net};
-    sim_options_init(&in.opt);
+    s->in = (SimSetup){.model = &s->m, .plan = p, .hw = hw, .net = &s->net};
+    SimOptions *so = &s->in.opt;
+    sim_options_init(so);
     /* Megatron-LM 2021 all-reduced gradients after the backward pass,
      * at the 16-bit training dtype */
-    if (n21) in.opt.dp_overlap = false;
+    if (n21) so->dp_overlap = false;
     /* bf16 runs reduce in fp32 (Megatron default), except NeMo 24.07
      * recipes: Apex distributed_fused_adam with grad_sync_dtype bf16 */
-    in.opt.fp32_grad_reduce = p.dtype == TS_DTYPE_BF16;
+    so->fp32_grad_reduce = p.dtype == TS_DTYPE_BF16;
     const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
     int g32 = acc_fp32_grad(text);
-    if (g32 >= 0 && g32 != in.opt.fp32_grad_reduce) {
-        in.opt.fp32_grad_reduce = g32;
+    if (g32 >= 0 && g32 != so->fp32_grad_reduce) {
+        so->fp32_grad_reduce = g32;
         strcat(rules, g32 ? "fp32 gradient reduction (notes); " : "16-bit gradient reduction (notes); ");
     }
     /* torchtitan's "selective op" activation checkpointing */
-    in.opt.selective_ops = tt;
-    SimResult res;
-    if (sim_simulate(&in, w, &res, &err) != TS_OK) {
-        if (o->print) printf("%-11s plan rejected: %s\n", id, err.msg);
-        return false;
+    so->selective_ops = tt;
+    return true;
+}
+
+/* Unstated recompute: the least that fits in memory. Megatron-Core (NeMo,
+ * Megatron-Bridge, Megatron-LM since 2022) recomputes whole layers, k per
+ * chunk (--recompute-method block --recompute-num-layers); Megatron 2021,
+ * Megatron-DeepSpeed 2022, metaseq and torchtitan recompute every layer.
+ * s->in.plan and *res become the plan that fits (or the last tried). */
+static void least_recompute(RowSetup *s, SimWork *w, SimResult *res)
+{
+    ParallelPlan p = s->in.plan;
+    int64_t per_chunk = (s->m.layers + p.pp * p.vpp - 1) / (p.pp * p.vpp);
+    bool by_layers = p.framework == PLAN_FRAMEWORK_MEGATRON && !s->k.n21 && !s->k.bloom && !s->k.opt;
+    TsError err = {0};
+    for (int64_t nl = by_layers ? 1 : per_chunk; !res->memory.fits && nl <= per_chunk; nl++) {
+        s->in.plan = p;
+        s->in.plan.recompute = PLAN_RECOMPUTE_FULL;
+        s->in.plan.recompute_layers = nl < per_chunk ? nl : 0;
+        if (sim_simulate(&s->in, w, res, &err) != TS_OK) break;
     }
-    /* unstated recompute: the least that fits in memory. Megatron-Core
-     * (NeMo, Megatron-Bridge, Megatron-LM since 2022) recomputes whole
-     * layers, k per chunk (--recompute-method block --recompute-num-layers);
-     * Megatron 2021, Megatron-DeepSpeed 2022, metaseq and torchtitan
-     * recompute every layer. */
-    if (rc_rule) {
-        int64_t per_chunk = (m.layers + p.pp * p.vpp - 1) / (p.pp * p.vpp);
-        bool by_layers = p.framework == PLAN_FRAMEWORK_MEGATRON && !n21 && !bloom && !k.opt;
-        int64_t nl = by_layers ? 1 : per_chunk;
-        while (!res.memory.fits && nl <= per_chunk) {
-            in.plan = p;
-            in.plan.recompute = PLAN_RECOMPUTE_FULL;
-            in.plan.recompute_layers = nl < per_chunk ? nl : 0;
-            if (sim_simulate(&in, w, &res, &err) != TS_OK) break;
-            nl++;
-        }
-        strcat(rules, in.plan.recompute == PLAN_RECOMPUTE_NONE ? "recompute none (fits); "
-                                                                : "recompute: least that fits; ");
-    }
-    const ParallelPlan *q = &in.plan;
-    double T = res.iteration_time_s, pub = atof(r->f[col("value")]), pred;
-    /* recompute-inclusive count with the N21 formula (x4 with
-     * checkpointing, else x3), shown beside BLOOM's score */
-    double B = (double)q->global_batch, s = (double)q->seq, l = (double)m.layers, h = (double)m.hidden;
-    double k4 = q->recompute != PLAN_RECOMPUTE_NONE ? 4.0 : 3.0;
-    double Vb = (double)(bloom ? model_padded_vocab(&m, q->tp) : m.vocab);
-    double n21_fl = 24.0 * (n21 ? 4.0 : k4) * B * s * l * h * h * (1 + s / (6 * h) + Vb / (16 * l * h));
-    double n21_pred = n21_fl / T / (double)q->gpus / 1e12;
-    if (its) {
-        pred = T;
-    } else if (n21 || bloom) {
+    strcat(s->rules, s->in.plan.recompute == PLAN_RECOMPUTE_NONE ? "recompute none (fits); "
+                                                                  : "recompute: least that fits; ");
+}
+
+/* The row's figure as predicted, in the published convention (the
+ * header's "Like with like"). */
+static double row_prediction(const RowSetup *s, const SimResult *res, bool tfl, bool its)
+{
+    const ParallelPlan *q = &s->in.plan;
+    const ModelSpec *m = &s->m;
+    if (its) return res->iteration_time_s;
+    if (s->k.n21 || s->k.bloom) {
         /* N21: the paper's formula (96 = 24 x 4: the recompute forward
          * counted). BLOOM: Megatron-DeepSpeed's logger
          * (megatron/utils.py throughput_calculator) prints the same
          * formula, "checkpoint_activations_factor = 4 if
          * args.checkpoint_activations else 3", with the padded vocab */
-        pred = n21_pred;
-    } else if (tfl) {
-        pred = res.model_tflops_per_gpu;
-    } else {
-        pred = res.tokens_per_s_per_gpu;
+        double B = (double)q->global_batch, sq = (double)q->seq, l = (double)m->layers, h = (double)m->hidden;
+        double k4 = s->k.n21 || q->recompute != PLAN_RECOMPUTE_NONE ? 4.0 : 3.0;
+        double V = (double)(s->k.bloom ? model_padded_vocab(m, q->tp) : m->vocab);
+        double fl = 24.0 * k4 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (16 * l * h));
+        return fl / res->iteration_time_s / (double)q->gpus / 1e12;
     }
-    /* the error of the throughput: for an iteration time, published / predicted */
-    double e = its ? pub / pred - 1 : pred / pub - 1;
+    return tfl ? res->model_tflops_per_gpu : res->tokens_per_s_per_gpu;
+}
+
+/* The row's line: resolved plan, published and predicted figures, error,
+ * step time and rules; the notes on its FLOP convention; -v its breakdown. */
+static void print_row(const Row *r, const RowSetup *s, const SimResult *res, double pub, double pred, double e,
+                      bool tfl, bool its, bool verbose)
+{
+    const ParallelPlan *q = &s->in.plan;
     char plan[96], rcname[24];
     snprintf(rcname, sizeof rcname, "%s", plan_recompute_name(q->recompute));
     if (q->recompute == PLAN_RECOMPUTE_FULL && q->recompute_layers > 0)
@@ -563,34 +571,59 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
              q->sp ? "sp " : "", rcname,
              q->zero ? (q->zero == 3 ? " zero3" : q->zero == 2 ? " zero2" : " zero1") : q->dist_opt ? " distopt" : "",
              q->tp_overlap ? " tpov" : "");
+    int dg = its ? 2 : 1; /* seconds to the hundredth */
+    printf("%-11s %-15s %-44s %10.*f %10.*f %+7.1f%%   T=%.3fs %s %s%s\n", r->f[col("id")], s->m.name, plan, dg, pub,
+           dg, pred, 100 * e, res->iteration_time_s, ts_dtype_name(q->dtype), s->rules,
+           res->memory.fits ? "" : "[does not fit]");
+    if (s->k.bloom)
+        printf("            (compared as Megatron-DeepSpeed's logger counts, the recompute pass included;\n"
+               "             as model FLOPs per GPU per second it would be %.1f, %+.1f%%)\n",
+               res->model_tflops_per_gpu, 100 * (res->model_tflops_per_gpu / pub - 1));
+    else if (tfl && !s->k.n21 && q->recompute != PLAN_RECOMPUTE_NONE)
+        printf("            (compared as model FLOPs per validation/README: metaseq's FLOP convention is\n"
+               "             not published; counting the recompute pass would give %.1f, %+.1f%%)\n",
+               res->hardware_tflops_per_gpu, 100 * (res->hardware_tflops_per_gpu / pub - 1));
+    if (!verbose) return;
+    printf("            breakdown:");
+    for (int b = 0; b < SIM_BD_COUNT; b++) {
+        double v = sim_breakdown_get(&res->breakdown, b);
+        if (v > 0) printf(" %s %.3f", sim_breakdown_key(b), v);
+    }
+    const SimMemory *mm = &res->memory;
+    printf("  mem %.1f GiB (w %.1f g %.1f o %.1f a %.1f x %.1f)\n", mm->total_bytes / 1073741824.0,
+           mm->weights_bytes / 1073741824.0, mm->gradients_bytes / 1073741824.0, mm->optimizer_bytes / 1073741824.0,
+           mm->activations_bytes / 1073741824.0, mm->other_bytes / 1073741824.0);
+}
+
+/* One row: its plan by the fixed rules, simulated, and the error of the
+ * compared figure (out->e; out->re: the replayed task graph's, NaN without
+ * -r). Prints the row when o->print. False: not a throughput row, or not
+ * simulable (said when printing). */
+static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
+{
+    const char *metric = r->f[col("metric")];
+    bool tfl = strcmp(metric, "tflops_per_gpu") == 0, tok = strcmp(metric, "tokens_per_s_per_gpu") == 0;
+    bool its = strcmp(metric, "iteration_s") == 0;
+    if (!tfl && !tok && !its) return false;
+    static RowSetup s; /* (large; one row at a time) */
+    if (!row_setup(r, o, &s)) return false;
+    SimResult res;
+    TsError err = {0};
+    if (sim_simulate(&s.in, w, &res, &err) != TS_OK) {
+        if (o->print) printf("%-11s plan rejected: %s\n", r->f[col("id")], err.msg);
+        return false;
+    }
+    if (!*r->f[col("recompute")]) least_recompute(&s, w, &res);
+    double pub = atof(r->f[col("value")]), pred = row_prediction(&s, &res, tfl, its);
+    /* the error of the throughput: for an iteration time, published / predicted */
+    double e = its ? pub / pred - 1 : pred / pub - 1;
     out->e = e;
     out->re = NAN;
     if (!o->print) return true;
-    int dg = its ? 2 : 1; /* seconds to the hundredth */
-    printf("%-11s %-15s %-44s %10.*f %10.*f %+7.1f%%   T=%.3fs %s %s%s\n", id, m.name, plan, dg, pub, dg, pred,
-           100 * e, T, ts_dtype_name(q->dtype), rules, res.memory.fits ? "" : "[does not fit]");
-    if (bloom)
-        printf("            (compared as Megatron-DeepSpeed's logger counts, the recompute pass included;\n"
-               "             as model FLOPs per GPU per second it would be %.1f, %+.1f%%)\n",
-               res.model_tflops_per_gpu, 100 * (res.model_tflops_per_gpu / pub - 1));
-    else if (tfl && !n21 && q->recompute != PLAN_RECOMPUTE_NONE)
-        printf("            (compared as model FLOPs per validation/README: metaseq's FLOP convention is\n"
-               "             not published; counting the recompute pass would give %.1f, %+.1f%%)\n",
-               res.hardware_tflops_per_gpu, 100 * (res.hardware_tflops_per_gpu / pub - 1));
-    if (o->verbose) {
-        printf("            breakdown:");
-        for (int b = 0; b < SIM_BD_COUNT; b++) {
-            double v = sim_breakdown_get(&res.breakdown, b);
-            if (v > 0) printf(" %s %.3f", sim_breakdown_key(b), v);
-        }
-        printf("  mem %.1f GiB (w %.1f g %.1f o %.1f a %.1f x %.1f)\n", res.memory.total_bytes / 1073741824.0,
-               res.memory.weights_bytes / 1073741824.0, res.memory.gradients_bytes / 1073741824.0,
-               res.memory.optimizer_bytes / 1073741824.0, res.memory.activations_bytes / 1073741824.0,
-               res.memory.other_bytes / 1073741824.0);
-    }
-    double tr = o->replay ? replay_time(&in, &net) : 0;
+    print_row(r, &s, &res, pub, pred, e, tfl, its, o->verbose);
+    double tr = o->replay ? replay_time(&s.in, &s.net) : 0;
     if (tr > 0) { /* every compared figure is inversely proportional to the step time */
-        out->re = pred * T / tr / pub - 1;
+        out->re = pred * res.iteration_time_s / tr / pub - 1;
         printf("            replay of the task graph: T=%.3fs, %+.1f%% against the published figure\n", tr,
                100 * out->re);
     }

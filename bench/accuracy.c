@@ -510,6 +510,11 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
     }
     /* torchtitan's "selective op" activation checkpointing */
     so->selective_ops = tt;
+    int ce = acc_ce_fusion(text);
+    if (ce > 0 && p.framework == PLAN_FRAMEWORK_MEGATRON) {
+        so->ce_fusion = (SimCeFusion)ce;
+        strcat(rules, ce == SIM_CE_TE ? "TE's fused cross-entropy (notes); " : "fused cross-entropy (notes); ");
+    }
     return true;
 }
 
@@ -838,6 +843,9 @@ int main(int argc, char **argv)
            "                where they do (grad_reduce_in_fp32, --grad-reduce-in-bf16)\n"
            "  TP overlap    on for NeMo (TE userbuffers) and rows whose notes say tp-comm-overlap /\n"
            "                userbuffers / TP ... overlap (\"TP/DP/PP communication overlap\"), off elsewhere\n"
+           "  loss          the cross-entropy as the notes say (cross_entropy_fusion_impl te|native,\n"
+           "                cross_entropy_loss_fusion); Megatron-Bridge recipes: Transformer Engine's fused\n"
+           "                kernel; else Megatron's fp32 eager ops\n"
            "  libraries     2024 CUDA libraries (Hopper FP8 GEMMs, cuDNN attention slower) for rows on\n"
            "                a NeMo 24.x container or CUDA 12.4-12.6, or dated 2024 or earlier; a software\n"
            "                column wins; else the current ones\n"

@@ -131,3 +131,26 @@ int acc_fp32_grad(const char *const text[2])
     return -1;
 }
 
+
+int acc_ce_fusion(const char *const text[2])
+{
+    static const char *const impl[] = {"cross_entropy_fusion_impl", "cross-entropy-fusion-impl"};
+    static const char *const fuse[] = {"cross_entropy_loss_fusion", "cross-entropy-loss-fusion"};
+    for (int c = 0; c < 2; c++)
+        for (size_t k = 0; k < 2; k++) {
+            const char *at = find_ci(text[c], impl[k]), *w;
+            if (!at) continue;
+            word_after(at + strlen(impl[k]), &w);
+            if (*w == '"' || *w == '\'') w++;
+            if (acc_starts_ci(w, "te")) return 2;
+            if (acc_starts_ci(w, "native")) return 1;
+        }
+    for (int c = 0; c < 2; c++)
+        for (size_t k = 0; k < 2; k++) {
+            const char *at = find_ci(text[c], fuse[k]), *w;
+            if (!at) continue;
+            word_after(at + strlen(fuse[k]), &w);
+            return acc_starts_ci(w, "false") ? 0 : 1;
+        }
+    return acc_says(text, "Megatron-Bridge") ? 2 : -1;
+}

@@ -27,6 +27,14 @@ bool acc_says_tp_overlap(const char *const text[2]);
 int64_t acc_recompute_layers(const char *rc, const char *const text[2]);
 /* The gradient reduction's precision they state: 1 fp32, 0 16-bit, -1 unsaid. */
 int acc_fp32_grad(const char *const text[2]);
+/* The cross-entropy kernels they state (SimCeFusion: 0 none, 1 Megatron-
+ * Core's fused, 2 Transformer Engine's), -1 unsaid: cross_entropy_fusion_impl
+ * te | native (or the flag's spelling), cross_entropy_loss_fusion True
+ * (native, Megatron-Core's default implementation) or False; a
+ * Megatron-Bridge performance recipe fuses with TE's (its
+ * _benchmark_common sets cross_entropy_fusion_impl "te"; its GPT provider
+ * fuses by default). */
+int acc_ce_fusion(const char *const text[2]);
 /* The latest year (2016-2030, four digits on their own) they name; 0 if none. */
 int acc_latest_year(const char *const text[2]);
 

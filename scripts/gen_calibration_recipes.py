@@ -223,6 +223,10 @@ def runtime_knobs(rec, k, tp):
     if any(says(row, w) for w in ("nemo 24.", "container 24.", "cuda 12.4", "cuda 12.5", "cuda 12.6")):
         rec.rule("software", "2024", "eval_row (libraries): a NeMo 24.x container (CUDA 12.5) ran the 2024 CUDA "
                  "libraries: cuBLAS before 12.9 (slower Hopper FP8 GEMMs), cuDNN 9.2 attention")
+    if k == "mb":
+        rec.rule("ce-fusion", "te", "row_setup (loss): a Megatron-Bridge performance recipe fuses the cross-entropy "
+                 "with Transformer Engine's kernel (_benchmark_common: cross_entropy_fusion_impl te; the GPT "
+                 "provider's cross_entropy_loss_fusion True)")
     if dtype != "bf16":
         rec.rule("fp16-grad-reduce", True, "eval_row (gradients): bf16 runs reduce in fp32 (Megatron default); "
                  "fp16 and fp8 rows at 16 bit (NeMo 24.07: Apex distributed_fused_adam, grad_sync_dtype bf16)")

@@ -63,6 +63,9 @@ typedef struct PartMemOptions {
     bool selective_ops;        /* selective recompute is op-level SAC (torchtitan's policy):
                                   a layer keeps its input, every second matmul output and
                                   the attention output; dense non-MLA layers, false */
+    int ce_fusion;             /* the loss's kernels (PART_CE_*): what they keep of the logits
+                                  (fp32, or the 16-bit logits themselves under TE's) and the
+                                  gradient they make beside them */
 } PartMemOptions;
 void part_mem_options_init(PartMemOptions *o);
 const char *part_memmodel_name(PartMemModel m);
@@ -232,10 +235,15 @@ typedef struct PartBlockT {
 } PartBlockT;
 
 /* Runtime choices that change the kernels (the framework's code path). */
+/* PartRuntime.ce_fusion: the cross-entropy as fp32 eager ops, Megatron-Core's
+ * fused kernels, Transformer Engine's (SimCeFusion, sim.h) */
+enum { PART_CE_EAGER = 0, PART_CE_NATIVE = 1, PART_CE_TE = 2 };
+
 typedef struct PartRuntime {
     bool sequential_experts;  /* routed experts one GEMM each (Megatron SequentialMLP) */
     bool selective_ops;       /* selective recompute as op-level SAC (torchtitan) */
     int cp_comm;              /* 0 ring (p2p), 1 all-gather, 2 all-to-all (Ulysses) */
+    int ce_fusion;            /* the loss's kernels: PART_CE_* (SimCeFusion's order) */
     double grad_bytes;        /* bytes per gradient element reduced (4: fp32 main grads; 0: the
                                  activation dtype's) */
     bool hf_grads_freed;      /* --framework hf: gradients freed after each step, so autograd's

@@ -71,6 +71,26 @@ bool sim_cp_comm_parse(const char *s, SimCpComm *out);
  * rank divisible by cp (TS_ERR_PLAN with a hint otherwise). */
 TsStatus sim_cp_comm_check(const ModelSpec *m, const ParallelPlan *p, SimCpComm c, TsError *err);
 
+/* The cross-entropy loss over the vocabulary (Megatron-Core's
+ * --cross-entropy-loss-fusion and --cross-entropy-fusion-impl):
+ *   none    the vocab-parallel loss in fp32 eager ops (Megatron's default):
+ *           the logits upcast, max, exp, sum, log-probability, ~14 B per
+ *           logit forward and ~28 backward
+ *   native  Megatron-Core's fused one: the same passes fused in place (the
+ *           fp32 copy exp'd and normalised, the gradient made in it)
+ *   te      Transformer Engine's Triton kernel: an online softmax reads the
+ *           16-bit logits once forward; backward reads them once more and
+ *           writes the gradient over them */
+#define SIM_CE_FUSION_LIST(X) X(NONE, "none") X(NATIVE, "native") X(TE, "te")
+typedef enum {
+#define X(e, n) SIM_CE_##e,
+    SIM_CE_FUSION_LIST(X)
+#undef X
+    SIM_CE_FUSION_COUNT
+} SimCeFusion;
+const char *sim_ce_fusion_name(SimCeFusion c);
+bool sim_ce_fusion_parse(const char *s, SimCeFusion *out);
+
 typedef struct SimOptions {
     bool dp_overlap;            /* grad reduce overlapped with backward (Megatron
                                    --overlap-grad-reduce, DDP buckets), true */
@@ -92,6 +112,7 @@ typedef struct SimOptions {
                                    0.05; a synchronous job runs at its slowest GPU's
                                    pace (sim_straggler) */
     SimCpComm cp_comm;          /* context-parallel K/V exchange, SIM_CP_P2P */
+    SimCeFusion ce_fusion;      /* the cross-entropy loss's kernels, SIM_CE_NONE */
     bool balance_stages;        /* a plan without --stage-layers (vpp 1) runs on the even split
                                    of its costed work (SimResult.balance) when that is faster,
                                    false */

@@ -44,6 +44,7 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
         {"gpu-spread", CLI_DOUBLE, &o->spread, "F",
          "speed spread among a node's GPUs (0.05); a synchronous job runs at its slowest GPU", true},
         {"cp-comm", CLI_STR, &o->cp_comm, "MODE", CLI_CP_COMM_HELP, true},
+        {"ce-fusion", CLI_STR, &o->ce_fusion, "K", CLI_CE_FUSION_HELP, true},
         {"mfu-convention", CLI_STR, &o->mfu, "C",
          "full|causal: attention in model FLOPs (MFU) as the full square (Megatron, torchtitan; default) or "
          "causal-halved",
@@ -71,7 +72,20 @@ int cli_sim_check(const CliSpec *s, const CliSim *o)
                         "or causal (half of it)");
         return cli_fail(&e);
     }
-    return cli_cp_comm(o->cp_comm, &cc);
+    SimCeFusion ce;
+    int rc = cli_cp_comm(o->cp_comm, &cc);
+    return rc ? rc : cli_ce_fusion(o->ce_fusion, &ce);
+}
+
+int cli_ce_fusion(const char *v, SimCeFusion *out)
+{
+    *out = SIM_CE_NONE;
+    if (!v || sim_ce_fusion_parse(v, out)) return 0;
+    TsError e = {0};
+    ts_err(&e, TS_ERR_USAGE, "invalid value '%s' for --ce-fusion", v);
+    ts_err_hint(&e, "--ce-fusion takes none (fp32 eager ops), native (Megatron-Core's fused loss) or te "
+                    "(Transformer Engine's)");
+    return cli_fail(&e);
 }
 
 int cli_cp_comm(const char *v, SimCpComm *out)
@@ -98,6 +112,7 @@ void cli_sim_options(const CliSim *o, SimOptions *so)
     so->balance_stages = o->balance;
     if (o->spread >= 0) so->gpu_spread = o->spread;
     if (o->cp_comm) sim_cp_comm_parse(o->cp_comm, &so->cp_comm); /* checked by cli_sim_check */
+    if (o->ce_fusion) sim_ce_fusion_parse(o->ce_fusion, &so->ce_fusion);
     so->mfu_causal = o->mfu && !strcmp(o->mfu, "causal");
 }
 

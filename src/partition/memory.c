@@ -9,7 +9,7 @@
  *               its factor matrices (8 B per factor element), spread over dp*cp
  *   activations in-flight micro-batch units x per-layer bytes (counts.c) +
  *               embedding input/dropout on stage 0 + final norm, LM-head input and
- *               fp32 logits on the last stage
+ *               the logits the loss keeps on the last stage (fp32; 16-bit under TE's fused loss)
  *   other       workspace (largest transient: one layer's activation gradients or
  *               the logits gradient; ZeRO-3 gathers 2 layers; FSDP's ZeRO-2 one
  *               layer's unsharded fp32 gradient) + CUDA context +
@@ -195,13 +195,20 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
             emb += (double)m->mtp_layers * (2.0 * H * H / t + 3.0 * part_norm_params(m)) +
                    (!has_emb ? c->embed_tp / t : 0);
         double n_head = p->schedule == PLAN_SCHED_GPIPE ? (double)p->grad_accum : 1.0;
-        double logits = sb * c->vocab_padded / t * 4.0; /* fp32 logits kept by the CE loss */
+        /* the logits the CE loss keeps: fp32 (its eager or Megatron-Core's
+         * fused kernels), or the 16-bit logits themselves (Transformer
+         * Engine's writes the gradient over them); the gradient beside them:
+         * fp32, the 16-bit cast of the fused one, none under TE's */
+        double vl = sb * c->vocab_padded / t;
+        int fused = o->ce_fusion;
+        double logits = vl * (fused == PART_CE_TE ? 2.0 : 4.0);
+        double grad = vl * (fused == PART_CE_TE ? 0.0 : fused == PART_CE_NATIVE ? 2.0 : 4.0);
         /* the head's input and fp32 logits, once more per MTP module (with
          * its projection's input, the two normed halves) */
         double mtp = (double)m->mtp_layers;
         if (m->lm_head)
             out->act_head_bytes = n_head * ((1.0 + mtp) * (2.0 * sb * H * d * r + logits) + mtp * 2.0 * sb * H * d);
-        head_grad = m->lm_head ? logits : 0;
+        head_grad = m->lm_head ? grad : 0;
     }
     pd += emb;
     out->params = pd + pe;

@@ -308,6 +308,26 @@ static void times(PartKernel *k, int64_t n)
     for (int i = 0; i < 3; i++) k->flops[i] *= (double)n;
 }
 
+/* The vocab-parallel cross-entropy over `logits` of the rank's logits, in
+ * bytes per logit read and written (PartRuntime.ce_fusion):
+ *   fp32 eager ops (Megatron's default): upcast, max, exp / sum, log-prob
+ *     (~14 B) forward; softmax - one-hot and the gradient's downcast (~28 B)
+ *     backward;
+ *   Megatron-Core's fused (megatron/core/fusions/fused_cross_entropy.py): the
+ *     fp32 upcast with its max (6 B), exp in place (8), the sum (4) and the
+ *     normalisation in place (8) forward; the gradient scaled in place (8)
+ *     and cast to the logits' dtype (6) backward;
+ *   Transformer Engine's (transformer_engine/pytorch/triton/
+ *     cross_entropy.py): an online softmax reads the 16-bit logits once
+ *     forward; backward reads them again and writes the gradient over them. */
+static PartKernel *cross_entropy(const Tx *x, PartBlockT *h, const char *name, double logits)
+{
+    double ab = x->ab, f = ab + 12.0, b = 2.0 * (ab + 12.0);
+    if (x->rt && x->rt->ce_fusion == PART_CE_NATIVE) f = 26.0, b = 14.0;
+    if (x->rt && x->rt->ce_fusion == PART_CE_TE) f = ab, b = 2.0 * ab;
+    return tpl_mem(h, name, logits * f, logits * b, 5.0 * logits);
+}
+
 /* The multi-token-prediction modules' own kernels (DeepSeek-V3 §2.2,
  * Megatron-Core's MultiTokenPredictionLayer), each module once per
  * micro-batch: the next tokens' rows of the shared embedding, the norms of
@@ -325,11 +345,11 @@ static void mtp_kernels(const Tx *x, PartBlockT *h, double logits)
     PartKernel *lm = tpl_gemm(h, "mtp.lm_head", 1, T, V / t, H);
     lm->flags |= PART_KF_ACT;
     times(lm, n);
-    times(tpl_mem(h, "mtp.cross_entropy", logits * (x->ab + 12.0), 2 * logits * (x->ab + 12.0), 5.0 * logits), n);
+    times(cross_entropy(x, h, "mtp.cross_entropy", logits), n);
 }
 
 /* Megatron-Core's embedding and head kernels (the vocab-parallel
- * cross-entropy in fp32). */
+ * cross-entropy as the runtime fuses it). */
 static void embed_head_kernels(const Tx *x, PartTemplate *o)
 {
     const ModelSpec *m = x->m;
@@ -341,11 +361,8 @@ static void embed_head_kernels(const Tx *x, PartTemplate *o)
     double tsp = (double)x->Tsp * (double)H * x->ab;
     tpl_mem(h, "final_norm", 2 * tsp, 3 * tsp, 5.0 * (double)x->Tsp * (double)H);
     tpl_gemm(h, "lm_head", 1, T, V / t, H)->flags |= PART_KF_ACT; /* not a TE module: bf16 even under fp8 */
-    /* fp32 vocab-parallel cross-entropy: upcast, max, exp / sum, log-prob
-     * (~14 B per logit) forward; softmax - one-hot and the downcast of the
-     * logits' gradient (~28 B) backward */
     double logits = (double)T * (double)(V / t);
-    tpl_mem(h, "cross_entropy", logits * (x->ab + 12.0), 2 * logits * (x->ab + 12.0), 5.0 * logits);
+    cross_entropy(x, h, "cross_entropy", logits);
     if (m->mtp_layers > 0) mtp_kernels(x, h, logits);
 }
 

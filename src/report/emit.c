@@ -599,6 +599,12 @@ static void mc_step(const Mc *c)
         if (!fp16 && !o->fp32_grad_reduce) mc_set(c, "--grad-reduce-in-bf16", NULL, NULL, NULL);
         mc_set(c, NULL, NULL, "ddp.grad_reduce_in_fp32", o->fp32_grad_reduce ? "true" : "false");
     }
+    /* the loss's kernels: --cross-entropy-loss-fusion, with
+     * --cross-entropy-fusion-impl native|te [MLM]; the key written either
+     * way (Bridge's GPT provider fuses by default) */
+    mc_bool(c, "--cross-entropy-loss-fusion", "model.cross_entropy_loss_fusion", o->ce_fusion != SIM_CE_NONE);
+    if (o->ce_fusion != SIM_CE_NONE)
+        mc_str(c, "--cross-entropy-fusion-impl", "model.cross_entropy_fusion_impl", sim_ce_fusion_name(o->ce_fusion));
     /* Adam's moments in bf16: TE's precision-aware FusedAdam [MLM 3282-3299];
      * Bridge converts "bf16" to torch.bfloat16 [MB omegaconf_utils.py] */
     bool bf16_moments = p->adam_moments == TS_DTYPE_BF16;

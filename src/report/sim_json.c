@@ -158,12 +158,14 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
     ts_buf_printf(b, ", \"options\": {\"pipeline_engine\": \"%s\", \"dp_overlap\": %s, \"param_gather_overlap\": %s, "
                      "\"grad_reduce_dtype\": \"%s\", \"bucket_bytes\": %.17g, \"overlap_slowdown\": %.17g, "
                      "\"model_code\": \"%s\", \"selective_recompute\": \"%s\", \"gpu_spread\": %.17g, "
-                     "\"cp_comm\": \"%s\", \"experts\": \"%s\", \"mfu_convention\": \"%s\"%s}",
+                     "\"cp_comm\": \"%s\", \"cross_entropy\": \"%s\", \"experts\": \"%s\", "
+                     "\"mfu_convention\": \"%s\"%s}",
                   ds ? "deepspeed" : "megatron", o->dp_overlap && !ds ? "true" : "false",
                   o->param_gather_overlap && !ds ? "true" : "false", o->fp32_grad_reduce ? "fp32" : "16-bit",
                   sim_dp_bucket_bytes(o, p->dp * p->cp), o->overlap_slowdown,
                   plan_hf(p) ? "hf" : plan_eager(p) ? "eager" : "fused",
                   o->selective_ops ? "ops" : "attention", o->gpu_spread, sim_cp_comm_name(o->cp_comm),
+                  sim_ce_fusion_name(o->ce_fusion),
                   o->sequential_experts ? "sequential" : "grouped", o->mfu_causal ? "causal" : "full",
                   o->balance_stages ? ", \"balance_stages\": true" : "");
     ModelCounts mc;

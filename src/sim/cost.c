@@ -75,6 +75,8 @@ double sim_dp_bucket_bytes(const SimOptions *o, int64_t dp_size)
 
 TS_ENUM_NAMES(sim_cp_comm, SimCpComm, SIM_CP_COMM_LIST, SIM_CP_COMM_COUNT)
 TS_ENUM_PARSE(sim_cp_comm, SimCpComm, SIM_CP_COMM_COUNT)
+TS_ENUM_NAMES(sim_ce_fusion, SimCeFusion, SIM_CE_FUSION_LIST, SIM_CE_FUSION_COUNT)
+TS_ENUM_PARSE(sim_ce_fusion, SimCeFusion, SIM_CE_FUSION_COUNT)
 
 TsStatus sim_cp_comm_check(const ModelSpec *m, const ParallelPlan *p, SimCpComm c, TsError *err)
 {
@@ -124,6 +126,7 @@ void sim_mem_options(const SimOptions *o, TsDtype dt, PartMemOptions *mo)
     mo->grad_bytes = o->fp32_grad_reduce ? 4.0 : (double)ts_dtype_bytes(adt);
     mo->selective_ops = o->selective_ops;
     mo->grads_freed = o->grads_freed;
+    mo->ce_fusion = (int)o->ce_fusion;
 }
 
 double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)
@@ -203,6 +206,12 @@ TsStatus sim_setup_resolve(SimSetup *in, TsError *err)
     if (p->cp > 1 && p->seq % p->cp)
         return ts_err(err, TS_ERR_PLAN, "--seq %lld is not a multiple of --cp %lld", (long long)p->seq, (long long)p->cp);
     if ((st = sim_cp_comm_check(m, p, in->opt.cp_comm, err))) return st;
+    if (in->opt.ce_fusion != SIM_CE_NONE && p->framework != PLAN_FRAMEWORK_MEGATRON) {
+        ts_err(err, TS_ERR_PLAN, "--ce-fusion %s is Megatron-Core's loss; --framework %s runs its own",
+               sim_ce_fusion_name(in->opt.ce_fusion), plan_framework_name(p->framework));
+        ts_err_hint(err, "drop --ce-fusion, or use --framework megatron");
+        return TS_ERR_PLAN;
+    }
     if (plan_ds_pipe(p) && (p->vpp > 1 || p->schedule != PLAN_SCHED_1F1B)) {
         ts_err(err, TS_ERR_PLAN, "--deepspeed-pipe runs DeepSpeed's 1F1B schedule only (got %s, vpp %lld)",
                plan_sched_name(p->schedule), (long long)p->vpp);

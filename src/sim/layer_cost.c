@@ -30,6 +30,10 @@ void sim_part_runtime(const SimOptions *o, PartRuntime *rt)
     rt->sequential_experts = o->sequential_experts;
     rt->selective_ops = o->selective_ops;
     rt->cp_comm = (int)o->cp_comm;
+    _Static_assert((int)SIM_CE_NONE == PART_CE_EAGER && (int)SIM_CE_NATIVE == PART_CE_NATIVE &&
+                       (int)SIM_CE_TE == PART_CE_TE,
+                   "PartRuntime.ce_fusion follows SimCeFusion");
+    rt->ce_fusion = (int)o->ce_fusion;
     rt->grad_bytes = o->fp32_grad_reduce ? 4.0 : 0;
     rt->hf_grads_freed = o->grads_freed;
 }
@@ -475,6 +479,7 @@ typedef struct CostKey {
     int64_t tp_size, tp_nodes, cp_nodes, ep_nodes, dp_size, dp_nodes, edp_size, edp_nodes;
     int32_t dt, adt, recompute;
     uint8_t sp, flash, tp_overlap, fsdp, pp1, framework, precision, selective_ops, fp32_grad, cp_comm, seq_experts;
+    uint8_t ce_fusion;
 } CostKey;
 
 typedef struct CostEntry {
@@ -538,6 +543,7 @@ static void cost_key(const Ctx *x, CostKey *k)
     k->fp32_grad = x->o->fp32_grad_reduce;
     k->cp_comm = (uint8_t)x->o->cp_comm;
     k->seq_experts = x->o->sequential_experts;
+    k->ce_fusion = (uint8_t)x->o->ce_fusion;
 }
 
 static size_t cost_hash(const CostKey *k)

@@ -32,7 +32,8 @@ MLM=(--num-layers --hidden-size --ffn-hidden-size --num-attention-heads --group-
   --bf16 --fp8-format --accumulate-allreduce-grads-in-fp32 --grad-reduce-in-bf16 --moe-enable-deepep
   --moe-router-num-groups --moe-router-group-topk --moe-expert-capacity-factor
   --moe-pad-expert-input-to-capacity --mtp-num-layers --recompute-modules --fp8-recipe
-  --use-precision-aware-optimizer --exp-avg-dtype --exp-avg-sq-dtype)
+  --use-precision-aware-optimizer --exp-avg-dtype --exp-avg-sq-dtype --cross-entropy-loss-fusion
+  --cross-entropy-fusion-impl)
 # Megatron-Bridge v0.6.0 ConfigContainer fields (training/config.py: train, model, optimizer, ddp,
 # checkpoint, dataset, comm_overlap, mixed_precision) and the Megatron-Core 0.15 dataclasses behind
 # model.* (model_parallel_config.py, transformer_config.py incl. MLATransformerConfig,
@@ -55,7 +56,8 @@ NEMO=(model.num_layers model.hidden_size model.ffn_hidden_size model.num_attenti
   model.seq_length mixed_precision ddp.grad_reduce_in_fp32 model.moe_enable_deepep
   model.moe_router_num_groups model.moe_router_group_topk model.moe_expert_capacity_factor
   model.moe_pad_expert_input_to_capacity model.mtp_num_layers model.recompute_modules
-  optimizer.use_precision_aware_optimizer optimizer.exp_avg_dtype optimizer.exp_avg_sq_dtype)
+  optimizer.use_precision_aware_optimizer optimizer.exp_avg_dtype optimizer.exp_avg_sq_dtype
+  model.cross_entropy_loss_fusion model.cross_entropy_fusion_impl)
 # Megatron-DeepSpeed (microsoft) megatron/arguments.py; --deepspeed and --deepspeed_config from
 # DeepSpeed's deepspeed/__init__.py add_config_arguments
 MDS=(--num-layers --hidden-size --ffn-hidden-size --num-attention-heads --num-key-value-heads

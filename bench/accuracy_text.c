@@ -31,7 +31,8 @@ bool acc_says(const char *const text[2], const char *what)
 /* Does the row say TP communication is overlapped: "TP" as a word (also
  * in a list such as "TP/DP/PP") with "overlap" among the next few words
  * ("TP overlap", "TP comm overlap", "TP/DP/PP communication overlap
- * enabled"), not negated ("no TP overlap", "TP overlap off")? */
+ * enabled"), not negated ("no TP overlap", "TP 8, no overlap", "TP overlap
+ * off")? */
 bool acc_says_tp_overlap(const char *const text[2])
 {
     for (int c = 0; c < 2; c++)
@@ -40,8 +41,12 @@ bool acc_says_tp_overlap(const char *const text[2])
             if (!word) continue;
             const char *ov = find_ci(s, "overlap");
             if (!ov || ov - s > 32) continue;
-            bool neg = (s - text[c] >= 3 && acc_starts_ci(s - 3, "no ")) || acc_starts_ci(ov + 7, " off") ||
-                       acc_starts_ci(ov + 7, " disabled") || acc_starts_ci(ov + 7, "=false") || acc_starts_ci(ov + 7, " false");
+            bool before = (s - text[c] >= 3 && acc_starts_ci(s - 3, "no ")) ||
+                          (ov - s >= 3 && acc_starts_ci(ov - 3, "no ")) ||
+                          (ov - s >= 8 && acc_starts_ci(ov - 8, "without "));
+            bool after = acc_starts_ci(ov + 7, " off") || acc_starts_ci(ov + 7, " disabled") ||
+                         acc_starts_ci(ov + 7, "=false") || acc_starts_ci(ov + 7, " false");
+            bool neg = before || after;
             if (!neg) return true;
         }
     return false;
@@ -123,11 +128,13 @@ int acc_fp32_grad(const char *const text[2])
             if (acc_starts_ci(w, "false")) return 0;
             if (acc_starts_ci(w, "true")) return 1;
         }
-    if (acc_says(text, "grad-reduce-in-bf16") || acc_says(text, "grad_reduce_in_bf16") || acc_says(text, "bf16 gradient reduc") ||
-        acc_says(text, "bf16 grad reduc"))
-        return 0;
-    if (acc_says(text, "accumulate-allreduce-grads-in-fp32") || acc_says(text, "fp32 gradient reduc") || acc_says(text, "fp32 grad reduc"))
-        return 1;
+    static const char *const bf16[] = {"grad-reduce-in-bf16", "grad_reduce_in_bf16", "bf16 gradient reduc",
+                                       "bf16 grad reduc"};
+    static const char *const fp32[] = {"accumulate-allreduce-grads-in-fp32", "fp32 gradient reduc", "fp32 grad reduc"};
+    for (size_t k = 0; k < sizeof bf16 / sizeof bf16[0]; k++)
+        if (acc_says(text, bf16[k])) return 0;
+    for (size_t k = 0; k < sizeof fp32 / sizeof fp32[0]; k++)
+        if (acc_says(text, fp32[k])) return 1;
     return -1;
 }
 

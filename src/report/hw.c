@@ -85,7 +85,9 @@ void rep_gpu_text(const GpuSpec *g, TsBuf *b)
     if (g->software == HW_SOFTWARE_2024)
         ts_buf_puts(b, "  on the 2024 CUDA libraries (--software 2024): the figures above are theirs\n");
     else if (g->sw2024_fp8_eff > 0 || g->sw2024_attn_factor[0] > 0)
-        ts_buf_printf(b, "  2024 CUDA libraries (--software 2024): fp8 GEMM efficiency %.3g, attention fwd x%.3g, bwd x%.3g\n",
+        ts_buf_printf(b,
+                      "  2024 CUDA libraries (--software 2024): fp8 GEMM efficiency %.3g, attention fwd x%.3g, "
+                      "bwd x%.3g\n",
                       g->sw2024_fp8_eff > 0 ? g->sw2024_fp8_eff : g->gemm_eff[TS_DTYPE_FP8],
                       g->sw2024_attn_factor[0] > 0 ? g->sw2024_attn_factor[0] : 1.0,
                       g->sw2024_attn_factor[0] > 0 ? g->sw2024_attn_factor[1] : 1.0);

@@ -30,6 +30,8 @@ typedef struct RepMemory {
     const char *plan;         /* plan_describe's text, "tp8 pp4 dp32 ..." */
     const char *memory_model; /* "trainsim" or "megatron" */
     bool selective_ops;       /* selective recompute as op-level SAC */
+    bool grads_16bit;         /* the gradient buffer at 16 bit (--fp16-grad-reduce) */
+    const char *ce_fusion;    /* the loss's kernels: "none", "native" or "te" (--ce-fusion) */
     const char *gpu;          /* "h100-sxm5-80gb" */
     double capacity_bytes;    /* its HBM, e.g. 85899345920 */
     const PartMemory *stages; /* [n_stages] */

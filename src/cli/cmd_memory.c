@@ -40,8 +40,8 @@ int cmd_memory(int argc, char **argv)
     CliModel cm;
     CliPlan cp;
     CliHw hw;
-    const char *mm = NULL, *out_path = NULL;
-    bool json = false, sel_ops = false;
+    const char *mm = NULL, *out_path = NULL, *ce = NULL;
+    bool json = false, sel_ops = false, grads16 = false;
     cli_model_init(&cm);
     cli_plan_init(&cp);
     cli_hw_init(&hw);
@@ -51,22 +51,29 @@ int cmd_memory(int argc, char **argv)
     cli_hw_add(&s, &hw);
     cli_add(&s, "memory-model", CLI_STR, &mm, "M", "trainsim (default) | megatron");
     cli_add(&s, "selective-ops", CLI_FLAG, &sel_ops, NULL, CLI_SEL_OPS_HELP);
+    cli_add(&s, "fp16-grad-reduce", CLI_FLAG, &grads16, NULL, "gradient buffer at 16 bit (default fp32)");
+    cli_add(&s, "ce-fusion", CLI_STR, &ce, "K", CLI_CE_FUSION_HELP);
     cli_add(&s, "json", CLI_FLAG, &json, NULL, "JSON output");
     cli_add(&s, "output", CLI_STR, &out_path, "FILE", "write to FILE instead of stdout");
     int rc = cli_parse(&s, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
 
+    SimCeFusion cef;
+    if ((rc = cli_ce_fusion(ce, &cef)) != 0) return rc;
     PartMemOptions mo;
     part_mem_options_init(&mo);
     mo.selective_ops = sel_ops;
+    mo.ce_fusion = (int)cef;
     if (mm && !part_memmodel_parse(mm, &mo.model)) {
         fprintf(stderr, "trainsim: invalid value '%s' for --memory-model (expected trainsim or megatron)\n", mm);
         return 2;
     }
-    if (sel_ops && mo.model == PART_MEMMODEL_MEGATRON) {
+    if ((sel_ops || grads16 || cef != SIM_CE_NONE) && mo.model == PART_MEMMODEL_MEGATRON) {
         TsError e = {0};
-        ts_err(&e, TS_ERR_USAGE, "--selective-ops does not apply to --memory-model megatron");
-        ts_err_hint(&e, "Megatron's formula knows only its own selective recompute; drop one of the two");
+        const char *opt = sel_ops ? "--selective-ops" : grads16 ? "--fp16-grad-reduce" : "--ce-fusion";
+        ts_err(&e, TS_ERR_USAGE, "%s does not apply to --memory-model megatron", opt);
+        ts_err_hint(&e, "Megatron's formula knows only its own defaults (selective recompute, fp32 gradients, "
+                        "its loss); drop one of the two");
         return cli_fail(&e);
     }
     ModelSpec m;
@@ -76,6 +83,8 @@ int cmd_memory(int argc, char **argv)
     CliHwLoaded l;
     if ((rc = cli_hw_load(&hw, "dgx-h100", p.gpus, &l)) != 0) return rc;
     const GpuSpec *g = &l.cluster.gpu;
+    /* the gradient buffer at the activation dtype (bf16 under fp8), as simulate's */
+    if (grads16) mo.grad_bytes = (double)ts_dtype_bytes(sim_activation_dtype(p.dtype));
     double cap = g->hbm_bytes;
     mo.capacity_bytes = cap;
 
@@ -90,7 +99,8 @@ int cmd_memory(int argc, char **argv)
     TsBuf b = {0}, desc = {0};
     plan_describe(&p, &desc);
     RepMemory rm = {.model = m.name, .plan = desc.data, .memory_model = part_memmodel_name(mo.model),
-                    .selective_ops = sel_ops, .gpu = g->name, .capacity_bytes = cap, .stages = st,
+                    .selective_ops = sel_ops, .grads_16bit = grads16, .ce_fusion = sim_ce_fusion_name(cef),
+                    .gpu = g->name, .capacity_bytes = cap, .stages = st,
                     .n_stages = p.pp, .peak = &peak};
     int64_t n_over = rep_memory_over(&rm);
     if (json) rep_memory_json(&rm, &b);

@@ -2,6 +2,7 @@
 #include "trainsim/report_memory.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -65,8 +66,11 @@ void rep_memory_json(const RepMemory *r, TsBuf *b)
     ts_json_escape(b, r->model);
     ts_buf_puts(b, ", \"plan\": ");
     ts_json_escape(b, r->plan ? r->plan : "");
-    ts_buf_printf(b, ", \"memory_model\": \"%s\", \"selective_recompute\": \"%s\", \"gpu\": ", r->memory_model,
-                  r->selective_ops ? "ops" : "attention");
+    ts_buf_printf(b,
+                  ", \"memory_model\": \"%s\", \"selective_recompute\": \"%s\", \"grad_reduce_dtype\": \"%s\", "
+                  "\"cross_entropy\": \"%s\", \"gpu\": ",
+                  r->memory_model, r->selective_ops ? "ops" : "attention", r->grads_16bit ? "16-bit" : "fp32",
+                  r->ce_fusion ? r->ce_fusion : "none");
     ts_json_escape(b, r->gpu);
     ts_buf_printf(b, ", \"stages_not_fitting\": %lld", (long long)rep_memory_over(r));
     ts_buf_puts(b, ",\n \"memory\": ");
@@ -85,8 +89,11 @@ void rep_memory_text(const RepMemory *r, TsBuf *b)
     const PartMemory *peak = r->peak;
     int64_t n_over = rep_memory_over(r);
     ts_buf_printf(b, "memory per GPU of %s, %s\n", r->model, r->plan ? r->plan : "");
-    ts_buf_printf(b, "memory model: %s%s; GPU %s with %.2f GiB\n\n", r->memory_model,
-                  r->selective_ops ? " (selective recompute as op-level SAC)" : "", r->gpu, cap / GIB);
+    bool fused = r->ce_fusion && strcmp(r->ce_fusion, "none");
+    ts_buf_printf(b, "memory model: %s%s%s%s%s; GPU %s with %.2f GiB\n\n", r->memory_model,
+                  r->selective_ops ? " (selective recompute as op-level SAC)" : "",
+                  r->grads_16bit ? ", 16-bit gradient buffer" : "", fused ? ", fused cross-entropy " : "",
+                  fused ? r->ce_fusion : "", r->gpu, cap / GIB);
     ts_buf_printf(b, "%-7s %9s %9s %9s %11s %9s %9s %9s\n", "stage", "weights", "grads", "optimizer", "activations",
                   "other", "total", "headroom");
     ts_buf_printf(b, "%-7s %9s %9s %9s %11s %9s %9s %9s\n", "", "GiB", "GiB", "GiB", "GiB", "GiB", "GiB", "GiB");

@@ -2,6 +2,7 @@
  * DeepSpeed Flops Profiler, then exact training FLOPs next to the closed
  * forms. --json writes every module with its figures instead. */
 #include "cli.h"
+#include "cli_values.h"
 
 #include "trainsim/report.h"
 
@@ -23,6 +24,7 @@ int cmd_profile(int argc, char **argv)
     int64_t batch = 1, seq = 0, depth = -1, top = 1, step = 1;
     bool no_detailed = false, json = false, causal = false, no_flash = false;
     const char *output = NULL, *gpu = "h100-sxm5-80gb", *dtype = "bf16", *recompute = "none", *calib = NULL;
+    const char *software = NULL;
     cli_add(&s, "batch", CLI_INT, &batch, "B", "micro-batch size (sequences), default 1");
     cli_add(&s, "seq", CLI_INT, &seq, "S", "sequence length, default min(max positions, 4096)");
     cli_add(&s, "module-depth", CLI_INT, &depth, "D", "aggregated profile depths 0..D-1 (-1: all but the innermost)");
@@ -32,6 +34,8 @@ int cmd_profile(int argc, char **argv)
     cli_add(&s, "gpu", CLI_STR, &gpu, "NAME", "GPU preset for latencies, default h100-sxm5-80gb (as every command)");
     cli_add(&s, "dtype", CLI_STR, &dtype, "T", "fp32|tf32|bf16|fp16|fp8, default bf16");
     cli_add(&s, "calibration", CLI_STR, &calib, "FILE", "measured kernel times (tools/calibrate) correcting the model");
+    cli_add(&s, "software", CLI_STR, &software, "Y", "CUDA libraries: 2025 (default) or 2024 (as the hardware group)");
+    cli_add_check(&s, "software", cli_check_software);
     cli_add(&s, "recompute", CLI_STR, &recompute, "R", "none|selective|full: the training row marked");
     cli_add(&s, "causal", CLI_FLAG, &causal, NULL, "exact FLOPs skip the masked half of causal attention");
     cli_add(&s, "no-flash", CLI_FLAG, &no_flash, NULL, "unfused attention core (Megatron/DeepSpeed namings)");
@@ -74,6 +78,9 @@ int cmd_profile(int argc, char **argv)
     TsError err = {0};
     RepCompute comp;
     if (rep_compute_init(&comp, gpu, dt, &err) != TS_OK) return cli_fail(&err);
+    HwSoftware sw = HW_SOFTWARE_2025;
+    if (software) hw_software_parse(software, &sw);
+    hw_gpu_software(&comp.hw.gpu, sw);
     HwCalib *cal = NULL;
     if (calib && hw_calib_load(calib, &cal, &err) != TS_OK) return cli_fail(&err);
     comp.hw.calib = cal;

@@ -381,7 +381,8 @@ void rep_profile_text(const ModuleGraph *g, const RepCompute *cm, const RepProfi
     rep_fmt_duration(v, sizeof v, st[0].latency_s);
     line(b, "fwd latency: ", v);
     char gpu[160];
-    snprintf(gpu, sizeof gpu, "%s, %s", cm->hw.gpu.name, ts_dtype_name(cm->dtype));
+    snprintf(gpu, sizeof gpu, "%s, %s%s", cm->hw.gpu.name, ts_dtype_name(cm->dtype),
+             cm->hw.gpu.software == HW_SOFTWARE_2024 ? ", 2024 CUDA libraries" : "");
     line(b, "latencies predicted on (--gpu, --dtype): ", gpu);
     rep_fmt_flops(v, sizeof v, st[0].latency_s > 0 ? st[0].flops / st[0].latency_s : 0);
     line(b, "fwd FLOPS per GPU = fwd flops per GPU / fwd latency: ", v);

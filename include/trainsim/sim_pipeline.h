@@ -280,6 +280,7 @@ typedef enum SimWarnKind {
     SIM_WARN_CP_COMM,         /* --cp-comm i (SimCpComm) with cp 1 */
     SIM_WARN_FP32_EXPERTS,    /* --framework hf --precision amp on a model with routed experts: they run
                                  in FP32 on the CUDA cores */
+    SIM_WARN_SOFTWARE,        /* --software 2024 on text, a GPU whose preset has no 2024 figures */
 } SimWarnKind;
 typedef struct SimWarning {
     SimWarnKind kind;

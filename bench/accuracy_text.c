@@ -113,6 +113,22 @@ int acc_latest_year(const char *const text[2])
     return y;
 }
 
+/* The value a setting is given in the source or the notes: the word after
+ * the first of its spellings `keys` (a setting's name in Python and as a
+ * flag: "grad_reduce_in_fp32", "grad-reduce-in-fp32"), past spaces, ':',
+ * '=', '(' and a quote; NULL when neither names it. */
+static const char *setting(const char *const text[2], const char *const keys[2])
+{
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < 2; k++) {
+            const char *at = find_ci(text[c], keys[k]), *w;
+            if (!at) continue;
+            word_after(at + strlen(keys[k]), &w);
+            return *w == '"' || *w == '\'' ? w + 1 : w;
+        }
+    return NULL;
+}
+
 /* The gradient reduction's precision as the notes say it: fp32
  * (grad_reduce_in_fp32 True, --accumulate-allreduce-grads-in-fp32) 1, 16-bit
  * (grad_reduce_in_fp32 False, --grad-reduce-in-bf16, "bf16 gradient
@@ -120,14 +136,9 @@ int acc_latest_year(const char *const text[2])
 int acc_fp32_grad(const char *const text[2])
 {
     static const char *const keys[] = {"grad_reduce_in_fp32", "grad-reduce-in-fp32"};
-    for (size_t k = 0; k < 2; k++)
-        for (int c = 0; c < 2; c++) {
-            const char *at = find_ci(text[c], keys[k]), *w;
-            if (!at) continue;
-            word_after(at + strlen(keys[k]), &w);
-            if (acc_starts_ci(w, "false")) return 0;
-            if (acc_starts_ci(w, "true")) return 1;
-        }
+    const char *w = setting(text, keys);
+    if (w && acc_starts_ci(w, "false")) return 0;
+    if (w && acc_starts_ci(w, "true")) return 1;
     static const char *const bf16[] = {"grad-reduce-in-bf16", "grad_reduce_in_bf16", "bf16 gradient reduc",
                                        "bf16 grad reduc"};
     static const char *const fp32[] = {"accumulate-allreduce-grads-in-fp32", "fp32 gradient reduc", "fp32 grad reduc"};
@@ -138,26 +149,13 @@ int acc_fp32_grad(const char *const text[2])
     return -1;
 }
 
-
 int acc_ce_fusion(const char *const text[2])
 {
     static const char *const impl[] = {"cross_entropy_fusion_impl", "cross-entropy-fusion-impl"};
     static const char *const fuse[] = {"cross_entropy_loss_fusion", "cross-entropy-loss-fusion"};
-    for (int c = 0; c < 2; c++)
-        for (size_t k = 0; k < 2; k++) {
-            const char *at = find_ci(text[c], impl[k]), *w;
-            if (!at) continue;
-            word_after(at + strlen(impl[k]), &w);
-            if (*w == '"' || *w == '\'') w++;
-            if (acc_starts_ci(w, "te")) return 2;
-            if (acc_starts_ci(w, "native")) return 1;
-        }
-    for (int c = 0; c < 2; c++)
-        for (size_t k = 0; k < 2; k++) {
-            const char *at = find_ci(text[c], fuse[k]), *w;
-            if (!at) continue;
-            word_after(at + strlen(fuse[k]), &w);
-            return acc_starts_ci(w, "false") ? 0 : 1;
-        }
+    const char *w = setting(text, impl);
+    if (w && acc_starts_ci(w, "te")) return 2;
+    if (w && acc_starts_ci(w, "native")) return 1;
+    if ((w = setting(text, fuse))) return acc_starts_ci(w, "false") ? 0 : 1;
     return acc_says(text, "Megatron-Bridge") ? 2 : -1;
 }

@@ -19,7 +19,8 @@
  *           the fp32 cross-entropy).
  *   F-eager eager elementwise ops by the path PyTorch takes (contiguous,
  *           broadcast operand, mask, dtype conversion, mixed dtypes), each
- *           costed as its bytes streamed.
+ *           costed as the templates cost it: its bytes streamed, a masked
+ *           fill no faster than its elements on the generic path.
  * Per row: what was measured and predicted, the error (predicted /
  * measured - 1: positive = trainsim predicts slower); per part and GPU the
  * MAPE and the bias. Nothing here is fitted: the figures are what the
@@ -443,6 +444,27 @@ static void score_kernel(const json_t *r, const char *part, const char *gpu, dou
     g_host_in_loop = true;
 }
 
+/* One eager elementwise op as the templates cost it (cost_kernel): its
+ * bytes streamed and, for a masked fill (PyTorch's generic path, as the HF
+ * experts' masked fills: PART_KF_GENERIC), no faster than its elements at
+ * the preset's generic rate. */
+static double eager_op_time(const HwModel *hw, const char *op, double bytes, double elements)
+{
+    ParallelPlan p;
+    plan_init(&p);
+    CostCtx c;
+    cost_ctx_init(&c, hw, &p, 1.0);
+    PartKernel k = {.kind = PART_K_MEM, .part = PART_KP_MEM, .count = 1, .fwd_bytes = bytes};
+    k.launches[0] = 1;
+    if (!strncmp(op, "masked_fill", 11) && elements > 0) {
+        k.flags = PART_KF_GENERIC;
+        k.elems[0] = elements;
+    }
+    double t[3];
+    cost_kernel(&c, &k, t);
+    return t[0];
+}
+
 static void row_kernel(const json_t *r, const char *gpu, const char *part)
 {
     HwModel hw;
@@ -488,15 +510,14 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
             score_kernel(r, fa2 ? (bwd ? "fa2 bwd" : "fa2 fwd") : (bwd ? "attn bwd" : "attn fwd"), short_gpu(gpu), e);
         }
     } else if (!strcmp(part, "F-eager")) {
-        /* one eager elementwise op, costed as trainsim costs every one:
-         * its bytes streamed (hw_memory_time_s) */
+        /* one eager elementwise op, costed as the templates cost it */
         const char *op = json_string_value(json_object_get(r, "op"));
         double bytes = num(r, "bytes"), meas = num(r, "fwd_ms") * 1e-3;
         if (!op || !(bytes > 0) || !(meas > 0)) {
             row_skip(NULL, "an F-eager row has its \"op\", and \"bytes\" and \"fwd_ms\" above 0 (docs/measure.md)");
             return;
         }
-        double pred = hw_memory_time_s(&hw, bytes), e = pred / meas - 1;
+        double pred = eager_op_time(&hw, op, bytes, num(r, "elements")), e = pred / meas - 1;
         score_kernel(r, "F-eager", short_gpu(gpu), e);
         if (g_verbose)
             printf("F-eager %-5s %-16s %-4s %6.0f MB  measured %7.3f ms  predicted %7.3f ms  %+6.1f%%\n",

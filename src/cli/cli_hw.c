@@ -19,10 +19,22 @@ static void add_group(CliSpec *s, CliHw *h, const char *gpus_help)
     else cli_add(s, "gpus", CLI_INT, &h->gpus, "N", "GPUs in the job (nodes = ceil(N / GPUs per node))");
     cli_add(s, "calibration", CLI_STR, &h->calibration, "FILE", "measured kernel times (tools/calibrate)");
     cli_add(s, "busbw", CLI_STR, &h->busbw, "FILE", "measured bus bandwidth table (SimAI busbw.yaml or JSON)");
-    cli_add(s, "software", CLI_STR, &h->software, "Y",
+    cli_hw_add_software(s, &h->software);
+}
+
+void cli_hw_add_software(CliSpec *s, const char **software)
+{
+    cli_add(s, "software", CLI_STR, software, "Y",
             "CUDA libraries: 2025 (cuBLAS 12.9+, default) or 2024 (CUDA 12.4-12.6: slower Hopper FP8 GEMMs "
             "and attention)");
     cli_add_check(s, "software", cli_check_software);
+}
+
+void cli_hw_software(const char *software, GpuSpec *g)
+{
+    HwSoftware sw = HW_SOFTWARE_2025;
+    if (software) hw_software_parse(software, &sw);
+    hw_gpu_software(g, sw);
 }
 
 void cli_hw_add(CliSpec *s, CliHw *h) { add_group(s, h, NULL); }
@@ -76,9 +88,7 @@ int cli_hw_load(const CliHw *h, const char *default_cluster, int64_t default_gpu
         out->cluster.gpu = gpu;
         snprintf(out->cluster.gpu_name, sizeof out->cluster.gpu_name, "%s", gpu.name);
     }
-    HwSoftware sw = HW_SOFTWARE_2025;
-    if (h->software) hw_software_parse(h->software, &sw);
-    hw_gpu_software(&out->cluster.gpu, sw);
+    cli_hw_software(h->software, &out->cluster.gpu);
     if (h->calibration && hw_calib_load(h->calibration, &out->calib, &err) != TS_OK) return cli_fail(&err);
     if (h->busbw && hw_busbw_load(h->busbw, &out->busbw, &err) != TS_OK) {
         cli_hw_free(out);

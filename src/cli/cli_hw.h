@@ -44,6 +44,11 @@ void cli_hw_add_list(CliSpec *s, CliHw *h, const char *gpus_help);
  * and returns its exit code (2 usage, 3 bad input). */
 int cli_hw_load(const CliHw *h, const char *default_cluster, int64_t default_gpus, CliHwLoaded *out);
 void cli_hw_free(CliHwLoaded *l);
+/* --software 2025|2024 alone (for a command with its own --gpu: profile),
+ * and putting a loaded GPU on the libraries it names (NULL: 2025; checked
+ * when parsed). */
+void cli_hw_add_software(CliSpec *s, const char **software);
+void cli_hw_software(const char *software, GpuSpec *g);
 /* The loaded cluster sized to `gpus` instead (same node type, GPU and busbw
  * table): for commands that plan several GPU counts at once. */
 void cli_hw_net_sized(const CliHwLoaded *l, int64_t gpus, HwNet *net);

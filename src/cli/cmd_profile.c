@@ -2,7 +2,7 @@
  * DeepSpeed Flops Profiler, then exact training FLOPs next to the closed
  * forms. --json writes every module with its figures instead. */
 #include "cli.h"
-#include "cli_values.h"
+#include "cli_hw.h"
 
 #include "trainsim/report.h"
 
@@ -34,8 +34,7 @@ int cmd_profile(int argc, char **argv)
     cli_add(&s, "gpu", CLI_STR, &gpu, "NAME", "GPU preset for latencies, default h100-sxm5-80gb (as every command)");
     cli_add(&s, "dtype", CLI_STR, &dtype, "T", "fp32|tf32|bf16|fp16|fp8, default bf16");
     cli_add(&s, "calibration", CLI_STR, &calib, "FILE", "measured kernel times (tools/calibrate) correcting the model");
-    cli_add(&s, "software", CLI_STR, &software, "Y", "CUDA libraries: 2025 (default) or 2024 (as the hardware group)");
-    cli_add_check(&s, "software", cli_check_software);
+    cli_hw_add_software(&s, &software);
     cli_add(&s, "recompute", CLI_STR, &recompute, "R", "none|selective|full: the training row marked");
     cli_add(&s, "causal", CLI_FLAG, &causal, NULL, "exact FLOPs skip the masked half of causal attention");
     cli_add(&s, "no-flash", CLI_FLAG, &no_flash, NULL, "unfused attention core (Megatron/DeepSpeed namings)");
@@ -78,9 +77,7 @@ int cmd_profile(int argc, char **argv)
     TsError err = {0};
     RepCompute comp;
     if (rep_compute_init(&comp, gpu, dt, &err) != TS_OK) return cli_fail(&err);
-    HwSoftware sw = HW_SOFTWARE_2025;
-    if (software) hw_software_parse(software, &sw);
-    hw_gpu_software(&comp.hw.gpu, sw);
+    cli_hw_software(software, &comp.hw.gpu);
     HwCalib *cal = NULL;
     if (calib && hw_calib_load(calib, &cal, &err) != TS_OK) return cli_fail(&err);
     comp.hw.calib = cal;

@@ -480,7 +480,7 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
     if (o->clock_mhz > 0 && strstr(hw->gpu.name, o->clock_gpu)) hw->gpu.sustained_clock_mhz = o->clock_mhz;
     const char *sw_why;
     hw_gpu_software(&hw->gpu, row_software(r, &sw_why));
-    if (hw->gpu.software == HW_SOFTWARE_2024 && (hw->gpu.sw2024_fp8_eff > 0 || hw->gpu.sw2024_attn_factor[0] > 0))
+    if (hw->gpu.software == HW_SOFTWARE_2024 && hw_gpu_has_2024(&hw->gpu))
         strcat(rules, sw_why);
     hw_net_init(&s->net, &s->cl);
     /* torchtitan 2024 defaults: eager PyTorch (compile off, norm_type

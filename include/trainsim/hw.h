@@ -141,6 +141,11 @@ bool hw_software_parse(const char *s, HwSoftware *out);
  * figures where it has them. A spec already on the 2024 libraries stays
  * there; 2025 leaves a spec as loaded. */
 void hw_gpu_software(GpuSpec *g, HwSoftware sw);
+/* Does g's preset carry 2024 figures (model.software_2024)? */
+bool hw_gpu_has_2024(const GpuSpec *g);
+/* ", 2024 CUDA libraries" for a spec on them, else "": the suffix the
+ * reports put after the GPU's name. */
+const char *hw_software_suffix(const GpuSpec *g);
 
 /* ---- clusters ------------------------------------------------------------------- */
 typedef struct ClusterSpec {

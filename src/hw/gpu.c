@@ -305,7 +305,7 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
     /* (a spec already on the 2024 libraries carries them in its figures) */
-    bool sw = g->software != HW_SOFTWARE_2024 && (g->sw2024_fp8_eff > 0 || g->sw2024_attn_factor[0] > 0);
+    bool sw = g->software != HW_SOFTWARE_2024 && hw_gpu_has_2024(g);
     kv_num(b, "    ", "launch_us", g->launch_s * 1e6, g->eager_generic_gelem_per_ms > 0 || sw);
     if (g->eager_generic_gelem_per_ms > 0)
         kv_num(b, "    ", "eager_generic_gelem_per_ms", g->eager_generic_gelem_per_ms, sw);
@@ -337,4 +337,11 @@ void hw_gpu_software(GpuSpec *g, HwSoftware sw)
         g->attn_bwd_eff *= g->sw2024_attn_factor[1];
     }
     g->software = HW_SOFTWARE_2024;
+}
+
+bool hw_gpu_has_2024(const GpuSpec *g) { return g->sw2024_fp8_eff > 0 || g->sw2024_attn_factor[0] > 0; }
+
+const char *hw_software_suffix(const GpuSpec *g)
+{
+    return g->software == HW_SOFTWARE_2024 ? ", 2024 CUDA libraries" : "";
 }

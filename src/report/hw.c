@@ -84,7 +84,7 @@ void rep_gpu_text(const GpuSpec *g, TsBuf *b)
                   g->mem_half_bytes / 1e6, g->launch_s * 1e6, generic);
     if (g->software == HW_SOFTWARE_2024)
         ts_buf_puts(b, "  on the 2024 CUDA libraries (--software 2024): the figures above are theirs\n");
-    else if (g->sw2024_fp8_eff > 0 || g->sw2024_attn_factor[0] > 0)
+    else if (hw_gpu_has_2024(g))
         ts_buf_printf(b,
                       "  2024 CUDA libraries (--software 2024): fp8 GEMM efficiency %.3g, attention fwd x%.3g, "
                       "bwd x%.3g\n",

@@ -382,7 +382,7 @@ void rep_profile_text(const ModuleGraph *g, const RepCompute *cm, const RepProfi
     line(b, "fwd latency: ", v);
     char gpu[160];
     snprintf(gpu, sizeof gpu, "%s, %s%s", cm->hw.gpu.name, ts_dtype_name(cm->dtype),
-             cm->hw.gpu.software == HW_SOFTWARE_2024 ? ", 2024 CUDA libraries" : "");
+             hw_software_suffix(&cm->hw.gpu));
     line(b, "latencies predicted on (--gpu, --dtype): ", gpu);
     rep_fmt_flops(v, sizeof v, st[0].latency_s > 0 ? st[0].flops / st[0].latency_s : 0);
     line(b, "fwd FLOPS per GPU = fwd flops per GPU / fwd latency: ", v);

@@ -166,7 +166,7 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
     model_count_params(in->model, &mc);
     ts_buf_printf(b, "trainsim simulate: %s (%.2f B params) on %lld x %s (%s)%s\n", in->model->name,
                   (double)mc.total / 1e9, (long long)p->gpus, in->hw->gpu.name, in->net->cl.name,
-                  in->hw->gpu.software == HW_SOFTWARE_2024 ? ", 2024 CUDA libraries" : "");
+                  hw_software_suffix(&in->hw->gpu));
     ts_buf_printf(b, "plan: tp %lld, pp %lld, vpp %lld, dp %lld, cp %lld, ep %lld%s, zero %d%s, recompute %s, "
                      "%s, micro-batch %lld, global batch %lld (%lld micro-batches), seq %lld, %s%s\n\n",
                   (long long)p->tp, (long long)p->pp, (long long)p->vpp, (long long)p->dp, (long long)p->cp,

@@ -231,7 +231,7 @@ void rep_sweep_text(const RepSweep *o, const SearchConfig *c, const SearchResult
     char cap[32];
     rep_fmt_bytes(cap, sizeof cap, hw->hbm_bytes);
     ts_buf_printf(b, "sweep: %s on %s x %s (%s)%s, seq %lld, global batch %lld, %s, ranked by %s\n", m->name,
-                  o->gpus, hw->name, o->cluster, hw->software == HW_SOFTWARE_2024 ? ", 2024 CUDA libraries" : "",
+                  o->gpus, hw->name, o->cluster, hw_software_suffix(hw),
                   (long long)o->seq, (long long)o->global_batch, ts_dtype_name(o->dtype),
                   search_objective_name(c->objective));
     ts_buf_printf(b, "plans: %lld candidates, %lld valid (enumerated), %lld pruned (do not fit in %s), "

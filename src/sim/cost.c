@@ -761,9 +761,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         warn(out, SIM_WARN_SELECTIVE_OPS, 0, 0, 0, 0, NULL);
     if (in->opt.cp_comm != SIM_CP_P2P && p->cp == 1)
         warn(out, SIM_WARN_CP_COMM, 0, 0, in->opt.cp_comm, 0, NULL);
-    const GpuSpec *gs = &in->hw->gpu;
-    if (gs->software == HW_SOFTWARE_2024 && !(gs->sw2024_fp8_eff > 0) && !(gs->sw2024_attn_factor[0] > 0))
-        warn(out, SIM_WARN_SOFTWARE, 0, 0, 0, 0, gs->name);
+    if (in->hw->gpu.software == HW_SOFTWARE_2024 && !hw_gpu_has_2024(&in->hw->gpu))
+        warn(out, SIM_WARN_SOFTWARE, 0, 0, 0, 0, in->hw->gpu.name);
     /* the experts' FP32 path under amp (template_hf.c, hf_experts) */
     if (plan_hf(p) && p->precision == PLAN_PRECISION_AMP && m->experts > 0)
         warn(out, SIM_WARN_FP32_EXPERTS, 0, 0, 0, 0, NULL);

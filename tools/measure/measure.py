@@ -733,6 +733,15 @@ def cmd_attn(args, ctx, rows, budget):
     free_cuda()
 
 
+def fp8_gemm(a, bt):
+    """A callable running one FP8 e4m3 GEMM a @ bt.t() with unit scales and a
+    bf16 output (torch._scaled_mm), from bf16 a [m, k] and bt [n, k] (bt's
+    transpose is column-major, the layout _scaled_mm takes)."""
+    one = torch.tensor(1.0, device=a.device, dtype=torch.float32)
+    a8, bt8 = a.to(torch.float8_e4m3fn), bt.to(torch.float8_e4m3fn)
+    return lambda: torch._scaled_mm(a8, bt8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+
 def cmd_kernels(args, ctx, rows, budget):
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     for p in parts:
@@ -766,18 +775,14 @@ def cmd_kernels(args, ctx, rows, budget):
         elif not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
             log("D-fp8 skipped: this PyTorch has no torch._scaled_mm / float8_e4m3fn")
         else:
-            one = torch.tensor(1.0, device=dev, dtype=torch.float32)
             for m, n, k in FP8_SHAPES:
                 if stop():
                     return
                 ctx.clock.start()
                 a = torch.randn(m, k, device=dev, dtype=bf)
-                bt = torch.randn(n, k, device=dev, dtype=bf)  # [n, k] contiguous: mat2 = bt.t() is column-major
-                a8, bt8 = a.to(torch.float8_e4m3fn), bt.to(torch.float8_e4m3fn)
+                bt = torch.randn(n, k, device=dev, dtype=bf)
                 try:
-                    fp8 = median_ms(
-                        lambda: torch._scaled_mm(a8, bt8.t(), scale_a=one, scale_b=one, out_dtype=bf), it, wu
-                    )
+                    fp8 = median_ms(fp8_gemm(a, bt), it, wu)
                 except RuntimeError as e:
                     ctx.clock.stop()
                     log(f"D-fp8 {m}x{n}x{k}: torch._scaled_mm failed ({e}); skipping part D-fp8")
@@ -1091,12 +1096,7 @@ def cmd_power(args, ctx, rows, budget):
     if args.dtype == "fp8":
         if ctx.capability < (8, 9) or not hasattr(torch, "_scaled_mm"):
             raise MeasureError("power --dtype fp8 needs FP8 tensor cores and torch._scaled_mm")
-        one = torch.tensor(1.0, device=dev, dtype=torch.float32)
-        a = torch.randn(m, k, device=dev, dtype=bf).to(torch.float8_e4m3fn)
-        bt = torch.randn(n, k, device=dev, dtype=bf).to(torch.float8_e4m3fn)  # mat2 = bt.t(): column-major
-
-        def gemm():
-            torch._scaled_mm(a, bt.t(), scale_a=one, scale_b=one, out_dtype=bf)
+        gemm = fp8_gemm(torch.randn(m, k, device=dev, dtype=bf), torch.randn(n, k, device=dev, dtype=bf))
     else:
         a = torch.randn(m, k, device=dev, dtype=bf)
         b = torch.randn(k, n, device=dev, dtype=bf)

@@ -704,7 +704,7 @@ def cmd_attn(args, ctx, rows, budget):
     q, k, v = (torch.randn(B, H, S, D, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
 
     def core():
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, dropout_p=args.dropout)
 
     def fwd():
         with torch.no_grad():
@@ -727,8 +727,10 @@ def cmd_attn(args, ctx, rows, budget):
     row = {"part": "D-attn", "batch": B, "heads": H, "seq": S, "head_dim": D, "causal": causal,
            "fwd_ms": t_fwd, "bwd_ms": t_bwd, "fwd_tflops": tflops(flops, t_fwd),
            "bwd_tflops": tflops(2.5 * flops, t_bwd), "sdpa_backend": args.backend}
+    if args.dropout > 0:
+        row["dropout"] = args.dropout
     rows.write(ctx.stamp(row, mhz))
-    log(f"D-attn {B}x{H}x{S} d{D} {'causal' if causal else 'full'} {args.backend}: "
+    log(f"D-attn {B}x{H}x{S} d{D} {'causal' if causal else 'full'} p{args.dropout:g} {args.backend}: "
         f"fwd {t_fwd:.3f} ms, bwd {t_bwd:.3f} ms")
     free_cuda()
 
@@ -1320,6 +1322,8 @@ def make_parser():
     s.add_argument("--seq", type=positive_int, required=True, metavar="S")
     s.add_argument("--head-dim", type=positive_int, default=128, metavar="D")
     s.add_argument("--full", action="store_true", help="no causal mask (encoders)")
+    s.add_argument("--dropout", type=float, default=0.0, metavar="P",
+                   help="dropout on the attention probabilities (GPT-2's and BERT's 0.1; default 0)")
     s.add_argument("--backend", choices=("cudnn", "flash", "default"), default="cudnn",
                    help="SDPA backend (default cudnn; default: PyTorch's own choice)")
     common(s, 20, 5)

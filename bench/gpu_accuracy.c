@@ -71,7 +71,7 @@ static int g_nstat;
 static void score(const char *part, const char *gpu, double err)
 {
     char key[48];
-    snprintf(key, sizeof key, "%-8s %s", part, gpu);
+    snprintf(key, sizeof key, "%-16s %s", part, gpu);
     int i = 0;
     while (i < g_nstat && strcmp(g_stat[i].key, key)) i++;
     if (i == g_nstat) {
@@ -632,9 +632,9 @@ int main(int argc, char **argv)
         }
     }
     if (g_nstat == 0) return rc ? rc : 1; /* nothing scored: no table */
-    printf("\n%-17s %5s %8s %8s\n", "part GPU", "rows", "MAPE", "bias");
+    printf("\n%-25s %5s %8s %8s\n", "part GPU", "rows", "MAPE", "bias");
     for (int i = 0; i < g_nstat; i++)
-        printf("%-17s %5d %7.1f%% %+7.1f%%\n", g_stat[i].key, g_stat[i].n, 100 * g_stat[i].abs_sum / g_stat[i].n,
+        printf("%-25s %5d %7.1f%% %+7.1f%%\n", g_stat[i].key, g_stat[i].n, 100 * g_stat[i].abs_sum / g_stat[i].n,
                100 * g_stat[i].sum / g_stat[i].n);
     if (g_host_in_loop)
         printf("(h): kernel rows timed with the host in the loop (no \"timing\": \"host-ahead\"): a kernel "

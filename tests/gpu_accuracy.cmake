@@ -20,3 +20,9 @@ add_test(NAME gpu_accuracy/profile_row
   COMMAND bash -c "cd \"$1\" && diff -u profile_row.stdout <(\"$0\" -k profile_row.jsonl)"
           $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
 set_tests_properties(gpu_accuracy/profile_row PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
+# D-attn rows without and with dropout on the probabilities (measure.py attn
+# --dropout): the latter scored apart, as attn+dropout (exact)
+add_test(NAME gpu_accuracy/attn_dropout
+  COMMAND bash -c "cd \"$1\" && diff -u attn_dropout.stdout <(\"$0\" attn_dropout.jsonl)"
+          $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
+set_tests_properties(gpu_accuracy/attn_dropout PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")

@@ -548,8 +548,10 @@ def cmd_step(args, ctx, rows, budget):
 
 def profile_step(fwd_bwd, opt_step):
     """One more step under torch.profiler: the GPU time of each ATen op (its
-    kernels' self time, summed over calls), the step's kernel time in all and
-    its wall time; busy_ms below wall_ms is the GPU waiting on the host."""
+    kernels' self time, summed over calls), the same for the other profiler
+    keys with GPU time of their own (other_keys: autograd nodes, copies and
+    fills outside an ATen op), the step's kernel time in all and its wall
+    time; busy_ms below wall_ms is the GPU waiting on the host."""
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
@@ -560,19 +562,21 @@ def profile_step(fwd_bwd, opt_step):
         opt_step()
         e[1].record()
         e[1].synchronize()
-    ops = []
+    ops, rest = [], []
     for a in prof.key_averages():
         t = getattr(a, "self_device_time_total", None)
         if t is None:
             t = getattr(a, "self_cuda_time_total", 0)
-        if t > 0 and a.key.startswith("aten::"):
-            ops.append({"op": a.key, "calls": a.count, "device_ms": t / 1e3})
+        if t > 0:
+            (ops if a.key.startswith("aten::") else rest).append({"op": a.key, "calls": a.count,
+                                                                  "device_ms": t / 1e3})
     ops.sort(key=lambda o: -o["device_ms"])
+    rest.sort(key=lambda o: -o["device_ms"])
     busy = 0.0
     for ev in prof.events():
         if getattr(ev, "device_type", None) == torch.autograd.DeviceType.CUDA:
             busy += ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
-    return {"wall_ms": e[0].elapsed_time(e[1]), "busy_ms": busy / 1e3, "ops": ops[:80]}
+    return {"wall_ms": e[0].elapsed_time(e[1]), "busy_ms": busy / 1e3, "ops": ops[:80], "other_keys": rest[:20]}
 
 
 # ---- shard: part B -----------------------------------------------------------------------------------

@@ -546,6 +546,13 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
         for (size_t i = 0; i < sizeof BYTES / sizeof BYTES[0]; i++)
             if (!strcmp(op, BYTES[i].op)) nf = BYTES[i].f, nb = BYTES[i].b;
         double f = hw_memory_time_s(&hw, nf / 2 * bytes), b = hw_memory_time_s(&hw, nb / 2 * bytes);
+        /* a norm: PyTorch's row kernel (hw_norm_time_s), as the templates
+         * cost LayerNorm, over the row's tokens */
+        if (!strcmp(op, "layer_norm") || !strcmp(op, "rms_norm")) {
+            double rows = num(r, "tokens");
+            f = hw_norm_time_s(&hw, nf / 2 * bytes, rows, 0);
+            b = hw_norm_time_s(&hw, nb / 2 * bytes, rows, 1);
+        }
         double mf = num(r, "fwd_ms") * 1e-3, mb = num(r, "bwd_ms") * 1e-3;
         /* an add's backward launches no kernel (the gradient passes through) */
         bool no_bwd = !strcmp(op, "add");

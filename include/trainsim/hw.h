@@ -109,6 +109,12 @@ typedef struct GpuSpec {
                                              elementwise kernel, which a broadcast operand or a
                                              row mask sends ops to: bound by the SMs' index
                                              arithmetic, not HBM; 0 = unknown (streamed bytes) */
+    double eager_norm_eff;                /* PyTorch's fused norm kernels (LayerNorm, rms_norm:
+                                             a block reduces each row): their share of the
+                                             streaming bandwidth, 0.69 (H100); 0 = unknown (1) */
+    double eager_norm_row_s[2];           /* and their time per row forward / backward, the
+                                             floor at narrow rows (a row's reduction and
+                                             synchronisation), 2.35e-9 / 6.6e-9 (H100) */
     /* The 2024 libraries (CUDA 12.4-12.6: cuBLAS before 12.9, cuDNN 9.2), where
      * they ran slower than the current ones the fields above describe; 0 = the
      * same. hw_gpu_software applies them. */
@@ -273,6 +279,10 @@ double hw_memory_time_s(const HwModel *m, double bytes);
 /* PyTorch's generic elementwise kernel over `elements`, at the preset's
  * eager_generic_gelem_per_ms, without launch; 0 when the preset has none. */
 double hw_generic_time_s(const HwModel *m, double elements);
+/* One of PyTorch's fused norm kernels over `rows` rows streaming `bytes`
+ * (pass 0 forward, 1 backward): the streamed bytes at eager_norm_eff of the
+ * bandwidth, no faster than its rows at eager_norm_row_s. */
+double hw_norm_time_s(const HwModel *m, double bytes, double rows, int pass);
 /* Dispatch on op->kind using op->dims (per-rank dims already divided) and
  * op->{fwd,bwd}_bytes. GEMM: fwd M x N x K, dgrad M x K x N, wgrad K x N x M.
  * Attention: FWD forward, DGRAD backward, WGRAD 0. Memory-bound ops: FWD

@@ -193,9 +193,11 @@ enum {
                                   fc1), whose input TP all-gathers with SP */
     PART_KF_FP32 = 2048,       /* GEMM in FP32 whatever the plan's dtype (eager code on fp32 operands
                                   that autocast leaves alone) */
-    PART_KF_GENERIC = 4096     /* MEM, eager: PyTorch's generic elementwise kernel (a row mask, a
+    PART_KF_GENERIC = 4096,    /* MEM, eager: PyTorch's generic elementwise kernel (a row mask, a
                                   broadcast operand), bound by elements / eager_generic_gelem_per_ms
                                   where that is slower than its bytes (elems[]) */
+    PART_KF_ROWNORM = 8192     /* MEM, eager: PyTorch's fused LayerNorm kernel over elems[] rows
+                                  forward / backward (hw_norm_time_s) */
 };
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */
@@ -217,7 +219,8 @@ typedef struct PartKernel {
      * kernel keeps for the backward; 0 elsewhere */
     int16_t launches[2];      /* kernels the op runs forward / backward, all launches */
     double saved_bytes;       /* tensors autograd keeps for the backward (new ones only) */
-    double elems[2];          /* PART_KF_GENERIC: elements its kernels process forward / backward */
+    double elems[2];          /* PART_KF_GENERIC: elements its kernels process forward / backward;
+                                 PART_KF_ROWNORM: rows */
 } PartKernel;
 
 #define PART_MAX_KERNELS 24

@@ -114,8 +114,14 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
         break;
     default: {
         bool gen = (k->flags & PART_KF_GENERIC) != 0;
+        int bi = (k->flags & PART_KF_WGRAD) ? 2 : 1;
+        if (k->flags & PART_KF_ROWNORM) {
+            t[0] = hw_norm_time_s(hw, k->fwd_bytes, k->elems[0], 0);
+            t[bi] = hw_norm_time_s(hw, k->bwd_bytes, k->elems[1], 1);
+            break;
+        }
         t[0] = mem_time(hw, k->fwd_bytes, k->launches[0], gen ? k->elems[0] : 0);
-        t[(k->flags & PART_KF_WGRAD) ? 2 : 1] = mem_time(hw, k->bwd_bytes, k->launches[1], gen ? k->elems[1] : 0);
+        t[bi] = mem_time(hw, k->bwd_bytes, k->launches[1], gen ? k->elems[1] : 0);
         break;
     }
     }

@@ -280,6 +280,20 @@ double hw_generic_time_s(const HwModel *m, double elements)
     return r > 0 && elements > 0 ? elements / (r * 1e12) : 0;
 }
 
+/* PyTorch's LayerNorm and rms_norm kernels (part F of
+ * bench/data/gpu/kernels_2026-11-27_{h100,h200}.jsonl, host-ahead, bf16):
+ * over 4096-16384 rows they stream 1.9-2.1 TB/s on an H100 and 2.4-3.0 on an
+ * H200 where an add streams 2.9 / 4.1, and LayerNorm at 768-1024 wide rows
+ * takes about 2.35 ns a row forward and 6.6 backward on both (a block
+ * reduces each row: its reduction and synchronisation bound a short row). */
+double hw_norm_time_s(const HwModel *m, double bytes, double rows, int pass)
+{
+    const GpuSpec *g = &m->gpu;
+    double eff = g->eager_norm_eff > 0 ? g->eager_norm_eff : 1.0;
+    double t = hw_memory_time_s(m, bytes) / eff, r = rows * g->eager_norm_row_s[pass ? 1 : 0];
+    return r > t ? r : t;
+}
+
 double hw_memory_time_s(const HwModel *m, double bytes)
 {
     if (!(bytes > 0)) return 0;

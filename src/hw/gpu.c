@@ -13,8 +13,9 @@ static const char *const MODEL_KEYS[] = {
     "simt_tile", "simt_k_half",
     "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "attn_causal_half",
     "attn_causal_eff", "attn_fa2_factor", "mem_eff",
-    "mem_half_mb", "launch_us", "eager_generic_gelem_per_ms", "software_2024", "notes", NULL};
+    "mem_half_mb", "launch_us", "eager_generic_gelem_per_ms", "eager_norm", "software_2024", "notes", NULL};
 static const char *const SW2024_KEYS[] = {"gemm_eff_fp8", "attn_factor", NULL};
+static const char *const NORM_KEYS[] = {"eff", "row_ns", NULL};
 static const char *const DTYPE_KEYS[] = {
 #define X(e, n, b) n,
     TS_DTYPE_LIST(X)
@@ -125,6 +126,24 @@ static TsStatus pair(const TsJsonDoc *doc, json_t *m, const char *prefix, const 
     return TS_OK;
 }
 
+/* model.eager_norm {eff, row_ns: [forward, backward]}, optional. */
+static TsStatus parse_eager_norm(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError *err)
+{
+    json_t *o;
+    TsStatus st;
+    if ((st = hw_json_obj(doc, m, "eager_norm", "model.eager_norm", false, &o, err)) || !o) return st;
+    double ns[2] = {0, 0};
+    if ((st = hw_check_keys(doc, o, "model.eager_norm", NORM_KEYS, err)) ||
+        (st = num(doc, o, "eff", "model.eager_norm", true, 0.05, 1, 1, &g->eager_norm_eff, err)) ||
+        (st = pair(doc, o, "model.eager_norm", "row_ns", 0, 1e6, ns, err))) {
+        ts_err_hint(err, "PyTorch's norm kernels, e.g. {\"eff\": 0.69, \"row_ns\": [2.35, 6.6]} (share of the "
+                         "streaming bandwidth; ns a row forward, backward)");
+        return st;
+    }
+    g->eager_norm_row_s[0] = ns[0] * 1e-9, g->eager_norm_row_s[1] = ns[1] * 1e-9;
+    return TS_OK;
+}
+
 static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError *err)
 {
     TsStatus st;
@@ -160,6 +179,7 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
                          "leave it out when unknown");
         return st;
     }
+    if ((st = parse_eager_norm(doc, m, g, err))) return st;
     json_t *sw;
     if ((st = hw_json_obj(doc, m, "software_2024", "model.software_2024", false, &sw, err))) return st;
     if (sw) {
@@ -306,9 +326,13 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
     /* (a spec already on the 2024 libraries carries them in its figures) */
     bool sw = g->software != HW_SOFTWARE_2024 && hw_gpu_has_2024(g);
-    kv_num(b, "    ", "launch_us", g->launch_s * 1e6, g->eager_generic_gelem_per_ms > 0 || sw);
+    bool nrm = g->eager_norm_eff > 0;
+    kv_num(b, "    ", "launch_us", g->launch_s * 1e6, g->eager_generic_gelem_per_ms > 0 || nrm || sw);
     if (g->eager_generic_gelem_per_ms > 0)
-        kv_num(b, "    ", "eager_generic_gelem_per_ms", g->eager_generic_gelem_per_ms, sw);
+        kv_num(b, "    ", "eager_generic_gelem_per_ms", g->eager_generic_gelem_per_ms, nrm || sw);
+    if (nrm)
+        ts_buf_printf(b, "    \"eager_norm\": {\"eff\": %.17g, \"row_ns\": [%.17g, %.17g]}%s\n", g->eager_norm_eff,
+                      g->eager_norm_row_s[0] * 1e9, g->eager_norm_row_s[1] * 1e9, sw ? "," : "");
     if (sw) {
         ts_buf_puts(b, "    \"software_2024\": {\n");
         if (g->sw2024_fp8_eff > 0) kv_num(b, "      ", "gemm_eff_fp8", g->sw2024_fp8_eff, g->sw2024_attn_factor[0] > 0);

@@ -98,8 +98,8 @@ static void weight_casts(PartBlockT *b, const Hx *h, double params, int n)
 }
 
 /* A norm over el elements whose input has `in` bytes per element. LayerNorm:
- * PyTorch's fused kernel (amp: fp32 in and out), the input kept (counted
- * where it was made). RMSNorm: the eager module (to fp32, pow, mean, rsqrt,
+ * PyTorch's fused kernel over rows of the hidden size (amp: fp32 in and out;
+ * PART_KF_ROWNORM), the input kept (counted where it was made). RMSNorm: the eager module (to fp32, pow, mean, rsqrt,
  * mul, to the input dtype, * weight): 16-bit input 36 B forward (keeps the
  * fp32 copy and the normalised 16-bit tensor), fp32 input 28 B (keeps the
  * normalised tensor); backward about twice. Returns the output bytes. */
@@ -107,7 +107,9 @@ static double norm(PartBlockT *b, const Hx *h, const char *name, double el, doub
 {
     if (h->x->m->norm == MODEL_NORM_LAYERNORM) {
         double out = h->amp ? 4.0 : in;
-        op(b, name, el, in + out, 2.0 * out + 3.0 * in, 0, 1, 2)->flags |= PART_KF_NORM;
+        PartKernel *k = op(b, name, el, in + out, 2.0 * out + 3.0 * in, 0, 1, 2);
+        k->flags |= PART_KF_NORM | PART_KF_ROWNORM;
+        k->elems[0] = k->elems[1] = el / (double)h->x->m->hidden;
         return out;
     }
     PartKernel *k = in > 2.0 ? op(b, name, el, 28.0, 68.0, 4.0, 6, 10) : op(b, name, el, 36.0, 72.0, 6.0, 8, 12);

@@ -82,6 +82,9 @@ void rep_gpu_text(const GpuSpec *g, TsBuf *b)
                  g->eager_generic_gelem_per_ms);
     ts_buf_printf(b, "  memory-bound: %.3g of HBM, half at %.3g MB; launch %.3g us%s\n", g->mem_eff,
                   g->mem_half_bytes / 1e6, g->launch_s * 1e6, generic);
+    if (g->eager_norm_eff > 0)
+        ts_buf_printf(b, "  PyTorch's norm kernels: %.3g of that stream, at least %.3g / %.3g ns a row forward / backward\n",
+                      g->eager_norm_eff, g->eager_norm_row_s[0] * 1e9, g->eager_norm_row_s[1] * 1e9);
     if (g->software == HW_SOFTWARE_2024)
         ts_buf_puts(b, "  on the 2024 CUDA libraries (--software 2024): the figures above are theirs\n");
     else if (hw_gpu_has_2024(g))

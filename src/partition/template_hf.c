@@ -97,12 +97,13 @@ static void weight_casts(PartBlockT *b, const Hx *h, double params, int n)
     if (h->amp && params > 0) op(b, "weight_cast", params, 6.0, 6.0, 2.0, n, n)->flags |= PART_KF_INNER;
 }
 
-/* A norm over el elements whose input has `in` bytes per element. LayerNorm:
- * PyTorch's fused kernel over rows of the hidden size (amp: fp32 in and out;
- * PART_KF_ROWNORM), the input kept (counted where it was made). RMSNorm: the eager module (to fp32, pow, mean, rsqrt,
- * mul, to the input dtype, * weight): 16-bit input 36 B forward (keeps the
- * fp32 copy and the normalised 16-bit tensor), fp32 input 28 B (keeps the
- * normalised tensor); backward about twice. Returns the output bytes. */
+/* A norm over el elements whose input has `in` bytes per element.
+ * LayerNorm: PyTorch's fused kernel over rows of the hidden size (amp: fp32
+ * in and out; PART_KF_ROWNORM), the input kept (counted where it was made).
+ * RMSNorm: the eager module (to fp32, pow, mean, rsqrt, mul, to the input
+ * dtype, * weight): 16-bit input 36 B forward (keeps the fp32 copy and the
+ * normalised 16-bit tensor), fp32 input 28 B (keeps the normalised tensor);
+ * backward about twice. Returns the output bytes. */
 static double norm(PartBlockT *b, const Hx *h, const char *name, double el, double in)
 {
     if (h->x->m->norm == MODEL_NORM_LAYERNORM) {

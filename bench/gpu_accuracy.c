@@ -252,8 +252,9 @@ static bool profile_kinds(const json_t *r, double ms[4])
 /* -k on a profiled row: the step's GPU time by kind, measured (the profile)
  * beside trainsim's (GEMMs, attention cores, memory-bound kernels without
  * the host's waits, the optimizer); trainsim's host waits; the profiled
- * step's wall time and its kernels' sum (kernels on two streams can make the
- * sum the larger) */
+ * step's wall time and its ATen ops' kernel time (the row's busy_ms also
+ * counts the optimizer's record_function range on the GPU, in rows measured
+ * before measure.py left it out) */
 static void profile_compare(const json_t *r, const CostStep *cs, const double mult[PART_BLOCK_COUNT], double opt_s)
 {
     double meas[4];
@@ -270,7 +271,7 @@ static void profile_compare(const json_t *r, const CostStep *cs, const double mu
     printf("    k profile (ms, measured / predicted): GEMM %.1f / %.1f  attention %.1f / %.1f  other %.1f / %.1f  "
            "optimizer %.1f / %.1f; predicted host waits %.1f; the profiled step %.1f wall, %.1f of kernels\n",
            meas[0], pred[0], meas[1], pred[1], meas[3], pred[2], meas[2], pred[3], wait, num(pf, "wall_ms"),
-           num(pf, "busy_ms"));
+           meas[0] + meas[1] + meas[2] + meas[3]);
 }
 
 /* -k: the step's kernels as trainsim costs them, milliseconds per step

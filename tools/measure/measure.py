@@ -573,8 +573,9 @@ def profile_step(fwd_bwd, opt_step):
     ops.sort(key=lambda o: -o["device_ms"])
     rest.sort(key=lambda o: -o["device_ms"])
     busy = 0.0
-    for ev in prof.events():
-        if getattr(ev, "device_type", None) == torch.autograd.DeviceType.CUDA:
+    for ev in prof.events():  # kernels, copies and fills; not a record_function range's GPU span
+        if getattr(ev, "device_type", None) == torch.autograd.DeviceType.CUDA and \
+                not getattr(ev, "is_user_annotation", False):
             busy += ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
     return {"wall_ms": e[0].elapsed_time(e[1]), "busy_ms": busy / 1e3, "ops": ops[:80], "other_keys": rest[:20]}
 

@@ -31,6 +31,7 @@
 #define TRAINSIM_SIM_H
 
 #include "trainsim/common.h"
+#include "trainsim/cost.h"
 #include "trainsim/hw.h"
 #include "trainsim/model.h"
 #include "trainsim/plan.h"
@@ -126,12 +127,19 @@ typedef struct SimOptions {
                                    micro-batch's backward stores them and only the others add
                                    into them; false: they stay allocated and every backward
                                    adds (PartRuntime.hf_grads_freed, PartMemOptions.grads_freed) */
+    double host_s[2];           /* --framework hf: the host's time to dispatch one eager op
+                                   forward / backward (--host-us); 0: COST_HOST_FWD_S /
+                                   COST_HOST_BWD_S. Autocast's C++ casts scale with it. */
     bool mfu_causal;            /* model FLOPs count causal attention as half the square
                                    (--mfu-convention causal); false: the full square, as
                                    Megatron's num_floating_point_operations */
     bool record;                /* keep spans for --trace */
 } SimOptions;
 void sim_options_init(SimOptions *o);
+/* The cost context of plan p on hw under the simulator's options o: the
+ * tensor factor tf, and --host-us (host_s) where the plan runs eager HF
+ * modules. */
+void sim_cost_ctx(CostCtx *c, const HwModel *hw, const ParallelPlan *p, const SimOptions *o, double tf);
 /* Distributed Shampoo's preconditioning per step, in seconds per parameter
  * of a stage (before the split over its DP ranks): the preconditioners
  * applied (4 x block side FLOPs per parameter) and their roots amortized

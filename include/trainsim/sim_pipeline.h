@@ -281,6 +281,7 @@ typedef enum SimWarnKind {
     SIM_WARN_FP32_EXPERTS,    /* --framework hf --precision amp on a model with routed experts: they run
                                  in FP32 on the CUDA cores */
     SIM_WARN_SOFTWARE,        /* --software 2024 on text, a GPU whose preset has no 2024 figures */
+    SIM_WARN_HOST_US,         /* --host-us without --framework hf (no host in the loop) */
 } SimWarnKind;
 typedef struct SimWarning {
     SimWarnKind kind;

@@ -1,7 +1,10 @@
 /* cli_sim.c — the SimOptions option group (cli_sim.h). */
 #include "cli_sim.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "trainsim/cost.h"
 
 void cli_sim_init(CliSim *o)
 {
@@ -45,6 +48,10 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
          "speed spread among a node's GPUs (0.05); a synchronous job runs at its slowest GPU", true},
         {"cp-comm", CLI_STR, &o->cp_comm, "MODE", CLI_CP_COMM_HELP, true},
         {"ce-fusion", CLI_STR, &o->ce_fusion, "K", CLI_CE_FUSION_HELP, true},
+        {"host-us", CLI_STR, &o->host_us, "F[,B]",
+         "--framework hf: the host's time to dispatch an eager op, forward[,backward] in us (40,42; one value "
+         "scales both: set it from a host-bound step of your own)",
+         true},
         {"mfu-convention", CLI_STR, &o->mfu, "C",
          "full|causal: attention in model FLOPs (MFU) as the full square (Megatron, torchtitan; default) or "
          "causal-halved",
@@ -73,8 +80,37 @@ int cli_sim_check(const CliSpec *s, const CliSim *o)
         return cli_fail(&e);
     }
     SimCeFusion ce;
+    double hs[2];
     int rc = cli_cp_comm(o->cp_comm, &cc);
-    return rc ? rc : cli_ce_fusion(o->ce_fusion, &ce);
+    if (!rc) rc = cli_ce_fusion(o->ce_fusion, &ce);
+    return rc ? rc : cli_host_us(o->host_us, hs);
+}
+
+/* --host-us F[,B]: microseconds a dispatched op, forward and backward; one
+ * value gives the backward at the constants' ratio. Seconds into out[2]
+ * (0 0 when not given). */
+int cli_host_us(const char *v, double out[2])
+{
+    out[0] = out[1] = 0;
+    if (!v) return 0;
+    char *end = NULL;
+    double f = strtod(v, &end), b = f * COST_HOST_BWD_S / COST_HOST_FWD_S;
+    bool ok = end != v;
+    if (ok && *end == ',') {
+        const char *s = end + 1;
+        b = strtod(s, &end);
+        ok = end != s;
+    }
+    ok = ok && !*end && f > 0 && f <= 1e5 && b > 0 && b <= 1e5;
+    if (ok) {
+        out[0] = f * 1e-6, out[1] = b * 1e-6;
+        return 0;
+    }
+    TsError e = {0};
+    ts_err(&e, TS_ERR_USAGE, "invalid value '%s' for --host-us", v);
+    ts_err_hint(&e, "--host-us takes the host's microseconds to dispatch one eager op forward, and optionally "
+                    "backward, above 0 and up to 100000: 55 or 55,58 (the defaults are 40,42)");
+    return cli_fail(&e);
 }
 
 int cli_ce_fusion(const char *v, SimCeFusion *out)
@@ -114,6 +150,8 @@ void cli_sim_options(const CliSim *o, SimOptions *so)
     if (o->cp_comm) sim_cp_comm_parse(o->cp_comm, &so->cp_comm); /* checked by cli_sim_check */
     if (o->ce_fusion) sim_ce_fusion_parse(o->ce_fusion, &so->ce_fusion);
     so->mfu_causal = o->mfu && !strcmp(o->mfu, "causal");
+    double hs[2];
+    if (o->host_us && !cli_host_us(o->host_us, hs)) so->host_s[0] = hs[0], so->host_s[1] = hs[1];
 }
 
 int cli_sim_framework(const CliSpec *s, const CliSim *o, PlanFramework *fw)

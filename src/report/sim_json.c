@@ -1,5 +1,6 @@
 /* sim_json.c — the JSON of `trainsim simulate --json` (report_sim.h). */
 #include "trainsim/report_sim.h"
+#include "trainsim/cost.h"
 
 static void plan_json(const ParallelPlan *p, TsBuf *b)
 {
@@ -159,7 +160,7 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
                      "\"grad_reduce_dtype\": \"%s\", \"bucket_bytes\": %.17g, \"overlap_slowdown\": %.17g, "
                      "\"model_code\": \"%s\", \"selective_recompute\": \"%s\", \"gpu_spread\": %.17g, "
                      "\"cp_comm\": \"%s\", \"cross_entropy\": \"%s\", \"experts\": \"%s\", "
-                     "\"mfu_convention\": \"%s\"%s}",
+                     "\"mfu_convention\": \"%s\"%s",
                   ds ? "deepspeed" : "megatron", o->dp_overlap && !ds ? "true" : "false",
                   o->param_gather_overlap && !ds ? "true" : "false", o->fp32_grad_reduce ? "fp32" : "16-bit",
                   sim_dp_bucket_bytes(o, p->dp * p->cp), o->overlap_slowdown,
@@ -168,6 +169,11 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
                   sim_ce_fusion_name(o->ce_fusion),
                   o->sequential_experts ? "sequential" : "grouped", o->mfu_causal ? "causal" : "full",
                   o->balance_stages ? ", \"balance_stages\": true" : "");
+    if (plan_hf(p)) /* the host's dispatch time an op, forward and backward (cost.h, --host-us) */
+        ts_buf_printf(b, ", \"host_dispatch_us\": [%.10g, %.10g]",
+                      1e6 * (o->host_s[0] > 0 ? o->host_s[0] : COST_HOST_FWD_S),
+                      1e6 * (o->host_s[1] > 0 ? o->host_s[1] : COST_HOST_BWD_S));
+    ts_buf_puts(b, "}");
     ModelCounts mc;
     model_count_params(in->model, &mc);
     ts_buf_puts(b, ", \"model\": {\"name\": ");

@@ -72,6 +72,9 @@ void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
     case SIM_WARN_CP_COMM:
         snprintf(buf, cap, "--cp-comm %s has no effect with cp 1", sim_cp_comm_name((SimCpComm)w->i));
         return;
+    case SIM_WARN_HOST_US:
+        snprintf(buf, cap, "--host-us has no effect: only --framework hf puts the host's dispatch in the loop");
+        return;
     case SIM_WARN_SOFTWARE:
         snprintf(buf, cap, "--software 2024 has no effect: the %s preset has no 2024 figures (model.software_2024)",
                  w->text);

@@ -129,6 +129,18 @@ void sim_mem_options(const SimOptions *o, TsDtype dt, PartMemOptions *mo)
     mo->ce_fusion = (int)o->ce_fusion;
 }
 
+void sim_cost_ctx(CostCtx *c, const HwModel *hw, const ParallelPlan *p, const SimOptions *o, double tf)
+{
+    cost_ctx_init(c, hw, p, tf);
+    if (!(c->host_s[0][0] > 0)) return; /* no host in the loop (not --framework hf) */
+    const double def[2] = {COST_HOST_FWD_S, COST_HOST_BWD_S};
+    for (int i = 0; i < 2; i++)
+        if (o->host_s[i] > 0) { /* a faster or slower host: autocast's C++ casts at the same ratio */
+            c->host_s[1][i] *= o->host_s[i] / def[i];
+            c->host_s[0][i] = o->host_s[i];
+        }
+}
+
 double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)
 {
     double f = g->sustained_clock_mhz > 0 && g->clock_mhz > 0 ? g->clock_mhz / g->sustained_clock_mhz : 1.0;
@@ -761,6 +773,8 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         warn(out, SIM_WARN_SELECTIVE_OPS, 0, 0, 0, 0, NULL);
     if (in->opt.cp_comm != SIM_CP_P2P && p->cp == 1)
         warn(out, SIM_WARN_CP_COMM, 0, 0, in->opt.cp_comm, 0, NULL);
+    if ((in->opt.host_s[0] > 0 || in->opt.host_s[1] > 0) && !plan_hf(p))
+        warn(out, SIM_WARN_HOST_US, 0, 0, 0, 0, NULL);
     if (in->hw->gpu.software == HW_SOFTWARE_2024 && !hw_gpu_has_2024(&in->hw->gpu))
         warn(out, SIM_WARN_SOFTWARE, 0, 0, 0, 0, in->hw->gpu.name);
     /* the experts' FP32 path under amp (template_hf.c, hf_experts) */

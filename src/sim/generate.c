@@ -43,7 +43,7 @@ static void step_of(const SimSetup *in, const ParallelPlan *p, WlStepStore *st, 
     PartRuntime rt;
     sim_part_runtime(&in->opt, &rt);
     CostCtx cc;
-    cost_ctx_init(&cc, in->hw, p, sim_tensor_factor(&in->hw->gpu, &in->opt, p->gpus));
+    sim_cost_ctx(&cc, in->hw, p, &in->opt, sim_tensor_factor(&in->hw->gpu, &in->opt, p->gpus));
     wl_step_make(in->model, p, &rt, &cc, st, s);
 }
 

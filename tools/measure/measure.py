@@ -265,7 +265,7 @@ class Context:
         row["torch"] = torch.__version__
         row["cuda"] = torch.version.cuda
         row["clock_mhz"] = clock_mhz
-        if row.get("part") not in ("A", "E", "G-power") and hasattr(torch.cuda, "_sleep"):
+        if row.get("part") not in ("A", "E", "G-power", "H-host") and hasattr(torch.cuda, "_sleep"):
             row["timing"] = "host-ahead"  # time_ms: the GPU busy while the host dispatches
         row["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         return row
@@ -453,6 +453,49 @@ def build_model(cfg, dtype, ctx):
 
 def is_moe(cfg):
     return any((getattr(cfg, k, None) or 0) > 1 for k in MOE_KEYS)
+
+
+# The host's speed at dispatching eager ops (part H-host): a loop of HOST_LAYERS
+# nn.Linear(256, 256) on 4 tokens, so small that the host alone sets its pace.
+# It does not tell how fast a host dispatches a HuggingFace step: two hosts it
+# put 2x apart ran the same small steps alike (bench/data/gpu/README.md,
+# host_2026-11-27_*.jsonl).
+HOST_LAYERS = 200
+
+
+def host_loop_us(dev, autocast=False, dtype=None, reps=10):
+    """Median host microseconds a layer of the linear loop takes forward
+    (with autograd) and backward (dtype: float32 by default)."""
+    dtype = dtype or torch.float32
+    net = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(HOST_LAYERS)]).to(dev, dtype)
+    x = torch.randn(4, 256, device=dev, dtype=dtype)
+    fw, bw = [], []
+    for i in range(reps + 3):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=autocast):
+            y = net(x).float().sum()
+        t1 = time.perf_counter()
+        y.backward()
+        t2 = time.perf_counter()
+        torch.cuda.synchronize()
+        net.zero_grad(set_to_none=True)
+        if i >= 3:
+            fw.append((t1 - t0) * 1e6 / HOST_LAYERS)
+            bw.append((t2 - t1) * 1e6 / HOST_LAYERS)
+    del net
+    return statistics.median(fw), statistics.median(bw)
+
+
+def cmd_host(args, ctx, rows, budget):
+    """Part H-host: the linear loop in fp32, fp32 under autocast and bf16."""
+    for name, ac, dt in (("float32", False, torch.float32), ("float32", True, torch.float32),
+                         ("bfloat16", False, torch.bfloat16)):
+        f, b = host_loop_us(ctx.device, ac, dt, args.iters)
+        row = {"part": "H-host", "op": f"nn.Linear(256,256), [4,256] input, {HOST_LAYERS} layers",
+               "param_dtype": name, "autocast": ac, "fwd_us_per_layer": f, "bwd_us_per_layer": b}
+        log(f"host: {f:.1f} us a layer forward, {b:.1f} backward ({name}{', autocast' if ac else ''})")
+        rows.write(ctx.stamp(row, None))
 
 
 def cmd_step(args, ctx, rows, budget):
@@ -1302,6 +1345,9 @@ def make_parser():
                    help="then one step under torch.profiler: GPU time per ATen op in the row's \"profile\"")
     common(s, None, 3)
 
+    s = sub.add_parser("host", help="part H-host: the host's time to dispatch a loop of tiny eager linears")
+    common(s, 10, 0)
+
     s = sub.add_parser("shard", help="part B: every kernel of one Megatron layer shard")
     s.add_argument("--hidden", type=positive_int, required=True, metavar="H")
     s.add_argument("--heads", type=positive_int, required=True, metavar="A")
@@ -1379,6 +1425,8 @@ def run_command(args, ctx, parser):
             cmd_eager(args, ctx, rows, budget)
         elif args.command == "power":
             cmd_power(args, ctx, rows, budget)
+        elif args.command == "host":
+            cmd_host(args, ctx, rows, budget)
         elif args.command == "batch":
             cmd_batch(args, ctx, rows, budget, parser)
     finally:

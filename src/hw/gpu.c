@@ -331,7 +331,7 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     if (g->eager_generic_gelem_per_ms > 0)
         kv_num(b, "    ", "eager_generic_gelem_per_ms", g->eager_generic_gelem_per_ms, nrm || sw);
     if (nrm)
-        ts_buf_printf(b, "    \"eager_norm\": {\"eff\": %.17g, \"row_ns\": [%.17g, %.17g]}%s\n", g->eager_norm_eff,
+        ts_buf_printf(b, "    \"eager_norm\": {\"eff\": %.17g, \"row_ns\": [%.10g, %.10g]}%s\n", g->eager_norm_eff,
                       g->eager_norm_row_s[0] * 1e9, g->eager_norm_row_s[1] * 1e9, sw ? "," : "");
     if (sw) {
         ts_buf_puts(b, "    \"software_2024\": {\n");

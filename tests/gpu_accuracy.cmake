@@ -26,3 +26,10 @@ add_test(NAME gpu_accuracy/attn_dropout
   COMMAND bash -c "cd \"$1\" && diff -u attn_dropout.stdout <(\"$0\" attn_dropout.jsonl)"
           $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
 set_tests_properties(gpu_accuracy/attn_dropout PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
+# part F rows of PyTorch's norm kernels at a narrow and a wide row, beside an
+# add: the norms costed by hw_norm_time_s (model.eager_norm), the add by its
+# bytes (-v, exact)
+add_test(NAME gpu_accuracy/norm_rows
+  COMMAND bash -c "cd \"$1\" && diff -u norm_rows.stdout <(\"$0\" -v norm_rows.jsonl)"
+          $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
+set_tests_properties(gpu_accuracy/norm_rows PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")

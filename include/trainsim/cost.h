@@ -127,6 +127,9 @@ typedef struct CostBlock {
 typedef struct CostStep {
     CostBlock b[PART_BLOCK_COUNT];
     double recompute[PART_BLOCK_COUNT];
+    double host_wait_s; /* of one micro-batch's forward and backward over the whole model, the GPU
+                           idle while the host dispatches (the blocks' wait_* by their counts;
+                           --framework hf, else 0) */
 } CostStep;
 void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt,
                const PartTemplate *t, CostStep *out);

@@ -332,6 +332,8 @@ typedef struct SimResult {
     double model_flops_per_iteration;    /* 6N-style useful FLOPs, attention counted full */
     double hardware_flops_per_iteration; /* + recompute */
     double model_tflops_per_gpu, hardware_tflops_per_gpu, mfu, hfu;
+    double host_wait_s;       /* of breakdown.compute, the GPU idle while the host dispatches eager
+                                 ops (--framework hf, CostStep.host_wait_s by the micro-batches) */
     SimMemory memory;
     SimBalance balance;       /* an even split of the work when the plan's is not (n 0: none) */
     int n_warnings;

@@ -158,8 +158,8 @@ void cost_block(const CostCtx *c, const PartBlockT *b, CostBlock *o)
  * queue holds about a thousand), so the pass's totals count, not a
  * layer's: the whole model (one pipeline stage, --framework hf), its layers
  * n[b] times. The wait is shared by the blocks in proportion to their
- * dispatch time, on their memory-bound part. */
-static void host_wait(CostBlock *b, const double n[PART_BLOCK_COUNT])
+ * dispatch time, on their memory-bound part. Returns the whole wait. */
+static double host_wait(CostBlock *b, const double n[PART_BLOCK_COUNT])
 {
     double hf = 0, gf = 0, hb = 0, gb = 0;
     for (int i = 0; i < PART_BLOCK_COUNT; i++) {
@@ -173,6 +173,7 @@ static void host_wait(CostBlock *b, const double n[PART_BLOCK_COUNT])
         c->mem_fwd += c->wait_fwd, c->fwd += c->wait_fwd;
         c->mem_ig += c->wait_bwd, c->ig += c->wait_bwd;
     }
+    return (hf > gf ? hf - gf : 0) + (hb > gb ? hb - gb : 0);
 }
 
 bool cost_sac(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt)
@@ -198,6 +199,7 @@ void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, cons
                const PartTemplate *t, CostStep *o)
 {
     bool sac = cost_sac(m, p, rt);
+    o->host_wait_s = 0;
     for (int b = 0; b < PART_BLOCK_COUNT; b++) {
         CostBlock *cb = &o->b[b];
         cost_block(c, &t->b[b], cb);
@@ -214,6 +216,6 @@ void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, cons
         double nm = (double)model_moe_layer_count(m), n[PART_BLOCK_COUNT] = {0};
         n[PART_BLOCK_ATTN] = (double)m->layers, n[PART_BLOCK_MLP] = (double)m->layers - nm;
         n[PART_BLOCK_MOE] = nm, n[PART_BLOCK_EMBED] = n[PART_BLOCK_HEAD] = 1;
-        host_wait(o->b, n);
+        o->host_wait_s = host_wait(o->b, n);
     }
 }

@@ -174,6 +174,7 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
                       1e6 * (o->host_s[0] > 0 ? o->host_s[0] : COST_HOST_FWD_S),
                       1e6 * (o->host_s[1] > 0 ? o->host_s[1] : COST_HOST_BWD_S));
     ts_buf_puts(b, "}");
+    if (plan_hf(p)) ts_buf_printf(b, ", \"host_wait_s\": %.17g", r->host_wait_s);
     ModelCounts mc;
     model_count_params(in->model, &mc);
     ts_buf_puts(b, ", \"model\": {\"name\": ");

@@ -77,6 +77,17 @@ static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
                   !nk ? "\"options\"" : !n_opt ? "\"plan\"" : "\"options\" and \"plan\"");
 }
 
+/* --framework hf: the part of compute the GPU spends idle, waiting for the
+ * host to dispatch eager ops (a small model at a small batch). */
+static void host_text(const SimResult *r, TsBuf *b)
+{
+    if (!(r->host_wait_s > 0)) return;
+    ts_buf_printf(b, "    %-16s ", "of it host_wait");
+    tm(b, r->host_wait_s);
+    ts_buf_printf(b, "  %5.1f%%  the GPU idle while the host dispatches eager ops (--host-us)\n",
+                  r->iteration_time_s > 0 ? 100 * r->host_wait_s / r->iteration_time_s : 0);
+}
+
 /* zb-h1, dualpipe, dualpipev: the critical stage's per-micro-batch F, B, W
  * (and F&B pair) and the published bubble on them beside the simulated one. */
 static void sched_text(const ParallelPlan *p, const SimResult *r, TsBuf *b)
@@ -206,6 +217,7 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
         ts_buf_printf(b, "  %-18s ", sim_breakdown_key(i));
         tm(b, v);
         ts_buf_printf(b, "  %5.1f%%\n", r->iteration_time_s > 0 ? 100 * v / r->iteration_time_s : 0);
+        if (i == SIM_BD_compute_s) host_text(r, b);
     }
     sched_text(p, r, b);
     slowest_text(in, r, b);

@@ -715,6 +715,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     /* fl_token summed the layers of every chunk once: it is the whole model */
     out->model_flops_per_iteration = 3.0 * fl_token * tokens;
     out->hardware_flops_per_iteration = out->model_flops_per_iteration + rfl_token * tokens;
+    out->host_wait_s = edge[SIM_E_HOST_WAIT] * (double)p->grad_accum; /* --framework hf: one stage */
     const TsDtype gdt = hw_usable_dtype(&in->hw->gpu, p->dtype); /* fp8 on an A100: bf16 */
     double peak = in->hw->gpu.peak_flops[gdt];
     out->model_tflops_per_gpu = out->model_flops_per_iteration / T / gpus / 1e12;

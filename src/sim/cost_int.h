@@ -35,7 +35,7 @@ typedef struct Ctx {
 enum {
     SIM_E_EMB_F, SIM_E_EMB_B, SIM_E_EMB_TP_F, SIM_E_EMB_TP_B, SIM_E_EMB_PARAMS,
     SIM_E_HEAD_F, SIM_E_HEAD_B, SIM_E_HEAD_TP_F, SIM_E_HEAD_TP_B, SIM_E_HEAD_PARAMS,
-    SIM_E_P2P_BYTES, SIM_E_EMB_WG, SIM_E_HEAD_WG, SIM_E_HEAD_AG_F, SIM_EDGES
+    SIM_E_P2P_BYTES, SIM_E_EMB_WG, SIM_E_HEAD_WG, SIM_E_HEAD_AG_F, SIM_E_HOST_WAIT, SIM_EDGES
 };
 
 /* A window of a layer's stream time in the task graph's order

@@ -463,14 +463,13 @@ def is_moe(cfg):
 HOST_LAYERS = 200
 
 
-def host_loop_us(dev, autocast=False, dtype=None, reps=10):
+def host_loop_us(dev, autocast, dtype, reps, warmup):
     """Median host microseconds a layer of the linear loop takes forward
-    (with autograd) and backward (dtype: float32 by default)."""
-    dtype = dtype or torch.float32
+    (with autograd) and backward, over reps runs after warmup."""
     net = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(HOST_LAYERS)]).to(dev, dtype)
     x = torch.randn(4, 256, device=dev, dtype=dtype)
     fw, bw = [], []
-    for i in range(reps + 3):
+    for i in range(reps + warmup):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=autocast):
@@ -480,7 +479,7 @@ def host_loop_us(dev, autocast=False, dtype=None, reps=10):
         t2 = time.perf_counter()
         torch.cuda.synchronize()
         net.zero_grad(set_to_none=True)
-        if i >= 3:
+        if i >= warmup:
             fw.append((t1 - t0) * 1e6 / HOST_LAYERS)
             bw.append((t2 - t1) * 1e6 / HOST_LAYERS)
     del net
@@ -491,7 +490,7 @@ def cmd_host(args, ctx, rows, budget):
     """Part H-host: the linear loop in fp32, fp32 under autocast and bf16."""
     for name, ac, dt in (("float32", False, torch.float32), ("float32", True, torch.float32),
                          ("bfloat16", False, torch.bfloat16)):
-        f, b = host_loop_us(ctx.device, ac, dt, args.iters)
+        f, b = host_loop_us(ctx.device, ac, dt, args.iters, args.warmup)
         row = {"part": "H-host", "op": f"nn.Linear(256,256), [4,256] input, {HOST_LAYERS} layers",
                "param_dtype": name, "autocast": ac, "fwd_us_per_layer": f, "bwd_us_per_layer": b}
         log(f"host: {f:.1f} us a layer forward, {b:.1f} backward ({name}{', autocast' if ac else ''})")
@@ -1279,6 +1278,16 @@ def positive_int(s):
     return v
 
 
+def probability(s):
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{s}' is not a number")
+    if not 0 <= v < 1:
+        raise argparse.ArgumentTypeError(f"{s} must be at least 0 and below 1")
+    return v
+
+
 def positive_float(s):
     try:
         v = float(s)
@@ -1346,7 +1355,7 @@ def make_parser():
     common(s, None, 3)
 
     s = sub.add_parser("host", help="part H-host: the host's time to dispatch a loop of tiny eager linears")
-    common(s, 10, 0)
+    common(s, 10, 3)
 
     s = sub.add_parser("shard", help="part B: every kernel of one Megatron layer shard")
     s.add_argument("--hidden", type=positive_int, required=True, metavar="H")
@@ -1373,7 +1382,7 @@ def make_parser():
     s.add_argument("--seq", type=positive_int, required=True, metavar="S")
     s.add_argument("--head-dim", type=positive_int, default=128, metavar="D")
     s.add_argument("--full", action="store_true", help="no causal mask (encoders)")
-    s.add_argument("--dropout", type=float, default=0.0, metavar="P",
+    s.add_argument("--dropout", type=probability, default=0.0, metavar="P",
                    help="dropout on the attention probabilities (GPT-2's and BERT's 0.1; default 0)")
     s.add_argument("--backend", choices=("cudnn", "flash", "default"), default="cudnn",
                    help="SDPA backend (default cudnn; default: PyTorch's own choice)")

@@ -99,6 +99,11 @@ typedef struct CostCtx {
  * under fp8, the host's dispatch time where the framework runs eager
  * HuggingFace modules (--framework hf). */
 void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double tensor_factor);
+/* Another host: host_s[2] seconds to dispatch an eager op forward /
+ * backward instead of COST_HOST_FWD_S / COST_HOST_BWD_S; autocast's C++
+ * casts (COST_HOST_INNER_*) at the same ratio. Nothing where c has no host
+ * in the loop (not --framework hf). */
+void cost_ctx_host(CostCtx *c, const double host_s[2]);
 
 /* Seconds of a block's kernels for one micro-batch; the parts add up:
  * fwd = gemm_fwd + core_fwd + mem_fwd, ig = gemm_ig + core_ig + mem_ig,

@@ -128,8 +128,8 @@ typedef struct SimOptions {
                                    into them; false: they stay allocated and every backward
                                    adds (PartRuntime.hf_grads_freed, PartMemOptions.grads_freed) */
     double host_s[2];           /* --framework hf: the host's time to dispatch one eager op
-                                   forward / backward (--host-us); 0: COST_HOST_FWD_S /
-                                   COST_HOST_BWD_S. Autocast's C++ casts scale with it. */
+                                   forward / backward (--host-us), COST_HOST_FWD_S /
+                                   COST_HOST_BWD_S (cost_ctx_host) */
     bool mfu_causal;            /* model FLOPs count causal attention as half the square
                                    (--mfu-convention causal); false: the full square, as
                                    Megatron's num_floating_point_operations */
@@ -140,6 +140,8 @@ void sim_options_init(SimOptions *o);
  * tensor factor tf, and --host-us (host_s) where the plan runs eager HF
  * modules. */
 void sim_cost_ctx(CostCtx *c, const HwModel *hw, const ParallelPlan *p, const SimOptions *o, double tf);
+/* o's host is the default one (no --host-us) */
+bool sim_host_default(const SimOptions *o);
 /* Distributed Shampoo's preconditioning per step, in seconds per parameter
  * of a stage (before the split over its DP ranks): the preconditioners
  * applied (4 x block side FLOPs per parameter) and their roots amortized

@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trainsim/cost.h"
-
 void cli_sim_init(CliSim *o)
 {
     *o = (CliSim){.bucket_bytes = -1, .slowdown = -1, .spread = -1, .pair_share = -1};
@@ -68,17 +66,23 @@ void cli_sim_add_workload(CliSpec *s, CliSim *o) { add_options(s, o, true, false
 
 void cli_sim_add_sweep(CliSpec *s, CliSim *o) { add_options(s, o, false, true); }
 
+/* "invalid value 'V' for --opt" with `hint`, printed; 2. */
+static int bad_value(const char *opt, const char *val, const char *hint)
+{
+    TsError e = {0};
+    ts_err(&e, TS_ERR_USAGE, "invalid value '%s' for --%s", val, opt);
+    ts_err_hint(&e, "%s", hint);
+    return cli_fail(&e);
+}
+
 int cli_sim_check(const CliSpec *s, const CliSim *o)
 {
     (void)s; /* the numbers' ranges are checked as they are parsed (cli.c) */
     SimCpComm cc;
-    if (o->mfu && strcmp(o->mfu, "full") && strcmp(o->mfu, "causal")) {
-        TsError e = {0};
-        ts_err(&e, TS_ERR_USAGE, "invalid value '%s' for --mfu-convention", o->mfu);
-        ts_err_hint(&e, "--mfu-convention takes full (the square of scores, Megatron's and torchtitan's count) "
-                        "or causal (half of it)");
-        return cli_fail(&e);
-    }
+    if (o->mfu && strcmp(o->mfu, "full") && strcmp(o->mfu, "causal"))
+        return bad_value("mfu-convention", o->mfu,
+                         "--mfu-convention takes full (the square of scores, Megatron's and torchtitan's count) "
+                         "or causal (half of it)");
     SimCeFusion ce;
     double hs[2];
     int rc = cli_cp_comm(o->cp_comm, &cc);
@@ -87,14 +91,16 @@ int cli_sim_check(const CliSpec *s, const CliSim *o)
 }
 
 /* --host-us F[,B]: microseconds a dispatched op, forward and backward; one
- * value gives the backward at the constants' ratio. Seconds into out[2]
- * (0 0 when not given). */
+ * value gives the backward at the defaults' ratio. Seconds into out[2]
+ * (the defaults, SimOptions.host_s, when not given). */
 int cli_host_us(const char *v, double out[2])
 {
-    out[0] = out[1] = 0;
+    SimOptions d;
+    sim_options_init(&d);
+    out[0] = d.host_s[0], out[1] = d.host_s[1];
     if (!v) return 0;
     char *end = NULL;
-    double f = strtod(v, &end), b = f * COST_HOST_BWD_S / COST_HOST_FWD_S;
+    double f = strtod(v, &end), b = f * d.host_s[1] / d.host_s[0];
     bool ok = end != v;
     if (ok && *end == ',') {
         const char *s = end + 1;
@@ -106,32 +112,27 @@ int cli_host_us(const char *v, double out[2])
         out[0] = f * 1e-6, out[1] = b * 1e-6;
         return 0;
     }
-    TsError e = {0};
-    ts_err(&e, TS_ERR_USAGE, "invalid value '%s' for --host-us", v);
-    ts_err_hint(&e, "--host-us takes the host's microseconds to dispatch one eager op forward, and optionally "
-                    "backward, above 0 and up to 100000: 55 or 55,58 (the defaults are 40,42)");
-    return cli_fail(&e);
+    return bad_value("host-us", v,
+                     "--host-us takes the host's microseconds to dispatch one eager op forward, and optionally "
+                     "backward, above 0 and up to 100000: 55 or 55,58 (the defaults are 40,42)");
 }
 
 int cli_ce_fusion(const char *v, SimCeFusion *out)
 {
     *out = SIM_CE_NONE;
     if (!v || sim_ce_fusion_parse(v, out)) return 0;
-    TsError e = {0};
-    ts_err(&e, TS_ERR_USAGE, "invalid value '%s' for --ce-fusion", v);
-    ts_err_hint(&e, "--ce-fusion takes none (fp32 eager ops), native (Megatron-Core's fused loss) or te "
-                    "(Transformer Engine's)");
-    return cli_fail(&e);
+    return bad_value("ce-fusion", v,
+                     "--ce-fusion takes none (fp32 eager ops), native (Megatron-Core's fused loss) or te "
+                     "(Transformer Engine's)");
 }
 
 int cli_cp_comm(const char *v, SimCpComm *out)
 {
     *out = SIM_CP_P2P;
     if (!v || sim_cp_comm_parse(v, out)) return 0;
-    TsError e = {0};
-    ts_err(&e, TS_ERR_USAGE, "invalid value '%s' for --cp-comm", v);
-    ts_err_hint(&e, "--cp-comm takes p2p (ring send/receive), allgather (K/V all-gather) or a2a (all-to-all, Ulysses)");
-    return cli_fail(&e);
+    return bad_value("cp-comm", v,
+                     "--cp-comm takes p2p (ring send/receive), allgather (K/V all-gather) or a2a (all-to-all, "
+                     "Ulysses)");
 }
 
 void cli_sim_options(const CliSim *o, SimOptions *so)
@@ -150,8 +151,7 @@ void cli_sim_options(const CliSim *o, SimOptions *so)
     if (o->cp_comm) sim_cp_comm_parse(o->cp_comm, &so->cp_comm); /* checked by cli_sim_check */
     if (o->ce_fusion) sim_ce_fusion_parse(o->ce_fusion, &so->ce_fusion);
     so->mfu_causal = o->mfu && !strcmp(o->mfu, "causal");
-    double hs[2];
-    if (o->host_us && !cli_host_us(o->host_us, hs)) so->host_s[0] = hs[0], so->host_s[1] = hs[1];
+    if (o->host_us) cli_host_us(o->host_us, so->host_s); /* checked by cli_sim_check */
 }
 
 int cli_sim_framework(const CliSpec *s, const CliSim *o, PlanFramework *fw)

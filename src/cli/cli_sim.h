@@ -53,8 +53,8 @@ int cli_sim_check(const CliSpec *s, const CliSim *o);
 int cli_cp_comm(const char *v, SimCpComm *out);
 /* --ce-fusion's value (NULL: none) into *out; 0, or the usage error printed and 2. */
 int cli_ce_fusion(const char *v, SimCeFusion *out);
-/* --host-us's value (NULL: not given, 0 0) into seconds forward / backward;
- * 0, or the usage error printed and 2. */
+/* --host-us's value (NULL: not given, the defaults) into seconds forward /
+ * backward; 0, or the usage error printed and 2. */
 int cli_host_us(const char *v, double out[2]);
 /* The framework the aliases name: --deepspeed-pipe is deepspeed,
  * --eager-pytorch torchtitan (or hf, which is eager too); *fw holds

@@ -19,6 +19,16 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
     }
 }
 
+void cost_ctx_host(CostCtx *c, const double host_s[2])
+{
+    if (!(c->host_s[0][0] > 0)) return;
+    const double def[2] = {COST_HOST_FWD_S, COST_HOST_BWD_S};
+    for (int i = 0; i < 2; i++) {
+        c->host_s[1][i] *= host_s[i] / def[i];
+        c->host_s[0][i] = host_s[i];
+    }
+}
+
 /* Memory-bound bytes over `launches` kernels (eager ops: each its own
  * launch and ramp), or one; kernels on PyTorch's generic elementwise path
  * (PART_KF_GENERIC) take the longer of that and their `elements` at its

@@ -66,7 +66,7 @@ static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
     if (o->cp_comm == SIM_CP_A2A) part[n++] = "CP all-to-all (Ulysses)";
     if (o->ce_fusion == SIM_CE_NATIVE) part[n++] = "Megatron-Core's fused cross-entropy";
     if (o->ce_fusion == SIM_CE_TE) part[n++] = "Transformer Engine's fused cross-entropy";
-    if (o->host_s[0] > 0 && plan_hf(p)) part[n++] = "host dispatch time";
+    if (!sim_host_default(o) && plan_hf(p)) part[n++] = "host dispatch time";
     char knobs[4][64];
     int n_opt = n, nk = plan_knob_phrases(p, knobs, &part[n]);
     n += nk;

@@ -53,6 +53,7 @@ void sim_options_init(SimOptions *o)
      * uses 0.15 for NVLink and 0.02 for IB. Our overlapped traffic is mostly
      * NIC-bound DP buckets and TE TP overlap on few SMs: 0.10. */
     o->overlap_slowdown = 0.10;
+    o->host_s[0] = COST_HOST_FWD_S, o->host_s[1] = COST_HOST_BWD_S;
     o->pair_sm_share = 20.0 / 132.0;
     /* calibration_facts.md section 6: fused Adam moves ~16-18 B per parameter
      * (fp32 master, m, v read+written, bf16 param written, grad read) plus
@@ -132,13 +133,12 @@ void sim_mem_options(const SimOptions *o, TsDtype dt, PartMemOptions *mo)
 void sim_cost_ctx(CostCtx *c, const HwModel *hw, const ParallelPlan *p, const SimOptions *o, double tf)
 {
     cost_ctx_init(c, hw, p, tf);
-    if (!(c->host_s[0][0] > 0)) return; /* no host in the loop (not --framework hf) */
-    const double def[2] = {COST_HOST_FWD_S, COST_HOST_BWD_S};
-    for (int i = 0; i < 2; i++)
-        if (o->host_s[i] > 0) { /* a faster or slower host: autocast's C++ casts at the same ratio */
-            c->host_s[1][i] *= o->host_s[i] / def[i];
-            c->host_s[0][i] = o->host_s[i];
-        }
+    cost_ctx_host(c, o->host_s);
+}
+
+bool sim_host_default(const SimOptions *o)
+{
+    return o->host_s[0] == COST_HOST_FWD_S && o->host_s[1] == COST_HOST_BWD_S;
 }
 
 double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)
@@ -774,7 +774,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         warn(out, SIM_WARN_SELECTIVE_OPS, 0, 0, 0, 0, NULL);
     if (in->opt.cp_comm != SIM_CP_P2P && p->cp == 1)
         warn(out, SIM_WARN_CP_COMM, 0, 0, in->opt.cp_comm, 0, NULL);
-    if ((in->opt.host_s[0] > 0 || in->opt.host_s[1] > 0) && !plan_hf(p))
+    if (!sim_host_default(&in->opt) && !plan_hf(p))
         warn(out, SIM_WARN_HOST_US, 0, 0, 0, 0, NULL);
     if (in->hw->gpu.software == HW_SOFTWARE_2024 && !hw_gpu_has_2024(&in->hw->gpu))
         warn(out, SIM_WARN_SOFTWARE, 0, 0, 0, 0, in->hw->gpu.name);

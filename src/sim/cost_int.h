@@ -31,7 +31,8 @@ typedef struct Ctx {
  * backward / parameters, the same of the head (TP: its passes' collectives,
  * layer_cost.c edge_costs), the pipeline message in bytes, the embedding's
  * and the head's weight-gradient parts of their backward, of the head's
- * forward TP the input's all-gathers. */
+ * forward TP the input's all-gathers; and, cached with them, the whole
+ * model's wait on the host per micro-batch (CostStep.host_wait_s). */
 enum {
     SIM_E_EMB_F, SIM_E_EMB_B, SIM_E_EMB_TP_F, SIM_E_EMB_TP_B, SIM_E_EMB_PARAMS,
     SIM_E_HEAD_F, SIM_E_HEAD_B, SIM_E_HEAD_TP_F, SIM_E_HEAD_TP_B, SIM_E_HEAD_PARAMS,

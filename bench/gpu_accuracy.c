@@ -6,9 +6,11 @@
  *   B       one Megatron-shaped layer shard, op by op: each GEMM's forward,
  *           input and weight gradient, the attention core, one norm and the
  *           activation, and the layer sums (the norm counted twice): the
- *           layer template (part_template) costed with the GPU preset
- *           (cost_step) at the sustained clock of a loaded GPU
- *           (sim_tensor_factor of one GPU);
+ *           GEMMs and the core from the layer template (part_template)
+ *           costed with the GPU preset (cost_step) at the sustained clock
+ *           of a loaded GPU (sim_tensor_factor of one GPU); the norm and the
+ *           activation as the harness runs them, eager PyTorch kernels
+ *           (torch_norm_s, torch_act_s), not the template's fused ones;
  *   A, E    a whole single-GPU training step of a HuggingFace model and its
  *           peak memory: `trainsim simulate` of the model on one GPU with
  *           the framework and precision of the row (--framework hf,
@@ -157,6 +159,36 @@ static double op_time(const PartTemplate *t, const CostStep *cs, PartBlock b, co
     return kernel(&t->b[b], name, &i) ? cs->b[b].k[i][pass] : 0;
 }
 
+/* PyTorch's fused norm kernel (F.layer_norm, F.rms_norm) over `rows` rows
+ * of a tensor of `tensor` bytes, pass 0 forward, 1 backward: the bytes the
+ * templates count for it (template_hf.c norm: 2 tensors forward, 5
+ * backward: dy and x for the input gradient, again for the weight's, dx
+ * written) at the row kernel's rate (hw_norm_time_s, model.eager_norm). */
+static double torch_norm_s(const HwModel *hw, double tensor, double rows, int pass)
+{
+    return hw_norm_time_s(hw, (pass ? 5 : 2) * tensor, rows, pass);
+}
+
+static double eager_kernel_s(const HwModel *hw, double bytes, double generic);
+
+/* The shard's activation as measure.py and the shared harness time it, over
+ * an output of `el` bf16 elements: F.gelu(tanh) one kernel each way (2
+ * tensors forward, 3 backward). SwiGLU on the chunked fc1 output,
+ * silu(a) * b, where a and b are strided halves (a row of 2F, of which F
+ * are read): forward silu(a) (2 tensors) and a * b (3); backward the
+ * product's two gradients, dy * b (3) and dy * silu(a) (3), silu's backward
+ * over a (3) and the chunk's, which concatenates the halves' gradients (4).
+ * A kernel with a strided half as operand takes PyTorch's generic path
+ * (eager_kernel_s); the others stream. */
+static double torch_act_s(const HwModel *hw, bool gated, double el, int pass)
+{
+    double tensor = 2 * el;
+    if (!gated) return hw_memory_time_s(hw, (pass ? 3 : 2) * tensor);
+    if (!pass) return eager_kernel_s(hw, 2 * tensor, el) + eager_kernel_s(hw, 3 * tensor, el);
+    return eager_kernel_s(hw, 3 * tensor, el) + eager_kernel_s(hw, 3 * tensor, 0) +
+           eager_kernel_s(hw, 3 * tensor, el) + eager_kernel_s(hw, 4 * tensor, 0);
+}
+
 static void row_b(const json_t *r, const char *gpu)
 {
     HwModel hw;
@@ -192,11 +224,15 @@ static void row_b(const json_t *r, const char *gpu)
     /* rows timed on SDPA's flash backend: the preset's FA2 factor on the core */
     const char *be = json_string_value(json_object_get(r, "sdpa_backend"));
     bool fa2 = be && !strcmp(be, "flash");
+    bool gated = json_is_true(json_object_get(r, "gated"));
+    double tok = (double)p.seq * (double)p.micro_batch; /* the shard's ops on whole sequences, bf16 */
     double sum_m[2] = {0}, sum_p[2] = {0};
     for (size_t i = 0; i < sizeof MAP / sizeof MAP[0]; i++) {
         const json_t *o = json_object_get(ops, MAP[i].op);
         for (int ps = 0; ps < 3; ps++) {
             double meas = num(o, PASS[ps]) * 1e-3, pred = op_time(&t, &cs, MAP[i].b, MAP[i].kernel, ps);
+            if (!strcmp(MAP[i].op, "norm")) pred = ps < 2 ? torch_norm_s(&hw, tok * (double)m.hidden * 2, tok, ps) : 0;
+            if (!strcmp(MAP[i].op, "act")) pred = ps < 2 ? torch_act_s(&hw, gated, tok * (double)(m.ffn / p.tp), ps) : 0;
             if (fa2 && MAP[i].b == PART_BLOCK_ATTN && !strcmp(MAP[i].kernel, "core") && ps < 2)
                 pred *= hw.gpu.attn_fa2_factor[ps];
             int twice = !strcmp(MAP[i].op, "norm") ? 2 : 1;
@@ -445,11 +481,11 @@ static void score_kernel(const json_t *r, const char *part, const char *gpu, dou
     g_host_in_loop = true;
 }
 
-/* One eager elementwise op as the templates cost it (cost_kernel): its
- * bytes streamed and, for a masked fill (PyTorch's generic path, as the HF
- * experts' masked fills: PART_KF_GENERIC), no faster than its elements at
- * the preset's generic rate. */
-static double eager_op_time(const HwModel *hw, const char *op, double bytes, double elements)
+/* One eager elementwise kernel as the templates cost it (cost_kernel): its
+ * bytes streamed and, on PyTorch's generic path (an operand neither
+ * contiguous nor a scalar: PART_KF_GENERIC), no faster than its `generic`
+ * elements at the preset's generic rate (0: the vectorized path). */
+static double eager_kernel_s(const HwModel *hw, double bytes, double generic)
 {
     ParallelPlan p;
     plan_init(&p);
@@ -457,13 +493,20 @@ static double eager_op_time(const HwModel *hw, const char *op, double bytes, dou
     cost_ctx_init(&c, hw, &p, 1.0);
     PartKernel k = {.kind = PART_K_MEM, .part = PART_KP_MEM, .count = 1, .fwd_bytes = bytes};
     k.launches[0] = 1;
-    if (!strncmp(op, "masked_fill", 11) && elements > 0) {
+    if (generic > 0) {
         k.flags = PART_KF_GENERIC;
-        k.elems[0] = elements;
+        k.elems[0] = generic;
     }
     double t[3];
     cost_kernel(&c, &k, t);
     return t[0];
+}
+
+/* An F-eager row's op: a masked fill (as the HF experts' masked fills) on
+ * the generic path, every other op streamed. */
+static double eager_op_time(const HwModel *hw, const char *op, double bytes, double elements)
+{
+    return eager_kernel_s(hw, bytes, !strncmp(op, "masked_fill", 11) ? elements : 0);
 }
 
 static void row_kernel(const json_t *r, const char *gpu, const char *part)
@@ -551,8 +594,8 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
          * cost LayerNorm, over the row's tokens */
         if (!strcmp(op, "layer_norm") || !strcmp(op, "rms_norm")) {
             double rows = num(r, "tokens");
-            f = hw_norm_time_s(&hw, nf / 2 * bytes, rows, 0);
-            b = hw_norm_time_s(&hw, nb / 2 * bytes, rows, 1);
+            f = torch_norm_s(&hw, bytes / 2, rows, 0);
+            b = torch_norm_s(&hw, bytes / 2, rows, 1);
         }
         double mf = num(r, "fwd_ms") * 1e-3, mb = num(r, "bwd_ms") * 1e-3;
         /* an add's backward launches no kernel (the gradient passes through) */

@@ -33,3 +33,10 @@ add_test(NAME gpu_accuracy/norm_rows
   COMMAND bash -c "cd \"$1\" && diff -u norm_rows.stdout <(\"$0\" -v norm_rows.jsonl)"
           $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
 set_tests_properties(gpu_accuracy/norm_rows PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
+# part B rows, a GELU and a SwiGLU shard: the GEMMs and the core from the
+# layer template, the norm and the activation as the harness's eager
+# PyTorch kernels (torch_norm_s, torch_act_s), op by op (-v, exact)
+add_test(NAME gpu_accuracy/shard_rows
+  COMMAND bash -c "cd \"$1\" && diff -u shard_rows.stdout <(\"$0\" -v shard_rows.jsonl)"
+          $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
+set_tests_properties(gpu_accuracy/shard_rows PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")

@@ -40,6 +40,8 @@ typedef struct CostCtx {
     double host_s[2][2];    /* host time to dispatch one kernel forward / backward (eager PyTorch:
                                [0] COST_HOST_FWD_S, COST_HOST_BWD_S; [1] a PART_KF_INNER kernel,
                                COST_HOST_INNER_*); 0: the GPU never waits on the host */
+    double host_opt_s;      /* host time of the optimizer step per parameter tensor
+                               (COST_HOST_OPT_TENSOR_S where host_s is set, else 0) */
     int64_t ub_tp;          /* --tp-overlap: TP size (TE's ring exchange runs a GEMM in ub_tp
                                chunks), 1 without */
     double ub_stretch[2];   /* forward time factor of the attention's and the MLP's output
@@ -94,6 +96,20 @@ typedef struct CostCtx {
  * machine, PyTorch 2.11; bench/data/gpu/host_2026-11-26_h100.jsonl). */
 #define COST_HOST_INNER_FWD_S 6.9e-6
 #define COST_HOST_INNER_BWD_S 5.6e-6
+/* The host time of an eager training loop's optimizer step per parameter
+ * tensor: torch.optim.AdamW(fused=True).step() walks the tensors in Python
+ * (its _init_group: the gradient, the state's moments and step, list
+ * appends), groups them by device and dtype and launches the fused kernel
+ * over them; zero_grad(set_to_none=True) walks them again. The GPU waits for
+ * it unless the backward's kernels keep it busy that long (cost_step). Set
+ * from the optimizer's own time in the measured HF steps (opt_ms of
+ * bench/data/gpu, PyTorch 2.11, 201 rows on six lent machines): where the
+ * backward was host-bound it took 3-14 us a tensor more than its kernels
+ * (median 6.5); the optimizer's time over all rows comes out 8.0 % (bias
+ * 0) against 12.7 % (-10.8) without it; fitted on the 2026-11-26 rows alone
+ * (7 us) the 2026-11-27 rows score 8.8 % (11.6 without), fitted on those (5
+ * us) the 2026-11-26 rows 8.9 % (15.0). */
+#define COST_HOST_OPT_TENSOR_S 6.5e-6
 
 /* The context of plan p on hw: the plan's GEMM dtype, activations in bf16
  * under fp8, the host's dispatch time where the framework runs eager
@@ -101,7 +117,8 @@ typedef struct CostCtx {
 void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double tensor_factor);
 /* Another host: host_s[2] seconds to dispatch an eager op forward /
  * backward instead of COST_HOST_FWD_S / COST_HOST_BWD_S; autocast's C++
- * casts (COST_HOST_INNER_*) at the same ratio. Nothing where c has no host
+ * casts (COST_HOST_INNER_*) at the same ratio, the optimizer's loop
+ * (COST_HOST_OPT_TENSOR_S) at the forward's. Nothing where c has no host
  * in the loop (not --framework hf). */
 void cost_ctx_host(CostCtx *c, const double host_s[2]);
 
@@ -135,6 +152,9 @@ typedef struct CostStep {
     double host_wait_s; /* of one micro-batch's forward and backward over the whole model, the GPU
                            idle while the host dispatches (the blocks' wait_* by their counts;
                            --framework hf, else 0) */
+    double host_opt_s;  /* the optimizer step's host time (its parameter tensors at host_opt_s)
+                           beyond the GPU work the last backward leaves queued: the GPU idle
+                           before the optimizer's kernels (--framework hf, else 0) */
 } CostStep;
 void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt,
                const PartTemplate *t, CostStep *out);

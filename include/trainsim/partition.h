@@ -235,6 +235,8 @@ typedef struct PartBlockT {
     double egrad_t[2];        /* routed experts: all local fc2, then all local fc1 */
     double fsdp_params;       /* ZeRO-3: dense elements gathered over DP x CP (0: DP 1) */
     double fsdp_eparams;      /* ZeRO-3: expert elements gathered over expert DP (0: EDP 1) */
+    int32_t param_tensors;    /* --framework hf: its parameter tensors (the optimizer's host loop
+                                 and autograd's accumulations run per tensor); 0 elsewhere */
 } PartBlockT;
 
 /* Runtime choices that change the kernels (the framework's code path). */

@@ -334,6 +334,8 @@ typedef struct SimResult {
     double model_tflops_per_gpu, hardware_tflops_per_gpu, mfu, hfu;
     double host_wait_s;       /* of breakdown.compute, the GPU idle while the host dispatches eager
                                  ops (--framework hf, CostStep.host_wait_s by the micro-batches) */
+    double host_wait_optimizer_s; /* of breakdown.optimizer, the GPU idle while the host walks the
+                                 parameter tensors (--framework hf, CostStep.host_opt_s) */
     SimMemory memory;
     SimBalance balance;       /* an even split of the work when the plan's is not (n 0: none) */
     int n_warnings;

@@ -10,6 +10,7 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
     *c = (CostCtx){.hw = hw, .dtype = p->dtype, .act_dtype = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype,
                    .tensor_factor = tensor_factor, .host_s = {{hf ? COST_HOST_FWD_S : 0, hf ? COST_HOST_BWD_S : 0},
                               {hf ? COST_HOST_INNER_FWD_S : 0, hf ? COST_HOST_INNER_BWD_S : 0}},
+                   .host_opt_s = hf ? COST_HOST_OPT_TENSOR_S : 0,
                    .fp8 = p->fp8_recipe, .fp8_non_tn = !strcmp(hw->gpu.arch, "blackwell"),
                    .ub_tp = p->tp_overlap && p->tp > 1 ? p->tp : 1, .ub_stretch = {1, 1}};
     int64_t sms = hw->gpu.sm_count;
@@ -23,6 +24,7 @@ void cost_ctx_host(CostCtx *c, const double host_s[2])
 {
     if (!(c->host_s[0][0] > 0)) return;
     const double def[2] = {COST_HOST_FWD_S, COST_HOST_BWD_S};
+    c->host_opt_s *= host_s[0] / def[0];
     for (int i = 0; i < 2; i++) {
         c->host_s[1][i] *= host_s[i] / def[i];
         c->host_s[0][i] = host_s[i];
@@ -168,8 +170,9 @@ void cost_block(const CostCtx *c, const PartBlockT *b, CostBlock *o)
  * queue holds about a thousand), so the pass's totals count, not a
  * layer's: the whole model (one pipeline stage, --framework hf), its layers
  * n[b] times. The wait is shared by the blocks in proportion to their
- * dispatch time, on their memory-bound part. Returns the whole wait. */
-static double host_wait(CostBlock *b, const double n[PART_BLOCK_COUNT])
+ * dispatch time, on their memory-bound part. Returns the whole wait;
+ * *ahead: how far the backward's GPU work runs behind its dispatch. */
+static double host_wait(CostBlock *b, const double n[PART_BLOCK_COUNT], double *ahead)
 {
     double hf = 0, gf = 0, hb = 0, gb = 0;
     for (int i = 0; i < PART_BLOCK_COUNT; i++) {
@@ -183,6 +186,7 @@ static double host_wait(CostBlock *b, const double n[PART_BLOCK_COUNT])
         c->mem_fwd += c->wait_fwd, c->fwd += c->wait_fwd;
         c->mem_ig += c->wait_bwd, c->ig += c->wait_bwd;
     }
+    *ahead = gb > hb ? gb - hb : 0;
     return (hf > gf ? hf - gf : 0) + (hb > gb ? hb - gb : 0);
 }
 
@@ -209,7 +213,7 @@ void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, cons
                const PartTemplate *t, CostStep *o)
 {
     bool sac = cost_sac(m, p, rt);
-    o->host_wait_s = 0;
+    o->host_wait_s = o->host_opt_s = 0;
     for (int b = 0; b < PART_BLOCK_COUNT; b++) {
         CostBlock *cb = &o->b[b];
         cost_block(c, &t->b[b], cb);
@@ -226,6 +230,12 @@ void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, cons
         double nm = (double)model_moe_layer_count(m), n[PART_BLOCK_COUNT] = {0};
         n[PART_BLOCK_ATTN] = (double)m->layers, n[PART_BLOCK_MLP] = (double)m->layers - nm;
         n[PART_BLOCK_MOE] = nm, n[PART_BLOCK_EMBED] = n[PART_BLOCK_HEAD] = 1;
-        o->host_wait_s = host_wait(o->b, n);
+        double ahead, tensors = 0;
+        o->host_wait_s = host_wait(o->b, n, &ahead);
+        /* the optimizer's loop over the parameter tensors, after the last
+         * backward: hidden while the GPU still runs what was dispatched */
+        for (int b = 0; b < PART_BLOCK_COUNT; b++) tensors += n[b] * (double)t->b[b].param_tensors;
+        double host_opt = tensors * c->host_opt_s;
+        o->host_opt_s = host_opt > ahead ? host_opt - ahead : 0;
     }
 }

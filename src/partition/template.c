@@ -377,9 +377,13 @@ static void embed_head(const Tx *x, PartTemplate *o)
                 (double)(m->type_vocab * H) + (m->embed_norm ? part_norm_params(m) : 0);
     e->grad_t[0] = e->params;
     /* the output layer (tied: its own copy of the word embedding on the
-     * last stage when there are several), the final norm, BERT's pooler */
+     * last stage when there are several), the final norm; BERT's pooler,
+     * and its masked-LM head's transform (dense, LayerNorm) and decoder
+     * bias */
+    bool mlm = m->arch == MODEL_ARCH_BERT && m->lm_head;
     h->params = (m->tied_embeddings && x->p->pp == 1 ? 0 : (double)(V / t * H)) +
-                (m->arch == MODEL_ARCH_BERT ? 0 : part_norm_params(m)) + (m->pooler ? (double)(H * H + H) : 0);
+                (m->arch == MODEL_ARCH_BERT ? 0 : part_norm_params(m)) + (m->pooler ? (double)(H * H + H) : 0) +
+                (mlm ? (double)(H * H + H) + part_norm_params(m) + (double)(V / t) : 0);
     /* MTP modules: their projection and three norms; the shared embedding's
      * copy on the last stage when the pipeline has several (their layers
      * are the chunk's) */
@@ -435,7 +439,7 @@ void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime 
      * added): the sweep builds one per plan it costs */
     for (int b = 0; b < PART_BLOCK_COUNT; b++) {
         PartBlockT *bl = &o->b[b];
-        bl->n_k = 0;
+        bl->n_k = bl->param_tensors = 0;
         bl->params = bl->expert_params = bl->fsdp_params = bl->fsdp_eparams = 0;
         bl->grad_t[0] = bl->grad_t[1] = bl->egrad_t[0] = bl->egrad_t[1] = 0;
     }
@@ -458,7 +462,7 @@ void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime 
         sac_gemms(&x, &o->b[PART_BLOCK_ATTN], &o->b[PART_BLOCK_MLP]);
     embed_head(&x, o);
     if (plan_hf(p))
-        for (int b = 0; b < PART_BLOCK_COUNT; b++) tpl_hf_accumulate(&x, &o->b[b]);
+        for (int b = 0; b < PART_BLOCK_COUNT; b++) tpl_hf_accumulate(&x, &o->b[b], (PartBlock)b);
     for (int b = 0; b < PART_BLOCK_COUNT; b++) fsdp_shards(p, &o->b[b]);
     const PartBlockT *a = &o->b[PART_BLOCK_ATTN];
     for (int k = 0; k < 2; k++) {

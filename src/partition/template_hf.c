@@ -27,6 +27,7 @@
 #include "template_int.h"
 
 #include <math.h>
+#include <string.h>
 
 typedef struct Hx {
     const Tx *x;
@@ -404,29 +405,42 @@ void tpl_hf_embed_head(const Tx *x, PartTemplate *o)
     o->loss_workspace_bytes = 2.0 * lb * logits;
 }
 
+/* The parameter tensors of block `which`: a weight per linear (and its
+ * bias), a weight per norm (and LayerNorm's bias); the embedding's tables
+ * (words, learned positions, token types); the LM head's weight unless tied
+ * to the word table (its bias, BERT's decoder bias, all the same); at least
+ * one where the block has parameters. */
+static int param_tensors(const Tx *x, const PartBlockT *b, PartBlock which)
+{
+    if (b->params <= 0) return 0;
+    const ModelSpec *m = x->m;
+    bool ln = m->norm == MODEL_NORM_LAYERNORM;
+    int tensors = which == PART_BLOCK_EMBED ? 1 + (m->pos == MODEL_POS_LEARNED) + (m->type_vocab > 0) : 0;
+    for (int32_t i = 0; i < b->n_k; i++) {
+        const PartKernel *k = &b->k[i];
+        bool bias = k->launches[1] == 3;
+        if (k->kind == PART_K_GEMM && !strcmp(k->name, "lm_head")) tensors += !m->tied_embeddings + bias;
+        else if (k->kind == PART_K_GEMM) tensors += bias ? 2 : 1;
+        else if (k->flags & PART_KF_NORM) tensors += ln ? 2 : 1;
+    }
+    return tensors < 1 ? 1 : tensors;
+}
+
 /* AccumulateGrad: a backward whose parameters already hold a .grad adds the
  * new gradient into it, one add per parameter tensor (read both, write one:
  * 3 gradient elements per parameter); a fresh .grad is stored without a
  * kernel. The gradients exist on every micro-batch but the first of a step
  * when the loop frees them after the optimizer (zero_grad(set_to_none=True),
  * HF Trainer's default), else on every one: per micro-batch, the average
- * share of the grad_accum backward passes. Parameter tensors: a weight per
- * linear (and its bias), a weight per norm (and LayerNorm's bias), at least
- * one (an embedding table). */
-void tpl_hf_accumulate(const Tx *x, PartBlockT *b)
+ * share of the grad_accum backward passes. Also counts the block's
+ * parameter tensors (PartBlockT.param_tensors). */
+void tpl_hf_accumulate(const Tx *x, PartBlockT *b, PartBlock which)
 {
+    b->param_tensors = param_tensors(x, b, which);
     if (b->params <= 0) return;
     double m = (double)(x->p->grad_accum > 0 ? x->p->grad_accum : 1);
     double share = (x->rt->hf_grads_freed ? m - 1.0 : m) / m;
     if (share <= 0) return;
-    int tensors = 0;
-    bool ln = x->m->norm == MODEL_NORM_LAYERNORM;
-    for (int32_t i = 0; i < b->n_k; i++) {
-        const PartKernel *k = &b->k[i];
-        if (k->kind == PART_K_GEMM) tensors += k->launches[1] == 3 ? 2 : 1;
-        else if (k->flags & PART_KF_NORM) tensors += ln ? 2 : 1;
-    }
-    if (tensors < 1) tensors = 1;
     double gb = x->p->precision == PLAN_PRECISION_AMP ? 4.0 : 2.0;
-    op(b, "accumulate_grad", b->params * share, 0, 3.0 * gb, 0, 0, tensors)->flags |= PART_KF_WGRAD;
+    op(b, "accumulate_grad", b->params * share, 0, 3.0 * gb, 0, 0, b->param_tensors)->flags |= PART_KF_WGRAD;
 }

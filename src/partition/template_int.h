@@ -29,8 +29,8 @@ void tpl_hf_attention(const Tx *x, PartBlockT *b);
 void tpl_hf_mlp(const Tx *x, PartBlockT *b);
 void tpl_hf_moe(const Tx *x, PartBlockT *b);
 void tpl_hf_embed_head(const Tx *x, PartTemplate *o);
-/* autograd's AccumulateGrad into the block's kept gradients (after its
- * parameters are counted). */
-void tpl_hf_accumulate(const Tx *x, PartBlockT *b);
+/* autograd's AccumulateGrad into the block's kept gradients, and the
+ * block's parameter tensors (after its parameters are counted). */
+void tpl_hf_accumulate(const Tx *x, PartBlockT *b, PartBlock which);
 
 #endif

@@ -172,7 +172,9 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
         ts_buf_printf(b, ", \"host_dispatch_us\": [%.10g, %.10g]",
                       1e6 * o->host_s[0], 1e6 * o->host_s[1]);
     ts_buf_puts(b, "}");
-    if (plan_hf(p)) ts_buf_printf(b, ", \"host_wait_s\": %.17g", r->host_wait_s);
+    if (plan_hf(p))
+        ts_buf_printf(b, ", \"host_wait_s\": %.17g, \"host_wait_optimizer_s\": %.17g", r->host_wait_s,
+                      r->host_wait_optimizer_s);
     ModelCounts mc;
     model_count_params(in->model, &mc);
     ts_buf_puts(b, ", \"model\": {\"name\": ");

@@ -77,15 +77,16 @@ static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
                   !nk ? "\"options\"" : !n_opt ? "\"plan\"" : "\"options\" and \"plan\"");
 }
 
-/* --framework hf: the part of compute the GPU spends idle, waiting for the
- * host to dispatch eager ops (a small model at a small batch). */
-static void host_text(const SimResult *r, TsBuf *b)
+/* --framework hf: the part of compute (or of the optimizer step) the GPU
+ * spends idle, waiting for the host to dispatch eager ops (a small model at
+ * a small batch). */
+static void host_text(const SimResult *r, double wait, const char *what, TsBuf *b)
 {
-    if (!(r->host_wait_s > 0)) return;
+    if (!(wait > 0)) return;
     ts_buf_printf(b, "    %-16s ", "of it host_wait");
-    tm(b, r->host_wait_s);
-    ts_buf_printf(b, "  %5.1f%%  the GPU idle while the host dispatches eager ops (--host-us)\n",
-                  r->iteration_time_s > 0 ? 100 * r->host_wait_s / r->iteration_time_s : 0);
+    tm(b, wait);
+    ts_buf_printf(b, "  %5.1f%%  the GPU idle while the host %s (--host-us)\n",
+                  r->iteration_time_s > 0 ? 100 * wait / r->iteration_time_s : 0, what);
 }
 
 /* zb-h1, dualpipe, dualpipev: the critical stage's per-micro-batch F, B, W
@@ -217,7 +218,8 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
         ts_buf_printf(b, "  %-18s ", sim_breakdown_key(i));
         tm(b, v);
         ts_buf_printf(b, "  %5.1f%%\n", r->iteration_time_s > 0 ? 100 * v / r->iteration_time_s : 0);
-        if (i == SIM_BD_compute_s) host_text(r, b);
+        if (i == SIM_BD_compute_s) host_text(r, r->host_wait_s, "dispatches eager ops", b);
+        if (i == SIM_BD_optimizer_s) host_text(r, r->host_wait_optimizer_s, "walks the parameter tensors", b);
     }
     sched_text(p, r, b);
     slowest_text(in, r, b);

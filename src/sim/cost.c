@@ -642,7 +642,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     for (int32_t s = 0; s < pp; s++) {
         if (!dpm.valid || rank_params[2 * s] != dpm.params || rank_params[2 * s + 1] != dpm.eparams)
             chunk_dp_costs(&x, in, rank_params[2 * s], rank_params[2 * s + 1], &dpm);
-        sc[s].optimizer_s += dpm.opt + (dpm.has_shampoo ? dpm.shampoo : 0);
+        sc[s].optimizer_s += dpm.opt + (dpm.has_shampoo ? dpm.shampoo : 0) + edge[SIM_E_HOST_OPT];
         sc[s].step_comm_s += dpm.has_shampoo ? dpm.shampoo_ag : 0;
     }
     if (rank_params != rp_stack) free(rank_params);
@@ -715,7 +715,9 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     /* fl_token summed the layers of every chunk once: it is the whole model */
     out->model_flops_per_iteration = 3.0 * fl_token * tokens;
     out->hardware_flops_per_iteration = out->model_flops_per_iteration + rfl_token * tokens;
-    out->host_wait_s = edge[SIM_E_HOST_WAIT] * (double)p->grad_accum; /* --framework hf: one stage */
+    /* --framework hf: one stage; the optimizer's host loop once a step */
+    out->host_wait_s = edge[SIM_E_HOST_WAIT] * (double)p->grad_accum;
+    out->host_wait_optimizer_s = edge[SIM_E_HOST_OPT];
     const TsDtype gdt = hw_usable_dtype(&in->hw->gpu, p->dtype); /* fp8 on an A100: bf16 */
     double peak = in->hw->gpu.peak_flops[gdt];
     out->model_tflops_per_gpu = out->model_flops_per_iteration / T / gpus / 1e12;

@@ -32,11 +32,13 @@ typedef struct Ctx {
  * layer_cost.c edge_costs), the pipeline message in bytes, the embedding's
  * and the head's weight-gradient parts of their backward, of the head's
  * forward TP the input's all-gathers; and, cached with them, the whole
- * model's wait on the host per micro-batch (CostStep.host_wait_s). */
+ * model's wait on the host per micro-batch (CostStep.host_wait_s) and
+ * its wait on the optimizer's host loop (CostStep.host_opt_s). */
 enum {
     SIM_E_EMB_F, SIM_E_EMB_B, SIM_E_EMB_TP_F, SIM_E_EMB_TP_B, SIM_E_EMB_PARAMS,
     SIM_E_HEAD_F, SIM_E_HEAD_B, SIM_E_HEAD_TP_F, SIM_E_HEAD_TP_B, SIM_E_HEAD_PARAMS,
-    SIM_E_P2P_BYTES, SIM_E_EMB_WG, SIM_E_HEAD_WG, SIM_E_HEAD_AG_F, SIM_E_HOST_WAIT, SIM_EDGES
+    SIM_E_P2P_BYTES, SIM_E_EMB_WG, SIM_E_HEAD_WG, SIM_E_HEAD_AG_F, SIM_E_HOST_WAIT,
+    SIM_E_HOST_OPT, SIM_EDGES
 };
 
 /* A window of a layer's stream time in the task graph's order

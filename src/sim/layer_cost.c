@@ -242,6 +242,7 @@ static void edge_costs(const Ctx *x, double edge[SIM_EDGES])
     if (t->head_sp_bytes > 0) tp += sim_coll(x, TS_COLL_ALLGATHER, t->head_sp_bytes, &x->tpg, HW_GROUP_TP);
     edge[SIM_E_HEAD_AG_F] = tp * passes;
     edge[SIM_E_HOST_WAIT] = x->cs->host_wait_s;
+    edge[SIM_E_HOST_OPT] = x->cs->host_opt_s;
     if (t->vocab_ar_bytes > 0) /* vocab-parallel CE */
         tp += 3 * sim_coll(x, TS_COLL_ALLREDUCE, t->vocab_ar_bytes, &x->tpg, HW_GROUP_TP);
     edge[SIM_E_HEAD_TP_F] = tp * passes;

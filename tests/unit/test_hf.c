@@ -1,9 +1,9 @@
 /* test_hf.c — --framework hf and --precision: the eager modules' bytes by
  * hand (GPT-2's gelu_new chain, the loss on fp32 logits), what autograd
  * keeps against a count by hand of GPT-2's layer, the bytes per parameter
- * of each precision recipe, where the HF peak falls, and the host's
+ * of each precision recipe, where the HF peak falls, the host's
  * dispatch floor (a tiny model at micro-batch 1 waits on Python, a real
- * batch does not). Tolerances: 1e-12 relative for closed forms. */
+ * batch does not) and the parameter tensors the optimizer's host loop walks. Tolerances: 1e-12 relative for closed forms. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -179,6 +179,47 @@ static void test_host_floor(void **state)
     }
 }
 
+/* Parameter tensors, counted by hand from the HF modules: GPT-2 wte, wpe,
+ * ln_f (2) and 12 per layer (ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj,
+ * each weight and bias), the head tied: 148. BERT-base (masked-LM): three
+ * tables and the embedding LayerNorm 5, 16 per layer (q, k, v, attention
+ * output, intermediate, output: weight and bias; two LayerNorms), the
+ * transform's dense and LayerNorm and the decoder's bias 5: 202. Llama 3
+ * 8B: the table, 9 per layer (q, k, v, o, gate, up, down, two RMSNorms), the
+ * final norm, the head untied: 291. The optimizer's host loop over them
+ * (COST_HOST_OPT_TENSOR_S each) waits the GPU at micro-batch 1 x 64 tokens
+ * (its backward dispatch outlasts its kernels) and hides behind 64 x 512
+ * tokens' backward. */
+static void test_param_tensors(void **state)
+{
+    (void)state;
+    static const struct { const char *name; int tensors; } CASES[] = {
+        {"gpt2", 148}, {"bert-base-uncased", 202}, {"llama3-8b", 291}};
+    HwModel hw;
+    hw_model_init(&hw);
+    TsError err = {0};
+    assert_int_equal(hw_gpu_load("h100-sxm5-80gb", &hw.gpu, &err), TS_OK);
+    static PartTemplate t;
+    static CostStep cs;
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        ModelSpec m;
+        assert_int_equal(model_preset(CASES[i].name, &m, NULL), TS_OK);
+        if (m.arch == MODEL_ARCH_BERT) m.lm_head = true, m.pooler = false;
+        for (int big = 0; big < 2; big++) {
+            ParallelPlan p = hf_plan(&m, big ? 64 : 1, big ? 512 : 64, PLAN_PRECISION_PURE);
+            part_template(&m, &p, NULL, &t);
+            double n[PART_BLOCK_COUNT] = {(double)m.layers, (double)m.layers, 0, 1, 1}, tensors = 0;
+            for (int k = 0; k < PART_BLOCK_COUNT; k++) tensors += n[k] * t.b[k].param_tensors;
+            near(tensors, CASES[i].tensors, 1e-12, CASES[i].name);
+            CostCtx c;
+            cost_ctx_init(&c, &hw, &p, 1.0);
+            cost_step(&c, &m, &p, NULL, &t, &cs);
+            if (big) near(cs.host_opt_s, 0, 1e-12, "hidden behind the backward");
+            else near(cs.host_opt_s, CASES[i].tensors * COST_HOST_OPT_TENSOR_S, 1e-12, "the loop, exposed");
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -186,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_precision_bytes),
         cmocka_unit_test(test_hf_peak),
         cmocka_unit_test(test_host_floor),
+        cmocka_unit_test(test_param_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,8 @@
  *   A, E    a whole single-GPU training step of a HuggingFace model and its
  *           peak memory: `trainsim simulate` of the model on one GPU with
  *           the framework and precision of the row (--framework hf,
- *           --precision amp|pure);
+ *           --precision amp|pure); the row's parameter count beside
+ *           trainsim's where they differ by more than 0.1 %;
  *   C       one bf16 GEMM on random data; D-fp8 the same shape in FP8;
  *   D-attn  causal flash attention forward and backward;
  *   F       memory-bound kernels (norms, activations, add, softmax, cast,
@@ -443,6 +444,11 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
                res.iteration_time_s * 1e3, 100 * e);
         score(part[0] == 'E' ? "E step" : "A step", short_gpu(gpu), e);
     }
+    /* the harness's parameter count against trainsim's (the weights at the
+     * row's precision), shown where they differ by more than 0.1 % */
+    double rp = num(r, "params"), tp = res.memory.weights_bytes / (in.plan.precision == PLAN_PRECISION_AMP ? 4.0 : 2.0);
+    if (rp > 0 && fabs(tp / rp - 1) > 1e-3)
+        printf("    params: the row's %.0f, trainsim's %.0f (%+.2f%%)\n", rp, tp, 100 * (tp / rp - 1));
     if (mem > 0) {
         /* torch.cuda.max_memory_allocated: what the allocator handed out,
          * without the CUDA context (but its cuBLAS workspaces, which PyTorch

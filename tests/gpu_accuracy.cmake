@@ -40,3 +40,9 @@ add_test(NAME gpu_accuracy/shard_rows
   COMMAND bash -c "cd \"$1\" && diff -u shard_rows.stdout <(\"$0\" -v shard_rows.jsonl)"
           $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
 set_tests_properties(gpu_accuracy/shard_rows PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
+# a step row whose harness counted other parameters than trainsim (here
+# without the word table): both counts shown under the row (exact)
+add_test(NAME gpu_accuracy/params_row
+  COMMAND bash -c "cd \"$1\" && diff -u params_row.stdout <(\"$0\" params_row.jsonl)"
+          $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
+set_tests_properties(gpu_accuracy/params_row PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")

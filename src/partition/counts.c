@@ -96,8 +96,12 @@ void part_counts(const ModelSpec *m, int64_t tp, PartCounts *c)
     c->embed_tp = c->vocab_padded * H;
     c->embed_rep = (m->pos == MODEL_POS_LEARNED ? (double)m->max_positions * H : 0) +
                    (double)m->type_vocab * H + (m->arch == MODEL_ARCH_BERT ? norm_w(m) : 0);
-    c->head_tp = (m->lm_head && !m->tied_embeddings) ? c->vocab_padded * H : 0;
-    c->head_rep = (m->arch == MODEL_ARCH_BERT ? 0 : norm_w(m)) + (m->pooler ? H * H + H : 0);
+    /* the output layer, the final norm; BERT's pooler, its masked-LM head's
+     * transform (dense, LayerNorm) and decoder bias (split with the vocab) */
+    bool mlm = m->arch == MODEL_ARCH_BERT && m->lm_head;
+    c->head_tp = ((m->lm_head && !m->tied_embeddings) ? c->vocab_padded * H : 0) + (mlm ? c->vocab_padded : 0);
+    c->head_rep = (m->arch == MODEL_ARCH_BERT ? 0 : norm_w(m)) + (m->pooler ? H * H + H : 0) +
+                  (mlm ? H * H + H + norm_w(m) : 0);
     c->n_moe = model_moe_layer_count(m);
 }
 

@@ -13,36 +13,30 @@ add_test(NAME gpu_accuracy/bad_rows
 add_test(NAME gpu_accuracy/bad_option
   COMMAND bash -c "out=$(\"$0\" --rows x 2>&1 >/dev/null); rc=$?; [ $rc = 2 ] && [ \"$out\" = \"$(cat \"$1\")\" ]"
           $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy/bad_option.stderr)
+# gpu_accuracy_golden(NAME [FLAGS...]): gpu_accuracy FLAGS on
+# tests/gpu_accuracy/NAME.jsonl, its stdout exactly NAME.stdout
+function(gpu_accuracy_golden name)
+  string(JOIN " " flags ${ARGN})
+  add_test(NAME gpu_accuracy/${name}
+    COMMAND bash -c "cd \"$1\" && diff -u ${name}.stdout <(\"$0\" ${flags} ${name}.jsonl)"
+            $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
+  set_tests_properties(gpu_accuracy/${name} PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
+endfunction()
 # -k on a profiled step (tools/measure step --profile): every kernel as
 # trainsim costs it, the optimizer, and the step's GPU time by kind measured
 # beside predicted (tests/gpu_accuracy/profile_row.stdout, exact)
-add_test(NAME gpu_accuracy/profile_row
-  COMMAND bash -c "cd \"$1\" && diff -u profile_row.stdout <(\"$0\" -k profile_row.jsonl)"
-          $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
-set_tests_properties(gpu_accuracy/profile_row PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
+gpu_accuracy_golden(profile_row -k)
 # D-attn rows without and with dropout on the probabilities (measure.py attn
 # --dropout): the latter scored apart, as attn+dropout (exact)
-add_test(NAME gpu_accuracy/attn_dropout
-  COMMAND bash -c "cd \"$1\" && diff -u attn_dropout.stdout <(\"$0\" attn_dropout.jsonl)"
-          $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
-set_tests_properties(gpu_accuracy/attn_dropout PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
+gpu_accuracy_golden(attn_dropout)
 # part F rows of PyTorch's norm kernels at a narrow and a wide row, beside an
 # add: the norms costed by hw_norm_time_s (model.eager_norm), the add by its
 # bytes (-v, exact)
-add_test(NAME gpu_accuracy/norm_rows
-  COMMAND bash -c "cd \"$1\" && diff -u norm_rows.stdout <(\"$0\" -v norm_rows.jsonl)"
-          $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
-set_tests_properties(gpu_accuracy/norm_rows PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
+gpu_accuracy_golden(norm_rows -v)
 # part B rows, a GELU and a SwiGLU shard: the GEMMs and the core from the
 # layer template, the norm and the activation as the harness's eager
 # PyTorch kernels (torch_norm_s, torch_act_s), op by op (-v, exact)
-add_test(NAME gpu_accuracy/shard_rows
-  COMMAND bash -c "cd \"$1\" && diff -u shard_rows.stdout <(\"$0\" -v shard_rows.jsonl)"
-          $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
-set_tests_properties(gpu_accuracy/shard_rows PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
+gpu_accuracy_golden(shard_rows -v)
 # a step row whose harness counted other parameters than trainsim (here
 # without the word table): both counts shown under the row (exact)
-add_test(NAME gpu_accuracy/params_row
-  COMMAND bash -c "cd \"$1\" && diff -u params_row.stdout <(\"$0\" params_row.jsonl)"
-          $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
-set_tests_properties(gpu_accuracy/params_row PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
+gpu_accuracy_golden(params_row)

@@ -36,6 +36,14 @@ static ParallelPlan hf_plan(const ModelSpec *m, int64_t mb, int64_t seq, PlanPre
     return p;
 }
 
+/* The H100 preset, without its calibration or cluster. */
+static void h100(HwModel *hw)
+{
+    hw_model_init(hw);
+    TsError err = {0};
+    assert_int_equal(hw_gpu_load("h100-sxm5-80gb", &hw->gpu, &err), TS_OK);
+}
+
 static const PartKernel *find(const PartBlockT *b, const char *name)
 {
     for (int i = 0; i < b->n_k; i++)
@@ -149,9 +157,7 @@ static void test_host_floor(void **state)
     ModelSpec m;
     assert_int_equal(model_preset("gpt2", &m, NULL), TS_OK);
     HwModel hw;
-    hw_model_init(&hw);
-    TsError err = {0};
-    assert_int_equal(hw_gpu_load("h100-sxm5-80gb", &hw.gpu, &err), TS_OK);
+    h100(&hw);
     static PartTemplate t;
     static CostStep cs;
     for (int big = 0; big < 2; big++) {
@@ -196,9 +202,7 @@ static void test_param_tensors(void **state)
     static const struct { const char *name; int tensors; } CASES[] = {
         {"gpt2", 148}, {"bert-base-uncased", 202}, {"llama3-8b", 291}};
     HwModel hw;
-    hw_model_init(&hw);
-    TsError err = {0};
-    assert_int_equal(hw_gpu_load("h100-sxm5-80gb", &hw.gpu, &err), TS_OK);
+    h100(&hw);
     static PartTemplate t;
     static CostStep cs;
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {

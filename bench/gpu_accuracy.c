@@ -239,9 +239,14 @@ static void row_b(const json_t *r, const char *gpu)
             int twice = !strcmp(MAP[i].op, "norm") ? 2 : 1;
             sum_m[ps > 0] += twice * meas;
             sum_p[ps > 0] += twice * pred;
-            if (meas > 0 && g_verbose)
-                printf("    %-10s %-6s %9.4f ms  %9.4f ms  %+6.1f%%\n", MAP[i].op, PASS[ps], meas * 1e3, pred * 1e3,
+            /* a row timed back to back (measure.py shard --sustained) has each op's SM clock */
+            double mhz = num(json_object_get(json_object_get(r, "ops_clock_mhz"), MAP[i].op), PASS[ps]);
+            if (meas > 0 && g_verbose) {
+                printf("    %-10s %-6s %9.4f ms  %9.4f ms  %+6.1f%%", MAP[i].op, PASS[ps], meas * 1e3, pred * 1e3,
                        100 * (pred / meas - 1));
+                if (mhz > 0) printf("  at %.0f MHz", mhz);
+                printf("\n");
+            }
         }
     }
     /* an attention forward longer than its backward (2.5x the work) is a

@@ -156,6 +156,7 @@ class NvmlSampler:
     def __init__(self, nv, handle):
         self.nv, self.handle = nv, handle
         self.samples = []
+        self.stamps = []  # time.monotonic() of each sample
         self.running = False
         self.thread = None
 
@@ -169,6 +170,7 @@ class NvmlSampler:
             return
         if v is not None:
             self.samples.append(v)
+            self.stamps.append(time.monotonic())
 
     def _loop(self):
         while self.running:
@@ -177,6 +179,7 @@ class NvmlSampler:
 
     def start(self):
         self.samples = []
+        self.stamps = []
         if self.nv is None:
             return
         self._sample()
@@ -246,6 +249,12 @@ class Clock(NvmlSampler):
         """Median of the samples so far (None without NVML or samples)."""
         return float(statistics.median(self.samples)) if self.samples else None
 
+    def median_between(self, t0, t1):
+        """Median of the samples taken between monotonic times t0 and t1
+        (None without NVML or samples there)."""
+        xs = [v for v, t in zip(list(self.samples), list(self.stamps)) if t0 <= t <= t1]
+        return float(statistics.median(xs)) if xs else None
+
 
 class Context:
     """What every row records about where it ran, and the shared clock sampler."""
@@ -310,16 +319,56 @@ def median_ms(fn, iters, warmup):
     return float(statistics.median(time_ms(fn, iters, warmup)))
 
 
-def backward_ms(make_graph, inputs, iters, warmup):
-    """Backward alone: build the graph once (out = make_graph()), then time
-    torch.autograd.grad(out, inputs, dout, retain_graph=True)."""
+def sustained_ms(fn, seconds, clock):
+    """fn() back to back for `seconds`, as the kernels of a training step run
+    (the GPU at its power cap after a second or two): (ms per call over the
+    second half of the GPU's time, the median SM clock NVML read meanwhile or
+    None). Events mark batches of about 10 ms of calls; the GPU's timeline is
+    placed on the host's clock at the final synchronize."""
+    t = time.perf_counter()
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    per_call = max((time.perf_counter() - t) / 3.0, 1e-6)
+    batch = max(1, int(0.01 / per_call))
+    marks, calls = [], 0
+    t_end = time.perf_counter() + seconds
+    while True:
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        marks.append((ev, calls))
+        if time.perf_counter() >= t_end and len(marks) >= 3:
+            break
+        for _ in range(batch):
+            fn()
+        calls += batch
+    marks[-1][0].synchronize()
+    t_sync = time.monotonic()
+    first, last = marks[0][0], marks[-1][0]
+    total = first.elapsed_time(last)
+    mid_ev, mid_calls = next((e, c) for e, c in marks if first.elapsed_time(e) >= total / 2.0)
+    if mid_ev is last:
+        mid_ev, mid_calls = marks[-2]
+    span = mid_ev.elapsed_time(last)
+    ms = span / (calls - mid_calls)
+    return ms, clock.median_between(t_sync - span / 1e3, t_sync)
+
+
+def backward_fn(make_graph, inputs):
+    """Backward alone: the graph built once (out = make_graph()); the function
+    runs torch.autograd.grad(out, inputs, dout, retain_graph=True)."""
     out = make_graph()
     dout = torch.randn_like(out)
 
     def bwd():
         torch.autograd.grad(out, inputs, dout, retain_graph=True)
 
-    return median_ms(bwd, iters, warmup)
+    return bwd
+
+
+def backward_ms(make_graph, inputs, iters, warmup):
+    """The backward alone (backward_fn) timed as median_ms."""
+    return median_ms(backward_fn(make_graph, inputs), iters, warmup)
 
 
 def med_min_max(xs):
@@ -361,6 +410,13 @@ def attention_ms(ctx, batch, heads, seq, d, causal, iters, warmup, kv_heads=None
     """(fwd_ms, bwd_ms) of SDPA attention on [batch, heads, seq, d] bf16 on
     `backend` (SdpaBackend); K/V of kv_heads heads are expanded (materialised)
     to the query heads first."""
+    f, b = attention_timed(ctx, batch, heads, seq, d, causal, lambda fn: median_ms(fn, iters, warmup), kv_heads,
+                           backend)
+    return f, b
+
+
+def attention_timed(ctx, batch, heads, seq, d, causal, timed, kv_heads=None, backend="flash"):
+    """attention_ms's forward and backward, each timed by timed(fn)."""
     kv = kv_heads or heads
     dev = ctx.device
     q = torch.randn(batch, heads, seq, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
@@ -377,8 +433,8 @@ def attention_ms(ctx, batch, heads, seq, d, causal, iters, warmup, kv_heads=None
             with torch.no_grad():
                 F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
-        t_fwd = median_ms(fwd, iters, warmup)
-        t_bwd = backward_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v), iters, warmup)
+        t_fwd = timed(fwd)
+        t_bwd = timed(backward_fn(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v)))
     return t_fwd, t_bwd
 
 
@@ -649,19 +705,28 @@ def cmd_shard(args, ctx, rows, budget):
         "fc2": (f_loc, H),
     }
     torch.manual_seed(0)
-    ops = {}
+    ops, clocks = {}, {}
     ctx.clock.start()
+    if args.sustained:  # each op back to back for --sustained seconds: (ms, its SM clock)
+        def timed(fn):
+            return sustained_ms(fn, args.sustained, ctx.clock)
+    else:
+        def timed(fn):
+            return median_ms(fn, iters, warm), None
+
+    def put(op, **passes):
+        ops[op] = {k: v[0] for k, v in passes.items()}
+        clocks[op] = {k: v[1] for k, v in passes.items()}
+
     for name, (n_in, n_out) in gemms.items():
         x = torch.randn(M, n_in, device=dev, dtype=bf)
         w = torch.randn(n_out, n_in, device=dev, dtype=bf)
         dy = torch.randn(M, n_out, device=dev, dtype=bf)
-        ops[name] = {
-            "fwd": median_ms(lambda: torch.matmul(x, w.t()), iters, warm),  # F.linear forward
-            "dgrad": median_ms(lambda: torch.matmul(dy, w), iters, warm),  # grad_input = dy W
-            "wgrad": median_ms(lambda: torch.matmul(dy.t(), x), iters, warm),  # grad_weight = dy^T x
-        }
-    t_fwd, t_bwd = attention_ms(ctx, args.micro_batch, a_loc, args.seq, hd, True, iters, warm, kv_heads=kv_loc)
-    ops["attn_core"] = {"fwd": t_fwd, "dgrad": t_bwd, "wgrad": 0.0}
+        put(name, fwd=timed(lambda: torch.matmul(x, w.t())),  # F.linear forward
+            dgrad=timed(lambda: torch.matmul(dy, w)),  # grad_input = dy W
+            wgrad=timed(lambda: torch.matmul(dy.t(), x)))  # grad_weight = dy^T x
+    t_fwd, t_bwd = attention_timed(ctx, args.micro_batch, a_loc, args.seq, hd, True, timed, kv_heads=kv_loc)
+    put("attn_core", fwd=t_fwd, dgrad=t_bwd, wgrad=(0.0, None))
     # norm over [M, H]
     x = torch.randn(M, H, device=dev, dtype=bf, requires_grad=True)
     g = torch.randn(H, device=dev, dtype=bf, requires_grad=True)
@@ -672,14 +737,14 @@ def cmd_shard(args, ctx, rows, budget):
     else:
         nf = lambda: F.layer_norm(x, (H,), g, b)  # noqa: E731
         inputs = (x, g, b)
-    ops["norm"] = {"fwd": fwd_only_ms(nf, iters, warm), "dgrad": backward_ms(nf, inputs, iters, warm), "wgrad": 0.0}
+    put("norm", fwd=timed(no_grad_fn(nf)), dgrad=timed(backward_fn(nf, inputs)), wgrad=(0.0, None))
     # activation over the FC1 output [M, F/T] (gated: [M, 2F/T] in, [M, F/T] out)
     a_in = torch.randn(M, gemms["fc1"][1], device=dev, dtype=bf, requires_grad=True)
     if args.gated:
         af = lambda: swiglu(a_in)  # noqa: E731
     else:
         af = lambda: F.gelu(a_in, approximate="tanh")  # noqa: E731
-    ops["act"] = {"fwd": fwd_only_ms(af, iters, warm), "dgrad": backward_ms(af, (a_in,), iters, warm), "wgrad": 0.0}
+    put("act", fwd=timed(no_grad_fn(af)), dgrad=timed(backward_fn(af, (a_in,))), wgrad=(0.0, None))
     mhz = ctx.clock.stop()
     fwd_sum = sum(ops[o]["fwd"] for o in ops) + ops["norm"]["fwd"]
     bwd_sum = sum(ops[o]["dgrad"] + ops[o]["wgrad"] for o in ops) + ops["norm"]["dgrad"]
@@ -701,17 +766,28 @@ def cmd_shard(args, ctx, rows, budget):
         "layer_bwd_ms_sum_ops": bwd_sum,
         "note": SHARD_NOTE,
     }
-    rows.write(ctx.stamp(row, mhz))
+    if args.sustained:
+        row["sustained_s"] = args.sustained
+        row["ops_clock_mhz"] = clocks
+    ctx.stamp(row, mhz)
+    if args.sustained:
+        row["timing"] = "sustained"  # each op back to back (ctx.stamp's host-ahead is time_ms's)
+    rows.write(row)
     log(f"shard {row['shard']}: layer forward {fwd_sum:.3f} ms, backward {bwd_sum:.3f} ms (sum of ops)")
     free_cuda()
 
 
-def fwd_only_ms(fn, iters, warmup):
+def no_grad_fn(fn):
+    """fn run under torch.no_grad() (a forward alone)."""
     def run():
         with torch.no_grad():
             fn()
 
-    return median_ms(run, iters, warmup)
+    return run
+
+
+def fwd_only_ms(fn, iters, warmup):
+    return median_ms(no_grad_fn(fn), iters, warmup)
 
 
 def rms_norm(x, g, eps=1e-5):
@@ -1369,6 +1445,9 @@ def make_parser():
     s.add_argument("--gated", action="store_true", help="SwiGLU FFN (FC1 is 2F wide) instead of GELU")
     s.add_argument("--norm", choices=("layer", "rms"), help="default rms when --gated, else layer")
     s.add_argument("--name", help="the row's shard name, e.g. llama2-7b_tp1")
+    s.add_argument("--sustained", type=positive_float, metavar="SECONDS",
+                   help="time each op back to back for SECONDS (the GPU at its power cap, as in training) "
+                        "instead of --iters single runs; the row gets each op's SM clock (ops_clock_mhz)")
     common(s, 20, 5)
 
     s = sub.add_parser("kernels", help="parts C, D-fp8, D-attn, F: single kernels")

@@ -24,7 +24,8 @@ Subcommands (docs/measure.md says field by field what each writes):
   shard    part B: every kernel of one Megatron transformer layer as a
            tensor-parallel shard (per-GPU shapes): the four GEMMs forward, dgrad and
            wgrad, the attention core (SDPA flash) forward and backward, the norm and
-           the activation forward and backward, each timed alone.
+           the activation forward and backward, each timed alone (--sustained S:
+           back to back for S seconds, with each op's SM clock).
   kernels  parts C (bf16 GEMMs on zeros and on random data), D-fp8 (FP8 GEMMs with
            torch._scaled_mm against bf16), D-attn (causal flash attention by heads and
            sequence), F (memory-bound ops forward and backward; fp32 cross-entropy).

@@ -211,7 +211,9 @@ bool hw_calib_attn_flash(const HwCalib *c);
  * linearly in log(bytes) between the entries around `bytes`; below the
  * smallest entry its time, above the largest its bandwidth. Returns 0 when c
  * is NULL, bytes <= 0, the name is unknown or the table has no such kernel.
- * The compute model's memory correction (hw_memory_time_s) uses "copy" only. */
+ * The compute model's memory correction (hw_memory_time_s) uses "copy" only;
+ * cost_kernel reads the others for the fused kernels that name them
+ * (PartKernel.calib). */
 double hw_calib_memory_kernel_s(const HwCalib *c, const char *kernel, double bytes);
 
 /* Process-group kinds as measured busbw tables name their rows: X(enum

@@ -221,6 +221,9 @@ typedef struct PartKernel {
     double saved_bytes;       /* tensors autograd keeps for the backward (new ones only) */
     double elems[2];          /* PART_KF_GENERIC: elements its kernels process forward / backward;
                                  PART_KF_ROWNORM: rows */
+    const char *calib;        /* a fused memory-bound kernel the calibration file times by name
+                                 ("layernorm", "rmsnorm", "gelu", "swiglu": its _fwd and _bwd
+                                 tables; "add" both passes), NULL for none (static) */
 } PartKernel;
 
 #define PART_MAX_KERNELS 24

@@ -1,5 +1,6 @@
 /* kernels.c — a layer template's kernels in seconds (cost.h). */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "trainsim/cost.h"
@@ -98,6 +99,18 @@ static void ub_gemm(const CostCtx *c, const PartKernel *k, TsDtype dt, double t[
     t[2] = c->tensor_factor * hw_gemm_wgrad_time_s(c->hw, k->batch, k->k, k->n, k->m, dt);
 }
 
+/* A fused kernel's time from the calibration file's table of the kernel it
+ * is (PartKernel.calib; pass 0 forward, 1 backward) at `bytes`, each tensor
+ * counted once as the file counts them; 0 where the file has none. */
+static double calib_named(const CostCtx *c, const PartKernel *k, int pass, double bytes)
+{
+    if (!c->hw->calib || !k->calib || k->launches[pass] > 1) return 0;
+    char name[32];
+    if (!strcmp(k->calib, "add")) snprintf(name, sizeof name, "add");
+    else snprintf(name, sizeof name, "%s_%s", k->calib, pass ? "bwd" : "fwd");
+    return hw_calib_memory_kernel_s(c->hw->calib, name, bytes);
+}
+
 void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
 {
     const HwModel *hw = c->hw;
@@ -134,6 +147,9 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
         }
         t[0] = mem_time(hw, k->fwd_bytes, k->launches[0], gen ? k->elems[0] : 0);
         t[bi] = mem_time(hw, k->bwd_bytes, k->launches[1], gen ? k->elems[1] : 0);
+        double nf = calib_named(c, k, 0, k->fwd_bytes), nb = calib_named(c, k, 1, k->bwd_bytes);
+        if (nf > 0) t[0] = nf;
+        if (nb > 0) t[bi] = nb;
         break;
     }
     }

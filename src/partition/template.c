@@ -65,7 +65,11 @@ static void half_layer(const Tx *x, PartBlockT *b)
     PartKernel *nk = plan_eager(x->p) ? tpl_mem(b, "norm", nn * 18 * th, nn * 36 * th, nn * 5.0 * el) /* x.float() pow mean rsqrt type_as *w */
                                       : tpl_mem(b, "norm", nn * 2 * th, nn * 3 * th, nn * 5.0 * el);
     nk->rc = PLAN_RC_LAYERNORM;
-    tpl_mem(b, "residual", 3 * th, 3 * th, 0);
+    PartKernel *rk = tpl_mem(b, "residual", 3 * th, 3 * th, 0);
+    if (!plan_eager(x->p)) { /* fused kernels: a calibration file's tables of them */
+        if (nn == 1) nk->calib = x->m->norm == MODEL_NORM_LAYERNORM ? "layernorm" : "rmsnorm";
+        rk->calib = "add";
+    }
     if (x->m->hidden_dropout > 0) tpl_mem(b, "dropout", 2.5 * th, 2.5 * th, 0);
 }
 
@@ -195,8 +199,13 @@ static void mlp(const Tx *x, PartBlockT *b, int64_t tokens, int64_t ffn, const c
         tpl_gemm(b, nm[0], 1, tokens, (x->gated ? 2 : 1) * ffn / t, H);
     }
     double act = (double)tokens * (double)(ffn / t) * x->ab, el = (double)tokens * (double)(ffn / t);
-    if (x->gated && plan_eager(x->p)) tpl_mem(b, nm[2], act * 5.0, act * 8.0, 8.0 * el); /* silu(a) then * b */
-    else tpl_mem(b, nm[2], act * (x->gated ? 3.0 : 2.0), act * (x->gated ? 5.0 : 3.0), 8.0 * el);
+    if (x->gated && plan_eager(x->p)) {
+        tpl_mem(b, nm[2], act * 5.0, act * 8.0, 8.0 * el); /* silu(a) then * b */
+    } else {
+        PartKernel *ak = tpl_mem(b, nm[2], act * (x->gated ? 3.0 : 2.0), act * (x->gated ? 5.0 : 3.0), 8.0 * el);
+        if (!plan_eager(x->p) && (x->m->act == MODEL_ACT_SWIGLU || x->m->act == MODEL_ACT_GELU))
+            ak->calib = x->gated ? "swiglu" : "gelu"; /* TE's fused activation, timed by name */
+    }
     tpl_gemm(b, nm[3], 1, tokens, H, ffn / t);
 }
 

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "trainsim/cost.h"
 #include "trainsim/hw.h"
+#include "trainsim/partition.h"
 
 static HwModel model_of(const char *gpu)
 {
@@ -480,6 +482,57 @@ static void test_calibration_interp(void **state)
 
 /* Version 2: the SM clock, fp8 GEMMs, named memory kernels (looked up on their
  * own, interpolated in log(bytes)), and the copy-only memory correction. */
+/* A fused memory-bound kernel of the Megatron template (its norm, residual
+ * add and activation name the calibration file's kernel: PartKernel.calib)
+ * costs the file's time for that kernel at its bytes where the file has one
+ * (hw_calib_v2's rmsnorm_fwd), else the model's; eager templates name none. */
+static void test_calibration_named_kernels(void **state)
+{
+    (void)state;
+    HwCalib *c;
+    TsError e = {0};
+    char path[512];
+    snprintf(path, sizeof path, "%s/golden/hw_calib_v2/calib.json", TS_TEST_DIR);
+    assert_int_equal(hw_calib_load(path, &c, &e), TS_OK);
+    HwModel m = model_of("h100-sxm5-80gb");
+    m.calib = c;
+    ParallelPlan p;
+    plan_init(&p);
+    CostCtx cc;
+    cost_ctx_init(&cc, &m, &p, 1.0);
+    const double b0 = 2105344;
+    PartKernel k = {.kind = PART_K_MEM, .part = PART_KP_MEM, .count = 1, .fwd_bytes = b0, .bwd_bytes = b0,
+                    .calib = "rmsnorm"};
+    double t[3];
+    cost_kernel(&cc, &k, t);
+    assert_true(fabs(t[0] - 6.0e-6) < 1e-15);
+    assert_true(t[1] == hw_memory_time_s(&m, b0)); /* no rmsnorm_bwd in the file */
+    k.calib = NULL;
+    cost_kernel(&cc, &k, t);
+    assert_true(t[0] == hw_memory_time_s(&m, b0));
+    hw_calib_free(c);
+    /* which kernels name one: Llama 3 8B under Megatron, then torchtitan */
+    ModelSpec ms;
+    assert_int_equal(model_preset("llama3-8b", &ms, NULL), TS_OK);
+    p.gpus = 1, p.micro_batch = 1, p.global_batch = 1, p.seq = 4096;
+    assert_int_equal(plan_resolve(&ms, &p, &e), TS_OK);
+    static PartTemplate tpl;
+    for (int eager = 0; eager < 2; eager++) {
+        p.framework = eager ? PLAN_FRAMEWORK_TORCHTITAN : PLAN_FRAMEWORK_MEGATRON;
+        part_template(&ms, &p, NULL, &tpl);
+        int named = 0;
+        for (int b = 0; b < PART_BLOCK_COUNT; b++)
+            for (int i = 0; i < tpl.b[b].n_k; i++) {
+                const PartKernel *q = &tpl.b[b].k[i];
+                if (!q->calib) continue;
+                named++;
+                const char *want = !strcmp(q->name, "norm") ? "rmsnorm" : !strcmp(q->name, "residual") ? "add" : "swiglu";
+                assert_string_equal(q->calib, want);
+            }
+        assert_int_equal(named, eager ? 0 : 5); /* two norms, two residual adds, the activation */
+    }
+}
+
 static void test_calibration_v2(void **state)
 {
     (void)state;
@@ -608,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_memory),         cmocka_unit_test(test_software), cmocka_unit_test(test_op_dispatch),
         cmocka_unit_test(test_allreduce_curves), cmocka_unit_test(test_coll_invariants),
         cmocka_unit_test(test_calibration_interp), cmocka_unit_test(test_calibration_v2),
+        cmocka_unit_test(test_calibration_named_kernels),
         cmocka_unit_test(test_busbw_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -441,14 +441,22 @@ static void test_coll_invariants(void **state)
                     hw_coll_time_s(&n, TS_COLL_ALLREDUCE, s, 256, 32, 1, HW_GROUP_NONE));
 }
 
-static void test_calibration_interp(void **state)
+/* The calibration file of golden case `dir` (tests/golden/DIR/calib.json). */
+static HwCalib *golden_calib(const char *dir)
 {
-    (void)state;
     HwCalib *c;
     TsError e = {0};
     char path[512];
-    snprintf(path, sizeof path, "%s/golden/hw_calib_interp/calib.json", TS_TEST_DIR);
+    snprintf(path, sizeof path, "%s/golden/%s/calib.json", TS_TEST_DIR, dir);
     assert_int_equal(hw_calib_load(path, &c, &e), TS_OK);
+    return c;
+}
+
+static void test_calibration_interp(void **state)
+{
+    (void)state;
+    HwCalib *c = golden_calib("hw_calib_interp");
+    TsError e = {0};
     assert_int_equal(hw_calib_entries(c), 6);
     HwModel m = model_of("h100-sxm5-80gb");
     double model4 = hw_gemm_time_s(&m, 1, 4096, 4096, 4096, TS_DTYPE_BF16);
@@ -480,8 +488,6 @@ static void test_calibration_interp(void **state)
     assert_null(c);
 }
 
-/* Version 2: the SM clock, fp8 GEMMs, named memory kernels (looked up on their
- * own, interpolated in log(bytes)), and the copy-only memory correction. */
 /* A fused memory-bound kernel of the Megatron template (its norm, residual
  * add and activation name the calibration file's kernel: PartKernel.calib)
  * costs the file's time for that kernel at its bytes where the file has one
@@ -489,11 +495,8 @@ static void test_calibration_interp(void **state)
 static void test_calibration_named_kernels(void **state)
 {
     (void)state;
-    HwCalib *c;
+    HwCalib *c = golden_calib("hw_calib_v2");
     TsError e = {0};
-    char path[512];
-    snprintf(path, sizeof path, "%s/golden/hw_calib_v2/calib.json", TS_TEST_DIR);
-    assert_int_equal(hw_calib_load(path, &c, &e), TS_OK);
     HwModel m = model_of("h100-sxm5-80gb");
     m.calib = c;
     ParallelPlan p;
@@ -533,14 +536,14 @@ static void test_calibration_named_kernels(void **state)
     }
 }
 
+/* Version 2: the SM clock, fp8 GEMMs, named memory kernels (looked up on their
+ * own, interpolated in log(bytes)), and the copy-only memory correction. */
 static void test_calibration_v2(void **state)
 {
     (void)state;
-    HwCalib *c;
+    HwCalib *c = golden_calib("hw_calib_v2");
     TsError e = {0};
     char path[512];
-    snprintf(path, sizeof path, "%s/golden/hw_calib_v2/calib.json", TS_TEST_DIR);
-    assert_int_equal(hw_calib_load(path, &c, &e), TS_OK);
     assert_int_equal(hw_calib_entries(c), 10);
     assert_true(hw_calib_clock_mhz(c) == 1755.0);
     HwModel m = model_of("h100-sxm5-80gb");

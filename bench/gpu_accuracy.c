@@ -591,23 +591,18 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
         if (!op || !(bytes > 0)) return; /* cross-entropy rows: scored with the steps */
         /* the bytes read + written per pass as the templates count them, in
          * tensors of the row's size (its bytes_fwd is one read + one write
-         * at the row's dtype): a norm 2 forward, 5 backward (dy, x and the
-         * statistics' passes: template_hf.c norm); an activation and a
-         * softmax 2 / 3; an add 3 forward; a cast to fp32 writes 4 B for
-         * each 2 B read, 3 tensors' worth each way */
-        static const struct { const char *op; double f, b; } BYTES[] = {
-            {"layer_norm", 2, 5}, {"rms_norm", 2, 5}, {"add", 3, 0}, {"cast_to_fp32", 3, 3}};
+         * at the row's dtype): an activation and a softmax 2 / 3; an add 3
+         * forward; a cast to fp32 writes 4 B for each 2 B read, 3 tensors'
+         * worth each way; a norm as PyTorch's row kernel over the row's
+         * tokens (torch_norm_s) */
+        static const struct { const char *op; double f, b; } BYTES[] = {{"add", 3, 0}, {"cast_to_fp32", 3, 3}};
         double nf = 2, nb = 3;
         for (size_t i = 0; i < sizeof BYTES / sizeof BYTES[0]; i++)
             if (!strcmp(op, BYTES[i].op)) nf = BYTES[i].f, nb = BYTES[i].b;
-        double f = hw_memory_time_s(&hw, nf / 2 * bytes), b = hw_memory_time_s(&hw, nb / 2 * bytes);
-        /* a norm: PyTorch's row kernel (hw_norm_time_s), as the templates
-         * cost LayerNorm, over the row's tokens */
-        if (!strcmp(op, "layer_norm") || !strcmp(op, "rms_norm")) {
-            double rows = num(r, "tokens");
-            f = torch_norm_s(&hw, bytes / 2, rows, 0);
-            b = torch_norm_s(&hw, bytes / 2, rows, 1);
-        }
+        bool norm = !strcmp(op, "layer_norm") || !strcmp(op, "rms_norm");
+        double rows = num(r, "tokens");
+        double f = norm ? torch_norm_s(&hw, bytes / 2, rows, 0) : hw_memory_time_s(&hw, nf / 2 * bytes);
+        double b = norm ? torch_norm_s(&hw, bytes / 2, rows, 1) : hw_memory_time_s(&hw, nb / 2 * bytes);
         double mf = num(r, "fwd_ms") * 1e-3, mb = num(r, "bwd_ms") * 1e-3;
         /* an add's backward launches no kernel (the gradient passes through) */
         bool no_bwd = !strcmp(op, "add");

@@ -194,6 +194,18 @@ static void row_b(const json_t *r, const char *gpu)
 {
     HwModel hw;
     if (!load_hw(gpu, &hw)) return;
+    /* the shape the row names, whole and divisible, before any of it is used */
+    static const char *const DIMS[] = {"hidden", "heads", "ffn", "tp", "seq", "micro_batch"};
+    for (size_t i = 0; i < sizeof DIMS / sizeof DIMS[0]; i++)
+        if (!(num(r, DIMS[i]) >= 1)) {
+            row_skip(NULL, "a B row has its \"hidden\", \"heads\", \"ffn\", \"tp\", \"seq\" and "
+                           "\"micro_batch\", each at least 1 (docs/measure.md)");
+            return;
+        }
+    if ((int64_t)num(r, "hidden") % (int64_t)num(r, "heads")) {
+        row_skip(NULL, "a B row's \"hidden\" is a multiple of its \"heads\"");
+        return;
+    }
     ModelSpec m;
     shard_model(r, &m);
     ParallelPlan p;
@@ -248,6 +260,10 @@ static void row_b(const json_t *r, const char *gpu)
                 printf("\n");
             }
         }
+    }
+    if (!(sum_m[0] > 0) || !(sum_m[1] > 0)) {
+        row_skip(m.name, "a B row's \"ops_ms\" times its ops forward and backward (docs/measure.md)");
+        return;
     }
     /* an attention forward longer than its backward (2.5x the work) is a
      * timing artefact (the shared H100 gpt3-175b_tp8 row, bench/data/gpu

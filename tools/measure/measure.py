@@ -25,7 +25,8 @@ Subcommands (docs/measure.md says field by field what each writes):
            tensor-parallel shard (per-GPU shapes): the four GEMMs forward, dgrad and
            wgrad, the attention core (SDPA flash) forward and backward, the norm and
            the activation forward and backward, each timed alone (--sustained S:
-           back to back for S seconds, with each op's SM clock).
+           back to back for S seconds, with each op's SM clock; --in-layer S: the
+           layer's ops in training order, the layer over and over for S seconds).
   kernels  parts C (bf16 GEMMs on zeros and on random data), D-fp8 (FP8 GEMMs with
            torch._scaled_mm against bf16), D-attn (causal flash attention by heads and
            sequence), F (memory-bound ops forward and backward; fp32 cross-entropy).
@@ -353,6 +354,47 @@ def sustained_ms(fn, seconds, clock):
     span = mid_ev.elapsed_time(last)
     ms = span / (calls - mid_calls)
     return ms, clock.median_between(t_sync - span / 1e3, t_sync)
+
+
+# A layer's ops in the order training runs them: forward, then backward (the
+# norm twice each way; its time is the median of both)
+LAYER_ORDER = [("norm", "fwd"), ("qkv", "fwd"), ("attn_core", "fwd"), ("proj", "fwd"), ("norm", "fwd"),
+               ("fc1", "fwd"), ("act", "fwd"), ("fc2", "fwd"),
+               ("fc2", "dgrad"), ("fc2", "wgrad"), ("act", "dgrad"), ("fc1", "dgrad"), ("fc1", "wgrad"),
+               ("norm", "dgrad"), ("proj", "dgrad"), ("proj", "wgrad"), ("attn_core", "dgrad"),
+               ("qkv", "dgrad"), ("qkv", "wgrad"), ("norm", "dgrad")]
+
+
+def in_layer_ms(seq, seconds, clock):
+    """The functions of seq ([(key, fn)], a layer's ops in order) run one
+    after another, the whole sequence over and over for `seconds`, as a
+    training step runs its layers: the GPU's clock is then set by the layer's
+    mix of GEMMs and the rest, and the host, ahead by whole layers, never
+    keeps the GPU waiting. Returns ({key: ms}, the median of each op's
+    event-to-event times over the second half of the GPU's time; the median
+    SM clock NVML read meanwhile or None)."""
+    for _, fn in seq:
+        fn()
+    torch.cuda.synchronize()
+    laps = []
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end or len(laps) < 4:
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(len(seq) + 1)]
+        for e, (_, fn) in zip(ev, seq):
+            e.record()
+            fn()
+        ev[-1].record()
+        laps.append(ev)
+    laps[-1][-1].synchronize()
+    t_sync = time.monotonic()
+    half = laps[len(laps) // 2:]
+    span = half[0][0].elapsed_time(laps[-1][-1])
+    per = {}
+    for ev in half:
+        for i, (key, _) in enumerate(seq):
+            per.setdefault(key, []).append(ev[i].elapsed_time(ev[i + 1]))
+    return {k: float(statistics.median(v)) for k, v in per.items()}, clock.median_between(t_sync - span / 1e3,
+                                                                                          t_sync)
 
 
 def backward_fn(make_graph, inputs):
@@ -691,6 +733,8 @@ def cmd_shard(args, ctx, rows, budget):
         raise MeasureError(f"--kv-heads {K} and --tp {T}: one must divide the other")
     if args.ffn % T:
         raise MeasureError(f"--ffn {args.ffn} is not a multiple of --tp {T}")
+    if args.sustained and args.in_layer:
+        raise MeasureError("--sustained and --in-layer are two ways to time the ops: give one")
     hd = args.head_dim or H // A
     a_loc, kv_loc = A // T, max(1, K // T)
     f_loc = args.ffn // T
@@ -706,46 +750,48 @@ def cmd_shard(args, ctx, rows, budget):
         "fc2": (f_loc, H),
     }
     torch.manual_seed(0)
-    ops, clocks = {}, {}
-    ctx.clock.start()
-    if args.sustained:  # each op back to back for --sustained seconds: (ms, its SM clock)
-        def timed(fn):
-            return sustained_ms(fn, args.sustained, ctx.clock)
-    else:
-        def timed(fn):
-            return median_ms(fn, iters, warm), None
-
-    def put(op, **passes):
-        ops[op] = {k: v[0] for k, v in passes.items()}
-        clocks[op] = {k: v[1] for k, v in passes.items()}
-
+    fns = {}  # (op, pass): the op's function, its tensors kept alive
     for name, (n_in, n_out) in gemms.items():
         x = torch.randn(M, n_in, device=dev, dtype=bf)
         w = torch.randn(n_out, n_in, device=dev, dtype=bf)
         dy = torch.randn(M, n_out, device=dev, dtype=bf)
-        put(name, fwd=timed(lambda: torch.matmul(x, w.t())),  # F.linear forward
-            dgrad=timed(lambda: torch.matmul(dy, w)),  # grad_input = dy W
-            wgrad=timed(lambda: torch.matmul(dy.t(), x)))  # grad_weight = dy^T x
-    t_fwd, t_bwd = attention_timed(ctx, args.micro_batch, a_loc, args.seq, hd, True, timed, kv_heads=kv_loc)
-    put("attn_core", fwd=t_fwd, dgrad=t_bwd, wgrad=(0.0, None))
+        fns[name, "fwd"] = lambda x=x, w=w: torch.matmul(x, w.t())  # F.linear forward
+        fns[name, "dgrad"] = lambda dy=dy, w=w: torch.matmul(dy, w)  # grad_input = dy W
+        fns[name, "wgrad"] = lambda dy=dy, x=x: torch.matmul(dy.t(), x)  # grad_weight = dy^T x
+    with SdpaBackend("flash"):  # the backward's graph is built on the flash backend
+        fns["attn_core", "fwd"], fns["attn_core", "dgrad"] = attention_timed(
+            ctx, args.micro_batch, a_loc, args.seq, hd, True, lambda fn: fn, kv_heads=kv_loc)
     # norm over [M, H]
-    x = torch.randn(M, H, device=dev, dtype=bf, requires_grad=True)
+    xn = torch.randn(M, H, device=dev, dtype=bf, requires_grad=True)
     g = torch.randn(H, device=dev, dtype=bf, requires_grad=True)
     b = torch.randn(H, device=dev, dtype=bf, requires_grad=True)
     if norm == "rms":
-        nf = lambda: rms_norm(x, g)  # noqa: E731
-        inputs = (x, g)
+        nf = lambda: rms_norm(xn, g)  # noqa: E731
+        inputs = (xn, g)
     else:
-        nf = lambda: F.layer_norm(x, (H,), g, b)  # noqa: E731
-        inputs = (x, g, b)
-    put("norm", fwd=timed(no_grad_fn(nf)), dgrad=timed(backward_fn(nf, inputs)), wgrad=(0.0, None))
+        nf = lambda: F.layer_norm(xn, (H,), g, b)  # noqa: E731
+        inputs = (xn, g, b)
+    fns["norm", "fwd"], fns["norm", "dgrad"] = no_grad_fn(nf), backward_fn(nf, inputs)
     # activation over the FC1 output [M, F/T] (gated: [M, 2F/T] in, [M, F/T] out)
     a_in = torch.randn(M, gemms["fc1"][1], device=dev, dtype=bf, requires_grad=True)
     if args.gated:
         af = lambda: swiglu(a_in)  # noqa: E731
     else:
         af = lambda: F.gelu(a_in, approximate="tanh")  # noqa: E731
-    put("act", fwd=timed(no_grad_fn(af)), dgrad=timed(backward_fn(af, (a_in,))), wgrad=(0.0, None))
+    fns["act", "fwd"], fns["act", "dgrad"] = no_grad_fn(af), backward_fn(af, (a_in,))
+    ctx.clock.start()
+    with SdpaBackend("flash"):
+        if args.in_layer:  # the whole layer over and over: one clock for its mix
+            got, layer_mhz = in_layer_ms([(k, fns[k]) for k in LAYER_ORDER], args.in_layer, ctx.clock)
+            timed = {k: (got[k], None) for k in fns}
+        elif args.sustained:  # each op back to back for --sustained seconds: (ms, its SM clock)
+            timed = {k: sustained_ms(fn, args.sustained, ctx.clock) for k, fn in fns.items()}
+        else:
+            timed = {k: (median_ms(fn, iters, warm), None) for k, fn in fns.items()}
+    ops, clocks = {}, {}
+    for (op, ps), (ms, mhz_op) in timed.items():
+        ops.setdefault(op, {"fwd": 0.0, "dgrad": 0.0, "wgrad": 0.0})[ps] = ms
+        clocks.setdefault(op, {"fwd": None, "dgrad": None, "wgrad": None})[ps] = mhz_op
     mhz = ctx.clock.stop()
     fwd_sum = sum(ops[o]["fwd"] for o in ops) + ops["norm"]["fwd"]
     bwd_sum = sum(ops[o]["dgrad"] + ops[o]["wgrad"] for o in ops) + ops["norm"]["dgrad"]
@@ -770,9 +816,12 @@ def cmd_shard(args, ctx, rows, budget):
     if args.sustained:
         row["sustained_s"] = args.sustained
         row["ops_clock_mhz"] = clocks
+    if args.in_layer:
+        row["in_layer_s"] = args.in_layer
+        mhz = layer_mhz  # the clock over the timed half
     ctx.stamp(row, mhz)
-    if args.sustained:
-        row["timing"] = "sustained"  # each op back to back (ctx.stamp's host-ahead is time_ms's)
+    if args.sustained or args.in_layer:  # ctx.stamp's host-ahead is time_ms's
+        row["timing"] = "in-layer" if args.in_layer else "sustained"
     rows.write(row)
     log(f"shard {row['shard']}: layer forward {fwd_sum:.3f} ms, backward {bwd_sum:.3f} ms (sum of ops)")
     free_cuda()
@@ -1449,6 +1498,9 @@ def make_parser():
     s.add_argument("--sustained", type=positive_float, metavar="SECONDS",
                    help="time each op back to back for SECONDS (the GPU at its power cap, as in training) "
                         "instead of --iters single runs; the row gets each op's SM clock (ops_clock_mhz)")
+    s.add_argument("--in-layer", type=positive_float, metavar="SECONDS",
+                   help="run the layer's ops in training order, the whole layer over and over for SECONDS "
+                        "(one clock for the layer's mix, as in training); each op's time from the second half")
     common(s, 20, 5)
 
     s = sub.add_parser("kernels", help="parts C, D-fp8, D-attn, F: single kernels")

@@ -1,7 +1,7 @@
 /*
  * gpu_accuracy — trainsim's compute model against measurements of real GPUs:
  * the rows of a `measurements.jsonl` file (tools/measure/measure.py, format
- * in docs/measure.md; default: the ten files DEF names in bench/data/gpu).
+ * in docs/measure.md; default: the files DEF names in bench/data/gpu).
  *
  *   B       one Megatron-shaped layer shard, op by op: each GEMM's forward,
  *           input and weight gradient, the attention core, one norm and the
@@ -11,6 +11,9 @@
  *           of a loaded GPU (sim_tensor_factor of one GPU); the norm and the
  *           activation as the harness runs them, eager PyTorch kernels
  *           (torch_norm_s, torch_act_s), not the template's fused ones;
+ *           scored by how the row was timed: B each op alone, B-layer in
+ *           the layer's order (its tensor work at the row's clock), B-b2b
+ *           each op back to back (at each op's clock);
  *   A, E    a whole single-GPU training step of a HuggingFace model and its
  *           peak memory: `trainsim simulate` of the model on one GPU with
  *           the framework and precision of the row (--framework hf,
@@ -222,17 +225,27 @@ static void row_b(const json_t *r, const char *gpu)
     }
     SimOptions so;
     sim_options_init(&so);
+    /* A row timed in the layer's order (measure.py shard --in-layer) ran its
+     * tensor work at the one clock it records; a row timed op by op alone is
+     * costed at the preset's sustained clock (its clock_mhz includes the
+     * idle between ops), and one timed each op back to back at each op's
+     * (tensor_clock_scale). */
+    const char *timing = json_string_value(json_object_get(r, "timing"));
+    bool in_layer = timing && !strcmp(timing, "in-layer");
+    double tf = sim_tensor_factor(&hw.gpu, &so, 1), clk = num(r, "clock_mhz");
+    if (in_layer && clk > 0 && hw.gpu.clock_mhz > 0) tf = hw.gpu.clock_mhz / clk;
     CostCtx cc;
-    cost_ctx_init(&cc, &hw, &p, sim_tensor_factor(&hw.gpu, &so, 1));
+    cost_ctx_init(&cc, &hw, &p, tf);
     static PartTemplate t;
     static CostStep cs;
     part_template(&m, &p, NULL, &t);
     cost_step(&cc, &m, &p, NULL, &t, &cs);
     const json_t *ops = json_object_get(r, "ops_ms");
-    static const struct { const char *op, *kernel; PartBlock b; } MAP[] = {
-        {"qkv", "qkv", PART_BLOCK_ATTN}, {"proj", "proj", PART_BLOCK_ATTN}, {"fc1", "fc1", PART_BLOCK_MLP},
-        {"fc2", "fc2", PART_BLOCK_MLP}, {"attn_core", "core", PART_BLOCK_ATTN}, {"norm", "norm", PART_BLOCK_ATTN},
-        {"act", "act", PART_BLOCK_MLP}};
+    static const struct { const char *op, *kernel; PartBlock b; bool tensor; } MAP[] = {
+        {"qkv", "qkv", PART_BLOCK_ATTN, true},      {"proj", "proj", PART_BLOCK_ATTN, true},
+        {"fc1", "fc1", PART_BLOCK_MLP, true},       {"fc2", "fc2", PART_BLOCK_MLP, true},
+        {"attn_core", "core", PART_BLOCK_ATTN, true}, {"norm", "norm", PART_BLOCK_ATTN, false},
+        {"act", "act", PART_BLOCK_MLP, false}};
     static const char *const PASS[3] = {"fwd", "dgrad", "wgrad"};
     /* rows timed on SDPA's flash backend: the preset's FA2 factor on the core */
     const char *be = json_string_value(json_object_get(r, "sdpa_backend"));
@@ -243,7 +256,10 @@ static void row_b(const json_t *r, const char *gpu)
     for (size_t i = 0; i < sizeof MAP / sizeof MAP[0]; i++) {
         const json_t *o = json_object_get(ops, MAP[i].op);
         for (int ps = 0; ps < 3; ps++) {
+            /* a row timed back to back (measure.py shard --sustained) has each op's SM clock */
+            double mhz = num(json_object_get(json_object_get(r, "ops_clock_mhz"), MAP[i].op), PASS[ps]);
             double meas = num(o, PASS[ps]) * 1e-3, pred = op_time(&t, &cs, MAP[i].b, MAP[i].kernel, ps);
+            if (mhz > 0 && hw.gpu.sustained_clock_mhz > 0 && MAP[i].tensor) pred *= hw.gpu.sustained_clock_mhz / mhz;
             if (!strcmp(MAP[i].op, "norm")) pred = ps < 2 ? torch_norm_s(&hw, tok * (double)m.hidden * 2, tok, ps) : 0;
             if (!strcmp(MAP[i].op, "act")) pred = ps < 2 ? torch_act_s(&hw, gated, tok * (double)(m.ffn / p.tp), ps) : 0;
             if (fa2 && MAP[i].b == PART_BLOCK_ATTN && !strcmp(MAP[i].kernel, "core") && ps < 2)
@@ -251,8 +267,6 @@ static void row_b(const json_t *r, const char *gpu)
             int twice = !strcmp(MAP[i].op, "norm") ? 2 : 1;
             sum_m[ps > 0] += twice * meas;
             sum_p[ps > 0] += twice * pred;
-            /* a row timed back to back (measure.py shard --sustained) has each op's SM clock */
-            double mhz = num(json_object_get(json_object_get(r, "ops_clock_mhz"), MAP[i].op), PASS[ps]);
             if (meas > 0 && g_verbose) {
                 printf("    %-10s %-6s %9.4f ms  %9.4f ms  %+6.1f%%", MAP[i].op, PASS[ps], meas * 1e3, pred * 1e3,
                        100 * (pred / meas - 1));
@@ -270,13 +284,18 @@ static void row_b(const json_t *r, const char *gpu)
      * README): that row's forward is shown, not scored */
     const json_t *core = json_object_get(ops, "attn_core");
     bool suspect = num(core, "fwd") > num(core, "dgrad");
+    /* each way of timing is its own part: B (each op alone), B-layer
+     * (--in-layer), B-b2b (--sustained, each op back to back) */
+    const char *part = in_layer ? "B-layer" : timing && !strcmp(timing, "sustained") ? "B-b2b" : "B";
     for (int f = 0; f < 2; f++) {
         double e = sum_p[f] / sum_m[f] - 1;
         bool skip = suspect && !f;
-        printf("B  %-5s %-22s layer %-3s  measured %8.3f ms  predicted %8.3f ms  %+6.1f%%%s\n", short_gpu(gpu), m.name,
-               f ? "bwd" : "fwd", sum_m[f] * 1e3, sum_p[f] * 1e3, 100 * e,
+        char lab[24];
+        snprintf(lab, sizeof lab, "%s %s", part, f ? "bwd" : "fwd");
+        printf("%-8s %-5s %-22s layer %-3s  measured %8.3f ms  predicted %8.3f ms  %+6.1f%%%s\n", part, short_gpu(gpu),
+               m.name, f ? "bwd" : "fwd", sum_m[f] * 1e3, sum_p[f] * 1e3, 100 * e,
                skip ? "  (not scored: attention forward > its backward)" : "");
-        if (!skip) score(f ? "B bwd" : "B fwd", short_gpu(gpu), e);
+        if (!skip) score(lab, short_gpu(gpu), e);
     }
 }
 
@@ -697,7 +716,10 @@ int main(int argc, char **argv)
                                           "kernels_2026-11-27_h100.jsonl",
                                           "kernels_2026-11-27_h200.jsonl",
                                           "eager_2026-11-27_h100.jsonl",
-                                          "eager_2026-11-27_h200.jsonl"};
+                                          "eager_2026-11-27_h200.jsonl",
+                                          "shards_2026-11-27e_h200.jsonl",
+                                          "shards_2026-11-27f_h100.jsonl",
+                                          "shards_2026-11-27f_h200.jsonl"};
         for (size_t i = 0; i < sizeof DEF / sizeof DEF[0]; i++) {
             char p[512];
             snprintf(p, sizeof p, "%s/data/gpu/%s", TS_BENCH_DIR, DEF[i]);

@@ -37,9 +37,14 @@ gpu_accuracy_golden(norm_rows -v)
 # layer template, the norm and the activation as the harness's eager
 # PyTorch kernels (torch_norm_s, torch_act_s), op by op (-v, exact)
 gpu_accuracy_golden(shard_rows -v)
-# a shard row timed back to back (measure.py shard --sustained; its clocks
-# made up to test the format): each op's SM clock beside it (-v, exact)
+# a shard row timed back to back (measure.py shard --sustained, an H200):
+# each op's SM clock beside it, the GEMMs and the core costed at it, scored
+# as part B-b2b (-v, exact)
 gpu_accuracy_golden(shard_sustained -v)
+# shard rows timed in the layer's order (measure.py shard --in-layer, an
+# H100 and an H200): tensor work costed at the clock the row records,
+# scored as part B-layer (-v, exact)
+gpu_accuracy_golden(shard_in_layer -v)
 # a step row whose harness counted other parameters than trainsim (here
 # without the word table): both counts shown under the row (exact)
 gpu_accuracy_golden(params_row)

@@ -37,9 +37,12 @@ typedef struct CostCtx {
     bool fp8_non_tn;        /* the GPU runs FP8 GEMMs in every layout (Blackwell): per-tensor
                                scaling casts one FP8 copy, no transposed one */
     double tensor_factor;   /* time factor on GEMMs and attention, e.g. 1.22 x 1.065 */
-    double host_s[2][2];    /* host time to dispatch one kernel forward / backward (eager PyTorch:
+    double host_s[3][2];    /* host time to dispatch one op forward / backward (eager PyTorch:
                                [0] COST_HOST_FWD_S, COST_HOST_BWD_S; [1] a PART_KF_INNER kernel,
-                               COST_HOST_INNER_*); 0: the GPU never waits on the host */
+                               COST_HOST_INNER_*; [2] a PART_KF_PYLOOP op, COST_HOST_LOOP_S);
+                               0: the GPU never waits on the host */
+    double host_mod_s;      /* host time of a module call in the forward (PartBlockT.modules;
+                               COST_HOST_MODULE_S where host_s is set, else 0) */
     double host_opt_s;      /* host time of the optimizer step per parameter tensor
                                (COST_HOST_OPT_TENSOR_S where host_s is set, else 0) */
     int64_t ub_tp;          /* --tp-overlap: TP size (TE's ring exchange runs a GEMM in ub_tp
@@ -75,18 +78,24 @@ typedef struct CostCtx {
 #define COST_UB_SPLITS 4
 #define COST_UB_BETA 0.55
 
-/* Eager PyTorch's host time per kernel the model's Python dispatches
- * (autocast's own casts excluded: PART_KF_INNER), forward and backward:
- * transformers 5 modules on PyTorch 2.11 spend about 40 us per forward op
- * (the module calls, the op's binding, the dispatcher, the launch) and 42
- * us per backward kernel (autograd's engine), from four HF steps small
- * enough to be host-bound on an H100 machine (bench/data/gpu,
- * measurements_2026-11-26_h100_small.jsonl: GPT-2 at 1 x 128 and 1 x 256
- * tokens, BERT-base 2 x 128, Llama 3.2 1B 1 x 256; 28-61 us forward, 38-49
- * backward per kernel counted). A pass whose kernels take less GPU time than
- * their dispatch runs at the host's pace (cost_step). */
-#define COST_HOST_FWD_S 40e-6
-#define COST_HOST_BWD_S 42e-6
+/* Eager PyTorch's host time, forward and backward, as two costs: each ATen
+ * op that launches work (autocast's own casts apart: PART_KF_INNER) and,
+ * in the forward, each nn.Module call (PartBlockT.modules: its Python
+ * __call__ and body, the views and reshapes that launch nothing, HF's glue).
+ * transformers 5 on PyTorch 2.11 take about 24 us an op forward, 25 an op
+ * backward (autograd's engine) and 55 us a module call: fitted to the
+ * host-bound small steps of bench/data/gpu/measurements_2026-11-26_h{1,2}00_small.jsonl
+ * (GPT-2, BERT-base, Llama 3.2 1B, 14 rows on two hosts: 9.4 % MAPE, bias 0),
+ * with every op counted as torch.profiler counts it in the steps of
+ * hostbound_2026-11-27e_*.jsonl. Per op alone, without the module term, the
+ * families need 28-40 us (Llama, Qwen3), 44-47 (GPT-2, Mixtral) and 48-63
+ * (BERT): their modules hold 11, 5 and 3 ops each. Hosts differ: the same
+ * steps on the 2026-11-27 machines took 10-40 % longer (those rows score
+ * -21 % bias). A pass whose kernels take less GPU time than their dispatch
+ * runs at the host's pace (cost_step). */
+#define COST_HOST_FWD_S 24e-6
+#define COST_HOST_BWD_S 25.2e-6
+#define COST_HOST_MODULE_S 55e-6
 /* The host time of a kernel that another op dispatches from C++ with no
  * Python of its own (PART_KF_INNER: autocast's casts of a linear's input,
  * weight and bias, and their gradients' casts back), forward / backward:
@@ -105,11 +114,22 @@ typedef struct CostCtx {
  * from the optimizer's own time in the measured HF steps (opt_ms of
  * bench/data/gpu, PyTorch 2.11, 201 rows on six lent machines): where the
  * backward was host-bound it took 3-14 us a tensor more than its kernels
- * (median 6.5); the optimizer's time over all rows comes out 8.0 % (bias
- * 0) against 12.7 % (-10.8) without it; fitted on the 2026-11-26 rows alone
+ * (median 6.5); the optimizer's time over all rows (217 now) comes out 7.9 %
+ * (bias -5.2: the backward's host, at COST_HOST_BWD_S, now hides more of
+ * it) against 12.7 % (-10.8) without it; fitted on the 2026-11-26 rows alone
  * (7 us) the 2026-11-27 rows score 8.8 % (11.6 without), fitted on those (5
  * us) the 2026-11-26 rows 8.9 % (15.0). */
 #define COST_HOST_OPT_TENSOR_S 6.5e-6
+/* The host time of an op a Python loop calls directly, with no module of
+ * its own around it (PART_KF_PYLOOP: transformers' fallback for fp32
+ * experts, a slice and torch.mm(out=) per expert, and its Python backward),
+ * forward and backward alike. Between autocast's C++ casts (6.9 / 5.6 us)
+ * and a module's op (COST_HOST_FWD_S); what the Qwen3-30B-A3B amp steps
+ * leave per fallback call once their other ops are counted: 23 and 34 us at
+ * 1 x 256 tokens on two hosts, at most 12 at 1 x 1024 on a third
+ * (bench/data/gpu/hostbound_2026-11-27e_*.jsonl, moe_amp_2026-11-27_h200.jsonl):
+ * the hosts differ by as much as the figures. */
+#define COST_HOST_LOOP_S 20e-6
 
 /* The context of plan p on hw: the plan's GEMM dtype, activations in bf16
  * under fp8, the host's dispatch time where the framework runs eager
@@ -117,7 +137,8 @@ typedef struct CostCtx {
 void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double tensor_factor);
 /* Another host: host_s[2] seconds to dispatch an eager op forward /
  * backward instead of COST_HOST_FWD_S / COST_HOST_BWD_S; autocast's C++
- * casts (COST_HOST_INNER_*) at the same ratio, the optimizer's loop
+ * casts (COST_HOST_INNER_*) and Python loops' ops (COST_HOST_LOOP_S) at the
+ * same ratio, the optimizer's loop
  * (COST_HOST_OPT_TENSOR_S) at the forward's. Nothing where c has no host
  * in the loop (not --framework hf). */
 void cost_ctx_host(CostCtx *c, const double host_s[2]);

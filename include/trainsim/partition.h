@@ -196,8 +196,10 @@ enum {
     PART_KF_GENERIC = 4096,    /* MEM, eager: PyTorch's generic elementwise kernel (a row mask, a
                                   broadcast operand), bound by elements / eager_generic_gelem_per_ms
                                   where that is slower than its bytes (elems[]) */
-    PART_KF_ROWNORM = 8192     /* MEM, eager: PyTorch's fused LayerNorm kernel over elems[] rows
+    PART_KF_ROWNORM = 8192,    /* MEM, eager: PyTorch's fused LayerNorm kernel over elems[] rows
                                   forward / backward (hw_norm_time_s) */
+    PART_KF_PYLOOP = 16384     /* eager: ops a Python loop calls one by one, no module of their
+                                  own (transformers' per-expert fallback): COST_HOST_LOOP_S */
 };
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */
@@ -217,7 +219,8 @@ typedef struct PartKernel {
     double flops[3];          /* fwd, input-grad, weight-grad FLOPs of all launches */
     /* eager code (--framework hf): what the host dispatches and what the
      * kernel keeps for the backward; 0 elsewhere */
-    int16_t launches[2];      /* kernels the op runs forward / backward, all launches */
+    int16_t launches[2];      /* kernels the op runs forward / backward, all launches (--framework
+                                 hf: the ATen calls the host dispatches) */
     double saved_bytes;       /* tensors autograd keeps for the backward (new ones only) */
     double elems[2];          /* PART_KF_GENERIC: elements its kernels process forward / backward;
                                  PART_KF_ROWNORM: rows */
@@ -240,6 +243,8 @@ typedef struct PartBlockT {
     double fsdp_eparams;      /* ZeRO-3: expert elements gathered over expert DP (0: EDP 1) */
     int32_t param_tensors;    /* --framework hf: its parameter tensors (the optimizer's host loop
                                  and autograd's accumulations run per tensor); 0 elsewhere */
+    int32_t modules;          /* --framework hf: the nn.Module calls of its forward (each a Python
+                                 __call__ and body: COST_HOST_MODULE_S); 0 elsewhere */
 } PartBlockT;
 
 /* Runtime choices that change the kernels (the framework's code path). */

@@ -47,8 +47,8 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
         {"cp-comm", CLI_STR, &o->cp_comm, "MODE", CLI_CP_COMM_HELP, true},
         {"ce-fusion", CLI_STR, &o->ce_fusion, "K", CLI_CE_FUSION_HELP, true},
         {"host-us", CLI_STR, &o->host_us, "F[,B]",
-         "--framework hf: the host's time to dispatch an eager op, forward[,backward] in us (40,42; one value "
-         "scales both: set it from a host-bound step of your own)",
+         "--framework hf: the host's time to dispatch an eager op, forward[,backward] in us (24,25.2; module "
+         "calls, casts and loops scale with it; one value scales both: set it from a host-bound step of your own)",
          true},
         {"mfu-convention", CLI_STR, &o->mfu, "C",
          "full|causal: attention in model FLOPs (MFU) as the full square (Megatron, torchtitan; default) or "
@@ -114,7 +114,7 @@ int cli_host_us(const char *v, double out[2])
     }
     return bad_value("host-us", v,
                      "--host-us takes the host's microseconds to dispatch one eager op forward, and optionally "
-                     "backward, above 0 and up to 100000: 55 or 55,58 (the defaults are 40,42)");
+                     "backward, above 0 and up to 100000: 33 or 33,35 (the defaults are 24,25.2)");
 }
 
 int cli_ce_fusion(const char *v, SimCeFusion *out)

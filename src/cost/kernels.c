@@ -10,8 +10,9 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
     bool hf = plan_hf(p);
     *c = (CostCtx){.hw = hw, .dtype = p->dtype, .act_dtype = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype,
                    .tensor_factor = tensor_factor, .host_s = {{hf ? COST_HOST_FWD_S : 0, hf ? COST_HOST_BWD_S : 0},
-                              {hf ? COST_HOST_INNER_FWD_S : 0, hf ? COST_HOST_INNER_BWD_S : 0}},
-                   .host_opt_s = hf ? COST_HOST_OPT_TENSOR_S : 0,
+                              {hf ? COST_HOST_INNER_FWD_S : 0, hf ? COST_HOST_INNER_BWD_S : 0},
+                              {hf ? COST_HOST_LOOP_S : 0, hf ? COST_HOST_LOOP_S : 0}},
+                   .host_mod_s = hf ? COST_HOST_MODULE_S : 0, .host_opt_s = hf ? COST_HOST_OPT_TENSOR_S : 0,
                    .fp8 = p->fp8_recipe, .fp8_non_tn = !strcmp(hw->gpu.arch, "blackwell"),
                    .ub_tp = p->tp_overlap && p->tp > 1 ? p->tp : 1, .ub_stretch = {1, 1}};
     int64_t sms = hw->gpu.sm_count;
@@ -26,8 +27,10 @@ void cost_ctx_host(CostCtx *c, const double host_s[2])
     if (!(c->host_s[0][0] > 0)) return;
     const double def[2] = {COST_HOST_FWD_S, COST_HOST_BWD_S};
     c->host_opt_s *= host_s[0] / def[0];
+    c->host_mod_s *= host_s[0] / def[0];
     for (int i = 0; i < 2; i++) {
         c->host_s[1][i] *= host_s[i] / def[i];
+        c->host_s[2][i] *= host_s[i] / def[i];
         c->host_s[0][i] = host_s[i];
     }
 }
@@ -160,6 +163,7 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
 void cost_block(const CostCtx *c, const PartBlockT *b, CostBlock *o)
 {
     memset(o, 0, offsetof(CostBlock, k)); /* the sums; k[] is written kernel by kernel */
+    o->host_fwd = (double)b->modules * c->host_mod_s;
     for (int32_t i = 0; i < b->n_k; i++) {
         const PartKernel *k = &b->k[i];
         double *t = o->k[i];
@@ -175,9 +179,9 @@ void cost_block(const CostCtx *c, const PartBlockT *b, CostBlock *o)
         o->fwd += t[0];
         o->ig += t[1];
         o->wg += t[2];
-        int inner = (k->flags & PART_KF_INNER) != 0;
-        o->host_fwd += (double)k->launches[0] * c->host_s[inner][0];
-        o->host_bwd += (double)k->launches[1] * c->host_s[inner][1];
+        int how = (k->flags & PART_KF_INNER) ? 1 : (k->flags & PART_KF_PYLOOP) ? 2 : 0;
+        o->host_fwd += (double)k->launches[0] * c->host_s[how][0];
+        o->host_bwd += (double)k->launches[1] * c->host_s[how][1];
     }
 }
 

@@ -448,7 +448,7 @@ void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime 
      * added): the sweep builds one per plan it costs */
     for (int b = 0; b < PART_BLOCK_COUNT; b++) {
         PartBlockT *bl = &o->b[b];
-        bl->n_k = bl->param_tensors = 0;
+        bl->n_k = bl->param_tensors = bl->modules = 0;
         bl->params = bl->expert_params = bl->fsdp_params = bl->fsdp_eparams = 0;
         bl->grad_t[0] = bl->grad_t[1] = bl->egrad_t[0] = bl->egrad_t[1] = 0;
     }

@@ -9,9 +9,10 @@
  *
  * Each op (or chain of ops) carries bytes per element read + written
  * forward and by its backward kernels, the bytes autograd keeps for the
- * backward (new tensors only: a tensor kept by two ops counts once), and the
- * kernels it launches forward and backward (the host dispatches each one;
- * cost.h: a small model at a small batch waits on Python).
+ * backward (new tensors only: a tensor kept by two ops counts once), the
+ * ATen calls it makes forward and backward (the host dispatches each one;
+ * cost.h: a small model at a small batch waits on Python) and, per block,
+ * the nn.Module calls of its forward (PartBlockT.modules).
  *
  * Precision (ParallelPlan.precision): under amp (fp32 parameters,
  * torch.autocast to bf16) the embedding output and so the residual stream
@@ -59,6 +60,7 @@ static PartKernel *op(PartBlockT *b, const char *name, double el, double fb, dou
  * the output gradient. */
 static PartKernel *linear(PartBlockT *b, const char *name, const Hx *h, int64_t N, int64_t K, bool bias)
 {
+    b->modules++;
     PartKernel *k = tpl_gemm(b, name, 1, h->x->T, N, K);
     k->launches[0] = 1;
     k->launches[1] = (int16_t)(bias ? 3 : 2);
@@ -91,8 +93,9 @@ static void linear_inputs(PartBlockT *b, const char *name, double el, double in,
     tensor_readers(b, name, el, in, n, 0);
 }
 
-/* amp: the block's weights cast to bf16 once per forward (kept for the
- * backward), their gradients cast back to fp32. */
+/* amp: the block's `n` parameter tensors (weights and biases) cast to bf16
+ * once per forward, a cast each (kept for the backward), their gradients
+ * cast back to fp32. */
 static void weight_casts(PartBlockT *b, const Hx *h, double params, int n)
 {
     if (h->amp && params > 0) op(b, "weight_cast", params, 6.0, 6.0, 2.0, n, n)->flags |= PART_KF_INNER;
@@ -104,17 +107,21 @@ static void weight_casts(PartBlockT *b, const Hx *h, double params, int n)
  * RMSNorm: the eager module (to fp32, pow, mean, rsqrt, mul, to the input
  * dtype, * weight): 16-bit input 36 B forward (keeps the fp32 copy and the
  * normalised 16-bit tensor), fp32 input 28 B (keeps the normalised tensor);
- * backward about twice. Returns the output bytes. */
+ * backward about twice, in 16 ATen calls (8 mul, 2 pow, 2 sum, div, add,
+ * the 2 casts back; 14 with an fp32 input, whose casts are no-ops).
+ * LayerNorm's backward is one call (native_layer_norm_backward) of two
+ * kernels; what the host dispatches is the call. Returns the output bytes. */
 static double norm(PartBlockT *b, const Hx *h, const char *name, double el, double in)
 {
+    b->modules++;
     if (h->x->m->norm == MODEL_NORM_LAYERNORM) {
         double out = h->amp ? 4.0 : in;
-        PartKernel *k = op(b, name, el, in + out, 2.0 * out + 3.0 * in, 0, 1, 2);
+        PartKernel *k = op(b, name, el, in + out, 2.0 * out + 3.0 * in, 0, 1, 1);
         k->flags |= PART_KF_NORM | PART_KF_ROWNORM;
         k->elems[0] = k->elems[1] = el / (double)h->x->m->hidden;
         return out;
     }
-    PartKernel *k = in > 2.0 ? op(b, name, el, 28.0, 68.0, 4.0, 6, 10) : op(b, name, el, 36.0, 72.0, 6.0, 8, 12);
+    PartKernel *k = in > 2.0 ? op(b, name, el, 28.0, 68.0, 4.0, 6, 14) : op(b, name, el, 36.0, 72.0, 6.0, 8, 16);
     k->flags |= PART_KF_NORM;
     return h->amp ? 4.0 : in;
 }
@@ -122,7 +129,9 @@ static double norm(PartBlockT *b, const Hx *h, const char *name, double el, doub
 /* Dropout over el elements of eb bytes (p > 0): the mask kept, 1 B. */
 static void dropout(PartBlockT *b, const char *name, double el, double eb, double p)
 {
-    if (p > 0) op(b, name, el, 2.0 * eb + 1.0, 2.0 * eb + 1.0, 1.0, 1, 1);
+    if (!(p > 0)) return;
+    b->modules++;
+    op(b, name, el, 2.0 * eb + 1.0, 2.0 * eb + 1.0, 1.0, 1, 1);
 }
 
 /* residual + x (x 16-bit): the new stream, kept for the next norm; the
@@ -138,7 +147,7 @@ static void residual(PartBlockT *b, const Hx *h)
  * backend (cuDNN attention on Hopper, with or without dropout on the
  * probabilities: torch.profiler of GPT-2 and BERT steps, PyTorch 2.11). It
  * keeps its output and log-sum-exp (its inputs are kept by the ops that made
- * them). */
+ * them). Its backward is one ATen call (_cudnn_attention_backward). */
 static void sdpa(PartBlockT *b, const Hx *h, bool causal)
 {
     const Tx *x = h->x;
@@ -148,17 +157,31 @@ static void sdpa(PartBlockT *b, const Hx *h, bool causal)
     double fl = 2.0 * (double)x->B * (double)m->heads * (double)x->S * (double)x->S * (double)m->head_dim;
     if (!causal) fl *= 2.0;
     k->flops[0] = fl, k->flops[1] = 2.5 * fl;
-    k->launches[0] = 1, k->launches[1] = 3;
+    k->launches[0] = 1, k->launches[1] = 1;
     k->saved_bytes = h->T * (double)(m->heads * m->head_dim) * 2.0 + h->T * (double)m->heads * 4.0;
 }
 
 /* q or k (el elements, 16-bit) rotated as apply_rotary_pos_emb does: q *
  * cos + rotate_half(q) * sin (neg of one half, cat); under amp cos / sin are
- * fp32, the result fp32 and SDPA's autocast casts it back (kept: the cast). */
+ * fp32, the result fp32 and SDPA's autocast casts it back (kept: the cast).
+ * Backward: the products' gradients, the cat's slices zero-filled and
+ * copied, neg, the sums. */
 static void rope(PartBlockT *b, const Hx *h, const char *name, double el)
 {
-    if (h->amp) op(b, name, el, 36.0, 66.0, 2.0, 7, 10);
-    else op(b, name, el, 20.0, 36.0, 2.0, 5, 8);
+    if (h->amp) op(b, name, el, 36.0, 66.0, 2.0, 7, 11);
+    else op(b, name, el, 20.0, 36.0, 2.0, 5, 9);
+}
+
+/* A decoder's forward in training still fills a DynamicCache (use_cache
+ * defaults to true): each layer concatenates its k and v (kd elements each)
+ * onto empty tensors (two cats, two empty torch.tensor), copies that SDPA
+ * then keeps in place of k and v; backward a fill and a copy each (the
+ * profiled steps of bench/data/gpu/hostbound_2026-11-27e_*.jsonl: GPT-2,
+ * Llama, Qwen3, Mixtral). GPT-2's c_attn output stays alive through q, so
+ * there the copies are kept on top of it. */
+static void kv_cache(PartBlockT *b, double kd, bool gpt2)
+{
+    op(b, "kv_cache", 2.0 * kd, 4.0, 6.0, gpt2 ? 2.0 : 0, 4, 4);
 }
 
 void tpl_hf_attention(const Tx *x, PartBlockT *b)
@@ -172,16 +195,22 @@ void tpl_hf_attention(const Tx *x, PartBlockT *b)
     bool bert = m->arch == MODEL_ARCH_BERT, gpt2 = m->arch == MODEL_ARCH_GPT;
     bool fused = gpt2 || m->arch == MODEL_ARCH_PHI3; /* one qkv linear: GPT-2's c_attn, Phi-3's qkv_proj */
     int nlin = fused ? 2 : 4;
+    /* the decoder layer and its attention module (BERT: BertLayer,
+     * BertAttention, its self-attention and output modules); the linears,
+     * norms and dropouts count their own */
+    b->modules += bert ? 4 : 2;
     if (bert || m->norm_layout == MODEL_NORM_LAYOUT_REORDERED) { /* the linears read the stream itself */
         linear_inputs(b, "qkv_input", h.e, h.r, 3);
     } else {
         double out = norm(b, &h, "input_norm", h.e, h.r);
         linear_inputs(b, "qkv_input", h.e, out, fused ? 1 : 3);
     }
-    weight_casts(b, &h, ap.tp + ap.rep, nlin);
+    weight_casts(b, &h, ap.tp + ap.rep, nlin + (m->qkv_bias ? (fused ? 1 : 3) : 0) + (m->proj_bias ? 1 : 0));
     if (gpt2) {
         linear(b, "c_attn", &h, (A + 2 * G) * D, H, m->qkv_bias);
-        op(b, "qkv", qd + 2 * kd, 0, 0, 2.0, 0, 0); /* SDPA keeps q, k, v: views of c_attn's output */
+        /* q, k, v: views of c_attn's output, which q keeps alive; backward
+         * the split's gradients concatenated */
+        op(b, "qkv", qd + 2 * kd, 0, 4.0, 2.0, 0, 1);
     } else {
         if (fused) {
             linear(b, "qkv_proj", &h, (A + 2 * G) * D, H, m->qkv_bias);
@@ -202,6 +231,7 @@ void tpl_hf_attention(const Tx *x, PartBlockT *b)
             op(b, "qkv", qd + 2 * kd, 0, 0, 2.0, 0, 0);
         }
     }
+    if (!bert) kv_cache(b, kd, gpt2);
     bias_grads(b, &h, m->qkv_bias ? (double)((A + 2 * G) * D) : 0, m->qkv_bias ? (fused ? 1 : 3) : 0);
     sdpa(b, &h, !bert);
     linear(b, gpt2 ? "c_proj" : "o_proj", &h, H, A * D, m->proj_bias);
@@ -221,6 +251,7 @@ void tpl_hf_attention(const Tx *x, PartBlockT *b)
 static void activation(PartBlockT *b, const Hx *h, double el)
 {
     const ModelSpec *m = h->x->m;
+    b->modules++; /* ACT2FN's module (NewGELUActivation, GELUActivation, SiLUActivation) */
     if (model_act_gated(m->act)) op(b, "act_fn_mul", el, 10.0, 18.0, 8.0, 2, 3);
     else if (m->arch != MODEL_ARCH_GPT) op(b, "gelu", el, 4.0, 6.0, 4.0, 1, 1);
     else if (h->amp) op(b, "gelu_new", el, 76.0, 130.0, 16.0, 10, 15);
@@ -234,6 +265,7 @@ void tpl_hf_mlp(const Tx *x, PartBlockT *b)
     int64_t H = m->hidden, F = m->ffn;
     bool bert = m->arch == MODEL_ARCH_BERT, gated = model_act_gated(m->act);
     bool fused = gated && m->arch == MODEL_ARCH_PHI3; /* Phi-3's gate_up_proj */
+    b->modules += bert ? 2 : 1; /* the MLP module (BERT: BertIntermediate and BertOutput) */
     PartMlpParams mp;
     part_mlp_params(m, (double)F, m->mlp_bias, &mp);
     if (bert || m->norm_layout == MODEL_NORM_LAYOUT_REORDERED) {
@@ -242,7 +274,8 @@ void tpl_hf_mlp(const Tx *x, PartBlockT *b)
         double out = norm(b, &h, "post_norm", h.e, h.r);
         linear_inputs(b, "mlp_input", h.e, out, gated && !fused ? 2 : 1);
     }
-    weight_casts(b, &h, mp.tp + mp.rep, gated && !fused ? 3 : 2);
+    int nlin = gated && !fused ? 3 : 2;
+    weight_casts(b, &h, mp.tp + mp.rep, m->mlp_bias ? 2 * nlin : nlin);
     if (fused) {
         linear(b, "gate_up_proj", &h, 2 * F, H, m->mlp_bias);
     } else if (gated) {
@@ -272,7 +305,9 @@ void tpl_hf_mlp(const Tx *x, PartBlockT *b)
  * not autocast-enabled, and transformers casts the input to the weights'
  * dtype; the CUDA grouped kernel takes bf16 only, so a fallback runs one
  * fp32 mm per expert (CUDA cores: matmul TF32 is off by default), forward
- * and both gradients alike; the pairs' tensors are fp32. */
+ * and both gradients alike, each from a Python loop over the experts (its
+ * slicing, torch.mm(out=), a Python backward): the host dispatches each as
+ * an op of its own; the pairs' tensors are fp32. */
 static void hf_experts(PartBlockT *b, const Hx *h, int64_t me)
 {
     const ModelSpec *m = h->x->m;
@@ -285,7 +320,7 @@ static void hf_experts(PartBlockT *b, const Hx *h, int64_t me)
         if (h->amp) { /* the fallback: E launches of one expert's rows each */
             k->count = (int32_t)E;
             for (int j = 0; j < 3; j++) k->flops[j] *= (double)E;
-            k->flags |= PART_KF_FP32 | PART_KF_INNER;
+            k->flags |= PART_KF_FP32 | PART_KF_PYLOOP;
             k->launches[0] = (int16_t)E;
             k->launches[1] = (int16_t)(2 * E);
             continue;
@@ -323,31 +358,39 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     double pairs = h.T * (double)K, pe = pairs * (double)H;
     double out = m->norm_layout == MODEL_NORM_LAYOUT_REORDERED ? h.r : norm(b, &h, "post_norm", h.e, h.r);
     double s = out / 2.0; /* the pairs' tensors: 16-bit, fp32 under amp */
+    b->modules += 2; /* the sparse MoE block and its experts module */
     /* the router and shared experts' linears, and the experts' gather, which
      * under amp reads the fp32 stream itself */
     int linears = 1 + (m->shared_experts > 0 ? 2 : 0);
     tensor_readers(b, "moe_input", h.e, out, h.amp ? linears : linears + 1, h.amp ? 1 : 0);
     double shared_p = (double)(3 * H * EF * m->shared_experts), expert_p = h.amp ? 0 : (double)(3 * H * EF * E);
     weight_casts(b, &h, (double)(H * E) + expert_p + shared_p, (h.amp ? 1 : 3) + (m->shared_experts > 0 ? 3 : 0));
+    /* The ATen calls below are the profiled ones (84 a layer beside the
+     * experts, router, norm and residual; bench/data/gpu/hostbound_2026-11-27e_*.jsonl,
+     * the same in Qwen3 and Mixtral, pure and amp); their split between
+     * the ops is read from transformers' code. */
     linear(b, "router", &h, E, H, false);
-    op(b, "routing", h.T * (double)E, 12.0, 12.0, 4.0, 6, 6); /* softmax fp32, top-k, renormalise, to dtype */
+    /* softmax fp32, top-k, renormalise (sum, div), to dtype */
+    op(b, "routing", h.T * (double)E, 12.0, 12.0, 4.0, 8, 6);
     /* argsort of the expert ids and its inverse, histc, cumsum, the
-     * weights gathered */
-    op(b, "sort", pairs, 32.0, 0, 8.0, 7, 0);
-    /* hidden_states[token_idx], then [perm]: two gathers of the pairs; each
-     * one's backward zeros a buffer and index_adds into it */
-    op(b, "permute", pe, 8.0 * s, 16.0 * s, 0, 2, 4);
+     * weights gathered; the index arithmetic (arange, remainder,
+     * floor_divide, clamp, scatter, ge, div) of the offsets */
+    op(b, "sort", pairs, 32.0, 0, 8.0, 24, 0);
+    /* hidden_states[token_idx], then [perm]: gathers of the pairs; each
+     * one's backward zeros a buffer and index_puts into it */
+    op(b, "permute", pe, 8.0 * s, 16.0 * s, 0, 3, 4);
     int64_t me = (int64_t)((pairs + (double)E - 1) / (double)E);
     hf_experts(b, &h, me);
     op(b, "experts.permuted", pe, 0, 0, 2.0 * s, 0, 0); /* the gathered input kept for gate_up's gradient */
-    op(b, "experts.act_fn_mul", pairs * (double)EF, 10.0 * s, 18.0 * s, 8.0 * s, 3, 3);
+    op(b, "experts.act_fn_mul", pairs * (double)EF, 10.0 * s, 18.0 * s, 8.0 * s, 2, 3);
     experts_masked_fill(b, pairs, H, EF, s);
     /* * routing weights, [inv_perm], zeros_like + index_add_ into the tokens;
      * backward: the weights' gradient, the gather's index_add, index_add's
-     * gather */
-    op(b, "combine", pe, 14.0 * s, 20.0 * s, 2.0 * s, 4, 5);
+     * gather, and the copies, fills and sums of the dispatch's views */
+    op(b, "combine", pe, 14.0 * s, 20.0 * s, 2.0 * s, 10, 18);
     if (m->shared_experts > 0) {
         int64_t SF = EF * m->shared_experts;
+        b->modules += 2; /* the shared experts' MLP and its activation */
         linear(b, "shared.gate_proj", &h, SF, H, false);
         linear(b, "shared.up_proj", &h, SF, H, false);
         op(b, "shared.act_fn_mul", h.T * (double)SF, 10.0, 18.0, 8.0, 2, 3);
@@ -376,17 +419,25 @@ void tpl_hf_embed_head(const Tx *x, PartTemplate *o)
     PartBlockT *e = &o->b[PART_BLOCK_EMBED], *hd = &o->b[PART_BLOCK_HEAD];
     double r = h.r, gb = h.amp ? 4.0 : 2.0, tables = 1 + (m->pos == MODEL_POS_LEARNED) + (m->type_vocab > 0);
     double table = (double)V * (double)H;
+    /* the task model and the base model, each table's nn.Embedding (BERT:
+     * its embeddings module), RoPE's rotary module */
+    e->modules += 2 + (int)tables + (m->arch == MODEL_ARCH_BERT) + (m->pos == MODEL_POS_ROPE);
     op(e, "embeddings", h.e, tables * 2.0 * r + (tables - 1) * 3.0 * r, tables * (r + 2.0 * gb), r, (int)(2 * tables - 1),
        (int)(2 * tables));
     op(e, "input_ids", h.T, 0, 0, 8.0, 0, 0);
     op(e, "embedding_grad", table, 0, gb + (m->tied_embeddings && m->lm_head ? 3.0 * gb + (h.amp ? 6.0 : 0) : 0), 0, 0,
        2)->flags |= PART_KF_WGRAD;
+    /* RoPE's cos and sin, once a step (inv_freq @ positions, cat, cos, sin,
+     * the attention scaling, casts): [S, head_dim] */
+    if (m->pos == MODEL_POS_ROPE) op(e, "rotary", (double)x->S * (double)m->head_dim, 12.0, 0, 0, 8, 0);
     if (m->embed_norm) norm(e, &h, "embed_layernorm", h.e, r);
     dropout(e, "embed_dropout", h.e, r, m->hidden_dropout);
     if (!m->lm_head) return;
     double out;
     if (m->arch == MODEL_ARCH_BERT) { /* cls.predictions.transform */
+        hd->modules += 4; /* cls, predictions, transform, its activation */
         linear_inputs(hd, "transform_input", h.e, r, 1);
+        weight_casts(hd, &h, (double)(H * H + H), 2);
         linear(hd, "transform.dense", &h, H, H, true);
         op(hd, "transform.gelu", h.e, 4.0, 6.0, 2.0, 1, 1);
         out = norm(hd, &h, "transform.layernorm", h.e, 2.0);
@@ -394,7 +445,7 @@ void tpl_hf_embed_head(const Tx *x, PartTemplate *o)
         out = norm(hd, &h, "final_norm", h.e, r);
     }
     linear_inputs(hd, "lm_head_input", h.e, out, 1);
-    weight_casts(hd, &h, table, 1);
+    weight_casts(hd, &h, table, m->arch == MODEL_ARCH_BERT ? 2 : 1); /* BERT's decoder has a bias */
     linear(hd, "lm_head", &h, V, H, m->arch == MODEL_ARCH_BERT);
     double logits = h.T * (double)V;
     bool upcast = m->arch != MODEL_ARCH_BERT || h.amp;

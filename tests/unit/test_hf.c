@@ -182,7 +182,9 @@ static void test_host_floor(void **state)
         }
         p.framework = PLAN_FRAMEWORK_MEGATRON;
         cost_ctx_init(&c, &hw, &p, 1.0);
-        near(c.host_s[0][0] + c.host_s[0][1] + c.host_s[1][0] + c.host_s[1][1], 0, 1e-12, "fused kernels: no host floor");
+        double floor = c.host_mod_s + c.host_opt_s;
+        for (int i = 0; i < 3; i++) floor += c.host_s[i][0] + c.host_s[i][1];
+        near(floor, 0, 1e-12, "fused kernels: no host floor");
     }
 }
 
@@ -225,6 +227,49 @@ static void test_param_tensors(void **state)
     }
 }
 
+/* nn.Module calls of the forward, counted by hand from the HF modules:
+ * GPT-2 a layer: GPT2Block, ln_1, attn, c_attn, c_proj, resid_dropout |
+ * ln_2, mlp, c_fc, act, c_proj, dropout (6 | 6); BERT: BertLayer,
+ * BertAttention, self, query, key, value, BertSelfOutput, dense, dropout,
+ * LayerNorm | BertIntermediate, dense, act, BertOutput, dense, dropout,
+ * LayerNorm (10 | 7); Llama 3 8B: the layer, input_layernorm, self_attn,
+ * q, k, v, o | post_attention_layernorm, mlp, gate, up, down, act_fn (7 |
+ * 6). Each costs COST_HOST_MODULE_S of host time forward, none backward;
+ * Qwen3's fp32 experts under amp are a Python loop (PART_KF_PYLOOP). */
+static void test_module_calls(void **state)
+{
+    (void)state;
+    static const struct { const char *name; int attn, mlp; } CASES[] = {
+        {"gpt2", 6, 6}, {"bert-base-uncased", 10, 7}, {"llama3-8b", 7, 6}};
+    HwModel hw;
+    h100(&hw);
+    static PartTemplate t;
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        ModelSpec m;
+        assert_int_equal(model_preset(CASES[i].name, &m, NULL), TS_OK);
+        ParallelPlan p = hf_plan(&m, 1, 64, PLAN_PRECISION_PURE);
+        part_template(&m, &p, NULL, &t);
+        assert_int_equal(t.b[PART_BLOCK_ATTN].modules, CASES[i].attn);
+        assert_int_equal(t.b[PART_BLOCK_MLP].modules, CASES[i].mlp);
+        CostCtx c;
+        cost_ctx_init(&c, &hw, &p, 1.0);
+        CostBlock with, without;
+        cost_block(&c, &t.b[PART_BLOCK_MLP], &with);
+        c.host_mod_s = 0;
+        cost_block(&c, &t.b[PART_BLOCK_MLP], &without);
+        near(with.host_fwd - without.host_fwd, CASES[i].mlp * COST_HOST_MODULE_S, 1e-12, "modules forward");
+        near(with.host_bwd, without.host_bwd, 1e-12, "no modules backward");
+    }
+    ModelSpec m;
+    assert_int_equal(model_preset("qwen3-30b-a3b", &m, NULL), TS_OK);
+    ParallelPlan p = hf_plan(&m, 1, 64, PLAN_PRECISION_AMP);
+    part_template(&m, &p, NULL, &t);
+    const PartKernel *k = find(&t.b[PART_BLOCK_MOE], "experts.gate_up");
+    assert_non_null(k);
+    assert_true((k->flags & PART_KF_PYLOOP) && !(k->flags & PART_KF_INNER));
+    assert_int_equal(k->launches[0], m.experts);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_hf_peak),
         cmocka_unit_test(test_host_floor),
         cmocka_unit_test(test_param_tensors),
+        cmocka_unit_test(test_module_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,8 +7,8 @@
  *           input and weight gradient, the attention core, one norm and the
  *           activation, and the layer sums (the norm counted twice): the
  *           GEMMs and the core from the layer template (part_template)
- *           costed with the GPU preset (cost_step) at the sustained clock
- *           of a loaded GPU (sim_tensor_factor of one GPU); the norm and the
+ *           costed with the GPU preset (cost_step) at the clock of one
+ *           GPU alone (sim_tensor_factor of one GPU); the norm and the
  *           activation as the harness runs them, eager PyTorch kernels
  *           (torch_norm_s, torch_act_s), not the template's fused ones;
  *           scored by how the row was timed: B each op alone, B-layer in
@@ -227,9 +227,9 @@ static void row_b(const json_t *r, const char *gpu)
     sim_options_init(&so);
     /* A row timed in the layer's order (measure.py shard --in-layer) ran its
      * tensor work at the one clock it records; a row timed op by op alone is
-     * costed at the preset's sustained clock (its clock_mhz includes the
-     * idle between ops), and one timed each op back to back at each op's
-     * (tensor_clock_scale). */
+     * costed at the preset's clock of one GPU (single_clock_mhz; its
+     * clock_mhz includes the idle between ops), and one timed each op back
+     * to back at each op's. */
     const char *timing = json_string_value(json_object_get(r, "timing"));
     bool in_layer = timing && !strcmp(timing, "in-layer");
     double tf = sim_tensor_factor(&hw.gpu, &so, 1), clk = num(r, "clock_mhz");
@@ -259,7 +259,7 @@ static void row_b(const json_t *r, const char *gpu)
             /* a row timed back to back (measure.py shard --sustained) has each op's SM clock */
             double mhz = num(json_object_get(json_object_get(r, "ops_clock_mhz"), MAP[i].op), PASS[ps]);
             double meas = num(o, PASS[ps]) * 1e-3, pred = op_time(&t, &cs, MAP[i].b, MAP[i].kernel, ps);
-            if (mhz > 0 && hw.gpu.sustained_clock_mhz > 0 && MAP[i].tensor) pred *= hw.gpu.sustained_clock_mhz / mhz;
+            if (mhz > 0 && tf > 0 && MAP[i].tensor) pred *= hw.gpu.clock_mhz / tf / mhz; /* from the clock costed at */
             if (!strcmp(MAP[i].op, "norm")) pred = ps < 2 ? torch_norm_s(&hw, tok * (double)m.hidden * 2, tok, ps) : 0;
             if (!strcmp(MAP[i].op, "act")) pred = ps < 2 ? torch_act_s(&hw, gated, tok * (double)(m.ffn / p.tp), ps) : 0;
             if (fa2 && MAP[i].b == PART_BLOCK_ATTN && !strcmp(MAP[i].kernel, "core") && ps < 2)
@@ -561,7 +561,7 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
     if (!load_hw(gpu, &hw)) return;
     /* A single kernel is scored at the SM clock its row recorded (NVML's
      * median over the row), the kernel model being per clock; without one,
-     * at the sustained clock of a loaded GPU. */
+     * at the clock of one GPU alone (sim_tensor_factor of one GPU). */
     SimOptions so;
     sim_options_init(&so);
     double tf = sim_tensor_factor(&hw.gpu, &so, 1), clk = num(r, "clock_mhz");

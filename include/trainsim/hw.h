@@ -68,6 +68,11 @@ typedef struct GpuSpec {
                                              kernel models reproduce microbenchmarks; the
                                              simulator scales tensor-core kernels by
                                              clock_mhz / sustained_clock_mhz */
+    double single_clock_mhz;              /* SM clock of one GPU running a training step's mix
+                                             alone (a job of one GPU: seconds of a layer's
+                                             GEMMs, attention and memory-bound kernels, the
+                                             node's other GPUs idle), 1630; 0 =
+                                             sustained_clock_mhz */
     double scaleup_bw_bytes_per_s;        /* NVLink/xGMI per GPU per direction, 450e9; 0 = none */
     /* ---- compute-model parameters (docs/hardware.md says where each comes from) */
     double gemm_eff[TS_DTYPE_COUNT];      /* fraction of peak a large, aligned, full-wave GEMM

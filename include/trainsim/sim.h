@@ -157,7 +157,8 @@ double sim_dp_bucket_bytes(const SimOptions *o, int64_t dp_size);
 double sim_straggler(double spread, int64_t n);
 /* Time factor on tensor-core kernels (GEMMs, attention) of a job on `gpus`
  * GPUs: clock / sustained clock of the GPU preset (power/thermal cap under
- * full-node load), times 1 + sim_straggler(o->gpu_spread, gpus). 1.22 x 1.065
+ * full-node load; a job of one GPU: its single_clock_mhz where the preset
+ * has one), times 1 + sim_straggler(o->gpu_spread, gpus). 1.22 x 1.065
  * for 1024 H100s. The simulator and the workload generators both use it, so
  * a generated workload carries the kernel times `simulate` assumes. */
 /* The dtype activations (and what the simulator costs outside the

@@ -6,7 +6,8 @@
 
 static const char *const GPU_KEYS[] = {
     "format", "version", "name", "source", "vendor", "arch", "peak_tflops", "hbm_tb_per_s",
-    "hbm_gb", "sm_count", "l2_mb", "power_w", "clock_mhz", "sustained_clock_mhz", "scaleup_gb_per_s", "model", NULL};
+    "hbm_gb", "sm_count", "l2_mb", "power_w", "clock_mhz", "sustained_clock_mhz", "single_clock_mhz",
+    "scaleup_gb_per_s", "model", NULL};
 static const char *const MODEL_KEYS[] = {
     "gemm_eff", "grouped_gemm_eff", "gemm_tile", "gemm_k_half", "gemm_align_penalty", "gemm_align_penalty_2b",
     "gemm_align_elems",
@@ -225,6 +226,7 @@ static TsStatus parse_gpu(const TsJsonDoc *doc, GpuSpec *g, TsError *err)
     if ((st = num(doc, r, "power_w", "", false, 0, 1e5, 1, &g->power_w, err))) return st;
     if ((st = num(doc, r, "clock_mhz", "", false, 0, 1e5, 1, &g->clock_mhz, err))) return st;
     if ((st = num(doc, r, "sustained_clock_mhz", "", false, 0, 1e5, 1, &g->sustained_clock_mhz, err))) return st;
+    if ((st = num(doc, r, "single_clock_mhz", "", false, 0, 1e5, 1, &g->single_clock_mhz, err))) return st;
     if ((st = num(doc, r, "scaleup_gb_per_s", "", false, 0, 1e5, 1e9, &g->scaleup_bw_bytes_per_s, err)))
         return st;
     json_t *m;
@@ -299,6 +301,7 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     kv_num(b, "  ", "power_w", g->power_w, true);
     kv_num(b, "  ", "clock_mhz", g->clock_mhz, true);
     if (g->sustained_clock_mhz > 0) kv_num(b, "  ", "sustained_clock_mhz", g->sustained_clock_mhz, true);
+    if (g->single_clock_mhz > 0) kv_num(b, "  ", "single_clock_mhz", g->single_clock_mhz, true);
     kv_num(b, "  ", "scaleup_gb_per_s", g->scaleup_bw_bytes_per_s / 1e9, true);
     ts_buf_puts(b, "  \"model\": {\n");
     dtype_map(b, "    ", "gemm_eff", g->gemm_eff, 1.0);

@@ -62,8 +62,11 @@ void rep_gpu_text(const GpuSpec *g, TsBuf *b)
     ts_buf_printf(b, "\n  HBM: %.0f GiB at %.3f TB/s; %lld SMs; L2 %.0f MB; %.0f W; %.0f MHz", g->hbm_bytes / HW_CAPACITY_GB_BYTES,
                   g->hbm_bw_bytes_per_s / 1e12, (long long)g->sm_count, g->l2_bytes / 1e6, g->power_w,
                   g->clock_mhz);
-    if (g->sustained_clock_mhz > 0 && g->sustained_clock_mhz != g->clock_mhz)
-        ts_buf_printf(b, " (%.0f MHz sustained in training: simulate)", g->sustained_clock_mhz);
+    if (g->sustained_clock_mhz > 0 && g->sustained_clock_mhz != g->clock_mhz) {
+        ts_buf_printf(b, " (%.0f MHz sustained in training", g->sustained_clock_mhz);
+        if (g->single_clock_mhz > 0) ts_buf_printf(b, ", %.0f on one GPU alone", g->single_clock_mhz);
+        ts_buf_puts(b, ": simulate)");
+    }
     ts_buf_puts(b, "\n");
     ts_buf_printf(b, "  GEMM efficiency:");
     for (int d = 0; d < TS_DTYPE_COUNT; d++)

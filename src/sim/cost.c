@@ -143,7 +143,9 @@ bool sim_host_default(const SimOptions *o)
 
 double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)
 {
-    double f = g->sustained_clock_mhz > 0 && g->clock_mhz > 0 ? g->clock_mhz / g->sustained_clock_mhz : 1.0;
+    /* one GPU alone holds a higher clock than a node of them at the cap */
+    double clk = gpus == 1 && g->single_clock_mhz > 0 ? g->single_clock_mhz : g->sustained_clock_mhz;
+    double f = clk > 0 && g->clock_mhz > 0 ? g->clock_mhz / clk : 1.0;
     return f * (1.0 + sim_straggler(o->gpu_spread, gpus));
 }
 

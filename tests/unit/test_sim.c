@@ -446,6 +446,25 @@ static void test_straggler(void **state)
     assert_true(sim_straggler(0.05, 1024) > sim_straggler(0.05, 64));
 }
 
+/* The tensor factor: clock / sustained clock times the straggler's share
+ * on a node or more; a job of one GPU at the preset's one-GPU clock where it
+ * has one (no straggler), else at the sustained clock. */
+static void test_tensor_factor(void **state)
+{
+    (void)state;
+    static Fix f;
+    fix_load(&f, "llama3-8b", "dgx-h100", 8);
+    SimOptions o;
+    sim_options_init(&o);
+    GpuSpec g = f.hw.gpu;
+    assert_true(g.single_clock_mhz > g.sustained_clock_mhz);
+    NEAR(sim_tensor_factor(&g, &o, 1), g.clock_mhz / g.single_clock_mhz, 1e-12);
+    NEAR(sim_tensor_factor(&g, &o, 8), g.clock_mhz / g.sustained_clock_mhz * (1 + sim_straggler(o.gpu_spread, 8)),
+         1e-12);
+    g.single_clock_mhz = 0;
+    NEAR(sim_tensor_factor(&g, &o, 1), g.clock_mhz / g.sustained_clock_mhz, 1e-12);
+}
+
 /* A lower sustained clock slows a compute-bound step, at most by the clock
  * ratio; partial recompute lies between none and full. */
 static void test_sustained_clock_and_partial_recompute(void **state)
@@ -743,6 +762,7 @@ int main(void)
         cmocka_unit_test(test_recompute_costs_time),
         cmocka_unit_test(test_zero3_gathers_experts),
         cmocka_unit_test(test_straggler),
+        cmocka_unit_test(test_tensor_factor),
         cmocka_unit_test(test_sustained_clock_and_partial_recompute),
         cmocka_unit_test(test_tied_embedding_sync),
         cmocka_unit_test(test_ds_pipe),

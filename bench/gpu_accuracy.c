@@ -719,7 +719,8 @@ int main(int argc, char **argv)
                                           "eager_2026-11-27_h200.jsonl",
                                           "shards_2026-11-27e_h200.jsonl",
                                           "shards_2026-11-27f_h100.jsonl",
-                                          "shards_2026-11-27f_h200.jsonl"};
+                                          "shards_2026-11-27f_h200.jsonl",
+                                          "shards_soak_2026-11-27g_h200.jsonl"};
         for (size_t i = 0; i < sizeof DEF / sizeof DEF[0]; i++) {
             char p[512];
             snprintf(p, sizeof p, "%s/data/gpu/%s", TS_BENCH_DIR, DEF[i]);

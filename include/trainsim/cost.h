@@ -114,7 +114,7 @@ typedef struct CostCtx {
  * from the optimizer's own time in the measured HF steps (opt_ms of
  * bench/data/gpu, PyTorch 2.11, 201 rows on six lent machines): where the
  * backward was host-bound it took 3-14 us a tensor more than its kernels
- * (median 6.5); the optimizer's time over all rows (217 now) comes out 7.9 %
+ * (median 6.5); the optimizer's time over all rows (217 now) comes out 7.8 %
  * (bias -5.2: the backward's host, at COST_HOST_BWD_S, now hides more of
  * it) against 12.7 % (-10.8) without it; fitted on the 2026-11-26 rows alone
  * (7 us) the 2026-11-27 rows score 8.8 % (11.6 without), fitted on those (5

@@ -193,6 +193,23 @@ static double torch_act_s(const HwModel *hw, bool gated, double el, int pass)
            eager_kernel_s(hw, 3 * tensor, el) + eager_kernel_s(hw, 4 * tensor, 0);
 }
 
+/* Prints and scores a B row's layer sums, measured m and predicted p,
+ * forward [0] and backward [1]; suspect: the forward shown, not scored. */
+static void b_score(const char *part, const char *gpu, const char *name, const double m[2], const double p[2],
+                    bool suspect)
+{
+    for (int f = 0; f < 2; f++) {
+        double e = p[f] / m[f] - 1;
+        bool skip = suspect && !f;
+        char lab[32];
+        snprintf(lab, sizeof lab, "%s %s", part, f ? "bwd" : "fwd");
+        printf("%-12s %-5s %-22s layer %-3s  measured %8.3f ms  predicted %8.3f ms  %+6.1f%%%s\n", part, short_gpu(gpu),
+               name, f ? "bwd" : "fwd", m[f] * 1e3, p[f] * 1e3, 100 * e,
+               skip ? "  (not scored: attention forward > its backward)" : "");
+        if (!skip) score(lab, short_gpu(gpu), e);
+    }
+}
+
 static void row_b(const json_t *r, const char *gpu)
 {
     HwModel hw;
@@ -232,7 +249,7 @@ static void row_b(const json_t *r, const char *gpu)
      * to back at each op's. */
     const char *timing = json_string_value(json_object_get(r, "timing"));
     bool in_layer = timing && !strcmp(timing, "in-layer");
-    double tf = sim_tensor_factor(&hw.gpu, &so, 1), clk = num(r, "clock_mhz");
+    double tf1 = sim_tensor_factor(&hw.gpu, &so, 1), tf = tf1, clk = num(r, "clock_mhz");
     if (in_layer && clk > 0 && hw.gpu.clock_mhz > 0) tf = hw.gpu.clock_mhz / clk;
     CostCtx cc;
     cost_ctx_init(&cc, &hw, &p, tf);
@@ -252,13 +269,14 @@ static void row_b(const json_t *r, const char *gpu)
     bool fa2 = be && !strcmp(be, "flash");
     bool gated = json_is_true(json_object_get(r, "gated"));
     double tok = (double)p.seq * (double)p.micro_batch; /* the shard's ops on whole sequences, bf16 */
-    double sum_m[2] = {0}, sum_p[2] = {0};
+    double sum_m[2] = {0}, sum_p[2] = {0}, sum_1[2] = {0}; /* sum_1: tensor work at the one-GPU clock */
     for (size_t i = 0; i < sizeof MAP / sizeof MAP[0]; i++) {
         const json_t *o = json_object_get(ops, MAP[i].op);
         for (int ps = 0; ps < 3; ps++) {
             /* a row timed back to back (measure.py shard --sustained) has each op's SM clock */
             double mhz = num(json_object_get(json_object_get(r, "ops_clock_mhz"), MAP[i].op), PASS[ps]);
             double meas = num(o, PASS[ps]) * 1e-3, pred = op_time(&t, &cs, MAP[i].b, MAP[i].kernel, ps);
+            double at1 = MAP[i].tensor && tf > 0 ? tf1 / tf : 1; /* to the one-GPU clock */
             if (mhz > 0 && tf > 0 && MAP[i].tensor) pred *= hw.gpu.clock_mhz / tf / mhz; /* from the clock costed at */
             if (!strcmp(MAP[i].op, "norm")) pred = ps < 2 ? torch_norm_s(&hw, tok * (double)m.hidden * 2, tok, ps) : 0;
             if (!strcmp(MAP[i].op, "act")) pred = ps < 2 ? torch_act_s(&hw, gated, tok * (double)(m.ffn / p.tp), ps) : 0;
@@ -267,6 +285,7 @@ static void row_b(const json_t *r, const char *gpu)
             int twice = !strcmp(MAP[i].op, "norm") ? 2 : 1;
             sum_m[ps > 0] += twice * meas;
             sum_p[ps > 0] += twice * pred;
+            sum_1[ps > 0] += twice * pred * (mhz > 0 ? 1 : at1);
             if (meas > 0 && g_verbose) {
                 printf("    %-10s %-6s %9.4f ms  %9.4f ms  %+6.1f%%", MAP[i].op, PASS[ps], meas * 1e3, pred * 1e3,
                        100 * (pred / meas - 1));
@@ -285,18 +304,12 @@ static void row_b(const json_t *r, const char *gpu)
     const json_t *core = json_object_get(ops, "attn_core");
     bool suspect = num(core, "fwd") > num(core, "dgrad");
     /* each way of timing is its own part: B (each op alone), B-layer
-     * (--in-layer), B-b2b (--sustained, each op back to back) */
+     * (--in-layer, at the row's clock; B-layer@1gpu at the preset's one-GPU
+     * clock, as simulate predicts it), B-b2b (--sustained, each op back to
+     * back) */
     const char *part = in_layer ? "B-layer" : timing && !strcmp(timing, "sustained") ? "B-b2b" : "B";
-    for (int f = 0; f < 2; f++) {
-        double e = sum_p[f] / sum_m[f] - 1;
-        bool skip = suspect && !f;
-        char lab[24];
-        snprintf(lab, sizeof lab, "%s %s", part, f ? "bwd" : "fwd");
-        printf("%-8s %-5s %-22s layer %-3s  measured %8.3f ms  predicted %8.3f ms  %+6.1f%%%s\n", part, short_gpu(gpu),
-               m.name, f ? "bwd" : "fwd", sum_m[f] * 1e3, sum_p[f] * 1e3, 100 * e,
-               skip ? "  (not scored: attention forward > its backward)" : "");
-        if (!skip) score(lab, short_gpu(gpu), e);
-    }
+    b_score(part, gpu, m.name, sum_m, sum_p, suspect);
+    if (in_layer) b_score("B-layer@1gpu", gpu, m.name, sum_m, sum_1, suspect);
 }
 
 /* ---- parts A, E: a whole training step ------------------------------------- */

@@ -43,7 +43,8 @@ gpu_accuracy_golden(shard_rows -v)
 gpu_accuracy_golden(shard_sustained -v)
 # shard rows timed in the layer's order (measure.py shard --in-layer, an
 # H100 and an H200): tensor work costed at the clock the row records,
-# scored as part B-layer (-v, exact)
+# scored as part B-layer, and at the preset's one-GPU clock as
+# B-layer@1gpu (-v, exact)
 gpu_accuracy_golden(shard_in_layer -v)
 # a step row whose harness counted other parameters than trainsim (here
 # without the word table): both counts shown under the row (exact)

@@ -210,36 +210,42 @@ static void b_score(const char *part, const char *gpu, const char *name, const d
     }
 }
 
-static void row_b(const json_t *r, const char *gpu)
+/* The model and plan of a B row's shard: its shape, whole and divisible,
+ * checked before any of it is used; false (the row skipped) otherwise. */
+static bool shard_plan(const json_t *r, ModelSpec *m, ParallelPlan *p)
 {
-    HwModel hw;
-    if (!load_hw(gpu, &hw)) return;
-    /* the shape the row names, whole and divisible, before any of it is used */
     static const char *const DIMS[] = {"hidden", "heads", "ffn", "tp", "seq", "micro_batch"};
     for (size_t i = 0; i < sizeof DIMS / sizeof DIMS[0]; i++)
         if (!(num(r, DIMS[i]) >= 1)) {
             row_skip(NULL, "a B row has its \"hidden\", \"heads\", \"ffn\", \"tp\", \"seq\" and "
                            "\"micro_batch\", each at least 1 (docs/measure.md)");
-            return;
+            return false;
         }
     if ((int64_t)num(r, "hidden") % (int64_t)num(r, "heads")) {
         row_skip(NULL, "a B row's \"hidden\" is a multiple of its \"heads\"");
-        return;
+        return false;
     }
-    ModelSpec m;
-    shard_model(r, &m);
-    ParallelPlan p;
-    plan_init(&p);
-    p.tp = (int64_t)num(r, "tp");
-    p.gpus = p.tp;
-    p.seq = (int64_t)num(r, "seq");
-    p.micro_batch = (int64_t)num(r, "micro_batch");
-    p.sp = false, p.sp_set = true; /* the shard's ops on whole sequences, as timed */
+    shard_model(r, m);
+    plan_init(p);
+    p->tp = (int64_t)num(r, "tp");
+    p->gpus = p->tp;
+    p->seq = (int64_t)num(r, "seq");
+    p->micro_batch = (int64_t)num(r, "micro_batch");
+    p->sp = false, p->sp_set = true; /* the shard's ops on whole sequences, as timed */
     TsError err = {0};
-    if (plan_resolve(&m, &p, &err)) {
-        row_skip(m.name, err.msg);
-        return;
+    if (plan_resolve(m, p, &err)) {
+        row_skip(m->name, err.msg);
+        return false;
     }
+    return true;
+}
+
+static void row_b(const json_t *r, const char *gpu)
+{
+    HwModel hw;
+    ModelSpec m;
+    ParallelPlan p;
+    if (!load_hw(gpu, &hw) || !shard_plan(r, &m, &p)) return;
     SimOptions so;
     sim_options_init(&so);
     /* A row timed in the layer's order (measure.py shard --in-layer) ran its
@@ -276,8 +282,8 @@ static void row_b(const json_t *r, const char *gpu)
             /* a row timed back to back (measure.py shard --sustained) has each op's SM clock */
             double mhz = num(json_object_get(json_object_get(r, "ops_clock_mhz"), MAP[i].op), PASS[ps]);
             double meas = num(o, PASS[ps]) * 1e-3, pred = op_time(&t, &cs, MAP[i].b, MAP[i].kernel, ps);
-            double at1 = MAP[i].tensor && tf > 0 ? tf1 / tf : 1; /* to the one-GPU clock */
-            if (mhz > 0 && tf > 0 && MAP[i].tensor) pred *= hw.gpu.clock_mhz / tf / mhz; /* from the clock costed at */
+            double at1 = MAP[i].tensor ? tf1 / tf : 1; /* to the one-GPU clock */
+            if (mhz > 0 && MAP[i].tensor) pred *= hw.gpu.clock_mhz / tf / mhz; /* from the clock costed at */
             if (!strcmp(MAP[i].op, "norm")) pred = ps < 2 ? torch_norm_s(&hw, tok * (double)m.hidden * 2, tok, ps) : 0;
             if (!strcmp(MAP[i].op, "act")) pred = ps < 2 ? torch_act_s(&hw, gated, tok * (double)(m.ffn / p.tp), ps) : 0;
             if (fa2 && MAP[i].b == PART_BLOCK_ATTN && !strcmp(MAP[i].kernel, "core") && ps < 2)

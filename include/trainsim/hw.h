@@ -71,7 +71,7 @@ typedef struct GpuSpec {
     double single_clock_mhz;              /* SM clock of one GPU running a training step's mix
                                              alone (a job of one GPU: seconds of a layer's
                                              GEMMs, attention and memory-bound kernels, the
-                                             node's other GPUs idle), 1630; 0 =
+                                             node's other GPUs idle), 1627.5 (H200); 0 =
                                              sustained_clock_mhz */
     double scaleup_bw_bytes_per_s;        /* NVLink/xGMI per GPU per direction, 450e9; 0 = none */
     /* ---- compute-model parameters (docs/hardware.md says where each comes from) */

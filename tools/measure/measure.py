@@ -733,8 +733,6 @@ def cmd_shard(args, ctx, rows, budget):
         raise MeasureError(f"--kv-heads {K} and --tp {T}: one must divide the other")
     if args.ffn % T:
         raise MeasureError(f"--ffn {args.ffn} is not a multiple of --tp {T}")
-    if args.sustained and args.in_layer:
-        raise MeasureError("--sustained and --in-layer are two ways to time the ops: give one")
     hd = args.head_dim or H // A
     a_loc, kv_loc = A // T, max(1, K // T)
     f_loc = args.ffn // T
@@ -1495,12 +1493,14 @@ def make_parser():
     s.add_argument("--gated", action="store_true", help="SwiGLU FFN (FC1 is 2F wide) instead of GELU")
     s.add_argument("--norm", choices=("layer", "rms"), help="default rms when --gated, else layer")
     s.add_argument("--name", help="the row's shard name, e.g. llama2-7b_tp1")
-    s.add_argument("--sustained", type=positive_float, metavar="SECONDS",
-                   help="time each op back to back for SECONDS (the GPU at its power cap, as in training) "
-                        "instead of --iters single runs; the row gets each op's SM clock (ops_clock_mhz)")
-    s.add_argument("--in-layer", type=positive_float, metavar="SECONDS",
-                   help="run the layer's ops in training order, the whole layer over and over for SECONDS "
-                        "(one clock for the layer's mix, as in training); each op's time from the second half")
+    timing = s.add_mutually_exclusive_group()  # two ways to time the ops back to back
+    timing.add_argument("--sustained", type=positive_float, metavar="SECONDS",
+                        help="time each op back to back for SECONDS (its GEMMs at the power cap) instead of "
+                             "--iters single runs; the row gets each op's SM clock (ops_clock_mhz)")
+    timing.add_argument("--in-layer", type=positive_float, metavar="SECONDS",
+                        help="run the layer's ops in training order, the whole layer over and over for "
+                             "SECONDS (one clock for the layer's mix, as in training); each op's time from "
+                             "the second half")
     common(s, 20, 5)
 
     s = sub.add_parser("kernels", help="parts C, D-fp8, D-attn, F: single kernels")

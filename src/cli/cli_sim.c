@@ -114,7 +114,8 @@ int cli_host_us(const char *v, double out[2])
     }
     return bad_value("host-us", v,
                      "--host-us takes the host's microseconds to dispatch one eager op forward, and optionally "
-                     "backward, above 0 and up to 100000: 33 or 33,35 (the defaults are 24,25.2)");
+                     "backward, above 0 and up to 100000: 33 or 33,35 (the defaults are 24,25.2; module calls, "
+                     "casts and the optimizer's loop scale with it)");
 }
 
 int cli_ce_fusion(const char *v, SimCeFusion *out)

@@ -172,6 +172,10 @@ TsDtype sim_activation_dtype(TsDtype dt);
  * 24). */
 double sim_optimizer_bytes(const SimOptions *o, const ParallelPlan *p);
 double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus);
+/* The SM clock tensor-core work is timed at (before the slowest GPU's lag):
+ * one GPU's single_clock_mhz when gpus == 1 and the preset has it, else its
+ * sustained_clock_mhz, else its peak clock_mhz. */
+double sim_sm_clock_mhz(const GpuSpec *g, int64_t gpus);
 /* The memory options (partition.h) the simulator's options imply for a plan
  * of compute dtype dt: the gradient buffer's dtype, the BF16 optimizer's fp32
  * gradient copy. Leaves the other fields (capacity, ...) as they are. */

@@ -41,6 +41,24 @@ static int plan_knob_phrases(const ParallelPlan *p, char buf[4][64], const char 
     return n;
 }
 
+/* The SM clock the tensor-core work was timed at (sim_tensor_factor): the
+ * preset's sustained clock in training, or one GPU's alone, less the
+ * slowest GPU's lag; memory-bound kernels keep the HBM's pace. */
+static void clock_line(const SimSetup *in, TsBuf *b)
+{
+    const GpuSpec *g = &in->hw->gpu;
+    const int64_t n = in->plan.gpus;
+    const bool one = n == 1 && g->single_clock_mhz > 0;
+    const double clk = sim_sm_clock_mhz(g, n);
+    const double lag = sim_straggler(in->opt.gpu_spread, n);
+    if (one || g->sustained_clock_mhz > 0)
+        ts_buf_printf(b, "  SM clock              %.0f MHz %s (peak %.0f)", clk,
+                      one ? "of one GPU alone" : "sustained in training", g->clock_mhz);
+    else ts_buf_printf(b, "  SM clock              %.0f MHz (peak; no sustained clock: the preset's efficiencies carry it)", g->clock_mhz);
+    if (lag > 0) ts_buf_printf(b, "; the slowest of %lld GPUs %.1f%% behind (--gpu-spread)", (long long)n, 100 * lag);
+    ts_buf_puts(b, "\n");
+}
+
 static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
 {
     SimOptions d;
@@ -206,6 +224,7 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
     TsDtype pk = hw_usable_dtype(&in->hw->gpu, p->dtype);
     ts_buf_printf(b, "  MFU / HFU             %.1f%% / %.1f%%  (of %s peak%s)\n", 100 * r->mfu, 100 * r->hfu,
                   ts_dtype_name(pk), in->opt.mfu_causal ? "; attention causal-halved" : "");
+    clock_line(in, b);
     const SimMemory *mm = &r->memory;
     ts_buf_printf(b, "  memory per GPU        %.1f GiB of %.1f GiB%s  (weights %.1f, grads %.1f, optimizer %.1f, "
                      "activations %.1f, other %.1f)\n",

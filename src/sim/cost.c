@@ -141,10 +141,16 @@ bool sim_host_default(const SimOptions *o)
     return o->host_s[0] == COST_HOST_FWD_S && o->host_s[1] == COST_HOST_BWD_S;
 }
 
-double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)
+double sim_sm_clock_mhz(const GpuSpec *g, int64_t gpus)
 {
     /* one GPU alone holds a higher clock than a node of them at the cap */
     double clk = gpus == 1 && g->single_clock_mhz > 0 ? g->single_clock_mhz : g->sustained_clock_mhz;
+    return clk > 0 ? clk : g->clock_mhz;
+}
+
+double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)
+{
+    double clk = sim_sm_clock_mhz(g, gpus);
     double f = clk > 0 && g->clock_mhz > 0 ? g->clock_mhz / clk : 1.0;
     return f * (1.0 + sim_straggler(o->gpu_spread, gpus));
 }

@@ -6,7 +6,8 @@
  *   N21 tflops_per_gpu      96*B*s*l*h^2*(1 + s/6h + V/16lh) / (T_pred * gpus)
  *   BLOOM tflops_per_gpu    the same formula: Megatron-DeepSpeed's logger
  *                           (throughput_calculator) prints it, x4 under
- *                           activation checkpointing; model FLOPs shown beside
+ *                           activation checkpointing; model FLOPs shown beside;
+ *                           so for any row run on Megatron-DeepSpeed
  *   OPT tflops_per_gpu      our model FLOPs per GPU per second, as the
  *                           validation README says (metaseq's convention is
  *                           not published); the recompute-inclusive count is
@@ -417,7 +418,12 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     if (p->fp8_recipe != PLAN_FP8_DELAYED) {
         strcat(rules, p->fp8_recipe == PLAN_FP8_CURRENT ? "fp8 current scaling (notes); " : "fp8 blockwise (notes); ");
     }
-    /* fused attention only in the 2024 frameworks (NeMo/TE, torchtitan SDPA) */
+    /* fused attention only in the 2024 frameworks (NeMo/TE, torchtitan SDPA);
+     * a run published by 2022 predates it: FlashAttention (Dao et al., arXiv
+     * 2205.14135, May 2022) reached Megatron-LM (--use-flash-attn) and
+     * PyTorch's SDPA (2.0) in 2023, so such a run kept the softmax's S^2
+     * probabilities (Megatron's fused scale-mask-softmax) */
+    int year = acc_latest_year(text);
     p->flash_attn = !(n21 || bloom || opt);
     /* NeMo performance recipes overlap TP comm (TE userbuffers) */
     bool tpov = says(r, "tp-comm-overlap") || says(r, "tp_comm_overlap") || says(r, "userbuffers") ||
@@ -428,6 +434,10 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     const char *dt = r->f[col("dtype")], *at = r->f[col("attention")];
     if (*dt) ts_dtype_parse(dt, &p->dtype);
     if (*at) p->flash_attn = !strcmp(at, "flash");
+    else if (p->flash_attn && year > 0 && year <= 2022) {
+        p->flash_attn = false;
+        strcat(rules, "unfused attention (published by 2022); ");
+    }
     /* uneven pipelines: the plan's rule (last and first chunk one layer
      * lighter first, plan.h ParallelPlan.uneven) */
     if (m->layers % (p->pp * p->vpp)) {
@@ -539,6 +549,10 @@ static void least_recompute(RowSetup *s, SimWork *w, SimResult *res)
                                                                   : "recompute: least that fits; ");
 }
 
+/* A row run on Megatron-DeepSpeed (BLOOM; a row whose notes or framework
+ * column say DeepSpeed): its TFLOP/s are its logger's. */
+static bool mds_row(const RowSetup *s) { return s->k.bloom || s->in.plan.framework == PLAN_FRAMEWORK_DEEPSPEED; }
+
 /* The row's figure as predicted, in the published convention (the
  * header's "Like with like"). */
 static double row_prediction(const RowSetup *s, const SimResult *res, bool tfl, bool its)
@@ -546,15 +560,15 @@ static double row_prediction(const RowSetup *s, const SimResult *res, bool tfl, 
     const ParallelPlan *q = &s->in.plan;
     const ModelSpec *m = &s->m;
     if (its) return res->iteration_time_s;
-    if (s->k.n21 || s->k.bloom) {
+    if (s->k.n21 || s->k.bloom || (tfl && mds_row(s))) {
         /* N21: the paper's formula (96 = 24 x 4: the recompute forward
-         * counted). BLOOM: Megatron-DeepSpeed's logger
-         * (megatron/utils.py throughput_calculator) prints the same
+         * counted). Megatron-DeepSpeed (BLOOM, any row run on it): its
+         * logger (megatron/utils.py throughput_calculator) prints the same
          * formula, "checkpoint_activations_factor = 4 if
          * args.checkpoint_activations else 3", with the padded vocab */
         double B = (double)q->global_batch, sq = (double)q->seq, l = (double)m->layers, h = (double)m->hidden;
         double k4 = s->k.n21 || q->recompute != PLAN_RECOMPUTE_NONE ? 4.0 : 3.0;
-        double V = (double)(s->k.bloom ? model_padded_vocab(m, q->tp) : m->vocab);
+        double V = (double)(mds_row(s) ? model_padded_vocab(m, q->tp) : m->vocab);
         double fl = 24.0 * k4 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (16 * l * h));
         return fl / res->iteration_time_s / (double)q->gpus / 1e12;
     }
@@ -580,13 +594,17 @@ static void print_row(const Row *r, const RowSetup *s, const SimResult *res, dou
     printf("%-11s %-15s %-44s %10.*f %10.*f %+7.1f%%   T=%.3fs %s %s%s\n", r->f[col("id")], s->m.name, plan, dg, pub,
            dg, pred, 100 * e, res->iteration_time_s, ts_dtype_name(q->dtype), s->rules,
            res->memory.fits ? "" : "[does not fit]");
-    if (s->k.bloom)
+    if (tfl && mds_row(s))
         printf("            (compared as Megatron-DeepSpeed's logger counts, the recompute pass included;\n"
                "             as model FLOPs per GPU per second it would be %.1f, %+.1f%%)\n",
                res->model_tflops_per_gpu, 100 * (res->model_tflops_per_gpu / pub - 1));
-    else if (tfl && !s->k.n21 && q->recompute != PLAN_RECOMPUTE_NONE)
+    else if (tfl && s->k.opt && q->recompute != PLAN_RECOMPUTE_NONE)
         printf("            (compared as model FLOPs per validation/README: metaseq's FLOP convention is\n"
                "             not published; counting the recompute pass would give %.1f, %+.1f%%)\n",
+               res->hardware_tflops_per_gpu, 100 * (res->hardware_tflops_per_gpu / pub - 1));
+    else if (tfl && !s->k.n21 && q->recompute != PLAN_RECOMPUTE_NONE)
+        printf("            (compared as model FLOPs per GPU per second; counting the recompute pass would\n"
+               "             give %.1f, %+.1f%%)\n",
                res->hardware_tflops_per_gpu, 100 * (res->hardware_tflops_per_gpu / pub - 1));
     if (!verbose) return;
     printf("            breakdown:");
@@ -835,8 +853,10 @@ int main(int argc, char **argv)
            "                or blockwise when said); unsaid: N21 and OPT fp16; NeMo fp8 (Transformer Engine:\n"
            "                transformer-layer GEMMs in fp8, attention and LM head in bf16, fp8-saved GEMM\n"
            "                inputs); others bf16\n"
-           "  attention     unfused (fused softmax) for the 2021-22 frameworks (N21, BLOOM, OPT); fused\n"
-           "                (cuDNN / FlashAttention) for NeMo and torchtitan\n"
+           "  attention     unfused (fused softmax) for the 2021-22 frameworks (N21, BLOOM, OPT) and\n"
+           "                any row published by 2022 (FlashAttention reached Megatron-LM and PyTorch in\n"
+           "                2023); fused (cuDNN / FlashAttention) for NeMo, torchtitan and later rows; an\n"
+           "                attention column wins\n"
            "  gradients     N21: all-reduced after the backward in fp16 (Megatron 2021); NeMo 24.07:\n"
            "                distributed_fused_adam, bf16 grad buffer and sync, overlapped; other bf16\n"
            "                rows: fp32 reduction (Megatron / FSDP default), overlapped; as the notes say\n"
@@ -868,9 +888,10 @@ int main(int argc, char **argv)
     print_clock("B200", "b200", " (MB-B200); overlap\n");
     printf("slow-down 10%%; GEMMs: tile/wave candidates plus a stream-K candidate (x0.92 fix-up); FSDP root\n"
            "unit (embedding, output) exposed.\n"
-           "FLOP conventions: N21 paper formula (x4, recompute counted); BLOOM the same formula, as\n"
-           "Megatron-DeepSpeed's logger prints it (model FLOPs printed beside); OPT model FLOPs\n"
-           "(validation/README; metaseq's convention unknown), the recompute-inclusive count beside.\n");
+           "FLOP conventions: N21 paper formula (x4, recompute counted); BLOOM and any row run on\n"
+           "Megatron-DeepSpeed the same formula, as its logger prints it (model FLOPs printed beside);\n"
+           "OPT and other rows model FLOPs (validation/README; metaseq's convention unknown), the\n"
+           "recompute-inclusive count beside.\n");
     sim_work_destroy(w);
     return 0;
 }

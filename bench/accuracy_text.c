@@ -149,6 +149,21 @@ int acc_fp32_grad(const char *const text[2])
     return -1;
 }
 
+/* Does the row name NeMo 2 (NeMo 2.x, or a NeMo container 24.09 or later:
+ * "NeMo 2.0", "NeMo 24.12", "NeMo 25", "NeMo 25.04")? */
+bool acc_says_nemo2(const char *const text[2])
+{
+    for (int c = 0; c < 2; c++)
+        for (const char *s = find_ci(text[c], "nemo "); s; s = find_ci(s + 5, "nemo ")) {
+            if (!isdigit((unsigned char)s[5])) continue;
+            char *end;
+            long major = strtol(s + 5, &end, 10), minor = -1;
+            if (*end == '.' && isdigit((unsigned char)end[1])) minor = strtol(end + 1, NULL, 10);
+            if (major == 2 || major >= 25 || (major == 24 && minor >= 9)) return true;
+        }
+    return false;
+}
+
 int acc_ce_fusion(const char *const text[2])
 {
     static const char *const impl[] = {"cross_entropy_fusion_impl", "cross-entropy-fusion-impl"};
@@ -157,5 +172,6 @@ int acc_ce_fusion(const char *const text[2])
     if (w && acc_starts_ci(w, "te")) return 2;
     if (w && acc_starts_ci(w, "native")) return 1;
     if ((w = setting(text, fuse))) return acc_starts_ci(w, "false") ? 0 : 1;
-    return acc_says(text, "Megatron-Bridge") ? 2 : -1;
+    if (acc_says(text, "Megatron-Bridge")) return 2;
+    return acc_says_nemo2(text) ? 1 : -1;
 }

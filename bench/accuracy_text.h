@@ -33,8 +33,10 @@ int acc_fp32_grad(const char *const text[2]);
  * (native, Megatron-Core's default implementation) or False; a
  * Megatron-Bridge performance recipe fuses with TE's (its
  * _benchmark_common sets cross_entropy_fusion_impl "te"; its GPT provider
- * fuses by default). */
+ * fuses by default); a NeMo 2 run (acc_says_nemo2) with Megatron-Core's
+ * (NeMo 2's GPTConfig sets cross_entropy_loss_fusion True). */
 int acc_ce_fusion(const char *const text[2]);
+bool acc_says_nemo2(const char *const text[2]);
 /* The latest year (2016-2030, four digits on their own) they name; 0 if none. */
 int acc_latest_year(const char *const text[2]);
 

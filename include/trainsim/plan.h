@@ -203,6 +203,9 @@ typedef struct ParallelPlan {
     int64_t tp;             /* tensor parallel, e.g. 8 */
     int64_t pp;             /* pipeline stages, e.g. 8 */
     int64_t vpp;            /* virtual stages (model chunks) per pipeline rank, e.g. 3; 1 = off */
+    int64_t vpp_group;      /* interleaved: micro-batches a rank runs through one model chunk before
+                               the next (Megatron-Core microbatch_group_size_per_vp_stage, in
+                               [pp, micro-batches]); 0 = pp, Megatron's depth-first default */
     int64_t dp;             /* data parallel, e.g. 16; 0 = gpus/(tp*pp*cp) */
     int64_t cp;             /* context parallel (sequence split for attention), e.g. 2 */
     int64_t ep;             /* expert parallel, e.g. 8 (carved from dp*cp*tp/etp) */
@@ -337,6 +340,8 @@ static inline bool plan_rs_per_microbatch(const ParallelPlan *p)
 {
     return p->zero >= 3 || (p->zero == 2 && p->grad_accum > 1);
 }
+/* The interleaved schedule's micro-batch group: vpp_group, or pp. */
+static inline int64_t plan_vpp_group(const ParallelPlan *p) { return p->vpp_group > 0 ? p->vpp_group : p->pp; }
 bool plan_eager(const ParallelPlan *p);
 bool plan_ds_pipe(const ParallelPlan *p);
 bool plan_hf(const ParallelPlan *p);

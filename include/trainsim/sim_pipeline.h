@@ -208,6 +208,7 @@ typedef struct SimPipeline {
     int32_t stages;         /* p, >= 1 */
     int32_t chunks;         /* v, model chunks per stage (1 unless interleaved) */
     int64_t micro_batches;  /* m per DP replica, >= 1 */
+    int64_t group;          /* interleaved: micro-batches per group (plan_vpp_group); 0 = stages */
     PlanSchedule schedule;  /* plan.h; chunks > 1 needs interleaved; dualpipe and dualpipev run 2
                                chunks (plan_rank_chunk: dualpipe's chunk 1 is the copy entering at
                                the last stage, dualpipev's the V's way back) on m >= 2p

@@ -28,7 +28,7 @@ static const CliLimit LIMITS[] = {
     {"gpus", 1, P2(24), 0}, {"group", 2, P2(24), 0}, {"group-nodes", 1, P2(24), 0},
     {"rank", 0, P2(24) - 1, 0}, /* params: a global rank */
     /* the plan */
-    {"tp", 1, P2(20), 0}, {"pp", 1, P2(20), 0}, {"vpp", 1, P2(20), 0}, {"dp", 1, P2(20), 0},
+    {"tp", 1, P2(20), 0}, {"pp", 1, P2(20), 0}, {"vpp", 1, P2(20), 0}, {"vpp-group", 1, P2(30), 0}, {"dp", 1, P2(20), 0},
     {"cp", 1, P2(20), 0}, {"ep", 1, P2(20), 0}, {"etp", 1, P2(20), 0},
     {"zero", 0, 3, 0}, {"dp-shard", 0, P2(20), 0},
     {"recompute-layers", 0, MODEL_MAX_LAYERS, 0}, /* 0: all the chunk's layers */

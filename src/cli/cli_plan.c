@@ -40,6 +40,8 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
     cli_add(s, "tp", CLI_INT, &cp->tp, "N", "tensor parallel size");
     cli_add(s, "pp", CLI_INT, &cp->pp, "N", "pipeline stages");
     cli_add(s, "vpp", CLI_INT, &cp->vpp, "N", "virtual pipeline chunks per stage (interleaved)");
+    cli_add(s, "vpp-group", CLI_INT, &cp->vpp_group, "N",
+            "interleaved: micro-batches run through a chunk before the next, pp..micro-batches (default pp)");
     cli_add(s, "dp", CLI_INT, &cp->dp, "N", "data parallel size (default: gpus/(tp*pp*cp))");
     cli_add(s, "cp", CLI_INT, &cp->cp, "N", "context parallel size");
     cli_add(s, "ep", CLI_INT, &cp->ep, "N", "expert parallel size");
@@ -115,7 +117,7 @@ int cli_plan_load(const CliSpec *s, CliPlan *cp, const ModelSpec *m, int64_t gpu
                   ParallelPlan *p)
 {
     plan_init(p);
-    p->tp = cp->tp; p->pp = cp->pp; p->vpp = cp->vpp; p->dp = cp->dp; p->cp = cp->cp;
+    p->tp = cp->tp; p->pp = cp->pp; p->vpp = cp->vpp; p->vpp_group = cp->vpp_group; p->dp = cp->dp; p->cp = cp->cp;
     p->ep = cp->ep; p->etp = cp->etp;
     p->sp = cp->sp;
     p->sp_set = cli_seen(s, "sp") || cli_seen(s, "no-sp");

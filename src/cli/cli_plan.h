@@ -13,7 +13,7 @@
 
 
 typedef struct CliPlan {
-    int64_t tp, pp, vpp, dp, cp, ep, etp, zero, recompute_layers;
+    int64_t tp, pp, vpp, vpp_group, dp, cp, ep, etp, zero, recompute_layers;
     int64_t micro_batch, global_batch, seq, shampoo_blocks, gpus;
     int64_t moe_node_limit, dp_shard;
     double moe_imbalance, moe_capacity;

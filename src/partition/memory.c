@@ -94,8 +94,9 @@ static double inflight(const ParallelPlan *p, int64_t s)
     double m = (double)p->grad_accum, pp = (double)p->pp, v = (double)p->vpp;
     if (p->schedule == PLAN_SCHED_GPIPE) return m;
     if (p->vpp > 1) {
-        /* Megatron's interleaved warm-up: (pp - s - 1)*2 + (v - 1)*pp + 1 chunk units */
-        double u = (pp - (double)s - 1) * 2 + (v - 1) * pp + 1;
+        /* Megatron's interleaved warm-up: (pp - s - 1)*2 + (v - 1)*N + 1 chunk
+         * units, N micro-batches per group (plan_vpp_group, pp by default) */
+        double u = (pp - (double)s - 1) * 2 + (v - 1) * (double)plan_vpp_group(p) + 1;
         if (u > m * v) u = m * v;
         return u / v;
     }

@@ -309,6 +309,45 @@ static TsStatus validate_dual(const ParallelPlan *p, TsError *err)
     return TS_OK;
 }
 
+/* Megatron's interleaved 1F1B runs a rank's micro-batches through one model
+ * chunk in groups of N (Megatron-Core microbatch_group_size_per_vp_stage,
+ * default pp) before the next chunk. Megatron-Core
+ * (forward_backward_pipelining_with_interleaving) refuses N outside
+ * [pp, M] and a last group of fewer than pp micro-batches ("dependency
+ * bubbles"): M mod N is 0 or at least pp. With the default N = pp that is
+ * Megatron-LM's old rule, M a multiple of pp. */
+static TsStatus check_vpp_group(const ParallelPlan *p, int64_t m, TsError *err)
+{
+    if (p->vpp_group < 0)
+        return bad(err, NULL, "--vpp-group must be at least 1, got %lld%.0lld", LL(p->vpp_group), LL(0));
+    if (p->vpp_group > 0 && p->schedule != PLAN_SCHED_INTERLEAVED)
+        return bad(err, "the micro-batch group is the interleaved schedule's (give --vpp > 1)",
+                   "--vpp-group %lld needs --schedule interleaved%.0lld", LL(p->vpp_group), LL(0));
+    if (p->schedule != PLAN_SCHED_INTERLEAVED) return TS_OK;
+    if (p->vpp_group == 0) {
+        if (m % p->pp == 0) return TS_OK;
+        return bad(err,
+                   m > p->pp ? "the interleaved schedule runs micro-batches in groups of --pp; change --global-batch, "
+                               "--micro-batch or --dp, give --vpp-group N (pp..micro-batches) that leaves a last "
+                               "group of 0 or at least pp, or use --schedule 1f1b"
+                             : "the interleaved schedule runs micro-batches in groups of --pp; change --global-batch, "
+                               "--micro-batch or --dp, or use --schedule 1f1b",
+                   "--schedule interleaved needs the micro-batches per pipeline (%lld) to be a multiple of --pp %lld",
+                   LL(m), LL(p->pp));
+    }
+    int64_t n = p->vpp_group;
+    if (n < p->pp || n > m)
+        return bad(err, "Megatron-Core runs N contiguous micro-batches per virtual stage with pp <= N <= the "
+                        "micro-batches per pipeline",
+                   "--vpp-group %lld is outside [pp %lld, micro-batches %lld]", LL(n), LL(p->pp), LL(m));
+    if (m % n != 0 && m % n < p->pp)
+        return bad(err, "Megatron-Core refuses a last group smaller than pp (dependency bubbles): pick N that "
+                        "leaves a last group of 0 or at least pp",
+                   "--vpp-group %lld leaves a last group of %lld micro-batches, fewer than --pp %lld", LL(n), LL(m % n),
+                   LL(p->pp));
+    return TS_OK;
+}
+
 TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
 {
     if (p->gpus != p->tp * p->pp * p->cp * p->dp)
@@ -357,17 +396,9 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
     if (p->global_batch % (p->micro_batch * p->dp) != 0)
         return bad(err, "global batch = micro-batch * dp * gradient-accumulation steps",
                    "--global-batch %lld is not divisible by micro-batch*dp = %lld", LL(p->global_batch), LL(p->micro_batch * p->dp));
-    /* Megatron's interleaved 1F1B runs micro-batches in groups of pp per
-     * model chunk, whole groups only: Megatron-LM asserts "number of
-     * microbatches is not divisible by pipeline-parallel size when using
-     * interleaved schedule" (schedules.py, 2021; Megatron-Core raises the
-     * same RuntimeError), so fewer micro-batches than pp are refused too */
     int64_t m_acc = p->global_batch / (p->micro_batch * p->dp);
-    if (p->schedule == PLAN_SCHED_INTERLEAVED && m_acc % p->pp != 0)
-        return bad(err, "the interleaved schedule runs micro-batches in groups of --pp; change --global-batch, "
-                        "--micro-batch or --dp, or use --schedule 1f1b",
-                   "--schedule interleaved needs the micro-batches per pipeline (%lld) to be a multiple of --pp %lld",
-                   LL(m_acc), LL(p->pp));
+    TsStatus gs = check_vpp_group(p, m_acc, err);
+    if (gs) return gs;
     if ((p->tp * p->cp * p->dp) % (p->etp * p->ep) != 0)
         return bad(err, "expert groups are carved from the tp*cp*dp ranks of a pipeline stage",
                    "--ep * --etp = %lld does not divide tp*cp*dp = %lld", LL(p->ep * p->etp), LL(p->tp * p->cp * p->dp));
@@ -498,6 +529,7 @@ void plan_describe(const ParallelPlan *p, TsBuf *out)
 {
     ts_buf_printf(out, "tp%lld pp%lld", (long long)p->tp, (long long)p->pp);
     if (p->vpp > 1) ts_buf_printf(out, " vpp%lld", (long long)p->vpp);
+    if (p->vpp_group > 0) ts_buf_printf(out, " group%lld", (long long)p->vpp_group);
     ts_buf_printf(out, " dp%lld", (long long)p->dp);
     if (p->cp > 1) ts_buf_printf(out, " cp%lld", (long long)p->cp);
     if (p->ep > 1) ts_buf_printf(out, " ep%lld etp%lld", (long long)p->ep, (long long)p->etp);

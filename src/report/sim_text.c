@@ -1,6 +1,8 @@
 /* sim_text.c — the readable summary of `trainsim simulate` (report_sim.h). */
 #include "trainsim/report_sim.h"
 
+#include <stdio.h>
+
 static double gib(double b) { return b / 1073741824.0; }
 
 static void tm(TsBuf *b, double s)
@@ -198,11 +200,13 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
     ts_buf_printf(b, "trainsim simulate: %s (%.2f B params) on %lld x %s (%s)%s\n", in->model->name,
                   (double)mc.total / 1e9, (long long)p->gpus, in->hw->gpu.name, in->net->cl.name,
                   hw_software_suffix(&in->hw->gpu));
+    char grp[40] = "";
+    if (p->vpp_group > 0) snprintf(grp, sizeof grp, " (groups of %lld)", (long long)p->vpp_group);
     ts_buf_printf(b, "plan: tp %lld, pp %lld, vpp %lld, dp %lld, cp %lld, ep %lld%s, zero %d%s, recompute %s, "
-                     "%s, micro-batch %lld, global batch %lld (%lld micro-batches), seq %lld, %s%s\n\n",
+                     "%s%s, micro-batch %lld, global batch %lld (%lld micro-batches), seq %lld, %s%s\n\n",
                   (long long)p->tp, (long long)p->pp, (long long)p->vpp, (long long)p->dp, (long long)p->cp,
                   (long long)p->ep, p->sp ? ", sp" : "", p->zero, p->dist_opt ? ", dist-opt" : "",
-                  plan_recompute_name(p->recompute), plan_sched_name(p->schedule), (long long)p->micro_batch,
+                  plan_recompute_name(p->recompute), plan_sched_name(p->schedule), grp, (long long)p->micro_batch,
                   (long long)p->global_batch, (long long)p->grad_accum, (long long)p->seq, ts_dtype_name(p->dtype),
                   p->tp_overlap ? ", tp-overlap" : "");
     TsBuf split = {0}; /* (a split --balance-stages chose is shown with the balance) */

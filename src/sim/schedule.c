@@ -63,7 +63,7 @@ enum { DUR_F, DUR_B, DUR_I, DUR_W };
 typedef struct SimProg {
     SimOp *ops;
     size_t cap;
-    int64_t n, m;        /* n == 0: empty slot */
+    int64_t n, m, g;     /* n == 0: empty slot; g: the interleaved group */
     int32_t p, v, sched;
     uint64_t used;       /* LRU stamp */
     uint8_t *wlast;      /* [p*v]: the chunk's last gradient work is a W task */
@@ -310,6 +310,9 @@ static int64_t dep_of(const SimPipeline *pl, int64_t mc, int32_t s, int32_t c, i
     return (bwd ? nt : 0) + ((int64_t)ps * v + pc) * mc + mb;
 }
 
+/* The interleaved schedule's micro-batch group (SimPipeline.group). */
+static int64_t group_of(const SimPipeline *pl) { return pl->group > 0 ? pl->group : pl->stages; }
+
 /* Fill order[0..) for stage s; returns the count. */
 static int64_t make_order(const SimPipeline *pl, SimWork *w, int32_t s, int32_t *o)
 {
@@ -331,13 +334,15 @@ static int64_t make_order(const SimPipeline *pl, SimWork *w, int32_t s, int32_t 
         return n;
     }
     /* Megatron interleaved 1F1B (schedules.py,
-     * forward_backward_pipelining_with_interleaving), group size p. */
+     * forward_backward_pipelining_with_interleaving, get_pp_rank_microbatches),
+     * groups of N = group_of micro-batches (p by default). */
     const int32_t *vmb = w->vmb;
+    const int64_t grp = group_of(pl);
     int64_t total = m * v, warm;
-    if (m == p) {
+    if (m == p && grp == p) {
         warm = total;
     } else {
-        warm = (p - s - 1) * 2 + (v - 1) * p;
+        warm = (p - s - 1) * 2 + (v - 1) * grp;
         if (warm > total) warm = total;
     }
     int32_t vm1 = (int32_t)(v - 1);
@@ -462,6 +467,7 @@ static int64_t compile_stage(const SimPipeline *pl, SimProg *pg, const int32_t *
  * steps apart. */
 static int sched_key(const SimPipeline *pl) { return (int)pl->schedule + (pl->ds_pipe ? PLAN_SCHED_COUNT : 0); }
 
+
 /* DeepSpeed's pipeline (plan_ds_step), step by step: a stage's exchange with
  * its neighbour and then its compute are one operation, which starts once
  * both stages are free (dep: the neighbour's latest operation; the exchange
@@ -517,6 +523,7 @@ static TsStatus compiled(const SimPipeline *pl, SimWork *w, SimProg *pg, int64_t
     pg->p = p;
     pg->v = pl->chunks;
     pg->m = pl->micro_batches;
+    pg->g = group_of(pl);
     pg->sched = sched_key(pl);
     *out = pg;
     return TS_OK;
@@ -535,7 +542,7 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
     SimProg *pg = &w->progs[0];
     for (int i = 0; i < SIM_PROG_CACHE; i++) {
         SimProg *q = &w->progs[i];
-        if (q->n > 0 && q->p == p && q->v == v && q->m == m && q->sched == sched_key(pl)) {
+        if (q->n > 0 && q->p == p && q->v == v && q->m == m && q->g == group_of(pl) && q->sched == sched_key(pl)) {
             q->used = ++w->clock;
             *out = q;
             return TS_OK;
@@ -550,9 +557,9 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
     memset(pg->wlast, 0, (size_t)(p * v));
     if (pl->ds_pipe) return compiled(pl, w, pg, compile_ds(pl, w, pg->ops), out, err);
     if (pl->schedule == PLAN_SCHED_INTERLEAVED) {
-        int64_t n = 0;
-        for (int64_t start = 0; start < m; start += p) {
-            int64_t g = m - start < p ? m - start : p;
+        int64_t n = 0, grp = group_of(pl);
+        for (int64_t start = 0; start < m; start += grp) {
+            int64_t g = m - start < grp ? m - start : grp;
             for (int32_t c = 0; c < v; c++)
                 for (int64_t j = 0; j < g; j++) w->vmb[n++] = PLAN_TASK(start + j, c, PLAN_TASK_F);
         }
@@ -1204,7 +1211,8 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
     const int64_t P0 = k0 * delta; /* the expected period */
     int64_t mr = head + reach + 2 * P0 + tail; /* room for it */
     *done = false;
-    if (pl->schedule == PLAN_SCHED_INTERLEAVED && m % p) return TS_OK; /* partial groups: the full pass decides */
+    /* partial groups, or groups other than p: the full pass decides */
+    if (pl->schedule == PLAN_SCHED_INTERLEAVED && (m % p || group_of(pl) != p)) return TS_OK;
     if (pl->schedule == PLAN_SCHED_GPIPE) {
         /* GPipe has no back-pressure: stage s forwards at the pace of the
          * slowest stage up to s, and backwards of the slowest from s on. One

@@ -797,22 +797,23 @@ typedef struct Step {
 
 /* Megatron-Core forward_backward_pipelining_* order for pipeline rank s:
  * warm-up forwards, steady 1F1B pairs, cool-down backwards. Interleaved:
- * micro-batches in groups of pp (the last group smaller when pp does not
- * divide them, as the simulator's schedule engine orders them); within a
- * group of g, virtual micro-batch k runs model chunk k/g (reversed for
+ * micro-batches in groups of N (plan_vpp_group: pp, or
+ * microbatch_group_size_per_vp_stage; the last group smaller when N does
+ * not divide them, as the simulator's schedule engine orders them); within
+ * a group of g, virtual micro-batch k runs model chunk k/g (reversed for
  * backward) on micro-batch k mod g of the group. */
 static Step step_at(const ParallelPlan *p, int64_t s, int64_t v, int64_t k, bool fwd)
 {
-    int64_t pp = p->pp;
+    int64_t pp = p->pp, N = plan_vpp_group(p);
     if (v == 1) return (Step){fwd, k, s};
-    int64_t full = p->grad_accum / pp, grp = k / (pp * v), g = pp, in = k % (pp * v);
+    int64_t full = p->grad_accum / N, grp = k / (N * v), g = N, in = k % (N * v);
     if (grp >= full) { /* the last, partial group */
         grp = full;
-        g = p->grad_accum - full * pp;
-        in = k - full * pp * v;
+        g = p->grad_accum - full * N;
+        in = k - full * N * v;
     }
     int64_t vc = in / g;
-    return (Step){fwd, grp * pp + in % g, (fwd ? vc : v - 1 - vc) * pp + s};
+    return (Step){fwd, grp * N + in % g, (fwd ? vc : v - 1 - vc) * pp + s};
 }
 
 static int64_t schedule(const ParallelPlan *p, int64_t s, Step *out)
@@ -828,7 +829,8 @@ static int64_t schedule(const ParallelPlan *p, int64_t s, Step *out)
     int64_t total = ga * v;
     /* interleaved with as many micro-batches as stages: all forwards first
      * (Megatron's all_warmup_microbatches) */
-    int64_t warm = v > 1 ? (ga == pp ? total : (pp - s - 1) * 2 + (v - 1) * pp) : pp - s - 1;
+    int64_t N = plan_vpp_group(p);
+    int64_t warm = v > 1 ? (ga == pp && N == pp ? total : (pp - s - 1) * 2 + (v - 1) * N) : pp - s - 1;
     if (warm > total) warm = total;
     int64_t kf = 0, kb = 0;
     for (; kf < warm; kf++) out[n++] = step_at(p, s, v, kf, true);

@@ -281,6 +281,41 @@ static void test_workspace_reuse_and_trace(void **state)
     sim_work_destroy(NULL);
 }
 
+/* Megatron-Core's micro-batch groups (ModelParallelConfig's docstring of
+ * microbatch_group_size_per_vp_stage: PP 2, VP 2, N 3, M 5 runs rank 0's
+ * forwards as 0 1 2 0 1 2 3 4 3 4 over chunks 0 0 0 1 1 1 0 0 1 1), and the
+ * same pipeline compiled with the default group next to it: the cached
+ * program of one must not answer for the other. */
+static void test_vpp_group_order(void **state)
+{
+    (void)state;
+    SimWork *w = sim_work_create();
+    SimChunkCost c[4];
+    uniform(c, 4, 1, 2);
+    static const int want_mb[10] = {0, 1, 2, 0, 1, 2, 3, 4, 3, 4}, want_c[10] = {0, 0, 0, 1, 1, 1, 0, 0, 1, 1};
+    for (int k = 0; k < 2; k++) {
+        SimPipeline pl = {.stages = 2, .chunks = 2, .micro_batches = 5, .group = k ? 0 : 3,
+                          .schedule = PLAN_SCHED_INTERLEAVED, .chunk = c, .record = true};
+        if (k) pl.micro_batches = 6; /* groups of p = 2 */
+        SimResult r;
+        TsError err = {0};
+        assert_int_equal(sim_pipeline_run(&pl, w, &r, &err), TS_OK);
+        int n = 0;
+        for (int64_t i = 0; i < r.n_spans; i++) {
+            const SimSpan *sp = &r.spans[i];
+            if (sp->stage != 0 || sp->kind != 'F') continue;
+            if (k == 0 && n < 10) {
+                assert_int_equal(sp->micro_batch, want_mb[n]);
+                assert_int_equal(sp->chunk, want_c[n]);
+            }
+            if (k == 1 && n < 4) assert_int_equal(sp->chunk, n / 2); /* 0 1 | 0 1 of chunk 0, then chunk 1 */
+            n++;
+        }
+        assert_int_equal(n, 2 * (int)pl.micro_batches);
+    }
+    sim_work_destroy(w);
+}
+
 /* ---- the full simulator (presets from TRAINSIM_DATA) ---------------------- */
 typedef struct Fix {
     ModelSpec m;
@@ -755,7 +790,7 @@ int main(void)
         cmocka_unit_test(test_dp_shared_walk),
         cmocka_unit_test(test_dp_overlap), cmocka_unit_test(test_param_gather_overlap),
         cmocka_unit_test(test_bad_pipeline),
-        cmocka_unit_test(test_workspace_reuse_and_trace),
+        cmocka_unit_test(test_workspace_reuse_and_trace), cmocka_unit_test(test_vpp_group_order),
         cmocka_unit_test(test_more_bandwidth_never_slower),
         cmocka_unit_test(test_pp1_no_bubble_full),
         cmocka_unit_test(test_larger_batch_never_lowers_throughput),

@@ -159,6 +159,7 @@ bool acc_says_nemo2(const char *const text[2])
             char *end;
             long major = strtol(s + 5, &end, 10), minor = -1;
             if (*end == '.' && isdigit((unsigned char)end[1])) minor = strtol(end + 1, NULL, 10);
+            if (major >= 100) continue; /* a year ("NeMo 2024"), not a version */
             if (major == 2 || major >= 25 || (major == 24 && minor >= 9)) return true;
         }
     return false;

@@ -315,7 +315,7 @@ static TsStatus validate_dual(const ParallelPlan *p, TsError *err)
  * (forward_backward_pipelining_with_interleaving) refuses N outside
  * [pp, M] and a last group of fewer than pp micro-batches ("dependency
  * bubbles"): M mod N is 0 or at least pp. With the default N = pp that is
- * Megatron-LM's old rule, M a multiple of pp. */
+ * Megatron-LM's old rule, M a multiple of pp. Only Megatron-Core sets N. */
 static TsStatus check_vpp_group(const ParallelPlan *p, int64_t m, TsError *err)
 {
     if (p->vpp_group < 0)
@@ -324,14 +324,20 @@ static TsStatus check_vpp_group(const ParallelPlan *p, int64_t m, TsError *err)
         return bad(err, "the micro-batch group is the interleaved schedule's (give --vpp > 1)",
                    "--vpp-group %lld needs --schedule interleaved%.0lld", LL(p->vpp_group), LL(0));
     if (p->schedule != PLAN_SCHED_INTERLEAVED) return TS_OK;
+    if (p->vpp_group > 0 && p->framework != PLAN_FRAMEWORK_MEGATRON)
+        return bad(err, "Megatron-Core's --microbatch-group-size-per-virtual-pipeline-stage sets it; the other "
+                        "frameworks' interleaved schedules have no such setting",
+                   "--vpp-group needs --framework megatron (got %s)", plan_framework_name(p->framework));
+    if (m < p->pp)
+        return bad(err, "the interleaved schedule runs at least pp micro-batches per pipeline; raise --global-batch, "
+                        "lower --micro-batch or --dp, or use --schedule 1f1b",
+                   "--schedule interleaved needs at least --pp %lld micro-batches per pipeline (got %lld)",
+                   LL(p->pp), LL(m));
     if (p->vpp_group == 0) {
         if (m % p->pp == 0) return TS_OK;
-        return bad(err,
-                   m > p->pp ? "the interleaved schedule runs micro-batches in groups of --pp; change --global-batch, "
-                               "--micro-batch or --dp, give --vpp-group N (pp..micro-batches) that leaves a last "
-                               "group of 0 or at least pp, or use --schedule 1f1b"
-                             : "the interleaved schedule runs micro-batches in groups of --pp; change --global-batch, "
-                               "--micro-batch or --dp, or use --schedule 1f1b",
+        return bad(err, "the interleaved schedule runs micro-batches in groups of --pp; change --global-batch, "
+                        "--micro-batch or --dp, give --vpp-group N (pp..micro-batches) that leaves a last group of "
+                        "0 or at least pp, or use --schedule 1f1b",
                    "--schedule interleaved needs the micro-batches per pipeline (%lld) to be a multiple of --pp %lld",
                    LL(m), LL(p->pp));
     }
@@ -343,8 +349,8 @@ static TsStatus check_vpp_group(const ParallelPlan *p, int64_t m, TsError *err)
     if (m % n != 0 && m % n < p->pp)
         return bad(err, "Megatron-Core refuses a last group smaller than pp (dependency bubbles): pick N that "
                         "leaves a last group of 0 or at least pp",
-                   "--vpp-group %lld leaves a last group of %lld micro-batches, fewer than --pp %lld", LL(n), LL(m % n),
-                   LL(p->pp));
+                   "--vpp-group %lld leaves a last group of %lld micro-batch%s, fewer than --pp %lld", LL(n),
+                   LL(m % n), m % n == 1 ? "" : "es", LL(p->pp));
     return TS_OK;
 }
 

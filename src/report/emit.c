@@ -151,9 +151,6 @@ static TsStatus check_common(const Emit *e)
         return refuse(e, "the recipes write 1F1B, interleaved or (torchtitan) GPipe; simulate the plan with one of them "
                          "to write its launch",
                       "--schedule %s has no %s setting", plan_sched_name(p->schedule), rep_emit_name(e->t));
-    if (p->vpp_group > 0 && e->t != REP_EMIT_MEGATRON && e->t != REP_EMIT_NEMO)
-        return refuse(e, "Megatron-Core's --microbatch-group-size-per-virtual-pipeline-stage runs it; drop --vpp-group",
-                      "--vpp-group has no %s setting", rep_emit_name(e->t));
     if (p->schedule == PLAN_SCHED_1F1B_A2A && e->t != REP_EMIT_MEGATRON && e->t != REP_EMIT_NEMO)
         return refuse(e, "Megatron-Core's --overlap-moe-expert-parallel-comm runs it; simulate with --schedule 1f1b",
                       "--schedule 1f1b-a2a has no %s setting", rep_emit_name(e->t));
@@ -499,6 +496,8 @@ static void mc_parallel(const Mc *c)
     if (p->vpp_group > 0) /* ModelParallelConfig.microbatch_group_size_per_vp_stage */
         mc_int(c, "--microbatch-group-size-per-virtual-pipeline-stage", "model.microbatch_group_size_per_vp_stage",
                p->vpp_group);
+    else if (c->nemo) /* a recipe's own group would change the order simulated */
+        mc_set(c, NULL, NULL, "model.microbatch_group_size_per_vp_stage", "null");
     mc_int(c, "--context-parallel-size", "model.context_parallel_size", p->cp);
     if (p->cp > 1) {
         /* TransformerConfig.cp_comm_type: "p2p", "all_gather", "a2a" [MCORE] */

@@ -193,12 +193,15 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
     ts_json_escape(b, cl->name);
     ts_buf_puts(b, ", \"gpu\": ");
     ts_json_escape(b, in->hw->gpu.name);
-    ts_buf_printf(b, ", \"gpus\": %lld, \"nodes\": %lld, \"gpus_per_node\": %lld, \"software\": %d, \"sm_clock_mhz\": %.17g}",
+    ts_buf_printf(b, ", \"gpus\": %lld, \"nodes\": %lld, \"gpus_per_node\": %lld, \"software\": %d, \"sm_clock_mhz\": ",
                   (long long)p->gpus,
                   (long long)((p->gpus + cl->gpus_per_node - 1) / (cl->gpus_per_node > 0 ? cl->gpus_per_node : 1)),
                   (long long)cl->gpus_per_node,
-                  in->hw->gpu.software == HW_SOFTWARE_2024 ? HW_SOFTWARE_2024 : HW_SOFTWARE_2025,
-                  sim_sm_clock_mhz(&in->hw->gpu, p->gpus));
+                  in->hw->gpu.software == HW_SOFTWARE_2024 ? HW_SOFTWARE_2024 : HW_SOFTWARE_2025);
+    double clk = sim_sm_clock_mhz(&in->hw->gpu, p->gpus);
+    if (clk > 0) ts_json_fmt_double(b, clk);
+    else ts_buf_puts(b, "null"); /* a GPU file without clocks */
+    ts_buf_puts(b, "}");
     if (train) {
         const TrainEstimate *e = train->est;
         ts_buf_puts(b, ", \"train\": {");

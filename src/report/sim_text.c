@@ -56,7 +56,10 @@ static void clock_line(const SimSetup *in, TsBuf *b)
     if (one || g->sustained_clock_mhz > 0)
         ts_buf_printf(b, "  SM clock              %.0f MHz %s (peak %.0f)", clk,
                       one ? "of one GPU alone" : "sustained in training", g->clock_mhz);
-    else ts_buf_printf(b, "  SM clock              %.0f MHz (peak; no sustained clock: the preset's efficiencies carry it)", g->clock_mhz);
+    else if (g->clock_mhz > 0)
+        ts_buf_printf(b, "  SM clock              %.0f MHz (peak; no sustained clock: the GPU's efficiencies carry it)",
+                      g->clock_mhz);
+    else ts_buf_puts(b, "  SM clock              unknown (the GPU file gives none: its efficiencies carry it)");
     if (lag > 0) ts_buf_printf(b, "; the slowest of %lld GPUs %.1f%% behind (--gpu-spread)", (long long)n, 100 * lag);
     ts_buf_puts(b, "\n");
 }

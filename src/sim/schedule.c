@@ -334,17 +334,14 @@ static int64_t make_order(const SimPipeline *pl, SimWork *w, int32_t s, int32_t 
         return n;
     }
     /* Megatron interleaved 1F1B (schedules.py,
-     * forward_backward_pipelining_with_interleaving, get_pp_rank_microbatches),
-     * groups of N = group_of micro-batches (p by default). */
+     * forward_backward_pipelining_with_interleaving, get_pp_rank_microbatches):
+     * groups of N = group_of micro-batches (p by default), a warm-up of
+     * (p - s - 1)*2 + (v - 1)*N forwards, all of them where that reaches
+     * the total (Megatron-Core 0.10 on; Megatron-LM before ran every
+     * stage's forwards first when m == p) */
     const int32_t *vmb = w->vmb;
-    const int64_t grp = group_of(pl);
-    int64_t total = m * v, warm;
-    if (m == p && grp == p) {
-        warm = total;
-    } else {
-        warm = (p - s - 1) * 2 + (v - 1) * grp;
-        if (warm > total) warm = total;
-    }
+    int64_t total = m * v, warm = (p - s - 1) * 2 + (v - 1) * group_of(pl);
+    if (warm > total) warm = total;
     int32_t vm1 = (int32_t)(v - 1);
 #define FWD(k) (vmb[k])
 #define BWD(k) (vmb[k] + (vm1 - PLAN_TASK_CHUNK(vmb[k]) * 2) * 8 + PLAN_TASK_B)
@@ -841,6 +838,9 @@ static TsStatus check(const SimPipeline *pl, TsError *err)
         return ts_err(err, TS_ERR_PLAN, "%d model chunks per stage need the interleaved schedule", pl->chunks);
     if (pl->micro_batches >= (1 << 21))
         return ts_err(err, TS_ERR_PLAN, "too many micro-batches (%lld)", (long long)pl->micro_batches);
+    if (pl->group < 0 || (pl->group > 0 && (pl->group < pl->stages || pl->schedule != PLAN_SCHED_INTERLEAVED)))
+        return ts_err(err, TS_ERR_PLAN, "an interleaved micro-batch group runs at least p = %d micro-batches (got %lld)",
+                      pl->stages, (long long)pl->group);
     if (pl->schedule == PLAN_SCHED_DUALPIPE && (pl->stages % 2 || pl->micro_batches % 2))
         return ts_err(err, TS_ERR_PLAN, "dualpipe needs an even number of stages and of micro-batches (got %d, %lld)",
                       pl->stages, (long long)pl->micro_batches);

@@ -168,6 +168,15 @@ TsStatus wl_build_aicb(const WlStep *step, const WlAicbOptions *o, Workload **ou
                          "--schedule 1f1b");
         return TS_ERR_PLAN;
     }
+    if (p->vpp_group > 0 && p->vpp_group != p->pp) {
+        /* the header's pp, vpp and ga are all SimAI reads of the schedule */
+        ts_err(err, TS_ERR_PLAN, "AICB's header has no interleaved micro-batch group (--vpp-group %lld): SimAI "
+                                 "prices the schedule from pp, vpp and ga alone",
+               (long long)p->vpp_group);
+        ts_err_hint(err, "write the plan as --format json or chakra, whose task graphs run its order, or drop "
+                         "--vpp-group");
+        return TS_ERR_PLAN;
+    }
     if (p->dp_shard > 0 && p->zero >= 3) {
         ts_err(err, TS_ERR_PLAN, "AICB's rows have no HSDP groups (--dp-shard): its ZeRO-3 rows span all of DP");
         ts_err_hint(err, "write the plan as --format json or chakra, whose shard and replicate groups carry it");

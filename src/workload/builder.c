@@ -827,10 +827,9 @@ static int64_t schedule(const ParallelPlan *p, int64_t s, Step *out)
         return n;
     }
     int64_t total = ga * v;
-    /* interleaved with as many micro-batches as stages: all forwards first
-     * (Megatron's all_warmup_microbatches) */
-    int64_t N = plan_vpp_group(p);
-    int64_t warm = v > 1 ? (ga == pp && N == pp ? total : (pp - s - 1) * 2 + (v - 1) * N) : pp - s - 1;
+    /* interleaved: Megatron-Core's get_pp_rank_microbatches, all forwards
+     * first only where the warm-up reaches the total */
+    int64_t warm = v > 1 ? (pp - s - 1) * 2 + (v - 1) * plan_vpp_group(p) : pp - s - 1;
     if (warm > total) warm = total;
     int64_t kf = 0, kb = 0;
     for (; kf < warm; kf++) out[n++] = step_at(p, s, v, kf, true);

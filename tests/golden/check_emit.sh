@@ -24,7 +24,8 @@ MLM=(--num-layers --hidden-size --ffn-hidden-size --num-attention-heads --group-
   --moe-router-topk --moe-ffn-hidden-size --moe-shared-expert-intermediate-size --moe-layer-freq
   --moe-token-dispatcher-type --moe-grouped-gemm --overlap-moe-expert-parallel-comm --tensor-model-parallel-size --sequence-parallel
   --tp-comm-overlap --pipeline-model-parallel-size --pipeline-model-parallel-layout
-  --num-layers-per-virtual-pipeline-stage --context-parallel-size --cp-comm-type
+  --num-layers-per-virtual-pipeline-stage --microbatch-group-size-per-virtual-pipeline-stage
+  --context-parallel-size --cp-comm-type
   --expert-model-parallel-size --expert-tensor-parallel-size --use-distributed-optimizer
   --use-megatron-fsdp --data-parallel-sharding-strategy --no-gradient-accumulation-fusion --ckpt-format
   --overlap-grad-reduce --overlap-param-gather --ddp-bucket-size --recompute-granularity
@@ -45,6 +46,7 @@ NEMO=(model.num_layers model.hidden_size model.ffn_hidden_size model.num_attenti
   model.moe_token_dispatcher_type model.moe_grouped_gemm model.overlap_moe_expert_parallel_comm model.attention_backend
   model.tensor_model_parallel_size model.sequence_parallel comm_overlap.tp_comm_overlap
   model.pipeline_model_parallel_size model.virtual_pipeline_model_parallel_size
+  model.microbatch_group_size_per_vp_stage
   model.num_layers_in_first_pipeline_stage model.num_layers_in_last_pipeline_stage
   model.account_for_embedding_in_pipeline_split model.account_for_loss_in_pipeline_split
   model.pipeline_model_parallel_layout model.context_parallel_size model.cp_comm_type

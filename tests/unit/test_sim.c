@@ -283,20 +283,24 @@ static void test_workspace_reuse_and_trace(void **state)
 
 /* Megatron-Core's micro-batch groups (ModelParallelConfig's docstring of
  * microbatch_group_size_per_vp_stage: PP 2, VP 2, N 3, M 5 runs rank 0's
- * forwards as 0 1 2 0 1 2 3 4 3 4 over chunks 0 0 0 1 1 1 0 0 1 1), and the
- * same pipeline compiled with the default group next to it: the cached
- * program of one must not answer for the other. */
+ * forwards as 0 1 2 0 1 2 3 4 3 4 over chunks 0 0 0 1 1 1 0 0 1 1); then
+ * M 6 in groups of 3 and in the default groups of p = 2 on one work space,
+ * so that the cached program of one cannot answer for the other; a group
+ * below p is refused. */
 static void test_vpp_group_order(void **state)
 {
     (void)state;
     SimWork *w = sim_work_create();
     SimChunkCost c[4];
     uniform(c, 4, 1, 2);
-    static const int want_mb[10] = {0, 1, 2, 0, 1, 2, 3, 4, 3, 4}, want_c[10] = {0, 0, 0, 1, 1, 1, 0, 0, 1, 1};
-    for (int k = 0; k < 2; k++) {
-        SimPipeline pl = {.stages = 2, .chunks = 2, .micro_batches = 5, .group = k ? 0 : 3,
+    static const struct { int64_t m, g; int mb[12], ch[12]; } CASES[] = {
+        {5, 3, {0, 1, 2, 0, 1, 2, 3, 4, 3, 4}, {0, 0, 0, 1, 1, 1, 0, 0, 1, 1}},
+        {6, 3, {0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5}, {0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1}},
+        {6, 0, {0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5}, {0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1}},
+    };
+    for (size_t k = 0; k < sizeof CASES / sizeof CASES[0]; k++) {
+        SimPipeline pl = {.stages = 2, .chunks = 2, .micro_batches = CASES[k].m, .group = CASES[k].g,
                           .schedule = PLAN_SCHED_INTERLEAVED, .chunk = c, .record = true};
-        if (k) pl.micro_batches = 6; /* groups of p = 2 */
         SimResult r;
         TsError err = {0};
         assert_int_equal(sim_pipeline_run(&pl, w, &r, &err), TS_OK);
@@ -304,15 +308,18 @@ static void test_vpp_group_order(void **state)
         for (int64_t i = 0; i < r.n_spans; i++) {
             const SimSpan *sp = &r.spans[i];
             if (sp->stage != 0 || sp->kind != 'F') continue;
-            if (k == 0 && n < 10) {
-                assert_int_equal(sp->micro_batch, want_mb[n]);
-                assert_int_equal(sp->chunk, want_c[n]);
-            }
-            if (k == 1 && n < 4) assert_int_equal(sp->chunk, n / 2); /* 0 1 | 0 1 of chunk 0, then chunk 1 */
+            assert_int_equal(sp->micro_batch, CASES[k].mb[n]);
+            assert_int_equal(sp->chunk, CASES[k].ch[n]);
             n++;
         }
-        assert_int_equal(n, 2 * (int)pl.micro_batches);
+        assert_int_equal(n, 2 * (int)CASES[k].m);
     }
+    SimPipeline bad = {.stages = 4, .chunks = 2, .micro_batches = 8, .group = 3,
+                       .schedule = PLAN_SCHED_INTERLEAVED, .chunk = c};
+    SimResult r;
+    TsError err = {0};
+    assert_int_equal(sim_pipeline_run(&bad, w, &r, &err), TS_ERR_PLAN);
+    assert_string_equal(err.msg, "an interleaved micro-batch group runs at least p = 4 micro-batches (got 3)");
     sim_work_destroy(w);
 }
 

@@ -7,7 +7,7 @@
  *   BLOOM tflops_per_gpu    the same formula: Megatron-DeepSpeed's logger
  *                           (throughput_calculator) prints it, x4 under
  *                           activation checkpointing; model FLOPs shown beside;
- *                           so for any row run on Megatron-DeepSpeed
+ *                           so for Megatron-DeepSpeed rows up to 2023 (mds_row)
  *   OPT tflops_per_gpu      our model FLOPs per GPU per second, as the
  *                           validation README says (metaseq's convention is
  *                           not published); the recompute-inclusive count is
@@ -339,6 +339,7 @@ static const char *row_cluster(const char *gpu, bool bloom)
 
 typedef struct RowKind {
     bool n21, nemo, bloom, opt, tt; /* the row's table */
+    bool mds_logger; /* its TFLOP/s are Megatron-DeepSpeed's logger's (mds_row) */
 } RowKind;
 
 /* The row's plan: its stated knobs, and the fixed rule of its table for
@@ -503,6 +504,11 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
         strcat(rules, " (notes); ");
     }
     if (*r->f[col("framework")]) plan_framework_parse(r->f[col("framework")], &p.framework);
+    {
+        const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
+        int y = acc_latest_year(text);
+        s->k.mds_logger = p.framework == PLAN_FRAMEWORK_DEEPSPEED && says(r, "Megatron-DeepSpeed") && y <= 2023;
+    }
     s->in = (SimSetup){.model = &s->m, .plan = p, .hw = hw, .net = &s->net};
     SimOptions *so = &s->in.opt;
     sim_options_init(so);
@@ -523,7 +529,10 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
     int ce = acc_ce_fusion(text);
     if (ce > 0 && p.framework == PLAN_FRAMEWORK_MEGATRON) {
         so->ce_fusion = (SimCeFusion)ce;
-        strcat(rules, ce == SIM_CE_TE ? "TE's fused cross-entropy (notes); " : "fused cross-entropy (notes); ");
+        bool nemo2 = acc_ce_fusion_stated(text) < 0 && ce == SIM_CE_NATIVE; /* NeMo 2's default */
+        strcat(rules, ce == SIM_CE_TE ? "TE's fused cross-entropy (notes); "
+                      : nemo2         ? "fused cross-entropy (NeMo 2); "
+                                      : "fused cross-entropy (notes); ");
     }
     return true;
 }
@@ -549,9 +558,12 @@ static void least_recompute(RowSetup *s, SimWork *w, SimResult *res)
                                                                   : "recompute: least that fits; ");
 }
 
-/* A row run on Megatron-DeepSpeed (BLOOM; a row whose notes or framework
- * column say DeepSpeed): its TFLOP/s are its logger's. */
-static bool mds_row(const RowSetup *s) { return s->k.bloom || s->in.plan.framework == PLAN_FRAMEWORK_DEEPSPEED; }
+/* A row whose TFLOP/s Megatron-DeepSpeed's logger printed as BLOOM's were:
+ * BLOOM, or a row that names Megatron-DeepSpeed, runs its pipeline engine
+ * and dates from 2023 or before (its throughput_calculator took this
+ * formula until it counted the model's own matmuls, Megatron-DeepSpeed
+ * PR 371, August 2024; a year-less row counts as then). */
+static bool mds_row(const RowSetup *s) { return s->k.bloom || s->k.mds_logger; }
 
 /* The row's figure as predicted, in the published convention (the
  * header's "Like with like"). */
@@ -889,9 +901,9 @@ int main(int argc, char **argv)
     print_clock("B200", "b200", " (MB-B200); overlap\n");
     printf("slow-down 10%%; GEMMs: tile/wave candidates plus a stream-K candidate (x0.92 fix-up); FSDP root\n"
            "unit (embedding, output) exposed.\n"
-           "FLOP conventions: N21 paper formula (x4, recompute counted); BLOOM and any row run on\n"
-           "Megatron-DeepSpeed the same formula, as its logger prints it (model FLOPs printed beside);\n"
-           "OPT and other rows model FLOPs (validation/README; metaseq's convention unknown), the\n"
+           "FLOP conventions: N21 paper formula (x4, recompute counted); BLOOM and Megatron-DeepSpeed\n"
+           "rows up to 2023 the same formula, as its logger printed it (model FLOPs printed beside); OPT\n"
+           "and other rows model FLOPs (validation/README; metaseq's convention unknown), the\n"
            "recompute-inclusive count beside.\n");
     sim_work_destroy(w);
     return 0;

@@ -104,7 +104,7 @@ int acc_latest_year(const char *const text[2])
             if (!edge || !isdigit((unsigned char)s[0])) continue;
             int n = 0;
             while (isdigit((unsigned char)s[n])) n++;
-            if (n == 4 && s[4] != '.') {
+            if (n == 4 && !(s[4] == '.' && isdigit((unsigned char)s[5]))) { /* not an arXiv id's 2201. */
                 int v = atoi(s);
                 if (v >= 2016 && v <= 2030 && v > y) y = v;
             }
@@ -149,23 +149,55 @@ int acc_fp32_grad(const char *const text[2])
     return -1;
 }
 
-/* Does the row name NeMo 2 (NeMo 2.x, or a NeMo container 24.09 or later:
- * "NeMo 2.0", "NeMo 24.12", "NeMo 25", "NeMo 25.04")? */
+/* The version after one "nemo" at s (s + 4 on): past ':', '-', '_', spaces,
+ * a 'v' and the words "container" / "framework" ("NeMo container 24.09",
+ * "nvcr.io/nvidia/nemo:24.12", "NeMo v2.0", "NeMo-2.0", "NeMo2"); is it
+ * NeMo 2 (2.x, or a container 24.09 or later)? A bare "2" counts only glued
+ * to the name ("NeMo2", not "NeMo 2 x 8 GPUs"); four digits are a year. */
+static bool nemo2_at(const char *s)
+{
+    const char *v = s + 4;
+    bool glued = isdigit((unsigned char)*v);
+    for (bool more = true; more;) {
+        more = false;
+        while (*v == ' ' || *v == ':' || *v == '-' || *v == '_') v++, more = true;
+        if (acc_starts_ci(v, "container ") || acc_starts_ci(v, "framework ")) v += 10, more = true;
+        if ((*v == 'v' || *v == 'V') && isdigit((unsigned char)v[1])) v++, more = true;
+    }
+    if (!isdigit((unsigned char)*v)) return false;
+    char *end;
+    long major = strtol(v, &end, 10), minor = -1;
+    if (*end == '.' && isdigit((unsigned char)end[1])) minor = strtol(end + 1, NULL, 10);
+    if (major >= 100) return false; /* a year ("NeMo 2024") or a table id ("NEMO2407"), not a version */
+    if (major == 2) return minor >= 0 || glued;
+    return major >= 25 || (major == 24 && minor >= 9);
+}
+
+/* A container tag written before the name ("25.09 NeMo container"): is it
+ * 24.09 or later? */
+static bool nemo2_before(const char *text, const char *s)
+{
+    const char *b = s;
+    if (b == text || b[-1] != ' ') return false;
+    b--;
+    while (b > text && (isdigit((unsigned char)b[-1]) || b[-1] == '.')) b--;
+    if (b > text && isalnum((unsigned char)b[-1])) return false;
+    char *end;
+    long major = strtol(b, &end, 10);
+    if (end == b || *end != '.' || !isdigit((unsigned char)end[1])) return false;
+    long minor = strtol(end + 1, NULL, 10);
+    return (major == 24 && minor >= 9) || (major >= 25 && major < 100);
+}
+
 bool acc_says_nemo2(const char *const text[2])
 {
     for (int c = 0; c < 2; c++)
-        for (const char *s = find_ci(text[c], "nemo "); s; s = find_ci(s + 5, "nemo ")) {
-            if (!isdigit((unsigned char)s[5])) continue;
-            char *end;
-            long major = strtol(s + 5, &end, 10), minor = -1;
-            if (*end == '.' && isdigit((unsigned char)end[1])) minor = strtol(end + 1, NULL, 10);
-            if (major >= 100) continue; /* a year ("NeMo 2024"), not a version */
-            if (major == 2 || major >= 25 || (major == 24 && minor >= 9)) return true;
-        }
+        for (const char *s = find_ci(text[c], "nemo"); s; s = find_ci(s + 4, "nemo"))
+            if (nemo2_at(s) || nemo2_before(text[c], s)) return true;
     return false;
 }
 
-int acc_ce_fusion(const char *const text[2])
+int acc_ce_fusion_stated(const char *const text[2])
 {
     static const char *const impl[] = {"cross_entropy_fusion_impl", "cross-entropy-fusion-impl"};
     static const char *const fuse[] = {"cross_entropy_loss_fusion", "cross-entropy-loss-fusion"};
@@ -173,6 +205,13 @@ int acc_ce_fusion(const char *const text[2])
     if (w && acc_starts_ci(w, "te")) return 2;
     if (w && acc_starts_ci(w, "native")) return 1;
     if ((w = setting(text, fuse))) return acc_starts_ci(w, "false") ? 0 : 1;
+    return -1;
+}
+
+int acc_ce_fusion(const char *const text[2])
+{
+    int said = acc_ce_fusion_stated(text);
+    if (said >= 0) return said;
     if (acc_says(text, "Megatron-Bridge")) return 2;
     return acc_says_nemo2(text) ? 1 : -1;
 }

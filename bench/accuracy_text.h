@@ -37,8 +37,12 @@ int acc_fp32_grad(const char *const text[2]);
  * (NeMo 2's GPTConfig sets cross_entropy_loss_fusion True). */
 int acc_ce_fusion(const char *const text[2]);
 /* Does the row name NeMo 2: "NeMo 2.x", or a NeMo container 24.09 or later
- * ("NeMo 24.12", "NeMo 25", "NeMo 25.04"; not "NeMo 24.07", not a year)? */
+ * ("NeMo 24.12", "NeMo 25", "NeMo container 25.04", "nemo:24.12", "NeMo v2.0";
+ * not "NeMo 24.07", not a year)? */
 bool acc_says_nemo2(const char *const text[2]);
+/* The cross-entropy kernels the row's words set (cross_entropy_fusion_impl,
+ * cross_entropy_loss_fusion), -1 unsaid. */
+int acc_ce_fusion_stated(const char *const text[2]);
 /* The latest year (2016-2030, four digits on their own) they name; 0 if none. */
 int acc_latest_year(const char *const text[2]);
 

@@ -342,6 +342,10 @@ static inline bool plan_rs_per_microbatch(const ParallelPlan *p)
 }
 /* The interleaved schedule's micro-batch group: vpp_group, or pp. */
 static inline int64_t plan_vpp_group(const ParallelPlan *p) { return p->vpp_group > 0 ? p->vpp_group : p->pp; }
+/* The smallest group Megatron-Core runs m micro-batches per pipeline in on
+ * pp stages when m is no multiple of pp (in [pp, m], a last group of 0 or at
+ * least pp: the fewest in flight); 0 when pp's own groups do, or m < pp. */
+int64_t plan_least_vpp_group(int64_t pp, int64_t m);
 bool plan_eager(const ParallelPlan *p);
 bool plan_ds_pipe(const ParallelPlan *p);
 bool plan_hf(const ParallelPlan *p);

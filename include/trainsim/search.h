@@ -170,6 +170,8 @@ typedef struct SearchPoint {
     int32_t n_stage_layers;  /* > 0: simulated on this split of the layers (--balance-stages), else the
                                 uneven rule or an even one */
     int16_t stage_layers[SIM_BALANCE_MAX];
+    int32_t vpp_group;       /* interleaved with micro-batches that pp does not divide: the group
+                                Megatron-Core runs them in (plan_least_vpp_group); 0 = pp's */
 } SearchPoint;
 
 typedef enum { SEARCH_EVAL_OK, SEARCH_EVAL_INVALID, SEARCH_EVAL_NOFIT } SearchEvalStatus;

@@ -354,6 +354,14 @@ static TsStatus check_vpp_group(const ParallelPlan *p, int64_t m, TsError *err)
     return TS_OK;
 }
 
+int64_t plan_least_vpp_group(int64_t pp, int64_t m)
+{
+    if (pp < 1 || m < pp || m % pp == 0) return 0;
+    for (int64_t n = pp + 1; n < m; n++)
+        if (m % n == 0 || m % n >= pp) return n;
+    return m;
+}
+
 TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
 {
     if (p->gpus != p->tp * p->pp * p->cp * p->dp)

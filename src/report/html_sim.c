@@ -99,7 +99,7 @@ TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const ch
     rep_fmt_si(buf[1], sizeof buf[1], r->tokens_per_s);
     rep_fmt_bytes(buf[2], sizeof buf[2], r->memory.total_bytes);
     RepKV *m = ts_arena_alloc(a, 7 * sizeof *m);
-    RepKV *kn = ts_arena_alloc(a, 20 * sizeof *kn);
+    RepKV *kn = ts_arena_alloc(a, 24 * sizeof *kn);
     RepAmount *bd = ts_arena_alloc(a, SIM_BD_COUNT * sizeof *bd);
     RepAmount *mem = ts_arena_alloc(a, 5 * sizeof *mem);
     RepAmount *sbd = r->stages && r->n_stages > 1 ? ts_arena_alloc(a, (size_t)r->n_stages * SIM_BD_COUNT * sizeof *sbd)
@@ -123,6 +123,7 @@ TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const ch
     KI("tp", k->tp);
     KI("pp", k->pp);
     KI("vpp", k->vpp);
+    if (k->vpp_group > 0) KI("vpp group", k->vpp_group);
     KI("dp", k->dp);
     KI("cp", k->cp);
     KI("ep", k->ep);

@@ -36,6 +36,7 @@ static void knobs_json(TsBuf *b, const SearchPoint *p, int64_t layers)
                   sim_cp_comm_name((SimCpComm)k->cp_comm));
     ts_json_fmt_double(b, p->iteration_s);
     if (k->dp_shard > 0) ts_buf_printf(b, ",\"dp_shard\":%d", k->dp_shard);
+    if (p->vpp_group > 0) ts_buf_printf(b, ",\"vpp_group\":%d", p->vpp_group);
     TsBuf split = {0};
     if (uneven_split(p, layers, ",", &split)) ts_buf_printf(b, ",\"stage_layers\":[%s]", split.data);
     ts_buf_free(&split);
@@ -166,7 +167,7 @@ static int table_cols(const ModelSpec *m, const SearchConfig *c, const SearchRes
 static void row_cells(const SearchPoint *p, int rank, char cells[N_COLS][24])
 {
     const SearchKnobs *k = &p->k;
-    snprintf(cells[0], 24, "%d", rank + 1);
+    snprintf(cells[0], 24, "%d%s", rank + 1, p->vpp_group > 0 ? "*" : ""); /* *: its micro-batch group, noted */
     snprintf(cells[1], 24, "%d", k->tp);
     snprintf(cells[2], 24, "%d", k->pp);
     snprintf(cells[3], 24, "%d", k->vpp);
@@ -220,7 +221,17 @@ static bool sweep_notes(const ModelSpec *m, const SearchResult *r, TsBuf *out)
         }
         ts_buf_free(&split);
     }
-    return head;
+    /* the micro-batch groups of the plans that need one (an interleaved* cell) */
+    bool grp = false;
+    for (int r_ = 0; r_ < r->n_top; r_++) {
+        if (r->top[r_].vpp_group <= 0) continue;
+        if (!grp)
+            ts_buf_puts(out, "*: micro-batches that pp does not divide, run in Megatron-Core's interleaved groups "
+                             "(--vpp-group N, --microbatch-group-size-per-virtual-pipeline-stage):\n");
+        grp = true;
+        ts_buf_printf(out, "#%d: --vpp-group %d\n", r_ + 1, r->top[r_].vpp_group);
+    }
+    return head || grp;
 }
 
 void rep_sweep_text(const RepSweep *o, const SearchConfig *c, const SearchResult *r, TsBuf *b)
@@ -248,12 +259,12 @@ void rep_sweep_text(const RepSweep *o, const SearchConfig *c, const SearchResult
         for (int j = 0; j < nc; j++) ts_buf_printf(b, "%s%*s", j ? " " : "", W[cols[j]], cells[cols[j]]);
         ts_buf_puts(b, "\n");
     }
-    /* the notes under the table, indented after their first line */
+    /* the notes under the table, their rows ("#1: ...") indented under their heading */
     TsBuf notes = {0};
     if (sweep_notes(m, r, &notes)) {
         ts_buf_puts(b, "\n");
         for (char *save = NULL, *line = strtok_r(notes.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-            ts_buf_printf(b, "%s%s\n", line == notes.data ? "" : "  ", line);
+            ts_buf_printf(b, "%s%s\n", line[0] == '#' ? "  " : "", line);
     }
     ts_buf_free(&notes);
 }
@@ -298,11 +309,12 @@ TsStatus rep_sweep_html(const RepSweep *o, const SearchConfig *c, const SearchRe
     snprintf(st[3], 32, "%lld", (long long)r->stats.simulated);
     RepKV metrics[] = {{"candidates", st[0]}, {"valid plans", st[1]}, {"pruned (memory)", st[2]},
                        {"simulated", st[3]}, {"ranked by", search_objective_name(c->objective)}};
-    const char **notes = ts_arena_alloc(a, (size_t)(r->n_top + 1) * sizeof *notes); /* a heading, a line a plan */
+    /* two headings, a line a plan under each */
+    const char **notes = ts_arena_alloc(a, (size_t)(2 * r->n_top + 2) * sizeof *notes);
     int n_notes = 0;
     TsBuf nb = {0};
     if (notes && sweep_notes(m, r, &nb))
-        for (char *save = NULL, *line = strtok_r(nb.data, "\n", &save); line && n_notes <= r->n_top;
+        for (char *save = NULL, *line = strtok_r(nb.data, "\n", &save); line && n_notes < 2 * r->n_top + 2;
              line = strtok_r(NULL, "\n", &save))
             notes[n_notes++] = line;
     RepSweepView v = {.title = ts_arena_printf(a, "sweep: %s on %s x %s, seq %lld, global batch %lld, %s", m->name,

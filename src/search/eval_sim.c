@@ -48,6 +48,12 @@ void search_plan_from_knobs(const SearchEvalCtx *x, const SearchKnobs *k, Parall
     p->recompute_modules = p->recompute == PLAN_RECOMPUTE_SELECTIVE ? f->recompute_modules : 0;
     p->uneven = true; /* layers that do not divide pp*vpp: the uneven rule (plan.h) */
     p->schedule = (PlanSchedule)k->schedule;
+    /* micro-batches that pp does not divide: Megatron-Core's smallest group
+     * that runs them (--microbatch-group-size-per-virtual-pipeline-stage) */
+    int64_t md = (int64_t)k->mbs * k->dp;
+    if (p->schedule == PLAN_SCHED_INTERLEAVED && p->framework == PLAN_FRAMEWORK_MEGATRON && md > 0 &&
+        x->global_batch % md == 0)
+        p->vpp_group = plan_least_vpp_group(k->pp, x->global_batch / md);
 }
 
 bool search_sim_setup(const SearchEvalCtx *x, const SearchKnobs *k, SimSetup *in)
@@ -89,6 +95,7 @@ static SearchEvalStatus check(void *ctx, void *scratch, SearchPoint *pt)
     /* err = NULL: only the verdict matters here, and most candidates are
      * invalid; formatting their messages was 40% of a sweep (perf). */
     search_plan_from_knobs(x, &pt->k, &p);
+    pt->vpp_group = (int32_t)p.vpp_group;
     if (plan_resolve(x->model, &p, NULL) != TS_OK) return SEARCH_EVAL_INVALID;
     if (sim_cp_comm_check(x->model, &p, (SimCpComm)pt->k.cp_comm, NULL) != TS_OK) return SEARCH_EVAL_INVALID;
     PartMemory peak;
@@ -126,6 +133,7 @@ static SearchEvalStatus simulate(void *ctx, void *scratch, SearchPoint *pt)
     pt->iteration_s = r.iteration_time_s;
     pt->tokens_per_s = r.tokens_per_s;
     pt->mfu = r.mfu;
+    pt->vpp_group = (int32_t)in.plan.vpp_group;
     const SimBreakdown *b = &r.breakdown;
     pt->exposed_s[SEARCH_EXPOSED_TP] = b->tp_comm_exposed_s;
     pt->exposed_s[SEARCH_EXPOSED_CP] = b->cp_comm_exposed_s;

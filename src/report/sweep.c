@@ -100,19 +100,19 @@ void rep_sweep_json(const RepSweep *o, const SearchConfig *c, const SearchResult
 
 void rep_sweep_csv(const SearchResult *r, TsBuf *b)
 {
-    ts_buf_puts(b, "# trainsim " TRAINSIM_VERSION " sweep, every simulated plan (trainsim-sweep-csv v2)\n"
-                   "index,gpus,tp,pp,vpp,cp,ep,dp,micro_batch,sp,recompute,zero,schedule,tp_overlap,cp_comm,"
+    ts_buf_puts(b, "# trainsim " TRAINSIM_VERSION " sweep, every simulated plan (trainsim-sweep-csv v3)\n"
+                   "index,gpus,tp,pp,vpp,cp,ep,dp,micro_batch,sp,recompute,zero,schedule,tp_overlap,cp_comm,vpp_group,"
                    "iteration_time_s,tokens_per_s,mfu,memory_bytes");
     for (int e = 0; e < SEARCH_EXPOSED_COUNT; e++) ts_buf_printf(b, ",%s_s", search_exposed_name((SearchExposed)e));
     ts_buf_puts(b, "\n");
     for (int64_t i = 0; i < r->n_all; i++) {
         const SearchPoint *p = &r->all[i];
         const SearchKnobs *k = &p->k;
-        ts_buf_printf(b, "%lld,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%d,%s,%.9g,%.9g,%.6f,%.0f", (long long)p->index,
+        ts_buf_printf(b, "%lld,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%d,%s,%d,%.9g,%.9g,%.6f,%.0f", (long long)p->index,
                       k->gpus, k->tp, k->pp, k->vpp, k->cp, k->ep, k->dp, k->mbs, k->sp,
                       plan_recompute_name((PlanRecompute)k->recompute), k->zero,
                       plan_sched_name((PlanSchedule)k->schedule), k->tp_overlap,
-                      sim_cp_comm_name((SimCpComm)k->cp_comm), p->iteration_s, p->tokens_per_s, p->mfu,
+                      sim_cp_comm_name((SimCpComm)k->cp_comm), p->vpp_group, p->iteration_s, p->tokens_per_s, p->mfu,
                       p->memory_bytes);
         for (int e = 0; e < SEARCH_EXPOSED_COUNT; e++) ts_buf_printf(b, ",%.6g", p->exposed_s[e]);
         ts_buf_puts(b, "\n");

@@ -2,7 +2,7 @@
  * trainsim/report_sweep.h — what `trainsim sweep` writes: the ranked table of
  * the top-k plans (stdout), the JSON of the ranking and of every simulated
  * plan ("trainsim-sweep", version 1), the CSV of every simulated plan
- * ("trainsim-sweep-csv" v2) and the HTML report (report_html.h's sweep view:
+ * ("trainsim-sweep-csv" v3) and the HTML report (report_html.h's sweep view:
  * every plan by tokens/s and memory, the top-k table, the best plan's
  * timeline and breakdown).
  *

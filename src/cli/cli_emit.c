@@ -67,6 +67,14 @@ int cli_emit_sweep(const CliEmit *r, const SearchEvalCtx *x, const SearchResult 
         SimSetup in;
         TsError err = {0};
         if (!search_sim_setup(x, &res->top[i].k, &in)) continue;
+        /* the split --balance-stages ranked the plan on, not the default one */
+        const SearchPoint *pt = &res->top[i];
+        int64_t split[SIM_BALANCE_MAX];
+        if (pt->n_stage_layers > 0) {
+            for (int32_t s = 0; s < pt->n_stage_layers; s++) split[s] = pt->stage_layers[s];
+            in.plan.stage_layers = split;
+            in.plan.n_stage_layers = pt->n_stage_layers;
+        }
         if (rep_emit(r->target, &in, gen, out, &err) == TS_OK) {
             if (i > 0)
                 fprintf(stderr, "sweep: --emit %s writes plan %d of the ranking; the better ones cannot run under %s "

@@ -249,7 +249,15 @@ void rep_sweep_text(const RepSweep *o, const SearchConfig *c, const SearchResult
                      "%lld bounded (cannot reach the top %d), %lld simulated\n\n",
                   (long long)s->candidates, (long long)s->enumerated, (long long)s->pruned, cap,
                   (long long)s->bounded, c->top_k, (long long)s->simulated);
-    static const int W[N_COLS] = {3, 3, 3, 3, 3, 3, 5, 3, 3, 9, 4, 11, 6, 9, 11, 6, 7, 8, 8, 8, 8, 9, 8, 6, 10, 6, 9, 9};
+    static const int W0[N_COLS] = {3, 3, 3, 3, 3, 3, 5, 3, 3, 9, 4, 11, 6, 9, 11, 6, 7, 8, 8, 8, 8, 9, 8, 6, 10, 6, 9, 9};
+    int W[N_COLS];
+    memcpy(W, W0, sizeof W);
+    /* the rank, and its star where the plan runs in a noted micro-batch group */
+    int star = 0;
+    for (int t = 0; t < r->n_top; t++) star |= r->top[t].vpp_group > 0;
+    int digits = 1;
+    for (int n = r->n_top; n >= 10; n /= 10) digits++;
+    if (digits + star > W[0]) W[0] = digits + star;
     int cols[N_COLS], nc = table_cols(m, c, r, cols);
     for (int j = 0; j < nc; j++) ts_buf_printf(b, "%s%*s", j ? " " : "", W[cols[j]], COLS[cols[j]]);
     ts_buf_puts(b, "\n");

@@ -145,6 +145,8 @@ static SearchEvalStatus simulate(void *ctx, void *scratch, SearchPoint *pt)
     pt->exposed_s[SEARCH_EXPOSED_OPTIMIZER] = b->optimizer_s;
     pt->n_stage_layers = in.plan.n_stage_layers > 0 && in.plan.n_stage_layers <= SIM_BALANCE_MAX
                              ? in.plan.n_stage_layers : 0;
+    /* check() costed the default split's memory; the run's split holds its own */
+    if (pt->n_stage_layers > 0) pt->memory_bytes = r.memory.total_bytes;
     for (int32_t s = 0; s < pt->n_stage_layers; s++) pt->stage_layers[s] = (int16_t)in.plan.stage_layers[s];
     train_point(x, &in.plan, r.iteration_time_s, pt);
     return SEARCH_EVAL_OK;

@@ -281,6 +281,25 @@ static void test_uneven(void **state)
 
 /* The default-length rule (plan.h), on a learned-position model of 1024
  * positions, a RoPE model of 8192, one of 2048 and a model that gives none. */
+/* plan_least_vpp_group against the rule itself: the smallest N in [pp, m]
+ * that leaves a last group of 0 or at least pp, 0 where pp's own groups
+ * run m (or m < pp). */
+static void test_least_vpp_group(void **state)
+{
+    (void)state;
+    for (int64_t pp = 1; pp <= 16; pp++)
+        for (int64_t m = 1; m <= 200; m++) {
+            int64_t want = 0;
+            if (m >= pp && m % pp != 0)
+                for (int64_t n = pp; n <= m && !want; n++)
+                    if (m % n == 0 || m % n >= pp) want = n;
+            assert_int_equal(plan_least_vpp_group(pp, m), want);
+        }
+    assert_int_equal(plan_least_vpp_group(4, 10), 5);  /* 10 = 5 + 5 */
+    assert_int_equal(plan_least_vpp_group(4, 11), 6);  /* 6 + 5 */
+    assert_int_equal(plan_least_vpp_group(8, 12), 12); /* one group */
+}
+
 static void test_default_seq(void **state)
 {
     (void)state;
@@ -300,7 +319,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_derive), cmocka_unit_test(test_rules),
         cmocka_unit_test(test_layout), cmocka_unit_test(test_nodes), cmocka_unit_test(test_uneven),
-        cmocka_unit_test(test_default_seq),
+        cmocka_unit_test(test_default_seq), cmocka_unit_test(test_least_vpp_group),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -191,9 +191,10 @@ int cmd_simulate(int argc, char **argv)
     TsBuf out = {0};
     if (a.o.trace) {
         TsBuf tb = {0};
-        char title[160];
-        snprintf(title, sizeof title, "%s tp%lld pp%lld vpp%lld dp%lld", m.name, (long long)in.plan.tp,
-                 (long long)in.plan.pp, (long long)in.plan.vpp, (long long)in.plan.dp);
+        char title[160], grp[32] = "";
+        if (in.plan.vpp_group > 0) snprintf(grp, sizeof grp, " group%lld", (long long)in.plan.vpp_group);
+        snprintf(title, sizeof title, "%s tp%lld pp%lld vpp%lld%s dp%lld", m.name, (long long)in.plan.tp,
+                 (long long)in.plan.pp, (long long)in.plan.vpp, grp, (long long)in.plan.dp);
         int64_t lpc = m.layers / (in.plan.pp * in.plan.vpp);
         rep_trace_chrome(&r, title, lpc, &tb);
         if (tb.oom) ts_err(&err, TS_ERR_INTERNAL, "out of memory writing the trace");

@@ -21,4 +21,12 @@ done
 
 cmp -s "$dir/np2.csv" "$dir/plain.csv" || { echo "CSV of np 2 differs from a single process"; exit 1; }
 [ "$(wc -l <"$dir/np1.txt")" -gt 5 ] || { echo "ranking too short:"; cat "$dir/np1.txt"; exit 1; }
+# Interleaved plans whose micro-batches pp does not divide (100 sequences):
+# their micro-batch group travels with each plan between the ranks.
+g=(sweep --model llama3-8b --cluster dgx-h100 --gpus 64 --global-batch 100 --pp 2,4,8 --schedule interleaved --top 15 -j 1)
+"${mpi[@]}" -np 2 "$trainsim" "${g[@]}" --csv "$dir/g2.csv" >"$dir/g2.txt" 2>/dev/null || { echo "np 2 grouped failed"; exit 1; }
+"$trainsim" "${g[@]}" --csv "$dir/g1.csv" >"$dir/g1.txt" 2>/dev/null || { echo "plain grouped run failed"; exit 1; }
+cmp -s "$dir/g2.csv" "$dir/g1.csv" || { echo "grouped CSV of np 2 differs from a single process"; exit 1; }
+cmp -s <(grep -v '^plans: ' "$dir/g2.txt") <(grep -v '^plans: ' "$dir/g1.txt") || { echo "grouped ranking of np 2 differs"; exit 1; }
+grep -q -- '--vpp-group' "$dir/g1.txt" || { echo "no grouped plan ranked:"; cat "$dir/g1.txt"; exit 1; }
 echo "mpi: np 2 == np 1 == plain ($(sed -n 2p "$dir/np1.txt"))"

@@ -420,6 +420,20 @@ int64_t plan_chunk_micro_batches(const ParallelPlan *p);
 enum { PLAN_TASK_F = 0, PLAN_TASK_B = 1, PLAN_TASK_I = 2, PLAN_TASK_W = 3, PLAN_TASK_PF = 4 };
 int64_t plan_order_cap(PlanSchedule sched, int64_t micro_batches);
 int64_t plan_order(PlanSchedule sched, int64_t pp, int64_t micro_batches, int64_t s, int32_t *out, int32_t *fifo);
+/* Megatron's own orders for rank s of pp, v model chunks a rank, m
+ * micro-batches, in PLAN_TASK entries (F and B; k the rank's chunk):
+ *   gpipe: every forward (chunk by chunk), then every backward;
+ *   1f1b (v = 1) and interleaved (v > 1): Megatron-Core's
+ *     get_pp_rank_microbatches and get_schedule_table: a warm-up of
+ *     pp - s - 1 forwards (interleaved: 2(pp - s - 1) + (v - 1)N, all of them
+ *     where that reaches m*v), then forward-backward pairs, then the
+ *     cool-down backwards; interleaved runs groups of N = `group` micro-batches
+ *     (0: pp; the last group the remainder) through chunk 0, 1, ... in turn,
+ *     backwards through the chunks in reverse.
+ * out holds 2*m*v entries. Returns the count. The schedule engine and the
+ * workload builder both run it. */
+int64_t plan_order_megatron(PlanSchedule sched, int64_t pp, int64_t v, int64_t m, int64_t group, int64_t s,
+                            int32_t *out);
 /* The overlapped pairs of rank s's order without writing it, O(1):
  * pairs[kf][kb] = how many _PF entries run a forward of chunk kf with a
  * backward of chunk kb (all 0 but for dualpipe and dualpipev). */

@@ -208,3 +208,41 @@ int64_t plan_order(PlanSchedule sched, int64_t pp, int64_t micro_batches, int64_
     if (dual_shape(sched, pp, micro_batches, s, &R, &r, &C, &middle, d.k)) return dual(&d, R, r, C, middle);
     return 0;
 }
+
+/* Virtual micro-batch k of Megatron's interleaved table (get_schedule_table):
+ * groups of N micro-batches, each through the rank's chunks 0 .. v-1 in turn
+ * (the backward's in reverse); the last group holds the remainder. */
+static int32_t table_task(int64_t m, int64_t v, int64_t N, int64_t k, bool fwd)
+{
+    int64_t full = m / N, grp = k / (N * v), g = N, in = k % (N * v);
+    if (grp >= full) {
+        grp = full;
+        g = m - full * N;
+        in = k - full * N * v;
+    }
+    int64_t c = in / g;
+    return PLAN_TASK(grp * N + in % g, fwd ? c : v - 1 - c, fwd ? PLAN_TASK_F : PLAN_TASK_B);
+}
+
+int64_t plan_order_megatron(PlanSchedule sched, int64_t pp, int64_t v, int64_t m, int64_t group, int64_t s,
+                            int32_t *out)
+{
+    int64_t n = 0, total = m * v, N = group > 0 ? group : pp;
+    if (sched == PLAN_SCHED_GPIPE) {
+        for (int64_t mb = 0; mb < m; mb++)
+            for (int64_t k = 0; k < v; k++) out[n++] = PLAN_TASK(mb, k, PLAN_TASK_F);
+        for (int64_t mb = 0; mb < m; mb++)
+            for (int64_t k = v - 1; k >= 0; k--) out[n++] = PLAN_TASK(mb, k, PLAN_TASK_B);
+        return n;
+    }
+    int64_t warm = v > 1 ? (pp - s - 1) * 2 + (v - 1) * N : pp - s - 1;
+    if (warm > total) warm = total;
+    int64_t kf = 0, kb = 0;
+    for (; kf < warm; kf++) out[n++] = table_task(m, v, N, kf, true);
+    for (; kf < total; kf++, kb++) {
+        out[n++] = table_task(m, v, N, kf, true);
+        out[n++] = table_task(m, v, N, kb, false);
+    }
+    for (; kb < total; kb++) out[n++] = table_task(m, v, N, kb, false);
+    return n;
+}

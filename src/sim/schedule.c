@@ -7,8 +7,8 @@
  * its weight gradient runs later as a W task), W, and PF: the forward of an
  * overlapped F&B pair whose backward is the next entry (dualpipe). Each
  * stage's task order is written once into an array (GPipe, 1F1B, Megatron
- * interleaved 1F1B here; ZB-H1, DualPipe, DualPipeV by plan_order, which the
- * workload builder runs too). Finish times live in flat arrays indexed
+ * interleaved 1F1B by plan_order_megatron; ZB-H1, DualPipe, DualPipeV by
+ * plan_order; the workload builder runs both too). Finish times live in flat arrays indexed
  * [(s*v + c)*mc + mb] (mc micro-batches per chunk: m, or m/2 for dualpipe's
  * two copies): forwards, then backwards (B or I), then W; -1 means "not yet
  * run". Stages are swept alternately 0..p-1 and p-1..0; a stage runs tasks
@@ -90,8 +90,6 @@ struct SimWork {
     size_t fifo_cap;
     double *fend;        /* finish times [nslots(pl)] (F, B, W, pairs' openings); compile's done flags */
     size_t t_cap;
-    int32_t *vmb;        /* interleaved forward mapping: [m*v] packed (mb, c) */
-    size_t vmb_cap;
     double *bst_last;    /* start of the last gradient work of (s, c) (B or W of mb mc-1): [p*v] */
     size_t sc_cap;
     uint8_t *wlast;      /* [p*v]: that work is a W (the last run's program) */
@@ -170,7 +168,6 @@ void sim_work_destroy(SimWork *w)
     free(w->dur);
     free(w->xf);
     free(w->fend);
-    free(w->vmb);
     free(w->bst_last);
     free(w->wlast);
     free(w->fst_first);
@@ -316,46 +313,8 @@ static int64_t group_of(const SimPipeline *pl) { return pl->group > 0 ? pl->grou
 /* Fill order[0..) for stage s; returns the count. */
 static int64_t make_order(const SimPipeline *pl, SimWork *w, int32_t s, int32_t *o)
 {
-    int64_t m = pl->micro_batches, p = pl->stages, v = pl->chunks, n = 0;
-    if (sched_ordered(pl)) return plan_order(pl->schedule, p, m, s, o, w->fifo);
-    if (pl->schedule == PLAN_SCHED_GPIPE) {
-        for (int64_t i = 0; i < m; i++) o[n++] = PLAN_TASK(i, 0, PLAN_TASK_F);
-        for (int64_t i = 0; i < m; i++) o[n++] = PLAN_TASK(i, 0, PLAN_TASK_B);
-        return n;
-    }
-    if (pl->schedule == PLAN_SCHED_1F1B) {
-        int64_t wu = p - s - 1 < m ? p - s - 1 : m;
-        for (int64_t i = 0; i < wu; i++) o[n++] = PLAN_TASK(i, 0, PLAN_TASK_F);
-        for (int64_t i = 0; i < m - wu; i++) {
-            o[n++] = PLAN_TASK(wu + i, 0, PLAN_TASK_F);
-            o[n++] = PLAN_TASK(i, 0, PLAN_TASK_B);
-        }
-        for (int64_t i = m - wu; i < m; i++) o[n++] = PLAN_TASK(i, 0, PLAN_TASK_B);
-        return n;
-    }
-    /* Megatron interleaved 1F1B (schedules.py,
-     * forward_backward_pipelining_with_interleaving, get_pp_rank_microbatches):
-     * groups of N = group_of micro-batches (p by default), a warm-up of
-     * (p - s - 1)*2 + (v - 1)*N forwards, all of them where that reaches
-     * the total (Megatron-Core 0.10 on; Megatron-LM before ran every
-     * stage's forwards first when m == p) */
-    const int32_t *vmb = w->vmb;
-    int64_t total = m * v, warm = (p - s - 1) * 2 + (v - 1) * group_of(pl);
-    if (warm > total) warm = total;
-    int32_t vm1 = (int32_t)(v - 1);
-#define FWD(k) (vmb[k])
-#define BWD(k) (vmb[k] + (vm1 - PLAN_TASK_CHUNK(vmb[k]) * 2) * 8 + PLAN_TASK_B)
-    /* BWD: same mb, chunk v-1-c: the packed 8c becomes 8(v-1-c), i.e. plus
-     * 8(v-1-2c); plus the backward kind. */
-    for (int64_t k = 0; k < warm; k++) o[n++] = FWD(k);
-    for (int64_t k = 0; k < total - warm; k++) {
-        o[n++] = FWD(warm + k);
-        o[n++] = BWD(k);
-    }
-    for (int64_t k = total - warm; k < total; k++) o[n++] = BWD(k);
-#undef FWD
-#undef BWD
-    return n;
+    if (sched_ordered(pl)) return plan_order(pl->schedule, pl->stages, pl->micro_batches, s, o, w->fifo);
+    return plan_order_megatron(pl->schedule, pl->stages, pl->chunks, pl->micro_batches, group_of(pl), s, o);
 }
 
 static void push_span(SimWork *w, bool *oom, int32_t s, SimStream st, int c, int64_t mb, char kind,
@@ -464,7 +423,6 @@ static int64_t compile_stage(const SimPipeline *pl, SimProg *pg, const int32_t *
  * steps apart. */
 static int sched_key(const SimPipeline *pl) { return (int)pl->schedule + (pl->ds_pipe ? PLAN_SCHED_COUNT : 0); }
 
-
 /* DeepSpeed's pipeline (plan_ds_step), step by step: a stage's exchange with
  * its neighbour and then its compute are one operation, which starts once
  * both stages are free (dep: the neighbour's latest operation; the exchange
@@ -553,14 +511,6 @@ static TsStatus compile(const SimPipeline *pl, SimWork *w, const SimProg **out, 
         return ts_err(err, TS_ERR_INTERNAL, "out of memory for a %lld-task pipeline", (long long)(ncap * p));
     memset(pg->wlast, 0, (size_t)(p * v));
     if (pl->ds_pipe) return compiled(pl, w, pg, compile_ds(pl, w, pg->ops), out, err);
-    if (pl->schedule == PLAN_SCHED_INTERLEAVED) {
-        int64_t n = 0, grp = group_of(pl);
-        for (int64_t start = 0; start < m; start += grp) {
-            int64_t g = m - start < grp ? m - start : grp;
-            for (int32_t c = 0; c < v; c++)
-                for (int64_t j = 0; j < g; j++) w->vmb[n++] = PLAN_TASK(start + j, c, PLAN_TASK_F);
-        }
-    }
     int64_t remaining = 0, n = 0;
     for (int32_t s = 0; s < p; s++) {
         w->pos[s] = make_order(pl, w, s, w->order + (int64_t)s * ncap);
@@ -1032,7 +982,6 @@ static TsStatus prepare(SimWork *w, const SimPipeline *pl, bool with_ppc, TsErro
     bool ok = ts_grow((void **)&w->order, &w->order_cap, (size_t)ncap * (size_t)p, sizeof(int32_t)) &&
               ts_grow((void **)&w->fifo, &w->fifo_cap, (size_t)(2 * m + 1), sizeof(int32_t)) &&
               ts_grow((void **)&w->fend, &w->t_cap, ns, sizeof(double)) &&
-              ts_grow((void **)&w->vmb, &w->vmb_cap, (size_t)(m * v), sizeof(int32_t)) &&
               ts_grow((void **)&w->bst_last, &w->sc_cap, pv, sizeof(double)) &&
               ts_grow((void **)&w->wlast, &w->wl_cap, pv, 1) &&
               ts_grow((void **)&w->fst_first, &w->ff_cap, pv, sizeof(double)) &&

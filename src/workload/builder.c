@@ -790,57 +790,6 @@ static void run_order(Gen *g, int64_t s, const int32_t *o, int64_t n)
 }
 
 /* ---- schedule ------------------------------------------------------------------------- */
-typedef struct Step {
-    bool fwd;
-    int64_t mb, chunk;
-} Step;
-
-/* Megatron-Core forward_backward_pipelining_* order for pipeline rank s:
- * warm-up forwards, steady 1F1B pairs, cool-down backwards. Interleaved:
- * micro-batches in groups of N (plan_vpp_group: pp, or
- * microbatch_group_size_per_vp_stage; the last group smaller when N does
- * not divide them, as the simulator's schedule engine orders them); within
- * a group of g, virtual micro-batch k runs model chunk k/g (reversed for
- * backward) on micro-batch k mod g of the group. */
-static Step step_at(const ParallelPlan *p, int64_t s, int64_t v, int64_t k, bool fwd)
-{
-    int64_t pp = p->pp, N = plan_vpp_group(p);
-    if (v == 1) return (Step){fwd, k, s};
-    int64_t full = p->grad_accum / N, grp = k / (N * v), g = N, in = k % (N * v);
-    if (grp >= full) { /* the last, partial group */
-        grp = full;
-        g = p->grad_accum - full * N;
-        in = k - full * N * v;
-    }
-    int64_t vc = in / g;
-    return (Step){fwd, grp * N + in % g, (fwd ? vc : v - 1 - vc) * pp + s};
-}
-
-static int64_t schedule(const ParallelPlan *p, int64_t s, Step *out)
-{
-    int64_t pp = p->pp, ga = p->grad_accum, v = p->vpp > 1 ? p->vpp : 1, n = 0;
-    if (p->schedule == PLAN_SCHED_GPIPE) {
-        for (int64_t mb = 0; mb < ga; mb++)
-            for (int64_t k = 0; k < v; k++) out[n++] = (Step){true, mb, k * pp + s};
-        for (int64_t mb = 0; mb < ga; mb++)
-            for (int64_t k = v - 1; k >= 0; k--) out[n++] = (Step){false, mb, k * pp + s};
-        return n;
-    }
-    int64_t total = ga * v;
-    /* interleaved: Megatron-Core's get_pp_rank_microbatches, all forwards
-     * first only where the warm-up reaches the total */
-    int64_t warm = v > 1 ? (pp - s - 1) * 2 + (v - 1) * plan_vpp_group(p) : pp - s - 1;
-    if (warm > total) warm = total;
-    int64_t kf = 0, kb = 0;
-    for (; kf < warm; kf++) out[n++] = step_at(p, s, v, kf, true);
-    for (; kf < total; kf++, kb++) {
-        out[n++] = step_at(p, s, v, kf, true);
-        out[n++] = step_at(p, s, v, kb, false);
-    }
-    for (; kb < total; kb++) out[n++] = step_at(p, s, v, kb, false);
-    return n;
-}
-
 /* DeepSpeed's PipelineEngine for stage s (plan_ds_step): each step first
  * exchanges with one neighbour as blocking sends and receives (WL_F_SYNC),
  * then computes. Megatron's 1F1B runs the same compute order; only the p2p
@@ -1087,7 +1036,8 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
              .dpn = (hsdp ? p->dp_shard : p->dp) * (p->cp > 1 ? p->cp : 1)};
     /* Megatron-Core's bucket_size over the reduction group (DP x CP), as sim_dp_bucket_bytes */
     g.bucket_max = o->bucket_params > 0 ? o->bucket_params : fmax(4e7, 1e6 * (double)g.dpn);
-    Step *steps = malloc((size_t)(2 * p->grad_accum * v) * sizeof *steps);
+    /* Megatron's orders (plan_order_megatron): 2 entries a micro-batch and chunk */
+    int32_t *steps = malloc((size_t)(2 * p->grad_accum * v) * sizeof *steps);
     const bool ordered = plan_sched_ordered(p->schedule);
     const int64_t zcap = plan_order_cap(p->schedule, p->grad_accum);
     /* plan_order's order and its W queue (chunks x micro-batches) */
@@ -1125,7 +1075,9 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
         g.bucket = g.ebucket = 0;
         g.n_deferred = 0;
         int64_t n = ordered ? plan_order(p->schedule, p->pp, p->grad_accum, s, zorder, zorder + zcap)
-                            : schedule(p, s, steps);
+                            : plan_order_megatron(p->schedule, p->pp, v, p->grad_accum,
+                                                  p->schedule == PLAN_SCHED_INTERLEAVED ? plan_vpp_group(p) : 0, s,
+                                                  steps);
         param_gathers(&g, s);
         /* the last backward of each chunk triggers its gradient reduction
          * (DualPipe: each of the rank's two copies its own) */
@@ -1144,8 +1096,9 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
         if (plan_ds_pipe(p)) ds_schedule(&g, s);
         if (ordered) run_order(&g, s, zorder, n);
         for (int64_t i = 0; i < n && !g.oom && !plan_ds_pipe(p) && !ordered; i++) {
-            if (steps[i].fwd) chunk_fwd(&g, steps[i].mb, steps[i].chunk);
-            else chunk_bwd(&g, steps[i].mb, steps[i].chunk, steps[i].mb == p->grad_accum - 1);
+            int64_t mb = PLAN_TASK_MB(steps[i]), ch = plan_rank_chunk(p, s, PLAN_TASK_CHUNK(steps[i]));
+            if (PLAN_TASK_KIND(steps[i]) == PLAN_TASK_F) chunk_fwd(&g, mb, ch);
+            else chunk_bwd(&g, mb, ch, mb == p->grad_accum - 1);
         }
         step(&g, s, params, eparams);
         if (g.oom) goto oom;

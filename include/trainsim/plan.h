@@ -434,6 +434,8 @@ int64_t plan_order(PlanSchedule sched, int64_t pp, int64_t micro_batches, int64_
  * workload builder both run it. */
 int64_t plan_order_megatron(PlanSchedule sched, int64_t pp, int64_t v, int64_t m, int64_t group, int64_t s,
                             int32_t *out);
+/* Its warm-up forwards on rank s (1f1b, interleaved; capped at m*v). */
+int64_t plan_megatron_warmup(int64_t pp, int64_t v, int64_t m, int64_t group, int64_t s);
 /* The overlapped pairs of rank s's order without writing it, O(1):
  * pairs[kf][kb] = how many _PF entries run a forward of chunk kf with a
  * backward of chunk kb (all 0 but for dualpipe and dualpipev). */

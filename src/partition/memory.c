@@ -89,19 +89,15 @@ static double inflight_ordered(const ParallelPlan *p, int64_t s, const double ac
     return top;
 }
 
+/* Micro-batches of activations rank s holds at its peak under Megatron's
+ * orders: its warm-up's chunk units and the first steady forward's
+ * (plan_megatron_warmup), at most all of them; GPipe all. */
 static double inflight(const ParallelPlan *p, int64_t s)
 {
-    double m = (double)p->grad_accum, pp = (double)p->pp, v = (double)p->vpp;
-    if (p->schedule == PLAN_SCHED_GPIPE) return m;
-    if (p->vpp > 1) {
-        /* Megatron's interleaved warm-up: (pp - s - 1)*2 + (v - 1)*N + 1 chunk
-         * units, N micro-batches per group (plan_vpp_group, pp by default) */
-        double u = (pp - (double)s - 1) * 2 + (v - 1) * (double)plan_vpp_group(p) + 1;
-        if (u > m * v) u = m * v;
-        return u / v;
-    }
-    double u = pp - (double)s;
-    return u < m ? u : m;
+    int64_t m = p->grad_accum, v = p->vpp > 1 ? p->vpp : 1;
+    if (p->schedule == PLAN_SCHED_GPIPE) return (double)m;
+    int64_t u = plan_megatron_warmup(p->pp, v, m, plan_vpp_group(p), s) + 1;
+    return (double)(u < m * v ? u : m * v) / (double)v;
 }
 
 static int count_groups(const ParallelPlan *p, const ModelSpec *m)

@@ -224,6 +224,12 @@ static int32_t table_task(int64_t m, int64_t v, int64_t N, int64_t k, bool fwd)
     return PLAN_TASK(grp * N + in % g, fwd ? c : v - 1 - c, fwd ? PLAN_TASK_F : PLAN_TASK_B);
 }
 
+int64_t plan_megatron_warmup(int64_t pp, int64_t v, int64_t m, int64_t group, int64_t s)
+{
+    int64_t warm = v > 1 ? (pp - s - 1) * 2 + (v - 1) * (group > 0 ? group : pp) : pp - s - 1;
+    return warm < m * v ? warm : m * v;
+}
+
 int64_t plan_order_megatron(PlanSchedule sched, int64_t pp, int64_t v, int64_t m, int64_t group, int64_t s,
                             int32_t *out)
 {
@@ -235,9 +241,7 @@ int64_t plan_order_megatron(PlanSchedule sched, int64_t pp, int64_t v, int64_t m
             for (int64_t k = v - 1; k >= 0; k--) out[n++] = PLAN_TASK(mb, k, PLAN_TASK_B);
         return n;
     }
-    int64_t warm = v > 1 ? (pp - s - 1) * 2 + (v - 1) * N : pp - s - 1;
-    if (warm > total) warm = total;
-    int64_t kf = 0, kb = 0;
+    int64_t warm = plan_megatron_warmup(pp, v, m, N, s), kf = 0, kb = 0;
     for (; kf < warm; kf++) out[n++] = table_task(m, v, N, kf, true);
     for (; kf < total; kf++, kb++) {
         out[n++] = table_task(m, v, N, kf, true);

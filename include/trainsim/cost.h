@@ -136,7 +136,8 @@ typedef struct CostCtx {
  * HuggingFace modules (--framework hf). */
 void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double tensor_factor);
 /* Another host: host_s[2] seconds to dispatch an eager op forward /
- * backward instead of COST_HOST_FWD_S / COST_HOST_BWD_S; autocast's C++
+ * backward instead of COST_HOST_FWD_S / COST_HOST_BWD_S (either not above
+ * 0: the defaults stay); autocast's C++
  * casts (COST_HOST_INNER_*) and Python loops' ops (COST_HOST_LOOP_S) at the
  * same ratio, the optimizer's loop
  * (COST_HOST_OPT_TENSOR_S) at the forward's. Nothing where c has no host

@@ -191,10 +191,11 @@ int cmd_simulate(int argc, char **argv)
     TsBuf out = {0};
     if (a.o.trace) {
         TsBuf tb = {0};
-        char title[160], grp[32] = "";
-        if (in.plan.vpp_group > 0) snprintf(grp, sizeof grp, " group%lld", (long long)in.plan.vpp_group);
-        snprintf(title, sizeof title, "%s tp%lld pp%lld vpp%lld%s dp%lld", m.name, (long long)in.plan.tp,
-                 (long long)in.plan.pp, (long long)in.plan.vpp, grp, (long long)in.plan.dp);
+        TsBuf desc = {0}; /* the plan as `memory` and the launch scripts name it */
+        plan_describe(&in.plan, &desc);
+        char title[256];
+        snprintf(title, sizeof title, "%s %s", m.name, desc.data ? desc.data : "");
+        ts_buf_free(&desc);
         int64_t lpc = m.layers / (in.plan.pp * in.plan.vpp);
         rep_trace_chrome(&r, title, lpc, &tb);
         if (tb.oom) ts_err(&err, TS_ERR_INTERNAL, "out of memory writing the trace");

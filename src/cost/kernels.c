@@ -26,6 +26,8 @@ void cost_ctx_host(CostCtx *c, const double host_s[2])
 {
     if (!(c->host_s[0][0] > 0)) return;
     const double def[2] = {COST_HOST_FWD_S, COST_HOST_BWD_S};
+    for (int i = 0; i < 2; i++)
+        if (!(host_s[i] > 0)) return; /* unset (a zeroed SimOptions): the defaults */
     c->host_opt_s *= host_s[0] / def[0];
     c->host_mod_s *= host_s[0] / def[0];
     for (int i = 0; i < 2; i++) {

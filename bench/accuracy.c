@@ -504,11 +504,9 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
         strcat(rules, " (notes); ");
     }
     if (*r->f[col("framework")]) plan_framework_parse(r->f[col("framework")], &p.framework);
-    {
-        const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
-        int y = acc_latest_year(text);
-        s->k.mds_logger = p.framework == PLAN_FRAMEWORK_DEEPSPEED && says(r, "Megatron-DeepSpeed") && y <= 2023;
-    }
+    const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
+    s->k.mds_logger =
+        p.framework == PLAN_FRAMEWORK_DEEPSPEED && says(r, "Megatron-DeepSpeed") && acc_latest_year(text) <= 2023;
     s->in = (SimSetup){.model = &s->m, .plan = p, .hw = hw, .net = &s->net};
     SimOptions *so = &s->in.opt;
     sim_options_init(so);
@@ -518,7 +516,6 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
     /* bf16 runs reduce in fp32 (Megatron default), except NeMo 24.07
      * recipes: Apex distributed_fused_adam with grad_sync_dtype bf16 */
     so->fp32_grad_reduce = p.dtype == TS_DTYPE_BF16;
-    const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
     int g32 = acc_fp32_grad(text);
     if (g32 >= 0 && g32 != so->fp32_grad_reduce) {
         so->fp32_grad_reduce = g32;

@@ -335,9 +335,15 @@ static TsStatus check_vpp_group(const ParallelPlan *p, int64_t m, TsError *err)
                    LL(p->pp), LL(m));
     if (p->vpp_group == 0) {
         if (m % p->pp == 0) return TS_OK;
-        return bad(err, "the interleaved schedule runs micro-batches in groups of --pp; change --global-batch, "
-                        "--micro-batch or --dp, give --vpp-group N (pp..micro-batches) that leaves a last group of "
-                        "0 or at least pp, or use --schedule 1f1b",
+        char hint[256] = "the interleaved schedule runs micro-batches in groups of --pp; change --global-batch, "
+                         "--micro-batch or --dp, or use --schedule 1f1b";
+        if (p->framework == PLAN_FRAMEWORK_MEGATRON)
+            snprintf(hint, sizeof hint,
+                     "the interleaved schedule runs micro-batches in groups of --pp; give --vpp-group %lld "
+                     "(Megatron-Core's smallest group for %lld micro-batches on %lld stages), change "
+                     "--global-batch, --micro-batch or --dp, or use --schedule 1f1b",
+                     LL(plan_least_vpp_group(p->pp, m)), LL(m), LL(p->pp));
+        return bad(err, hint,
                    "--schedule interleaved needs the micro-batches per pipeline (%lld) to be a multiple of --pp %lld",
                    LL(m), LL(p->pp));
     }

@@ -340,8 +340,32 @@ static inline bool plan_rs_per_microbatch(const ParallelPlan *p)
 {
     return p->zero >= 3 || (p->zero == 2 && p->grad_accum > 1);
 }
-/* The interleaved schedule's micro-batch group: vpp_group, or pp. */
-static inline int64_t plan_vpp_group(const ParallelPlan *p) { return p->vpp_group > 0 ? p->vpp_group : p->pp; }
+/* PyTorch's interleaved schedules (torch.distributed.pipelining
+ * ScheduleInterleaved1F1B, what torchtitan runs) split m micro-batches into
+ * max(1, m / pp) rounds of equal groups: m / rounds micro-batches a group,
+ * fewer than pp when m is; 0 when the rounds do not divide m (PyTorch
+ * refuses it). */
+static inline int64_t plan_pytorch_vpp_group(int64_t pp, int64_t m)
+{
+    int64_t r = pp > 0 && m / pp > 1 ? m / pp : 1;
+    return m > 0 && m % r == 0 ? m / r : 0;
+}
+/* The interleaved schedule's micro-batch group: vpp_group, torchtitan's
+ * PyTorch group (needs a resolved plan: grad_accum), or pp. */
+static inline int64_t plan_vpp_group(const ParallelPlan *p)
+{
+    if (p->vpp_group > 0) return p->vpp_group;
+    int64_t g = p->framework == PLAN_FRAMEWORK_TORCHTITAN ? plan_pytorch_vpp_group(p->pp, p->grad_accum) : 0;
+    return g > 0 ? g : p->pp;
+}
+/* The group as the outputs show it: an interleaved plan's when set or
+ * other than pp; 0 otherwise. */
+static inline int64_t plan_vpp_group_shown(const ParallelPlan *p)
+{
+    if (p->schedule != PLAN_SCHED_INTERLEAVED) return 0;
+    int64_t g = plan_vpp_group(p);
+    return p->vpp_group > 0 || g != p->pp ? g : 0;
+}
 /* The smallest group Megatron-Core runs m micro-batches per pipeline in on
  * pp stages when m is no multiple of pp (in [pp, m], a last group of 0 or at
  * least pp: the fewest in flight); 0 when pp's own groups do, or m < pp. */

@@ -169,6 +169,8 @@ typedef struct WlParallel {
     int64_t vpp;            /* virtual pipeline chunks per stage, 1 */
     int64_t layers_per_stage; /* what AICB writes as `vpp:`, 8 */
     int64_t ga;             /* micro-batches per iteration per DP rank, 16 */
+    int64_t vpp_group;      /* interleaved: micro-batches a rank runs through one chunk before the
+                               next (plan_vpp_group) when set or other than pp; 0 = pp's groups */
     double pp_comm_bytes;   /* one stage-boundary activation per micro-batch, 16777216 */
     int64_t micro_batch;    /* sequences per micro-batch when known (generated), else 0 */
     int64_t seq;            /* tokens per sequence when known (generated), else 0 */

@@ -41,6 +41,16 @@ static int write_out(const Workload *w, const WlCli *o, WlFormat fmt)
                    w->par.world, o->output, w->par.world - 1, o->output, bytes);
         return 0;
     }
+    if (fmt == WL_FMT_SIMAI && w->par.vpp_group > 0 && w->par.vpp_group != w->par.pp) {
+        /* the header's pp, vpp and ga are all SimAI reads of the schedule */
+        ts_err(&err, TS_ERR_INPUT, "'%s' runs its interleaved micro-batches in groups of %" PRId64 " (pp %" PRId64
+                                   "): AICB's header has no such group, SimAI prices the schedule from pp, vpp and "
+                                   "ga alone",
+               o->in, w->par.vpp_group, w->par.pp);
+        ts_err_hint(&err, "convert it to --format chakra, whose task graphs run its order, or replay it with "
+                          "simulate --workload %s", o->in);
+        return cli_fail(&err);
+    }
     TsBuf b = {0};
     if (fmt == WL_FMT_SIMAI) {
         WlSimaiOptions so = {WL_SIMAI_HDR_CURRENT};

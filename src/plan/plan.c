@@ -316,6 +316,25 @@ static TsStatus validate_dual(const ParallelPlan *p, TsError *err)
  * [pp, M] and a last group of fewer than pp micro-batches ("dependency
  * bubbles"): M mod N is 0 or at least pp. With the default N = pp that is
  * Megatron-LM's old rule, M a multiple of pp. Only Megatron-Core sets N. */
+/* PyTorch's ScheduleInterleaved1F1B (torchtitan) runs any m in
+ * max(1, m / pp) rounds of m / rounds micro-batches and raises ValueError
+ * when the rounds do not divide m (plan_pytorch_vpp_group). */
+static TsStatus check_pytorch_group(const ParallelPlan *p, int64_t m, TsError *err)
+{
+    if (m < 1 || plan_pytorch_vpp_group(p->pp, m) > 0) return TS_OK;
+    int64_t r = m / p->pp, lo = m - m % r, hi = lo + r;
+    while (plan_pytorch_vpp_group(p->pp, hi) == 0) hi++;
+    char hint[200];
+    snprintf(hint, sizeof hint,
+             "PyTorch's ScheduleInterleaved1F1B runs max(1, micro-batches / pp) rounds of equal groups; %lld or "
+             "%lld micro-batches per pipeline run, or use --schedule 1f1b",
+             LL(lo), LL(hi));
+    return bad(err, hint,
+               "--framework torchtitan: the interleaved schedule's %lld rounds do not divide the %lld micro-batches "
+               "per pipeline",
+               LL(r), LL(m));
+}
+
 static TsStatus check_vpp_group(const ParallelPlan *p, int64_t m, TsError *err)
 {
     if (p->vpp_group < 0)
@@ -325,9 +344,13 @@ static TsStatus check_vpp_group(const ParallelPlan *p, int64_t m, TsError *err)
                    "--vpp-group %lld needs --schedule interleaved%.0lld", LL(p->vpp_group), LL(0));
     if (p->schedule != PLAN_SCHED_INTERLEAVED) return TS_OK;
     if (p->vpp_group > 0 && p->framework != PLAN_FRAMEWORK_MEGATRON)
-        return bad(err, "Megatron-Core's --microbatch-group-size-per-virtual-pipeline-stage sets it; the other "
-                        "frameworks' interleaved schedules have no such setting",
+        return bad(err, p->framework == PLAN_FRAMEWORK_TORCHTITAN
+                            ? "torchtitan's interleaved schedule (PyTorch's ScheduleInterleaved1F1B) sets its own "
+                              "group: the micro-batches over max(1, micro-batches / pp) rounds; drop --vpp-group"
+                            : "Megatron-Core's --microbatch-group-size-per-virtual-pipeline-stage sets it; the other "
+                              "frameworks' interleaved schedules have no such setting",
                    "--vpp-group needs --framework megatron (got %s)", plan_framework_name(p->framework));
+    if (p->framework == PLAN_FRAMEWORK_TORCHTITAN) return check_pytorch_group(p, m, err);
     if (m < p->pp)
         return bad(err, "the interleaved schedule runs at least pp micro-batches per pipeline; raise --global-batch, "
                         "lower --micro-batch or --dp, or use --schedule 1f1b",
@@ -549,7 +572,7 @@ void plan_describe(const ParallelPlan *p, TsBuf *out)
 {
     ts_buf_printf(out, "tp%lld pp%lld", (long long)p->tp, (long long)p->pp);
     if (p->vpp > 1) ts_buf_printf(out, " vpp%lld", (long long)p->vpp);
-    if (p->vpp_group > 0) ts_buf_printf(out, " group%lld", (long long)p->vpp_group);
+    if (plan_vpp_group_shown(p)) ts_buf_printf(out, " group%lld", (long long)plan_vpp_group_shown(p));
     ts_buf_printf(out, " dp%lld", (long long)p->dp);
     if (p->cp > 1) ts_buf_printf(out, " cp%lld", (long long)p->cp);
     if (p->ep > 1) ts_buf_printf(out, " ep%lld etp%lld", (long long)p->ep, (long long)p->etp);

@@ -123,7 +123,7 @@ TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const ch
     KI("tp", k->tp);
     KI("pp", k->pp);
     KI("vpp", k->vpp);
-    if (k->vpp_group > 0) KI("vpp group", k->vpp_group);
+    if (plan_vpp_group_shown(k)) KI("vpp group", plan_vpp_group_shown(k));
     KI("dp", k->dp);
     KI("cp", k->cp);
     KI("ep", k->ep);

@@ -25,7 +25,7 @@ static void plan_json(const ParallelPlan *p, TsBuf *b)
                          "\"capacity_factor\": %.17g, \"pad_to_capacity\": %s}",
                       plan_moe_dispatch_name(p->moe_dispatch), (long long)p->moe_node_limit, p->moe_imbalance,
                       p->moe_capacity, p->moe_pad ? "true" : "false");
-    if (p->vpp_group > 0) ts_buf_printf(b, ", \"vpp_group\": %lld", (long long)p->vpp_group);
+    if (plan_vpp_group_shown(p)) ts_buf_printf(b, ", \"vpp_group\": %lld", (long long)plan_vpp_group_shown(p));
     if (p->dtype == TS_DTYPE_FP8) ts_buf_printf(b, ", \"fp8_recipe\": \"%s\"", plan_fp8_name(p->fp8_recipe));
     if (p->adam_moments == TS_DTYPE_BF16) ts_buf_puts(b, ", \"adam_moments\": \"bf16\"");
     if (p->recompute_modules) {

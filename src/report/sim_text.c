@@ -204,7 +204,7 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
                   (double)mc.total / 1e9, (long long)p->gpus, in->hw->gpu.name, in->net->cl.name,
                   hw_software_suffix(&in->hw->gpu));
     char grp[40] = "";
-    if (p->vpp_group > 0) snprintf(grp, sizeof grp, " (groups of %lld)", (long long)p->vpp_group);
+    if (plan_vpp_group_shown(p)) snprintf(grp, sizeof grp, " (groups of %lld)", (long long)plan_vpp_group_shown(p));
     ts_buf_printf(b, "plan: tp %lld, pp %lld, vpp %lld, dp %lld, cp %lld, ep %lld%s, zero %d%s, recompute %s, "
                      "%s%s, micro-batch %lld, global batch %lld (%lld micro-batches), seq %lld, %s%s\n\n",
                   (long long)p->tp, (long long)p->pp, (long long)p->vpp, (long long)p->dp, (long long)p->cp,

@@ -788,9 +788,9 @@ static TsStatus check(const SimPipeline *pl, TsError *err)
         return ts_err(err, TS_ERR_PLAN, "%d model chunks per stage need the interleaved schedule", pl->chunks);
     if (pl->micro_batches >= (1 << 21))
         return ts_err(err, TS_ERR_PLAN, "too many micro-batches (%lld)", (long long)pl->micro_batches);
-    if (pl->group < 0 || (pl->group > 0 && (pl->group < pl->stages || pl->schedule != PLAN_SCHED_INTERLEAVED)))
-        return ts_err(err, TS_ERR_PLAN, "an interleaved micro-batch group runs at least p = %d micro-batches (got %lld)",
-                      pl->stages, (long long)pl->group);
+    if (pl->group < 0 || (pl->group > 0 && pl->schedule != PLAN_SCHED_INTERLEAVED))
+        return ts_err(err, TS_ERR_PLAN, "a micro-batch group (%lld) is the interleaved schedule's",
+                      (long long)pl->group);
     if (pl->schedule == PLAN_SCHED_DUALPIPE && (pl->stages % 2 || pl->micro_batches % 2))
         return ts_err(err, TS_ERR_PLAN, "dualpipe needs an even number of stages and of micro-batches (got %d, %lld)",
                       pl->stages, (long long)pl->micro_batches);

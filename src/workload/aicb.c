@@ -168,13 +168,16 @@ TsStatus wl_build_aicb(const WlStep *step, const WlAicbOptions *o, Workload **ou
                          "--schedule 1f1b");
         return TS_ERR_PLAN;
     }
-    if (p->vpp_group > 0 && p->vpp_group != p->pp) {
+    if (p->schedule == PLAN_SCHED_INTERLEAVED && plan_vpp_group(p) != p->pp) {
         /* the header's pp, vpp and ga are all SimAI reads of the schedule */
-        ts_err(err, TS_ERR_PLAN, "AICB's header has no interleaved micro-batch group (--vpp-group %lld): SimAI "
-                                 "prices the schedule from pp, vpp and ga alone",
-               (long long)p->vpp_group);
-        ts_err_hint(err, "write the plan as --format json or chakra, whose task graphs run its order, or drop "
-                         "--vpp-group");
+        bool own = p->vpp_group > 0;
+        ts_err(err, TS_ERR_PLAN, "AICB's header has no interleaved micro-batch group (%s %lld): SimAI prices the "
+                                 "schedule from pp, vpp and ga alone",
+               own ? "--vpp-group" : "torchtitan's groups of", (long long)plan_vpp_group(p));
+        ts_err_hint(err, own ? "write the plan as --format json or chakra, whose task graphs run its order, or drop "
+                               "--vpp-group"
+                             : "write the plan as --format json or chakra, whose task graphs run its order, or run "
+                               "a multiple of --pp micro-batches per pipeline");
         return TS_ERR_PLAN;
     }
     if (p->dp_shard > 0 && p->zero >= 3) {

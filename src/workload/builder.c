@@ -1052,7 +1052,8 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     w->par = (WlParallel){.world = p->gpus, .tp = p->tp, .cp = p->cp, .pp = p->pp, .dp = p->dp,
                           .ep = p->ep > 0 ? p->ep : 1, .etp = p->etp > 0 && p->etp != p->tp ? p->etp : 0,
                           .vpp = v, .layers_per_stage = m->layers / p->pp, .micro_batch = p->micro_batch,
-                          .seq = p->seq, .ga = p->grad_accum, .dp_shard = hsdp ? p->dp_shard : 0};
+                          .seq = p->seq, .ga = p->grad_accum, .dp_shard = hsdp ? p->dp_shard : 0,
+                          .vpp_group = plan_vpp_group_shown(p)};
     g.edpn = wl_group_size(w, WL_GROUP_DP_EP); /* the layout's expert-DP group, for ZeRO-3 */
     g.rpn = wl_group_size(w, WL_GROUP_REPLICATE);
     wl_gen_blocks(&g, st->cost);

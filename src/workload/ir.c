@@ -445,15 +445,20 @@ void wl_layout_format(const WlParallel *p, char *out, size_t cap)
                  r->deepep ? 1 : 0, r->topk, r->node_limit, (long long)llround(r->load * 1e6));
     n = strlen(out);
     if (p->dp_shard > 0 && n < cap) snprintf(out + n, cap - n, " dp_shard=%" PRId64, p->dp_shard);
+    n = strlen(out);
+    if (p->vpp_group > 0 && n < cap) snprintf(out + n, cap - n, " vpp_group=%" PRId64, p->vpp_group);
 }
 
 bool wl_layout_parse(const char *s, WlParallel *p)
 {
-    /* the first 11 keys required, the EP route's 4 and HSDP's shard optional */
-    static const char *const KEYS[] = {"world", "tp", "cp", "pp", "dp", "ep", "etp", "vpp", "ga", "micro_batch", "seq",
-                                       "ep_deepep", "ep_topk", "ep_node_limit", "ep_load_ppm", "dp_shard"};
-    int64_t v[16] = {0};
-    bool seen[16] = {false};
+    /* the first 11 keys required; the EP route's 4, HSDP's shard and the
+     * interleaved group optional */
+    enum { NK = 17 };
+    static const char *const KEYS[NK] = {"world", "tp", "cp", "pp", "dp", "ep", "etp", "vpp", "ga", "micro_batch",
+                                         "seq", "ep_deepep", "ep_topk", "ep_node_limit", "ep_load_ppm", "dp_shard",
+                                         "vpp_group"};
+    int64_t v[NK] = {0};
+    bool seen[NK] = {false};
     WlParallel q = *p;
     while (*s) {
         while (*s == ' ') s++;
@@ -461,7 +466,7 @@ bool wl_layout_parse(const char *s, WlParallel *p)
         const char *eq = strchr(s, '=');
         if (!eq) return false;
         int k = -1;
-        for (int i = 0; i < 16; i++)
+        for (int i = 0; i < NK; i++)
             if ((size_t)(eq - s) == strlen(KEYS[i]) && !strncmp(s, KEYS[i], (size_t)(eq - s))) k = i;
         char *end;
         long long x = strtoll(eq + 1, &end, 10);
@@ -476,8 +481,9 @@ bool wl_layout_parse(const char *s, WlParallel *p)
     q.ga = v[8], q.micro_batch = v[9], q.seq = v[10];
     q.ep_route = (HwEpRoute){.deepep = v[11] != 0, .topk = v[12], .node_limit = v[13], .load = (double)v[14] / 1e6};
     q.dp_shard = v[15];
+    q.vpp_group = v[16];
     if (q.tp < 1 || q.cp < 1 || q.pp < 1 || q.dp < 1 || q.ep < 1 || q.vpp < 1 || q.ga < 1 ||
-        q.tp * q.cp * q.pp * q.dp != q.world || (q.dp_shard > 0 && q.dp % q.dp_shard != 0))
+        q.tp * q.cp * q.pp * q.dp != q.world || (q.dp_shard > 0 && q.dp % q.dp_shard != 0) || q.vpp_group > q.ga)
         return false;
     *p = q;
     return true;

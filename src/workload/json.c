@@ -86,6 +86,7 @@ void wl_write_json(const Workload *w, TsBuf *b)
     kv_num(b, "pp_comm_bytes", p->pp_comm_bytes);
     if (p->etp > 0 && p->etp != p->tp) ts_buf_printf(b, ", \"etp\": %" PRId64, p->etp);
     if (p->dp_shard > 0) ts_buf_printf(b, ", \"dp_shard\": %" PRId64, p->dp_shard);
+    if (p->vpp_group > 0) ts_buf_printf(b, ", \"vpp_group\": %" PRId64, p->vpp_group);
     if (p->micro_batch > 0 && p->seq > 0)
         ts_buf_printf(b, ", \"micro_batch\": %" PRId64 ", \"seq\": %" PRId64, p->micro_batch, p->seq);
     const HwEpRoute *er = &p->ep_route;

@@ -241,6 +241,7 @@ static TsStatus read_parallel(Rd *r, json_t *root)
                           "'parallel.dp_shard' (%lld) does not divide dp (%lld)", (long long)p->dp_shard,
                           (long long)p->dp);
     }
+    if (json_object_get(po, "vpp_group") && (st = get_int(r, po, "vpp_group", 1, p->ga, &p->vpp_group))) return st;
     if (json_object_get(po, "etp")) {
         if ((st = get_int(r, po, "etp", 1, M, &p->etp))) return st;
         if ((p->tp * p->cp * p->dp) % (p->etp * p->ep) != 0)

@@ -45,6 +45,9 @@ typedef struct CostCtx {
                                COST_HOST_MODULE_S where host_s is set, else 0) */
     double host_opt_s;      /* host time of the optimizer step per parameter tensor
                                (COST_HOST_OPT_TENSOR_S where host_s is set, else 0) */
+    bool host_sync;         /* Megatron-Core: only the MoE layer's ops have a host time (the
+                               template's launches), and its forward syncs the host on the token
+                               counts (cost_step) */
     int64_t ub_tp;          /* --tp-overlap: TP size (TE's ring exchange runs a GEMM in ub_tp
                                chunks), 1 without */
     double ub_stretch[2];   /* forward time factor of the attention's and the MLP's output

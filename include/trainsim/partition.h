@@ -198,8 +198,10 @@ enum {
                                   where that is slower than its bytes (elems[]) */
     PART_KF_ROWNORM = 8192,    /* MEM, eager: PyTorch's fused LayerNorm kernel over elems[] rows
                                   forward / backward (hw_norm_time_s) */
-    PART_KF_PYLOOP = 16384     /* eager: ops a Python loop calls one by one, no module of their
+    PART_KF_PYLOOP = 16384,    /* eager: ops a Python loop calls one by one, no module of their
                                   own (transformers' per-expert fallback): COST_HOST_LOOP_S */
+    PART_KF_AFTER_SYNC = 32768 /* Megatron-Core MoE: dispatched after the forward's host sync on
+                                  the token counts (cost_step) */
 };
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */
@@ -221,6 +223,8 @@ typedef struct PartKernel {
      * kernel keeps for the backward; 0 elsewhere */
     int16_t launches[2];      /* kernels the op runs forward / backward, all launches (--framework
                                  hf: the ATen calls the host dispatches) */
+    int16_t host_calls[2];    /* calls the host dispatches beside its launches (Megatron-Core's
+                                 MoE layer: Python-level calls that launch nothing) */
     double saved_bytes;       /* tensors autograd keeps for the backward (new ones only) */
     double elems[2];          /* PART_KF_GENERIC: elements its kernels process forward / backward;
                                  PART_KF_ROWNORM: rows */

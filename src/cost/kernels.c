@@ -7,12 +7,14 @@
 
 void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double tensor_factor)
 {
-    bool hf = plan_hf(p);
+    bool hf = plan_hf(p), mc = p->framework == PLAN_FRAMEWORK_MEGATRON, h = hf || mc;
     *c = (CostCtx){.hw = hw, .dtype = p->dtype, .act_dtype = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype,
-                   .tensor_factor = tensor_factor, .host_s = {{hf ? COST_HOST_FWD_S : 0, hf ? COST_HOST_BWD_S : 0},
-                              {hf ? COST_HOST_INNER_FWD_S : 0, hf ? COST_HOST_INNER_BWD_S : 0},
+                   .tensor_factor = tensor_factor, .host_s = {{h ? COST_HOST_FWD_S : 0, h ? COST_HOST_BWD_S : 0},
+                              {h ? COST_HOST_INNER_FWD_S : 0, h ? COST_HOST_INNER_BWD_S : 0},
                               {hf ? COST_HOST_LOOP_S : 0, hf ? COST_HOST_LOOP_S : 0}},
                    .host_mod_s = hf ? COST_HOST_MODULE_S : 0, .host_opt_s = hf ? COST_HOST_OPT_TENSOR_S : 0,
+                   /* token drop padded to capacity: static shapes, no sync */
+                   .host_sync = mc && !(p->moe_capacity > 0 && p->moe_pad),
                    .fp8 = p->fp8_recipe, .fp8_non_tn = !strcmp(hw->gpu.arch, "blackwell"),
                    .ub_tp = p->tp_overlap && p->tp > 1 ? p->tp : 1, .ub_stretch = {1, 1}};
     int64_t sms = hw->gpu.sm_count;
@@ -182,8 +184,8 @@ void cost_block(const CostCtx *c, const PartBlockT *b, CostBlock *o)
         o->ig += t[1];
         o->wg += t[2];
         int how = (k->flags & PART_KF_INNER) ? 1 : (k->flags & PART_KF_PYLOOP) ? 2 : 0;
-        o->host_fwd += (double)k->launches[0] * c->host_s[how][0];
-        o->host_bwd += (double)k->launches[1] * c->host_s[how][1];
+        o->host_fwd += (double)(k->launches[0] + k->host_calls[0]) * c->host_s[how][0];
+        o->host_bwd += (double)(k->launches[1] + k->host_calls[1]) * c->host_s[how][1];
     }
 }
 
@@ -210,6 +212,44 @@ static double host_wait(CostBlock *b, const double n[PART_BLOCK_COUNT], double *
     }
     *ahead = gb > hb ? gb - hb : 0;
     return (hf > gf ? hf - gf : 0) + (hb > gb ? hb - gb : 0);
+}
+
+/* Megatron-Core's MoE layer forward (CostCtx.host_sync): the token
+ * dispatcher copies the tokens per expert to the host and waits for them
+ * (the all-to-all's split sizes, the grouped GEMMs' m_splits), so the host
+ * cannot run ahead across it. At the sync the GPU's queue is empty: the ops
+ * after it (PART_KF_AFTER_SYNC) keep the GPU idle for what dispatching them
+ * takes beyond running them; the ops before it (router, auxiliary loss, the
+ * count exchange) hide under the attention block's GPU time, through whose
+ * long kernels the host runs ahead. The EP all-to-all's own time, which
+ * lets the host run ahead too, is not subtracted: an upper bound where it
+ * is long (EP across nodes). Seconds per MoE layer and micro-batch. */
+static double sync_wait(const CostCtx *c, const PartBlockT *t, const CostBlock *moe, const CostBlock *attn)
+{
+    double h[2] = {0, 0}, g[2] = {0, 0};
+    for (int32_t i = 0; i < t->n_k; i++) {
+        const PartKernel *k = &t->k[i];
+        if (k->flags & PART_KF_SAC_ONLY) continue;
+        int s = (k->flags & PART_KF_AFTER_SYNC) ? 1 : 0, how = (k->flags & PART_KF_INNER) ? 1 : 0;
+        h[s] += (double)(k->launches[0] + k->host_calls[0]) * c->host_s[how][0];
+        g[s] += moe->k[i][0];
+    }
+    double pre = h[0] + attn->host_fwd - attn->fwd - g[0];
+    return (h[1] > g[1] ? h[1] - g[1] : 0) + (pre > 0 ? pre : 0);
+}
+
+/* The backward has no sync (the split sizes are the forward's): the host
+ * falls behind only where the whole pass dispatches longer than it runs,
+ * as under --framework hf; the forward waits per MoE layer (sync_wait). */
+static double mcore_host_wait(const CostCtx *c, const PartTemplate *t, CostBlock *b, const double n[PART_BLOCK_COUNT])
+{
+    CostBlock *moe = &b[PART_BLOCK_MOE];
+    double w = n[PART_BLOCK_MOE] > 0 ? sync_wait(c, &t->b[PART_BLOCK_MOE], moe, &b[PART_BLOCK_ATTN]) : 0;
+    for (int i = 0; i < PART_BLOCK_COUNT; i++) b[i].host_fwd = 0; /* the forward's wait is the sync's */
+    double ahead, bw = host_wait(b, n, &ahead);
+    moe->wait_fwd = w;
+    moe->mem_fwd += w, moe->fwd += w;
+    return bw + n[PART_BLOCK_MOE] * w;
 }
 
 bool cost_sac(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt)
@@ -252,8 +292,8 @@ void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, cons
         double nm = (double)model_moe_layer_count(m), n[PART_BLOCK_COUNT] = {0};
         n[PART_BLOCK_ATTN] = (double)m->layers, n[PART_BLOCK_MLP] = (double)m->layers - nm;
         n[PART_BLOCK_MOE] = nm, n[PART_BLOCK_EMBED] = n[PART_BLOCK_HEAD] = 1;
-        double ahead, tensors = 0;
-        o->host_wait_s = host_wait(o->b, n, &ahead);
+        double ahead = 0, tensors = 0;
+        o->host_wait_s = c->host_sync ? mcore_host_wait(c, t, o->b, n) : host_wait(o->b, n, &ahead);
         /* the optimizer's loop over the parameter tensors, after the last
          * backward: hidden while the GPU still runs what was dispatched */
         for (int b = 0; b < PART_BLOCK_COUNT; b++) tensors += n[b] * (double)t->b[b].param_tensors;

@@ -229,6 +229,47 @@ static void dense_mlp(const Tx *x, PartBlockT *b)
     b->grad_t[1] = b->params - b->grad_t[0];
 }
 
+/* What the host dispatches in Megatron-Core's MoE layer (the token_dispatcher
+ * "alltoall" or "flex", TEGroupedMLP, permute and router fusion on as the
+ * Megatron-Bridge performance recipes set them; cost_step turns it into
+ * the GPU's wait), read from Megatron-LM core_r0.15 (router.py,
+ * token_dispatcher.py, moe_utils.py, experts.py) and Transformer Engine
+ * 2.9-2.11 (GroupedLinear, split_quantize, multi_stream_cublas_gemm):
+ * forward, before the dispatcher's host sync on the tokens per expert,
+ * about 57 Python-level calls (router 18, count preprocessing and its
+ * all-gather 15, the device-to-host copies 15, the fused permute 9) that
+ * launch about 25 kernels; after it 43 (the two all-to-alls, the chunk
+ * sorts, the experts' Python, the unpermute), 6 kernels beside the
+ * experts'; backward about 25 autograd nodes, 15 kernels. Each GroupedLinear launches
+ * its E local experts' GEMMs one by one from C++ (cuBLAS over 4 streams),
+ * with per-expert quantization in FP8: forward / backward kernels per
+ * expert 1 / 2 in 16 bit, 2 / 3 delayed scaling (cast-transpose with its
+ * amax), 5 / 6 current scaling (zero amax, amax, scale, cast), 2 / 3 plus 2
+ * / 4 swizzles blockwise. SequentialMLP calls each expert's modules from
+ * Python: 3 calls forward, 3 backward per expert. k: the block's router.topk,
+ * experts.fc1, experts.fc2, experts.act and permute, in that order. */
+static void mcore_moe_host(const ParallelPlan *p, PartKernel *k, int64_t local, bool seq)
+{
+    PartKernel *topk = &k[0], *fc[2] = {&k[1], &k[2]}, *act = &k[3], *pm = &k[4];
+    topk->launches[0] = 25, topk->host_calls[0] = 32; /* 57 calls, 25 of them kernels */
+    topk->launches[1] = 15, topk->host_calls[1] = 10; /* 25 autograd nodes, 15 kernels */
+    pm->launches[0] = 6, pm->host_calls[0] = 37;      /* 43 calls, 6 kernels (sorts, unpermute) */
+    pm->flags |= PART_KF_AFTER_SYNC;
+    act->flags |= PART_KF_AFTER_SYNC;
+    int64_t f = 1, b = 2, f0 = 0, b0 = 0;
+    if (p->dtype == TS_DTYPE_FP8) {
+        if (p->fp8_recipe == PLAN_FP8_CURRENT) f = 5, b = 6;
+        else if (p->fp8_recipe == PLAN_FP8_BLOCKWISE) f = 2, b = 3, f0 = 2, b0 = 4;
+        else f = 2, b = 3;
+    }
+    for (int i = 0; i < 2; i++) {
+        fc[i]->flags |= PART_KF_AFTER_SYNC | (seq ? 0 : PART_KF_INNER);
+        int64_t nf = seq ? (i ? 2 : 1) * local : f * local + f0, nb = seq ? (i ? 2 : 1) * local : b * local + b0;
+        fc[i]->launches[0] = (int16_t)(nf < 30000 ? nf : 30000);
+        fc[i]->launches[1] = (int16_t)(nb < 30000 ? nb : 30000);
+    }
+}
+
 /* MoE MLP: router over the tokens the rank routes (Tsp under SP), the local
  * experts (E/EP of them, balanced) as one grouped GEMM per projection over
  * the token-expert pairs the rank computes (tokens x K x ETP) at width
@@ -267,7 +308,9 @@ static void moe_mlp(const Tx *x, PartBlockT *b)
             f2->flops[i] *= nk;
             ac->flops[i] *= nk;
         }
-        tpl_mem(b, "permute", 4.0 * pairs * (double)H * x->ab, 4.0 * pairs * (double)H * x->ab, 0)->flags |= PART_KF_PERMUTE;
+        PartKernel *pm = tpl_mem(b, "permute", 4.0 * pairs * (double)H * x->ab, 4.0 * pairs * (double)H * x->ab, 0);
+        pm->flags |= PART_KF_PERMUTE;
+        mcore_moe_host(p, b->k + (b->n_k - 5), local, seq);
     }
     double shared = 0;
     if (m->shared_experts > 0) {

@@ -169,11 +169,14 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
                   sim_ce_fusion_name(o->ce_fusion),
                   o->sequential_experts ? "sequential" : "grouped", o->mfu_causal ? "causal" : "full",
                   o->balance_stages ? ", \"balance_stages\": true" : "");
-    if (plan_hf(p)) /* the host's dispatch time an op, forward and backward (cost.h, --host-us) */
+    /* the host's dispatch time an op, forward and backward (cost.h, --host-us),
+     * where it is in the loop: HF's modules, Megatron-Core's MoE layers */
+    bool host = plan_hf(p) || (p->framework == PLAN_FRAMEWORK_MEGATRON && in->model->experts > 0);
+    if (host)
         ts_buf_printf(b, ", \"host_dispatch_us\": [%.10g, %.10g]",
                       1e6 * o->host_s[0], 1e6 * o->host_s[1]);
     ts_buf_puts(b, "}");
-    if (plan_hf(p))
+    if (host)
         ts_buf_printf(b, ", \"host_wait_s\": %.17g, \"host_wait_optimizer_s\": %.17g", r->host_wait_s,
                       r->host_wait_optimizer_s);
     ModelCounts mc;

@@ -724,8 +724,10 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     /* fl_token summed the layers of every chunk once: it is the whole model */
     out->model_flops_per_iteration = 3.0 * fl_token * tokens;
     out->hardware_flops_per_iteration = out->model_flops_per_iteration + rfl_token * tokens;
-    /* --framework hf: one stage; the optimizer's host loop once a step */
-    out->host_wait_s = edge[SIM_E_HOST_WAIT] * (double)p->grad_accum;
+    /* the whole model's per micro-batch (--framework hf: one stage; a
+     * pipeline stage of Megatron-Core's MoE layers about 1/pp of it); the
+     * optimizer's host loop once a step */
+    out->host_wait_s = edge[SIM_E_HOST_WAIT] * (double)p->grad_accum / (double)p->pp;
     out->host_wait_optimizer_s = edge[SIM_E_HOST_OPT];
     const TsDtype gdt = hw_usable_dtype(&in->hw->gpu, p->dtype); /* fp8 on an A100: bf16 */
     double peak = in->hw->gpu.peak_flops[gdt];
@@ -785,7 +787,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         warn(out, SIM_WARN_SELECTIVE_OPS, 0, 0, 0, 0, NULL);
     if (in->opt.cp_comm != SIM_CP_P2P && p->cp == 1)
         warn(out, SIM_WARN_CP_COMM, 0, 0, in->opt.cp_comm, 0, NULL);
-    if (!sim_host_default(&in->opt) && !plan_hf(p))
+    if (!sim_host_default(&in->opt) && !plan_hf(p) && !(p->framework == PLAN_FRAMEWORK_MEGATRON && m->experts > 0))
         warn(out, SIM_WARN_HOST_US, 0, 0, 0, 0, NULL);
     if (in->hw->gpu.software == HW_SOFTWARE_2024 && !hw_gpu_has_2024(&in->hw->gpu))
         warn(out, SIM_WARN_SOFTWARE, 0, 0, 0, 0, in->hw->gpu.name);

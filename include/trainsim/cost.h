@@ -76,6 +76,12 @@ typedef struct CostCtx {
  * projections, cuBLASLt told SMs - k, k held by other kernels; median
  * stretch 1.07 at 16, 1.11 at 24, 1.22 at 32 held, where SMs / (SMs - k)
  * gives 1.14, 1.22, 1.32: at the 700 W cap fewer busy SMs clock higher). */
+/* Transformer Engine's GroupedLinear (Megatron-Core's TEGroupedMLP) runs its
+ * experts' GEMMs one cuBLAS GEMM per expert, round robin over 4 compute
+ * streams (TE 2.9-2.11 general_grouped_gemm -> multi_stream_cublas_gemm,
+ * num_compute_streams 4): at most 4 GEMMs share the SMs at a time, so each
+ * round of 4 fills its own waves (PART_KF_STREAMS). */
+#define COST_TE_STREAMS 4
 #define COST_UB_PROJ_SMS 24
 #define COST_UB_FC2_SMS 16
 #define COST_UB_SPLITS 4

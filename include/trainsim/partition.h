@@ -200,8 +200,11 @@ enum {
                                   forward / backward (hw_norm_time_s) */
     PART_KF_PYLOOP = 16384,    /* eager: ops a Python loop calls one by one, no module of their
                                   own (transformers' per-expert fallback): COST_HOST_LOOP_S */
-    PART_KF_AFTER_SYNC = 32768 /* Megatron-Core MoE: dispatched after the forward's host sync on
-                                  the token counts (cost_step) */
+    PART_KF_AFTER_SYNC = 32768, /* Megatron-Core MoE: dispatched after the forward's host sync on
+                                   the token counts (cost_step) */
+    PART_KF_STREAMS = 65536     /* GEMM: one GEMM per batch entry, launched over COST_TE_STREAMS
+                                   streams (Transformer Engine's GroupedLinear): the streams' GEMMs
+                                   share the SMs' waves, not the whole batch's */
 };
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */
@@ -216,7 +219,7 @@ typedef struct PartKernel {
     int64_t d;                /* ATTN: q.k head dim */
     double m_sd;              /* GEMM with PART_KF_GROUPED: standard deviation of the rows per group */
     bool causal;              /* ATTN */
-    uint16_t flags;           /* PART_KF_* (beside causal: no padding added) */
+    uint32_t flags;           /* PART_KF_* (beside causal: no padding added) */
     double fwd_bytes, bwd_bytes; /* MEM, per launch */
     double flops[3];          /* fwd, input-grad, weight-grad FLOPs of all launches */
     /* eager code (--framework hf): what the host dispatches and what the

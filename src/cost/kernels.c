@@ -78,6 +78,22 @@ static void fp8_casts(const CostCtx *c, const PartKernel *k, double t[3])
     if (wg > 0) t[2] += hw_memory_time_s(hw, wg * mk);
 }
 
+/* The GEMMs of a PART_KF_STREAMS kernel's batch entries (pass 0 forward,
+ * 1 data gradient, 2 weight gradient), COST_TE_STREAMS at a time. */
+static double stream_gemm(const HwModel *hw, const PartKernel *k, int pass, TsDtype dt)
+{
+    int64_t s = COST_TE_STREAMS, n[2] = {k->batch / s, k->batch % s}, b[2] = {s, k->batch % s};
+    double t = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!(n[i] > 0 && b[i] > 0)) continue;
+        double g = pass == 0   ? hw_gemm_time_s(hw, b[i], k->m, k->n, k->k, dt)
+                   : pass == 1 ? hw_gemm_time_s(hw, b[i], k->m, k->k, k->n, dt)
+                               : hw_gemm_wgrad_time_s(hw, b[i], k->k, k->n, k->m, dt);
+        t += (double)(i ? 1 : n[i]) * g;
+    }
+    return t;
+}
+
 /* `parts` GEMMs of M/parts rows each, x stretch. */
 static double gemm_parts(const CostCtx *c, const PartKernel *k, int64_t parts, double stretch, bool dgrad, TsDtype dt)
 {
@@ -132,6 +148,8 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
             t[2] = f * hw_grouped_gemm_time_s(hw, k->batch, k->k, k->m_sd, k->n, k->m, true, dt);
         } else if (c->ub_tp > 1 && (k->flags & (PART_KF_COL_IN | PART_KF_ROW_OUT | PART_KF_ROW_OUT_MLP))) {
             ub_gemm(c, k, dt, t);
+        } else if (k->flags & PART_KF_STREAMS) {
+            for (int i = 0; i < 3; i++) t[i] = f * stream_gemm(hw, k, i, dt);
         } else {
             t[0] = f * hw_gemm_time_s(hw, k->batch, k->m, k->n, k->k, dt);
             t[1] = f * hw_gemm_time_s(hw, k->batch, k->m, k->k, k->n, dt);

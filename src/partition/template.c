@@ -263,7 +263,7 @@ static void mcore_moe_host(const ParallelPlan *p, PartKernel *k, int64_t local, 
         else f = 2, b = 3;
     }
     for (int i = 0; i < 2; i++) {
-        fc[i]->flags |= PART_KF_AFTER_SYNC | (seq ? 0 : PART_KF_INNER);
+        fc[i]->flags |= PART_KF_AFTER_SYNC | (seq ? 0 : PART_KF_INNER | PART_KF_STREAMS);
         int64_t nf = seq ? (i ? 2 : 1) * local : f * local + f0, nb = seq ? (i ? 2 : 1) * local : b * local + b0;
         fc[i]->launches[0] = (int16_t)(nf < 30000 ? nf : 30000);
         fc[i]->launches[1] = (int16_t)(nb < 30000 ? nb : 30000);
@@ -310,7 +310,7 @@ static void moe_mlp(const Tx *x, PartBlockT *b)
         }
         PartKernel *pm = tpl_mem(b, "permute", 4.0 * pairs * (double)H * x->ab, 4.0 * pairs * (double)H * x->ab, 0);
         pm->flags |= PART_KF_PERMUTE;
-        mcore_moe_host(p, b->k + (b->n_k - 5), local, seq);
+        if (p->framework == PLAN_FRAMEWORK_MEGATRON) mcore_moe_host(p, b->k + (b->n_k - 5), local, seq);
     }
     double shared = 0;
     if (m->shared_experts > 0) {

@@ -180,11 +180,56 @@ static double replay_time(const SimSetup *in, const HwNet *net)
     return t;
 }
 
+/* Letters and digits only, lower case: "Qwen3_30B_a3B" and "qwen3-30b-a3b"
+ * both "qwen330ba3b"; with `minor`, a version's minor part dropped
+ * ("LLAMA3.1_405B": "llama3405b"). */
+static void name_key(const char *s, bool minor, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (const char *q = s; *q && n + 1 < cap; q++) {
+        if (minor && *q == '.' && q > s && isdigit((unsigned char)q[-1]) && isdigit((unsigned char)q[1])) {
+            while (isdigit((unsigned char)q[1])) q++;
+            continue;
+        }
+        if (isalnum((unsigned char)*q)) out[n++] = (char)tolower((unsigned char)*q);
+    }
+    out[n] = 0;
+}
+
+/* The preset a row's model names: its own name, then the presets whose
+ * letters and digits match (spelling aside: Megatron-Bridge's tables write
+ * "Qwen3_30B_a3B", "DeepSeekV3", "GPT OSS 120B"), then without a version's
+ * minor part (Llama 3.1 405B is Llama 3 405B's architecture). */
+static bool preset_named(const char *model, ModelSpec *m, char *found, size_t cap)
+{
+    TsError err = {0};
+    if (model_preset(model, m, &err) == TS_OK) {
+        snprintf(found, cap, "%.63s", model);
+        return true;
+    }
+    static char names[256][64];
+    int n = model_preset_names(names, 256);
+    for (int pass = 0; pass < 2; pass++) {
+        char want[64], key[64];
+        name_key(model, pass == 1, want, sizeof want);
+        for (int i = 0; i < n; i++) {
+            name_key(names[i], false, key, sizeof key);
+            if (!strcmp(key, want) && model_preset(names[i], m, &err) == TS_OK) {
+                snprintf(found, cap, "%.63s", names[i]);
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 /* Model: the preset of the same name supplies the architecture (norm,
- * activation, positions, biases, tying); the row supplies every dimension. */
+ * activation, positions, biases, tying, experts); the row supplies every
+ * dimension. A row with EP names an MoE model: without a preset of that name
+ * it is not run (the CSV has no expert columns). */
 static int row_model(const Row *r, ModelSpec *m, char *why, size_t cap)
 {
-    char name[64];
+    char name[64], found[64];
     snprintf(name, sizeof name, "%.63s", r->f[col("model")]);
     for (char *q = name; *q; q++) *q = (char)tolower((unsigned char)*q);
     TsError err = {0};
@@ -196,19 +241,32 @@ static int row_model(const Row *r, ModelSpec *m, char *why, size_t cap)
         tries[1] = alt;
     }
     tries[2] = strstr(name, "llama") ? "llama2-7b" : "gpt3-175b";
+    if (geti(r, "ep", 1) > 1) tries[2] = NULL; /* no dense stand-in for an MoE model */
     int ok = 0;
-    for (int i = 0; i < 3 && !ok; i++)
-        if (tries[i] && model_preset(tries[i], m, &err) == TS_OK) {
+    for (int i = 0; i < 3 && !ok; i++) {
+        if (!tries[i]) continue;
+        if (i == 0 ? preset_named(tries[i], m, found, sizeof found) : model_preset(tries[i], m, &err) == TS_OK) {
             ok = 1;
-            snprintf(why, cap, "arch from preset %s", tries[i]);
+            snprintf(why, cap, "arch from preset %s", i == 0 ? found : tries[i]);
         }
-    if (!ok) return 1;
+    }
+    if (!ok) {
+        snprintf(why, cap, "no model preset named %s (an MoE run needs one: trainsim models lists them)",
+                 r->f[col("model")]);
+        return 1;
+    }
+    /* a head width of the preset's own (Qwen3, GPT-OSS: heads x head_dim is
+     * not hidden) stays where the row keeps its heads */
+    int64_t pre_hidden = m->hidden, pre_heads = m->heads;
+    bool own_dim = m->head_dim * m->heads != m->hidden;
     m->layers = geti(r, "layers", m->layers);
     m->hidden = geti(r, "hidden", m->hidden);
     m->heads = geti(r, "heads", m->heads);
     m->kv_heads = geti(r, "kv_heads", m->heads);
-    m->head_dim = m->hidden / m->heads;
-    m->ffn = geti(r, "ffn", m->ffn);
+    if (!(own_dim && m->heads == pre_heads && m->hidden == pre_hidden)) m->head_dim = m->hidden / m->heads;
+    /* an MoE preset's expert width in the ffn column names its experts */
+    int64_t ffn = geti(r, "ffn", m->ffn);
+    if (!(m->experts > 0 && ffn == m->moe_ffn)) m->ffn = ffn;
     m->vocab = geti(r, "vocab", m->vocab);
     int64_t seq = geti(r, "seq", 2048);
     if (m->max_positions < seq) m->max_positions = seq;
@@ -412,9 +470,16 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     if (says(r, "fp8")) p->dtype = TS_DTYPE_FP8;
     else if (says(r, "bf16")) p->dtype = TS_DTYPE_BF16;
     else if (says(r, "fp16")) p->dtype = TS_DTYPE_FP16;
-    if (p->dtype == TS_DTYPE_FP8 && (says(r, "current scaling") || says(r, "current-scaling") || says(r, "per-tensor")))
+    if (p->dtype == TS_DTYPE_FP8 && (says(r, "current scaling") || says(r, "current-scaling") || says(r, "per-tensor") ||
+                                     says(r, "fp8-cs")))
         p->fp8_recipe = PLAN_FP8_CURRENT;
-    if (p->dtype == TS_DTYPE_FP8 && (says(r, "blockwise") || says(r, "block-wise")))
+    /* block scales: DeepSeek-V3's 1x128 / 128x128 ("sub-channel", NeMo's
+     * FP8-SC) and MXFP8's 1x32 (NeMo's FP8-MX) run as blockwise, where the row
+     * does not name current scaling */
+    bool mx = says(r, "mxfp8") || says(r, "fp8-mx") || says(r, "sub-channel") || says(r, "subchannel") ||
+              says(r, "fp8-sc");
+    if (p->dtype == TS_DTYPE_FP8 && (says(r, "blockwise") || says(r, "block-wise") ||
+                                     (mx && p->fp8_recipe != PLAN_FP8_CURRENT)))
         p->fp8_recipe = PLAN_FP8_BLOCKWISE;
     if (p->fp8_recipe != PLAN_FP8_DELAYED) {
         strcat(rules, p->fp8_recipe == PLAN_FP8_CURRENT ? "fp8 current scaling (notes); " : "fp8 blockwise (notes); ");
@@ -467,10 +532,10 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
     s->k = (RowKind){.n21 = starts(id, "N21"), .nemo = starts(id, "NEMO"), .bloom = starts(id, "BLOOM"),
                      .opt = starts(id, "OPT"), .tt = starts(id, "TT")};
     bool n21 = s->k.n21, bloom = s->k.bloom, tt = s->k.tt;
-    char why[128], *rules = s->rules;
+    char why[160], *rules = s->rules;
     rules[0] = 0;
     if (row_model(r, &s->m, why, sizeof why)) {
-        if (o->print) printf("%-11s model not buildable\n", id);
+        if (o->print) printf("%-11s model not buildable%s%s\n", id, why[0] ? ": " : "", why);
         return false;
     }
     ParallelPlan p;
@@ -859,9 +924,9 @@ int main(int argc, char **argv)
            "                per chunk (Megatron-Core: NeMo, Megatron-Bridge, Megatron-LM) or of every\n"
            "                layer (Megatron 2021, Megatron-DeepSpeed 2022, metaseq, torchtitan)\n"
            "  precision     as the row's source or notes say (fp8, else bf16, else fp16; fp8 current scaling\n"
-           "                or blockwise when said); unsaid: N21 and OPT fp16; NeMo fp8 (Transformer Engine:\n"
-           "                transformer-layer GEMMs in fp8, attention and LM head in bf16, fp8-saved GEMM\n"
-           "                inputs); others bf16\n"
+           "                (FP8-CS) or blockwise (FP8-SC, MXFP8) when said); unsaid: N21 and OPT fp16;\n"
+           "                NeMo fp8 (Transformer Engine: transformer-layer GEMMs in fp8, attention and LM\n"
+           "                head in bf16, fp8-saved GEMM inputs); others bf16\n"
            "  attention     unfused (fused softmax) for the 2021-22 frameworks (N21, BLOOM, OPT) and\n"
            "                any row published by 2022 (FlashAttention reached Megatron-LM and PyTorch in\n"
            "                2023); fused (cuDNN / FlashAttention) for NeMo, torchtitan and later rows; an\n"

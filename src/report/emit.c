@@ -423,6 +423,11 @@ static void mc_model(const Mc *c)
         mc_str(c, "--moe-token-dispatcher-type", "model.moe_token_dispatcher_type", deepep(c->e) ? "flex" : "alltoall");
         mc_bool(c, "--moe-enable-deepep", "model.moe_enable_deepep", deepep(c->e));
         mc_bool(c, "--moe-grouped-gemm", "model.moe_grouped_gemm", !c->e->o->sequential_experts);
+        /* the fused permute and router the host model counts (template.c,
+         * mcore_moe_host): Megatron-Core's defaults are unfused, with two
+         * more host syncs in the permute [MLM 3088, 3139] */
+        mc_bool(c, "--moe-permute-fusion", "model.moe_permute_fusion", true);
+        mc_bool(c, "--moe-router-fusion", "model.moe_router_fusion", true);
         /* one micro-batch's all-to-alls under another's compute (1f1b-a2a) */
         mc_bool(c, "--overlap-moe-expert-parallel-comm", "model.overlap_moe_expert_parallel_comm",
                 p->schedule == PLAN_SCHED_1F1B_A2A);

@@ -22,7 +22,8 @@ MLM=(--num-layers --hidden-size --ffn-hidden-size --num-attention-heads --group-
   --attention-dropout --make-vocab-size-divisible-by --attention-backend --multi-latent-attention
   --q-lora-rank --kv-lora-rank --qk-head-dim --qk-pos-emb-head-dim --v-head-dim --num-experts
   --moe-router-topk --moe-ffn-hidden-size --moe-shared-expert-intermediate-size --moe-layer-freq
-  --moe-token-dispatcher-type --moe-grouped-gemm --overlap-moe-expert-parallel-comm --tensor-model-parallel-size --sequence-parallel
+  --moe-token-dispatcher-type --moe-grouped-gemm --moe-permute-fusion --moe-router-fusion
+  --overlap-moe-expert-parallel-comm --tensor-model-parallel-size --sequence-parallel
   --tp-comm-overlap --pipeline-model-parallel-size --pipeline-model-parallel-layout
   --num-layers-per-virtual-pipeline-stage --microbatch-group-size-per-virtual-pipeline-stage
   --context-parallel-size --cp-comm-type
@@ -43,7 +44,8 @@ NEMO=(model.num_layers model.hidden_size model.ffn_hidden_size model.num_attenti
   model.num_query_groups model.kv_channels model.q_lora_rank model.kv_lora_rank model.qk_head_dim
   model.qk_pos_emb_head_dim model.v_head_dim model.num_moe_experts model.moe_router_topk
   model.moe_ffn_hidden_size model.moe_shared_expert_intermediate_size model.moe_layer_freq
-  model.moe_token_dispatcher_type model.moe_grouped_gemm model.overlap_moe_expert_parallel_comm model.attention_backend
+  model.moe_token_dispatcher_type model.moe_grouped_gemm model.moe_permute_fusion model.moe_router_fusion
+  model.overlap_moe_expert_parallel_comm model.attention_backend
   model.tensor_model_parallel_size model.sequence_parallel comm_overlap.tp_comm_overlap
   model.pipeline_model_parallel_size model.virtual_pipeline_model_parallel_size
   model.microbatch_group_size_per_vp_stage

@@ -180,13 +180,16 @@ static double replay_time(const SimSetup *in, const HwNet *net)
     return t;
 }
 
-/* Letters and digits only, lower case: "Qwen3_30B_a3B" and "qwen3-30b-a3b"
- * both "qwen330ba3b"; with `minor`, a version's minor part dropped
- * ("LLAMA3.1_405B": "llama3405b"). */
+/* Letters and digits only, lower case, outside parentheses: "Qwen3_30B_a3B
+ * (tokendrop)" and "qwen3-30b-a3b" both "qwen330ba3b"; with `minor`, a
+ * version's minor part dropped ("LLAMA3.1_405B": "llama3405b"). */
 static void name_key(const char *s, bool minor, char *out, size_t cap)
 {
     size_t n = 0;
+    int depth = 0;
     for (const char *q = s; *q && n + 1 < cap; q++) {
+        depth += *q == '(' ? 1 : *q == ')' && depth > 0 ? -1 : 0;
+        if (depth > 0 || *q == ')') continue;
         if (minor && *q == '.' && q > s && isdigit((unsigned char)q[-1]) && isdigit((unsigned char)q[1])) {
             while (isdigit((unsigned char)q[1])) q++;
             continue;
@@ -426,6 +429,17 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     p->sp = strcmp(r->f[col("seq_parallel")], "yes") == 0;
     p->sp_set = true;
     if (p->vpp > 1) p->schedule = PLAN_SCHED_INTERLEAVED;
+    /* token drop, as Megatron-Bridge's tables mark MoE runs "(tokendrop)":
+     * capacity factor 1, each expert's input padded to it (its
+     * apply_moe_token_drop) */
+    const char *mt[3] = {r->f[col("model")], r->f[col("notes")], r->f[col("source")]};
+    for (int i = 0; m->experts > 0 && i < 3 && p->moe_capacity == 0; i++) {
+        const char *tx[2] = {mt[i], ""};
+        if (acc_says(tx, "tokendrop") || acc_says(tx, "token drop") || acc_says(tx, "token-drop")) {
+            p->moe_capacity = 1.0, p->moe_pad = true;
+            strcat(rules, "token drop: capacity 1, padded (notes); ");
+        }
+    }
     /* unstated micro-batch: 1 with pipelining (Megatron's choice for
      * pipelined runs); without pipelining the per-replica batch up to 8 */
     if (*r->f[col("micro_batch")]) {
@@ -588,6 +602,13 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
     }
     /* torchtitan's "selective op" activation checkpointing */
     so->selective_ops = tt;
+    /* Megatron-Core's layer CUDA graphs, where the row says so (applied
+     * where the plan can be captured: sim_cuda_graphs) */
+    if (p.framework == PLAN_FRAMEWORK_MEGATRON &&
+        (acc_says(text, "cuda graph") || acc_says(text, "cuda-graph") || acc_says(text, "cudagraph"))) {
+        so->cuda_graphs = true;
+        strcat(rules, "CUDA graphs (notes); ");
+    }
     int ce = acc_ce_fusion(text);
     if (ce > 0 && p.framework == PLAN_FRAMEWORK_MEGATRON) {
         so->ce_fusion = (SimCeFusion)ce;

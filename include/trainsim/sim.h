@@ -117,6 +117,9 @@ typedef struct SimOptions {
     bool balance_stages;        /* a plan without --stage-layers (vpp 1) runs on the even split
                                    of its costed work (SimResult.balance) when that is faster,
                                    false */
+    bool cuda_graphs;           /* Megatron-Core's layer CUDA graphs (--cuda-graph-impl local,
+                                   scope full): each layer pass a graph replay, no host dispatch
+                                   (sim_cuda_graphs), false */
     bool sequential_experts;    /* a rank's routed experts one after another, each its own
                                    fc1 / activation / fc2 on its tokens (Megatron-Core
                                    SequentialMLP, i.e. without --moe-grouped-gemm; HF's
@@ -136,9 +139,17 @@ typedef struct SimOptions {
     bool record;                /* keep spans for --trace */
 } SimOptions;
 void sim_options_init(SimOptions *o);
+/* Whether Megatron-Core captures plan p's layers under o->cuda_graphs:
+ * Megatron, no activation recompute (TransformerConfig raises "CUDA graphs
+ * not supported with activation recomputation"), MoE layers only with
+ * static shapes (a capacity factor, padded to it; not DeepEP's dispatch:
+ * megatron/core/transformer/moe/README.md "CUDA Graph Support"). *why: the
+ * reason it does not, else NULL. */
+bool sim_cuda_graphs(const SimOptions *o, const ParallelPlan *p, bool moe, const char **why);
 /* The cost context of plan p on hw under the simulator's options o: the
- * tensor factor tf, and --host-us (host_s) where the plan runs eager HF
- * modules. */
+ * tensor factor tf, --host-us (host_s) where the host is in the loop (eager
+ * HF modules, Megatron-Core's MoE layer), none where CUDA graphs replay the
+ * layers. */
 void sim_cost_ctx(CostCtx *c, const HwModel *hw, const ParallelPlan *p, const SimOptions *o, double tf);
 /* o's host is the default one (no --host-us) */
 bool sim_host_default(const SimOptions *o);

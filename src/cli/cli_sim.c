@@ -42,12 +42,17 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
         {"sequential-experts", CLI_FLAG, &o->seq_experts, NULL,
          "MoE: a rank's experts one GEMM each, one after another (Megatron SequentialMLP; default: grouped GEMM)",
          true},
+        {"cuda-graphs", CLI_FLAG, &o->graphs, NULL,
+         "Megatron-Core's layer CUDA graphs (--cuda-graph-impl local): no host dispatch; MoE layers only with "
+         "static shapes (--moe-capacity-factor, --moe-pad-to-capacity), no activation recompute",
+         true},
         {"gpu-spread", CLI_DOUBLE, &o->spread, "F",
          "speed spread among a node's GPUs (0.05); a synchronous job runs at its slowest GPU", true},
         {"cp-comm", CLI_STR, &o->cp_comm, "MODE", CLI_CP_COMM_HELP, true},
         {"ce-fusion", CLI_STR, &o->ce_fusion, "K", CLI_CE_FUSION_HELP, true},
         {"host-us", CLI_STR, &o->host_us, "F[,B]",
-         "--framework hf: the host's time to dispatch an eager op, forward[,backward] in us (24,25.2; module "
+         "--framework hf and Megatron-Core's MoE layers: the host's time to dispatch an eager op, "
+         "forward[,backward] in us (24,25.2; module "
          "calls, casts and loops scale with it; one value scales both: set it from a host-bound step of your own)",
          true},
         {"mfu-convention", CLI_STR, &o->mfu, "C",
@@ -147,6 +152,7 @@ void cli_sim_options(const CliSim *o, SimOptions *so)
     if (o->pair_share >= 0) so->pair_sm_share = o->pair_share;
     so->selective_ops = o->sel_ops;
     so->sequential_experts = o->seq_experts;
+    so->cuda_graphs = o->graphs;
     so->balance_stages = o->balance;
     if (o->spread >= 0) so->gpu_spread = o->spread;
     if (o->cp_comm) sim_cp_comm_parse(o->cp_comm, &so->cp_comm); /* checked by cli_sim_check */

@@ -266,6 +266,9 @@ static TsStatus check_megatron(const Emit *e)
 {
     const ParallelPlan *p = e->p;
     const SimOptions *o = e->o;
+    const char *no_graphs = NULL;
+    if (o->cuda_graphs && !sim_cuda_graphs(o, p, moe(e->m), &no_graphs))
+        return refuse(e, "drop --cuda-graphs, or make the plan capturable", "--cuda-graphs: %s", no_graphs);
     if (p->precision != PLAN_PRECISION_MIXED)
         return refuse(e, "Megatron keeps 16-bit weights with fp32 main parameters and gradients (--precision mixed)",
                       "--precision %s has no Megatron-Core setting", plan_precision_name(p->precision));
@@ -615,6 +618,11 @@ static void mc_step(const Mc *c)
     mc_bool(c, "--cross-entropy-loss-fusion", "model.cross_entropy_loss_fusion", o->ce_fusion != SIM_CE_NONE);
     if (o->ce_fusion != SIM_CE_NONE)
         mc_str(c, "--cross-entropy-fusion-impl", "model.cross_entropy_fusion_impl", sim_ce_fusion_name(o->ce_fusion));
+    /* layer CUDA graphs, scope full (the default) [MLM 1405-1420] */
+    if (o->cuda_graphs) {
+        mc_str(c, "--cuda-graph-impl", "model.cuda_graph_impl", "local");
+        if (c->nemo) mc_set(c, NULL, NULL, "model.cuda_graph_scope", "full");
+    }
     /* Adam's moments in bf16: TE's precision-aware FusedAdam [MLM 3282-3299];
      * Bridge converts "bf16" to torch.bfloat16 [MB omegaconf_utils.py] */
     bool bf16_moments = p->adam_moments == TS_DTYPE_BF16;

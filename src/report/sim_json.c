@@ -169,6 +169,8 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
                   sim_ce_fusion_name(o->ce_fusion),
                   o->sequential_experts ? "sequential" : "grouped", o->mfu_causal ? "causal" : "full",
                   o->balance_stages ? ", \"balance_stages\": true" : "");
+    if (o->cuda_graphs) /* requested; applied unless a warning says why not */
+        ts_buf_printf(b, ", \"cuda_graphs\": %s", sim_cuda_graphs(o, p, in->model->experts > 0, NULL) ? "true" : "false");
     /* the host's dispatch time an op, forward and backward (cost.h, --host-us),
      * where it is in the loop: HF's modules, Megatron-Core's MoE layers */
     bool host = plan_hf(p) || (p->framework == PLAN_FRAMEWORK_MEGATRON && in->model->experts > 0);

@@ -78,6 +78,7 @@ static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
     if (p->precision == PLAN_PRECISION_PURE) part[n++] = "all-16-bit parameters and optimizer (pure)";
     if (o->selective_ops) part[n++] = "op-level selective recompute";
     if (o->sequential_experts) part[n++] = "sequential experts";
+    if (o->cuda_graphs) part[n++] = "CUDA graphs";
     if (o->balance_stages) part[n++] = "stages balanced by work";
     if (!o->dp_overlap && !ds) part[n++] = "gradient reduction after the backward";
     if (!o->param_gather_overlap && !ds) part[n++] = "parameter gather at the step";

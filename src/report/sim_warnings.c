@@ -72,6 +72,9 @@ void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
     case SIM_WARN_CP_COMM:
         snprintf(buf, cap, "--cp-comm %s has no effect with cp 1", sim_cp_comm_name((SimCpComm)w->i));
         return;
+    case SIM_WARN_CUDA_GRAPHS:
+        snprintf(buf, cap, "--cuda-graphs not applied: %s", w->text);
+        return;
     case SIM_WARN_HOST_US:
         snprintf(buf, cap, "--host-us has no effect: only --framework hf and Megatron-Core's MoE layers put the host's "
                             "dispatch in the loop");

@@ -130,10 +130,29 @@ void sim_mem_options(const SimOptions *o, TsDtype dt, PartMemOptions *mo)
     mo->ce_fusion = (int)o->ce_fusion;
 }
 
+bool sim_cuda_graphs(const SimOptions *o, const ParallelPlan *p, bool moe, const char **why)
+{
+    const char *w = NULL;
+    if (!o->cuda_graphs) return false;
+    if (p->framework != PLAN_FRAMEWORK_MEGATRON) w = "only Megatron-Core captures its layers (--cuda-graph-impl)";
+    else if (p->recompute != PLAN_RECOMPUTE_NONE) w = "Megatron-Core captures no layer under activation recompute";
+    else if (moe && p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP) w = "DeepEP's dispatch cannot be captured";
+    else if (moe && !(p->moe_capacity > 0 && p->moe_pad))
+        w = "dropless MoE layers have dynamic shapes: give --moe-capacity-factor and --moe-pad-to-capacity";
+    if (why) *why = w;
+    return w == NULL;
+}
+
 void sim_cost_ctx(CostCtx *c, const HwModel *hw, const ParallelPlan *p, const SimOptions *o, double tf)
 {
     cost_ctx_init(c, hw, p, tf);
     cost_ctx_host(c, o->host_s);
+    /* a dense layer has no host time to remove; an MoE one only where its
+     * shapes are static (sim_cuda_graphs with moe) */
+    if (sim_cuda_graphs(o, p, true, NULL)) {
+        memset(c->host_s, 0, sizeof c->host_s);
+        c->host_sync = false;
+    }
 }
 
 bool sim_host_default(const SimOptions *o)
@@ -789,6 +808,9 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         warn(out, SIM_WARN_CP_COMM, 0, 0, in->opt.cp_comm, 0, NULL);
     if (!sim_host_default(&in->opt) && !plan_hf(p) && !(p->framework == PLAN_FRAMEWORK_MEGATRON && m->experts > 0))
         warn(out, SIM_WARN_HOST_US, 0, 0, 0, 0, NULL);
+    const char *graphs_why = NULL;
+    if (in->opt.cuda_graphs && !sim_cuda_graphs(&in->opt, p, m->experts > 0, &graphs_why))
+        warn(out, SIM_WARN_CUDA_GRAPHS, 0, 0, 0, 0, graphs_why);
     if (in->hw->gpu.software == HW_SOFTWARE_2024 && !hw_gpu_has_2024(&in->hw->gpu))
         warn(out, SIM_WARN_SOFTWARE, 0, 0, 0, 0, in->hw->gpu.name);
     /* the experts' FP32 path under amp (template_hf.c, hf_experts) */

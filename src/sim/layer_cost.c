@@ -481,7 +481,7 @@ typedef struct CostKey {
     int64_t tp_size, tp_nodes, cp_nodes, ep_nodes, dp_size, dp_nodes, edp_size, edp_nodes;
     int32_t dt, adt, recompute;
     uint8_t sp, flash, tp_overlap, fsdp, pp1, framework, precision, selective_ops, fp32_grad, cp_comm, seq_experts;
-    uint8_t ce_fusion;
+    uint8_t ce_fusion, cuda_graphs;
 } CostKey;
 
 typedef struct CostEntry {
@@ -546,6 +546,7 @@ static void cost_key(const Ctx *x, CostKey *k)
     k->cp_comm = (uint8_t)x->o->cp_comm;
     k->seq_experts = x->o->sequential_experts;
     k->ce_fusion = (uint8_t)x->o->ce_fusion;
+    k->cuda_graphs = x->o->cuda_graphs;
 }
 
 static size_t cost_hash(const CostKey *k)

@@ -35,7 +35,7 @@ MLM=(--num-layers --hidden-size --ffn-hidden-size --num-attention-heads --group-
   --moe-router-num-groups --moe-router-group-topk --moe-expert-capacity-factor
   --moe-pad-expert-input-to-capacity --mtp-num-layers --recompute-modules --fp8-recipe
   --use-precision-aware-optimizer --exp-avg-dtype --exp-avg-sq-dtype --cross-entropy-loss-fusion
-  --cross-entropy-fusion-impl)
+  --cross-entropy-fusion-impl --cuda-graph-impl)
 # Megatron-Bridge v0.6.0 ConfigContainer fields (training/config.py: train, model, optimizer, ddp,
 # checkpoint, dataset, comm_overlap, mixed_precision) and the Megatron-Core 0.15 dataclasses behind
 # model.* (model_parallel_config.py, transformer_config.py incl. MLATransformerConfig,
@@ -45,6 +45,7 @@ NEMO=(model.num_layers model.hidden_size model.ffn_hidden_size model.num_attenti
   model.qk_pos_emb_head_dim model.v_head_dim model.num_moe_experts model.moe_router_topk
   model.moe_ffn_hidden_size model.moe_shared_expert_intermediate_size model.moe_layer_freq
   model.moe_token_dispatcher_type model.moe_grouped_gemm model.moe_permute_fusion model.moe_router_fusion
+  model.cuda_graph_impl model.cuda_graph_scope
   model.overlap_moe_expert_parallel_comm model.attention_backend
   model.tensor_model_parallel_size model.sequence_parallel comm_overlap.tp_comm_overlap
   model.pipeline_model_parallel_size model.virtual_pipeline_model_parallel_size

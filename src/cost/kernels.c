@@ -65,7 +65,10 @@ static double mem_time(const HwModel *hw, double bytes, int launches, double ele
  * backward) casts the input (3 B) and writes an fp32 scale per 128 FP8
  * elements (+1/32 B), casts and transposes the output gradient (4 B + 2/32),
  * and quantizes the weight gradient's operand along its other axis from the
- * FP8 copy (2 B + 1/32). */
+ * FP8 copy (2 B + 1/32). Transformer Engine's GroupedLinear
+ * (PART_KF_STREAMS) quantizes each expert's split apart (split_quantize):
+ * per split one kernel, four under current scaling (zero the amax, amax,
+ * scale, cast; TE 2.9-2.11), each with its own launch and ramp. */
 static void fp8_casts(const CostCtx *c, const PartKernel *k, double t[3])
 {
     const HwModel *hw = c->hw;
@@ -73,9 +76,14 @@ static void fp8_casts(const CostCtx *c, const PartKernel *k, double t[3])
     double in = c->fp8_non_tn ? 3 : 4, go = in, wg = 0;
     if (c->fp8 == PLAN_FP8_CURRENT) in += 2, go += 2;
     if (c->fp8 == PLAN_FP8_BLOCKWISE) in = 3 + 1.0 / 32, go = 4 + 2.0 / 32, wg = 2 + 1.0 / 32;
-    t[0] += hw_memory_time_s(hw, in * mk);
-    t[1] += hw_memory_time_s(hw, go * mn);
-    if (wg > 0) t[2] += hw_memory_time_s(hw, wg * mk);
+    int launches = 1;
+    if (k->flags & PART_KF_STREAMS) {
+        int64_t n = k->batch * (c->fp8 == PLAN_FP8_CURRENT ? 4 : 1);
+        launches = n < 30000 ? (int)n : 30000;
+    }
+    t[0] += mem_time(hw, in * mk, launches, 0);
+    t[1] += mem_time(hw, go * mn, launches, 0);
+    if (wg > 0) t[2] += mem_time(hw, wg * mk, k->flags & PART_KF_STREAMS ? (int)k->batch : 1, 0);
 }
 
 /* The GEMMs of a PART_KF_STREAMS kernel's batch entries (pass 0 forward,

@@ -432,6 +432,11 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     /* token drop, as Megatron-Bridge's tables mark MoE runs "(tokendrop)":
      * capacity factor 1, each expert's input padded to it (its
      * apply_moe_token_drop) */
+    /* DeepEP's dispatch (Megatron's flex dispatcher), where the row names it */
+    if (m->experts > 0 && p->ep > 1 && says(r, "deepep")) {
+        p->moe_dispatch = PLAN_MOE_DISPATCH_DEEPEP;
+        strcat(rules, "DeepEP dispatch (notes); ");
+    }
     const char *mt[3] = {r->f[col("model")], r->f[col("notes")], r->f[col("source")]};
     for (int i = 0; m->experts > 0 && i < 3 && p->moe_capacity == 0; i++) {
         const char *tx[2] = {mt[i], ""};

@@ -180,16 +180,13 @@ static double replay_time(const SimSetup *in, const HwNet *net)
     return t;
 }
 
-/* Letters and digits only, lower case, outside parentheses: "Qwen3_30B_a3B
- * (tokendrop)" and "qwen3-30b-a3b" both "qwen330ba3b"; with `minor`, a
- * version's minor part dropped ("LLAMA3.1_405B": "llama3405b"). */
+/* Letters and digits only, lower case, up to a parenthesis: "Qwen3_30B_a3B
+ * (tokendrop) DeepEP" and "qwen3-30b-a3b" both "qwen330ba3b"; with `minor`,
+ * a version's minor part dropped ("LLAMA3.1_405B": "llama3405b"). */
 static void name_key(const char *s, bool minor, char *out, size_t cap)
 {
     size_t n = 0;
-    int depth = 0;
-    for (const char *q = s; *q && n + 1 < cap; q++) {
-        depth += *q == '(' ? 1 : *q == ')' && depth > 0 ? -1 : 0;
-        if (depth > 0 || *q == ')') continue;
+    for (const char *q = s; *q && *q != '(' && n + 1 < cap; q++) {
         if (minor && *q == '.' && q > s && isdigit((unsigned char)q[-1]) && isdigit((unsigned char)q[1])) {
             while (isdigit((unsigned char)q[1])) q++;
             continue;
@@ -433,14 +430,17 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
      * capacity factor 1, each expert's input padded to it (its
      * apply_moe_token_drop) */
     /* DeepEP's dispatch (Megatron's flex dispatcher), where the row names it */
-    if (m->experts > 0 && p->ep > 1 && says(r, "deepep")) {
+    const char *text2[2] = {r->f[col("source")], r->f[col("notes")]};
+    if (m->experts > 0 && p->ep > 1 && acc_says_on(text2, "deepep")) {
         p->moe_dispatch = PLAN_MOE_DISPATCH_DEEPEP;
         strcat(rules, "DeepEP dispatch (notes); ");
     }
     const char *mt[3] = {r->f[col("model")], r->f[col("notes")], r->f[col("source")]};
-    for (int i = 0; m->experts > 0 && i < 3 && p->moe_capacity == 0; i++) {
+    /* (Megatron-Core's token drop needs the alltoall dispatcher) */
+    for (int i = 0; m->experts > 0 && i < 3 && p->moe_capacity == 0 && p->moe_dispatch != PLAN_MOE_DISPATCH_DEEPEP;
+         i++) {
         const char *tx[2] = {mt[i], ""};
-        if (acc_says(tx, "tokendrop") || acc_says(tx, "token drop") || acc_says(tx, "token-drop")) {
+        if (acc_says_on(tx, "tokendrop") || acc_says_on(tx, "token drop") || acc_says_on(tx, "token-drop")) {
             p->moe_capacity = 1.0, p->moe_pad = true;
             strcat(rules, "token drop: capacity 1, padded (notes); ");
         }
@@ -540,7 +540,7 @@ typedef struct RowSetup {
     HwModel hw;
     HwNet net;
     SimSetup in;
-    char rules[512];
+    char rules[1024];
 } RowSetup;
 
 /* The row's model, plan, cluster and runtime options by its table's rules.
@@ -609,8 +609,11 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
     so->selective_ops = tt;
     /* Megatron-Core's layer CUDA graphs, where the row says so (applied
      * where the plan can be captured: sim_cuda_graphs) */
-    if (p.framework == PLAN_FRAMEWORK_MEGATRON &&
-        (acc_says(text, "cuda graph") || acc_says(text, "cuda-graph") || acc_says(text, "cudagraph"))) {
+    bool graphs_off = acc_says(text, "graph_impl=none") || acc_says(text, "graph_impl none") ||
+                      acc_says(text, "graph-impl none") || acc_says(text, "graph-impl=none");
+    bool graphs = acc_says_on(text, "cuda graph") || acc_says_on(text, "cuda-graph") ||
+                  acc_says_on(text, "cudagraph") || acc_says_on(text, "cuda_graph");
+    if (p.framework == PLAN_FRAMEWORK_MEGATRON && graphs && !graphs_off) {
         so->cuda_graphs = true;
         strcat(rules, "CUDA graphs (notes); ");
     }
@@ -737,6 +740,12 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
         return false;
     }
     if (!*r->f[col("recompute")]) least_recompute(&s, w, &res);
+    const char *no_graphs = NULL;
+    if (s.in.opt.cuda_graphs && !sim_cuda_graphs(&s.in.opt, &s.in.plan, s.m.experts > 0, &no_graphs)) {
+        strcat(s.rules, "CUDA graphs not applied: ");
+        strncat(s.rules, no_graphs, sizeof s.rules - strlen(s.rules) - 3);
+        strcat(s.rules, "; ");
+    }
     double pub = atof(r->f[col("value")]), pred = row_prediction(&s, &res, tfl, its);
     /* the error of the throughput: for an iteration time, published / predicted */
     double e = its ? pub / pred - 1 : pred / pub - 1;

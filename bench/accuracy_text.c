@@ -28,6 +28,31 @@ bool acc_says(const char *const text[2], const char *what)
     return find_ci(text[0], what) || find_ci(text[1], what);
 }
 
+/* Is the text at s (of length n, inside t) negated: "no ", "not ",
+ * "without ", "w/o " just before it, or " off", " disabled", "=false",
+ * ": false", " false", "=none", "=0" just after? */
+static bool negated(const char *t, const char *s, size_t n)
+{
+    static const char *const BEFORE[] = {"no ", "not ", "without ", "w/o ", "non-"};
+    static const char *const AFTER[] = {" off", " disabled", "=false", ": false", " false", "=none", "=0"};
+    for (size_t i = 0; i < sizeof BEFORE / sizeof BEFORE[0]; i++) {
+        size_t k = strlen(BEFORE[i]);
+        if ((size_t)(s - t) >= k && acc_starts_ci(s - k, BEFORE[i])) return true;
+    }
+    for (size_t i = 0; i < sizeof AFTER / sizeof AFTER[0]; i++)
+        if (acc_starts_ci(s + n, AFTER[i])) return true;
+    return false;
+}
+
+bool acc_says_on(const char *const text[2], const char *what)
+{
+    size_t n = strlen(what);
+    for (int c = 0; c < 2; c++)
+        for (const char *s = find_ci(text[c], what); s; s = find_ci(s + 1, what))
+            if (!negated(text[c], s, n)) return true;
+    return false;
+}
+
 /* Does the row say TP communication is overlapped: "TP" as a word (also
  * in a list such as "TP/DP/PP") with "overlap" among the next few words
  * ("TP overlap", "TP comm overlap", "TP/DP/PP communication overlap

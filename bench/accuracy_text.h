@@ -20,6 +20,9 @@ bool acc_says(const char *const text[2], const char *what);
  * such as "TP/DP/PP") with "overlap" among the next few words, not negated
  * ("no TP overlap", "TP overlap off")? */
 bool acc_says_tp_overlap(const char *const text[2]);
+/* acc_says, not negated: not after "no", "not", "without", "w/o", "non-",
+ * nor followed by "off", "disabled", "false", "none" or "=0". */
+bool acc_says_on(const char *const text[2], const char *what);
 /* The layers per pipeline chunk a full recompute covers (Megatron's
  * --recompute-method block --recompute-num-layers N), from the recompute
  * cell `rc` ("full:5", "full(5)", "full 5") or the notes

@@ -41,7 +41,8 @@ void cli_plan_add(CliSpec *s, CliPlan *cp, bool with_gpus)
     cli_add(s, "pp", CLI_INT, &cp->pp, "N", "pipeline stages");
     cli_add(s, "vpp", CLI_INT, &cp->vpp, "N", "virtual pipeline chunks per stage (interleaved)");
     cli_add(s, "vpp-group", CLI_INT, &cp->vpp_group, "N",
-            "interleaved: micro-batches run through a chunk before the next, pp..micro-batches (default pp)");
+            "interleaved, Megatron-Core: micro-batches run through a chunk before the next, pp..micro-batches "
+            "(default pp; torchtitan runs PyTorch's own groups)");
     cli_add(s, "dp", CLI_INT, &cp->dp, "N", "data parallel size (default: gpus/(tp*pp*cp))");
     cli_add(s, "cp", CLI_INT, &cp->cp, "N", "context parallel size");
     cli_add(s, "ep", CLI_INT, &cp->ep, "N", "expert parallel size");

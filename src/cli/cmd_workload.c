@@ -41,13 +41,13 @@ static int write_out(const Workload *w, const WlCli *o, WlFormat fmt)
                    w->par.world, o->output, w->par.world - 1, o->output, bytes);
         return 0;
     }
-    if (fmt == WL_FMT_SIMAI && w->par.vpp_group > 0 && w->par.vpp_group != w->par.pp) {
-        /* the header's pp, vpp and ga are all SimAI reads of the schedule */
+    if ((fmt == WL_FMT_SIMAI || fmt == WL_FMT_ASTRASIM) && w->par.vpp_group > 0 && w->par.vpp_group != w->par.pp) {
+        /* layer rows: the simulator prices the schedule from pp, vpp and ga alone */
         ts_err(&err, TS_ERR_INPUT, "'%s' runs its interleaved micro-batches in groups of %" PRId64 " (pp %" PRId64
-                                   "): AICB's header has no such group, SimAI prices the schedule from pp, vpp and "
-                                   "ga alone",
-               o->in, w->par.vpp_group, w->par.pp);
-        ts_err_hint(&err, "convert it to --format chakra, whose task graphs run its order, or replay it with "
+                                   "): %s layer rows have no such group, the simulator prices the schedule from pp, "
+                                   "vpp and ga alone",
+               o->in, w->par.vpp_group, w->par.pp, fmt == WL_FMT_SIMAI ? "AICB's" : "ASTRA-sim's");
+        ts_err_hint(&err, "write it as --format json or chakra, whose task graphs run its order, or replay it with "
                           "simulate --workload %s", o->in);
         return cli_fail(&err);
     }

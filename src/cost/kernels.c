@@ -66,9 +66,11 @@ static double mem_time(const HwModel *hw, double bytes, int launches, double ele
  * elements (+1/32 B), casts and transposes the output gradient (4 B + 2/32),
  * and quantizes the weight gradient's operand along its other axis from the
  * FP8 copy (2 B + 1/32). Transformer Engine's GroupedLinear
- * (PART_KF_STREAMS) quantizes each expert's split apart (split_quantize):
- * per split one kernel, four under current scaling (zero the amax, amax,
- * scale, cast; TE 2.9-2.11), each with its own launch and ramp. */
+ * (PART_KF_STREAMS) quantizes the experts' splits in split_quantize (TE
+ * 2.9-2.11, csrc/extensions/cast.cpp): under delayed scaling one fused
+ * multi-tensor cast-transpose over all splits; otherwise each split apart,
+ * one kernel a split, four under current scaling (zero the amax, amax,
+ * scale, cast), each with its own launch and ramp. */
 static void fp8_casts(const CostCtx *c, const PartKernel *k, double t[3])
 {
     const HwModel *hw = c->hw;
@@ -77,7 +79,7 @@ static void fp8_casts(const CostCtx *c, const PartKernel *k, double t[3])
     if (c->fp8 == PLAN_FP8_CURRENT) in += 2, go += 2;
     if (c->fp8 == PLAN_FP8_BLOCKWISE) in = 3 + 1.0 / 32, go = 4 + 2.0 / 32, wg = 2 + 1.0 / 32;
     int launches = 1;
-    if (k->flags & PART_KF_STREAMS) {
+    if ((k->flags & PART_KF_STREAMS) && c->fp8 != PLAN_FP8_DELAYED) {
         int64_t n = k->batch * (c->fp8 == PLAN_FP8_CURRENT ? 4 : 1);
         launches = n < 30000 ? (int)n : 30000;
     }
@@ -323,6 +325,11 @@ void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, cons
         /* the optimizer's loop over the parameter tensors, after the last
          * backward: hidden while the GPU still runs what was dispatched */
         for (int b = 0; b < PART_BLOCK_COUNT; b++) tensors += n[b] * (double)t->b[b].param_tensors;
+        /* a full recompute runs the forward again, its host's wait (the MoE
+         * layer's sync) included */
+        if (p->recompute == PLAN_RECOMPUTE_FULL)
+            for (int b = 0; b < PART_BLOCK_COUNT; b++)
+                if (b != PART_BLOCK_EMBED && b != PART_BLOCK_HEAD) o->recompute[b] += o->b[b].wait_fwd;
         double host_opt = tensors * c->host_opt_s;
         o->host_opt_s = host_opt > ahead ? host_opt - ahead : 0;
     }

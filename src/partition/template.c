@@ -243,9 +243,9 @@ static void dense_mlp(const Tx *x, PartBlockT *b)
  * experts'; backward about 25 autograd nodes, 15 kernels. Each GroupedLinear launches
  * its E local experts' GEMMs one by one from C++ (cuBLAS over 4 streams),
  * with per-expert quantization in FP8: forward / backward kernels per
- * expert 1 / 2 in 16 bit, 2 / 3 delayed scaling (cast-transpose with its
- * amax), 5 / 6 current scaling (zero amax, amax, scale, cast), 2 / 3 plus 2
- * / 4 swizzles blockwise. SequentialMLP calls each expert's modules from
+ * expert 1 / 2 in 16 bit, 1 / 2 plus one fused multi-tensor cast-transpose
+ * under delayed scaling, 5 / 6 current scaling (zero amax, amax, scale,
+ * cast), 2 / 3 plus 2 / 4 swizzles blockwise. SequentialMLP calls each expert's modules from
  * Python: 3 calls forward, 3 backward per expert. k: the block's router.topk,
  * experts.fc1, experts.fc2, experts.act and permute, in that order. */
 static void mcore_moe_host(const ParallelPlan *p, PartKernel *k, int64_t local, bool seq)
@@ -260,7 +260,7 @@ static void mcore_moe_host(const ParallelPlan *p, PartKernel *k, int64_t local, 
     if (p->dtype == TS_DTYPE_FP8) {
         if (p->fp8_recipe == PLAN_FP8_CURRENT) f = 5, b = 6;
         else if (p->fp8_recipe == PLAN_FP8_BLOCKWISE) f = 2, b = 3, f0 = 2, b0 = 4;
-        else f = 2, b = 3;
+        else f0 = 1, b0 = 1;
     }
     for (int i = 0; i < 2; i++) {
         fc[i]->flags |= PART_KF_AFTER_SYNC | (seq ? 0 : PART_KF_INNER | PART_KF_STREAMS);

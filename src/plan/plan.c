@@ -322,7 +322,7 @@ static TsStatus validate_dual(const ParallelPlan *p, TsError *err)
 static TsStatus check_pytorch_group(const ParallelPlan *p, int64_t m, TsError *err)
 {
     if (m < 1 || plan_pytorch_vpp_group(p->pp, m) > 0) return TS_OK;
-    int64_t r = m / p->pp, lo = m - m % r, hi = lo + r;
+    int64_t r = m / p->pp, lo = m - m % r, hi = m + 1;
     while (plan_pytorch_vpp_group(p->pp, hi) == 0) hi++;
     char hint[200];
     snprintf(hint, sizeof hint,

@@ -132,6 +132,9 @@ static TsStatus check_common(const Emit *e)
     const ParallelPlan *p = e->p;
     const ModelSpec *m = e->m;
     PlanFramework fw = rep_emit_framework(e->t);
+    const char *no_graphs = NULL;
+    if (e->o->cuda_graphs && !sim_cuda_graphs(e->o, p, moe(m), &no_graphs))
+        return refuse(e, "drop --cuda-graphs, or make the plan capturable", "--cuda-graphs: %s", no_graphs);
     if (p->framework != fw) {
         char hint[200];
         snprintf(hint, sizeof hint,
@@ -266,9 +269,6 @@ static TsStatus check_megatron(const Emit *e)
 {
     const ParallelPlan *p = e->p;
     const SimOptions *o = e->o;
-    const char *no_graphs = NULL;
-    if (o->cuda_graphs && !sim_cuda_graphs(o, p, moe(e->m), &no_graphs))
-        return refuse(e, "drop --cuda-graphs, or make the plan capturable", "--cuda-graphs: %s", no_graphs);
     if (p->precision != PLAN_PRECISION_MIXED)
         return refuse(e, "Megatron keeps 16-bit weights with fp32 main parameters and gradients (--precision mixed)",
                       "--precision %s has no Megatron-Core setting", plan_precision_name(p->precision));

@@ -64,7 +64,7 @@ static void clock_line(const SimSetup *in, TsBuf *b)
     ts_buf_puts(b, "\n");
 }
 
-static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
+static void runtime_line(const SimOptions *o, const ParallelPlan *p, bool moe, TsBuf *b)
 {
     SimOptions d;
     sim_options_init(&d);
@@ -78,7 +78,7 @@ static void runtime_line(const SimOptions *o, const ParallelPlan *p, TsBuf *b)
     if (p->precision == PLAN_PRECISION_PURE) part[n++] = "all-16-bit parameters and optimizer (pure)";
     if (o->selective_ops) part[n++] = "op-level selective recompute";
     if (o->sequential_experts) part[n++] = "sequential experts";
-    if (o->cuda_graphs) part[n++] = "CUDA graphs";
+    if (o->cuda_graphs) part[n++] = sim_cuda_graphs(o, p, moe, NULL) ? "CUDA graphs" : "CUDA graphs (not applied)";
     if (o->balance_stages) part[n++] = "stages balanced by work";
     if (!o->dp_overlap && !ds) part[n++] = "gradient reduction after the backward";
     if (!o->param_gather_overlap && !ds) part[n++] = "parameter gather at the step";
@@ -222,7 +222,7 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
                           ? " (a chunk of 0: the embedding, or the output and loss, alone)"
                           : "");
     ts_buf_free(&split);
-    runtime_line(&in->opt, &in->plan, b);
+    runtime_line(&in->opt, &in->plan, in->model->experts > 0, b);
     ts_buf_printf(b, "  iteration time        %.4g s\n", r->iteration_time_s);
     ts_buf_printf(b, "  tokens/s              %.0f  (%.1f per GPU, %.2f samples/s)\n", r->tokens_per_s,
                   r->tokens_per_s_per_gpu, r->samples_per_s);

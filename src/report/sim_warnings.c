@@ -76,8 +76,8 @@ void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
         snprintf(buf, cap, "--cuda-graphs not applied: %s", w->text);
         return;
     case SIM_WARN_HOST_US:
-        snprintf(buf, cap, "--host-us has no effect: only --framework hf and Megatron-Core's MoE layers put the host's "
-                            "dispatch in the loop");
+        snprintf(buf, cap, "--host-us has no effect: only --framework hf and Megatron-Core's MoE layers (without "
+                            "CUDA graphs) put the host's dispatch in the loop");
         return;
     case SIM_WARN_SOFTWARE:
         snprintf(buf, cap, "--software 2024 has no effect: the %s preset has no 2024 figures (model.software_2024)",

@@ -137,8 +137,10 @@ bool sim_cuda_graphs(const SimOptions *o, const ParallelPlan *p, bool moe, const
     if (p->framework != PLAN_FRAMEWORK_MEGATRON) w = "only Megatron-Core captures its layers (--cuda-graph-impl)";
     else if (p->recompute != PLAN_RECOMPUTE_NONE) w = "Megatron-Core captures no layer under activation recompute";
     else if (moe && p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP) w = "DeepEP's dispatch cannot be captured";
-    else if (moe && !(p->moe_capacity > 0 && p->moe_pad))
+    else if (moe && !(p->moe_capacity > 0))
         w = "dropless MoE layers have dynamic shapes: give --moe-capacity-factor and --moe-pad-to-capacity";
+    else if (moe && !p->moe_pad)
+        w = "MoE layers without padding to capacity have dynamic shapes: give --moe-pad-to-capacity";
     if (why) *why = w;
     return w == NULL;
 }
@@ -806,7 +808,9 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         warn(out, SIM_WARN_SELECTIVE_OPS, 0, 0, 0, 0, NULL);
     if (in->opt.cp_comm != SIM_CP_P2P && p->cp == 1)
         warn(out, SIM_WARN_CP_COMM, 0, 0, in->opt.cp_comm, 0, NULL);
-    if (!sim_host_default(&in->opt) && !plan_hf(p) && !(p->framework == PLAN_FRAMEWORK_MEGATRON && m->experts > 0))
+    bool mcore_host = p->framework == PLAN_FRAMEWORK_MEGATRON && m->experts > 0 &&
+                      !sim_cuda_graphs(&in->opt, p, true, NULL);
+    if (!sim_host_default(&in->opt) && !plan_hf(p) && !mcore_host)
         warn(out, SIM_WARN_HOST_US, 0, 0, 0, 0, NULL);
     const char *graphs_why = NULL;
     if (in->opt.cuda_graphs && !sim_cuda_graphs(&in->opt, p, m->experts > 0, &graphs_why))

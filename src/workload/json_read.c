@@ -241,7 +241,14 @@ static TsStatus read_parallel(Rd *r, json_t *root)
                           "'parallel.dp_shard' (%lld) does not divide dp (%lld)", (long long)p->dp_shard,
                           (long long)p->dp);
     }
-    if (json_object_get(po, "vpp_group") && (st = get_int(r, po, "vpp_group", 1, p->ga, &p->vpp_group))) return st;
+    if (json_object_get(po, "vpp_group")) {
+        if ((st = get_int(r, po, "vpp_group", 1, p->ga, &p->vpp_group))) return st;
+        if (p->vpp < 2)
+            return rd_err(r, "parallel.vpp_group", "the micro-batch group is the interleaved schedule's: give "
+                          "'parallel.vpp' > 1 or drop 'vpp_group'",
+                          "'parallel.vpp_group' (%lld) with 'parallel.vpp' %lld", (long long)p->vpp_group,
+                          (long long)p->vpp);
+    }
     if (json_object_get(po, "etp")) {
         if ((st = get_int(r, po, "etp", 1, M, &p->etp))) return st;
         if ((p->tp * p->cp * p->dp) % (p->etp * p->ep) != 0)

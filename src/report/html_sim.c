@@ -98,7 +98,7 @@ TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const ch
     rep_fmt_seconds(buf[0], sizeof buf[0], r->iteration_time_s);
     rep_fmt_si(buf[1], sizeof buf[1], r->tokens_per_s);
     rep_fmt_bytes(buf[2], sizeof buf[2], r->memory.total_bytes);
-    RepKV *m = ts_arena_alloc(a, 7 * sizeof *m);
+    RepKV *m = ts_arena_alloc(a, 8 * sizeof *m);
     RepKV *kn = ts_arena_alloc(a, 24 * sizeof *kn);
     RepAmount *bd = ts_arena_alloc(a, SIM_BD_COUNT * sizeof *bd);
     RepAmount *mem = ts_arena_alloc(a, 5 * sizeof *mem);
@@ -117,6 +117,10 @@ TsStatus rep_plan_view_from_sim(const SimSetup *in, const SimResult *r, const ch
     m[nm++] = (RepKV){"HFU", fmt(a, "%.1f%%", 100.0 * r->hfu)};
     m[nm++] = (RepKV){"model TFLOP/s per GPU", fmt(a, "%.0f", r->model_tflops_per_gpu)};
     m[nm++] = (RepKV){"memory per GPU", ts_arena_printf(a, "%s%s", buf[2], r->memory.fits ? "" : " (does not fit)")};
+    if (r->host_wait_s > 0) /* of the compute: the GPU idle while the host dispatches */
+        m[nm++] = (RepKV){"host wait", ts_arena_printf(a, "%.3f s (%.1f%%)", r->host_wait_s,
+                                                      r->iteration_time_s > 0 ? 100.0 * r->host_wait_s / r->iteration_time_s
+                                                                              : 0)};
     kn[nk++] = (RepKV){"gpu", ts_arena_strdup(a, in->hw ? in->hw->gpu.name : "?")};
 #define KI(name, v) kn[nk++] = (RepKV){name, ts_arena_printf(a, "%lld", (long long)(v))}
     KI("gpus", k->tp * k->pp * k->dp * k->cp);

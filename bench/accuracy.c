@@ -61,7 +61,8 @@ static const struct {
 } ENUMS[] = {
     {"dtype", "fp16 bf16 fp8"},
     {"attention", "flash unfused"},
-    {"framework", "megatron torchtitan deepspeed"},
+    {"framework", "megatron torchtitan deepspeed megatron-lm megatron-core mcore nemo megatron-bridge "
+                  "megatron-deepspeed fsdp2"},
     {"software", "2024 2025"},
 };
 
@@ -587,7 +588,14 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
         strcat(rules, plan_framework_name(p.framework));
         strcat(rules, " (notes); ");
     }
-    if (*r->f[col("framework")]) plan_framework_parse(r->f[col("framework")], &p.framework);
+    /* the framework column: trainsim's names, or the frameworks' own (NeMo and
+     * Megatron-Bridge run Megatron-Core; Megatron-DeepSpeed DeepSpeed's
+     * pipeline engine; FSDP2 torchtitan's code path) */
+    const char *fw = r->f[col("framework")];
+    if (*fw && !plan_framework_parse(fw, &p.framework))
+        p.framework = !strcmp(fw, "megatron-deepspeed") ? PLAN_FRAMEWORK_DEEPSPEED
+                      : !strcmp(fw, "fsdp2")             ? PLAN_FRAMEWORK_TORCHTITAN
+                                                         : PLAN_FRAMEWORK_MEGATRON;
     const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
     s->k.mds_logger =
         p.framework == PLAN_FRAMEWORK_DEEPSPEED && says(r, "Megatron-DeepSpeed") && acc_latest_year(text) <= 2023;

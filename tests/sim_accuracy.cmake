@@ -6,7 +6,7 @@ target_link_libraries(accuracy PRIVATE trainsim_static)
 target_compile_definitions(accuracy PRIVATE TS_BENCH_DIR="${CMAKE_SOURCE_DIR}/bench")
 # build/accuracy --runs: a user's runs file (columns in any order, tables by
 # id prefix) and malformed ones (positioned errors, exit 3).
-foreach(c runs_user runs_notes runs_software runs_2022 runs_moe runs_missing_column runs_short_row runs_bad_dtype runs_bad_software k22_table5)
+foreach(c runs_user runs_notes runs_software runs_2022 runs_moe runs_framework runs_bad_framework runs_missing_column runs_short_row runs_bad_dtype runs_bad_software k22_table5)
   add_test(NAME accuracy/${c}
     COMMAND bash ${CMAKE_SOURCE_DIR}/tests/accuracy/run.sh $<TARGET_FILE:accuracy> ${c})
   set_tests_properties(accuracy/${c} PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")

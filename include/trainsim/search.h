@@ -170,8 +170,10 @@ typedef struct SearchPoint {
     int32_t n_stage_layers;  /* > 0: simulated on this split of the layers (--balance-stages), else the
                                 uneven rule or an even one */
     int16_t stage_layers[SIM_BALANCE_MAX];
-    int32_t vpp_group;       /* interleaved with micro-batches that pp does not divide: the group
-                                Megatron-Core runs them in (plan_least_vpp_group); 0 = pp's */
+    int32_t vpp_group;       /* interleaved, the micro-batch group when other than pp: Megatron-Core's
+                                for micro-batches that pp does not divide (plan_least_vpp_group),
+                                torchtitan's PyTorch rounds (plan_vpp_group_shown); 0 = pp's */
+    bool vpp_group_flag;     /* the group is Megatron-Core's --vpp-group (noted under the table) */
 } SearchPoint;
 
 typedef enum { SEARCH_EVAL_OK, SEARCH_EVAL_INVALID, SEARCH_EVAL_NOFIT } SearchEvalStatus;

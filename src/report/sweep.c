@@ -167,7 +167,7 @@ static int table_cols(const ModelSpec *m, const SearchConfig *c, const SearchRes
 static void row_cells(const SearchPoint *p, int rank, char cells[N_COLS][24])
 {
     const SearchKnobs *k = &p->k;
-    snprintf(cells[0], 24, "%d%s", rank + 1, p->vpp_group > 0 ? "*" : ""); /* *: its micro-batch group, noted */
+    snprintf(cells[0], 24, "%d%s", rank + 1, p->vpp_group_flag ? "*" : ""); /* *: its micro-batch group, noted */
     snprintf(cells[1], 24, "%d", k->tp);
     snprintf(cells[2], 24, "%d", k->pp);
     snprintf(cells[3], 24, "%d", k->vpp);
@@ -224,7 +224,7 @@ static bool sweep_notes(const ModelSpec *m, const SearchResult *r, TsBuf *out)
     /* the micro-batch groups of the plans that need one (an interleaved* cell) */
     bool grp = false;
     for (int r_ = 0; r_ < r->n_top; r_++) {
-        if (r->top[r_].vpp_group <= 0) continue;
+        if (!r->top[r_].vpp_group_flag) continue;
         if (!grp)
             ts_buf_puts(out, "*: micro-batches that pp does not divide, run in Megatron-Core's interleaved groups "
                              "(--vpp-group N, --microbatch-group-size-per-virtual-pipeline-stage):\n");
@@ -254,7 +254,7 @@ void rep_sweep_text(const RepSweep *o, const SearchConfig *c, const SearchResult
     memcpy(W, W0, sizeof W);
     /* the rank, and its star where the plan runs in a noted micro-batch group */
     int star = 0;
-    for (int t = 0; t < r->n_top; t++) star |= r->top[t].vpp_group > 0;
+    for (int t = 0; t < r->n_top; t++) star |= r->top[t].vpp_group_flag;
     int digits = 1;
     for (int n = r->n_top; n >= 10; n /= 10) digits++;
     if (digits + star > W[0]) W[0] = digits + star;

@@ -130,6 +130,13 @@ static bool says(const Row *r, const char *what)
     return acc_says(text, what);
 }
 
+/* says, not negated (acc_says_on) */
+static bool says_on(const Row *r, const char *what)
+{
+    const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
+    return acc_says_on(text, what);
+}
+
 /* The generation of the CUDA libraries the row ran (hw_gpu_software): the
  * software column; else 2024 where the source or notes name a 2024 stack (a
  * NeMo 24.x container, CUDA 12.4-12.6) or date the run no later than 2024
@@ -431,8 +438,7 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
      * capacity factor 1, each expert's input padded to it (its
      * apply_moe_token_drop) */
     /* DeepEP's dispatch (Megatron's flex dispatcher), where the row names it */
-    const char *text2[2] = {r->f[col("source")], r->f[col("notes")]};
-    if (m->experts > 0 && p->ep > 1 && acc_says_on(text2, "deepep")) {
+    if (m->experts > 0 && p->ep > 1 && says_on(r, "deepep")) {
         p->moe_dispatch = PLAN_MOE_DISPATCH_DEEPEP;
         strcat(rules, "DeepEP dispatch (notes); ");
     }

@@ -205,7 +205,8 @@ typedef struct ParallelPlan {
     int64_t vpp;            /* virtual stages (model chunks) per pipeline rank, e.g. 3; 1 = off */
     int64_t vpp_group;      /* interleaved: micro-batches a rank runs through one model chunk before
                                the next (Megatron-Core microbatch_group_size_per_vp_stage, in
-                               [pp, micro-batches]); 0 = pp, Megatron's depth-first default */
+                               [pp, micro-batches]); 0 = the framework's (plan_vpp_group): pp,
+                               torchtitan's PyTorch rounds */
     int64_t dp;             /* data parallel, e.g. 16; 0 = gpus/(tp*pp*cp) */
     int64_t cp;             /* context parallel (sequence split for attention), e.g. 2 */
     int64_t ep;             /* expert parallel, e.g. 8 (carved from dp*cp*tp/etp) */

@@ -192,6 +192,14 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
     for (int i = 0; i < 3; i++) t[i] *= n;
 }
 
+/* What the host takes to dispatch kernel k's pass (0 forward, 1 backward):
+ * its launches and other calls at the cost of their kind. */
+static double kernel_host_s(const CostCtx *c, const PartKernel *k, int pass)
+{
+    int how = (k->flags & PART_KF_INNER) ? 1 : (k->flags & PART_KF_PYLOOP) ? 2 : 0;
+    return (double)(k->launches[pass] + k->host_calls[pass]) * c->host_s[how][pass];
+}
+
 void cost_block(const CostCtx *c, const PartBlockT *b, CostBlock *o)
 {
     memset(o, 0, offsetof(CostBlock, k)); /* the sums; k[] is written kernel by kernel */
@@ -211,9 +219,8 @@ void cost_block(const CostCtx *c, const PartBlockT *b, CostBlock *o)
         o->fwd += t[0];
         o->ig += t[1];
         o->wg += t[2];
-        int how = (k->flags & PART_KF_INNER) ? 1 : (k->flags & PART_KF_PYLOOP) ? 2 : 0;
-        o->host_fwd += (double)(k->launches[0] + k->host_calls[0]) * c->host_s[how][0];
-        o->host_bwd += (double)(k->launches[1] + k->host_calls[1]) * c->host_s[how][1];
+        o->host_fwd += kernel_host_s(c, k, 0);
+        o->host_bwd += kernel_host_s(c, k, 1);
     }
 }
 
@@ -222,24 +229,24 @@ void cost_block(const CostCtx *c, const PartBlockT *b, CostBlock *o)
  * queue holds about a thousand), so the pass's totals count, not a
  * layer's: the whole model (one pipeline stage, --framework hf), its layers
  * n[b] times. The wait is shared by the blocks in proportion to their
- * dispatch time, on their memory-bound part. Returns the whole wait;
- * *ahead: how far the backward's GPU work runs behind its dispatch. */
-static double host_wait(CostBlock *b, const double n[PART_BLOCK_COUNT], double *ahead)
+ * dispatch time, on their memory-bound part. One pass (0 forward, 1
+ * backward); returns its whole wait, *ahead how far its GPU work runs
+ * behind its dispatch. */
+static double pass_wait(CostBlock *b, const double n[PART_BLOCK_COUNT], int pass, double *ahead)
 {
-    double hf = 0, gf = 0, hb = 0, gb = 0;
+    double h = 0, g = 0;
     for (int i = 0; i < PART_BLOCK_COUNT; i++) {
-        hf += n[i] * b[i].host_fwd, gf += n[i] * b[i].fwd;
-        hb += n[i] * b[i].host_bwd, gb += n[i] * (b[i].ig + b[i].wg);
+        h += n[i] * (pass ? b[i].host_bwd : b[i].host_fwd);
+        g += n[i] * (pass ? b[i].ig + b[i].wg : b[i].fwd);
     }
     for (int i = 0; i < PART_BLOCK_COUNT; i++) {
         CostBlock *c = &b[i];
-        c->wait_fwd = hf > gf ? (hf - gf) * c->host_fwd / hf : 0;
-        c->wait_bwd = hb > gb ? (hb - gb) * c->host_bwd / hb : 0;
-        c->mem_fwd += c->wait_fwd, c->fwd += c->wait_fwd;
-        c->mem_ig += c->wait_bwd, c->ig += c->wait_bwd;
+        double w = h > g ? (h - g) * (pass ? c->host_bwd : c->host_fwd) / h : 0;
+        if (pass) c->wait_bwd = w, c->mem_ig += w, c->ig += w;
+        else c->wait_fwd = w, c->mem_fwd += w, c->fwd += w;
     }
-    *ahead = gb > hb ? gb - hb : 0;
-    return (hf > gf ? hf - gf : 0) + (hb > gb ? hb - gb : 0);
+    *ahead = g > h ? g - h : 0;
+    return h > g ? h - g : 0;
 }
 
 /* Megatron-Core's MoE layer forward (CostCtx.host_sync): the token
@@ -258,8 +265,8 @@ static double sync_wait(const CostCtx *c, const PartBlockT *t, const CostBlock *
     for (int32_t i = 0; i < t->n_k; i++) {
         const PartKernel *k = &t->k[i];
         if (k->flags & PART_KF_SAC_ONLY) continue;
-        int s = (k->flags & PART_KF_AFTER_SYNC) ? 1 : 0, how = (k->flags & PART_KF_INNER) ? 1 : 0;
-        h[s] += (double)(k->launches[0] + k->host_calls[0]) * c->host_s[how][0];
+        int s = (k->flags & PART_KF_AFTER_SYNC) ? 1 : 0;
+        h[s] += kernel_host_s(c, k, 0);
         g[s] += moe->k[i][0];
     }
     double pre = h[0] + attn->host_fwd - attn->fwd - g[0];
@@ -269,15 +276,14 @@ static double sync_wait(const CostCtx *c, const PartBlockT *t, const CostBlock *
 /* The backward has no sync (the split sizes are the forward's): the host
  * falls behind only where the whole pass dispatches longer than it runs,
  * as under --framework hf; the forward waits per MoE layer (sync_wait). */
-static double mcore_host_wait(const CostCtx *c, const PartTemplate *t, CostBlock *b, const double n[PART_BLOCK_COUNT])
+static double mcore_host_wait(const CostCtx *c, const PartTemplate *t, CostBlock *b, const double n[PART_BLOCK_COUNT],
+                              double *ahead)
 {
     CostBlock *moe = &b[PART_BLOCK_MOE];
     double w = n[PART_BLOCK_MOE] > 0 ? sync_wait(c, &t->b[PART_BLOCK_MOE], moe, &b[PART_BLOCK_ATTN]) : 0;
-    for (int i = 0; i < PART_BLOCK_COUNT; i++) b[i].host_fwd = 0; /* the forward's wait is the sync's */
-    double ahead, bw = host_wait(b, n, &ahead);
     moe->wait_fwd = w;
     moe->mem_fwd += w, moe->fwd += w;
-    return bw + n[PART_BLOCK_MOE] * w;
+    return n[PART_BLOCK_MOE] * w + pass_wait(b, n, 1, ahead);
 }
 
 bool cost_sac(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt)
@@ -321,7 +327,12 @@ void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, cons
         n[PART_BLOCK_ATTN] = (double)m->layers, n[PART_BLOCK_MLP] = (double)m->layers - nm;
         n[PART_BLOCK_MOE] = nm, n[PART_BLOCK_EMBED] = n[PART_BLOCK_HEAD] = 1;
         double ahead = 0, tensors = 0;
-        o->host_wait_s = c->host_sync ? mcore_host_wait(c, t, o->b, n) : host_wait(o->b, n, &ahead);
+        if (c->host_sync) {
+            o->host_wait_s = mcore_host_wait(c, t, o->b, n, &ahead);
+        } else {
+            double fwd_ahead;
+            o->host_wait_s = pass_wait(o->b, n, 0, &fwd_ahead) + pass_wait(o->b, n, 1, &ahead);
+        }
         /* the optimizer's loop over the parameter tensors, after the last
          * backward: hidden while the GPU still runs what was dispatched */
         for (int b = 0; b < PART_BLOCK_COUNT; b++) tensors += n[b] * (double)t->b[b].param_tensors;

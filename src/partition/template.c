@@ -246,11 +246,10 @@ static void dense_mlp(const Tx *x, PartBlockT *b)
  * expert 1 / 2 in 16 bit, 1 / 2 plus one fused multi-tensor cast-transpose
  * under delayed scaling, 5 / 6 current scaling (zero amax, amax, scale,
  * cast), 2 / 3 plus 2 / 4 swizzles blockwise. SequentialMLP calls each expert's modules from
- * Python: 3 calls forward, 3 backward per expert. k: the block's router.topk,
- * experts.fc1, experts.fc2, experts.act and permute, in that order. */
-static void mcore_moe_host(const ParallelPlan *p, PartKernel *k, int64_t local, bool seq)
+ * Python: 3 calls forward, 3 backward per expert. fc: experts.fc1 and .fc2. */
+static void mcore_moe_host(const ParallelPlan *p, PartKernel *topk, PartKernel *fc[2], PartKernel *act, PartKernel *pm,
+                           int64_t local, bool seq)
 {
-    PartKernel *topk = &k[0], *fc[2] = {&k[1], &k[2]}, *act = &k[3], *pm = &k[4];
     topk->launches[0] = 25, topk->host_calls[0] = 32; /* 57 calls, 25 of them kernels */
     topk->launches[1] = 15, topk->host_calls[1] = 10; /* 25 autograd nodes, 15 kernels */
     pm->launches[0] = 6, pm->host_calls[0] = 37;      /* 43 calls, 6 kernels (sorts, unpermute) */
@@ -295,7 +294,7 @@ static void moe_mlp(const Tx *x, PartBlockT *b)
         /* the scores in fp32: softmax or sigmoid, the balancing bias or
          * auxiliary loss, top-k (read and write per pass, 3 passes), and
          * their gradient (2 passes) */
-        tpl_mem(b, "router.topk", 24.0 * (double)tok * (double)E, 16.0 * (double)tok * (double)E, 0);
+        PartKernel *topk = tpl_mem(b, "router.topk", 24.0 * (double)tok * (double)E, 16.0 * (double)tok * (double)E, 0);
         PartKernel *f1 = tpl_gemm(b, "experts.fc1", seq ? 1 : local, me, (x->gated ? 2 : 1) * EF, H);
         PartKernel *f2 = tpl_gemm(b, "experts.fc2", seq ? 1 : local, me, H, EF);
         double ea = pairs * (double)EF * x->ab / (double)nk;
@@ -310,7 +309,8 @@ static void moe_mlp(const Tx *x, PartBlockT *b)
         }
         PartKernel *pm = tpl_mem(b, "permute", 4.0 * pairs * (double)H * x->ab, 4.0 * pairs * (double)H * x->ab, 0);
         pm->flags |= PART_KF_PERMUTE;
-        if (p->framework == PLAN_FRAMEWORK_MEGATRON) mcore_moe_host(p, b->k + (b->n_k - 5), local, seq);
+        PartKernel *fc[2] = {f1, f2};
+        if (p->framework == PLAN_FRAMEWORK_MEGATRON) mcore_moe_host(p, topk, fc, ac, pm, local, seq);
     }
     double shared = 0;
     if (m->shared_experts > 0) {

@@ -309,13 +309,6 @@ static TsStatus validate_dual(const ParallelPlan *p, TsError *err)
     return TS_OK;
 }
 
-/* Megatron's interleaved 1F1B runs a rank's micro-batches through one model
- * chunk in groups of N (Megatron-Core microbatch_group_size_per_vp_stage,
- * default pp) before the next chunk. Megatron-Core
- * (forward_backward_pipelining_with_interleaving) refuses N outside
- * [pp, M] and a last group of fewer than pp micro-batches ("dependency
- * bubbles"): M mod N is 0 or at least pp. With the default N = pp that is
- * Megatron-LM's old rule, M a multiple of pp. Only Megatron-Core sets N. */
 /* PyTorch's ScheduleInterleaved1F1B (torchtitan) runs any m in
  * max(1, m / pp) rounds of m / rounds micro-batches and raises ValueError
  * when the rounds do not divide m (plan_pytorch_vpp_group). */
@@ -335,6 +328,13 @@ static TsStatus check_pytorch_group(const ParallelPlan *p, int64_t m, TsError *e
                LL(r), LL(m));
 }
 
+/* Megatron's interleaved 1F1B runs a rank's micro-batches through one model
+ * chunk in groups of N (Megatron-Core microbatch_group_size_per_vp_stage,
+ * default pp) before the next chunk. Megatron-Core
+ * (forward_backward_pipelining_with_interleaving) refuses N outside
+ * [pp, M] and a last group of fewer than pp micro-batches ("dependency
+ * bubbles"): M mod N is 0 or at least pp. With the default N = pp that is
+ * Megatron-LM's old rule, M a multiple of pp. Only Megatron-Core sets N. */
 static TsStatus check_vpp_group(const ParallelPlan *p, int64_t m, TsError *err)
 {
     if (p->vpp_group < 0)

@@ -87,6 +87,13 @@ static void thread_end(void *ctx, void *scratch)
     sim_work_destroy(scratch);
 }
 
+/* The micro-batch group a resolved plan runs, and whether a flag sets it. */
+static void point_group(SearchPoint *pt, const ParallelPlan *p)
+{
+    pt->vpp_group = (int32_t)plan_vpp_group_shown(p);
+    pt->vpp_group_flag = p->vpp_group > 0;
+}
+
 static SearchEvalStatus check(void *ctx, void *scratch, SearchPoint *pt)
 {
     (void)scratch;
@@ -96,8 +103,7 @@ static SearchEvalStatus check(void *ctx, void *scratch, SearchPoint *pt)
      * invalid; formatting their messages was 40% of a sweep (perf). */
     search_plan_from_knobs(x, &pt->k, &p);
     if (plan_resolve(x->model, &p, NULL) != TS_OK) return SEARCH_EVAL_INVALID;
-    pt->vpp_group = (int32_t)plan_vpp_group_shown(&p);
-    pt->vpp_group_flag = p.vpp_group > 0;
+    point_group(pt, &p);
     if (sim_cp_comm_check(x->model, &p, (SimCpComm)pt->k.cp_comm, NULL) != TS_OK) return SEARCH_EVAL_INVALID;
     PartMemory peak;
     if (part_memory(x->model, &p, &x->mem_opts, NULL, &peak, NULL) != TS_OK) return SEARCH_EVAL_INVALID;
@@ -134,8 +140,7 @@ static SearchEvalStatus simulate(void *ctx, void *scratch, SearchPoint *pt)
     pt->iteration_s = r.iteration_time_s;
     pt->tokens_per_s = r.tokens_per_s;
     pt->mfu = r.mfu;
-    pt->vpp_group = (int32_t)plan_vpp_group_shown(&in.plan);
-    pt->vpp_group_flag = in.plan.vpp_group > 0;
+    point_group(pt, &in.plan);
     const SimBreakdown *b = &r.breakdown;
     pt->exposed_s[SEARCH_EXPOSED_TP] = b->tp_comm_exposed_s;
     pt->exposed_s[SEARCH_EXPOSED_CP] = b->cp_comm_exposed_s;

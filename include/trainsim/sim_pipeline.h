@@ -284,6 +284,8 @@ typedef enum SimWarnKind {
     SIM_WARN_SOFTWARE,        /* --software 2024 on text, a GPU whose preset has no 2024 figures */
     SIM_WARN_HOST_US,         /* --host-us without --framework hf (no host in the loop) */
     SIM_WARN_CUDA_GRAPHS,     /* --cuda-graphs on a plan Megatron-Core cannot capture (text: why) */
+    SIM_WARN_MOE_HOST,        /* Megatron-Core's MoE layers: the GPU waits a (fraction of the step) for
+                                 the host */
 } SimWarnKind;
 typedef struct SimWarning {
     SimWarnKind kind;

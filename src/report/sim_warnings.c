@@ -72,6 +72,14 @@ void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
     case SIM_WARN_CP_COMM:
         snprintf(buf, cap, "--cp-comm %s has no effect with cp 1", sim_cp_comm_name((SimCpComm)w->i));
         return;
+    case SIM_WARN_MOE_HOST:
+        snprintf(buf, cap,
+                 "the GPU waits %.0f%% of the step for the host (Megatron-Core's MoE layer syncs on its token "
+                 "counts, launches each expert's kernels): token drop under CUDA graphs removes it "
+                 "(--moe-capacity-factor 1 --moe-pad-to-capacity --cuda-graphs); a larger --ep or micro-batch "
+                 "shrinks it",
+                 100 * w->a);
+        return;
     case SIM_WARN_CUDA_GRAPHS:
         snprintf(buf, cap, "--cuda-graphs not applied: %s", w->text);
         return;

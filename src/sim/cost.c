@@ -812,6 +812,10 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
                       !sim_cuda_graphs(&in->opt, p, true, NULL);
     if (!sim_host_default(&in->opt) && !plan_hf(p) && !mcore_host)
         warn(out, SIM_WARN_HOST_US, 0, 0, 0, 0, NULL);
+    /* a step the host holds back by a tenth or more (the threshold of a
+     * warning worth acting on, as the bubble's) */
+    if (mcore_host && out->iteration_time_s > 0 && out->host_wait_s >= 0.1 * out->iteration_time_s)
+        warn(out, SIM_WARN_MOE_HOST, out->host_wait_s / out->iteration_time_s, 0, 0, 0, NULL);
     const char *graphs_why = NULL;
     if (in->opt.cuda_graphs && !sim_cuda_graphs(&in->opt, p, m->experts > 0, &graphs_why))
         warn(out, SIM_WARN_CUDA_GRAPHS, 0, 0, 0, 0, graphs_why);

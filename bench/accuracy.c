@@ -611,9 +611,19 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
     /* Megatron-LM 2021 all-reduced gradients after the backward pass,
      * at the 16-bit training dtype */
     if (n21) so->dp_overlap = false;
-    /* bf16 runs reduce in fp32 (Megatron default), except NeMo 24.07
-     * recipes: Apex distributed_fused_adam with grad_sync_dtype bf16 */
-    so->fp32_grad_reduce = p.dtype == TS_DTYPE_BF16;
+    /* bf16 and fp8 runs keep fp32 main gradients and reduce them in fp32
+     * (Megatron-LM's default under --bf16: accumulate_allreduce_grads_in_fp32),
+     * except NeMo's and Megatron-Bridge's performance recipes: NeMo 24.07's
+     * Apex distributed_fused_adam with grad_sync_dtype bf16; NeMo 2's recipes
+     * (performance mode: trainer.plugins.grad_reduce_in_fp32 = False) and
+     * Megatron-Bridge's (scripts/performance configs of 2025-09 and 2025-11,
+     * perf_recipes/_common.py _perf_precision: ddp.grad_reduce_in_fp32 =
+     * False), where Megatron-Core then keeps the gradient buffer in bf16 */
+    bool nemo_mb = s->k.nemo || says(r, "nemo") || says(r, "megatron-bridge") || !strcmp(fw, "nemo") ||
+                   !strcmp(fw, "megatron-bridge");
+    bool mixed16 = p.dtype == TS_DTYPE_BF16 || p.dtype == TS_DTYPE_FP8;
+    so->fp32_grad_reduce = mixed16 && !nemo_mb;
+    if (mixed16 && nemo_mb && !s->k.nemo) strcat(rules, "16-bit gradients (NeMo / Megatron-Bridge recipes); ");
     int g32 = acc_fp32_grad(text);
     if (g32 >= 0 && g32 != so->fp32_grad_reduce) {
         so->fp32_grad_reduce = g32;
@@ -981,9 +991,11 @@ int main(int argc, char **argv)
            "                2023); fused (cuDNN / FlashAttention) for NeMo, torchtitan and later rows; an\n"
            "                attention column wins\n"
            "  gradients     N21: all-reduced after the backward in fp16 (Megatron 2021); NeMo 24.07:\n"
-           "                distributed_fused_adam, bf16 grad buffer and sync, overlapped; other bf16\n"
-           "                rows: fp32 reduction (Megatron / FSDP default), overlapped; as the notes say\n"
-           "                where they do (grad_reduce_in_fp32, --grad-reduce-in-bf16)\n"
+           "                distributed_fused_adam, bf16 grad buffer and sync, overlapped; NeMo 2 and\n"
+           "                Megatron-Bridge recipes (grad_reduce_in_fp32 False): bf16 grad buffer and\n"
+           "                reduction; other bf16 and fp8 rows: fp32 main grads and reduction\n"
+           "                (Megatron / FSDP default), overlapped; as the notes say where they do\n"
+           "                (grad_reduce_in_fp32, --grad-reduce-in-bf16)\n"
            "  TP overlap    on for NeMo (TE userbuffers) and rows whose notes say tp-comm-overlap /\n"
            "                userbuffers / TP ... overlap (\"TP/DP/PP communication overlap\"), off elsewhere\n"
            "  loss          the cross-entropy as the notes say (cross_entropy_fusion_impl te|native,\n"

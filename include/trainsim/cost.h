@@ -48,6 +48,10 @@ typedef struct CostCtx {
     bool host_sync;         /* Megatron-Core: only the MoE layer's ops have a host time (the
                                template's launches), and its forward syncs the host on the token
                                counts (cost_step) */
+    const HwNet *net;       /* the network of the EP all-to-alls (cost_ctx_net), NULL: none; an
+                               MoE layer's forward dispatch and combine are GPU work after the
+                               sync that the host runs ahead of (cost_step) */
+    int64_t ep_nodes;       /* nodes the EP group spans */
     int64_t ub_tp;          /* --tp-overlap: TP size (TE's ring exchange runs a GEMM in ub_tp
                                chunks), 1 without */
     double ub_stretch[2];   /* forward time factor of the attention's and the MLP's output
@@ -105,6 +109,19 @@ typedef struct CostCtx {
 #define COST_HOST_FWD_S 24e-6
 #define COST_HOST_BWD_S 25.2e-6
 #define COST_HOST_MODULE_S 55e-6
+/* Megatron-Core's MoE layer dispatches its calls (the template's counts,
+ * from its token dispatcher, router and Transformer Engine's GroupedLinear)
+ * at this factor of an eager op's host time: Transformer Engine's modules
+ * carry more Python per call than PyTorch's (a te.Linear forward takes 2.7x
+ * the host time of a torch.nn.Linear on the same host,
+ * NVIDIA/TransformerEngine#2053: 99.7 against 37.1 us on GB200, 90.5
+ * against 33.2 on GH200). Calibrated on Megatron-Bridge's DGX-B200
+ * Qwen3-30B-A3B rows that differ only in the micro-batch (8 GPUs, EP 8,
+ * MXFP8; 26.02 micro-batch 1: 9,691 tokens/s per GPU, host-bound; 26.02.01
+ * micro-batch 4: 26,695, GPU-bound): 1.9, to a tenth, centres them (+6.1 /
+ * -4.3 %, mean +0.9 %); docs/accuracy.md "MoE rows on DGX-B200" checks it on the other
+ * models. */
+#define COST_HOST_MCORE 1.9
 /* The host time of a kernel that another op dispatches from C++ with no
  * Python of its own (PART_KF_INNER: autocast's casts of a linear's input,
  * weight and bias, and their gradients' casts back), forward / backward:
@@ -144,6 +161,10 @@ typedef struct CostCtx {
  * under fp8, the host's dispatch time where the framework runs eager
  * HuggingFace modules (--framework hf). */
 void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double tensor_factor);
+/* The network of the plan's EP all-to-alls, the EP group spanning ep_nodes
+ * nodes (plan_group): Megatron-Core's host wait subtracts the forward's
+ * dispatch and combine (cost_step). */
+void cost_ctx_net(CostCtx *c, const HwNet *net, int64_t ep_nodes);
 /* Another host: host_s[2] seconds to dispatch an eager op forward /
  * backward instead of COST_HOST_FWD_S / COST_HOST_BWD_S (either not above
  * 0: the defaults stay); autocast's C++

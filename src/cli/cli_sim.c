@@ -53,7 +53,8 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
         {"host-us", CLI_STR, &o->host_us, "F[,B]",
          "--framework hf and Megatron-Core's MoE layers: the host's time to dispatch an eager op, "
          "forward[,backward] in us (24,25.2; module "
-         "calls, casts and loops scale with it; one value scales both: set it from a host-bound step of your own)",
+         "calls, casts and loops scale with it, Megatron-Core's MoE calls take 1.9x it; one value scales both: set "
+         "it from a host-bound step of your own)",
          true},
         {"mfu-convention", CLI_STR, &o->mfu, "C",
          "full|causal: attention in model FLOPs (MFU) as the full square (Megatron, torchtitan; default) or "

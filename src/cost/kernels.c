@@ -8,9 +8,11 @@
 void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double tensor_factor)
 {
     bool hf = plan_hf(p), mc = p->framework == PLAN_FRAMEWORK_MEGATRON, h = hf || mc;
+    double f = hf ? 1.0 : COST_HOST_MCORE;
     *c = (CostCtx){.hw = hw, .dtype = p->dtype, .act_dtype = p->dtype == TS_DTYPE_FP8 ? TS_DTYPE_BF16 : p->dtype,
-                   .tensor_factor = tensor_factor, .host_s = {{h ? COST_HOST_FWD_S : 0, h ? COST_HOST_BWD_S : 0},
-                              {h ? COST_HOST_INNER_FWD_S : 0, h ? COST_HOST_INNER_BWD_S : 0},
+                   .tensor_factor = tensor_factor,
+                   .host_s = {{h ? f * COST_HOST_FWD_S : 0, h ? f * COST_HOST_BWD_S : 0},
+                              {h ? f * COST_HOST_INNER_FWD_S : 0, h ? f * COST_HOST_INNER_BWD_S : 0},
                               {hf ? COST_HOST_LOOP_S : 0, hf ? COST_HOST_LOOP_S : 0}},
                    .host_mod_s = hf ? COST_HOST_MODULE_S : 0, .host_opt_s = hf ? COST_HOST_OPT_TENSOR_S : 0,
                    /* token drop padded to capacity: static shapes, no sync */
@@ -24,9 +26,18 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
     }
 }
 
+void cost_ctx_net(CostCtx *c, const HwNet *net, int64_t ep_nodes)
+{
+    c->net = net;
+    c->ep_nodes = ep_nodes;
+}
+
 void cost_ctx_host(CostCtx *c, const double host_s[2])
 {
     if (!(c->host_s[0][0] > 0)) return;
+    /* the defaults as cost_ctx_init set them: --framework hf's (it alone has
+     * a module call's time) at an eager op's, Megatron-Core's at COST_HOST_MCORE */
+    double f = c->host_mod_s > 0 ? 1.0 : COST_HOST_MCORE;
     const double def[2] = {COST_HOST_FWD_S, COST_HOST_BWD_S};
     for (int i = 0; i < 2; i++)
         if (!(host_s[i] > 0)) return; /* unset (a zeroed SimOptions): the defaults */
@@ -35,7 +46,7 @@ void cost_ctx_host(CostCtx *c, const double host_s[2])
     for (int i = 0; i < 2; i++) {
         c->host_s[1][i] *= host_s[i] / def[i];
         c->host_s[2][i] *= host_s[i] / def[i];
-        c->host_s[0][i] = host_s[i];
+        c->host_s[0][i] = f * host_s[i];
     }
 }
 
@@ -249,18 +260,32 @@ static double pass_wait(CostBlock *b, const double n[PART_BLOCK_COUNT], int pass
     return h > g ? h - g : 0;
 }
 
+/* An MoE layer's forward dispatch and combine all-to-alls on c's network
+ * (hw_ep_a2a_time_s, the route the simulator's layers take); 0 without. */
+static double ep_fwd_s(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, const PartTemplate *t)
+{
+    if (!c->net || !(t->ep_bytes > 0) || p->ep < 2) return 0;
+    HwEpRoute r = {.deepep = p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP, .topk = m->topk,
+                   .node_limit = p->moe_node_limit, .load = t->moe_load};
+    return hw_ep_a2a_time_s(c->net, t->ep_dispatch_bytes, p->ep, c->ep_nodes, &r) +
+           hw_ep_a2a_time_s(c->net, t->ep_bytes, p->ep, c->ep_nodes, &r);
+}
+
 /* Megatron-Core's MoE layer forward (CostCtx.host_sync): the token
  * dispatcher copies the tokens per expert to the host and waits for them
  * (the all-to-all's split sizes, the grouped GEMMs' m_splits), so the host
  * cannot run ahead across it. At the sync the GPU's queue is empty: the ops
  * after it (PART_KF_AFTER_SYNC) keep the GPU idle for what dispatching them
- * takes beyond running them; the ops before it (router, auxiliary loss, the
- * count exchange) hide under the attention block's GPU time, through whose
- * long kernels the host runs ahead. The EP all-to-all's own time, which
- * lets the host run ahead too, is not subtracted: an upper bound where it
- * is long (EP across nodes). Seconds per MoE layer and micro-batch. */
-static double sync_wait(const CostCtx *c, const PartBlockT *t, const CostBlock *moe, const CostBlock *attn)
+ * takes beyond running them, the dispatch and combine all-to-alls among
+ * them (ep_fwd_s: NCCL's kernels on the compute stream, which the host
+ * runs ahead of as of any long kernel); the ops before it (router,
+ * auxiliary loss, the count exchange) hide under the attention block's GPU
+ * time, through whose long kernels the host runs ahead. Seconds per MoE
+ * layer and micro-batch. */
+static double sync_wait(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, const PartTemplate *tpl,
+                        const CostBlock *moe, const CostBlock *attn)
 {
+    const PartBlockT *t = &tpl->b[PART_BLOCK_MOE];
     double h[2] = {0, 0}, g[2] = {0, 0};
     for (int32_t i = 0; i < t->n_k; i++) {
         const PartKernel *k = &t->k[i];
@@ -270,17 +295,18 @@ static double sync_wait(const CostCtx *c, const PartBlockT *t, const CostBlock *
         g[s] += moe->k[i][0];
     }
     double pre = h[0] + attn->host_fwd - attn->fwd - g[0];
-    return (h[1] > g[1] ? h[1] - g[1] : 0) + (pre > 0 ? pre : 0);
+    double post = h[1] - g[1] - ep_fwd_s(c, m, p, tpl);
+    return (post > 0 ? post : 0) + (pre > 0 ? pre : 0);
 }
 
 /* The backward has no sync (the split sizes are the forward's): the host
  * falls behind only where the whole pass dispatches longer than it runs,
  * as under --framework hf; the forward waits per MoE layer (sync_wait). */
-static double mcore_host_wait(const CostCtx *c, const PartTemplate *t, CostBlock *b, const double n[PART_BLOCK_COUNT],
-                              double *ahead)
+static double mcore_host_wait(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, const PartTemplate *t,
+                              CostBlock *b, const double n[PART_BLOCK_COUNT], double *ahead)
 {
     CostBlock *moe = &b[PART_BLOCK_MOE];
-    double w = n[PART_BLOCK_MOE] > 0 ? sync_wait(c, &t->b[PART_BLOCK_MOE], moe, &b[PART_BLOCK_ATTN]) : 0;
+    double w = n[PART_BLOCK_MOE] > 0 ? sync_wait(c, m, p, t, moe, &b[PART_BLOCK_ATTN]) : 0;
     moe->wait_fwd = w;
     moe->mem_fwd += w, moe->fwd += w;
     return n[PART_BLOCK_MOE] * w + pass_wait(b, n, 1, ahead);
@@ -328,7 +354,7 @@ void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, cons
         n[PART_BLOCK_MOE] = nm, n[PART_BLOCK_EMBED] = n[PART_BLOCK_HEAD] = 1;
         double ahead = 0, tensors = 0;
         if (c->host_sync) {
-            o->host_wait_s = mcore_host_wait(c, t, o->b, n, &ahead);
+            o->host_wait_s = mcore_host_wait(c, m, p, t, o->b, n, &ahead);
         } else {
             double fwd_ahead;
             o->host_wait_s = pass_wait(o->b, n, 0, &fwd_ahead) + pass_wait(o->b, n, 1, &ahead);

@@ -581,12 +581,13 @@ void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe,
     PartRuntime rt;
     sim_part_runtime(x->o, &rt);
     part_template(x->m, x->p, &rt, &tpl);
-    CostCtx cc;
-    sim_cost_ctx(&cc, x->hw, x->p, x->o, x->tc);
-    CostStep cs;
-    cost_step(&cc, x->m, x->p, &rt, &tpl, &cs);
     Ctx y = *x;
     y.tpl = &tpl;
+    CostCtx cc;
+    sim_cost_ctx(&cc, x->hw, x->p, x->o, x->tc);
+    cost_ctx_net(&cc, x->net, x->epg.nodes);
+    CostStep cs;
+    cost_step(&cc, x->m, x->p, &rt, &tpl, &cs);
     y.cs = &cs;
     layer_cost(&y, false, dense);
     if (x->m->experts > 0) layer_cost(&y, true, moe);

@@ -602,6 +602,13 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
         p.framework = !strcmp(fw, "megatron-deepspeed") ? PLAN_FRAMEWORK_DEEPSPEED
                       : !strcmp(fw, "fsdp2")             ? PLAN_FRAMEWORK_TORCHTITAN
                                                          : PLAN_FRAMEWORK_MEGATRON;
+    /* ZeRO-2 under a pipeline is PyTorch FSDP's SHARD_GRAD_OP (Llama 3 405B,
+     * arXiv 2407.21783 §3.3.2): Megatron and DeepSpeed's pipeline engine do
+     * not run it, torchtitan's code path does */
+    if (p.zero == 2 && p.pp > 1 && !*fw && p.framework == PLAN_FRAMEWORK_MEGATRON) {
+        p.framework = PLAN_FRAMEWORK_TORCHTITAN;
+        strcat(rules, "torchtitan (zero2 under a pipeline: PyTorch FSDP); ");
+    }
     const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
     s->k.mds_logger =
         p.framework == PLAN_FRAMEWORK_DEEPSPEED && says(r, "Megatron-DeepSpeed") && acc_latest_year(text) <= 2023;
@@ -1011,8 +1018,9 @@ int main(int argc, char **argv)
            "  torchtitan    eager PyTorch elementwise kernels (compile off, norm_type rmsnorm: its 2024\n"
            "                defaults); selective = op-level SAC (every second matmul + non-matmul ops)\n"
            "  PP split      uneven splits: --uneven-stages (last, first, ... chunk one layer lighter)\n"
-           "  framework     as the row's notes say (DeepSpeed: deepspeed; torchtitan / FSDP2: torchtitan),\n"
-           "                else megatron; a framework column wins\n"
+           "  framework     as the row's notes say (DeepSpeed: deepspeed; torchtitan / FSDP2: torchtitan;\n"
+           "                zero2 under a pipeline, PyTorch FSDP's: torchtitan), else megatron; a\n"
+           "                framework column wins\n"
            "  cluster       BLOOM on jean-zay-a100 (4x100G Omni-Path), other A100 rows on dgx-a100\n"
            "                (8x200G HDR), H100 on dgx-h100 (8x400G NDR), H200 on hgx-h200, H800 on\n"
            "                hgx-h800, B200 on dgx-b200 (8x400G NDR), GB200 on gb200-nvl72, MI300X on\n"

@@ -437,6 +437,19 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     /* token drop, as Megatron-Bridge's tables mark MoE runs "(tokendrop)":
      * capacity factor 1, each expert's input padded to it (its
      * apply_moe_token_drop) */
+    /* expert tensor parallelism: 1 in NeMo's and Megatron-Bridge's MoE
+     * recipes (their performance configs set expert_tensor_parallel_size 1:
+     * scripts/performance/configs/{qwen3,deepseek,gpt_oss}/workload_base_configs.py,
+     * 2025-11); Megatron-Core's default (tp) elsewhere, or 1 where ep x tp
+     * does not divide tp x cp x dp (Megatron-Core refuses it: the run set it) */
+    if (m->experts > 0 && p->ep > 1 && p->tp > 1) {
+        bool bridge = says(r, "nemo") || says(r, "megatron-bridge") || !strcmp(r->f[col("framework")], "nemo") ||
+                      !strcmp(r->f[col("framework")], "megatron-bridge");
+        if (bridge || (p->tp * p->cp * p->dp) % (p->ep * p->tp) != 0) {
+            p->etp = 1;
+            strcat(rules, bridge ? "etp 1 (NeMo / Megatron-Bridge recipes); " : "etp 1 (ep x tp does not divide); ");
+        }
+    }
     /* DeepEP's dispatch (Megatron's flex dispatcher), where the row names it */
     if (m->experts > 0 && p->ep > 1 && says_on(r, "deepep")) {
         p->moe_dispatch = PLAN_MOE_DISPATCH_DEEPEP;
@@ -670,6 +683,21 @@ static void least_recompute(RowSetup *s, SimWork *w, SimResult *res)
     int64_t per_chunk = (s->m.layers + p.pp * p.vpp - 1) / (p.pp * p.vpp);
     bool by_layers = p.framework == PLAN_FRAMEWORK_MEGATRON && !s->k.n21 && !s->k.bloom && !s->k.opt;
     TsError err = {0};
+    /* an MoE model under Megatron-Core first recomputes the modules its
+     * MoE recipes name, cheaper than whole layers: the norms' outputs and
+     * the experts' activation (Megatron-Bridge's GPT-OSS configs,
+     * recompute_modules layernorm, moe_act), MLA's up-projections (its
+     * DeepSeek-V3 configs, mla_up_proj) */
+    if (by_layers && s->m.experts > 0 && !res->memory.fits) {
+        s->in.plan = p;
+        s->in.plan.recompute = PLAN_RECOMPUTE_SELECTIVE;
+        s->in.plan.recompute_modules = PLAN_RC_LAYERNORM | PLAN_RC_MOE_ACT |
+                                       (s->m.kv_lora_rank > 0 ? PLAN_RC_MLA_UP_PROJ : 0u);
+        if (sim_simulate(&s->in, w, res, &err) == TS_OK && res->memory.fits) {
+            strcat(s->rules, "recompute: the MoE recipes' modules (fits); ");
+            return;
+        }
+    }
     for (int64_t nl = by_layers ? 1 : per_chunk; !res->memory.fits && nl <= per_chunk; nl++) {
         s->in.plan = p;
         s->in.plan.recompute = PLAN_RECOMPUTE_FULL;
@@ -986,9 +1014,13 @@ int main(int argc, char **argv)
            "                down to a multiple of mb x dp where it is not one (OPT)\n"
            "  recompute     as stated; full of N layers per chunk (block method) where the cell says\n"
            "                full:N or the notes recompute_num_layers N / N layers recomputed; unstated:\n"
-           "                the least that fits in memory: none, else full recompute of the fewest layers\n"
-           "                per chunk (Megatron-Core: NeMo, Megatron-Bridge, Megatron-LM) or of every\n"
-           "                layer (Megatron 2021, Megatron-DeepSpeed 2022, metaseq, torchtitan)\n"
+           "                the least that fits in memory: none; for an MoE model under Megatron-Core\n"
+           "                the modules its MoE recipes recompute (layernorm, moe_act; MLA's mla_up_proj);\n"
+           "                else full recompute of the fewest layers per chunk (Megatron-Core: NeMo,\n"
+           "                Megatron-Bridge, Megatron-LM) or of every layer (Megatron 2021,\n"
+           "                Megatron-DeepSpeed 2022, metaseq, torchtitan)\n"
+           "  expert TP     NeMo / Megatron-Bridge MoE recipes: etp 1 (expert_tensor_parallel_size 1);\n"
+           "                else Megatron-Core's default, tp, or 1 where ep x tp does not divide tp x cp x dp\n"
            "  precision     as the row's source or notes say (fp8, else bf16, else fp16; fp8 current scaling\n"
            "                (FP8-CS) or blockwise (FP8-SC, MXFP8) when said); unsaid: N21 and OPT fp16;\n"
            "                NeMo fp8 (Transformer Engine: transformer-layer GEMMs in fp8, attention and LM\n"

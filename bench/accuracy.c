@@ -410,6 +410,15 @@ typedef struct RowKind {
 
 /* The row's plan: its stated knobs, and the fixed rule of its table for
  * each knob it does not state (named in `rules`). */
+/* A NeMo or Megatron-Bridge run: its table (NEMO2407), or its source, notes
+ * or framework column naming either (their recipes' settings apply) */
+static bool nemo_row(const Row *r, RowKind k)
+{
+    const char *fw = r->f[col("framework")];
+    return k.nemo || says(r, "nemo") || says(r, "megatron-bridge") || !strcmp(fw, "nemo") ||
+           !strcmp(fw, "megatron-bridge");
+}
+
 /* A preset's sustained clock, read from the preset (data/gpus), not restated. */
 static void print_clock(const char *label, const char *preset, const char *after)
 {
@@ -434,17 +443,13 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     p->sp = strcmp(r->f[col("seq_parallel")], "yes") == 0;
     p->sp_set = true;
     if (p->vpp > 1) p->schedule = PLAN_SCHED_INTERLEAVED;
-    /* token drop, as Megatron-Bridge's tables mark MoE runs "(tokendrop)":
-     * capacity factor 1, each expert's input padded to it (its
-     * apply_moe_token_drop) */
     /* expert tensor parallelism: 1 in NeMo's and Megatron-Bridge's MoE
      * recipes (their performance configs set expert_tensor_parallel_size 1:
      * scripts/performance/configs/{qwen3,deepseek,gpt_oss}/workload_base_configs.py,
      * 2025-11); Megatron-Core's default (tp) elsewhere, or 1 where ep x tp
      * does not divide tp x cp x dp (Megatron-Core refuses it: the run set it) */
     if (m->experts > 0 && p->ep > 1 && p->tp > 1) {
-        bool bridge = says(r, "nemo") || says(r, "megatron-bridge") || !strcmp(r->f[col("framework")], "nemo") ||
-                      !strcmp(r->f[col("framework")], "megatron-bridge");
+        bool bridge = nemo_row(r, k);
         if (bridge || (p->tp * p->cp * p->dp) % (p->ep * p->tp) != 0) {
             p->etp = 1;
             strcat(rules, bridge ? "etp 1 (NeMo / Megatron-Bridge recipes); " : "etp 1 (ep x tp does not divide); ");
@@ -455,8 +460,11 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
         p->moe_dispatch = PLAN_MOE_DISPATCH_DEEPEP;
         strcat(rules, "DeepEP dispatch (notes); ");
     }
+    /* token drop, as Megatron-Bridge's tables mark MoE runs "(tokendrop)":
+     * capacity factor 1, each expert's input padded to it (its
+     * apply_moe_token_drop; Megatron-Core's token drop needs the alltoall
+     * dispatcher) */
     const char *mt[3] = {r->f[col("model")], r->f[col("notes")], r->f[col("source")]};
-    /* (Megatron-Core's token drop needs the alltoall dispatcher) */
     for (int i = 0; m->experts > 0 && i < 3 && p->moe_capacity == 0 && p->moe_dispatch != PLAN_MOE_DISPATCH_DEEPEP;
          i++) {
         const char *tx[2] = {mt[i], ""};
@@ -639,8 +647,7 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
      * Megatron-Bridge's (scripts/performance configs of 2025-09 and 2025-11,
      * perf_recipes/_common.py _perf_precision: ddp.grad_reduce_in_fp32 =
      * False), where Megatron-Core then keeps the gradient buffer in bf16 */
-    bool nemo_mb = s->k.nemo || says(r, "nemo") || says(r, "megatron-bridge") || !strcmp(fw, "nemo") ||
-                   !strcmp(fw, "megatron-bridge");
+    bool nemo_mb = nemo_row(r, s->k);
     bool mixed16 = p.dtype == TS_DTYPE_BF16 || p.dtype == TS_DTYPE_FP8;
     so->fp32_grad_reduce = mixed16 && !nemo_mb;
     if (mixed16 && nemo_mb && !s->k.nemo) strcat(rules, "16-bit gradients (NeMo / Megatron-Bridge recipes); ");

@@ -165,6 +165,9 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
  * nodes (plan_group): Megatron-Core's host wait subtracts the forward's
  * dispatch and combine (cost_step). */
 void cost_ctx_net(CostCtx *c, const HwNet *net, int64_t ep_nodes);
+/* The route of plan p's EP all-to-alls (DeepEP's dispatch, top-k, node
+ * limit, the busiest rank's load from template t) for hw_ep_a2a_time_s. */
+void cost_ep_route(const ModelSpec *m, const ParallelPlan *p, const PartTemplate *t, HwEpRoute *r);
 /* Another host: host_s[2] seconds to dispatch an eager op forward /
  * backward instead of COST_HOST_FWD_S / COST_HOST_BWD_S (either not above
  * 0: the defaults stay); autocast's C++

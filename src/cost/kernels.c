@@ -260,13 +260,19 @@ static double pass_wait(CostBlock *b, const double n[PART_BLOCK_COUNT], int pass
     return h > g ? h - g : 0;
 }
 
+void cost_ep_route(const ModelSpec *m, const ParallelPlan *p, const PartTemplate *t, HwEpRoute *r)
+{
+    *r = (HwEpRoute){.deepep = p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP, .topk = m->topk,
+                     .node_limit = p->moe_node_limit, .load = t->moe_load};
+}
+
 /* An MoE layer's forward dispatch and combine all-to-alls on c's network
  * (hw_ep_a2a_time_s, the route the simulator's layers take); 0 without. */
 static double ep_fwd_s(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, const PartTemplate *t)
 {
     if (!c->net || !(t->ep_bytes > 0) || p->ep < 2) return 0;
-    HwEpRoute r = {.deepep = p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP, .topk = m->topk,
-                   .node_limit = p->moe_node_limit, .load = t->moe_load};
+    HwEpRoute r;
+    cost_ep_route(m, p, t, &r);
     return hw_ep_a2a_time_s(c->net, t->ep_dispatch_bytes, p->ep, c->ep_nodes, &r) +
            hw_ep_a2a_time_s(c->net, t->ep_bytes, p->ep, c->ep_nodes, &r);
 }

@@ -17,11 +17,7 @@ double sim_coll(const Ctx *x, TsColl c, double bytes, const PlanGroupInfo *g, Hw
     return hw_coll_time_s(x->net, c, bytes, g->size, g->nodes, 1, kind);
 }
 
-void sim_ep_route(const Ctx *x, HwEpRoute *r)
-{
-    *r = (HwEpRoute){.deepep = x->p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP, .topk = x->m->topk,
-                     .node_limit = x->p->moe_node_limit, .load = x->tpl->moe_load};
-}
+void sim_ep_route(const Ctx *x, HwEpRoute *r) { cost_ep_route(x->m, x->p, x->tpl, r); }
 
 /* The runtime choices of the simulator's options as the template takes them. */
 void sim_part_runtime(const SimOptions *o, PartRuntime *rt)
@@ -581,13 +577,13 @@ void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe,
     PartRuntime rt;
     sim_part_runtime(x->o, &rt);
     part_template(x->m, x->p, &rt, &tpl);
-    Ctx y = *x;
-    y.tpl = &tpl;
     CostCtx cc;
     sim_cost_ctx(&cc, x->hw, x->p, x->o, x->tc);
     cost_ctx_net(&cc, x->net, x->epg.nodes);
     CostStep cs;
     cost_step(&cc, x->m, x->p, &rt, &tpl, &cs);
+    Ctx y = *x;
+    y.tpl = &tpl;
     y.cs = &cs;
     layer_cost(&y, false, dense);
     if (x->m->experts > 0) layer_cost(&y, true, moe);

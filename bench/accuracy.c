@@ -414,8 +414,8 @@ typedef struct RowKind {
  * or framework column naming either (their recipes' settings apply) */
 static bool nemo_row(const Row *r, RowKind k)
 {
-    const char *fw = r->f[col("framework")];
-    return k.nemo || says(r, "nemo") || says(r, "megatron-bridge") || !strcmp(fw, "nemo") ||
+    const char *fw = r->f[col("framework")], *text[2] = {r->f[col("source")], r->f[col("notes")]};
+    return k.nemo || acc_says_nemo(text) || says(r, "megatron-bridge") || !strcmp(fw, "nemo") ||
            !strcmp(fw, "megatron-bridge");
 }
 

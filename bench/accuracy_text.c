@@ -214,6 +214,14 @@ static bool nemo2_before(const char *text, const char *s)
     return (major == 24 && minor >= 9) || (major >= 25 && major < 100);
 }
 
+bool acc_says_nemo(const char *const text[2])
+{
+    for (int c = 0; c < 2; c++)
+        for (const char *s = find_ci(text[c], "nemo"); s; s = find_ci(s + 4, "nemo"))
+            if (!isalpha((unsigned char)s[4]) && (s == text[c] || !isalpha((unsigned char)s[-1]))) return true;
+    return false;
+}
+
 bool acc_says_nemo2(const char *const text[2])
 {
     for (int c = 0; c < 2; c++)

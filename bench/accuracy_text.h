@@ -43,6 +43,9 @@ int acc_ce_fusion(const char *const text[2]);
  * ("NeMo 24.12", "NeMo 25", "NeMo container 25.04", "nemo:24.12", "NeMo v2.0";
  * not "NeMo 24.07", not a year)? */
 bool acc_says_nemo2(const char *const text[2]);
+/* Does the text name NeMo (any version: "NeMo", "NeMo2", "nemo:24.07"), not
+ * a word that starts with it ("Nemotron")? */
+bool acc_says_nemo(const char *const text[2]);
 /* The cross-entropy kernels the row's words set (cross_entropy_fusion_impl,
  * cross_entropy_loss_fusion), -1 unsaid. */
 int acc_ce_fusion_stated(const char *const text[2]);

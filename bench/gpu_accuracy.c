@@ -380,7 +380,7 @@ static void step_kernels(const json_t *r, const ModelSpec *m, const HwModel *hw,
     PartRuntime rt;
     sim_part_runtime(&in->opt, &rt);
     CostCtx cc;
-    sim_cost_ctx(&cc, hw, &in->plan, &in->opt, sim_tensor_factor(&hw->gpu, &in->opt, 1));
+    sim_cost_ctx(&cc, hw, &in->plan, &in->opt, sim_tensor_factor(&hw->gpu, &in->opt, 1), in->net);
     static PartTemplate t;
     static CostStep cs;
     part_template(m, &in->plan, &rt, &t);

@@ -149,8 +149,10 @@ bool sim_cuda_graphs(const SimOptions *o, const ParallelPlan *p, bool moe, const
 /* The cost context of plan p on hw under the simulator's options o: the
  * tensor factor tf, --host-us (host_s) where the host is in the loop (eager
  * HF modules, Megatron-Core's MoE layer), none where CUDA graphs replay the
- * layers. */
-void sim_cost_ctx(CostCtx *c, const HwModel *hw, const ParallelPlan *p, const SimOptions *o, double tf);
+ * layers; net (NULL: none) the network of the EP all-to-alls the host runs
+ * ahead of (cost_ctx_net). */
+void sim_cost_ctx(CostCtx *c, const HwModel *hw, const ParallelPlan *p, const SimOptions *o, double tf,
+                  const HwNet *net);
 /* o's host is the default one (no --host-us) */
 bool sim_host_default(const SimOptions *o);
 /* Distributed Shampoo's preconditioning per step, in seconds per parameter

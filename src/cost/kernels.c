@@ -35,9 +35,6 @@ void cost_ctx_net(CostCtx *c, const HwNet *net, int64_t ep_nodes)
 void cost_ctx_host(CostCtx *c, const double host_s[2])
 {
     if (!(c->host_s[0][0] > 0)) return;
-    /* the defaults as cost_ctx_init set them: --framework hf's (it alone has
-     * a module call's time) at an eager op's, Megatron-Core's at COST_HOST_MCORE */
-    double f = c->host_mod_s > 0 ? 1.0 : COST_HOST_MCORE;
     const double def[2] = {COST_HOST_FWD_S, COST_HOST_BWD_S};
     for (int i = 0; i < 2; i++)
         if (!(host_s[i] > 0)) return; /* unset (a zeroed SimOptions): the defaults */
@@ -46,7 +43,7 @@ void cost_ctx_host(CostCtx *c, const double host_s[2])
     for (int i = 0; i < 2; i++) {
         c->host_s[1][i] *= host_s[i] / def[i];
         c->host_s[2][i] *= host_s[i] / def[i];
-        c->host_s[0][i] = f * host_s[i];
+        c->host_s[0][i] *= host_s[i] / def[i]; /* Megatron-Core's keep their COST_HOST_MCORE */
     }
 }
 

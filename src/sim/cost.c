@@ -145,10 +145,16 @@ bool sim_cuda_graphs(const SimOptions *o, const ParallelPlan *p, bool moe, const
     return w == NULL;
 }
 
-void sim_cost_ctx(CostCtx *c, const HwModel *hw, const ParallelPlan *p, const SimOptions *o, double tf)
+void sim_cost_ctx(CostCtx *c, const HwModel *hw, const ParallelPlan *p, const SimOptions *o, double tf,
+                  const HwNet *net)
 {
     cost_ctx_init(c, hw, p, tf);
     cost_ctx_host(c, o->host_s);
+    if (net) {
+        PlanGroupInfo epg;
+        plan_group(p, PLAN_GROUP_EP, 0, net->cl.gpus_per_node, &epg);
+        cost_ctx_net(c, net, epg.nodes);
+    }
     /* a dense layer has no host time to remove; an MoE one only where its
      * shapes are static (sim_cuda_graphs with moe) */
     if (sim_cuda_graphs(o, p, true, NULL)) {

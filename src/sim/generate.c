@@ -43,10 +43,7 @@ static void step_of(const SimSetup *in, const ParallelPlan *p, WlStepStore *st, 
     PartRuntime rt;
     sim_part_runtime(&in->opt, &rt);
     CostCtx cc;
-    sim_cost_ctx(&cc, in->hw, p, &in->opt, sim_tensor_factor(&in->hw->gpu, &in->opt, p->gpus));
-    PlanGroupInfo epg;
-    plan_group(p, PLAN_GROUP_EP, 0, in->net->cl.gpus_per_node, &epg);
-    cost_ctx_net(&cc, in->net, epg.nodes);
+    sim_cost_ctx(&cc, in->hw, p, &in->opt, sim_tensor_factor(&in->hw->gpu, &in->opt, p->gpus), in->net);
     wl_step_make(in->model, p, &rt, &cc, st, s);
 }
 

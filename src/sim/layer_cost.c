@@ -412,7 +412,7 @@ void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
         PartKernel kc; /* the root unit's copies: the layers' rule, never under recompute */
         part_fsdp_copy_kernel(rp, x->ab, gr, true, &kc);
         CostCtx cc;
-        sim_cost_ctx(&cc, x->hw, x->p, x->o, x->tc);
+        sim_cost_ctx(&cc, x->hw, x->p, x->o, x->tc, x->net);
         double t[3];
         cost_kernel(&cc, &kc, t);
         root[2] = t[0], root[3] = t[1] + t[2];
@@ -578,8 +578,7 @@ void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe,
     sim_part_runtime(x->o, &rt);
     part_template(x->m, x->p, &rt, &tpl);
     CostCtx cc;
-    sim_cost_ctx(&cc, x->hw, x->p, x->o, x->tc);
-    cost_ctx_net(&cc, x->net, x->epg.nodes);
+    sim_cost_ctx(&cc, x->hw, x->p, x->o, x->tc, x->net);
     CostStep cs;
     cost_step(&cc, x->m, x->p, &rt, &tpl, &cs);
     Ctx y = *x;

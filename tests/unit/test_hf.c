@@ -44,6 +44,13 @@ static void h100(HwModel *hw)
     assert_int_equal(hw_gpu_load("h100-sxm5-80gb", &hw->gpu, &err), TS_OK);
 }
 
+/* Model preset `name` on the H100 preset. */
+static void preset_on_h100(const char *name, ModelSpec *m, HwModel *hw)
+{
+    assert_int_equal(model_preset(name, m, NULL), TS_OK);
+    h100(hw);
+}
+
 static const PartKernel *find(const PartBlockT *b, const char *name)
 {
     for (int i = 0; i < b->n_k; i++)
@@ -156,9 +163,8 @@ static void test_host_floor(void **state)
 {
     (void)state;
     ModelSpec m;
-    assert_int_equal(model_preset("gpt2", &m, NULL), TS_OK);
     HwModel hw;
-    h100(&hw);
+    preset_on_h100("gpt2", &m, &hw);
     static PartTemplate t;
     static CostStep cs;
     for (int big = 0; big < 2; big++) {
@@ -209,9 +215,8 @@ static void test_mcore_moe_sync(void **state)
 {
     (void)state;
     ModelSpec m;
-    assert_int_equal(model_preset("qwen3-30b-a3b", &m, NULL), TS_OK);
     HwModel hw;
-    h100(&hw);
+    preset_on_h100("qwen3-30b-a3b", &m, &hw);
     static ClusterSpec cl;
     static HwNet net;
     TsError err = {0};

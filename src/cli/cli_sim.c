@@ -1,8 +1,15 @@
 /* cli_sim.c — the SimOptions option group (cli_sim.h). */
 #include "cli_sim.h"
 
+#include "trainsim/cost.h"
+
 #include <stdlib.h>
 #include <string.h>
+
+/* COST_HOST_MCORE as the help text shows it */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define MCORE_HOST STR(COST_HOST_MCORE)
 
 void cli_sim_init(CliSim *o)
 {
@@ -53,7 +60,7 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
         {"host-us", CLI_STR, &o->host_us, "F[,B]",
          "--framework hf and Megatron-Core's MoE layers: the host's time to dispatch an eager op, "
          "forward[,backward] in us (24,25.2; module "
-         "calls, casts and loops scale with it, Megatron-Core's MoE calls take 1.9x it; one value scales both: set "
+         "calls, casts and loops scale with it, Megatron-Core's MoE calls take " MCORE_HOST "x it; one value scales both: set "
          "it from a host-bound step of your own)",
          true},
         {"mfu-convention", CLI_STR, &o->mfu, "C",
@@ -121,7 +128,7 @@ int cli_host_us(const char *v, double out[2])
     return bad_value("host-us", v,
                      "--host-us takes the host's microseconds to dispatch one eager op forward, and optionally "
                      "backward, above 0 and up to 100000: 33 or 33,35 (the defaults are 24,25.2; module calls, "
-                     "casts and the optimizer's loop scale with it)");
+                     "casts and the optimizer's loop scale with it, Megatron-Core's MoE calls take " MCORE_HOST "x it)");
 }
 
 int cli_ce_fusion(const char *v, SimCeFusion *out)

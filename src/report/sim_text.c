@@ -101,9 +101,10 @@ static void runtime_line(const SimOptions *o, const ParallelPlan *p, bool moe, T
                   !nk ? "\"options\"" : !n_opt ? "\"plan\"" : "\"options\" and \"plan\"");
 }
 
-/* --framework hf: the part of compute (or of the optimizer step) the GPU
- * spends idle, waiting for the host to dispatch eager ops (a small model at
- * a small batch). */
+/* --framework hf, Megatron-Core's MoE layers: the part of compute (or of
+ * the optimizer step) the GPU spends idle, waiting for the host to dispatch
+ * eager ops (a small model at a small batch) or the MoE layer's calls after
+ * its token-count sync. */
 static void host_text(const SimResult *r, double wait, const char *what, TsBuf *b)
 {
     if (!(wait > 0)) return;
@@ -245,7 +246,9 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
         ts_buf_printf(b, "  %-18s ", sim_breakdown_key(i));
         tm(b, v);
         ts_buf_printf(b, "  %5.1f%%\n", r->iteration_time_s > 0 ? 100 * v / r->iteration_time_s : 0);
-        if (i == SIM_BD_compute_s) host_text(r, r->host_wait_s, "dispatches eager ops", b);
+        if (i == SIM_BD_compute_s)
+            host_text(r, r->host_wait_s,
+                      plan_hf(p) ? "dispatches eager ops" : "dispatches the MoE layers' calls after their sync", b);
         if (i == SIM_BD_optimizer_s) host_text(r, r->host_wait_optimizer_s, "walks the parameter tensors", b);
     }
     sched_text(p, r, b);

@@ -23,7 +23,7 @@
  * too); -v: each row's breakdown, -r: each row's task graph replayed too,
  * -x: leave-one-table-out check of the A100 sustained clock and
  * leave-one-model-out check of the B200 one (cross_validate,
- * cross_validate_b200). A runs file has the validation columns (COLS, any
+ * cross_validate_b200). A runs file has the validation columns (runs_csv.h, any
  * order, named in its header line; extra columns are ignored; dtype,
  * attention, framework and software optional, stating what a table's rule would
  * otherwise choose); its rows
@@ -43,77 +43,15 @@
 #include "trainsim/sim_workload.h"
 
 #include "accuracy_text.h"
+#include "runs_csv.h"
 
 #ifndef TS_BENCH_DIR
 #define TS_BENCH_DIR "bench"
 #endif
 
-/* The first NREQ columns are required; the rest are optional knobs a runs
- * file may state (empty or absent: the table's rule). */
-enum { NREQ = 26, NCOL = 30, MAXROW = 128 };
-static const char *const COLS[NCOL] = {
-    "id", "source", "model", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "global_batch",
-    "micro_batch", "tp", "pp", "vpp", "dp", "cp", "ep", "seq_parallel", "recompute", "dist_opt", "gpu",
-    "num_gpus", "metric", "value", "notes", "dtype", "attention", "framework", "software"};
-/* The values an optional or enumerated column takes (checked on loading). */
-static const struct {
-    const char *col, *values;
-} ENUMS[] = {
-    {"dtype", "fp16 bf16 fp8"},
-    {"attention", "flash unfused"},
-    {"framework", "megatron torchtitan deepspeed megatron-lm megatron-core mcore nemo megatron-bridge "
-                  "megatron-deepspeed fsdp2"},
-    {"software", "2024 2025"},
-};
-
-/* A field's capacity: a row's notes state its recipe at length. */
-enum { FIELD = 2048 };
-typedef struct Row {
-    char f[NCOL][FIELD];
-} Row;
-
-/* Split one CSV line (RFC 4180 quotes) into fields (at most NHDR). */
-enum { NHDR = 64 };
-typedef struct RawRow {
-    char f[NHDR][FIELD];
-    int at[NHDR]; /* 1-based column of each field in its line */
-} RawRow;
-static int split(const char *line, RawRow *r)
-{
-    int n = 0;
-    const char *p = line;
-    while (n < NHDR) {
-        r->at[n] = (int)(p - line) + 1;
-        char *o = r->f[n];
-        size_t k = 0;
-        if (*p == '"') {
-            p++;
-            while (*p && !(*p == '"' && p[1] != '"')) {
-                if (*p == '"') p++;
-                if (k < FIELD - 1) o[k++] = *p;
-                p++;
-            }
-            if (*p == '"') p++;
-        } else {
-            while (*p && *p != ',' && *p != '\n' && *p != '\r') {
-                if (k < FIELD - 1) o[k++] = *p;
-                p++;
-            }
-        }
-        o[k] = 0;
-        n++;
-        if (*p != ',') break;
-        p++;
-    }
-    return n;
-}
-
-static int col(const char *name)
-{
-    for (int i = 0; i < NCOL; i++)
-        if (strcmp(COLS[i], name) == 0) return i;
-    return -1;
-}
+enum { MAXROW = RUNS_MAXROW };
+typedef RunRow Row;
+static int col(const char *name) { return runs_col(name); }
 
 static int64_t geti(const Row *r, const char *c, int64_t dflt)
 {
@@ -310,84 +248,6 @@ static Table *table_of(Table *tabs, int *ntab, const char *id)
         if (!strcmp(tabs[t].name, names[*ntab])) return &tabs[t];
     tabs[*ntab] = (Table){.name = names[*ntab]};
     return &tabs[(*ntab)++];
-}
-
-/* A field of an enumerated column (ENUMS) that is neither empty nor one of
- * its values: file:line:col error, the line and a hint on stderr; true. */
-static bool bad_value(const char *path, int ln, const char *line, const RawRow *raw, const int *map)
-{
-    for (size_t e = 0; e < sizeof ENUMS / sizeof ENUMS[0]; e++) {
-        int h = map[col(ENUMS[e].col)];
-        if (h < 0 || !raw->f[h][0]) continue;
-        const char *v = ENUMS[e].values, *hit = strstr(v, raw->f[h]);
-        size_t len = strlen(raw->f[h]);
-        while (hit && ((hit > v && hit[-1] != ' ') || (hit[len] && hit[len] != ' '))) hit = strstr(hit + 1, raw->f[h]);
-        if (hit) continue;
-        fprintf(stderr, "%s:%d:%d: error: %s '%s' is not known\n%s", path, ln, raw->at[h], ENUMS[e].col, raw->f[h],
-                line);
-        fprintf(stderr, "hint: %s is one of: %s\n", ENUMS[e].col, v);
-        return true;
-    }
-    return false;
-}
-
-/* Read a runs CSV into rows[] in COLS order: the header names the columns
- * (any order, extra ones ignored, every COLS column required); a row with
- * another number of fields than the header is an error. 0, or 3 with
- * file:line:col: error, the line and a hint on stderr. */
-static int load_rows(const char *path, Row *rows, int *n)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        fprintf(stderr, "accuracy: cannot open %s: %s\nhint: give a CSV with the validation columns (see "
-                        "docs/accuracy.md, \"Scoring your own runs\")\n", path, strerror(errno));
-        return 1;
-    }
-    static char line[8192];
-    static RawRow hdr, raw;
-    int map[NCOL], nh = 0, ln = 1;
-    if (!fgets(line, sizeof line, fp)) {
-        fclose(fp);
-        fprintf(stderr, "%s:1:1: error: empty file\nhint: the first line names the columns: id,source,model,...\n", path);
-        return 3;
-    }
-    nh = split(line, &hdr);
-    for (int c = 0; c < NCOL; c++) {
-        map[c] = -1;
-        for (int h = 0; h < nh; h++)
-            if (!strcmp(hdr.f[h], COLS[c])) map[c] = h;
-        if (map[c] < 0 && c < NREQ) {
-            fclose(fp);
-            fprintf(stderr, "%s:1:1: error: no column '%s'\n%s", path, COLS[c], line);
-            fprintf(stderr, "hint: a runs file has the columns of validation/calibration_runs.csv:");
-            for (int k = 0; k < NREQ; k++) fprintf(stderr, "%s%s", k ? "," : " ", COLS[k]);
-            fprintf(stderr, "; optional:");
-            for (int k = NREQ; k < NCOL; k++) fprintf(stderr, " %s", COLS[k]);
-            fprintf(stderr, "\n");
-            return 3;
-        }
-    }
-    *n = 0;
-    while (*n < MAXROW && fgets(line, sizeof line, fp)) {
-        ln++;
-        if (line[0] == '\n' || line[0] == '\r' || line[0] == 0) continue;
-        int nf = split(line, &raw);
-        if (nf != nh) {
-            fclose(fp);
-            fprintf(stderr, "%s:%d:1: error: %d fields, the header has %d\n%s", path, ln, nf, nh, line);
-            fprintf(stderr, "hint: quote fields that contain commas (\"...\")\n");
-            return 3;
-        }
-        for (int c = 0; c < NCOL; c++)
-            snprintf(rows[*n].f[c], sizeof rows[*n].f[c], "%s", map[c] < 0 ? "" : raw.f[map[c]]);
-        if (bad_value(path, ln, line, &raw, map)) {
-            fclose(fp);
-            return 3;
-        }
-        (*n)++;
-    }
-    fclose(fp);
-    return 0;
 }
 
 /* The cluster of the row's GPU (the node as its vendor ships it: NVLink in
@@ -972,7 +832,7 @@ int main(int argc, char **argv)
         return 2;
     }
     static Row rows[MAXROW];
-    int n = 0, rc = load_rows(path, rows, &n);
+    int n = 0, rc = runs_load(path, rows, &n);
     if (rc) return rc;
 
     Table tabs[MAXTAB] = {{.name = "N21-T1"}, {.name = "N21-T2"}, {.name = "NEMO2407"},
@@ -983,6 +843,7 @@ int main(int argc, char **argv)
         cross_validate(rows, n, w, tabs, ntab);
         cross_validate_b200(rows, n, w);
         sim_work_destroy(w);
+        runs_free(rows, n);
         return 0;
     }
     printf("accuracy: trainsim simulate vs published runs (%s)\n", path);
@@ -1015,6 +876,10 @@ int main(int argc, char **argv)
         alln += tabs[t].n;
     }
     printf("%-10s %4d %7.1f%%\n", "all", alln, alln ? 100 * all / alln : 0);
+    int nmem = 0;
+    for (int i = 0; i < n; i++) nmem += starts(rows[i].f[col("metric")], "mem_");
+    if (nmem)
+        printf("(%d rows of per-GPU memory (mem_*_GiB) are not scored here: bench_memory, trainsim memory)\n", nmem);
     printf("\nrules for unstated knobs (the same for every row of a table):\n"
            "  micro-batch   the run's launch script where public (BLOOM: 2, tr11-176B-ml.slurm); else 1\n"
            "                with PP, else the per-replica batch up to 8 (mb rule); global batch rounded\n"
@@ -1076,5 +941,6 @@ int main(int argc, char **argv)
            "and other rows model FLOPs (validation/README; metaseq's convention unknown), the\n"
            "recompute-inclusive count beside.\n");
     sim_work_destroy(w);
+    runs_free(rows, n);
     return 0;
 }

@@ -1,12 +1,16 @@
 # bench/accuracy: predicted vs published training throughput (sim). A program,
 # not a test: it prints figures (STYLE.md 16).
-add_executable(accuracy ${CMAKE_SOURCE_DIR}/bench/accuracy.c ${CMAKE_SOURCE_DIR}/bench/accuracy_text.c)
+add_executable(accuracy ${CMAKE_SOURCE_DIR}/bench/accuracy.c ${CMAKE_SOURCE_DIR}/bench/accuracy_text.c
+  ${CMAKE_SOURCE_DIR}/bench/runs_csv.c)
 target_compile_options(accuracy PRIVATE ${TS_WARNINGS})
 target_link_libraries(accuracy PRIVATE trainsim_static)
 target_compile_definitions(accuracy PRIVATE TS_BENCH_DIR="${CMAKE_SOURCE_DIR}/bench")
 # build/accuracy --runs: a user's runs file (columns in any order, tables by
 # id prefix) and malformed ones (positioned errors, exit 3).
-foreach(c runs_user runs_notes runs_software runs_2022 runs_moe runs_framework runs_bad_framework runs_missing_column runs_short_row runs_bad_dtype runs_bad_software k22_table5)
+foreach(c runs_user runs_notes runs_software runs_2022 runs_moe runs_framework runs_quoted k22_table5
+    runs_bad_framework runs_missing_column runs_short_row runs_bad_dtype runs_bad_software runs_bad_count
+    runs_bad_value runs_bad_metric runs_empty_gpu runs_bad_recompute runs_bad_distopt runs_open_quote
+    runs_after_quote runs_dup_column runs_late_value)
   add_test(NAME accuracy/${c}
     COMMAND bash ${CMAKE_SOURCE_DIR}/tests/accuracy/run.sh $<TARGET_FILE:accuracy> ${c})
   set_tests_properties(accuracy/${c} PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")

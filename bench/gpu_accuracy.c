@@ -678,14 +678,17 @@ static int run_file(const char *path)
         return 1;
     }
     printf("== %s\n", path);
-    char line[1 << 16];
+    char *line = NULL;
+    size_t cap = 0;
     int ln = 0;
-    while (fgets(line, sizeof line, f)) {
+    while (getline(&line, &cap, f) >= 0) {
         ln++;
+        if (line[strspn(line, " \t\r\n")] == 0) continue; /* a blank line */
         json_error_t je;
         json_t *r = json_loads(line, 0, &je);
         if (!r) {
-            fprintf(stderr, "%s:%d:%d: error: %s\n", path, ln, je.column > 0 ? je.column : 1, je.text);
+            fprintf(stderr, "%s:%d:%d: error: %s\nhint: one JSON object per line (docs/measure.md)\n", path, ln,
+                    je.column > 0 ? je.column : 1, je.text);
             continue;
         }
         snprintf(g_row, sizeof g_row, "%s:%d", path, ln);
@@ -702,6 +705,7 @@ static int run_file(const char *path)
         }
         json_decref(r);
     }
+    free(line);
     fclose(f);
     return 0;
 }
@@ -746,7 +750,11 @@ int main(int argc, char **argv)
             rc |= run_file(p);
         }
     }
-    if (g_nstat == 0) return rc ? rc : 1; /* nothing scored: no table */
+    if (g_nstat == 0) { /* nothing scored: no table */
+        fprintf(stderr, "gpu_accuracy: no row scored\nhint: the rows docs/measure.md describes, on a GPU with a preset "
+                        "(H100, H200, H800, A100)\n");
+        return rc ? rc : 1;
+    }
     printf("\n%-25s %5s %8s %8s\n", "part GPU", "rows", "MAPE", "bias");
     for (int i = 0; i < g_nstat; i++)
         printf("%-25s %5d %7.1f%% %+7.1f%%\n", g_stat[i].key, g_stat[i].n, 100 * g_stat[i].abs_sum / g_stat[i].n,

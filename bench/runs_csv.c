@@ -5,7 +5,6 @@
  * one C CSV library (libcsv) hands its callbacks a field's bytes but not its
  * line and column, which every error message here points at.
  */
-#define _POSIX_C_SOURCE 200809L
 #include "runs_csv.h"
 
 #include <errno.h>

@@ -43,6 +43,9 @@ if(TS_FUZZ)
       set(cli_srcs ${TS_CLI_SOURCES})
       list(FILTER cli_srcs EXCLUDE REGEX "/src/cli/main\\.c$")
       list(APPEND srcs ${cli_srcs})
+    elseif(name STREQUAL "fuzz_gpu_rows")
+      # fuzz_gpu_rows.c includes bench/gpu_accuracy.c itself, with main renamed.
+      set_source_files_properties(${h} PROPERTIES COMPILE_DEFINITIONS TS_BENCH_DIR="${CMAKE_SOURCE_DIR}/bench")
     elseif(name STREQUAL "fuzz_runs_csv")
       # build/accuracy's runs-file reader lives beside it in bench/.
       list(APPEND srcs ${CMAKE_SOURCE_DIR}/bench/runs_csv.c)

@@ -39,7 +39,8 @@ typedef struct CostCtx {
     double tensor_factor;   /* time factor on GEMMs and attention, e.g. 1.22 x 1.065 */
     double host_s[3][2];    /* host time to dispatch one op forward / backward (eager PyTorch:
                                [0] COST_HOST_FWD_S, COST_HOST_BWD_S; [1] a PART_KF_INNER kernel,
-                               COST_HOST_INNER_*; [2] a PART_KF_PYLOOP op, COST_HOST_LOOP_S);
+                               COST_HOST_INNER_*; [2] a PART_KF_PYLOOP op, COST_HOST_LOOP_S;
+                               Megatron-Core: [0] and [1] x COST_HOST_MCORE, [2] as is);
                                0: the GPU never waits on the host */
     double host_mod_s;      /* host time of a module call in the forward (PartBlockT.modules;
                                COST_HOST_MODULE_S where host_s is set, else 0) */
@@ -148,7 +149,8 @@ typedef struct CostCtx {
 #define COST_HOST_OPT_TENSOR_S 6.5e-6
 /* The host time of an op a Python loop calls directly, with no module of
  * its own around it (PART_KF_PYLOOP: transformers' fallback for fp32
- * experts, a slice and torch.mm(out=) per expert, and its Python backward),
+ * experts, a slice and torch.mm(out=) per expert, and its Python backward;
+ * Megatron-Core's per-expert fc2 bias, template.c grouped_fc2_bias),
  * forward and backward alike. Between autocast's C++ casts (6.9 / 5.6 us)
  * and a module's op (COST_HOST_FWD_S); what the Qwen3-30B-A3B amp steps
  * leave per fallback call once their other ops are counted: 23 and 34 us at

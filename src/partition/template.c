@@ -269,6 +269,30 @@ static void mcore_moe_host(const ParallelPlan *p, PartKernel *topk, PartKernel *
     }
 }
 
+/* The experts' fc2 bias (GPT-OSS) in Megatron-Core's grouped MLP over `el`
+ * output elements (the rank's token-expert pairs x H) of `ab` bytes. fc1's
+ * bias is added in its GEMM's epilogue (TE's GroupedLinear); fc2's after
+ * the GEMM, weighted by each pair's routing probability, one local expert at
+ * a time in eager PyTorch: TEGroupedMLP._apply_bias (experts.py, core_r0.14
+ * to the 2026-08 packed path), torch.cat([t + b * p for each expert]). The
+ * probabilities are in the router's dtype (16 bit: GPT-OSS's provider sets
+ * no moe_router_dtype). Forward, per expert a broadcast multiply b * p and
+ * an add, then the cat: 6 tensors of the output; backward the product's two
+ * gradients, each a broadcast multiply and a reduction (the bias over rows,
+ * the probability over H: 6), and the cat of the split's gradients (2). The
+ * broadcast multiplies take PyTorch's generic path (PART_KF_GENERIC); the
+ * host calls each op from the loop, with no module (PART_KF_PYLOOP). */
+static void grouped_fc2_bias(PartBlockT *b, double el, double ab, int64_t local)
+{
+    PartKernel *k = tpl_mem(b, "experts.fc2_bias", 6.0 * el * ab, 8.0 * el * ab, 2.0 * el);
+    k->flags |= PART_KF_GENERIC | PART_KF_AFTER_SYNC | PART_KF_PYLOOP;
+    k->elems[0] = el, k->elems[1] = 2.0 * el;
+    int64_t nf = 2 * local + 1, nb = 4 * local + 1;
+    k->launches[0] = (int16_t)(nf < 30000 ? nf : 30000);
+    k->launches[1] = (int16_t)(nb < 30000 ? nb : 30000);
+    k->host_calls[0] = 4, k->host_calls[1] = 3; /* the two splits, view, to; split, cat and view nodes */
+}
+
 /* MoE MLP: router over the tokens the rank routes (Tsp under SP), the local
  * experts (E/EP of them, balanced) as one grouped GEMM per projection over
  * the token-expert pairs the rank computes (tokens x K x ETP) at width
@@ -311,6 +335,8 @@ static void moe_mlp(const Tx *x, PartBlockT *b)
         pm->flags |= PART_KF_PERMUTE;
         PartKernel *fc[2] = {f1, f2};
         if (p->framework == PLAN_FRAMEWORK_MEGATRON) mcore_moe_host(p, topk, fc, ac, pm, local, seq);
+        if (m->moe_bias && !seq && p->framework == PLAN_FRAMEWORK_MEGATRON)
+            grouped_fc2_bias(b, pairs * (double)H, x->ab, local);
     }
     double shared = 0;
     if (m->shared_experts > 0) {

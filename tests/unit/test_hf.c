@@ -255,6 +255,47 @@ static void test_mcore_moe_sync(void **state)
     }
 }
 
+/* GPT-OSS's fc2 bias under Megatron-Core (template.c grouped_fc2_bias),
+ * counted by hand: gpt-oss-20b (32 experts, top-4, H 2880) on EP 8 holds 4
+ * local experts; 1 x 1024 tokens route 4096 token-expert pairs to a rank
+ * (balanced), whose fc2 output is 4096 x 2880 bf16 elements: 6 such tensors
+ * forward, 8 backward; per expert a multiply and an add (+ the cat) forward,
+ * two multiplies and two sums (+ the cat) backward, after the sync, each
+ * called from the Python loop. A model without expert biases has no such
+ * kernel, nor does another framework's code path. */
+static void test_mcore_fc2_bias(void **state)
+{
+    (void)state;
+    static PartTemplate t;
+    for (int run = 0; run < 3; run++) {
+        ModelSpec m;
+        assert_int_equal(model_preset(run == 1 ? "qwen3-30b-a3b" : "gpt-oss-20b", &m, NULL), TS_OK);
+        ParallelPlan p;
+        plan_init(&p);
+        p.gpus = 8, p.ep = 8, p.micro_batch = 1, p.global_batch = 8, p.seq = 1024;
+        if (run == 2) p.framework = PLAN_FRAMEWORK_TORCHTITAN;
+        TsError err = {0};
+        assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
+        part_template(&m, &p, NULL, &t);
+        const PartBlockT *b = &t.b[PART_BLOCK_MOE];
+        const PartKernel *k = NULL;
+        for (int i = 0; i < b->n_k; i++)
+            if (!strcmp(b->k[i].name, "experts.fc2_bias")) k = &b->k[i];
+        if (run) {
+            assert_null(k);
+            continue;
+        }
+        assert_non_null(k);
+        double el = 4096.0 * 2880.0;
+        near(k->fwd_bytes, 6 * el * 2, 1e-12, "forward bytes");
+        near(k->bwd_bytes, 8 * el * 2, 1e-12, "backward bytes");
+        assert_int_equal(k->launches[0], 2 * 4 + 1);
+        assert_int_equal(k->launches[1], 4 * 4 + 1);
+        assert_int_equal(k->flags & (PART_KF_AFTER_SYNC | PART_KF_PYLOOP | PART_KF_GENERIC),
+                         PART_KF_AFTER_SYNC | PART_KF_PYLOOP | PART_KF_GENERIC);
+    }
+}
+
 /* Parameter tensors, counted by hand from the HF modules: GPT-2 wte, wpe,
  * ln_f (2) and 12 per layer (ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj,
  * each weight and bias), the head tied: 148. BERT-base (masked-LM): three
@@ -345,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_hf_peak),
         cmocka_unit_test(test_host_floor),
         cmocka_unit_test(test_mcore_moe_sync),
+        cmocka_unit_test(test_mcore_fc2_bias),
         cmocka_unit_test(test_param_tensors),
         cmocka_unit_test(test_module_calls),
     };

@@ -19,8 +19,9 @@
  *
  * Unstated knobs are chosen by fixed rules, printed with each row; nothing is
  * fitted per row or per model. Usage: accuracy [-v] [-r] [-x] [--runs CSV]
- * (default TS_BENCH_DIR/data/calibration_runs.csv; a bare CSV argument
- * too); -v: each row's breakdown, -r: each row's task graph replayed too,
+ * [--csv OUT] (default TS_BENCH_DIR/data/calibration_runs.csv; a bare CSV
+ * argument too); --csv: a record per run (csv_record), written aside and
+ * renamed into place; -v: each row's breakdown, -r: each row's task graph replayed too,
  * -x: leave-one-table-out check of the A100 sustained clock and
  * leave-one-model-out check of the B200 one (cross_validate,
  * cross_validate_b200). A runs file has the validation columns (runs_csv.h, any
@@ -33,6 +34,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +224,8 @@ static int row_model(const Row *r, ModelSpec *m, char *why, size_t cap)
 
 typedef struct EvalOpts {
     bool verbose, replay, print;
+    FILE *csv;             /* --csv: a record per row (csv_record), NULL for none */
+    const char *table;     /* the row's table, for the csv */
     const char *clock_gpu; /* with clock_mhz > 0: the sustained clock of the GPU presets */
     double clock_mhz;      /* whose name contains clock_gpu replaced (-x), e.g. "a100", 1380 */
 } EvalOpts;
@@ -431,6 +435,58 @@ typedef struct RowSetup {
     char rules[1024];
 } RowSetup;
 
+/* The resolved plan in a few words: "tp8 pp8 v1 dp16 cp1 mb1 sp selective distopt". */
+static void plan_text(const ParallelPlan *q, char *plan, size_t cap)
+{
+    char rcname[24];
+    snprintf(rcname, sizeof rcname, "%s", plan_recompute_name(q->recompute));
+    if (q->recompute == PLAN_RECOMPUTE_FULL && q->recompute_layers > 0)
+        snprintf(rcname, sizeof rcname, "full%lld", (long long)q->recompute_layers);
+    snprintf(plan, cap, "tp%lld pp%lld v%lld dp%lld cp%lld mb%lld %s%s%s%s", (long long)q->tp, (long long)q->pp,
+             (long long)q->vpp, (long long)q->dp, (long long)q->cp, (long long)q->micro_batch, q->sp ? "sp " : "",
+             rcname,
+             q->zero ? (q->zero == 3 ? " zero3" : q->zero == 2 ? " zero2" : " zero1") : q->dist_opt ? " distopt" : "",
+             q->tp_overlap ? " tpov" : "");
+}
+
+static const char *const CSV_COLS[] = {"id",        "table",     "status", "model", "plan",        "dtype", "metric",
+                                       "published", "predicted", "error",  "iteration_s", "fits",  "rules"};
+enum { CSV_NCOL = sizeof CSV_COLS / sizeof CSV_COLS[0] };
+
+/* --csv: the row's record. status "scored" with s and res, the prediction
+ * pred and its error e; else why the row is not scored (s, res NULL). */
+static void csv_record(const EvalOpts *o, const Row *r, const char *status, const RowSetup *s, const SimResult *res,
+                       double pred, double e)
+{
+    char num[4][32] = {{0}}, plan[128] = "", rules[sizeof s->rules] = "";
+    const char *v[CSV_NCOL] = {r->f[col("id")], o->table ? o->table : "", status, "", "", "", r->f[col("metric")],
+                               r->f[col("value")], "", "", "", "", ""};
+    if (s && res) {
+        plan_text(&s->in.plan, plan, sizeof plan);
+        snprintf(num[0], sizeof num[0], "%.6g", pred);
+        snprintf(num[1], sizeof num[1], "%.6f", e);
+        snprintf(num[2], sizeof num[2], "%.6g", res->iteration_time_s);
+        v[3] = s->m.name, v[4] = plan, v[5] = ts_dtype_name(s->in.plan.dtype);
+        snprintf(rules, sizeof rules, "%s", s->rules); /* "a; b; " -> "a; b" */
+        for (size_t k = strlen(rules); k > 0 && (rules[k - 1] == ' ' || rules[k - 1] == ';'); k--) rules[k - 1] = 0;
+        v[8] = num[0], v[9] = num[1], v[10] = num[2], v[11] = res->memory.fits ? "yes" : "no", v[12] = rules;
+    }
+    for (int c = 0; c < CSV_NCOL; c++) runs_put_field(o->csv, v[c], c == CSV_NCOL - 1);
+}
+
+/* A row that cannot be scored: why, on stdout when printing and in the csv. */
+static void skip_row(const EvalOpts *o, const Row *r, const char *fmt, ...)
+{
+    char why[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (o->print) printf("%-11s %s\n", r->f[col("id")], why);
+    if (o->csv) csv_record(o, r, why, NULL, NULL, 0, 0);
+}
+
+
 /* The row's model, plan, cluster and runtime options by its table's rules.
  * False, said when printing, when the row cannot be simulated. */
 static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
@@ -442,19 +498,19 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
     char why[160], *rules = s->rules;
     rules[0] = 0;
     if (row_model(r, &s->m, why, sizeof why)) {
-        if (o->print) printf("%-11s model not buildable%s%s\n", id, why[0] ? ": " : "", why);
+        skip_row(o, r, "model not buildable%s%s", why[0] ? ": " : "", why);
         return false;
     }
     ParallelPlan p;
     row_plan(r, &s->m, s->k, &p, rules);
     const char *cluster = row_cluster(r->f[col("gpu")], bloom);
     if (!cluster) {
-        if (o->print) printf("%-11s gpu %s: no cluster preset for it\n", id, r->f[col("gpu")]);
+        skip_row(o, r, "gpu %s: no cluster preset for it", r->f[col("gpu")]);
         return false;
     }
     TsError err = {0};
     if (hw_cluster_load(cluster, p.gpus, &s->cl, &err) != TS_OK) {
-        if (o->print) printf("%-11s cluster: %s\n", id, err.msg);
+        skip_row(o, r, "cluster: %s", err.msg);
         return false;
     }
     HwModel *hw = &s->hw;
@@ -610,15 +666,8 @@ static void print_row(const Row *r, const RowSetup *s, const SimResult *res, dou
                       bool tfl, bool its, bool verbose)
 {
     const ParallelPlan *q = &s->in.plan;
-    char plan[96], rcname[24];
-    snprintf(rcname, sizeof rcname, "%s", plan_recompute_name(q->recompute));
-    if (q->recompute == PLAN_RECOMPUTE_FULL && q->recompute_layers > 0)
-        snprintf(rcname, sizeof rcname, "full%lld", (long long)q->recompute_layers);
-    snprintf(plan, sizeof plan, "tp%lld pp%lld v%lld dp%lld cp%lld mb%lld %s%s%s%s", (long long)q->tp,
-             (long long)q->pp, (long long)q->vpp, (long long)q->dp, (long long)q->cp, (long long)q->micro_batch,
-             q->sp ? "sp " : "", rcname,
-             q->zero ? (q->zero == 3 ? " zero3" : q->zero == 2 ? " zero2" : " zero1") : q->dist_opt ? " distopt" : "",
-             q->tp_overlap ? " tpov" : "");
+    char plan[128];
+    plan_text(q, plan, sizeof plan);
     int dg = its ? 2 : 1; /* seconds to the hundredth */
     printf("%-11s %-15s %-44s %10.*f %10.*f %+7.1f%%   T=%.3fs %s %s%s\n", r->f[col("id")], s->m.name, plan, dg, pub,
            dg, pred, 100 * e, res->iteration_time_s, ts_dtype_name(q->dtype), s->rules,
@@ -656,13 +705,17 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     const char *metric = r->f[col("metric")];
     bool tfl = strcmp(metric, "tflops_per_gpu") == 0, tok = strcmp(metric, "tokens_per_s_per_gpu") == 0;
     bool its = strcmp(metric, "iteration_s") == 0;
-    if (!tfl && !tok && !its) return false;
+    if (!tfl && !tok && !its) { /* per-GPU memory: counted, not printed */
+        if (o->csv) csv_record(o, r, "not scored here: a memory metric (bench_memory, trainsim memory)", NULL, NULL,
+                               0, 0);
+        return false;
+    }
     static RowSetup s; /* (large; one row at a time) */
     if (!row_setup(r, o, &s)) return false;
     SimResult res;
     TsError err = {0};
     if (sim_simulate(&s.in, w, &res, &err) != TS_OK) {
-        if (o->print) printf("%-11s plan rejected: %s\n", r->f[col("id")], err.msg);
+        skip_row(o, r, "plan rejected: %s", err.msg);
         return false;
     }
     if (!*r->f[col("recompute")]) least_recompute(&s, w, &res);
@@ -677,6 +730,7 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     double e = its ? pub / pred - 1 : pred / pub - 1;
     out->e = e;
     out->re = NAN;
+    if (o->csv) csv_record(o, r, "scored", &s, &res, pred, e);
     if (!o->print) return true;
     print_row(r, &s, &res, pub, pred, e, tfl, its, o->verbose);
     double tr = o->replay ? replay_time(&s.in, &s.net) : 0;
@@ -816,24 +870,39 @@ static void cross_validate_b200(const Row *rows, int n, SimWork *w)
 int main(int argc, char **argv)
 {
     bool verbose = false, replay = false, xval = false;
-    while (argc > 1 && (strcmp(argv[1], "-v") == 0 || strcmp(argv[1], "-r") == 0 || strcmp(argv[1], "-x") == 0)) {
-        verbose |= argv[1][1] == 'v';
-        replay |= argv[1][1] == 'r';
-        xval |= argv[1][1] == 'x';
-        argc--;
-        argv++;
+    const char *path = TS_BENCH_DIR "/data/calibration_runs.csv", *csv_path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-v") || !strcmp(a, "-r") || !strcmp(a, "-x")) {
+            verbose |= a[1] == 'v', replay |= a[1] == 'r', xval |= a[1] == 'x';
+        } else if ((!strcmp(a, "--runs") || !strcmp(a, "--csv")) && i + 1 < argc) {
+            *(a[2] == 'r' ? &path : &csv_path) = argv[++i];
+        } else if (a[0] != '-' && i == argc - 1) {
+            path = a;
+        } else {
+            fprintf(stderr, "accuracy: unexpected argument '%s'\nusage: accuracy [-v] [-r] [-x] [--runs FILE.csv | "
+                            "FILE.csv] [--csv OUT.csv]\n", a);
+            return 2;
+        }
     }
-    const char *path = TS_BENCH_DIR "/data/calibration_runs.csv";
-    if (argc > 2 && !strcmp(argv[1], "--runs")) path = argv[2], argc -= 2, argv += 2;
-    else if (argc > 1 && argv[1][0] != '-') path = argv[1], argc--, argv++;
-    if (argc > 1) {
-        fprintf(stderr, "accuracy: unexpected argument '%s'\nusage: accuracy [-v] [-r] [-x] [--runs FILE.csv | "
-                        "FILE.csv]\n", argv[1]);
+    if (csv_path && xval) {
+        fprintf(stderr, "accuracy: --csv writes the scored runs; -x scores none\nhint: run -x and --csv apart\n");
         return 2;
     }
     static Row rows[MAXROW];
     int n = 0, rc = runs_load(path, rows, &n);
     if (rc) return rc;
+    char tmp[4096] = "";
+    FILE *csv = NULL;
+    if (csv_path) { /* written aside, renamed into place once complete */
+        snprintf(tmp, sizeof tmp, "%s.tmp", csv_path);
+        if (!(csv = fopen(tmp, "w"))) {
+            fprintf(stderr, "accuracy: cannot write %s: %s\n", tmp, strerror(errno));
+            runs_free(rows, n);
+            return 1;
+        }
+        for (int c = 0; c < CSV_NCOL; c++) runs_put_field(csv, CSV_COLS[c], c == CSV_NCOL - 1);
+    }
 
     Table tabs[MAXTAB] = {{.name = "N21-T1"}, {.name = "N21-T2"}, {.name = "NEMO2407"},
                           {.name = "BLOOM"},  {.name = "OPT"},    {.name = "TT"}};
@@ -849,12 +918,12 @@ int main(int argc, char **argv)
     printf("accuracy: trainsim simulate vs published runs (%s)\n", path);
     printf("error = predicted/published - 1 of the throughput (positive: predicted faster)\n\n");
     printf("%-11s %-15s %-44s %10s %10s %8s\n", "id", "model", "plan (resolved)", "published", "predicted", "error");
-    EvalOpts eo = {.verbose = verbose, .replay = replay, .print = true};
+    EvalOpts eo = {.verbose = verbose, .replay = replay, .print = true, .csv = csv};
     for (int i = 0; i < n; i++) {
         Score sc;
-        if (!eval_row(&rows[i], w, &eo, &sc)) continue;
         Table *t = table_of(tabs, &ntab, rows[i].f[col("id")]);
-        if (!t) continue;
+        eo.table = t ? t->name : NULL;
+        if (!eval_row(&rows[i], w, &eo, &sc) || !t) continue;
         t->sum_abs += fabs(sc.e);
         t->sum += sc.e;
         t->n++;
@@ -942,5 +1011,11 @@ int main(int argc, char **argv)
            "recompute-inclusive count beside.\n");
     sim_work_destroy(w);
     runs_free(rows, n);
+    if (csv && (fflush(csv) || ferror(csv) || fclose(csv) || rename(tmp, csv_path))) {
+        fprintf(stderr, "accuracy: cannot write %s: %s\n", csv_path, strerror(errno));
+        remove(tmp);
+        return 1;
+    }
+    if (csv) printf("(one record per run in %s)\n", csv_path);
     return 0;
 }

@@ -405,3 +405,18 @@ void runs_free(RunRow *rows, int n)
     for (int i = 0; i < n; i++)
         for (int c = 0; c < RUNS_NCOL; c++) free(rows[i].f[c]), rows[i].f[c] = NULL;
 }
+
+void runs_put_field(FILE *f, const char *s, bool last)
+{
+    if (strpbrk(s, ",\"\r\n")) {
+        fputc('"', f);
+        for (const char *c = s; *c; c++) {
+            if (*c == '"') fputc('"', f);
+            fputc(*c, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs(s, f);
+    }
+    fputc(last ? '\n' : ',', f);
+}

@@ -20,11 +20,16 @@
  *     software) hold one of their values; recompute starts none, selective
  *     or full; dist_opt starts none, distopt, zero1..3 or fsdp(zeroN).
  *
+ * runs_put_field writes the same format (build/accuracy --csv).
+ *
  * Example: "id,model,...\nLAB-01,GPT-7B,..." gives one row with
  * f[runs_col("id")] = "LAB-01", in table LAB (the id up to its last '-').
  */
 #ifndef TRAINSIM_BENCH_RUNS_CSV_H
 #define TRAINSIM_BENCH_RUNS_CSV_H
+
+#include <stdbool.h>
+#include <stdio.h>
 
 enum {
     RUNS_NREQ = 26,    /* required columns, RUNS_COLS' first */
@@ -49,5 +54,10 @@ int runs_col(const char *name);
 int runs_load(const char *path, RunRow *rows, int *n);
 /* Frees the cells of rows[0 .. n); the rows themselves are the caller's. */
 void runs_free(RunRow *rows, int n);
+
+/* Writes one CSV field to f as RFC 4180 has it (quoted, quotes doubled,
+ * where it holds a comma, a quote or a line break), then ',' or, when
+ * last, a line end. */
+void runs_put_field(FILE *f, const char *s, bool last);
 
 #endif

@@ -23,3 +23,13 @@ set_tests_properties(recipes/calibration PROPERTIES ENVIRONMENT "TRAINSIM_DATA=$
 add_test(NAME accuracy/bad_option
   COMMAND bash -c "out=$(\"$0\" --rnus x.csv 2>&1 >/dev/null); rc=$?; [ $rc = 2 ] && [ \"$out\" = \"$(cat \"$1\")\" ]"
           $<TARGET_FILE:accuracy> ${CMAKE_SOURCE_DIR}/tests/accuracy/bad_option.stderr)
+# --csv OUT: one record per run (scored with its plan, prediction and rules,
+# or why not), exactly tests/accuracy/runs_notes.out.csv; a malformed runs
+# file writes no output file at all
+add_test(NAME accuracy/csv_out
+  COMMAND bash -c "d=$(mktemp -d) && cd \"$1\" && \"$0\" --runs runs_notes.csv --csv $d/o.csv >/dev/null && diff -u runs_notes.out.csv $d/o.csv && rm -rf $d"
+          $<TARGET_FILE:accuracy> ${CMAKE_SOURCE_DIR}/tests/accuracy)
+add_test(NAME accuracy/csv_out_bad_input
+  COMMAND bash -c "d=$(mktemp -d) && cd \"$1\" && { \"$0\" --runs runs_bad_value.csv --csv $d/o.csv >/dev/null 2>&1; rc=$?; } ; [ $rc = 3 ] && [ -z \"$(ls -A $d)\" ] && rm -rf $d"
+          $<TARGET_FILE:accuracy> ${CMAKE_SOURCE_DIR}/tests/accuracy)
+set_tests_properties(accuracy/csv_out accuracy/csv_out_bad_input PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")

@@ -1,8 +1,10 @@
 /*
  * cost.c — from (model, plan, hardware) to per-(stage, chunk) task costs,
  * then the schedule engine, then metrics (sim.h layer 2). One layer's costs
- * (and the layer-cost cache) are layer_cost.c's; this file assembles chunks,
- * the DP reduction and the step, and runs the simulation.
+ * (and the layer-cost cache) are layer_cost.c's; the chunks, their DP
+ * reduction and each rank's step are chunk.c's; this file sets up the
+ * context, runs the engine and turns its result into metrics, memory and
+ * warnings.
  *
  * Legend: L layers, H hidden, A heads, G kv heads, D head dim, F ffn,
  * V padded vocab, E experts, K top-k, B micro-batch, S seq, t TP, c CP.
@@ -182,46 +184,6 @@ double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)
     return f * (1.0 + sim_straggler(o->gpu_spread, gpus));
 }
 
-/* DP gradient reduction, parameter gather and optimizer step of a chunk
- * holding params parameter elements (eparams of them routed experts). */
-typedef struct ChunkDp {
-    bool valid, has_ag, has_eag, has_shampoo;
-    double params, eparams;
-    double opt, shampoo, shampoo_ag;
-} ChunkDp;
-
-static void chunk_dp_costs(const Ctx *x, const SimSetup *in, double params, double eparams, ChunkDp *d)
-{
-    const ParallelPlan *p = x->p;
-    const ModelSpec *m = x->m;
-    memset(d, 0, sizeof *d);
-    d->valid = true;
-    d->params = params;
-    d->eparams = eparams;
-    bool shard_opt = p->dist_opt || p->zero >= 1;
-    /* not for ZeRO-3 (per layer in layer_cost): the distributed optimizer
-     * all-gathers the updated parameters by the gradient buckets
-     * (sim_chunk_buckets sums both) */
-    if (p->zero < 3) {
-        d->has_ag = shard_opt && x->dpg.size > 1 && params - eparams > 0;
-        d->has_eag = shard_opt && x->edpg.size > 1 && eparams > 0;
-    }
-    /* optimizer on the local shard */
-    double local = shard_opt ? (params - eparams) / (double)x->dpg.size + eparams / (double)x->edpg.size : params;
-    d->opt = hw_memory_time_s(in->hw, local * sim_optimizer_bytes(&in->opt, p));
-    if (p->optimizer == PLAN_OPTIM_SHAMPOO) {
-        /* Distributed Shampoo: each DP rank preconditions its share of the
-         * blocks, then the search directions (fp32, one per parameter) are
-         * all-gathered: dense over DP, experts over expert DP */
-        d->has_shampoo = true;
-        d->shampoo = sim_shampoo_s_per_param(in->hw, m, p) * params / (double)x->dpg.size;
-        if (x->dpg.size > 1 && params - eparams > 0)
-            d->shampoo_ag += sim_coll(x, TS_COLL_ALLGATHER, (params - eparams) * 4.0, &x->dpg, HW_GROUP_DP);
-        if (x->edpg.size > 1 && eparams > 0)
-            d->shampoo_ag += sim_coll(x, TS_COLL_ALLGATHER, eparams * 4.0, &x->edpg, HW_GROUP_DP);
-    }
-}
-
 double sim_shampoo_s_per_param(const HwModel *hw, const ModelSpec *m, const ParallelPlan *p)
 {
     if (p->optimizer != PLAN_OPTIM_SHAMPOO) return 0;
@@ -282,41 +244,6 @@ TsStatus sim_setup_resolve(SimSetup *in, TsError *err)
     return TS_OK;
 }
 
-/* The edges a pipeline chunk runs: the embedding on the model's first chunk,
- * the head on its last (one chunk: both). */
-static void chunk_edges(const double edge[SIM_EDGES], bool first, bool last, double out[SIM_EDGES])
-{
-    memcpy(out, edge, SIM_EDGES * sizeof *out);
-    static const int emb[] = {SIM_E_EMB_F, SIM_E_EMB_B, SIM_E_EMB_TP_F, SIM_E_EMB_TP_B, SIM_E_EMB_PARAMS, SIM_E_EMB_WG};
-    static const int head[] = {SIM_E_HEAD_F,      SIM_E_HEAD_B,  SIM_E_HEAD_TP_F, SIM_E_HEAD_TP_B,
-                               SIM_E_HEAD_PARAMS, SIM_E_HEAD_WG, SIM_E_HEAD_AG_F};
-    if (!first)
-        for (size_t i = 0; i < sizeof emb / sizeof *emb; i++) out[emb[i]] = 0;
-    if (!last)
-        for (size_t i = 0; i < sizeof head / sizeof *head; i++) out[head[i]] = 0;
-}
-
-/* The pipeline rank holding model chunk ch and its slot among the rank's
- * chunks (SimPipeline.chunk's index s*chunks + slot): plan_rank_chunk's
- * inverse for the copy entering at rank 0 (dualpipe's other copy is placed
- * beside it). */
-static void chunk_slot(const ParallelPlan *p, int64_t ch, int32_t *s, int32_t *k)
-{
-    int64_t pp = p->pp;
-    if (p->schedule == PLAN_SCHED_DUALPIPEV && ch >= pp) *s = (int32_t)(2 * pp - 1 - ch), *k = 1;
-    else *s = (int32_t)(ch % pp), *k = (int32_t)(ch / pp);
-}
-
-/* The transfer from rank s to rank s + dir (cyclic): NVLink within a node,
- * else the network, along rank 0's path through the layout (node[s]: the
- * node of stage s there, -1 without nodes). */
-static double p2p_link(const int64_t *node, int64_t pp, int32_t s, int32_t dir, double near, double far)
-{
-    int64_t a = node[s], b = node[(s + dir + pp) % pp];
-    return a >= 0 && a == b ? near : far;
-}
-
-/* sim_simulate, or with lb != NULL sim_lower_bound: stop after the costing. */
 /* One layer's work per micro-batch on its stage (what SimChunkCost sums). */
 static double layer_work(const LayerCost *c)
 {
@@ -356,393 +283,37 @@ static void balance(const ModelSpec *m, const ParallelPlan *p, const LayerCost *
     if (r != stack) free(r);
 }
 
-/* DeepSpeed's BF16 optimizer after every micro-batch's backward
- * (update_hp_grads): a block's bf16 gradients cast and added into its fp32
- * ones (read 2 write 4, read 8 write 4) and zeroed (write 2), 20 B per
- * parameter, one kernel per block as the task graph runs them (wl_gen_blocks);
- * a layer holds an attention block and an MLP / MoE block. */
-static double ds_hp_kernel_s(const HwModel *hw, double params)
+/* The result outlives the work it was run in (sim_simulate without a
+ * SimWork): copy what it keeps, then destroy the work. On failure the
+ * result is cleared. */
+static TsStatus keep_result(SimWork *w, int32_t pp, SimResult *out, TsError *err)
 {
-    return params > 0 ? hw_memory_time_s(hw, 20.0 * params) : 0;
-}
-
-static double ds_hp_grads_s(const HwModel *hw, const LayerCost *lc)
-{
-    double attn = 0;
-    for (int32_t i = 2; i < lc->n_grad_t; i++) attn += lc->grad_t[i];
-    return ds_hp_kernel_s(hw, attn) + ds_hp_kernel_s(hw, lc->grad_t[0] + lc->grad_t[1] + lc->egrad_t[0] + lc->egrad_t[1]);
-}
-
-
-/* Stages up to which a plan's per-stage scratch lives on the stack. */
-#define PP_STACK 64
-
-static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, TsError *err)
-{
-    sim_result_clear(out);
-    const ModelSpec *m = in->model;
-    ParallelPlan *p = &in->plan;
-    TsStatus st = sim_setup_resolve(in, err);
-    if (st) return st;
-    Ctx x = {.m = m, .p = p, .hw = in->hw, .net = in->net, .o = &in->opt};
-    x.dt = p->dtype;
-    x.adt = sim_activation_dtype(p->dtype);
-    x.ab = (double)ts_dtype_bytes(x.adt);
-    const GpuSpec *g = &in->hw->gpu;
-    x.tc = sim_tensor_factor(g, &in->opt, p->gpus);
-    x.t = p->tp;
-    x.B = p->micro_batch;
-    x.S = p->seq;
-    x.Sl = p->seq / p->cp;
-    x.T = x.B * x.Sl;
-    x.Tsp = p->sp ? x.T / p->tp : x.T;
-    x.gated = model_act_gated(m->act);
-    int64_t gpn = in->net->cl.gpus_per_node;
-    plan_group(p, PLAN_GROUP_TP, 0, gpn, &x.tpg);
-    plan_group(p, PLAN_GROUP_CP, 0, gpn, &x.cpg);
-    plan_group(p, PLAN_GROUP_EP, 0, gpn, &x.epg);
-    plan_group(p, plan_fsdp_group(p), 0, gpn, &x.dpg);
-    plan_group(p, PLAN_GROUP_EDP, 0, gpn, &x.edpg);
-    if (plan_dp_replicas(p) > 1) plan_group(p, PLAN_GROUP_REPLICATE, 0, gpn, &x.rpg);
-    else x.rpg = (PlanGroupInfo){.size = 1, .nodes = 1, .per_node = 1};
-    plan_group(p, PLAN_GROUP_PP, 0, gpn, &x.ppg);
-
-    SimWork *w = wk ? wk : sim_work_create();
-    if (!w) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
-    LayerCost dense, moe;
-    bool has_moe = m->experts > 0;
-    double edge[SIM_EDGES];
-    sim_layer_costs(&x, w, &dense, &moe, edge);
-    /* --recompute-layers k: the layers past the first k of a chunk keep their
-     * activations (no recompute) */
-    LayerCost dense_nr_s, moe_nr_s; /* filled only with --recompute-layers */
-    const LayerCost *dense_nr = &dense, *moe_nr = &moe;
-    const bool partial_rc = p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0;
-    if (partial_rc) {
-        ParallelPlan pn = *p;
-        pn.recompute = PLAN_RECOMPUTE_NONE;
-        pn.recompute_layers = 0;
-        Ctx xn = x;
-        xn.p = &pn;
-        double edge_nr[SIM_EDGES];
-        sim_layer_costs(&xn, w, &dense_nr_s, &moe_nr_s, edge_nr);
-        dense_nr = &dense_nr_s, moe_nr = &moe_nr_s;
-    }
-    const double emb_f = edge[SIM_E_EMB_F], emb_b = edge[SIM_E_EMB_B], emb_tp = edge[SIM_E_EMB_TP_F],
-                 emb_tp_b = edge[SIM_E_EMB_TP_B], head_f = edge[SIM_E_HEAD_F], head_b = edge[SIM_E_HEAD_B],
-                 head_tp = edge[SIM_E_HEAD_TP_F], head_tp_b = edge[SIM_E_HEAD_TP_B],
-                 emb_params = edge[SIM_E_EMB_PARAMS], head_params = edge[SIM_E_HEAD_PARAMS],
-                 emb_wg = edge[SIM_E_EMB_WG], head_wg = edge[SIM_E_HEAD_WG];
-    /* v model chunks per rank (vpp); the engine runs ve per rank: dualpipe's
-     * second copy of the stage (plan_rank_chunks) */
-    const int32_t pp = (int32_t)p->pp, v = (int32_t)p->vpp, ve = (int32_t)plan_rank_chunks(p);
-    const bool ordered = plan_sched_ordered(p->schedule);
-    SimStageCost *sc = NULL;
-    SimChunkCost *cc = sim_work_costs(w, pp * ve, pp, &sc);
-    if (!cc) {
-        if (!wk) sim_work_destroy(w);
-        return ts_err(err, TS_ERR_INTERNAL, "out of memory");
-    }
-    /* pipeline transfer: SP-sharded (or scatter/gather) boundary activation;
-     * DeepSpeed's pipeline engine sends the whole tensor from every TP rank */
-    double p2p_bytes = edge[SIM_E_P2P_BYTES];
-    /* within a node or across, boundary by boundary: along rank 0's path
-     * through the layout (the task-graph replay's rule), stage s sits on
-     * ranks s*tp*cp*dp..., so with fewer than a node's GPUs per stage some
-     * boundaries stay on NVLink */
-    const double p2p_near = pp > 1 ? hw_p2p_time_s(in->net, p2p_bytes, false) : 0,
-                 p2p_far = pp > 1 ? hw_p2p_time_s(in->net, p2p_bytes, true) : 0;
-    const int64_t gpn_pp = in->net->cl.gpus_per_node;
-    double fl_token = 0, rfl_token = 0; /* model / recompute FLOPs per token, whole model */
-    int64_t l0 = 0; /* first layer of the chunk */
-    ChunkDp dpm = {0};
-    /* each rank's parameters (dense, of them routed experts): its step runs
-     * once over all its chunks, as the task graph's */
-    double rp_stack[2 * PP_STACK];
-    int64_t node_stack[PP_STACK];
-    double *rank_params = pp <= PP_STACK ? rp_stack : malloc(2 * (size_t)pp * sizeof *rank_params);
-    int64_t *node = pp <= PP_STACK ? node_stack : malloc((size_t)pp * sizeof *node);
-    if (!rank_params || !node) {
-        if (rank_params != rp_stack) free(rank_params);
-        if (node != node_stack) free(node);
-        if (!wk) sim_work_destroy(w);
-        return ts_err(err, TS_ERR_INTERNAL, "out of memory");
-    }
-    memset(rank_params, 0, 2 * (size_t)pp * sizeof *rank_params);
-    /* ZeRO-2 under a pipeline: the engine walks each backward's
-     * reduce-scatters on the stage's timeline (SimPipeline.dp_shared) */
-    const bool rs_timeline = plan_rs_per_microbatch(p) && p->zero < 3 && (int64_t)pp * v > 1;
-    for (int32_t k = 0; k < pp; k++) node[k] = gpn_pp > 0 ? plan_rank_of(p, 0, 0, 0, k) / gpn_pp : -1;
-    SimBuckets bk = {0};
-    SimBucketMemo bmemo = {.n = 0};
-    struct { bool valid; double params, eparams; SimBucketTiming tm; bool first, last; } bkey = {0};
-    const double gbytes = in->opt.fp32_grad_reduce ? 4.0 : 2.0;
-    /* the buckets' reduction; none where the units reduce-scatter every
-     * micro-batch (ZeRO-2 over several: the buckets carry the step's gather) */
-    const TsColl grad_rc = plan_rs_per_microbatch(p)                             ? TS_COLL_NONE
-                           : (p->dist_opt || p->zero >= 1) && !plan_ds_pipe(p) ? TS_COLL_REDUCESCATTER
-                                                                               : TS_COLL_ALLREDUCE;
-    for (int64_t chunk = 0; chunk < (int64_t)pp * v; chunk++) {
-        {
-            int32_t s, vs; /* the rank holding the model chunk, and its slot there */
-            chunk_slot(p, chunk, &s, &vs);
-            int64_t nl = plan_model_chunk_layers(p, m, chunk);
-            /* the chunk's layers by kind, and (--recompute-layers k) of them the
-             * first k recomputed (r) and the rest not (n) */
-            const SimLayerSet ls = {.dense = &dense, .moe = has_moe ? &moe : NULL, .dense_nr = dense_nr,
-                                    .moe_nr = has_moe ? moe_nr : NULL, .l0 = l0,
-                                    .rk = partial_rc && p->recompute_layers < nl ? p->recompute_layers : -1};
-            const int64_t nrc = ls.rk < 0 ? nl : ls.rk; /* layers recomputed */
-            int64_t mr = 0, mn = 0;
-            if (has_moe)
-                for (int64_t l = l0; l < l0 + nl; l++)
-                    if (model_layer_is_moe(m, l)) *(l - l0 < nrc ? &mr : &mn) += 1;
-            const double ndr = (double)(nrc - mr), nmr = (double)mr, ndn = (double)(nl - nrc - mn), nmn = (double)mn;
-            l0 += nl;
-            double nd = ndr + ndn, nm = nmr + nmn;
-            SimChunkCost *c = &cc[s * ve + vs];
-#define SUMR(f) (ndr * dense.f + (has_moe ? nmr * moe.f : 0))
-#define SUM(f) (SUMR(f) + ndn * dense_nr->f + (has_moe ? nmn * moe_nr->f : 0))
-            c->compute_fwd_s = SUM(fwd);
-            c->compute_bwd_s = SUM(bwd);
-            c->recompute_s = SUM(recompute);
-            /* of it, a full recompute's exposed TP / CP / EP collectives */
-            if (p->recompute == PLAN_RECOMPUTE_FULL) c->recompute_comm_s = SUMR(recompute) - SUMR(fwd);
-            c->tp_exposed_s = SUM(tp_f) + SUM(tp_b);
-            c->cp_exposed_s = SUM(cp_f) + SUM(cp_b);
-            c->ep_exposed_s = SUM(ep_f) + SUM(ep_b);
-            c->ep_fwd_s = SUM(ep_f);
-            c->ep_bwd_s = SUM(ep_b);
-            c->wgrad_s = SUM(wgrad);
-            c->slowdown_s = SUM(slow);
-            double params = SUM(params), eparams = SUM(expert_params);
-            fl_token += SUM(fwd_flops_token);
-            rfl_token += SUM(recompute_flops_token);
-#undef SUM
-#undef SUMR
-            double tp_f = ndr * dense.tp_f + ndn * dense_nr->tp_f + (has_moe ? nmr * moe.tp_f + nmn * moe_nr->tp_f : 0);
-            double emb_fwd = 0, head_fwd = 0; /* the edges' forward tasks */
-            if (chunk == 0) {
-                emb_fwd = emb_f + emb_tp;
-                c->compute_fwd_s += emb_f;
-                c->compute_bwd_s += emb_b;
-                c->wgrad_s += emb_wg;
-                c->tp_exposed_s += emb_tp + emb_tp_b;
-                tp_f += emb_tp;
-                params += emb_params;
-            }
-            if (chunk == (int64_t)pp * v - 1) {
-                head_fwd = head_f + head_tp;
-                c->head_bwd_s = head_b + head_tp_b;
-                c->compute_fwd_s += head_f;
-                c->compute_bwd_s += head_b;
-                c->wgrad_s += head_wg;
-                c->head_wgrad_s = head_wg;
-                c->tp_exposed_s += head_tp + head_tp_b;
-                tp_f += head_tp;
-                params += head_params;
-                /* as part_model_flops_token: the head, and each MTP module's
-                 * projection and head (its layer is the chunk's) */
-                double H = (double)m->hidden, head = 2.0 * H * (double)model_padded_vocab(m, 1);
-                fl_token += head + (double)m->mtp_layers * (4.0 * H * H + head);
-            }
-            /* BF16 optimizer under DeepSpeed's pipeline engine: after each
-             * micro-batch's backward, update_hp_grads adds the bf16 gradients
-             * into the fp32 ones (cast: read 2 write 4; add: read 8 write 4)
-             * and the bf16 grads are zeroed (write 2): 20 B per parameter */
-            if (plan_ds_pipe(p) && p->dtype == TS_DTYPE_BF16)
-                c->compute_bwd_s += nd * ds_hp_grads_s(in->hw, &dense) + (has_moe ? nm * ds_hp_grads_s(in->hw, &moe) : 0) +
-                                    (chunk == 0 ? ds_hp_kernel_s(in->hw, emb_params) : 0) +
-                                    (chunk == (int64_t)pp * v - 1 ? ds_hp_kernel_s(in->hw, head_params) : 0);
-            /* ZeRO-3 (and ZeRO-2 over several micro-batches): exposed in the
-             * forward, after the last backward */
-            double fsdp_f = 0, fsdp_tail = 0;
-            const bool first_chunk = chunk == 0, last_chunk = chunk == (int64_t)pp * v - 1;
-            const bool chain = plan_rs_per_microbatch(p) && (x.dpg.size > 1 || x.edpg.size > 1) &&
-                               (nl > 0 || first_chunk || last_chunk);
-            double cedge[SIM_EDGES]; /* the edges this chunk runs, for its chain */
-            chunk_edges(edge, first_chunk, last_chunk, cedge);
-            if (chain && p->zero >= 3)
-                sim_fsdp_chain(&x, nl, &ls, cedge, p->grad_accum, 0, c, &fsdp_f, &fsdp_tail);
-            double exp_fwd_comm = tp_f + (nd * dense.cp_f + nm * (has_moe ? moe.cp_f : 0)) + (has_moe ? nm * moe.ep_f : 0);
-            c->fwd_s = c->compute_fwd_s + exp_fwd_comm + fsdp_f;
-            /* this stage's boundaries: to the next stage (forward sends) and
-             * from the previous one (backward sends go back over it) */
-            double p2p_out = 0, p2p_in = 0;
-            if (pp > 1) {
-                /* the V's way back (dualpipev chunk 1) sends to rank s-1 */
-                int32_t dn = p->schedule == PLAN_SCHED_DUALPIPEV && vs == 1 ? -1 : 1;
-                p2p_out = p2p_link(node, pp, s, dn, p2p_near, p2p_far);
-                p2p_in = p2p_link(node, pp, s, -dn, p2p_near, p2p_far);
-            }
-            c->p2p_fwd_s = p2p_out;
-            c->p2p_bwd_s = p2p_in;
-            if (plan_ds_pipe(p) && pp > 1) {
-                /* blocking sends/receives on the compute stream: the forward
-                 * receives its input and sends its output, the backward
-                 * receives the output gradient and sends the input gradient
-                 * (none beyond the first / last chunk of the model) */
-                double blk = (chunk > 0 ? p2p_in : 0.0) + (chunk < (int64_t)pp * v - 1 ? p2p_out : 0.0);
-                c->pp_blocked_s = 2.0 * blk;
-                c->fwd_s += blk;
-                /* a send and the neighbour's recv are one rendezvous: the
-                 * receiver's recv overlaps the sender's send */
-                c->p2p_fwd_s = -p2p_out;
-                c->p2p_bwd_s = -p2p_in;
-            }
-            /* everything else runs in the backward task; the parts sum to fwd_s + bwd_s
-             * (the overlap slow-down is not in them: it ends the stage, schedule.c) */
-            c->bwd_s = c->compute_fwd_s + c->compute_bwd_s + c->recompute_s + c->tp_exposed_s + c->cp_exposed_s +
-                       c->ep_exposed_s + c->fsdp_exposed_s + c->pp_blocked_s - c->fwd_s;
-            /* DP gradient reduction and optimizer step of this chunk: a
-             * function of (params, eparams) alone, which most chunks share
-             * (equal layer counts): computed once per distinct pair. */
-            if (!dpm.valid || params != dpm.params || eparams != dpm.eparams)
-                chunk_dp_costs(&x, in, params, eparams, &dpm);
-            if (p->zero < 3) {
-                /* Megatron's buckets (dp_buckets.c): a function of the
-                 * chunk's layers and edges, shared by the middle chunks */
-                bool first = chunk == 0, last = chunk == (int64_t)pp * v - 1;
-                /* the layers' part of the last backward; the first
-                 * forward: embedding, layers, head */
-                SimBucketTiming tm = {.window_s = c->bwd_s - c->head_bwd_s, .emb_fwd_s = emb_fwd,
-                                      .layer_fwd_s = nl > 0 ? (c->fwd_s - emb_fwd - head_fwd) / (double)nl : 0,
-                                      .tail_wait_s = first ? emb_tp_b : 0};
-                if (!bkey.valid || params != bkey.params || eparams != bkey.eparams || first != bkey.first ||
-                    last != bkey.last || memcmp(&tm, &bkey.tm, sizeof tm) != 0) {
-                    sim_chunk_buckets(&x, &ls, l0 - nl, nl, last ? head_params : 0,
-                                      first ? emb_params : 0, grad_rc, gbytes,
-                                      sim_dp_bucket_bytes(&in->opt, x.dpg.size) / gbytes,
-                                      p->dist_opt || p->zero >= 1 ? x.ab : 0, &tm, &bmemo, &bk);
-                    bkey.valid = true, bkey.params = params, bkey.eparams = eparams, bkey.first = first,
-                    bkey.last = last, bkey.tm = tm;
-                }
-                c->dp_grad_s = bk.t_dp;
-                c->dp_end_s = bk.end_s;
-                c->dp_beside_s = bk.beside_s;
-                c->dp_within_s = bk.within_s;
-                if (ordered) { /* the last gradients come from a W task: its layer part is the window */
-                    SimBucketTiming tw = tm;
-                    tw.window_s = c->wgrad_s - c->head_wgrad_s;
-                    tw.w_pass = true;
-                    SimBuckets bw;
-                    sim_chunk_buckets(&x, &ls, l0 - nl, nl, last ? head_params : 0,
-                                      first ? emb_params : 0, grad_rc, gbytes,
-                                      sim_dp_bucket_bytes(&in->opt, x.dpg.size) / gbytes,
-                                      p->dist_opt || p->zero >= 1 ? x.ab : 0, &tw, &bmemo, &bw);
-                    c->dp_end_w_s = bw.end_s;
-                    c->dp_beside_w_s = bw.beside_s;
-                    c->dp_within_w_s = bw.within_s;
-                }
-                c->param_gather_s = (dpm.has_ag ? bk.t_ag : 0) + (dpm.has_eag ? bk.t_eag : 0);
-                c->gather_lag_s = c->param_gather_s > 0 ? bk.lag_s : 0;
-                sc[s].param_gather_s += c->param_gather_s;
-            }
-            /* ZeRO-2 over several micro-batches: the reduce-scatters queue on
-             * the DP stream behind the step's overlapped parameter gathers,
-             * which the first forward has waited for (gather_lag_s: the
-             * chain's time runs that much behind); no gather waits, so the
-             * forward and backward times above hold; under a pipeline the
-             * engine walks them on the stage's timeline (rs_timeline) */
-            if (chain && p->zero < 3 && rs_timeline) {
-                sim_chunk_rs(&x, nl, &ls, cedge, c);
-            } else if (chain && p->zero < 3) {
-                double busy = in->opt.param_gather_overlap ? c->param_gather_s - c->gather_lag_s : 0;
-                sim_fsdp_chain(&x, nl, &ls, cedge, p->grad_accum, busy > 0 ? busy : 0, c, &fsdp_f, &fsdp_tail);
-            }
-            if (fsdp_tail > 0) { /* the last reduce-scatters, after the last backward */
-                c->dp_end_s = c->bwd_s - c->head_bwd_s + fsdp_tail;
-                c->dp_grad_s = fsdp_tail;
-                if (ordered) c->dp_end_w_s = c->dp_end_s;
-            }
-            rank_params[2 * s] += params;
-            rank_params[2 * s + 1] += eparams;
-            if (p->schedule == PLAN_SCHED_DUALPIPE) { /* the copy entering at rank pp-1, on rank pp-1-s */
-                const int32_t r = pp - 1 - s;
-                SimChunkCost *d = &cc[r * ve + 1];
-                *d = *c;
-                d->p2p_fwd_s = pp > 1 ? p2p_link(node, pp, r, -1, p2p_near, p2p_far) : 0;
-                d->p2p_bwd_s = pp > 1 ? p2p_link(node, pp, r, 1, p2p_near, p2p_far) : 0;
-                /* each copy's gradients reduced and its parameters stepped as
-                 * its own (the two copies' exchange of gradients, over 2 ranks
-                 * per DP replica, is not modelled) */
-                sc[r].param_gather_s += d->param_gather_s;
-                rank_params[2 * r] += params;
-                rank_params[2 * r + 1] += eparams;
-            }
-        }
-    }
-    /* the step of each rank's parameters: the optimizer on its shard, Shampoo's
-     * preconditioning and its search directions' all-gather */
-    for (int32_t s = 0; s < pp; s++) {
-        if (!dpm.valid || rank_params[2 * s] != dpm.params || rank_params[2 * s + 1] != dpm.eparams)
-            chunk_dp_costs(&x, in, rank_params[2 * s], rank_params[2 * s + 1], &dpm);
-        sc[s].optimizer_s += dpm.opt + (dpm.has_shampoo ? dpm.shampoo : 0) + edge[SIM_E_HOST_OPT];
-        sc[s].step_comm_s += dpm.has_shampoo ? dpm.shampoo_ag : 0;
-    }
-    if (rank_params != rp_stack) free(rank_params);
-    if (node != node_stack) free(node);
-
-    /* tied word embeddings split over the first and last stage: Megatron
-     * (_allreduce_embedding_grads) and DeepSpeed (_exec_reduce_tied_grads)
-     * all-reduce their gradients in the main-grad dtype over that 2-rank
-     * group, on both stages, outside any overlap */
-    if (m->tied_embeddings && pp > 1 && p->zero < 3) {
-        double wbytes = (double)(model_padded_vocab(m, x.t) / x.t) * (double)m->hidden *
-                        (in->opt.fp32_grad_reduce ? 4.0 : x.ab);
-        PlanGroupInfo eg = {.size = 2, .nodes = x.ppg.nodes > 1 ? 2 : 1, .per_node = x.ppg.nodes > 1 ? 1 : 2};
-        double t_emb = sim_coll(&x, TS_COLL_ALLREDUCE, wbytes, &eg, HW_GROUP_PP);
-        sc[0].embed_sync_s += t_emb;
-        sc[pp - 1].embed_sync_s += t_emb;
-    }
-    /* the global gradient norm (clipping, Megatron's clip_grad_norm_fp32): a
-     * 4-byte all-reduce over every rank at each stage's step, exposed (the
-     * task graph's grad_norm.ar) */
-    if (p->gpus > 1) {
-        PlanGroupInfo wg = {.size = p->gpus, .nodes = (p->gpus + gpn - 1) / gpn, .per_node = p->gpus < gpn ? p->gpus : gpn};
-        double t_gn = sim_coll(&x, TS_COLL_ALLREDUCE, 4.0, &wg, HW_GROUP_ANY);
-        for (int32_t s = 0; s < pp; s++) sc[s].step_comm_s += t_gn;
-    }
-    SimPipeline pl = {.stages = pp, .chunks = ve, .micro_batches = p->grad_accum, .schedule = p->schedule,
-                      .group = p->schedule == PLAN_SCHED_INTERLEAVED ? plan_vpp_group(p) : 0,
-                      .pair_sm_share = in->opt.pair_sm_share,
-                      .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !plan_ds_pipe(p),
-                      .dp_shared = rs_timeline,
-                      .param_gather_overlap = in->opt.param_gather_overlap && !plan_ds_pipe(p),
-                      .overlap_slowdown = in->opt.overlap_slowdown, .ds_pipe = plan_ds_pipe(p) && pp > 1,
-                      .record = in->opt.record};
-    if (lb) { /* sim_lower_bound: the engine's bound on these costs, no run */
-        *lb = sim_pipeline_lower_bound(&pl);
-        if (!wk) sim_work_destroy(w);
-        return TS_OK;
-    }
-    st = sim_pipeline_run(&pl, w, out, err);
-    if (st) {
-        if (!wk) sim_work_destroy(w);
-        return st;
-    }
-    balance(m, p, &dense, &moe, edge, cc, out);
-    if (!wk) {
-        /* the work dies here: copy what the result keeps */
-        SimResult tmp = *out;
-        SimStageResult *stages = malloc((size_t)pp * sizeof *stages);
-        SimSpan *spans = tmp.n_spans ? malloc((size_t)tmp.n_spans * sizeof *spans) : NULL;
-        if (!stages || (tmp.n_spans && !spans)) {
-            free(stages);
-            free(spans);
-            sim_work_destroy(w);
-            memset(out, 0, sizeof *out);
-            return ts_err(err, TS_ERR_INTERNAL, "out of memory");
-        }
-        memcpy(stages, tmp.stages, (size_t)pp * sizeof *stages);
-        if (spans) memcpy(spans, tmp.spans, (size_t)tmp.n_spans * sizeof *spans);
-        out->stages = stages;
-        out->spans = spans;
-        out->owned = true;
+    SimResult tmp = *out;
+    SimStageResult *stages = malloc((size_t)pp * sizeof *stages);
+    SimSpan *spans = tmp.n_spans ? malloc((size_t)tmp.n_spans * sizeof *spans) : NULL;
+    if (!stages || (tmp.n_spans && !spans)) {
+        free(stages);
+        free(spans);
         sim_work_destroy(w);
+        memset(out, 0, sizeof *out);
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory");
     }
+    memcpy(stages, tmp.stages, (size_t)pp * sizeof *stages);
+    if (spans) memcpy(spans, tmp.spans, (size_t)tmp.n_spans * sizeof *spans);
+    out->stages = stages;
+    out->spans = spans;
+    out->owned = true;
+    sim_work_destroy(w);
+    return TS_OK;
+}
 
-    /* metrics */
+/* The step's rates from its time: tokens, samples, FLOPs (fl_token and
+ * rfl_token: model and recompute FLOPs per token of the whole model),
+ * MFU / HFU, and the host's waits. */
+static void result_metrics(const SimSetup *in, double fl_token, double rfl_token, const double edge[SIM_EDGES],
+                           SimResult *out)
+{
+    const ParallelPlan *p = &in->plan;
     double T = out->iteration_time_s, tokens = (double)p->global_batch * (double)p->seq;
     double gpus = (double)p->gpus;
     out->tokens_per_s = tokens / T;
@@ -763,7 +334,14 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     out->mfu = out->model_tflops_per_gpu * 1e12 / peak;
     out->hfu = out->hardware_tflops_per_gpu * 1e12 / peak;
 
-    /* memory (partition.h) */
+}
+
+/* The most loaded stage's memory (partition.h) against the GPU's, or why
+ * it could not be counted. */
+static void result_memory(const SimSetup *in, SimResult *out)
+{
+    const ModelSpec *m = in->model;
+    const ParallelPlan *p = &in->plan;
     PartMemOptions mo;
     part_mem_options_init(&mo);
     mo.capacity_bytes = in->hw->gpu.hbm_bytes;
@@ -787,7 +365,15 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     } else {
         warn(out, SIM_WARN_NO_MEMORY, 0, 0, 0, 0, merr.msg);
     }
-    /* warnings */
+}
+
+/* What the plan should know: memory, tensor cores, bubbles, groups across
+ * nodes, options with nothing to act on, the host. */
+static void result_warnings(const SimSetup *in, const Ctx *x, SimResult *out)
+{
+    const ModelSpec *m = in->model;
+    const ParallelPlan *p = &in->plan;
+    const TsDtype gdt = hw_usable_dtype(&in->hw->gpu, p->dtype); /* fp8 on an A100: bf16 */
     if (gdt != p->dtype)
         warn(out, SIM_WARN_NO_TENSOR_CORES, 0, 0, p->dtype, gdt, in->hw->gpu.name);
     if (p->pp > 1 && p->grad_accum < p->pp)
@@ -801,12 +387,12 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
             warn(out, SIM_WARN_BUBBLE, out->bubble_fraction, 0, plan_ds_pipe(p), 0, NULL);
     }
     if (out->balance.n) warn(out, SIM_WARN_BALANCE, 0, 0, 0, 0, NULL);
-    if (x.tpg.nodes > 1)
-        warn(out, SIM_WARN_TP_NODES, 0, 0, x.tpg.size, x.tpg.nodes, NULL);
-    if (p->cp > 1 && x.cpg.nodes > 1)
-        warn(out, SIM_WARN_CP_NODES, 0, 0, x.cpg.nodes, 0, NULL);
-    if (p->ep > 1 && x.epg.nodes > 1)
-        warn(out, SIM_WARN_EP_NODES, 0, 0, x.epg.nodes, 0, NULL);
+    if (x->tpg.nodes > 1)
+        warn(out, SIM_WARN_TP_NODES, 0, 0, x->tpg.size, x->tpg.nodes, NULL);
+    if (p->cp > 1 && x->cpg.nodes > 1)
+        warn(out, SIM_WARN_CP_NODES, 0, 0, x->cpg.nodes, 0, NULL);
+    if (p->ep > 1 && x->epg.nodes > 1)
+        warn(out, SIM_WARN_EP_NODES, 0, 0, x->epg.nodes, 0, NULL);
     /* runtime options this plan gives nothing to act on */
     if (in->opt.sequential_experts && m->experts == 0)
         warn(out, SIM_WARN_SEQ_EXPERTS, 0, 0, 0, 0, m->name);
@@ -830,6 +416,107 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
     /* the experts' FP32 path under amp (template_hf.c, hf_experts) */
     if (plan_hf(p) && p->precision == PLAN_PRECISION_AMP && m->experts > 0)
         warn(out, SIM_WARN_FP32_EXPERTS, 0, 0, 0, 0, NULL);
+}
+
+/* The costing context of a resolved plan: its dtypes, token counts per
+ * micro-batch and its groups' sizes and spans over nodes. */
+static void sim_ctx_of(const SimSetup *in, Ctx *x)
+{
+    const ModelSpec *m = in->model;
+    const ParallelPlan *p = &in->plan;
+    *x = (Ctx){.m = m, .p = p, .hw = in->hw, .net = in->net, .o = &in->opt};
+    x->dt = p->dtype;
+    x->adt = sim_activation_dtype(p->dtype);
+    x->ab = (double)ts_dtype_bytes(x->adt);
+    const GpuSpec *g = &in->hw->gpu;
+    x->tc = sim_tensor_factor(g, &in->opt, p->gpus);
+    x->t = p->tp;
+    x->B = p->micro_batch;
+    x->S = p->seq;
+    x->Sl = p->seq / p->cp;
+    x->T = x->B * x->Sl;
+    x->Tsp = p->sp ? x->T / p->tp : x->T;
+    x->gated = model_act_gated(m->act);
+    int64_t gpn = in->net->cl.gpus_per_node;
+    plan_group(p, PLAN_GROUP_TP, 0, gpn, &x->tpg);
+    plan_group(p, PLAN_GROUP_CP, 0, gpn, &x->cpg);
+    plan_group(p, PLAN_GROUP_EP, 0, gpn, &x->epg);
+    plan_group(p, plan_fsdp_group(p), 0, gpn, &x->dpg);
+    plan_group(p, PLAN_GROUP_EDP, 0, gpn, &x->edpg);
+    if (plan_dp_replicas(p) > 1) plan_group(p, PLAN_GROUP_REPLICATE, 0, gpn, &x->rpg);
+    else x->rpg = (PlanGroupInfo){.size = 1, .nodes = 1, .per_node = 1};
+    plan_group(p, PLAN_GROUP_PP, 0, gpn, &x->ppg);
+}
+
+/* sim_simulate, or with lb != NULL sim_lower_bound: stop after the costing. */
+static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, TsError *err)
+{
+    sim_result_clear(out);
+    const ModelSpec *m = in->model;
+    ParallelPlan *p = &in->plan;
+    TsStatus st = sim_setup_resolve(in, err);
+    if (st) return st;
+    Ctx x;
+    sim_ctx_of(in, &x);
+
+    SimWork *w = wk ? wk : sim_work_create();
+    if (!w) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    LayerCost dense, moe;
+    bool has_moe = m->experts > 0;
+    double edge[SIM_EDGES];
+    sim_layer_costs(&x, w, &dense, &moe, edge);
+    /* --recompute-layers k: the layers past the first k of a chunk keep their
+     * activations (no recompute) */
+    LayerCost dense_nr_s, moe_nr_s; /* filled only with --recompute-layers */
+    const LayerCost *dense_nr = &dense, *moe_nr = &moe;
+    const bool partial_rc = p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0;
+    if (partial_rc) {
+        ParallelPlan pn = *p;
+        pn.recompute = PLAN_RECOMPUTE_NONE;
+        pn.recompute_layers = 0;
+        Ctx xn = x;
+        xn.p = &pn;
+        double edge_nr[SIM_EDGES];
+        sim_layer_costs(&xn, w, &dense_nr_s, &moe_nr_s, edge_nr);
+        dense_nr = &dense_nr_s, moe_nr = &moe_nr_s;
+    }
+    /* v model chunks per rank (vpp); the engine runs ve per rank: dualpipe's
+     * second copy of the stage (plan_rank_chunks) */
+    const int32_t pp = (int32_t)p->pp, ve = (int32_t)plan_rank_chunks(p);
+    SimStageCost *sc = NULL;
+    SimChunkCost *cc = sim_work_costs(w, pp * ve, pp, &sc);
+    double fl_token = 0, rfl_token = 0; /* model / recompute FLOPs per token, whole model */
+    const SimChunkIn ci = {.in = in, .dense = &dense, .moe = has_moe ? &moe : NULL, .dense_nr = dense_nr,
+                           .moe_nr = has_moe ? moe_nr : NULL, .edge = edge, .cc = cc, .sc = sc};
+    st = cc ? sim_assemble_chunks(&x, &ci, &fl_token, &rfl_token, err) : ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    if (st) {
+        if (!wk) sim_work_destroy(w);
+        return st;
+    }
+    SimPipeline pl = {.stages = pp, .chunks = ve, .micro_batches = p->grad_accum, .schedule = p->schedule,
+                      .group = p->schedule == PLAN_SCHED_INTERLEAVED ? plan_vpp_group(p) : 0,
+                      .pair_sm_share = in->opt.pair_sm_share,
+                      .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !plan_ds_pipe(p),
+                      .dp_shared = sim_rs_timeline(p),
+                      .param_gather_overlap = in->opt.param_gather_overlap && !plan_ds_pipe(p),
+                      .overlap_slowdown = in->opt.overlap_slowdown, .ds_pipe = plan_ds_pipe(p) && pp > 1,
+                      .record = in->opt.record};
+    if (lb) { /* sim_lower_bound: the engine's bound on these costs, no run */
+        *lb = sim_pipeline_lower_bound(&pl);
+        if (!wk) sim_work_destroy(w);
+        return TS_OK;
+    }
+    st = sim_pipeline_run(&pl, w, out, err);
+    if (st) {
+        if (!wk) sim_work_destroy(w);
+        return st;
+    }
+    balance(m, p, &dense, &moe, edge, cc, out);
+    if (!wk && (st = keep_result(w, pp, out, err))) return st;
+
+    result_metrics(in, fl_token, rfl_token, edge, out);
+    result_memory(in, out);
+    result_warnings(in, &x, out);
     return TS_OK;
 }
 

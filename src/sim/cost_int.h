@@ -218,4 +218,26 @@ void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls, const doubl
  * timeline (SimPipeline.dp_shared). */
 void sim_chunk_rs(const Ctx *x, int64_t nl, const SimLayerSet *ls, const double edge[SIM_EDGES], SimChunkCost *c);
 
+/* ZeRO-2 under a pipeline: the engine walks each backward's reduce-scatters
+ * on the stage's timeline (SimPipeline.dp_shared). */
+static inline bool sim_rs_timeline(const ParallelPlan *p)
+{
+    return plan_rs_per_microbatch(p) && p->zero < 3 && p->pp * p->vpp > 1;
+}
+
+/* What cost.c's simulate hands the chunk assembly (chunk.c). */
+typedef struct SimChunkIn {
+    const SimSetup *in;
+    const LayerCost *dense, *moe;       /* one layer of each kind; moe NULL without experts */
+    const LayerCost *dense_nr, *moe_nr; /* --recompute-layers: a layer that keeps its activations
+                                           (dense, moe otherwise) */
+    const double *edge;                 /* sim_layer_costs' SIM_E_* */
+    SimChunkCost *cc;                   /* [pp * plan_rank_chunks] the engine's chunks, filled */
+    SimStageCost *sc;                   /* [pp] the stages' steps, added to */
+} SimChunkIn;
+/* Every model chunk's costs (cc), each rank's step (sc); *fl_token and
+ * *rfl_token the whole model's model and recompute FLOPs per token.
+ * TS_ERR_INTERNAL when out of memory. */
+TsStatus sim_assemble_chunks(const Ctx *x, const SimChunkIn *ci, double *fl_token, double *rfl_token, TsError *err);
+
 #endif

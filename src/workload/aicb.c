@@ -152,13 +152,9 @@ static void block_ns(const Block *b, double t[3])
     t[2] = b->wg_s * 1e9;
 }
 
-TsStatus wl_build_aicb(const WlStep *step, const WlAicbOptions *o, Workload **out, TsError *err)
+/* The plans AICB's rows cannot carry: TS_ERR_PLAN with why and a hint. */
+static TsStatus aicb_check_plan(const ParallelPlan *p, TsError *err)
 {
-    *out = NULL;
-    bool compat = o && o->compat_1_1;
-    WlBuildOptions def = {0};
-    const ModelSpec *m = step->model;
-    const ParallelPlan *p = step->plan;
     if (plan_sched_ordered(p->schedule)) {
         /* SimAI computes a 1F1B bubble from the header; the rows have no W
          * passes or F&B pairs */
@@ -185,6 +181,200 @@ TsStatus wl_build_aicb(const WlStep *step, const WlAicbOptions *o, Workload **ou
         ts_err_hint(err, "write the plan as --format json or chakra, whose shard and replicate groups carry it");
         return TS_ERR_PLAN;
     }
+    return TS_OK;
+}
+
+/* What the rows of one micro-batch repeat: each line's compute in ns
+ * (forward, input gradient, weight gradient) and the messages' sizes. */
+typedef struct AicbLines {
+    const ParallelPlan *p;
+    const ModelSpec *m;
+    bool compat;          /* AICB 1.1's quirks (--aicb-compat 1.1) */
+    int64_t tp;
+    double tpc;           /* one micro-batch's activation, 2 B x B x S x H */
+    double col_ig;        /* the column lines' ig reduce-scatter (AICB never sizes it: 0) */
+    double em[3], half_a[3], half_m[3], ml[3], mo[3], fin[3];
+} AicbLines;
+
+/* The blocks' times as AICB's lines carry them: under SP each block halved
+ * between its column and row lines; AICB 1.1's AIOB: backward = forward,
+ * recompute doubling the attention forward (not its ig). */
+static void aicb_lines(const Gen *g, bool compat, AicbLines *ln)
+{
+    const ParallelPlan *p = ln->p;
+    double at[3], hd[3];
+    block_ns(&g->attn, at);
+    block_ns(&g->mlp, ln->ml);
+    block_ns(&g->moe, ln->mo);
+    block_ns(&g->embed, ln->em);
+    block_ns(&g->head, hd);
+    if (compat) {
+        bool rec = p->recompute != PLAN_RECOMPUTE_NONE;
+        double af = floor(at[0]), mf = floor(ln->ml[0]);
+        ln->half_a[0] = p->sp ? floor((rec ? 2 * af : af) / 2) : (rec ? 2 * af : af);
+        ln->half_a[1] = ln->half_a[2] = p->sp ? floor(af / 2) : af;
+        ln->half_m[0] = ln->half_m[1] = ln->half_m[2] = p->sp ? floor(mf / 2) : mf;
+        ln->em[0] = floor(ln->em[0]);
+        ln->fin[0] = ln->fin[1] = ln->fin[2] = floor(floor(at[0]) / 2);
+    } else {
+        for (int i = 0; i < 3; i++) {
+            ln->half_a[i] = p->sp ? at[i] / 2 : at[i];
+            ln->half_m[i] = p->sp ? ln->ml[i] / 2 : ln->ml[i];
+        }
+        memcpy(ln->fin, hd, sizeof ln->fin);
+    }
+}
+
+#define ROW(...) \
+    if (!(r = row(rs, __VA_ARGS__))) return false
+
+/* The step's rows before the micro-batches: the DP gradient reduce-scatter
+ * and parameter all-gather, the optimizer (opt_ns), the TP and expert-DP
+ * syncs. false: out of memory. */
+static bool aicb_step_rows(Rows *rs, const ParallelPlan *p, const Sizes *sz, double opt_ns, double tpc)
+{
+    WlRowSpec *r;
+    int64_t tp = p->tp;
+    ROW("grad_gather", 1, 1, 1);
+    comm(r, WL_PHASE_WG, TS_COLL_ALLGATHER, WL_GROUP_DP, 2 * (sz->P - sz->P_moe), tp);
+    ROW("grad_param_comm", 1, 1, 1);
+    comm(r, WL_PHASE_WG, TS_COLL_REDUCESCATTER, WL_GROUP_DP, 4 * (sz->P - sz->P_moe), tp);
+    ROW("grad_param_compute", 1, opt_ns, 1);
+    if (!p->sp) {
+        ROW("layernorm", 1, 1, 1);
+        comm(r, WL_PHASE_IG, TS_COLL_ALLREDUCE, WL_GROUP_TP, 2 * sz->P, tp);
+    }
+    ROW("embedding_grads", 1, 1, 1);
+    comm(r, WL_PHASE_IG, TS_COLL_ALLREDUCE, WL_GROUP_TP, tpc, tp);
+    if (p->ep != p->dp) {
+        ROW("moe_grad_norm1", 1, 1, 1);
+        comm(r, WL_PHASE_WG, TS_COLL_ALLGATHER, WL_GROUP_DP_EP, 2 * sz->P_moe, tp);
+        ROW("moe_grad_norm2", 1, 1, 1);
+        comm(r, WL_PHASE_WG, TS_COLL_REDUCESCATTER, WL_GROUP_DP_EP, 4 * sz->P_moe, tp);
+    }
+    return true;
+}
+
+/* A block as its column and row lines (SP: all-gather in, reduce-scatter
+ * out) or one line (an all-reduce out). */
+static bool aicb_block_rows(Rows *rs, const AicbLines *ln, const char *col, const char *rowname, const char *one,
+                            const double t[3])
+{
+    WlRowSpec *r;
+    int64_t tp = ln->tp;
+    if (ln->p->sp) {
+        ROW(col, t[0], t[1], t[2]);
+        comm(r, WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_TP, ln->tpc, tp);
+        comm(r, WL_PHASE_IG, TS_COLL_REDUCESCATTER, WL_GROUP_TP, ln->col_ig, tp);
+        ROW(rowname, t[0], t[1], t[2]);
+        comm(r, WL_PHASE_FWD, TS_COLL_REDUCESCATTER, WL_GROUP_TP, ln->tpc, tp);
+        comm(r, WL_PHASE_IG, TS_COLL_ALLGATHER, WL_GROUP_TP, ln->tpc, tp);
+    } else {
+        ROW(one, t[0], t[1], t[2]);
+        comm(r, WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_TP, ln->tpc, tp);
+    }
+    return true;
+}
+
+/* An MoE layer's lines: Megatron-Core 0.13's token dispatcher (5 lines);
+ * the layer's compute on the first: router, the routed experts at their
+ * token counts, the shared experts. */
+static bool aicb_moe_rows(Rows *rs, const AicbLines *ln)
+{
+    WlRowSpec *r;
+    const ParallelPlan *p = ln->p;
+    int64_t tp = ln->tp;
+    double tpc = ln->tpc, k = (double)ln->m->topk;
+    const double *mt = ln->compat ? (const double[3]){ln->ml[0], ln->ml[0], ln->ml[0]} : ln->mo;
+    TsColl a2a = p->ep > 1 ? TS_COLL_ALLTOALL : TS_COLL_NONE;
+    ROW("mlp_moelayer", mt[0], mt[1], mt[2]);
+    comm(r, WL_PHASE_FWD, tp > 1 || p->ep > 1 ? TS_COLL_ALLGATHER : TS_COLL_NONE, WL_GROUP_TP,
+         2.0 * (double)(p->ep * ln->m->experts * tp), tp);
+    ROW("mlp_moelayer", 1, 1, 1);
+    comm(r, WL_PHASE_FWD, a2a, WL_GROUP_EP, tpc * k / (double)tp, tp);
+    comm(r, WL_PHASE_IG, a2a, WL_GROUP_EP, tpc * k / (double)tp, tp);
+    ROW("mlp_moelayer", 1, 1, 1);
+    comm(r, WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_TP, tpc * k, tp);
+    comm(r, WL_PHASE_IG, TS_COLL_REDUCESCATTER, WL_GROUP_TP, tpc * k, tp);
+    ROW("mlp_moelayer", 1, 1, 1);
+    comm(r, WL_PHASE_FWD, TS_COLL_REDUCESCATTER, WL_GROUP_TP, tpc * k, tp);
+    comm(r, WL_PHASE_IG, TS_COLL_ALLGATHER, WL_GROUP_TP, tpc * k, tp);
+    ROW("mlp_moelayer", 1, 1, 1);
+    comm(r, WL_PHASE_FWD, a2a, WL_GROUP_EP, tpc * k / (double)tp, tp);
+    comm(r, WL_PHASE_IG, a2a, WL_GROUP_EP, tpc * k / (double)tp, tp);
+    return true;
+}
+
+/* One micro-batch's lines: the embedding, the stage's L layers (layers[]
+ * their model indices; NULL under compat: all MoE when the model has
+ * experts), the final column. *stale: AICB 1.1's stale backward time, the
+ * embedding's weight-gradient field. */
+static bool aicb_micro_batch_rows(Rows *rs, const AicbLines *ln, int64_t L, const int64_t *layers, double *stale)
+{
+    WlRowSpec *r;
+    int64_t tp = ln->tp;
+    const double *em = ln->em, *fin = ln->fin;
+    ROW("embedding_layer", em[0], ln->compat ? 1 : em[1], ln->compat ? *stale : em[2]);
+    comm(r, WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_TP, ln->tpc, tp);
+    for (int64_t li = 0; li < L; li++) {
+        bool moe = ln->compat ? ln->m->experts > 0 : model_layer_is_moe(ln->m, layers[li]);
+        if (!aicb_block_rows(rs, ln, "attention_column", "attention_row", "attention_layer", ln->half_a)) return false;
+        if (moe ? !aicb_moe_rows(rs, ln) : !aicb_block_rows(rs, ln, "mlp_column", "mlp_row", "mlp_layer", ln->half_m))
+            return false;
+    }
+    ROW("final_column", fin[0], fin[1], fin[2]);
+    if (ln->p->sp) {
+        comm(r, WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_TP, ln->tpc, tp);
+        comm(r, WL_PHASE_IG, TS_COLL_REDUCESCATTER, WL_GROUP_TP, ln->col_ig, tp);
+    } else {
+        comm(r, WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_TP, ln->tpc, tp);
+    }
+    *stale = fin[1];
+    return true;
+}
+
+/* The step's last rows: the loss's and the optimizer's TP syncs. */
+static bool aicb_tail_rows(Rows *rs, const ParallelPlan *p)
+{
+    WlRowSpec *r;
+    static const char *const ce[] = {"cross_entropy1", "cross_entropy2", "cross_entropy3"};
+    static const char *const op[] = {"optimizer1", "optimizer2", "optimizer3", "optimizer4"};
+    for (int i = 0; i < 3; i++) {
+        ROW(ce[i], 0, 0, 0);
+        comm(r, WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_TP, (double)(p->seq * p->micro_batch * 4), p->tp);
+    }
+    for (int i = 0; i < 4; i++) {
+        ROW(op[i], 0, 0, 0);
+        comm(r, WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_TP, 4, p->tp);
+    }
+    return true;
+}
+#undef ROW
+
+/* What the rows leave out of the plan, as the workload's warning. */
+static void aicb_warning(Workload *w, const ParallelPlan *p)
+{
+    if (p->ep > 1 && (p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP || p->moe_imbalance > 1.0 || p->moe_capacity > 0))
+        snprintf(w->warning, sizeof w->warning,
+                 "AICB's rows carry no DeepEP route, load imbalance or capacity: SimAI (and the replay) cost the "
+                 "EP all-to-alls as NCCL's over a balanced load; --format json or chakra keep them");
+    else if (plan_rs_per_microbatch(p) && p->dp * p->cp > 1)
+        snprintf(w->warning, sizeof w->warning,
+                 "AICB's rows reduce the gradients once per step: the reduce-scatter after each of the %lld "
+                 "micro-batches (ZeRO-%d)%s not in them; --format json or chakra keep %s",
+                 (long long)p->grad_accum, p->zero, p->zero >= 3 ? " and the per-layer parameter gathers are" : " is",
+                 p->zero >= 3 ? "them" : "it");
+}
+
+TsStatus wl_build_aicb(const WlStep *step, const WlAicbOptions *o, Workload **out, TsError *err)
+{
+    *out = NULL;
+    bool compat = o && o->compat_1_1;
+    WlBuildOptions def = {0};
+    const ModelSpec *m = step->model;
+    const ParallelPlan *p = step->plan;
+    TsStatus status = aicb_check_plan(p, err);
+    if (status) return status;
     Gen g = {.m = m, .p = p, .t = step->tpl, .cc = &step->cc, .o = o && o->build ? o->build : &def, .n_chunks = p->pp * p->vpp,
              .dpn = p->dp * p->cp};
     wl_gen_blocks(&g, step->cost);
@@ -213,142 +403,22 @@ TsStatus wl_build_aicb(const WlStep *step, const WlAicbOptions *o, Workload **ou
                           .pp_comm_bytes = p->pp > 1 ? tpc / (p->sp ? (double)tp : 1.0) : 0};
     snprintf(w->source, sizeof w->source, "trainsim %s: %s (AICB layout)", TRAINSIM_VERSION, m->name);
     snprintf(w->policy, sizeof w->policy, "HYBRID_TRANSFORMER_FWD_IN_BCKWD");
+    AicbLines ln = {.p = p, .m = m, .compat = compat, .tp = tp, .tpc = tpc,
+                    .col_ig = compat ? 0 : tpc /* AICB's column ig reduce-scatter is never sized */};
+    aicb_lines(&g, compat, &ln);
+    double stale = floor(opt_ns / 2); /* AICB's stale backward_compute_time (compat) */
     Rows rs = {0};
-    WlRowSpec *r;
-#define ROW(...) \
-    if (!(r = row(&rs, __VA_ARGS__))) goto oom
-    ROW("grad_gather", 1, 1, 1);
-    comm(r, WL_PHASE_WG, TS_COLL_ALLGATHER, WL_GROUP_DP, 2 * (sz.P - sz.P_moe), tp);
-    ROW("grad_param_comm", 1, 1, 1);
-    comm(r, WL_PHASE_WG, TS_COLL_REDUCESCATTER, WL_GROUP_DP, 4 * (sz.P - sz.P_moe), tp);
-    ROW("grad_param_compute", 1, opt_ns, 1);
-    if (!p->sp) {
-        ROW("layernorm", 1, 1, 1);
-        comm(r, WL_PHASE_IG, TS_COLL_ALLREDUCE, WL_GROUP_TP, 2 * sz.P, tp);
-    }
-    ROW("embedding_grads", 1, 1, 1);
-    comm(r, WL_PHASE_IG, TS_COLL_ALLREDUCE, WL_GROUP_TP, tpc, tp);
-    if (p->ep != p->dp) {
-        ROW("moe_grad_norm1", 1, 1, 1);
-        comm(r, WL_PHASE_WG, TS_COLL_ALLGATHER, WL_GROUP_DP_EP, 2 * sz.P_moe, tp);
-        ROW("moe_grad_norm2", 1, 1, 1);
-        comm(r, WL_PHASE_WG, TS_COLL_REDUCESCATTER, WL_GROUP_DP_EP, 4 * sz.P_moe, tp);
-    }
-    double at[3], ml[3], mo[3], em[3], hd[3];
-    block_ns(&g.attn, at);
-    block_ns(&g.mlp, ml);
-    block_ns(&g.moe, mo);
-    block_ns(&g.embed, em);
-    block_ns(&g.head, hd);
-    double half_a[3], half_m[3];
-    if (compat) {
-        /* AIOB: backward = forward; SP halves each block between its column
-         * and row lines; recompute doubles the attention forward (not ig) */
-        bool rec = p->recompute != PLAN_RECOMPUTE_NONE;
-        double af = floor(at[0]), mf = floor(ml[0]);
-        half_a[0] = p->sp ? floor((rec ? 2 * af : af) / 2) : (rec ? 2 * af : af);
-        half_a[1] = half_a[2] = p->sp ? floor(af / 2) : af;
-        half_m[0] = half_m[1] = half_m[2] = p->sp ? floor(mf / 2) : mf;
-        em[0] = floor(em[0]);
-    } else {
-        for (int i = 0; i < 3; i++) {
-            half_a[i] = p->sp ? at[i] / 2 : at[i];
-            half_m[i] = p->sp ? ml[i] / 2 : ml[i];
-        }
-    }
-    double fin[3];
-    if (compat) fin[0] = fin[1] = fin[2] = floor(floor(at[0]) / 2);
-    else memcpy(fin, hd, sizeof fin);
-    double col_ig = compat ? 0 : tpc; /* AICB's column ig reduce-scatter is never sized */
-    double stale = floor(opt_ns / 2);  /* AICB's stale backward_compute_time (compat) */
-    double k = (double)m->topk;
-    for (int64_t ga = 0; ga < p->grad_accum; ga++) {
-        ROW("embedding_layer", em[0], compat ? 1 : em[1], compat ? stale : em[2]);
-        comm(r, WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_TP, tpc, tp);
-        for (int64_t li = 0; li < L; li++) {
-            bool moe = compat ? m->experts > 0 : model_layer_is_moe(m, st.layers[li]);
-            if (p->sp) {
-                ROW("attention_column", half_a[0], half_a[1], half_a[2]);
-                comm(r, WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_TP, tpc, tp);
-                comm(r, WL_PHASE_IG, TS_COLL_REDUCESCATTER, WL_GROUP_TP, col_ig, tp);
-                ROW("attention_row", half_a[0], half_a[1], half_a[2]);
-                comm(r, WL_PHASE_FWD, TS_COLL_REDUCESCATTER, WL_GROUP_TP, tpc, tp);
-                comm(r, WL_PHASE_IG, TS_COLL_ALLGATHER, WL_GROUP_TP, tpc, tp);
-            } else {
-                ROW("attention_layer", half_a[0], half_a[1], half_a[2]);
-                comm(r, WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_TP, tpc, tp);
-            }
-            if (moe) {
-                /* Megatron-Core 0.13's token dispatcher (5 lines); the layer's
-                 * compute on the first: router, the routed experts at their
-                 * token counts, the shared experts */
-                const double *mt = compat ? (const double[3]){ml[0], ml[0], ml[0]} : mo;
-                ROW("mlp_moelayer", mt[0], mt[1], mt[2]);
-                comm(r, WL_PHASE_FWD, tp > 1 || p->ep > 1 ? TS_COLL_ALLGATHER : TS_COLL_NONE, WL_GROUP_TP,
-                     2.0 * (double)(p->ep * m->experts * tp), tp);
-                ROW("mlp_moelayer", 1, 1, 1);
-                comm(r, WL_PHASE_FWD, p->ep > 1 ? TS_COLL_ALLTOALL : TS_COLL_NONE, WL_GROUP_EP, tpc * k / (double)tp, tp);
-                comm(r, WL_PHASE_IG, p->ep > 1 ? TS_COLL_ALLTOALL : TS_COLL_NONE, WL_GROUP_EP, tpc * k / (double)tp, tp);
-                ROW("mlp_moelayer", 1, 1, 1);
-                comm(r, WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_TP, tpc * k, tp);
-                comm(r, WL_PHASE_IG, TS_COLL_REDUCESCATTER, WL_GROUP_TP, tpc * k, tp);
-                ROW("mlp_moelayer", 1, 1, 1);
-                comm(r, WL_PHASE_FWD, TS_COLL_REDUCESCATTER, WL_GROUP_TP, tpc * k, tp);
-                comm(r, WL_PHASE_IG, TS_COLL_ALLGATHER, WL_GROUP_TP, tpc * k, tp);
-                ROW("mlp_moelayer", 1, 1, 1);
-                comm(r, WL_PHASE_FWD, p->ep > 1 ? TS_COLL_ALLTOALL : TS_COLL_NONE, WL_GROUP_EP, tpc * k / (double)tp, tp);
-                comm(r, WL_PHASE_IG, p->ep > 1 ? TS_COLL_ALLTOALL : TS_COLL_NONE, WL_GROUP_EP, tpc * k / (double)tp, tp);
-            } else if (p->sp) {
-                ROW("mlp_column", half_m[0], half_m[1], half_m[2]);
-                comm(r, WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_TP, tpc, tp);
-                comm(r, WL_PHASE_IG, TS_COLL_REDUCESCATTER, WL_GROUP_TP, col_ig, tp);
-                ROW("mlp_row", half_m[0], half_m[1], half_m[2]);
-                comm(r, WL_PHASE_FWD, TS_COLL_REDUCESCATTER, WL_GROUP_TP, tpc, tp);
-                comm(r, WL_PHASE_IG, TS_COLL_ALLGATHER, WL_GROUP_TP, tpc, tp);
-            } else {
-                ROW("mlp_layer", half_m[0], half_m[1], half_m[2]);
-                comm(r, WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_TP, tpc, tp);
-            }
-        }
-        ROW("final_column", fin[0], fin[1], fin[2]);
-        if (p->sp) {
-            comm(r, WL_PHASE_FWD, TS_COLL_ALLGATHER, WL_GROUP_TP, tpc, tp);
-            comm(r, WL_PHASE_IG, TS_COLL_REDUCESCATTER, WL_GROUP_TP, col_ig, tp);
-        } else {
-            comm(r, WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_TP, tpc, tp);
-        }
-        stale = fin[1];
-    }
-    for (int i = 1; i <= 3; i++) {
-        static const char *const ce[] = {"", "cross_entropy1", "cross_entropy2", "cross_entropy3"};
-        ROW(ce[i], 0, 0, 0);
-        comm(r, WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_TP, (double)(S * B * 4), tp);
-    }
-    for (int i = 1; i <= 4; i++) {
-        static const char *const op[] = {"", "optimizer1", "optimizer2", "optimizer3", "optimizer4"};
-        ROW(op[i], 0, 0, 0);
-        comm(r, WL_PHASE_FWD, TS_COLL_ALLREDUCE, WL_GROUP_TP, 4, tp);
-    }
-#undef ROW
+    bool ok = aicb_step_rows(&rs, p, &sz, opt_ns, tpc);
+    for (int64_t ga = 0; ok && ga < p->grad_accum; ga++) ok = aicb_micro_batch_rows(&rs, &ln, L, st.layers, &stale);
+    ok = ok && aicb_tail_rows(&rs, p);
     free(st.layers);
-    if (wl_class_begin(w, "stage0", 0) < 0 || !wl_rows_build(w, rs.r, rs.n)) goto oom_w;
+    if (!ok || wl_class_begin(w, "stage0", 0) < 0 || !wl_rows_build(w, rs.r, rs.n)) {
+        free(rs.r);
+        wl_destroy(w);
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory building the AICB workload");
+    }
     free(rs.r);
-    if (p->ep > 1 && (p->moe_dispatch == PLAN_MOE_DISPATCH_DEEPEP || p->moe_imbalance > 1.0 || p->moe_capacity > 0))
-        snprintf(w->warning, sizeof w->warning,
-                 "AICB's rows carry no DeepEP route, load imbalance or capacity: SimAI (and the replay) cost the "
-                 "EP all-to-alls as NCCL's over a balanced load; --format json or chakra keep them");
-    else if (plan_rs_per_microbatch(p) && p->dp * p->cp > 1)
-        snprintf(w->warning, sizeof w->warning,
-                 "AICB's rows reduce the gradients once per step: the reduce-scatter after each of the %lld "
-                 "micro-batches (ZeRO-%d)%s not in them; --format json or chakra keep %s",
-                 (long long)p->grad_accum, p->zero, p->zero >= 3 ? " and the per-layer parameter gathers are" : " is",
-                 p->zero >= 3 ? "them" : "it");
+    aicb_warning(w, p);
     *out = w;
     return TS_OK;
-oom:
-    free(st.layers);
-oom_w:
-    free(rs.r);
-    wl_destroy(w);
-    return ts_err(err, TS_ERR_INTERNAL, "out of memory building the AICB workload");
 }

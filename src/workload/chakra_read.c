@@ -317,154 +317,178 @@ TsStatus wl_check_chakra(const char *prefix, WlChakraCheck *out, TsError *err)
     return wl_check_chakra_visit(prefix, NULL, NULL, out, err);
 }
 
-TsStatus wl_check_chakra_visit(const char *prefix, WlChakraVisit visit, void *user, WlChakraCheck *out,
-                               TsError *err)
+/* What a trace set's ranks hold, rank by rank: each rank's process groups
+ * (their collectives' sequence) and every send and receive. */
+typedef struct Scan {
+    RankInfo *ri;
+    int64_t nranks, cap;
+    P2p *p2p[2];    /* sends, receives */
+    int64_t n[2], pcap[2];
+} Scan;
+
+static void scan_free(Scan *sc)
 {
-    memset(out, 0, sizeof *out);
+    for (int64_t i = 0; i < sc->nranks && sc->ri; i++) free(sc->ri[i].pg);
+    free(sc->ri);
+    free(sc->p2p[0]);
+    free(sc->p2p[1]);
+}
+
+/* Rank sc->nranks's trace t (read from path) into sc and the counts. */
+static TsStatus scan_trace(Scan *sc, const char *path, const WlChakraTrace *t, WlChakraCheck *out, TsError *err)
+{
+    const int64_t rank = sc->nranks;
+    if (rank == sc->cap) {
+        int64_t cap = sc->cap ? sc->cap * 2 : 64;
+        RankInfo *p = realloc(sc->ri, (size_t)cap * sizeof *p);
+        if (!p) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+        sc->ri = p, sc->cap = cap;
+    }
+    sc->ri[rank] = (RankInfo){0};
+    sc->nranks++;
+    for (int64_t i = 0; i < t->n_nodes; i++) {
+        const WlChakraNode *n = &t->nodes[i];
+        out->nodes++;
+        if (n->type == 7) {
+            out->colls++;
+            PgSeq *s = pg_slot(&sc->ri[rank], n->pg_name ? n->pg_name : "");
+            if (!s) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+            s->count++;
+            s->hash = ts_fnv_word(s->hash, (uint64_t)n->comm_type);
+            s->hash = ts_fnv_word(s->hash, (uint64_t)n->comm_size);
+        } else if (n->type == 5 || n->type == 6) {
+            int k = n->type == 5 ? 0 : 1; /* send, receive */
+            if (k == 0 && n->comm_src != rank)
+                return ts_err(err, TS_ERR_INPUT, "%s: send node %" PRIu64 " has comm_src %d, not its own rank", path,
+                              n->id, n->comm_src);
+            if (sc->n[k] == sc->pcap[k]) {
+                int64_t cap = sc->pcap[k] ? sc->pcap[k] * 2 : 1024;
+                P2p *p = realloc(sc->p2p[k], (size_t)cap * sizeof *p);
+                if (!p) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+                sc->p2p[k] = p, sc->pcap[k] = cap;
+            }
+            sc->p2p[k][sc->n[k]++] = (P2p){n->comm_src, n->comm_dst, n->comm_tag, n->comm_size};
+        }
+    }
+    return TS_OK;
+}
+
+/* Every rank's trace PREFIX.<rank>.et: decoded, its graph checked, handed to
+ * visit, scanned. */
+static TsStatus scan_ranks(const char *prefix, WlChakraVisit visit, void *user, Scan *sc, WlChakraCheck *out,
+                           TsError *err)
+{
     char path[1100];
-    RankInfo *ri = NULL;
-    P2p *sends = NULL, *recvs = NULL;
-    int64_t ns = 0, nr = 0, cs = 0, cr = 0, nranks = 0, cap = 0;
-    TsStatus st = TS_OK;
-    json_t *root = NULL;
-    for (const int64_t count = wl_chakra_ranks(prefix); nranks < count; nranks++) {
-        snprintf(path, sizeof path, "%s.%" PRId64 ".et", prefix, nranks);
+    for (const int64_t count = wl_chakra_ranks(prefix); sc->nranks < count;) {
+        snprintf(path, sizeof path, "%s.%" PRId64 ".et", prefix, sc->nranks);
         char *data;
         size_t len;
-        if ((st = ts_read_file(path, (size_t)1 << 32, &data, &len, err))) goto done;
+        TsStatus st = ts_read_file(path, (size_t)1 << 32, &data, &len, err);
+        if (st) return st;
         WlChakraTrace t;
         st = wl_chakra_decode(path, (const uint8_t *)data, len, &t, err);
         free(data);
         out->bytes += (double)len;
         if (!st) st = check_graph(path, &t, err);
-        if (!st && visit) st = visit(user, nranks, &t, err);
-        if (st) {
-            wl_chakra_trace_free(&t);
-            goto done;
-        }
-        if (nranks == cap) {
-            cap = cap ? cap * 2 : 64;
-            RankInfo *p = realloc(ri, (size_t)cap * sizeof *p);
-            if (!p) {
-                wl_chakra_trace_free(&t);
-                st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
-                goto done;
-            }
-            ri = p;
-        }
-        ri[nranks] = (RankInfo){0};
-        for (int64_t i = 0; i < t.n_nodes; i++) {
-            const WlChakraNode *n = &t.nodes[i];
-            out->nodes++;
-            if (n->type == 7) {
-                out->colls++;
-                PgSeq *s = pg_slot(&ri[nranks], n->pg_name ? n->pg_name : "");
-                if (!s) goto oom_t;
-                s->count++;
-                s->hash = ts_fnv_word(s->hash, (uint64_t)n->comm_type);
-                s->hash = ts_fnv_word(s->hash, (uint64_t)n->comm_size);
-            } else if (n->type == 5 || n->type == 6) {
-                P2p **v = n->type == 5 ? &sends : &recvs;
-                int64_t *cnt = n->type == 5 ? &ns : &nr, *cp = n->type == 5 ? &cs : &cr;
-                if (n->type == 5 && n->comm_src != nranks) {
-                    wl_chakra_trace_free(&t);
-                    st = ts_err(err, TS_ERR_INPUT, "%s: send node %" PRIu64 " has comm_src %d, not its own rank",
-                                path, n->id, n->comm_src);
-                    goto done;
-                }
-                if (*cnt == *cp) {
-                    *cp = *cp ? *cp * 2 : 1024;
-                    P2p *p = realloc(*v, (size_t)*cp * sizeof *p);
-                    if (!p) goto oom_t;
-                    *v = p;
-                }
-                (*v)[(*cnt)++] = (P2p){n->comm_src, n->comm_dst, n->comm_tag, n->comm_size};
-            }
-        }
+        if (!st && visit) st = visit(user, sc->nranks, &t, err);
+        if (!st) st = scan_trace(sc, path, &t, out, err);
         wl_chakra_trace_free(&t);
-        continue;
-    oom_t:
-        wl_chakra_trace_free(&t);
-        st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
-        goto done;
+        if (st) return st;
     }
-    if (nranks == 0) {
-        st = ts_err(err, TS_ERR_INPUT, "no trace '%s.0.et'", prefix);
-        ts_err_hint(err, "give the prefix used with --output, e.g. DIR/gpt3 for DIR/gpt3.0.et");
-        goto done;
-    }
-    out->ranks = nranks;
-    out->sends = ns;
-    out->recvs = nr;
-    /* collectives without pg_name run over every rank */
-    int64_t *all = malloc((size_t)nranks * sizeof *all);
-    if (!all) {
-        st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
-        goto done;
-    }
-    for (int64_t i = 0; i < nranks; i++) all[i] = i;
-    st = compare_group("", all, nranks, ri, nranks, err);
-    free(all);
-    if (st) goto done;
+    if (sc->nranks > 0) return TS_OK;
+    ts_err(err, TS_ERR_INPUT, "no trace '%s.0.et'", prefix);
+    ts_err_hint(err, "give the prefix used with --output, e.g. DIR/gpt3 for DIR/gpt3.0.et");
+    return TS_ERR_INPUT;
+}
+
+/* The groups of PREFIX.comm_groups.json: each group's members run the same
+ * collectives, every rank naming a group is listed in it, every group named
+ * is in the file (which may be absent only where no collective names a
+ * group). */
+static TsStatus check_groups_file(const char *prefix, const Scan *sc, WlChakraCheck *out, TsError *err)
+{
+    const RankInfo *ri = sc->ri;
+    const int64_t nranks = sc->nranks;
+    char path[1100];
     snprintf(path, sizeof path, "%s.comm_groups.json", prefix);
     json_error_t je;
-    root = json_load_file(path, 0, &je);
+    json_t *root = json_load_file(path, 0, &je);
     if (!root) {
         bool any = false;
         for (int64_t i = 0; i < nranks && !any; i++) any = ri[i].n_pg > 1 || (ri[i].n_pg == 1 && ri[i].pg[0].name[0]);
-        if (any) {
-            st = ts_err(err, TS_ERR_INPUT, "'%s' is missing or invalid (%s) but collectives name process groups",
-                        path, je.text);
-            goto done;
-        }
-    } else {
-        const char *key;
-        json_t *arr;
-        json_object_foreach(root, key, arr) {
-            size_t k = json_array_size(arr);
-            int64_t *mem = malloc((k + 1) * sizeof *mem);
-            if (!mem) {
-                st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
-                goto done;
-            }
-            for (size_t j = 0; j < k; j++) mem[j] = json_integer_value(json_array_get(arr, j));
-            st = compare_group(key, mem, (int64_t)k, ri, nranks, err);
-            /* every rank naming this group must be a member */
-            for (int64_t r = 0; r < nranks && !st; r++) {
-                if (!pg_find(&ri[r], key)) continue;
-                bool in = false;
-                for (size_t j = 0; j < k; j++) in |= mem[j] == r;
-                if (!in) st = ts_err(err, TS_ERR_INPUT, "rank %" PRId64 " uses group %s but is not listed in it", r, key);
-            }
-            free(mem);
-            if (st) goto done;
-            out->groups++;
-        }
-        for (int64_t r = 0; r < nranks; r++)
-            for (int i = 0; i < ri[r].n_pg; i++)
-                if (ri[r].pg[i].name[0] && !json_object_get(root, ri[r].pg[i].name)) {
-                    st = ts_err(err, TS_ERR_INPUT, "rank %" PRId64 " uses group '%s' missing from %s", r,
-                                ri[r].pg[i].name, path);
-                    goto done;
-                }
+        if (!any) return TS_OK;
+        return ts_err(err, TS_ERR_INPUT, "'%s' is missing or invalid (%s) but collectives name process groups", path,
+                      je.text);
     }
-    /* every send has its receive */
+    TsStatus st = TS_OK;
+    const char *key;
+    json_t *arr;
+    json_object_foreach(root, key, arr) {
+        size_t k = json_array_size(arr);
+        int64_t *mem = malloc((k + 1) * sizeof *mem);
+        if (!mem) {
+            st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
+            break;
+        }
+        for (size_t j = 0; j < k; j++) mem[j] = json_integer_value(json_array_get(arr, j));
+        st = compare_group(key, mem, (int64_t)k, ri, nranks, err);
+        /* every rank naming this group must be a member */
+        for (int64_t r = 0; r < nranks && !st; r++) {
+            if (!pg_find(&ri[r], key)) continue;
+            bool in = false;
+            for (size_t j = 0; j < k; j++) in |= mem[j] == r;
+            if (!in) st = ts_err(err, TS_ERR_INPUT, "rank %" PRId64 " uses group %s but is not listed in it", r, key);
+        }
+        free(mem);
+        if (st) break;
+        out->groups++;
+    }
+    for (int64_t r = 0; r < nranks && !st; r++)
+        for (int i = 0; i < ri[r].n_pg && !st; i++)
+            if (ri[r].pg[i].name[0] && !json_object_get(root, ri[r].pg[i].name))
+                st = ts_err(err, TS_ERR_INPUT, "rank %" PRId64 " uses group '%s' missing from %s", r, ri[r].pg[i].name,
+                            path);
+    json_decref(root);
+    return st;
+}
+
+/* Every send has its receive (source, destination, tag, size), and the
+ * other way round. */
+static TsStatus check_pairs(Scan *sc, TsError *err)
+{
+    P2p *sends = sc->p2p[0], *recvs = sc->p2p[1];
+    const int64_t ns = sc->n[0], nr = sc->n[1];
     if (ns) qsort(sends, (size_t)ns, sizeof *sends, p2p_cmp);
     if (nr) qsort(recvs, (size_t)nr, sizeof *recvs, p2p_cmp);
     for (int64_t i = 0; i < ns || i < nr; i++) {
-        if (i >= ns || i >= nr || p2p_cmp(&sends[i], &recvs[i]) != 0) {
-            const P2p *x = i < ns ? &sends[i] : &recvs[i];
-            st = ts_err(err, TS_ERR_INPUT,
-                        "%s %" PRId64 " -> %" PRId64 " (tag %" PRId64 ", %" PRId64 " bytes) has no matching %s",
-                        i < ns ? "send" : "receive", x->src, x->dst, x->tag, x->size, i < ns ? "receive" : "send");
-            goto done;
-        }
+        if (i < ns && i < nr && p2p_cmp(&sends[i], &recvs[i]) == 0) continue;
+        const P2p *x = i < ns ? &sends[i] : &recvs[i];
+        return ts_err(err, TS_ERR_INPUT,
+                      "%s %" PRId64 " -> %" PRId64 " (tag %" PRId64 ", %" PRId64 " bytes) has no matching %s",
+                      i < ns ? "send" : "receive", x->src, x->dst, x->tag, x->size, i < ns ? "receive" : "send");
     }
-done:
-    if (root) json_decref(root);
-    for (int64_t i = 0; i < nranks && ri; i++) free(ri[i].pg);
-    free(ri);
-    free(sends);
-    free(recvs);
+    return TS_OK;
+}
+
+TsStatus wl_check_chakra_visit(const char *prefix, WlChakraVisit visit, void *user, WlChakraCheck *out,
+                               TsError *err)
+{
+    memset(out, 0, sizeof *out);
+    Scan sc = {0};
+    TsStatus st = scan_ranks(prefix, visit, user, &sc, out, err);
+    if (!st) {
+        out->ranks = sc.nranks;
+        out->sends = sc.n[0];
+        out->recvs = sc.n[1];
+        /* collectives without pg_name run over every rank */
+        int64_t *all = malloc((size_t)sc.nranks * sizeof *all);
+        if (!all) st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
+        for (int64_t i = 0; all && i < sc.nranks; i++) all[i] = i;
+        if (all) st = compare_group("", all, sc.nranks, sc.ri, sc.nranks, err);
+        free(all);
+    }
+    if (!st) st = check_groups_file(prefix, &sc, out, err);
+    if (!st) st = check_pairs(&sc, err);
+    scan_free(&sc);
     return st;
 }

@@ -70,9 +70,11 @@ static void layer_flops(const Ctx *x, bool moe, LayerCost *lc)
         lc->recompute_flops_token = lc->fwd_flops_token;
 }
 
-static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
+/* The layer's blocks (attention, MLP or MoE) as the costed step times them:
+ * forward, backward, its W part, GEMMs and the attention core, parameters,
+ * DP bucket tensors, FLOPs. */
+static void layer_blocks(const Ctx *x, bool moe, LayerCost *lc)
 {
-    const ParallelPlan *p = x->p;
     const PartTemplate *tpl = x->tpl;
     memset(lc, 0, sizeof *lc);
     const CostBlock *a = &x->cs->b[PART_BLOCK_ATTN], *f = &x->cs->b[moe ? PART_BLOCK_MOE : PART_BLOCK_MLP];
@@ -100,36 +102,44 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
     lc->egrad_t[0] = tf->egrad_t[0];
     lc->egrad_t[1] = tf->egrad_t[1];
     layer_flops(x, moe, lc);
-    /* EP: dispatch + combine forward; backward the combine's gradient
-     * travels as a dispatch and the dispatch's as a combine */
-    SimLayerComm sc = {.sp = p->sp};
-    if (moe && tpl->ep_bytes > 0) {
-        HwEpRoute r;
-        sim_ep_route(x, &r);
-        sc.ep_d = hw_ep_a2a_time_s(x->net, tpl->ep_dispatch_bytes, p->ep, x->epg.nodes, &r);
-        sc.ep_c = hw_ep_a2a_time_s(x->net, tpl->ep_bytes, p->ep, x->epg.nodes, &r);
-        lc->ep_f = lc->ep_b = sc.ep_d + sc.ep_c;
-    }
-    /* TP: 2 all-reduces per pass, or 2 all-gathers + 2 reduce-scatters with SP */
-    double X = tpl->tp_bytes, tpc = 0;
+}
+
+/* EP: dispatch + combine forward; backward the combine's gradient travels
+ * as a dispatch and the dispatch's as a combine. */
+static void layer_ep(const Ctx *x, bool moe, SimLayerComm *sc, LayerCost *lc)
+{
+    const PartTemplate *tpl = x->tpl;
+    if (!moe || tpl->ep_bytes <= 0) return;
+    HwEpRoute r;
+    sim_ep_route(x, &r);
+    sc->ep_d = hw_ep_a2a_time_s(x->net, tpl->ep_dispatch_bytes, x->p->ep, x->epg.nodes, &r);
+    sc->ep_c = hw_ep_a2a_time_s(x->net, tpl->ep_bytes, x->p->ep, x->epg.nodes, &r);
+    lc->ep_f = lc->ep_b = sc->ep_d + sc->ep_c;
+}
+
+/* TP: 2 all-reduces per pass, or 2 all-gathers + 2 reduce-scatters with SP;
+ * exposed, or (--tp-overlap) each block's half hidden under that block's
+ * own GEMMs (Transformer Engine overlaps a GEMM with its own communication),
+ * not the layer's, the hidden part slowing the compute. tpx_f / tpx_b: each
+ * block's exposed part (attention, MLP); *slow_f the forward's slow-down. */
+static void layer_tp(const Ctx *x, const CostBlock *a, const CostBlock *f, SimLayerComm *sc, LayerCost *lc,
+                     double tpx_f[2], double tpx_b[2], double *slow_f)
+{
+    const ParallelPlan *p = x->p;
+    double X = x->tpl->tp_bytes, tpc = 0;
     if (X > 0) {
         if (p->sp) {
-            sc.ag = sim_coll(x, TS_COLL_ALLGATHER, X, &x->tpg, HW_GROUP_TP);
-            sc.rs = sim_coll(x, TS_COLL_REDUCESCATTER, X, &x->tpg, HW_GROUP_TP);
-            sc.half = sc.ag + sc.rs;
+            sc->ag = sim_coll(x, TS_COLL_ALLGATHER, X, &x->tpg, HW_GROUP_TP);
+            sc->rs = sim_coll(x, TS_COLL_REDUCESCATTER, X, &x->tpg, HW_GROUP_TP);
+            sc->half = sc->ag + sc->rs;
         } else {
-            sc.half = sc.ar = sim_coll(x, TS_COLL_ALLREDUCE, X, &x->tpg, HW_GROUP_TP);
+            sc->half = sc->ar = sim_coll(x, TS_COLL_ALLREDUCE, X, &x->tpg, HW_GROUP_TP);
         }
-        tpc = 2 * sc.half;
+        tpc = 2 * sc->half;
     }
-    double sig = x->o->overlap_slowdown, tpx_f[2] = {0, 0}, tpx_b[2] = {0, 0};
-    double slow_f = 0; /* of slow, the forward's (a full recompute runs it again) */
-    sc.ov = p->tp_overlap && tpc > 0;
-    if (sc.ov) {
-        /* each block's all-gather and reduce-scatter (or all-reduce), half
-         * of tpc, hide under that block's own GEMMs (Transformer Engine
-         * overlaps a GEMM with its own communication), not under the
-         * layer's */
+    double sig = x->o->overlap_slowdown;
+    sc->ov = p->tp_overlap && tpc > 0;
+    if (sc->ov) {
         double half = tpc / 2, gb_a = a->gemm_ig + a->gemm_wg, gb_f = f->gemm_ig + f->gemm_wg;
         double hf = fmin(half, a->gemm_fwd) + fmin(half, f->gemm_fwd), hb = fmin(half, gb_a) + fmin(half, gb_f);
         lc->tp_f = tpc - hf;
@@ -137,65 +147,89 @@ static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
         tpx_f[0] = half - fmin(half, a->gemm_fwd), tpx_f[1] = half - fmin(half, f->gemm_fwd);
         tpx_b[0] = half - fmin(half, gb_a), tpx_b[1] = half - fmin(half, gb_f);
         lc->slow += sig * (hf + hb);
-        slow_f += sig * hf;
+        *slow_f += sig * hf;
     } else {
         lc->tp_f = lc->tp_b = tpc;
         tpx_f[0] = tpx_f[1] = tpx_b[0] = tpx_b[1] = tpc / 2;
     }
-    /* CP: (c-1) ring steps of the local K and V, hidden under the attention;
-     * or an exposed all-gather (backward: again, and a reduce-scatter of the
-     * K/V gradients); or all-to-alls of Q, K, V and of the output, forward
-     * and backward (Ulysses) */
-    if (p->cp > 1) {
-        double kv = tpl->cp_kv_bytes;
-        if (x->o->cp_comm == SIM_CP_ALLGATHER) {
-            double ag = sim_coll(x, TS_COLL_ALLGATHER, kv, &x->cpg, HW_GROUP_CP);
-            sc.cp_pre_f = sc.cp_pre_b = ag;
-            sc.cp_post_b = sim_coll(x, TS_COLL_REDUCESCATTER, kv, &x->cpg, HW_GROUP_CP);
-            lc->cp_f = ag;
-            lc->cp_b = ag + sc.cp_post_b;
-            sc.cp_mode = SIM_CP_EXPOSED_SEGS;
-        } else if (x->o->cp_comm == SIM_CP_A2A) {
-            double per = kv / (double)p->cp;
-            sc.cp_pre_f = sc.cp_post_b = hw_alltoall_time_s(x->net, tpl->cp_q_bytes + per, p->cp, x->cpg.nodes);
-            sc.cp_post_f = sc.cp_pre_b = hw_alltoall_time_s(x->net, tpl->cp_o_bytes, p->cp, x->cpg.nodes);
-            lc->cp_f = lc->cp_b = sc.cp_pre_f + sc.cp_post_f;
-            sc.cp_mode = SIM_CP_EXPOSED_SEGS;
-        } else {
-            /* the ring's cp - 1 steps move what an all-gather of the K/V
-             * blocks moves, over the same links: costed as that all-gather
-             * (as the task graph's replay costs its "cp.kv") */
-            double step = sim_coll(x, TS_COLL_ALLGATHER, kv, &x->cpg, HW_GROUP_CP);
-            double hid_f = fmin(step, lc->attn_fwd * (double)(p->cp - 1) / (double)p->cp);
-            double hid_b = fmin(2 * step, lc->attn_bwd * (double)(p->cp - 1) / (double)p->cp);
-            lc->cp_f = step - hid_f;
-            lc->cp_b = 2 * step - hid_b;
-            sc.cp_mode = SIM_CP_RING_SEGS;
-            sc.ring_hid_f = lc->attn_fwd * (double)(p->cp - 1) / (double)p->cp;
-            sc.ring_hid_b = lc->attn_bwd * (double)(p->cp - 1) / (double)p->cp;
-            sc.cp_f = lc->cp_f, sc.cp_b = lc->cp_b;
-            lc->slow += sig * (hid_f + hid_b);
-            slow_f += sig * hid_f;
-        }
+}
+
+/* CP: (c-1) ring steps of the local K and V, hidden under the attention;
+ * or an exposed all-gather (backward: again, and a reduce-scatter of the
+ * K/V gradients); or all-to-alls of Q, K, V and of the output, forward and
+ * backward (Ulysses). *slow_f: the forward's slow-down under the ring. */
+static void layer_cp(const Ctx *x, SimLayerComm *sc, LayerCost *lc, double *slow_f)
+{
+    const ParallelPlan *p = x->p;
+    const PartTemplate *tpl = x->tpl;
+    if (p->cp <= 1) return;
+    double kv = tpl->cp_kv_bytes;
+    if (x->o->cp_comm == SIM_CP_ALLGATHER) {
+        double ag = sim_coll(x, TS_COLL_ALLGATHER, kv, &x->cpg, HW_GROUP_CP);
+        sc->cp_pre_f = sc->cp_pre_b = ag;
+        sc->cp_post_b = sim_coll(x, TS_COLL_REDUCESCATTER, kv, &x->cpg, HW_GROUP_CP);
+        lc->cp_f = ag;
+        lc->cp_b = ag + sc->cp_post_b;
+        sc->cp_mode = SIM_CP_EXPOSED_SEGS;
+    } else if (x->o->cp_comm == SIM_CP_A2A) {
+        double per = kv / (double)p->cp;
+        sc->cp_pre_f = sc->cp_post_b = hw_alltoall_time_s(x->net, tpl->cp_q_bytes + per, p->cp, x->cpg.nodes);
+        sc->cp_post_f = sc->cp_pre_b = hw_alltoall_time_s(x->net, tpl->cp_o_bytes, p->cp, x->cpg.nodes);
+        lc->cp_f = lc->cp_b = sc->cp_pre_f + sc->cp_post_f;
+        sc->cp_mode = SIM_CP_EXPOSED_SEGS;
+    } else {
+        /* the ring's cp - 1 steps move what an all-gather of the K/V
+         * blocks moves, over the same links: costed as that all-gather
+         * (as the task graph's replay costs its "cp.kv") */
+        double step = sim_coll(x, TS_COLL_ALLGATHER, kv, &x->cpg, HW_GROUP_CP);
+        double hid_f = fmin(step, lc->attn_fwd * (double)(p->cp - 1) / (double)p->cp);
+        double hid_b = fmin(2 * step, lc->attn_bwd * (double)(p->cp - 1) / (double)p->cp);
+        lc->cp_f = step - hid_f;
+        lc->cp_b = 2 * step - hid_b;
+        sc->cp_mode = SIM_CP_RING_SEGS;
+        sc->ring_hid_f = lc->attn_fwd * (double)(p->cp - 1) / (double)p->cp;
+        sc->ring_hid_b = lc->attn_bwd * (double)(p->cp - 1) / (double)p->cp;
+        sc->cp_f = lc->cp_f, sc->cp_b = lc->cp_b;
+        double sig = x->o->overlap_slowdown;
+        lc->slow += sig * (hid_f + hid_b);
+        *slow_f += sig * hid_f;
     }
-    /* ZeRO-3 / FSDP: gather this layer's parameters in forward and backward,
-     * reduce-scatter its gradients, every micro-batch (dense ones over DP x
-     * CP, experts over expert DP); prefetch hides them under the layer's
-     * compute where they fit. The copies are in the layer's compute.
-     * ZeRO-2 over several micro-batches: the reduce-scatters alone. */
+}
+
+/* ZeRO-3 / FSDP: gather this layer's parameters in forward and backward,
+ * reduce-scatter its gradients, every micro-batch (dense ones over DP x CP,
+ * experts over expert DP); prefetch hides them under the layer's compute
+ * where they fit. The copies are in the layer's compute. ZeRO-2 over
+ * several micro-batches: the reduce-scatters alone. */
+static void layer_fsdp(const Ctx *x, bool moe, LayerCost *lc)
+{
+    const PartBlockT *ta = &x->tpl->b[PART_BLOCK_ATTN], *tf = &x->tpl->b[moe ? PART_BLOCK_MOE : PART_BLOCK_MLP];
     double dense_p = ta->fsdp_params + tf->fsdp_params, exp_p = ta->fsdp_eparams + tf->fsdp_eparams;
-    if (dense_p > 0 || exp_p > 0) {
-        double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
-        bool gather = p->zero >= 3;
-        if (dense_p > 0) {
-            if (gather) lc->fsdp_ag += sim_coll(x, TS_COLL_ALLGATHER, dense_p * x->ab, &x->dpg, HW_GROUP_DP);
-            lc->fsdp_rs += sim_coll(x, TS_COLL_REDUCESCATTER, dense_p * gr, &x->dpg, HW_GROUP_DP);
-        }
-        if (exp_p > 0) {
-            if (gather) lc->fsdp_ag += sim_coll(x, TS_COLL_ALLGATHER, exp_p * x->ab, &x->edpg, HW_GROUP_DP);
-            lc->fsdp_rs += sim_coll(x, TS_COLL_REDUCESCATTER, exp_p * gr, &x->edpg, HW_GROUP_DP);
-        }
+    if (!(dense_p > 0 || exp_p > 0)) return;
+    double gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
+    bool gather = x->p->zero >= 3;
+    if (dense_p > 0) {
+        if (gather) lc->fsdp_ag += sim_coll(x, TS_COLL_ALLGATHER, dense_p * x->ab, &x->dpg, HW_GROUP_DP);
+        lc->fsdp_rs += sim_coll(x, TS_COLL_REDUCESCATTER, dense_p * gr, &x->dpg, HW_GROUP_DP);
     }
+    if (exp_p > 0) {
+        if (gather) lc->fsdp_ag += sim_coll(x, TS_COLL_ALLGATHER, exp_p * x->ab, &x->edpg, HW_GROUP_DP);
+        lc->fsdp_rs += sim_coll(x, TS_COLL_REDUCESCATTER, exp_p * gr, &x->edpg, HW_GROUP_DP);
+    }
+}
+
+static void layer_cost(const Ctx *x, bool moe, LayerCost *lc)
+{
+    const ParallelPlan *p = x->p;
+    const CostBlock *a = &x->cs->b[PART_BLOCK_ATTN], *f = &x->cs->b[moe ? PART_BLOCK_MOE : PART_BLOCK_MLP];
+    layer_blocks(x, moe, lc);
+    SimLayerComm sc = {.sp = p->sp};
+    double tpx_f[2] = {0, 0}, tpx_b[2] = {0, 0};
+    double slow_f = 0; /* of slow, the forward's (a full recompute runs it again) */
+    layer_ep(x, moe, &sc, lc);
+    layer_tp(x, a, f, &sc, lc, tpx_f, tpx_b, &slow_f);
+    layer_cp(x, &sc, lc, &slow_f);
+    layer_fsdp(x, moe, lc);
     /* recompute: the blocks' (cost_step), full recompute with the forward's
      * exposed collectives */
     if (p->recompute == PLAN_RECOMPUTE_FULL) lc->recompute = lc->fwd + lc->tp_f + lc->cp_f + lc->ep_f;

@@ -105,6 +105,10 @@ typedef struct WlChakraCheck {
 } WlChakraCheck;
 /* Ranks of the set: <prefix>.<r>.et exist for r = 0 .. result-1. */
 int64_t wl_chakra_ranks(const char *prefix);
+/* A Chakra trace set named by its prefix (DIR/gpt3 for DIR/gpt3.0.et) or by
+ * one of its files (DIR/gpt3.5.et): the prefix into buf (cap bytes), true;
+ * false when path names neither. */
+bool wl_chakra_prefix(const char *path, char *buf, size_t cap);
 /* Read <prefix>.<r>.et for r = 0.. until missing and <prefix>.comm_groups.json;
  * check every dep exists, each trace is acyclic, every rank of a group issues
  * the same collectives in the same order with the same sizes, and every send

@@ -67,27 +67,6 @@ static int gpus_set(const CliHw *ch, Workload *w)
 
 /* ---- Chakra trace sets -------------------------------------------------------- */
 
-/* A Chakra trace set named by its prefix (DIR/gpt3 for DIR/gpt3.0.et) or by
- * one of its files (DIR/gpt3.5.et): the prefix into buf, else false. */
-static bool chakra_prefix(const char *path, char *buf, size_t cap)
-{
-    size_t n = strlen(path);
-    if (n >= cap) return false;
-    if (n > 3 && !strcmp(path + n - 3, ".et")) {
-        size_t e = n - 3, d = e;
-        while (d > 0 && path[d - 1] >= '0' && path[d - 1] <= '9') d--;
-        size_t cut = d < e && d > 0 && path[d - 1] == '.' ? d - 1 : e;
-        memcpy(buf, path, cut);
-        buf[cut] = '\0';
-        return true;
-    }
-    char probe[1100];
-    snprintf(probe, sizeof probe, "%s.0.et", path);
-    if (ts_is_file(path) || !ts_is_file(probe)) return false;
-    snprintf(buf, cap, "%s", path);
-    return true;
-}
-
 /* `path` is a directory holding Chakra sets: the hint names one prefix. */
 static void dir_hint(const char *path, TsError *err)
 {
@@ -169,7 +148,7 @@ int cmd_simulate_workload(const CliHw *ch, const char *path, bool js, int64_t se
 {
     TsError err = {0};
     char prefix[1024];
-    bool chakra = chakra_prefix(path, prefix, sizeof prefix);
+    bool chakra = wl_chakra_prefix(path, prefix, sizeof prefix);
     if (trace_ranks && !chakra) {
         ts_err(&err, TS_ERR_USAGE, "--trace-ranks applies to Chakra trace sets only");
         ts_err_hint(&err, "'%s' is replayed as one timeline per pipeline stage: --trace writes all of them", path);

@@ -312,6 +312,25 @@ int64_t wl_chakra_ranks(const char *prefix)
     }
 }
 
+bool wl_chakra_prefix(const char *path, char *buf, size_t cap)
+{
+    size_t n = strlen(path);
+    if (n >= cap) return false;
+    if (n > 3 && !strcmp(path + n - 3, ".et")) {
+        size_t e = n - 3, d = e;
+        while (d > 0 && path[d - 1] >= '0' && path[d - 1] <= '9') d--;
+        size_t cut = d < e && d > 0 && path[d - 1] == '.' ? d - 1 : e;
+        memcpy(buf, path, cut);
+        buf[cut] = '\0';
+        return true;
+    }
+    char probe[1100];
+    snprintf(probe, sizeof probe, "%s.0.et", path);
+    if (ts_is_file(path) || !ts_is_file(probe)) return false;
+    snprintf(buf, cap, "%s", path);
+    return true;
+}
+
 TsStatus wl_check_chakra(const char *prefix, WlChakraCheck *out, TsError *err)
 {
     return wl_check_chakra_visit(prefix, NULL, NULL, out, err);

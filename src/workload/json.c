@@ -126,32 +126,11 @@ void wl_write_json(const Workload *w, TsBuf *b)
 
 bool wl_optable_sniff(const char *text, size_t len);
 
-/* A Chakra set named by its prefix (DIR/gpt3 for DIR/gpt3.0.et) or by one
- * of its files (DIR/gpt3.5.et): the prefix into buf, else false. */
-static bool chakra_prefix(const char *path, char *buf, size_t cap)
-{
-    size_t n = strlen(path);
-    if (n >= cap) return false;
-    if (n > 3 && !strcmp(path + n - 3, ".et")) {
-        size_t e = n - 3, d = e;
-        while (d > 0 && path[d - 1] >= '0' && path[d - 1] <= '9') d--;
-        size_t cut = d < e && d > 0 && path[d - 1] == '.' ? d - 1 : e;
-        memcpy(buf, path, cut);
-        buf[cut] = '\0';
-        return true;
-    }
-    char probe[1100];
-    snprintf(probe, sizeof probe, "%s.0.et", path);
-    if (ts_is_file(path) || !ts_is_file(probe)) return false;
-    snprintf(buf, cap, "%s", path);
-    return true;
-}
-
 TsStatus wl_read_file(const char *path, Workload **out, TsError *err)
 {
     *out = NULL;
     char prefix[1024];
-    if (chakra_prefix(path, prefix, sizeof prefix)) return wl_read_chakra(prefix, out, err);
+    if (wl_chakra_prefix(path, prefix, sizeof prefix)) return wl_read_chakra(prefix, out, err);
     char *text;
     size_t len;
     TsStatus st = ts_read_file(path, WL_MAX_FILE_BYTES, &text, &len, err);

@@ -116,37 +116,38 @@ static int count_groups(const ParallelPlan *p, const ModelSpec *m)
     return n;
 }
 
-static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o,
-                         const PartCounts *c, const PartLayerAct *ad, const PartLayerAct *am,
-                         double shampoo_d, double shampoo_m, int64_t s, PartMemory *out)
-{
-    memset(out, 0, sizeof *out);
-    out->stage = (int32_t)s;
-    /* ZeRO's dense sharding group: DP x CP, or the HSDP shard group */
-    double t = (double)p->tp, dps = (double)(p->dp * p->cp / plan_dp_replicas(p));
-    double edp = (double)(p->tp * p->cp * p->dp) / (double)(p->ep * p->etp);
-    double epx = (double)(p->ep * p->etp);
-    bool dropout = m->hidden_dropout > 0;
-    double infl = inflight(p, s);
-    out->inflight = infl;
+/* What a rank's chunks hold, summed over them (stage_chunks). */
+typedef struct StageSums {
+    double pd, pe;            /* dense parameters (TP share), routed experts' (EP share) */
+    double sh;                /* Shampoo's preconditioner elements */
+    double act_sum;           /* one micro-batch's activations over the chunks */
+    double act_k[2];          /* ordered schedules: each of the rank's two chunks' share of act_sum */
+    double layer_max;         /* the largest layer's activations with its recompute's */
+    double remat_max;         /* the largest recompute's */
+    bool has_emb, has_head;   /* it holds the embedding / the head */
+} StageSums;
 
-    double act_k[2] = {0, 0}; /* ordered schedules: each of the rank's two chunks' act_sum */
-    double pd = 0, pe = 0, act_sum = 0, sh = 0, layer_max = 0, remat_max = 0;
+/* The rank's chunks (dualpipe holds its stage twice, two copies, and stage
+ * pp-1-s; dualpipev a V: plan_rank_chunk): their layers' parameters and
+ * one micro-batch's activations, under full recompute a layer's input for
+ * each recomputed layer and the rest stored in full, pro rata. */
+static void stage_chunks(const ModelSpec *m, const ParallelPlan *p, const PartCounts *c, const PartLayerAct *ad,
+                         const PartLayerAct *am, double shampoo_d, double shampoo_m, int64_t s, StageSums *z)
+{
+    double t = (double)p->tp, epx = (double)(p->ep * p->etp);
     bool full = p->recompute == PLAN_RECOMPUTE_FULL;
-    /* the rank's chunks: dualpipe holds its stage twice (two copies) and
-     * stage pp-1-s, dualpipev a V (plan_rank_chunk) */
-    bool has_emb = false, has_head = false;
+    memset(z, 0, sizeof *z);
     for (int64_t v = 0; v < plan_rank_chunks(p); v++) {
-        double a0 = act_sum;
+        double a0 = z->act_sum;
         int64_t ch = plan_rank_chunk(p, s, v);
-        has_emb |= ch == 0;
-        has_head |= ch == p->n_chunks - 1;
+        z->has_emb |= ch == 0;
+        z->has_head |= ch == p->n_chunks - 1;
         int64_t a = plan_chunk_first_layer(p, m->layers, ch);
         int64_t n = plan_model_chunk_layers(p, m, ch);
         double nm = (double)part_moe_in_range(m, a, a + n), nd = (double)n - nm;
-        pd += nd * (c->dense_tp / t + c->dense_rep) + nm * (c->moe_tp / t + c->moe_rep);
-        pe += nm * c->moe_exp / epx;
-        sh += nd * shampoo_d + nm * shampoo_m;
+        z->pd += nd * (c->dense_tp / t + c->dense_rep) + nm * (c->moe_tp / t + c->moe_rep);
+        z->pe += nm * c->moe_exp / epx;
+        z->sh += nd * shampoo_d + nm * shampoo_m;
         double full_l = nd * ad->full + nm * am->full;
         if (full) {
             double rec = (double)n;
@@ -154,43 +155,47 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
                 rec = (double)p->recompute_layers;
             double keep = (double)n - rec; /* not recomputed: stored in full, pro rata */
             double frac = n > 0 ? keep / (double)n : 0;
-            act_sum += frac * full_l + rec * (nd > 0 ? ad->input : am->input);
+            z->act_sum += frac * full_l + rec * (nd > 0 ? ad->input : am->input);
         } else {
-            act_sum += full_l;
+            z->act_sum += full_l;
         }
-        if (v < 2) act_k[v] = act_sum - a0;
+        if (v < 2) z->act_k[v] = z->act_sum - a0;
         if (nd > 0) {
-            layer_max = fmax(layer_max, ad->full + ad->remat);
-            remat_max = fmax(remat_max, ad->remat);
+            z->layer_max = fmax(z->layer_max, ad->full + ad->remat);
+            z->remat_max = fmax(z->remat_max, ad->remat);
         }
         if (nm > 0) {
-            layer_max = fmax(layer_max, am->full + am->remat);
-            remat_max = fmax(remat_max, am->remat);
+            z->layer_max = fmax(z->layer_max, am->full + am->remat);
+            z->remat_max = fmax(z->remat_max, am->remat);
         }
     }
-    double held = infl * act_sum, units = 0;
-    if (plan_sched_ordered(p->schedule)) {
-        double b = inflight_ordered(p, s, act_k, &units);
-        if (b >= 0) held = b, out->inflight = infl = units / (double)plan_rank_chunks(p);
-    }
-    out->act_layers_bytes = held + (full ? layer_max : remat_max);
+}
 
+/* The embedding's and the head's parameters (returned) and activations on
+ * the stage that holds them: token ids and the embedding dropout's mask
+ * per in-flight micro-batch; the head's input and the logits the loss
+ * keeps (and their gradient, *head_grad), once more per MTP module. */
+static double stage_edges(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o, const PartCounts *c,
+                          const StageSums *z, double infl, PartMemory *out, double *head_grad)
+{
+    double t = (double)p->tp;
     double d = p->dtype == TS_DTYPE_FP32 ? 4.0 : 2.0, r = p->sp ? 1.0 / t : 1.0;
     double sb = (double)p->seq / (double)p->cp * (double)p->micro_batch;
     double H = (double)m->hidden;
-    double emb = 0, head_grad = 0;
-    if (has_emb) {
+    double emb = 0;
+    *head_grad = 0;
+    if (z->has_emb) {
         emb = c->embed_tp / t + c->embed_rep;
         /* token ids (int64) + embedding dropout mask per in-flight micro-batch */
-        out->act_embed_bytes = infl * (8.0 * sb + (dropout ? sb * H * r : 0));
+        out->act_embed_bytes = infl * (8.0 * sb + (m->hidden_dropout > 0 ? sb * H * r : 0));
     }
-    if (has_head) {
+    if (z->has_head) {
         emb += c->head_tp / t + c->head_rep;
-        if (!has_emb && m->tied_embeddings && m->lm_head) emb += c->embed_tp / t;
+        if (!z->has_emb && m->tied_embeddings && m->lm_head) emb += c->embed_tp / t;
         /* MTP modules: projection, three norms; the shared embedding's copy */
         if (m->mtp_layers > 0)
             emb += (double)m->mtp_layers * (2.0 * H * H / t + 3.0 * part_norm_params(m)) +
-                   (!has_emb ? c->embed_tp / t : 0);
+                   (!z->has_emb ? c->embed_tp / t : 0);
         double n_head = p->schedule == PLAN_SCHED_GPIPE ? (double)p->grad_accum : 1.0;
         /* the logits the CE loss keeps: fp32 (its eager or Megatron-Core's
          * fused kernels), or the 16-bit logits themselves (Transformer
@@ -205,14 +210,19 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
         double mtp = (double)m->mtp_layers;
         if (m->lm_head)
             out->act_head_bytes = n_head * ((1.0 + mtp) * (2.0 * sb * H * d * r + logits) + mtp * 2.0 * sb * H * d);
-        head_grad = m->lm_head ? grad : 0;
+        *head_grad = m->lm_head ? grad : 0;
     }
-    pd += emb;
-    out->params = pd + pe;
-    out->embed_params = emb;
-    out->expert_params = pe;
-    out->activations_bytes = out->act_layers_bytes + out->act_embed_bytes + out->act_head_bytes;
+    return emb;
+}
 
+/* Weights, gradients and optimizer state of the stage's pd dense and pe
+ * expert parameters, by the ZeRO stage's sharding (dense over DP x CP or
+ * the HSDP shard group, experts over expert DP). */
+static void stage_states(const ParallelPlan *p, const PartMemOptions *o, double pd, double pe, double sh,
+                         PartMemory *out)
+{
+    double dps = (double)(p->dp * p->cp / plan_dp_replicas(p));
+    double edp = (double)(p->tp * p->cp * p->dp) / (double)(p->ep * p->etp);
     PartParamBytes pb;
     part_param_bytes(p, o, &pb);
     out->weights_bytes = p->zero >= 3 ? pb.weight * (pd / dps + pe / edp) : pb.weight * (pd + pe);
@@ -222,13 +232,22 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
     bool shard = p->zero >= 1 || p->dist_opt;
     out->optimizer_bytes = shard ? pb.optim * (pd / dps + pe / edp) : pb.optim * (pd + pe);
     if (p->optimizer == PLAN_OPTIM_SHAMPOO) out->optimizer_bytes += sh / dps;
-    double wb = pb.weight;
+}
 
+/* The workspace beside the stored activations: the largest layer's (or the
+ * head's gradient), ZeRO-3's two gathered layers, PyTorch FSDP ZeRO-2's
+ * unsharded gradient of a layer. */
+static double stage_workspace(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o,
+                              const PartCounts *c, double layer_max, double head_grad)
+{
+    double t = (double)p->tp, epx = (double)(p->ep * p->etp);
     double ws = layer_max > head_grad ? layer_max : head_grad;
     if (p->zero >= 3) {
+        PartParamBytes pb;
+        part_param_bytes(p, o, &pb);
         double lp = c->dense_tp / t + c->dense_rep;
         if (m->experts > 0) lp = c->moe_tp / t + c->moe_rep + c->moe_exp / epx;
-        ws += 2.0 * lp * wb; /* two gathered layers (prefetch) */
+        ws += 2.0 * lp * pb.weight; /* two gathered layers (prefetch) */
     }
     /* PyTorch FSDP's ZeRO-2 (SHARD_GRAD_OP; with --pp, Llama 3's plan):
      * each layer's gradient exists unsharded until its reduce-scatter, at
@@ -239,9 +258,37 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
         if (m->experts > 0) lp = fmax(lp, c->moe_tp / t + c->moe_rep + c->moe_exp / epx);
         ws += 4.0 * lp;
     }
-    out->workspace_bytes = ws;
+    return ws;
+}
+
+static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o,
+                         const PartCounts *c, const PartLayerAct *ad, const PartLayerAct *am,
+                         double shampoo_d, double shampoo_m, int64_t s, PartMemory *out)
+{
+    memset(out, 0, sizeof *out);
+    out->stage = (int32_t)s;
+    double infl = inflight(p, s);
+    out->inflight = infl;
+    StageSums z;
+    stage_chunks(m, p, c, ad, am, shampoo_d, shampoo_m, s, &z);
+    double held = infl * z.act_sum, units = 0;
+    if (plan_sched_ordered(p->schedule)) {
+        double b = inflight_ordered(p, s, z.act_k, &units);
+        if (b >= 0) held = b, out->inflight = infl = units / (double)plan_rank_chunks(p);
+    }
+    bool full = p->recompute == PLAN_RECOMPUTE_FULL;
+    out->act_layers_bytes = held + (full ? z.layer_max : z.remat_max);
+    double head_grad = 0;
+    double emb = stage_edges(m, p, o, c, &z, infl, out, &head_grad);
+    double pd = z.pd + emb, pe = z.pe;
+    out->params = pd + pe;
+    out->embed_params = emb;
+    out->expert_params = pe;
+    out->activations_bytes = out->act_layers_bytes + out->act_embed_bytes + out->act_head_bytes;
+    stage_states(p, o, pd, pe, z.sh, out);
+    out->workspace_bytes = stage_workspace(m, p, o, c, z.layer_max, head_grad);
     out->runtime_bytes = o->cuda_context_bytes + o->nccl_comm_bytes * count_groups(p, m) + deepep_buffer_bytes(m, p);
-    out->frag_bytes = o->frag_fraction * (out->activations_bytes + ws);
+    out->frag_bytes = o->frag_fraction * (out->activations_bytes + out->workspace_bytes);
     out->other_bytes = out->workspace_bytes + out->runtime_bytes + out->frag_bytes;
     out->total_bytes = out->weights_bytes + out->gradients_bytes + out->optimizer_bytes +
                        out->activations_bytes + out->other_bytes;

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "trainsim/hw.h"
 #include "trainsim/sim.h"
@@ -884,6 +885,13 @@ int main(int argc, char **argv)
                             "FILE.csv] [--csv OUT.csv]\n", a);
             return 2;
         }
+    }
+    struct stat in_st, out_st;
+    if (csv_path && stat(path, &in_st) == 0 && stat(csv_path, &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
+        in_st.st_ino == out_st.st_ino) {
+        fprintf(stderr, "accuracy: --csv %s is the runs file itself\nhint: write the records to another file\n",
+                csv_path);
+        return 2;
     }
     if (csv_path && xval) {
         fprintf(stderr, "accuracy: --csv writes the scored runs; -x scores none\nhint: run -x and --csv apart\n");

@@ -33,3 +33,7 @@ add_test(NAME accuracy/csv_out_bad_input
   COMMAND bash -c "d=$(mktemp -d) && cd \"$1\" && { \"$0\" --runs runs_bad_value.csv --csv $d/o.csv >/dev/null 2>&1; rc=$?; } ; [ $rc = 3 ] && [ -z \"$(ls -A $d)\" ] && rm -rf $d"
           $<TARGET_FILE:accuracy> ${CMAKE_SOURCE_DIR}/tests/accuracy)
 set_tests_properties(accuracy/csv_out accuracy/csv_out_bad_input PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
+# --csv naming the runs file itself is refused (exit 2) and leaves it as it was
+add_test(NAME accuracy/csv_out_same_file
+  COMMAND bash -c "d=$(mktemp -d) && cp \"$1/runs_user.csv\" $d/r.csv && { \"$0\" --runs $d/r.csv --csv $d/r.csv >/dev/null 2>&1; rc=$?; } ; [ $rc = 2 ] && cmp -s \"$1/runs_user.csv\" $d/r.csv && [ \"$(ls $d)\" = r.csv ] && rm -rf $d"
+          $<TARGET_FILE:accuracy> ${CMAKE_SOURCE_DIR}/tests/accuracy)

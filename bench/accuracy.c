@@ -506,7 +506,8 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
     row_plan(r, &s->m, s->k, &p, rules);
     const char *cluster = row_cluster(r->f[col("gpu")], bloom);
     if (!cluster) {
-        skip_row(o, r, "gpu %s: no cluster preset for it", r->f[col("gpu")]);
+        skip_row(o, r, "gpu %s: no cluster preset for it (the gpu column names H100, H200, H800, B200, GB200, "
+                       "MI300X or A100)", r->f[col("gpu")]);
         return false;
     }
     TsError err = {0};
@@ -872,17 +873,28 @@ int main(int argc, char **argv)
 {
     bool verbose = false, replay = false, xval = false;
     const char *path = TS_BENCH_DIR "/data/calibration_runs.csv", *csv_path = NULL;
+    static const char USAGE[] = "usage: accuracy [-v] [-r] [-x] [--runs FILE.csv | FILE.csv] [--csv OUT.csv]\n";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("%s  --runs FILE.csv  score these runs (the validation columns, docs/accuracy.md \"Scoring your "
+                   "own runs\"); default bench/data/calibration_runs.csv\n  --csv OUT.csv    also write one record "
+                   "per run\n  -v  each run's breakdown   -r  its task graph replayed too   -x  leave-one-table-out "
+                   "check of the fitted clocks\n", USAGE);
+            return 0;
+        }
         if (!strcmp(a, "-v") || !strcmp(a, "-r") || !strcmp(a, "-x")) {
             verbose |= a[1] == 'v', replay |= a[1] == 'r', xval |= a[1] == 'x';
-        } else if ((!strcmp(a, "--runs") || !strcmp(a, "--csv")) && i + 1 < argc) {
+        } else if (!strcmp(a, "--runs") || !strcmp(a, "--csv")) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "accuracy: %s needs a file name\n%s", a, USAGE);
+                return 2;
+            }
             *(a[2] == 'r' ? &path : &csv_path) = argv[++i];
         } else if (a[0] != '-' && i == argc - 1) {
             path = a;
         } else {
-            fprintf(stderr, "accuracy: unexpected argument '%s'\nusage: accuracy [-v] [-r] [-x] [--runs FILE.csv | "
-                            "FILE.csv] [--csv OUT.csv]\n", a);
+            fprintf(stderr, "accuracy: unexpected argument '%s'\n%s", a, USAGE);
             return 2;
         }
     }
@@ -952,7 +964,7 @@ int main(int argc, char **argv)
         all += tabs[t].sum_abs;
         alln += tabs[t].n;
     }
-    printf("%-10s %4d %7.1f%%\n", "all", alln, alln ? 100 * all / alln : 0);
+    if (alln) printf("%-10s %4d %7.1f%%\n", "all", alln, 100 * all / alln);
     int nmem = 0;
     for (int i = 0; i < n; i++) nmem += starts(rows[i].f[col("metric")], "mem_");
     if (nmem)
@@ -1025,5 +1037,11 @@ int main(int argc, char **argv)
         return 1;
     }
     if (csv) printf("(one record per run in %s)\n", csv_path);
+    if (alln == 0) { /* nothing to compare: said, not a table of zeros */
+        fprintf(stderr, "accuracy: no run of %s was scored\nhint: the reasons are beside each run above; a run "
+                        "needs a throughput or time metric, a GPU with a cluster preset and a plan that simulates\n",
+                path);
+        return 1;
+    }
     return 0;
 }

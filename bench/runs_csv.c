@@ -392,6 +392,11 @@ int runs_load(const char *path, RunRow *rows, int *n)
     if (got == 0) fprintf(stderr, "%s:1:1: error: empty file\nhint: the first line names the columns: id,source,"
                                   "model,...\n", path);
     bool ok = got == 1 && read_header(&rd, &h, map) && read_rows(&rd, &h, map, rows, n);
+    if (ok && *n == 0) {
+        report(path, rd.line, 1, NULL, NULL, "add one run per line after the header (tests/accuracy/runs_user.csv "
+               "is an example)", "no runs after the header");
+        ok = false;
+    }
     record_free(&h);
     free(buf);
     if (ok) return 0;

@@ -12,6 +12,7 @@
  *
  * Checked on loading, each failure a `file:line:col: error:` on stderr with
  * the line, a caret under the field and a hint:
+ *   - the header is followed by at least one run;
  *   - the record has as many fields as the header;
  *   - id, model, gpu, metric and value are not empty;
  *   - counts (layers .. num_gpus) are empty or whole numbers 1 .. 10^9;

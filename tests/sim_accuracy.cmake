@@ -10,7 +10,7 @@ target_compile_definitions(accuracy PRIVATE TS_BENCH_DIR="${CMAKE_SOURCE_DIR}/be
 foreach(c runs_user runs_notes runs_software runs_2022 runs_moe runs_framework runs_quoted k22_table5
     runs_bad_framework runs_missing_column runs_short_row runs_bad_dtype runs_bad_software runs_bad_count
     runs_bad_value runs_bad_metric runs_empty_gpu runs_bad_recompute runs_bad_distopt runs_open_quote
-    runs_after_quote runs_dup_column runs_late_value)
+    runs_after_quote runs_dup_column runs_late_value runs_header_only runs_nothing_scored)
   add_test(NAME accuracy/${c}
     COMMAND bash ${CMAKE_SOURCE_DIR}/tests/accuracy/run.sh $<TARGET_FILE:accuracy> ${c})
   set_tests_properties(accuracy/${c} PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
@@ -37,3 +37,9 @@ set_tests_properties(accuracy/csv_out accuracy/csv_out_bad_input PROPERTIES ENVI
 add_test(NAME accuracy/csv_out_same_file
   COMMAND bash -c "d=$(mktemp -d) && cp \"$1/runs_user.csv\" $d/r.csv && { \"$0\" --runs $d/r.csv --csv $d/r.csv >/dev/null 2>&1; rc=$?; } ; [ $rc = 2 ] && cmp -s \"$1/runs_user.csv\" $d/r.csv && [ \"$(ls $d)\" = r.csv ] && rm -rf $d"
           $<TARGET_FILE:accuracy> ${CMAKE_SOURCE_DIR}/tests/accuracy)
+# --help: the usage and what each option does (exact); --csv without a file: named, exit 2
+add_test(NAME accuracy/help
+  COMMAND bash -c "diff -u \"$1\" <(\"$0\" --help)" $<TARGET_FILE:accuracy> ${CMAKE_SOURCE_DIR}/tests/accuracy/help.stdout)
+add_test(NAME accuracy/csv_no_file
+  COMMAND bash -c "out=$(\"$0\" --csv 2>&1 >/dev/null); rc=$?; [ $rc = 2 ] && [ \"$out\" = \"$(printf 'accuracy: --csv needs a file name\\nusage: accuracy [-v] [-r] [-x] [--runs FILE.csv | FILE.csv] [--csv OUT.csv]')\" ]"
+          $<TARGET_FILE:accuracy>)

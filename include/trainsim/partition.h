@@ -235,6 +235,12 @@ typedef struct PartKernel {
                                  ("layernorm", "rmsnorm", "gelu", "swiglu": its _fwd and _bwd
                                  tables; "add" both passes), NULL for none (static) */
 } PartKernel;
+/* A launch count as PartKernel.launches holds it (int16_t): at most 30000,
+ * past any model's (30000 local experts' GEMMs). */
+static inline int16_t part_launches(int64_t n)
+{
+    return (int16_t)(n < 0 ? 0 : n < 30000 ? n : 30000);
+}
 
 #define PART_MAX_KERNELS 24
 typedef struct PartBlockT {

@@ -87,10 +87,8 @@ static void fp8_casts(const CostCtx *c, const PartKernel *k, double t[3])
     if (c->fp8 == PLAN_FP8_CURRENT) in += 2, go += 2;
     if (c->fp8 == PLAN_FP8_BLOCKWISE) in = 3 + 1.0 / 32, go = 4 + 2.0 / 32, wg = 2 + 1.0 / 32;
     int launches = 1;
-    if ((k->flags & PART_KF_STREAMS) && c->fp8 != PLAN_FP8_DELAYED) {
-        int64_t n = k->batch * (c->fp8 == PLAN_FP8_CURRENT ? 4 : 1);
-        launches = n < 30000 ? (int)n : 30000;
-    }
+    if ((k->flags & PART_KF_STREAMS) && c->fp8 != PLAN_FP8_DELAYED)
+        launches = part_launches(k->batch * (c->fp8 == PLAN_FP8_CURRENT ? 4 : 1));
     t[0] += mem_time(hw, in * mk, launches, 0);
     t[1] += mem_time(hw, go * mn, launches, 0);
     if (wg > 0) t[2] += mem_time(hw, wg * mk, k->flags & PART_KF_STREAMS ? (int)k->batch : 1, 0);

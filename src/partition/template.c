@@ -264,8 +264,8 @@ static void mcore_moe_host(const ParallelPlan *p, PartKernel *topk, PartKernel *
     for (int i = 0; i < 2; i++) {
         fc[i]->flags |= PART_KF_AFTER_SYNC | (seq ? 0 : PART_KF_INNER | PART_KF_STREAMS);
         int64_t nf = seq ? (i ? 2 : 1) * local : f * local + f0, nb = seq ? (i ? 2 : 1) * local : b * local + b0;
-        fc[i]->launches[0] = (int16_t)(nf < 30000 ? nf : 30000);
-        fc[i]->launches[1] = (int16_t)(nb < 30000 ? nb : 30000);
+        fc[i]->launches[0] = part_launches(nf);
+        fc[i]->launches[1] = part_launches(nb);
     }
 }
 
@@ -287,9 +287,8 @@ static void grouped_fc2_bias(PartBlockT *b, double el, double ab, int64_t local)
     PartKernel *k = tpl_mem(b, "experts.fc2_bias", 6.0 * el * ab, 8.0 * el * ab, 2.0 * el);
     k->flags |= PART_KF_GENERIC | PART_KF_AFTER_SYNC | PART_KF_PYLOOP;
     k->elems[0] = el, k->elems[1] = 2.0 * el;
-    int64_t nf = 2 * local + 1, nb = 4 * local + 1;
-    k->launches[0] = (int16_t)(nf < 30000 ? nf : 30000);
-    k->launches[1] = (int16_t)(nb < 30000 ? nb : 30000);
+    k->launches[0] = part_launches(2 * local + 1);
+    k->launches[1] = part_launches(4 * local + 1);
     k->host_calls[0] = 4, k->host_calls[1] = 3; /* the two splits, view, to; split, cat and view nodes */
 }
 

@@ -321,8 +321,8 @@ static void hf_experts(PartBlockT *b, const Hx *h, int64_t me)
             k->count = (int32_t)E;
             for (int j = 0; j < 3; j++) k->flops[j] *= (double)E;
             k->flags |= PART_KF_FP32 | PART_KF_PYLOOP;
-            k->launches[0] = (int16_t)(E < 16000 ? E : 16000); /* int16: a count past any model */
-            k->launches[1] = (int16_t)(E < 16000 ? 2 * E : 32000);
+            k->launches[0] = part_launches(E);
+            k->launches[1] = part_launches(2 * E);
             continue;
         }
         /* torch._grouped_mm: the tokens of each expert binomial, T picks of K

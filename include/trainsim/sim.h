@@ -155,6 +155,10 @@ void sim_cost_ctx(CostCtx *c, const HwModel *hw, const ParallelPlan *p, const Si
                   const HwNet *net);
 /* o's host is the default one (no --host-us) */
 bool sim_host_default(const SimOptions *o);
+/* The host's dispatch is in plan p's loop (--host-us acts): eager
+ * HuggingFace modules (--framework hf), or Megatron-Core's MoE layers that
+ * CUDA graphs do not replay. */
+bool sim_host_in_loop(const SimOptions *o, const ParallelPlan *p, const ModelSpec *m);
 /* Distributed Shampoo's preconditioning per step, in seconds per parameter
  * of a stage (before the split over its DP ranks): the preconditioners
  * applied (4 x block side FLOPs per parameter) and their roots amortized

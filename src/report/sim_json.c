@@ -173,8 +173,7 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
         ts_buf_printf(b, ", \"cuda_graphs\": %s", sim_cuda_graphs(o, p, in->model->experts > 0, NULL) ? "true" : "false");
     /* the host's dispatch time an op, forward and backward (cost.h, --host-us),
      * where it is in the loop: HF's modules, Megatron-Core's MoE layers */
-    bool host = plan_hf(p) || (p->framework == PLAN_FRAMEWORK_MEGATRON && in->model->experts > 0 &&
-                               !sim_cuda_graphs(o, p, true, NULL));
+    bool host = sim_host_in_loop(o, p, in->model);
     if (host)
         ts_buf_printf(b, ", \"host_dispatch_us\": [%.10g, %.10g]",
                       1e6 * o->host_s[0], 1e6 * o->host_s[1]);

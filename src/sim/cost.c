@@ -165,6 +165,12 @@ void sim_cost_ctx(CostCtx *c, const HwModel *hw, const ParallelPlan *p, const Si
     }
 }
 
+bool sim_host_in_loop(const SimOptions *o, const ParallelPlan *p, const ModelSpec *m)
+{
+    return plan_hf(p) ||
+           (p->framework == PLAN_FRAMEWORK_MEGATRON && m->experts > 0 && !sim_cuda_graphs(o, p, true, NULL));
+}
+
 bool sim_host_default(const SimOptions *o)
 {
     return o->host_s[0] == COST_HOST_FWD_S && o->host_s[1] == COST_HOST_BWD_S;
@@ -400,10 +406,8 @@ static void result_warnings(const SimSetup *in, const Ctx *x, SimResult *out)
         warn(out, SIM_WARN_SELECTIVE_OPS, 0, 0, 0, 0, NULL);
     if (in->opt.cp_comm != SIM_CP_P2P && p->cp == 1)
         warn(out, SIM_WARN_CP_COMM, 0, 0, in->opt.cp_comm, 0, NULL);
-    bool mcore_host = p->framework == PLAN_FRAMEWORK_MEGATRON && m->experts > 0 &&
-                      !sim_cuda_graphs(&in->opt, p, true, NULL);
-    if (!sim_host_default(&in->opt) && !plan_hf(p) && !mcore_host)
-        warn(out, SIM_WARN_HOST_US, 0, 0, 0, 0, NULL);
+    bool host = sim_host_in_loop(&in->opt, p, m), mcore_host = host && !plan_hf(p);
+    if (!sim_host_default(&in->opt) && !host) warn(out, SIM_WARN_HOST_US, 0, 0, 0, 0, NULL);
     /* a step the host holds back by a tenth or more (the threshold of a
      * warning worth acting on, as the bubble's) */
     if (mcore_host && out->iteration_time_s > 0 && out->host_wait_s >= 0.1 * out->iteration_time_s)

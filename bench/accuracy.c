@@ -455,24 +455,27 @@ static const char *const CSV_COLS[] = {"id",        "table",     "status", "mode
 enum { CSV_NCOL = sizeof CSV_COLS / sizeof CSV_COLS[0] };
 
 /* --csv: the row's record. status "scored" with s and res, the prediction
- * pred and its error e; else why the row is not scored (s, res NULL). */
+ * pred and its error e, the whole resolved plan (plan_describe); else why
+ * the row is not scored (s, res NULL). */
 static void csv_record(const EvalOpts *o, const Row *r, const char *status, const RowSetup *s, const SimResult *res,
                        double pred, double e)
 {
-    char num[4][32] = {{0}}, plan[128] = "", rules[sizeof s->rules] = "";
+    char num[4][32] = {{0}}, rules[sizeof s->rules] = "";
+    TsBuf plan = {0};
     const char *v[CSV_NCOL] = {r->f[col("id")], o->table ? o->table : "", status, "", "", "", r->f[col("metric")],
                                r->f[col("value")], "", "", "", "", ""};
     if (s && res) {
-        plan_text(&s->in.plan, plan, sizeof plan);
+        plan_describe(&s->in.plan, &plan);
         snprintf(num[0], sizeof num[0], "%.6g", pred);
         snprintf(num[1], sizeof num[1], "%.6f", e);
         snprintf(num[2], sizeof num[2], "%.6g", res->iteration_time_s);
-        v[3] = s->m.name, v[4] = plan, v[5] = ts_dtype_name(s->in.plan.dtype);
+        v[3] = s->m.name, v[4] = plan.data, v[5] = ts_dtype_name(s->in.plan.dtype);
         snprintf(rules, sizeof rules, "%s", s->rules); /* "a; b; " -> "a; b" */
         for (size_t k = strlen(rules); k > 0 && (rules[k - 1] == ' ' || rules[k - 1] == ';'); k--) rules[k - 1] = 0;
         v[8] = num[0], v[9] = num[1], v[10] = num[2], v[11] = res->memory.fits ? "yes" : "no", v[12] = rules;
     }
     for (int c = 0; c < CSV_NCOL; c++) runs_put_field(o->csv, v[c], c == CSV_NCOL - 1);
+    ts_buf_free(&plan);
 }
 
 /* A row that cannot be scored: why, on stdout when printing and in the csv. */

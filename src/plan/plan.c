@@ -577,6 +577,7 @@ void plan_describe(const ParallelPlan *p, TsBuf *out)
     if (p->cp > 1) ts_buf_printf(out, " cp%lld", (long long)p->cp);
     if (p->ep > 1) ts_buf_printf(out, " ep%lld etp%lld", (long long)p->ep, (long long)p->etp);
     if (p->sp) ts_buf_puts(out, " sp");
+    if (p->tp_overlap) ts_buf_puts(out, " tp-overlap");
     if (p->zero) ts_buf_printf(out, " zero%d", p->zero);
     if (p->dist_opt) ts_buf_puts(out, " dist-opt");
     if (p->dp_shard > 0) ts_buf_printf(out, " dp-shard%lld", (long long)p->dp_shard);

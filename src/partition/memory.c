@@ -216,38 +216,35 @@ static double stage_edges(const ModelSpec *m, const ParallelPlan *p, const PartM
 }
 
 /* Weights, gradients and optimizer state of the stage's pd dense and pe
- * expert parameters, by the ZeRO stage's sharding (dense over DP x CP or
- * the HSDP shard group, experts over expert DP). */
-static void stage_states(const ParallelPlan *p, const PartMemOptions *o, double pd, double pe, double sh,
+ * expert parameters at b's bytes per parameter, by the ZeRO stage's
+ * sharding (dense over DP x CP or the HSDP shard group, experts over
+ * expert DP). */
+static void stage_states(const ParallelPlan *p, const PartParamBytes *b, double pd, double pe, double sh,
                          PartMemory *out)
 {
     double dps = (double)(p->dp * p->cp / plan_dp_replicas(p));
     double edp = (double)(p->tp * p->cp * p->dp) / (double)(p->ep * p->etp);
-    PartParamBytes pb;
-    part_param_bytes(p, o, &pb);
-    out->weights_bytes = p->zero >= 3 ? pb.weight * (pd / dps + pe / edp) : pb.weight * (pd + pe);
-    out->gradients_bytes = p->zero >= 2 ? pb.grad * (pd / dps + pe / edp) : pb.grad * (pd + pe);
+    out->weights_bytes = p->zero >= 3 ? b->weight * (pd / dps + pe / edp) : b->weight * (pd + pe);
+    out->gradients_bytes = p->zero >= 2 ? b->grad * (pd / dps + pe / edp) : b->grad * (pd + pe);
     /* DeepSpeed's BF16 optimizer keeps fp32 gradients beside the bf16 ones */
     if (plan_ds_pipe(p) && p->dtype == TS_DTYPE_BF16 && p->zero < 3) out->gradients_bytes += 4.0 * (pd + pe);
     bool shard = p->zero >= 1 || p->dist_opt;
-    out->optimizer_bytes = shard ? pb.optim * (pd / dps + pe / edp) : pb.optim * (pd + pe);
+    out->optimizer_bytes = shard ? b->optim * (pd / dps + pe / edp) : b->optim * (pd + pe);
     if (p->optimizer == PLAN_OPTIM_SHAMPOO) out->optimizer_bytes += sh / dps;
 }
 
 /* The workspace beside the stored activations: the largest layer's (or the
  * head's gradient), ZeRO-3's two gathered layers, PyTorch FSDP ZeRO-2's
  * unsharded gradient of a layer. */
-static double stage_workspace(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o,
+static double stage_workspace(const ModelSpec *m, const ParallelPlan *p, const PartParamBytes *pb,
                               const PartCounts *c, double layer_max, double head_grad)
 {
     double t = (double)p->tp, epx = (double)(p->ep * p->etp);
     double ws = layer_max > head_grad ? layer_max : head_grad;
     if (p->zero >= 3) {
-        PartParamBytes pb;
-        part_param_bytes(p, o, &pb);
         double lp = c->dense_tp / t + c->dense_rep;
         if (m->experts > 0) lp = c->moe_tp / t + c->moe_rep + c->moe_exp / epx;
-        ws += 2.0 * lp * pb.weight; /* two gathered layers (prefetch) */
+        ws += 2.0 * lp * pb->weight; /* two gathered layers (prefetch) */
     }
     /* PyTorch FSDP's ZeRO-2 (SHARD_GRAD_OP; with --pp, Llama 3's plan):
      * each layer's gradient exists unsharded until its reduce-scatter, at
@@ -285,8 +282,10 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
     out->embed_params = emb;
     out->expert_params = pe;
     out->activations_bytes = out->act_layers_bytes + out->act_embed_bytes + out->act_head_bytes;
-    stage_states(p, o, pd, pe, z.sh, out);
-    out->workspace_bytes = stage_workspace(m, p, o, c, z.layer_max, head_grad);
+    PartParamBytes pb; /* bytes per parameter of weights, gradients, optimizer state */
+    part_param_bytes(p, o, &pb);
+    stage_states(p, &pb, pd, pe, z.sh, out);
+    out->workspace_bytes = stage_workspace(m, p, &pb, c, z.layer_max, head_grad);
     out->runtime_bytes = o->cuda_context_bytes + o->nccl_comm_bytes * count_groups(p, m) + deepep_buffer_bytes(m, p);
     out->frag_bytes = o->frag_fraction * (out->activations_bytes + out->workspace_bytes);
     out->other_bytes = out->workspace_bytes + out->runtime_bytes + out->frag_bytes;

@@ -138,7 +138,7 @@ static void shard_model(const json_t *r, ModelSpec *m)
     m->hidden = (int64_t)num(r, "hidden");
     m->heads = (int64_t)num(r, "heads");
     m->kv_heads = (int64_t)num(r, "kv_heads");
-    m->head_dim = m->hidden / m->heads;
+    m->head_dim = num(r, "head_dim") > 0 ? (int64_t)num(r, "head_dim") : m->hidden / m->heads;
     m->ffn = (int64_t)num(r, "ffn");
     m->vocab = 32000;
     m->max_positions = 1 << 20;
@@ -287,7 +287,7 @@ static void row_b(const json_t *r, const char *gpu)
             if (!strcmp(MAP[i].op, "norm")) pred = ps < 2 ? torch_norm_s(&hw, tok * (double)m.hidden * 2, tok, ps) : 0;
             if (!strcmp(MAP[i].op, "act")) pred = ps < 2 ? torch_act_s(&hw, gated, tok * (double)(m.ffn / p.tp), ps) : 0;
             if (fa2 && MAP[i].b == PART_BLOCK_ATTN && !strcmp(MAP[i].kernel, "core") && ps < 2)
-                pred *= hw.gpu.attn_fa2_factor[ps];
+                pred *= hw_attn_fa2_factor(&hw.gpu, m.head_dim, ps == 1);
             int twice = !strcmp(MAP[i].op, "norm") ? 2 : 1;
             sum_m[ps > 0] += twice * meas;
             sum_p[ps > 0] += twice * pred;
@@ -616,7 +616,7 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
         for (int bwd = 0; bwd < 2; bwd++) {
             double meas = num(r, bwd ? "bwd_ms" : "fwd_ms");
             double pred = tf * hw_attention_time_s(&hw, bt, h, s, s, d, causal, bwd, TS_DTYPE_BF16) *
-                          (fa2 ? hw.gpu.attn_fa2_factor[bwd] : 1.0);
+                          (fa2 ? hw_attn_fa2_factor(&hw.gpu, d, bwd) : 1.0);
             if (!(meas > 0)) continue;
             double e = pred / (meas * 1e-3) - 1;
             printf("D-attn %-5s batch %-3lld heads %-3lld seq %-6lld d %-3lld %-6s %-5s %s%s  measured %8.3f ms  predicted "

@@ -37,6 +37,11 @@ gpu_accuracy_golden(norm_rows -v)
 # layer template, the norm and the activation as the harness's eager
 # PyTorch kernels (torch_norm_s, torch_act_s), op by op (-v, exact)
 gpu_accuracy_golden(shard_rows -v)
+# a shard row whose heads are narrower than hidden / heads (GPT-OSS: 64
+# heads of 64 over hidden 2880; the row's head_dim) and a D-attn row on the
+# flash kernel at head dim 64: the flash factor at that head dim
+# (attn_fa2_factor_hd64), not the head-dim-128 one (-v, exact)
+gpu_accuracy_golden(shard_head_dim -v)
 # a shard row timed back to back (measure.py shard --sustained, an H200):
 # each op's SM clock beside it, the GEMMs and the core costed at it, scored
 # as part B-b2b (-v, exact)

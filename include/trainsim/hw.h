@@ -106,7 +106,10 @@ typedef struct GpuSpec {
     double attn_fa2_factor[2];            /* time factor forward / backward of SDPA's flash kernel
                                              (FlashAttention-2) over the fused attention this
                                              model describes, for measurements and calibrations
-                                             timed on it; 1 where that kernel is FA2 (A100) */
+                                             timed on it, at head dim 128 and above; 1 where that
+                                             kernel is FA2 (A100) */
+    double attn_fa2_factor_hd64[2];       /* the same at head dim 64 and below, linear between
+                                             (hw_attn_fa2_factor); absent: attn_fa2_factor */
     double mem_eff;                       /* achieved / spec HBM bandwidth for large streams, 0.88 */
     double mem_half_bytes;                /* bytes at which achieved bandwidth is half of it, 4e6 */
     double launch_s;                      /* per-kernel launch + tail overhead, 4e-6 */
@@ -209,6 +212,10 @@ double hw_calib_attn_clock_mhz(const HwCalib *c);
  * describes; the correction divides them by the preset's
  * attn_fa2_factor. */
 bool hw_calib_attn_flash(const HwCalib *c);
+/* SDPA's flash kernel's time factor over the fused attention at head dim d
+ * (attn_fa2_factor at 128 and above, attn_fa2_factor_hd64 at 64 and below,
+ * linear between). */
+double hw_attn_fa2_factor(const GpuSpec *g, int64_t d, bool backward);
 /* Measured time (s) of the named memory-bound kernel moving `bytes` (read +
  * written, each tensor once): "copy", "layernorm_fwd", "layernorm_bwd",
  * "rmsnorm_fwd", "rmsnorm_bwd", "gelu_fwd", "gelu_bwd", "swiglu_fwd",

@@ -78,3 +78,15 @@ double hw_attn_model(const GpuSpec *g, int64_t B, int64_t heads, int64_t sq, int
     double tmem = bytes / (g->hbm_bw_bytes_per_s * g->mem_eff);
     return (t > tmem ? t : tmem) + g->launch_s;
 }
+
+/* FlashAttention-2 runs Ampere's mma.sync on Hopper where cuDNN runs wgmma:
+ * its time over cuDNN's is set per head dim from measurements (H100 and H200,
+ * 30 shapes each: 1.5-1.6x at head dim 64, 1.8-1.9x at 128), linear between. */
+double hw_attn_fa2_factor(const GpuSpec *g, int64_t d, bool backward)
+{
+    int i = backward ? 1 : 0;
+    double hi = g->attn_fa2_factor[i], lo = g->attn_fa2_factor_hd64[i];
+    if (d >= 128) return hi;
+    if (d <= 64) return lo;
+    return lo + (hi - lo) * (double)(d - 64) / 64.0;
+}

@@ -268,7 +268,7 @@ double hw_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t s
         double dims[6] = {(double)B, (double)heads, (double)sq, (double)sk, (double)d,
                           causal ? 1.0 : 0.0};
         double f = clock_ratio(m, hw_calib_attn_clock_mhz(m->calib));
-        if (hw_calib_attn_flash(m->calib)) f /= m->gpu.attn_fa2_factor[backward ? 1 : 0];
+        if (hw_calib_attn_flash(m->calib)) f /= hw_attn_fa2_factor(&m->gpu, d, backward);
         t = hw_calib_correct(m, backward ? HW_CAL_ATTN_BWD : HW_CAL_ATTN_FWD, dims, 6, dt, false, f, t);
     }
     return t;

@@ -246,6 +246,22 @@ static void test_attention(void **state)
     near("FA2 A100 fwd+bwd", 3.5 * fl / t / 1e12, 203, 0.08);
 }
 
+/* SDPA's flash kernel over cuDNN attention, per head dim (H100 medians of
+ * attn_2026-11-27_h100.jsonl): 1.55 / 1.56 at 64 and below, 1.91 / 1.84 at
+ * 128 and above, linear between; a preset without the head-dim-64 pair
+ * (A100, where FA2 is the model) uses its one factor everywhere. */
+static void test_attention_fa2_factor(void **state)
+{
+    (void)state;
+    HwModel h = model_of("h100-sxm5-80gb"), a = model_of("a100-sxm4-80gb");
+    assert_true(fabs(hw_attn_fa2_factor(&h.gpu, 64, false) - 1.55) < 1e-12);
+    assert_true(fabs(hw_attn_fa2_factor(&h.gpu, 32, true) - 1.56) < 1e-12);
+    assert_true(fabs(hw_attn_fa2_factor(&h.gpu, 96, false) - 0.5 * (1.55 + 1.91)) < 1e-12);
+    assert_true(fabs(hw_attn_fa2_factor(&h.gpu, 128, true) - 1.84) < 1e-12);
+    assert_true(fabs(hw_attn_fa2_factor(&h.gpu, 256, false) - 1.91) < 1e-12);
+    for (int64_t d = 32; d <= 256; d += 32) assert_true(hw_attn_fa2_factor(&a.gpu, d, true) == a.gpu.attn_fa2_factor[1]);
+}
+
 /* The in-order schedule of `heads` x `n` causal CTAs (CTA i costs c0 + i + 1
  * tile times) on p SMs, CTA by CTA: each goes to the SM that frees first. */
 static double list_schedule(int64_t heads, int64_t n, double c0, int p)
@@ -660,7 +676,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_presets_load),   cmocka_unit_test(test_gemm_square),
         cmocka_unit_test(test_gemm_shape_effects), cmocka_unit_test(test_gemm_fp32_simt),
-        cmocka_unit_test(test_gemm_tf32),      cmocka_unit_test(test_attention), cmocka_unit_test(test_attention_schedule),
+        cmocka_unit_test(test_gemm_tf32),      cmocka_unit_test(test_attention), cmocka_unit_test(test_attention_fa2_factor),
+        cmocka_unit_test(test_attention_schedule),
         cmocka_unit_test(test_memory),         cmocka_unit_test(test_software), cmocka_unit_test(test_op_dispatch),
         cmocka_unit_test(test_allreduce_curves), cmocka_unit_test(test_coll_invariants),
         cmocka_unit_test(test_calibration_interp), cmocka_unit_test(test_calibration_v2),

@@ -799,6 +799,7 @@ def cmd_shard(args, ctx, rows, budget):
         "hidden": H,
         "heads": A,
         "kv_heads": K,
+        "head_dim": hd,
         "ffn": args.ffn,
         "gated": bool(args.gated),
         "tp": T,

@@ -363,6 +363,11 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     const char *rc = r->f[col("recompute")];
     p->recompute = starts(rc, "full") ? PLAN_RECOMPUTE_FULL
                   : starts(rc, "selective") ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
+    uint32_t mods = 0;
+    if (runs_rc_modules(rc, &mods) && mods) { /* selective(layernorm,moe_act): Megatron-Core's modules */
+        p->recompute_modules = mods;
+        strcat(rules, "recompute modules as said; ");
+    }
     const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
     if (p->recompute == PLAN_RECOMPUTE_FULL) {
         int64_t nl = acc_recompute_layers(rc, text), chunk = (m->layers + p->pp * p->vpp - 1) / (p->pp * p->vpp);

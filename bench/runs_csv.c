@@ -7,6 +7,8 @@
  */
 #include "runs_csv.h"
 
+#include "trainsim/plan.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -248,6 +250,25 @@ static bool starts_one_of(const char *s, const char *list)
     return one_of(word, list);
 }
 
+bool runs_rc_modules(const char *cell, uint32_t *mods)
+{
+    uint32_t m = 0;
+    if (mods) *mods = 0;
+    if (strncmp(cell, "selective(", 10)) return true;
+    const char *open = cell + 9, *close = strrchr(cell, ')');
+    if (close != cell + strlen(cell) - 1) return false;
+    char in[96];
+    size_t n = (size_t)(close - open - 1);
+    if (n == 0 || n >= sizeof in) return false;
+    memcpy(in, open + 1, n);
+    in[n] = 0;
+    const char *bad;
+    size_t bad_len;
+    if (strcmp(in, "op") && !plan_rc_modules_parse(in, &m, &bad, &bad_len)) return false;
+    if (mods) *mods = m;
+    return true;
+}
+
 static bool is_count(const char *s)
 {
     if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 10) return false;
@@ -298,10 +319,11 @@ static bool bad_cell(const Reader *rd, const Field *const fld[RUNS_NCOL])
         return true;
     }
     const Field *rc = fld[runs_col("recompute")], *dopt = fld[runs_col("dist_opt")];
-    if (rc->s[0] && !starts_one_of(rc->s, "none selective full")) {
+    if (rc->s[0] && (!starts_one_of(rc->s, "none selective full") || !runs_rc_modules(rc->s, NULL))) {
         report(rd->path, rc->line, rc->col, rc->bol, rd->end,
-               "recompute is none, selective, selective(op) (PyTorch's op-level SAC), full or full:N (N layers "
-               "per chunk)", "recompute '%s' is not known", rc->s);
+               "recompute is none, selective, selective(op) (PyTorch's op-level SAC), selective(MODULES) "
+               "(Megatron-Core's recompute_modules: core_attn, layernorm, moe_act, mla_up_proj, comma-separated), "
+               "full or full:N (N layers per chunk)", "recompute '%s' is not known", rc->s);
         return true;
     }
     bool fsdp = starts_one_of(dopt->s, "fsdp"), staged = strstr(dopt->s, "zero2") || strstr(dopt->s, "zero3");

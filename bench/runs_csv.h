@@ -30,6 +30,7 @@
 #define TRAINSIM_BENCH_RUNS_CSV_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 enum {
@@ -47,6 +48,11 @@ typedef struct RunRow {
 
 /* The index of a column of RUNS_COLS, -1 if it is not one. */
 int runs_col(const char *name);
+/* A recompute cell's modules: selective(MODULES) gives Megatron-Core's
+ * recompute_modules as PLAN_RC_* bits (core_attn, layernorm, moe_act,
+ * mla_up_proj, comma-separated); any other cell, selective(op) included,
+ * gives 0. False where the parentheses hold neither op nor such a list. */
+bool runs_rc_modules(const char *cell, uint32_t *mods);
 
 /* Read the runs file at path into rows[0 .. *n) (room for RUNS_MAXROW).
  * Returns 0; 1 when the file cannot be read; 3 when it is malformed (the

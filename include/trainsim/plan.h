@@ -351,6 +351,13 @@ static inline int64_t plan_pytorch_vpp_group(int64_t pp, int64_t m)
     int64_t r = pp > 0 && m / pp > 1 ? m / pp : 1;
     return m > 0 && m % r == 0 ? m / r : 0;
 }
+/* Megatron's interleaved table runs the plan: the interleaved schedule, or
+ * 1F1B with EP overlap over vpp > 1 chunks a rank (Megatron-Core's combined
+ * 1F1B inside its interleaved schedule). */
+static inline bool plan_interleaved(const ParallelPlan *p)
+{
+    return p->schedule == PLAN_SCHED_INTERLEAVED || (p->schedule == PLAN_SCHED_1F1B_A2A && p->vpp > 1);
+}
 /* The interleaved schedule's micro-batch group: vpp_group, torchtitan's
  * PyTorch group (needs a resolved plan: grad_accum), or pp. */
 static inline int64_t plan_vpp_group(const ParallelPlan *p)
@@ -363,7 +370,7 @@ static inline int64_t plan_vpp_group(const ParallelPlan *p)
  * other than pp; 0 otherwise. */
 static inline int64_t plan_vpp_group_shown(const ParallelPlan *p)
 {
-    if (p->schedule != PLAN_SCHED_INTERLEAVED) return 0;
+    if (!plan_interleaved(p)) return 0;
     int64_t g = plan_vpp_group(p);
     return p->vpp_group > 0 || g != p->pp ? g : 0;
 }
@@ -415,7 +422,7 @@ int64_t plan_rank_chunk(const ParallelPlan *p, int64_t s, int64_t k);
  * under dualpipe (each copy of the pipeline takes half). */
 int64_t plan_chunk_micro_batches(const ParallelPlan *p);
 
-/* ---- the task order of the zero-bubble and DualPipe schedules ----
+/* ---- the task order of the zero-bubble, DualPipe and EP-overlap schedules ----
  * One pipeline rank's tasks, in the order it runs them, as int32 entries
  * PLAN_TASK(mb, k, kind): mb the micro-batch of the rank's chunk k (both
  * counted from 0; dualpipe: within the copy's half of the micro-batches) and
@@ -435,16 +442,25 @@ int64_t plan_chunk_micro_batches(const ParallelPlan *p);
  *     gradient only; W I0; the remaining W (first in, first out). Phase 0 is
  *     the chunk whose micro-batches reach the rank first: dualpipev chunk 0;
  *     dualpipe the copy run from rank 0 on the first half of the ranks, the
- *     other copy on the second half (k = 0: the copy entering at rank 0).
- * out holds plan_order_cap entries; fifo (the W queue) chunks x micro-batches.
- * Returns the number of entries, 0 for the other schedules. */
+ *     other copy on the second half (k = 0: the copy entering at rank 0);
+ *   1f1b-a2a: Megatron-Core's 1F1B (v = 1) or interleaved schedule (v > 1,
+ *     micro-batch groups of `group`) with its EP communication overlap: the
+ *     table of plan_order_megatron with one warm-up forward more
+ *     (plan_order_warmup), each steady-state forward a _PF with the backward
+ *     after it.
+ * v is the rank's model chunks and group the interleaved micro-batch group
+ * (0: pp); both matter to 1f1b-a2a alone. out holds plan_order_cap entries;
+ * fifo (the W queue) chunks x micro-batches. Returns the number of entries,
+ * 0 for the other schedules. */
+#define PLAN_TASK_MAX_CHUNKS 128 /* k < 128: a rank's model chunks (--vpp) at most */
 #define PLAN_TASK(mb, k, kind) ((int32_t)(((int32_t)(mb) << 10) | ((int32_t)(k) << 3) | (int32_t)(kind)))
 #define PLAN_TASK_MB(t) ((t) >> 10)
 #define PLAN_TASK_CHUNK(t) (((t) >> 3) & 127)
 #define PLAN_TASK_KIND(t) ((t) & 7)
 enum { PLAN_TASK_F = 0, PLAN_TASK_B = 1, PLAN_TASK_I = 2, PLAN_TASK_W = 3, PLAN_TASK_PF = 4 };
-int64_t plan_order_cap(PlanSchedule sched, int64_t micro_batches);
-int64_t plan_order(PlanSchedule sched, int64_t pp, int64_t micro_batches, int64_t s, int32_t *out, int32_t *fifo);
+int64_t plan_order_cap(PlanSchedule sched, int64_t micro_batches, int64_t v);
+int64_t plan_order(PlanSchedule sched, int64_t pp, int64_t v, int64_t micro_batches, int64_t group, int64_t s,
+                   int32_t *out, int32_t *fifo);
 /* Megatron's own orders for rank s of pp, v model chunks a rank, m
  * micro-batches, in PLAN_TASK entries (F and B; k the rank's chunk):
  *   gpipe: every forward (chunk by chunk), then every backward;
@@ -461,10 +477,15 @@ int64_t plan_order_megatron(PlanSchedule sched, int64_t pp, int64_t v, int64_t m
                             int32_t *out);
 /* Its warm-up forwards on rank s (1f1b, interleaved; capped at m*v). */
 int64_t plan_megatron_warmup(int64_t pp, int64_t v, int64_t m, int64_t group, int64_t s);
-/* The overlapped pairs of rank s's order without writing it, O(1):
- * pairs[kf][kb] = how many _PF entries run a forward of chunk kf with a
- * backward of chunk kb (all 0 but for dualpipe and dualpipev). */
-void plan_order_pairs(PlanSchedule sched, int64_t pp, int64_t micro_batches, int64_t s, int64_t pairs[2][2]);
+/* The same for schedule `sched` (1f1b-a2a: one more, capped at m*v). */
+int64_t plan_order_warmup(PlanSchedule sched, int64_t pp, int64_t v, int64_t m, int64_t group, int64_t s);
+/* The overlapped pairs of rank s's order without writing it: fn(ctx, kf,
+ * kb, n) for n _PF entries that run a forward of the rank's chunk kf with a
+ * backward of its chunk kb (dualpipe, dualpipev: twice, O(1); 1f1b-a2a:
+ * once a steady step, O(m v); the other schedules: never). */
+typedef void (*PlanPairFn)(void *ctx, int32_t kf, int32_t kb, int64_t n);
+void plan_order_pairs(PlanSchedule sched, int64_t pp, int64_t v, int64_t micro_batches, int64_t group, int64_t s,
+                      PlanPairFn fn, void *ctx);
 
 /* DeepSpeed's PipelineEngine (deepspeed/runtime/pipe/schedule.py,
  * TrainSchedule) on stage s of pp: 2 (m + pp - 1) steps; step k runs a

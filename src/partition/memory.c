@@ -63,24 +63,25 @@ static double deepep_buffer_bytes(const ModelSpec *m, const ParallelPlan *p)
 
 /* Chunk-micro-batch units in flight on pipeline rank s, divided by vpp
  * (= micro-batches of a whole stage). */
-/* zb-h1, dualpipe, dualpipev: the most activation bytes rank s holds at
- * once, walking its plan_order with act[k] bytes per micro-batch of its
- * chunk k: a forward stores one, a whole backward or a W frees it (the
+/* zb-h1, dualpipe, dualpipev, 1f1b-a2a: the most activation bytes rank s
+ * holds at once, walking its plan_order with act[k] bytes per micro-batch of
+ * its chunk k: a forward stores one, a whole backward or a W frees it (the
  * weight gradient reads the layers' saved inputs, so an input-gradient
  * pass frees nothing); an F&B pair counts its forward first. DualPipe's
  * Table 2 (arXiv 2412.19437): PP+1 chunk micro-batches on the first rank.
  * *units: the (micro-batch, chunk) units held at that peak. -1 on
  * allocation failure. */
-static double inflight_ordered(const ParallelPlan *p, int64_t s, const double act[2], double *units)
+static double inflight_ordered(const ParallelPlan *p, int64_t s, const double *act, double *units)
 {
-    int64_t m = p->grad_accum, cap = plan_order_cap(p->schedule, m);
+    int64_t m = p->grad_accum, v = plan_rank_chunks(p), cap = plan_order_cap(p->schedule, m, v);
     int32_t *o = malloc((size_t)cap * 2 * sizeof *o);
     if (!o) return -1;
-    int64_t n = plan_order(p->schedule, p->pp, m, s, o, o + cap), cur = 0;
+    int64_t n = plan_order(p->schedule, p->pp, v, m, plan_interleaved(p) ? plan_vpp_group(p) : 0, s, o, o + cap);
+    int64_t cur = 0;
     double bytes = 0, top = 0;
     *units = 0;
     for (int64_t i = 0; i < n; i++) {
-        int k = PLAN_TASK_KIND(o[i]), c = PLAN_TASK_CHUNK(o[i]) & 1;
+        int k = PLAN_TASK_KIND(o[i]), c = PLAN_TASK_CHUNK(o[i]);
         if (k == PLAN_TASK_F || k == PLAN_TASK_PF) cur++, bytes += act[c];
         else if (k == PLAN_TASK_B || k == PLAN_TASK_W) cur--, bytes -= act[c];
         if (bytes > top) top = bytes, *units = (double)cur;
@@ -121,7 +122,7 @@ typedef struct StageSums {
     double pd, pe;            /* dense parameters (TP share), routed experts' (EP share) */
     double sh;                /* Shampoo's preconditioner elements */
     double act_sum;           /* one micro-batch's activations over the chunks */
-    double act_k[2];          /* ordered schedules: each of the rank's two chunks' share of act_sum */
+    double act_k[PLAN_TASK_MAX_CHUNKS]; /* ordered schedules: each of the rank's chunks' share of act_sum */
     double layer_max;         /* the largest layer's activations with its recompute's */
     double remat_max;         /* the largest recompute's */
     bool has_emb, has_head;   /* it holds the embedding / the head */
@@ -159,7 +160,7 @@ static void stage_chunks(const ModelSpec *m, const ParallelPlan *p, const PartCo
         } else {
             z->act_sum += full_l;
         }
-        if (v < 2) z->act_k[v] = z->act_sum - a0;
+        if (v < PLAN_TASK_MAX_CHUNKS) z->act_k[v] = z->act_sum - a0;
         if (nd > 0) {
             z->layer_max = fmax(z->layer_max, ad->full + ad->remat);
             z->remat_max = fmax(z->remat_max, ad->remat);

@@ -36,10 +36,11 @@ void plan_ds_step(int64_t k, int64_t s, int64_t pp, bool *fwd, int64_t *mb)
     else *mb = (k - 1) / 2 - pp + 1 + s / 2;
 }
 
-int64_t plan_order_cap(PlanSchedule sched, int64_t micro_batches)
+int64_t plan_order_cap(PlanSchedule sched, int64_t micro_batches, int64_t v)
 {
     /* every (micro-batch, chunk) has an F, a B or I, at most one W */
     if (sched == PLAN_SCHED_DUALPIPEV) return 6 * micro_batches;
+    if (sched == PLAN_SCHED_1F1B_A2A) return 2 * micro_batches * (v > 1 ? v : 1);
     return 3 * micro_batches;
 }
 
@@ -63,26 +64,6 @@ static int64_t zb_h1(int64_t p, int64_t m, int64_t s, int32_t *o)
         o[n++] = PLAN_TASK(w++, 0, PLAN_TASK_W);
     }
     while (w < m) o[n++] = PLAN_TASK(w++, 0, PLAN_TASK_W);
-    return n;
-}
-
-/* 1F1B with Megatron-Core's EP communication overlap
- * (--overlap-moe-expert-parallel-comm, its combined 1F1B: each steady-state
- * forward runs beside the previous micro-batch's backward, one's all-to-alls
- * under the other's compute): p - s warm-up forwards, one more than 1F1B's,
- * so that the forward a pair on stage s+1 waits for never sits in stage s's
- * own pair (and the last stage's pairs never wait for their own forward);
- * then F&B pairs, then the cool-down backwards. */
-static int64_t f1b_overlap(int64_t p, int64_t m, int64_t s, int32_t *o)
-{
-    int64_t n = 0, f = 0, b = 0, warm = p - s;
-    if (warm > m) warm = m;
-    for (; f < warm; f++) o[n++] = PLAN_TASK(f, 0, PLAN_TASK_F);
-    for (; f < m; f++, b++) {
-        o[n++] = PLAN_TASK(f, 0, PLAN_TASK_PF);
-        o[n++] = PLAN_TASK(b, 0, PLAN_TASK_B);
-    }
-    for (; b < m; b++) o[n++] = PLAN_TASK(b, 0, PLAN_TASK_B);
     return n;
 }
 
@@ -180,28 +161,35 @@ static bool dual_shape(PlanSchedule sched, int64_t pp, int64_t m, int64_t s, int
     return true;
 }
 
-void plan_order_pairs(PlanSchedule sched, int64_t pp, int64_t micro_batches, int64_t s, int64_t pairs[2][2])
+static int32_t table_task(int64_t m, int64_t v, int64_t N, int64_t k, bool fwd);
+
+void plan_order_pairs(PlanSchedule sched, int64_t pp, int64_t v, int64_t micro_batches, int64_t group, int64_t s,
+                      PlanPairFn fn, void *ctx)
 {
     int64_t R, r, C;
     bool middle;
     int32_t k[2];
-    pairs[0][0] = pairs[0][1] = pairs[1][0] = pairs[1][1] = 0;
-    if (sched == PLAN_SCHED_1F1B_A2A) {
-        int64_t warm = pp - s;
-        pairs[0][0] = micro_batches > warm ? micro_batches - warm : 0;
+    if (sched == PLAN_SCHED_1F1B_A2A) { /* the table's steady forwards, each with the backward after it */
+        v = v > 1 ? v : 1;
+        int64_t N = group > 0 ? group : pp, total = micro_batches * v;
+        int64_t warm = plan_order_warmup(sched, pp, v, micro_batches, group, s);
+        for (int64_t kf = warm; kf < total; kf++)
+            fn(ctx, PLAN_TASK_CHUNK(table_task(micro_batches, v, N, kf, true)),
+               PLAN_TASK_CHUNK(table_task(micro_batches, v, N, kf - warm, false)), 1);
         return;
     }
     if (!dual_shape(sched, pp, micro_batches, s, &R, &r, &C, &middle, k)) return;
     int64_t n4 = C - 2 * R + r + 1; /* step 4's iterations */
     if (n4 < 0) n4 = 0;
-    pairs[k[0]][k[1]] = n4 - (middle && n4 > 0);  /* step 4: F0&B1 */
-    pairs[k[1]][k[0]] = n4 + (R - r - 1);           /* steps 4 and 5: F1&B0 */
+    if (n4 - (middle && n4 > 0) > 0) fn(ctx, k[0], k[1], n4 - (middle && n4 > 0)); /* step 4: F0&B1 */
+    if (n4 + (R - r - 1) > 0) fn(ctx, k[1], k[0], n4 + (R - r - 1));                 /* steps 4 and 5: F1&B0 */
 }
 
-int64_t plan_order(PlanSchedule sched, int64_t pp, int64_t micro_batches, int64_t s, int32_t *out, int32_t *fifo)
+int64_t plan_order(PlanSchedule sched, int64_t pp, int64_t v, int64_t micro_batches, int64_t group, int64_t s,
+                   int32_t *out, int32_t *fifo)
 {
     if (sched == PLAN_SCHED_ZBH1) return zb_h1(pp, micro_batches, s, out);
-    if (sched == PLAN_SCHED_1F1B_A2A) return f1b_overlap(pp, micro_batches, s, out);
+    if (sched == PLAN_SCHED_1F1B_A2A) return plan_order_megatron(sched, pp, v, micro_batches, group, s, out);
     Dual d = {.o = out, .fifo = fifo};
     int64_t R, r, C;
     bool middle;
@@ -230,6 +218,19 @@ int64_t plan_megatron_warmup(int64_t pp, int64_t v, int64_t m, int64_t group, in
     return warm < m * v ? warm : m * v;
 }
 
+/* Megatron-Core's EP communication overlap (--overlap-moe-expert-parallel-
+ * comm, its combined 1F1B; schedules.py get_pp_rank_microbatches) runs one
+ * warm-up forward more than 1F1B or the interleaved schedule, "to ensure the
+ * forward and backward computations are independent in all 1f1b steps": the
+ * forward a pair on the next stage waits for never sits in this stage's own
+ * pair, and the last stage's pairs never wait for their own forward. */
+int64_t plan_order_warmup(PlanSchedule sched, int64_t pp, int64_t v, int64_t m, int64_t group, int64_t s)
+{
+    v = v > 1 ? v : 1;
+    int64_t warm = plan_megatron_warmup(pp, v, m, group, s) + (sched == PLAN_SCHED_1F1B_A2A);
+    return warm < m * v ? warm : m * v;
+}
+
 int64_t plan_order_megatron(PlanSchedule sched, int64_t pp, int64_t v, int64_t m, int64_t group, int64_t s,
                             int32_t *out)
 {
@@ -241,10 +242,11 @@ int64_t plan_order_megatron(PlanSchedule sched, int64_t pp, int64_t v, int64_t m
             for (int64_t k = v - 1; k >= 0; k--) out[n++] = PLAN_TASK(mb, k, PLAN_TASK_B);
         return n;
     }
-    int64_t warm = plan_megatron_warmup(pp, v, m, N, s), kf = 0, kb = 0;
+    int64_t warm = plan_order_warmup(sched, pp, v, m, N, s), kf = 0, kb = 0;
+    const int32_t pair = sched == PLAN_SCHED_1F1B_A2A ? PLAN_TASK_PF : PLAN_TASK_F; /* F&B pairs: PF then B */
     for (; kf < warm; kf++) out[n++] = table_task(m, v, N, kf, true);
     for (; kf < total; kf++, kb++) {
-        out[n++] = table_task(m, v, N, kf, true);
+        out[n++] = (table_task(m, v, N, kf, true) & ~7) | pair;
         out[n++] = table_task(m, v, N, kb, false);
     }
     for (; kb < total; kb++) out[n++] = table_task(m, v, N, kb, false);

@@ -183,14 +183,14 @@ TsStatus plan_check_knobs(const ModelSpec *m, const ParallelPlan *p, TsError *er
                         "(Megatron-Core asserts expert parallelism for --overlap-moe-expert-parallel-comm)",
                    "--schedule 1f1b-a2a needs a mixture-of-experts model with --ep > 1 (%s, ep %lld)", m->name,
                    LL(p->ep));
-    /* with stages, an F&B pair waits for its forward's input from the stage
-     * before and its backward's from the stage after: under 1F1B's warm-up
-     * the two alternate and halve the pipeline's pace (Megatron-Core pairs
-     * across stages only in its interleaved schedule, not modelled here) */
-    if (p->schedule == PLAN_SCHED_1F1B_A2A && p->pp > 1)
-        return bad(err, "trainsim runs Megatron-Core's EP overlap without pipeline stages; with them use dualpipe "
-                        "or dualpipev, whose orders pair micro-batches across stages",
-                   "--schedule 1f1b-a2a needs --pp 1 (got --pp %lld)", LL(p->pp));
+    /* with stages Megatron-Core pairs micro-batches only inside its
+     * interleaved schedule (schedules.py: combined_1f1b_schedule_for_
+     * interleaved_pipelining; forward_backward_pipelining_without_
+     * interleaving has no combined path) */
+    if (p->schedule == PLAN_SCHED_1F1B_A2A && p->pp > 1 && p->vpp < 2)
+        return bad(err, "Megatron-Core overlaps the EP all-to-alls across pipeline stages only in its interleaved "
+                        "schedule: give --vpp 2 or more, or --pp 1",
+                   "--schedule 1f1b-a2a with --pp %lld needs --vpp > 1", LL(p->pp));
     if (m->experts == 0 && (p->moe_dispatch != PLAN_MOE_DISPATCH_ALLTOALL || p->moe_node_limit > 0 ||
                             p->moe_imbalance > 1.0 || p->moe_capacity > 0))
         return bad(err, "the --moe-* options describe how a mixture-of-experts model routes its tokens",
@@ -339,10 +339,10 @@ static TsStatus check_vpp_group(const ParallelPlan *p, int64_t m, TsError *err)
 {
     if (p->vpp_group < 0)
         return bad(err, NULL, "--vpp-group must be at least 1, got %lld%.0lld", LL(p->vpp_group), LL(0));
-    if (p->vpp_group > 0 && p->schedule != PLAN_SCHED_INTERLEAVED)
+    if (p->vpp_group > 0 && !plan_interleaved(p))
         return bad(err, "the micro-batch group is the interleaved schedule's (give --vpp > 1)",
                    "--vpp-group %lld needs --schedule interleaved%.0lld", LL(p->vpp_group), LL(0));
-    if (p->schedule != PLAN_SCHED_INTERLEAVED) return TS_OK;
+    if (!plan_interleaved(p)) return TS_OK;
     if (p->vpp_group > 0 && p->framework != PLAN_FRAMEWORK_MEGATRON)
         return bad(err, p->framework == PLAN_FRAMEWORK_TORCHTITAN
                             ? "torchtitan's interleaved schedule (PyTorch's ScheduleInterleaved1F1B) sets its own "
@@ -409,10 +409,13 @@ TsStatus plan_validate(const ModelSpec *m, const ParallelPlan *p, TsError *err)
                    LL(p->pp), LL(p->cp), LL(p->ep));
     if ((p->schedule == PLAN_SCHED_DUALPIPE || p->schedule == PLAN_SCHED_DUALPIPEV) && validate_dual(p, err))
         return TS_ERR_PLAN;
+    if (p->vpp > PLAN_TASK_MAX_CHUNKS)
+        return bad(err, "the schedules hold at most 128 model chunks a pipeline rank",
+                   "--vpp %lld is above %d", LL(p->vpp), PLAN_TASK_MAX_CHUNKS);
     if (p->vpp > 1 && p->pp == 1)
         return bad(err, "virtual pipeline stages interleave chunks over several pipeline ranks",
                    "--vpp %lld needs --pp > 1 (got --pp %lld)", LL(p->vpp), LL(p->pp));
-    if (p->vpp > 1 && p->schedule != PLAN_SCHED_INTERLEAVED && p->schedule != PLAN_SCHED_DUALPIPEV)
+    if (p->vpp > 1 && !plan_interleaved(p) && p->schedule != PLAN_SCHED_DUALPIPEV)
         return bad(err, "use --schedule interleaved (the default when --vpp > 1)",
                    "--vpp %lld needs the interleaved schedule%.0lld", LL(p->vpp), LL(0));
     if (p->vpp == 1 && p->schedule == PLAN_SCHED_INTERLEAVED)

@@ -51,7 +51,7 @@ void search_plan_from_knobs(const SearchEvalCtx *x, const SearchKnobs *k, Parall
     /* micro-batches that pp does not divide: Megatron-Core's smallest group
      * that runs them (--microbatch-group-size-per-virtual-pipeline-stage) */
     int64_t md = (int64_t)k->mbs * k->dp;
-    if (p->schedule == PLAN_SCHED_INTERLEAVED && p->framework == PLAN_FRAMEWORK_MEGATRON && md > 0 &&
+    if (plan_interleaved(p) && p->framework == PLAN_FRAMEWORK_MEGATRON && md > 0 &&
         x->global_batch % md == 0)
         p->vpp_group = plan_least_vpp_group(k->pp, x->global_batch / md);
 }

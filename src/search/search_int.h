@@ -20,7 +20,8 @@ typedef struct SearchShape {
     int32_t gpus, dp;
     int16_t tp, pp, cp, ep;
     int16_t mbs[SEARCH_MAX_VALUES];
-    SearchSv sv[PLAN_SCHED_COUNT + SEARCH_MAX_VALUES]; /* every schedule once, interleaved with its vpps */
+    SearchSv sv[PLAN_SCHED_COUNT + 2 * SEARCH_MAX_VALUES]; /* every schedule once, interleaved and 1f1b-a2a
+                                                                with their vpps */
     int8_t rec[PLAN_RECOMPUTE_COUNT], zero[4 + SEARCH_MAX_VALUES], sp[4], ov[4], cx[SIM_CP_COMM_COUNT];
     int16_t dps[4 + SEARCH_MAX_VALUES]; /* zero[i]'s HSDP shard degree, 0 = none */
     int8_t n_mbs, n_sv, n_rec, n_zero, n_so, n_cx; /* sp[i], ov[i]: the i-th (sp, overlap) pair */

@@ -63,6 +63,23 @@ static int dim_values(const SearchDim *d, int64_t whole, int64_t lo, int64_t hi,
     return n;
 }
 
+/* The vpps the sweep tries over pp stages: up to one layer per chunk, the
+ * first and the last chunk may hold only the embedding and the loss (plan.h,
+ * the uneven rule); the --vpp list where given. */
+static int vpp_values(const SearchConfig *c, int64_t pp, int64_t *v)
+{
+    int64_t hi = c->layers > 0 ? (c->layers + 2) / pp : 127;
+    if (hi > 127) hi = 127;
+    int nv = 0;
+    if (c->vpp.n == 0) {
+        for (int64_t x = 2; x <= (c->vpp.max < hi ? c->vpp.max : hi) && nv < SEARCH_MAX_VALUES; x++) v[nv++] = x;
+    } else {
+        for (int i = 0; i < c->vpp.n; i++)
+            if (c->vpp.v[i] >= 2 && c->vpp.v[i] <= hi && nv < SEARCH_MAX_VALUES) v[nv++] = c->vpp.v[i];
+    }
+    return nv;
+}
+
 static void fill_inner(const SearchConfig *c, SearchShape *sh)
 {
     int64_t v[SEARCH_MAX_VALUES];
@@ -84,29 +101,18 @@ static void fill_inner(const SearchConfig *c, SearchShape *sh)
         for (int k = 0; k < PLAN_SCHED_COUNT; k++) {
             if (!(c->schedule_mask & (1u << order[k]))) continue;
             if (order[k] == PLAN_SCHED_DUALPIPE && sh->pp % 2 != 0) continue; /* its copies meet in the middle */
-            if (order[k] == PLAN_SCHED_1F1B_A2A) continue;                 /* pp 1 only (plan.c) */
             if (order[k] == PLAN_SCHED_DUALPIPEV) { /* 2*pp chunks */
                 if (c->layers <= 0 || c->layers >= 2 * (int64_t)sh->pp) sh->sv[sh->n_sv++] = (SearchSv){PLAN_SCHED_DUALPIPEV, 2};
                 continue;
             }
-            if (order[k] != PLAN_SCHED_INTERLEAVED) {
+            if (order[k] != PLAN_SCHED_INTERLEAVED && order[k] != PLAN_SCHED_1F1B_A2A) {
                 sh->sv[sh->n_sv++] = (SearchSv){(int8_t)order[k], 1};
                 continue;
             }
-            /* up to one layer per chunk, the first and the last chunk may hold
-             * only the embedding and the loss (plan.h, the uneven rule) */
-            int64_t hi = c->layers > 0 ? (c->layers + 2) / sh->pp : 127;
-            if (hi > 127) hi = 127;
-            int nv = 0;
-            if (c->vpp.n == 0) {
-                for (int64_t x = 2; x <= (c->vpp.max < hi ? c->vpp.max : hi) && nv < SEARCH_MAX_VALUES; x++)
-                    v[nv++] = x;
-            } else {
-                for (int i = 0; i < c->vpp.n; i++)
-                    if (c->vpp.v[i] >= 2 && c->vpp.v[i] <= hi && nv < SEARCH_MAX_VALUES) v[nv++] = c->vpp.v[i];
-            }
-            for (int i = 0; i < nv; i++)
-                sh->sv[sh->n_sv++] = (SearchSv){PLAN_SCHED_INTERLEAVED, (int8_t)v[i]};
+            /* the interleaved schedule, and with stages 1f1b-a2a, which
+             * Megatron-Core runs inside it (plan.c): over their vpps */
+            int nv = vpp_values(c, sh->pp, v);
+            for (int i = 0; i < nv; i++) sh->sv[sh->n_sv++] = (SearchSv){(int8_t)order[k], (int8_t)v[i]};
         }
     }
     sh->n_rec = 0;

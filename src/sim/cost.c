@@ -498,7 +498,7 @@ static TsStatus simulate(SimSetup *in, SimWork *wk, SimResult *out, double *lb, 
         return st;
     }
     SimPipeline pl = {.stages = pp, .chunks = ve, .micro_batches = p->grad_accum, .schedule = p->schedule,
-                      .group = p->schedule == PLAN_SCHED_INTERLEAVED ? plan_vpp_group(p) : 0,
+                      .group = plan_interleaved(p) ? plan_vpp_group(p) : 0,
                       .pair_sm_share = in->opt.pair_sm_share,
                       .chunk = cc, .stage = sc, .dp_overlap = in->opt.dp_overlap && !plan_ds_pipe(p),
                       .dp_shared = sim_rs_timeline(p),

@@ -240,6 +240,13 @@ static bool sched_ordered(const SimPipeline *pl) { return plan_sched_ordered(pl-
 /* F&B pairs (DualPipe, DualPipeV, 1F1B with EP overlap). */
 static bool sched_pairs(const SimPipeline *pl) { return plan_sched_pairs(pl->schedule); }
 
+/* Megatron's interleaved table: the interleaved schedule, and 1F1B with EP
+ * overlap over several chunks a stage. */
+static bool interleaved(const SimPipeline *pl)
+{
+    return pl->schedule == PLAN_SCHED_INTERLEAVED || (pl->schedule == PLAN_SCHED_1F1B_A2A && pl->chunks > 1);
+}
+
 /* Micro-batches through each chunk: dualpipe's copies take half each. */
 static int64_t chunk_mb(const SimPipeline *pl)
 {
@@ -255,7 +262,7 @@ static size_t nslots(const SimPipeline *pl)
 /* Order entries per stage, at most. */
 static int64_t order_cap(const SimPipeline *pl)
 {
-    if (sched_ordered(pl)) return plan_order_cap(pl->schedule, pl->micro_batches);
+    if (sched_ordered(pl)) return plan_order_cap(pl->schedule, pl->micro_batches, pl->chunks);
     return 2 * pl->micro_batches * pl->chunks;
 }
 
@@ -267,11 +274,8 @@ static int64_t ops_cap(const SimPipeline *pl)
     return sched_pairs(pl) ? n + n / 2 + 1 : n;
 }
 
-/* The pipeline's own F&B pair counts on stage s: pairs[cf][cb]. */
-static void stage_pairs(const SimPipeline *pl, int32_t s, int64_t pairs[2][2])
-{
-    plan_order_pairs(pl->schedule, pl->stages, pl->micro_batches, s, pairs);
-}
+/* The interleaved schedule's micro-batch group (SimPipeline.group). */
+static int64_t group_of(const SimPipeline *pl) { return pl->group > 0 ? pl->group : pl->stages; }
 
 /* The finish slot task (s, mb, c) of a forward (bwd false) or a backward waits
  * for, -1 none, and the transfer on that edge (*xi; xzero when free): the
@@ -307,13 +311,11 @@ static int64_t dep_of(const SimPipeline *pl, int64_t mc, int32_t s, int32_t c, i
     return (bwd ? nt : 0) + ((int64_t)ps * v + pc) * mc + mb;
 }
 
-/* The interleaved schedule's micro-batch group (SimPipeline.group). */
-static int64_t group_of(const SimPipeline *pl) { return pl->group > 0 ? pl->group : pl->stages; }
-
 /* Fill order[0..) for stage s; returns the count. */
 static int64_t make_order(const SimPipeline *pl, SimWork *w, int32_t s, int32_t *o)
 {
-    if (sched_ordered(pl)) return plan_order(pl->schedule, pl->stages, pl->micro_batches, s, o, w->fifo);
+    if (sched_ordered(pl))
+        return plan_order(pl->schedule, pl->stages, pl->chunks, pl->micro_batches, group_of(pl), s, o, w->fifo);
     return plan_order_megatron(pl->schedule, pl->stages, pl->chunks, pl->micro_batches, group_of(pl), s, o);
 }
 
@@ -784,11 +786,11 @@ static TsStatus check(const SimPipeline *pl, TsError *err)
     if (sched_dual(pl) && pl->chunks != 2)
         return ts_err(err, TS_ERR_PLAN, "%s runs 2 model chunks per stage (got %d)", plan_sched_name(pl->schedule),
                       pl->chunks);
-    if (pl->chunks > 1 && pl->schedule != PLAN_SCHED_INTERLEAVED && !sched_dual(pl))
+    if (pl->chunks > 1 && !interleaved(pl) && !sched_dual(pl))
         return ts_err(err, TS_ERR_PLAN, "%d model chunks per stage need the interleaved schedule", pl->chunks);
     if (pl->micro_batches >= (1 << 21))
         return ts_err(err, TS_ERR_PLAN, "too many micro-batches (%lld)", (long long)pl->micro_batches);
-    if (pl->group < 0 || (pl->group > 0 && pl->schedule != PLAN_SCHED_INTERLEAVED))
+    if (pl->group < 0 || (pl->group > 0 && !interleaved(pl)))
         return ts_err(err, TS_ERR_PLAN, "a micro-batch group (%lld) is the interleaved schedule's",
                       (long long)pl->group);
     if (pl->schedule == PLAN_SCHED_DUALPIPE && (pl->stages % 2 || pl->micro_batches % 2))
@@ -1160,8 +1162,10 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
     const int64_t P0 = k0 * delta; /* the expected period */
     int64_t mr = head + reach + 2 * P0 + tail; /* room for it */
     *done = false;
-    /* partial groups, or groups other than p: the full pass decides */
+    /* partial groups, or groups other than p: the full pass decides; and
+     * the interleaved schedule's F&B pairs (no margins derived for them) */
     if (pl->schedule == PLAN_SCHED_INTERLEAVED && (m % p || group_of(pl) != p)) return TS_OK;
+    if (pl->schedule == PLAN_SCHED_1F1B_A2A && v > 1) return TS_OK;
     if (pl->schedule == PLAN_SCHED_GPIPE) {
         /* GPipe has no back-pressure: stage s forwards at the pace of the
          * slowest stage up to s, and backwards of the slowest from s on. One
@@ -1221,6 +1225,27 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
     }
 }
 
+/* Stage s's F&B pairs summed (plan_order_pairs' callback). */
+typedef struct PairSum {
+    const SimPipeline *pl;
+    int32_t s;
+    double dt, dep, slow;
+} PairSum;
+
+static void pair_add(void *ctx, int32_t cf, int32_t cb, int64_t count)
+{
+    PairSum *ps = ctx;
+    const SimPipeline *pl = ps->pl;
+    const int32_t v = pl->chunks;
+    const SimChunkCost *f = &pl->chunk[ps->s * v + cf], *b = &pl->chunk[ps->s * v + cb];
+    const double sh = pl->pair_sm_share, n = (double)count;
+    double ep = f->ep_fwd_s + b->ep_bwd_s, comp = f->fwd_s + b->bwd_s - ep;
+    double pair = sim_pair_s(f, b, sh), sl = ep > 0 ? comp * sh / (1 - sh) : 0;
+    ps->dt += n * (pair - f->fwd_s - b->bwd_s);
+    ps->slow += n * sl;
+    ps->dep += n * (pair - comp - sl - ep);
+}
+
 /* What stage s's F&B pairs change against running their forward and
  * backward apart: *dt the time (sim_pair_s - fwd_s - bwd_s, summed), *dep
  * the exposed EP time (what the pair leaves exposed of the all-to-alls,
@@ -1230,20 +1255,9 @@ static void stage_pair_delta(const SimPipeline *pl, int32_t s, double *dt, doubl
 {
     *dt = *dep = *slow = 0;
     if (!sched_pairs(pl)) return;
-    int64_t np[2][2];
-    stage_pairs(pl, s, np);
-    const double sh = pl->pair_sm_share;
-    const int32_t v = pl->chunks;
-    for (int32_t cf = 0; cf < v && cf < 2; cf++)
-        for (int32_t cb = 0; cb < v && cb < 2; cb++) {
-            if (!np[cf][cb]) continue;
-            const SimChunkCost *f = &pl->chunk[s * v + cf], *b = &pl->chunk[s * v + cb];
-            double n = (double)np[cf][cb], ep = f->ep_fwd_s + b->ep_bwd_s, comp = f->fwd_s + b->bwd_s - ep;
-            double pair = sim_pair_s(f, b, sh), sl = ep > 0 ? comp * sh / (1 - sh) : 0;
-            *dt += n * (pair - f->fwd_s - b->bwd_s);
-            *slow += n * sl;
-            *dep += n * (pair - comp - sl - ep);
-        }
+    PairSum ps = {.pl = pl, .s = s};
+    plan_order_pairs(pl->schedule, pl->stages, pl->chunks, pl->micro_batches, group_of(pl), s, pair_add, &ps);
+    *dt = ps.dt, *dep = ps.dep, *slow = ps.slow;
 }
 
 /* Where stage s spends its time up to its end (end_s): its busy time split

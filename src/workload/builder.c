@@ -1039,7 +1039,7 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     /* Megatron's orders (plan_order_megatron): 2 entries a micro-batch and chunk */
     int32_t *steps = malloc((size_t)(2 * p->grad_accum * v) * sizeof *steps);
     const bool ordered = plan_sched_ordered(p->schedule);
-    const int64_t zcap = plan_order_cap(p->schedule, p->grad_accum);
+    const int64_t zcap = plan_order_cap(p->schedule, p->grad_accum, v);
     /* plan_order's order and its W queue (chunks x micro-batches) */
     int32_t *zorder = malloc((size_t)(zcap + 2 * p->grad_accum) * sizeof *zorder);
     g.fwd_last = malloc((size_t)(p->grad_accum * g.n_path) * sizeof *g.fwd_last);
@@ -1075,10 +1075,9 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
         g.n_pending = 0;
         g.bucket = g.ebucket = 0;
         g.n_deferred = 0;
-        int64_t n = ordered ? plan_order(p->schedule, p->pp, p->grad_accum, s, zorder, zorder + zcap)
-                            : plan_order_megatron(p->schedule, p->pp, v, p->grad_accum,
-                                                  p->schedule == PLAN_SCHED_INTERLEAVED ? plan_vpp_group(p) : 0, s,
-                                                  steps);
+        const int64_t grp = plan_interleaved(p) ? plan_vpp_group(p) : 0;
+        int64_t n = ordered ? plan_order(p->schedule, p->pp, v, p->grad_accum, grp, s, zorder, zorder + zcap)
+                            : plan_order_megatron(p->schedule, p->pp, v, p->grad_accum, grp, s, steps);
         param_gathers(&g, s);
         /* the last backward of each chunk triggers its gradient reduction
          * (DualPipe: each of the rank's two copies its own) */

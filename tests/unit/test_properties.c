@@ -361,6 +361,15 @@ static int64_t pick(int64_t n)
     return (int64_t)(rng % (uint64_t)n);
 }
 
+/* The EP overlap inside the interleaved schedule (test 5): a stream apart
+ * from pick's, so that the other plans' draws stay as they were. */
+static uint64_t a2a_rng = 0x94D049BB133111EBull;
+static int64_t a2a_pick(int64_t n)
+{
+    a2a_rng ^= a2a_rng << 13, a2a_rng ^= a2a_rng >> 7, a2a_rng ^= a2a_rng << 17;
+    return (int64_t)(a2a_rng % (uint64_t)n);
+}
+
 /* The ordered schedules of CP plans (test 5): a stream apart from pick's. */
 static uint64_t cp_rng = 0xD1B54A32D192ED03ull;
 static int64_t cp_pick(int64_t n)
@@ -457,6 +466,9 @@ static void test_sim_matches_replay(void **state)
             if (p.pp > 1 && p.vpp == 1) in.plan.schedule = ord[p.cp > 1 ? cp_pick(3) : pick(3)];
             else if (p.pp == 1 && p.ep > 1 && in.plan.zero != 2) in.plan.schedule = PLAN_SCHED_1F1B_A2A;
         }
+        /* Megatron-Core's EP overlap in its interleaved schedule */
+        if (p.vpp > 1 && p.ep > 1 && in.plan.zero < 2 && !p.tp_overlap && a2a_pick(2) == 0)
+            in.plan.schedule = PLAN_SCHED_1F1B_A2A;
         p = in.plan;
         SimResult r;
         if (sim_simulate(&in, NULL, &r, &e) != TS_OK) continue; /* an invalid plan: next */

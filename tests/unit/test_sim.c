@@ -332,6 +332,56 @@ static void test_vpp_group_order(void **state)
     sim_work_destroy(w);
 }
 
+/* Megatron-Core's EP overlap inside its interleaved schedule (1f1b-a2a with
+ * v > 1; schedules.py get_pp_rank_microbatches and get_schedule_table): PP
+ * 2, VP 2, 4 micro-batches, rank 0. Warm-up 2(p - s - 1) + (v - 1)p = 4
+ * forwards and one more; then each forward of the table as an F&B pair with
+ * the backward after it; then the cool-down. */
+static void count_pair(void *ctx, int32_t kf, int32_t kb, int64_t n) { ((int64_t *)ctx)[kf * 2 + kb] += n; }
+
+static void test_a2a_interleaved_order(void **state)
+{
+    (void)state;
+    enum { F = PLAN_TASK_F, B = PLAN_TASK_B, PF = PLAN_TASK_PF };
+    static const int32_t want[16][3] = {
+        {0, 0, F},  {1, 0, F}, {0, 1, F},  {1, 1, F}, {2, 0, F},                     /* warm-up + 1 */
+        {3, 0, PF}, {0, 1, B}, {2, 1, PF}, {1, 1, B}, {3, 1, PF}, {0, 0, B},         /* pairs */
+        {1, 0, B},  {2, 1, B}, {3, 1, B},  {2, 0, B}, {3, 0, B}};                    /* cool-down */
+    assert_int_equal(plan_order_cap(PLAN_SCHED_1F1B_A2A, 4, 2), 16);
+    int32_t o[16], fifo[16];
+    assert_int_equal(plan_order(PLAN_SCHED_1F1B_A2A, 2, 2, 4, 0, 0, o, fifo), 16);
+    for (int i = 0; i < 16; i++) {
+        assert_int_equal(PLAN_TASK_MB(o[i]), want[i][0]);
+        assert_int_equal(PLAN_TASK_CHUNK(o[i]), want[i][1]);
+        assert_int_equal(PLAN_TASK_KIND(o[i]), want[i][2]);
+    }
+    /* the pair counts without the order: F0&B1, F1&B1, F1&B0 once each */
+    int64_t n[4] = {0};
+    plan_order_pairs(PLAN_SCHED_1F1B_A2A, 2, 2, 4, 0, 0, count_pair, n);
+    assert_int_equal(n[0 * 2 + 1], 1);
+    assert_int_equal(n[1 * 2 + 1], 1);
+    assert_int_equal(n[1 * 2 + 0], 1);
+    assert_int_equal(n[0], 0);
+    /* one chunk: 1F1B's p - s - 1 warm-up forwards and one more */
+    assert_int_equal(plan_order_warmup(PLAN_SCHED_1F1B_A2A, 4, 1, 8, 0, 1), 3);
+    assert_int_equal(plan_order_warmup(PLAN_SCHED_1F1B_A2A, 4, 1, 2, 0, 0), 2);
+    /* the engine runs it: every stage's tasks, no two of a stage at once */
+    SimChunkCost c[4];
+    uniform(c, 4, 1, 2);
+    SimPipeline pl = {.stages = 2, .chunks = 2, .micro_batches = 4, .schedule = PLAN_SCHED_1F1B_A2A, .chunk = c,
+                      .record = true};
+    SimResult r;
+    TsError err = {0};
+    SimWork *w = sim_work_create();
+    assert_int_equal(sim_pipeline_run(&pl, w, &r, &err), TS_OK);
+    for (int64_t i = 0; i < r.n_spans; i++)
+        for (int64_t j = i + 1; j < r.n_spans; j++) {
+            const SimSpan *a = &r.spans[i], *b = &r.spans[j];
+            if (a->stage == b->stage) assert_true(a->end_s <= b->start_s + 1e-12 || b->end_s <= a->start_s + 1e-12);
+        }
+    sim_work_destroy(w);
+}
+
 /* ---- the full simulator (presets from TRAINSIM_DATA) ---------------------- */
 typedef struct Fix {
     ModelSpec m;
@@ -654,6 +704,29 @@ static void test_lower_bound(void **state)
                         n++;
                     }
     assert_true(n > 100);
+    /* the EP overlap's pairs, without stages and inside the interleaved schedule */
+    Fix g;
+    fix_load(&g, "mixtral-8x7b", "dgx-h100", 64);
+    int na = 0;
+    for (int pp = 1; pp <= 4; pp *= 2)
+        for (int vpp = 1; vpp <= 3; vpp++) {
+            if ((vpp > 1) != (pp > 1)) continue;
+            ParallelPlan p = plan(2, pp, vpp, 64, 128, 4096);
+            p.ep = 8;
+            p.uneven = true;
+            p.schedule = PLAN_SCHED_1F1B_A2A;
+            SimSetup in = {.model = &g.m, .plan = p, .hw = &g.hw, .net = &g.net};
+            sim_options_init(&in.opt);
+            TsError err = {0};
+            double lb = -1;
+            assert_int_equal(sim_lower_bound(&in, w, &lb, &err), TS_OK);
+            SimResult r;
+            in.plan = p;
+            assert_int_equal(sim_simulate(&in, w, &r, &err), TS_OK);
+            assert_true(lb > 0 && lb <= r.iteration_time_s * (1 + 1e-12) && lb >= 0.5 * r.iteration_time_s);
+            na++;
+        }
+    assert_int_equal(na, 5);
     sim_work_destroy(w);
 }
 
@@ -805,6 +878,7 @@ int main(void)
         cmocka_unit_test(test_uneven_and_p2p),
         cmocka_unit_test(test_dp_shared_walk),
         cmocka_unit_test(test_dp_overlap), cmocka_unit_test(test_param_gather_overlap),
+        cmocka_unit_test(test_a2a_interleaved_order),
         cmocka_unit_test(test_bad_pipeline),
         cmocka_unit_test(test_workspace_reuse_and_trace), cmocka_unit_test(test_vpp_group_order),
         cmocka_unit_test(test_more_bandwidth_never_slower),

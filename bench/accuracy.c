@@ -877,11 +877,20 @@ static void cross_validate_b200(const Row *rows, int n, SimWork *w)
     printf("\n");
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+typedef struct Args {
+    bool verbose, replay, xval;
+    const char *path, *csv_path;
+} Args;
+
+static const char USAGE[] = "usage: accuracy [-v] [-r] [-x] [--runs FILE.csv | FILE.csv] [--csv OUT.csv]\n";
+
+/* Reads the command line into *g: 0, or the exit status to leave with (*done
+ * after --help). */
+static int parse_args(int argc, char **argv, Args *g, bool *done)
 {
-    bool verbose = false, replay = false, xval = false;
-    const char *path = TS_BENCH_DIR "/data/calibration_runs.csv", *csv_path = NULL;
-    static const char USAGE[] = "usage: accuracy [-v] [-r] [-x] [--runs FILE.csv | FILE.csv] [--csv OUT.csv]\n";
+    *g = (Args){.path = TS_BENCH_DIR "/data/calibration_runs.csv"};
+    *done = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -889,74 +898,41 @@ int main(int argc, char **argv)
                    "own runs\"); default bench/data/calibration_runs.csv\n  --csv OUT.csv    also write one record "
                    "per run\n  -v  each run's breakdown   -r  its task graph replayed too   -x  leave-one-table-out "
                    "check of the fitted clocks\n", USAGE);
+            *done = true;
             return 0;
         }
         if (!strcmp(a, "-v") || !strcmp(a, "-r") || !strcmp(a, "-x")) {
-            verbose |= a[1] == 'v', replay |= a[1] == 'r', xval |= a[1] == 'x';
+            g->verbose |= a[1] == 'v', g->replay |= a[1] == 'r', g->xval |= a[1] == 'x';
         } else if (!strcmp(a, "--runs") || !strcmp(a, "--csv")) {
             if (i + 1 == argc) {
                 fprintf(stderr, "accuracy: %s needs a file name\n%s", a, USAGE);
                 return 2;
             }
-            *(a[2] == 'r' ? &path : &csv_path) = argv[++i];
+            *(a[2] == 'r' ? &g->path : &g->csv_path) = argv[++i];
         } else if (a[0] != '-' && i == argc - 1) {
-            path = a;
+            g->path = a;
         } else {
             fprintf(stderr, "accuracy: unexpected argument '%s'\n%s", a, USAGE);
             return 2;
         }
     }
     struct stat in_st, out_st;
-    if (csv_path && stat(path, &in_st) == 0 && stat(csv_path, &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
-        in_st.st_ino == out_st.st_ino) {
+    if (g->csv_path && stat(g->path, &in_st) == 0 && stat(g->csv_path, &out_st) == 0 &&
+        in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
         fprintf(stderr, "accuracy: --csv %s is the runs file itself\nhint: write the records to another file\n",
-                csv_path);
+                g->csv_path);
         return 2;
     }
-    if (csv_path && xval) {
+    if (g->csv_path && g->xval) {
         fprintf(stderr, "accuracy: --csv writes the scored runs; -x scores none\nhint: run -x and --csv apart\n");
         return 2;
     }
-    static Row rows[MAXROW];
-    int n = 0, rc = runs_load(path, rows, &n);
-    if (rc) return rc;
-    char tmp[4096] = "";
-    FILE *csv = NULL;
-    if (csv_path) { /* written aside, renamed into place once complete */
-        snprintf(tmp, sizeof tmp, "%s.tmp", csv_path);
-        if (!(csv = fopen(tmp, "w"))) {
-            fprintf(stderr, "accuracy: cannot write %s: %s\n", tmp, strerror(errno));
-            runs_free(rows, n);
-            return 1;
-        }
-        for (int c = 0; c < CSV_NCOL; c++) runs_put_field(csv, CSV_COLS[c], c == CSV_NCOL - 1);
-    }
+    return 0;
+}
 
-    Table tabs[MAXTAB] = {{.name = "N21-T1"}, {.name = "N21-T2"}, {.name = "NEMO2407"},
-                          {.name = "BLOOM"},  {.name = "OPT"},    {.name = "TT"}};
-    int ntab = 6;
-    SimWork *w = sim_work_create();
-    if (xval) {
-        cross_validate(rows, n, w, tabs, ntab);
-        cross_validate_b200(rows, n, w);
-        sim_work_destroy(w);
-        runs_free(rows, n);
-        return 0;
-    }
-    printf("accuracy: trainsim simulate vs published runs (%s)\n", path);
-    printf("error = predicted/published - 1 of the throughput (positive: predicted faster)\n\n");
-    printf("%-11s %-15s %-44s %10s %10s %8s\n", "id", "model", "plan (resolved)", "published", "predicted", "error");
-    EvalOpts eo = {.verbose = verbose, .replay = replay, .print = true, .csv = csv};
-    for (int i = 0; i < n; i++) {
-        Score sc;
-        Table *t = table_of(tabs, &ntab, rows[i].f[col("id")]);
-        eo.table = t ? t->name : NULL;
-        if (!eval_row(&rows[i], w, &eo, &sc) || !t) continue;
-        t->sum_abs += fabs(sc.e);
-        t->sum += sc.e;
-        t->n++;
-        if (!isnan(sc.re)) t->r_abs += fabs(sc.re), t->r_sum += sc.re, t->rn++;
-    }
+/* Each table's MAPE and bias (and its replay's); the rows scored in all. */
+static int print_tables(const Table *tabs, int ntab, const Row *rows, int n)
+{
     printf("\nper table (target: MAPE <= 5%%, |bias| <= 3%%):\n");
     printf("%-10s %4s %8s %8s\n", "table", "rows", "MAPE", "bias");
     double all = 0;
@@ -977,6 +953,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++) nmem += starts(rows[i].f[col("metric")], "mem_");
     if (nmem)
         printf("(%d rows of per-GPU memory (mem_*_GiB) are not scored here: bench_memory, trainsim memory)\n", nmem);
+    return alln;
+}
+
+/* The rules for unstated knobs and the physical parameters they run with. */
+static void print_rules(void)
+{
     printf("\nrules for unstated knobs (the same for every row of a table):\n"
            "  micro-batch   the run's launch script where public (BLOOM: 2, tr11-176B-ml.slurm); else 1\n"
            "                with PP, else the per-replica batch up to 8 (mb rule); global batch rounded\n"
@@ -1037,18 +1019,68 @@ int main(int argc, char **argv)
            "rows up to 2023 the same formula, as its logger printed it (model FLOPs printed beside); OPT\n"
            "and other rows model FLOPs (validation/README; metaseq's convention unknown), the\n"
            "recompute-inclusive count beside.\n");
+}
+
+int main(int argc, char **argv)
+{
+    Args g;
+    bool done;
+    int st = parse_args(argc, argv, &g, &done);
+    if (st || done) return st;
+    static Row rows[MAXROW];
+    int n = 0, rc = runs_load(g.path, rows, &n);
+    if (rc) return rc;
+    char tmp[4096] = "";
+    FILE *csv = NULL;
+    if (g.csv_path) { /* written aside, renamed into place once complete */
+        snprintf(tmp, sizeof tmp, "%s.tmp", g.csv_path);
+        if (!(csv = fopen(tmp, "w"))) {
+            fprintf(stderr, "accuracy: cannot write %s: %s\n", tmp, strerror(errno));
+            runs_free(rows, n);
+            return 1;
+        }
+        for (int c = 0; c < CSV_NCOL; c++) runs_put_field(csv, CSV_COLS[c], c == CSV_NCOL - 1);
+    }
+
+    Table tabs[MAXTAB] = {{.name = "N21-T1"}, {.name = "N21-T2"}, {.name = "NEMO2407"},
+                          {.name = "BLOOM"},  {.name = "OPT"},    {.name = "TT"}};
+    int ntab = 6;
+    SimWork *w = sim_work_create();
+    if (g.xval) {
+        cross_validate(rows, n, w, tabs, ntab);
+        cross_validate_b200(rows, n, w);
+        sim_work_destroy(w);
+        runs_free(rows, n);
+        return 0;
+    }
+    printf("accuracy: trainsim simulate vs published runs (%s)\n", g.path);
+    printf("error = predicted/published - 1 of the throughput (positive: predicted faster)\n\n");
+    printf("%-11s %-15s %-44s %10s %10s %8s\n", "id", "model", "plan (resolved)", "published", "predicted", "error");
+    EvalOpts eo = {.verbose = g.verbose, .replay = g.replay, .print = true, .csv = csv};
+    for (int i = 0; i < n; i++) {
+        Score sc;
+        Table *t = table_of(tabs, &ntab, rows[i].f[col("id")]);
+        eo.table = t ? t->name : NULL;
+        if (!eval_row(&rows[i], w, &eo, &sc) || !t) continue;
+        t->sum_abs += fabs(sc.e);
+        t->sum += sc.e;
+        t->n++;
+        if (!isnan(sc.re)) t->r_abs += fabs(sc.re), t->r_sum += sc.re, t->rn++;
+    }
+    int alln = print_tables(tabs, ntab, rows, n);
+    print_rules();
     sim_work_destroy(w);
     runs_free(rows, n);
-    if (csv && (fflush(csv) || ferror(csv) || fclose(csv) || rename(tmp, csv_path))) {
-        fprintf(stderr, "accuracy: cannot write %s: %s\n", csv_path, strerror(errno));
+    if (csv && (fflush(csv) || ferror(csv) || fclose(csv) || rename(tmp, g.csv_path))) {
+        fprintf(stderr, "accuracy: cannot write %s: %s\n", g.csv_path, strerror(errno));
         remove(tmp);
         return 1;
     }
-    if (csv) printf("(one record per run in %s)\n", csv_path);
+    if (csv) printf("(one record per run in %s)\n", g.csv_path);
     if (alln == 0) { /* nothing to compare: said, not a table of zeros */
         fprintf(stderr, "accuracy: no run of %s was scored\nhint: the reasons are beside each run above; a run "
                         "needs a throughput or time metric, a GPU with a cluster preset and a plan that simulates\n",
-                path);
+                g.path);
         return 1;
     }
     return 0;

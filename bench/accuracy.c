@@ -292,22 +292,9 @@ static void print_clock(const char *label, const char *preset, const char *after
     printf("%s sustained clock %.0f of %.0f MHz%s", label, g.sustained_clock_mhz, g.clock_mhz, after);
 }
 
-static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *p, char *rules)
+/* A row's MoE knobs: expert TP, DeepEP, token drop. */
+static void row_moe(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *p, char *rules)
 {
-    bool n21 = k.n21, nemo = k.nemo, bloom = k.bloom, opt = k.opt;
-    plan_init(p);
-    p->tp = geti(r, "tp", 1);
-    p->pp = geti(r, "pp", 1);
-    p->vpp = geti(r, "vpp", 1);
-    p->dp = geti(r, "dp", 1);
-    p->cp = geti(r, "cp", 1);
-    p->ep = geti(r, "ep", 1);
-    p->gpus = geti(r, "num_gpus", p->tp * p->pp * p->dp * p->cp);
-    p->seq = geti(r, "seq", 2048);
-    p->global_batch = geti(r, "global_batch", 1);
-    p->sp = strcmp(r->f[col("seq_parallel")], "yes") == 0;
-    p->sp_set = true;
-    if (p->vpp > 1) p->schedule = PLAN_SCHED_INTERLEAVED;
     /* expert tensor parallelism: 1 in NeMo's and Megatron-Bridge's MoE
      * recipes (their performance configs set expert_tensor_parallel_size 1:
      * scripts/performance/configs/{qwen3,deepseek,gpt_oss}/workload_base_configs.py,
@@ -338,11 +325,17 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
             strcat(rules, "token drop: capacity 1, padded (notes); ");
         }
     }
+}
+
+/* A row's micro-batch (stated, BLOOM's launch script, else the mb rule) and
+ * its global batch, rounded to a multiple of mb x dp. */
+static void row_batch(const Row *r, RowKind k, ParallelPlan *p, char *rules)
+{
     /* unstated micro-batch: 1 with pipelining (Megatron's choice for
      * pipelined runs); without pipelining the per-replica batch up to 8 */
     if (*r->f[col("micro_batch")]) {
         p->micro_batch = geti(r, "micro_batch", 1);
-    } else if (bloom) {
+    } else if (k.bloom) {
         /* the run's launch script states it: bigscience-workshop/bigscience
          * train/tr11-176B-ml/tr11-176B-ml.slurm, MICRO_BATCH_SIZE=2 (1 only
          * during the batch-size ramp-up, GBS < 784) */
@@ -360,6 +353,12 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
         if (p->global_batch == 0) p->global_batch = p->micro_batch * p->dp;
         strcat(rules, "gb rounded to dp; ");
     }
+}
+
+/* A row's recompute (mode, Megatron-Core's modules, full recompute's layers)
+ * and its distributed optimizer or ZeRO stage. */
+static void row_recompute(const Row *r, const ModelSpec *m, ParallelPlan *p, char *rules)
+{
     const char *rc = r->f[col("recompute")];
     p->recompute = starts(rc, "full") ? PLAN_RECOMPUTE_FULL
                   : starts(rc, "selective") ? PLAN_RECOMPUTE_SELECTIVE : PLAN_RECOMPUTE_NONE;
@@ -382,7 +381,13 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     else if (strstr(dopt, "zero1")) p->zero = 1;
     /* PyTorch FSDP's SHARD_GRAD_OP (with pp: framework torchtitan) */
     else if (strstr(dopt, "zero2")) p->zero = 2;
-    p->dtype = nemo ? TS_DTYPE_FP8 : (n21 || opt) ? TS_DTYPE_FP16 : TS_DTYPE_BF16;
+}
+
+/* A row's precision: the table's, the one its source or notes state, and
+ * FP8's scaling recipe. */
+static void row_precision(const Row *r, RowKind k, ParallelPlan *p, char *rules)
+{
+    p->dtype = k.nemo ? TS_DTYPE_FP8 : (k.n21 || k.opt) ? TS_DTYPE_FP16 : TS_DTYPE_BF16;
     /* the precision the row states in its source or notes, over the table's */
     if (says(r, "fp8")) p->dtype = TS_DTYPE_FP8;
     else if (says(r, "bf16")) p->dtype = TS_DTYPE_BF16;
@@ -401,18 +406,24 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
     if (p->fp8_recipe != PLAN_FP8_DELAYED) {
         strcat(rules, p->fp8_recipe == PLAN_FP8_CURRENT ? "fp8 current scaling (notes); " : "fp8 blockwise (notes); ");
     }
+}
+
+/* A row's attention (fused or not), TP overlap and stated dtype / attention columns. */
+static void row_attention(const Row *r, RowKind k, ParallelPlan *p, char *rules)
+{
+    const char *text[2] = {r->f[col("source")], r->f[col("notes")]};
     /* fused attention only in the 2024 frameworks (NeMo/TE, torchtitan SDPA);
      * a run published by 2022 predates it: FlashAttention (Dao et al., arXiv
      * 2205.14135, May 2022) reached Megatron-LM (--use-flash-attn) and
      * PyTorch's SDPA (2.0) in 2023, so such a run kept the softmax's S^2
      * probabilities (Megatron's fused scale-mask-softmax) */
     int year = acc_latest_year(text);
-    p->flash_attn = !(n21 || bloom || opt);
+    p->flash_attn = !(k.n21 || k.bloom || k.opt);
     /* NeMo performance recipes overlap TP comm (TE userbuffers) */
     bool tpov = says(r, "tp-comm-overlap") || says(r, "tp_comm_overlap") || says(r, "userbuffers") ||
                 acc_says_tp_overlap(text);
-    p->tp_overlap = (nemo || tpov) && p->tp > 1;
-    if (tpov && !nemo && p->tp > 1) strcat(rules, "TP overlap (notes); ");
+    p->tp_overlap = (k.nemo || tpov) && p->tp > 1;
+    if (tpov && !k.nemo && p->tp > 1) strcat(rules, "TP overlap (notes); ");
     /* stated knobs (optional columns) over the table's rules */
     const char *dt = r->f[col("dtype")], *at = r->f[col("attention")];
     if (*dt) ts_dtype_parse(dt, &p->dtype);
@@ -421,6 +432,28 @@ static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *
         p->flash_attn = false;
         strcat(rules, "unfused attention (published by 2022); ");
     }
+}
+
+static void row_plan(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *p, char *rules)
+{
+    plan_init(p);
+    p->tp = geti(r, "tp", 1);
+    p->pp = geti(r, "pp", 1);
+    p->vpp = geti(r, "vpp", 1);
+    p->dp = geti(r, "dp", 1);
+    p->cp = geti(r, "cp", 1);
+    p->ep = geti(r, "ep", 1);
+    p->gpus = geti(r, "num_gpus", p->tp * p->pp * p->dp * p->cp);
+    p->seq = geti(r, "seq", 2048);
+    p->global_batch = geti(r, "global_batch", 1);
+    p->sp = strcmp(r->f[col("seq_parallel")], "yes") == 0;
+    p->sp_set = true;
+    if (p->vpp > 1) p->schedule = PLAN_SCHED_INTERLEAVED;
+    row_moe(r, m, k, p, rules);
+    row_batch(r, k, p, rules);
+    row_recompute(r, m, p, rules);
+    row_precision(r, k, p, rules);
+    row_attention(r, k, p, rules);
     /* uneven pipelines: the plan's rule (last and first chunk one layer
      * lighter first, plan.h ParallelPlan.uneven) */
     if (m->layers % (p->pp * p->vpp)) {

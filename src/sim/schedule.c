@@ -1341,8 +1341,9 @@ static void sched_figures(const SimPipeline *pl, int32_t s, SimResult *out)
         f += cc->fwd_s / v;
         b += cc->bwd_s / v;
         wg += cc->wgrad_s / v;
-        if (v == 2) pair += sim_pair_s(cc, &pl->chunk[s * v + 1 - c], pl->pair_sm_share) / 2;
-        if (v == 1 && sched_pairs(pl)) pair = sim_pair_s(cc, cc, pl->pair_sm_share);
+        /* a pair: DualPipe(V)'s two chunks' crossed; the EP overlap's a chunk's own (its chunks alike) */
+        if (sched_dual(pl)) pair += sim_pair_s(cc, &pl->chunk[s * v + 1 - c], pl->pair_sm_share) / 2;
+        else if (sched_pairs(pl)) pair += sim_pair_s(cc, cc, pl->pair_sm_share) / v;
     }
     out->sched_f_s = f;
     out->sched_b_s = b;

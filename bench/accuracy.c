@@ -312,6 +312,16 @@ static void row_moe(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *p
         p->moe_dispatch = PLAN_MOE_DISPATCH_DEEPEP;
         strcat(rules, "DeepEP dispatch (notes); ");
     }
+    /* Megatron-Core's EP overlap where the row names it (its
+     * --overlap-moe-expert-parallel-comm, Megatron-Bridge's moe_a2a_overlap):
+     * 1f1b-a2a, which with stages runs inside the interleaved schedule */
+    bool a2a = says_on(r, "moe_a2a_overlap") || says_on(r, "overlap_moe_expert_parallel_comm") ||
+               says_on(r, "overlap-moe-expert-parallel-comm") || says_on(r, "a2a overlap");
+    if (m->experts > 0 && p->ep > 1 && a2a) {
+        bool ok = p->pp == 1 || p->vpp > 1;
+        if (ok) p->schedule = PLAN_SCHED_1F1B_A2A;
+        strcat(rules, ok ? "EP all-to-all overlap (notes); " : "EP overlap said but pp > 1 without vpp (ignored); ");
+    }
     /* token drop, as Megatron-Bridge's tables mark MoE runs "(tokendrop)":
      * capacity factor 1, each expert's input padded to it (its
      * apply_moe_token_drop; Megatron-Core's token drop needs the alltoall
@@ -1005,6 +1015,9 @@ static void print_rules(void)
            "                Megatron-DeepSpeed 2022, metaseq, torchtitan)\n"
            "  expert TP     NeMo / Megatron-Bridge MoE recipes: etp 1 (expert_tensor_parallel_size 1);\n"
            "                else Megatron-Core's default, tp, or 1 where ep x tp does not divide tp x cp x dp\n"
+           "  EP overlap    as the notes say (moe_a2a_overlap, overlap_moe_expert_parallel_comm): 1f1b-a2a,\n"
+           "                with pp > 1 inside the interleaved schedule (vpp > 1; else ignored, as\n"
+           "                Megatron-Core refuses it); else none\n"
            "  precision     as the row's source or notes say (fp8, else bf16, else fp16; fp8 current scaling\n"
            "                (FP8-CS) or blockwise (FP8-SC, MXFP8) when said); unsaid: N21 and OPT fp16;\n"
            "                NeMo fp8 (Transformer Engine: transformer-layer GEMMs in fp8, attention and LM\n"

@@ -1,12 +1,16 @@
 /* order.c — which model chunks a pipeline rank holds, and the per-rank task
- * order of the zero-bubble and DualPipe schedules (plan.h). The schedule
+ * order of the zero-bubble, DualPipe and EP-overlap schedules and of
+ * Megatron's own (plan.h). The schedule
  * engine (src/sim/schedule.c) and the task-graph builder
  * (src/workload/builder.c) both run these orders, so the two agree by
  * construction. Sources: Qi et al. 2024, "Zero Bubble Pipeline
  * Parallelism" (arXiv 2401.10241) section 3.1 and its authors' DeepSpeed
  * port (ZeroBubbleH1Pipeline); DeepSeek-V3 technical report section 3.2.1
  * (arXiv 2412.19437) and github deepseek-ai/DualPipe (dualpipe/dualpipe.py,
- * dualpipe/dualpipev.py, the eight steps of step()). */
+ * dualpipe/dualpipev.py, the eight steps of step()); Megatron-Core's
+ * pipeline_parallel/schedules.py (get_pp_rank_microbatches,
+ * get_schedule_table, the combined 1F1B of --overlap-moe-expert-parallel-
+ * comm). */
 #include "trainsim/plan.h"
 
 int64_t plan_rank_chunks(const ParallelPlan *p)

@@ -726,28 +726,29 @@ static const TtFlavor *tt_flavor(const ModelSpec *m)
     return NULL;
 }
 
-static TsStatus check_torchtitan(const Emit *e, const TtFlavor **flavor)
+/* The refusal of a model torchtitan has no flavor of, listing its flavors. */
+static TsStatus tt_no_flavor(const Emit *e)
+{
+    const ModelSpec *m = e->m;
+    TsBuf h = {0};
+    ts_buf_puts(&h, "torchtitan builds its models in code; its flavors:");
+    for (size_t i = 0; i < sizeof TT_FLAVORS / sizeof TT_FLAVORS[0]; i++) {
+        bool first = i == 0 || strcmp(TT_FLAVORS[i - 1].name, TT_FLAVORS[i].name) != 0;
+        ts_buf_printf(&h, "%s%s%s", first ? (i ? "; " : " ") : ", ", first ? TT_FLAVORS[i].name : "",
+                      first ? " " : "");
+        ts_buf_puts(&h, TT_FLAVORS[i].flavor);
+    }
+    TsStatus st = refuse(e, h.data, "torchtitan has no flavor of %s (%lld layers, hidden %lld, %lld heads%s)",
+                         m->name, (long long)m->layers, (long long)m->hidden, (long long)m->heads,
+                         moe(m) ? ", experts" : "");
+    ts_buf_free(&h);
+    return st;
+}
+
+/* torchtitan's sharding, precision and pipeline: FSDP2 or DDP, amp or pure bf16. */
+static TsStatus tt_check_sharding(const Emit *e, const TtFlavor *f)
 {
     const ParallelPlan *p = e->p;
-    const ModelSpec *m = e->m;
-    const SimOptions *o = e->o;
-    const TtFlavor *f = tt_flavor(m);
-    if (!f) {
-        TsBuf h = {0};
-        ts_buf_puts(&h, "torchtitan builds its models in code; its flavors:");
-        for (size_t i = 0; i < sizeof TT_FLAVORS / sizeof TT_FLAVORS[0]; i++) {
-            bool first = i == 0 || strcmp(TT_FLAVORS[i - 1].name, TT_FLAVORS[i].name) != 0;
-            ts_buf_printf(&h, "%s%s%s", first ? (i ? "; " : " ") : ", ", first ? TT_FLAVORS[i].name : "",
-                          first ? " " : "");
-            ts_buf_puts(&h, TT_FLAVORS[i].flavor);
-        }
-        TsStatus st = refuse(e, h.data, "torchtitan has no flavor of %s (%lld layers, hidden %lld, %lld heads%s)",
-                             m->name, (long long)m->layers, (long long)m->hidden, (long long)m->heads,
-                             moe(m) ? ", experts" : "");
-        ts_buf_free(&h);
-        return st;
-    }
-    *flavor = f;
     /* fully_shard applied: dp_shard x cp > 1 (with a pipeline: --zero 1, above) */
     bool fsdp = p->dp * p->cp > 1 && (p->zero == 3 || (p->zero == 1 && p->pp > 1));
     if (p->pp > 1 && !f->pipeline)
@@ -791,15 +792,22 @@ static TsStatus check_torchtitan(const Emit *e, const TtFlavor **flavor)
                       "--precision amp with tp %lld, pp %lld and no FSDP has no torchtitan setting (it turns mixed "
                       "precision off)",
                       (long long)p->tp, (long long)p->pp);
+    return TS_OK;
+}
+
+/* The runtime knobs torchtitan's eager code path has a setting for (TP, recompute,
+ * attention, CP, the gradients' reduction, Adam's moments, MTP). */
+static TsStatus tt_check_runtime(const Emit *e)
+{
+    const ParallelPlan *p = e->p;
+    const ModelSpec *m = e->m;
+    const SimOptions *o = e->o;
     if (p->tp > 1 && !p->sp)
         return refuse(e, "torchtitan's tensor parallelism always shards the norms' sequence (SequenceParallel)",
                       "--no-sp with --tp %lld has no torchtitan setting", (long long)p->tp);
     if (p->tp_overlap)
         return refuse(e, "its async tensor parallelism needs torch.compile; trainsim's torchtitan code path is eager",
                       "--tp-overlap has no eager torchtitan setting");
-    if (moe(m) && p->etp != 1 && p->etp != p->tp)
-        return refuse(e, "torchtitan's expert_tensor_parallel_degree is 1 or the TP degree",
-                      "--etp %lld with --tp %lld has no torchtitan setting", (long long)p->etp, (long long)p->tp);
     if (p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0)
         return refuse(e, "torchtitan's full activation checkpointing covers every layer",
                       "--recompute-layers %lld has no torchtitan setting", (long long)p->recompute_layers);
@@ -822,6 +830,30 @@ static TsStatus check_torchtitan(const Emit *e, const TtFlavor **flavor)
     if (o->bucket_bytes > 0)
         return refuse(e, "FSDP2 reduces per layer; torchtitan's DDP takes PyTorch's default buckets",
                       "--bucket-mb has no torchtitan setting");
+    if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && p->recompute_modules)
+        return refuse(e, "torchtitan's selective checkpointing picks ops (selective_ac_option \"op\") or every n-th "
+                         "layer, not Megatron's modules",
+                      "--recompute-modules has no torchtitan setting");
+    if (p->adam_moments == TS_DTYPE_BF16 && p->precision != PLAN_PRECISION_PURE)
+        return refuse(e, "torchtitan's Adam keeps its moments in the parameters' dtype: bf16 only when training in "
+                         "bf16 throughout (--precision pure)",
+                      "--adam-moments bf16 with fp32 parameters (--precision %s) has no torchtitan setting",
+                      plan_precision_name(p->precision));
+    if (m->mtp_layers > 0)
+        return refuse(e, "torchtitan's models have no multi-token-prediction module: --mtp-layers 0",
+                      "%s's %lld MTP layers have no torchtitan setting", m->name, (long long)m->mtp_layers);
+    return TS_OK;
+}
+
+/* torchtitan's MoE: expert TP 1 or TP, grouped GEMMs, dropless, DeepEP in deepseek_v3 only. */
+static TsStatus tt_check_moe(const Emit *e, const TtFlavor *f)
+{
+    const ParallelPlan *p = e->p;
+    const ModelSpec *m = e->m;
+    const SimOptions *o = e->o;
+    if (moe(m) && p->etp != 1 && p->etp != p->tp)
+        return refuse(e, "torchtitan's expert_tensor_parallel_degree is 1 or the TP degree",
+                      "--etp %lld with --tp %lld has no torchtitan setting", (long long)p->etp, (long long)p->tp);
     if (moe(m) && o->sequential_experts)
         return refuse(e, "torchtitan's MoE runs its local experts as grouped GEMMs",
                       "--sequential-experts has no torchtitan setting");
@@ -845,19 +877,18 @@ static TsStatus check_torchtitan(const Emit *e, const TtFlavor **flavor)
     if (moe(m) && p->moe_capacity > 0)
         return refuse(e, "torchtitan's MoE is dropless: every routed token reaches its expert",
                       "--moe-capacity-factor has no torchtitan setting");
-    if (p->recompute == PLAN_RECOMPUTE_SELECTIVE && p->recompute_modules)
-        return refuse(e, "torchtitan's selective checkpointing picks ops (selective_ac_option \"op\") or every n-th "
-                         "layer, not Megatron's modules",
-                      "--recompute-modules has no torchtitan setting");
-    if (p->adam_moments == TS_DTYPE_BF16 && p->precision != PLAN_PRECISION_PURE)
-        return refuse(e, "torchtitan's Adam keeps its moments in the parameters' dtype: bf16 only when training in "
-                         "bf16 throughout (--precision pure)",
-                      "--adam-moments bf16 with fp32 parameters (--precision %s) has no torchtitan setting",
-                      plan_precision_name(p->precision));
-    if (m->mtp_layers > 0)
-        return refuse(e, "torchtitan's models have no multi-token-prediction module: --mtp-layers 0",
-                      "%s's %lld MTP layers have no torchtitan setting", m->name, (long long)m->mtp_layers);
     return TS_OK;
+}
+
+static TsStatus check_torchtitan(const Emit *e, const TtFlavor **flavor)
+{
+    const TtFlavor *f = tt_flavor(e->m);
+    if (!f) return tt_no_flavor(e);
+    *flavor = f;
+    TsStatus st = tt_check_sharding(e, f);
+    if (!st) st = tt_check_runtime(e);
+    if (!st) st = tt_check_moe(e, f);
+    return st;
 }
 
 /* context_parallel_rotate_method: "allgather" gathers every K/V shard;

@@ -1356,6 +1356,89 @@ static void sched_figures(const SimPipeline *pl, int32_t s, SimResult *out)
     else out->sched_formula_bubble_s = (p - 1) * (pair + b - 3 * wg);
 }
 
+/* The step's tail after the pipelines: the stage whose optimizer, step
+ * collectives and unoverlapped parameter gather take longest. */
+typedef struct StepTail {
+    double opt, step_comm, ag;
+} StepTail;
+
+/* Stage s after its pipeline: its DP reduction, slow-down and end, its
+ * share of the step's tail, and (record) its DP spans. */
+static TsStatus finish_stage(const SimPipeline *pl, SimWork *w, int32_t s, StepTail *tail, TsError *err)
+{
+    const int32_t v = pl->chunks, p = pl->stages;
+    SimStageResult *sr = &w->stages[s];
+    memset(sr, 0, sizeof *sr);
+    sr->busy_s = stage_busy(pl, s);
+    sr->pipe_end_s = w->tfree[s];
+    bool oom = false;
+    if (pl->dp_shared) stage_dp_rs(pl, w, s, sr, pl->record ? &oom : NULL);
+    else stage_dp(pl, w, s, sr);
+    sr->slowdown_s += pl->overlap_slowdown * w->agwait[2 * p + s]; /* its hidden parameter gathers' */
+    const SimStageCost *sc = pl->stage ? &pl->stage[s] : NULL;
+    sr->embed_sync_s = sc ? sc->embed_sync_s : 0;
+    sr->end_s = sr->pipe_end_s + sr->slowdown_s + sr->dp_exposed_s + sr->embed_sync_s;
+    if (sc) {
+        /* the step meets every stage (the grad-norm all-reduce), then each
+         * runs its own tail one part after another: optimizer, the step's
+         * collectives, the parameter gather when not overlapped */
+        double ag = pl->param_gather_overlap ? 0 : sc->param_gather_s;
+        if (sc->optimizer_s + sc->step_comm_s + ag > tail->opt + tail->step_comm + tail->ag)
+            *tail = (StepTail){sc->optimizer_s, sc->step_comm_s, ag};
+    }
+    if (pl->record && !oom) {
+        double tot = 0;
+        for (int32_t c = 0; c < v; c++) tot += pl->chunk[s * v + c].dp_grad_s;
+        if (tot > 0) {
+            double t1 = sr->pipe_end_s + sr->dp_exposed_s, t0 = t1 - tot;
+            push_span(w, &oom, s, SIM_STREAM_DP, 0, -1, 'R', t0 > 0 ? t0 : 0, t1);
+        }
+        if (sr->embed_sync_s > 0) {
+            double t0 = sr->pipe_end_s + sr->dp_exposed_s;
+            push_span(w, &oom, s, SIM_STREAM_DP, 0, -1, 'R', t0, t0 + sr->embed_sync_s);
+        }
+    }
+    return oom ? ts_err(err, TS_ERR_INTERNAL, "out of memory recording the timeline") : TS_OK;
+}
+
+/* The step's tail on the timeline from t: each stage's optimizer, and its
+ * parameter gather when not overlapped. */
+static TsStatus record_tail(const SimPipeline *pl, SimWork *w, double t, TsError *err)
+{
+    bool oom = false;
+    for (int32_t s = 0; s < pl->stages; s++) {
+        const SimStageCost *sc = pl->stage ? &pl->stage[s] : NULL;
+        if (!sc) break;
+        if (sc->optimizer_s > 0) push_span(w, &oom, s, SIM_STREAM_COMPUTE, 0, -1, 'O', t, t + sc->optimizer_s);
+        if (sc->param_gather_s > 0 && !pl->param_gather_overlap)
+            push_span(w, &oom, s, SIM_STREAM_DP, 0, -1, 'G', t + sc->optimizer_s + sc->step_comm_s,
+                      t + sc->optimizer_s + sc->step_comm_s + sc->param_gather_s);
+    }
+    return oom ? ts_err(err, TS_ERR_INTERNAL, "out of memory recording the timeline") : TS_OK;
+}
+
+/* A run on a temporary work space: copy what the caller keeps out of it
+ * and free it. */
+static TsStatus keep_results(const SimPipeline *pl, SimWork *w, SimResult *out, TsError *err)
+{
+    const int32_t p = pl->stages;
+    SimStageResult *stages = malloc((size_t)p * sizeof *stages);
+    SimSpan *spans = w->span_n ? malloc(w->span_n * sizeof *spans) : NULL;
+    if (!stages || (w->span_n && !spans)) {
+        free(stages);
+        free(spans);
+        return ts_err(err, TS_ERR_INTERNAL, "out of memory");
+    }
+    memcpy(stages, w->stages, (size_t)p * sizeof *stages);
+    if (spans) memcpy(spans, w->spans, w->span_n * sizeof *spans);
+    out->stages = stages;
+    out->spans = pl->record ? spans : NULL;
+    if (!pl->record) free(spans);
+    sim_work_destroy(w);
+    out->owned = true;
+    return TS_OK;
+}
+
 TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, TsError *err)
 {
     sim_result_clear(out);
@@ -1363,7 +1446,7 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     if (st) return st;
     SimWork *w = wk ? wk : sim_work_create();
     if (!w) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
-    const int32_t p = pl->stages, v = pl->chunks;
+    const int32_t p = pl->stages;
     w->span_n = 0;
     bool done = false;
     if (!pl->record && !pl->full_pass && !pl->ds_pipe && !pl->dp_shared) {
@@ -1379,53 +1462,17 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
         if (pl->record && (st = record_spans(pl, w, pg, err)) != TS_OK) goto fail;
     }
 
-    double pipe_max = 0, opt = 0, ag_exposed = 0, step_comm = 0;
+    double pipe_max = 0;
+    StepTail tail = {0};
     int32_t crit = 0, slowest = 0;
     for (int32_t s = 0; s < p; s++) {
-        SimStageResult *sr = &w->stages[s];
-        memset(sr, 0, sizeof *sr);
-        sr->busy_s = stage_busy(pl, s);
+        if ((st = finish_stage(pl, w, s, &tail, err)) != TS_OK) goto fail;
+        const SimStageResult *sr = &w->stages[s];
         if (sr->busy_s > w->stages[slowest].busy_s) slowest = s;
-        sr->pipe_end_s = w->tfree[s];
         if (sr->pipe_end_s > pipe_max) pipe_max = sr->pipe_end_s;
-        bool rs_oom = false;
-        if (pl->dp_shared) stage_dp_rs(pl, w, s, sr, pl->record ? &rs_oom : NULL);
-        else stage_dp(pl, w, s, sr);
-        if (rs_oom) {
-            st = ts_err(err, TS_ERR_INTERNAL, "out of memory recording the timeline");
-            goto fail;
-        }
-        sr->slowdown_s += pl->overlap_slowdown * w->agwait[2 * p + s]; /* its hidden parameter gathers' */
-        const SimStageCost *sc = pl->stage ? &pl->stage[s] : NULL;
-        sr->embed_sync_s = sc ? sc->embed_sync_s : 0;
-        sr->end_s = sr->pipe_end_s + sr->slowdown_s + sr->dp_exposed_s + sr->embed_sync_s;
         if (sr->end_s > w->stages[crit].end_s) crit = s;
-        if (sc) {
-            /* the step meets every stage (the grad-norm all-reduce), then each
-             * runs its own tail one part after another: optimizer, the step's
-             * collectives, the parameter gather when not overlapped */
-            double ag = pl->param_gather_overlap ? 0 : sc->param_gather_s;
-            if (sc->optimizer_s + sc->step_comm_s + ag > opt + step_comm + ag_exposed)
-                opt = sc->optimizer_s, step_comm = sc->step_comm_s, ag_exposed = ag;
-        }
-        if (pl->record) {
-            bool oom = false;
-            double tot = 0;
-            for (int32_t c = 0; c < v; c++) tot += pl->chunk[s * v + c].dp_grad_s;
-            if (tot > 0) {
-                double t1 = sr->pipe_end_s + sr->dp_exposed_s, t0 = t1 - tot;
-                push_span(w, &oom, s, SIM_STREAM_DP, 0, -1, 'R', t0 > 0 ? t0 : 0, t1);
-            }
-            if (sr->embed_sync_s > 0) {
-                double t0 = sr->pipe_end_s + sr->dp_exposed_s;
-                push_span(w, &oom, s, SIM_STREAM_DP, 0, -1, 'R', t0, t0 + sr->embed_sync_s);
-            }
-            if (oom) {
-                st = ts_err(err, TS_ERR_INTERNAL, "out of memory recording the timeline");
-                goto fail;
-            }
-        }
     }
+    double opt = tail.opt, ag_exposed = tail.ag, step_comm = tail.step_comm;
     const SimStageResult *cs = &w->stages[crit];
     ag_exposed += step_comm; /* the step's own collectives are exposed too */
     out->iteration_time_s = cs->end_s + opt + ag_exposed;
@@ -1444,41 +1491,11 @@ TsStatus sim_pipeline_run(const SimPipeline *pl, SimWork *wk, SimResult *out, Ts
     sched_figures(pl, crit, out);
 
     if (pl->record) {
-        bool oom = false;
-        double t = cs->end_s;
-        for (int32_t s = 0; s < p; s++) {
-            const SimStageCost *sc = pl->stage ? &pl->stage[s] : NULL;
-            if (!sc) break;
-            if (sc->optimizer_s > 0) push_span(w, &oom, s, SIM_STREAM_COMPUTE, 0, -1, 'O', t, t + sc->optimizer_s);
-            if (sc->param_gather_s > 0 && !pl->param_gather_overlap)
-                push_span(w, &oom, s, SIM_STREAM_DP, 0, -1, 'G', t + sc->optimizer_s + sc->step_comm_s,
-                          t + sc->optimizer_s + sc->step_comm_s + sc->param_gather_s);
-        }
-        if (oom) {
-            st = ts_err(err, TS_ERR_INTERNAL, "out of memory recording the timeline");
-            goto fail;
-        }
+        if ((st = record_tail(pl, w, cs->end_s, err)) != TS_OK) goto fail;
         out->spans = w->spans;
         out->n_spans = (int64_t)w->span_n;
     }
-    if (!wk) {
-        /* Copy what the caller keeps out of the temporary work. */
-        SimStageResult *stages = malloc((size_t)p * sizeof *stages);
-        SimSpan *spans = w->span_n ? malloc(w->span_n * sizeof *spans) : NULL;
-        if (!stages || (w->span_n && !spans)) {
-            free(stages);
-            free(spans);
-            st = ts_err(err, TS_ERR_INTERNAL, "out of memory");
-            goto fail;
-        }
-        memcpy(stages, w->stages, (size_t)p * sizeof *stages);
-        if (spans) memcpy(spans, w->spans, w->span_n * sizeof *spans);
-        out->stages = stages;
-        out->spans = pl->record ? spans : NULL;
-        if (!pl->record) free(spans);
-        sim_work_destroy(w);
-        out->owned = true;
-    }
+    if (!wk && (st = keep_results(pl, w, out, err)) != TS_OK) goto fail;
     return TS_OK;
 fail:
     if (!wk) sim_work_destroy(w);

@@ -996,15 +996,9 @@ static void param_gathers(Gen *g, int64_t stage)
         gather_chunk(g, plan_rank_chunk(p, stage, k), WL_PHASE_FWD, false, g->pg_ag);
 }
 
-TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsError *err)
+/* The plans whose task graph the builder does not write (a message and a hint). */
+static TsStatus build_check(const ParallelPlan *p, TsError *err)
 {
-    *out = NULL;
-    WlBuildOptions def = {0};
-    if (!o) o = &def;
-    const ModelSpec *m = st->model;
-    const ParallelPlan *p = st->plan;
-    int64_t v = p->vpp > 1 ? p->vpp : 1;
-    int64_t n_chunks = p->pp * v;
     if (p->grad_accum < 1)
         return ts_err(err, TS_ERR_PLAN, "the global batch gives no micro-batch per data-parallel rank");
     if (plan_sched_ordered(p->schedule) && (plan_rs_per_microbatch(p) || (p->tp_overlap && p->tp > 1))) {
@@ -1026,6 +1020,62 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
                          "or with --schedule 1f1b");
         return TS_ERR_PLAN;
     }
+    return TS_OK;
+}
+
+/* Stage s's tasks: its parameter gathers, its schedule's compute and
+ * pipeline transfers, then (step) its gradient reduction and optimizer. */
+static void build_stage(Gen *g, int64_t s, int32_t *steps, int32_t *zorder, int64_t zcap)
+{
+    const ParallelPlan *p = g->p;
+    const ModelSpec *m = g->m;
+    const int64_t v = p->vpp > 1 ? p->vpp : 1, n_chunks = g->n_chunks;
+    const bool ordered = plan_sched_ordered(p->schedule);
+    g->last = -1;
+    g->join = -1;
+    g->unit_end[0] = g->unit_end[1] = -1;
+    g->n_pending = 0;
+    g->bucket = g->ebucket = 0;
+    g->n_deferred = 0;
+    const int64_t grp = plan_interleaved(p) ? plan_vpp_group(p) : 0;
+    int64_t n = ordered ? plan_order(p->schedule, p->pp, v, p->grad_accum, grp, s, zorder, zorder + zcap)
+                        : plan_order_megatron(p->schedule, p->pp, v, p->grad_accum, grp, s, steps);
+    param_gathers(g, s);
+    /* the last backward of each chunk triggers its gradient reduction
+     * (DualPipe: each of the rank's two copies its own) */
+    double params = 0, eparams = 0;
+    for (int64_t k = 0; k < plan_rank_chunks(p); k++) {
+        int64_t ch = plan_rank_chunk(p, s, k);
+        params += (double)chunk_layers(g, ch) * g->attn.params;
+        for (int64_t l = chunk_first(g, ch); l < chunk_first(g, ch) + chunk_layers(g, ch); l++) {
+            bool moe = model_layer_is_moe(m, l);
+            params += moe ? g->moe.params : g->mlp.params;
+            eparams += moe ? g->moe.eparams : 0;
+        }
+        if (ch == 0) params += g->embed.params;
+        if (ch == n_chunks - 1) params += g->head.params;
+    }
+    if (plan_ds_pipe(p)) ds_schedule(g, s);
+    if (ordered) run_order(g, s, zorder, n);
+    for (int64_t i = 0; i < n && !g->oom && !plan_ds_pipe(p) && !ordered; i++) {
+        int64_t mb = PLAN_TASK_MB(steps[i]), ch = plan_rank_chunk(p, s, PLAN_TASK_CHUNK(steps[i]));
+        if (PLAN_TASK_KIND(steps[i]) == PLAN_TASK_F) chunk_fwd(g, mb, ch);
+        else chunk_bwd(g, mb, ch, mb == p->grad_accum - 1);
+    }
+    step(g, s, params, eparams);
+}
+
+TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsError *err)
+{
+    *out = NULL;
+    WlBuildOptions def = {0};
+    if (!o) o = &def;
+    const ModelSpec *m = st->model;
+    const ParallelPlan *p = st->plan;
+    int64_t v = p->vpp > 1 ? p->vpp : 1;
+    int64_t n_chunks = p->pp * v;
+    TsStatus bst = build_check(p, err);
+    if (bst) return bst;
     if (m->layers < n_chunks - 2) /* the end chunks may hold the embedding or the loss alone */
         return ts_err(err, TS_ERR_PLAN, "%lld layers cannot fill %lld pipeline chunks",
                       (long long)m->layers, (long long)n_chunks);
@@ -1038,7 +1088,6 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
     g.bucket_max = o->bucket_params > 0 ? o->bucket_params : fmax(4e7, 1e6 * (double)g.dpn);
     /* Megatron's orders (plan_order_megatron): 2 entries a micro-batch and chunk */
     int32_t *steps = malloc((size_t)(2 * p->grad_accum * v) * sizeof *steps);
-    const bool ordered = plan_sched_ordered(p->schedule);
     const int64_t zcap = plan_order_cap(p->schedule, p->grad_accum, v);
     /* plan_order's order and its W queue (chunks x micro-batches) */
     int32_t *zorder = malloc((size_t)(zcap + 2 * p->grad_accum) * sizeof *zorder);
@@ -1069,38 +1118,7 @@ TsStatus wl_build(const WlStep *st, const WlBuildOptions *o, Workload **out, TsE
         char nm[32];
         snprintf(nm, sizeof nm, "stage%lld", (long long)s);
         if (wl_class_begin(w, nm, (int32_t)s) < 0) goto oom;
-        g.last = -1;
-        g.join = -1;
-        g.unit_end[0] = g.unit_end[1] = -1;
-        g.n_pending = 0;
-        g.bucket = g.ebucket = 0;
-        g.n_deferred = 0;
-        const int64_t grp = plan_interleaved(p) ? plan_vpp_group(p) : 0;
-        int64_t n = ordered ? plan_order(p->schedule, p->pp, v, p->grad_accum, grp, s, zorder, zorder + zcap)
-                            : plan_order_megatron(p->schedule, p->pp, v, p->grad_accum, grp, s, steps);
-        param_gathers(&g, s);
-        /* the last backward of each chunk triggers its gradient reduction
-         * (DualPipe: each of the rank's two copies its own) */
-        double params = 0, eparams = 0;
-        for (int64_t k = 0; k < plan_rank_chunks(p); k++) {
-            int64_t ch = plan_rank_chunk(p, s, k);
-            params += (double)chunk_layers(&g, ch) * g.attn.params;
-            for (int64_t l = chunk_first(&g, ch); l < chunk_first(&g, ch) + chunk_layers(&g, ch); l++) {
-                bool moe = model_layer_is_moe(m, l);
-                params += moe ? g.moe.params : g.mlp.params;
-                eparams += moe ? g.moe.eparams : 0;
-            }
-            if (ch == 0) params += g.embed.params;
-            if (ch == n_chunks - 1) params += g.head.params;
-        }
-        if (plan_ds_pipe(p)) ds_schedule(&g, s);
-        if (ordered) run_order(&g, s, zorder, n);
-        for (int64_t i = 0; i < n && !g.oom && !plan_ds_pipe(p) && !ordered; i++) {
-            int64_t mb = PLAN_TASK_MB(steps[i]), ch = plan_rank_chunk(p, s, PLAN_TASK_CHUNK(steps[i]));
-            if (PLAN_TASK_KIND(steps[i]) == PLAN_TASK_F) chunk_fwd(&g, mb, ch);
-            else chunk_bwd(&g, mb, ch, mb == p->grad_accum - 1);
-        }
-        step(&g, s, params, eparams);
+        build_stage(&g, s, steps, zorder, zcap);
         if (g.oom) goto oom;
     }
     free(steps);

@@ -1100,12 +1100,15 @@ static TsStatus run_reduced(const SimPipeline *pl, SimWork *w, int64_t mr, SimPi
     return TS_OK;
 }
 
-/* Try the fast path; *done = false when it does not apply (then the caller
- * runs the full pass). Fills what run_ops fills, for m micro-batches. */
-static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsError *err)
+/* The fast path's margins in micro-batches of each chunk (run_periodic):
+ * reach, head, tail, and the expected period's k0 (in units of delta). */
+typedef struct Margins {
+    int64_t reach, head, tail, k0;
+} Margins;
+
+static Margins periodic_margins(const SimPipeline *pl, int64_t delta)
 {
     const int32_t p = pl->stages, v = pl->chunks;
-    const int64_t m = chunk_mb(pl), delta = pl->schedule == PLAN_SCHED_INTERLEAVED ? p : 1;
     /* Margins in micro-batches (of each chunk). reach: how far ahead a
      * task's inputs can be, through its stage's order: a 1F1B or ZB-H1
      * stage runs up to p-1 forwards ahead of its backward, an interleaved
@@ -1159,6 +1162,39 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
             }
         k0 = first < 0 ? 1 : last - first + 1;
     }
+    return (Margins){reach, head, tail, k0};
+}
+
+/* Extends a reduced run of mr micro-batches by whole periods of P (from
+ * micro-batch a; lb, lf: a period's backward and forward advance) to m. */
+static void periodic_extend(const SimPipeline *pl, SimWork *w, int64_t m, int64_t mr, int64_t a, int64_t P,
+                            double lf, double lb)
+{
+    const int32_t p = pl->stages, v = pl->chunks;
+    const int64_t n = (m - mr) / P, ntr = (int64_t)p * v * mr;
+    const double dn = (double)n, shift = dn * lb + (pl->schedule == PLAN_SCHED_GPIPE ? dn * lf : 0);
+    for (int32_t s = 0; s < p; s++) {
+        double round = 0; /* transfer wait of one period on stage s */
+        for (int32_t c = 0; c < v; c++)
+            for (int64_t mb = a; mb < a + P; mb++) {
+                int64_t f = ((int64_t)s * v + c) * mr + mb;
+                round += w->ppc[f] + w->ppc[ntr + f] + (sched_pairs(pl) ? w->ppc[3 * ntr + f] : 0);
+            }
+        w->tfree[s] += shift;
+        w->ppwait[s] += dn * round;
+    }
+    for (int32_t i = 0; i < p * v; i++) w->bst_last[i] += shift;
+    w->tail_shift = shift;
+}
+
+/* Try the fast path; *done = false when it does not apply (then the caller
+ * runs the full pass). Fills what run_ops fills, for m micro-batches. */
+static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsError *err)
+{
+    const int32_t p = pl->stages, v = pl->chunks;
+    const int64_t m = chunk_mb(pl), delta = pl->schedule == PLAN_SCHED_INTERLEAVED ? p : 1;
+    const Margins mg = periodic_margins(pl, delta);
+    const int64_t reach = mg.reach, head = mg.head, tail = mg.tail, k0 = mg.k0;
     const int64_t P0 = k0 * delta; /* the expected period */
     int64_t mr = head + reach + 2 * P0 + tail; /* room for it */
     *done = false;
@@ -1206,20 +1242,7 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
             if ((st = run_reduced(pl, w, mr, &q, err)) != TS_OK) return st;
             if (!find_window(&q, w, P, a, a + W + P, W, &a, &lf, &lb)) return TS_OK; /* cannot happen */
         }
-        const int64_t n = (m - mr) / P, ntr = (int64_t)p * v * mr;
-        const double dn = (double)n, shift = dn * lb + (pl->schedule == PLAN_SCHED_GPIPE ? dn * lf : 0);
-        for (int32_t s = 0; s < p; s++) {
-            double round = 0; /* transfer wait of one period on stage s */
-            for (int32_t c = 0; c < v; c++)
-                for (int64_t mb = a; mb < a + P; mb++) {
-                    int64_t f = ((int64_t)s * v + c) * mr + mb;
-                    round += w->ppc[f] + w->ppc[ntr + f] + (sched_pairs(pl) ? w->ppc[3 * ntr + f] : 0);
-                }
-            w->tfree[s] += shift;
-            w->ppwait[s] += dn * round;
-        }
-        for (int32_t i = 0; i < p * v; i++) w->bst_last[i] += shift;
-        w->tail_shift = shift;
+        periodic_extend(pl, w, m, mr, a, P, lf, lb);
         *done = true;
         return TS_OK;
     }

@@ -122,7 +122,6 @@ typedef struct StageSums {
     double pd, pe;            /* dense parameters (TP share), routed experts' (EP share) */
     double sh;                /* Shampoo's preconditioner elements */
     double act_sum;           /* one micro-batch's activations over the chunks */
-    double act_k[PLAN_TASK_MAX_CHUNKS]; /* ordered schedules: each of the rank's chunks' share of act_sum */
     double layer_max;         /* the largest layer's activations with its recompute's */
     double remat_max;         /* the largest recompute's */
     bool has_emb, has_head;   /* it holds the embedding / the head */
@@ -131,9 +130,11 @@ typedef struct StageSums {
 /* The rank's chunks (dualpipe holds its stage twice, two copies, and stage
  * pp-1-s; dualpipev a V: plan_rank_chunk): their layers' parameters and
  * one micro-batch's activations, under full recompute a layer's input for
- * each recomputed layer and the rest stored in full, pro rata. */
+ * each recomputed layer and the rest stored in full, pro rata (act_k, where
+ * given: each chunk's, in the rank's chunk order). */
 static void stage_chunks(const ModelSpec *m, const ParallelPlan *p, const PartCounts *c, const PartLayerAct *ad,
-                         const PartLayerAct *am, double shampoo_d, double shampoo_m, int64_t s, StageSums *z)
+                         const PartLayerAct *am, double shampoo_d, double shampoo_m, int64_t s, double *act_k,
+                         StageSums *z)
 {
     double t = (double)p->tp, epx = (double)(p->ep * p->etp);
     bool full = p->recompute == PLAN_RECOMPUTE_FULL;
@@ -160,7 +161,7 @@ static void stage_chunks(const ModelSpec *m, const ParallelPlan *p, const PartCo
         } else {
             z->act_sum += full_l;
         }
-        if (v < PLAN_TASK_MAX_CHUNKS) z->act_k[v] = z->act_sum - a0;
+        if (act_k && v < PLAN_TASK_MAX_CHUNKS) act_k[v] = z->act_sum - a0;
         if (nd > 0) {
             z->layer_max = fmax(z->layer_max, ad->full + ad->remat);
             z->remat_max = fmax(z->remat_max, ad->remat);
@@ -268,10 +269,12 @@ static void stage_memory(const ModelSpec *m, const ParallelPlan *p, const PartMe
     double infl = inflight(p, s);
     out->inflight = infl;
     StageSums z;
-    stage_chunks(m, p, c, ad, am, shampoo_d, shampoo_m, s, &z);
+    double act_k[PLAN_TASK_MAX_CHUNKS]; /* kept for the ordered schedules alone */
+    const bool ordered = plan_sched_ordered(p->schedule);
+    stage_chunks(m, p, c, ad, am, shampoo_d, shampoo_m, s, ordered ? act_k : NULL, &z);
     double held = infl * z.act_sum, units = 0;
-    if (plan_sched_ordered(p->schedule)) {
-        double b = inflight_ordered(p, s, z.act_k, &units);
+    if (ordered) {
+        double b = inflight_ordered(p, s, act_k, &units);
         if (b >= 0) held = b, out->inflight = infl = units / (double)plan_rank_chunks(p);
     }
     bool full = p->recompute == PLAN_RECOMPUTE_FULL;

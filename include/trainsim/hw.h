@@ -110,6 +110,10 @@ typedef struct GpuSpec {
                                              kernel is FA2 (A100) */
     double attn_fa2_factor_hd64[2];       /* the same at head dim 64 and below, linear between
                                              (hw_attn_fa2_factor); absent: attn_fa2_factor */
+    double attn_sink_bwd_row_s;           /* fused attention with a learned sink per head (GPT-OSS):
+                                             the backward's extra time per query row (batch x
+                                             heads x tokens), whatever the head dim and window,
+                                             at the preset's clock; 1.67e-9 (cuDNN, H200) */
     double mem_eff;                       /* achieved / spec HBM bandwidth for large streams, 0.88 */
     double mem_half_bytes;                /* bytes at which achieved bandwidth is half of it, 4e6 */
     double launch_s;                      /* per-kernel launch + tail overhead, 4e-6 */

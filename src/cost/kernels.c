@@ -175,6 +175,10 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
         break;
     }
     case PART_K_ATTN:
+        if (k->flags & PART_KF_SINK) { /* the learned sink's gradient: a cost per query row */
+            t[1] = f * (double)k->batch * (double)k->m * (double)k->n * hw->gpu.attn_sink_bwd_row_s;
+            break;
+        }
         t[0] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, false, c->act_dtype);
         t[1] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, true, c->act_dtype);
         break;

@@ -13,7 +13,7 @@ static const char *const MODEL_KEYS[] = {
     "gemm_align_elems",
     "simt_tile", "simt_k_half",
     "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "attn_causal_half",
-    "attn_causal_eff", "attn_fa2_factor", "attn_fa2_factor_hd64", "mem_eff",
+    "attn_causal_eff", "attn_fa2_factor", "attn_fa2_factor_hd64", "attn_sink_bwd_ns_per_row", "mem_eff",
     "mem_half_mb", "launch_us", "eager_generic_gelem_per_ms", "eager_norm", "software_2024", "notes", NULL};
 static const char *const SW2024_KEYS[] = {"gemm_eff_fp8", "attn_factor", NULL};
 static const char *const NORM_KEYS[] = {"eff", "row_ns", NULL};
@@ -48,6 +48,11 @@ static void gpu_defaults(GpuSpec *g)
     g->attn_causal_eff = 1.0;
     g->attn_fa2_factor[0] = g->attn_fa2_factor[1] = 1.0;
     g->attn_fa2_factor_hd64[0] = g->attn_fa2_factor_hd64[1] = -1; /* < 0: attn_fa2_factor (parse_gpu) */
+    /* cuDNN 9.14 on an H200 at 1980 MHz, six shapes (bench/data/gpu/
+     * sink_2026-11-27i_h200.jsonl): 1.19-1.61 ns a query row, median 1.54;
+     * 1.67 at the presets' 1830 MHz (the model's times are at the preset's
+     * clock); the other GPUs assumed alike at theirs */
+    g->attn_sink_bwd_row_s = 1.67e-9;
     g->mem_eff = 0.85;
     g->mem_half_bytes = 3e6;
     g->launch_s = 3e-6;
@@ -173,6 +178,8 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
     if ((st = num(doc, m, "attn_causal_eff", "model", false, 0.05, 2, 1, &g->attn_causal_eff, err))) return st;
     if ((st = pair(doc, m, "model", "attn_fa2_factor", 1, 10, g->attn_fa2_factor, err))) return st;
     if ((st = pair(doc, m, "model", "attn_fa2_factor_hd64", 1, 10, g->attn_fa2_factor_hd64, err))) return st;
+    if ((st = num(doc, m, "attn_sink_bwd_ns_per_row", "model", false, 0, 1000, 1e-9, &g->attn_sink_bwd_row_s, err)))
+        return st;
     if ((st = num(doc, m, "mem_eff", "model", false, 0.01, 1, 1, &g->mem_eff, err))) return st;
     if ((st = num(doc, m, "mem_half_mb", "model", false, 0, 1e4, 1e6, &g->mem_half_bytes, err))) return st;
     if ((st = num(doc, m, "launch_us", "model", false, 0, 1e4, 1e-6, &g->launch_s, err))) return st;
@@ -332,6 +339,7 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     if (g->attn_fa2_factor_hd64[0] != g->attn_fa2_factor[0] || g->attn_fa2_factor_hd64[1] != g->attn_fa2_factor[1])
         ts_buf_printf(b, "    \"attn_fa2_factor_hd64\": [%.17g, %.17g],\n", g->attn_fa2_factor_hd64[0],
                       g->attn_fa2_factor_hd64[1]);
+    if (g->attn_sink_bwd_row_s != 1.67e-9) kv_num(b, "    ", "attn_sink_bwd_ns_per_row", g->attn_sink_bwd_row_s * 1e9, true);
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
     /* (a spec already on the 2024 libraries carries them in its figures) */

@@ -152,6 +152,11 @@ static void attention_kernels(const Tx *x, PartBlockT *b)
             }
         }
         if (nw > 0) swa_core(x, b, uly ? Ah / c : Ah, uly ? x->S : x->Sl, (dqk + dv) / 2, nw / L);
+        if (m->attn_sinks) { /* the sink's backward, every layer's whatever its window (hw.h attn_sink_bwd_row_s) */
+            PartKernel *k = tpl_add(b, "core.sink", PART_K_ATTN, PART_KP_CORE);
+            k->batch = x->B, k->m = uly ? Ah / c : Ah, k->n = uly ? x->S : x->Sl, k->d = (dqk + dv) / 2;
+            k->flags |= PART_KF_SINK;
+        }
     } else { /* unfused: two batched GEMMs, softmax (and dropout) over the S^2 scores */
         PartKernel *qk = tpl_gemm(b, "core.qk", x->B * Ah, x->Sl, x->S, dqk), *pv = tpl_gemm(b, "core.pv", x->B * Ah, x->Sl, dv, x->S);
         qk->part = pv->part = PART_KP_CORE;

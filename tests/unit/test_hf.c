@@ -296,6 +296,43 @@ static void test_mcore_fc2_bias(void **state)
     }
 }
 
+/* GPT-OSS's learned sinks in the fused attention (template.c core.sink):
+ * the backward only, 1.67 ns at the preset's clock a query row (cuDNN on an
+ * H200, bench/data/gpu/sink_2026-11-27i_h200.jsonl) whatever the window:
+ * gpt-oss-20b, TP 2 (32 of 64 heads a rank), 2 x 4096 tokens, 262144 rows:
+ * 0.438 ms a layer. A model without sinks has no such kernel. */
+static void test_sink_backward(void **state)
+{
+    (void)state;
+    static PartTemplate t;
+    static CostStep cs;
+    for (int run = 0; run < 2; run++) {
+        ModelSpec m;
+        HwModel hw;
+        preset_on_h100(run ? "qwen3-30b-a3b" : "gpt-oss-20b", &m, &hw);
+        ParallelPlan p;
+        plan_init(&p);
+        p.gpus = 2, p.tp = 2, p.micro_batch = 2, p.global_batch = 2, p.seq = 4096;
+        TsError err = {0};
+        assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
+        part_template(&m, &p, NULL, &t);
+        CostCtx c;
+        cost_ctx_init(&c, &hw, &p, 1.0);
+        cost_step(&c, &m, &p, NULL, &t, &cs);
+        const PartBlockT *b = &t.b[PART_BLOCK_ATTN];
+        int ix = -1;
+        for (int i = 0; i < b->n_k; i++)
+            if (!strcmp(b->k[i].name, "core.sink")) ix = i;
+        if (run) {
+            assert_int_equal(ix, -1);
+            continue;
+        }
+        assert_true(ix >= 0);
+        near(cs.b[PART_BLOCK_ATTN].k[ix][0], 0, 1e-15, "no forward");
+        near(cs.b[PART_BLOCK_ATTN].k[ix][1], 2.0 * 32 * 4096 * 1.67e-9, 1e-9, "backward per query row");
+    }
+}
+
 /* Parameter tensors, counted by hand from the HF modules: GPT-2 wte, wpe,
  * ln_f (2) and 12 per layer (ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj,
  * each weight and bias), the head tied: 148. BERT-base (masked-LM): three
@@ -386,7 +423,7 @@ int main(void)
         cmocka_unit_test(test_hf_peak),
         cmocka_unit_test(test_host_floor),
         cmocka_unit_test(test_mcore_moe_sync),
-        cmocka_unit_test(test_mcore_fc2_bias),
+        cmocka_unit_test(test_mcore_fc2_bias), cmocka_unit_test(test_sink_backward),
         cmocka_unit_test(test_param_tensors),
         cmocka_unit_test(test_module_calls),
     };

@@ -113,7 +113,7 @@ typedef struct GpuSpec {
     double attn_sink_bwd_row_s;           /* fused attention with a learned sink per head (GPT-OSS):
                                              the backward's extra time per query row (batch x
                                              heads x tokens), whatever the head dim and window,
-                                             at the preset's clock; 1.67e-9 (cuDNN, H200) */
+                                             at the preset's clock; 1.74e-9 (cuDNN, H100, H200) */
     double mem_eff;                       /* achieved / spec HBM bandwidth for large streams, 0.88 */
     double mem_half_bytes;                /* bytes at which achieved bandwidth is half of it, 4e6 */
     double launch_s;                      /* per-kernel launch + tail overhead, 4e-6 */

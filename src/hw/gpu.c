@@ -48,11 +48,12 @@ static void gpu_defaults(GpuSpec *g)
     g->attn_causal_eff = 1.0;
     g->attn_fa2_factor[0] = g->attn_fa2_factor[1] = 1.0;
     g->attn_fa2_factor_hd64[0] = g->attn_fa2_factor_hd64[1] = -1; /* < 0: attn_fa2_factor (parse_gpu) */
-    /* cuDNN 9.14 on an H200 at 1980 MHz, six shapes (bench/data/gpu/
-     * sink_2026-11-27i_h200.jsonl): 1.19-1.61 ns a query row, median 1.54;
-     * 1.67 at the presets' 1830 MHz (the model's times are at the preset's
-     * clock); the other GPUs assumed alike at theirs */
-    g->attn_sink_bwd_row_s = 1.67e-9;
+    /* cuDNN 9.14 on an H200 and an H100 at 1980 MHz, six shapes each
+     * (bench/data/gpu/sink_2026-11-27{i_h200,j_h100}.jsonl): 1.19-1.88 ns a
+     * query row, median 1.61 (H200 1.54, H100 1.64); 1.74 at the presets'
+     * 1830 MHz (the model's times are at the preset's clock); the other GPUs
+     * assumed alike at theirs */
+    g->attn_sink_bwd_row_s = 1.74e-9;
     g->mem_eff = 0.85;
     g->mem_half_bytes = 3e6;
     g->launch_s = 3e-6;
@@ -339,7 +340,7 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     if (g->attn_fa2_factor_hd64[0] != g->attn_fa2_factor[0] || g->attn_fa2_factor_hd64[1] != g->attn_fa2_factor[1])
         ts_buf_printf(b, "    \"attn_fa2_factor_hd64\": [%.17g, %.17g],\n", g->attn_fa2_factor_hd64[0],
                       g->attn_fa2_factor_hd64[1]);
-    if (g->attn_sink_bwd_row_s != 1.67e-9) kv_num(b, "    ", "attn_sink_bwd_ns_per_row", g->attn_sink_bwd_row_s * 1e9, true);
+    if (g->attn_sink_bwd_row_s != 1.74e-9) kv_num(b, "    ", "attn_sink_bwd_ns_per_row", g->attn_sink_bwd_row_s * 1e9, true);
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
     /* (a spec already on the 2024 libraries carries them in its figures) */

@@ -117,6 +117,38 @@ static TsStatus write_html(const char *path, const SimSetup *in, const SimResult
     return hs;
 }
 
+/* The simulated timeline as a Chrome trace at `path`, titled with the
+ * model and the plan as `memory` and the launch scripts name it. */
+static TsStatus write_trace(const char *path, const SimSetup *in, const SimResult *r, TsError *err)
+{
+    const ModelSpec *m = in->model;
+    TsBuf tb = {0}, desc = {0};
+    plan_describe(&in->plan, &desc);
+    char title[256];
+    snprintf(title, sizeof title, "%s %s", m->name, desc.data ? desc.data : "");
+    ts_buf_free(&desc);
+    int64_t lpc = m->layers / (in->plan.pp * in->plan.vpp);
+    rep_trace_chrome(r, title, lpc, &tb);
+    TsStatus st = tb.oom ? ts_err(err, TS_ERR_INTERNAL, "out of memory writing the trace")
+                         : ts_write_file_atomic(path, tb.data, tb.len, err);
+    ts_buf_free(&tb);
+    return st;
+}
+
+/* A whole run's estimate from the step: the model state a checkpoint writes
+ * is every parameter once at the recipe's weight and optimizer bytes. */
+static TsStatus train_of(const TrainOptions *topt, const SimSetup *in, const SimResult *r, TrainEstimate *est,
+                         TsError *err)
+{
+    ModelCounts mc;
+    model_count_params(in->model, &mc);
+    PartParamBytes pb;
+    part_param_bytes(&in->plan, NULL, &pb);
+    double tokens_step = (double)in->plan.global_batch * (double)in->plan.seq;
+    return train_estimate(topt, r->iteration_time_s, tokens_step, in->plan.gpus,
+                          (double)mc.total * (pb.weight + pb.optim), est, err);
+}
+
 int cmd_simulate(int argc, char **argv)
 {
     CliSpec s;
@@ -189,45 +221,22 @@ int cmd_simulate(int argc, char **argv)
         return cli_fail(&err);
     }
     TsBuf out = {0};
-    if (a.o.trace) {
-        TsBuf tb = {0};
-        TsBuf desc = {0}; /* the plan as `memory` and the launch scripts name it */
-        plan_describe(&in.plan, &desc);
-        char title[256];
-        snprintf(title, sizeof title, "%s %s", m.name, desc.data ? desc.data : "");
-        ts_buf_free(&desc);
-        int64_t lpc = m.layers / (in.plan.pp * in.plan.vpp);
-        rep_trace_chrome(&r, title, lpc, &tb);
-        if (tb.oom) ts_err(&err, TS_ERR_INTERNAL, "out of memory writing the trace");
-        if (tb.oom || ts_write_file_atomic(a.o.trace, tb.data, tb.len, &err) != TS_OK) {
-            ts_buf_free(&tb);
-            sim_result_free(&r);
-            cli_hw_free(&hl);
-            return cli_fail(&err);
-        }
-        ts_buf_free(&tb);
+    if (a.o.trace && write_trace(a.o.trace, &in, &r, &err) != TS_OK) {
+        sim_result_free(&r);
+        cli_hw_free(&hl);
+        return cli_fail(&err);
     }
     if (a.o.html && write_html(a.o.html, &in, &r, hl.cluster.gpu.name, &err) != TS_OK) {
         sim_result_free(&r);
         cli_hw_free(&hl);
         return cli_fail(&err);
     }
-    /* a whole run: the model state a checkpoint writes is every parameter
-     * once at the recipe's weight and optimizer bytes */
     TrainEstimate test;
     RepTrain train = {.opt = &topt, .est = &test};
-    if (want_train) {
-        ModelCounts mc;
-        model_count_params(&m, &mc);
-        PartParamBytes pb;
-        part_param_bytes(&in.plan, NULL, &pb);
-        double tokens_step = (double)in.plan.global_batch * (double)in.plan.seq;
-        if (train_estimate(&topt, r.iteration_time_s, tokens_step, in.plan.gpus, (double)mc.total * (pb.weight + pb.optim),
-                           &test, &err) != TS_OK) {
-            sim_result_free(&r);
-            cli_hw_free(&hl);
-            return cli_fail(&err);
-        }
+    if (want_train && train_of(&topt, &in, &r, &test, &err) != TS_OK) {
+        sim_result_free(&r);
+        cli_hw_free(&hl);
+        return cli_fail(&err);
     }
     int code = 0;
     if (a.o.json) rep_sim_json(&in, &r, want_train ? &train : NULL, &out);

@@ -109,6 +109,97 @@ static void stall_json(const SimSetup *in, const SimResult *r, TsBuf *b)
     ts_buf_puts(b, "}, ");
 }
 
+/* "options": the runtime behaviours the step ran with; the host's wait. */
+static void options_json(const SimSetup *in, const SimResult *r, TsBuf *b)
+{
+    const ParallelPlan *p = &in->plan;
+    const SimOptions *o = &in->opt;
+    const bool ds = plan_ds_pipe(p);
+    ts_buf_printf(b, ", \"options\": {\"pipeline_engine\": \"%s\", \"dp_overlap\": %s, \"param_gather_overlap\": %s, "
+                     "\"grad_reduce_dtype\": \"%s\", \"bucket_bytes\": %.17g, \"overlap_slowdown\": %.17g, "
+                     "\"model_code\": \"%s\", \"selective_recompute\": \"%s\", \"gpu_spread\": %.17g, "
+                     "\"cp_comm\": \"%s\", \"cross_entropy\": \"%s\", \"experts\": \"%s\", "
+                     "\"mfu_convention\": \"%s\"%s",
+                  ds ? "deepspeed" : "megatron", o->dp_overlap && !ds ? "true" : "false",
+                  o->param_gather_overlap && !ds ? "true" : "false", o->fp32_grad_reduce ? "fp32" : "16-bit",
+                  sim_dp_bucket_bytes(o, p->dp * p->cp), o->overlap_slowdown,
+                  plan_hf(p) ? "hf" : plan_eager(p) ? "eager" : "fused",
+                  o->selective_ops ? "ops" : "attention", o->gpu_spread, sim_cp_comm_name(o->cp_comm),
+                  sim_ce_fusion_name(o->ce_fusion),
+                  o->sequential_experts ? "sequential" : "grouped", o->mfu_causal ? "causal" : "full",
+                  o->balance_stages ? ", \"balance_stages\": true" : "");
+    if (o->cuda_graphs) /* requested; applied unless a warning says why not */
+        ts_buf_printf(b, ", \"cuda_graphs\": %s", sim_cuda_graphs(o, p, in->model->experts > 0, NULL) ? "true" : "false");
+    /* the host's dispatch time an op, forward and backward (cost.h, --host-us),
+     * where it is in the loop: HF's modules, Megatron-Core's MoE layers */
+    bool host = sim_host_in_loop(o, p, in->model);
+    if (host)
+        ts_buf_printf(b, ", \"host_dispatch_us\": [%.10g, %.10g]",
+                      1e6 * o->host_s[0], 1e6 * o->host_s[1]);
+    ts_buf_puts(b, "}");
+    if (host)
+        ts_buf_printf(b, ", \"host_wait_s\": %.17g, \"host_wait_optimizer_s\": %.17g", r->host_wait_s,
+                      r->host_wait_optimizer_s);
+}
+
+/* "model": name, parameter counts, shape, dropouts. */
+static void model_json(const SimSetup *in, TsBuf *b)
+{
+    ModelCounts mc;
+    model_count_params(in->model, &mc);
+    ts_buf_puts(b, ", \"model\": {\"name\": ");
+    ts_json_escape(b, in->model->name);
+    ts_buf_printf(b, ", \"params\": %lld, \"active_params\": %lld, \"layers\": %lld, \"hidden\": %lld",
+                  (long long)mc.total, (long long)mc.active, (long long)in->model->layers,
+                  (long long)in->model->hidden);
+    ts_buf_puts(b, ", \"hidden_dropout\": ");
+    ts_json_fmt_double(b, in->model->hidden_dropout);
+    ts_buf_puts(b, ", \"attention_dropout\": ");
+    ts_json_fmt_double(b, in->model->attn_dropout);
+    ts_buf_puts(b, "}");
+}
+
+/* "cluster": its name, GPU, size and the SM clock the step ran at. */
+static void cluster_json(const SimSetup *in, TsBuf *b)
+{
+    const ParallelPlan *p = &in->plan;
+    const ClusterSpec *cl = &in->net->cl;
+    ts_buf_puts(b, ", \"cluster\": {\"name\": ");
+    ts_json_escape(b, cl->name);
+    ts_buf_puts(b, ", \"gpu\": ");
+    ts_json_escape(b, in->hw->gpu.name);
+    ts_buf_printf(b, ", \"gpus\": %lld, \"nodes\": %lld, \"gpus_per_node\": %lld, \"software\": %d, \"sm_clock_mhz\": ",
+                  (long long)p->gpus,
+                  (long long)((p->gpus + cl->gpus_per_node - 1) / (cl->gpus_per_node > 0 ? cl->gpus_per_node : 1)),
+                  (long long)cl->gpus_per_node,
+                  in->hw->gpu.software == HW_SOFTWARE_2024 ? HW_SOFTWARE_2024 : HW_SOFTWARE_2025);
+    double clk = sim_sm_clock_mhz(&in->hw->gpu, p->gpus);
+    if (clk > 0) ts_json_fmt_double(b, clk);
+    else ts_buf_puts(b, "null"); /* a GPU file without clocks */
+    ts_buf_puts(b, "}");
+}
+
+/* "train": the whole run's estimate. */
+static void train_json(const RepTrain *train, TsBuf *b)
+{
+    const TrainEstimate *e = train->est;
+    ts_buf_puts(b, ", \"train\": {");
+    num(b, "tokens", train->opt->tokens, true);
+    num(b, "steps", e->steps, true);
+    num(b, "wall_s", e->wall_s, true);
+    num(b, "compute_s", e->compute_s, true);
+    num(b, "gpu_hours", e->gpu_hours, true);
+    num(b, "cost", e->cost, true);
+    num(b, "price_per_gpu_hour", train->opt->price_per_gpu_hour, true);
+    num(b, "goodput", e->goodput, true);
+    num(b, "job_mtbf_s", e->job_mtbf_s, true);
+    num(b, "checkpoint_bytes", e->checkpoint_bytes, true);
+    num(b, "checkpoint_s", e->checkpoint_s, true);
+    num(b, "checkpoint_interval_s", e->checkpoint_interval_s, true);
+    num(b, "restart_s", train->opt->restart_s, false);
+    ts_buf_puts(b, "}");
+}
+
 void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train, TsBuf *b)
 {
     const ParallelPlan *p = &in->plan;
@@ -124,7 +215,7 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
     num(b, "mfu", r->mfu, true);
     num(b, "hfu", r->hfu, true);
     num(b, "bubble_fraction", r->bubble_fraction, true);
-    if (r->sched_f_s > 0) { /* zb-h1, dualpipe, dualpipev */
+    if (r->sched_f_s > 0) { /* zb-h1, dualpipe, dualpipev, 1f1b-a2a */
         ts_buf_puts(b, "\"schedule_figures_s\": {");
         num(b, "f", r->sched_f_s, true);
         num(b, "b", r->sched_b_s, true);
@@ -154,77 +245,10 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
     stages_json(r, b);
     ts_buf_puts(b, "\"plan\": ");
     plan_json(p, b);
-    const SimOptions *o = &in->opt;
-    const bool ds = plan_ds_pipe(p);
-    ts_buf_printf(b, ", \"options\": {\"pipeline_engine\": \"%s\", \"dp_overlap\": %s, \"param_gather_overlap\": %s, "
-                     "\"grad_reduce_dtype\": \"%s\", \"bucket_bytes\": %.17g, \"overlap_slowdown\": %.17g, "
-                     "\"model_code\": \"%s\", \"selective_recompute\": \"%s\", \"gpu_spread\": %.17g, "
-                     "\"cp_comm\": \"%s\", \"cross_entropy\": \"%s\", \"experts\": \"%s\", "
-                     "\"mfu_convention\": \"%s\"%s",
-                  ds ? "deepspeed" : "megatron", o->dp_overlap && !ds ? "true" : "false",
-                  o->param_gather_overlap && !ds ? "true" : "false", o->fp32_grad_reduce ? "fp32" : "16-bit",
-                  sim_dp_bucket_bytes(o, p->dp * p->cp), o->overlap_slowdown,
-                  plan_hf(p) ? "hf" : plan_eager(p) ? "eager" : "fused",
-                  o->selective_ops ? "ops" : "attention", o->gpu_spread, sim_cp_comm_name(o->cp_comm),
-                  sim_ce_fusion_name(o->ce_fusion),
-                  o->sequential_experts ? "sequential" : "grouped", o->mfu_causal ? "causal" : "full",
-                  o->balance_stages ? ", \"balance_stages\": true" : "");
-    if (o->cuda_graphs) /* requested; applied unless a warning says why not */
-        ts_buf_printf(b, ", \"cuda_graphs\": %s", sim_cuda_graphs(o, p, in->model->experts > 0, NULL) ? "true" : "false");
-    /* the host's dispatch time an op, forward and backward (cost.h, --host-us),
-     * where it is in the loop: HF's modules, Megatron-Core's MoE layers */
-    bool host = sim_host_in_loop(o, p, in->model);
-    if (host)
-        ts_buf_printf(b, ", \"host_dispatch_us\": [%.10g, %.10g]",
-                      1e6 * o->host_s[0], 1e6 * o->host_s[1]);
-    ts_buf_puts(b, "}");
-    if (host)
-        ts_buf_printf(b, ", \"host_wait_s\": %.17g, \"host_wait_optimizer_s\": %.17g", r->host_wait_s,
-                      r->host_wait_optimizer_s);
-    ModelCounts mc;
-    model_count_params(in->model, &mc);
-    ts_buf_puts(b, ", \"model\": {\"name\": ");
-    ts_json_escape(b, in->model->name);
-    ts_buf_printf(b, ", \"params\": %lld, \"active_params\": %lld, \"layers\": %lld, \"hidden\": %lld",
-                  (long long)mc.total, (long long)mc.active, (long long)in->model->layers,
-                  (long long)in->model->hidden);
-    ts_buf_puts(b, ", \"hidden_dropout\": ");
-    ts_json_fmt_double(b, in->model->hidden_dropout);
-    ts_buf_puts(b, ", \"attention_dropout\": ");
-    ts_json_fmt_double(b, in->model->attn_dropout);
-    ts_buf_puts(b, "}");
-    const ClusterSpec *cl = &in->net->cl;
-    ts_buf_puts(b, ", \"cluster\": {\"name\": ");
-    ts_json_escape(b, cl->name);
-    ts_buf_puts(b, ", \"gpu\": ");
-    ts_json_escape(b, in->hw->gpu.name);
-    ts_buf_printf(b, ", \"gpus\": %lld, \"nodes\": %lld, \"gpus_per_node\": %lld, \"software\": %d, \"sm_clock_mhz\": ",
-                  (long long)p->gpus,
-                  (long long)((p->gpus + cl->gpus_per_node - 1) / (cl->gpus_per_node > 0 ? cl->gpus_per_node : 1)),
-                  (long long)cl->gpus_per_node,
-                  in->hw->gpu.software == HW_SOFTWARE_2024 ? HW_SOFTWARE_2024 : HW_SOFTWARE_2025);
-    double clk = sim_sm_clock_mhz(&in->hw->gpu, p->gpus);
-    if (clk > 0) ts_json_fmt_double(b, clk);
-    else ts_buf_puts(b, "null"); /* a GPU file without clocks */
-    ts_buf_puts(b, "}");
-    if (train) {
-        const TrainEstimate *e = train->est;
-        ts_buf_puts(b, ", \"train\": {");
-        num(b, "tokens", train->opt->tokens, true);
-        num(b, "steps", e->steps, true);
-        num(b, "wall_s", e->wall_s, true);
-        num(b, "compute_s", e->compute_s, true);
-        num(b, "gpu_hours", e->gpu_hours, true);
-        num(b, "cost", e->cost, true);
-        num(b, "price_per_gpu_hour", train->opt->price_per_gpu_hour, true);
-        num(b, "goodput", e->goodput, true);
-        num(b, "job_mtbf_s", e->job_mtbf_s, true);
-        num(b, "checkpoint_bytes", e->checkpoint_bytes, true);
-        num(b, "checkpoint_s", e->checkpoint_s, true);
-        num(b, "checkpoint_interval_s", e->checkpoint_interval_s, true);
-        num(b, "restart_s", train->opt->restart_s, false);
-        ts_buf_puts(b, "}");
-    }
+    options_json(in, r, b);
+    model_json(in, b);
+    cluster_json(in, b);
+    if (train) train_json(train, b);
     ts_buf_puts(b, ", \"warnings\": [");
     for (int i = 0; i < r->n_warnings; i++) {
         if (i) ts_buf_puts(b, ", ");

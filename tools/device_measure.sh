@@ -14,6 +14,10 @@
 #                             training steps)
 #   power_<gpu>.jsonl         measure.py power rows (part G-power: SM clock, board
 #                             power and GEMM rate at each GEMM duty; needs pynvml)
+#   sink_<gpu>.jsonl          tools/measure/sdpa_sink.cpp rows (cuDNN's fused
+#                             attention with a learned sink and a window), only
+#                             where CUDNN_FRONTEND names the cuDNN frontend's
+#                             include/ folder (header-only, not downloaded)
 #   log.txt                   everything printed, with a timestamp per step
 # Steps run cheapest and most valuable first: calibrate, attention, shards,
 # kernels, whole steps, then the clock against power. Each has a wall-time
@@ -111,6 +115,24 @@ EOF
 run "shards" 40 $MEASURE batch "$JOBS/shards.txt" --out "$ROWS" --budget-s @BUDGET@
 run "kernels" 50 $MEASURE kernels --out "$ROWS" --budget-s @BUDGET@
 run "eager kernels" 25 $MEASURE eager --out "$ROWS" --budget-s @BUDGET@
+
+# ---- (c2) cuDNN's fused attention with a learned sink (GPT-OSS), where the
+# frontend's headers are at hand: GPT-OSS's shape with and without a sink and a
+# 128-token window, and a head-dim-128 shape ----
+if [ -n "${CUDNN_FRONTEND:-}" ] && [ -d "$CUDNN_FRONTEND" ]; then
+  SINKBIN=/tmp/trainsim-sdpa-sink
+  if run "build sdpa_sink" 90 "$NVCC" -std=c++17 -O2 -I "$CUDNN_FRONTEND" tools/measure/sdpa_sink.cpp -lcudnn \
+    -o "$SINKBIN"; then
+    sink_rows() {
+      local w k
+      for w in 0 128; do for k in 0 1; do "$SINKBIN" 4 64 8 4096 64 "$w" "$k" 20 || return 1; done; done
+      for k in 0 1; do "$SINKBIN" 4 32 8 4096 128 0 "$k" 20 || return 1; done
+    }
+    run "sdpa_sink" 30 bash -c "$(declare -f sink_rows); SINKBIN=$SINKBIN; sink_rows >> '$OUT/sink_$gpu.jsonl'"
+  fi
+else
+  say "== sdpa_sink: skipped (set CUDNN_FRONTEND to the cuDNN frontend's include/ folder)"
+fi
 
 # ---- (d) whole training steps: the shared rows' models first, then new ones ----
 C=tools/measure/configs

@@ -42,6 +42,10 @@ gpu_accuracy_golden(shard_rows -v)
 # flash kernel at head dim 64: the flash factor at that head dim
 # (attn_fa2_factor_hd64), not the head-dim-128 one (-v, exact)
 gpu_accuracy_golden(shard_head_dim -v)
+# a whole HF step of a model with learned attention sinks (GPT-OSS-20B cut
+# to 2 layers, H200): transformers has no SDPA path for it, so the eager
+# attention's score ops are costed (template_hf.c eager_sink_attention; exact)
+gpu_accuracy_golden(hf_sinks -v)
 # a shard row timed back to back (measure.py shard --sustained, an H200):
 # each op's SM clock beside it, the GEMMs and the core costed at it, scored
 # as part B-b2b (-v, exact)

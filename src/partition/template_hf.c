@@ -1,5 +1,6 @@
 /* template_hf.c — HuggingFace transformers' own modules in eager mode
- * (--framework hf; transformers 5, PyTorch eager, SDPA attention), op by op
+ * (--framework hf; transformers 5, PyTorch eager, SDPA attention; eager
+ * attention where transformers has no SDPA path: GPT-OSS's sinks), op by op
  * as autograd runs them: GPT-2 (Conv1D addmm with bias, gelu_new as Python
  * arithmetic), BERT (separate query / key / value, post-LN, erf GELU, the
  * masked-LM head), Llama / Qwen / Mixtral (separate projections, eager
@@ -161,6 +162,51 @@ static void sdpa(PartBlockT *b, const Hx *h, bool causal)
     k->saved_bytes = h->T * (double)(m->heads * m->head_dim) * 2.0 + h->T * (double)m->heads * 4.0;
 }
 
+/* An eager op over the score tensor whose rows PyTorch walks element by
+ * element (odd-length or strided rows: PART_KF_GENERIC at the GPU's
+ * generic rate), forward over fe elements, backward over be. */
+static void scores_op(PartBlockT *b, const char *name, double fe, double be, double fb, double bb, double sv, int lf,
+                      int lb)
+{
+    double el = fe > be ? fe : be;
+    PartKernel *k = op(b, name, el, fe > 0 ? fb * fe / el : 0, be > 0 ? bb * be / el : 0, sv * fe / el, lf, lb);
+    k->flags |= PART_KF_GENERIC;
+    k->elems[0] = fe, k->elems[1] = be;
+}
+
+/* GPT-OSS's attention as transformers runs it: no SDPA path for its learned
+ * sinks, so eager_attention_forward (modeling_gpt_oss.py) materialises the
+ * scores of every layer, windowed or not (the window is a mask): K and V
+ * repeated to the query heads (repeat_kv), Q K^T (bmm), x scaling, + the
+ * mask, the sinks concatenated as a last column (rows of S + 1), minus the
+ * rows' max, softmax, the slice without the sink copied contiguous for P V
+ * (bmm), the output made contiguous. The ops on the S + 1 wide or sliced
+ * tensors walk PyTorch's generic kernels (scores_op): torch.profiler of the
+ * 2-layer GPT-OSS-20B step on an H200 (bench/data/gpu/gptoss_hf_2026-11-27k_h200.jsonl)
+ * finds the cat, the softmax and its backward, the sub and the copies there.
+ * Backward: the two bmm's gradients, the slice's (zeros, copy), the softmax's,
+ * the max's (zeros, scatter) and the sub's (neg, sum) added, x scaling.
+ * Kept: the probabilities and their contiguous copy, 4 B a score. */
+static void eager_sink_attention(PartBlockT *b, const Hx *h)
+{
+    const Tx *x = h->x;
+    const ModelSpec *m = x->m;
+    int64_t A = m->heads, G = tpl_kv_heads(m), D = m->head_dim, S = x->S;
+    double BA = (double)x->B * (double)A, es = BA * (double)S * (double)S, ec = BA * (double)S * (double)(S + 1);
+    double qd = h->T * (double)(A * D), kd = h->T * (double)(G * D);
+    if (G < A) /* K and V: read kd, write qd each; back the heads' gradients summed; kept by the bmms */
+        op(b, "repeat_kv", qd, 4.0 * (kd + qd) / qd, 4.0 * (kd + qd) / qd, 4.0, 2, 2);
+    PartKernel *qk = tpl_gemm(b, "attn.qk", x->B * A, S, S, D), *pv = tpl_gemm(b, "attn.pv", x->B * A, S, D, S);
+    qk->flags |= PART_KF_ACT, pv->flags |= PART_KF_ACT;
+    qk->part = pv->part = PART_KP_CORE;
+    op(b, "attn.scale_mask", es, 8.0, 4.0, 0, 2, 1)->part = PART_KP_CORE; /* * scaling, + mask; mask: no grad */
+    scores_op(b, "attn.sink_cat", ec, 0, 4.0, 0, 0, 1, 0);
+    scores_op(b, "attn.max_sub", ec, ec, 6.0, 12.0, 0, 2, 4); /* back: neg, sum, the max's zeros + scatter, add */
+    scores_op(b, "attn.softmax", ec, ec, 4.0, 6.0, 2.0, 1, 1);
+    scores_op(b, "attn.slice_copy", es, ec, 4.0, 4.0, 2.0, 1, 2); /* back: zeros, copy into the slice */
+    op(b, "attn.out", qd, 4.0, 4.0, 0, 1, 1); /* transpose(1, 2).contiguous() */
+}
+
 /* q or k (el elements, 16-bit) rotated as apply_rotary_pos_emb does: q *
  * cos + rotate_half(q) * sin (neg of one half, cat); under amp cos / sin are
  * fp32, the result fp32 and SDPA's autocast casts it back (kept: the cast).
@@ -233,7 +279,8 @@ void tpl_hf_attention(const Tx *x, PartBlockT *b)
     }
     if (!bert) kv_cache(b, kd, gpt2);
     bias_grads(b, &h, m->qkv_bias ? (double)((A + 2 * G) * D) : 0, m->qkv_bias ? (fused ? 1 : 3) : 0);
-    sdpa(b, &h, !bert);
+    if (m->attn_sinks) eager_sink_attention(b, &h);
+    else sdpa(b, &h, !bert);
     linear(b, gpt2 ? "c_proj" : "o_proj", &h, H, A * D, m->proj_bias);
     bias_grads(b, &h, m->proj_bias ? (double)H : 0, m->proj_bias ? 1 : 0);
     if (model_output_norms(m)) norm(b, &h, "post_attn_norm", h.e, 2.0); /* OLMo 2, Gemma: before the add */

@@ -528,21 +528,29 @@ def load_config(args):
 
 
 def build_model(cfg, dtype, ctx):
-    """The model on the GPU with random weights in `dtype`, SDPA attention."""
+    """The model on the GPU with random weights in `dtype`, SDPA attention, or
+    eager attention where the architecture has no SDPA path (GPT-OSS's sinks)."""
     import transformers
 
     encoder = getattr(cfg, "model_type", "") in ENCODER_TYPES
     auto = transformers.AutoModelForMaskedLM if encoder else transformers.AutoModelForCausalLM
     # transformers 5 names the argument dtype, 4.x torch_dtype; the .to() below
     # settles the dtype whichever one (or none) this version took
-    model, err = None, None
+    model, err, attn = None, None, "sdpa"
     for kw in ({"dtype": dtype}, {"torch_dtype": dtype}, {}):
         try:
             with torch.device(ctx.device):
-                model = auto.from_config(cfg, attn_implementation="sdpa", **kw)
+                model = auto.from_config(cfg, attn_implementation=attn, **kw)
             break
         except TypeError as e:
             err = e
+        except ValueError as e:  # "does not support ... scaled_dot_product_attention"
+            if attn != "sdpa" or "scaled_dot_product_attention" not in str(e):
+                raise
+            attn = "eager"
+            with torch.device(ctx.device):
+                model = auto.from_config(cfg, attn_implementation=attn, **kw)
+            break
     if model is None:
         raise MeasureError(f"transformers cannot build {cfg.model_type} from its config: {err}")
     model = model.to(device=ctx.device, dtype=dtype)

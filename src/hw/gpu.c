@@ -340,7 +340,8 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     if (g->attn_fa2_factor_hd64[0] != g->attn_fa2_factor[0] || g->attn_fa2_factor_hd64[1] != g->attn_fa2_factor[1])
         ts_buf_printf(b, "    \"attn_fa2_factor_hd64\": [%.17g, %.17g],\n", g->attn_fa2_factor_hd64[0],
                       g->attn_fa2_factor_hd64[1]);
-    if (g->attn_sink_bwd_row_s != 1.74e-9) kv_num(b, "    ", "attn_sink_bwd_ns_per_row", g->attn_sink_bwd_row_s * 1e9, true);
+    if (g->attn_sink_bwd_row_s != 1.74e-9)
+        kv_num(b, "    ", "attn_sink_bwd_ns_per_row", g->attn_sink_bwd_row_s * 1e9, true);
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
     /* (a spec already on the 2024 libraries carries them in its figures) */

@@ -179,8 +179,11 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
     if ((st = num(doc, m, "attn_causal_eff", "model", false, 0.05, 2, 1, &g->attn_causal_eff, err))) return st;
     if ((st = pair(doc, m, "model", "attn_fa2_factor", 1, 10, g->attn_fa2_factor, err))) return st;
     if ((st = pair(doc, m, "model", "attn_fa2_factor_hd64", 1, 10, g->attn_fa2_factor_hd64, err))) return st;
-    if ((st = num(doc, m, "attn_sink_bwd_ns_per_row", "model", false, 0, 1000, 1e-9, &g->attn_sink_bwd_row_s, err)))
+    if ((st = num(doc, m, "attn_sink_bwd_ns_per_row", "model", false, 0, 1000, 1e-9, &g->attn_sink_bwd_row_s, err))) {
+        ts_err_hint(err, "ns a query row that a learned attention sink adds to the fused attention's backward, e.g. "
+                         "1.74 (H100, H200); leave it out when unknown");
         return st;
+    }
     if ((st = num(doc, m, "mem_eff", "model", false, 0.01, 1, 1, &g->mem_eff, err))) return st;
     if ((st = num(doc, m, "mem_half_mb", "model", false, 0, 1e4, 1e6, &g->mem_half_bytes, err))) return st;
     if ((st = num(doc, m, "launch_us", "model", false, 0, 1e4, 1e-6, &g->launch_s, err))) return st;

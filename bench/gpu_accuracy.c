@@ -574,6 +574,39 @@ static double eager_op_time(const HwModel *hw, const char *op, double bytes, dou
     return eager_kernel_s(hw, bytes, !strncmp(op, "masked_fill", 11) ? elements : 0);
 }
 
+/* A D-attn-fe row (tools/measure/sdpa_sink.cpp: cuDNN's fused attention
+ * through its frontend, causal, a window of W keys or none, a learned sink
+ * or none), at the row's clock: the window as the template's windowed core
+ * costs it (W keys a query, the first W - 1 queries fewer: mean W - W(W-1)/2S),
+ * the sink's backward at the preset's attn_sink_bwd_row_s a query row. */
+static void row_attn_fe(const json_t *r, const HwModel *hw, const char *gpu, double tf)
+{
+    int64_t b = (int64_t)num(r, "batch"), h = (int64_t)num(r, "heads"), s = (int64_t)num(r, "seq");
+    int64_t d = (int64_t)num(r, "head_dim"), w = (int64_t)num(r, "window");
+    bool sink = json_is_true(json_object_get(r, "sink")), win = w > 0 && w < s;
+    static const char *const NAME[2][2][2] = {{{"fe fwd", "fe bwd"}, {"fe sink fwd", "fe sink bwd"}},
+                                              {{"fe win fwd", "fe win bwd"}, {"fe win+s fwd", "fe win+s bwd"}}};
+    for (int bwd = 0; bwd < 2; bwd++) {
+        double meas = num(r, bwd ? "bwd_ms" : "fwd_ms") * 1e-3, pred;
+        if (!(meas > 0) || b < 1 || h < 1 || s < 1 || d < 1) continue;
+        if (win) {
+            double kw = (double)w - (double)w * (double)(w - 1) / (2.0 * (double)s);
+            pred = hw_attention_time_s(hw, b, h, s, w, d, false, bwd, TS_DTYPE_BF16) * kw / (double)w;
+        } else {
+            pred = hw_attention_time_s(hw, b, h, s, s, d, true, bwd, TS_DTYPE_BF16);
+        }
+        if (sink && bwd) pred += (double)b * (double)h * (double)s * hw->gpu.attn_sink_bwd_row_s;
+        pred *= tf;
+        double e = pred / meas - 1;
+        if (g_verbose)
+            printf("D-attn-fe %-5s batch %-3lld heads %-3lld seq %-6lld d %-3lld window %-5lld%s %s  measured %8.3f ms  "
+                   "predicted %8.3f ms  %+6.1f%%\n",
+                   short_gpu(gpu), (long long)b, (long long)h, (long long)s, (long long)d, (long long)w,
+                   sink ? " sink" : "     ", bwd ? "bwd" : "fwd", meas * 1e3, pred * 1e3, 100 * e);
+        score_kernel(r, NAME[win][sink][bwd], short_gpu(gpu), e);
+    }
+}
+
 static void row_kernel(const json_t *r, const char *gpu, const char *part)
 {
     HwModel hw;
@@ -585,7 +618,9 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
     sim_options_init(&so);
     double tf = sim_tensor_factor(&hw.gpu, &so, 1), clk = num(r, "clock_mhz");
     if (clk > 0 && hw.gpu.clock_mhz > 0) tf = hw.gpu.clock_mhz / clk;
-    if (!strcmp(part, "C") || !strcmp(part, "D-fp8")) {
+    if (!strcmp(part, "D-attn-fe")) {
+        row_attn_fe(r, &hw, gpu, tf);
+    } else if (!strcmp(part, "C") || !strcmp(part, "D-fp8")) {
         int64_t M = (int64_t)num(r, "m"), N = (int64_t)num(r, "n"), K = (int64_t)num(r, "k");
         bool fp8 = !strcmp(part, "D-fp8");
         double meas = fp8 ? num(r, "fp8_ms") : num(json_object_get(r, "randn"), "ms");

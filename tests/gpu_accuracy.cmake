@@ -46,6 +46,12 @@ gpu_accuracy_golden(shard_head_dim -v)
 # to 2 layers, H200): transformers has no SDPA path for it, so the eager
 # attention's score ops are costed (template_hf.c eager_sink_attention; exact)
 gpu_accuracy_golden(hf_sinks -v)
+# D-attn-fe rows (tools/measure/sdpa_sink.cpp: cuDNN's fused attention
+# through its frontend, an H200 at the clock each row records): causal
+# without and with a learned sink (the sink's backward at
+# attn_sink_bwd_ns_per_row a query row), and a 128-key window with a sink
+# costed as the template's windowed core (-v, exact)
+gpu_accuracy_golden(attn_fe -v)
 # a shard row timed back to back (measure.py shard --sustained, an H200):
 # each op's SM clock beside it, the GEMMs and the core costed at it, scored
 # as part B-b2b (-v, exact)

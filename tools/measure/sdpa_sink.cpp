@@ -15,9 +15,13 @@
 // logit per head in the softmax's denominator (and its gradient). Layout as
 // Megatron-Core hands TE its tensors (sbhd), bf16, fp32 statistics. Prints one
 // JSON line: the shape, the options, the median forward and backward ms of
-// ITERS runs (default 20) after 5 warm-ups, and the cuDNN version.
+// ITERS runs (default 20) after 5 warm-ups, the median SM clock NVML read
+// after each run (clock_mhz; absent where libnvidia-ml cannot be opened) and
+// the cuDNN version. Each run is timed with the host in the loop (CUDA events
+// around the graph's execute, then a synchronize).
 #include <cuda_runtime_api.h>
 #include <cudnn_frontend.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -35,6 +39,30 @@ struct Shape {
     int64_t b, hq, hkv, s, d, window;
     bool sink;
 };
+
+// The GPU's SM clock now (MHz), read through NVML opened at run time (the
+// driver's libnvidia-ml, as pynvml does), so that nothing links against it;
+// 0 where it cannot be read.
+static unsigned sm_clock_mhz()
+{
+    typedef int (*init_t)(void);
+    typedef int (*handle_t)(unsigned, void **);
+    typedef int (*clock_t_)(void *, int, unsigned *);
+    static bool tried = false, ok = false;
+    static void *dev = nullptr;
+    static clock_t_ clock_of = nullptr;
+    if (!tried) {
+        tried = true;
+        void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+        init_t init = lib ? (init_t)dlsym(lib, "nvmlInit_v2") : nullptr;
+        handle_t handle = lib ? (handle_t)dlsym(lib, "nvmlDeviceGetHandleByIndex_v2") : nullptr;
+        clock_of = lib ? (clock_t_)dlsym(lib, "nvmlDeviceGetClockInfo") : nullptr;
+        ok = init && handle && clock_of && init() == 0 && handle(0, &dev) == 0;
+    }
+    unsigned mhz = 0;
+    if (!ok || clock_of(dev, 1 /* NVML_CLOCK_SM */, &mhz) != 0) return 0;
+    return mhz;
+}
 
 static void cuda_ok(cudaError_t e, const char *what)
 {
@@ -145,7 +173,8 @@ static void *dev(size_t bytes, float fill)
     return p;
 }
 
-static double median_ms(fe::graph::Graph &g, cudnnHandle_t h, std::unordered_map<int64_t, void *> &pack, int iters)
+static double median_ms(fe::graph::Graph &g, cudnnHandle_t h, std::unordered_map<int64_t, void *> &pack, int iters,
+                        std::vector<unsigned> &clocks)
 {
     int64_t ws = 0;
     fe_ok(g.get_workspace_size(ws), "get_workspace_size");
@@ -162,7 +191,10 @@ static double median_ms(fe::graph::Graph &g, cudnnHandle_t h, std::unordered_map
         cuda_ok(cudaEventSynchronize(e1), "execute");
         float ms = 0;
         cudaEventElapsedTime(&ms, e0, e1);
-        if (i >= 5) t.push_back(ms);
+        if (i >= 5) {
+            t.push_back(ms);
+            if (unsigned c = sm_clock_mhz()) clocks.push_back(c);
+        }
     }
     if (work) cudaFree(work);
     std::sort(t.begin(), t.end());
@@ -195,20 +227,26 @@ int main(int argc, char **argv)
     std::unordered_map<int64_t, void *> fpack = {{Q_UID, pack[Q_UID]}, {K_UID, pack[K_UID]}, {V_UID, pack[V_UID]},
                                                  {O_UID, pack[O_UID]}, {STATS_UID, pack[STATS_UID]}};
     if (x.sink) fpack[SINK_UID] = pack[SINK_UID];
-    double f = median_ms(*fwd, h, fpack, iters);
+    std::vector<unsigned> clocks;
+    double f = median_ms(*fwd, h, fpack, iters, clocks);
     auto bwd = backward_graph(x, scale);
     build(*bwd, h);
     std::unordered_map<int64_t, void *> bpack = fpack;
     for (int64_t u : {DO_UID, DQ_UID, DK_UID, DV_UID}) bpack[u] = pack[u];
     if (x.sink) bpack[DSINK_UID] = pack[DSINK_UID];
-    double b = median_ms(*bwd, h, bpack, iters);
+    double b = median_ms(*bwd, h, bpack, iters, clocks);
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
+    char clk[32] = "";
+    if (!clocks.empty()) {
+        std::sort(clocks.begin(), clocks.end());
+        snprintf(clk, sizeof clk, ", \"clock_mhz\": %u", clocks[clocks.size() / 2]);
+    }
     printf("{\"part\": \"D-attn-fe\", \"gpu\": \"%s\", \"cudnn\": %zu, \"batch\": %lld, \"heads\": %lld, \"kv_heads\": "
            "%lld, \"seq\": %lld, \"head_dim\": %lld, \"causal\": true, \"window\": %lld, \"sink\": %s, \"layout\": "
-           "\"sbhd\", \"fwd_ms\": %.4f, \"bwd_ms\": %.4f, \"iters\": %d}\n",
+           "\"sbhd\", \"fwd_ms\": %.4f, \"bwd_ms\": %.4f, \"iters\": %d%s}\n",
            prop.name, cudnnGetVersion(), (long long)x.b, (long long)x.hq, (long long)x.hkv, (long long)x.s,
-           (long long)x.d, (long long)x.window, x.sink ? "true" : "false", f, b, iters);
+           (long long)x.d, (long long)x.window, x.sink ? "true" : "false", f, b, iters, clk);
     cudnnDestroy(h);
     return 0;
 }

@@ -370,6 +370,37 @@ static void profile_compare(const json_t *r, const CostStep *cs, const double mu
            meas[0] + meas[1] + meas[2] + meas[3]);
 }
 
+/* The one-GPU step's template and costs as sim_simulate resolves them (the
+ * plan in `in`), and how many times each block runs in the model. */
+static void step_cost(const ModelSpec *m, const HwModel *hw, const SimSetup *in, PartTemplate *t, CostStep *cs,
+                      double mult[PART_BLOCK_COUNT])
+{
+    PartRuntime rt;
+    sim_part_runtime(&in->opt, &rt);
+    CostCtx cc;
+    sim_cost_ctx(&cc, hw, &in->plan, &in->opt, sim_tensor_factor(&hw->gpu, &in->opt, 1), in->net);
+    part_template(m, &in->plan, &rt, t);
+    cost_step(&cc, m, &in->plan, &rt, t, cs);
+    double nm = (double)model_moe_layer_count(m), nd = (double)m->layers - nm;
+    for (int b = 0; b < PART_BLOCK_COUNT; b++) mult[b] = 0;
+    mult[PART_BLOCK_ATTN] = (double)m->layers, mult[PART_BLOCK_MLP] = nd, mult[PART_BLOCK_MOE] = nm;
+    mult[PART_BLOCK_EMBED] = mult[PART_BLOCK_HEAD] = 1;
+}
+
+/* The forward alone, as a step row's fwd_nograd_ms times it (the model and
+ * its loss under torch.no_grad(), the host in the loop): the forward pass
+ * of the step's costs, its kernels or their dispatch where that is longer
+ * (cost_step's wait). Seconds. */
+static double forward_s(const ModelSpec *m, const HwModel *hw, const SimSetup *in)
+{
+    static PartTemplate t;
+    static CostStep cs;
+    double mult[PART_BLOCK_COUNT], s = 0;
+    step_cost(m, hw, in, &t, &cs, mult);
+    for (int b = 0; b < PART_BLOCK_COUNT; b++) s += mult[b] * cs.b[b].fwd;
+    return s;
+}
+
 /* -k: the step's kernels as trainsim costs them, milliseconds per step
  * (each block times the layers that hold it), the optimizer step beside the
  * row's, and beside a profile of the row (tools/measure step --profile) its
@@ -377,17 +408,10 @@ static void profile_compare(const json_t *r, const CostStep *cs, const double mu
 static void step_kernels(const json_t *r, const ModelSpec *m, const HwModel *hw, const SimSetup *in,
                          const SimResult *res)
 {
-    PartRuntime rt;
-    sim_part_runtime(&in->opt, &rt);
-    CostCtx cc;
-    sim_cost_ctx(&cc, hw, &in->plan, &in->opt, sim_tensor_factor(&hw->gpu, &in->opt, 1), in->net);
     static PartTemplate t;
     static CostStep cs;
-    part_template(m, &in->plan, &rt, &t);
-    cost_step(&cc, m, &in->plan, &rt, &t, &cs);
-    double nm = (double)model_moe_layer_count(m), nd = (double)m->layers - nm;
-    const double mult[PART_BLOCK_COUNT] = {[PART_BLOCK_ATTN] = (double)m->layers, [PART_BLOCK_MLP] = nd,
-                                           [PART_BLOCK_MOE] = nm, [PART_BLOCK_EMBED] = 1, [PART_BLOCK_HEAD] = 1};
+    double mult[PART_BLOCK_COUNT];
+    step_cost(m, hw, in, &t, &cs, mult);
     static const char *const BN[PART_BLOCK_COUNT] = {[PART_BLOCK_ATTN] = "attn", [PART_BLOCK_MLP] = "mlp",
                                                      [PART_BLOCK_MOE] = "moe", [PART_BLOCK_EMBED] = "embed",
                                                      [PART_BLOCK_HEAD] = "head"};
@@ -502,6 +526,16 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
                short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq, meas * 1e3,
                res.iteration_time_s * 1e3, 100 * e);
         score(part[0] == 'E' ? "E step" : "A step", short_gpu(gpu), e);
+    }
+    const json_t *ng = json_object_get(r, "fwd_nograd_ms");
+    double fmeas = json_is_array(ng) ? json_number_value(json_array_get(ng, 0)) * 1e-3 : 0;
+    if (fmeas > 0) {
+        double fp = forward_s(&m, &hw, &in), e = fp / fmeas - 1;
+        if (g_verbose)
+            printf("%s  %-5s %-22s %-4s mb %-2lld seq %-5lld fwd   measured %8.1f ms  predicted %8.1f ms  %+6.1f%%\n",
+                   part, short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq,
+                   fmeas * 1e3, fp * 1e3, 100 * e);
+        score(part[0] == 'E' ? "E fwd no-grad" : "A fwd no-grad", short_gpu(gpu), e);
     }
     /* the harness's parameter count against trainsim's (the weights at the
      * row's precision), shown where they differ by more than 0.1 % */

@@ -42,8 +42,8 @@ typedef struct CostCtx {
                                COST_HOST_INNER_*; [2] a PART_KF_PYLOOP op, COST_HOST_LOOP_S;
                                Megatron-Core: [0] and [1] x COST_HOST_MCORE, [2] as is);
                                0: the GPU never waits on the host */
-    double host_mod_s;      /* host time of a module call in the forward (PartBlockT.modules;
-                               COST_HOST_MODULE_S where host_s is set, else 0) */
+    double host_mod_s[2];   /* host time of a module call, forward / backward (PartBlockT.modules;
+                               COST_HOST_MODULE_FWD_S, _BWD_S where host_s is set, else 0) */
     double host_opt_s;      /* host time of the optimizer step per parameter tensor
                                (COST_HOST_OPT_TENSOR_S where host_s is set, else 0) */
     bool host_sync;         /* Megatron-Core: only the MoE layer's ops have a host time (the
@@ -93,15 +93,22 @@ typedef struct CostCtx {
 #define COST_UB_BETA 0.55
 
 /* Eager PyTorch's host time, forward and backward, as two costs: each ATen
- * op that launches work (autocast's own casts apart: PART_KF_INNER) and,
- * in the forward, each nn.Module call (PartBlockT.modules: its Python
- * __call__ and body, the views and reshapes that launch nothing, HF's glue).
- * transformers 5 on PyTorch 2.11 take about 24 us an op forward, 25 an op
- * backward (autograd's engine) and 55 us a module call: fitted to the
- * host-bound small steps of bench/data/gpu/measurements_2026-11-26_h{1,2}00_small.jsonl
+ * op that launches work (autocast's own casts apart: PART_KF_INNER) and
+ * each nn.Module call (PartBlockT.modules): forward its Python __call__ and
+ * body, the views and reshapes that launch nothing, HF's glue; backward the
+ * autograd nodes that launch nothing (views, transposes, AccumulateGrad of
+ * its parameters) and what recording them cost the forward. transformers
+ * 5 on PyTorch 2.11 take about 24 us an op forward, 25 an op backward
+ * (autograd's engine) and 54 us a module call: fitted to the host-bound
+ * small steps of bench/data/gpu/measurements_2026-11-26_h{1,2}00_small.jsonl
  * (GPT-2, BERT-base, Llama 3.2 1B, 14 rows on two hosts: 9.4 % MAPE, bias 0),
  * with every op counted as torch.profiler counts it in the steps of
- * hostbound_2026-11-27e_*.jsonl. Per op alone, without the module term, the
+ * hostbound_2026-11-27e_*.jsonl. The module's share is split between the
+ * passes by the same rows' forwards timed under torch.no_grad()
+ * (fwd_nograd_ms): at 24 us an op they leave 11.5 us a module forward (the
+ * forward then within 13 %, bias -3 %, where 55 us made it +72 %), and the
+ * steps' forward + backward (fwd_bwd_ms) 42.2 us a module backward (within
+ * 10.3 %, bias -1.9 %). Per op alone, without the module term, the
  * families need 28-40 us (Llama, Qwen3), 44-47 (GPT-2, Mixtral) and 48-63
  * (BERT): their modules hold 11, 5 and 3 ops each. Hosts differ: the same
  * steps on the 2026-11-27 machines took 10-40 % longer (those rows score
@@ -109,7 +116,8 @@ typedef struct CostCtx {
  * runs at the host's pace (cost_step). */
 #define COST_HOST_FWD_S 24e-6
 #define COST_HOST_BWD_S 25.2e-6
-#define COST_HOST_MODULE_S 55e-6
+#define COST_HOST_MODULE_FWD_S 11.5e-6
+#define COST_HOST_MODULE_BWD_S 42.2e-6
 /* Megatron-Core's MoE layer dispatches its calls (the template's counts,
  * from its token dispatcher, router and Transformer Engine's GroupedLinear)
  * at this factor of an eager op's host time: Transformer Engine's modules

@@ -259,7 +259,7 @@ typedef struct PartBlockT {
     int32_t param_tensors;    /* --framework hf: its parameter tensors (the optimizer's host loop
                                  and autograd's accumulations run per tensor); 0 elsewhere */
     int32_t modules;          /* --framework hf: the nn.Module calls of its forward (each a Python
-                                 __call__ and body: COST_HOST_MODULE_S); 0 elsewhere */
+                                 __call__ and body, its backward's nodes: COST_HOST_MODULE_*); 0 elsewhere */
 } PartBlockT;
 
 /* Runtime choices that change the kernels (the framework's code path). */

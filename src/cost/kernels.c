@@ -14,7 +14,7 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
                    .host_s = {{h ? f * COST_HOST_FWD_S : 0, h ? f * COST_HOST_BWD_S : 0},
                               {h ? f * COST_HOST_INNER_FWD_S : 0, h ? f * COST_HOST_INNER_BWD_S : 0},
                               {h ? COST_HOST_LOOP_S : 0, h ? COST_HOST_LOOP_S : 0}},
-                   .host_mod_s = hf ? COST_HOST_MODULE_S : 0, .host_opt_s = hf ? COST_HOST_OPT_TENSOR_S : 0,
+                   .host_mod_s = {hf ? COST_HOST_MODULE_FWD_S : 0, hf ? COST_HOST_MODULE_BWD_S : 0}, .host_opt_s = hf ? COST_HOST_OPT_TENSOR_S : 0,
                    /* token drop padded to capacity: static shapes, no sync */
                    .host_sync = mc && !(p->moe_capacity > 0 && p->moe_pad),
                    .fp8 = p->fp8_recipe, .fp8_non_tn = !strcmp(hw->gpu.arch, "blackwell"),
@@ -39,8 +39,8 @@ void cost_ctx_host(CostCtx *c, const double host_s[2])
     for (int i = 0; i < 2; i++)
         if (!(host_s[i] > 0)) return; /* unset (a zeroed SimOptions): the defaults */
     c->host_opt_s *= host_s[0] / def[0];
-    c->host_mod_s *= host_s[0] / def[0];
     for (int i = 0; i < 2; i++) {
+        c->host_mod_s[i] *= host_s[i] / def[i];
         c->host_s[1][i] *= host_s[i] / def[i];
         c->host_s[2][i] *= host_s[i] / def[i];
         c->host_s[0][i] *= host_s[i] / def[i]; /* Megatron-Core's keep their COST_HOST_MCORE */
@@ -213,7 +213,8 @@ static double kernel_host_s(const CostCtx *c, const PartKernel *k, int pass)
 void cost_block(const CostCtx *c, const PartBlockT *b, CostBlock *o)
 {
     memset(o, 0, offsetof(CostBlock, k)); /* the sums; k[] is written kernel by kernel */
-    o->host_fwd = (double)b->modules * c->host_mod_s;
+    o->host_fwd = (double)b->modules * c->host_mod_s[0];
+    o->host_bwd = (double)b->modules * c->host_mod_s[1];
     for (int32_t i = 0; i < b->n_k; i++) {
         const PartKernel *k = &b->k[i];
         double *t = o->k[i];

@@ -190,7 +190,7 @@ static void test_host_floor(void **state)
          * (only its MoE layer's ops carry a host time) */
         p.framework = PLAN_FRAMEWORK_MEGATRON;
         cost_ctx_init(&c, &hw, &p, 1.0);
-        near(c.host_mod_s + c.host_opt_s, 0, 1e-12, "fused kernels: no module or optimizer loop");
+        near(c.host_mod_s[0] + c.host_mod_s[1] + c.host_opt_s, 0, 1e-12, "fused kernels: no module or optimizer loop");
         part_template(&m, &p, NULL, &t);
         cost_step(&c, &m, &p, NULL, &t, &cs);
         double floor = cs.host_wait_s + cs.host_opt_s;
@@ -380,7 +380,8 @@ static void test_param_tensors(void **state)
  * LayerNorm | BertIntermediate, dense, act, BertOutput, dense, dropout,
  * LayerNorm (10 | 7); Llama 3 8B: the layer, input_layernorm, self_attn,
  * q, k, v, o | post_attention_layernorm, mlp, gate, up, down, act_fn (7 |
- * 6). Each costs COST_HOST_MODULE_S of host time forward, none backward;
+ * 6). Each costs COST_HOST_MODULE_FWD_S of host time forward and
+ * COST_HOST_MODULE_BWD_S backward;
  * Qwen3's fp32 experts under amp are a Python loop (PART_KF_PYLOOP). */
 static void test_module_calls(void **state)
 {
@@ -401,10 +402,10 @@ static void test_module_calls(void **state)
         cost_ctx_init(&c, &hw, &p, 1.0);
         CostBlock with, without;
         cost_block(&c, &t.b[PART_BLOCK_MLP], &with);
-        c.host_mod_s = 0;
+        c.host_mod_s[0] = c.host_mod_s[1] = 0;
         cost_block(&c, &t.b[PART_BLOCK_MLP], &without);
-        near(with.host_fwd - without.host_fwd, CASES[i].mlp * COST_HOST_MODULE_S, 1e-12, "modules forward");
-        near(with.host_bwd, without.host_bwd, 1e-12, "no modules backward");
+        near(with.host_fwd - without.host_fwd, CASES[i].mlp * COST_HOST_MODULE_FWD_S, 1e-12, "modules forward");
+        near(with.host_bwd - without.host_bwd, CASES[i].mlp * COST_HOST_MODULE_BWD_S, 1e-12, "modules backward");
     }
     ModelSpec m;
     assert_int_equal(model_preset("qwen3-30b-a3b", &m, NULL), TS_OK);

@@ -615,6 +615,15 @@ static double eager_op_time(const HwModel *hw, const char *op, double bytes, dou
  * the sink's backward at the preset's attn_sink_bwd_row_s a query row. */
 static void row_attn_fe(const json_t *r, const HwModel *hw, const char *gpu, double tf)
 {
+    static const char *const DIMS[] = {"batch", "heads", "seq", "head_dim", "window"};
+    for (size_t i = 0; i < sizeof DIMS / sizeof DIMS[0]; i++) {
+        double v = num(r, DIMS[i]);
+        if (!(v >= (i == 4 ? 0 : 1) && v <= 2147483647.0 && v == floor(v))) {
+            row_skip(NULL, "a D-attn-fe row has its \"batch\", \"heads\", \"seq\" and \"head_dim\" whole and "
+                           "from 1 to 2^31 - 1, its \"window\" from 0 (docs/measure.md)");
+            return;
+        }
+    }
     int64_t b = (int64_t)num(r, "batch"), h = (int64_t)num(r, "heads"), s = (int64_t)num(r, "seq");
     int64_t d = (int64_t)num(r, "head_dim"), w = (int64_t)num(r, "window");
     bool sink = json_is_true(json_object_get(r, "sink")), win = w > 0 && w < s;
@@ -622,7 +631,7 @@ static void row_attn_fe(const json_t *r, const HwModel *hw, const char *gpu, dou
                                               {{"fe win fwd", "fe win bwd"}, {"fe win+s fwd", "fe win+s bwd"}}};
     for (int bwd = 0; bwd < 2; bwd++) {
         double meas = num(r, bwd ? "bwd_ms" : "fwd_ms") * 1e-3, pred;
-        if (!(meas > 0) || b < 1 || h < 1 || s < 1 || d < 1) continue;
+        if (!(meas > 0)) continue;
         if (win) {
             double kw = (double)w - (double)w * (double)(w - 1) / (2.0 * (double)s);
             pred = hw_attention_time_s(hw, b, h, s, w, d, false, bwd, TS_DTYPE_BF16) * kw / (double)w;

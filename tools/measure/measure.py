@@ -18,7 +18,8 @@ Subcommands (docs/measure.md says field by field what each writes):
            HuggingFace model built from a config (--config FILE.json or --preset):
            model(input_ids, labels).loss.backward(), then fused AdamW step and
            zero_grad. amp = fp32 parameters under torch.autocast(bfloat16); pure =
-           everything bf16. step_ms, fwd_bwd_ms, opt_ms, fwd_nograd_ms as
+           everything bf16. step_ms, fwd_bwd_ms, opt_ms, fwd_nograd_ms and
+           fwd_grad_ms (the forward recorded for autograd, its graph dropped) as
            [median, min, max] over --steps timed steps after --warmup steps;
            --profile adds one step under torch.profiler (GPU time per ATen op).
   shard    part B: every kernel of one Megatron transformer layer as a
@@ -665,6 +666,9 @@ def cmd_step(args, ctx, rows, budget):
             forward()
 
     nograd = time_ms(fwd_nograd, len(step), 1, host_ahead=False)
+    # the forward as training records it (autograd's nodes and saved
+    # tensors), its graph dropped unused: what recording adds to a forward
+    grad = time_ms(forward, len(step), 1, host_ahead=False)
     mhz = ctx.clock.stop()
     row = {
         "part": "E" if is_moe(cfg) else "A",
@@ -677,6 +681,7 @@ def cmd_step(args, ctx, rows, budget):
         "fwd_bwd_ms": med_min_max(fb),
         "opt_ms": med_min_max(op),
         "fwd_nograd_ms": med_min_max(nograd),
+        "fwd_grad_ms": med_min_max(grad),
         "attn": getattr(model.config, "_attn_implementation", None) or "sdpa",
         "peak_mem_GiB": peak,
         "steps": len(step),

@@ -471,6 +471,47 @@ static bool step_model(const json_t *r, const char *name, ModelSpec *m, TsError 
     return ok;
 }
 
+/* A step row's label: its part, GPU, model, precision and shape. */
+typedef struct StepRow {
+    const char *part, *gpu, *name, *prec;
+    long long mb, seq;
+} StepRow;
+
+/* The median of a row's [median, min, max] milliseconds, in seconds; 0
+ * where the row has none. */
+static double median_s(const json_t *r, const char *k)
+{
+    const json_t *a = json_object_get(r, k);
+    return json_is_array(a) ? json_number_value(json_array_get(a, 0)) * 1e-3 : 0;
+}
+
+/* One timed quantity of a step row, measured beside predicted (seconds). */
+static void step_line(const StepRow *s, const char *what, double meas, double pred)
+{
+    printf("%s  %-5s %-22s %-4s mb %-2lld seq %-5lld %-5s measured %8.1f ms  predicted %8.1f ms  %+6.1f%%\n", s->part,
+           s->gpu, s->name, s->prec, s->mb, s->seq, what, meas * 1e3, pred * 1e3, 100 * (pred / meas - 1));
+}
+
+/* A step row's peak against trainsim's: torch.cuda.max_memory_allocated is
+ * what the allocator handed out, without the CUDA context (but with the
+ * cuBLAS workspaces PyTorch allocates itself), NCCL buffers or
+ * fragmentation. */
+static void score_peak(const json_t *r, const StepRow *s, const ModelSpec *m, const SimSetup *in)
+{
+    PartMemOptions mo;
+    part_mem_options_init(&mo);
+    sim_mem_options(&in->opt, in->plan.dtype, &mo); /* grads_freed as the row says */
+    PartMemory pk;
+    TsError err = {0};
+    if (part_memory(m, &in->plan, &mo, NULL, &pk, &err)) return;
+    double mem = num(r, "peak_mem_GiB"),
+           pm = (pk.total_bytes - pk.runtime_bytes + PART_ALLOCATOR_WORKSPACE_BYTES - pk.frag_bytes) / 1073741824.0,
+           e = pm / mem - 1;
+    printf("%s  %-5s %-22s %-4s mb %-2lld seq %-5lld peak  measured %8.2f GiB predicted %8.2f GiB %+6.1f%%\n", s->part,
+           s->gpu, s->name, s->prec, s->mb, s->seq, mem, pm, 100 * e);
+    score(s->part[0] == 'E' ? "E memory" : "A memory", s->gpu, e);
+}
+
 static void row_a(const json_t *r, const char *gpu, const char *part)
 {
     const char *name = json_string_value(json_object_get(r, "model"));
@@ -517,46 +558,23 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
         return;
     }
     if (g_kernels) step_kernels(r, &m, &hw, &in, &res); /* the plan resolved by sim_simulate */
-    const json_t *st = json_object_get(r, "step_ms");
-    double meas = json_is_array(st) ? json_number_value(json_array_get(st, 0)) * 1e-3 : 0;
-    double mem = num(r, "peak_mem_GiB");
+    const StepRow sr = {part, short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq};
+    double meas = median_s(r, "step_ms"), fmeas = median_s(r, "fwd_nograd_ms");
     if (meas > 0) {
-        double e = res.iteration_time_s / meas - 1;
-        printf("%s  %-5s %-22s %-4s mb %-2lld seq %-5lld step  measured %8.1f ms  predicted %8.1f ms  %+6.1f%%\n", part,
-               short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq, meas * 1e3,
-               res.iteration_time_s * 1e3, 100 * e);
-        score(part[0] == 'E' ? "E step" : "A step", short_gpu(gpu), e);
+        step_line(&sr, "step", meas, res.iteration_time_s);
+        score(part[0] == 'E' ? "E step" : "A step", sr.gpu, res.iteration_time_s / meas - 1);
     }
-    const json_t *ng = json_object_get(r, "fwd_nograd_ms");
-    double fmeas = json_is_array(ng) ? json_number_value(json_array_get(ng, 0)) * 1e-3 : 0;
     if (fmeas > 0) {
-        double fp = forward_s(&m, &hw, &in), e = fp / fmeas - 1;
-        if (g_verbose)
-            printf("%s  %-5s %-22s %-4s mb %-2lld seq %-5lld fwd   measured %8.1f ms  predicted %8.1f ms  %+6.1f%%\n",
-                   part, short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq,
-                   fmeas * 1e3, fp * 1e3, 100 * e);
-        score(part[0] == 'E' ? "E fwd no-grad" : "A fwd no-grad", short_gpu(gpu), e);
+        double fp = forward_s(&m, &hw, &in);
+        if (g_verbose) step_line(&sr, "fwd", fmeas, fp);
+        score(part[0] == 'E' ? "E fwd no-grad" : "A fwd no-grad", sr.gpu, fp / fmeas - 1);
     }
     /* the harness's parameter count against trainsim's (the weights at the
      * row's precision), shown where they differ by more than 0.1 % */
     double rp = num(r, "params"), tp = res.memory.weights_bytes / (in.plan.precision == PLAN_PRECISION_AMP ? 4.0 : 2.0);
     if (rp > 0 && fabs(tp / rp - 1) > 1e-3)
         printf("    params: the row's %.0f, trainsim's %.0f (%+.2f%%)\n", rp, tp, 100 * (tp / rp - 1));
-    if (mem > 0) {
-        /* torch.cuda.max_memory_allocated: what the allocator handed out,
-         * without the CUDA context (but its cuBLAS workspaces, which PyTorch
-         * allocates itself), NCCL buffers or fragmentation */
-        PartMemOptions mo;
-        part_mem_options_init(&mo);
-        sim_mem_options(&in.opt, in.plan.dtype, &mo); /* grads_freed as the row says */
-        PartMemory pk;
-        if (part_memory(&m, &in.plan, &mo, NULL, &pk, &err)) return;
-        double pm = (pk.total_bytes - pk.runtime_bytes + PART_ALLOCATOR_WORKSPACE_BYTES - pk.frag_bytes) / 1073741824.0,
-               e = pm / mem - 1;
-        printf("%s  %-5s %-22s %-4s mb %-2lld seq %-5lld peak  measured %8.2f GiB predicted %8.2f GiB %+6.1f%%\n", part,
-               short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq, mem, pm, 100 * e);
-        score(part[0] == 'E' ? "E memory" : "A memory", short_gpu(gpu), e);
-    }
+    if (num(r, "peak_mem_GiB") > 0) score_peak(r, &sr, &m, &in);
     sim_result_free(&res);
 }
 

@@ -559,15 +559,22 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     }
     if (g_kernels) step_kernels(r, &m, &hw, &in, &res); /* the plan resolved by sim_simulate */
     const StepRow sr = {part, short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq};
-    double meas = median_s(r, "step_ms"), fmeas = median_s(r, "fwd_nograd_ms");
+    double meas = median_s(r, "step_ms"), fmeas = median_s(r, "fwd_nograd_ms"), gmeas = median_s(r, "fwd_grad_ms");
     if (meas > 0) {
         step_line(&sr, "step", meas, res.iteration_time_s);
         score(part[0] == 'E' ? "E step" : "A step", sr.gpu, res.iteration_time_s / meas - 1);
     }
+    /* the forward alone, no-grad and (rows from 2026-11-27m) recorded for
+     * autograd: the model's forward host time is the former's, the
+     * recording counted with the backward */
+    double fp = fmeas > 0 || gmeas > 0 ? forward_s(&m, &hw, &in) : 0;
     if (fmeas > 0) {
-        double fp = forward_s(&m, &hw, &in);
         if (g_verbose) step_line(&sr, "fwd", fmeas, fp);
         score(part[0] == 'E' ? "E fwd no-grad" : "A fwd no-grad", sr.gpu, fp / fmeas - 1);
+    }
+    if (gmeas > 0) {
+        if (g_verbose) step_line(&sr, "fwd+r", gmeas, fp);
+        score(part[0] == 'E' ? "E fwd recorded" : "A fwd recorded", sr.gpu, fp / gmeas - 1);
     }
     /* the harness's parameter count against trainsim's (the weights at the
      * row's precision), shown where they differ by more than 0.1 % */

@@ -52,6 +52,10 @@ gpu_accuracy_golden(hf_sinks -v)
 # attn_sink_bwd_ns_per_row a query row), and a 128-key window with a sink
 # costed as the template's windowed core (-v, exact)
 gpu_accuracy_golden(attn_fe -v)
+# a step row with its forward timed under torch.no_grad() and recorded for
+# autograd (measure.py from 2026-11-27m: fwd_grad_ms): both scored against
+# the step's forward pass, whose host time is the no-grad one (-v, exact)
+gpu_accuracy_golden(fwd_grad -v)
 # a shard row timed back to back (measure.py shard --sustained, an H200):
 # each op's SM clock beside it, the GEMMs and the core costed at it, scored
 # as part B-b2b (-v, exact)

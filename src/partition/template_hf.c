@@ -174,19 +174,35 @@ static void scores_op(PartBlockT *b, const char *name, double fe, double be, dou
     k->elems[0] = fe, k->elems[1] = be;
 }
 
+/* PyTorch's cat writing rows of S + 1 16-bit elements (not 16-byte
+ * aligned, one input a single column) and its softmax forward over such rows
+ * run below the generic elementwise rate, bound by their index arithmetic
+ * alike on both GPUs: torch.profiler of the 1 x 4096 GPT-OSS step
+ * (bench/data/gpu/gptoss_hf_2026-11-27k_{h200,h100}.jsonl) times the cat at
+ * 0.166 / 0.168 G elements per ms and the softmax at 0.235 / 0.234 on the
+ * H200 / H100, against their generic 0.37 / 0.34: 2.2 / 2.0x and 1.57 /
+ * 1.45x the time an element. The softmax's backward runs at the generic
+ * rate (0.35 / 0.32). */
+#define HF_ODD_ROW_CAT 2.1
+#define HF_ODD_ROW_SOFTMAX 1.5
+
 /* GPT-OSS's attention as transformers runs it: no SDPA path for its learned
  * sinks, so eager_attention_forward (modeling_gpt_oss.py) materialises the
  * scores of every layer, windowed or not (the window is a mask): K and V
  * repeated to the query heads (repeat_kv), Q K^T (bmm), x scaling, + the
  * mask, the sinks concatenated as a last column (rows of S + 1), minus the
- * rows' max, softmax, the slice without the sink copied contiguous for P V
- * (bmm), the output made contiguous. The ops on the S + 1 wide or sliced
- * tensors walk PyTorch's generic kernels (scores_op): torch.profiler of the
- * 2-layer GPT-OSS-20B step on an H200 (bench/data/gpu/gptoss_hf_2026-11-27k_h200.jsonl)
- * finds the cat, the softmax and its backward, the sub and the copies there.
- * Backward: the two bmm's gradients, the slice's (zeros, copy), the softmax's,
- * the max's (zeros, scatter) and the sub's (neg, sum) added, x scaling.
- * Kept: the probabilities and their contiguous copy, 4 B a score. */
+ * rows' max, softmax, the slice without the sink for P V (bmm; a view: its
+ * rows S + 1 apart are a leading dimension cuBLAS takes, and matmul folds
+ * the batch and heads without a copy), the output made contiguous. The ops
+ * on the S + 1 wide or sliced tensors walk PyTorch's generic kernels
+ * (scores_op): torch.profiler of the 2-layer GPT-OSS-20B step on an H200
+ * (bench/data/gpu/gptoss_hf_2026-11-27k_h200.jsonl) finds the cat, the
+ * softmax and its backward, the sub and the copies there. Backward: the two
+ * bmm's gradients, the slice's (zeros, copy), the softmax's, the max's
+ * (zeros, scatter) and the sub's (neg, sum) added, x scaling. Kept: the
+ * probabilities, 2 B a score, which the bmm's view shares (the peaks of
+ * 1 x 2048, 1 x 4096 and 2 x 2048 tokens grow by 1.0 GiB of scores at 1 x
+ * 2048 over two layers, not 2.0). */
 static void eager_sink_attention(PartBlockT *b, const Hx *h)
 {
     const Tx *x = h->x;
@@ -201,9 +217,11 @@ static void eager_sink_attention(PartBlockT *b, const Hx *h)
     qk->part = pv->part = PART_KP_CORE;
     op(b, "attn.scale_mask", es, 8.0, 4.0, 0, 2, 1)->part = PART_KP_CORE; /* * scaling, + mask; mask: no grad */
     scores_op(b, "attn.sink_cat", ec, 0, 4.0, 0, 0, 1, 0);
+    b->k[b->n_k - 1].elems[0] *= HF_ODD_ROW_CAT;
     scores_op(b, "attn.max_sub", ec, ec, 6.0, 12.0, 0, 2, 4); /* back: neg, sum, the max's zeros + scatter, add */
     scores_op(b, "attn.softmax", ec, ec, 4.0, 6.0, 2.0, 1, 1);
-    scores_op(b, "attn.slice_copy", es, ec, 4.0, 4.0, 2.0, 1, 2); /* back: zeros, copy into the slice */
+    b->k[b->n_k - 1].elems[0] *= HF_ODD_ROW_SOFTMAX;
+    scores_op(b, "attn.slice", 0, ec, 0, 4.0, 0, 0, 2); /* a view; back: zeros, copy into the slice */
     op(b, "attn.out", qd, 4.0, 4.0, 0, 1, 1); /* transpose(1, 2).contiguous() */
 }
 

@@ -200,6 +200,8 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
     }
     if (k->share > 0) n *= k->share;
     for (int i = 0; i < 3; i++) t[i] *= n;
+    if (k->flags & PART_KF_FWD_ONLY) t[1] = t[2] = 0;
+    if (k->flags & PART_KF_BWD_ONLY) t[0] = 0;
 }
 
 /* What the host takes to dispatch kernel k's pass (0 forward, 1 backward):

@@ -78,7 +78,11 @@ int64_t tpl_kv_heads(const ModelSpec *m) { return m->kv_heads > 0 ? m->kv_heads 
 /* The flash core of the sliding-window layers (their share `sh` of the
  * layers): each of the rank's `sq` queries attends to at most w keys, the
  * S*w - w^2/2 pairs of the causal band (model_attn_keys); timed as the
- * sq x w rectangle scaled to the band. The S^2 scores are never stored. */
+ * sq x w rectangle scaled to the band. The S^2 scores are never stored.
+ * With learned sinks the core is cuDNN's (Transformer Engine has no other
+ * backend for them), whose windowed forward skips no tile left of the band:
+ * it runs as the causal kernel over every key, masked (TPL_CUDNN_SWA_FWD);
+ * its backward walks the band. */
 static void swa_core(const Tx *x, PartBlockT *b, int64_t heads, int64_t sq, int64_t d, double sh)
 {
     const ModelSpec *m = x->m;
@@ -88,6 +92,12 @@ static void swa_core(const Tx *x, PartBlockT *b, int64_t heads, int64_t sq, int6
     k->share = sh * kw / w;
     double fl = 2.0 * (double)x->B * (double)(m->heads / x->t) * (double)x->Sl * kw * (double)(2 * d) * sh;
     k->flops[0] = fl, k->flops[1] = 2.5 * fl;
+    if (!m->attn_sinks) return;
+    k->flags |= PART_KF_BWD_ONLY;
+    PartKernel *f = tpl_add(b, "core.swa_fwd", PART_K_ATTN, PART_KP_CORE);
+    f->batch = x->B, f->m = heads, f->n = f->k = sq, f->d = d, f->causal = true;
+    f->share = sh * TPL_CUDNN_SWA_FWD;
+    f->flags |= PART_KF_FWD_ONLY;
 }
 
 /* Attention block: norm, QKV (MLA: down / up projections), core, output

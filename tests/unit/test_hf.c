@@ -334,6 +334,53 @@ static void test_sink_backward(void **state)
     }
 }
 
+/* The windowed layers' core with learned sinks runs on cuDNN, whose
+ * windowed forward skips no tile (TPL_CUDNN_SWA_FWD, bench/data/gpu/
+ * sink_2026-11-27{i,j,l}_*.jsonl): gpt-oss-20b, half its layers windowed,
+ * its core.swa_fwd is 1.16x the causal core's forward (both half the
+ * layers) and has no backward, and core.swa keeps the band's backward
+ * alone. Gemma 2, windowed without sinks (flash kernels), keeps the band
+ * both ways. */
+static void test_swa_cudnn_forward(void **state)
+{
+    (void)state;
+    static PartTemplate t;
+    static CostStep cs;
+    for (int run = 0; run < 2; run++) {
+        ModelSpec m;
+        HwModel hw;
+        preset_on_h100(run ? "gemma-2-9b" : "gpt-oss-20b", &m, &hw);
+        ParallelPlan p;
+        plan_init(&p);
+        p.gpus = 2, p.tp = 2, p.micro_batch = 2, p.global_batch = 2, p.seq = 8192;
+        TsError err = {0};
+        assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
+        part_template(&m, &p, NULL, &t);
+        CostCtx c;
+        cost_ctx_init(&c, &hw, &p, 1.0);
+        cost_step(&c, &m, &p, NULL, &t, &cs);
+        const PartBlockT *b = &t.b[PART_BLOCK_ATTN];
+        int core = -1, swa = -1, fwd = -1;
+        for (int i = 0; i < b->n_k; i++) {
+            if (!strcmp(b->k[i].name, "core")) core = i;
+            if (!strcmp(b->k[i].name, "core.swa")) swa = i;
+            if (!strcmp(b->k[i].name, "core.swa_fwd")) fwd = i;
+        }
+        assert_true(core >= 0 && swa >= 0);
+        const double(*k)[3] = cs.b[PART_BLOCK_ATTN].k;
+        assert_true(k[swa][1] > 0);
+        if (run) {
+            assert_int_equal(fwd, -1);
+            assert_true(k[swa][0] > 0);
+            continue;
+        }
+        assert_true(fwd >= 0);
+        near(k[swa][0], 0, 1e-15, "the band: no forward");
+        near(k[fwd][0] / k[core][0], 1.16, 1e-9, "the forward: the causal kernel over every key, masked");
+        near(k[fwd][1] + k[fwd][2], 0, 1e-15, "no backward");
+    }
+}
+
 /* Parameter tensors, counted by hand from the HF modules: GPT-2 wte, wpe,
  * ln_f (2) and 12 per layer (ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj,
  * each weight and bias), the head tied: 148. BERT-base (masked-LM): three
@@ -425,7 +472,7 @@ int main(void)
         cmocka_unit_test(test_hf_peak),
         cmocka_unit_test(test_host_floor),
         cmocka_unit_test(test_mcore_moe_sync),
-        cmocka_unit_test(test_mcore_fc2_bias), cmocka_unit_test(test_sink_backward),
+        cmocka_unit_test(test_mcore_fc2_bias), cmocka_unit_test(test_sink_backward), cmocka_unit_test(test_swa_cudnn_forward),
         cmocka_unit_test(test_param_tensors),
         cmocka_unit_test(test_module_calls),
     };

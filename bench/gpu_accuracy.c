@@ -635,8 +635,9 @@ static double eager_op_time(const HwModel *hw, const char *op, double bytes, dou
 
 /* A D-attn-fe row (tools/measure/sdpa_sink.cpp: cuDNN's fused attention
  * through its frontend, causal, a window of W keys or none, a learned sink
- * or none), at the row's clock: the window as the template's windowed core
- * costs it (W keys a query, the first W - 1 queries fewer: mean W - W(W-1)/2S),
+ * or none), at the row's clock: the window's forward as cuDNN runs it (the
+ * causal kernel over every key, PART_CUDNN_SWA_FWD), its backward as the
+ * template's windowed core (whole key tiles: part_swa_keys),
  * the sink's backward at the preset's attn_sink_bwd_row_s a query row. */
 static void row_attn_fe(const json_t *r, const HwModel *hw, const char *gpu, double tf)
 {
@@ -657,9 +658,11 @@ static void row_attn_fe(const json_t *r, const HwModel *hw, const char *gpu, dou
     for (int bwd = 0; bwd < 2; bwd++) {
         double meas = num(r, bwd ? "bwd_ms" : "fwd_ms") * 1e-3, pred;
         if (!(meas > 0)) continue;
-        if (win) {
-            double kw = (double)w - (double)w * (double)(w - 1) / (2.0 * (double)s);
-            pred = hw_attention_time_s(hw, b, h, s, w, d, false, bwd, TS_DTYPE_BF16) * kw / (double)w;
+        if (win && !bwd) { /* cuDNN's windowed forward: the causal kernel over every key, masked */
+            pred = hw_attention_time_s(hw, b, h, s, s, d, true, false, TS_DTYPE_BF16) * PART_CUDNN_SWA_FWD;
+        } else if (win) {
+            double wt, kt = part_swa_keys(s, w, &wt);
+            pred = hw_attention_time_s(hw, b, h, s, (int64_t)wt, d, false, true, TS_DTYPE_BF16) * kt / wt;
         } else {
             pred = hw_attention_time_s(hw, b, h, s, s, d, true, bwd, TS_DTYPE_BF16);
         }

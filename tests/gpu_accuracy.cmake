@@ -49,8 +49,11 @@ gpu_accuracy_golden(hf_sinks -v)
 # D-attn-fe rows (tools/measure/sdpa_sink.cpp: cuDNN's fused attention
 # through its frontend, an H200 at the clock each row records): causal
 # without and with a learned sink (the sink's backward at
-# attn_sink_bwd_ns_per_row a query row), and a 128-key window with a sink
-# costed as the template's windowed core (-v, exact)
+# attn_sink_bwd_ns_per_row a query row), and a 128-key window without and
+# with one: the forward as the causal kernel over every key, masked
+# (PART_CUDNN_SWA_FWD; the sink's row is one of the runs where cuDNN skipped
+# the tiles after all), the backward over whole key tiles (part_swa_keys)
+# (-v, exact)
 gpu_accuracy_golden(attn_fe -v)
 # a step row with its forward timed under torch.no_grad() and recorded for
 # autograd (measure.py from 2026-11-27m: fwd_grad_ms): both scored against

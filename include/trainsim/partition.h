@@ -264,6 +264,30 @@ typedef struct PartBlockT {
                                  __call__ and body, its backward's nodes: COST_HOST_MODULE_*); 0 elsewhere */
 } PartBlockT;
 
+/* The keys a windowed attention kernel walks per query: whole tiles of
+ * 128 keys (cuDNN's and FlashAttention's), so a query tile's window of w
+ * keys spans w + 128 of them, not w. cuDNN 9.14's windowed backwards with a
+ * window of 128 took 0.13-0.17x the causal backward at 1 x 4096 tokens and
+ * 0.15 at 4 x 4096 on an H200 and an H100 (bench/data/gpu/
+ * sink_2026-11-27{i,j,l}_*.jsonl): 0.125 by tiles, 0.062 by the band alone. */
+#define PART_ATTN_KEY_TILE 128
+
+/* The mean keys a windowed layer's kernel walks per query at S tokens with
+ * a window of w (model_attn_keys' causal band widened by one key tile), and
+ * the widest row of them (*wide). */
+double part_swa_keys(int64_t S, int64_t w, double *wide);
+
+/* cuDNN's sliding-window attention forward (9.14, the frontend's fused
+ * SDPA with a window of W keys, causal) over the causal kernel's time at the
+ * same shape: in 21 of 28 timings on an H200 and an H100 it skipped no tile
+ * left of the band, taking 1.14-1.23x the causal forward where the same run
+ * timed that (median 1.16; GPT-OSS's shape, 4 x 4096 tokens, 64 heads of 64,
+ * window 128: 1.33-1.35 ms against 1.15-1.16); in the other 7 it skipped
+ * them (0.06-0.27 ms), which process got which not predictable
+ * (bench/data/gpu/sink_2026-11-27{i,j,l}_*.jsonl). The backward skipped them
+ * in every timing. */
+#define PART_CUDNN_SWA_FWD 1.16
+
 /* Runtime choices that change the kernels (the framework's code path). */
 /* PartRuntime.ce_fusion: the cross-entropy as fp32 eager ops, Megatron-Core's
  * fused kernels, Transformer Engine's (SimCeFusion, sim.h) */

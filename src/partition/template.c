@@ -77,26 +77,36 @@ int64_t tpl_kv_heads(const ModelSpec *m) { return m->kv_heads > 0 ? m->kv_heads 
 
 /* The flash core of the sliding-window layers (their share `sh` of the
  * layers): each of the rank's `sq` queries attends to at most w keys, the
- * S*w - w^2/2 pairs of the causal band (model_attn_keys); timed as the
- * sq x w rectangle scaled to the band. The S^2 scores are never stored.
+ * S*w - w^2/2 pairs of the causal band (model_attn_keys: its FLOPs); the
+ * kernel walks whole key tiles, w + PART_ATTN_KEY_TILE keys a query
+ * (part_swa_keys), timed as that rectangle scaled to its band. The S^2
+ * scores are never stored.
  * With learned sinks the core is cuDNN's (Transformer Engine has no other
  * backend for them), whose windowed forward skips no tile left of the band:
- * it runs as the causal kernel over every key, masked (TPL_CUDNN_SWA_FWD);
+ * it runs as the causal kernel over every key, masked (PART_CUDNN_SWA_FWD);
  * its backward walks the band. */
+double part_swa_keys(int64_t S, int64_t w, double *wide)
+{
+    double s = (double)S, wt = (double)w + PART_ATTN_KEY_TILE;
+    if (wt > s) wt = s;
+    *wide = wt;
+    return wt - wt * wt / (2 * s);
+}
+
 static void swa_core(const Tx *x, PartBlockT *b, int64_t heads, int64_t sq, int64_t d, double sh)
 {
     const ModelSpec *m = x->m;
-    double kw = model_attn_keys(m, 0, x->S, true), w = (double)m->sliding_window;
+    double kw = model_attn_keys(m, 0, x->S, true), wt, kt = part_swa_keys(x->S, m->sliding_window, &wt);
     PartKernel *k = tpl_add(b, "core.swa", PART_K_ATTN, PART_KP_CORE);
-    k->batch = x->B, k->m = heads, k->n = sq, k->k = m->sliding_window, k->d = d;
-    k->share = sh * kw / w;
+    k->batch = x->B, k->m = heads, k->n = sq, k->k = (int64_t)wt, k->d = d;
+    k->share = sh * kt / wt;
     double fl = 2.0 * (double)x->B * (double)(m->heads / x->t) * (double)x->Sl * kw * (double)(2 * d) * sh;
     k->flops[0] = fl, k->flops[1] = 2.5 * fl;
     if (!m->attn_sinks) return;
     k->flags |= PART_KF_BWD_ONLY;
     PartKernel *f = tpl_add(b, "core.swa_fwd", PART_K_ATTN, PART_KP_CORE);
     f->batch = x->B, f->m = heads, f->n = f->k = sq, f->d = d, f->causal = true;
-    f->share = sh * TPL_CUDNN_SWA_FWD;
+    f->share = sh * PART_CUDNN_SWA_FWD;
     f->flags |= PART_KF_FWD_ONLY;
 }
 

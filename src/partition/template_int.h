@@ -6,17 +6,6 @@
 
 #include "part_int.h"
 
-/* cuDNN's sliding-window attention forward (9.14, the frontend's fused
- * SDPA with a window of W keys, causal) over the causal kernel's time at the
- * same shape: in 21 of 28 timings on an H200 and an H100 it skipped no tile
- * left of the band, taking 1.14-1.23x the causal forward where the same run
- * timed that (median 1.16; GPT-OSS's shape, 4 x 4096 tokens, 64 heads of 64,
- * window 128: 1.33-1.35 ms against 1.15-1.16); in the other 7 it skipped
- * them (0.06-0.27 ms), which process got which not predictable
- * (bench/data/gpu/sink_2026-11-27{i,j,l}_*.jsonl). The backward skipped them
- * in every timing. */
-#define TPL_CUDNN_SWA_FWD 1.16
-
 typedef struct Tx {
     const ModelSpec *m;
     const ParallelPlan *p;

@@ -335,7 +335,7 @@ static void test_sink_backward(void **state)
 }
 
 /* The windowed layers' core with learned sinks runs on cuDNN, whose
- * windowed forward skips no tile (TPL_CUDNN_SWA_FWD, bench/data/gpu/
+ * windowed forward skips no tile (PART_CUDNN_SWA_FWD, bench/data/gpu/
  * sink_2026-11-27{i,j,l}_*.jsonl): gpt-oss-20b, half its layers windowed,
  * its core.swa_fwd is 1.16x the causal core's forward (both half the
  * layers) and has no backward, and core.swa keeps the band's backward

@@ -296,6 +296,34 @@ static void test_mcore_fc2_bias(void **state)
     }
 }
 
+/* A Megatron-Core step of preset `name` on two H100s at TP 2, 2 x seq
+ * tokens: its template in *t, its costs in *cs. Returns the attention
+ * block. */
+static const PartBlockT *tp2_step(const char *name, int64_t seq, PartTemplate *t, CostStep *cs)
+{
+    ModelSpec m;
+    HwModel hw;
+    preset_on_h100(name, &m, &hw);
+    ParallelPlan p;
+    plan_init(&p);
+    p.gpus = 2, p.tp = 2, p.micro_batch = 2, p.global_batch = 2, p.seq = seq;
+    TsError err = {0};
+    assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
+    part_template(&m, &p, NULL, t);
+    CostCtx c;
+    cost_ctx_init(&c, &hw, &p, 1.0);
+    cost_step(&c, &m, &p, NULL, t, cs);
+    return &t->b[PART_BLOCK_ATTN];
+}
+
+/* The index of block b's kernel `name`, -1 where it has none. */
+static int kernel_ix(const PartBlockT *b, const char *name)
+{
+    for (int i = 0; i < b->n_k; i++)
+        if (!strcmp(b->k[i].name, name)) return i;
+    return -1;
+}
+
 /* GPT-OSS's learned sinks in the fused attention (template.c core.sink):
  * the backward only, 1.74 ns at the preset's clock a query row (cuDNN on an
  * H200 and an H100, bench/data/gpu/sink_2026-11-27{i_h200,j_h100}.jsonl)
@@ -308,22 +336,7 @@ static void test_sink_backward(void **state)
     static PartTemplate t;
     static CostStep cs;
     for (int run = 0; run < 2; run++) {
-        ModelSpec m;
-        HwModel hw;
-        preset_on_h100(run ? "qwen3-30b-a3b" : "gpt-oss-20b", &m, &hw);
-        ParallelPlan p;
-        plan_init(&p);
-        p.gpus = 2, p.tp = 2, p.micro_batch = 2, p.global_batch = 2, p.seq = 4096;
-        TsError err = {0};
-        assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
-        part_template(&m, &p, NULL, &t);
-        CostCtx c;
-        cost_ctx_init(&c, &hw, &p, 1.0);
-        cost_step(&c, &m, &p, NULL, &t, &cs);
-        const PartBlockT *b = &t.b[PART_BLOCK_ATTN];
-        int ix = -1;
-        for (int i = 0; i < b->n_k; i++)
-            if (!strcmp(b->k[i].name, "core.sink")) ix = i;
+        int ix = kernel_ix(tp2_step(run ? "qwen3-30b-a3b" : "gpt-oss-20b", 4096, &t, &cs), "core.sink");
         if (run) {
             assert_int_equal(ix, -1);
             continue;
@@ -347,25 +360,8 @@ static void test_swa_cudnn_forward(void **state)
     static PartTemplate t;
     static CostStep cs;
     for (int run = 0; run < 2; run++) {
-        ModelSpec m;
-        HwModel hw;
-        preset_on_h100(run ? "gemma-2-9b" : "gpt-oss-20b", &m, &hw);
-        ParallelPlan p;
-        plan_init(&p);
-        p.gpus = 2, p.tp = 2, p.micro_batch = 2, p.global_batch = 2, p.seq = 8192;
-        TsError err = {0};
-        assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
-        part_template(&m, &p, NULL, &t);
-        CostCtx c;
-        cost_ctx_init(&c, &hw, &p, 1.0);
-        cost_step(&c, &m, &p, NULL, &t, &cs);
-        const PartBlockT *b = &t.b[PART_BLOCK_ATTN];
-        int core = -1, swa = -1, fwd = -1;
-        for (int i = 0; i < b->n_k; i++) {
-            if (!strcmp(b->k[i].name, "core")) core = i;
-            if (!strcmp(b->k[i].name, "core.swa")) swa = i;
-            if (!strcmp(b->k[i].name, "core.swa_fwd")) fwd = i;
-        }
+        const PartBlockT *b = tp2_step(run ? "gemma-2-9b" : "gpt-oss-20b", 8192, &t, &cs);
+        int core = kernel_ix(b, "core"), swa = kernel_ix(b, "core.swa"), fwd = kernel_ix(b, "core.swa_fwd");
         assert_true(core >= 0 && swa >= 0);
         const double(*k)[3] = cs.b[PART_BLOCK_ATTN].k;
         assert_true(k[swa][1] > 0);

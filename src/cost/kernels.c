@@ -14,7 +14,8 @@ void cost_ctx_init(CostCtx *c, const HwModel *hw, const ParallelPlan *p, double 
                    .host_s = {{h ? f * COST_HOST_FWD_S : 0, h ? f * COST_HOST_BWD_S : 0},
                               {h ? f * COST_HOST_INNER_FWD_S : 0, h ? f * COST_HOST_INNER_BWD_S : 0},
                               {h ? COST_HOST_LOOP_S : 0, h ? COST_HOST_LOOP_S : 0}},
-                   .host_mod_s = {hf ? COST_HOST_MODULE_FWD_S : 0, hf ? COST_HOST_MODULE_BWD_S : 0}, .host_opt_s = hf ? COST_HOST_OPT_TENSOR_S : 0,
+                   .host_mod_s = {hf ? COST_HOST_MODULE_FWD_S : 0, hf ? COST_HOST_MODULE_BWD_S : 0},
+                   .host_opt_s = hf ? COST_HOST_OPT_TENSOR_S : 0,
                    /* token drop padded to capacity: static shapes, no sync */
                    .host_sync = mc && !(p->moe_capacity > 0 && p->moe_pad),
                    .fp8 = p->fp8_recipe, .fp8_non_tn = !strcmp(hw->gpu.arch, "blackwell"),

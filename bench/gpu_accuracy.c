@@ -371,33 +371,38 @@ static void profile_compare(const json_t *r, const CostStep *cs, const double mu
 }
 
 /* The one-GPU step's template and costs as sim_simulate resolves them (the
- * plan in `in`), and how many times each block runs in the model. */
-static void step_cost(const ModelSpec *m, const HwModel *hw, const SimSetup *in, PartTemplate *t, CostStep *cs,
-                      double mult[PART_BLOCK_COUNT])
+ * plan in `in`), and how many times each block runs in the model: computed
+ * once a row, for the forward's score and -k. */
+typedef struct StepCosts {
+    PartTemplate t;
+    CostStep cs;
+    double mult[PART_BLOCK_COUNT];
+} StepCosts;
+
+static const StepCosts *step_cost(const ModelSpec *m, const HwModel *hw, const SimSetup *in)
 {
+    static StepCosts sc;
     PartRuntime rt;
     sim_part_runtime(&in->opt, &rt);
     CostCtx cc;
     sim_cost_ctx(&cc, hw, &in->plan, &in->opt, sim_tensor_factor(&hw->gpu, &in->opt, 1), in->net);
-    part_template(m, &in->plan, &rt, t);
-    cost_step(&cc, m, &in->plan, &rt, t, cs);
+    part_template(m, &in->plan, &rt, &sc.t);
+    cost_step(&cc, m, &in->plan, &rt, &sc.t, &sc.cs);
     double nm = (double)model_moe_layer_count(m), nd = (double)m->layers - nm;
-    for (int b = 0; b < PART_BLOCK_COUNT; b++) mult[b] = 0;
-    mult[PART_BLOCK_ATTN] = (double)m->layers, mult[PART_BLOCK_MLP] = nd, mult[PART_BLOCK_MOE] = nm;
-    mult[PART_BLOCK_EMBED] = mult[PART_BLOCK_HEAD] = 1;
+    for (int b = 0; b < PART_BLOCK_COUNT; b++) sc.mult[b] = 0;
+    sc.mult[PART_BLOCK_ATTN] = (double)m->layers, sc.mult[PART_BLOCK_MLP] = nd, sc.mult[PART_BLOCK_MOE] = nm;
+    sc.mult[PART_BLOCK_EMBED] = sc.mult[PART_BLOCK_HEAD] = 1;
+    return &sc;
 }
 
 /* The forward alone, as a step row's fwd_nograd_ms times it (the model and
  * its loss under torch.no_grad(), the host in the loop): the forward pass
  * of the step's costs, its kernels or their dispatch where that is longer
  * (cost_step's wait). Seconds. */
-static double forward_s(const ModelSpec *m, const HwModel *hw, const SimSetup *in)
+static double forward_s(const StepCosts *sc)
 {
-    static PartTemplate t;
-    static CostStep cs;
-    double mult[PART_BLOCK_COUNT], s = 0;
-    step_cost(m, hw, in, &t, &cs, mult);
-    for (int b = 0; b < PART_BLOCK_COUNT; b++) s += mult[b] * cs.b[b].fwd;
+    double s = 0;
+    for (int b = 0; b < PART_BLOCK_COUNT; b++) s += sc->mult[b] * sc->cs.b[b].fwd;
     return s;
 }
 
@@ -405,31 +410,29 @@ static double forward_s(const ModelSpec *m, const HwModel *hw, const SimSetup *i
  * (each block times the layers that hold it), the optimizer step beside the
  * row's, and beside a profile of the row (tools/measure step --profile) its
  * GPU time by kind; res: the step simulated */
-static void step_kernels(const json_t *r, const ModelSpec *m, const HwModel *hw, const SimSetup *in,
-                         const SimResult *res)
+static void step_kernels(const json_t *r, const StepCosts *sc, const SimResult *res)
 {
-    static PartTemplate t;
-    static CostStep cs;
-    double mult[PART_BLOCK_COUNT];
-    step_cost(m, hw, in, &t, &cs, mult);
+    const PartTemplate *t = &sc->t;
+    const CostStep *cs = &sc->cs;
+    const double *mult = sc->mult;
     static const char *const BN[PART_BLOCK_COUNT] = {[PART_BLOCK_ATTN] = "attn", [PART_BLOCK_MLP] = "mlp",
                                                      [PART_BLOCK_MOE] = "moe", [PART_BLOCK_EMBED] = "embed",
                                                      [PART_BLOCK_HEAD] = "head"};
     for (int b = 0; b < PART_BLOCK_COUNT; b++) {
         if (mult[b] <= 0) continue;
-        for (int i = 0; i < t.b[b].n_k; i++) {
-            const double *k = cs.b[b].k[i];
-            printf("    k %-6s %-24s fwd %8.3f  ig %8.3f  wg %8.3f ms\n", BN[b] ? BN[b] : "?", t.b[b].k[i].name,
+        for (int i = 0; i < t->b[b].n_k; i++) {
+            const double *k = cs->b[b].k[i];
+            printf("    k %-6s %-24s fwd %8.3f  ig %8.3f  wg %8.3f ms\n", BN[b] ? BN[b] : "?", t->b[b].k[i].name,
                    1e3 * mult[b] * k[0], 1e3 * mult[b] * k[1], 1e3 * mult[b] * k[2]);
         }
         printf("    k %-6s %-24s fwd %8.3f  bwd %8.3f ms (host dispatch)\n", BN[b] ? BN[b] : "?", "-",
-               1e3 * mult[b] * cs.b[b].host_fwd, 1e3 * mult[b] * cs.b[b].host_bwd);
+               1e3 * mult[b] * cs->b[b].host_fwd, 1e3 * mult[b] * cs->b[b].host_bwd);
     }
     const json_t *om = json_object_get(r, "opt_ms");
     if (json_is_array(om))
         printf("    k optimizer: measured %.2f ms  predicted %.2f ms\n", json_number_value(json_array_get(om, 0)),
                res->breakdown.optimizer_s * 1e3);
-    profile_compare(r, &cs, mult, res->breakdown.optimizer_s);
+    profile_compare(r, cs, mult, res->breakdown.optimizer_s);
 }
 
 /* A model by name: the shared config of that name (tools/measure/configs),
@@ -557,7 +560,8 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
         row_skip(name, err.msg);
         return;
     }
-    if (g_kernels) step_kernels(r, &m, &hw, &in, &res); /* the plan resolved by sim_simulate */
+    const StepCosts *sc = step_cost(&m, &hw, &in); /* the plan resolved by sim_simulate */
+    if (g_kernels) step_kernels(r, sc, &res);
     const StepRow sr = {part, short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq};
     double meas = median_s(r, "step_ms"), fmeas = median_s(r, "fwd_nograd_ms"), gmeas = median_s(r, "fwd_grad_ms");
     if (meas > 0) {
@@ -567,7 +571,7 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     /* the forward alone, no-grad and (rows from 2026-11-27m) recorded for
      * autograd: the model's forward host time is the former's, the
      * recording counted with the backward */
-    double fp = fmeas > 0 || gmeas > 0 ? forward_s(&m, &hw, &in) : 0;
+    double fp = forward_s(sc);
     if (fmeas > 0) {
         if (g_verbose) step_line(&sr, "fwd", fmeas, fp);
         score(part[0] == 'E' ? "E fwd no-grad" : "A fwd no-grad", sr.gpu, fp / fmeas - 1);

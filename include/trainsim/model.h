@@ -228,6 +228,9 @@ int64_t model_windowed_layer_count(const ModelSpec *m);
  * S): the S*w - w^2/2 pairs of the band); not causal (the full-square
  * convention), S and w. model_attn_keys_mean averages over the layers. */
 double model_attn_keys(const ModelSpec *m, int64_t layer, int64_t S, bool causal);
+/* The mean keys a query of S attends to causally within a window of w (S w
+ * - w^2/2 pairs over S queries; S/2 where w >= S). */
+double model_band_keys(double S, double w);
 double model_attn_keys_mean(const ModelSpec *m, int64_t S, bool causal);
 int64_t model_moe_layer_count(const ModelSpec *m);
 /* Vocabulary padded like Megatron: multiple of vocab_divisible * tp. */

@@ -275,12 +275,17 @@ int64_t model_windowed_layer_count(const ModelSpec *m)
     return m->full_attn_every <= 0 ? m->layers : m->layers - m->layers / m->full_attn_every;
 }
 
+double model_band_keys(double S, double w)
+{
+    return w >= S ? S / 2 : w - w * w / (2 * S);
+}
+
 double model_attn_keys(const ModelSpec *m, int64_t layer, int64_t S, bool causal)
 {
     double s = (double)S;
     if (!model_layer_windowed(m, layer) || m->sliding_window >= S) return causal ? s / 2 : s;
     double w = (double)m->sliding_window;
-    return causal ? w - w * w / (2 * s) : w;
+    return causal ? model_band_keys(s, w) : w;
 }
 
 double model_attn_keys_mean(const ModelSpec *m, int64_t S, bool causal)

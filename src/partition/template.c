@@ -88,9 +88,8 @@ int64_t tpl_kv_heads(const ModelSpec *m) { return m->kv_heads > 0 ? m->kv_heads 
 double part_swa_keys(int64_t S, int64_t w, double *wide)
 {
     double s = (double)S, wt = (double)w + PART_ATTN_KEY_TILE;
-    if (wt > s) wt = s;
-    *wide = wt;
-    return wt - wt * wt / (2 * s);
+    *wide = wt > s ? s : wt;
+    return model_band_keys(s, *wide);
 }
 
 static void swa_core(const Tx *x, PartBlockT *b, int64_t heads, int64_t sq, int64_t d, double sh)

@@ -164,14 +164,15 @@ static void sdpa(PartBlockT *b, const Hx *h, bool causal)
 
 /* An eager op over the score tensor whose rows PyTorch walks element by
  * element (odd-length or strided rows: PART_KF_GENERIC at the GPU's
- * generic rate), forward over fe elements, backward over be. */
-static void scores_op(PartBlockT *b, const char *name, double fe, double be, double fb, double bb, double sv, int lf,
-                      int lb)
+ * generic rate), forward over fe elements, backward over be. Returns it. */
+static PartKernel *scores_op(PartBlockT *b, const char *name, double fe, double be, double fb, double bb, double sv,
+                             int lf, int lb)
 {
     double el = fe > be ? fe : be;
     PartKernel *k = op(b, name, el, fe > 0 ? fb * fe / el : 0, be > 0 ? bb * be / el : 0, sv * fe / el, lf, lb);
     k->flags |= PART_KF_GENERIC;
     k->elems[0] = fe, k->elems[1] = be;
+    return k;
 }
 
 /* PyTorch's cat writing rows of S + 1 16-bit elements (not 16-byte
@@ -216,11 +217,9 @@ static void eager_sink_attention(PartBlockT *b, const Hx *h)
     qk->flags |= PART_KF_ACT, pv->flags |= PART_KF_ACT;
     qk->part = pv->part = PART_KP_CORE;
     op(b, "attn.scale_mask", es, 8.0, 4.0, 0, 2, 1)->part = PART_KP_CORE; /* * scaling, + mask; mask: no grad */
-    scores_op(b, "attn.sink_cat", ec, 0, 4.0, 0, 0, 1, 0);
-    b->k[b->n_k - 1].elems[0] *= HF_ODD_ROW_CAT;
+    scores_op(b, "attn.sink_cat", ec, 0, 4.0, 0, 0, 1, 0)->elems[0] *= HF_ODD_ROW_CAT;
     scores_op(b, "attn.max_sub", ec, ec, 6.0, 12.0, 0, 2, 4); /* back: neg, sum, the max's zeros + scatter, add */
-    scores_op(b, "attn.softmax", ec, ec, 4.0, 6.0, 2.0, 1, 1);
-    b->k[b->n_k - 1].elems[0] *= HF_ODD_ROW_SOFTMAX;
+    scores_op(b, "attn.softmax", ec, ec, 4.0, 6.0, 2.0, 1, 1)->elems[0] *= HF_ODD_ROW_SOFTMAX;
     scores_op(b, "attn.slice", 0, ec, 0, 4.0, 0, 0, 2); /* a view; back: zeros, copy into the slice */
     op(b, "attn.out", qd, 4.0, 4.0, 0, 1, 1); /* transpose(1, 2).contiguous() */
 }

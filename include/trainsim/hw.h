@@ -195,8 +195,8 @@ int hw_cluster_names(char names[][64], int cap);
 void hw_cluster_to_json(const ClusterSpec *c, TsBuf *out);
 
 /* ---- calibration tables ----------------------------------------------------------- */
-/* Measured kernel times (format "trainsim-calibration" version 2, version 1
- * still read; docs/hardware.md), written by tools/calibrate and
+/* Measured kernel times (format "trainsim-calibration" version 3, versions 1
+ * and 2 still read; docs/hardware.md), written by tools/calibrate and
  * tools/measure/measure.py. Opaque, heap-owned; free with hw_calib_free.
  * Load errors: TS_ERR_INPUT positioned at the value, *out NULL. */
 typedef struct HwCalib HwCalib;
@@ -208,6 +208,8 @@ const char *hw_calib_gpu(const HwCalib *c);   /* the "gpu" field */
 /* Median SM clock (MHz) sampled while the GEMMs were measured, 1755; 0 when
  * the file has no "clock_mhz" (version 1, or no NVML on the measuring host). */
 double hw_calib_clock_mhz(const HwCalib *c);
+/* The lowest and highest of those samples (both 0 without "clock_mhz"). */
+void hw_calib_clock_range(const HwCalib *c, double *lo, double *hi);
 /* The median SM clock while the attention entries ran ("attention_clock_mhz";
  * absent: hw_calib_clock_mhz). */
 double hw_calib_attn_clock_mhz(const HwCalib *c);
@@ -216,6 +218,12 @@ double hw_calib_attn_clock_mhz(const HwCalib *c);
  * describes; the correction divides them by the preset's
  * attn_fa2_factor. */
 bool hw_calib_attn_flash(const HwCalib *c);
+/* Version 3: the GEMM entries were each timed beside a reference GEMM and are
+ * loaded at the reference's sustained (back-to-back) clock, which the model
+ * takes for the preset's sustained_clock_mhz (docs/hardware.md). */
+bool hw_calib_sustained(const HwCalib *c);
+/* The reference GEMM's sustained time in microseconds; 0 without one. */
+double hw_calib_reference_us(const HwCalib *c);
 /* SDPA's flash kernel's time factor over the fused attention at head dim d
  * (attn_fa2_factor at 128 and above, attn_fa2_factor_hd64 at 64 and below,
  * linear between). */

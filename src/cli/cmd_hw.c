@@ -123,6 +123,26 @@ static int evaluate(const HwOpts *o, const CliHwLoaded *l, TsBuf *b)
     return 0;
 }
 
+/* How the calibration's GEMM entries are brought to one clock: by a
+ * reference timed beside each (version 3), or by the file's median clock,
+ * which does not hold where the sampled clock ranged by more than 10 %. */
+static void calib_clock_note(const HwCalib *c, TsBuf *b)
+{
+    double lo, hi;
+    hw_calib_clock_range(c, &lo, &hi);
+    if (hw_calib_sustained(c))
+        ts_buf_printf(b,
+                      "  GEMM entries: each timed beside a reference GEMM, brought to the reference's time back to "
+                      "back (%.1f us): the sustained clock\n",
+                      hw_calib_reference_us(c));
+    else if (lo > 0 && hi > 1.1 * lo)
+        ts_buf_printf(b,
+                      "  GEMM entries: the SM clock ranged %.0f-%.0f MHz while they ran; each is taken at the "
+                      "median, so each carries its own clock's error (tools/calibrate writes version 3, which "
+                      "times a reference beside each entry)\n",
+                      lo, hi);
+}
+
 int cmd_hw(int argc, char **argv)
 {
     HwOpts o;
@@ -174,6 +194,7 @@ int cmd_hw(int argc, char **argv)
         if (hw_calib_clock_mhz(l.calib) > 0)
             ts_buf_printf(&b, ", SM clock %.0f MHz while measured", hw_calib_clock_mhz(l.calib));
         ts_buf_puts(&b, ")\n");
+        calib_clock_note(l.calib, &b);
     }
     if (!rc && !eval && l.busbw)
         ts_buf_printf(&b, "busbw: %s: %d rows\n", o.hw.busbw, hw_busbw_entries(l.busbw));

@@ -1,12 +1,16 @@
-/* Calibration tables: measured kernel times ("trainsim-calibration" version 2,
- * version 1 still read), written by tools/calibrate (and, for attention,
- * tools/measure/measure.py attention-calibration), read with --calibration.
+/* Calibration tables: measured kernel times ("trainsim-calibration" version 3,
+ * versions 1 and 2 still read), written by tools/calibrate (and, for
+ * attention, tools/measure/measure.py attention-calibration), read with
+ * --calibration.
  *
- *   {"format": "trainsim-calibration", "version": 2, "gpu": "NVIDIA H100 80GB HBM3",
+ *   {"format": "trainsim-calibration", "version": 3, "gpu": "NVIDIA H100 80GB HBM3",
  *    "generator": "...", "notes": "...",
  *    "clock_mhz": {"median": 1755, "min": 1590, "max": 1980, "samples": 412},
  *    "attention_clock_mhz": 1980,
- *    "gemm":      [{"dtype": "bf16", "batch": 1, "m": 4096, "n": 4096, "k": 4096, "time_us": 178.4}],
+ *    "reference": {"dtype": "bf16", "m": 4096, "n": 4096, "k": 4096, "time_us": 196.0,
+ *                  "seconds": 5, "clock_mhz": 1530},
+ *    "gemm":      [{"dtype": "bf16", "batch": 1, "m": 4096, "n": 4096, "k": 4096, "time_us": 178.4,
+ *                   "ref_us": 180.2}],
  *    "attention": [{"dtype": "bf16", "pass": "fwd", "batch": 4, "heads": 32, "sq": 4096,
  *                   "sk": 4096, "d": 128, "causal": true, "time_us": 950.0}],
  *    "memory":    [{"kernel": "copy", "bytes": 1048576, "time_us": 4.2},
@@ -16,7 +20,17 @@
  * measured/model at the nearest entries (inverse squared log-distance
  * weights, compute.c); an exact match returns the measurement. Named
  * memory kernels are looked up on their own (hw_calib_memory_kernel_s,
- * interpolated in log(bytes)). Version 1 has no "clock_mhz". */
+ * interpolated in log(bytes)). Version 1 has no "clock_mhz".
+ *
+ * Version 3's "reference" is one GEMM timed back to back for "seconds", so
+ * at the GPU's sustained (power-capped) clock, and each GEMM entry's
+ * "ref_us" is that reference timed alternately with the entry, so at the
+ * entry's own clock. A grid of short GEMMs runs at clocks that wander
+ * between the boost clock and the cap (an H100's: 1215-1980 MHz in one
+ * run), which one median clock cannot undo; the ratio time_us / ref_us
+ * does not depend on the clock both ran at, and time_us x reference
+ * time_us / ref_us is the entry's time at the sustained clock. Such
+ * entries are loaded that way (hw_calib_sustained). */
 #include "hw_internal.h"
 
 #include <math.h>
@@ -65,8 +79,10 @@ struct HwCalib {
     char gpu[128];
     int64_t version;   /* 1 or 2 */
     double clock_mhz;  /* median SM clock while the GEMMs ran; 0 = not recorded */
+    double clock_lo, clock_hi; /* the lowest and highest sampled */
     double attn_clock_mhz; /* median SM clock while the attention entries ran; 0 = clock_mhz */
     bool attn_flash;   /* the attention entries time SDPA's flash backend (FlashAttention-2) */
+    double ref_s;      /* version 3: the reference GEMM's sustained time; 0 = none */
     CalEntry *e;
     int n, cap;
 };
@@ -75,9 +91,10 @@ static const char *const TOP_KEYS[] = {"format",    "version",   "gpu",
                                        "generator", "notes",     "clock_mhz",
                                        "gemm",      "attention", "attention_backend",
                                        "attention_clock_mhz",    "memory",
-                                       NULL};
+                                       "reference", NULL};
 static const char *const CLOCK_KEYS[] = {"median", "min", "max", "samples", NULL};
-static const char *const GEMM_KEYS[] = {"dtype", "batch", "m", "n", "k", "time_us", NULL};
+static const char *const GEMM_KEYS[] = {"dtype", "batch", "m", "n", "k", "time_us", "ref_us", NULL};
+static const char *const REF_KEYS[] = {"dtype", "m", "n", "k", "time_us", "seconds", "clock_mhz", NULL};
 static const char *const ATTN_KEYS[] = {"dtype", "pass", "batch", "heads", "sq", "sk",
                                         "d", "causal", "time_us", NULL};
 static const char *const MEM_KEYS[] = {"bytes", "time_us", "kernel", NULL};
@@ -200,7 +217,7 @@ static TsStatus parse_clock(const TsJsonDoc *doc, HwCalib *c, TsError *err)
                  v[0], v[2]);
         return hw_err_path(doc, "clock_mhz.median", err, msg, "the median, lowest and highest sampled SM clock");
     }
-    c->clock_mhz = v[0];
+    c->clock_mhz = v[0], c->clock_lo = v[1], c->clock_hi = v[2];
     return TS_OK;
 }
 
@@ -215,6 +232,77 @@ static TsStatus parse_attn_clock(const TsJsonDoc *doc, HwCalib *c, TsError *err)
     TsStatus st = ts_json_num(doc, doc->root, "attention_clock_mhz", "attention_clock_mhz", true, 1.0, 100000.0,
                               &c->attn_clock_mhz, err);
     if (st) ts_err_hint(err, "the median SM clock in MHz, as NVML reports it, while the attention entries ran");
+    return st;
+}
+
+/* A positive number `key` of object `o` at `path` (0 when absent and not
+ * required). */
+static TsStatus fpos(const TsJsonDoc *doc, json_t *o, const char *path, const char *key, bool req,
+                     const char *hint, double *out, TsError *err)
+{
+    char p[160];
+    snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", key);
+    *out = 0;
+    TsStatus st = ts_json_num(doc, o, key, p, req, 1e-6, 1e12, out, err);
+    if (st) {
+        hw_fix_pos(doc, json_object_get(o, key) || !path[0] ? p : path, err);
+        if (json_object_get(o, key)) ts_err_hint(err, hint);
+    }
+    return st;
+}
+
+/* "reference" (version 3): the GEMM every entry's "ref_us" times, and its
+ * time back to back at the sustained clock. */
+static TsStatus parse_reference(const TsJsonDoc *doc, HwCalib *c, TsError *err)
+{
+    if (!json_object_get(doc->root, "reference")) return TS_OK;
+    if (c->version < 3)
+        return hw_err_path(doc, "reference", err, "'reference' is a version 3 field",
+                           "set \"version\": 3 (what tools/calibrate writes)");
+    json_t *o;
+    TsStatus st = hw_json_obj(doc, doc->root, "reference", "reference", true, &o, err);
+    if (st || (st = hw_check_keys(doc, o, "reference", REF_KEYS, err))) return st;
+    TsDtype dt;
+    int64_t d;
+    double v;
+    if ((st = fdtype(doc, o, "reference", &dt, err)) || (st = fint(doc, o, "reference", "m", true, &d, err)) ||
+        (st = fint(doc, o, "reference", "n", true, &d, err)) || (st = fint(doc, o, "reference", "k", true, &d, err)) ||
+        (st = fpos(doc, o, "reference", "seconds", false, "how long the reference ran back to back, in seconds", &v,
+                   err)) ||
+        (st = fpos(doc, o, "reference", "clock_mhz", false, "the median SM clock in MHz, as NVML reports it", &v,
+                   err)) ||
+        (st = fpos(doc, o, "reference", "time_us", true,
+                   "the reference GEMM's time back to back (sustained clock), in microseconds", &c->ref_s, err)))
+        return st;
+    c->ref_s *= 1e-6;
+    return TS_OK;
+}
+
+/* A GEMM entry's "ref_us": its time brought to the reference's sustained
+ * clock (time x reference time / ref_us). Every entry of a file with a
+ * "reference" has one; no entry of a file without. */
+static TsStatus fref(const TsJsonDoc *doc, const HwCalib *c, json_t *o, const char *path, double *time_s,
+                     TsError *err)
+{
+    char p[160];
+    snprintf(p, sizeof p, "%s.ref_us", path);
+    bool has = json_object_get(o, "ref_us") != NULL;
+    if (!has && !(c->ref_s > 0)) return TS_OK;
+    if (has && !(c->ref_s > 0)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "'%s' needs the file's \"reference\"", p);
+        return hw_err_path(doc, p, err, msg, "a version 3 file names the reference GEMM and its sustained time_us");
+    }
+    if (!has) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "'%s' has no \"ref_us\"", path);
+        return hw_err_path(doc, path, err, msg,
+                           "a file with a \"reference\" times it beside every GEMM entry (docs/hardware.md)");
+    }
+    double r;
+    TsStatus st = fpos(doc, o, path, "ref_us", true, "the reference GEMM's time beside this entry, in microseconds",
+                       &r, err);
+    if (!st) *time_s *= c->ref_s / (r * 1e-6);
     return st;
 }
 
@@ -252,12 +340,13 @@ static TsStatus parse(const TsJsonDoc *doc, HwCalib *c, TsError *err)
     if (!fmt)
         return hw_err_path(doc, "", err, "missing required field 'format'",
                            "a calibration file starts {\"format\": \"trainsim-calibration\", \"version\": 1, ...}");
-    if ((st = hw_check_format_version(doc, "trainsim-calibration", 2, &c->version, err))) return st;
+    if ((st = hw_check_format_version(doc, "trainsim-calibration", 3, &c->version, err))) return st;
     if ((st = ts_json_str(doc, doc->root, "gpu", "gpu", false, c->gpu, sizeof c->gpu, err))) return st;
     char text[8];
     if ((st = ts_json_str(doc, doc->root, "generator", "generator", false, text, sizeof text, err)) ||
         (st = ts_json_str(doc, doc->root, "notes", "notes", false, text, sizeof text, err)) ||
-        (st = parse_clock(doc, c, err)) || (st = parse_attn_clock(doc, c, err)))
+        (st = parse_clock(doc, c, err)) || (st = parse_attn_clock(doc, c, err)) ||
+        (st = parse_reference(doc, c, err)))
         return st;
     char be[16] = "";
     if ((st = ts_json_str(doc, doc->root, "attention_backend", "attention_backend", false, be, sizeof be, err)))
@@ -275,7 +364,8 @@ static TsStatus parse(const TsJsonDoc *doc, HwCalib *c, TsError *err)
         int64_t b = 1, m, n, k;
         if ((st = fdtype(doc, o, path, &e.dt, err)) || (st = fint(doc, o, path, "batch", false, &b, err)) ||
             (st = fint(doc, o, path, "m", true, &m, err)) || (st = fint(doc, o, path, "n", true, &n, err)) ||
-            (st = fint(doc, o, path, "k", true, &k, err)) || (st = ftime(doc, o, path, &e.time_s, err)))
+            (st = fint(doc, o, path, "k", true, &k, err)) || (st = ftime(doc, o, path, &e.time_s, err)) ||
+            (st = fref(doc, c, o, path, &e.time_s, err)))
             return st;
         e.dims[0] = (double)b, e.dims[1] = (double)m, e.dims[2] = (double)n, e.dims[3] = (double)k;
         set_logs(&e);
@@ -373,11 +463,18 @@ void hw_calib_free(HwCalib *c)
 int hw_calib_entries(const HwCalib *c) { return c ? c->n : 0; }
 const char *hw_calib_gpu(const HwCalib *c) { return c ? c->gpu : ""; }
 double hw_calib_clock_mhz(const HwCalib *c) { return c ? c->clock_mhz : 0; }
+void hw_calib_clock_range(const HwCalib *c, double *lo, double *hi)
+{
+    *lo = c ? c->clock_lo : 0;
+    *hi = c ? c->clock_hi : 0;
+}
 double hw_calib_attn_clock_mhz(const HwCalib *c)
 {
     return !c ? 0 : c->attn_clock_mhz > 0 ? c->attn_clock_mhz : c->clock_mhz;
 }
 bool hw_calib_attn_flash(const HwCalib *c) { return c && c->attn_flash; }
+bool hw_calib_sustained(const HwCalib *c) { return c && c->ref_s > 0; }
+double hw_calib_reference_us(const HwCalib *c) { return c ? c->ref_s * 1e6 : 0; }
 
 /* Piecewise power law through the kernel's measurements: log(time) linear in
  * log(bytes) between the two entries around `bytes`; below the smallest the

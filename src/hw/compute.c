@@ -230,7 +230,13 @@ static double clock_ratio(const HwModel *m, double f)
     return f > 0 && m->gpu.clock_mhz > 0 ? f / m->gpu.clock_mhz : 1.0;
 }
 
-static double calib_clock(const HwModel *m) { return clock_ratio(m, hw_calib_clock_mhz(m->calib)); }
+/* The GEMM entries' clock: the file's median, or for entries brought to the
+ * reference's sustained clock (version 3) the preset's sustained clock. */
+static double calib_clock(const HwModel *m)
+{
+    if (!hw_calib_sustained(m->calib)) return clock_ratio(m, hw_calib_clock_mhz(m->calib));
+    return clock_ratio(m, m->gpu.sustained_clock_mhz > 0 ? m->gpu.sustained_clock_mhz : m->gpu.clock_mhz);
+}
 
 static double gemm_time(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, bool wgrad, TsDtype dt)
 {

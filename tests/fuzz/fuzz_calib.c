@@ -1,4 +1,4 @@
-/* fuzz_calib — calibration files ("trainsim-calibration" versions 1 and 2:
+/* fuzz_calib — calibration files ("trainsim-calibration" versions 1 to 3:
  * measured kernel times by op, shape, dtype; the SM clock; named memory
  * kernels), hw_calib_load_text from memory; a loaded table is interpolated by
  * the compute model on a few shapes and its named kernels looked up. */
@@ -20,6 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)hw_calib_gpu(c);
         double mhz = hw_calib_clock_mhz(c);
         if (!(mhz >= 0) || isinf(mhz)) abort();
+        double ref = hw_calib_reference_us(c), lo, hi;
+        hw_calib_clock_range(c, &lo, &hi);
+        if (!(ref >= 0) || isinf(ref) || hw_calib_sustained(c) != (ref > 0) || lo > hi) abort();
         static const char *const kernels[] = {"copy", "rmsnorm_fwd", "layernorm_bwd", "swiglu_bwd", "cast", "nope"};
         for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++)
             for (double b = 1.0; b < 1e12; b *= 97.0) {

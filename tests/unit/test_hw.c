@@ -552,6 +552,54 @@ static void test_calibration_named_kernels(void **state)
     }
 }
 
+/* A version 3 table of `n` bf16 GEMMs, entry i timed at a clock state that
+ * stretched both it and the reference beside it by slow[i]. */
+static HwCalib *v3_table(const double *slow, int n)
+{
+    static const int64_t SHAPES[3][3] = {{4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 8192, 1024}};
+    static const double AT_SUSTAINED[3] = {180.0e-6, 1480.0e-6, 70.0e-6}, REF = 200.0e-6;
+    char text[2048];
+    int k = snprintf(text, sizeof text,
+                     "{\"format\": \"trainsim-calibration\", \"version\": 3, \"reference\": {\"dtype\": "
+                     "\"bf16\", \"m\": 4096, \"n\": 4096, \"k\": 4096, \"time_us\": %.6f}, \"gemm\": [",
+                     REF * 1e6);
+    for (int i = 0; i < n; i++)
+        k += snprintf(text + k, sizeof text - (size_t)k,
+                      "%s{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"time_us\": %.6f, \"ref_us\": %.6f}", i ? "," : "",
+                      (long long)SHAPES[i][0], (long long)SHAPES[i][1], (long long)SHAPES[i][2],
+                      AT_SUSTAINED[i] * slow[i] * 1e6, REF * slow[i] * 1e6);
+    snprintf(text + k, sizeof text - (size_t)k, "]}");
+    HwCalib *c;
+    TsError e = {0};
+    assert_int_equal(hw_calib_load_text("v3.json", text, &c, &e), TS_OK);
+    return c;
+}
+
+/* Version 3: entries timed at whatever clock the GPU held (boost for a short
+ * GEMM, the power cap for a long one) come out the same once each is taken
+ * relative to the reference beside it, at the preset's sustained clock; a
+ * query between entries is corrected the same whatever clocks they ran at. */
+static void test_calibration_v3_reference(void **state)
+{
+    (void)state;
+    const double steady[3] = {1, 1, 1}, wandering[3] = {0.78, 1.17, 0.93};
+    HwCalib *a = v3_table(steady, 3), *b = v3_table(wandering, 3);
+    assert_true(hw_calib_sustained(a) && hw_calib_sustained(b));
+    near("reference time", hw_calib_reference_us(b), 200.0, 1e-12);
+    HwModel ma = model_of("h100-sxm5-80gb"), mb = ma;
+    ma.calib = a, mb.calib = b;
+    const double at_preset = ma.gpu.sustained_clock_mhz / ma.gpu.clock_mhz; /* 1525 / 1830 */
+    near("exact entry", hw_gemm_time_s(&mb, 1, 8192, 8192, 8192, TS_DTYPE_BF16), 1480.0e-6 * at_preset, 1e-9);
+    near("between entries", hw_gemm_time_s(&mb, 1, 4096, 8192, 6144, TS_DTYPE_BF16),
+         hw_gemm_time_s(&ma, 1, 4096, 8192, 6144, TS_DTYPE_BF16), 1e-9);
+    /* a preset without a sustained clock takes the entries at its own clock */
+    HwModel mp = mb;
+    mp.gpu.sustained_clock_mhz = 0;
+    near("no sustained clock", hw_gemm_time_s(&mp, 1, 4096, 4096, 4096, TS_DTYPE_BF16), 180.0e-6, 1e-9);
+    hw_calib_free(a);
+    hw_calib_free(b);
+}
+
 /* Version 2: the SM clock, fp8 GEMMs, named memory kernels (looked up on their
  * own, interpolated in log(bytes)), and the copy-only memory correction. */
 static void test_calibration_v2(void **state)
@@ -680,7 +728,7 @@ int main(void)
         cmocka_unit_test(test_attention_schedule),
         cmocka_unit_test(test_memory),         cmocka_unit_test(test_software), cmocka_unit_test(test_op_dispatch),
         cmocka_unit_test(test_allreduce_curves), cmocka_unit_test(test_coll_invariants),
-        cmocka_unit_test(test_calibration_interp), cmocka_unit_test(test_calibration_v2),
+        cmocka_unit_test(test_calibration_interp), cmocka_unit_test(test_calibration_v2), cmocka_unit_test(test_calibration_v3_reference),
         cmocka_unit_test(test_calibration_named_kernels),
         cmocka_unit_test(test_busbw_tables),
     };

@@ -6,9 +6,10 @@
 # Needs nvcc (CUDA 12.x/13.x with cuBLAS), python3 with PyTorch (CUDA) and
 # transformers; pynvml is used when present. Nothing is downloaded. Writes under
 # $OUT:
-#   calibrate_<gpu>.json      trainsim-calibration v2: tools/calibrate (GEMMs on
-#                             random data incl. fp8, SM clock, memory-bound kernels)
-#                             plus measure.py's attention table
+#   calibrate_<gpu>.json      trainsim-calibration v3: tools/calibrate (GEMMs on
+#                             random data incl. fp8, each beside a reference GEMM,
+#                             SM clock, memory-bound kernels) plus measure.py's
+#                             attention table
 #   measurements_<gpu>.jsonl  measure.py rows: parts B (layer shards), C, D-fp8,
 #                             D-attn, F, F-eager (kernels), A and E (whole
 #                             training steps)

@@ -1,8 +1,8 @@
 // calibrate — measure what the kernels of a training step take on the local
-// GPU and write a trainsim calibration file ("trainsim-calibration" version 2,
+// GPU and write a trainsim calibration file ("trainsim-calibration" version 3,
 // docs/hardware.md "Calibration file"), for `trainsim ... --calibration FILE`.
 //
-//   calibrate [--out FILE] [--dtypes bf16,fp16,tf32,fp8,fp32] [--iters N] [--quick]
+//   calibrate [--out FILE] [--dtypes bf16,fp16,tf32,fp8,fp32] [--iters N] [--sustain S] [--quick]
 //
 // What it measures (each time is the median of N CUDA-event-timed launches
 // after 3 warm-up launches, so it includes the per-kernel gap the simulator's
@@ -20,6 +20,14 @@
 //           grid plus transformer shapes (GPT-3 175B TP=8 and Llama-2 7B
 //           layer GEMMs at 2048 and 4096 tokens: forward, dgrad, wgrad; and
 //           square / Megatron shapes up to 16384 x 6656 x 16384).
+//   reference  a bf16 4096^3 GEMM, first back to back for --sustain seconds
+//           (the GPU's sustained, power-capped clock: the second half's
+//           median per launch), then right after each grid GEMM, alternately
+//           with it (its ref_us). A grid of short GEMMs runs anywhere between
+//           the boost clock and the power cap (an H100: 1215-1980 MHz in one
+//           run); time_us / ref_us does not depend on that clock, so trainsim
+//           reads each entry at the sustained clock (time_us x reference
+//           time_us / ref_us).
 //   clock   the SM clock, sampled every 20 ms from a host thread through NVML
 //           (libnvidia-ml.so.1 opened at run time) while the GEMMs run:
 //           median, min, max MHz. Omitted, with a note, without NVML.
@@ -119,6 +127,13 @@ template <class T> static void fill(void *p, size_t n, uint64_t seed)
 }
 
 /* ---- timing ---------------------------------------------------------------------------- */
+static double median_of(std::vector<float> &t)
+{
+    std::sort(t.begin(), t.end());
+    size_t n = t.size();
+    return 1000.0 * 0.5 * (t[(n - 1) / 2] + t[n / 2]);
+}
+
 template <class F> static double median_us(F launch, int iters)
 {
     cudaEvent_t a, b;
@@ -139,9 +154,71 @@ template <class F> static double median_us(F launch, int iters)
     CK(cudaGetLastError());
     CK(cudaEventDestroy(a));
     CK(cudaEventDestroy(b));
-    std::sort(t.begin(), t.end());
-    size_t n = t.size();
-    return 1000.0 * 0.5 * (t[(n - 1) / 2] + t[n / 2]);
+    return median_of(t);
+}
+
+/* `launch` and then `ref`, alternately, `iters` times after WARMUP pairs: the
+ * median of each, both timed at whatever clock the GPU holds meanwhile.
+ * Returns launch's; *ref_us gets ref's. */
+template <class F, class G> static double median_pair_us(F launch, G ref, int iters, double *ref_us)
+{
+    cudaEvent_t a, b, c;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    CK(cudaEventCreate(&c));
+    for (int i = 0; i < WARMUP; i++) launch(), ref();
+    CK(cudaDeviceSynchronize());
+    std::vector<float> t, r;
+    for (int i = 0; i < iters; i++) {
+        CK(cudaEventRecord(a));
+        launch();
+        CK(cudaEventRecord(b));
+        ref();
+        CK(cudaEventRecord(c));
+        CK(cudaEventSynchronize(c));
+        float ms = 0, rs = 0;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        CK(cudaEventElapsedTime(&rs, b, c));
+        t.push_back(ms);
+        r.push_back(rs);
+    }
+    CK(cudaGetLastError());
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    CK(cudaEventDestroy(c));
+    *ref_us = median_of(r);
+    return median_of(t);
+}
+
+/* `launch` back to back for `seconds`, timed in batches of 20 launches with
+ * no host wait between them, so that the GPU settles at its sustained (power-
+ * capped) clock: the median per-launch time of the second half's batches.
+ * `half` is called once, when the second half starts. */
+template <class F, class H> static double sustained_us(F launch, double seconds, H half)
+{
+    const int BATCH = 20;
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    std::vector<float> t;
+    auto t0 = std::chrono::steady_clock::now();
+    bool second = false;
+    for (;;) {
+        double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (el >= seconds) break;
+        if (!second && el >= 0.5 * seconds) second = true, half();
+        CK(cudaEventRecord(a));
+        for (int i = 0; i < BATCH; i++) launch();
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        if (second) t.push_back(ms / BATCH);
+    }
+    CK(cudaGetLastError());
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    return t.empty() ? -1 : median_of(t);
 }
 
 /* ---- SM clock through NVML, opened at run time ---------------------------------------- */
@@ -291,15 +368,31 @@ static std::vector<Shape> gemm_shapes(bool quick)
     return out;
 }
 
+/* The reference GEMM (file version 3): bf16 REF_DIM^3, NN, on its own
+ * N(0,1) operands. Timed back to back for --sustain seconds (the GPU's
+ * sustained clock) and then beside every grid entry (that entry's clock), so
+ * that trainsim can bring each entry to the sustained clock whatever clock
+ * it ran at (docs/hardware.md, "Calibration file"). */
+static const long REF_DIM = 4096;
+
 struct Gemm {
     cublasHandle_t h;
     cublasLtHandle_t lt;
     void *A, *B, *C, *ws;
     float *scale; /* device 1.0f: the fp8 per-tensor scale of A and of B */
+    void *RA, *RB, *RC; /* the reference's operands, REF_DIM^2 bf16 each */
+    void ref() const
+    {
+        float one = 1.0f, zero = 0.0f;
+        int d = (int)REF_DIM;
+        CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, d, d, d, &one, RA, CUDA_R_16BF, d, RB, CUDA_R_16BF, d, &zero,
+                        RC, CUDA_R_16BF, d, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
 };
 
-/* Time one fp8 GEMM through cuBLASLt; < 0 when no algorithm supports it. */
-static double time_fp8(const Gemm &g, const Shape &s, int iters)
+/* Time one fp8 GEMM through cuBLASLt beside the reference (*ref_us); < 0
+ * when no algorithm supports it. */
+static double time_fp8(const Gemm &g, const Shape &s, int iters, double *ref_us)
 {
     cublasLtMatmulDesc_t desc;
     CB(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -324,12 +417,12 @@ static double time_fp8(const Gemm &g, const Shape &s, int iters)
     double us = -1;
     if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
         float one = 1.0f, zero = 0.0f;
-        us = median_us(
+        us = median_pair_us(
             [&] {
                 CB(cublasLtMatmul(g.lt, desc, &one, g.A, la, g.B, lb, &zero, g.C, lc, g.C, lc, &res.algo, g.ws,
                                   WORKSPACE_BYTES, 0));
             },
-            iters);
+            [&] { g.ref(); }, iters, ref_us);
     }
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(la);
@@ -339,17 +432,18 @@ static double time_fp8(const Gemm &g, const Shape &s, int iters)
     return us;
 }
 
-static double time_gemm(const Gemm &g, const GemmDtype &d, const Shape &s, int iters)
+/* One grid GEMM's time, and the reference's beside it (*ref_us). */
+static double time_gemm(const Gemm &g, const GemmDtype &d, const Shape &s, int iters, double *ref_us)
 {
-    if (d.fp8) return time_fp8(g, s, iters);
+    if (d.fp8) return time_fp8(g, s, iters, ref_us);
     float one = 1.0f, zero = 0.0f;
     int m = (int)s.m, n = (int)s.n, k = (int)s.k;
-    return median_us(
+    return median_pair_us(
         [&] {
             CB(cublasGemmEx(g.h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, g.A, d.ab, m, g.B, d.ab, k, &zero, g.C,
                             d.ab, m, d.compute, CUBLAS_GEMM_DEFAULT));
         },
-        iters);
+        [&] { g.ref(); }, iters, ref_us);
 }
 
 static void fill_operands(const Gemm &g, const GemmDtype &d, size_t elems, uint64_t seed)
@@ -774,13 +868,72 @@ static bool write_atomic(const char *path, const std::string &text)
     return ok;
 }
 
+/* Every shape of `shapes` in every dtype of `want`, each beside the
+ * reference: JSON rows into `out`; returns how many. */
+static int gemm_grid(const Gemm &g, const std::vector<const GemmDtype *> &want, const std::vector<Shape> &shapes,
+                     int iters, const cudaDeviceProp &prop, size_t max_elems, std::vector<std::string> &notes,
+                     std::string &out)
+{
+    const int cc = prop.major * 10 + prop.minor;
+    int rows = 0;
+    for (const GemmDtype *d : want) {
+        if (d->fp8 && cc < 89) {
+            char why[160];
+            snprintf(why, sizeof why, "fp8 gemm skipped: compute capability %d.%d < 8.9 has no FP8 tensor cores",
+                     prop.major, prop.minor);
+            fprintf(stderr, "calibrate: %s\n", why);
+            notes.push_back(why);
+            continue;
+        }
+        fill_operands(g, *d, max_elems, 1000u + (uint64_t)(d - DTYPES) * 2);
+        int skipped = 0;
+        for (const Shape &s : shapes) {
+            if ((size_t)s.m * s.k > max_elems || (size_t)s.k * s.n > max_elems || (size_t)s.m * s.n > max_elems) {
+                fprintf(stderr, "gemm %s %ldx%ldx%ld: larger than the operand buffers, skipped\n", d->name, s.m,
+                        s.n, s.k);
+                skipped++;
+                continue;
+            }
+            double ref_us = 0, us = time_gemm(g, *d, s, iters, &ref_us);
+            if (us < 0) {
+                fprintf(stderr, "gemm %s %ldx%ldx%ld: no cuBLASLt algorithm, skipped\n", d->name, s.m, s.n, s.k);
+                skipped++;
+                continue;
+            }
+            char row[240];
+            snprintf(row, sizeof row,
+                     "%s    {\"dtype\": \"%s\", \"batch\": 1, \"m\": %ld, \"n\": %ld, \"k\": %ld, \"time_us\": %.3f, "
+                     "\"ref_us\": %.3f}",
+                     rows ? ",\n" : "", d->name, s.m, s.n, s.k, us, ref_us);
+            out += row;
+            rows++;
+            fprintf(stderr, "gemm %s %ldx%ldx%ld: %.1f us, %.1f TFLOP/s (reference beside it %.1f us)\n", d->name,
+                    s.m, s.n, s.k, us, 2.0 * s.m * s.n * s.k / us / 1e6, ref_us);
+        }
+        if (skipped) {
+            char why[120];
+            snprintf(why, sizeof why, "%s gemm: %d shapes skipped (see the run's log)", d->name, skipped);
+            notes.push_back(why);
+        }
+    }
+    return rows;
+}
+
+static double median_mhz(std::vector<unsigned> &mhz)
+{
+    std::sort(mhz.begin(), mhz.end());
+    size_t n = mhz.size();
+    return 0.5 * (mhz[(n - 1) / 2] + mhz[n / 2]);
+}
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: calibrate [--out FILE] [--dtypes LIST] [--iters N] [--quick]\n"
+    fprintf(f, "usage: calibrate [--out FILE] [--dtypes LIST] [--iters N] [--sustain S] [--quick]\n"
                "  --out FILE     calibration file to write (default calibration.json)\n"
                "  --dtypes LIST  GEMM dtypes, comma-separated, of bf16,fp16,tf32,fp8,fp32\n"
                "                 (default bf16,fp16,tf32,fp8)\n"
                "  --iters N      timed launches per measurement, median kept (default 20)\n"
+               "  --sustain S    seconds the reference GEMM runs back to back first (default 5)\n"
                "  --quick        a small grid (a few seconds)\n");
 }
 
@@ -794,6 +947,7 @@ int main(int argc, char **argv)
     const char *out = "calibration.json";
     std::string dtypes = "bf16,fp16,tf32,fp8";
     int iters = 20;
+    double sustain = 5;
     bool quick = false;
     for (int i = 1; i < argc; i++) {
         bool has = i + 1 < argc;
@@ -807,6 +961,14 @@ int main(int argc, char **argv)
                 return 2;
             }
             iters = (int)v;
+        } else if (!strcmp(argv[i], "--sustain") && has) {
+            char *end = nullptr;
+            double v = strtod(argv[++i], &end);
+            if (!end || *end || !(v >= 0.5 && v <= 600)) {
+                fprintf(stderr, "calibrate: --sustain wants seconds from 0.5 to 600, got '%s'\n", argv[i]);
+                return 2;
+            }
+            sustain = v;
         } else if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -843,7 +1005,6 @@ int main(int argc, char **argv)
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, dev));
     g_sms = prop.multiProcessorCount;
-    const int cc = prop.major * 10 + prop.minor;
     fprintf(stderr, "calibrate: %s, compute capability %d.%d, %d SMs, %.1f GiB\n", prop.name, prop.major,
             prop.minor, prop.multiProcessorCount, (double)prop.totalGlobalMem / 1073741824.0);
     std::vector<std::string> notes;
@@ -856,7 +1017,8 @@ int main(int argc, char **argv)
     const size_t buf_bytes = max_elems * 4;
     size_t free_b = 0, total_b = 0;
     CK(cudaMemGetInfo(&free_b, &total_b));
-    size_t need = 3 * buf_bytes + WORKSPACE_BYTES + ((size_t)64 << 20);
+    const size_t ref_bytes = (size_t)REF_DIM * REF_DIM * sizeof(bf16);
+    size_t need = 3 * buf_bytes + 3 * ref_bytes + WORKSPACE_BYTES + ((size_t)64 << 20);
     if (free_b < need) {
         fprintf(stderr, "calibrate: needs %.1f GiB of free GPU memory, %.1f GiB free\n", need / 1073741824.0,
                 free_b / 1073741824.0);
@@ -868,6 +1030,9 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&g.C, buf_bytes));
     CK(cudaMalloc(&g.ws, WORKSPACE_BYTES));
     CK(cudaMalloc(&g.scale, sizeof(float)));
+    CK(cudaMalloc(&g.RA, ref_bytes));
+    CK(cudaMalloc(&g.RB, ref_bytes));
+    CK(cudaMalloc(&g.RC, ref_bytes));
     const float one = 1.0f;
     CK(cudaMemcpy(g.scale, &one, sizeof one, cudaMemcpyHostToDevice));
     CB(cublasCreate(&g.h));
@@ -882,51 +1047,33 @@ int main(int argc, char **argv)
     } else {
         notes.push_back("clock_mhz: SM clock sampled by NVML every 20 ms while the GEMMs ran");
     }
-
-    /* ---- GEMMs ---- */
-    std::vector<Shape> shapes = gemm_shapes(quick);
-    std::string gemm_rows;
-    int rows = 0;
-    clk.start();
-    for (const GemmDtype *d : want) {
-        if (d->fp8 && cc < 89) {
-            char why[160];
-            snprintf(why, sizeof why, "fp8 gemm skipped: compute capability %d.%d < 8.9 has no FP8 tensor cores",
-                     prop.major, prop.minor);
-            fprintf(stderr, "calibrate: %s\n", why);
-            notes.push_back(why);
-            continue;
-        }
-        fill_operands(g, *d, max_elems, 1000u + (uint64_t)(d - DTYPES) * 2);
-        int skipped = 0;
-        for (const Shape &s : shapes) {
-            if ((size_t)s.m * s.k > max_elems || (size_t)s.k * s.n > max_elems || (size_t)s.m * s.n > max_elems) {
-                fprintf(stderr, "gemm %s %ldx%ldx%ld: larger than the operand buffers, skipped\n", d->name, s.m,
-                        s.n, s.k);
-                skipped++;
-                continue;
-            }
-            double us = time_gemm(g, *d, s, iters);
-            if (us < 0) {
-                fprintf(stderr, "gemm %s %ldx%ldx%ld: no cuBLASLt algorithm, skipped\n", d->name, s.m, s.n, s.k);
-                skipped++;
-                continue;
-            }
-            char row[200];
-            snprintf(row, sizeof row,
-                     "%s    {\"dtype\": \"%s\", \"batch\": 1, \"m\": %ld, \"n\": %ld, \"k\": %ld, \"time_us\": %.3f}",
-                     rows ? ",\n" : "", d->name, s.m, s.n, s.k, us);
-            gemm_rows += row;
-            rows++;
-            fprintf(stderr, "gemm %s %ldx%ldx%ld: %.1f us, %.1f TFLOP/s\n", d->name, s.m, s.n, s.k, us,
-                    2.0 * s.m * s.n * s.k / us / 1e6);
-        }
-        if (skipped) {
-            char why[120];
-            snprintf(why, sizeof why, "%s gemm: %d shapes skipped (see the run's log)", d->name, skipped);
-            notes.push_back(why);
-        }
+    {
+        char r[300];
+        snprintf(r, sizeof r,
+                 "reference: bf16 %ldx%ldx%ld NN back to back for %g s (time_us: the second half's median per "
+                 "launch), then timed right after each GEMM entry, alternately, at that entry's clock (ref_us)",
+                 REF_DIM, REF_DIM, REF_DIM, sustain);
+        notes.push_back(r);
     }
+
+    /* ---- the reference back to back, then the GEMM grid beside it ---- */
+    fill<bf16>(g.RA, (size_t)REF_DIM * REF_DIM, 11);
+    fill<bf16>(g.RB, (size_t)REF_DIM * REF_DIM, 12);
+    CK(cudaDeviceSynchronize());
+    double ref_mhz = 0;
+    double ref_us = sustained_us([&] { g.ref(); }, sustain, [&] { clk.start(); });
+    clk.stop();
+    if (!clk.mhz.empty()) ref_mhz = median_mhz(clk.mhz);
+    clk.mhz.clear();
+    if (!(ref_us > 0)) {
+        fprintf(stderr, "calibrate: the reference GEMM did not run for --sustain %g s\n", sustain);
+        return 1;
+    }
+    fprintf(stderr, "calibrate: reference bf16 %ld^3 back to back for %g s: %.1f us, %.1f TFLOP/s, SM clock %.0f MHz\n",
+            REF_DIM, sustain, ref_us, 2.0 * REF_DIM * REF_DIM * REF_DIM / ref_us / 1e6, ref_mhz);
+    std::string gemm_rows;
+    clk.start();
+    int rows = gemm_grid(g, want, gemm_shapes(quick), iters, prop, max_elems, notes, gemm_rows);
     clk.stop();
     fprintf(stderr, "calibrate: %d GEMMs in %.1f s\n", rows, seconds_since(t0));
 
@@ -998,22 +1145,31 @@ int main(int argc, char **argv)
     std::string note;
     for (size_t i = 0; i < notes.size(); i++) note += (i ? "; " : "") + notes[i];
 
-    std::string json = "{\n  \"format\": \"trainsim-calibration\",\n  \"version\": 2,\n";
+    std::string json = "{\n  \"format\": \"trainsim-calibration\",\n  \"version\": 3,\n";
     json += "  \"gpu\": " + json_str(prop.name) + ",\n";
     json += "  \"generator\": " + json_str(gen) + ",\n";
     json += "  \"notes\": " + json_str(note) + ",\n";
     std::vector<unsigned> &mhz = clk.mhz;
     if (have_clock && !mhz.empty()) {
-        std::sort(mhz.begin(), mhz.end());
+        double med = median_mhz(mhz); /* sorts */
         size_t n = mhz.size();
         char c[200];
         snprintf(c, sizeof c, "  \"clock_mhz\": {\"median\": %.1f, \"min\": %u, \"max\": %u, \"samples\": %zu},\n",
-                 0.5 * (mhz[(n - 1) / 2] + mhz[n / 2]), mhz.front(), mhz.back(), n);
+                 med, mhz.front(), mhz.back(), n);
         json += c;
-        fprintf(stderr, "calibrate: SM clock during the GEMMs: median %.0f MHz (%u to %u, %zu samples)\n",
-                0.5 * (mhz[(n - 1) / 2] + mhz[n / 2]), mhz.front(), mhz.back(), n);
+        fprintf(stderr, "calibrate: SM clock during the GEMMs: median %.0f MHz (%u to %u, %zu samples)\n", med,
+                mhz.front(), mhz.back(), n);
     }
     clk.close();
+    {
+        char r[240];
+        int k = snprintf(r, sizeof r,
+                         "  \"reference\": {\"dtype\": \"bf16\", \"m\": %ld, \"n\": %ld, \"k\": %ld, \"time_us\": %.3f, "
+                         "\"seconds\": %g",
+                         REF_DIM, REF_DIM, REF_DIM, ref_us, sustain);
+        if (ref_mhz > 0) snprintf(r + k, sizeof r - (size_t)k, ", \"clock_mhz\": %.1f", ref_mhz);
+        json += std::string(r) + "},\n";
+    }
     json += "  \"gemm\": [\n" + gemm_rows + "\n  ],\n";
     json += "  \"attention\": [],\n";
     json += "  \"memory\": [\n" + mem_rows + "\n  ]\n}\n";
@@ -1030,5 +1186,8 @@ int main(int argc, char **argv)
     cudaFree(g.C);
     cudaFree(g.ws);
     cudaFree(g.scale);
+    cudaFree(g.RA);
+    cudaFree(g.RB);
+    cudaFree(g.RC);
     return 0;
 }

@@ -1115,8 +1115,8 @@ def cmd_eager(args, ctx, rows, budget):
 
 # ---- attention-calibration ------------------------------------------------------------------------------
 CAL_FORMAT = "trainsim-calibration"
-CAL_KEY_ORDER = ("format", "version", "gpu", "generator", "notes", "clock_mhz", "gemm", "attention",
-                 "attention_backend", "attention_clock_mhz", "memory")
+CAL_KEY_ORDER = ("format", "version", "gpu", "generator", "notes", "clock_mhz", "reference", "gemm",
+                 "attention", "attention_backend", "attention_clock_mhz", "memory")
 
 
 def read_calibration(path, ctx):
@@ -1134,8 +1134,8 @@ def read_calibration(path, ctx):
     if not isinstance(d, dict) or d.get("format") != CAL_FORMAT:
         raise MeasureError(f"{path}: not a {CAL_FORMAT} file (its \"format\" is {d.get('format')!r})"
                            if isinstance(d, dict) else f"{path}: not a {CAL_FORMAT} file")
-    if d.get("version", 1) not in (1, 2):
-        raise MeasureError(f"{path}: {CAL_FORMAT} version {d.get('version')} is newer than this script (1 or 2)")
+    if d.get("version", 1) not in (1, 2, 3):
+        raise MeasureError(f"{path}: {CAL_FORMAT} version {d.get('version')} is newer than this script (1 to 3)")
     if d.get("gpu") and d["gpu"] != ctx.gpu:
         log(f"attention-calibration: warning: {path} was measured on '{d['gpu']}', this GPU is '{ctx.gpu}'")
     if not isinstance(d.get("attention", []), list):

@@ -435,15 +435,27 @@ static void step_kernels(const json_t *r, const StepCosts *sc, const SimResult *
     profile_compare(r, cs, mult, res->breakdown.optimizer_s);
 }
 
-/* A model by name: the shared config of that name (tools/measure/configs),
- * else a preset; "<base>_L<n>" is <base> cut to n layers. */
-static bool named_model(const char *name, const ModelOverrides *ov, ModelSpec *m, TsError *err)
+static char g_dir[512] = "."; /* the folder of the measurements file being read */
+
+/* `dir`/`name`.json into `path` when that file exists. */
+static bool config_in(const char *dir, const char *name, char *path, size_t cap)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/../tools/measure/configs/%s.json", TS_BENCH_DIR, name);
+    snprintf(path, cap, "%s/%s.json", dir, name);
     FILE *f = fopen(path, "r");
     if (f) fclose(f);
-    if (model_load(f ? path : name, ov, m, err) == TS_OK) return true;
+    return f != NULL;
+}
+
+/* A model by name: a HuggingFace config of that name beside the measurements
+ * file (as ../shared/validation/gpu lays them out), else the shared config of
+ * that name (tools/measure/configs), else a preset; "<base>_L<n>" is <base>
+ * cut to n layers. */
+static bool named_model(const char *name, const ModelOverrides *ov, ModelSpec *m, TsError *err)
+{
+    char path[1024];
+    bool found = config_in(g_dir, name, path, sizeof path) ||
+                 config_in(TS_BENCH_DIR "/../tools/measure/configs", name, path, sizeof path);
+    if (model_load(found ? path : name, ov, m, err) == TS_OK) return true;
     const char *l = strrchr(name, '_');
     char base[256];
     long n = 0;
@@ -788,6 +800,8 @@ static int run_file(const char *path)
         return 1;
     }
     printf("== %s\n", path);
+    const char *slash = strrchr(path, '/');
+    snprintf(g_dir, sizeof g_dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
     char *line = NULL;
     size_t cap = 0;
     int ln = 0;

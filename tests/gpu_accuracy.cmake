@@ -71,3 +71,10 @@ gpu_accuracy_golden(shard_in_layer -v)
 # a step row whose harness counted other parameters than trainsim (here
 # without the word table): both counts shown under the row (exact)
 gpu_accuracy_golden(params_row)
+# a step row whose model is neither a preset nor a shared config: its
+# HuggingFace config beside the measurements file (beside/my-llama.json, as
+# ../shared/validation/gpu lays them out) builds it (exact)
+add_test(NAME gpu_accuracy/config_beside
+  COMMAND bash -c "cd \"$1\" && diff -u beside/measurements.stdout <(\"$0\" beside/measurements.jsonl)"
+          $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
+set_tests_properties(gpu_accuracy/config_beside PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")

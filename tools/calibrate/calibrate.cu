@@ -926,6 +926,64 @@ static double median_mhz(std::vector<unsigned> &mhz)
     return 0.5 * (mhz[(n - 1) / 2] + mhz[n / 2]);
 }
 
+/* The copy kernel over 64 KiB to 2 GiB and this file's fused bf16 kernels
+ * over [tokens, MEM_HIDDEN]: JSON rows into `out`; returns how many. */
+static int memory_grid(const Gemm &g, size_t buf_bytes, int iters, bool quick, std::string &out)
+{
+    std::string &mem_rows = out;
+    int mrows = 0;
+    auto add_mem = [&](const char *kernel, double bytes, double us) {
+        char row[200];
+        snprintf(row, sizeof row, "%s    {\"kernel\": \"%s\", \"bytes\": %.0f, \"time_us\": %.3f}", mrows ? ",\n" : "",
+                 kernel, bytes, us);
+        mem_rows += row;
+        mrows++;
+        fprintf(stderr, "memory %s %.0f bytes: %.2f us, %.1f GB/s\n", kernel, bytes, us, bytes / us / 1e3);
+    };
+    for (size_t bytes = (size_t)1 << 16; bytes <= ((size_t)1 << 31); bytes *= quick ? 16 : 4) {
+        size_t n4 = bytes / 2 / sizeof(float4); /* half read, half written */
+        if (n4 == 0 || n4 * sizeof(float4) > buf_bytes) continue;
+        int blocks = g_sms * 8;
+        double us = median_us([&] { copy_kernel<<<blocks, 256>>>((const float4 *)g.A, (float4 *)g.C, n4); }, iters);
+        add_mem("copy", (double)(n4 * sizeof(float4) * 2), us);
+    }
+    const int H = MEM_HIDDEN;
+    static_assert(MEM_HIDDEN % 8 == 0 && MEM_HIDDEN <= 8 * NT * 4, "norm kernels hold at most 4 vectors a thread");
+    std::vector<int> tokens = quick ? std::vector<int>{256, 8192} : std::vector<int>{64, 256, 1024, 4096, 16384, 32768};
+    MemBufs m;
+    m.a = (bf16 *)g.A, m.b = (bf16 *)g.B, m.c = (bf16 *)g.C;
+    m.parts_cap = g_sms * 8;
+    size_t small = (size_t)4 * H * 2 + (size_t)2 * 32768 * 4 + (size_t)m.parts_cap * 2 * H * 4;
+    char *sm_buf = nullptr;
+    CK(cudaMalloc(&sm_buf, small));
+    m.gamma = (bf16 *)sm_buf;
+    m.beta = m.gamma + H;
+    m.dgamma = m.beta + H;
+    m.dbeta = m.dgamma + H;
+    m.mean = (float *)(m.dbeta + H);
+    m.rstd = m.mean + 32768;
+    m.part = m.rstd + 32768;
+    /* inputs a, b (up to [T, 2H] bf16), gamma, beta: N(0,1); stats for the
+     * backward from one forward pass per size */
+    fill<bf16>(m.a, buf_bytes / 2, 7);
+    fill<bf16>(m.b, buf_bytes / 2, 8);
+    fill<bf16>(m.gamma, (size_t)2 * H, 9);
+    CK(cudaDeviceSynchronize());
+    for (int k = 0; k < MK_COUNT; k++)
+        for (int T : tokens) {
+            if (k == MK_LN_BWD || k == MK_RMS_BWD) { /* saved statistics of this input */
+                if (k == MK_LN_BWD) norm<false>(m, T, H, false);
+                else norm<true>(m, T, H, false);
+                CK(cudaDeviceSynchronize());
+            }
+            double us = median_us([&] { mem_kernel_launch(k, m, T, H); }, iters);
+            add_mem(MK_NAMES[k], mem_kernel_bytes(k, T, H), us);
+        }
+    CK(cudaFree(sm_buf));
+
+    return mrows;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: calibrate [--out FILE] [--dtypes LIST] [--iters N] [--sustain S] [--quick]\n"
@@ -1079,55 +1137,7 @@ int main(int argc, char **argv)
 
     /* ---- memory-bound kernels ---- */
     std::string mem_rows;
-    int mrows = 0;
-    auto add_mem = [&](const char *kernel, double bytes, double us) {
-        char row[200];
-        snprintf(row, sizeof row, "%s    {\"kernel\": \"%s\", \"bytes\": %.0f, \"time_us\": %.3f}", mrows ? ",\n" : "",
-                 kernel, bytes, us);
-        mem_rows += row;
-        mrows++;
-        fprintf(stderr, "memory %s %.0f bytes: %.2f us, %.1f GB/s\n", kernel, bytes, us, bytes / us / 1e3);
-    };
-    for (size_t bytes = (size_t)1 << 16; bytes <= ((size_t)1 << 31); bytes *= quick ? 16 : 4) {
-        size_t n4 = bytes / 2 / sizeof(float4); /* half read, half written */
-        if (n4 == 0 || n4 * sizeof(float4) > buf_bytes) continue;
-        int blocks = g_sms * 8;
-        double us = median_us([&] { copy_kernel<<<blocks, 256>>>((const float4 *)g.A, (float4 *)g.C, n4); }, iters);
-        add_mem("copy", (double)(n4 * sizeof(float4) * 2), us);
-    }
-    const int H = MEM_HIDDEN;
-    static_assert(MEM_HIDDEN % 8 == 0 && MEM_HIDDEN <= 8 * NT * 4, "norm kernels hold at most 4 vectors a thread");
-    std::vector<int> tokens = quick ? std::vector<int>{256, 8192} : std::vector<int>{64, 256, 1024, 4096, 16384, 32768};
-    MemBufs m;
-    m.a = (bf16 *)g.A, m.b = (bf16 *)g.B, m.c = (bf16 *)g.C;
-    m.parts_cap = g_sms * 8;
-    size_t small = (size_t)4 * H * 2 + (size_t)2 * 32768 * 4 + (size_t)m.parts_cap * 2 * H * 4;
-    char *sm_buf = nullptr;
-    CK(cudaMalloc(&sm_buf, small));
-    m.gamma = (bf16 *)sm_buf;
-    m.beta = m.gamma + H;
-    m.dgamma = m.beta + H;
-    m.dbeta = m.dgamma + H;
-    m.mean = (float *)(m.dbeta + H);
-    m.rstd = m.mean + 32768;
-    m.part = m.rstd + 32768;
-    /* inputs a, b (up to [T, 2H] bf16), gamma, beta: N(0,1); stats for the
-     * backward from one forward pass per size */
-    fill<bf16>(m.a, buf_bytes / 2, 7);
-    fill<bf16>(m.b, buf_bytes / 2, 8);
-    fill<bf16>(m.gamma, (size_t)2 * H, 9);
-    CK(cudaDeviceSynchronize());
-    for (int k = 0; k < MK_COUNT; k++)
-        for (int T : tokens) {
-            if (k == MK_LN_BWD || k == MK_RMS_BWD) { /* saved statistics of this input */
-                if (k == MK_LN_BWD) norm<false>(m, T, H, false);
-                else norm<true>(m, T, H, false);
-                CK(cudaDeviceSynchronize());
-            }
-            double us = median_us([&] { mem_kernel_launch(k, m, T, H); }, iters);
-            add_mem(MK_NAMES[k], mem_kernel_bytes(k, T, H), us);
-        }
-    CK(cudaFree(sm_buf));
+    int mrows = memory_grid(g, buf_bytes, iters, quick, mem_rows);
 
     /* ---- the file ---- */
     int rtv = 0, cbv = 0;

@@ -222,8 +222,9 @@ bool hw_calib_attn_flash(const HwCalib *c);
  * loaded at the reference's sustained (back-to-back) clock, which the model
  * takes for the preset's sustained_clock_mhz (docs/hardware.md). */
 bool hw_calib_sustained(const HwCalib *c);
-/* The reference GEMM's sustained time in microseconds; 0 without one. */
-double hw_calib_reference_us(const HwCalib *c);
+/* The reference GEMM's sustained time in microseconds, its m, n, k into dims
+ * and its dtype into *dt (either may be NULL); 0 without one. */
+double hw_calib_reference(const HwCalib *c, int64_t dims[3], TsDtype *dt);
 /* SDPA's flash kernel's time factor over the fused attention at head dim d
  * (attn_fa2_factor at 128 and above, attn_fa2_factor_hd64 at 64 and below,
  * linear between). */

@@ -124,18 +124,32 @@ static int evaluate(const HwOpts *o, const CliHwLoaded *l, TsBuf *b)
 }
 
 /* How the calibration's GEMM entries are brought to one clock: by a
- * reference timed beside each (version 3), or by the file's median clock,
- * which does not hold where the sampled clock ranged by more than 10 %. */
-static void calib_clock_note(const HwCalib *c, TsBuf *b)
+ * reference timed beside each (version 3: its sustained rate beside the
+ * preset's at its sustained clock, the GPU's own bias), or by the file's
+ * median clock, which does not hold where the sampled clock ranged by more
+ * than 10 %. */
+static void calib_clock_note(const HwModel *hw, const HwCalib *c, TsBuf *b)
 {
     double lo, hi;
     hw_calib_clock_range(c, &lo, &hi);
-    if (hw_calib_sustained(c))
+    int64_t d[3];
+    TsDtype dt;
+    double ref_us = hw_calib_reference(c, d, &dt);
+    if (ref_us > 0) {
+        HwModel raw = *hw;
+        raw.calib = NULL;
+        const GpuSpec *g = &hw->gpu;
+        double sus = g->sustained_clock_mhz > 0 ? g->sustained_clock_mhz : g->clock_mhz;
+        double model_us = 1e6 * hw_gemm_time_s(&raw, 1, d[0], d[1], d[2], dt) * g->clock_mhz / sus;
+        double flop = 2.0 * (double)d[0] * (double)d[1] * (double)d[2];
         ts_buf_printf(b,
-                      "  GEMM entries: each timed beside a reference GEMM, brought to the reference's time back to "
-                      "back (%.1f us): the sustained clock\n",
-                      hw_calib_reference_us(c));
-    else if (lo > 0 && hi > 1.1 * lo)
+                      "  GEMM entries: each timed beside a reference GEMM and brought to its time back to back, "
+                      "the sustained clock\n"
+                      "  reference %s %lldx%lldx%lld back to back: %.1f us, %.1f TFLOP/s; the preset at %.0f MHz: "
+                      "%.1f us (%+.1f %% against this GPU)\n",
+                      ts_dtype_name(dt), (long long)d[0], (long long)d[1], (long long)d[2], ref_us,
+                      flop / ref_us * 1e-6, sus, model_us, 100.0 * (model_us / ref_us - 1.0));
+    } else if (lo > 0 && hi > 1.1 * lo)
         ts_buf_printf(b,
                       "  GEMM entries: the SM clock ranged %.0f-%.0f MHz while they ran; each is taken at the "
                       "median, so each carries its own clock's error (tools/calibrate writes version 3, which "
@@ -194,7 +208,7 @@ int cmd_hw(int argc, char **argv)
         if (hw_calib_clock_mhz(l.calib) > 0)
             ts_buf_printf(&b, ", SM clock %.0f MHz while measured", hw_calib_clock_mhz(l.calib));
         ts_buf_puts(&b, ")\n");
-        calib_clock_note(l.calib, &b);
+        calib_clock_note(&l.model, l.calib, &b);
     }
     if (!rc && !eval && l.busbw)
         ts_buf_printf(&b, "busbw: %s: %d rows\n", o.hw.busbw, hw_busbw_entries(l.busbw));

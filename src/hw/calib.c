@@ -83,6 +83,8 @@ struct HwCalib {
     double attn_clock_mhz; /* median SM clock while the attention entries ran; 0 = clock_mhz */
     bool attn_flash;   /* the attention entries time SDPA's flash backend (FlashAttention-2) */
     double ref_s;      /* version 3: the reference GEMM's sustained time; 0 = none */
+    int64_t ref_dims[3]; /* its m, n, k */
+    TsDtype ref_dt;
     CalEntry *e;
     int n, cap;
 };
@@ -262,11 +264,11 @@ static TsStatus parse_reference(const TsJsonDoc *doc, HwCalib *c, TsError *err)
     json_t *o;
     TsStatus st = hw_json_obj(doc, doc->root, "reference", "reference", true, &o, err);
     if (st || (st = hw_check_keys(doc, o, "reference", REF_KEYS, err))) return st;
-    TsDtype dt;
-    int64_t d;
+    int64_t *d = c->ref_dims;
     double v;
-    if ((st = fdtype(doc, o, "reference", &dt, err)) || (st = fint(doc, o, "reference", "m", true, &d, err)) ||
-        (st = fint(doc, o, "reference", "n", true, &d, err)) || (st = fint(doc, o, "reference", "k", true, &d, err)) ||
+    if ((st = fdtype(doc, o, "reference", &c->ref_dt, err)) || (st = fint(doc, o, "reference", "m", true, &d[0], err)) ||
+        (st = fint(doc, o, "reference", "n", true, &d[1], err)) ||
+        (st = fint(doc, o, "reference", "k", true, &d[2], err)) ||
         (st = fpos(doc, o, "reference", "seconds", false, "how long the reference ran back to back, in seconds", &v,
                    err)) ||
         (st = fpos(doc, o, "reference", "clock_mhz", false, "the median SM clock in MHz, as NVML reports it", &v,
@@ -474,7 +476,13 @@ double hw_calib_attn_clock_mhz(const HwCalib *c)
 }
 bool hw_calib_attn_flash(const HwCalib *c) { return c && c->attn_flash; }
 bool hw_calib_sustained(const HwCalib *c) { return c && c->ref_s > 0; }
-double hw_calib_reference_us(const HwCalib *c) { return c ? c->ref_s * 1e6 : 0; }
+double hw_calib_reference(const HwCalib *c, int64_t dims[3], TsDtype *dt)
+{
+    if (!hw_calib_sustained(c)) return 0;
+    if (dims) memcpy(dims, c->ref_dims, sizeof c->ref_dims);
+    if (dt) *dt = c->ref_dt;
+    return c->ref_s * 1e6;
+}
 
 /* Piecewise power law through the kernel's measurements: log(time) linear in
  * log(bytes) between the two entries around `bytes`; below the smallest the

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)hw_calib_gpu(c);
         double mhz = hw_calib_clock_mhz(c);
         if (!(mhz >= 0) || isinf(mhz)) abort();
-        double ref = hw_calib_reference_us(c), lo, hi;
+        double ref = hw_calib_reference(c, NULL, NULL), lo, hi;
         hw_calib_clock_range(c, &lo, &hi);
         if (!(ref >= 0) || isinf(ref) || hw_calib_sustained(c) != (ref > 0) || lo > hi) abort();
         static const char *const kernels[] = {"copy", "rmsnorm_fwd", "layernorm_bwd", "swiglu_bwd", "cast", "nope"};

@@ -585,7 +585,10 @@ static void test_calibration_v3_reference(void **state)
     const double steady[3] = {1, 1, 1}, wandering[3] = {0.78, 1.17, 0.93};
     HwCalib *a = v3_table(steady, 3), *b = v3_table(wandering, 3);
     assert_true(hw_calib_sustained(a) && hw_calib_sustained(b));
-    near("reference time", hw_calib_reference_us(b), 200.0, 1e-12);
+    int64_t rd[3];
+    TsDtype rdt;
+    near("reference time", hw_calib_reference(b, rd, &rdt), 200.0, 1e-12);
+    assert_true(rd[0] == 4096 && rd[1] == 4096 && rd[2] == 4096 && rdt == TS_DTYPE_BF16);
     HwModel ma = model_of("h100-sxm5-80gb"), mb = ma;
     ma.calib = a, mb.calib = b;
     const double at_preset = ma.gpu.sustained_clock_mhz / ma.gpu.clock_mhz; /* 1525 / 1830 */

@@ -77,7 +77,7 @@ typedef struct CalEntry {
 
 struct HwCalib {
     char gpu[128];
-    int64_t version;   /* 1 or 2 */
+    int64_t version;   /* 1 to 3 */
     double clock_mhz;  /* median SM clock while the GEMMs ran; 0 = not recorded */
     double clock_lo, clock_hi; /* the lowest and highest sampled */
     double attn_clock_mhz; /* median SM clock while the attention entries ran; 0 = clock_mhz */
@@ -266,7 +266,8 @@ static TsStatus parse_reference(const TsJsonDoc *doc, HwCalib *c, TsError *err)
     if (st || (st = hw_check_keys(doc, o, "reference", REF_KEYS, err))) return st;
     int64_t *d = c->ref_dims;
     double v;
-    if ((st = fdtype(doc, o, "reference", &c->ref_dt, err)) || (st = fint(doc, o, "reference", "m", true, &d[0], err)) ||
+    if ((st = fdtype(doc, o, "reference", &c->ref_dt, err)) ||
+        (st = fint(doc, o, "reference", "m", true, &d[0], err)) ||
         (st = fint(doc, o, "reference", "n", true, &d[1], err)) ||
         (st = fint(doc, o, "reference", "k", true, &d[2], err)) ||
         (st = fpos(doc, o, "reference", "seconds", false, "how long the reference ran back to back, in seconds", &v,

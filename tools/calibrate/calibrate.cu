@@ -1174,8 +1174,8 @@ int main(int argc, char **argv)
     {
         char r[240];
         int k = snprintf(r, sizeof r,
-                         "  \"reference\": {\"dtype\": \"bf16\", \"m\": %ld, \"n\": %ld, \"k\": %ld, \"time_us\": %.3f, "
-                         "\"seconds\": %g",
+                         "  \"reference\": {\"dtype\": \"bf16\", \"m\": %ld, \"n\": %ld, \"k\": %ld, "
+                         "\"time_us\": %.3f, \"seconds\": %g",
                          REF_DIM, REF_DIM, REF_DIM, ref_us, sustain);
         if (ref_mhz > 0) snprintf(r + k, sizeof r - (size_t)k, ", \"clock_mhz\": %.1f", ref_mhz);
         json += std::string(r) + "},\n";

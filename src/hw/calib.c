@@ -189,17 +189,29 @@ static json_t *array_of(const TsJsonDoc *doc, const char *key, TsStatus *st, TsE
     return a;
 }
 
+/* The top-level object `key` of a version `since` field with the given keys
+ * into *o; *o NULL when the file has none. */
+static TsStatus top_object(const TsJsonDoc *doc, const HwCalib *c, const char *key, int since,
+                           const char *const *keys, json_t **o, TsError *err)
+{
+    *o = NULL;
+    if (!json_object_get(doc->root, key)) return TS_OK;
+    if (c->version < since) {
+        char msg[120], hint[120];
+        snprintf(msg, sizeof msg, "'%s' is a version %d field", key, since);
+        snprintf(hint, sizeof hint, "set \"version\": %d (what tools/calibrate writes)", since);
+        return hw_err_path(doc, key, err, msg, hint);
+    }
+    TsStatus st = hw_json_obj(doc, doc->root, key, key, true, o, err);
+    return st ? st : hw_check_keys(doc, *o, key, keys, err);
+}
+
 /* "clock_mhz": {"median", "min", "max", "samples"} (version 2). */
 static TsStatus parse_clock(const TsJsonDoc *doc, HwCalib *c, TsError *err)
 {
-    if (!json_object_get(doc->root, "clock_mhz")) return TS_OK;
-    if (c->version < 2)
-        return hw_err_path(doc, "clock_mhz", err, "'clock_mhz' is a version 2 field",
-                           "set \"version\": 2 (what tools/calibrate writes)");
     json_t *o;
-    TsStatus st = hw_json_obj(doc, doc->root, "clock_mhz", "clock_mhz", true, &o, err);
-    if (st) return st;
-    if ((st = hw_check_keys(doc, o, "clock_mhz", CLOCK_KEYS, err))) return st;
+    TsStatus st = top_object(doc, c, "clock_mhz", 2, CLOCK_KEYS, &o, err);
+    if (st || !o) return st;
     static const char *const names[3] = {"median", "min", "max"};
     double v[3];
     for (int i = 0; i < 3; i++) {
@@ -257,13 +269,9 @@ static TsStatus fpos(const TsJsonDoc *doc, json_t *o, const char *path, const ch
  * time back to back at the sustained clock. */
 static TsStatus parse_reference(const TsJsonDoc *doc, HwCalib *c, TsError *err)
 {
-    if (!json_object_get(doc->root, "reference")) return TS_OK;
-    if (c->version < 3)
-        return hw_err_path(doc, "reference", err, "'reference' is a version 3 field",
-                           "set \"version\": 3 (what tools/calibrate writes)");
     json_t *o;
-    TsStatus st = hw_json_obj(doc, doc->root, "reference", "reference", true, &o, err);
-    if (st || (st = hw_check_keys(doc, o, "reference", REF_KEYS, err))) return st;
+    TsStatus st = top_object(doc, c, "reference", 3, REF_KEYS, &o, err);
+    if (st || !o) return st;
     int64_t *d = c->ref_dims;
     double v;
     if ((st = fdtype(doc, o, "reference", &c->ref_dt, err)) ||

@@ -351,7 +351,32 @@ static bool profile_kinds(const json_t *r, double ms[4])
  * step's wall time and its ATen ops' kernel time (the row's busy_ms also
  * counts the optimizer's record_function range on the GPU, in rows measured
  * before measure.py left it out) */
-static void profile_compare(const json_t *r, const CostStep *cs, const double mult[PART_BLOCK_COUNT], double opt_s)
+/* The median of a row's [median, min, max] milliseconds, in seconds; 0
+ * where the row has none. */
+static double median_s(const json_t *r, const char *k)
+{
+    const json_t *a = json_object_get(r, k);
+    return json_is_array(a) ? json_number_value(json_array_get(a, 0)) * 1e-3 : 0;
+}
+
+static bool g_kinds_scored; /* profile_compare scored a step's kinds */
+
+/* A profiled step the GPU bounds (its kernels at least 80 % of the step as
+ * timed): each kind's error, as parts "k GEMM", "k attention", "k other",
+ * so the kinds' errors show beside the steps' (a step can be right by
+ * compensation: docs/measure.md). */
+static void score_kinds(const char *gpu, double step_ms, const double meas[4], const double pred[4])
+{
+    if (!(step_ms > 0) || meas[0] + meas[1] + meas[2] + meas[3] < 0.8 * step_ms) return;
+    static const char *const PART[3] = {"k GEMM", "k attention", "k other"};
+    static const int PRED[3] = {0, 1, 2}, MEAS[3] = {0, 1, 3}; /* pred[2] is "other", meas[3] */
+    for (int i = 0; i < 3; i++)
+        if (meas[MEAS[i]] > 0 && pred[PRED[i]] > 0) score(PART[i], gpu, pred[PRED[i]] / meas[MEAS[i]] - 1);
+    g_kinds_scored = true;
+}
+
+static void profile_compare(const json_t *r, const CostStep *cs, const double mult[PART_BLOCK_COUNT], double opt_s,
+                            const char *gpu)
 {
     double meas[4];
     if (!profile_kinds(r, meas)) return;
@@ -368,6 +393,7 @@ static void profile_compare(const json_t *r, const CostStep *cs, const double mu
            "optimizer %.1f / %.1f; predicted host waits %.1f; the profiled step %.1f wall, %.1f of kernels\n",
            meas[0], pred[0], meas[1], pred[1], meas[3], pred[2], meas[2], pred[3], wait, num(pf, "wall_ms"),
            meas[0] + meas[1] + meas[2] + meas[3]);
+    score_kinds(gpu, 1e3 * median_s(r, "step_ms"), meas, pred);
 }
 
 /* The one-GPU step's template and costs as sim_simulate resolves them (the
@@ -410,7 +436,7 @@ static double forward_s(const StepCosts *sc)
  * (each block times the layers that hold it), the optimizer step beside the
  * row's, and beside a profile of the row (tools/measure step --profile) its
  * GPU time by kind; res: the step simulated */
-static void step_kernels(const json_t *r, const StepCosts *sc, const SimResult *res)
+static void step_kernels(const json_t *r, const StepCosts *sc, const SimResult *res, const char *gpu)
 {
     const PartTemplate *t = &sc->t;
     const CostStep *cs = &sc->cs;
@@ -432,7 +458,7 @@ static void step_kernels(const json_t *r, const StepCosts *sc, const SimResult *
     if (json_is_array(om))
         printf("    k optimizer: measured %.2f ms  predicted %.2f ms\n", json_number_value(json_array_get(om, 0)),
                res->breakdown.optimizer_s * 1e3);
-    profile_compare(r, cs, mult, res->breakdown.optimizer_s);
+    profile_compare(r, cs, mult, res->breakdown.optimizer_s, gpu);
 }
 
 static char g_dir[512] = "."; /* the folder of the measurements file being read */
@@ -491,14 +517,6 @@ typedef struct StepRow {
     const char *part, *gpu, *name, *prec;
     long long mb, seq;
 } StepRow;
-
-/* The median of a row's [median, min, max] milliseconds, in seconds; 0
- * where the row has none. */
-static double median_s(const json_t *r, const char *k)
-{
-    const json_t *a = json_object_get(r, k);
-    return json_is_array(a) ? json_number_value(json_array_get(a, 0)) * 1e-3 : 0;
-}
 
 /* One timed quantity of a step row, measured beside predicted (seconds). */
 static void step_line(const StepRow *s, const char *what, double meas, double pred)
@@ -573,7 +591,7 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
         return;
     }
     const StepCosts *sc = step_cost(&m, &hw, &in); /* the plan resolved by sim_simulate */
-    if (g_kernels) step_kernels(r, sc, &res);
+    if (g_kernels) step_kernels(r, sc, &res, short_gpu(gpu));
     const StepRow sr = {part, short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq};
     double meas = median_s(r, "step_ms"), fmeas = median_s(r, "fwd_nograd_ms"), gmeas = median_s(r, "fwd_grad_ms");
     if (meas > 0) {
@@ -883,6 +901,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < g_nstat; i++)
         printf("%-25s %5d %7.1f%% %+7.1f%%\n", g_stat[i].key, g_stat[i].n, 100 * g_stat[i].abs_sum / g_stat[i].n,
                100 * g_stat[i].sum / g_stat[i].n);
+    if (g_kinds_scored)
+        printf("k GEMM / attention / other: -k, each kind of GPU time in the profiled steps the GPU bounds (kernels "
+               ">= 80 %% of the step), predicted / measured - 1\n");
     if (g_host_in_loop)
         printf("(h): kernel rows timed with the host in the loop (no \"timing\": \"host-ahead\"): a kernel "
                "shorter than its dispatch was timed as the dispatch\n");

@@ -23,8 +23,8 @@
  * argument too); --csv: a record per run (csv_record), written aside and
  * renamed into place; -v: each row's breakdown, -r: each row's task graph replayed too,
  * -x: leave-one-table-out check of the A100 sustained clock and
- * leave-one-model-out check of the B200 one (cross_validate,
- * cross_validate_b200). A runs file has the validation columns (runs_csv.h, any
+ * leave-one-model-out checks of the H100 and B200 ones (cross_validate,
+ * cross_validate_models). A runs file has the validation columns (runs_csv.h, any
  * order, named in its header line; extra columns are ignored; dtype,
  * attention, framework and software optional, stating what a table's rule would
  * otherwise choose); its rows
@@ -846,6 +846,8 @@ static void cross_validate(const Row *rows, int n, SimWork *w, const Table *tabs
             if (use[i] && starts(rows[i].f[col("id")], tabs[t].name)) sa += fabs(err[best][i]), sb += err[best][i], k++;
         if (t < 0)
             printf("%-10s %4s %10d %11.1f%%\n", "(none)", "", XC_MIN + XC_STEP * best, 100 * best_m);
+        else if (k && !isfinite(best_m))
+            printf("%-10s %4d %10s %12s   (no other A100 table to refit on)\n", tabs[t].name, k, "-", "-");
         else if (k)
             printf("%-10s %4d %10d %11.1f%% %17.1f%% %+17.1f%%\n", tabs[t].name, k, XC_MIN + XC_STEP * best,
                    100 * best_m, 100 * sa / k, 100 * sb / k);
@@ -861,26 +863,29 @@ static void cross_validate(const Row *rows, int n, SimWork *w, const Table *tabs
     printf("\n");
 }
 
-/* -x, B200: the one parameter fitted on the MB-B200 table (Megatron-Bridge's
- * DGX-B200 rows), the B200 sustained clock (data/gpus/b200.json), is the
- * value that makes the table's signed bias nearest zero, as the H100's was
- * set on the NeMo table. Each model of the table is held out in turn: the
- * clock is refitted (5 MHz grid, 1300..1700) on the other models' rows by
- * the same rule and the held-out model scored at that clock. */
+/* -x, one table's clock: the sustained clock fitted on a table of one GPU,
+ * the value that makes the table's signed bias nearest zero (the H100's on
+ * the NeMo 24.07 table, NEMO2407; the B200's on Megatron-Bridge's DGX-B200
+ * rows, MB-B200). Each model of the table is held out in turn: the clock is
+ * refitted (5 MHz grid, 1300..1700) on the other models' rows by the same
+ * rule and the held-out model scored at that clock. */
 enum { BC_MIN = 1300, BC_STEP = 5, BC_N = 81 };
 
-static void cross_validate_b200(const Row *rows, int n, SimWork *w)
+static void cross_validate_models(const Row *rows, int n, SimWork *w, const char *table, const char *gpu,
+                                  const char *gpu_name)
 {
     static double err[BC_N][MAXROW];
     static bool use[MAXROW];
-    for (int i = 0; i < n; i++) use[i] = starts(rows[i].f[col("id")], "MB-B200-");
-    clock_grid(rows, n, w, "b200", BC_MIN, BC_STEP, BC_N, &err[0][0], use);
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "%s-", table);
+    for (int i = 0; i < n; i++) use[i] = starts(rows[i].f[col("id")], prefix);
+    clock_grid(rows, n, w, gpu, BC_MIN, BC_STEP, BC_N, &err[0][0], use);
     int k = 0;
     for (int i = 0; i < n; i++) k += use[i];
     if (!k) return;
-    printf("\nleave-one-model-out: the B200 sustained clock refitted without each model of MB-B200\n"
+    printf("\nleave-one-model-out: the %s sustained clock refitted without each model of %s\n"
            "(grid %d..%d MHz, step %d; fit: the signed bias of the fitted rows nearest zero)\n\n",
-           BC_MIN, BC_MIN + BC_STEP * (BC_N - 1), BC_STEP);
+           gpu_name, table, BC_MIN, BC_MIN + BC_STEP * (BC_N - 1), BC_STEP);
     printf("%-14s %4s %10s %12s %18s %18s\n", "held out", "rows", "fit (MHz)", "others bias", "held out: MAPE",
            "bias");
     for (int t = -1; t < n; t++) { /* -1: no model held out; else the model of row t, at its first row */
@@ -910,7 +915,7 @@ static void cross_validate_b200(const Row *rows, int n, SimWork *w)
             printf("%-14s %4d %10d %+11.1f%% %17.1f%% %+17.1f%%\n", mt, m, BC_MIN + BC_STEP * best, 100 * best_s,
                    100 * sa / m, 100 * sb / m);
     }
-    printf("\nsigned bias / MAPE of the MB-B200 rows by clock (MHz):");
+    printf("\nsigned bias / MAPE of the %s rows by clock (MHz):", table);
     for (int c = 0; c < BC_N; c += 4) {
         double sum = 0, sa = 0;
         for (int i = 0; i < n; i++)
@@ -1094,7 +1099,8 @@ int main(int argc, char **argv)
     SimWork *w = sim_work_create();
     if (g.xval) {
         cross_validate(rows, n, w, tabs, ntab);
-        cross_validate_b200(rows, n, w);
+        cross_validate_models(rows, n, w, "NEMO2407", "h100", "H100");
+        cross_validate_models(rows, n, w, "MB-B200", "b200", "B200");
         sim_work_destroy(w);
         runs_free(rows, n);
         return 0;

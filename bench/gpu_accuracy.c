@@ -345,12 +345,6 @@ static bool profile_kinds(const json_t *r, double ms[4])
     return true;
 }
 
-/* -k on a profiled row: the step's GPU time by kind, measured (the profile)
- * beside trainsim's (GEMMs, attention cores, memory-bound kernels without
- * the host's waits, the optimizer); trainsim's host waits; the profiled
- * step's wall time and its ATen ops' kernel time (the row's busy_ms also
- * counts the optimizer's record_function range on the GPU, in rows measured
- * before measure.py left it out) */
 /* The median of a row's [median, min, max] milliseconds, in seconds; 0
  * where the row has none. */
 static double median_s(const json_t *r, const char *k)
@@ -375,6 +369,13 @@ static void score_kinds(const char *gpu, double step_ms, const double meas[4], c
     g_kinds_scored = true;
 }
 
+/* -k on a profiled row: the step's GPU time by kind, measured (the profile)
+ * beside trainsim's (GEMMs, attention cores, memory-bound kernels without
+ * the host's waits, the optimizer); trainsim's host waits; the profiled
+ * step's wall time and its ATen ops' kernel time (the row's busy_ms also
+ * counts the optimizer's record_function range on the GPU, in rows measured
+ * before measure.py left it out); each kind scored where the GPU bounds the
+ * step (score_kinds) */
 static void profile_compare(const json_t *r, const CostStep *cs, const double mult[PART_BLOCK_COUNT], double opt_s,
                             const char *gpu)
 {

@@ -919,6 +919,7 @@ static int gemm_grid(const Gemm &g, const std::vector<const GemmDtype *> &want, 
     return rows;
 }
 
+/* The median of NVML's clock samples (sorts them). */
 static double median_mhz(std::vector<unsigned> &mhz)
 {
     std::sort(mhz.begin(), mhz.end());

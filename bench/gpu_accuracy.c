@@ -477,12 +477,21 @@ static bool config_in(const char *dir, const char *name, char *path, size_t cap)
  * file (as ../shared/validation/gpu lays them out), else the shared config of
  * that name (tools/measure/configs), else a preset; "<base>_L<n>" is <base>
  * cut to n layers. */
+static char g_model_arg[1200]; /* the step row's model as trainsim's --model (and --layers) */
+
 static bool named_model(const char *name, const ModelOverrides *ov, ModelSpec *m, TsError *err)
 {
     char path[1024];
     bool found = config_in(g_dir, name, path, sizeof path) ||
                  config_in(TS_BENCH_DIR "/../tools/measure/configs", name, path, sizeof path);
-    if (model_load(found ? path : name, ov, m, err) == TS_OK) return true;
+    if (model_load(found ? path : name, ov, m, err) == TS_OK) {
+        const char *shown = found ? path : name, *repo = TS_BENCH_DIR "/../";
+        if (!strncmp(shown, repo, strlen(repo))) shown += strlen(repo); /* a path inside the repository */
+        int k = snprintf(g_model_arg, sizeof g_model_arg, "%s", shown);
+        if (ov && ov->layers > 0 && k > 0 && (size_t)k < sizeof g_model_arg)
+            snprintf(g_model_arg + k, sizeof g_model_arg - (size_t)k, " --layers %lld", (long long)ov->layers);
+        return true;
+    }
     const char *l = strrchr(name, '_');
     char base[256];
     long n = 0;
@@ -510,7 +519,20 @@ static bool step_model(const json_t *r, const char *name, ModelSpec *m, TsError 
     ok = ok && model_load(path, NULL, m, err) == TS_OK;
     if (fd >= 0) remove(path);
     if (ok) snprintf(m->name, sizeof m->name, "%s", name);
+    snprintf(g_model_arg, sizeof g_model_arg, "CONFIG.json (the row's \"config\")");
     return ok;
+}
+
+/* -v: the trainsim command that predicts a step row (the model as found,
+ * BERT as BertForMaskedLM: a config naming it in "architectures"). */
+static void step_flags(const SimSetup *in, const ModelSpec *m, const char *gpu)
+{
+    printf("    flags: trainsim simulate --model %s --gpu %s --gpus 1 --framework hf --precision %s "
+           "--micro-batch %lld --global-batch %lld --seq %lld%s%s\n",
+           g_model_arg, preset_of(gpu), in->plan.precision == PLAN_PRECISION_AMP ? "amp" : "pure",
+           (long long)in->plan.micro_batch, (long long)in->plan.global_batch, (long long)in->plan.seq,
+           in->opt.grads_freed ? " --grads-freed" : "",
+           m->arch == MODEL_ARCH_BERT ? "  (as BertForMaskedLM: its config's \"architectures\")" : "");
 }
 
 /* A step row's label: its part, GPU, model, precision and shape. */
@@ -595,6 +617,7 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     if (g_kernels) step_kernels(r, sc, &res, short_gpu(gpu));
     const StepRow sr = {part, short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq};
     double meas = median_s(r, "step_ms"), fmeas = median_s(r, "fwd_nograd_ms"), gmeas = median_s(r, "fwd_grad_ms");
+    if (g_verbose) step_flags(&in, &m, gpu);
     if (meas > 0) {
         step_line(&sr, "step", meas, res.iteration_time_s);
         score(part[0] == 'E' ? "E step" : "A step", sr.gpu, res.iteration_time_s / meas - 1);

@@ -283,6 +283,7 @@ typedef enum SimWarnKind {
                                  in FP32 on the CUDA cores */
     SIM_WARN_SOFTWARE,        /* --software 2024 on text, a GPU whose preset has no 2024 figures */
     SIM_WARN_HOST_US,         /* --host-us without --framework hf (no host in the loop) */
+    SIM_WARN_GRADS_FREED,     /* --grads-freed without --framework hf */
     SIM_WARN_CUDA_GRAPHS,     /* --cuda-graphs on a plan Megatron-Core cannot capture (text: why) */
     SIM_WARN_MOE_HOST,        /* Megatron-Core's MoE layers: the GPU waits a (fraction of the step) for
                                  the host */

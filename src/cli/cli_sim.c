@@ -63,6 +63,10 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
          "calls, casts and loops scale with it, Megatron-Core's MoE calls take " MCORE_HOST "x it; one value scales both: set "
          "it from a host-bound step of your own)",
          true},
+        {"grads-freed", CLI_FLAG, &o->grads_freed, NULL,
+         "--framework hf: the loop frees the gradients after each step (optimizer.zero_grad(), set_to_none: "
+         "PyTorch's default since 2.0), so the first backward stores them; default: they stay allocated",
+         true},
         {"mfu-convention", CLI_STR, &o->mfu, "C",
          "full|causal: attention in model FLOPs (MFU) as the full square (Megatron, torchtitan; default) or "
          "causal-halved",
@@ -161,6 +165,7 @@ void cli_sim_options(const CliSim *o, SimOptions *so)
     so->selective_ops = o->sel_ops;
     so->sequential_experts = o->seq_experts;
     so->cuda_graphs = o->graphs;
+    so->grads_freed = o->grads_freed;
     so->balance_stages = o->balance;
     if (o->spread >= 0) so->gpu_spread = o->spread;
     if (o->cp_comm) sim_cp_comm_parse(o->cp_comm, &so->cp_comm); /* checked by cli_sim_check */

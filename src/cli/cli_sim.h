@@ -24,7 +24,7 @@
 #define CLI_CP_COMM_HELP "context-parallel K/V exchange: p2p (ring, default), allgather, a2a (Ulysses all-to-all)"
 
 typedef struct CliSim {
-    bool no_dp_overlap, no_ag_overlap, fp16_grads, ds_pipe, eager, sel_ops, seq_experts, balance, graphs;
+    bool no_dp_overlap, no_ag_overlap, fp16_grads, ds_pipe, eager, sel_ops, seq_experts, balance, graphs, grads_freed;
     double bucket_bytes; /* --bucket-mb (a bare number in MB, or a size: 64MiB), -1 = default */
     double slowdown;    /* --overlap-slowdown, -1 = default */
     double spread;      /* --gpu-spread, -1 = default */

@@ -91,6 +91,39 @@ static void residual(ModuleGraph *g, int32_t mod, int64_t H)
 
 /* ---- BERT --------------------------------------------------------------------------------- */
 
+/* BERT's masked-LM head ("cls", ModelSpec.lm_head: BertForMaskedLM, or
+ * BertForPreTraining with the pooler): the transform (dense H x H with its
+ * bias, GELU, LayerNorm), the decoder tied to the word embedding with the
+ * head's own bias over the vocabulary, and for pre-training the
+ * next-sentence head (H x 2) on the pooled token; then the loss. */
+static void bert_mlm_head(Hf *c, int32_t top, int32_t wp, const char *lne)
+{
+    ModuleGraph *g = c->g;
+    const ModelSpec *m = c->m;
+    int64_t H = m->hidden, V = m->vocab;
+    double T = (double)g->tokens;
+    graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_HEAD);
+    int32_t cl = graph_add_module(g, top, "cls", m->pooler ? "BertPreTrainingHeads" : "BertOnlyMLMHead", "");
+    int32_t pr = graph_add_module(g, cl, "predictions", "BertLMPredictionHead", "");
+    int32_t tr = graph_add_module(g, pr, "transform", "BertPredictionHeadTransform", "");
+    int32_t td = lin(c, tr, "dense", H, H, true, GRAPH_SPLIT_NONE);
+    int32_t ta = graph_add_module(g, tr, "transform_act_fn", "GELUActivation", "");
+    int32_t tl = gb_norm_mod(g, tr, "LayerNorm", "LayerNorm", lne, H, true);
+    int32_t bias = graph_add_param(g, pr, "bias", V, 0, GRAPH_SPLIT_NONE);
+    int32_t dec = graph_add_module(g, pr, "decoder", "Linear", linear_extra(g, H, V, true));
+    graph_add_tied_param(g, dec, "weight", wp);
+    graph_add_tied_param(g, dec, "bias", bias);
+    graph_op_gemm(g, td, "dense", T, H, H, true, GRAPH_SPLIT_NONE);
+    graph_op_eltwise(g, ta, GRAPH_OP_ACTIVATION, "gelu", T * (double)H, 1, 0.0, GRAPH_SPLIT_NONE);
+    graph_op_norm(g, tl, "LayerNorm", T, H, true, 5.0);
+    graph_op_gemm(g, dec, "decoder", T, H, V, true, GRAPH_SPLIT_COL);
+    if (m->pooler) {
+        int32_t ns = lin(c, cl, "seq_relationship", H, 2, true, GRAPH_SPLIT_NONE);
+        graph_op_gemm(g, ns, "seq_relationship", (double)g->opt.batch, H, 2, true, GRAPH_SPLIT_NONE);
+    }
+    gb_loss_op(g, top, T, V);
+}
+
 static TsStatus build_bert(Hf *c)
 {
     ModuleGraph *g = c->g;
@@ -101,11 +134,14 @@ static TsStatus build_bert(Hf *c)
     const char *dr = gb_drop_extra(g, m->hidden_dropout), *adr = gb_drop_extra(g, m->attn_dropout);
     double hp = m->hidden_dropout;
     if (!dr || !adr) return TS_ERR_INTERNAL;
-    int32_t root = graph_add_module(g, -1, "", "BertModel", "");
+    /* BertForMaskedLM / BertForPreTraining hold the encoder as "bert" */
+    int32_t top = m->lm_head ? graph_add_module(g, -1, "", m->pooler ? "BertForPreTraining" : "BertForMaskedLM", "")
+                             : -1;
+    int32_t root = graph_add_module(g, top, m->lm_head ? "bert" : "", "BertModel", "");
     graph_at(g, -1, GRAPH_PART_NONE, GRAPH_ROLE_EMBED);
     int32_t emb = graph_add_module(g, root, "embeddings", "BertEmbeddings", "");
     int32_t we = graph_add_module(g, emb, "word_embeddings", "Embedding", emb_extra(g, m->vocab, H, 0));
-    graph_add_param(g, we, "weight", m->vocab, H, GRAPH_SPLIT_VOCAB);
+    int32_t wp = graph_add_param(g, we, "weight", m->vocab, H, GRAPH_SPLIT_VOCAB);
     int32_t pe = graph_add_module(g, emb, "position_embeddings", "Embedding", emb_extra(g, m->max_positions, H, -1));
     graph_add_param(g, pe, "weight", m->max_positions, H, GRAPH_SPLIT_NONE);
     int32_t te = graph_add_module(g, emb, "token_type_embeddings", "Embedding", emb_extra(g, m->type_vocab, H, -1));
@@ -174,6 +210,7 @@ static TsStatus build_bert(Hf *c)
         graph_op_gemm(g, pd, "dense", (double)B, H, H, true, GRAPH_SPLIT_NONE); /* first token only */
         graph_op_eltwise(g, pa, GRAPH_OP_ACTIVATION, "tanh", (double)(B * H), 1, 0.0, GRAPH_SPLIT_NONE);
     }
+    if (m->lm_head) bert_mlm_head(c, top, wp, lne);
     return TS_OK;
 }
 

@@ -449,6 +449,28 @@ static TsStatus read_gpt2(Hf *h, ModelSpec *m)
     return TS_OK;
 }
 
+/* BERT's head from "architectures" (the class transformers saved the
+ * config from): BertForMaskedLM has the masked-LM head (transform, norm,
+ * the tied decoder and its bias) and no pooler (add_pooling_layer=False);
+ * BertForPreTraining both, with the next-sentence head's two logits; a
+ * bare BertModel, or no "architectures", the pooler alone. */
+static TsStatus read_bert_head(Hf *h, ModelSpec *m)
+{
+    json_t *a = json_object_get(h->obj, "architectures");
+    if (!a || json_is_null(a)) return TS_OK;
+    if (!json_is_array(a))
+        return hf_bad(h, "architectures", "must be a list of class names", "e.g. [\"BertForMaskedLM\"]");
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) {
+        const char *c = json_string_value(v);
+        if (!c) return hf_bad(h, "architectures", "must be a list of class names", "e.g. [\"BertForMaskedLM\"]");
+        if (strstr(c, "ForMaskedLM")) m->lm_head = true, m->pooler = false;
+        else if (strstr(c, "ForPreTraining")) m->lm_head = true, m->pooler = true;
+    }
+    return TS_OK;
+}
+
 /* bert and gpt_neox: hidden_size etc., biased, LayerNorm. */
 static TsStatus read_bert_neox(Hf *h, ModelSpec *m, bool bert)
 {
@@ -470,7 +492,7 @@ static TsStatus read_bert_neox(Hf *h, ModelSpec *m, bool bert)
             return st;
         if (pet[0] && strcmp(pet, "absolute") != 0)
             return hf_bad(h, "position_embedding_type", "is not supported (only \"absolute\")", NULL);
-        return TS_OK;
+        return read_bert_head(h, m);
     }
     if ((st = hf_num(h, h->obj, h->prefix, "rotary_pct", 1e-9, 1.0, &m->rotary_pct)) ||
         (st = hf_num(h, h->obj, h->prefix, "rotary_emb_base", 1e-9, 1e15, &m->rope_theta)) || (st = read_rope(h, m)))

@@ -363,8 +363,10 @@ void model_count_params(const ModelSpec *m, ModelCounts *c)
     int64_t tail = norm_params(m, H) + (m->pooler ? H * H + H : 0);
     if (m->arch == MODEL_ARCH_BERT) tail -= norm_params(m, H); /* BERT has no final norm */
     /* BERT's masked-LM head (BertForMaskedLM): the transform's dense and
-     * LayerNorm, the decoder's bias (its weight tied to the word table) */
-    if (m->arch == MODEL_ARCH_BERT && m->lm_head) tail += H * H + H + norm_params(m, H) + m->vocab;
+     * LayerNorm, the decoder's bias (its weight tied to the word table);
+     * with the pooler (BertForPreTraining) the next-sentence head, H x 2 */
+    if (m->arch == MODEL_ARCH_BERT && m->lm_head)
+        tail += H * H + H + norm_params(m, H) + m->vocab + (m->pooler ? 2 * H + 2 : 0);
     c->total = c->embedding + c->lm_head + n_dense * c->per_layer_dense + n_moe * c->per_layer_moe + tail;
     int64_t moe_active =
         m->experts > 0 ? attn + mlp_norm + router + m->topk * expert + shared : 0;

@@ -87,6 +87,10 @@ void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
         snprintf(buf, cap, "--host-us has no effect: only --framework hf and Megatron-Core's MoE layers (without "
                             "CUDA graphs) put the host's dispatch in the loop");
         return;
+    case SIM_WARN_GRADS_FREED:
+        snprintf(buf, cap, "--grads-freed has no effect: only --framework hf's loop frees the gradients after "
+                            "each step");
+        return;
     case SIM_WARN_SOFTWARE:
         snprintf(buf, cap, "--software 2024 has no effect: the %s preset has no 2024 figures (model.software_2024)",
                  w->text);

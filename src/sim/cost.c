@@ -408,6 +408,7 @@ static void result_warnings(const SimSetup *in, const Ctx *x, SimResult *out)
         warn(out, SIM_WARN_CP_COMM, 0, 0, in->opt.cp_comm, 0, NULL);
     bool host = sim_host_in_loop(&in->opt, p, m), mcore_host = host && !plan_hf(p);
     if (!sim_host_default(&in->opt) && !host) warn(out, SIM_WARN_HOST_US, 0, 0, 0, 0, NULL);
+    if (in->opt.grads_freed && !plan_hf(p)) warn(out, SIM_WARN_GRADS_FREED, 0, 0, 0, 0, NULL);
     /* a step the host holds back by a tenth or more (the threshold of a
      * warning worth acting on, as the bubble's) */
     if (mcore_host && out->iteration_time_s > 0 && out->host_wait_s >= 0.1 * out->iteration_time_s)

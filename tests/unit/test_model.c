@@ -184,7 +184,6 @@ static void test_hf_configs(void **state)
         {"model_hf_qwen3_30b_a3b", "qwen3-30b-a3b", 0},
         {"model_hf_qwen3_moe_tf5", "qwen3-30b-a3b", 0},
         {"model_hf_gpt2", "gpt2", 124439808},
-        {"model_hf_bert_base", "bert-base-uncased", 109482240},
         {"model_hf_gpt_neox_20b", "gpt-neox-20b", 20554567680},
         {"model_hf_deepseek_v3", "deepseek-v3", 671026404352},
         {"model_hf_text_config", "mistral-7b", 7241732096},
@@ -207,7 +206,19 @@ static void test_hf_configs(void **state)
                      (long long)got.active, CASES[i].preset, (long long)want.total, (long long)want.active);
         if (CASES[i].total) assert_int_equal(got.total, CASES[i].total);
     }
+    /* bert-base-uncased's config.json was saved from BertForMaskedLM
+     * ("architectures"): the preset's BertModel less the pooler, plus the
+     * masked-LM head, 109514298 as transformers counts that class */
     ModelSpec m;
+    load_file("golden/model_hf_bert_base/config.json", &m);
+    assert_true(m.lm_head && !m.pooler);
+    ModelCounts bc, pc;
+    model_count_params(&m, &bc);
+    assert_int_equal(bc.total, 109514298);
+    assert_int_equal(model_preset("bert-base-uncased", &m, NULL), TS_OK);
+    m.lm_head = true, m.pooler = false;
+    model_count_params(&m, &pc);
+    assert_int_equal(pc.total, bc.total);
     load_file("golden/model_hf_qwen2_7b/config.json", &m);
     assert_true(m.qkv_bias && !m.proj_bias);
     assert_int_equal(m.arch, MODEL_ARCH_QWEN);

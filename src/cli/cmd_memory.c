@@ -41,7 +41,7 @@ int cmd_memory(int argc, char **argv)
     CliPlan cp;
     CliHw hw;
     const char *mm = NULL, *out_path = NULL, *ce = NULL;
-    bool json = false, sel_ops = false, grads16 = false;
+    bool json = false, sel_ops = false, grads16 = false, freed = false;
     cli_model_init(&cm);
     cli_plan_init(&cp);
     cli_hw_init(&hw);
@@ -53,6 +53,9 @@ int cmd_memory(int argc, char **argv)
     cli_add(&s, "selective-ops", CLI_FLAG, &sel_ops, NULL, CLI_SEL_OPS_HELP);
     cli_add(&s, "fp16-grad-reduce", CLI_FLAG, &grads16, NULL, "gradient buffer at 16 bit (default fp32)");
     cli_add(&s, "ce-fusion", CLI_STR, &ce, "K", CLI_CE_FUSION_HELP);
+    cli_add(&s, "grads-freed", CLI_FLAG, &freed, NULL,
+            "--framework hf: the loop frees the gradients after each step (zero_grad(set_to_none)): the peak "
+            "at the loss holds none");
     cli_add(&s, "json", CLI_FLAG, &json, NULL, "JSON output");
     cli_add(&s, "output", CLI_STR, &out_path, "FILE", "write to FILE instead of stdout");
     int rc = cli_parse(&s, argc, argv);
@@ -64,6 +67,7 @@ int cmd_memory(int argc, char **argv)
     part_mem_options_init(&mo);
     mo.selective_ops = sel_ops;
     mo.ce_fusion = (int)cef;
+    mo.grads_freed = freed;
     if (mm && !part_memmodel_parse(mm, &mo.model)) {
         fprintf(stderr, "trainsim: invalid value '%s' for --memory-model (expected trainsim or megatron)\n", mm);
         return 2;
@@ -80,6 +84,9 @@ int cmd_memory(int argc, char **argv)
     if ((rc = cli_model_load(&cm, "gpt2", &m)) != 0) return rc;
     ParallelPlan p;
     if ((rc = cli_plan_load(&s, &cp, &m, hw.gpus > 0 ? hw.gpus : 0, &p)) != 0) return rc;
+    if (freed && !plan_hf(&p))
+        fprintf(stderr, "warning: --grads-freed has no effect: only --framework hf's loop frees the gradients "
+                        "after each step\n");
     CliHwLoaded l;
     if ((rc = cli_hw_load(&hw, "dgx-h100", p.gpus, &l)) != 0) return rc;
     const GpuSpec *g = &l.cluster.gpu;

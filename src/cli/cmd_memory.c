@@ -72,9 +72,12 @@ int cmd_memory(int argc, char **argv)
         fprintf(stderr, "trainsim: invalid value '%s' for --memory-model (expected trainsim or megatron)\n", mm);
         return 2;
     }
-    if ((sel_ops || grads16 || cef != SIM_CE_NONE) && mo.model == PART_MEMMODEL_MEGATRON) {
+    if ((sel_ops || grads16 || freed || cef != SIM_CE_NONE) && mo.model == PART_MEMMODEL_MEGATRON) {
         TsError e = {0};
-        const char *opt = sel_ops ? "--selective-ops" : grads16 ? "--fp16-grad-reduce" : "--ce-fusion";
+        const char *opt = sel_ops   ? "--selective-ops"
+                          : grads16 ? "--fp16-grad-reduce"
+                          : freed   ? "--grads-freed"
+                                    : "--ce-fusion";
         ts_err(&e, TS_ERR_USAGE, "%s does not apply to --memory-model megatron", opt);
         ts_err_hint(&e, "Megatron's formula knows only its own defaults (selective recompute, fp32 gradients, "
                         "its loss); drop one of the two");

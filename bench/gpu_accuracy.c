@@ -739,11 +739,11 @@ static void row_attn_fe(const json_t *r, const HwModel *hw, const char *gpu, dou
 /* -v: the trainsim command that times a kernel row's kernel (`what`: its
  * --gemm or --attention arguments) at the preset's clock, and the clock
  * factor gpu_accuracy applies to it (the preset's clock over the row's). */
-static void kernel_flags(const HwModel *hw, const char *gpu, const char *what, double tf, double extra)
+static void kernel_flags(const HwModel *hw, const char *gpu, const char *what, double tf, double extra, bool row_clk)
 {
     if (!g_verbose) return;
-    printf("    flags: trainsim hw --gpu %s %s  (x %.4f: the preset's %.0f MHz to the row's clock", preset_of(gpu),
-           what, tf, hw->gpu.clock_mhz);
+    printf("    flags: trainsim hw --gpu %s %s  (x %.4f: the preset's %.0f MHz to %s", preset_of(gpu), what, tf,
+           hw->gpu.clock_mhz, row_clk ? "the row's clock" : "the clock of one GPU alone");
     if (extra != 1.0) printf("; x %.3f: the flash kernel over the fused attention", extra);
     printf(")\n");
 }
@@ -775,7 +775,7 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
         char what[96];
         snprintf(what, sizeof what, "--gemm %lld,%lld,%lld --dtype %s", (long long)M, (long long)N, (long long)K,
                  fp8 ? "fp8" : "bf16");
-        kernel_flags(&hw, gpu, what, tf, 1.0);
+        kernel_flags(&hw, gpu, what, tf, 1.0, clk > 0);
     } else if (!strcmp(part, "D-attn")) {
         int64_t h = (int64_t)num(r, "heads"), s = (int64_t)num(r, "seq"), d = (int64_t)num(r, "head_dim");
         /* batch and causal where the row has them (else 1, causal) */
@@ -807,7 +807,7 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
             char what[128];
             snprintf(what, sizeof what, "--attention %lld,%lld,%lld,%lld,%lld%s%s", (long long)bt, (long long)h,
                      (long long)s, (long long)s, (long long)d, causal ? " --causal" : "", bwd ? " --backward" : "");
-            kernel_flags(&hw, gpu, what, tf, fa2 ? hw_attn_fa2_factor(&hw.gpu, d, bwd) : 1.0);
+            kernel_flags(&hw, gpu, what, tf, fa2 ? hw_attn_fa2_factor(&hw.gpu, d, bwd) : 1.0, clk > 0);
         }
     } else if (!strcmp(part, "F-eager")) {
         /* one eager elementwise op, costed as the templates cost it */

@@ -581,7 +581,14 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     }
     if (!load_hw(gpu, &hw)) return;
     if (!step_model(r, name, &m, &err)) {
-        row_skip(name, err.msg);
+        char why[1024];
+        if (json_object_get(r, "config")) snprintf(why, sizeof why, "%s", err.msg);
+        else
+            snprintf(why, sizeof why,
+                     "%s (looked for %s.json beside the file and in tools/measure/configs, then a preset; or give "
+                     "the row its HuggingFace \"config\")",
+                     err.msg, name);
+        row_skip(name, why);
         return;
     }
     const char *loss = json_string_value(json_object_get(r, "loss"));

@@ -131,19 +131,29 @@ static TsStatus fint(const TsJsonDoc *doc, json_t *o, const char *path, const ch
     return st;
 }
 
-static TsStatus ftime(const TsJsonDoc *doc, json_t *o, const char *path, double *out, TsError *err)
+/* A positive number `key` of object `o` at `path` (0 when absent and not
+ * required). */
+static TsStatus fpos(const TsJsonDoc *doc, json_t *o, const char *path, const char *key, bool req,
+                     const char *hint, double *out, TsError *err)
 {
     char p[160];
-    snprintf(p, sizeof p, "%s.time_us", path);
-    double v = 0;
-    TsStatus st = ts_json_num(doc, o, "time_us", p, true, 1e-6, 1e12, &v, err);
+    snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", key);
+    *out = 0;
+    TsStatus st = ts_json_num(doc, o, key, p, req, 1e-6, 1e12, out, err);
     if (st) {
-        hw_fix_pos(doc, json_object_get(o, "time_us") ? p : path, err);
-        if (json_object_get(o, "time_us")) ts_err_hint(err, "a measured kernel time in microseconds, > 0");
-        return st;
+        hw_fix_pos(doc, json_object_get(o, key) || !path[0] ? p : path, err);
+        if (json_object_get(o, key)) ts_err_hint(err, hint);
     }
-    *out = v * 1e-6;
-    return TS_OK;
+    return st;
+}
+
+/* An entry's "time_us", in seconds. */
+static TsStatus ftime(const TsJsonDoc *doc, json_t *o, const char *path, double *out, TsError *err)
+{
+    double v;
+    TsStatus st = fpos(doc, o, path, "time_us", true, "a measured kernel time in microseconds, > 0", &v, err);
+    if (!st) *out = v * 1e-6;
+    return st;
 }
 
 static TsStatus fdtype(const TsJsonDoc *doc, json_t *o, const char *path, TsDtype *out, TsError *err)
@@ -246,22 +256,6 @@ static TsStatus parse_attn_clock(const TsJsonDoc *doc, HwCalib *c, TsError *err)
     TsStatus st = ts_json_num(doc, doc->root, "attention_clock_mhz", "attention_clock_mhz", true, 1.0, 100000.0,
                               &c->attn_clock_mhz, err);
     if (st) ts_err_hint(err, "the median SM clock in MHz, as NVML reports it, while the attention entries ran");
-    return st;
-}
-
-/* A positive number `key` of object `o` at `path` (0 when absent and not
- * required). */
-static TsStatus fpos(const TsJsonDoc *doc, json_t *o, const char *path, const char *key, bool req,
-                     const char *hint, double *out, TsError *err)
-{
-    char p[160];
-    snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", key);
-    *out = 0;
-    TsStatus st = ts_json_num(doc, o, key, p, req, 1e-6, 1e12, out, err);
-    if (st) {
-        hw_fix_pos(doc, json_object_get(o, key) || !path[0] ? p : path, err);
-        if (json_object_get(o, key)) ts_err_hint(err, hint);
-    }
     return st;
 }
 

@@ -161,6 +161,9 @@ bool hw_software_parse(const char *s, HwSoftware *out);
 void hw_gpu_software(GpuSpec *g, HwSoftware sw);
 /* Does g's preset carry 2024 figures (model.software_2024)? */
 bool hw_gpu_has_2024(const GpuSpec *g);
+/* The GPU's SM clock under sustained full-node load: sustained_clock_mhz,
+ * else clock_mhz (0 for a GPU file without clocks). */
+double hw_sustained_clock_mhz(const GpuSpec *g);
 /* ", 2024 CUDA libraries" for a spec on them, else "": the suffix the
  * reports put after the GPU's name. */
 const char *hw_software_suffix(const GpuSpec *g);

@@ -139,7 +139,7 @@ static void calib_clock_note(const HwModel *hw, const HwCalib *c, TsBuf *b)
         HwModel raw = *hw;
         raw.calib = NULL;
         const GpuSpec *g = &hw->gpu;
-        double sus = g->sustained_clock_mhz > 0 ? g->sustained_clock_mhz : g->clock_mhz;
+        double sus = hw_sustained_clock_mhz(g);
         double model_us = 1e6 * hw_gemm_time_s(&raw, 1, d[0], d[1], d[2], dt) * g->clock_mhz / sus;
         double flop = 2.0 * (double)d[0] * (double)d[1] * (double)d[2];
         ts_buf_printf(b,

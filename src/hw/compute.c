@@ -235,7 +235,7 @@ static double clock_ratio(const HwModel *m, double f)
 static double calib_clock(const HwModel *m)
 {
     if (!hw_calib_sustained(m->calib)) return clock_ratio(m, hw_calib_clock_mhz(m->calib));
-    return clock_ratio(m, m->gpu.sustained_clock_mhz > 0 ? m->gpu.sustained_clock_mhz : m->gpu.clock_mhz);
+    return clock_ratio(m, hw_sustained_clock_mhz(&m->gpu));
 }
 
 static double gemm_time(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, bool wgrad, TsDtype dt)

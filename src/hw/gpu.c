@@ -388,6 +388,11 @@ void hw_gpu_software(GpuSpec *g, HwSoftware sw)
 
 bool hw_gpu_has_2024(const GpuSpec *g) { return g->sw2024_fp8_eff > 0 || g->sw2024_attn_factor[0] > 0; }
 
+double hw_sustained_clock_mhz(const GpuSpec *g)
+{
+    return g->sustained_clock_mhz > 0 ? g->sustained_clock_mhz : g->clock_mhz;
+}
+
 const char *hw_software_suffix(const GpuSpec *g)
 {
     return g->software == HW_SOFTWARE_2024 ? ", 2024 CUDA libraries" : "";

@@ -179,8 +179,7 @@ bool sim_host_default(const SimOptions *o)
 double sim_sm_clock_mhz(const GpuSpec *g, int64_t gpus)
 {
     /* one GPU alone holds a higher clock than a node of them at the cap */
-    double clk = gpus == 1 && g->single_clock_mhz > 0 ? g->single_clock_mhz : g->sustained_clock_mhz;
-    return clk > 0 ? clk : g->clock_mhz;
+    return gpus == 1 && g->single_clock_mhz > 0 ? g->single_clock_mhz : hw_sustained_clock_mhz(g);
 }
 
 double sim_tensor_factor(const GpuSpec *g, const SimOptions *o, int64_t gpus)

@@ -139,6 +139,11 @@ typedef struct SimOptions {
     bool record;                /* keep spans for --trace */
 } SimOptions;
 void sim_options_init(SimOptions *o);
+/* The warning for SimOptions.grads_freed on a plan other than --framework hf
+ * (simulate's, and memory's, which runs no simulation). */
+#define SIM_GRADS_FREED_NO_EFFECT                                                                  \
+    "--grads-freed has no effect: only --framework hf's loop frees the gradients after each step"
+
 /* Whether Megatron-Core captures plan p's layers under o->cuda_graphs:
  * Megatron, no activation recompute (TransformerConfig raises "CUDA graphs
  * not supported with activation recomputation"), MoE layers only with

@@ -88,8 +88,7 @@ int cmd_memory(int argc, char **argv)
     ParallelPlan p;
     if ((rc = cli_plan_load(&s, &cp, &m, hw.gpus > 0 ? hw.gpus : 0, &p)) != 0) return rc;
     if (freed && !plan_hf(&p))
-        fprintf(stderr, "warning: --grads-freed has no effect: only --framework hf's loop frees the gradients "
-                        "after each step\n");
+        fprintf(stderr, "warning: %s\n", SIM_GRADS_FREED_NO_EFFECT); /* simulate's warning */
     CliHwLoaded l;
     if ((rc = cli_hw_load(&hw, "dgx-h100", p.gpus, &l)) != 0) return rc;
     const GpuSpec *g = &l.cluster.gpu;

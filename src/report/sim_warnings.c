@@ -88,8 +88,7 @@ void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
                             "CUDA graphs) put the host's dispatch in the loop");
         return;
     case SIM_WARN_GRADS_FREED:
-        snprintf(buf, cap, "--grads-freed has no effect: only --framework hf's loop frees the gradients after "
-                            "each step");
+        snprintf(buf, cap, "%s", SIM_GRADS_FREED_NO_EFFECT);
         return;
     case SIM_WARN_SOFTWARE:
         snprintf(buf, cap, "--software 2024 has no effect: the %s preset has no 2024 figures (model.software_2024)",

@@ -477,9 +477,10 @@ static bool config_in(const char *dir, const char *name, char *path, size_t cap)
  * file (as ../shared/validation/gpu lays them out), else the shared config of
  * that name (tools/measure/configs), else a preset; "<base>_L<n>" is <base>
  * cut to n layers. */
-static char g_model_arg[1200]; /* the step row's model as trainsim's --model (and --layers) */
+/* The model's trainsim arguments (--model and --layers) go into arg[ARG_CAP]. */
+enum { ARG_CAP = 1200 };
 
-static bool named_model(const char *name, const ModelOverrides *ov, ModelSpec *m, TsError *err)
+static bool named_model(const char *name, const ModelOverrides *ov, ModelSpec *m, char *arg, TsError *err)
 {
     char path[1024];
     bool found = config_in(g_dir, name, path, sizeof path) ||
@@ -487,9 +488,9 @@ static bool named_model(const char *name, const ModelOverrides *ov, ModelSpec *m
     if (model_load(found ? path : name, ov, m, err) == TS_OK) {
         const char *shown = found ? path : name, *repo = TS_BENCH_DIR "/../";
         if (!strncmp(shown, repo, strlen(repo))) shown += strlen(repo); /* a path inside the repository */
-        int k = snprintf(g_model_arg, sizeof g_model_arg, "%s", shown);
-        if (ov && ov->layers > 0 && k > 0 && (size_t)k < sizeof g_model_arg)
-            snprintf(g_model_arg + k, sizeof g_model_arg - (size_t)k, " --layers %lld", (long long)ov->layers);
+        int k = snprintf(arg, ARG_CAP, "%s", shown);
+        if (ov && ov->layers > 0 && k > 0 && k < ARG_CAP)
+            snprintf(arg + k, ARG_CAP - (size_t)k, " --layers %lld", (long long)ov->layers);
         return true;
     }
     const char *l = strrchr(name, '_');
@@ -502,15 +503,15 @@ static bool named_model(const char *name, const ModelOverrides *ov, ModelSpec *m
     if (!ov) model_overrides_init(&o);
     o.layers = n;
     *err = (TsError){0};
-    return named_model(base, &o, m, err);
+    return named_model(base, &o, m, arg, err);
 }
 
 /* The row's model: the HuggingFace config it carries ("config", written by
- * tools/measure), else its name (named_model). */
-static bool step_model(const json_t *r, const char *name, ModelSpec *m, TsError *err)
+ * tools/measure), else its name (named_model); its trainsim arguments in arg. */
+static bool step_model(const json_t *r, const char *name, ModelSpec *m, char *arg, TsError *err)
 {
     const json_t *cfg = json_object_get(r, "config");
-    if (!json_is_object(cfg)) return named_model(name, NULL, m, err);
+    if (!json_is_object(cfg)) return named_model(name, NULL, m, arg, err);
     char path[] = "/tmp/gpu_accuracy_config_XXXXXX.json";
     int fd = mkstemps(path, 5);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
@@ -519,17 +520,17 @@ static bool step_model(const json_t *r, const char *name, ModelSpec *m, TsError 
     ok = ok && model_load(path, NULL, m, err) == TS_OK;
     if (fd >= 0) remove(path);
     if (ok) snprintf(m->name, sizeof m->name, "%s", name);
-    snprintf(g_model_arg, sizeof g_model_arg, "CONFIG.json (the row's \"config\")");
+    snprintf(arg, ARG_CAP, "CONFIG.json (the row's \"config\")");
     return ok;
 }
 
 /* -v: the trainsim command that predicts a step row (the model as found,
  * BERT as BertForMaskedLM: a config naming it in "architectures"). */
-static void step_flags(const SimSetup *in, const ModelSpec *m, const char *gpu)
+static void step_flags(const SimSetup *in, const ModelSpec *m, const char *arg, const char *gpu)
 {
     printf("    flags: trainsim simulate --model %s --gpu %s --gpus 1 --framework hf --precision %s "
            "--micro-batch %lld --global-batch %lld --seq %lld%s%s\n",
-           g_model_arg, preset_of(gpu), in->plan.precision == PLAN_PRECISION_AMP ? "amp" : "pure",
+           arg, preset_of(gpu), in->plan.precision == PLAN_PRECISION_AMP ? "amp" : "pure",
            (long long)in->plan.micro_batch, (long long)in->plan.global_batch, (long long)in->plan.seq,
            in->opt.grads_freed ? " --grads-freed" : "",
            m->arch == MODEL_ARCH_BERT ? "  (as BertForMaskedLM: its config's \"architectures\")" : "");
@@ -580,7 +581,8 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
         return;
     }
     if (!load_hw(gpu, &hw)) return;
-    if (!step_model(r, name, &m, &err)) {
+    char arg[ARG_CAP];
+    if (!step_model(r, name, &m, arg, &err)) {
         char why[1024];
         if (json_object_get(r, "config")) snprintf(why, sizeof why, "%s", err.msg);
         else
@@ -624,7 +626,7 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     if (g_kernels) step_kernels(r, sc, &res, short_gpu(gpu));
     const StepRow sr = {part, short_gpu(gpu), name, prec, (long long)in.plan.micro_batch, (long long)in.plan.seq};
     double meas = median_s(r, "step_ms"), fmeas = median_s(r, "fwd_nograd_ms"), gmeas = median_s(r, "fwd_grad_ms");
-    if (g_verbose) step_flags(&in, &m, gpu);
+    if (g_verbose) step_flags(&in, &m, arg, gpu);
     if (meas > 0) {
         step_line(&sr, "step", meas, res.iteration_time_s);
         score(part[0] == 'E' ? "E step" : "A step", sr.gpu, res.iteration_time_s / meas - 1);

@@ -1193,15 +1193,15 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
 {
     const int32_t p = pl->stages, v = pl->chunks;
     const int64_t m = chunk_mb(pl), delta = pl->schedule == PLAN_SCHED_INTERLEAVED ? p : 1;
-    const Margins mg = periodic_margins(pl, delta);
-    const int64_t reach = mg.reach, head = mg.head, tail = mg.tail, k0 = mg.k0;
-    const int64_t P0 = k0 * delta; /* the expected period */
-    int64_t mr = head + reach + 2 * P0 + tail; /* room for it */
     *done = false;
     /* partial groups, or groups other than p: the full pass decides; and
      * the interleaved schedule's F&B pairs (no margins derived for them) */
     if (pl->schedule == PLAN_SCHED_INTERLEAVED && (m % p || group_of(pl) != p)) return TS_OK;
     if (pl->schedule == PLAN_SCHED_1F1B_A2A && v > 1) return TS_OK;
+    const Margins mg = periodic_margins(pl, delta);
+    const int64_t reach = mg.reach, head = mg.head, tail = mg.tail, k0 = mg.k0;
+    const int64_t P0 = k0 * delta; /* the expected period */
+    int64_t mr = head + reach + 2 * P0 + tail; /* room for it */
     if (pl->schedule == PLAN_SCHED_GPIPE) {
         /* GPipe has no back-pressure: stage s forwards at the pace of the
          * slowest stage up to s, and backwards of the slowest from s on. One

@@ -6,7 +6,7 @@
  * masked-LM head), Llama / Qwen / Mixtral (separate projections, eager
  * RMSNorm and RoPE, SiLU * up, grouped-GEMM experts) with Gemma's sandwich
  * and OLMo 2's reordered norms, Phi-3's fused qkv_proj and gate_up_proj, and
- * HF's loss on fp32 logits.
+ * HF's loss (on fp32 logits for causal LMs).
  *
  * Each op (or chain of ops) carries bytes per element read + written
  * forward and by its backward kernels, the bytes autograd keeps for the
@@ -17,7 +17,7 @@
  *
  * Precision (ParallelPlan.precision): under amp (fp32 parameters,
  * torch.autocast to bf16) the embedding output and so the residual stream
- * are fp32, LayerNorm, pow, softmax and log_softmax run in fp32, every
+ * are fp32, LayerNorm, pow and softmax run in fp32 (log_softmax as hf_loss says), every
  * linear casts its fp32 input (once per linear, even when two linears read
  * the same tensor) and its weight (once per forward; the bf16 copy is kept
  * for the backward, the weight gradient is cast back to fp32); otherwise
@@ -465,16 +465,49 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     residual(b, &h);
 }
 
+/* HF's loss over `logits` elements, and what its backward holds at its
+ * start beyond what the forward kept (*workspace). PyTorch's cross_entropy
+ * is log_softmax (three reads and a write) then nll_loss; nll_loss keeps
+ * its input, and its backward writes a dense gradient of that size (zeros,
+ * then the target's entries), which log_softmax's backward reads beside its
+ * kept output.
+ * - A causal LM's loss (transformers' ForCausalLMLoss) casts the logits to
+ *   fp32 first, under any precision: the cast, the loss in fp32, the
+ *   gradient cast back to 16 bits; at the start of the backward the dense
+ *   fp32 gradient and log_softmax's fp32 input gradient beside the kept
+ *   log-probabilities (12 B a logit).
+ * - BERT's masked-LM loss calls CrossEntropyLoss on the 16-bit logits.
+ *   cross_entropy passes log_softmax the input's own dtype, which autocast
+ *   keeps (its fp32_set_opt_dtype policy sets only an unset dtype), so
+ *   log_softmax runs in 16 bits; under amp nll_loss is on autocast's fp32
+ *   list and casts the log-probabilities to fp32, keeping that copy. Its
+ *   backward: the dense fp32 gradient, cast back, log_softmax's in 16 bits
+ *   (10 B a logit held at its start; all 16-bit without autocast, 6 B).
+ *   The profiled BERT-large amp step (bench/data/gpu/profile_2026-11-26_h100)
+ *   shows it: a 16-bit _log_softmax (1.03 ms for 5.0e8 logits), the fp32
+ *   zero fill (0.64 ms), and the peaks of every BERT amp step row are 2 B a
+ *   logit under the fp32 loss. */
+static void hf_loss(PartBlockT *hd, double logits, bool upcast, bool amp, double *workspace)
+{
+    if (upcast) {
+        op(hd, "loss", logits, 6.0 + 16.0, 4.0 + 16.0 + 6.0, 4.0, 4, 4);
+        *workspace = 8.0 * logits;
+    } else if (amp) {
+        op(hd, "loss", logits, 8.0 + 6.0, 4.0 + 6.0 + 8.0, 2.0 + 4.0, 4, 4);
+        *workspace = 4.0 * logits;
+    } else {
+        op(hd, "loss", logits, 8.0, 2.0 + 8.0, 2.0, 3, 3);
+        *workspace = 4.0 * logits;
+    }
+}
+
 /* Embedding lookups (the word table, learned positions, token types: fp32
  * tables under amp, so the stream starts fp32), their sums, BERT's
  * LayerNorm, dropout; backward: each table's dense gradient (zeros, then the
  * rows scatter-added) and, for tied weights, the LM head's gradient cast
  * (amp) and summed into it. The head: final norm (BERT: the masked-LM
  * transform, dense + GELU + LayerNorm), the vocabulary projection and HF's
- * loss: logits cast to fp32 (causal LMs always; BERT under autocast),
- * log_softmax (three reads and a write), NLL; backward the reverse. The loss
- * keeps its log-probabilities; its backward briefly holds two more tensors of
- * the logits' size (PartTemplate.loss_workspace_bytes). */
+ * loss (hf_loss; what its backward holds, PartTemplate.loss_workspace_bytes). */
 void tpl_hf_embed_head(const Tx *x, PartTemplate *o)
 {
     Hx h = hx_of(x);
@@ -512,12 +545,8 @@ void tpl_hf_embed_head(const Tx *x, PartTemplate *o)
     weight_casts(hd, &h, table, m->arch == MODEL_ARCH_BERT ? 2 : 1); /* BERT's decoder has a bias */
     linear(hd, "lm_head", &h, V, H, m->arch == MODEL_ARCH_BERT);
     double logits = h.T * (double)V;
-    bool upcast = m->arch != MODEL_ARCH_BERT || h.amp;
-    double lb = upcast ? 4.0 : 2.0;
     if (m->arch == MODEL_ARCH_BERT) op(hd, "decoder.bias_grad", logits, 0, 2.0, 0, 0, 1);
-    op(hd, "loss", logits, (upcast ? 6.0 : 0) + 4.0 * lb, lb + 4.0 * lb + (upcast ? 6.0 : 0), lb, upcast ? 4 : 3,
-       upcast ? 4 : 3);
-    o->loss_workspace_bytes = 2.0 * lb * logits;
+    hf_loss(hd, logits, m->arch != MODEL_ARCH_BERT, h.amp, &o->loss_workspace_bytes);
 }
 
 /* The parameter tensors of block `which`: a weight per linear (and its

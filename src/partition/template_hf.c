@@ -17,12 +17,12 @@
  *
  * Precision (ParallelPlan.precision): under amp (fp32 parameters,
  * torch.autocast to bf16) the embedding output and so the residual stream
- * are fp32, LayerNorm, pow and softmax run in fp32 (log_softmax as hf_loss says), every
- * linear casts its fp32 input (once per linear, even when two linears read
- * the same tensor) and its weight (once per forward; the bf16 copy is kept
- * for the backward, the weight gradient is cast back to fp32); otherwise
- * everything is 16-bit. Elementwise ops take the wider of their inputs
- * (type promotion).
+ * are fp32, LayerNorm, pow and softmax run in fp32 (log_softmax as hf_loss
+ * says), every linear casts its fp32 input (once per linear, even when two
+ * linears read the same tensor) and its weight (once per forward; the bf16
+ * copy is kept for the backward, the weight gradient is cast back to fp32);
+ * otherwise everything is 16-bit. Elementwise ops take the wider of their
+ * inputs (type promotion).
  *
  * Legend (per element of the tensor the op runs over): a = 2 (16-bit), r =
  * residual stream bytes (4 under amp, else 2). */

@@ -533,7 +533,10 @@ static void step_flags(const SimSetup *in, const ModelSpec *m, const char *arg, 
            arg, preset_of(gpu), in->plan.precision == PLAN_PRECISION_AMP ? "amp" : "pure",
            (long long)in->plan.micro_batch, (long long)in->plan.global_batch, (long long)in->plan.seq,
            in->opt.grads_freed ? " --grads-freed" : "",
-           m->arch == MODEL_ARCH_BERT ? "  (as BertForMaskedLM: its config's \"architectures\")" : "");
+           m->arch == MODEL_ARCH_BERT
+               ? "  (as BertForMaskedLM: a config without \"architectures\": [\"BertForMaskedLM\"], as the Hub's "
+                 "BERT configs have, is the encoder alone)"
+               : "");
 }
 
 /* A step row's label: its part, GPU, model, precision and shape. */

@@ -916,6 +916,8 @@ static void cross_validate_models(const Row *rows, int n, SimWork *w, const char
             if (use[i] && !strcmp(rows[i].f[col("model")], mt)) sa += fabs(err[best][i]), sb += err[best][i], m++;
         if (t < 0)
             printf("%-14s %4s %10d %+11.1f%%\n", "(none)", "", BC_MIN + BC_STEP * best, 100 * best_s);
+        else if (!isfinite(best_b))
+            printf("%-14s %4d %10s %12s   (no other model to refit on)\n", mt, m, "-", "-");
         else
             printf("%-14s %4d %10d %+11.1f%% %17.1f%% %+17.1f%%\n", mt, m, BC_MIN + BC_STEP * best, 100 * best_s,
                    100 * sa / m, 100 * sb / m);

@@ -363,30 +363,35 @@ static void score_kinds(const char *gpu, double step_ms, const double meas[4], c
 {
     if (!(step_ms > 0) || meas[0] + meas[1] + meas[2] + meas[3] < 0.8 * step_ms) return;
     static const char *const PART[3] = {"k GEMM", "k attention", "k other"};
-    static const int PRED[3] = {0, 1, 2}, MEAS[3] = {0, 1, 3}; /* pred[2] is "other", meas[3] */
+    static const int MEAS[3] = {0, 1, 3}; /* pred[2] is "other", meas[3] */
     for (int i = 0; i < 3; i++)
-        if (meas[MEAS[i]] > 0 && pred[PRED[i]] > 0) score(PART[i], gpu, pred[PRED[i]] / meas[MEAS[i]] - 1);
+        if (meas[MEAS[i]] > 0 && pred[i] > 0) score(PART[i], gpu, pred[i] / meas[MEAS[i]] - 1);
     g_kinds_scored = true;
 }
 
 /* -k on a profiled row: the step's GPU time by kind, measured (the profile)
- * beside trainsim's (GEMMs, attention cores, memory-bound kernels without
- * the host's waits, the optimizer); trainsim's host waits; the profiled
- * step's wall time and its ATen ops' kernel time (the row's busy_ms also
- * counts the optimizer's record_function range on the GPU, in rows measured
- * before measure.py left it out); each kind scored where the GPU bounds the
- * step (score_kinds) */
-static void profile_compare(const json_t *r, const CostStep *cs, const double mult[PART_BLOCK_COUNT], double opt_s,
-                            const char *gpu)
+ * beside trainsim's, each kernel by its own kind as the profile groups ATen
+ * ops (GEMMs and batched products; fused attention cores; every other kernel,
+ * the host's waits left out; the optimizer), trainsim's host waits; the
+ * profiled step's wall time and its ATen ops' kernel time (the row's busy_ms
+ * also counts the optimizer's record_function range on the GPU, in rows
+ * measured before measure.py left it out); each kind scored where the GPU
+ * bounds the step (score_kinds). Eager attention's products are bmm GEMMs
+ * and its softmax an other kernel on both sides. */
+static void profile_compare(const json_t *r, const PartTemplate *t, const CostStep *cs,
+                            const double mult[PART_BLOCK_COUNT], double opt_s, const char *gpu)
 {
     double meas[4];
     if (!profile_kinds(r, meas)) return;
     double pred[4] = {0, 0, 0, 1e3 * opt_s}, wait = 0;
     for (int b = 0; b < PART_BLOCK_COUNT; b++) {
         const CostBlock *c = &cs->b[b];
-        pred[0] += 1e3 * mult[b] * (c->gemm_fwd + c->gemm_ig + c->gemm_wg);
-        pred[1] += 1e3 * mult[b] * (c->core_fwd + c->core_ig);
-        pred[2] += 1e3 * mult[b] * (c->mem_fwd + c->mem_ig + c->mem_wg - c->wait_fwd - c->wait_bwd);
+        for (int i = 0; i < t->b[b].n_k; i++) {
+            const PartKernel *k = &t->b[b].k[i];
+            if (k->flags & PART_KF_SAC_ONLY) continue;
+            int kind = k->kind == PART_K_GEMM ? 0 : k->kind == PART_K_ATTN ? 1 : 2;
+            pred[kind] += 1e3 * mult[b] * (c->k[i][0] + c->k[i][1] + c->k[i][2]);
+        }
         wait += 1e3 * mult[b] * (c->wait_fwd + c->wait_bwd);
     }
     const json_t *pf = json_object_get(r, "profile");
@@ -455,11 +460,10 @@ static void step_kernels(const json_t *r, const StepCosts *sc, const SimResult *
         printf("    k %-6s %-24s fwd %8.3f  bwd %8.3f ms (host dispatch)\n", BN[b] ? BN[b] : "?", "-",
                1e3 * mult[b] * cs->b[b].host_fwd, 1e3 * mult[b] * cs->b[b].host_bwd);
     }
-    const json_t *om = json_object_get(r, "opt_ms");
-    if (json_is_array(om))
-        printf("    k optimizer: measured %.2f ms  predicted %.2f ms\n", json_number_value(json_array_get(om, 0)),
+    if (json_is_array(json_object_get(r, "opt_ms")))
+        printf("    k optimizer: measured %.2f ms  predicted %.2f ms\n", 1e3 * median_s(r, "opt_ms"),
                res->breakdown.optimizer_s * 1e3);
-    profile_compare(r, cs, mult, res->breakdown.optimizer_s, gpu);
+    profile_compare(r, t, cs, mult, res->breakdown.optimizer_s, gpu);
 }
 
 static char g_dir[512] = "."; /* the folder of the measurements file being read */
@@ -473,13 +477,12 @@ static bool config_in(const char *dir, const char *name, char *path, size_t cap)
     return f != NULL;
 }
 
+enum { ARG_CAP = 1200 }; /* a row's model arguments for trainsim (--model, --layers) */
+
 /* A model by name: a HuggingFace config of that name beside the measurements
  * file (as ../shared/validation/gpu lays them out), else the shared config of
  * that name (tools/measure/configs), else a preset; "<base>_L<n>" is <base>
- * cut to n layers. */
-/* The model's trainsim arguments (--model and --layers) go into arg[ARG_CAP]. */
-enum { ARG_CAP = 1200 };
-
+ * cut to n layers. Its trainsim arguments go into arg[ARG_CAP]. */
 static bool named_model(const char *name, const ModelOverrides *ov, ModelSpec *m, char *arg, TsError *err)
 {
     char path[1024];
@@ -563,7 +566,10 @@ static void score_peak(const json_t *r, const StepRow *s, const ModelSpec *m, co
     sim_mem_options(&in->opt, in->plan.dtype, &mo); /* grads_freed as the row says */
     PartMemory pk;
     TsError err = {0};
-    if (part_memory(m, &in->plan, &mo, NULL, &pk, &err)) return;
+    if (part_memory(m, &in->plan, &mo, NULL, &pk, &err)) {
+        row_skip(s->name, err.msg); /* the peak alone */
+        return;
+    }
     double mem = num(r, "peak_mem_GiB"),
            pm = (pk.total_bytes - pk.runtime_bytes + PART_ALLOCATOR_WORKSPACE_BYTES - pk.frag_bytes) / 1073741824.0,
            e = pm / mem - 1;
@@ -587,7 +593,7 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     char arg[ARG_CAP];
     if (!step_model(r, name, &m, arg, &err)) {
         char why[1024];
-        if (json_object_get(r, "config")) snprintf(why, sizeof why, "%s", err.msg);
+        if (json_is_object(json_object_get(r, "config"))) snprintf(why, sizeof why, "%s", err.msg);
         else
             snprintf(why, sizeof why,
                      "%s (looked for %s.json beside the file and in tools/measure/configs, then a preset; or give "

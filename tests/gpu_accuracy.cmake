@@ -78,3 +78,6 @@ add_test(NAME gpu_accuracy/config_beside
   COMMAND bash -c "cd \"$1\" && diff -u beside/measurements.stdout <(\"$0\" beside/measurements.jsonl)"
           $<TARGET_FILE:gpu_accuracy> ${CMAKE_SOURCE_DIR}/tests/gpu_accuracy)
 set_tests_properties(gpu_accuracy/config_beside PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")
+# -k on an eager-attention step (GPT-OSS's sinks): its products are bmm GEMMs
+# and its softmax other kernels on both sides, each kernel by its own kind
+gpu_accuracy_golden(eager_attn_kinds -k)

@@ -293,6 +293,8 @@ static void print_clock(const char *label, const char *preset, const char *after
     printf("%s sustained clock %.0f of %.0f MHz%s", label, g.sustained_clock_mhz, g.clock_mhz, after);
 }
 
+enum { RULES_CAP = 1024 }; /* a row's rules text (RowSetup.rules) */
+
 /* A row's MoE knobs: expert TP, DeepEP, token drop. */
 static void row_moe(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *p, char *rules)
 {
@@ -318,10 +320,16 @@ static void row_moe(const Row *r, const ModelSpec *m, RowKind k, ParallelPlan *p
      * 1f1b-a2a, which with stages runs inside the interleaved schedule */
     bool a2a = says_on(r, "moe_a2a_overlap") || says_on(r, "overlap_moe_expert_parallel_comm") ||
                says_on(r, "overlap-moe-expert-parallel-comm") || says_on(r, "a2a overlap");
-    if (m->experts > 0 && p->ep > 1 && a2a) {
-        bool ok = p->pp == 1 || p->vpp > 1;
-        if (ok) p->schedule = PLAN_SCHED_1F1B_A2A;
-        strcat(rules, ok ? "EP all-to-all overlap (notes); " : "EP overlap said but pp > 1 without vpp (ignored); ");
+    if (m->experts > 0 && p->ep > 1 && a2a) { /* where the plan's rules take it (plan_check_knobs) */
+        PlanSchedule was = p->schedule;
+        TsError e = {0};
+        p->schedule = PLAN_SCHED_1F1B_A2A;
+        if (plan_check_knobs(m, p, &e) == TS_OK) {
+            strcat(rules, "EP all-to-all overlap (notes); ");
+        } else {
+            p->schedule = was;
+            snprintf(rules + strlen(rules), RULES_CAP - strlen(rules), "EP overlap said but ignored (%s); ", e.msg);
+        }
     }
     /* token drop, as Megatron-Bridge's tables mark MoE runs "(tokendrop)":
      * capacity factor 1, each expert's input padded to it (its
@@ -482,7 +490,7 @@ typedef struct RowSetup {
     HwModel hw;
     HwNet net;
     SimSetup in;
-    char rules[1024];
+    char rules[RULES_CAP];
 } RowSetup;
 
 /* The resolved plan in a few words: "tp8 pp8 v1 dp16 cp1 mb1 sp selective distopt". */

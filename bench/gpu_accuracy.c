@@ -420,10 +420,7 @@ static const StepCosts *step_cost(const ModelSpec *m, const HwModel *hw, const S
     sim_cost_ctx(&cc, hw, &in->plan, &in->opt, sim_tensor_factor(&hw->gpu, &in->opt, 1), in->net);
     part_template(m, &in->plan, &rt, &sc.t);
     cost_step(&cc, m, &in->plan, &rt, &sc.t, &sc.cs);
-    double nm = (double)model_moe_layer_count(m), nd = (double)m->layers - nm;
-    for (int b = 0; b < PART_BLOCK_COUNT; b++) sc.mult[b] = 0;
-    sc.mult[PART_BLOCK_ATTN] = (double)m->layers, sc.mult[PART_BLOCK_MLP] = nd, sc.mult[PART_BLOCK_MOE] = nm;
-    sc.mult[PART_BLOCK_EMBED] = sc.mult[PART_BLOCK_HEAD] = 1;
+    part_block_counts(m, sc.mult);
     return &sc;
 }
 

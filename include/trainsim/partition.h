@@ -333,13 +333,17 @@ typedef struct PartTemplate {
     double vocab_ar_bytes;    /* each of the 3 vocab-parallel cross-entropy all-reduces */
     double boundary_bytes;    /* the pipeline message of one micro-batch */
     double fsdp_layer_params[2]; /* ZeRO-3 copies of a dense / MoE layer: the elements gathered */
-    double loss_workspace_bytes; /* --framework hf: what the loss's backward holds beyond the saved
-                                    log-probabilities (two more logits-sized tensors), 0 elsewhere */
+    double loss_workspace_bytes; /* --framework hf: what the loss's backward holds at its start
+                                    beyond what its forward kept (template_hf.c hf_loss), 0 elsewhere */
 } PartTemplate;
 
 /* The template of plan p (resolved) for model m and runtime rt (NULL:
  * Megatron-Core defaults). */
 void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt, PartTemplate *out);
+/* How many times each block of a template runs in the whole model (one
+ * stage): attention every layer, the MLP in the dense layers, the MoE block
+ * in the MoE layers, the embedding and the head once. */
+void part_block_counts(const ModelSpec *m, double n[PART_BLOCK_COUNT]);
 void part_runtime_init(PartRuntime *rt);
 /* ZeRO-3's copy-out / copy-in kernel of a unit of `params` elements on this
  * rank (one kernel per unit: a layer, or the root unit of a stage, the

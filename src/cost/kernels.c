@@ -358,9 +358,8 @@ void cost_step(const CostCtx *c, const ModelSpec *m, const ParallelPlan *p, cons
         o->recompute[b] = rc;
     }
     if (c->host_s[0][0] > 0 || c->host_s[0][1] > 0) {
-        double nm = (double)model_moe_layer_count(m), n[PART_BLOCK_COUNT] = {0};
-        n[PART_BLOCK_ATTN] = (double)m->layers, n[PART_BLOCK_MLP] = (double)m->layers - nm;
-        n[PART_BLOCK_MOE] = nm, n[PART_BLOCK_EMBED] = n[PART_BLOCK_HEAD] = 1;
+        double n[PART_BLOCK_COUNT];
+        part_block_counts(m, n);
         double ahead = 0, tensors = 0;
         if (c->host_sync) {
             o->host_wait_s = mcore_host_wait(c, m, p, t, o->b, n, &ahead);

@@ -529,6 +529,14 @@ static void fsdp_shards(const ParallelPlan *p, PartBlockT *b)
     b->fsdp_eparams = edp > 1 ? b->expert_params : 0;
 }
 
+void part_block_counts(const ModelSpec *m, double n[PART_BLOCK_COUNT])
+{
+    double nm = (double)model_moe_layer_count(m);
+    for (int b = 0; b < PART_BLOCK_COUNT; b++) n[b] = 0;
+    n[PART_BLOCK_ATTN] = (double)m->layers, n[PART_BLOCK_MLP] = (double)m->layers - nm;
+    n[PART_BLOCK_MOE] = nm, n[PART_BLOCK_EMBED] = n[PART_BLOCK_HEAD] = 1;
+}
+
 void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime *rt, PartTemplate *o)
 {
     PartRuntime def;

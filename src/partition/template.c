@@ -92,6 +92,34 @@ double part_swa_keys(int64_t S, int64_t w, double *wide)
     return model_band_keys(s, *wide);
 }
 
+/* A causal core over every key of the rank's queries, as the CP exchange
+ * runs it: per CP rank, c blocks of (S/c x S/c) causal-balanced. The ring
+ * exchange (p2p) runs them as its steps run: the rank's own block causal,
+ * then c - 1 blocks of its queries against half a peer's keys (`ring`, the
+ * load-balanced chunking's off-diagonal work, no mask); the all-gather
+ * exchange as c causal blocks; the all-to-all exchange whole sequences over
+ * heads/c. Head dim d; `share` scales both kernels (0: 1); `fl` the FLOPs of
+ * the whole sequence's queries per key (0: none counted here); `flags` added
+ * to both. */
+static void causal_core(const Tx *x, PartBlockT *b, const char *name, const char *ring_name, int64_t d,
+                        double share, double fl, uint32_t flags)
+{
+    int64_t Ah = x->m->heads / x->t, c = x->p->cp;
+    bool uly = c > 1 && x->rt->cp_comm == 2, ring = c > 1 && x->rt->cp_comm == 0;
+    PartKernel *k = tpl_add(b, name, PART_K_ATTN, PART_KP_CORE);
+    k->batch = x->B, k->m = uly ? Ah / c : Ah, k->n = k->k = uly ? x->S : x->Sl, k->d = d;
+    k->causal = true;
+    k->count = uly || ring ? 1 : (int32_t)c;
+    k->flops[0] = fl * (double)(ring ? x->Sl : x->S), k->flops[1] = 2.5 * k->flops[0];
+    k->share = share, k->flags |= flags;
+    if (!ring) return;
+    PartKernel *o = tpl_add(b, ring_name, PART_K_ATTN, PART_KP_CORE);
+    o->batch = x->B, o->m = Ah, o->n = x->Sl, o->k = x->Sl / 2, o->d = d;
+    o->count = (int32_t)(c - 1);
+    o->flops[0] = fl * (double)(x->S - x->Sl), o->flops[1] = 2.5 * o->flops[0];
+    o->share = share, o->flags |= flags;
+}
+
 static void swa_core(const Tx *x, PartBlockT *b, int64_t heads, int64_t sq, int64_t d, double sh)
 {
     const ModelSpec *m = x->m;
@@ -102,11 +130,11 @@ static void swa_core(const Tx *x, PartBlockT *b, int64_t heads, int64_t sq, int6
     double fl = 2.0 * (double)x->B * (double)(m->heads / x->t) * (double)x->Sl * kw * (double)(2 * d) * sh;
     k->flops[0] = fl, k->flops[1] = 2.5 * fl;
     if (!m->attn_sinks) return;
+    /* cuDNN's windowed forward with sinks: the causal core over every key,
+     * masked, exchanged as the full layers' core is (its FLOPs counted on
+     * core.swa) */
     k->flags |= PART_KF_BWD_ONLY;
-    PartKernel *f = tpl_add(b, "core.swa_fwd", PART_K_ATTN, PART_KP_CORE);
-    f->batch = x->B, f->m = heads, f->n = f->k = sq, f->d = d, f->causal = true;
-    f->share = sh * PART_CUDNN_SWA_FWD;
-    f->flags |= PART_KF_FWD_ONLY;
+    causal_core(x, b, "core.swa_fwd", "core.swa_fwd_ring", d, sh * PART_CUDNN_SWA_FWD, 0, PART_KF_FWD_ONLY);
 }
 
 /* Attention block: norm, QKV (MLA: down / up projections), core, output
@@ -139,41 +167,22 @@ static void attention_kernels(const Tx *x, PartBlockT *b)
     } else {
         tpl_gemm(b, "qkv", 1, T, (A + 2 * G) * D / t, H)->flags |= PART_KF_COL_IN;
     }
-    /* core: per CP rank, c blocks of (S/c x S/c) causal-balanced. The ring
-     * exchange (p2p) runs them as its steps run: the rank's own block causal,
-     * then c - 1 blocks of its queries against half a peer's keys (or half
-     * its queries against all of them) with no mask, the load-balanced
-     * chunking's off-diagonal work; the all-gather exchange as c causal
-     * blocks; the all-to-all exchange whole sequences over heads/c. Q.K
-     * runs at head dim dqk, P.V at dv (MLA: 192 and 128): the kernel's head
-     * dim is their mean, so its FLOPs are both products' */
+    /* core (causal_core): Q.K runs at head dim dqk, P.V at dv (MLA: 192
+     * and 128): the kernel's head dim is their mean, so its FLOPs are both
+     * products' */
     int64_t Ah = A / t, c = x->p->cp;
     if (x->p->flash_attn) {
         bool uly = c > 1 && x->rt->cp_comm == 2;
+        int64_t hq = uly ? Ah / c : Ah, sq = uly ? x->S : x->Sl, dm = (dqk + dv) / 2;
         double nw = x->S > m->sliding_window ? (double)model_windowed_layer_count(m) : 0, L = (double)m->layers;
         if (nw < L) {
-            bool ring = c > 1 && x->rt->cp_comm == 0;
             double full = (L - nw) / L, bf = (double)x->B * (double)Ah * (double)x->Sl * (double)(dqk + dv) * full;
-            PartKernel *k = tpl_add(b, "core", PART_K_ATTN, PART_KP_CORE);
-            k->batch = x->B, k->m = uly ? Ah / c : Ah, k->n = k->k = uly ? x->S : x->Sl, k->d = (dqk + dv) / 2;
-            k->causal = true;
-            k->count = uly || ring ? 1 : (int32_t)c;
-            double fl = bf * (double)(ring ? x->Sl : x->S);
-            k->flops[0] = fl, k->flops[1] = 2.5 * fl;
-            if (nw > 0) k->share = full;
-            if (ring) {
-                PartKernel *o = tpl_add(b, "core.ring", PART_K_ATTN, PART_KP_CORE);
-                o->batch = x->B, o->m = Ah, o->n = x->Sl, o->k = x->Sl / 2, o->d = k->d;
-                o->count = (int32_t)(c - 1);
-                fl = bf * (double)(x->S - x->Sl);
-                o->flops[0] = fl, o->flops[1] = 2.5 * fl;
-                if (nw > 0) o->share = full;
-            }
+            causal_core(x, b, "core", "core.ring", dm, nw > 0 ? full : 0, bf, 0);
         }
-        if (nw > 0) swa_core(x, b, uly ? Ah / c : Ah, uly ? x->S : x->Sl, (dqk + dv) / 2, nw / L);
+        if (nw > 0) swa_core(x, b, hq, sq, dm, nw / L);
         if (m->attn_sinks) { /* the sink's backward, every layer's whatever its window (hw.h attn_sink_bwd_row_s) */
             PartKernel *k = tpl_add(b, "core.sink", PART_K_ATTN, PART_KP_CORE);
-            k->batch = x->B, k->m = uly ? Ah / c : Ah, k->n = uly ? x->S : x->Sl, k->d = (dqk + dv) / 2;
+            k->batch = x->B, k->m = hq, k->n = sq;
             k->flags |= PART_KF_SINK;
         }
     } else { /* unfused: two batched GEMMs, softmax (and dropout) over the S^2 scores */

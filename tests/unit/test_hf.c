@@ -377,6 +377,43 @@ static void test_swa_cudnn_forward(void **state)
     }
 }
 
+/* Under context parallelism the sinks' windowed forward is exchanged as
+ * the full layers' causal core is (template.c causal_core): gpt-oss-20b,
+ * CP 2 x TP 2, 8192 tokens, ring, all-gather and all-to-all exchanges, its
+ * forward stays 1.16x the causal core's, ring steps included. */
+static void test_swa_cudnn_forward_cp(void **state)
+{
+    (void)state;
+    ModelSpec m;
+    HwModel hw;
+    preset_on_h100("gpt-oss-20b", &m, &hw);
+    static PartTemplate t;
+    static CostStep cs;
+    for (int comm = 0; comm < 3; comm++) {
+        ParallelPlan p;
+        plan_init(&p);
+        p.gpus = 4, p.tp = 2, p.cp = 2, p.micro_batch = 1, p.global_batch = 1, p.seq = 8192;
+        TsError err = {0};
+        assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
+        PartRuntime rt;
+        part_runtime_init(&rt);
+        rt.cp_comm = comm;
+        part_template(&m, &p, &rt, &t);
+        CostCtx c;
+        cost_ctx_init(&c, &hw, &p, 1.0);
+        cost_step(&c, &m, &p, &rt, &t, &cs);
+        const PartBlockT *b = &t.b[PART_BLOCK_ATTN];
+        double core = 0, fwd = 0;
+        for (int i = 0; i < b->n_k; i++) {
+            if (!strncmp(b->k[i].name, "core.swa_fwd", 12)) fwd += cs.b[PART_BLOCK_ATTN].k[i][0];
+            else if (!strcmp(b->k[i].name, "core") || !strcmp(b->k[i].name, "core.ring"))
+                core += cs.b[PART_BLOCK_ATTN].k[i][0];
+        }
+        assert_true(core > 0);
+        near(fwd / core, 1.16, 1e-9, "the windowed forward exchanged as the causal core");
+    }
+}
+
 /* Parameter tensors, counted by hand from the HF modules: GPT-2 wte, wpe,
  * ln_f (2) and 12 per layer (ln_1, c_attn, c_proj, ln_2, c_fc, mlp.c_proj,
  * each weight and bias), the head tied: 148. BERT-base (masked-LM): three
@@ -469,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_host_floor),
         cmocka_unit_test(test_mcore_moe_sync),
         cmocka_unit_test(test_mcore_fc2_bias), cmocka_unit_test(test_sink_backward), cmocka_unit_test(test_swa_cudnn_forward),
+        cmocka_unit_test(test_swa_cudnn_forward_cp),
         cmocka_unit_test(test_param_tensors),
         cmocka_unit_test(test_module_calls),
     };

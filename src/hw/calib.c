@@ -199,6 +199,17 @@ static json_t *array_of(const TsJsonDoc *doc, const char *key, TsStatus *st, TsE
     return a;
 }
 
+/* A top-level field `key` of file version `since` and later, in a file of
+ * an earlier version: its error. */
+static TsStatus since_version(const TsJsonDoc *doc, const HwCalib *c, const char *key, int since, TsError *err)
+{
+    if (c->version >= since) return TS_OK;
+    char msg[120], hint[120];
+    snprintf(msg, sizeof msg, "'%s' is a version %d field", key, since);
+    snprintf(hint, sizeof hint, "set \"version\": %d (what tools/calibrate writes)", since);
+    return hw_err_path(doc, key, err, msg, hint);
+}
+
 /* The top-level object `key` of a version `since` field with the given keys
  * into *o; *o NULL when the file has none. */
 static TsStatus top_object(const TsJsonDoc *doc, const HwCalib *c, const char *key, int since,
@@ -206,13 +217,9 @@ static TsStatus top_object(const TsJsonDoc *doc, const HwCalib *c, const char *k
 {
     *o = NULL;
     if (!json_object_get(doc->root, key)) return TS_OK;
-    if (c->version < since) {
-        char msg[120], hint[120];
-        snprintf(msg, sizeof msg, "'%s' is a version %d field", key, since);
-        snprintf(hint, sizeof hint, "set \"version\": %d (what tools/calibrate writes)", since);
-        return hw_err_path(doc, key, err, msg, hint);
-    }
-    TsStatus st = hw_json_obj(doc, doc->root, key, key, true, o, err);
+    TsStatus st = since_version(doc, c, key, since, err);
+    if (st) return st;
+    st = hw_json_obj(doc, doc->root, key, key, true, o, err);
     return st ? st : hw_check_keys(doc, *o, key, keys, err);
 }
 
@@ -250,10 +257,9 @@ static TsStatus parse_clock(const TsJsonDoc *doc, HwCalib *c, TsError *err)
 static TsStatus parse_attn_clock(const TsJsonDoc *doc, HwCalib *c, TsError *err)
 {
     if (!json_object_get(doc->root, "attention_clock_mhz")) return TS_OK;
-    if (c->version < 2)
-        return hw_err_path(doc, "attention_clock_mhz", err, "'attention_clock_mhz' is a version 2 field",
-                           "set \"version\": 2 (what tools/calibrate writes)");
-    TsStatus st = ts_json_num(doc, doc->root, "attention_clock_mhz", "attention_clock_mhz", true, 1.0, 100000.0,
+    TsStatus st = since_version(doc, c, "attention_clock_mhz", 2, err);
+    if (st) return st;
+    st = ts_json_num(doc, doc->root, "attention_clock_mhz", "attention_clock_mhz", true, 1.0, 100000.0,
                               &c->attn_clock_mhz, err);
     if (st) ts_err_hint(err, "the median SM clock in MHz, as NVML reports it, while the attention entries ran");
     return st;
@@ -274,11 +280,13 @@ static TsStatus parse_reference(const TsJsonDoc *doc, HwCalib *c, TsError *err)
         (st = fint(doc, o, "reference", "k", true, &d[2], err)) ||
         (st = fpos(doc, o, "reference", "seconds", false, "how long the reference ran back to back, in seconds", &v,
                    err)) ||
-        (st = fpos(doc, o, "reference", "clock_mhz", false, "the median SM clock in MHz, as NVML reports it", &v,
-                   err)) ||
         (st = fpos(doc, o, "reference", "time_us", true,
                    "the reference GEMM's time back to back (sustained clock), in microseconds", &c->ref_s, err)))
         return st;
+    if ((st = ts_json_num(doc, o, "clock_mhz", "reference.clock_mhz", false, 1.0, 100000.0, &v, err))) {
+        ts_err_hint(err, "the median SM clock in MHz, as NVML reports it, while the reference ran back to back");
+        return st;
+    }
     c->ref_s *= 1e-6;
     return TS_OK;
 }
@@ -307,8 +315,19 @@ static TsStatus fref(const TsJsonDoc *doc, const HwCalib *c, json_t *o, const ch
     double r;
     TsStatus st = fpos(doc, o, path, "ref_us", true, "the reference GEMM's time beside this entry, in microseconds",
                        &r, err);
-    if (!st) *time_s *= c->ref_s / (r * 1e-6);
-    return st;
+    if (st) return st;
+    /* the same GEMM at two clocks of one GPU: its clock range (1215-1980
+     * MHz on an H100) moves it by well under 2x */
+    double f = c->ref_s / (r * 1e-6);
+    if (!(f >= 0.5 && f <= 2.0)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "'%s' is %g us, %.3gx the reference's sustained time_us %g", p, r, 1 / f,
+                 c->ref_s * 1e6);
+        return hw_err_path(doc, p, err, msg,
+                           "the reference GEMM timed beside this entry: within 2x of its time back to back");
+    }
+    *time_s *= f;
+    return TS_OK;
 }
 
 /* A memory entry's "kernel" (absent = "copy"). */

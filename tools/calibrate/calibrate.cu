@@ -25,9 +25,11 @@
 //           median per launch), then right after each grid GEMM, alternately
 //           with it (its ref_us). A grid of short GEMMs runs anywhere between
 //           the boost clock and the power cap (an H100: 1215-1980 MHz in one
-//           run); time_us / ref_us does not depend on that clock, so trainsim
-//           reads each entry at the sustained clock (time_us x reference
-//           time_us / ref_us).
+//           run); time_us / ref_us does not depend on that clock where the
+//           SM clock bounds the entry (not launch- or memory-bound ones), so
+//           trainsim reads each entry at the sustained clock (time_us x
+//           reference time_us / ref_us). The reference's operands (3 x 32
+//           MiB) evict L2 between an entry's launches.
 //   clock   the SM clock, sampled every 20 ms from a host thread through NVML
 //           (libnvidia-ml.so.1 opened at run time) while the GEMMs run:
 //           median, min, max MHz. Omitted, with a note, without NVML.
@@ -127,12 +129,16 @@ template <class T> static void fill(void *p, size_t n, uint64_t seed)
 }
 
 /* ---- timing ---------------------------------------------------------------------------- */
-static double median_of(std::vector<float> &t)
+/* The median of v (sorts it). */
+template <typename T> static double median(std::vector<T> &v)
 {
-    std::sort(t.begin(), t.end());
-    size_t n = t.size();
-    return 1000.0 * 0.5 * (t[(n - 1) / 2] + t[n / 2]);
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return 0.5 * ((double)v[(n - 1) / 2] + (double)v[n / 2]);
 }
+
+/* The median of event times in ms, in us. */
+static double median_of(std::vector<float> &t) { return 1000.0 * median(t); }
 
 template <class F> static double median_us(F launch, int iters)
 {
@@ -919,25 +925,16 @@ static int gemm_grid(const Gemm &g, const std::vector<const GemmDtype *> &want, 
     return rows;
 }
 
-/* The median of NVML's clock samples (sorts them). */
-static double median_mhz(std::vector<unsigned> &mhz)
-{
-    std::sort(mhz.begin(), mhz.end());
-    size_t n = mhz.size();
-    return 0.5 * (mhz[(n - 1) / 2] + mhz[n / 2]);
-}
-
 /* The copy kernel over 64 KiB to 2 GiB and this file's fused bf16 kernels
  * over [tokens, MEM_HIDDEN]: JSON rows into `out`; returns how many. */
 static int memory_grid(const Gemm &g, size_t buf_bytes, int iters, bool quick, std::string &out)
 {
-    std::string &mem_rows = out;
     int mrows = 0;
     auto add_mem = [&](const char *kernel, double bytes, double us) {
         char row[200];
         snprintf(row, sizeof row, "%s    {\"kernel\": \"%s\", \"bytes\": %.0f, \"time_us\": %.3f}", mrows ? ",\n" : "",
                  kernel, bytes, us);
-        mem_rows += row;
+        out += row;
         mrows++;
         fprintf(stderr, "memory %s %.0f bytes: %.2f us, %.1f GB/s\n", kernel, bytes, us, bytes / us / 1e3);
     };
@@ -1122,7 +1119,7 @@ int main(int argc, char **argv)
     double ref_mhz = 0;
     double ref_us = sustained_us([&] { g.ref(); }, sustain, [&] { clk.start(); });
     clk.stop();
-    if (!clk.mhz.empty()) ref_mhz = median_mhz(clk.mhz);
+    if (!clk.mhz.empty()) ref_mhz = median(clk.mhz);
     clk.mhz.clear();
     if (!(ref_us > 0)) {
         fprintf(stderr, "calibrate: the reference GEMM did not run for --sustain %g s\n", sustain);
@@ -1162,7 +1159,7 @@ int main(int argc, char **argv)
     json += "  \"notes\": " + json_str(note) + ",\n";
     std::vector<unsigned> &mhz = clk.mhz;
     if (have_clock && !mhz.empty()) {
-        double med = median_mhz(mhz); /* sorts */
+        double med = median(mhz); /* sorts */
         size_t n = mhz.size();
         char c[200];
         snprintf(c, sizeof c, "  \"clock_mhz\": {\"median\": %.1f, \"min\": %u, \"max\": %u, \"samples\": %zu},\n",

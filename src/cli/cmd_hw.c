@@ -140,15 +140,18 @@ static void calib_clock_note(const HwModel *hw, const HwCalib *c, TsBuf *b)
         raw.calib = NULL;
         const GpuSpec *g = &hw->gpu;
         double sus = hw_sustained_clock_mhz(g);
-        double model_us = 1e6 * hw_gemm_time_s(&raw, 1, d[0], d[1], d[2], dt) * g->clock_mhz / sus;
+        double at_sus = sus > 0 && g->clock_mhz > 0 ? g->clock_mhz / sus : 1; /* a preset without clocks: 1 */
+        double model_us = 1e6 * hw_gemm_time_s(&raw, 1, d[0], d[1], d[2], dt) * at_sus;
         double flop = 2.0 * (double)d[0] * (double)d[1] * (double)d[2];
+        char at[48] = "";
+        if (sus > 0) snprintf(at, sizeof at, " at %.0f MHz", sus);
         ts_buf_printf(b,
                       "  GEMM entries: each timed beside a reference GEMM and brought to its time back to back, "
                       "the sustained clock\n"
-                      "  reference %s %lldx%lldx%lld back to back: %.1f us, %.1f TFLOP/s; the preset at %.0f MHz: "
+                      "  reference %s %lldx%lldx%lld back to back: %.1f us, %.1f TFLOP/s; the preset%s: "
                       "%.1f us (%+.1f %% against this GPU)\n",
                       ts_dtype_name(dt), (long long)d[0], (long long)d[1], (long long)d[2], ref_us,
-                      flop / ref_us * 1e-6, sus, model_us, 100.0 * (model_us / ref_us - 1.0));
+                      flop / ref_us * 1e-6, at, model_us, 100.0 * (model_us / ref_us - 1.0));
     } else if (lo > 0 && hi > 1.1 * lo)
         ts_buf_printf(b,
                       "  GEMM entries: the SM clock ranged %.0f-%.0f MHz while they ran; each is taken at the "
@@ -202,17 +205,22 @@ int cmd_hw(int argc, char **argv)
         if (o.hw.cluster) rep_cluster_text(&l.cluster, &b);
         if (o.hw.gpu || o.hw.cluster) rep_gpu_text(&l.model.gpu, &b);
     }
+    /* what the --calibration and --busbw files hold: on stdout after the
+     * text, on stderr beside --json (stdout stays one JSON document) */
+    TsBuf files = {0}, *fb = o.json ? &files : &b;
     if (!rc && !eval && l.calib) {
-        ts_buf_printf(&b, "calibration: %s: %d measurements (gpu \"%s\"", o.hw.calibration,
+        ts_buf_printf(fb, "calibration: %s: %d measurements (gpu \"%s\"", o.hw.calibration,
                       hw_calib_entries(l.calib), hw_calib_gpu(l.calib));
         if (hw_calib_clock_mhz(l.calib) > 0)
-            ts_buf_printf(&b, ", SM clock %.0f MHz while measured", hw_calib_clock_mhz(l.calib));
-        ts_buf_puts(&b, ")\n");
-        calib_clock_note(&l.model, l.calib, &b);
+            ts_buf_printf(fb, ", SM clock %.0f MHz while measured", hw_calib_clock_mhz(l.calib));
+        ts_buf_puts(fb, ")\n");
+        calib_clock_note(&l.model, l.calib, fb);
     }
     if (!rc && !eval && l.busbw)
-        ts_buf_printf(&b, "busbw: %s: %d rows\n", o.hw.busbw, hw_busbw_entries(l.busbw));
+        ts_buf_printf(fb, "busbw: %s: %d rows\n", o.hw.busbw, hw_busbw_entries(l.busbw));
     if (!rc) rc = cli_emit(NULL, &b);
+    if (!rc && files.len) fputs(files.data, stderr);
+    ts_buf_free(&files);
     ts_buf_free(&b);
     cli_hw_free(&l);
     return rc;

@@ -31,6 +31,7 @@ typedef struct RepMemory {
     const char *memory_model; /* "trainsim" or "megatron" */
     bool selective_ops;       /* selective recompute as op-level SAC */
     bool grads_16bit;         /* the gradient buffer at 16 bit (--fp16-grad-reduce) */
+    bool grads_freed;         /* --framework hf's loop frees the gradients after each step (--grads-freed) */
     const char *ce_fusion;    /* the loss's kernels: "none", "native" or "te" (--ce-fusion) */
     const char *gpu;          /* "h100-sxm5-80gb" */
     double capacity_bytes;    /* its HBM, e.g. 85899345920 */

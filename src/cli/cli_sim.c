@@ -63,10 +63,7 @@ static void add_options(CliSpec *s, CliSim *o, bool workload_only, bool no_cp_co
          "calls, casts and loops scale with it, Megatron-Core's MoE calls take " MCORE_HOST "x it; one value scales both: set "
          "it from a host-bound step of your own)",
          true},
-        {"grads-freed", CLI_FLAG, &o->grads_freed, NULL,
-         "--framework hf: the loop frees the gradients after each step (optimizer.zero_grad(), set_to_none: "
-         "PyTorch's default since 2.0), so the first backward stores them; default: they stay allocated",
-         true},
+        {"grads-freed", CLI_FLAG, &o->grads_freed, NULL, CLI_GRADS_FREED_HELP, true},
         {"mfu-convention", CLI_STR, &o->mfu, "C",
          "full|causal: attention in model FLOPs (MFU) as the full square (Megatron, torchtitan; default) or "
          "causal-halved",

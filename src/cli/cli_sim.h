@@ -16,6 +16,9 @@
 #define CLI_SEL_OPS_HELP "selective recompute as op-level SAC (torchtitan): every second matmul and all non-matmul ops"
 
 /* --ce-fusion: simulate, sweep, workload and memory */
+#define CLI_GRADS_FREED_HELP                                                                                      \
+    "--framework hf: the loop frees the gradients after each step (optimizer.zero_grad(), set_to_none: "         \
+    "PyTorch's default since 2.0), so the first backward stores them; default: they stay allocated"
 #define CLI_CE_FUSION_HELP                                                                                        \
     "cross-entropy loss kernels: none (fp32 eager ops, Megatron's default), native (--cross-entropy-loss-fusion), " \
     "te (its --cross-entropy-fusion-impl te, Megatron-Bridge's Llama default)"

@@ -53,9 +53,7 @@ int cmd_memory(int argc, char **argv)
     cli_add(&s, "selective-ops", CLI_FLAG, &sel_ops, NULL, CLI_SEL_OPS_HELP);
     cli_add(&s, "fp16-grad-reduce", CLI_FLAG, &grads16, NULL, "gradient buffer at 16 bit (default fp32)");
     cli_add(&s, "ce-fusion", CLI_STR, &ce, "K", CLI_CE_FUSION_HELP);
-    cli_add(&s, "grads-freed", CLI_FLAG, &freed, NULL,
-            "--framework hf: the loop frees the gradients after each step (zero_grad(set_to_none)): the peak "
-            "at the loss holds none");
+    cli_add(&s, "grads-freed", CLI_FLAG, &freed, NULL, CLI_GRADS_FREED_HELP);
     cli_add(&s, "json", CLI_FLAG, &json, NULL, "JSON output");
     cli_add(&s, "output", CLI_STR, &out_path, "FILE", "write to FILE instead of stdout");
     int rc = cli_parse(&s, argc, argv);
@@ -79,8 +77,8 @@ int cmd_memory(int argc, char **argv)
                           : freed   ? "--grads-freed"
                                     : "--ce-fusion";
         ts_err(&e, TS_ERR_USAGE, "%s does not apply to --memory-model megatron", opt);
-        ts_err_hint(&e, "Megatron's formula knows only its own defaults (selective recompute, fp32 gradients, "
-                        "its loss); drop one of the two");
+        ts_err_hint(&e, "Megatron's formula knows only its own defaults (selective recompute, fp32 gradients "
+                        "kept between steps, its loss); drop one of the two");
         return cli_fail(&e);
     }
     ModelSpec m;
@@ -88,7 +86,7 @@ int cmd_memory(int argc, char **argv)
     ParallelPlan p;
     if ((rc = cli_plan_load(&s, &cp, &m, hw.gpus > 0 ? hw.gpus : 0, &p)) != 0) return rc;
     if (freed && !plan_hf(&p))
-        fprintf(stderr, "warning: %s\n", SIM_GRADS_FREED_NO_EFFECT); /* simulate's warning */
+        fprintf(stderr, "trainsim memory: warning: %s\n", SIM_GRADS_FREED_NO_EFFECT); /* simulate's warning */
     CliHwLoaded l;
     if ((rc = cli_hw_load(&hw, "dgx-h100", p.gpus, &l)) != 0) return rc;
     const GpuSpec *g = &l.cluster.gpu;
@@ -108,7 +106,8 @@ int cmd_memory(int argc, char **argv)
     TsBuf b = {0}, desc = {0};
     plan_describe(&p, &desc);
     RepMemory rm = {.model = m.name, .plan = desc.data, .memory_model = part_memmodel_name(mo.model),
-                    .selective_ops = sel_ops, .grads_16bit = grads16, .ce_fusion = sim_ce_fusion_name(cef),
+                    .selective_ops = sel_ops, .grads_16bit = grads16, .grads_freed = freed && plan_hf(&p),
+                    .ce_fusion = sim_ce_fusion_name(cef),
                     .gpu = g->name, .capacity_bytes = cap, .stages = st,
                     .n_stages = p.pp, .peak = &peak};
     int64_t n_over = rep_memory_over(&rm);

@@ -68,9 +68,9 @@ void rep_memory_json(const RepMemory *r, TsBuf *b)
     ts_json_escape(b, r->plan ? r->plan : "");
     ts_buf_printf(b,
                   ", \"memory_model\": \"%s\", \"selective_recompute\": \"%s\", \"grad_reduce_dtype\": \"%s\", "
-                  "\"cross_entropy\": \"%s\", \"gpu\": ",
+                  "\"cross_entropy\": \"%s\", \"grads_between_steps\": \"%s\", \"gpu\": ",
                   r->memory_model, r->selective_ops ? "ops" : "attention", r->grads_16bit ? "16-bit" : "fp32",
-                  r->ce_fusion ? r->ce_fusion : "none");
+                  r->ce_fusion ? r->ce_fusion : "none", r->grads_freed ? "freed" : "kept");
     ts_json_escape(b, r->gpu);
     ts_buf_printf(b, ", \"stages_not_fitting\": %lld", (long long)rep_memory_over(r));
     ts_buf_puts(b, ",\n \"memory\": ");
@@ -90,10 +90,11 @@ void rep_memory_text(const RepMemory *r, TsBuf *b)
     int64_t n_over = rep_memory_over(r);
     ts_buf_printf(b, "memory per GPU of %s, %s\n", r->model, r->plan ? r->plan : "");
     bool fused = r->ce_fusion && strcmp(r->ce_fusion, "none");
-    ts_buf_printf(b, "memory model: %s%s%s%s%s; GPU %s with %.2f GiB\n\n", r->memory_model,
+    ts_buf_printf(b, "memory model: %s%s%s%s%s%s; GPU %s with %.2f GiB\n\n", r->memory_model,
                   r->selective_ops ? " (selective recompute as op-level SAC)" : "",
                   r->grads_16bit ? ", 16-bit gradient buffer" : "", fused ? ", fused cross-entropy " : "",
-                  fused ? r->ce_fusion : "", r->gpu, cap / GIB);
+                  fused ? r->ce_fusion : "", r->grads_freed ? ", gradients freed after each step" : "", r->gpu,
+                  cap / GIB);
     ts_buf_printf(b, "%-7s %9s %9s %9s %11s %9s %9s %9s\n", "stage", "weights", "grads", "optimizer", "activations",
                   "other", "total", "headroom");
     ts_buf_printf(b, "%-7s %9s %9s %9s %11s %9s %9s %9s\n", "", "GiB", "GiB", "GiB", "GiB", "GiB", "GiB", "GiB");

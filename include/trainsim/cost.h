@@ -43,9 +43,9 @@ typedef struct CostCtx {
                                Megatron-Core: [0] and [1] x COST_HOST_MCORE, [2] as is);
                                0: the GPU never waits on the host */
     double host_mod_s[2];   /* host time of a module call, forward / backward (PartBlockT.modules;
-                               COST_HOST_MODULE_FWD_S, _BWD_S where host_s is set, else 0) */
+                               COST_HOST_MODULE_FWD_S, _BWD_S under --framework hf, else 0) */
     double host_opt_s;      /* host time of the optimizer step per parameter tensor
-                               (COST_HOST_OPT_TENSOR_S where host_s is set, else 0) */
+                               (COST_HOST_OPT_TENSOR_S under --framework hf, else 0) */
     bool host_sync;         /* Megatron-Core: only the MoE layer's ops have a host time (the
                                template's launches), and its forward syncs the host on the token
                                counts (cost_step) */

@@ -170,7 +170,7 @@ static void cluster_json(const SimSetup *in, TsBuf *b)
     ts_json_escape(b, in->hw->gpu.name);
     ts_buf_printf(b, ", \"gpus\": %lld, \"nodes\": %lld, \"gpus_per_node\": %lld, \"software\": %d, \"sm_clock_mhz\": ",
                   (long long)p->gpus,
-                  (long long)((p->gpus + cl->gpus_per_node - 1) / (cl->gpus_per_node > 0 ? cl->gpus_per_node : 1)),
+                  (long long)ts_ceil_div(p->gpus, cl->gpus_per_node > 0 ? cl->gpus_per_node : 1),
                   (long long)cl->gpus_per_node,
                   in->hw->gpu.software == HW_SOFTWARE_2024 ? HW_SOFTWARE_2024 : HW_SOFTWARE_2025);
     double clk = sim_sm_clock_mhz(&in->hw->gpu, p->gpus);

@@ -1166,7 +1166,7 @@ static Margins periodic_margins(const SimPipeline *pl, int64_t delta)
 }
 
 /* Extends a reduced run of mr micro-batches by whole periods of P (from
- * micro-batch a; lb, lf: a period's backward and forward advance) to m. */
+ * micro-batch a; lf, lb: a period's forward and backward advance) to m. */
 static void periodic_extend(const SimPipeline *pl, SimWork *w, int64_t m, int64_t mr, int64_t a, int64_t P,
                             double lf, double lb)
 {
@@ -1198,10 +1198,6 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
      * the interleaved schedule's F&B pairs (no margins derived for them) */
     if (pl->schedule == PLAN_SCHED_INTERLEAVED && (m % p || group_of(pl) != p)) return TS_OK;
     if (pl->schedule == PLAN_SCHED_1F1B_A2A && v > 1) return TS_OK;
-    const Margins mg = periodic_margins(pl, delta);
-    const int64_t reach = mg.reach, head = mg.head, tail = mg.tail, k0 = mg.k0;
-    const int64_t P0 = k0 * delta; /* the expected period */
-    int64_t mr = head + reach + 2 * P0 + tail; /* room for it */
     if (pl->schedule == PLAN_SCHED_GPIPE) {
         /* GPipe has no back-pressure: stage s forwards at the pace of the
          * slowest stage up to s, and backwards of the slowest from s on. One
@@ -1211,6 +1207,10 @@ static TsStatus run_periodic(const SimPipeline *pl, SimWork *w, bool *done, TsEr
             if (pl->chunk[s].fwd_s > pl->chunk[0].fwd_s || pl->chunk[s - 1].bwd_s > pl->chunk[p - 1].bwd_s)
                 return TS_OK;
     }
+    const Margins mg = periodic_margins(pl, delta);
+    const int64_t reach = mg.reach, head = mg.head, tail = mg.tail, k0 = mg.k0;
+    const int64_t P0 = k0 * delta; /* the expected period */
+    int64_t mr = head + reach + 2 * P0 + tail; /* room for it */
     SimPipeline q;
     for (;;) {
         /* m - mr a whole number of expected periods: when that is the
@@ -1455,8 +1455,7 @@ static TsStatus keep_results(const SimPipeline *pl, SimWork *w, SimResult *out, 
     memcpy(stages, w->stages, (size_t)p * sizeof *stages);
     if (spans) memcpy(spans, w->spans, w->span_n * sizeof *spans);
     out->stages = stages;
-    out->spans = pl->record ? spans : NULL;
-    if (!pl->record) free(spans);
+    out->spans = spans; /* spans are pushed only when recording */
     sim_work_destroy(w);
     out->owned = true;
     return TS_OK;

@@ -2,7 +2,12 @@
  * Human units in the file (TFLOP/s, TB/s, GB, MB, us), SI units in memory. */
 #include "hw_internal.h"
 
+#include <math.h>
 #include <string.h>
+
+/* The learned sink's backward a query row, in ns at the preset's clock
+ * (gpu_defaults; its source there). */
+#define GPU_SINK_BWD_ROW_NS 1.74
 
 static const char *const GPU_KEYS[] = {
     "format", "version", "name", "source", "vendor", "arch", "peak_tflops", "hbm_tb_per_s",
@@ -53,7 +58,7 @@ static void gpu_defaults(GpuSpec *g)
      * query row, median 1.61 (H200 1.54, H100 1.64); 1.74 at the presets'
      * 1830 MHz (the model's times are at the preset's clock); the other GPUs
      * assumed alike at theirs */
-    g->attn_sink_bwd_row_s = 1.74e-9;
+    g->attn_sink_bwd_row_s = GPU_SINK_BWD_ROW_NS * 1e-9;
     g->mem_eff = 0.85;
     g->mem_half_bytes = 3e6;
     g->launch_s = 3e-6;
@@ -343,7 +348,7 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
     if (g->attn_fa2_factor_hd64[0] != g->attn_fa2_factor[0] || g->attn_fa2_factor_hd64[1] != g->attn_fa2_factor[1])
         ts_buf_printf(b, "    \"attn_fa2_factor_hd64\": [%.17g, %.17g],\n", g->attn_fa2_factor_hd64[0],
                       g->attn_fa2_factor_hd64[1]);
-    if (g->attn_sink_bwd_row_s != 1.74e-9)
+    if (fabs(g->attn_sink_bwd_row_s * 1e9 - GPU_SINK_BWD_ROW_NS) > 1e-9) /* the default, however parsed */
         kv_num(b, "    ", "attn_sink_bwd_ns_per_row", g->attn_sink_bwd_row_s * 1e9, true);
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);

@@ -202,11 +202,11 @@ enum {
                                   own (transformers' per-expert fallback): COST_HOST_LOOP_S */
     PART_KF_AFTER_SYNC = 32768, /* Megatron-Core MoE: dispatched after the forward's host sync on
                                    the token counts (cost_step) */
-    PART_KF_SINK = 131072,      /* ATTN: the learned sink's backward alone (GPT-OSS): batch x heads (m) x
-                                   query rows (n) at the GPU's attn_sink_bwd_row_s, no FLOPs */
     PART_KF_STREAMS = 65536,    /* GEMM: one GEMM per batch entry, launched over COST_TE_STREAMS
                                    streams (Transformer Engine's GroupedLinear): the streams' GEMMs
                                    share the SMs' waves, not the whole batch's */
+    PART_KF_SINK = 131072,      /* ATTN: the learned sink's backward alone (GPT-OSS): batch x heads (m) x
+                                   query rows (n) at the GPU's attn_sink_bwd_row_s, no FLOPs */
     PART_KF_FWD_ONLY = 262144,  /* a kernel of the forward alone (its backward is another's) */
     PART_KF_BWD_ONLY = 524288   /* a kernel of the backward alone (its forward is another's) */
 };

@@ -180,8 +180,11 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
             t[1] = f * (double)k->batch * (double)k->m * (double)k->n * hw->gpu.attn_sink_bwd_row_s;
             break;
         }
-        t[0] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, false, c->act_dtype);
-        t[1] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, true, c->act_dtype);
+        /* each pass the kernel runs (PART_KF_FWD_ONLY, _BWD_ONLY: one) */
+        if (!(k->flags & PART_KF_BWD_ONLY))
+            t[0] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, false, c->act_dtype);
+        if (!(k->flags & PART_KF_FWD_ONLY))
+            t[1] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, true, c->act_dtype);
         break;
     default: {
         bool gen = (k->flags & PART_KF_GENERIC) != 0;

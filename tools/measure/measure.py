@@ -537,20 +537,21 @@ def build_model(cfg, dtype, ctx):
     auto = transformers.AutoModelForMaskedLM if encoder else transformers.AutoModelForCausalLM
     # transformers 5 names the argument dtype, 4.x torch_dtype; the .to() below
     # settles the dtype whichever one (or none) this version took
-    model, err, attn = None, None, "sdpa"
-    for kw in ({"dtype": dtype}, {"torch_dtype": dtype}, {}):
-        try:
-            with torch.device(ctx.device):
-                model = auto.from_config(cfg, attn_implementation=attn, **kw)
-            break
-        except TypeError as e:
-            err = e
-        except ValueError as e:  # "does not support ... scaled_dot_product_attention"
-            if attn != "sdpa" or "scaled_dot_product_attention" not in str(e):
-                raise
-            attn = "eager"
-            with torch.device(ctx.device):
-                model = auto.from_config(cfg, attn_implementation=attn, **kw)
+    model, err = None, None
+    for attn in ("sdpa", "eager"):
+        for kw in ({"dtype": dtype}, {"torch_dtype": dtype}, {}):
+            try:
+                with torch.device(ctx.device):
+                    model = auto.from_config(cfg, attn_implementation=attn, **kw)
+                break
+            except TypeError as e:
+                err = e
+            except ValueError as e:  # "does not support ... scaled_dot_product_attention"
+                if attn != "sdpa" or "scaled_dot_product_attention" not in str(e):
+                    raise
+                err = e
+                break  # no SDPA path: eager attention, each keyword again
+        if model is not None or not isinstance(err, ValueError):
             break
     if model is None:
         raise MeasureError(f"transformers cannot build {cfg.model_type} from its config: {err}")

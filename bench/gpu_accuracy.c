@@ -414,12 +414,7 @@ typedef struct StepCosts {
 static const StepCosts *step_cost(const ModelSpec *m, const HwModel *hw, const SimSetup *in)
 {
     static StepCosts sc;
-    PartRuntime rt;
-    sim_part_runtime(&in->opt, &rt);
-    CostCtx cc;
-    sim_cost_ctx(&cc, hw, &in->plan, &in->opt, sim_tensor_factor(&hw->gpu, &in->opt, 1), in->net);
-    part_template(m, &in->plan, &rt, &sc.t);
-    cost_step(&cc, m, &in->plan, &rt, &sc.t, &sc.cs);
+    sim_step_cost(m, &in->plan, &in->opt, hw, sim_tensor_factor(&hw->gpu, &in->opt, 1), in->net, &sc.t, &sc.cs);
     part_block_counts(m, sc.mult);
     return &sc;
 }

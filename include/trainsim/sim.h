@@ -208,6 +208,11 @@ void sim_mem_options(const SimOptions *o, TsDtype dt, struct PartMemOptions *mo)
  * simulator's options, as the simulator builds its templates. */
 struct PartRuntime;
 void sim_part_runtime(const SimOptions *o, struct PartRuntime *rt);
+/* The per-rank template of plan p (resolved) and its costs, as the simulator
+ * builds them: its runtime choices (sim_part_runtime) and cost context
+ * (sim_cost_ctx, tensor factor tf, network net). */
+void sim_step_cost(const ModelSpec *m, const ParallelPlan *p, const SimOptions *o, const HwModel *hw, double tf,
+                   const HwNet *net, PartTemplate *t, CostStep *cs);
 
 typedef struct SimSetup {
     const ModelSpec *model;

@@ -585,6 +585,17 @@ static size_t cost_hash(const CostKey *k)
 }
 
 /* Cost the layers and edges of x, through the cache of w when it is on. */
+void sim_step_cost(const ModelSpec *m, const ParallelPlan *p, const SimOptions *o, const HwModel *hw, double tf,
+                   const HwNet *net, PartTemplate *t, CostStep *cs)
+{
+    PartRuntime rt;
+    sim_part_runtime(o, &rt);
+    part_template(m, p, &rt, t);
+    CostCtx cc;
+    sim_cost_ctx(&cc, hw, p, o, tf, net);
+    cost_step(&cc, m, p, &rt, t, cs);
+}
+
 void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe, double edge[SIM_EDGES])
 {
     void **slot = sim_work_cost_cache(w);
@@ -608,13 +619,8 @@ void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe,
     }
     /* the plan's per-rank kernels (partition.h), costed here */
     PartTemplate tpl;
-    PartRuntime rt;
-    sim_part_runtime(x->o, &rt);
-    part_template(x->m, x->p, &rt, &tpl);
-    CostCtx cc;
-    sim_cost_ctx(&cc, x->hw, x->p, x->o, x->tc, x->net);
     CostStep cs;
-    cost_step(&cc, x->m, x->p, &rt, &tpl, &cs);
+    sim_step_cost(x->m, x->p, x->o, x->hw, x->tc, x->net, &tpl, &cs);
     Ctx y = *x;
     y.tpl = &tpl;
     y.cs = &cs;

@@ -299,21 +299,27 @@ static void test_mcore_fc2_bias(void **state)
 /* A Megatron-Core step of preset `name` on two H100s at TP 2, 2 x seq
  * tokens: its template in *t, its costs in *cs. Returns the attention
  * block. */
-static const PartBlockT *tp2_step(const char *name, int64_t seq, PartTemplate *t, CostStep *cs)
+static const PartBlockT *tp2_cp_step(const char *name, int64_t seq, int64_t cp, const PartRuntime *rt,
+                                     PartTemplate *t, CostStep *cs)
 {
     ModelSpec m;
     HwModel hw;
     preset_on_h100(name, &m, &hw);
     ParallelPlan p;
     plan_init(&p);
-    p.gpus = 2, p.tp = 2, p.micro_batch = 2, p.global_batch = 2, p.seq = seq;
+    p.gpus = 2 * cp, p.tp = 2, p.cp = cp, p.micro_batch = 2, p.global_batch = 2, p.seq = seq;
     TsError err = {0};
     assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
-    part_template(&m, &p, NULL, t);
+    part_template(&m, &p, rt, t);
     CostCtx c;
     cost_ctx_init(&c, &hw, &p, 1.0);
-    cost_step(&c, &m, &p, NULL, t, cs);
+    cost_step(&c, &m, &p, rt, t, cs);
     return &t->b[PART_BLOCK_ATTN];
+}
+
+static const PartBlockT *tp2_step(const char *name, int64_t seq, PartTemplate *t, CostStep *cs)
+{
+    return tp2_cp_step(name, seq, 1, NULL, t, cs);
 }
 
 /* The index of block b's kernel `name`, -1 where it has none. */
@@ -379,30 +385,18 @@ static void test_swa_cudnn_forward(void **state)
 
 /* Under context parallelism the sinks' windowed forward is exchanged as
  * the full layers' causal core is (template.c causal_core): gpt-oss-20b,
- * CP 2 x TP 2, 8192 tokens, ring, all-gather and all-to-all exchanges, its
+ * CP 2 x TP 2, 2 x 8192 tokens, ring, all-gather and all-to-all exchanges, its
  * forward stays 1.16x the causal core's, ring steps included. */
 static void test_swa_cudnn_forward_cp(void **state)
 {
     (void)state;
-    ModelSpec m;
-    HwModel hw;
-    preset_on_h100("gpt-oss-20b", &m, &hw);
     static PartTemplate t;
     static CostStep cs;
     for (int comm = 0; comm < 3; comm++) {
-        ParallelPlan p;
-        plan_init(&p);
-        p.gpus = 4, p.tp = 2, p.cp = 2, p.micro_batch = 1, p.global_batch = 1, p.seq = 8192;
-        TsError err = {0};
-        assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
         PartRuntime rt;
         part_runtime_init(&rt);
         rt.cp_comm = comm;
-        part_template(&m, &p, &rt, &t);
-        CostCtx c;
-        cost_ctx_init(&c, &hw, &p, 1.0);
-        cost_step(&c, &m, &p, &rt, &t, &cs);
-        const PartBlockT *b = &t.b[PART_BLOCK_ATTN];
+        const PartBlockT *b = tp2_cp_step("gpt-oss-20b", 8192, 2, &rt, &t, &cs);
         double core = 0, fwd = 0;
         for (int i = 0; i < b->n_k; i++) {
             if (!strncmp(b->k[i].name, "core.swa_fwd", 12)) fwd += cs.b[PART_BLOCK_ATTN].k[i][0];

@@ -114,6 +114,11 @@ typedef struct GpuSpec {
                                              the backward's extra time per query row (batch x
                                              heads x tokens), whatever the head dim and window,
                                              at the preset's clock; 1.74e-9 (cuDNN, H100, H200) */
+    double index_put_dup_s;               /* PyTorch's sort-based index_put_ with accumulate (the
+                                             backward of an index, torch 2.11): one warp walks
+                                             every duplicate of a destination row in turn, each
+                                             a dependent read-add-write; the time per duplicate
+                                             of the busiest row, 2.0e-6 (H100, H200) */
     double mem_eff;                       /* achieved / spec HBM bandwidth for large streams, 0.88 */
     double mem_half_bytes;                /* bytes at which achieved bandwidth is half of it, 4e6 */
     double launch_s;                      /* per-kernel launch + tail overhead, 4e-6 */

@@ -208,7 +208,10 @@ enum {
     PART_KF_SINK = 131072,      /* ATTN: the learned sink's backward alone (GPT-OSS): batch x heads (m) x
                                    query rows (n) at the GPU's attn_sink_bwd_row_s, no FLOPs */
     PART_KF_FWD_ONLY = 262144,  /* a kernel of the forward alone (its backward is another's) */
-    PART_KF_BWD_ONLY = 524288   /* a kernel of the backward alone (its forward is another's) */
+    PART_KF_BWD_ONLY = 524288,  /* a kernel of the backward alone (its forward is another's) */
+    PART_KF_DUPS = 1048576      /* MEM, eager: the backward is PyTorch's sort-based index_put_
+                                   with accumulate into a few rows, elems[1] duplicates on the
+                                   busiest one walked one after another (index_put_dup_s) */
 };
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */
@@ -234,7 +237,8 @@ typedef struct PartKernel {
                                  MoE layer: Python-level calls that launch nothing) */
     double saved_bytes;       /* tensors autograd keeps for the backward (new ones only) */
     double elems[2];          /* PART_KF_GENERIC: elements its kernels process forward / backward;
-                                 PART_KF_ROWNORM: rows */
+                                 PART_KF_ROWNORM: rows; PART_KF_DUPS: [1] the busiest row's
+                                 duplicates, summed over the op's index_put_ calls */
     const char *calib;        /* a fused memory-bound kernel the calibration file times by name
                                  ("layernorm", "rmsnorm", "gelu", "swiglu": its _fwd and _bwd
                                  tables; "add" both passes), NULL for none (static) */

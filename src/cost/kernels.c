@@ -196,6 +196,10 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
         }
         t[0] = mem_time(hw, k->fwd_bytes, k->launches[0], gen ? k->elems[0] : 0);
         t[bi] = mem_time(hw, k->bwd_bytes, k->launches[1], gen ? k->elems[1] : 0);
+        if (k->flags & PART_KF_DUPS) { /* the busiest row's duplicates, one after another */
+            double d = k->elems[1] * hw->gpu.index_put_dup_s;
+            if (d > t[bi]) t[bi] = d;
+        }
         double nf = calib_named(c, k, 0, k->fwd_bytes), nb = calib_named(c, k, 1, k->bwd_bytes);
         if (nf > 0) t[0] = nf;
         if (nb > 0) t[bi] = nb;

@@ -8,6 +8,7 @@
 /* The learned sink's backward a query row, in ns at the preset's clock
  * (gpu_defaults; its source there). */
 #define GPU_SINK_BWD_ROW_NS 1.74
+#define GPU_INDEX_PUT_DUP_US 2.0
 
 static const char *const GPU_KEYS[] = {
     "format", "version", "name", "source", "vendor", "arch", "peak_tflops", "hbm_tb_per_s",
@@ -18,8 +19,8 @@ static const char *const MODEL_KEYS[] = {
     "gemm_align_elems",
     "simt_tile", "simt_k_half",
     "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "attn_causal_half",
-    "attn_causal_eff", "attn_fa2_factor", "attn_fa2_factor_hd64", "attn_sink_bwd_ns_per_row", "mem_eff",
-    "mem_half_mb", "launch_us", "eager_generic_gelem_per_ms", "eager_norm", "software_2024", "notes", NULL};
+    "attn_causal_eff", "attn_fa2_factor", "attn_fa2_factor_hd64", "attn_sink_bwd_ns_per_row", "index_put_dup_us",
+    "mem_eff", "mem_half_mb", "launch_us", "eager_generic_gelem_per_ms", "eager_norm", "software_2024", "notes", NULL};
 static const char *const SW2024_KEYS[] = {"gemm_eff_fp8", "attn_factor", NULL};
 static const char *const NORM_KEYS[] = {"eff", "row_ns", NULL};
 static const char *const DTYPE_KEYS[] = {
@@ -59,6 +60,13 @@ static void gpu_defaults(GpuSpec *g)
      * 1830 MHz (the model's times are at the preset's clock); the other GPUs
      * assumed alike at theirs */
     g->attn_sink_bwd_row_s = GPU_SINK_BWD_ROW_NS * 1e-9;
+    /* torch.profiler of the 1 x 4096 GPT-OSS-20B 2-layer step
+     * (bench/data/gpu/gptoss_hf_2026-11-27k_{h100,h200}.jsonl): the experts'
+     * bias gradients, index_put_ of 16384 pairs into 32 expert rows (about
+     * 567 on the busiest), take the bulk of indexing_backward_kernel's 4.98 /
+     * 4.80 ms over 8 calls; the same on both GPUs whatever their HBM: 2.0 us
+     * a duplicate, the other GPUs assumed alike */
+    g->index_put_dup_s = GPU_INDEX_PUT_DUP_US * 1e-6;
     g->mem_eff = 0.85;
     g->mem_half_bytes = 3e6;
     g->launch_s = 3e-6;
@@ -187,6 +195,11 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
     if ((st = num(doc, m, "attn_sink_bwd_ns_per_row", "model", false, 0, 1000, 1e-9, &g->attn_sink_bwd_row_s, err))) {
         ts_err_hint(err, "ns a query row that a learned attention sink adds to the fused attention's backward, e.g. "
                          "1.74 (H100, H200); leave it out when unknown");
+        return st;
+    }
+    if ((st = num(doc, m, "index_put_dup_us", "model", false, 0, 1000, 1e-6, &g->index_put_dup_s, err))) {
+        ts_err_hint(err, "us a duplicate index adds to PyTorch's sort-based index_put_ with accumulate, e.g. "
+                         "2.0 (H100, H200); leave it out when unknown");
         return st;
     }
     if ((st = num(doc, m, "mem_eff", "model", false, 0.01, 1, 1, &g->mem_eff, err))) return st;
@@ -350,6 +363,8 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
                       g->attn_fa2_factor_hd64[1]);
     if (fabs(g->attn_sink_bwd_row_s * 1e9 - GPU_SINK_BWD_ROW_NS) > 1e-9) /* the default, however parsed */
         kv_num(b, "    ", "attn_sink_bwd_ns_per_row", g->attn_sink_bwd_row_s * 1e9, true);
+    if (fabs(g->index_put_dup_s * 1e6 - GPU_INDEX_PUT_DUP_US) > 1e-9) /* the default, however parsed */
+        kv_num(b, "    ", "index_put_dup_us", g->index_put_dup_s * 1e6, true);
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
     /* (a spec already on the 2024 libraries carries them in its figures) */

@@ -194,7 +194,10 @@ static PartKernel *scores_op(PartBlockT *b, const char *name, double fe, double 
  * mask, the sinks concatenated as a last column (rows of S + 1), minus the
  * rows' max, softmax, the slice without the sink for P V (bmm; a view: its
  * rows S + 1 apart are a leading dimension cuBLAS takes, and matmul folds
- * the batch and heads without a copy), the output made contiguous. The ops
+ * the batch and heads without a copy; not modelled: cuBLAS runs it on its
+ * align1 fallback, a Turing-era tensor-op kernel at twice the aligned
+ * bmm's time, 1.70 ms a layer at 1 x 4096 on both GPUs), the output made
+ * contiguous. The ops
  * on the S + 1 wide or sliced tensors walk PyTorch's generic kernels
  * (scores_op): torch.profiler of the 2-layer GPT-OSS-20B step on an H200
  * (bench/data/gpu/gptoss_hf_2026-11-27k_h200.jsonl) finds the cat, the
@@ -414,6 +417,46 @@ static void experts_masked_fill(PartBlockT *b, double pairs, int64_t H, int64_t 
     k->elems[0] = k->elems[1] = el;
 }
 
+/* GPT-OSS's experts (GptOssExperts, modeling_gpt_oss.py, under transformers'
+ * grouped-GEMM implementation), beside what every grouped-experts layer does:
+ * - each pair's expert biases gathered (gate_up_proj_bias[expert_ids_g],
+ *   down_proj_bias[...]) and added after each grouped GEMM. The gathers'
+ *   backward is index_put_ with accumulate into each bias's E rows: torch
+ *   2.11 sorts the indices and one warp walks a row's duplicates one after
+ *   another (PyTorch issue 41162, "extremely slow when there are many
+ *   duplicate indices"), so the busiest expert's pairs set its time
+ *   (PART_KF_DUPS): the mean pairs / E plus sqrt(2 ln E) binomial deviations,
+ *   the usual maximum of E counts.
+ * - its gate (_apply_gate): the interleaved halves gate_up[..., ::2] and
+ *   [..., 1::2] clamped (strided reads: the generic path), gate *
+ *   sigmoid(gate * alpha) and (up + 1) times it (mul, sigmoid, mul, add,
+ *   mul). Backward: the products' and the sigmoid's gradients and the
+ *   gate's two summed (40 B), the clamps' masks (ge, le, logical_and and
+ *   where for up, le and where for the gate: 22 B), each strided slice's
+ *   zeros over [pairs, 2F] (8 B) and copy into them (the generic path),
+ *   and the two summed (12 B). Kept: the clamps' input (the biased
+ *   [pairs, 2F] output), the clamped gate, the sigmoid, up + 1 and the
+ *   product (12 B a [pairs, F] element).
+ * torch.profiler of the 1 x 4096 step (gptoss_hf_2026-11-27k_h100.jsonl)
+ * times the clamps at 0.138 ms each (the generic rate's 0.139), the sigmoid
+ * 0.063 and its backward 0.094 (these bytes streamed: 0.064, 0.096). */
+static void gpt_oss_experts(PartBlockT *b, const Hx *h, double pairs, double s)
+{
+    const ModelSpec *m = h->x->m;
+    int64_t H = m->hidden, E = m->experts, EF = m->moe_ffn;
+    double p = (double)m->topk / (double)E, sd = sqrt(h->T * p * (1.0 - p));
+    double el = pairs * (double)EF;
+    /* the gathers and adds forward (8 B a pair's bias element), the
+     * gradients read backward: sorts, zeros and index_put_ a bias */
+    PartKernel *k = op(b, "experts.bias", pairs * (double)(2 * EF + H), 8.0 * s, 2.0 * s, 0, 4, 10);
+    k->flags |= PART_KF_DUPS | PART_KF_WGRAD;
+    k->elems[1] = 2.0 * (pairs / (double)E + sqrt(2.0 * log((double)E)) * sd); /* two biases */
+    k = op(b, "experts.gate_split", el, 8.0 * s, 8.0 * s, 4.0 * s, 2, 2); /* the clamps; back the copies */
+    k->flags |= PART_KF_GENERIC;
+    k->elems[0] = k->elems[1] = 2.0 * el;
+    op(b, "experts.gate", el, 24.0 * s, 82.0 * s, 8.0 * s, 5, 16);
+}
+
 void tpl_hf_moe(const Tx *x, PartBlockT *b)
 {
     Hx h = hx_of(x);
@@ -446,7 +489,8 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     int64_t me = (int64_t)((pairs + (double)E - 1) / (double)E);
     hf_experts(b, &h, me);
     op(b, "experts.permuted", pe, 0, 0, 2.0 * s, 0, 0); /* the gathered input kept for gate_up's gradient */
-    op(b, "experts.act_fn_mul", pairs * (double)EF, 10.0 * s, 18.0 * s, 8.0 * s, 2, 3);
+    if (m->moe_bias) gpt_oss_experts(b, &h, pairs, s);
+    else op(b, "experts.act_fn_mul", pairs * (double)EF, 10.0 * s, 18.0 * s, 8.0 * s, 2, 3);
     experts_masked_fill(b, pairs, H, EF, s);
     /* * routing weights, [inv_perm], zeros_like + index_add_ into the tokens;
      * backward: the weights' gradient, the gather's index_add, index_add's

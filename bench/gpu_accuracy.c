@@ -127,6 +127,14 @@ static double num(const json_t *o, const char *k)
     return json_is_number(v) ? json_number_value(v) : 0;
 }
 
+/* A row's dimension as a whole number: 0 where it is absent or beyond what
+ * an int64_t holds (the row's own checks then skip it). */
+static int64_t dim(const json_t *o, const char *k)
+{
+    double v = num(o, k);
+    return v >= -1e15 && v <= 1e15 ? (int64_t)v : 0;
+}
+
 /* ---- part B: a layer shard ------------------------------------------------- */
 static void shard_model(const json_t *r, ModelSpec *m)
 {
@@ -135,11 +143,11 @@ static void shard_model(const json_t *r, ModelSpec *m)
     model_defaults(m, gated ? MODEL_ARCH_LLAMA : MODEL_ARCH_GPT);
     snprintf(m->name, sizeof m->name, "%s", json_string_value(json_object_get(r, "shard")));
     m->layers = 1;
-    m->hidden = (int64_t)num(r, "hidden");
-    m->heads = (int64_t)num(r, "heads");
-    m->kv_heads = (int64_t)num(r, "kv_heads");
-    m->head_dim = num(r, "head_dim") > 0 ? (int64_t)num(r, "head_dim") : m->hidden / m->heads;
-    m->ffn = (int64_t)num(r, "ffn");
+    m->hidden = dim(r, "hidden");
+    m->heads = dim(r, "heads");
+    m->kv_heads = dim(r, "kv_heads");
+    m->head_dim = num(r, "head_dim") > 0 ? dim(r, "head_dim") : m->hidden / m->heads;
+    m->ffn = dim(r, "ffn");
     m->vocab = 32000;
     m->max_positions = 1 << 20;
     m->hidden_dropout = m->attn_dropout = 0; /* the rows time the ops alone */
@@ -216,21 +224,21 @@ static bool shard_plan(const json_t *r, ModelSpec *m, ParallelPlan *p)
 {
     static const char *const DIMS[] = {"hidden", "heads", "ffn", "tp", "seq", "micro_batch"};
     for (size_t i = 0; i < sizeof DIMS / sizeof DIMS[0]; i++)
-        if (!(num(r, DIMS[i]) >= 1)) {
+        if (!(num(r, DIMS[i]) >= 1 && num(r, DIMS[i]) <= 1e9)) { /* whole numbers an int64_t holds */
             row_skip(NULL, "a B row has its \"hidden\", \"heads\", \"ffn\", \"tp\", \"seq\" and "
-                           "\"micro_batch\", each at least 1 (docs/measure.md)");
+                           "\"micro_batch\", each from 1 to 1e9 (docs/measure.md)");
             return false;
         }
-    if ((int64_t)num(r, "hidden") % (int64_t)num(r, "heads")) {
+    if (dim(r, "hidden") % dim(r, "heads")) {
         row_skip(NULL, "a B row's \"hidden\" is a multiple of its \"heads\"");
         return false;
     }
     shard_model(r, m);
     plan_init(p);
-    p->tp = (int64_t)num(r, "tp");
+    p->tp = dim(r, "tp");
     p->gpus = p->tp;
-    p->seq = (int64_t)num(r, "seq");
-    p->micro_batch = (int64_t)num(r, "micro_batch");
+    p->seq = dim(r, "seq");
+    p->micro_batch = dim(r, "micro_batch");
     p->sp = false, p->sp_set = true; /* the shard's ops on whole sequences, as timed */
     TsError err = {0};
     if (plan_resolve(m, p, &err)) {
@@ -605,8 +613,8 @@ static void row_a(const json_t *r, const char *gpu, const char *part)
     SimSetup in = {.model = &m, .hw = &hw, .net = &net};
     plan_init(&in.plan);
     in.plan.gpus = 1;
-    in.plan.seq = (int64_t)num(r, "seq");
-    in.plan.micro_batch = in.plan.global_batch = (int64_t)num(r, "micro_batch");
+    in.plan.seq = dim(r, "seq");
+    in.plan.micro_batch = in.plan.global_batch = dim(r, "micro_batch");
     sim_options_init(&in.opt);
     /* the measuring loop's gradients: freed after each step
      * (zero_grad(set_to_none=True)) where the row says so, else kept (and
@@ -718,8 +726,8 @@ static void row_attn_fe(const json_t *r, const HwModel *hw, const char *gpu, dou
             return;
         }
     }
-    int64_t b = (int64_t)num(r, "batch"), h = (int64_t)num(r, "heads"), s = (int64_t)num(r, "seq");
-    int64_t d = (int64_t)num(r, "head_dim"), w = (int64_t)num(r, "window");
+    int64_t b = dim(r, "batch"), h = dim(r, "heads"), s = dim(r, "seq");
+    int64_t d = dim(r, "head_dim"), w = dim(r, "window");
     bool sink = json_is_true(json_object_get(r, "sink")), win = w > 0 && w < s;
     static const char *const NAME[2][2][2] = {{{"fe fwd", "fe bwd"}, {"fe sink fwd", "fe sink bwd"}},
                                               {{"fe win fwd", "fe win bwd"}, {"fe win+s fwd", "fe win+s bwd"}}};
@@ -772,7 +780,7 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
     if (!strcmp(part, "D-attn-fe")) {
         row_attn_fe(r, &hw, gpu, tf);
     } else if (!strcmp(part, "C") || !strcmp(part, "D-fp8")) {
-        int64_t M = (int64_t)num(r, "m"), N = (int64_t)num(r, "n"), K = (int64_t)num(r, "k");
+        int64_t M = dim(r, "m"), N = dim(r, "n"), K = dim(r, "k");
         bool fp8 = !strcmp(part, "D-fp8");
         double meas = fp8 ? num(r, "fp8_ms") : num(json_object_get(r, "randn"), "ms");
         double pred = tf * hw_gemm_time_s(&hw, 1, M, N, K, fp8 ? TS_DTYPE_FP8 : TS_DTYPE_BF16);
@@ -787,9 +795,9 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
                  fp8 ? "fp8" : "bf16");
         kernel_flags(&hw, gpu, what, tf, 1.0, clk > 0);
     } else if (!strcmp(part, "D-attn")) {
-        int64_t h = (int64_t)num(r, "heads"), s = (int64_t)num(r, "seq"), d = (int64_t)num(r, "head_dim");
+        int64_t h = dim(r, "heads"), s = dim(r, "seq"), d = dim(r, "head_dim");
         /* batch and causal where the row has them (else 1, causal) */
-        int64_t bt = num(r, "batch") > 0 ? (int64_t)num(r, "batch") : 1;
+        int64_t bt = num(r, "batch") > 0 ? dim(r, "batch") : 1;
         const json_t *cj = json_object_get(r, "causal");
         bool causal = !json_is_boolean(cj) || json_is_true(cj);
         /* rows timed on SDPA's flash backend (FlashAttention-2) are that

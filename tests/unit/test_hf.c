@@ -296,6 +296,45 @@ static void test_mcore_fc2_bias(void **state)
     }
 }
 
+/* GPT-OSS's experts under --framework hf (template_hf.c gpt_oss_experts),
+ * by hand: gpt-oss-20b (32 experts, top-4, H = F = 2880) on one H100 at
+ * 1 x 4096 tokens routes 16384 pairs, 512 an expert on average; the
+ * busiest, 512 + sqrt(2 ln 32) x sqrt(4096 x 1/8 x 7/8) = 567.7, is walked
+ * once per bias (two), 2.0 us a duplicate (index_put_dup_us): 2.271 ms of
+ * weight-gradient time, far above the gradients' bytes. A model without
+ * expert biases keeps SiLU x up (experts.act_fn_mul) and has no such op. */
+static void test_hf_gpt_oss_experts(void **state)
+{
+    (void)state;
+    static PartTemplate t;
+    static CostStep cs;
+    for (int run = 0; run < 2; run++) {
+        ModelSpec m;
+        HwModel hw;
+        preset_on_h100(run ? "qwen3-30b-a3b" : "gpt-oss-20b", &m, &hw);
+        ParallelPlan p = hf_plan(&m, 1, 4096, PLAN_PRECISION_PURE);
+        part_template(&m, &p, NULL, &t);
+        const PartBlockT *b = &t.b[PART_BLOCK_MOE];
+        if (run) {
+            find(b, "experts.act_fn_mul");
+            for (int i = 0; i < b->n_k; i++) assert_false(b->k[i].flags & PART_KF_DUPS);
+            continue;
+        }
+        CostCtx c;
+        cost_ctx_init(&c, &hw, &p, 1.0);
+        cost_step(&c, &m, &p, NULL, &t, &cs);
+        const PartKernel *k = find(b, "experts.bias");
+        double busiest = 512.0 + sqrt(2.0 * log(32.0)) * sqrt(4096.0 * 0.125 * 0.875);
+        near(k->elems[1], 2.0 * busiest, 1e-12, "duplicates walked");
+        assert_int_equal(k->flags & (PART_KF_DUPS | PART_KF_WGRAD), PART_KF_DUPS | PART_KF_WGRAD);
+        near(cs.b[PART_BLOCK_MOE].k[k - b->k][2], 2.0 * busiest * 2.0e-6, 1e-9, "the bias gradients' time");
+        near(cs.b[PART_BLOCK_MOE].k[k - b->k][1], 0, 0, "no input-gradient time");
+        const PartKernel *g = find(b, "experts.gate_split");
+        near(g->elems[0], 2.0 * 16384.0 * 2880.0, 1e-12, "the two strided clamps' elements");
+        assert_true(g->flags & PART_KF_GENERIC);
+    }
+}
+
 /* A Megatron-Core step of preset `name` on two H100s at TP 2, 2 x seq
  * tokens: its template in *t, its costs in *cs. Returns the attention
  * block. */
@@ -501,6 +540,7 @@ int main(void)
         cmocka_unit_test(test_mcore_moe_sync),
         cmocka_unit_test(test_mcore_fc2_bias), cmocka_unit_test(test_sink_backward), cmocka_unit_test(test_swa_cudnn_forward),
         cmocka_unit_test(test_swa_cudnn_forward_cp),
+        cmocka_unit_test(test_hf_gpt_oss_experts),
         cmocka_unit_test(test_param_tensors),
         cmocka_unit_test(test_module_calls),
     };

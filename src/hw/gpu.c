@@ -8,6 +8,8 @@
 /* The learned sink's backward a query row, in ns at the preset's clock
  * (gpu_defaults; its source there). */
 #define GPU_SINK_BWD_ROW_NS 1.74
+/* A duplicate index's walk in PyTorch's sort-based index_put_, in us
+ * (gpu_defaults; its source there). */
 #define GPU_INDEX_PUT_DUP_US 2.0
 
 static const char *const GPU_KEYS[] = {

@@ -197,16 +197,15 @@ static PartKernel *scores_op(PartBlockT *b, const char *name, double fe, double 
  * the batch and heads without a copy; not modelled: cuBLAS runs it on its
  * align1 fallback, a Turing-era tensor-op kernel at twice the aligned
  * bmm's time, 1.70 ms a layer at 1 x 4096 on both GPUs), the output made
- * contiguous. The ops
- * on the S + 1 wide or sliced tensors walk PyTorch's generic kernels
- * (scores_op): torch.profiler of the 2-layer GPT-OSS-20B step on an H200
- * (bench/data/gpu/gptoss_hf_2026-11-27k_h200.jsonl) finds the cat, the
- * softmax and its backward, the sub and the copies there. Backward: the two
- * bmm's gradients, the slice's (zeros, copy), the softmax's, the max's
- * (zeros, scatter) and the sub's (neg, sum) added, x scaling. Kept: the
- * probabilities, 2 B a score, which the bmm's view shares (the peaks of
- * 1 x 2048, 1 x 4096 and 2 x 2048 tokens grow by 1.0 GiB of scores at 1 x
- * 2048 over two layers, not 2.0). */
+ * contiguous. The ops on the S + 1 wide or sliced tensors walk PyTorch's
+ * generic kernels (scores_op): torch.profiler of the 2-layer GPT-OSS-20B
+ * step on an H200 (bench/data/gpu/gptoss_hf_2026-11-27k_h200.jsonl) finds
+ * the cat, the softmax and its backward, the sub and the copies there.
+ * Backward: the two bmm's gradients, the slice's (zeros, copy), the
+ * softmax's, the max's (zeros, scatter) and the sub's (neg, sum) added, x
+ * scaling. Kept: the probabilities, 2 B a score, which the bmm's view
+ * shares (the peaks of 1 x 2048, 1 x 4096 and 2 x 2048 tokens grow by 1.0
+ * GiB of scores at 1 x 2048 over two layers, not 2.0). */
 static void eager_sink_attention(PartBlockT *b, const Hx *h)
 {
     const Tx *x = h->x;

@@ -88,6 +88,9 @@ void rep_gpu_text(const GpuSpec *g, TsBuf *b)
     if (g->eager_norm_eff > 0)
         ts_buf_printf(b, "  PyTorch's norm kernels: %.3g of that stream, at least %.3g / %.3g ns a row forward / backward\n",
                       g->eager_norm_eff, g->eager_norm_row_s[0] * 1e9, g->eager_norm_row_s[1] * 1e9);
+    ts_buf_printf(b, "  learned attention sink: its backward %.3g ns a query row; PyTorch's index_put_ with accumulate: "
+                     "%.3g us a duplicate index\n",
+                  g->attn_sink_bwd_row_s * 1e9, g->index_put_dup_s * 1e6);
     if (g->software == HW_SOFTWARE_2024)
         ts_buf_puts(b, "  on the 2024 CUDA libraries (--software 2024): the figures above are theirs\n");
     else if (hw_gpu_has_2024(g))

@@ -359,6 +359,15 @@ void tpl_hf_mlp(const Tx *x, PartBlockT *b)
     if (bert) norm(b, &h, "output_layernorm", h.e, h.r);
 }
 
+/* The spread of one expert's token count: each of T tokens picks K of the
+ * E experts, so a count is binomial, T picks at K / E. */
+static double expert_tokens_sd(const Hx *h)
+{
+    const ModelSpec *m = h->x->m;
+    double p = (double)m->topk / (double)m->experts;
+    return sqrt(h->T * p * (1.0 - p));
+}
+
 /* transformers' grouped-GEMM experts (integrations/moe.py,
  * grouped_mm_experts_forward): router logits, softmax in fp32, top-k
  * (renormalised); the token-expert pairs gathered (token_idx), sorted by
@@ -394,8 +403,7 @@ static void hf_experts(PartBlockT *b, const Hx *h, int64_t me)
         /* torch._grouped_mm: the tokens of each expert binomial, T picks of K
          * of E experts each (mean me); forward and input gradient grouped by
          * rows, the weight gradient by K */
-        double p = (double)m->topk / (double)E;
-        k->m_sd = sqrt(h->T * p * (1.0 - p));
+        k->m_sd = expert_tokens_sd(h);
         k->flags |= PART_KF_GROUPED;
         k->launches[0] = 1;
         k->launches[1] = 2;
@@ -443,13 +451,12 @@ static void gpt_oss_experts(PartBlockT *b, const Hx *h, double pairs, double s)
 {
     const ModelSpec *m = h->x->m;
     int64_t H = m->hidden, E = m->experts, EF = m->moe_ffn;
-    double p = (double)m->topk / (double)E, sd = sqrt(h->T * p * (1.0 - p));
     double el = pairs * (double)EF;
     /* the gathers and adds forward (8 B a pair's bias element), the
      * gradients read backward: sorts, zeros and index_put_ a bias */
     PartKernel *k = op(b, "experts.bias", pairs * (double)(2 * EF + H), 8.0 * s, 2.0 * s, 0, 4, 10);
     k->flags |= PART_KF_DUPS | PART_KF_WGRAD;
-    k->elems[1] = 2.0 * (pairs / (double)E + sqrt(2.0 * log((double)E)) * sd); /* two biases */
+    k->elems[1] = 2.0 * (pairs / (double)E + sqrt(2.0 * log((double)E)) * expert_tokens_sd(h)); /* two biases */
     k = op(b, "experts.gate_split", el, 8.0 * s, 8.0 * s, 4.0 * s, 2, 2); /* the clamps; back the copies */
     k->flags |= PART_KF_GENERIC;
     k->elems[0] = k->elems[1] = 2.0 * el;
@@ -488,7 +495,7 @@ void tpl_hf_moe(const Tx *x, PartBlockT *b)
     int64_t me = (int64_t)((pairs + (double)E - 1) / (double)E);
     hf_experts(b, &h, me);
     op(b, "experts.permuted", pe, 0, 0, 2.0 * s, 0, 0); /* the gathered input kept for gate_up's gradient */
-    if (m->moe_bias) gpt_oss_experts(b, &h, pairs, s);
+    if (m->moe_bias) gpt_oss_experts(b, &h, pairs, s); /* transformers' only biased experts: GptOssExperts */
     else op(b, "experts.act_fn_mul", pairs * (double)EF, 10.0 * s, 18.0 * s, 8.0 * s, 2, 3);
     experts_masked_fill(b, pairs, H, EF, s);
     /* * routing weights, [inv_perm], zeros_like + index_add_ into the tokens;

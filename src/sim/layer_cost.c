@@ -584,7 +584,6 @@ static size_t cost_hash(const CostKey *k)
     return (size_t)(ts_fnv_words(TS_FNV_OFFSET, k, sizeof *k) % COST_CACHE_SIZE);
 }
 
-/* Cost the layers and edges of x, through the cache of w when it is on. */
 void sim_step_cost(const ModelSpec *m, const ParallelPlan *p, const SimOptions *o, const HwModel *hw, double tf,
                    const HwNet *net, PartTemplate *t, CostStep *cs)
 {
@@ -596,6 +595,7 @@ void sim_step_cost(const ModelSpec *m, const ParallelPlan *p, const SimOptions *
     cost_step(&cc, m, p, &rt, t, cs);
 }
 
+/* Cost the layers and edges of x, through the cache of w when it is on. */
 void sim_layer_costs(const Ctx *x, SimWork *w, LayerCost *dense, LayerCost *moe, double edge[SIM_EDGES])
 {
     void **slot = sim_work_cost_cache(w);

@@ -200,8 +200,8 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
         return st;
     }
     if ((st = num(doc, m, "index_put_dup_us", "model", false, 0, 1000, 1e-6, &g->index_put_dup_s, err))) {
-        ts_err_hint(err, "us a duplicate index adds to PyTorch's sort-based index_put_ with accumulate, e.g. "
-                         "2.0 (H100, H200); leave it out when unknown");
+        ts_err_hint(err, "microseconds each duplicate index adds to PyTorch's sort-based index_put_ with "
+                         "accumulate, e.g. 2.0 (H100, H200); leave it out when unknown");
         return st;
     }
     if ((st = num(doc, m, "mem_eff", "model", false, 0.01, 1, 1, &g->mem_eff, err))) return st;

@@ -142,15 +142,17 @@ typedef struct GraphOp {
 typedef struct GraphParam {
     int32_t module;        /* owning module id */
     const char *name;      /* "weight", "bias" */
-    int64_t shape[2];      /* logical (unsharded) shape, torch order (out, in) */
-    int ndim;              /* 1 or 2 */
+    int64_t shape[3];      /* logical (unsharded) shape, torch order (out, in) */
+    int ndim;              /* 1, 2, or 3 for a packed experts tensor */
     GraphSplit split;      /* GRAPH_SPLIT_COL splits shape[0], ROW shape[1], VOCAB shape[0] */
     bool expert;           /* a routed expert's tensor (one row per expert, see expert_id) */
+    bool packed;           /* every routed expert's tensor stacked on dim 0 (transformers'
+                              GptOssExperts): dim 0 is split over EP, expert_id is -1 */
     int32_t expert_id;     /* 0..E-1, -1 when not an expert tensor */
     bool tied;             /* shares storage with an earlier tensor (counted once) */
     int32_t tied_to;       /* the param id holding the storage when tied, else -1 */
     int32_t layer;         /* transformer layer of the owning module, -1 outside */
-    int64_t numel;         /* shape[0]*shape[1] (per expert when expert) */
+    int64_t numel;         /* product of the shape (per expert when expert) */
 } GraphParam;
 
 typedef struct GraphModule {
@@ -252,6 +254,11 @@ int32_t graph_add_module(ModuleGraph *g, int32_t parent, const char *name, const
                          const char *extra_repr);
 int32_t graph_add_param(ModuleGraph *g, int32_t module, const char *name, int64_t d0, int64_t d1,
                         GraphSplit split);
+/* Every routed expert's (d1, d2) tensor stacked into one (E, d1, d2) — or
+ * (E, d1) when d2 is 0 — parameter (transformers' GptOssExperts): GraphParam.packed.
+ * split: GRAPH_SPLIT_COL splits the last dim, ROW dim 1. */
+int32_t graph_add_packed_param(ModuleGraph *g, int32_t module, const char *name, int64_t experts, int64_t d1,
+                               int64_t d2, GraphSplit split);
 /* A tied parameter: shares `owner`'s storage; counted once in totals. */
 int32_t graph_add_tied_param(ModuleGraph *g, int32_t module, const char *name, int32_t owner);
 /* Append an op to `module` with all costs zero; the caller fills them. */

@@ -440,14 +440,15 @@ typedef struct PartParamRow {
     const char *name;     /* dotted module path, "module.2.attention.query_key_value" */
     const char *module;   /* module repr, "ColumnParallelLinear()" */
     int32_t graph_param;  /* index in graph->params */
-    int64_t shape[2];     /* per-rank shape (TP/EP split) */
-    int ndim;
+    int64_t shape[3];     /* per-rank shape (TP/EP split); unused dims 1 */
+    int ndim;             /* 1, 2, or 3 (every local expert's tensor stacked on dim 0) */
     bool expert;          /* a routed expert's tensor (owner is an expert-DP rank) */
     int32_t n_blocks;     /* Shampoo blocks (0: no preconditioner: embeddings, norms, biases) */
-    int block_dim;        /* dim split into blocks: 0 rows (column-parallel), 1 cols (row-parallel);
-                             block i has extent ceil(d/K) (the last one the rest), factors are
-                             a x a and b x b for block shape (a, b) */
-    double cost;          /* sum over blocks of a^3 + b^3 (preconditioner root cost) */
+    int block_dim;        /* dim split into blocks: the model-parallel one (0 rows of a
+                             column-parallel weight, 1 its columns when row-parallel; the last of
+                             a stacked column-parallel tensor); block i has extent ceil(d/K) (the
+                             last one the rest), one factor d x d per dim d of the block's shape */
+    double cost;          /* sum over blocks and their dims of d^3 (preconditioner root cost) */
     int64_t owner;        /* rank, within the group replicating the tensor, computing its
                              preconditioners (LPT): a DP rank, or an expert-DP rank for experts */
 } PartParamRow;

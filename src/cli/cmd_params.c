@@ -8,14 +8,15 @@
 int cmd_params(int argc, char **argv)
 {
     CliSpec s = {.cmd = "params",
-                 .usage = "trainsim params --rank R [--model M] [--naming deepspeed|megatron] [plan options] "
+                 .usage = "trainsim params --rank R [--model M] [--naming deepspeed|megatron|hf] [plan options] "
                           "[--cluster C --gpus N] [--optimizer shampoo --shampoo-blocks K] [--balance]",
                  .summary = "One line per parameter tensor of the rank's pipeline stage in module order: "
                             "name;module;shape;partitioning_ranks;precs. With Shampoo, layer weight matrices "
                             "are split into K blocks along their model-parallel dim; precs lists each block's "
                             "Kronecker factors and partitioning_ranks the DP rank computing them (LPT on sum d^3; "
                             "for routed experts the expert-DP rank). With --ep, the rank holds and lists "
-                            "its E/ep experts (global indices)."};
+                            "its E/ep experts (global indices; GPT-OSS's stacked experts tensors under hf naming, "
+                            "E/ep rows each)."};
     CliModel cm;
     CliPlan cp;
     CliHw hw;

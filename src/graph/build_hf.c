@@ -29,6 +29,7 @@ typedef struct Hf {
     const char *P;         /* class prefix: "Llama", "Mixtral", ... */
     const char *norm_cls, *norm_extra, *drop_extra;
     bool ln;
+    bool gpt_oss;          /* GptOss*: its MLP is router + stacked experts */
     GraphNames idx;
     /* strings formatted once per build and shared by every layer */
     struct { const char *suffix, *s; } cls_memo[16];
@@ -479,6 +480,43 @@ static void llama_attention(Hf *c, int32_t layer_mod)
     graph_op_gemm(g, o, "o_proj", T, A * D, H, m->proj_bias, GRAPH_SPLIT_ROW);
 }
 
+/* GPT-OSS's MLP as transformers declares it (modeling_gpt_oss.py): GptOssMLP
+ * holds `router` (GptOssTopKRouter: weight (E, H), bias (E)) and `experts`
+ * (GptOssExperts: every expert's tensors stacked, gate_up_proj (E, H, 2F),
+ * gate_up_proj_bias (E, 2F), down_proj (E, F, H), down_proj_bias (E, H)).
+ * The router is F.linear (DeepSpeed counts it), top-k and F.softmax over the
+ * K chosen logits. The eager experts loop over the experts hit: x @
+ * gate_up_proj[e] + bias (the `@` DeepSpeed patches, the `+` it does not), the
+ * clamped gate (gate * sigmoid(1.702 gate) * (up + 1): clamp, sigmoid and `*`,
+ * none patched, so 0), @ down_proj[e] + bias, the routing weight and index_add_
+ * (the combine). */
+static void gpt_oss_mlp(Hf *c, int32_t layer_mod)
+{
+    ModuleGraph *g = c->g;
+    const ModelSpec *m = c->m;
+    int64_t H = m->hidden, E = m->experts, K = m->topk, F = m->moe_ffn;
+    double T = (double)g->tokens, Te = T * (double)K / (double)E, dt = (double)g->opt.dtype_bytes;
+    int32_t mlp = graph_add_module(g, layer_mod, "mlp", cls(c, "MLP"), "");
+    int32_t router = graph_add_module(g, mlp, "router", cls(c, "TopKRouter"), "");
+    graph_add_param(g, router, "weight", E, H, GRAPH_SPLIT_NONE);
+    graph_add_param(g, router, "bias", E, 0, GRAPH_SPLIT_NONE);
+    int32_t ex = graph_add_module(g, mlp, "experts", cls(c, "Experts"), "");
+    graph_add_packed_param(g, ex, "gate_up_proj", E, H, 2 * F, GRAPH_SPLIT_COL);
+    graph_add_packed_param(g, ex, "gate_up_proj_bias", E, 2 * F, 0, GRAPH_SPLIT_COL);
+    graph_add_packed_param(g, ex, "down_proj", E, F, H, GRAPH_SPLIT_ROW);
+    graph_add_packed_param(g, ex, "down_proj_bias", E, H, 0, GRAPH_SPLIT_NONE);
+    gb_router_op(g, router, T, H, E, K, true, (double)K / (double)E);
+    for (int64_t e = 0; e < E && !g->oom; e++) {
+        g->at.expert_id = (int32_t)e;
+        graph_op_gemm(g, ex, "gate_up_proj", Te, H, 2 * F, true, GRAPH_SPLIT_COL);
+        GraphOp *gate = graph_op_eltwise(g, ex, GRAPH_OP_ACTIVATION, "gate", Te * (double)F, 2, 0.0, GRAPH_SPLIT_COL);
+        if (gate) gate->act_bytes = dt * 2 * Te * (double)F;
+        graph_op_gemm(g, ex, "down_proj", Te, F, H, true, GRAPH_SPLIT_ROW);
+    }
+    g->at.expert_id = -1;
+    graph_op_eltwise(g, ex, GRAPH_OP_ELEMENTWISE, "combine", T * (double)K * (double)H, 2, 0.0, GRAPH_SPLIT_NONE);
+}
+
 static void llama_moe(Hf *c, int32_t layer_mod)
 {
     ModuleGraph *g = c->g;
@@ -574,7 +612,9 @@ static bool llama_layer(Hf *c, int32_t list, int64_t l)
     residual(g, dl, H);
     graph_at(g, L, mp, GRAPH_ROLE_LAYER);
     int32_t m0 = g->n_ops;
-    if (moe)
+    if (moe && c->gpt_oss)
+        gpt_oss_mlp(c, dl);
+    else if (moe)
         llama_moe(c, dl);
     else
         gated_mlp(c, dl, "mlp", cls(c, "MLP"), m->ffn, T, false);
@@ -776,7 +816,10 @@ TsStatus graph_build_hf(ModuleGraph *g, TsError *err)
     case MODEL_ARCH_PHI3: c.P = "Phi3"; break;
     case MODEL_ARCH_OLMO2: c.P = "Olmo2"; break;
     case MODEL_ARCH_NEOX: c.P = "GPTNeoX"; break; /* GPT-NeoX layout: build_neox */
-    default: c.P = m->attn_sinks ? "GptOss" : "Llama"; break;
+    default:
+        c.gpt_oss = m->attn_sinks;
+        c.P = c.gpt_oss ? "GptOss" : "Llama";
+        break;
     }
     char e[32];
     graph_fmt_eps(e, sizeof e, m->norm_eps);

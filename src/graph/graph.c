@@ -119,6 +119,23 @@ int32_t graph_add_param(ModuleGraph *g, int32_t module, const char *name, int64_
     return id;
 }
 
+int32_t graph_add_packed_param(ModuleGraph *g, int32_t module, const char *name, int64_t experts, int64_t d1,
+                               int64_t d2, GraphSplit split)
+{
+    int32_t id = graph_add_param(g, module, name, experts, d1, split);
+    if (id < 0) return -1;
+    GraphParam *p = &g->params[id];
+    p->packed = true;
+    p->expert = false;
+    p->expert_id = -1;
+    if (d2 > 0) {
+        p->shape[2] = d2;
+        p->ndim = 3;
+        p->numel *= d2;
+    }
+    return id;
+}
+
 int32_t graph_add_tied_param(ModuleGraph *g, int32_t module, const char *name, int32_t owner)
 {
     if (owner < 0 || owner >= g->n_params) return -1;

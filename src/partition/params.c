@@ -155,26 +155,27 @@ TsStatus part_params(const ModuleGraph *g, const ParallelPlan *plan, int64_t ran
                            gp->expert_id >= out->first_expert + out->n_local_experts))
             continue;
         PartParamRow *r = &out->rows[out->n_rows++];
-        r->expert = gp->expert;
         r->graph_param = i;
         r->name = module_path(g, gp->module, a);
         r->module = module_repr(g, gp->module, a);
         if (!r->name || !r->module) return ts_err(err, TS_ERR_INTERNAL, "out of memory");
         r->ndim = gp->ndim;
-        r->shape[0] = gp->shape[0];
-        r->shape[1] = gp->ndim > 1 ? gp->shape[1] : 1;
-        int64_t t = gp->expert ? p.etp : p.tp;
-        if (gp->split == GRAPH_SPLIT_COL || gp->split == GRAPH_SPLIT_VOCAB) r->shape[0] /= t;
-        else if (gp->split == GRAPH_SPLIT_ROW && gp->ndim > 1) r->shape[1] /= t;
-        if (shampoo && role == GRAPH_ROLE_LAYER && gp->ndim == 2) {
+        for (int d = 0; d < 3; d++) r->shape[d] = d < gp->ndim ? gp->shape[d] : 1;
+        /* a stacked experts tensor holds this EP rank's experts; its
+         * column-parallel dim is the last, its row-parallel one dim 1 */
+        int col = gp->packed ? gp->ndim - 1 : 0, row = 1;
+        if (gp->packed) r->shape[0] = out->n_local_experts;
+        int64_t t = gp->expert || gp->packed ? p.etp : p.tp;
+        if (gp->split == GRAPH_SPLIT_COL || gp->split == GRAPH_SPLIT_VOCAB) r->shape[col] /= t;
+        else if (gp->split == GRAPH_SPLIT_ROW && gp->ndim > 1) r->shape[row] /= t;
+        r->expert = gp->expert || gp->packed;
+        /* preconditioned: matrices (each expert's own, for a stacked tensor) */
+        if (shampoo && role == GRAPH_ROLE_LAYER && gp->ndim - (gp->packed ? 1 : 0) >= 2) {
             r->n_blocks = (int32_t)K;
-            r->block_dim = gp->split == GRAPH_SPLIT_ROW ? 1 : 0;
-            for (int64_t k = 0; k < K; k++) {
-                int64_t ext = block_extent(r->shape[r->block_dim], K, k);
-                double aa = (double)(r->block_dim == 0 ? ext : r->shape[0]);
-                double bb = (double)(r->block_dim == 1 ? ext : r->shape[1]);
-                r->cost += cube(aa) + cube(bb);
-            }
+            r->block_dim = gp->split == GRAPH_SPLIT_ROW ? row : gp->split == GRAPH_SPLIT_COL ? col : 0;
+            for (int64_t k = 0; k < K; k++)
+                for (int d = 0; d < r->ndim; d++)
+                    r->cost += cube((double)(d == r->block_dim ? block_extent(r->shape[d], K, k) : r->shape[d]));
         }
     }
     if (lpt(out, false, p.dp, out->load, &out->imbalance) != TS_OK ||
@@ -190,15 +191,15 @@ void part_params_write(const PartParamTable *t, TsBuf *b)
         const PartParamRow *r = &t->rows[i];
         ts_buf_printf(b, "%s;%s;", r->name, r->module);
         if (r->ndim == 1) ts_buf_printf(b, "(%lld,)", (long long)r->shape[0]);
-        else ts_buf_printf(b, "(%lld, %lld)", (long long)r->shape[0], (long long)r->shape[1]);
+        else
+            for (int d = 0; d < r->ndim; d++)
+                ts_buf_printf(b, "%s%lld%s", d ? ", " : "(", (long long)r->shape[d], d == r->ndim - 1 ? ")" : "");
         ts_buf_printf(b, ";%lld;[", (long long)r->owner);
-        for (int32_t k = 0; k < r->n_blocks; k++) {
-            int64_t ext = block_extent(r->shape[r->block_dim], r->n_blocks, k);
-            int64_t aa = r->block_dim == 0 ? ext : r->shape[0];
-            int64_t bb = r->block_dim == 1 ? ext : r->shape[1];
-            ts_buf_printf(b, "%storch.Size([%lld, %lld]), torch.Size([%lld, %lld])", k ? ", " : "",
-                          (long long)aa, (long long)aa, (long long)bb, (long long)bb);
-        }
+        for (int32_t k = 0; k < r->n_blocks; k++)
+            for (int d = 0; d < r->ndim; d++) {
+                long long ext = d == r->block_dim ? block_extent(r->shape[d], r->n_blocks, k) : r->shape[d];
+                ts_buf_printf(b, "%storch.Size([%lld, %lld])", k || d ? ", " : "", ext, ext);
+            }
         ts_buf_puts(b, "]\n");
     }
 }

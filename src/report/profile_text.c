@@ -339,8 +339,8 @@ static void training(const ModuleGraph *g, const RepTraining *tr, const RepProfi
                      "elementwise ops.\n",
                   mv);
     if (g->spec.experts > 0)
-        ts_buf_puts(b, "Routed experts run one after another here (the module tree's per-expert MLPs, as\n"
-                       "the latencies above); `trainsim simulate` runs a rank's experts as one grouped GEMM\n"
+        ts_buf_puts(b, "Routed experts run one after another here (each expert's GEMMs in turn, as in the\n"
+                       "latencies above); `trainsim simulate` runs a rank's experts as one grouped GEMM\n"
                        "(Megatron's --moe-grouped-gemm), faster for many small experts, or with\n"
                        "--sequential-experts one after another, as here (Megatron's SequentialMLP).\n");
 }

@@ -527,6 +527,60 @@ static void test_hf_new_archs(void **state)
     }
 }
 
+/* GPT-OSS under hf naming as transformers declares it: GptOssMLP holds a
+ * router (weight (E, H), bias (E)) and GptOssExperts, every expert's tensor
+ * stacked on dim 0; the ops still run expert by expert. */
+static void test_hf_gpt_oss_packed_experts(void **state)
+{
+    (void)state;
+    ModelSpec m;
+    TsError err = {0};
+    assert_int_equal(model_preset("gpt-oss-20b", &m, &err), TS_OK);
+    m.layers = 2;
+    model_finalize(&m);
+    ModuleGraph *g = build(&m, GRAPH_NAMING_HF, 1, 128);
+    int32_t mlp = graph_find(g, "model.layers.1.mlp"), ex = graph_find(g, "model.layers.1.mlp.experts");
+    int32_t rt = graph_find(g, "model.layers.1.mlp.router");
+    assert_true(mlp >= 0 && ex >= 0 && rt >= 0);
+    assert_string_equal(g->mods[mlp].cls, "GptOssMLP");
+    assert_string_equal(g->mods[ex].cls, "GptOssExperts");
+    assert_string_equal(g->mods[rt].cls, "GptOssTopKRouter");
+    assert_int_equal(g->mods[ex].first_child, -1); /* no per-expert modules */
+    int64_t E = m.experts, H = m.hidden, F = m.moe_ffn, K = m.topk;
+    const int64_t want[4][3] = {{E, H, 2 * F}, {E, 2 * F, 1}, {E, F, H}, {E, H, 1}};
+    assert_int_equal(g->mods[ex].n_params, 4);
+    for (int i = 0; i < 4; i++) {
+        const GraphParam *p = &g->params[g->mods[ex].first_param + i];
+        assert_true(p->packed && !p->expert && p->expert_id == -1);
+        assert_int_equal(p->ndim, want[i][2] > 1 ? 3 : 2);
+        assert_int_equal(p->numel, want[i][0] * want[i][1] * want[i][2]);
+    }
+    /* every parameter counted once: the model's own count */
+    ModelCounts c;
+    model_count_params(&m, &c);
+    GraphTotals t;
+    graph_model_totals(g, &t);
+    assert_int_equal(t.params, c.total);
+    /* the experts' `@` GEMMs: T*K tokens through H x 2F and F x H; the gate 0 */
+    graph_totals(g, ex, &t);
+    assert_true(t.ds_macs == 128.0 * (double)K * (double)(3 * H * F));
+    /* the router: F.linear T*H*E MACs, F.softmax over the K chosen logits */
+    graph_totals(g, rt, &t);
+    assert_true(t.ds_macs == 128.0 * (double)(H * E));
+    assert_true(t.ds_flops == 2 * t.ds_macs + 128.0 * (double)K);
+    /* one run of ops per expert, expert ids in order */
+    int32_t n = 0, last = -1;
+    for (int32_t i = 0; i < g->n_ops; i++)
+        if (g->ops[i].layer == 1 && g->ops[i].expert) {
+            assert_true(g->ops[i].module == ex && g->ops[i].expert_id >= last);
+            last = g->ops[i].expert_id;
+            n++;
+        }
+    assert_int_equal(n, 3 * E);
+    assert_int_equal(last, E - 1);
+    graph_destroy(g);
+}
+
 static void test_bad_options(void **state)
 {
     (void)state;
@@ -556,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_megatron_naming),    cmocka_unit_test(test_deepspeed_pipe_params),
         cmocka_unit_test(test_bad_options),        cmocka_unit_test(test_layer_index),
         cmocka_unit_test(test_norm_layouts),       cmocka_unit_test(test_hf_new_archs),
+        cmocka_unit_test(test_hf_gpt_oss_packed_experts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

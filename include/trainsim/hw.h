@@ -298,6 +298,11 @@ double hw_gemm_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int
  * model, with the alignment of the operands' rows, M and N (the token count
  * K is no row length: hw_align_factor). */
 double hw_gemm_wgrad_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt);
+/* The same product whose A operand's rows are an odd number of 16-bit
+ * elements apart (a slice of a wider tensor that matmul passes to cuBLAS as
+ * its leading dimension): its loads are 2-byte aligned whatever K is, the
+ * gemm_align_penalty_2b path. */
+double hw_gemm_odd_lda_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt);
 /* A grouped GEMM (torch._grouped_mm, MoE experts): `groups` products of M
  * rows (the mean; standard deviation sd from group to group) x K @ K x N,
  * each group's rows in whole output tiles; k_grouped: the weight gradient,

@@ -209,9 +209,12 @@ enum {
                                    query rows (n) at the GPU's attn_sink_bwd_row_s, no FLOPs */
     PART_KF_FWD_ONLY = 262144,  /* a kernel of the forward alone (its backward is another's) */
     PART_KF_BWD_ONLY = 524288,  /* a kernel of the backward alone (its forward is another's) */
-    PART_KF_DUPS = 1048576      /* MEM, eager: the backward is PyTorch's sort-based index_put_
+    PART_KF_DUPS = 1048576,     /* MEM, eager: the backward is PyTorch's sort-based index_put_
                                    with accumulate into a few rows, elems[1] duplicates on the
                                    busiest one walked one after another (index_put_dup_s) */
+    PART_KF_ODD_LDA = 2097152   /* GEMM: the forward's A operand is a slice whose rows are an odd
+                                   number of elements apart, which cuBLAS runs on its 2-byte-aligned
+                                   path (hw_gemm_odd_lda_time_s); the backward's GEMMs are aligned */
 };
 typedef struct PartKernel {
     const char *name;         /* "qkv", "core", "fc1", "experts.fc1", ... (static) */

@@ -238,10 +238,10 @@ static double calib_clock(const HwModel *m)
     return clock_ratio(m, hw_sustained_clock_mhz(&m->gpu));
 }
 
-static double gemm_time(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, bool wgrad, TsDtype dt)
+static double gemm_time(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, int64_t row2, TsDtype dt)
 {
     if (batch <= 0 || M <= 0 || N <= 0 || K <= 0) return 0;
-    double t = hw_gemm_model_rows(&m->gpu, batch, M, N, K, wgrad ? M : K, dt);
+    double t = hw_gemm_model_rows(&m->gpu, batch, M, N, K, row2, dt);
     if (m->calib) {
         double dims[4] = {(double)batch, (double)M, (double)N, (double)K};
         t = hw_calib_correct(m, HW_CAL_GEMM, dims, 4, dt, false, calib_clock(m), t);
@@ -251,12 +251,17 @@ static double gemm_time(const HwModel *m, int64_t batch, int64_t M, int64_t N, i
 
 double hw_gemm_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
 {
-    return gemm_time(m, batch, M, N, K, false, dt);
+    return gemm_time(m, batch, M, N, K, K, dt);
 }
 
 double hw_gemm_wgrad_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
 {
-    return gemm_time(m, batch, M, N, K, true, dt);
+    return gemm_time(m, batch, M, N, K, M, dt);
+}
+
+double hw_gemm_odd_lda_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)
+{
+    return gemm_time(m, batch, M, N, K, 1, dt); /* rows one element apart: an odd row's alignment */
 }
 
 double hw_gemm_flops_per_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt)

@@ -194,10 +194,12 @@ static PartKernel *scores_op(PartBlockT *b, const char *name, double fe, double 
  * mask, the sinks concatenated as a last column (rows of S + 1), minus the
  * rows' max, softmax, the slice without the sink for P V (bmm; a view: its
  * rows S + 1 apart are a leading dimension cuBLAS takes, and matmul folds
- * the batch and heads without a copy; not modelled: cuBLAS runs it on its
- * align1 fallback, a Turing-era tensor-op kernel at twice the aligned
- * bmm's time, 1.70 ms a layer at 1 x 4096 on both GPUs), the output made
- * contiguous. The ops on the S + 1 wide or sliced tensors walk PyTorch's
+ * the batch and heads without a copy: cuBLAS runs it on its align1 kernel,
+ * cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_nn_align1, 1.71 ms a
+ * layer at 1 x 4096 on both GPUs, twice the aligned bmms' 0.89 (torch.profiler,
+ * bench/data/gpu/gptoss_hf_2026-11-27k_{h100,h200}.jsonl), costed on the
+ * 2-byte-aligned path (PART_KF_ODD_LDA; dP and dV run aligned kernels),
+ * the output made contiguous. The ops on the S + 1 wide or sliced tensors walk PyTorch's
  * generic kernels (scores_op): torch.profiler of the 2-layer GPT-OSS-20B
  * step on an H200 (bench/data/gpu/gptoss_hf_2026-11-27k_h200.jsonl) finds
  * the cat, the softmax and its backward, the sub and the copies there.
@@ -216,7 +218,7 @@ static void eager_sink_attention(PartBlockT *b, const Hx *h)
     if (G < A) /* K and V: read kd, write qd each; back the heads' gradients summed; kept by the bmms */
         op(b, "repeat_kv", qd, 4.0 * (kd + qd) / qd, 4.0 * (kd + qd) / qd, 4.0, 2, 2);
     PartKernel *qk = tpl_gemm(b, "attn.qk", x->B * A, S, S, D), *pv = tpl_gemm(b, "attn.pv", x->B * A, S, D, S);
-    qk->flags |= PART_KF_ACT, pv->flags |= PART_KF_ACT;
+    qk->flags |= PART_KF_ACT, pv->flags |= PART_KF_ACT | PART_KF_ODD_LDA;
     qk->part = pv->part = PART_KP_CORE;
     op(b, "attn.scale_mask", es, 8.0, 4.0, 0, 2, 1)->part = PART_KP_CORE; /* * scaling, + mask; mask: no grad */
     scores_op(b, "attn.sink_cat", ec, 0, 4.0, 0, 0, 1, 0)->elems[0] *= HF_ODD_ROW_CAT;

@@ -199,10 +199,14 @@ static PartKernel *scores_op(PartBlockT *b, const char *name, double fe, double 
  * layer at 1 x 4096 on both GPUs, twice the aligned bmms' 0.89 (torch.profiler,
  * bench/data/gpu/gptoss_hf_2026-11-27k_{h100,h200}.jsonl), costed on the
  * 2-byte-aligned path (PART_KF_ODD_LDA; dP and dV run aligned kernels),
- * the output made contiguous. The ops on the S + 1 wide or sliced tensors walk PyTorch's
- * generic kernels (scores_op): torch.profiler of the 2-layer GPT-OSS-20B
- * step on an H200 (bench/data/gpu/gptoss_hf_2026-11-27k_h200.jsonl) finds
- * the cat, the softmax and its backward, the sub and the copies there.
+ * the output made contiguous. The ops on the S + 1 wide or sliced tensors,
+ * and the mask's add that broadcasts over the heads, walk PyTorch's generic
+ * kernels (scores_op): torch.profiler of the 2-layer GPT-OSS-20B step
+ * (bench/data/gpu/gptoss_hf_2026-11-27k_{h200,h100}.jsonl) finds the cat,
+ * the softmax and its backward, the sub and the copies there, and the adds
+ * and the scaling's backward on the unvectorized elementwise_kernel, at
+ * about the same time on both GPUs (10.8 / 11.7 and 5.1 / 5.4 ms), where
+ * streaming their bytes would give the H200 a third less.
  * Backward: the two bmm's gradients, the slice's (zeros, copy), the
  * softmax's, the max's (zeros, scatter) and the sub's (neg, sum) added, x
  * scaling. Kept: the probabilities, 2 B a score, which the bmm's view
@@ -220,7 +224,11 @@ static void eager_sink_attention(PartBlockT *b, const Hx *h)
     PartKernel *qk = tpl_gemm(b, "attn.qk", x->B * A, S, S, D), *pv = tpl_gemm(b, "attn.pv", x->B * A, S, D, S);
     qk->flags |= PART_KF_ACT, pv->flags |= PART_KF_ACT | PART_KF_ODD_LDA;
     qk->part = pv->part = PART_KP_CORE;
-    op(b, "attn.scale_mask", es, 8.0, 4.0, 0, 2, 1)->part = PART_KP_CORE; /* * scaling, + mask; mask: no grad */
+    /* x scaling (vectorized), + the mask, which broadcasts over the heads
+     * (PyTorch's generic kernel); back, the mask no gradient and the
+     * scaling's on the cat's slice, rows S + 1 apart (generic again) */
+    op(b, "attn.scale", es, 4.0, 0, 0, 1, 0)->part = PART_KP_CORE;
+    scores_op(b, "attn.mask", es, es, 4.0, 4.0, 0, 1, 1)->part = PART_KP_CORE;
     scores_op(b, "attn.sink_cat", ec, 0, 4.0, 0, 0, 1, 0)->elems[0] *= HF_ODD_ROW_CAT;
     scores_op(b, "attn.max_sub", ec, ec, 6.0, 12.0, 0, 2, 4); /* back: neg, sum, the max's zeros + scatter, add */
     scores_op(b, "attn.softmax", ec, ec, 4.0, 6.0, 2.0, 1, 1)->elems[0] *= HF_ODD_ROW_SOFTMAX;

@@ -267,8 +267,12 @@ static TsStatus read_llama_like(Hf *h, ModelSpec *m)
  * a gemma2 config lists its dimensions, which are required as for llama.
  * head_dim is its own key (gemma-2-9b: 16 x 256 = 4096 != 3584). Hard-coded:
  * no MLP biases, sandwich norms (four per layer), per-head q/k norms in
- * Gemma 3. Not modelled: the sliding-window layers (attention is costed
- * full on every layer), soft-capping, the sqrt(H) embedding scale. */
+ * Gemma 3. Sliding windows as transformers sets them: sliding_window
+ * (default 4096) on the layers layer_types names, absent on every layer but
+ * each n-th, n = 2 for Gemma 2 and sliding_window_pattern (default 6) for
+ * Gemma 3. Not modelled: soft-capping, the sqrt(H) embedding scale. */
+static TsStatus hf_windows(Hf *h, ModelSpec *m, int64_t n);
+
 static TsStatus read_gemma(Hf *h, ModelSpec *m, bool g3)
 {
     TsStatus st;
@@ -296,7 +300,12 @@ static TsStatus read_gemma(Hf *h, ModelSpec *m, bool g3)
         (st = read_act(h, m, "hidden_activation")))
         return st;
     m->qkv_bias = m->proj_bias = attn_bias;
-    return TS_OK;
+    int64_t every = g3 ? 6 : 2;
+    m->sliding_window = 4096;
+    if (g3 && (st = hf_int(h, "sliding_window_pattern", false, 1, 1000000000, &every,
+                           "full attention on every n-th layer, e.g. 6")))
+        return st;
+    return hf_windows(h, m, every);
 }
 
 /* Qwen2-MoE's one shared expert of shared_expert_intermediate_size, gated
@@ -383,41 +392,43 @@ static TsStatus read_mla(Hf *h, ModelSpec *m)
     return TS_OK;
 }
 
-/* GPT-OSS's layer_types: "sliding_attention" / "full_attention" per layer,
- * absent: sliding on even layers. Representable: every n-th layer full. */
-static bool lt_full(json_t *lt, int64_t l)
+/* layer_types (transformers): "sliding_attention" / "full_attention" per
+ * layer; absent, full on every n-th layer (GPT-OSS and Gemma 2: n = 2, the
+ * odd layers; Gemma 3: its sliding_window_pattern). Representable: every
+ * n-th layer full, or none. */
+static bool lt_full(json_t *lt, int64_t l, int64_t n)
 {
     const char *s = lt ? json_string_value(json_array_get(lt, (size_t)l)) : NULL;
-    return lt ? s && strcmp(s, "full_attention") == 0 : l % 2 == 1;
+    return lt ? s && strcmp(s, "full_attention") == 0 : (l + 1) % n == 0;
 }
 
-static TsStatus layer_pattern(Hf *h, ModelSpec *m, json_t *lt)
+static TsStatus layer_pattern(Hf *h, ModelSpec *m, json_t *lt, int64_t n)
 {
     int64_t first_full = -1, n_full = 0;
     for (int64_t l = 0; l < m->layers; l++) {
         const char *s = lt ? json_string_value(json_array_get(lt, (size_t)l)) : "sliding_attention";
-        if (!lt_full(lt, l) && !(s && strcmp(s, "sliding_attention") == 0))
+        if (!lt_full(lt, l, n) && !(s && strcmp(s, "sliding_attention") == 0))
             return hf_bad(h, "layer_types", "holds an entry other than \"sliding_attention\" or \"full_attention\"",
                           "one string per layer, e.g. [\"sliding_attention\", \"full_attention\", ...]");
-        if (lt_full(lt, l) && first_full < 0) first_full = l;
-        n_full += lt_full(lt, l);
+        if (lt_full(lt, l, n) && first_full < 0) first_full = l;
+        n_full += lt_full(lt, l, n);
     }
     m->full_attn_every = first_full + 1;
     if (n_full == m->layers) m->sliding_window = m->full_attn_every = 0;
     for (int64_t l = 0; l < m->layers; l++)
-        if (m->sliding_window > 0 && model_layer_windowed(m, l) == lt_full(lt, l))
+        if (m->sliding_window > 0 && model_layer_windowed(m, l) == lt_full(lt, l, n))
             return hf_bad(h, "layer_types", "is not a repeating pattern with full attention every n-th layer",
                           "trainsim windows every layer but every n-th (n - 1 sliding, then 1 full), or all of them");
     return TS_OK;
 }
 
-static TsStatus read_gpt_oss(Hf *h, ModelSpec *m)
+/* The attention window (sliding_window; absent, m's default) on the layers
+ * layer_types names sliding, absent every layer but each n-th. */
+static TsStatus hf_windows(Hf *h, ModelSpec *m, int64_t n)
 {
     TsStatus st;
     if ((st = hf_int(h, "sliding_window", false, 0, 1000000000, &m->sliding_window, "the attention window, e.g. 128")))
         return st;
-    m->attn_sinks = m->moe_bias = true;
-    if (!json_object_get(h->obj, "attention_bias")) m->qkv_bias = m->proj_bias = true; /* GptOssConfig default */
     json_t *lt = json_object_get(h->obj, "layer_types");
     if (lt && json_is_null(lt)) lt = NULL;
     if (lt && !json_is_array(lt)) return hf_bad(h, "layer_types", "must be an array of strings", "e.g. [\"sliding_attention\", \"full_attention\"]");
@@ -427,7 +438,14 @@ static TsStatus read_gpt_oss(Hf *h, ModelSpec *m)
                  (long long)json_array_size(lt), (long long)m->layers);
         return hf_bad(h, "layer_types", msg, "give one of \"sliding_attention\" or \"full_attention\" per layer");
     }
-    return m->sliding_window > 0 ? layer_pattern(h, m, lt) : TS_OK;
+    return m->sliding_window > 0 ? layer_pattern(h, m, lt, n) : TS_OK;
+}
+
+static TsStatus read_gpt_oss(Hf *h, ModelSpec *m)
+{
+    m->attn_sinks = m->moe_bias = true;
+    if (!json_object_get(h->obj, "attention_bias")) m->qkv_bias = m->proj_bias = true; /* GptOssConfig default */
+    return hf_windows(h, m, 2);
 }
 
 static TsStatus read_gpt2(Hf *h, ModelSpec *m)

@@ -441,6 +441,35 @@ static TsStatus hf_windows(Hf *h, ModelSpec *m, int64_t n)
     return m->sliding_window > 0 ? layer_pattern(h, m, lt, n) : TS_OK;
 }
 
+/* Mistral, Mixtral and Phi-3 window every layer by sliding_window (null or
+ * absent: none; Mistral-7B-v0.1 4096, Phi-3-mini 2047). */
+static TsStatus read_window_all(Hf *h, ModelSpec *m)
+{
+    json_t *w = json_object_get(h->obj, "sliding_window");
+    if (!w || json_is_null(w)) return TS_OK;
+    m->full_attn_every = 0;
+    return hf_int(h, "sliding_window", false, 0, 1000000000, &m->sliding_window, "the attention window, e.g. 4096");
+}
+
+/* Qwen2/Qwen3 (and their MoE): with use_sliding_window, transformers windows
+ * layers max_window_layers.. by sliding_window; trainsim represents none or
+ * all of them. */
+static TsStatus read_qwen_window(Hf *h, ModelSpec *m)
+{
+    bool on = false;
+    int64_t from = m->layers;
+    TsStatus st;
+    if ((st = hf_bool(h, "use_sliding_window", &on)) || !on) return st;
+    if ((st = hf_int(h, "max_window_layers", false, 0, 1000000000, &from, "the first windowed layer, e.g. 28")))
+        return st;
+    if (from >= m->layers) return TS_OK;
+    if (from > 0)
+        return hf_bad(h, "max_window_layers", "windows only the layers from it on, which trainsim cannot represent",
+                      "trainsim windows all layers (max_window_layers 0) or none (use_sliding_window false)");
+    m->full_attn_every = 0;
+    return hf_int(h, "sliding_window", true, 1, 1000000000, &m->sliding_window, "the attention window, e.g. 4096");
+}
+
 static TsStatus read_gpt_oss(Hf *h, ModelSpec *m)
 {
     m->attn_sinks = m->moe_bias = true;
@@ -619,6 +648,9 @@ static TsStatus parse_hf(const TsJsonDoc *doc, ModelSpec *out, TsError *err)
         st = read_llama_like(&h, out);
         if (!st && strncmp(type, "deepseek_v", 10) == 0) st = read_mla(&h, out);
         if (!st && strcmp(type, "gpt_oss") == 0) st = read_gpt_oss(&h, out);
+        if (!st && (strcmp(type, "mistral") == 0 || strcmp(type, "mixtral") == 0 || strcmp(type, "phi3") == 0))
+            st = read_window_all(&h, out);
+        if (!st && strncmp(type, "qwen", 4) == 0) st = read_qwen_window(&h, out);
         if (!st && (strcmp(type, "mixtral") == 0 || strstr(type, "_moe") || strncmp(type, "deepseek_v", 10) == 0 ||
                     strcmp(type, "gpt_oss") == 0))
             st = read_moe(&h, out);

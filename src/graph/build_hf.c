@@ -486,7 +486,9 @@ static void llama_attention(Hf *c, int32_t layer_mod)
  * gate_up_proj_bias (E, 2F), down_proj (E, F, H), down_proj_bias (E, H)).
  * The router is F.linear (DeepSpeed counts it), top-k and F.softmax over the
  * K chosen logits. The eager experts loop over the experts hit: x @
- * gate_up_proj[e] + bias (the `@` DeepSpeed patches, the `+` it does not), the
+ * gate_up_proj[e] + bias (the `@` DeepSpeed patches, the `+` it does not;
+ * transformers' grouped_mm implementation calls torch._grouped_mm instead,
+ * which the profiler does not patch: it would count 0), the
  * clamped gate (gate * sigmoid(1.702 gate) * (up + 1): clamp, sigmoid and `*`,
  * none patched, so 0), @ down_proj[e] + bias, the routing weight and index_add_
  * (the combine). */

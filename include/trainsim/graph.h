@@ -144,7 +144,8 @@ typedef struct GraphParam {
     const char *name;      /* "weight", "bias" */
     int64_t shape[3];      /* logical (unsharded) shape, torch order (out, in) */
     int ndim;              /* 1, 2, or 3 for a packed experts tensor */
-    GraphSplit split;      /* GRAPH_SPLIT_COL splits shape[0], ROW shape[1], VOCAB shape[0] */
+    GraphSplit split;      /* GRAPH_SPLIT_COL splits shape[0], ROW shape[1], VOCAB shape[0];
+                              a packed tensor: COL its last dim, ROW shape[1] */
     bool expert;           /* a routed expert's tensor (one row per expert, see expert_id) */
     bool packed;           /* every routed expert's tensor stacked on dim 0 (transformers'
                               GptOssExperts): dim 0 is split over EP, expert_id is -1 */

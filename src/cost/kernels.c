@@ -168,8 +168,8 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
         } else if (k->flags & PART_KF_STREAMS) {
             for (int i = 0; i < 3; i++) t[i] = f * stream_gemm(hw, k, i, dt);
         } else {
-            t[0] = f * ((k->flags & PART_KF_ODD_LDA) ? hw_gemm_odd_lda_time_s : hw_gemm_time_s)(hw, k->batch, k->m,
-                                                                                              k->n, k->k, dt);
+            t[0] = f * ((k->flags & PART_KF_ODD_LDA) ? hw_gemm_odd_lda_time_s(hw, k->batch, k->m, k->n, k->k, dt)
+                                                      : hw_gemm_time_s(hw, k->batch, k->m, k->n, k->k, dt));
             t[1] = f * hw_gemm_time_s(hw, k->batch, k->m, k->k, k->n, dt);
             t[2] = f * hw_gemm_wgrad_time_s(hw, k->batch, k->k, k->n, k->m, dt);
         }

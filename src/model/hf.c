@@ -394,12 +394,13 @@ static TsStatus read_mla(Hf *h, ModelSpec *m)
 
 /* layer_types (transformers): "sliding_attention" / "full_attention" per
  * layer; absent, full on every n-th layer (GPT-OSS and Gemma 2: n = 2, the
- * odd layers; Gemma 3: its sliding_window_pattern). Representable: every
- * n-th layer full, or none. */
+ * odd layers; Gemma 3: its sliding_window_pattern; n = 0: none, as Mistral,
+ * Mixtral and Phi-3 window every layer). Representable: every n-th layer
+ * full, or none. */
 static bool lt_full(json_t *lt, int64_t l, int64_t n)
 {
     const char *s = lt ? json_string_value(json_array_get(lt, (size_t)l)) : NULL;
-    return lt ? s && strcmp(s, "full_attention") == 0 : (l + 1) % n == 0;
+    return lt ? s && strcmp(s, "full_attention") == 0 : n > 0 && (l + 1) % n == 0;
 }
 
 static TsStatus layer_pattern(Hf *h, ModelSpec *m, json_t *lt, int64_t n)
@@ -422,12 +423,16 @@ static TsStatus layer_pattern(Hf *h, ModelSpec *m, json_t *lt, int64_t n)
     return TS_OK;
 }
 
-/* The attention window (sliding_window; absent, m's default) on the layers
- * layer_types names sliding, absent every layer but each n-th. */
+/* The attention window (sliding_window; absent, m's default; null, none) on
+ * the layers layer_types names sliding, absent every layer but each n-th
+ * (n = 0: every layer). */
 static TsStatus hf_windows(Hf *h, ModelSpec *m, int64_t n)
 {
     TsStatus st;
-    if ((st = hf_int(h, "sliding_window", false, 0, 1000000000, &m->sliding_window, "the attention window, e.g. 128")))
+    json_t *w = json_object_get(h->obj, "sliding_window");
+    if (w && json_is_null(w)) m->sliding_window = 0;
+    else if ((st = hf_int(h, "sliding_window", false, 0, 1000000000, &m->sliding_window,
+                          "the attention window, e.g. 128")))
         return st;
     json_t *lt = json_object_get(h->obj, "layer_types");
     if (lt && json_is_null(lt)) lt = NULL;
@@ -439,16 +444,6 @@ static TsStatus hf_windows(Hf *h, ModelSpec *m, int64_t n)
         return hf_bad(h, "layer_types", msg, "give one of \"sliding_attention\" or \"full_attention\" per layer");
     }
     return m->sliding_window > 0 ? layer_pattern(h, m, lt, n) : TS_OK;
-}
-
-/* Mistral, Mixtral and Phi-3 window every layer by sliding_window (null or
- * absent: none; Mistral-7B-v0.1 4096, Phi-3-mini 2047). */
-static TsStatus read_window_all(Hf *h, ModelSpec *m)
-{
-    json_t *w = json_object_get(h->obj, "sliding_window");
-    if (!w || json_is_null(w)) return TS_OK;
-    m->full_attn_every = 0;
-    return hf_int(h, "sliding_window", false, 0, 1000000000, &m->sliding_window, "the attention window, e.g. 4096");
 }
 
 /* Qwen2/Qwen3 (and their MoE): with use_sliding_window, transformers windows
@@ -649,7 +644,7 @@ static TsStatus parse_hf(const TsJsonDoc *doc, ModelSpec *out, TsError *err)
         if (!st && strncmp(type, "deepseek_v", 10) == 0) st = read_mla(&h, out);
         if (!st && strcmp(type, "gpt_oss") == 0) st = read_gpt_oss(&h, out);
         if (!st && (strcmp(type, "mistral") == 0 || strcmp(type, "mixtral") == 0 || strcmp(type, "phi3") == 0))
-            st = read_window_all(&h, out);
+            st = hf_windows(&h, out, 0); /* Mistral-7B-v0.1 4096, Phi-3-mini 2047; null: none */
         if (!st && strncmp(type, "qwen", 4) == 0) st = read_qwen_window(&h, out);
         if (!st && (strcmp(type, "mixtral") == 0 || strstr(type, "_moe") || strncmp(type, "deepseek_v", 10) == 0 ||
                     strcmp(type, "gpt_oss") == 0))

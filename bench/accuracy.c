@@ -13,6 +13,10 @@
  *                           logbook counts its run so (4.30E+23 FLOPs for
  *                           300B tokens; 147 TFLOP/s is that over ~33 days on
  *                           1024 GPUs); model FLOPs shown beside
+ *   other tflops_per_gpu    trainsim's model FLOPs, attention counted as the
+ *                           publisher counts it (row_flops: the whole score
+ *                           square, or causal-halved for Megatron-Bridge,
+ *                           NeMo 25.09 on, Megatron-Core 0.12 on)
  *   tokens_per_s_per_gpu    global_batch * seq / (T_pred * gpus)
  *   iteration_s             T_pred
  * Error = predicted / published - 1 on the throughput (published / predicted
@@ -27,8 +31,8 @@
  * leave-one-model-out checks of the H100 and B200 ones (cross_validate,
  * cross_validate_models). A runs file has the validation columns (runs_csv.h, any
  * order, named in its header line; extra columns are ignored; dtype,
- * attention, framework and software optional, stating what a table's rule would
- * otherwise choose); its rows
+ * attention, framework, software and flops optional, stating what a table's
+ * rule would otherwise choose); its rows
  * form tables by id prefix (the id up to its last '-'): the published
  * tables' rules apply to their ids, Megatron-Core's defaults to any other.
  */
@@ -548,6 +552,18 @@ static void skip_row(const EvalOpts *o, const Row *r, const char *fmt, ...)
 }
 
 
+/* The model-FLOP convention a tflops_per_gpu row is compared in: the
+ * publisher's (acc_flops_causal), or the flops column's. Causal halves the
+ * attention scores' square in trainsim's model FLOPs (SimOptions.mfu_causal)
+ * as Megatron-Bridge, NeMo 25.09 on and Megatron-Core 0.12 on count them. */
+static void row_flops(const Row *r, SimOptions *so, char *rules)
+{
+    const char *text[2] = {r->f[col("source")], r->f[col("notes")]}, *why = "", *fl = r->f[col("flops")];
+    so->mfu_causal = *fl ? !strcmp(fl, "causal") : acc_flops_causal(text, &why) == 1;
+    if (*fl && so->mfu_causal) why = "causal attention FLOPs (flops column); ";
+    if (so->mfu_causal && !strcmp(r->f[col("metric")], "tflops_per_gpu")) strcat(rules, why);
+}
+
 /* The row's model, plan, cluster and runtime options by its table's rules.
  * False, said when printing, when the row cannot be simulated. */
 static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
@@ -654,6 +670,7 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
                       : nemo2         ? "fused cross-entropy (NeMo 2); "
                                       : "fused cross-entropy (notes); ");
     }
+    row_flops(r, so, rules);
     return true;
 }
 
@@ -1084,7 +1101,9 @@ static void print_rules(void)
            "FLOP conventions: N21 paper formula (x4, recompute counted); BLOOM and Megatron-DeepSpeed\n"
            "rows up to 2023 the same formula, as its logger printed it; OPT the same, as its logbook\n"
            "counts (4.30E+23 FLOPs for 300B tokens) (model FLOPs printed beside); other rows model\n"
-           "FLOPs (validation/README), the recompute-inclusive count beside.\n");
+           "FLOPs (validation/README), the recompute-inclusive count beside: attention's whole score\n"
+           "square, except causal-halved as the publisher counts it (Megatron-Bridge; NeMo 25.09 on;\n"
+           "Megatron-Core 0.12 on, or a Megatron-LM row dated 2026 on) or the flops column says.\n");
 }
 
 int main(int argc, char **argv)

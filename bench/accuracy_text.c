@@ -174,12 +174,22 @@ int acc_fp32_grad(const char *const text[2])
     return -1;
 }
 
-/* The version after one "nemo" at s (s + 4 on): past ':', '-', '_', spaces,
- * a 'v' and the words "container" / "framework" ("NeMo container 24.09",
- * "nvcr.io/nvidia/nemo:24.12", "NeMo v2.0", "NeMo-2.0", "NeMo2"); is it
- * NeMo 2 (2.x, or a container 24.09 or later)? A bare "2" counts only glued
- * to the name ("NeMo2", not "NeMo 2 x 8 GPUs"); four digits are a year. */
-static bool nemo2_at(const char *s)
+/* NeMo 2's releases as containers (YYMM): 2.0 came as 24.09, 2.1 24.12,
+ * 2.2 25.02, 2.3 25.04, 2.4 25.07, 2.5 25.09 (NeMo's tags: v2.5.0 and
+ * 25.09-alpha hold the same commits); a later 2.x at least 25.11. */
+static int nemo2_container(long minor)
+{
+    static const int REL[] = {2409, 2412, 2502, 2504, 2507, 2509};
+    return minor < 0 ? 2409 : minor < 6 ? REL[minor] : 2511;
+}
+
+/* The release after one "nemo" at s (s + 4 on), as a container YYMM: past
+ * ':', '-', '_', spaces, a 'v' and the words "container" / "framework"
+ * ("NeMo container 24.09" 2409, "nvcr.io/nvidia/nemo:24.12" 2412, "NeMo
+ * v2.0" 2409, "NeMo-2.5" 2509, "NeMo2" 2409, "NeMo 25" 2501); 0 where none
+ * is written. A bare "2" counts only glued to the name ("NeMo2", not "NeMo 2
+ * x 8 GPUs"); four digits are a year. */
+static int nemo_release_at(const char *s)
 {
     const char *v = s + 4;
     bool glued = isdigit((unsigned char)*v);
@@ -189,29 +199,42 @@ static bool nemo2_at(const char *s)
         if (acc_starts_ci(v, "container ") || acc_starts_ci(v, "framework ")) v += 10, more = true;
         if ((*v == 'v' || *v == 'V') && isdigit((unsigned char)v[1])) v++, more = true;
     }
-    if (!isdigit((unsigned char)*v)) return false;
+    if (!isdigit((unsigned char)*v)) return 0;
     char *end;
     long major = strtol(v, &end, 10), minor = -1;
     if (*end == '.' && isdigit((unsigned char)end[1])) minor = strtol(end + 1, NULL, 10);
-    if (major >= 100) return false; /* a year ("NeMo 2024") or a table id ("NEMO2407"), not a version */
-    if (major == 2) return minor >= 0 || glued;
-    return major >= 25 || (major == 24 && minor >= 9);
+    if (major >= 100) return 0; /* a year ("NeMo 2024") or a table id ("NEMO2407"), not a version */
+    if (major == 2) return minor >= 0 || glued ? nemo2_container(minor) : 0;
+    if (major < 20 || minor > 12) return 0;
+    return (int)(major * 100 + (minor > 0 ? minor : 1));
 }
 
-/* A container tag written before the name ("25.09 NeMo container"): is it
- * 24.09 or later? */
-static bool nemo2_before(const char *text, const char *s)
+/* A container tag written before the name ("25.09 NeMo container"), as
+ * YYMM; 0 where none is. */
+static int nemo_release_before(const char *text, const char *s)
 {
     const char *b = s;
-    if (b == text || b[-1] != ' ') return false;
+    if (b == text || b[-1] != ' ') return 0;
     b--;
     while (b > text && (isdigit((unsigned char)b[-1]) || b[-1] == '.')) b--;
-    if (b > text && isalnum((unsigned char)b[-1])) return false;
+    if (b > text && isalnum((unsigned char)b[-1])) return 0;
     char *end;
     long major = strtol(b, &end, 10);
-    if (end == b || *end != '.' || !isdigit((unsigned char)end[1])) return false;
+    if (end == b || *end != '.' || !isdigit((unsigned char)end[1])) return 0;
     long minor = strtol(end + 1, NULL, 10);
-    return (major == 24 && minor >= 9) || (major >= 25 && major < 100);
+    return major >= 20 && major < 100 && minor >= 1 && minor <= 12 ? (int)(major * 100 + minor) : 0;
+}
+
+int acc_nemo_release(const char *const text[2])
+{
+    int rel = 0;
+    for (int c = 0; c < 2; c++)
+        for (const char *s = find_ci(text[c], "nemo"); s; s = find_ci(s + 4, "nemo")) {
+            int a = nemo_release_at(s), b = nemo_release_before(text[c], s);
+            if (a > rel) rel = a;
+            if (b > rel) rel = b;
+        }
+    return rel;
 }
 
 bool acc_says_nemo(const char *const text[2])
@@ -222,13 +245,7 @@ bool acc_says_nemo(const char *const text[2])
     return false;
 }
 
-bool acc_says_nemo2(const char *const text[2])
-{
-    for (int c = 0; c < 2; c++)
-        for (const char *s = find_ci(text[c], "nemo"); s; s = find_ci(s + 4, "nemo"))
-            if (nemo2_at(s) || nemo2_before(text[c], s)) return true;
-    return false;
-}
+bool acc_says_nemo2(const char *const text[2]) { return acc_nemo_release(text) >= 2409; }
 
 int acc_ce_fusion_stated(const char *const text[2])
 {
@@ -247,4 +264,42 @@ int acc_ce_fusion(const char *const text[2])
     if (said >= 0) return said;
     if (acc_says(text, "Megatron-Bridge")) return 2;
     return acc_says_nemo2(text) ? 1 : -1;
+}
+
+/* The Megatron-Core release a row names ("core_v0.12.0", "core_r0.13",
+ * "Megatron-Core 0.14", "mcore 0.12"), as its minor number; 0 where none. */
+static int mcore_minor(const char *const text[2])
+{
+    static const char *const names[] = {"core_v", "core_r", "Megatron-Core ", "Megatron Core ", "mcore "};
+    int best = 0;
+    for (int c = 0; c < 2; c++)
+        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+            for (const char *s = find_ci(text[c], names[k]); s; s = find_ci(s + 1, names[k])) {
+                const char *v = s + strlen(names[k]);
+                if ((*v == 'v' || *v == 'V') && isdigit((unsigned char)v[1])) v++;
+                if (v[0] != '0' || v[1] != '.' || !isdigit((unsigned char)v[2])) continue;
+                int minor = atoi(v + 2);
+                if (minor > best) best = minor;
+            }
+    return best;
+}
+
+int acc_flops_causal(const char *const text[2], const char **why)
+{
+    if (acc_says(text, "Megatron-Bridge") || acc_says(text, "Megatron Bridge")) {
+        *why = "causal attention FLOPs (Megatron-Bridge's flop_utils); ";
+        return 1;
+    }
+    if (acc_nemo_release(text) >= 2509) {
+        *why = "causal attention FLOPs (NeMo 25.09 on: flops_formulas.py); ";
+        return 1;
+    }
+    bool mlm = acc_says(text, "Megatron-LM") || acc_says(text, "Megatron-Core") || acc_says(text, "Megatron Core") ||
+               acc_says(text, "mcore");
+    if (mlm && (mcore_minor(text) >= 12 || acc_latest_year(text) >= 2026)) {
+        *why = "causal attention FLOPs (Megatron-Core 0.12 on: num_floating_point_operations); ";
+        return 1;
+    }
+    *why = "";
+    return 0;
 }

@@ -39,6 +39,19 @@ int acc_fp32_grad(const char *const text[2]);
  * fuses by default); a NeMo 2 run (acc_says_nemo2) with Megatron-Core's
  * (NeMo 2's GPTConfig sets cross_entropy_loss_fusion True). */
 int acc_ce_fusion(const char *const text[2]);
+/* The latest NeMo release the row names, as a container YYMM: "NeMo 24.07"
+ * 2407, "nemo:24.12" 2412, "25.09 NeMo container" 2509, "NeMo 2.5" 2509
+ * (NeMo 2.x by its container: 2.0 24.09 .. 2.5 25.09), "NeMo2" 2409; 0 where
+ * none is written (a year, "NeMo 2024", is not a release). */
+int acc_nemo_release(const char *const text[2]);
+/* Does the publisher count model FLOPs with causal attention halved (1) or
+ * the whole score square (0)? Causal: Megatron-Bridge (flop_utils, every
+ * table from 25.09), NeMo 25.09 on (flops_formulas.py, "Discount FLOPs in
+ * dot-product att", NeMo 2.5), Megatron-LM / Megatron-Core 0.12 on
+ * (num_floating_point_operations, May 2025; a stated core_v0.12+ or a row
+ * dated 2026 on). Full: every earlier release, torchtitan, PaLM's
+ * 6N + 12LHQT and the rest. *why: the rule's words ("" for full). */
+int acc_flops_causal(const char *const text[2], const char **why);
 /* Does the row name NeMo 2: "NeMo 2.x", or a NeMo container 24.09 or later
  * ("NeMo 24.12", "NeMo 25", "NeMo container 25.04", "nemo:24.12", "NeMo v2.0";
  * not "NeMo 24.07", not a year)? */

@@ -21,7 +21,7 @@
 const char *const RUNS_COLS[RUNS_NCOL] = {
     "id", "source", "model", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "global_batch",
     "micro_batch", "tp", "pp", "vpp", "dp", "cp", "ep", "seq_parallel", "recompute", "dist_opt", "gpu",
-    "num_gpus", "metric", "value", "notes", "dtype", "attention", "framework", "software"};
+    "num_gpus", "metric", "value", "notes", "dtype", "attention", "framework", "software", "flops"};
 
 /* The columns that hold a count (empty: unstated). */
 static const char *const COUNTS[] = {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
@@ -40,6 +40,7 @@ static const struct {
     {"framework", "megatron torchtitan deepspeed megatron-lm megatron-core mcore nemo megatron-bridge "
                   "megatron-deepspeed fsdp2"},
     {"software", "2024 2025"},
+    {"flops", "full causal"},
 };
 
 enum { MAXFIELD = 64, MAX_FILE_BYTES = 64 << 20 };

@@ -18,7 +18,7 @@
  *   - counts (layers .. num_gpus) are empty or whole numbers 1 .. 10^9;
  *   - value is a positive number;
  *   - enumerated columns (metric, seq_parallel, dtype, attention, framework,
- *     software) hold one of their values; recompute starts none, selective
+ *     software, flops) hold one of their values; recompute starts none, selective
  *     or full; dist_opt starts none, distopt, zero1..3 or fsdp(zeroN).
  *
  * runs_put_field writes the same format (build/accuracy --csv).
@@ -35,7 +35,7 @@
 
 enum {
     RUNS_NREQ = 26,    /* required columns, RUNS_COLS' first */
-    RUNS_NCOL = 30,    /* all columns read */
+    RUNS_NCOL = 31,    /* all columns read */
     RUNS_MAXROW = 4096 /* data records per file */
 };
 

@@ -442,11 +442,17 @@ static void row_attention(const Row *r, RowKind k, ParallelPlan *p, char *rules)
      * probabilities (Megatron's fused scale-mask-softmax) */
     int year = acc_latest_year(text);
     p->flash_attn = !(k.n21 || k.bloom || k.opt);
-    /* NeMo performance recipes overlap TP comm (TE userbuffers) */
-    bool tpov = says(r, "tp-comm-overlap") || says(r, "tp_comm_overlap") || says(r, "userbuffers") ||
-                acc_says_tp_overlap(text);
-    p->tp_overlap = (k.nemo || tpov) && p->tp > 1;
-    if (tpov && !k.nemo && p->tp > 1) strcat(rules, "TP overlap (notes); ");
+    /* TP comm overlap (TE userbuffers) as the row says; unsaid, as NeMo's
+     * and Megatron-Bridge's performance recipes set it where TP > 1 (NeMo 2
+     * *_performance_optimizations, Megatron-Bridge scripts/performance and
+     * perf_recipes: tp_comm_overlap with a userbuffers_* config for BF16
+     * and FP8) */
+    int tpov = acc_tp_overlap(text);
+    bool recipe = nemo_row(r, k);
+    p->tp_overlap = p->tp > 1 && (tpov == 1 || (tpov < 0 && recipe));
+    if (p->tp > 1 && !k.nemo && tpov == 1) strcat(rules, "TP overlap (notes); ");
+    if (p->tp > 1 && !k.nemo && tpov < 0 && recipe) strcat(rules, "TP overlap (NeMo / Megatron-Bridge recipes); ");
+    if (p->tp > 1 && tpov == 0 && recipe) strcat(rules, "no TP overlap (notes); ");
     /* stated knobs (optional columns) over the table's rules */
     const char *dt = r->f[col("dtype")], *at = r->f[col("attention")];
     if (*dt) ts_dtype_parse(dt, &p->dtype);
@@ -1069,8 +1075,10 @@ static void print_rules(void)
            "                reduction; other bf16 and fp8 rows: fp32 main grads and reduction\n"
            "                (Megatron / FSDP default), overlapped; as the notes say where they do\n"
            "                (grad_reduce_in_fp32, --grad-reduce-in-bf16)\n"
-           "  TP overlap    on for NeMo (TE userbuffers) and rows whose notes say tp-comm-overlap /\n"
-           "                userbuffers / TP ... overlap (\"TP/DP/PP communication overlap\"), off elsewhere\n"
+           "  TP overlap    as the notes say (tp-comm-overlap / userbuffers / TP ... overlap, as \"TP/DP/PP\n"
+           "                communication overlap\"; off: tp_comm_overlap False, no TP overlap); unsaid: on\n"
+           "                for NeMo and Megatron-Bridge rows (their performance recipes' TE userbuffers),\n"
+           "                off elsewhere\n"
            "  loss          the cross-entropy as the notes say (cross_entropy_fusion_impl te|native,\n"
            "                cross_entropy_loss_fusion); Megatron-Bridge recipes: Transformer Engine's fused\n"
            "                kernel; NeMo 2 (2.x, containers 24.09 on): Megatron-Core's fused kernel (its\n"

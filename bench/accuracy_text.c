@@ -58,8 +58,11 @@ bool acc_says_on(const char *const text[2], const char *what)
  * ("TP overlap", "TP comm overlap", "TP/DP/PP communication overlap
  * enabled"), not negated ("no TP overlap", "TP 8, no overlap", "TP overlap
  * off")? */
-bool acc_says_tp_overlap(const char *const text[2])
+/* The "TP ... overlap" phrases: 1 where one is not negated, 0 where every
+ * one is, -1 where there is none. */
+static int tp_overlap_phrase(const char *const text[2])
 {
+    int said = -1;
     for (int c = 0; c < 2; c++)
         for (const char *s = find_ci(text[c], "tp"); s; s = find_ci(s + 2, "tp")) {
             bool word = (s == text[c] || !isalnum((unsigned char)s[-1])) && !isalnum((unsigned char)s[2]);
@@ -71,10 +74,10 @@ bool acc_says_tp_overlap(const char *const text[2])
                           (ov - s >= 8 && acc_starts_ci(ov - 8, "without "));
             bool after = acc_starts_ci(ov + 7, " off") || acc_starts_ci(ov + 7, " disabled") ||
                          acc_starts_ci(ov + 7, "=false") || acc_starts_ci(ov + 7, " false");
-            bool neg = before || after;
-            if (!neg) return true;
+            if (!(before || after)) return 1;
+            said = 0;
         }
-    return false;
+    return said;
 }
 
 /* The word after s, past spaces and ':', '=', '(': its integer (-1 if it is
@@ -302,4 +305,14 @@ int acc_flops_causal(const char *const text[2], const char **why)
     }
     *why = "";
     return 0;
+}
+
+int acc_tp_overlap(const char *const text[2])
+{
+    static const char *const keys[] = {"tp_comm_overlap", "tp-comm-overlap"};
+    const char *w = setting(text, keys);
+    if (w && (acc_starts_ci(w, "false") || acc_starts_ci(w, "off") || (w[0] == '0' && !isdigit((unsigned char)w[1]))))
+        return 0;
+    if (w || acc_says(text, "userbuffers")) return 1;
+    return tp_overlap_phrase(text);
 }

@@ -16,10 +16,12 @@
 bool acc_starts_ci(const char *s, const char *pre);
 /* Does the source or the notes contain `what`? */
 bool acc_says(const char *const text[2], const char *what);
-/* Do they say TP communication is overlapped: "TP" as a word (also in a list
- * such as "TP/DP/PP") with "overlap" among the next few words, not negated
- * ("no TP overlap", "TP overlap off")? */
-bool acc_says_tp_overlap(const char *const text[2]);
+/* TP communication overlap as the row states it: 1 on (tp_comm_overlap /
+ * tp-comm-overlap with any value but false, off or 0; "userbuffers"; "TP" as
+ * a word, also in a list such as "TP/DP/PP", with "overlap" among the next
+ * few words, not negated), 0 off (tp_comm_overlap False, "no TP
+ * overlap", "TP overlap off"), -1 unsaid. */
+int acc_tp_overlap(const char *const text[2]);
 /* acc_says, not negated: not after "no", "not", "without", "w/o", "non-",
  * nor followed by "off", "disabled", "false", "none" or "=0". */
 bool acc_says_on(const char *const text[2], const char *what);

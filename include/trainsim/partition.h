@@ -358,6 +358,16 @@ void part_runtime_init(PartRuntime *rt);
  * parameter gathered, grad_bytes per gradient element reduced; `full`: full
  * recompute (the backward's copy-out is the recompute's). */
 void part_fsdp_copy_kernel(double params, double act_bytes, double grad_bytes, bool full, PartKernel *out);
+/* Does the plan's ZeRO-3 copy into and out of its communication buffers?
+ * FSDP2 (torchtitan: per-parameter DTensors, all-gather copy-out and
+ * reduce-scatter copy-in) and DeepSpeed ZeRO-3 (its gather and gradient
+ * buckets) do; Megatron-FSDP gathers into and reduces from flat per-unit
+ * buffers that the parameters and TE's main gradients are views of
+ * (Megatron-LM docs/user-guide/features/megatron_fsdp.md: "FSDP2 requires
+ * COPY operations ... Megatron-FSDP assigns sliced views of contiguous
+ * communication buffers"), as PyTorch FSDP1's flat parameters are
+ * (--framework hf: accelerate's default FSDP). */
+bool part_fsdp_copies(const ParallelPlan *p);
 
 /* ---- the partition ------------------------------------------------------------- */
 /* Segment templates: one per kind of repeated work. */

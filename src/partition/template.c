@@ -587,17 +587,7 @@ void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime 
         const PartBlockT *mb = &o->b[k ? PART_BLOCK_MOE : PART_BLOCK_MLP];
         o->fsdp_layer_params[k] = a->fsdp_params + a->fsdp_eparams + mb->fsdp_params + mb->fsdp_eparams;
     }
-    /* The copies into and out of the communication buffers are FSDP2's
-     * (torchtitan: per-parameter DTensors, all-gather copy-out and
-     * reduce-scatter copy-in) and DeepSpeed ZeRO-3's (its gather and
-     * gradient buckets). Megatron-FSDP gathers into and reduces from flat
-     * per-unit buffers the parameters and TE's main gradients are views of
-     * (Megatron-LM docs/user-guide/features/megatron_fsdp.md: "FSDP2
-     * requires COPY operations ... Megatron-FSDP assigns sliced views of
-     * contiguous communication buffers"), as PyTorch FSDP1's flat
-     * parameters are (--framework hf: accelerate's default FSDP). */
-    bool copies = p->framework == PLAN_FRAMEWORK_TORCHTITAN || p->framework == PLAN_FRAMEWORK_DEEPSPEED;
-    if (p->zero >= 3 && copies) {
+    if (part_fsdp_copies(p)) {
         fsdp_copy(&x, &o->b[PART_BLOCK_MLP], o->fsdp_layer_params[0]);
         if (m->experts > 0) fsdp_copy(&x, &o->b[PART_BLOCK_MOE], o->fsdp_layer_params[1]);
     }
@@ -612,6 +602,11 @@ void part_template(const ModelSpec *m, const ParallelPlan *p, const PartRuntime 
      * or Megatron's scatter/gather across the boundary), or the whole
      * activation on every TP rank (DeepSpeed's pipeline engine) */
     o->boundary_bytes = (double)x.T * (double)m->hidden * x.ab / (plan_ds_pipe(p) ? 1.0 : (double)p->tp);
+}
+
+bool part_fsdp_copies(const ParallelPlan *p)
+{
+    return p->zero >= 3 && (p->framework == PLAN_FRAMEWORK_TORCHTITAN || p->framework == PLAN_FRAMEWORK_DEEPSPEED);
 }
 
 void part_fsdp_copy_kernel(double params, double ab, double gr, bool full, PartKernel *k)

@@ -441,8 +441,9 @@ void sim_fsdp_chain(const Ctx *x, int64_t nl, const SimLayerSet *ls,
     double rp = edge[SIM_E_EMB_PARAMS] + edge[SIM_E_HEAD_PARAMS], gr = x->o->fp32_grad_reduce ? 4.0 : x->ab;
     double root[4] = {0, 0, 0, 0}; /* gather, reduce-scatter, copy-out, copy-in */
     root[1] = unit_rs_s(x, rp);
-    if (rp > 0 && x->p->zero >= 3) { /* ZeRO-2's units reduce-scatter only */
+    if (rp > 0 && x->p->zero >= 3) /* ZeRO-2's units reduce-scatter only */
         root[0] = sim_coll(x, TS_COLL_ALLGATHER, rp * x->ab, &x->dpg, HW_GROUP_DP);
+    if (rp > 0 && part_fsdp_copies(x->p)) {
         PartKernel kc; /* the root unit's copies: the layers' rule, never under recompute */
         part_fsdp_copy_kernel(rp, x->ab, gr, true, &kc);
         CostCtx cc;

@@ -39,7 +39,7 @@ void wl_gen_blocks(Gen *g, const CostStep *cs)
     /* ZeRO-3's root unit (embedding, head) copies, one kernel per chunk as
      * the simulator charges them: the embedding's chunk holds the head too
      * when there is one chunk */
-    if (g->p->zero >= 3 && g->dpn > 1) {
+    if (part_fsdp_copies(g->p) && g->dpn > 1) {
         double e = g->embed.params, h = g->head.params;
         double on[2] = {e + (g->n_chunks == 1 ? h : 0), g->n_chunks > 1 ? h : 0};
         Block *at[2] = {&g->embed, &g->head};

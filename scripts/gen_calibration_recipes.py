@@ -224,6 +224,8 @@ def runtime_knobs(rec, k, tp):
         rec.rule("software", "2024", "eval_row (libraries): a NeMo 24.x container (CUDA 12.5) ran the 2024 CUDA "
                  "libraries: cuBLAS before 12.9 (slower Hopper FP8 GEMMs), cuDNN 9.2 attention")
     if k == "mb":
+        rec.rule("mfu-convention", "causal", "row_flops: Megatron-Bridge counts model FLOPs with causal attention "
+                 "halved (flop_utils.py; every published table), so the printed TFLOP/s per GPU reads as its tables'")
         rec.rule("ce-fusion", "te", "row_setup (loss): a Megatron-Bridge performance recipe fuses the cross-entropy "
                  "with Transformer Engine's kernel (_benchmark_common: cross_entropy_fusion_impl te; the GPT "
                  "provider's cross_entropy_loss_fusion True)")

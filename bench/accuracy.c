@@ -276,6 +276,7 @@ static const char *row_cluster(const char *gpu, bool bloom)
 typedef struct RowKind {
     bool n21, nemo, bloom, opt, tt; /* the row's table */
     bool mds_logger; /* its TFLOP/s are Megatron-DeepSpeed's logger's (mds_row) */
+    bool n21_flops;  /* its TFLOP/s count as the N21 paper's formula (row_flops) */
 } RowKind;
 
 /* The row's plan: its stated knobs, and the fixed rule of its table for
@@ -558,16 +559,24 @@ static void skip_row(const EvalOpts *o, const Row *r, const char *fmt, ...)
 }
 
 
-/* The model-FLOP convention a tflops_per_gpu row is compared in: the
- * publisher's (acc_flops_causal), or the flops column's. Causal halves the
+/* The model-FLOP count a tflops_per_gpu row is compared in: the
+ * publisher's (acc_flops_count), or the flops column's. Causal halves the
  * attention scores' square in trainsim's model FLOPs (SimOptions.mfu_causal)
- * as Megatron-Bridge, NeMo 25.09 on and Megatron-Core 0.12 on count them. */
-static void row_flops(const Row *r, SimOptions *so, char *rules)
+ * as Megatron-Bridge, NeMo 25.09 on and Megatron-Core 0.12 on count them;
+ * n21 is the N21 paper's formula (row_prediction), as Megatron's papers to
+ * 2022 count theirs. The published tables' own conventions (N21, BLOOM, OPT)
+ * stand. */
+static void row_flops(const Row *r, RowSetup *s, char *rules)
 {
     const char *text[2] = {r->f[col("source")], r->f[col("notes")]}, *why = "", *fl = r->f[col("flops")];
-    so->mfu_causal = *fl ? !strcmp(fl, "causal") : acc_flops_causal(text, &why) == 1;
-    if (*fl && so->mfu_causal) why = "causal attention FLOPs (flops column); ";
-    if (so->mfu_causal && !strcmp(r->f[col("metric")], "tflops_per_gpu")) strcat(rules, why);
+    int count = !strcmp(fl, "causal") ? ACC_FLOPS_CAUSAL : !strcmp(fl, "n21") ? ACC_FLOPS_N21 : ACC_FLOPS_FULL;
+    if (!*fl) count = acc_flops_count(text, &why);
+    else if (count == ACC_FLOPS_CAUSAL) why = "causal attention FLOPs (flops column); ";
+    else if (count == ACC_FLOPS_N21) why = "the N21 FLOP formula (flops column); ";
+    if (s->k.n21 || s->k.bloom || s->k.opt || s->k.mds_logger) return; /* their own counts (row_prediction) */
+    s->in.opt.mfu_causal = count == ACC_FLOPS_CAUSAL;
+    s->k.n21_flops = count == ACC_FLOPS_N21;
+    if (*why && !strcmp(r->f[col("metric")], "tflops_per_gpu")) strcat(rules, why);
 }
 
 /* The row's model, plan, cluster and runtime options by its table's rules.
@@ -676,7 +685,7 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
                       : nemo2         ? "fused cross-entropy (NeMo 2); "
                                       : "fused cross-entropy (notes); ");
     }
-    row_flops(r, so, rules);
+    row_flops(r, s, rules);
     return true;
 }
 
@@ -730,7 +739,7 @@ static double row_prediction(const RowSetup *s, const SimResult *res, bool tfl, 
     const ParallelPlan *q = &s->in.plan;
     const ModelSpec *m = &s->m;
     if (its) return res->iteration_time_s;
-    if (s->k.n21 || s->k.bloom || s->k.opt || (tfl && mds_row(s))) {
+    if (s->k.n21 || s->k.bloom || s->k.opt || (tfl && (mds_row(s) || s->k.n21_flops))) {
         /* N21: the paper's formula (96 = 24 x 4: the recompute forward
          * counted). Megatron-DeepSpeed (BLOOM, any row run on it): its
          * logger (megatron/utils.py throughput_calculator) prints the same
@@ -768,6 +777,10 @@ static void print_row(const Row *r, const RowSetup *s, const SimResult *res, dou
     else if (tfl && s->k.opt)
         printf("            (compared as OPT's logbook counts, the N21 formula with the recompute pass;\n"
                "             as model FLOPs per GPU per second it would be %.1f, %+.1f%%)\n",
+               res->model_tflops_per_gpu, 100 * (res->model_tflops_per_gpu / pub - 1));
+    else if (tfl && s->k.n21_flops)
+        printf("            (compared as the N21 paper's formula counts, the recompute pass included where it\n"
+               "             ran; as model FLOPs per GPU per second it would be %.1f, %+.1f%%)\n",
                res->model_tflops_per_gpu, 100 * (res->model_tflops_per_gpu / pub - 1));
     else if (tfl && !s->k.n21 && q->recompute != PLAN_RECOMPUTE_NONE)
         printf("            (compared as model FLOPs per GPU per second; counting the recompute pass would\n"
@@ -1110,8 +1123,9 @@ static void print_rules(void)
            "rows up to 2023 the same formula, as its logger printed it; OPT the same, as its logbook\n"
            "counts (4.30E+23 FLOPs for 300B tokens) (model FLOPs printed beside); other rows model\n"
            "FLOPs (validation/README), the recompute-inclusive count beside: attention's whole score\n"
-           "square, except causal-halved as the publisher counts it (Megatron-Bridge; NeMo 25.09 on;\n"
-           "Megatron-Core 0.12 on, or a Megatron-LM row dated 2026 on) or the flops column says.\n");
+           "square, except as the publisher counts it: causal-halved (Megatron-Bridge; NeMo 25.09 on;\n"
+           "Megatron-Core 0.12 on, or a Megatron-LM row dated 2026 on), the N21 formula (a row naming\n"
+           "Megatron or MT-NLG dated 2022 or before), or as the flops column says.\n");
 }
 
 int main(int argc, char **argv)

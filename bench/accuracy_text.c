@@ -287,24 +287,30 @@ static int mcore_minor(const char *const text[2])
     return best;
 }
 
-int acc_flops_causal(const char *const text[2], const char **why)
+int acc_flops_count(const char *const text[2], const char **why)
 {
     if (acc_says(text, "Megatron-Bridge") || acc_says(text, "Megatron Bridge")) {
         *why = "causal attention FLOPs (Megatron-Bridge's flop_utils); ";
-        return 1;
+        return ACC_FLOPS_CAUSAL;
     }
     if (acc_nemo_release(text) >= 2509) {
         *why = "causal attention FLOPs (NeMo 25.09 on: flops_formulas.py); ";
-        return 1;
+        return ACC_FLOPS_CAUSAL;
     }
     bool mlm = acc_says(text, "Megatron-LM") || acc_says(text, "Megatron-Core") || acc_says(text, "Megatron Core") ||
                acc_says(text, "mcore");
-    if (mlm && (mcore_minor(text) >= 12 || acc_latest_year(text) >= 2026)) {
+    int year = acc_latest_year(text);
+    if (mlm && (mcore_minor(text) >= 12 || year >= 2026)) {
         *why = "causal attention FLOPs (Megatron-Core 0.12 on: num_floating_point_operations); ";
-        return 1;
+        return ACC_FLOPS_CAUSAL;
+    }
+    bool megatron = acc_says(text, "Megatron") || acc_says(text, "MT-NLG");
+    if (megatron && year > 0 && year <= 2022) {
+        *why = "the N21 FLOP formula (Megatron's papers to 2022); ";
+        return ACC_FLOPS_N21;
     }
     *why = "";
-    return 0;
+    return ACC_FLOPS_FULL;
 }
 
 int acc_tp_overlap(const char *const text[2])

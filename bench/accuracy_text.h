@@ -46,14 +46,22 @@ int acc_ce_fusion(const char *const text[2]);
  * (NeMo 2.x by its container: 2.0 24.09 .. 2.5 25.09), "NeMo2" 2409; 0 where
  * none is written (a year, "NeMo 2024", is not a release). */
 int acc_nemo_release(const char *const text[2]);
-/* Does the publisher count model FLOPs with causal attention halved (1) or
- * the whole score square (0)? Causal: Megatron-Bridge (flop_utils, every
- * table from 25.09), NeMo 25.09 on (flops_formulas.py, "Discount FLOPs in
- * dot-product att", NeMo 2.5), Megatron-LM / Megatron-Core 0.12 on
- * (num_floating_point_operations, May 2025; a stated core_v0.12+ or a row
- * dated 2026 on). Full: every earlier release, torchtitan, PaLM's
- * 6N + 12LHQT and the rest. *why: the rule's words ("" for full). */
-int acc_flops_causal(const char *const text[2], const char **why);
+/* How the publisher counts the model FLOPs of its TFLOP/s:
+ *   ACC_FLOPS_CAUSAL  causal attention halved: Megatron-Bridge (flop_utils,
+ *                     every table from 25.09), NeMo 25.09 on (flops_formulas.py,
+ *                     "Discount FLOPs in dot-product att", NeMo 2.5), Megatron-LM /
+ *                     Megatron-Core 0.12 on (num_floating_point_operations, May
+ *                     2025; a stated core_v0.12+ or a row dated 2026 on);
+ *   ACC_FLOPS_N21     Narayanan et al. 2021's formula, 24·k·B·s·l·h²(1 + s/6h +
+ *                     V/16lh), k = 4 with the recompute pass: Megatron's papers to
+ *                     2022 (a row naming Megatron or MT-NLG, dated 2022 or before;
+ *                     MT-NLG 530B's 126 TFLOP/s at 60.1 s is that formula);
+ *   ACC_FLOPS_FULL    the whole score square: every other row (Megatron-LM
+ *                     2023 to core 0.11, NeMo before 25.09, torchtitan, PaLM's
+ *                     6N + 12LHQT).
+ * *why: the rule's words ("" for full). */
+enum { ACC_FLOPS_FULL, ACC_FLOPS_CAUSAL, ACC_FLOPS_N21 };
+int acc_flops_count(const char *const text[2], const char **why);
 /* Does the row name NeMo 2: "NeMo 2.x", or a NeMo container 24.09 or later
  * ("NeMo 24.12", "NeMo 25", "NeMo container 25.04", "nemo:24.12", "NeMo v2.0";
  * not "NeMo 24.07", not a year)? */

@@ -16,7 +16,8 @@
  *   other tflops_per_gpu    trainsim's model FLOPs, attention counted as the
  *                           publisher counts it (row_flops: the whole score
  *                           square, or causal-halved for Megatron-Bridge,
- *                           NeMo 25.09 on, Megatron-Core 0.12 on)
+ *                           NeMo 25.09 on, Megatron-Core 0.12 on), or the N21
+ *                           formula for Megatron's papers to 2022
  *   tokens_per_s_per_gpu    global_batch * seq / (T_pred * gpus)
  *   iteration_s             T_pred
  * Error = predicted / published - 1 on the throughput (published / predicted

@@ -53,13 +53,11 @@ bool acc_says_on(const char *const text[2], const char *what)
     return false;
 }
 
-/* Does the row say TP communication is overlapped: "TP" as a word (also
- * in a list such as "TP/DP/PP") with "overlap" among the next few words
- * ("TP overlap", "TP comm overlap", "TP/DP/PP communication overlap
- * enabled"), not negated ("no TP overlap", "TP 8, no overlap", "TP overlap
- * off")? */
-/* The "TP ... overlap" phrases: 1 where one is not negated, 0 where every
- * one is, -1 where there is none. */
+/* The row's "TP ... overlap" phrases: "TP" as a word (also in a list such
+ * as "TP/DP/PP") with "overlap" among the next few words ("TP overlap", "TP
+ * comm overlap", "TP/DP/PP communication overlap enabled"). 1 where one is
+ * not negated, 0 where every one is ("no TP overlap", "TP 8, no overlap",
+ * "TP overlap off"), -1 where there is none. */
 static int tp_overlap_phrase(const char *const text[2])
 {
     int said = -1;

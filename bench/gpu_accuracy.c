@@ -804,17 +804,18 @@ static void row_kernel(const json_t *r, const char *gpu, const char *part)
          * kernel: the preset's dropout-kernel factor */
         const char *be = json_string_value(json_object_get(r, "sdpa_backend"));
         bool fa2 = be && !strcmp(be, "flash");
-        /* dropout on the probabilities: trainsim costs the attention core
-         * without it, so these rows are scored apart (the gap they show is
-         * dropout's own time) */
-        bool drop = num(r, "dropout") > 0;
+        /* dropout on the probabilities: its draws are costed on top of the
+         * core (hw_attn_dropout_time_s); these rows are scored apart */
+        double p = num(r, "dropout");
+        bool drop = p > 0;
         static const char *const NAME[2][2][2] = {{{"attn fwd", "attn bwd"}, {"fa2 fwd", "fa2 bwd"}},
                                                   {{"attn+dropout fwd", "attn+dropout bwd"},
                                                    {"fa2+dropout fwd", "fa2+dropout bwd"}}};
         for (int bwd = 0; bwd < 2; bwd++) {
             double meas = num(r, bwd ? "bwd_ms" : "fwd_ms");
-            double pred = tf * hw_attention_time_s(&hw, bt, h, s, s, d, causal, bwd, TS_DTYPE_BF16) *
-                          (fa2 ? hw_attn_fa2_factor(&hw.gpu, d, bwd) : 1.0);
+            double pred = tf * (hw_attention_time_s(&hw, bt, h, s, s, d, causal, bwd, TS_DTYPE_BF16) *
+                                    (fa2 ? hw_attn_fa2_factor(&hw.gpu, d, bwd) : 1.0) +
+                                hw_attn_dropout_time_s(&hw, bt, h, s, s, causal, bwd, p));
             if (!(meas > 0)) continue;
             double e = pred / (meas * 1e-3) - 1;
             printf("D-attn %-5s batch %-3lld heads %-3lld seq %-6lld d %-3lld %-6s %-5s %s%s  measured %8.3f ms  predicted "

@@ -137,6 +137,8 @@ typedef struct GraphOp {
     double fwd_bytes;      /* bytes read+written in forward at the dtype */
     double bwd_bytes;      /* bytes read+written in backward (dgrad+wgrad) */
     double act_bytes;      /* activation bytes this op saves for backward */
+    double drop;           /* ATTENTION_CORE: dropout probability on the probabilities, drawn
+                              inside the fused kernel (the model's attn_dropout), 0 none */
 } GraphOp;
 
 typedef struct GraphParam {

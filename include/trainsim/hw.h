@@ -114,6 +114,11 @@ typedef struct GpuSpec {
                                              the backward's extra time per query row (batch x
                                              heads x tokens), whatever the head dim and window,
                                              at the preset's clock; 1.74e-9 (cuDNN, H100, H200) */
+    double attn_drop_elem_s[2];           /* dropout on the probabilities inside the fused
+                                             attention: forward / backward time per score element
+                                             of the tiles the kernel walks (its Philox draws and
+                                             mask), whatever the head dim, at the preset's clock;
+                                             1.02e-12 / 0.53e-12 (cuDNN, H100) */
     double index_put_dup_s;               /* PyTorch's sort-based index_put_ with accumulate (the
                                              backward of an index, torch 2.11): one warp walks
                                              every duplicate of a destination row in turn, each
@@ -314,6 +319,10 @@ double hw_grouped_gemm_time_s(const HwModel *m, int64_t groups, int64_t M, doubl
  * convention): fwd 4*B*h*Sq*Sk*d (halved if causal, Sq==Sk), backward 2.5x. */
 double hw_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t sq, int64_t sk,
                            int64_t d, bool causal, bool backward, TsDtype dt);
+/* What dropout with probability p > 0 on the probabilities adds to that
+ * kernel (its random draws over the score tiles it walks); 0 for p <= 0. */
+double hw_attn_dropout_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t sq, int64_t sk, bool causal,
+                              bool backward, double p);
 /* One memory-bound kernel moving `bytes` (read + written). 0 bytes -> 0. */
 double hw_memory_time_s(const HwModel *m, double bytes);
 /* PyTorch's generic elementwise kernel over `elements`, at the preset's

@@ -229,6 +229,8 @@ typedef struct PartKernel {
     int64_t d;                /* ATTN: q.k head dim */
     double m_sd;              /* GEMM with PART_KF_GROUPED: standard deviation of the rows per group */
     bool causal;              /* ATTN */
+    double drop;              /* ATTN: dropout probability on its probabilities (its draws cost
+                                 hw_attn_dropout_time_s), 0 none */
     uint32_t flags;           /* PART_KF_* (beside causal: no padding added) */
     double fwd_bytes, bwd_bytes; /* MEM, per launch */
     double flops[3];          /* fwd, input-grad, weight-grad FLOPs of all launches */

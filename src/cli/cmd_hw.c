@@ -59,7 +59,7 @@ typedef struct HwOpts {
     CliHw hw;
     bool json;
     const char *gemm, *attention, *coll, *dtype, *group_kind;
-    double bytes;
+    double bytes, dropout;
     int64_t group, group_nodes;
     bool causal, backward;
 } HwOpts;
@@ -91,11 +91,14 @@ static int evaluate(const HwOpts *o, const CliHwLoaded *l, TsBuf *b)
             fprintf(stderr, "trainsim: --attention expects B,HEADS,SQ,SK,D, got '%s'\n", o->attention);
             return 2;
         }
-        double t = hw_attention_time_s(&l->model, v[0], v[1], v[2], v[3], v[4], o->causal, o->backward, dt);
+        double t = hw_attention_time_s(&l->model, v[0], v[1], v[2], v[3], v[4], o->causal, o->backward, dt) +
+                   hw_attn_dropout_time_s(&l->model, v[0], v[1], v[2], v[3], o->causal, o->backward, o->dropout);
         double fl = 4.0 * (double)v[0] * (double)v[1] * (double)v[2] * (double)v[3] * (double)v[4] *
                     (o->causal && v[2] == v[3] ? 0.5 : 1.0) * (o->backward ? 2.5 : 1.0);
-        ts_buf_printf(b, "attention %s%s B=%lld heads=%lld sq=%lld sk=%lld d=%lld on %s: %.3f us, %.1f TFLOP/s%s\n",
-                      o->backward ? "bwd" : "fwd", o->causal ? " causal" : "", (long long)v[0], (long long)v[1],
+        char drop[32] = "";
+        if (o->dropout > 0) snprintf(drop, sizeof drop, " dropout %g", o->dropout);
+        ts_buf_printf(b, "attention %s%s%s B=%lld heads=%lld sq=%lld sk=%lld d=%lld on %s: %.3f us, %.1f TFLOP/s%s\n",
+                      o->backward ? "bwd" : "fwd", o->causal ? " causal" : "", drop, (long long)v[0], (long long)v[1],
                       (long long)v[2], (long long)v[3], (long long)v[4], l->model.gpu.name, t * 1e6, fl / t / 1e12,
                       l->calib ? " (calibrated)" : "");
     }
@@ -177,6 +180,8 @@ int cmd_hw(int argc, char **argv)
     cli_add(&s, "attention", CLI_STR, &o.attention, "B,H,SQ,SK,D", "time one attention core");
     cli_add(&s, "causal", CLI_FLAG, &o.causal, NULL, "causal mask for --attention");
     cli_add(&s, "backward", CLI_FLAG, &o.backward, NULL, "backward pass for --attention");
+    cli_add(&s, "attn-dropout", CLI_DOUBLE, &o.dropout, "P",
+            "dropout on the probabilities for --attention: its draws inside the kernel (0: none)");
     cli_add(&s, "coll", CLI_STR, &o.coll, "C", "time one collective (allreduce, allgather, ...)");
     cli_add(&s, "bytes", CLI_BYTES, &o.bytes, "B", "collective size (whole buffer): bytes, or 64MiB, 1.5GB, 512k");
     cli_add(&s, "group", CLI_INT, &o.group, "N", "GPUs in the collective's group");

@@ -182,10 +182,10 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
             break;
         }
         /* each pass the kernel runs (PART_KF_FWD_ONLY, _BWD_ONLY: one) */
-        if (!(k->flags & PART_KF_BWD_ONLY))
-            t[0] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, false, c->act_dtype);
-        if (!(k->flags & PART_KF_FWD_ONLY))
-            t[1] = f * hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, true, c->act_dtype);
+        for (int bwd = 0; bwd < 2; bwd++)
+            if (!(k->flags & (bwd ? PART_KF_FWD_ONLY : PART_KF_BWD_ONLY)))
+                t[bwd] = f * (hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, bwd, c->act_dtype) +
+                              hw_attn_dropout_time_s(hw, k->batch, k->m, k->n, k->k, k->causal, bwd, k->drop));
         break;
     default: {
         bool gen = (k->flags & PART_KF_GENERIC) != 0;

@@ -302,6 +302,7 @@ GraphOp *graph_op_attention(ModuleGraph *g, int32_t module, const char *name, in
     op->dims[4] = Dqk;
     op->dims[5] = Dv;
     op->split = GRAPH_SPLIT_HEADS;
+    op->drop = g->spec.attn_dropout;
     op->ds_macs = b * a * sq * sk * (dq + dv);
     op->ds_flops = 2 * op->ds_macs;
     op->fwd_flops = 2 * b * a * sq * sk * (dq + dv) * (g->opt.causal ? 0.5 : 1.0);

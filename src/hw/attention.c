@@ -79,6 +79,18 @@ double hw_attn_model(const GpuSpec *g, int64_t B, int64_t heads, int64_t sq, int
     return (t > tmem ? t : tmem) + g->launch_s;
 }
 
+/* Dropout on the probabilities inside the fused kernel draws a random
+ * number and applies the mask for every score of the tiles it walks (the
+ * backward draws them again): a time per element of those 128 x 128 tiles,
+ * the diagonal tiles whole under a causal mask (gpu_defaults' source). */
+double hw_attn_drop_model(const GpuSpec *g, int64_t B, int64_t heads, int64_t sq, int64_t sk, bool causal,
+                          bool backward)
+{
+    double n = (double)((sq + ATTN_TILE - 1) / ATTN_TILE), m = (double)((sk + ATTN_TILE - 1) / ATTN_TILE);
+    double tiles = causal && sq == sk ? 0.5 * n * (n + 1.0) : n * m;
+    return (double)B * (double)heads * tiles * ATTN_TILE * ATTN_TILE * g->attn_drop_elem_s[backward ? 1 : 0];
+}
+
 /* FlashAttention-2 runs Ampere's mma.sync on Hopper where cuDNN runs wgmma:
  * its time over cuDNN's is set per head dim from measurements (H100 and H200,
  * 30 shapes each: 1.5-1.6x at head dim 64, 1.8-1.9x at 128), linear between. */

@@ -285,6 +285,13 @@ double hw_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t s
     return t;
 }
 
+double hw_attn_dropout_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t sq, int64_t sk, bool causal,
+                              bool backward, double p)
+{
+    if (!(p > 0) || B <= 0 || heads <= 0 || sq <= 0 || sk <= 0) return 0;
+    return hw_attn_drop_model(&m->gpu, B, heads, sq, sk, causal, backward);
+}
+
 double hw_generic_time_s(const HwModel *m, double elements)
 {
     double r = m->gpu.eager_generic_gelem_per_ms;
@@ -356,7 +363,9 @@ static double attn_pass(const HwModel *m, const GraphOp *op, HwPass pass, TsDtyp
     double full = 2.0 * (double)d[0] * (double)d[1] * (double)d[2] * (double)d[3] * (double)(d[4] + dv);
     bool causal = op->fwd_flops > 0 && op->fwd_flops < 0.75 * full;
     int64_t dd = (d[4] + dv + 1) / 2;
-    return hw_attention_time_s(m, d[0], d[1], d[2], d[3], dd, causal, pass != HW_PASS_FWD, dt);
+    bool bwd = pass != HW_PASS_FWD;
+    return hw_attention_time_s(m, d[0], d[1], d[2], d[3], dd, causal, bwd, dt) +
+           hw_attn_dropout_time_s(m, d[0], d[1], d[2], d[3], causal, bwd, op->drop);
 }
 
 /* Bytes a memory-bound op moves, from its dims (so per-rank copies with

@@ -11,6 +11,10 @@
 /* A duplicate index's walk in PyTorch's sort-based index_put_, in us
  * (gpu_defaults; its source there). */
 #define GPU_INDEX_PUT_DUP_US 2.0
+/* Dropout inside the fused attention, ps a score element forward and
+ * backward at the preset's clock (gpu_defaults; its source there). */
+#define GPU_ATTN_DROP_PS_FWD 1.02
+#define GPU_ATTN_DROP_PS_BWD 0.53
 
 static const char *const GPU_KEYS[] = {
     "format", "version", "name", "source", "vendor", "arch", "peak_tflops", "hbm_tb_per_s",
@@ -21,7 +25,8 @@ static const char *const MODEL_KEYS[] = {
     "gemm_align_elems",
     "simt_tile", "simt_k_half",
     "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "attn_causal_half",
-    "attn_causal_eff", "attn_fa2_factor", "attn_fa2_factor_hd64", "attn_sink_bwd_ns_per_row", "index_put_dup_us",
+    "attn_causal_eff", "attn_fa2_factor", "attn_fa2_factor_hd64", "attn_sink_bwd_ns_per_row", "attn_dropout_ps_per_elem",
+    "index_put_dup_us",
     "mem_eff", "mem_half_mb", "launch_us", "eager_generic_gelem_per_ms", "eager_norm", "software_2024", "notes", NULL};
 static const char *const SW2024_KEYS[] = {"gemm_eff_fp8", "attn_factor", NULL};
 static const char *const NORM_KEYS[] = {"eff", "row_ns", NULL};
@@ -62,6 +67,16 @@ static void gpu_defaults(GpuSpec *g)
      * 1830 MHz (the model's times are at the preset's clock); the other GPUs
      * assumed alike at theirs */
     g->attn_sink_bwd_row_s = GPU_SINK_BWD_ROW_NS * 1e-9;
+    /* cuDNN attention (SDPA) on an H100 at 1980 MHz with and without dropout
+     * 0.1 on the probabilities, six shapes (head dim 64 and 128, causal and
+     * not, 256-2048 tokens; bench/data/gpu/dropout_2026-11-27_h100.jsonl):
+     * the difference over the 128 x 128 score tiles the kernel walks is
+     * 0.97-1.13 ps an element forward at the presets' 1830 MHz (median 1.02)
+     * and 0.42-0.65 backward (median 0.53), the same at head dim 64 and 128:
+     * the draws and the mask cost per score, not per FLOP. The other GPUs
+     * assumed alike at their clock */
+    g->attn_drop_elem_s[0] = GPU_ATTN_DROP_PS_FWD * 1e-12;
+    g->attn_drop_elem_s[1] = GPU_ATTN_DROP_PS_BWD * 1e-12;
     /* torch.profiler of the 1 x 4096 GPT-OSS-20B 2-layer step
      * (bench/data/gpu/gptoss_hf_2026-11-27k_{h100,h200}.jsonl): the experts'
      * bias gradients, index_put_ of 16384 pairs into 32 expert rows (about
@@ -129,7 +144,7 @@ static TsStatus tile_pair(const TsJsonDoc *doc, json_t *m, const char *key, cons
 
 /* "key": [forward, backward], numbers in lo..hi (absent: keep out[]). */
 static TsStatus pair(const TsJsonDoc *doc, json_t *m, const char *prefix, const char *key, double lo, double hi,
-                     double out[2], TsError *err)
+                     const char *hint, double out[2], TsError *err)
 {
     json_t *a = json_object_get(m, key);
     if (!a) return TS_OK;
@@ -143,11 +158,13 @@ static TsStatus pair(const TsJsonDoc *doc, json_t *m, const char *prefix, const 
         char path[96], msg[192];
         snprintf(path, sizeof path, "%s.%s", prefix, key);
         snprintf(msg, sizeof msg, "'%s' must be [forward, backward], numbers in %g..%g", path, lo, hi);
-        return hw_err_path(doc, path, err, msg, "time factors of the two passes, e.g. [1.9, 1.85]");
+        return hw_err_path(doc, path, err, msg, hint);
     }
     out[0] = v[0], out[1] = v[1];
     return TS_OK;
 }
+
+#define PAIR_FACTORS "time factors of the two passes, e.g. [1.9, 1.85]"
 
 /* model.eager_norm {eff, row_ns: [forward, backward]}, optional. */
 static TsStatus parse_eager_norm(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError *err)
@@ -158,7 +175,7 @@ static TsStatus parse_eager_norm(const TsJsonDoc *doc, json_t *m, GpuSpec *g, Ts
     double ns[2] = {0, 0};
     if ((st = hw_check_keys(doc, o, "model.eager_norm", NORM_KEYS, err)) ||
         (st = num(doc, o, "eff", "model.eager_norm", true, 0.05, 1, 1, &g->eager_norm_eff, err)) ||
-        (st = pair(doc, o, "model.eager_norm", "row_ns", 0, 1e6, ns, err))) {
+        (st = pair(doc, o, "model.eager_norm", "row_ns", 0, 1e6, PAIR_FACTORS, ns, err))) {
         ts_err_hint(err, "PyTorch's norm kernels, e.g. {\"eff\": 0.69, \"row_ns\": [2.35, 6.6]} (share of the "
                          "streaming bandwidth; ns a row forward, backward)");
         return st;
@@ -192,8 +209,15 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
         return st;
     if ((st = num(doc, m, "attn_causal_half", "model", false, 0.1, 100, 1, &g->attn_causal_half, err))) return st;
     if ((st = num(doc, m, "attn_causal_eff", "model", false, 0.05, 2, 1, &g->attn_causal_eff, err))) return st;
-    if ((st = pair(doc, m, "model", "attn_fa2_factor", 1, 10, g->attn_fa2_factor, err))) return st;
-    if ((st = pair(doc, m, "model", "attn_fa2_factor_hd64", 1, 10, g->attn_fa2_factor_hd64, err))) return st;
+    if ((st = pair(doc, m, "model", "attn_fa2_factor", 1, 10, PAIR_FACTORS, g->attn_fa2_factor, err))) return st;
+    if ((st = pair(doc, m, "model", "attn_fa2_factor_hd64", 1, 10, PAIR_FACTORS, g->attn_fa2_factor_hd64, err))) return st;
+    double drop[2] = {g->attn_drop_elem_s[0] * 1e12, g->attn_drop_elem_s[1] * 1e12};
+    if ((st = pair(doc, m, "model", "attn_dropout_ps_per_elem", 0, 1000,
+                   "ps a score element that dropout adds to the fused attention, e.g. [1.02, 0.53] (H100); leave "
+                   "it out when unknown",
+                   drop, err)))
+        return st;
+    g->attn_drop_elem_s[0] = drop[0] * 1e-12, g->attn_drop_elem_s[1] = drop[1] * 1e-12;
     if ((st = num(doc, m, "attn_sink_bwd_ns_per_row", "model", false, 0, 1000, 1e-9, &g->attn_sink_bwd_row_s, err))) {
         ts_err_hint(err, "ns a query row that a learned attention sink adds to the fused attention's backward, e.g. "
                          "1.74 (H100, H200); leave it out when unknown");
@@ -219,7 +243,7 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
     if (sw) {
         if ((st = hw_check_keys(doc, sw, "model.software_2024", SW2024_KEYS, err))) return st;
         if ((st = num(doc, sw, "gemm_eff_fp8", "model.software_2024", false, 0.01, 1, 1, &g->sw2024_fp8_eff, err)) ||
-            (st = pair(doc, sw, "model.software_2024", "attn_factor", 0.05, 2, g->sw2024_attn_factor, err))) {
+            (st = pair(doc, sw, "model.software_2024", "attn_factor", 0.05, 2, PAIR_FACTORS, g->sw2024_attn_factor, err))) {
             ts_err_hint(err, "the 2024 libraries' figures where they differ, e.g. {\"gemm_eff_fp8\": 0.68, "
                              "\"attn_factor\": [0.96, 0.89]} (attention forward, backward)");
             return st;
@@ -365,6 +389,10 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
                       g->attn_fa2_factor_hd64[1]);
     if (fabs(g->attn_sink_bwd_row_s * 1e9 - GPU_SINK_BWD_ROW_NS) > 1e-9) /* the default, however parsed */
         kv_num(b, "    ", "attn_sink_bwd_ns_per_row", g->attn_sink_bwd_row_s * 1e9, true);
+    if (fabs(g->attn_drop_elem_s[0] * 1e12 - GPU_ATTN_DROP_PS_FWD) > 1e-9 ||
+        fabs(g->attn_drop_elem_s[1] * 1e12 - GPU_ATTN_DROP_PS_BWD) > 1e-9) /* the default, however parsed */
+        ts_buf_printf(b, "    \"attn_dropout_ps_per_elem\": [%.17g, %.17g],\n", g->attn_drop_elem_s[0] * 1e12,
+                      g->attn_drop_elem_s[1] * 1e12);
     if (fabs(g->index_put_dup_s * 1e6 - GPU_INDEX_PUT_DUP_US) > 1e-9) /* the default, however parsed */
         kv_num(b, "    ", "index_put_dup_us", g->index_put_dup_s * 1e6, true);
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);

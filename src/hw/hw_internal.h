@@ -51,6 +51,8 @@ double hw_gemm_model_rows(const GpuSpec *g, int64_t batch, int64_t M, int64_t N,
 
 /* Attention-core time (attention.c): B x heads, query / key length, head
  * dim; the backward when `backward`; at the preset's clock, plus launch. */
+double hw_attn_drop_model(const GpuSpec *g, int64_t B, int64_t heads, int64_t sq, int64_t sk, bool causal,
+                          bool backward);
 double hw_attn_model(const GpuSpec *g, int64_t B, int64_t heads, int64_t sq, int64_t sk, int64_t d, bool causal,
                      bool backward, TsDtype dt);
 

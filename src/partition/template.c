@@ -108,13 +108,13 @@ static void causal_core(const Tx *x, PartBlockT *b, const char *name, const char
     bool uly = c > 1 && x->rt->cp_comm == 2, ring = c > 1 && x->rt->cp_comm == 0;
     PartKernel *k = tpl_add(b, name, PART_K_ATTN, PART_KP_CORE);
     k->batch = x->B, k->m = uly ? Ah / c : Ah, k->n = k->k = uly ? x->S : x->Sl, k->d = d;
-    k->causal = true;
+    k->causal = true, k->drop = x->m->attn_dropout;
     k->count = uly || ring ? 1 : (int32_t)c;
     k->flops[0] = fl * (double)(ring ? x->Sl : x->S), k->flops[1] = 2.5 * k->flops[0];
     k->share = share, k->flags |= flags;
     if (!ring) return;
     PartKernel *o = tpl_add(b, ring_name, PART_K_ATTN, PART_KP_CORE);
-    o->batch = x->B, o->m = Ah, o->n = x->Sl, o->k = x->Sl / 2, o->d = d;
+    o->batch = x->B, o->m = Ah, o->n = x->Sl, o->k = x->Sl / 2, o->d = d, o->drop = k->drop;
     o->count = (int32_t)(c - 1);
     o->flops[0] = fl * (double)(x->S - x->Sl), o->flops[1] = 2.5 * o->flops[0];
     o->share = share, o->flags |= flags;
@@ -125,7 +125,7 @@ static void swa_core(const Tx *x, PartBlockT *b, int64_t heads, int64_t sq, int6
     const ModelSpec *m = x->m;
     double kw = model_attn_keys(m, 0, x->S, true), wt, kt = part_swa_keys(x->S, m->sliding_window, &wt);
     PartKernel *k = tpl_add(b, "core.swa", PART_K_ATTN, PART_KP_CORE);
-    k->batch = x->B, k->m = heads, k->n = sq, k->k = (int64_t)wt, k->d = d;
+    k->batch = x->B, k->m = heads, k->n = sq, k->k = (int64_t)wt, k->d = d, k->drop = m->attn_dropout;
     k->share = sh * kt / wt;
     double fl = 2.0 * (double)x->B * (double)(m->heads / x->t) * (double)x->Sl * kw * (double)(2 * d) * sh;
     k->flops[0] = fl, k->flops[1] = 2.5 * fl;

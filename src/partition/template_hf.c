@@ -155,6 +155,7 @@ static void sdpa(PartBlockT *b, const Hx *h, bool causal)
     const ModelSpec *m = x->m;
     PartKernel *k = tpl_add(b, "sdpa", PART_K_ATTN, PART_KP_CORE);
     k->batch = x->B, k->m = m->heads, k->n = k->k = x->S, k->d = m->head_dim, k->causal = causal;
+    k->drop = m->attn_dropout; /* SDPA's dropout_p in training */
     double fl = 2.0 * (double)x->B * (double)m->heads * (double)x->S * (double)x->S * (double)m->head_dim;
     if (!causal) fl *= 2.0;
     k->flops[0] = fl, k->flops[1] = 2.5 * fl;

@@ -420,9 +420,16 @@ static void times(PartKernel *k, int64_t n)
 
 /* The vocab-parallel cross-entropy over `logits` of the rank's logits, in
  * bytes per logit read and written (PartRuntime.ce_fusion):
- *   fp32 eager ops (Megatron's default): upcast, max, exp / sum, log-prob
- *     (~14 B) forward; softmax - one-hot and the gradient's downcast (~28 B)
- *     backward;
+ *   fp32 eager ops (Megatron's default, tensor_parallel/cross_entropy.py,
+ *     the same since Megatron-LM v2.5's mpu/cross_entropy.py): the fp32
+ *     upcast (ab + 4 B), the max (4), the subtraction in place (8), exp in
+ *     place (8), the sum (4) and the normalisation in place (8) forward; the
+ *     saved softmax scaled by the output gradient in place (8) and the
+ *     upcast's backward, a downcast (4 + ab), backward;
+ *   PyTorch's F.cross_entropy on the upcast logits (torchtitan's loss): the
+ *     upcast (ab + 4), log_softmax's three reads and a write (16) forward;
+ *     nll_loss's zeroed gradient (4), log_softmax's backward (16) and the
+ *     downcast (4 + ab) backward, as HF's loss (template_hf.c hf_loss);
  *   Megatron-Core's fused (megatron/core/fusions/fused_cross_entropy.py): the
  *     fp32 upcast with its max (6 B), exp in place (8), the sum (4) and the
  *     normalisation in place (8) forward; the gradient scaled in place (8)
@@ -432,7 +439,8 @@ static void times(PartKernel *k, int64_t n)
  *     forward; backward reads them again and writes the gradient over them. */
 static PartKernel *cross_entropy(const Tx *x, PartBlockT *h, const char *name, double logits)
 {
-    double ab = x->ab, f = ab + 12.0, b = 2.0 * (ab + 12.0);
+    double ab = x->ab, f = ab + 36.0, b = ab + 12.0;
+    if (plan_eager(x->p)) f = ab + 20.0, b = ab + 24.0;
     if (x->rt && x->rt->ce_fusion == PART_CE_NATIVE) f = 26.0, b = 14.0;
     if (x->rt && x->rt->ce_fusion == PART_CE_TE) f = ab, b = 2.0 * ab;
     return tpl_mem(h, name, logits * f, logits * b, 5.0 * logits);

@@ -435,14 +435,18 @@ static void times(PartKernel *k, int64_t n)
  *     normalisation in place (8) forward; the gradient scaled in place (8)
  *     and cast to the logits' dtype (6) backward;
  *   Transformer Engine's (transformer_engine/pytorch/triton/
- *     cross_entropy.py): an online softmax reads the 16-bit logits once
- *     forward; backward reads them again and writes the gradient over them. */
+ *     cross_entropy.py, as the published Megatron-Bridge tables ran it):
+ *     forward, an online softmax reads the 16-bit logits, then a second
+ *     kernel reads them again and writes the gradient over them (3 ab);
+ *     backward scales that gradient in place (2 ab). TE from July 2026
+ *     (#3193) keeps the gradient in fp32 instead: 2 ab + 4 forward, 8 and
+ *     the downcast (4 + ab) backward. */
 static PartKernel *cross_entropy(const Tx *x, PartBlockT *h, const char *name, double logits)
 {
     double ab = x->ab, f = ab + 36.0, b = ab + 12.0;
     if (plan_eager(x->p)) f = ab + 20.0, b = ab + 24.0;
     if (x->rt && x->rt->ce_fusion == PART_CE_NATIVE) f = 26.0, b = 14.0;
-    if (x->rt && x->rt->ce_fusion == PART_CE_TE) f = ab, b = 2.0 * ab;
+    if (x->rt && x->rt->ce_fusion == PART_CE_TE) f = 3.0 * ab, b = 2.0 * ab;
     return tpl_mem(h, name, logits * f, logits * b, 5.0 * logits);
 }
 

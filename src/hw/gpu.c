@@ -25,8 +25,8 @@ static const char *const MODEL_KEYS[] = {
     "gemm_align_elems",
     "simt_tile", "simt_k_half",
     "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "attn_causal_half",
-    "attn_causal_eff", "attn_fa2_factor", "attn_fa2_factor_hd64", "attn_sink_bwd_ns_per_row", "attn_dropout_ps_per_elem",
-    "index_put_dup_us",
+    "attn_causal_eff", "attn_fa2_factor", "attn_fa2_factor_hd64", "attn_sink_bwd_ns_per_row",
+    "attn_dropout_ps_per_elem", "index_put_dup_us",
     "mem_eff", "mem_half_mb", "launch_us", "eager_generic_gelem_per_ms", "eager_norm", "software_2024", "notes", NULL};
 static const char *const SW2024_KEYS[] = {"gemm_eff_fp8", "attn_factor", NULL};
 static const char *const NORM_KEYS[] = {"eff", "row_ns", NULL};
@@ -210,7 +210,8 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
     if ((st = num(doc, m, "attn_causal_half", "model", false, 0.1, 100, 1, &g->attn_causal_half, err))) return st;
     if ((st = num(doc, m, "attn_causal_eff", "model", false, 0.05, 2, 1, &g->attn_causal_eff, err))) return st;
     if ((st = pair(doc, m, "model", "attn_fa2_factor", 1, 10, PAIR_FACTORS, g->attn_fa2_factor, err))) return st;
-    if ((st = pair(doc, m, "model", "attn_fa2_factor_hd64", 1, 10, PAIR_FACTORS, g->attn_fa2_factor_hd64, err))) return st;
+    if ((st = pair(doc, m, "model", "attn_fa2_factor_hd64", 1, 10, PAIR_FACTORS, g->attn_fa2_factor_hd64, err)))
+        return st;
     double drop[2] = {g->attn_drop_elem_s[0] * 1e12, g->attn_drop_elem_s[1] * 1e12};
     if ((st = pair(doc, m, "model", "attn_dropout_ps_per_elem", 0, 1000,
                    "ps a score element that dropout adds to the fused attention, e.g. [1.02, 0.53] (H100); leave "
@@ -243,7 +244,8 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
     if (sw) {
         if ((st = hw_check_keys(doc, sw, "model.software_2024", SW2024_KEYS, err))) return st;
         if ((st = num(doc, sw, "gemm_eff_fp8", "model.software_2024", false, 0.01, 1, 1, &g->sw2024_fp8_eff, err)) ||
-            (st = pair(doc, sw, "model.software_2024", "attn_factor", 0.05, 2, PAIR_FACTORS, g->sw2024_attn_factor, err))) {
+            (st = pair(doc, sw, "model.software_2024", "attn_factor", 0.05, 2, PAIR_FACTORS, g->sw2024_attn_factor,
+                       err))) {
             ts_err_hint(err, "the 2024 libraries' figures where they differ, e.g. {\"gemm_eff_fp8\": 0.68, "
                              "\"attn_factor\": [0.96, 0.89]} (attention forward, backward)");
             return st;

@@ -426,7 +426,8 @@ static void times(PartKernel *k, int64_t n)
  *     place (8), the sum (4) and the normalisation in place (8) forward; the
  *     saved softmax scaled by the output gradient in place (8) and the
  *     upcast's backward, a downcast (4 + ab), backward;
- *   PyTorch's F.cross_entropy on the upcast logits (torchtitan's loss): the
+ *   PyTorch's F.cross_entropy on the upcast logits (torchtitan: its
+ *     Transformer returns self.output(h).float(), train.py's loss_fn): the
  *     upcast (ab + 4), log_softmax's three reads and a write (16) forward;
  *     nll_loss's zeroed gradient (4), log_softmax's backward (16) and the
  *     downcast (4 + ab) backward, as HF's loss (template_hf.c hf_loss);

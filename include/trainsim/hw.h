@@ -323,6 +323,10 @@ double hw_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t s
  * kernel (its random draws over the score tiles it walks); 0 for p <= 0. */
 double hw_attn_dropout_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t sq, int64_t sk, bool causal,
                               bool backward, double p);
+/* The fused core with dropout p on its probabilities: hw_attention_time_s
+ * plus hw_attn_dropout_time_s (what the simulator, profile and hw charge). */
+double hw_fused_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t sq, int64_t sk, int64_t d,
+                                 bool causal, bool backward, TsDtype dt, double p);
 /* One memory-bound kernel moving `bytes` (read + written). 0 bytes -> 0. */
 double hw_memory_time_s(const HwModel *m, double bytes);
 /* PyTorch's generic elementwise kernel over `elements`, at the preset's

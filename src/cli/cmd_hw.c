@@ -91,8 +91,8 @@ static int evaluate(const HwOpts *o, const CliHwLoaded *l, TsBuf *b)
             fprintf(stderr, "trainsim: --attention expects B,HEADS,SQ,SK,D, got '%s'\n", o->attention);
             return 2;
         }
-        double t = hw_attention_time_s(&l->model, v[0], v[1], v[2], v[3], v[4], o->causal, o->backward, dt) +
-                   hw_attn_dropout_time_s(&l->model, v[0], v[1], v[2], v[3], o->causal, o->backward, o->dropout);
+        double t = hw_fused_attention_time_s(&l->model, v[0], v[1], v[2], v[3], v[4], o->causal, o->backward, dt,
+                                             o->dropout);
         double fl = 4.0 * (double)v[0] * (double)v[1] * (double)v[2] * (double)v[3] * (double)v[4] *
                     (o->causal && v[2] == v[3] ? 0.5 : 1.0) * (o->backward ? 2.5 : 1.0);
         char drop[32] = "";

@@ -184,8 +184,8 @@ void cost_kernel(const CostCtx *c, const PartKernel *k, double t[3])
         /* each pass the kernel runs (PART_KF_FWD_ONLY, _BWD_ONLY: one) */
         for (int bwd = 0; bwd < 2; bwd++)
             if (!(k->flags & (bwd ? PART_KF_FWD_ONLY : PART_KF_BWD_ONLY)))
-                t[bwd] = f * (hw_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, bwd, c->act_dtype) +
-                              hw_attn_dropout_time_s(hw, k->batch, k->m, k->n, k->k, k->causal, bwd, k->drop));
+                t[bwd] = f * hw_fused_attention_time_s(hw, k->batch, k->m, k->n, k->k, k->d, k->causal, bwd,
+                                                       c->act_dtype, k->drop);
         break;
     default: {
         bool gen = (k->flags & PART_KF_GENERIC) != 0;

@@ -292,6 +292,13 @@ double hw_attn_dropout_time_s(const HwModel *m, int64_t B, int64_t heads, int64_
     return hw_attn_drop_model(&m->gpu, B, heads, sq, sk, causal, backward);
 }
 
+double hw_fused_attention_time_s(const HwModel *m, int64_t B, int64_t heads, int64_t sq, int64_t sk, int64_t d,
+                                 bool causal, bool backward, TsDtype dt, double p)
+{
+    return hw_attention_time_s(m, B, heads, sq, sk, d, causal, backward, dt) +
+           hw_attn_dropout_time_s(m, B, heads, sq, sk, causal, backward, p);
+}
+
 double hw_generic_time_s(const HwModel *m, double elements)
 {
     double r = m->gpu.eager_generic_gelem_per_ms;
@@ -363,9 +370,7 @@ static double attn_pass(const HwModel *m, const GraphOp *op, HwPass pass, TsDtyp
     double full = 2.0 * (double)d[0] * (double)d[1] * (double)d[2] * (double)d[3] * (double)(d[4] + dv);
     bool causal = op->fwd_flops > 0 && op->fwd_flops < 0.75 * full;
     int64_t dd = (d[4] + dv + 1) / 2;
-    bool bwd = pass != HW_PASS_FWD;
-    return hw_attention_time_s(m, d[0], d[1], d[2], d[3], dd, causal, bwd, dt) +
-           hw_attn_dropout_time_s(m, d[0], d[1], d[2], d[3], causal, bwd, op->drop);
+    return hw_fused_attention_time_s(m, d[0], d[1], d[2], d[3], dd, causal, pass != HW_PASS_FWD, dt, op->drop);
 }
 
 /* Bytes a memory-bound op moves, from its dims (so per-rank copies with

@@ -444,6 +444,11 @@ static bool attn_alike(const double *q, const double *e)
     return q[5] == e[5] && q[4] == e[4] && bh <= 2.0 * ebh && ebh <= 2.0 * bh;
 }
 
+static bool gemm_alike(const double *q, const double *e)
+{
+    return q[0] <= 2.0 * e[0] && e[0] <= 2.0 * q[0];
+}
+
 double hw_calib_correct(const HwModel *m, HwCalKind kind, const double *dims, int n, TsDtype dt,
                         bool any_dtype, double scale, double model_t)
 {
@@ -462,6 +467,7 @@ double hw_calib_correct(const HwModel *m, HwCalKind kind, const double *dims, in
     for (int i = 0; i < k; i++) {
         hw_calib_entry(m->calib, idx[i], ed, &edt, &meas);
         if (attn && !attn_alike(dims, ed)) continue;
+        if (kind == HW_CAL_GEMM && !gemm_alike(dims, ed)) continue;
         double mt = model_at(&m->gpu, kind, ed, edt);
         if (!(mt > 0)) continue;
         double w = 1.0 / d2[i];

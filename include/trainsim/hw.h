@@ -124,6 +124,10 @@ typedef struct GpuSpec {
                                              every duplicate of a destination row in turn, each
                                              a dependent read-add-write; the time per duplicate
                                              of the busiest row, 2.0e-6 (H100, H200) */
+    double calib_ref_s;                   /* the calibrator's reference GEMM (bf16 4096^3, NN, 5 s
+                                             back to back, tools/calibrate) on the units this
+                                             preset was measured on, 201.2e-6 (H100); a version 3
+                                             calibration is read relative to it; 0 = unknown */
     double mem_eff;                       /* achieved / spec HBM bandwidth for large streams, 0.88 */
     double mem_half_bytes;                /* bytes at which achieved bandwidth is half of it, 4e6 */
     double launch_s;                      /* per-kernel launch + tail overhead, 4e-6 */

@@ -169,6 +169,12 @@ static void calib_clock_note(const HwModel *hw, const HwCalib *c, TsBuf *b)
                       "%.1f us (%+.1f %% against this GPU)\n",
                       ts_dtype_name(dt), (long long)d[0], (long long)d[1], (long long)d[2], ref_us,
                       flop / ref_us * 1e-6, at, model_us, 100.0 * (model_us / ref_us - 1.0));
+        if (g->calib_ref_s > 0 && dt == TS_DTYPE_BF16 && d[0] == 4096 && d[1] == 4096 && d[2] == 4096)
+            ts_buf_printf(b,
+                          "  the preset's units: %.1f us (this GPU %+.1f %%); the entries are read against them, so "
+                          "the preset keeps its sustained rate (set from published full-node runs) and takes this "
+                          "GPU's shape efficiencies and its distance from those units\n",
+                          g->calib_ref_s * 1e6, 100.0 * (ref_us / (g->calib_ref_s * 1e6) - 1.0));
     } else if (lo > 0 && hi > 1.1 * lo)
         ts_buf_printf(b,
                       "  GEMM entries: the SM clock ranged %.0f-%.0f MHz while they ran; each is taken at the "

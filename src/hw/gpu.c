@@ -26,7 +26,7 @@ static const char *const MODEL_KEYS[] = {
     "simt_tile", "simt_k_half",
     "attn_fwd_eff", "attn_bwd_eff", "attn_seq_half", "attn_hd64_factor", "attn_causal_half",
     "attn_causal_eff", "attn_fa2_factor", "attn_fa2_factor_hd64", "attn_sink_bwd_ns_per_row",
-    "attn_dropout_ps_per_elem", "index_put_dup_us",
+    "attn_dropout_ps_per_elem", "index_put_dup_us", "calib_reference_us",
     "mem_eff", "mem_half_mb", "launch_us", "eager_generic_gelem_per_ms", "eager_norm", "software_2024", "notes", NULL};
 static const char *const SW2024_KEYS[] = {"gemm_eff_fp8", "attn_factor", NULL};
 static const char *const NORM_KEYS[] = {"eff", "row_ns", NULL};
@@ -229,6 +229,11 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
                          "accumulate, e.g. 2.0 (H100, H200); leave it out when unknown");
         return st;
     }
+    if ((st = num(doc, m, "calib_reference_us", "model", false, 1, 1e6, 1e-6, &g->calib_ref_s, err))) {
+        ts_err_hint(err, "microseconds of tools/calibrate's reference GEMM (bf16 4096^3, 5 s back to back) on "
+                         "units of this GPU, e.g. 201.2 (H100); leave it out when unknown");
+        return st;
+    }
     if ((st = num(doc, m, "mem_eff", "model", false, 0.01, 1, 1, &g->mem_eff, err))) return st;
     if ((st = num(doc, m, "mem_half_mb", "model", false, 0, 1e4, 1e6, &g->mem_half_bytes, err))) return st;
     if ((st = num(doc, m, "launch_us", "model", false, 0, 1e4, 1e-6, &g->launch_s, err))) return st;
@@ -397,6 +402,7 @@ void hw_gpu_to_json(const GpuSpec *g, TsBuf *b)
                       g->attn_drop_elem_s[1] * 1e12);
     if (fabs(g->index_put_dup_s * 1e6 - GPU_INDEX_PUT_DUP_US) > 1e-9) /* the default, however parsed */
         kv_num(b, "    ", "index_put_dup_us", g->index_put_dup_s * 1e6, true);
+    if (g->calib_ref_s > 0) kv_num(b, "    ", "calib_reference_us", g->calib_ref_s * 1e6, true);
     kv_num(b, "    ", "mem_eff", g->mem_eff, true);
     kv_num(b, "    ", "mem_half_mb", g->mem_half_bytes / 1e6, true);
     /* (a spec already on the 2024 libraries carries them in its figures) */

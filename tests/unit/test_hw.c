@@ -609,12 +609,22 @@ static void test_calibration_v3_reference(void **state)
     assert_true(rd[0] == 4096 && rd[1] == 4096 && rd[2] == 4096 && rdt == TS_DTYPE_BF16);
     HwModel ma = model_of("h100-sxm5-80gb"), mb = ma;
     ma.calib = a, mb.calib = b;
+    /* read against the preset's units (model.calib_reference_us): the model's
+     * reference time over theirs */
+    assert_true(ma.gpu.calib_ref_s > 0);
+    HwModel raw = model_of("h100-sxm5-80gb");
+    const double rel = hw_gemm_time_s(&raw, 1, 4096, 4096, 4096, TS_DTYPE_BF16) / raw.gpu.calib_ref_s;
+    near("exact entry", hw_gemm_time_s(&mb, 1, 8192, 8192, 8192, TS_DTYPE_BF16), 1480.0e-6 * rel, 1e-9);
+    /* a preset without that figure takes them at its sustained clock */
+    HwModel mu = mb;
+    mu.gpu.calib_ref_s = 0;
     const double at_preset = ma.gpu.sustained_clock_mhz / ma.gpu.clock_mhz; /* 1525 / 1830 */
-    near("exact entry", hw_gemm_time_s(&mb, 1, 8192, 8192, 8192, TS_DTYPE_BF16), 1480.0e-6 * at_preset, 1e-9);
+    near("exact entry, no units", hw_gemm_time_s(&mu, 1, 8192, 8192, 8192, TS_DTYPE_BF16), 1480.0e-6 * at_preset,
+         1e-9);
     near("between entries", hw_gemm_time_s(&mb, 1, 4096, 8192, 6144, TS_DTYPE_BF16),
          hw_gemm_time_s(&ma, 1, 4096, 8192, 6144, TS_DTYPE_BF16), 1e-9);
     /* a preset without a sustained clock takes the entries at its own clock */
-    HwModel mp = mb;
+    HwModel mp = mu;
     mp.gpu.sustained_clock_mhz = 0;
     near("no sustained clock", hw_gemm_time_s(&mp, 1, 4096, 4096, 4096, TS_DTYPE_BF16), 180.0e-6, 1e-9);
     hw_calib_free(a);

@@ -81,3 +81,7 @@ set_tests_properties(gpu_accuracy/config_beside PROPERTIES ENVIRONMENT "TRAINSIM
 # -k on an eager-attention step (GPT-OSS's sinks): its products are bmm GEMMs
 # and its softmax other kernels on both sides, each kernel by its own kind
 gpu_accuracy_golden(eager_attn_kinds -k)
+# a shard in the layer's order scored with a version 3 calibration (-c): the
+# bf16 GEMM entries of data/calibrations/h100-sxm5-80gb_2026-11-28.json, read
+# against the preset's units (model.calib_reference_us) (-v, exact)
+gpu_accuracy_golden(calib_v3 -v -c calib_v3.json)

@@ -164,7 +164,7 @@ static void calib_clock_note(const HwModel *hw, const HwCalib *c, TsBuf *b)
         if (sus > 0) snprintf(at, sizeof at, " at %.0f MHz", sus);
         ts_buf_printf(b,
                       "  GEMM entries: each timed beside a reference GEMM and brought to its time back to back, "
-                      "the sustained clock\n"
+                      "this GPU's sustained rate\n"
                       "  reference %s %lldx%lldx%lld back to back: %.1f us, %.1f TFLOP/s; the preset%s: "
                       "%.1f us (%+.1f %% against this GPU)\n",
                       ts_dtype_name(dt), (long long)d[0], (long long)d[1], (long long)d[2], ref_us,

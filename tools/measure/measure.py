@@ -1599,6 +1599,11 @@ def main(argv=None):
         return 2
     # `timeout` and job control send SIGTERM: unwind (temp files removed, rows closed)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    # Kineto leaves CUPTI attached after a torch.profiler session unless
+    # TEARDOWN_CUPTI=1 (pytorch/pytorch#144455: training 10-20 % slower after
+    # profiling): in a batch, every line after a --profile line would be timed
+    # with its per-launch callbacks
+    os.environ.setdefault("TEARDOWN_CUPTI", "1")
     try:
         import torch as torch_module
         import torch.nn.functional as functional

@@ -303,6 +303,11 @@ TsDtype hw_usable_dtype(const GpuSpec *g, TsDtype dt);
  * One kernel launch. Returns 0 when any dim is 0. dt unsupported by the
  * GPU (peak 0) falls back to the next wider dtype (fp8 -> bf16 -> tf32 -> fp32). */
 double hw_gemm_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int64_t K, TsDtype dt);
+/* How far the model is from a calibrated GPU at the file's own GEMM shapes
+ * of dtype dt: each entry as m reads it (hw_gemm_time_s with the file) over
+ * the model's time without it, both at the preset's clock. Returns the
+ * number of entries; q gets the 10th percentile, the median and the 90th. */
+int hw_calib_gemm_fit(const HwModel *m, TsDtype dt, double q[3]);
 /* A weight gradient, (M x K) @ (K x N) reduced over K tokens: the same
  * model, with the alignment of the operands' rows, M and N (the token count
  * K is no row length: hw_align_factor). */

@@ -140,6 +140,23 @@ static int evaluate(const HwOpts *o, const CliHwLoaded *l, TsBuf *b)
     return 0;
 }
 
+/* The model against the file's GEMMs, per dtype: measured / model at the
+ * entries' own shapes, as the simulator reads them. */
+static void calib_fit_note(const HwModel *hw, TsBuf *b)
+{
+    bool first = true;
+    for (int d = 0; d < TS_DTYPE_COUNT; d++) {
+        double q[3];
+        int n = hw_calib_gemm_fit(hw, (TsDtype)d, q);
+        if (n == 0) continue;
+        ts_buf_printf(b, "%s%s %d: median %.2f, 10-90 %% %.2f-%.2f",
+                      first ? "  GEMM entries over the model, as read: " : "; ", ts_dtype_name((TsDtype)d), n, q[1],
+                      q[0], q[2]);
+        first = false;
+    }
+    if (!first) ts_buf_printf(b, "\n");
+}
+
 /* How the calibration's GEMM entries are brought to one clock: by a
  * reference timed beside each (version 3: its sustained rate beside the
  * preset's at its sustained clock, the GPU's own bias), or by the file's
@@ -181,6 +198,7 @@ static void calib_clock_note(const HwModel *hw, const HwCalib *c, TsBuf *b)
                       "median, so each carries its own clock's error (tools/calibrate writes version 3, which "
                       "times a reference beside each entry)\n",
                       lo, hi);
+    calib_fit_note(hw, b);
 }
 
 int cmd_hw(int argc, char **argv)

@@ -561,6 +561,8 @@ int hw_calib_nearest(const HwCalib *c, HwCalKind kind, const double *dims, int n
     return k;
 }
 
+HwCalKind hw_calib_entry_kind(const HwCalib *c, int i) { return c->e[i].kind; }
+
 void hw_calib_entry(const HwCalib *c, int i, double *dims, TsDtype *dt, double *time_s)
 {
     const CalEntry *e = &c->e[i];

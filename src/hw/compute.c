@@ -23,6 +23,7 @@
 #include "hw_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Efficiency of a smaller tile relative to the preset's large tile: less
@@ -488,4 +489,43 @@ double hw_calib_correct(const HwModel *m, HwCalKind kind, const double *dims, in
         rsum += w * log(meas / mt);
     }
     return wsum > 0 ? model_t * exp(rsum / wsum) * scale : model_t;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* q-quantile of n sorted values, linear between neighbours */
+static double quantile(const double *v, int n, double q)
+{
+    double at = q * (double)(n - 1);
+    int i = (int)at;
+    return i + 1 < n ? v[i] + (at - (double)i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+int hw_calib_gemm_fit(const HwModel *m, TsDtype dt, double q[3])
+{
+    int n = m->calib ? hw_calib_entries(m->calib) : 0, k = 0;
+    double *r = n > 0 ? malloc((size_t)n * sizeof *r) : NULL;
+    if (!r) return 0;
+    HwModel bare = *m;
+    bare.calib = NULL;
+    for (int i = 0; i < n; i++) {
+        double d[HW_CAL_DIMS], t;
+        TsDtype edt;
+        if (hw_calib_entry_kind(m->calib, i) != HW_CAL_GEMM) continue;
+        hw_calib_entry(m->calib, i, d, &edt, &t);
+        if (edt != dt) continue;
+        int64_t b = (int64_t)d[0], M = (int64_t)d[1], N = (int64_t)d[2], K = (int64_t)d[3];
+        double model = hw_gemm_time_s(&bare, b, M, N, K, dt);
+        if (model > 0) r[k++] = hw_gemm_time_s(m, b, M, N, K, dt) / model;
+    }
+    if (k > 0) {
+        qsort(r, (size_t)k, sizeof *r, cmp_double);
+        q[0] = quantile(r, k, 0.1), q[1] = quantile(r, k, 0.5), q[2] = quantile(r, k, 0.9);
+    }
+    free(r);
+    return k;
 }

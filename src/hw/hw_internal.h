@@ -67,8 +67,9 @@ typedef enum { HW_CAL_GEMM, HW_CAL_ATTN_FWD, HW_CAL_ATTN_BWD, HW_CAL_MEMORY, HW_
  * dims in log2 space; returns how many, fills indices and squared distances. */
 int hw_calib_nearest(const HwCalib *c, HwCalKind kind, const double *dims, int n, TsDtype dt,
                      bool any_dtype, int *idx, double *d2);
-/* Entry i: dims, dtype, measured seconds. */
+/* Entry i: dims, dtype, measured seconds; its kind. */
 void hw_calib_entry(const HwCalib *c, int i, double *dims, TsDtype *dt, double *time_s);
+HwCalKind hw_calib_entry_kind(const HwCalib *c, int i);
 /* Correct a model time with the calibration table (compute.c); where the
  * table answers, its time is multiplied by `scale` (the measuring clock over
  * the preset's, the flash-backend factor). */

@@ -97,11 +97,11 @@ CALBIN=/tmp/trainsim-calibrate
 # shellcheck disable=SC2046 # the flags file holds shell words
 if run "build calibrate" 120 "$NVCC" $(grep -v '^#' tools/calibrate/nvcc.flags) -o "$CALBIN" \
   tools/calibrate/calibrate.cu -lcublasLt -lcublas -ldl; then
-  run "calibrate" 90 "$CALBIN" --out "$CAL"
+  run "calibrate" 45 "$CALBIN" --out "$CAL"
 fi
 
 # ---- (b) attention table into the same file ----
-run "attention-calibration" 50 $MEASURE attention-calibration --calibration "$CAL" --budget-s @BUDGET@
+run "attention-calibration" 95 $MEASURE attention-calibration --calibration "$CAL" --budget-s @BUDGET@
 
 # ---- (c) layer shards (the two of the shared rows first, then new ones) and kernels ----
 JOBS=/tmp/trainsim-measure-jobs

@@ -308,6 +308,8 @@ double hw_gemm_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int
  * the model's time without it, both at the preset's clock. Returns the
  * number of entries; q gets the 10th percentile, the median and the 90th. */
 int hw_calib_gemm_fit(const HwModel *m, TsDtype dt, double q[3]);
+/* The same for the file's attention entries of one pass (any dtype). */
+int hw_calib_attn_fit(const HwModel *m, bool backward, double q[3]);
 /* A weight gradient, (M x K) @ (K x N) reduced over K tokens: the same
  * model, with the alignment of the operands' rows, M and N (the token count
  * K is no row length: hw_align_factor). */

@@ -140,8 +140,9 @@ static int evaluate(const HwOpts *o, const CliHwLoaded *l, TsBuf *b)
     return 0;
 }
 
-/* The model against the file's GEMMs, per dtype: measured / model at the
- * entries' own shapes, as the simulator reads them. */
+/* The model against the file's GEMMs, per dtype, and its attention entries,
+ * per pass: measured / model at the entries' own shapes, as the simulator
+ * reads them. */
 static void calib_fit_note(const HwModel *hw, TsBuf *b)
 {
     bool first = true;
@@ -151,6 +152,17 @@ static void calib_fit_note(const HwModel *hw, TsBuf *b)
         if (n == 0) continue;
         ts_buf_printf(b, "%s%s %d: median %.2f, 10-90 %% %.2f-%.2f",
                       first ? "  GEMM entries over the model, as read: " : "; ", ts_dtype_name((TsDtype)d), n, q[1],
+                      q[0], q[2]);
+        first = false;
+    }
+    if (!first) ts_buf_printf(b, "\n");
+    first = true;
+    for (int bwd = 0; bwd < 2; bwd++) {
+        double q[3];
+        int n = hw_calib_attn_fit(hw, bwd, q);
+        if (n == 0) continue;
+        ts_buf_printf(b, "%s%s %d: median %.2f, 10-90 %% %.2f-%.2f",
+                      first ? "  attention entries over the model, as read: " : "; ", bwd ? "bwd" : "fwd", n, q[1],
                       q[0], q[2]);
         first = false;
     }

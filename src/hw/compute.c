@@ -505,7 +505,30 @@ static double quantile(const double *v, int n, double q)
     return i + 1 < n ? v[i] + (at - (double)i) * (v[i + 1] - v[i]) : v[n - 1];
 }
 
-int hw_calib_gemm_fit(const HwModel *m, TsDtype dt, double q[3])
+/* An entry's time as m reads it over the model's, at its own shape: GEMM
+ * entries of dtype dt (kind HW_CAL_GEMM), or attention entries of a pass
+ * (any dtype); 0 for the other entries. */
+static double entry_fit(const HwModel *m, const HwModel *bare, HwCalKind want, TsDtype dt, int i)
+{
+    double d[HW_CAL_DIMS], t, model, read;
+    TsDtype edt;
+    if (hw_calib_entry_kind(m->calib, i) != want) return 0;
+    hw_calib_entry(m->calib, i, d, &edt, &t);
+    if (want == HW_CAL_GEMM) {
+        if (edt != dt) return 0;
+        int64_t b = (int64_t)d[0], M = (int64_t)d[1], N = (int64_t)d[2], K = (int64_t)d[3];
+        model = hw_gemm_time_s(bare, b, M, N, K, dt);
+        read = hw_gemm_time_s(m, b, M, N, K, dt);
+    } else {
+        int64_t v[5] = {(int64_t)d[0], (int64_t)d[1], (int64_t)d[2], (int64_t)d[3], (int64_t)d[4]};
+        bool bwd = want == HW_CAL_ATTN_BWD, causal = d[5] > 0.5;
+        model = hw_attention_time_s(bare, v[0], v[1], v[2], v[3], v[4], causal, bwd, edt);
+        read = hw_attention_time_s(m, v[0], v[1], v[2], v[3], v[4], causal, bwd, edt);
+    }
+    return model > 0 ? read / model : 0;
+}
+
+static int calib_fit(const HwModel *m, HwCalKind want, TsDtype dt, double q[3])
 {
     int n = m->calib ? hw_calib_entries(m->calib) : 0, k = 0;
     double *r = n > 0 ? malloc((size_t)n * sizeof *r) : NULL;
@@ -513,14 +536,8 @@ int hw_calib_gemm_fit(const HwModel *m, TsDtype dt, double q[3])
     HwModel bare = *m;
     bare.calib = NULL;
     for (int i = 0; i < n; i++) {
-        double d[HW_CAL_DIMS], t;
-        TsDtype edt;
-        if (hw_calib_entry_kind(m->calib, i) != HW_CAL_GEMM) continue;
-        hw_calib_entry(m->calib, i, d, &edt, &t);
-        if (edt != dt) continue;
-        int64_t b = (int64_t)d[0], M = (int64_t)d[1], N = (int64_t)d[2], K = (int64_t)d[3];
-        double model = hw_gemm_time_s(&bare, b, M, N, K, dt);
-        if (model > 0) r[k++] = hw_gemm_time_s(m, b, M, N, K, dt) / model;
+        double f = entry_fit(m, &bare, want, dt, i);
+        if (f > 0) r[k++] = f;
     }
     if (k > 0) {
         qsort(r, (size_t)k, sizeof *r, cmp_double);
@@ -528,4 +545,11 @@ int hw_calib_gemm_fit(const HwModel *m, TsDtype dt, double q[3])
     }
     free(r);
     return k;
+}
+
+int hw_calib_gemm_fit(const HwModel *m, TsDtype dt, double q[3]) { return calib_fit(m, HW_CAL_GEMM, dt, q); }
+
+int hw_calib_attn_fit(const HwModel *m, bool backward, double q[3])
+{
+    return calib_fit(m, backward ? HW_CAL_ATTN_BWD : HW_CAL_ATTN_FWD, TS_DTYPE_BF16, q);
 }

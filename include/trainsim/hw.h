@@ -307,6 +307,9 @@ double hw_gemm_time_s(const HwModel *m, int64_t batch, int64_t M, int64_t N, int
  * of dtype dt: each entry as m reads it (hw_gemm_time_s with the file) over
  * the model's time without it, both at the preset's clock. Returns the
  * number of entries; q gets the 10th percentile, the median and the 90th. */
+/* Are m's version 3 GEMM entries read against the preset's units
+ * (GpuSpec.calib_ref_s and a bf16 4096^3 reference, the calibrator's)? */
+bool hw_calib_against_units(const HwModel *m);
 int hw_calib_gemm_fit(const HwModel *m, TsDtype dt, double q[3]);
 /* The same for the file's attention entries of one pass (any dtype). */
 int hw_calib_attn_fit(const HwModel *m, bool backward, double q[3]);

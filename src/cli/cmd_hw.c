@@ -198,7 +198,7 @@ static void calib_clock_note(const HwModel *hw, const HwCalib *c, TsBuf *b)
                       "%.1f us (%+.1f %% against this GPU)\n",
                       ts_dtype_name(dt), (long long)d[0], (long long)d[1], (long long)d[2], ref_us,
                       flop / ref_us * 1e-6, at, model_us, 100.0 * (model_us / ref_us - 1.0));
-        if (g->calib_ref_s > 0 && dt == TS_DTYPE_BF16 && d[0] == 4096 && d[1] == 4096 && d[2] == 4096)
+        if (hw_calib_against_units(hw))
             ts_buf_printf(b,
                           "  the preset's units: %.1f us (this GPU %+.1f %%); the entries are read against them, so "
                           "the preset keeps its sustained rate (set from published full-node runs) and takes this "

@@ -240,14 +240,19 @@ static double clock_ratio(const HwModel *m, double f)
  * and the preset keeps its sustained rate, which published full-node runs set
  * (a lone GPU's GEMMs back to back run 6-8 % above it: data/calibrations).
  * Else they stand for the preset's sustained clock. */
+bool hw_calib_against_units(const HwModel *m)
+{
+    int64_t d[3];
+    TsDtype dt;
+    return m->gpu.calib_ref_s > 0 && hw_calib_reference(m->calib, d, &dt) > 0 && dt == TS_DTYPE_BF16 &&
+           d[0] == 4096 && d[1] == 4096 && d[2] == 4096;
+}
+
 static double calib_clock(const HwModel *m)
 {
     const HwCalib *c = m->calib;
     if (!hw_calib_sustained(c)) return clock_ratio(m, hw_calib_clock_mhz(c));
-    int64_t d[3];
-    TsDtype dt;
-    hw_calib_reference(c, d, &dt);
-    if (m->gpu.calib_ref_s > 0 && dt == TS_DTYPE_BF16 && d[0] == 4096 && d[1] == 4096 && d[2] == 4096)
+    if (hw_calib_against_units(m))
         return hw_gemm_model(&m->gpu, 1, 4096, 4096, 4096, TS_DTYPE_BF16) / m->gpu.calib_ref_s;
     return clock_ratio(m, hw_sustained_clock_mhz(&m->gpu));
 }

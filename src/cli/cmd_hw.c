@@ -150,9 +150,9 @@ static void calib_fit_note(const HwModel *hw, TsBuf *b)
         double q[3];
         int n = hw_calib_gemm_fit(hw, (TsDtype)d, q);
         if (n == 0) continue;
-        ts_buf_printf(b, "%s%s %d: median %.2f, 10-90 %% %.2f-%.2f",
-                      first ? "  GEMM entries over the model, as read: " : "; ", ts_dtype_name((TsDtype)d), n, q[1],
-                      q[0], q[2]);
+        ts_buf_printf(b, "%s%s %d: %.2f (%.2f-%.2f)",
+                      first ? "  GEMM entries, measured / model as read (median, 10th-90th percentile): " : "; ",
+                      ts_dtype_name((TsDtype)d), n, q[1], q[0], q[2]);
         first = false;
     }
     if (!first) ts_buf_printf(b, "\n");
@@ -161,9 +161,8 @@ static void calib_fit_note(const HwModel *hw, TsBuf *b)
         double q[3];
         int n = hw_calib_attn_fit(hw, bwd, q);
         if (n == 0) continue;
-        ts_buf_printf(b, "%s%s %d: median %.2f, 10-90 %% %.2f-%.2f",
-                      first ? "  attention entries over the model, as read: " : "; ", bwd ? "bwd" : "fwd", n, q[1],
-                      q[0], q[2]);
+        ts_buf_printf(b, "%s%s %d: %.2f (%.2f-%.2f)", first ? "  attention entries, the same: " : "; ",
+                      bwd ? "bwd" : "fwd", n, q[1], q[0], q[2]);
         first = false;
     }
     if (!first) ts_buf_printf(b, "\n");

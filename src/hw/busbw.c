@@ -162,8 +162,9 @@ static const char *const ROW_KEYS[] = {"group", "collective", "points", NULL};
 static TsStatus parse_json(const TsJsonDoc *doc, HwBusbw *b, TsError *err)
 {
     TsStatus st;
-    if ((st = hw_check_keys(doc, doc->root, "", TOP_KEYS, err))) return st;
+    /* the format first: another trainsim file is named as such, not by its fields */
     if ((st = hw_check_format(doc, "trainsim-busbw", err))) return st;
+    if ((st = hw_check_keys(doc, doc->root, "", TOP_KEYS, err))) return st;
     json_t *tables = json_object_get(doc->root, "tables");
     if (!json_is_array(tables) || json_array_size(tables) == 0)
         return hw_err_path(doc, tables ? "tables" : "", err,

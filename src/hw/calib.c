@@ -359,12 +359,13 @@ static TsStatus fkernel(const TsJsonDoc *doc, json_t *o, const char *path, HwMem
 static TsStatus parse(const TsJsonDoc *doc, HwCalib *c, TsError *err)
 {
     TsStatus st;
-    if ((st = hw_check_keys(doc, doc->root, "", TOP_KEYS, err))) return st;
+    /* the format first: another trainsim file (a GPU preset) is named as such */
     json_t *fmt = json_object_get(doc->root, "format");
     if (!fmt)
         return hw_err_path(doc, "", err, "missing required field 'format'",
                            "a calibration file starts {\"format\": \"trainsim-calibration\", \"version\": 1, ...}");
     if ((st = hw_check_format_version(doc, "trainsim-calibration", 3, &c->version, err))) return st;
+    if ((st = hw_check_keys(doc, doc->root, "", TOP_KEYS, err))) return st;
     if ((st = ts_json_str(doc, doc->root, "gpu", "gpu", false, c->gpu, sizeof c->gpu, err))) return st;
     char text[8];
     if ((st = ts_json_str(doc, doc->root, "generator", "generator", false, text, sizeof text, err)) ||

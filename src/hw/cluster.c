@@ -34,8 +34,9 @@ static TsStatus parse(const TsJsonDoc *doc, ClusterSpec *c, TsError *err)
 {
     json_t *r = doc->root, *up, *out;
     TsStatus st;
-    if ((st = hw_check_keys(doc, r, "", TOP_KEYS, err))) return st;
+    /* the format first: another trainsim file is named as such, not by its fields */
     if ((st = hw_check_format(doc, "trainsim-cluster", err))) return st;
+    if ((st = hw_check_keys(doc, r, "", TOP_KEYS, err))) return st;
     if ((st = ts_json_str(doc, r, "name", "name", true, c->name, sizeof c->name, err))) return st;
     if ((st = ts_json_str(doc, r, "source", "source", true, c->source, sizeof c->source, err))) return st;
     if ((st = ts_json_str(doc, r, "gpu", "gpu", true, c->gpu_name, sizeof c->gpu_name, err))) return st;

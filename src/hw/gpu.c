@@ -267,8 +267,9 @@ static TsStatus parse_gpu(const TsJsonDoc *doc, GpuSpec *g, TsError *err)
 {
     json_t *r = doc->root;
     TsStatus st;
-    if ((st = hw_check_keys(doc, r, "", GPU_KEYS, err))) return st;
+    /* the format first: another trainsim file is named as such, not by its fields */
     if ((st = hw_check_format(doc, "trainsim-gpu", err))) return st;
+    if ((st = hw_check_keys(doc, r, "", GPU_KEYS, err))) return st;
     if ((st = ts_json_str(doc, r, "name", "name", true, g->name, sizeof g->name, err))) return st;
     if ((st = ts_json_str(doc, r, "source", "source", true, g->source, sizeof g->source, err))) return st;
     if ((st = ts_json_str(doc, r, "vendor", "vendor", false, g->vendor, sizeof g->vendor, err))) return st;

@@ -107,7 +107,16 @@ TsStatus hw_check_format_version(const TsJsonDoc *doc, const char *fmt, int64_t 
     if (f[0] && strcmp(f, fmt) != 0) {
         char msg[200], hint[200];
         snprintf(msg, sizeof msg, "this is a '%s' file, expected '%s'", f, fmt);
-        snprintf(hint, sizeof hint, "pass it to the option that reads '%s' files", f);
+        /* the option that reads each of trainsim's hardware formats */
+        static const char *const OPT[][2] = {{"trainsim-gpu", "--gpu"},
+                                             {"trainsim-cluster", "--cluster"},
+                                             {"trainsim-calibration", "--calibration"},
+                                             {"trainsim-busbw", "--busbw"}};
+        const char *opt = NULL;
+        for (size_t i = 0; i < sizeof OPT / sizeof OPT[0]; i++)
+            if (!strcmp(f, OPT[i][0])) opt = OPT[i][1];
+        if (opt) snprintf(hint, sizeof hint, "pass it with %s", opt);
+        else snprintf(hint, sizeof hint, "pass it to the option that reads '%s' files", f);
         return hw_err_path(doc, "format", err, msg, hint);
     }
     int64_t v = 1;

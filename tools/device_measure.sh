@@ -7,7 +7,8 @@
 # transformers; pynvml is used when present. Nothing is downloaded. Writes under
 # $OUT:
 #   calibrate_<gpu>.json      trainsim-calibration v3: tools/calibrate (GEMMs on
-#                             random data incl. fp8, each beside a reference GEMM,
+#                             random data incl. fp8, each beside a reference GEMM
+#                             (the fp8 ones beside an fp8 reference),
 #                             SM clock, memory-bound kernels) plus measure.py's
 #                             attention table
 #   measurements_<gpu>.jsonl  measure.py rows: parts B (layer shards), C, D-fp8,

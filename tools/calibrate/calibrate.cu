@@ -30,7 +30,12 @@
 //           SM clock bounds the entry (not launch- or memory-bound ones), so
 //           trainsim reads each entry at the sustained clock (time_us x
 //           reference time_us / ref_us). The reference's operands (3 x 32
-//           MiB) evict L2 between an entry's launches.
+//           MiB) evict L2 between an entry's launches. The fp8 entries run
+//           last, beside an fp8 reference (e4m3 4096^3 TN through cuBLASLt,
+//           "fp8_reference") that first ran back to back for --sustain
+//           seconds: fp8 holds a lower clock under the power cap than bf16
+//           (an H100, 30 s back to back: 1260 against 1365 MHz), which a
+//           bf16 reference beside an fp8 entry would not show.
 //   clock   the SM clock, sampled every 20 ms from a host thread through NVML
 //           (libnvidia-ml.so.1 opened at run time) while the GEMMs run:
 //           median, min, max MHz. Omitted, with a note, without NVML.
@@ -409,12 +414,63 @@ static std::vector<Shape> gemm_shapes(bool quick)
  * it ran at (docs/hardware.md, "Calibration file"). */
 static const long REF_DIM = 4096;
 
+/* An fp8 GEMM through cuBLASLt as the grid times it: e4m3 A (stored K x M,
+ * op T: the layout Hopper's FP8 tensor cores need) and B (K x N), per-tensor
+ * scale pointers, bf16 C and D (M x N), all column-major; fp32 compute without
+ * fast accumulation; the first algorithm of the heuristic within the
+ * workspace. ok is false when there is none. */
+struct Fp8Mm {
+    cublasLtHandle_t lt;
+    void *ws;
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+    cublasLtMatmulHeuristicResult_t res;
+    bool ok = false;
+    Fp8Mm(cublasLtHandle_t h, const float *scale, const Shape &s, void *workspace) : lt(h), ws(workspace)
+    {
+        CB(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+        CB(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+        CB(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+        const void *sp = scale;
+        CB(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sp, sizeof sp));
+        CB(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sp, sizeof sp));
+        CB(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, (uint64_t)s.k, (uint64_t)s.m, s.k));
+        CB(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, (uint64_t)s.k, (uint64_t)s.n, s.k));
+        CB(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, (uint64_t)s.m, (uint64_t)s.n, s.m));
+        cublasLtMatmulPreference_t pref;
+        CB(cublasLtMatmulPreferenceCreate(&pref));
+        size_t wsb = WORKSPACE_BYTES;
+        CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb));
+        int found = 0;
+        cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 1, &res, &found);
+        ok = hs == CUBLAS_STATUS_SUCCESS && found > 0;
+        cublasLtMatmulPreferenceDestroy(pref);
+    }
+    Fp8Mm(const Fp8Mm &) = delete;
+    Fp8Mm &operator=(const Fp8Mm &) = delete;
+    ~Fp8Mm()
+    {
+        cublasLtMatrixLayoutDestroy(la);
+        cublasLtMatrixLayoutDestroy(lb);
+        cublasLtMatrixLayoutDestroy(lc);
+        cublasLtMatmulDescDestroy(desc);
+    }
+    void run(const void *A, const void *B, void *C) const
+    {
+        float one = 1.0f, zero = 0.0f;
+        CB(cublasLtMatmul(lt, desc, &one, A, la, B, lb, &zero, C, lc, C, lc, &res.algo, ws, WORKSPACE_BYTES, 0));
+    }
+};
+
 struct Gemm {
     cublasHandle_t h;
     cublasLtHandle_t lt;
     void *A, *B, *C, *ws;
     float *scale; /* device 1.0f: the fp8 per-tensor scale of A and of B */
     void *RA, *RB, *RC; /* the reference's operands, REF_DIM^2 bf16 each */
+    void *FA, *FB;      /* the fp8 reference's, REF_DIM^2 e4m3 each (its D in RC) */
+    const Fp8Mm *ref8mm = nullptr; /* the fp8 reference, once it ran back to back */
     void ref() const
     {
         float one = 1.0f, zero = 0.0f;
@@ -422,48 +478,25 @@ struct Gemm {
         CB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, d, d, d, &one, RA, CUDA_R_16BF, d, RB, CUDA_R_16BF, d, &zero,
                         RC, CUDA_R_16BF, d, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
+    void ref8() const { ref8mm->run(FA, FB, RC); }
 };
 
-/* Time one fp8 GEMM through cuBLASLt beside the reference (*ref_us); < 0
- * when no algorithm supports it. */
+/* Time one fp8 GEMM through cuBLASLt beside the fp8 reference where it ran
+ * back to back, else the bf16 one (*ref_us); < 0 when no algorithm
+ * supports it. An fp8 GEMM and a bf16 one beside it run at the pair's
+ * clock, above the one fp8 holds under the power cap alone (an H100, 30 s
+ * back to back: 1260 against 1365 MHz), so the fp8 entries are read at the
+ * fp8 reference's sustained time. */
 static double time_fp8(const Gemm &g, const Shape &s, int iters, double *ref_us)
 {
-    cublasLtMatmulDesc_t desc;
-    CB(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    CB(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    CB(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    const void *sp = g.scale;
-    CB(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sp, sizeof sp));
-    CB(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sp, sizeof sp));
-    /* A is stored K x M (op T), B K x N, C and D M x N, all column-major */
-    cublasLtMatrixLayout_t la, lb, lc;
-    CB(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, (uint64_t)s.k, (uint64_t)s.m, s.k));
-    CB(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, (uint64_t)s.k, (uint64_t)s.n, s.k));
-    CB(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, (uint64_t)s.m, (uint64_t)s.n, s.m));
-    cublasLtMatmulPreference_t pref;
-    CB(cublasLtMatmulPreferenceCreate(&pref));
-    size_t wsb = WORKSPACE_BYTES;
-    CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb));
-    cublasLtMatmulHeuristicResult_t res;
-    int found = 0;
-    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(g.lt, desc, la, lb, lc, lc, pref, 1, &res, &found);
-    double us = -1;
-    if (hs == CUBLAS_STATUS_SUCCESS && found > 0) {
-        float one = 1.0f, zero = 0.0f;
-        us = median_pair_us(
-            [&] {
-                CB(cublasLtMatmul(g.lt, desc, &one, g.A, la, g.B, lb, &zero, g.C, lc, g.C, lc, &res.algo, g.ws,
-                                  WORKSPACE_BYTES, 0));
-            },
-            [&] { g.ref(); }, iters, ref_us);
-    }
-    cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(lc);
-    cublasLtMatmulDescDestroy(desc);
-    return us;
+    Fp8Mm mm(g.lt, g.scale, s, g.ws);
+    if (!mm.ok) return -1;
+    return median_pair_us([&] { mm.run(g.A, g.B, g.C); },
+                          [&] {
+                              if (g.ref8mm) g.ref8();
+                              else g.ref();
+                          },
+                          iters, ref_us);
 }
 
 /* One grid GEMM's time, and the reference's beside it (*ref_us). */
@@ -938,7 +971,7 @@ static int gemm_grid(const Gemm &g, const std::vector<const GemmDtype *> &want, 
             snprintf(row, sizeof row,
                      "%s    {\"dtype\": \"%s\", \"batch\": 1, \"m\": %ld, \"n\": %ld, \"k\": %ld, \"time_us\": %.3f, "
                      "\"ref_us\": %.3f}",
-                     rows ? ",\n" : "", d->name, s.m, s.n, s.k, us, ref_us);
+                     out.empty() ? "" : ",\n", d->name, s.m, s.n, s.k, us, ref_us);
             out += row;
             rows++;
             fprintf(stderr, "gemm %s %ldx%ldx%ld: %.1f us, %.1f TFLOP/s (reference beside it %.1f us)\n", d->name,
@@ -1105,7 +1138,8 @@ int main(int argc, char **argv)
     size_t free_b = 0, total_b = 0;
     CK(cudaMemGetInfo(&free_b, &total_b));
     const size_t ref_bytes = (size_t)REF_DIM * REF_DIM * sizeof(bf16);
-    size_t need = 3 * buf_bytes + 3 * ref_bytes + WORKSPACE_BYTES + ((size_t)64 << 20);
+    const size_t ref8_bytes = (size_t)REF_DIM * REF_DIM; /* e4m3 */
+    size_t need = 3 * buf_bytes + 3 * ref_bytes + 2 * ref8_bytes + WORKSPACE_BYTES + ((size_t)64 << 20);
     if (free_b < need) {
         fprintf(stderr, "calibrate: needs %.1f GiB of free GPU memory, %.1f GiB free\n", need / 1073741824.0,
                 free_b / 1073741824.0);
@@ -1120,6 +1154,8 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&g.RA, ref_bytes));
     CK(cudaMalloc(&g.RB, ref_bytes));
     CK(cudaMalloc(&g.RC, ref_bytes));
+    CK(cudaMalloc(&g.FA, ref8_bytes));
+    CK(cudaMalloc(&g.FB, ref8_bytes));
     const float one = 1.0f;
     CK(cudaMemcpy(g.scale, &one, sizeof one, cudaMemcpyHostToDevice));
     CB(cublasCreate(&g.h));
@@ -1146,6 +1182,8 @@ int main(int argc, char **argv)
     /* ---- the reference back to back, then the GEMM grid beside it ---- */
     fill<bf16>(g.RA, (size_t)REF_DIM * REF_DIM, 11);
     fill<bf16>(g.RB, (size_t)REF_DIM * REF_DIM, 12);
+    fill<__nv_fp8_e4m3>(g.FA, (size_t)REF_DIM * REF_DIM, 13);
+    fill<__nv_fp8_e4m3>(g.FB, (size_t)REF_DIM * REF_DIM, 14);
     CK(cudaDeviceSynchronize());
     double ref_mhz = 0;
     double ref_us = sustained_us([&] { g.ref(); }, sustain, [&] { clk.start(); });
@@ -1159,9 +1197,42 @@ int main(int argc, char **argv)
     fprintf(stderr, "calibrate: reference bf16 %ld^3 back to back for %g s: %.1f us, %.1f TFLOP/s, SM clock %.0f MHz\n",
             REF_DIM, sustain, ref_us, 2.0 * REF_DIM * REF_DIM * REF_DIM / ref_us / 1e6, ref_mhz);
     std::string gemm_rows;
+    std::vector<const GemmDtype *> want16, want8; /* the fp8 entries last, beside the fp8 reference */
+    for (const GemmDtype *d : want) (d->fp8 ? want8 : want16).push_back(d);
+    const std::vector<Shape> shapes = gemm_shapes(quick);
     clk.start();
-    int rows = gemm_grid(g, want, gemm_shapes(quick), iters, prop, max_elems, notes, gemm_rows);
+    int rows = gemm_grid(g, want16, shapes, iters, prop, max_elems, notes, gemm_rows);
     clk.stop();
+    std::vector<unsigned> grid_mhz = clk.mhz;
+    clk.mhz.clear();
+    const int cc = prop.major * 10 + prop.minor;
+    double ref8_us = 0, ref8_mhz = 0;
+    Fp8Mm ref8mm(g.lt, g.scale, Shape{REF_DIM, REF_DIM, REF_DIM}, g.ws);
+    if (!want8.empty() && cc >= 89 && ref8mm.ok) {
+        ref8_us = sustained_us([&] { ref8mm.run(g.FA, g.FB, g.RC); }, sustain, [&] { clk.start(); });
+        clk.stop();
+        if (!clk.mhz.empty()) ref8_mhz = median(clk.mhz);
+        clk.mhz.clear();
+        if (ref8_us > 0) {
+            g.ref8mm = &ref8mm;
+            fprintf(stderr, "calibrate: reference fp8 %ld^3 back to back for %g s: %.1f us, %.1f TFLOP/s, SM clock "
+                            "%.0f MHz\n",
+                    REF_DIM, sustain, ref8_us, 2.0 * REF_DIM * REF_DIM * REF_DIM / ref8_us / 1e6, ref8_mhz);
+            char r[300];
+            snprintf(r, sizeof r,
+                     "fp8_reference: e4m3 %ldx%ldx%ld TN through cuBLASLt (as the fp8 entries) back to back for %g s "
+                     "after the other dtypes' entries; the fp8 entries' ref_us is it, timed beside each",
+                     REF_DIM, REF_DIM, REF_DIM, sustain);
+            notes.push_back(r);
+        }
+    } else if (!want8.empty() && cc >= 89) {
+        notes.push_back("fp8_reference absent: no cuBLASLt algorithm for it; the fp8 entries' ref_us is the bf16 "
+                        "reference");
+    }
+    clk.start();
+    rows += gemm_grid(g, want8, shapes, iters, prop, max_elems, notes, gemm_rows);
+    clk.stop();
+    clk.mhz.insert(clk.mhz.end(), grid_mhz.begin(), grid_mhz.end());
     fprintf(stderr, "calibrate: %d GEMMs in %.1f s\n", rows, seconds_since(t0));
 
     /* ---- memory-bound kernels ---- */
@@ -1209,6 +1280,15 @@ int main(int argc, char **argv)
         if (ref_mhz > 0) snprintf(r + k, sizeof r - (size_t)k, ", \"clock_mhz\": %.1f", ref_mhz);
         json += std::string(r) + "},\n";
     }
+    if (ref8_us > 0) {
+        char r[240];
+        int k = snprintf(r, sizeof r,
+                         "  \"fp8_reference\": {\"dtype\": \"fp8\", \"m\": %ld, \"n\": %ld, \"k\": %ld, "
+                         "\"time_us\": %.3f, \"seconds\": %g",
+                         REF_DIM, REF_DIM, REF_DIM, ref8_us, sustain);
+        if (ref8_mhz > 0) snprintf(r + k, sizeof r - (size_t)k, ", \"clock_mhz\": %.1f", ref8_mhz);
+        json += std::string(r) + "},\n";
+    }
     json += "  \"gemm\": [\n" + gemm_rows + "\n  ],\n";
     json += "  \"attention\": [],\n";
     json += "  \"memory\": [\n" + mem_rows + "\n  ]\n}\n";
@@ -1228,5 +1308,7 @@ int main(int argc, char **argv)
     cudaFree(g.RA);
     cudaFree(g.RB);
     cudaFree(g.RC);
+    cudaFree(g.FA);
+    cudaFree(g.FB);
     return 0;
 }

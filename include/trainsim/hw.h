@@ -126,7 +126,7 @@ typedef struct GpuSpec {
                                              of the busiest row, 2.0e-6 (H100, H200) */
     double calib_ref_s;                   /* the calibrator's reference GEMM (bf16 4096^3, NN, 5 s
                                              back to back, tools/calibrate) on the units this
-                                             preset was measured on, 201.2e-6 (H100); a version 3
+                                             preset was measured on, 201.1e-6 (H100); a version 3
                                              calibration is read relative to it; 0 = unknown */
     double mem_eff;                       /* achieved / spec HBM bandwidth for large streams, 0.88 */
     double mem_half_bytes;                /* bytes at which achieved bandwidth is half of it, 4e6 */
@@ -242,6 +242,10 @@ bool hw_calib_sustained(const HwCalib *c);
 /* The reference GEMM's sustained time in microseconds, its m, n, k into dims
  * and its dtype into *dt (either may be NULL); 0 without one. */
 double hw_calib_reference(const HwCalib *c, int64_t dims[3], TsDtype *dt);
+/* The fp8 reference's sustained time in microseconds ("fp8_reference": the
+ * fp8 entries were timed beside it and are loaded at its sustained clock),
+ * its m, n, k into dims (may be NULL); 0 without one. */
+double hw_calib_fp8_reference(const HwCalib *c, int64_t dims[3]);
 /* SDPA's flash kernel's time factor over the fused attention at head dim d
  * (attn_fa2_factor at 128 and above, attn_fa2_factor_hd64 at 64 and below,
  * linear between). */

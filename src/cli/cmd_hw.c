@@ -168,41 +168,51 @@ static void calib_fit_note(const HwModel *hw, TsBuf *b)
     if (!first) ts_buf_printf(b, "\n");
 }
 
+/* A reference GEMM's time back to back beside the preset's at its
+ * sustained clock (the preset model's time at its clock brought there). */
+static void ref_line(const HwModel *hw, const char *name, TsDtype dt, const int64_t d[3], double ref_us, TsBuf *b)
+{
+    HwModel raw = *hw;
+    raw.calib = NULL;
+    const GpuSpec *g = &hw->gpu;
+    double sus = hw_sustained_clock_mhz(g);
+    double at_sus = sus > 0 && g->clock_mhz > 0 ? g->clock_mhz / sus : 1; /* a preset without clocks: 1 */
+    double model_us = 1e6 * hw_gemm_time_s(&raw, 1, d[0], d[1], d[2], dt) * at_sus;
+    double flop = 2.0 * (double)d[0] * (double)d[1] * (double)d[2];
+    char at[48] = "";
+    if (sus > 0) snprintf(at, sizeof at, " at %.0f MHz", sus);
+    ts_buf_printf(b, "  %s %s %lldx%lldx%lld back to back: %.1f us, %.1f TFLOP/s; the preset%s: %.1f us (%+.1f %% "
+                     "against this GPU)\n",
+                  name, ts_dtype_name(dt), (long long)d[0], (long long)d[1], (long long)d[2], ref_us,
+                  flop / ref_us * 1e-6, at, model_us, 100.0 * (model_us / ref_us - 1.0));
+}
+
 /* How the calibration's GEMM entries are brought to one clock: by a
  * reference timed beside each (version 3: its sustained rate beside the
- * preset's at its sustained clock, the GPU's own bias), or by the file's
- * median clock, which does not hold where the sampled clock ranged by more
- * than 10 %. */
+ * preset's at its sustained clock, the GPU's own bias; the fp8 entries by
+ * their own reference where the file has one), or by the file's median
+ * clock, which does not hold where the sampled clock ranged by more than
+ * 10 %. */
 static void calib_clock_note(const HwModel *hw, const HwCalib *c, TsBuf *b)
 {
     double lo, hi;
     hw_calib_clock_range(c, &lo, &hi);
-    int64_t d[3];
+    int64_t d[3], d8[3];
     TsDtype dt;
-    double ref_us = hw_calib_reference(c, d, &dt);
+    double ref_us = hw_calib_reference(c, d, &dt), ref8_us = hw_calib_fp8_reference(c, d8);
     if (ref_us > 0) {
-        HwModel raw = *hw;
-        raw.calib = NULL;
         const GpuSpec *g = &hw->gpu;
-        double sus = hw_sustained_clock_mhz(g);
-        double at_sus = sus > 0 && g->clock_mhz > 0 ? g->clock_mhz / sus : 1; /* a preset without clocks: 1 */
-        double model_us = 1e6 * hw_gemm_time_s(&raw, 1, d[0], d[1], d[2], dt) * at_sus;
-        double flop = 2.0 * (double)d[0] * (double)d[1] * (double)d[2];
-        char at[48] = "";
-        if (sus > 0) snprintf(at, sizeof at, " at %.0f MHz", sus);
-        ts_buf_printf(b,
-                      "  GEMM entries: each timed beside a reference GEMM and brought to its time back to back, "
-                      "this GPU's sustained rate\n"
-                      "  reference %s %lldx%lldx%lld back to back: %.1f us, %.1f TFLOP/s; the preset%s: "
-                      "%.1f us (%+.1f %% against this GPU)\n",
-                      ts_dtype_name(dt), (long long)d[0], (long long)d[1], (long long)d[2], ref_us,
-                      flop / ref_us * 1e-6, at, model_us, 100.0 * (model_us / ref_us - 1.0));
+        ts_buf_printf(b, "  GEMM entries: each timed beside a reference GEMM and brought to its time back to back, "
+                         "this GPU's sustained rate\n");
+        ref_line(hw, "reference", dt, d, ref_us, b);
+        if (ref8_us > 0) ref_line(hw, "fp8 entries' reference", TS_DTYPE_FP8, d8, ref8_us, b);
         if (hw_calib_against_units(hw))
             ts_buf_printf(b,
                           "  the preset's units: %.1f us (this GPU %+.1f %%); the entries are read against them, so "
                           "the preset keeps its sustained rate (set from published full-node runs) and takes this "
-                          "GPU's shape efficiencies and its distance from those units\n",
-                          g->calib_ref_s * 1e6, 100.0 * (ref_us / (g->calib_ref_s * 1e6) - 1.0));
+                          "GPU's shape efficiencies and its distance from those units%s\n",
+                          g->calib_ref_s * 1e6, 100.0 * (ref_us / (g->calib_ref_s * 1e6) - 1.0),
+                          ref8_us > 0 ? "; the fp8 entries, at fp8's own sustained rate, by the same factor" : "");
     } else if (lo > 0 && hi > 1.1 * lo)
         ts_buf_printf(b,
                       "  GEMM entries: the SM clock ranged %.0f-%.0f MHz while they ran; each is taken at the "

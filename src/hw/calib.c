@@ -85,6 +85,8 @@ struct HwCalib {
     double ref_s;      /* version 3: the reference GEMM's sustained time; 0 = none */
     int64_t ref_dims[3]; /* its m, n, k */
     TsDtype ref_dt;
+    double ref8_s;     /* version 3: the fp8 reference's sustained time; 0 = none */
+    int64_t ref8_dims[3];
     CalEntry *e;
     int n, cap;
 };
@@ -93,7 +95,7 @@ static const char *const TOP_KEYS[] = {"format",    "version",   "gpu",
                                        "generator", "notes",     "clock_mhz",
                                        "gemm",      "attention", "attention_backend",
                                        "attention_clock_mhz",    "memory",
-                                       "reference", NULL};
+                                       "reference", "fp8_reference", NULL};
 static const char *const CLOCK_KEYS[] = {"median", "min", "max", "samples", NULL};
 static const char *const GEMM_KEYS[] = {"dtype", "batch", "m", "n", "k", "time_us", "ref_us", NULL};
 static const char *const REF_KEYS[] = {"dtype", "m", "n", "k", "time_us", "seconds", "clock_mhz", NULL};
@@ -265,38 +267,59 @@ static TsStatus parse_attn_clock(const TsJsonDoc *doc, HwCalib *c, TsError *err)
     return st;
 }
 
-/* "reference" (version 3): the GEMM every entry's "ref_us" times, and its
- * time back to back at the sustained clock. */
-static TsStatus parse_reference(const TsJsonDoc *doc, HwCalib *c, TsError *err)
+/* A reference GEMM `key` (version 3): its dtype, m, n, k and its time back
+ * to back (the sustained clock) into *time_s. */
+static TsStatus parse_ref_object(const TsJsonDoc *doc, HwCalib *c, const char *key, TsDtype *dt, int64_t d[3],
+                                 double *time_s, TsError *err)
 {
     json_t *o;
-    TsStatus st = top_object(doc, c, "reference", 3, REF_KEYS, &o, err);
+    TsStatus st = top_object(doc, c, key, 3, REF_KEYS, &o, err);
     if (st || !o) return st;
-    int64_t *d = c->ref_dims;
     double v;
-    if ((st = fdtype(doc, o, "reference", &c->ref_dt, err)) ||
-        (st = fint(doc, o, "reference", "m", true, &d[0], err)) ||
-        (st = fint(doc, o, "reference", "n", true, &d[1], err)) ||
-        (st = fint(doc, o, "reference", "k", true, &d[2], err)) ||
-        (st = fpos(doc, o, "reference", "seconds", false, "how long the reference ran back to back, in seconds", &v,
-                   err)) ||
-        (st = fpos(doc, o, "reference", "time_us", true,
-                   "the reference GEMM's time back to back (sustained clock), in microseconds", &c->ref_s, err)))
+    char p[64];
+    snprintf(p, sizeof p, "%s.clock_mhz", key);
+    if ((st = fdtype(doc, o, key, dt, err)) || (st = fint(doc, o, key, "m", true, &d[0], err)) ||
+        (st = fint(doc, o, key, "n", true, &d[1], err)) || (st = fint(doc, o, key, "k", true, &d[2], err)) ||
+        (st = fpos(doc, o, key, "seconds", false, "how long the reference ran back to back, in seconds", &v, err)) ||
+        (st = fpos(doc, o, key, "time_us", true,
+                   "the reference GEMM's time back to back (sustained clock), in microseconds", time_s, err)))
         return st;
-    if ((st = ts_json_num(doc, o, "clock_mhz", "reference.clock_mhz", false, 1.0, 100000.0, &v, err))) {
+    if ((st = ts_json_num(doc, o, "clock_mhz", p, false, 1.0, 100000.0, &v, err))) {
         ts_err_hint(err, "the median SM clock in MHz, as NVML reports it, while the reference ran back to back");
         return st;
     }
-    c->ref_s *= 1e-6;
+    *time_s *= 1e-6;
+    return TS_OK;
+}
+
+/* "reference" (version 3): the GEMM every entry's "ref_us" times, and its
+ * time back to back at the sustained clock. "fp8_reference" (optional, with
+ * it): an fp8 GEMM the fp8 entries' "ref_us" time instead, since fp8 holds a
+ * lower clock under the power cap than bf16 (tools/calibrate). */
+static TsStatus parse_reference(const TsJsonDoc *doc, HwCalib *c, TsError *err)
+{
+    TsStatus st = parse_ref_object(doc, c, "reference", &c->ref_dt, c->ref_dims, &c->ref_s, err);
+    if (st) return st;
+    TsDtype dt = TS_DTYPE_FP8;
+    if ((st = parse_ref_object(doc, c, "fp8_reference", &dt, c->ref8_dims, &c->ref8_s, err))) return st;
+    if (!(c->ref8_s > 0)) return TS_OK;
+    if (dt != TS_DTYPE_FP8)
+        return hw_err_path(doc, "fp8_reference.dtype", err, "'fp8_reference.dtype' must be \"fp8\"",
+                           "the fp8 entries' own reference GEMM; the bf16 one is \"reference\"");
+    if (!(c->ref_s > 0))
+        return hw_err_path(doc, "fp8_reference", err, "'fp8_reference' needs the file's \"reference\"",
+                           "a version 3 file names the bf16 reference GEMM too (docs/hardware.md)");
     return TS_OK;
 }
 
 /* A GEMM entry's "ref_us": its time brought to the reference's sustained
  * clock (time x reference time / ref_us). Every entry of a file with a
  * "reference" has one; no entry of a file without. */
-static TsStatus fref(const TsJsonDoc *doc, const HwCalib *c, json_t *o, const char *path, double *time_s,
-                     TsError *err)
+static TsStatus fref(const TsJsonDoc *doc, const HwCalib *c, json_t *o, const char *path, TsDtype dt,
+                     double *time_s, TsError *err)
 {
+    /* an fp8 entry was timed beside the fp8 reference where the file has one */
+    double ref_s = dt == TS_DTYPE_FP8 && c->ref8_s > 0 ? c->ref8_s : c->ref_s;
     char p[160];
     snprintf(p, sizeof p, "%s.ref_us", path);
     bool has = json_object_get(o, "ref_us") != NULL;
@@ -318,11 +341,11 @@ static TsStatus fref(const TsJsonDoc *doc, const HwCalib *c, json_t *o, const ch
     if (st) return st;
     /* the same GEMM at two clocks of one GPU: its clock range (1215-1980
      * MHz on an H100) moves it by well under 2x */
-    double f = c->ref_s / (r * 1e-6);
+    double f = ref_s / (r * 1e-6);
     if (!(f >= 0.5 && f <= 2.0)) {
         char msg[400];
-        snprintf(msg, sizeof msg, "'%s' is %g us, %.3gx the reference's sustained time_us %g", p, r, 1 / f,
-                 c->ref_s * 1e6);
+        snprintf(msg, sizeof msg, "'%s' is %g us, %.3gx the %s's sustained time_us %g", p, r, 1 / f,
+                 ref_s == c->ref_s ? "reference" : "fp8_reference", ref_s * 1e6);
         return hw_err_path(doc, p, err, msg,
                            "the reference GEMM timed beside this entry: within 2x of its time back to back");
     }
@@ -390,7 +413,7 @@ static TsStatus parse(const TsJsonDoc *doc, HwCalib *c, TsError *err)
         if ((st = fdtype(doc, o, path, &e.dt, err)) || (st = fint(doc, o, path, "batch", false, &b, err)) ||
             (st = fint(doc, o, path, "m", true, &m, err)) || (st = fint(doc, o, path, "n", true, &n, err)) ||
             (st = fint(doc, o, path, "k", true, &k, err)) || (st = ftime(doc, o, path, &e.time_s, err)) ||
-            (st = fref(doc, c, o, path, &e.time_s, err)))
+            (st = fref(doc, c, o, path, e.dt, &e.time_s, err)))
             return st;
         e.dims[0] = (double)b, e.dims[1] = (double)m, e.dims[2] = (double)n, e.dims[3] = (double)k;
         set_logs(&e);
@@ -505,6 +528,12 @@ double hw_calib_reference(const HwCalib *c, int64_t dims[3], TsDtype *dt)
     if (dims) memcpy(dims, c->ref_dims, sizeof c->ref_dims);
     if (dt) *dt = c->ref_dt;
     return c->ref_s * 1e6;
+}
+double hw_calib_fp8_reference(const HwCalib *c, int64_t dims[3])
+{
+    if (!c || !(c->ref8_s > 0)) return 0;
+    if (dims) memcpy(dims, c->ref8_dims, sizeof c->ref8_dims);
+    return c->ref8_s * 1e6;
 }
 
 /* Piecewise power law through the kernel's measurements: log(time) linear in

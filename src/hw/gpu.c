@@ -231,7 +231,7 @@ static TsStatus parse_model(const TsJsonDoc *doc, json_t *m, GpuSpec *g, TsError
     }
     if ((st = num(doc, m, "calib_reference_us", "model", false, 1, 1e6, 1e-6, &g->calib_ref_s, err))) {
         ts_err_hint(err, "microseconds of tools/calibrate's reference GEMM (bf16 4096^3, 5 s back to back) on "
-                         "units of this GPU, e.g. 201.2 (H100); leave it out when unknown");
+                         "units of this GPU, e.g. 201.1 (H100); leave it out when unknown");
         return st;
     }
     if ((st = num(doc, m, "mem_eff", "model", false, 0.01, 1, 1, &g->mem_eff, err))) return st;

@@ -631,6 +631,26 @@ static void test_calibration_v3_reference(void **state)
     hw_calib_free(b);
 }
 
+/* Version 3 with an fp8 reference: the fp8 entries are read at fp8's own
+ * sustained time (the fp8 reference beside each), the others at the bf16
+ * reference's, both against the preset's units. */
+static void test_calibration_v3_fp8_reference(void **state)
+{
+    (void)state;
+    HwCalib *c = golden_calib("hw_calib_v3_fp8ref");
+    int64_t d[3];
+    near("fp8 reference", hw_calib_fp8_reference(c, d), 118.3, 1e-12);
+    assert_true(d[0] == 4096 && d[1] == 4096 && d[2] == 4096);
+    HwModel m = model_of("h100-sxm5-80gb"), raw = m;
+    m.calib = c;
+    const double rel = hw_gemm_time_s(&raw, 1, 4096, 4096, 4096, TS_DTYPE_BF16) / raw.gpu.calib_ref_s;
+    near("fp8 entry", hw_gemm_time_s(&m, 1, 8192, 8192, 8192, TS_DTYPE_FP8), 700.0e-6 * 118.3 / 100.0 * rel, 1e-9);
+    near("bf16 entry", hw_gemm_time_s(&m, 1, 8192, 8192, 8192, TS_DTYPE_BF16), 1300.0e-6 * 200.8 / 170.0 * rel,
+         1e-9);
+    assert_true(hw_calib_fp8_reference(NULL, NULL) == 0);
+    hw_calib_free(c);
+}
+
 /* Version 2: the SM clock, fp8 GEMMs, named memory kernels (looked up on their
  * own, interpolated in log(bytes)), and the copy-only memory correction. */
 static void test_calibration_v2(void **state)
@@ -760,6 +780,7 @@ int main(void)
         cmocka_unit_test(test_memory),         cmocka_unit_test(test_software), cmocka_unit_test(test_op_dispatch),
         cmocka_unit_test(test_allreduce_curves), cmocka_unit_test(test_coll_invariants),
         cmocka_unit_test(test_calibration_interp), cmocka_unit_test(test_calibration_v2), cmocka_unit_test(test_calibration_v3_reference),
+        cmocka_unit_test(test_calibration_v3_fp8_reference),
         cmocka_unit_test(test_calibration_named_kernels),
         cmocka_unit_test(test_busbw_tables),
     };

@@ -935,6 +935,49 @@ static bool write_atomic(const char *path, const std::string &text)
     return ok;
 }
 
+/* The fp8 reference back to back for `sustain` seconds, after the other
+ * dtypes' entries (their clock samples already taken from clk): its time
+ * per launch, and g.ref8mm set so the fp8 entries run beside it; 0, with a
+ * note, when cuBLASLt has no algorithm for it (they then run beside the
+ * bf16 reference). */
+static double fp8_reference(Gemm &g, const Fp8Mm &mm, double sustain, ClockSampler &clk,
+                            std::vector<std::string> &notes, double *mhz)
+{
+    if (!mm.ok) {
+        notes.push_back("fp8_reference absent: no cuBLASLt algorithm for it; the fp8 entries' ref_us is the bf16 "
+                        "reference");
+        return 0;
+    }
+    double us = sustained_us([&] { mm.run(g.FA, g.FB, g.RC); }, sustain, [&] { clk.start(); });
+    clk.stop();
+    if (!clk.mhz.empty()) *mhz = median(clk.mhz);
+    clk.mhz.clear();
+    if (!(us > 0)) return 0;
+    g.ref8mm = &mm;
+    fprintf(stderr, "calibrate: reference fp8 %ld^3 back to back for %g s: %.1f us, %.1f TFLOP/s, SM clock %.0f MHz\n",
+            REF_DIM, sustain, us, 2.0 * REF_DIM * REF_DIM * REF_DIM / us / 1e6, *mhz);
+    char r[300];
+    snprintf(r, sizeof r,
+             "fp8_reference: e4m3 %ldx%ldx%ld TN through cuBLASLt (as the fp8 entries) back to back for %g s after "
+             "the other dtypes' entries; the fp8 entries' ref_us is it, timed beside each",
+             REF_DIM, REF_DIM, REF_DIM, sustain);
+    notes.push_back(r);
+    return us;
+}
+
+/* A reference GEMM's line of the file: REF_DIM^3 of `dtype`, its time back
+ * to back and (when NVML gave one) its median SM clock meanwhile. */
+static std::string ref_json(const char *key, const char *dtype, double us, double mhz, double sustain)
+{
+    char r[260];
+    int k = snprintf(r, sizeof r,
+                     "  \"%s\": {\"dtype\": \"%s\", \"m\": %ld, \"n\": %ld, \"k\": %ld, \"time_us\": %.3f, "
+                     "\"seconds\": %g",
+                     key, dtype, REF_DIM, REF_DIM, REF_DIM, us, sustain);
+    if (mhz > 0) snprintf(r + k, sizeof r - (size_t)k, ", \"clock_mhz\": %.1f", mhz);
+    return std::string(r) + "},\n";
+}
+
 /* Every shape of `shapes` in every dtype of `want`, each beside the
  * reference: JSON rows into `out`; returns how many. */
 static int gemm_grid(const Gemm &g, const std::vector<const GemmDtype *> &want, const std::vector<Shape> &shapes,
@@ -1206,29 +1249,9 @@ int main(int argc, char **argv)
     std::vector<unsigned> grid_mhz = clk.mhz;
     clk.mhz.clear();
     const int cc = prop.major * 10 + prop.minor;
-    double ref8_us = 0, ref8_mhz = 0;
+    double ref8_mhz = 0;
     Fp8Mm ref8mm(g.lt, g.scale, Shape{REF_DIM, REF_DIM, REF_DIM}, g.ws);
-    if (!want8.empty() && cc >= 89 && ref8mm.ok) {
-        ref8_us = sustained_us([&] { ref8mm.run(g.FA, g.FB, g.RC); }, sustain, [&] { clk.start(); });
-        clk.stop();
-        if (!clk.mhz.empty()) ref8_mhz = median(clk.mhz);
-        clk.mhz.clear();
-        if (ref8_us > 0) {
-            g.ref8mm = &ref8mm;
-            fprintf(stderr, "calibrate: reference fp8 %ld^3 back to back for %g s: %.1f us, %.1f TFLOP/s, SM clock "
-                            "%.0f MHz\n",
-                    REF_DIM, sustain, ref8_us, 2.0 * REF_DIM * REF_DIM * REF_DIM / ref8_us / 1e6, ref8_mhz);
-            char r[300];
-            snprintf(r, sizeof r,
-                     "fp8_reference: e4m3 %ldx%ldx%ld TN through cuBLASLt (as the fp8 entries) back to back for %g s "
-                     "after the other dtypes' entries; the fp8 entries' ref_us is it, timed beside each",
-                     REF_DIM, REF_DIM, REF_DIM, sustain);
-            notes.push_back(r);
-        }
-    } else if (!want8.empty() && cc >= 89) {
-        notes.push_back("fp8_reference absent: no cuBLASLt algorithm for it; the fp8 entries' ref_us is the bf16 "
-                        "reference");
-    }
+    double ref8_us = want8.empty() || cc < 89 ? 0 : fp8_reference(g, ref8mm, sustain, clk, notes, &ref8_mhz);
     clk.start();
     rows += gemm_grid(g, want8, shapes, iters, prop, max_elems, notes, gemm_rows);
     clk.stop();
@@ -1271,24 +1294,8 @@ int main(int argc, char **argv)
                 mhz.front(), mhz.back(), n);
     }
     clk.close();
-    {
-        char r[240];
-        int k = snprintf(r, sizeof r,
-                         "  \"reference\": {\"dtype\": \"bf16\", \"m\": %ld, \"n\": %ld, \"k\": %ld, "
-                         "\"time_us\": %.3f, \"seconds\": %g",
-                         REF_DIM, REF_DIM, REF_DIM, ref_us, sustain);
-        if (ref_mhz > 0) snprintf(r + k, sizeof r - (size_t)k, ", \"clock_mhz\": %.1f", ref_mhz);
-        json += std::string(r) + "},\n";
-    }
-    if (ref8_us > 0) {
-        char r[240];
-        int k = snprintf(r, sizeof r,
-                         "  \"fp8_reference\": {\"dtype\": \"fp8\", \"m\": %ld, \"n\": %ld, \"k\": %ld, "
-                         "\"time_us\": %.3f, \"seconds\": %g",
-                         REF_DIM, REF_DIM, REF_DIM, ref8_us, sustain);
-        if (ref8_mhz > 0) snprintf(r + k, sizeof r - (size_t)k, ", \"clock_mhz\": %.1f", ref8_mhz);
-        json += std::string(r) + "},\n";
-    }
+    json += ref_json("reference", "bf16", ref_us, ref_mhz, sustain);
+    if (ref8_us > 0) json += ref_json("fp8_reference", "fp8", ref8_us, ref8_mhz, sustain);
     json += "  \"gemm\": [\n" + gemm_rows + "\n  ],\n";
     json += "  \"attention\": [],\n";
     json += "  \"memory\": [\n" + mem_rows + "\n  ]\n}\n";

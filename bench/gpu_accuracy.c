@@ -13,7 +13,8 @@
  *           (torch_norm_s, torch_act_s), not the template's fused ones;
  *           scored by how the row was timed: B each op alone, B-layer in
  *           the layer's order (its tensor work at the row's clock), B-b2b
- *           each op back to back (at each op's clock);
+ *           each op back to back (at each op's clock); "<part> op" scores
+ *           each op and pass of those rows apart;
  *   A, E    a whole single-GPU training step of a HuggingFace model and its
  *           peak memory: `trainsim simulate` of the model on one GPU with
  *           the framework and precision of the row (--framework hf,
@@ -284,6 +285,18 @@ static void row_b(const json_t *r, const char *gpu)
     bool gated = json_is_true(json_object_get(r, "gated"));
     double tok = (double)p.seq * (double)p.micro_batch; /* the shard's ops on whole sequences, bf16 */
     double sum_m[2] = {0}, sum_p[2] = {0}, sum_1[2] = {0}; /* sum_1: tensor work at the one-GPU clock */
+    /* an attention forward longer than its backward (2.5x the work) is a
+     * timing artefact (the shared H100 gpt3-175b_tp8 row, bench/data/gpu
+     * README): that row's forward is shown, not scored */
+    const json_t *core = json_object_get(ops, "attn_core");
+    bool suspect = num(core, "fwd") > num(core, "dgrad");
+    /* each way of timing is its own part: B (each op alone), B-layer
+     * (--in-layer, at the row's clock; B-layer@1gpu at the preset's one-GPU
+     * clock, as simulate predicts it), B-b2b (--sustained, each op back to
+     * back); "<part> op" scores each op and pass apart */
+    const char *part = in_layer ? "B-layer" : timing && !strcmp(timing, "sustained") ? "B-b2b" : "B";
+    char op_part[24];
+    snprintf(op_part, sizeof op_part, "%s op", part);
     for (size_t i = 0; i < sizeof MAP / sizeof MAP[0]; i++) {
         const json_t *o = json_object_get(ops, MAP[i].op);
         for (int ps = 0; ps < 3; ps++) {
@@ -296,6 +309,8 @@ static void row_b(const json_t *r, const char *gpu)
             if (!strcmp(MAP[i].op, "act")) pred = ps < 2 ? torch_act_s(&hw, gated, tok * (double)(m.ffn / p.tp), ps) : 0;
             if (fa2 && MAP[i].b == PART_BLOCK_ATTN && !strcmp(MAP[i].kernel, "core") && ps < 2)
                 pred *= hw_attn_fa2_factor(&hw.gpu, m.head_dim, ps == 1);
+            if (meas > 0 && pred > 0 && !(suspect && !ps && !strcmp(MAP[i].op, "attn_core")))
+                score(op_part, short_gpu(gpu), pred / meas - 1);
             int twice = !strcmp(MAP[i].op, "norm") ? 2 : 1;
             sum_m[ps > 0] += twice * meas;
             sum_p[ps > 0] += twice * pred;
@@ -312,16 +327,6 @@ static void row_b(const json_t *r, const char *gpu)
         row_skip(m.name, "a B row's \"ops_ms\" times its ops forward and backward (docs/measure.md)");
         return;
     }
-    /* an attention forward longer than its backward (2.5x the work) is a
-     * timing artefact (the shared H100 gpt3-175b_tp8 row, bench/data/gpu
-     * README): that row's forward is shown, not scored */
-    const json_t *core = json_object_get(ops, "attn_core");
-    bool suspect = num(core, "fwd") > num(core, "dgrad");
-    /* each way of timing is its own part: B (each op alone), B-layer
-     * (--in-layer, at the row's clock; B-layer@1gpu at the preset's one-GPU
-     * clock, as simulate predicts it), B-b2b (--sustained, each op back to
-     * back) */
-    const char *part = in_layer ? "B-layer" : timing && !strcmp(timing, "sustained") ? "B-b2b" : "B";
     b_score(part, gpu, m.name, sum_m, sum_p, suspect);
     if (in_layer) b_score("B-layer@1gpu", gpu, m.name, sum_m, sum_1, suspect);
 }

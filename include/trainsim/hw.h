@@ -222,6 +222,11 @@ TsStatus hw_calib_load_text(const char *name, const char *text, HwCalib **out, T
 void hw_calib_free(HwCalib *c);  /* NULL ok */
 int hw_calib_entries(const HwCalib *c);       /* all measurements (gemm, attention, memory) */
 const char *hw_calib_gpu(const HwCalib *c);   /* the "gpu" field */
+/* The GPU family a name carries ("h100" of "NVIDIA H100 80GB HBM3" and of
+ * "h100-sxm5-80gb", "gb200" of "gb200-nvl72"), a static lower-case string;
+ * NULL for a name without one (a user's own preset). A calibration whose
+ * family is not its preset's was measured on another GPU. */
+const char *hw_gpu_family(const char *name);
 /* Median SM clock (MHz) sampled while the GEMMs were measured, 1755; 0 when
  * the file has no "clock_mhz" (version 1, or no NVML on the measuring host). */
 double hw_calib_clock_mhz(const HwCalib *c);

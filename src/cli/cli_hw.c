@@ -1,6 +1,7 @@
 /* The hardware option group (cli_hw.h). */
 #include "cli_hw.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "cli_values.h"
@@ -90,6 +91,7 @@ int cli_hw_load(const CliHw *h, const char *default_cluster, int64_t default_gpu
     }
     cli_hw_software(h->software, &out->cluster.gpu);
     if (h->calibration && hw_calib_load(h->calibration, &out->calib, &err) != TS_OK) return cli_fail(&err);
+    if (out->calib) cli_calib_gpu_check(h->calibration, out->calib, &out->cluster.gpu);
     if (h->busbw && hw_busbw_load(h->busbw, &out->busbw, &err) != TS_OK) {
         cli_hw_free(out);
         return cli_fail(&err);
@@ -100,6 +102,16 @@ int cli_hw_load(const CliHw *h, const char *default_cluster, int64_t default_gpu
     hw_net_init(&out->net, &out->cluster);
     out->net.busbw = out->busbw;
     return 0;
+}
+
+void cli_calib_gpu_check(const char *path, const HwCalib *c, const GpuSpec *g)
+{
+    const char *fc = hw_gpu_family(hw_calib_gpu(c)), *fg = hw_gpu_family(g->name);
+    if (fc && fg && strcmp(fc, fg))
+        fprintf(stderr,
+                "trainsim: warning: %s was measured on '%s' and the GPU is %s: its kernel times stand for "
+                "another GPU (run tools/calibrate on this one)\n",
+                path, hw_calib_gpu(c), g->name);
 }
 
 void cli_hw_net_sized(const CliHwLoaded *l, int64_t gpus, HwNet *net)

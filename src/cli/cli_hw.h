@@ -49,6 +49,9 @@ void cli_hw_free(CliHwLoaded *l);
  * when parsed). */
 void cli_hw_add_software(CliSpec *s, const char **software);
 void cli_hw_software(const char *software, GpuSpec *g);
+/* Warn on stderr when the calibration `path` was measured on another GPU
+ * family than the preset it corrects (hw_gpu_family). */
+void cli_calib_gpu_check(const char *path, const HwCalib *c, const GpuSpec *g);
 /* The loaded cluster sized to `gpus` instead (same node type, GPU and busbw
  * table): for commands that plan several GPU counts at once. */
 void cli_hw_net_sized(const CliHwLoaded *l, int64_t gpus, HwNet *net);

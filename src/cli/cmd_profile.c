@@ -80,6 +80,7 @@ int cmd_profile(int argc, char **argv)
     cli_hw_software(software, &comp.hw.gpu);
     HwCalib *cal = NULL;
     if (calib && hw_calib_load(calib, &cal, &err) != TS_OK) return cli_fail(&err);
+    if (cal) cli_calib_gpu_check(calib, cal, &comp.hw.gpu);
     comp.hw.calib = cal;
     ModuleGraph *g;
     if (graph_build(&m, &o, &g, &err) != TS_OK) {

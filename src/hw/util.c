@@ -134,6 +134,29 @@ TsStatus hw_check_format_version(const TsJsonDoc *doc, const char *fmt, int64_t 
     return TS_OK;
 }
 
+/* GPU families by the tokens their names carry, lower case; a longer one
+ * first where one holds another (gb200 before b200, l40s before l40). */
+static const char *const GPU_FAMILIES[] = {"gb200", "b200", "b100", "h200", "h100", "h800", "h20", "gh200",
+                                           "a100", "a800", "a10", "a30", "a40", "l40s", "l40", "l4",
+                                           "mi355x", "mi325x", "mi300x", "mi300a", "mi250x", "v100", NULL};
+
+static bool alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+const char *hw_gpu_family(const char *name)
+{
+    char low[160];
+    size_t n = 0;
+    for (; name && name[n] && n + 1 < sizeof low; n++)
+        low[n] = (char)(name[n] >= 'A' && name[n] <= 'Z' ? name[n] - 'A' + 'a' : name[n]);
+    low[n] = 0;
+    for (int i = 0; GPU_FAMILIES[i]; i++) {
+        size_t k = strlen(GPU_FAMILIES[i]);
+        for (const char *p = strstr(low, GPU_FAMILIES[i]); p; p = strstr(p + 1, GPU_FAMILIES[i]))
+            if ((p == low || !alnum(p[-1])) && !alnum(p[k])) return GPU_FAMILIES[i];
+    }
+    return NULL;
+}
+
 const char *hw_nearest_name(const char *s, const char *const *names, int max_distance)
 {
     const char *best = NULL;

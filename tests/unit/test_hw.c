@@ -651,6 +651,27 @@ static void test_calibration_v3_fp8_reference(void **state)
     hw_calib_free(c);
 }
 
+/* The GPU family a driver's name and a preset's name carry, so that a
+ * calibration read for another GPU is named as such; none in a user's own
+ * name. */
+static void test_gpu_family(void **state)
+{
+    (void)state;
+    static const char *const CASES[][2] = {
+        {"NVIDIA H100 80GB HBM3", "h100"}, {"h100-sxm5-80gb", "h100"},   {"NVIDIA H100 PCIe", "h100"},
+        {"NVIDIA H200", "h200"},           {"h200-sxm-141gb", "h200"},   {"NVIDIA A100-SXM4-80GB", "a100"},
+        {"gb200-nvl72", "gb200"},          {"NVIDIA B200", "b200"},      {"NVIDIA L40S", "l40s"},
+        {"AMD Instinct MI300X", "mi300x"}, {"NVIDIA A10", "a10"}};
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        const char *f = hw_gpu_family(CASES[i][0]);
+        assert_non_null(f);
+        assert_string_equal(f, CASES[i][1]);
+    }
+    assert_null(hw_gpu_family("my-gpu"));
+    assert_null(hw_gpu_family(""));
+    assert_null(hw_gpu_family("xh100"));
+}
+
 /* Version 2: the SM clock, fp8 GEMMs, named memory kernels (looked up on their
  * own, interpolated in log(bytes)), and the copy-only memory correction. */
 static void test_calibration_v2(void **state)
@@ -781,6 +802,7 @@ int main(void)
         cmocka_unit_test(test_allreduce_curves), cmocka_unit_test(test_coll_invariants),
         cmocka_unit_test(test_calibration_interp), cmocka_unit_test(test_calibration_v2), cmocka_unit_test(test_calibration_v3_reference),
         cmocka_unit_test(test_calibration_v3_fp8_reference),
+        cmocka_unit_test(test_gpu_family),
         cmocka_unit_test(test_calibration_named_kernels),
         cmocka_unit_test(test_busbw_tables),
     };

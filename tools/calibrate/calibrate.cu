@@ -1093,7 +1093,8 @@ static void usage(FILE *f)
                "  --dtypes LIST  GEMM dtypes, comma-separated, of bf16,fp16,tf32,fp8,fp32\n"
                "                 (default bf16,fp16,tf32,fp8)\n"
                "  --iters N      timed launches per measurement, median kept (default 20)\n"
-               "  --sustain S    seconds the reference GEMM runs back to back first (default 5)\n"
+               "  --sustain S    seconds each reference GEMM (bf16 first, fp8 before the fp8\n"
+               "                 entries) runs back to back (default 5)\n"
                "  --quick        a small grid (a few seconds)\n");
 }
 
@@ -1102,17 +1103,46 @@ static double seconds_since(std::chrono::steady_clock::time_point t0)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int main(int argc, char **argv)
-{
+/* The command line. */
+struct Args {
     const char *out = "calibration.json";
     std::string dtypes = "bf16,fp16,tf32,fp8";
     int iters = 20;
     double sustain = 5;
     bool quick = false;
+    std::vector<const GemmDtype *> want; /* --dtypes, in order, each once */
+};
+
+/* --dtypes into a->want; false (after saying why) on an unknown name. */
+static bool parse_dtypes(Args *a)
+{
+    std::string rest = a->dtypes + ",";
+    size_t p;
+    while ((p = rest.find(',')) != std::string::npos) {
+        std::string name = rest.substr(0, p);
+        rest.erase(0, p + 1);
+        if (name.empty()) continue;
+        const GemmDtype *d = nullptr;
+        for (const GemmDtype &x : DTYPES)
+            if (name == x.name) d = &x;
+        if (!d) {
+            fprintf(stderr, "calibrate: unknown dtype '%s' in --dtypes (one of bf16, fp16, tf32, fp8, fp32)\n",
+                    name.c_str());
+            return false;
+        }
+        if (std::find(a->want.begin(), a->want.end(), d) == a->want.end()) a->want.push_back(d);
+    }
+    return true;
+}
+
+/* Parses argv into *a: -1 to go on, else the exit status (0 after --help,
+ * 2 after a bad option, said on stderr). */
+static int parse_args(int argc, char **argv, Args *a)
+{
     for (int i = 1; i < argc; i++) {
         bool has = i + 1 < argc;
-        if (!strcmp(argv[i], "--out") && has) out = argv[++i];
-        else if (!strcmp(argv[i], "--dtypes") && has) dtypes = argv[++i];
+        if (!strcmp(argv[i], "--out") && has) a->out = argv[++i];
+        else if (!strcmp(argv[i], "--dtypes") && has) a->dtypes = argv[++i];
         else if (!strcmp(argv[i], "--iters") && has) {
             char *end = nullptr;
             long v = strtol(argv[++i], &end, 10);
@@ -1120,7 +1150,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "calibrate: --iters wants a whole number from 1 to 100000, got '%s'\n", argv[i]);
                 return 2;
             }
-            iters = (int)v;
+            a->iters = (int)v;
         } else if (!strcmp(argv[i], "--sustain") && has) {
             char *end = nullptr;
             double v = strtod(argv[++i], &end);
@@ -1128,8 +1158,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "calibrate: --sustain wants seconds from 0.5 to 600, got '%s'\n", argv[i]);
                 return 2;
             }
-            sustain = v;
-        } else if (!strcmp(argv[i], "--quick")) quick = true;
+            a->sustain = v;
+        } else if (!strcmp(argv[i], "--quick")) a->quick = true;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
@@ -1139,25 +1169,19 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    std::vector<const GemmDtype *> want;
-    {
-        std::string rest = dtypes + ",";
-        size_t p;
-        while ((p = rest.find(',')) != std::string::npos) {
-            std::string name = rest.substr(0, p);
-            rest.erase(0, p + 1);
-            if (name.empty()) continue;
-            const GemmDtype *d = nullptr;
-            for (const GemmDtype &x : DTYPES)
-                if (name == x.name) d = &x;
-            if (!d) {
-                fprintf(stderr, "calibrate: unknown dtype '%s' in --dtypes (one of bf16, fp16, tf32, fp8, fp32)\n",
-                        name.c_str());
-                return 2;
-            }
-            if (std::find(want.begin(), want.end(), d) == want.end()) want.push_back(d);
-        }
-    }
+    return parse_dtypes(a) ? -1 : 2;
+}
+
+int main(int argc, char **argv)
+{
+    Args args;
+    int rc = parse_args(argc, argv, &args);
+    if (rc >= 0) return rc;
+    const char *out = args.out;
+    const int iters = args.iters;
+    const double sustain = args.sustain;
+    const bool quick = args.quick;
+    const std::vector<const GemmDtype *> &want = args.want;
     auto t0 = std::chrono::steady_clock::now();
 
     int dev = 0;

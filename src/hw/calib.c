@@ -319,7 +319,8 @@ static TsStatus fref(const TsJsonDoc *doc, const HwCalib *c, json_t *o, const ch
                      double *time_s, TsError *err)
 {
     /* an fp8 entry was timed beside the fp8 reference where the file has one */
-    double ref_s = dt == TS_DTYPE_FP8 && c->ref8_s > 0 ? c->ref8_s : c->ref_s;
+    bool r8 = dt == TS_DTYPE_FP8 && c->ref8_s > 0;
+    double ref_s = r8 ? c->ref8_s : c->ref_s;
     char p[160];
     snprintf(p, sizeof p, "%s.ref_us", path);
     bool has = json_object_get(o, "ref_us") != NULL;
@@ -345,7 +346,7 @@ static TsStatus fref(const TsJsonDoc *doc, const HwCalib *c, json_t *o, const ch
     if (!(f >= 0.5 && f <= 2.0)) {
         char msg[400];
         snprintf(msg, sizeof msg, "'%s' is %g us, %.3gx the %s's sustained time_us %g", p, r, 1 / f,
-                 ref_s == c->ref_s ? "reference" : "fp8_reference", ref_s * 1e6);
+                 r8 ? "fp8_reference" : "reference", ref_s * 1e6);
         return hw_err_path(doc, p, err, msg,
                            "the reference GEMM timed beside this entry: within 2x of its time back to back");
     }

@@ -117,8 +117,9 @@ static bool load_hw(const char *gpu, HwModel *hw)
     TsError err = {0};
     hw_model_init(hw);
     if (!p || hw_gpu_load(p, &hw->gpu, &err) != TS_OK) return false;
-    const char *cg = g_calib ? hw_calib_gpu(g_calib) : NULL;
-    if (cg && (strstr(gpu, cg) || strstr(cg, short_gpu(gpu)))) hw->calib = g_calib;
+    /* the file corrects the rows of its own GPU family (hw_gpu_family) */
+    const char *fc = g_calib ? hw_gpu_family(hw_calib_gpu(g_calib)) : NULL, *fr = hw_gpu_family(gpu);
+    if (fc && fr && !strcmp(fc, fr)) hw->calib = g_calib;
     return true;
 }
 

@@ -935,6 +935,24 @@ static bool write_atomic(const char *path, const std::string &text)
     return ok;
 }
 
+/* A reference GEMM (`launch`, of `dtype`) back to back for `sustain`
+ * seconds, NVML sampling the SM clock over the second half: its time per
+ * launch (< 0 when it did not run), said on stderr, and the median clock
+ * into *mhz (0 without samples). */
+template <class F> static double sustain_reference(F launch, const char *dtype, double sustain, ClockSampler &clk,
+                                                   double *mhz)
+{
+    double us = sustained_us(launch, sustain, [&] { clk.start(); });
+    clk.stop();
+    *mhz = clk.mhz.empty() ? 0 : median(clk.mhz);
+    clk.mhz.clear();
+    if (us > 0)
+        fprintf(stderr,
+                "calibrate: reference %s %ld^3 back to back for %g s: %.1f us, %.1f TFLOP/s, SM clock %.0f MHz\n",
+                dtype, REF_DIM, sustain, us, 2.0 * REF_DIM * REF_DIM * REF_DIM / us / 1e6, *mhz);
+    return us;
+}
+
 /* The fp8 reference back to back for `sustain` seconds, after the other
  * dtypes' entries (their clock samples already taken from clk): its time
  * per launch, and g.ref8mm set so the fp8 entries run beside it; 0, with a
@@ -948,14 +966,9 @@ static double fp8_reference(Gemm &g, const Fp8Mm &mm, double sustain, ClockSampl
                         "reference");
         return 0;
     }
-    double us = sustained_us([&] { mm.run(g.FA, g.FB, g.RC); }, sustain, [&] { clk.start(); });
-    clk.stop();
-    if (!clk.mhz.empty()) *mhz = median(clk.mhz);
-    clk.mhz.clear();
+    double us = sustain_reference([&] { mm.run(g.FA, g.FB, g.RC); }, "fp8", sustain, clk, mhz);
     if (!(us > 0)) return 0;
     g.ref8mm = &mm;
-    fprintf(stderr, "calibrate: reference fp8 %ld^3 back to back for %g s: %.1f us, %.1f TFLOP/s, SM clock %.0f MHz\n",
-            REF_DIM, sustain, us, 2.0 * REF_DIM * REF_DIM * REF_DIM / us / 1e6, *mhz);
     char r[300];
     snprintf(r, sizeof r,
              "fp8_reference: e4m3 %ldx%ldx%ld TN through cuBLASLt (as the fp8 entries) back to back for %g s after "
@@ -1253,16 +1266,11 @@ int main(int argc, char **argv)
     fill<__nv_fp8_e4m3>(g.FB, (size_t)REF_DIM * REF_DIM, 14);
     CK(cudaDeviceSynchronize());
     double ref_mhz = 0;
-    double ref_us = sustained_us([&] { g.ref(); }, sustain, [&] { clk.start(); });
-    clk.stop();
-    if (!clk.mhz.empty()) ref_mhz = median(clk.mhz);
-    clk.mhz.clear();
+    double ref_us = sustain_reference([&] { g.ref(); }, "bf16", sustain, clk, &ref_mhz);
     if (!(ref_us > 0)) {
         fprintf(stderr, "calibrate: the reference GEMM did not run for --sustain %g s\n", sustain);
         return 1;
     }
-    fprintf(stderr, "calibrate: reference bf16 %ld^3 back to back for %g s: %.1f us, %.1f TFLOP/s, SM clock %.0f MHz\n",
-            REF_DIM, sustain, ref_us, 2.0 * REF_DIM * REF_DIM * REF_DIM / ref_us / 1e6, ref_mhz);
     std::string gemm_rows;
     std::vector<const GemmDtype *> want16, want8; /* the fp8 entries last, beside the fp8 reference */
     for (const GemmDtype *d : want) (d->fp8 ? want8 : want16).push_back(d);

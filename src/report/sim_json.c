@@ -176,6 +176,11 @@ static void cluster_json(const SimSetup *in, TsBuf *b)
     double clk = sim_sm_clock_mhz(&in->hw->gpu, p->gpus);
     if (clk > 0) ts_json_fmt_double(b, clk);
     else ts_buf_puts(b, "null"); /* a GPU file without clocks */
+    if (in->hw->calib) { /* --calibration: the GPU it measured and its entries */
+        ts_buf_puts(b, ", \"calibration\": {\"gpu\": ");
+        ts_json_escape(b, hw_calib_gpu(in->hw->calib));
+        ts_buf_printf(b, ", \"entries\": %d}", hw_calib_entries(in->hw->calib));
+    }
     ts_buf_puts(b, "}");
 }
 

@@ -205,6 +205,9 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
     ts_buf_printf(b, "trainsim simulate: %s (%.2f B params) on %lld x %s (%s)%s\n", in->model->name,
                   (double)mc.total / 1e9, (long long)p->gpus, in->hw->gpu.name, in->net->cl.name,
                   hw_software_suffix(&in->hw->gpu));
+    if (in->hw->calib) /* the kernel times are the file's where it answers */
+        ts_buf_printf(b, "calibration: %d kernel measurements of \"%s\" (--calibration) correct the model's times\n",
+                      hw_calib_entries(in->hw->calib), hw_calib_gpu(in->hw->calib));
     char grp[40] = "";
     if (plan_vpp_group_shown(p)) snprintf(grp, sizeof grp, " (groups of %lld)", (long long)plan_vpp_group_shown(p));
     ts_buf_printf(b, "plan: tp %lld, pp %lld, vpp %lld, dp %lld, cp %lld, ep %lld%s, zero %d%s, recompute %s, "

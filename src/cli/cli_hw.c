@@ -45,20 +45,44 @@ void cli_hw_add_list(CliSpec *s, CliHw *h, const char *gpus_help)
     add_group(s, h, gpus_help ? gpus_help : "GPU counts, comma-separated");
 }
 
-/* The cluster preset whose GPU is `gpu`, if any (first by name). */
-static bool cluster_for_gpu(const char *gpu, char *out, size_t cap)
+/* A PCIe card: its preset's name says so ("a100-pcie-40gb"), or it has no
+ * scale-up link at all (l40s: scaleup_gb_per_s 0). */
+static bool pcie_card(const GpuSpec *g) { return strstr(g->name, "pcie") || g->scaleup_bw_bytes_per_s <= 0; }
+
+/* The cluster preset built of `gpu` (first by name); else one built of a
+ * GPU of its family and form (an SXM A100 40 GB sits in dgx-a100's
+ * network, as the DGX A100 320 GB did; a PCIe card only beside PCIe cards):
+ * 2 exact, 1 by family, 0 none. */
+static int cluster_for_gpu(const GpuSpec *gpu, char *out, size_t cap)
 {
     static char names[64][64];
-    int n = hw_cluster_names(names, 64);
-    for (int i = 0; i < n && i < 64; i++) {
+    int n = hw_cluster_names(names, 64), found = 0;
+    const char *fam = hw_gpu_family(gpu->name);
+    for (int i = 0; i < n && i < 64 && found < 2; i++) {
         ClusterSpec c;
         TsError e = {0};
-        if (hw_cluster_load(names[i], 1, &c, &e) == TS_OK && strcmp(c.gpu.name, gpu) == 0) {
+        if (hw_cluster_load(names[i], 1, &c, &e) != TS_OK) continue;
+        int k = !strcmp(c.gpu.name, gpu->name) ? 2
+                : fam && !found && pcie_card(&c.gpu) == pcie_card(gpu) && hw_gpu_family(c.gpu.name) &&
+                          !strcmp(hw_gpu_family(c.gpu.name), fam)
+                    ? 1
+                    : 0;
+        if (k > found) {
             snprintf(out, cap, "%.63s", names[i]);
-            return true;
+            found = k;
         }
     }
-    return false;
+    return found;
+}
+
+/* No cluster preset is built of --gpu's kind: say whose network it runs in. */
+static void cluster_stand_in(const GpuSpec *gpu, const ClusterSpec *c)
+{
+    fprintf(stderr,
+            "trainsim: warning: no cluster preset is built of %s%s: it runs in %s's network (%.0f GB/s a GPU "
+            "within a node, %lld NICs of %.0f Gb/s a node); describe its servers with --cluster FILE\n",
+            gpu->name, pcie_card(gpu) ? " (a PCIe card)" : "", c->name, c->scaleup_bw_bytes_per_s / 1e9,
+            (long long)c->nics_per_node, c->nic_bw_bytes_per_s * 8 / 1e9);
 }
 
 int cli_hw_load(const CliHw *h, const char *default_cluster, int64_t default_gpus, CliHwLoaded *out)
@@ -73,12 +97,15 @@ int cli_hw_load(const CliHw *h, const char *default_cluster, int64_t default_gpu
     }
     char cname[64];
     const char *cl = h->cluster;
+    bool stand_in = false;
     if (!cl) {
         cl = default_cluster ? default_cluster : "dgx-h100";
-        if (have_gpu && cluster_for_gpu(gpu.name, cname, sizeof cname)) cl = cname;
+        if (have_gpu && cluster_for_gpu(&gpu, cname, sizeof cname)) cl = cname;
+        else stand_in = have_gpu;
     }
     /* Size after loading (the per-node count is needed for the default). */
     if (hw_cluster_load(cl, 1, &out->cluster, &err) != TS_OK) return cli_fail(&err);
+    if (stand_in && (h->gpus > 1 || default_gpus > 1)) cluster_stand_in(&gpu, &out->cluster); /* GPUs that talk */
     int64_t gpus = h->gpus > 0 ? h->gpus : default_gpus > 0 ? default_gpus : out->cluster.gpus_per_node;
     /* Re-load at the real size: hw_cluster_load checks what depends on it
      * (a cluster without NICs cannot span nodes). */

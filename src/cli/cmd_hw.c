@@ -258,7 +258,7 @@ int cmd_hw(int argc, char **argv)
         return rc;
     }
     CliHwLoaded l;
-    rc = cli_hw_load(&o.hw, "dgx-h100", 0, &l);
+    rc = cli_hw_load(&o.hw, "dgx-h100", o.coll && o.group > 1 ? o.group : 0, &l); /* a collective: GPUs that talk */
     if (rc) return rc;
     if (eval) {
         rc = evaluate(&o, &l, &b);

@@ -37,6 +37,8 @@
  *   -v  every op of part B; -k  every kernel of a whole step (parts A, E),
  *   costed per step; -c  the calibration applied to its GPU's rows
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -485,6 +487,56 @@ static bool config_in(const char *dir, const char *name, char *path, size_t cap)
 
 enum { ARG_CAP = 1200 }; /* a row's model arguments for trainsim (--model, --layers) */
 
+/* A model name's letters and digits, lower case, after any Hub owner
+ * ("meta-llama/Llama-3.2-1B": "llama321b"). */
+static void name_key(const char *name, char *out, size_t cap)
+{
+    const char *s = strrchr(name, '/');
+    size_t n = 0;
+    for (s = s ? s + 1 : name; *s && n + 1 < cap; s++)
+        if (isalnum((unsigned char)*s)) out[n++] = (char)tolower((unsigned char)*s);
+    out[n] = 0;
+}
+
+/* The config file in `dir` (its name without ".json") whose name has the
+ * key `want`; false when none. */
+static bool keyed_config(const char *dir, const char *want, char *out, size_t cap)
+{
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        char stem[256], key[256];
+        if (n <= 5 || n - 5 >= sizeof stem || strcmp(e->d_name + n - 5, ".json")) continue;
+        memcpy(stem, e->d_name, n - 5);
+        stem[n - 5] = 0;
+        name_key(stem, key, sizeof key);
+        if (!strcmp(key, want)) found = snprintf(out, cap, "%s", stem) > 0;
+    }
+    closedir(d);
+    return found;
+}
+
+/* The model a row names as it is spelt elsewhere: a config beside the file
+ * or in tools/measure/configs, else a preset, whose letters and digits match
+ * the row's ("Llama-3.2-1B", "meta-llama/Llama-3.2-1B": llama3.2-1b). */
+static bool respelt_model(const char *dir, const char *name, char *out, size_t cap)
+{
+    char want[256], key[256];
+    name_key(name, want, sizeof want);
+    if (!want[0]) return false;
+    if (keyed_config(dir, want, out, cap) || keyed_config(TS_BENCH_DIR "/../tools/measure/configs", want, out, cap))
+        return true;
+    static char names[256][64];
+    int n = model_preset_names(names, 256);
+    for (int i = 0; i < n; i++) {
+        name_key(names[i], key, sizeof key);
+        if (!strcmp(key, want)) return snprintf(out, cap, "%s", names[i]) > 0;
+    }
+    return false;
+}
+
 /* A model by name: a HuggingFace config of that name beside the measurements
  * file (as ../shared/validation/gpu lays them out), else the shared config of
  * that name (tools/measure/configs), else a preset; "<base>_L<n>" is <base>
@@ -503,8 +555,12 @@ static bool named_model(const char *name, const ModelOverrides *ov, ModelSpec *m
         return true;
     }
     const char *l = strrchr(name, '_');
-    char base[256];
+    char base[256], spelt[256];
     long n = 0;
+    if (respelt_model(g_dir, name, spelt, sizeof spelt) && strcmp(spelt, name)) {
+        *err = (TsError){0};
+        return named_model(spelt, ov, m, arg, err);
+    }
     if (!l || l[1] != 'L' || sscanf(l + 2, "%ld", &n) != 1 || n < 1 || (size_t)(l - name) >= sizeof base) return false;
     memcpy(base, name, (size_t)(l - name));
     base[l - name] = 0;

@@ -85,3 +85,7 @@ gpu_accuracy_golden(eager_attn_kinds -k)
 # bf16 GEMM entries of data/calibrations/h100-sxm5-80gb_2026-11-28.json, read
 # against the preset's units (model.calib_reference_us) (-v, exact)
 gpu_accuracy_golden(calib_v3 -v -c calib_v3.json)
+# rows naming their model as the Hub spells it ("meta-llama/Llama-3.2-1B",
+# "Qwen/Qwen3-30B-A3B_L2"): the config or preset whose letters and digits
+# match, scored as the rows that name it as the configs do (-v, exact)
+gpu_accuracy_golden(respelt_names -v)

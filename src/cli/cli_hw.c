@@ -105,7 +105,8 @@ int cli_hw_load(const CliHw *h, const char *default_cluster, int64_t default_gpu
     }
     /* Size after loading (the per-node count is needed for the default). */
     if (hw_cluster_load(cl, 1, &out->cluster, &err) != TS_OK) return cli_fail(&err);
-    if (stand_in && (h->gpus > 1 || default_gpus > 1)) cluster_stand_in(&gpu, &out->cluster); /* GPUs that talk */
+    if (stand_in && !h->no_traffic && (h->gpus > 1 || default_gpus > 1))
+        cluster_stand_in(&gpu, &out->cluster); /* GPUs that talk */
     int64_t gpus = h->gpus > 0 ? h->gpus : default_gpus > 0 ? default_gpus : out->cluster.gpus_per_node;
     /* Re-load at the real size: hw_cluster_load checks what depends on it
      * (a cluster without NICs cannot span nodes). */

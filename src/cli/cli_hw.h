@@ -23,6 +23,7 @@ typedef struct CliHw {
     const char *busbw;        /* --busbw FILE (measured bus bandwidth, SimAI yaml or JSON) */
     const char *gpus_list;    /* --gpus N[,N..] when added by cli_hw_add_list (sweep), else NULL */
     const char *software;     /* --software 2025|2024: the CUDA libraries' generation, NULL = 2025 */
+    bool no_traffic;          /* set by a command whose GPUs exchange nothing (memory, params) */
 } CliHw;
 
 typedef struct CliHwLoaded {

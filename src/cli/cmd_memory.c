@@ -88,6 +88,7 @@ int cmd_memory(int argc, char **argv)
     if (freed && !plan_hf(&p))
         fprintf(stderr, "trainsim memory: warning: %s\n", SIM_GRADS_FREED_NO_EFFECT); /* simulate's warning */
     CliHwLoaded l;
+    hw.no_traffic = true;
     if ((rc = cli_hw_load(&hw, "dgx-h100", p.gpus, &l)) != 0) return rc;
     const GpuSpec *g = &l.cluster.gpu;
     /* the gradient buffer at the activation dtype (bf16 under fp8), as simulate's */

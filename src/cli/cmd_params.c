@@ -41,6 +41,7 @@ int cmd_params(int argc, char **argv)
     /* The table needs no costs, but the hardware options are checked as in
      * every other command (a bad --cluster or --gpu is an error here too). */
     CliHwLoaded l;
+    hw.no_traffic = true;
     if ((rc = cli_hw_load(&hw, "dgx-h100", p.gpus, &l)) != 0) return rc;
     cli_hw_free(&l);
     GraphOptions go;

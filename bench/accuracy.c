@@ -264,21 +264,22 @@ static Table *table_of(Table *tabs, int *ntab, const char *id)
 /* The cluster of the row's GPU (the node as its vendor ships it: NVLink in
  * the node, one NIC per GPU; GB200 before B200, which it contains); BLOOM
  * ran on Jean Zay's Omni-Path. NULL: no preset for that GPU. */
-static const char *row_cluster(const char *gpu, bool bloom, const char **variant, bool *pcie)
+static const char *row_cluster(const char *gpu, bool bloom, const char **variant)
 {
-    static const struct { const char *gpu, *cluster; } map[] = {
-        {"h100", "dgx-h100"},      {"h200", "hgx-h200"},  {"h800", "hgx-h800"}, {"gb200", "gb200-nvl72"},
-        {"b200", "dgx-b200"},      {"mi300x", "mi300x-8"}, {"a100", "dgx-a100"}};
+    static const struct { const char *gpu, *cluster, *pcie; } map[] = {
+        {"h100", "dgx-h100", "h100-pcie-2-8-5"}, {"h200", "hgx-h200", NULL},  {"h800", "hgx-h800", NULL},
+        {"gb200", "gb200-nvl72", NULL},          {"b200", "dgx-b200", NULL},  {"mi300x", "mi300x-8", NULL},
+        {"a100", "dgx-a100", "a100-pcie-2-8-5"}, {"l40s", NULL, "l40s-2-8-5"}};
     char low[128];
     size_t n = 0;
     for (; gpu[n] && n + 1 < sizeof low; n++) low[n] = (char)tolower((unsigned char)gpu[n]);
     low[n] = 0;
     *variant = NULL;
-    *pcie = strstr(low, "pcie") != NULL;
-    if (*pcie) return NULL; /* no cluster preset is built of PCIe cards */
+    bool pcie = strstr(low, "pcie") || strstr(low, "l40s");
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (strstr(low, map[i].gpu)) {
             bool a100 = !strcmp(map[i].gpu, "a100");
+            if (pcie) return map[i].pcie; /* the PCIe card in its 2-8-5 server (NULL: none) */
             /* the DGX A100 320 GB: the 40 GB part in the same network */
             if (a100 && (strstr(low, "40gb") || strstr(low, "40 gb") || strstr(low, "-40g"))) *variant = "a100-sxm4-40gb";
             return bloom && a100 ? "jean-zay-a100" : map[i].cluster;
@@ -608,14 +609,10 @@ static bool row_setup(const Row *r, const EvalOpts *o, RowSetup *s)
     }
     ParallelPlan p;
     row_plan(r, &s->m, s->k, &p, rules);
-    bool pcie;
-    const char *variant, *cluster = row_cluster(r->f[col("gpu")], bloom, &variant, &pcie);
+    const char *variant, *cluster = row_cluster(r->f[col("gpu")], bloom, &variant);
     if (!cluster) {
-        if (pcie)
-            skip_row(o, r, "gpu %s: a PCIe card; no cluster preset is built of PCIe servers", r->f[col("gpu")]);
-        else
-            skip_row(o, r, "gpu %s: no cluster preset for it (the gpu column names H100, H200, H800, B200, GB200, "
-                           "MI300X or A100)", r->f[col("gpu")]);
+        skip_row(o, r, "gpu %s: no cluster preset for it (the gpu column names H100, H200, H800, B200, GB200, "
+                       "MI300X or A100, or a PCIe A100, H100 or L40S)", r->f[col("gpu")]);
         return false;
     }
     TsError err = {0};

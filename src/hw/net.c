@@ -22,6 +22,17 @@
 static const double BASE_US[2][HW_PROTO_COUNT] = {{6.6, 14.0, 8.4}, {6.8, 14.0, 8.4}};
 static const double HOP_NVL_US[2][HW_PROTO_COUNT] = {{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}};
 static const double HOP_NET_US[2][HW_PROTO_COUNT] = {{2.7, 4.0, 14.0}, {5.0, 8.5, 14.0}};
+/* The cluster's per-hop latencies (scaleup / scaleout latency_us, NCCL's LL
+ * hop: NVLink 0.6, PCI 1.0, NET 2.7 us) scale the tables above, whose LL
+ * entries are NCCL's NVLink and NET ones. */
+static double hop_nvl(const ClusterSpec *cl, int a, int p)
+{
+    return HOP_NVL_US[a][p] * (cl->scaleup_lat_s > 0 ? cl->scaleup_lat_s / (HOP_NVL_US[0][HW_PROTO_LL] * 1e-6) : 1);
+}
+static double hop_net(const ClusterSpec *cl, int a, int p)
+{
+    return HOP_NET_US[a][p] * (cl->nic_lat_s > 0 ? cl->nic_lat_s / (HOP_NET_US[0][HW_PROTO_LL] * 1e-6) : 1);
+}
 #define NVLS_HOP_US 25.0
 #define NVLS_NET_US 18.0
 #define NVLSTREE_NET_US 20.9
@@ -135,7 +146,7 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
             double t_in = (1.0 - frac_inter) / (a2a_intra * pbw);
             double t_out = frac_inter > 0 ? frac_inter / (nic_gpu_bw(cl, nodes, sharing) * pbw) : 0;
             double per_byte = fmax(t_in, t_out); /* seconds per busbw-byte */
-            double lat = over + (BASE_US[0][p] + (nodes > 1 ? HOP_NET_US[0][p] : HOP_NVL_US[0][p])) * 1e-6;
+            double lat = over + (BASE_US[0][p] + (nodes > 1 ? hop_net(cl, 0, p) : hop_nvl(cl, 0, p))) * 1e-6;
             consider(&best, HW_ALGO_DIRECT, (HwProto)p, lat, 1.0 / per_byte, S, factor);
         }
         return best;
@@ -146,16 +157,16 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
     if (c == TS_COLL_BROADCAST) steps = (double)(n - 1), inter_steps = (double)(nodes - 1);
     for (int p = 0; p < HW_PROTO_COUNT; p++) {
         /* ---- ring */
-        double lat = over + (BASE_US[0][p] + (steps - inter_steps) * HOP_NVL_US[0][p] +
-                             inter_steps * HOP_NET_US[0][p]) * 1e-6;
+        double lat = over + (BASE_US[0][p] + (steps - inter_steps) * hop_nvl(cl, 0, p) +
+                             inter_steps * hop_net(cl, 0, p)) * 1e-6;
         double bw = link;
         if (p == HW_PROTO_LL) bw = nodes == 1 && caps.ll_max < 0.5 * link ? caps.ll_max : 0.5 * link;
         if (p == HW_PROTO_LL128) bw = fmin_pos(0.92 * link, caps.ll128_ch * caps.channels);
         consider(&best, HW_ALGO_RING, (HwProto)p, lat, bw, S, factor);
         /* ---- tree (all-reduce across nodes): chain inside, tree across */
         if (c == TS_COLL_ALLREDUCE && nodes > 1) {
-            double tl = over + (BASE_US[1][p] + 2.0 * ((double)(ppn - 1) * HOP_NVL_US[1][p] +
-                                                       lg_nodes * HOP_NET_US[1][p])) * 1e-6;
+            double tl = over + (BASE_US[1][p] + 2.0 * ((double)(ppn - 1) * hop_nvl(cl, 1, p) +
+                                                       lg_nodes * hop_net(cl, 1, p))) * 1e-6;
             /* NCCL: tree algbw = 0.5 x 0.92 x busbw (LL a further 1/3.8) */
             double tbw = 0.46 * link * factor * (p == HW_PROTO_LL ? 1.0 / 3.8 : 1.0);
             consider(&best, HW_ALGO_TREE, (HwProto)p, tl, tbw, S, factor);
@@ -222,7 +233,7 @@ double hw_p2p_time_s(const HwNet *net, double bytes, bool cross_node)
     if (!(bw > 0)) bw = 1e9;
     double best = INFINITY;
     for (int p = 0; p < HW_PROTO_COUNT; p++) {
-        double hop = cross_node ? HOP_NET_US[0][p] : HOP_NVL_US[0][p];
+        double hop = cross_node ? hop_net(cl, 0, p) : hop_nvl(cl, 0, p);
         double pbw = bw * (p == HW_PROTO_LL ? 0.5 : p == HW_PROTO_LL128 ? 0.92 : 1.0);
         double t = (COLL_OVERHEAD_US + BASE_US[0][p] + hop) * 1e-6 + (FILL_BYTES[p] * 0.125 + bytes) / pbw;
         if (t < best) best = t;
@@ -254,7 +265,7 @@ double hw_ep_a2a_time_s(const HwNet *net, double bytes_per_rank, int64_t ep, int
     double nic = nic_gpu_bw(cl, nodes, 1), nvl = cl->scaleup_bw_bytes_per_s * cl->scaleup_eff * 0.88;
     if (!(nic > 0)) nic = 1e9;
     double t_ib = S * remote / k / nic, t_nvl = ppn > 1 ? S * (ppn - 1.0) / ppn / nvl : 0;
-    double lat = (COLL_OVERHEAD_US + BASE_US[0][HW_PROTO_SIMPLE] + HOP_NET_US[0][HW_PROTO_SIMPLE]) * 1e-6;
+    double lat = (COLL_OVERHEAD_US + BASE_US[0][HW_PROTO_SIMPLE] + hop_net(cl, 0, HW_PROTO_SIMPLE)) * 1e-6;
     return lat + fmax(t_ib, t_nvl);
 }
 

@@ -194,6 +194,8 @@ typedef struct ClusterSpec {
     double scaleup_bw_bytes_per_s;        /* per GPU per direction, 450e9 */
     double scaleup_lat_s;                 /* per hop, 0.6e-6 (NCCL NVLink LL hwLat) */
     double scaleup_eff;                   /* achieved / line rate for ring traffic, 0.82 */
+    char scaleup_link[8];                 /* scaleup.link: nvlink (default), xgmi, pcie */
+    bool scaleup_pcie;                    /* link pcie: GPUs talk over PCIe (no LL128, as NCCL) */
     int64_t nics_per_node;                /* 8 */
     double nic_bw_bytes_per_s;            /* per NIC per direction, 50e9 (NDR 400 Gb/s) */
     double nic_lat_s;                     /* per hop, 2.7e-6 (NCCL NET ring LL hwLat) */

@@ -3,7 +3,7 @@
  *   {"format": "trainsim-cluster", "version": 1, "name": "dgx-h100", "source": "...",
  *    "gpu": "h100-sxm5-80gb", "gpus_per_node": 8,
  *    "scaleup":  {"gb_per_s": 450, "latency_us": 0.6, "efficiency": 0.82,
- *                 "nvls": true, "nvls_efficiency": 0.85},
+ *                 "nvls": true, "nvls_efficiency": 0.85, "link": "nvlink"},
  *    "scaleout": {"nics_per_node": 8, "nic_gbit_per_s": 400, "latency_us": 2.7,
  *                 "efficiency": 0.94, "sharp": false, "oversubscription": 1,
  *                 "nodes_per_leaf": 32}}
@@ -15,7 +15,9 @@
 static const char *const TOP_KEYS[] = {"format", "version", "name", "source", "gpu", "gpus_per_node",
                                        "gen", "scaleup", "scaleout", "notes", NULL};
 static const char *const UP_KEYS[] = {"gb_per_s", "latency_us", "efficiency", "nvls", "nvls_efficiency",
-                                      NULL};
+                                      "link", NULL};
+/* scaleup.link: what carries GPU-to-GPU traffic inside a node */
+static const char *const LINKS[] = {"nvlink", "xgmi", "pcie", NULL};
 static const char *const OUT_KEYS[] = {"nics_per_node", "nic_gbit_per_s", "latency_us", "efficiency",
                                        "sharp", "oversubscription", "nodes_per_leaf", NULL};
 
@@ -51,6 +53,17 @@ static TsStatus parse(const TsJsonDoc *doc, ClusterSpec *c, TsError *err)
         (st = ts_json_bool(doc, up, "nvls", "scaleup.nvls", false, &c->nvls, err)) ||
         (st = num(doc, up, "scaleup", "nvls_efficiency", false, 0.01, 1, 1, &c->nvls_eff, err)))
         return st;
+    char link[16] = "nvlink";
+    if ((st = ts_json_str(doc, up, "link", "scaleup.link", false, link, sizeof link, err))) return st;
+    int li = 0;
+    while (LINKS[li] && strcmp(LINKS[li], link)) li++;
+    if (!LINKS[li]) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "unknown scaleup.link '%.15s'", link);
+        return hw_err_path(doc, "scaleup.link", err, msg, "one of nvlink, xgmi, pcie (default nvlink)");
+    }
+    snprintf(c->scaleup_link, sizeof c->scaleup_link, "%s", LINKS[li]);
+    c->scaleup_pcie = !strcmp(link, "pcie");
     if ((st = hw_json_obj(doc, r, "scaleout", "scaleout", true, &out, err))) return st;
     if ((st = hw_check_keys(doc, out, "scaleout", OUT_KEYS, err))) return st;
     double gbit = 0;
@@ -85,6 +98,7 @@ TsStatus hw_cluster_load(const char *name_or_path, int64_t gpus, ClusterSpec *ou
     }
     ClusterSpec c;
     memset(&c, 0, sizeof c);
+    snprintf(c.scaleup_link, sizeof c.scaleup_link, "nvlink");
     c.scaleup_lat_s = 0.6e-6;
     c.scaleup_eff = 0.8;
     c.nvls_eff = 0.85;
@@ -137,6 +151,7 @@ void hw_cluster_to_json(const ClusterSpec *c, TsBuf *b)
     ts_json_fmt_double(b, c->scaleup_eff);
     ts_buf_printf(b, ", \"nvls\": %s, \"nvls_efficiency\": ", c->nvls ? "true" : "false");
     ts_json_fmt_double(b, c->nvls_eff);
+    ts_buf_printf(b, ", \"link\": \"%s\"", c->scaleup_link[0] ? c->scaleup_link : "nvlink");
     ts_buf_printf(b, "},\n  \"scaleout\": {\"nics_per_node\": %lld, \"nic_gbit_per_s\": ",
                   (long long)c->nics_per_node);
     ts_json_fmt_double(b, c->nic_bw_bytes_per_s * 8 / 1e9);

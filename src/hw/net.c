@@ -104,11 +104,20 @@ static double nic_gpu_bw(const ClusterSpec *cl, int64_t nodes, int64_t sharing)
  * 234 GB/s busbw at 16 MiB, 362 at 64 MiB). */
 #define NVLS_FILL_BYTES (8.0 * 1048576.0)
 
+/* The pipeline ramp is a time, fitted in bytes on NVLink rings of 232-370
+ * GB/s busbw (FILL_BYTES); over PCIe (scaleup.link pcie) the same ramp
+ * carries the bytes of its slower link: FILL_BYTES x busbw / 232 GB/s. */
+#define FILL_REF_BW 232e9
+static double fill_scale(const ClusterSpec *cl, double bw)
+{
+    return cl->scaleup_pcie ? fmin(1.0, bw / FILL_REF_BW) : 1.0;
+}
+
 static void consider(HwCollCost *best, HwAlgo a, HwProto p, double lat_s, double bw, double bytes,
-                     double factor)
+                     double factor, double fscale)
 {
     if (!(bw > 0)) return;
-    double fill = a == HW_ALGO_NVLS ? NVLS_FILL_BYTES : FILL_BYTES[p];
+    double fill = (a == HW_ALGO_NVLS ? NVLS_FILL_BYTES : FILL_BYTES[p]) * fscale;
     double t = lat_s + (fill + bytes) * factor / bw;
     if (t < best->time_s) {
         best->time_s = t;
@@ -142,12 +151,14 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
         double peers = (double)(n - 1);
         double frac_inter = nodes > 1 ? (double)(n - ppn) / peers : 0.0;
         for (int p = 0; p < HW_PROTO_COUNT; p++) {
+            if (p == HW_PROTO_LL128 && cl->scaleup_pcie) continue; /* NCCL: LL128 only over NVLink paths */
             double pbw = p == HW_PROTO_LL ? 0.5 : p == HW_PROTO_LL128 ? 0.92 : 1.0;
             double t_in = (1.0 - frac_inter) / (a2a_intra * pbw);
             double t_out = frac_inter > 0 ? frac_inter / (nic_gpu_bw(cl, nodes, sharing) * pbw) : 0;
             double per_byte = fmax(t_in, t_out); /* seconds per busbw-byte */
             double lat = over + (BASE_US[0][p] + (nodes > 1 ? hop_net(cl, 0, p) : hop_nvl(cl, 0, p))) * 1e-6;
-            consider(&best, HW_ALGO_DIRECT, (HwProto)p, lat, 1.0 / per_byte, S, factor);
+            double bw = 1.0 / per_byte;
+            consider(&best, HW_ALGO_DIRECT, (HwProto)p, lat, bw, S, factor, fill_scale(cl, bw));
         }
         return best;
     }
@@ -156,20 +167,23 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
     ring_steps(c, n, nodes, &steps, &inter_steps);
     if (c == TS_COLL_BROADCAST) steps = (double)(n - 1), inter_steps = (double)(nodes - 1);
     for (int p = 0; p < HW_PROTO_COUNT; p++) {
+        /* NCCL enables LL128 only where the intra-node paths are NVLink
+         * (tuning.cc: typeIntra <= PATH_NVB): not over PCIe */
+        if (p == HW_PROTO_LL128 && cl->scaleup_pcie) continue;
         /* ---- ring */
         double lat = over + (BASE_US[0][p] + (steps - inter_steps) * hop_nvl(cl, 0, p) +
                              inter_steps * hop_net(cl, 0, p)) * 1e-6;
         double bw = link;
         if (p == HW_PROTO_LL) bw = nodes == 1 && caps.ll_max < 0.5 * link ? caps.ll_max : 0.5 * link;
         if (p == HW_PROTO_LL128) bw = fmin_pos(0.92 * link, caps.ll128_ch * caps.channels);
-        consider(&best, HW_ALGO_RING, (HwProto)p, lat, bw, S, factor);
+        consider(&best, HW_ALGO_RING, (HwProto)p, lat, bw, S, factor, fill_scale(cl, bw));
         /* ---- tree (all-reduce across nodes): chain inside, tree across */
         if (c == TS_COLL_ALLREDUCE && nodes > 1) {
             double tl = over + (BASE_US[1][p] + 2.0 * ((double)(ppn - 1) * hop_nvl(cl, 1, p) +
                                                        lg_nodes * hop_net(cl, 1, p))) * 1e-6;
             /* NCCL: tree algbw = 0.5 x 0.92 x busbw (LL a further 1/3.8) */
             double tbw = 0.46 * link * factor * (p == HW_PROTO_LL ? 1.0 / 3.8 : 1.0);
-            consider(&best, HW_ALGO_TREE, (HwProto)p, tl, tbw, S, factor);
+            consider(&best, HW_ALGO_TREE, (HwProto)p, tl, tbw, S, factor, fill_scale(cl, tbw));
         }
     }
     /* ---- NVLS (Simple only): all-reduce inside the NVLink domain; with
@@ -184,7 +198,7 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
             algbw = fmin(algbw, (double)ppn * nic_gpu_bw(cl, nodes, sharing) * (cl->sharp ? 1.0 : 0.5));
             lat += (cl->sharp ? NVLS_NET_US : 2.0 * lg_nodes * NVLSTREE_NET_US) * 1e-6;
         }
-        consider(&best, HW_ALGO_NVLS, HW_PROTO_SIMPLE, lat, algbw * factor, S, factor);
+        consider(&best, HW_ALGO_NVLS, HW_PROTO_SIMPLE, lat, algbw * factor, S, factor, 1.0);
     }
     return best;
 }
@@ -233,9 +247,11 @@ double hw_p2p_time_s(const HwNet *net, double bytes, bool cross_node)
     if (!(bw > 0)) bw = 1e9;
     double best = INFINITY;
     for (int p = 0; p < HW_PROTO_COUNT; p++) {
+        if (p == HW_PROTO_LL128 && cl->scaleup_pcie) continue;
         double hop = cross_node ? hop_net(cl, 0, p) : hop_nvl(cl, 0, p);
         double pbw = bw * (p == HW_PROTO_LL ? 0.5 : p == HW_PROTO_LL128 ? 0.92 : 1.0);
-        double t = (COLL_OVERHEAD_US + BASE_US[0][p] + hop) * 1e-6 + (FILL_BYTES[p] * 0.125 + bytes) / pbw;
+        double fill = FILL_BYTES[p] * 0.125 * fill_scale(cl, pbw);
+        double t = (COLL_OVERHEAD_US + BASE_US[0][p] + hop) * 1e-6 + (fill + bytes) / pbw;
         if (t < best) best = t;
     }
     return best;

@@ -107,8 +107,9 @@ void rep_cluster_text(const ClusterSpec *c, TsBuf *b)
 {
     ts_buf_printf(b, "cluster: %s: %lld GPUs = %lld node%s x %lld %s\n", c->name, (long long)c->gpus,
                   (long long)c->nodes, c->nodes == 1 ? "" : "s", (long long)c->gpus_per_node, c->gpu_name);
-    ts_buf_printf(b, "  scale-up: %.0f GB/s per GPU per direction, %.3g us/hop, efficiency %.3g, NVLS %s",
-                  c->scaleup_bw_bytes_per_s / 1e9, c->scaleup_lat_s * 1e6, c->scaleup_eff, c->nvls ? "yes" : "no");
+    const char *via = c->scaleup_pcie ? "PCIe" : !strcmp(c->scaleup_link, "xgmi") ? "xGMI" : "NVLink";
+    ts_buf_printf(b, "  scale-up: %.0f GB/s per GPU per direction over %s, %.3g us/hop, efficiency %.3g, NVLS %s",
+                  c->scaleup_bw_bytes_per_s / 1e9, via, c->scaleup_lat_s * 1e6, c->scaleup_eff, c->nvls ? "yes" : "no");
     if (c->nvls) ts_buf_printf(b, " (efficiency %.3g)", c->nvls_eff);
     ts_buf_printf(b, "\n  scale-out: %lld NICs x %.0f Gb/s per node, %.3g us/hop, efficiency %.3g, SHARP %s, "
                      "oversubscription %g above %lld nodes/leaf\n",

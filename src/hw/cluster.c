@@ -12,8 +12,10 @@
 
 #include <string.h>
 
-static const char *const TOP_KEYS[] = {"format", "version", "name", "source", "gpu", "gpus_per_node",
-                                       "gen", "scaleup", "scaleout", "notes", NULL};
+/* "gpus" and "nodes": the size hw --cluster --json writes, read back and
+ * ignored (--gpus sizes a job) */
+static const char *const TOP_KEYS[] = {"format", "version", "name", "source", "gpu", "gpus_per_node", "gen",
+                                       "scaleup", "scaleout", "notes", "gpus", "nodes", NULL};
 static const char *const UP_KEYS[] = {"gb_per_s", "latency_us", "efficiency", "nvls", "nvls_efficiency",
                                       "link", NULL};
 /* scaleup.link: what carries GPU-to-GPU traffic inside a node */

@@ -287,6 +287,7 @@ typedef enum SimWarnKind {
     SIM_WARN_CUDA_GRAPHS,     /* --cuda-graphs on a plan Megatron-Core cannot capture (text: why) */
     SIM_WARN_MOE_HOST,        /* Megatron-Core's MoE layers: the GPU waits a (fraction of the step) for
                                  the host */
+    SIM_WARN_TP_OVERLAP_PCIE, /* --tp-overlap where the TP group talks over PCIe (text: the cluster) */
 } SimWarnKind;
 typedef struct SimWarning {
     SimWarnKind kind;

@@ -306,6 +306,10 @@ static int run(SweepOpts *o, int rank)
     CliHwLoaded l;
     if ((rc = cli_hw_load(&o->hw, "dgx-h100", c.gpus.v[0], &l)) != 0) return rc;
     o->cluster = l.cluster.name;
+    /* Transformer Engine's TP overlap (Userbuffers) is built on CUDA
+     * multicast within an NVLink domain (TransformerEngine#1071): not offered
+     * where the GPUs talk over PCIe, unless --tp-overlap asks */
+    if (l.cluster.scaleup_pcie && !o->overlap) c.overlap_mask = 1u;
     HwNet *nets = calloc((size_t)c.gpus.n, sizeof *nets);
     if (!nets) {
         cli_hw_free(&l);

@@ -80,6 +80,13 @@ void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
                  "shrinks it",
                  100 * w->a);
         return;
+    case SIM_WARN_TP_OVERLAP_PCIE:
+        snprintf(buf, cap,
+                 "--tp-overlap on %s, whose GPUs talk over PCIe: Transformer Engine's comm+GEMM overlap "
+                 "(Userbuffers) is built on CUDA multicast within an NVLink domain (TransformerEngine issue 1071); "
+                 "its overlap here is an assumption",
+                 w->text);
+        return;
     case SIM_WARN_CUDA_GRAPHS:
         snprintf(buf, cap, "--cuda-graphs not applied: %s", w->text);
         return;

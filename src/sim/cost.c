@@ -394,6 +394,8 @@ static void result_warnings(const SimSetup *in, const Ctx *x, SimResult *out)
     if (out->balance.n) warn(out, SIM_WARN_BALANCE, 0, 0, 0, 0, NULL);
     if (x->tpg.nodes > 1)
         warn(out, SIM_WARN_TP_NODES, 0, 0, x->tpg.size, x->tpg.nodes, NULL);
+    if (p->tp > 1 && p->tp_overlap && in->net && in->net->cl.scaleup_pcie)
+        warn(out, SIM_WARN_TP_OVERLAP_PCIE, 0, 0, 0, 0, in->net->cl.name);
     if (p->cp > 1 && x->cpg.nodes > 1)
         warn(out, SIM_WARN_CP_NODES, 0, 0, x->cpg.nodes, 0, NULL);
     if (p->ep > 1 && x->epg.nodes > 1)

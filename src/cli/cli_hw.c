@@ -49,10 +49,19 @@ void cli_hw_add_list(CliSpec *s, CliHw *h, const char *gpus_help)
  * scale-up link at all (l40s: scaleup_gb_per_s 0). */
 static bool pcie_card(const GpuSpec *g) { return strstr(g->name, "pcie") || g->scaleup_bw_bytes_per_s <= 0; }
 
-/* The cluster preset built of `gpu` (first by name); else one built of a
- * GPU of its family and form (an SXM A100 40 GB sits in dgx-a100's
- * network, as the DGX A100 320 GB did; a PCIe card only beside PCIe cards):
- * 2 exact, 1 by family, 0 none. */
+/* How well cluster c fits GPU g of family fam: 2 built of g, 1 built of a
+ * GPU of g's family over the link g's form has (an SXM A100 40 GB in
+ * dgx-a100's NVLink network, as in the DGX A100 320 GB; a PCIe card only
+ * in a PCIe server), 0 not at all. */
+static int cluster_fit(const ClusterSpec *c, const GpuSpec *g, const char *fam)
+{
+    if (!strcmp(c->gpu.name, g->name)) return 2;
+    const char *cf = hw_gpu_family(c->gpu.name);
+    return fam && cf && !strcmp(cf, fam) && c->scaleup_pcie == pcie_card(g) ? 1 : 0;
+}
+
+/* The cluster preset that fits `gpu` best (cluster_fit, the first by name
+ * among equals) into out: its fit, 0 when none does. */
 static int cluster_for_gpu(const GpuSpec *gpu, char *out, size_t cap)
 {
     static char names[64][64];
@@ -62,11 +71,7 @@ static int cluster_for_gpu(const GpuSpec *gpu, char *out, size_t cap)
         ClusterSpec c;
         TsError e = {0};
         if (hw_cluster_load(names[i], 1, &c, &e) != TS_OK) continue;
-        int k = !strcmp(c.gpu.name, gpu->name) ? 2
-                : fam && !found && pcie_card(&c.gpu) == pcie_card(gpu) && hw_gpu_family(c.gpu.name) &&
-                          !strcmp(hw_gpu_family(c.gpu.name), fam)
-                    ? 1
-                    : 0;
+        int k = cluster_fit(&c, gpu, fam);
         if (k > found) {
             snprintf(out, cap, "%.63s", names[i]);
             found = k;

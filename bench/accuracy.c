@@ -261,9 +261,11 @@ static Table *table_of(Table *tabs, int *ntab, const char *id)
     return &tabs[(*ntab)++];
 }
 
-/* The cluster of the row's GPU (the node as its vendor ships it: NVLink in
- * the node, one NIC per GPU; GB200 before B200, which it contains); BLOOM
- * ran on Jean Zay's Omni-Path. NULL: no preset for that GPU. */
+/* The cluster of the row's GPU, named in any case (the node as its vendor
+ * ships it: NVLink in the node, one NIC per GPU; GB200 before B200, which it
+ * contains; a PCIe card in its 2-8-5 PCIe server); BLOOM ran on Jean Zay's
+ * Omni-Path. *variant: the GPU preset that replaces the cluster's (a 40 GB
+ * A100), else NULL. NULL: no preset for that GPU. */
 static const char *row_cluster(const char *gpu, bool bloom, const char **variant)
 {
     static const struct { const char *gpu, *cluster, *pcie; } map[] = {
@@ -281,7 +283,8 @@ static const char *row_cluster(const char *gpu, bool bloom, const char **variant
             bool a100 = !strcmp(map[i].gpu, "a100");
             if (pcie) return map[i].pcie; /* the PCIe card in its 2-8-5 server (NULL: none) */
             /* the DGX A100 320 GB: the 40 GB part in the same network */
-            if (a100 && (strstr(low, "40gb") || strstr(low, "40 gb") || strstr(low, "-40g"))) *variant = "a100-sxm4-40gb";
+            if (a100 && (strstr(low, "40gb") || strstr(low, "40 gb") || strstr(low, "-40g")))
+                *variant = "a100-sxm4-40gb";
             return bloom && a100 ? "jean-zay-a100" : map[i].cluster;
         }
     return NULL;

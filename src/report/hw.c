@@ -39,17 +39,17 @@ void rep_clusters_table(const ClusterSpec *clusters, const char (*names)[64], co
         if (!why[i][0] && (int)strlen(clusters[i].gpu_name) > wg) wg = (int)strlen(clusters[i].gpu_name);
     }
     ts_buf_printf(b, "\nClusters (%d presets; bandwidth per GPU per direction):\n", total);
-    ts_buf_printf(b, "  %-*s %-*s %9s %13s %5s %9s %5s\n", w, "name", wg, "gpu", "gpus/node", "scale-up GB/s",
-                  "NICs", "NIC Gb/s", "NVLS");
+    ts_buf_printf(b, "  %-*s %-*s %9s %13s %-6s %5s %9s %5s\n", w, "name", wg, "gpu", "gpus/node",
+                  "scale-up GB/s", "over", "NICs", "NIC Gb/s", "NVLS");
     for (int i = 0; i < n; i++) {
         const ClusterSpec *c = &clusters[i];
         if (why[i][0]) {
             ts_buf_printf(b, "  %-*s (invalid: %s)\n", w, names[i], why[i]);
             continue;
         }
-        ts_buf_printf(b, "  %-*s %-*s %9lld %13.0f %5lld %9.0f %5s\n", w, c->name, wg, c->gpu_name,
-                      (long long)c->gpus_per_node, c->scaleup_bw_bytes_per_s / 1e9, (long long)c->nics_per_node,
-                      c->nic_bw_bytes_per_s * 8 / 1e9, c->nvls ? "yes" : "no");
+        ts_buf_printf(b, "  %-*s %-*s %9lld %13.0f %-6s %5lld %9.0f %5s\n", w, c->name, wg, c->gpu_name,
+                      (long long)c->gpus_per_node, c->scaleup_bw_bytes_per_s / 1e9, c->scaleup_link,
+                      (long long)c->nics_per_node, c->nic_bw_bytes_per_s * 8 / 1e9, c->nvls ? "yes" : "no");
     }
 }
 

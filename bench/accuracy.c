@@ -268,25 +268,24 @@ static Table *table_of(Table *tabs, int *ntab, const char *id)
  * A100), else NULL. NULL: no preset for that GPU. */
 static const char *row_cluster(const char *gpu, bool bloom, const char **variant)
 {
-    static const struct { const char *gpu, *cluster, *pcie; } map[] = {
+    static const struct { const char *family, *cluster, *pcie; } map[] = {
         {"h100", "dgx-h100", "h100-pcie-2-8-5"}, {"h200", "hgx-h200", NULL},  {"h800", "hgx-h800", NULL},
         {"gb200", "gb200-nvl72", NULL},          {"b200", "dgx-b200", NULL},  {"mi300x", "mi300x-8", NULL},
         {"a100", "dgx-a100", "a100-pcie-2-8-5"}, {"l40s", NULL, "l40s-2-8-5"}};
+    const char *fam = hw_gpu_family(gpu); /* "NVIDIA H100 80GB", "h100-sxm5": h100 */
     char low[128];
     size_t n = 0;
     for (; gpu[n] && n + 1 < sizeof low; n++) low[n] = (char)tolower((unsigned char)gpu[n]);
     low[n] = 0;
     *variant = NULL;
-    bool pcie = strstr(low, "pcie") || strstr(low, "l40s");
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (strstr(low, map[i].gpu)) {
-            bool a100 = !strcmp(map[i].gpu, "a100");
-            if (pcie) return map[i].pcie; /* the PCIe card in its 2-8-5 server (NULL: none) */
-            /* the DGX A100 320 GB: the 40 GB part in the same network */
-            if (a100 && (strstr(low, "40gb") || strstr(low, "40 gb") || strstr(low, "-40g")))
-                *variant = "a100-sxm4-40gb";
-            return bloom && a100 ? "jean-zay-a100" : map[i].cluster;
-        }
+    for (size_t i = 0; fam && i < sizeof map / sizeof map[0]; i++) {
+        if (strcmp(fam, map[i].family)) continue;
+        bool a100 = !strcmp(fam, "a100");
+        if (strstr(low, "pcie") || !map[i].cluster) return map[i].pcie; /* its 2-8-5 server (NULL: none) */
+        /* the DGX A100 320 GB: the 40 GB part in the same network */
+        if (a100 && (strstr(low, "40gb") || strstr(low, "40 gb") || strstr(low, "-40g"))) *variant = "a100-sxm4-40gb";
+        return bloom && a100 ? "jean-zay-a100" : map[i].cluster;
+    }
     return NULL;
 }
 

@@ -113,6 +113,10 @@ static double fill_scale(const ClusterSpec *cl, double bw)
     return cl->scaleup_pcie ? fmin(1.0, bw / FILL_REF_BW) : 1.0;
 }
 
+/* NCCL enables LL128 only where the paths inside a node are NVLink
+ * (tuning.cc: typeIntra <= PATH_NVB): not over PCIe (scaleup.link pcie). */
+static bool proto_on(const ClusterSpec *cl, int p) { return !(p == HW_PROTO_LL128 && cl->scaleup_pcie); }
+
 static void consider(HwCollCost *best, HwAlgo a, HwProto p, double lat_s, double bw, double bytes,
                      double factor, double fscale)
 {
@@ -151,7 +155,7 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
         double peers = (double)(n - 1);
         double frac_inter = nodes > 1 ? (double)(n - ppn) / peers : 0.0;
         for (int p = 0; p < HW_PROTO_COUNT; p++) {
-            if (p == HW_PROTO_LL128 && cl->scaleup_pcie) continue; /* NCCL: LL128 only over NVLink paths */
+            if (!proto_on(cl, p)) continue;
             double pbw = p == HW_PROTO_LL ? 0.5 : p == HW_PROTO_LL128 ? 0.92 : 1.0;
             double t_in = (1.0 - frac_inter) / (a2a_intra * pbw);
             double t_out = frac_inter > 0 ? frac_inter / (nic_gpu_bw(cl, nodes, sharing) * pbw) : 0;
@@ -167,9 +171,7 @@ static HwCollCost model_cost(const HwNet *net, TsColl c, double S, int64_t n, in
     ring_steps(c, n, nodes, &steps, &inter_steps);
     if (c == TS_COLL_BROADCAST) steps = (double)(n - 1), inter_steps = (double)(nodes - 1);
     for (int p = 0; p < HW_PROTO_COUNT; p++) {
-        /* NCCL enables LL128 only where the intra-node paths are NVLink
-         * (tuning.cc: typeIntra <= PATH_NVB): not over PCIe */
-        if (p == HW_PROTO_LL128 && cl->scaleup_pcie) continue;
+        if (!proto_on(cl, p)) continue;
         /* ---- ring */
         double lat = over + (BASE_US[0][p] + (steps - inter_steps) * hop_nvl(cl, 0, p) +
                              inter_steps * hop_net(cl, 0, p)) * 1e-6;
@@ -247,7 +249,7 @@ double hw_p2p_time_s(const HwNet *net, double bytes, bool cross_node)
     if (!(bw > 0)) bw = 1e9;
     double best = INFINITY;
     for (int p = 0; p < HW_PROTO_COUNT; p++) {
-        if (p == HW_PROTO_LL128 && cl->scaleup_pcie) continue;
+        if (!proto_on(cl, p)) continue;
         double hop = cross_node ? hop_net(cl, 0, p) : hop_nvl(cl, 0, p);
         double pbw = bw * (p == HW_PROTO_LL ? 0.5 : p == HW_PROTO_LL128 ? 0.92 : 1.0);
         double fill = FILL_BYTES[p] * 0.125 * fill_scale(cl, pbw);

@@ -945,7 +945,7 @@ def cmd_kernels(args, ctx, rows, budget):
         return False
 
     if "C" in parts:
-        for m, n, k in C_SHAPES:
+        for m, n, k in args.shapes or C_SHAPES:
             if stop():
                 return
             ctx.clock.start()
@@ -963,7 +963,7 @@ def cmd_kernels(args, ctx, rows, budget):
         elif not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
             log("D-fp8 skipped: this PyTorch has no torch._scaled_mm / float8_e4m3fn")
         else:
-            for m, n, k in FP8_SHAPES:
+            for m, n, k in args.shapes or FP8_SHAPES:
                 if stop():
                     return
                 ctx.clock.start()
@@ -1447,6 +1447,13 @@ def gemm_shape(s):
     return m, n, k
 
 
+def gemm_shapes(s):
+    shapes = [gemm_shape(v) for v in s.split(",") if v.strip()]
+    if not shapes:
+        raise argparse.ArgumentTypeError("no GEMM shape given, e.g. 16384x131072x2048,16384x2048x131072")
+    return shapes
+
+
 def duty_list(s):
     out = []
     for v in s.split(","):
@@ -1521,6 +1528,8 @@ def make_parser():
     s = sub.add_parser("kernels", help="parts C, D-fp8, D-attn, F: single kernels")
     s.add_argument("--parts", default=",".join(KERNEL_PARTS), metavar="LIST",
                    help="comma-separated subset of " + ",".join(KERNEL_PARTS))
+    s.add_argument("--shapes", type=gemm_shapes, metavar="LIST",
+                   help="GEMMs of parts C and D-fp8 as MxNxK, comma-separated (default: the built-in grid)")
     common(s, 20, 5)
 
     s = sub.add_parser("attn", help="part D-attn: SDPA's attention core at one shape, forward and backward")

@@ -99,6 +99,21 @@ typedef struct PartMemory {
  * allocation; TS_ERR_PLAN only for plans plan_validate would reject. */
 TsStatus part_memory(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o,
                      PartMemory *stages, PartMemory *peak, TsError *err);
+/* For a plan whose most loaded stage exceeds o->capacity_bytes: up to max
+ * ways to make it fit on the same GPUs and layout, one knob each (the
+ * optimizer state sharded, selective recompute, half the micro-batch, full
+ * recompute, ZeRO-3, cheapest in step time first), else two together; each
+ * a valid plan (plan_validate). Returns how many (0: none). */
+typedef struct PartFitAlt {
+    char flags[192];    /* e.g. "--dist-opt --recompute full" */
+    double total_bytes; /* the most loaded stage's memory with them */
+} PartFitAlt;
+int part_fit_alternatives(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o, PartFitAlt *out,
+                          int max);
+/* "fits with --dist-opt (61.3 GiB) or --recompute selective (72.0 GiB);
+ * `trainsim sweep` searches every plan", or what to do when n is 0. */
+void part_fit_hint(const PartFitAlt *alt, int n, char *buf, size_t cap);
+
 /* Model FLOPs (the MFU convention): forward FLOPs per token of one layer
  * (dense or MoE) at sequence S, from the model alone, never the plan: 2 x
  * the matmul weights a token meets at TP 1 (top-k routed experts, router,

@@ -279,6 +279,11 @@ bool sim_balance_layers(const double *w, int64_t n, int64_t c, double first_x, d
  * naming the knob and the rule it breaks. Does not fail when memory does not
  * fit: it sets memory.fits = false and a warning. */
 TsStatus sim_simulate(SimSetup *in, SimWork *w, SimResult *out, TsError *err);
+/* After sim_simulate of a plan that does not fit: the knobs that would make
+ * it fit on the same GPUs (part_fit_alternatives, memory.fit_alt), which the
+ * "does not fit" warning then names. A search skips it (the cost of up to a
+ * few hundred memory counts). */
+void sim_fit_alternatives(const SimSetup *in, SimResult *out);
 /* sim_pipeline_lower_bound of the plan's costs: sim_simulate's costing
  * without the schedule engine, never above its iteration time. The search
  * ranks plans against it (search.h: a plan whose bound is already worse than

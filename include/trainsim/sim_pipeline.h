@@ -56,6 +56,7 @@
 #define TRAINSIM_SIM_PIPELINE_H
 
 #include "trainsim/common.h"
+#include "trainsim/partition.h"
 #include "trainsim/plan.h"
 
 /* Streams of one stage (tracks in the Chrome trace). */
@@ -297,10 +298,13 @@ typedef struct SimWarning {
 } SimWarning;
 
 #define SIM_MAX_WARNINGS 8
+#define SIM_FIT_ALTS 2
 typedef struct SimMemory {
     double weights_bytes, gradients_bytes, optimizer_bytes, activations_bytes, other_bytes;
     double total_bytes, capacity_bytes;
     bool fits;
+    PartFitAlt fit_alt[SIM_FIT_ALTS]; /* when it does not fit: knobs that make it fit */
+    int n_fit_alt;                    /* how many; -1: not looked for (sim_fit_alternatives) */
 } SimMemory;
 
 /* A split of the layers over the stages (balance.c). */

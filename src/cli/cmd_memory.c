@@ -15,15 +15,19 @@
 
 /* The plan does not fit: say so on stderr (exit code stays 0: memory
  * reports, simulate and sweep decide). */
-static void warn_nofit(const PartMemory *peak, int64_t n_over, int64_t pp, double cap, const char *gpu)
+static void warn_nofit(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *mo, const PartMemory *peak,
+                       int64_t n_over, double cap, const char *gpu)
 {
+    const int64_t pp = p->pp;
     fprintf(stderr,
             "trainsim memory: warning: the plan does not fit: %lld of %lld stage%s exceed%s the %.2f GiB of "
             "%s; stage %d needs %.2f GiB, %.2f GiB more\n",
             (long long)n_over, (long long)pp, pp == 1 ? "" : "s", n_over == 1 ? "s" : "", cap / GIB, gpu,
             peak->stage, peak->total_bytes / GIB, (peak->total_bytes - cap) / GIB);
-    fprintf(stderr, "hint: use more GPUs (larger tp/pp/dp), --dist-opt or --zero, --recompute selective|full, "
-                    "or a smaller --micro-batch\n");
+    PartFitAlt alt[2];
+    char hint[256];
+    part_fit_hint(alt, part_fit_alternatives(m, p, mo, alt, 2), hint, sizeof hint);
+    fprintf(stderr, "hint: %s\n", hint);
 }
 
 int cmd_memory(int argc, char **argv)
@@ -114,7 +118,7 @@ int cmd_memory(int argc, char **argv)
     int64_t n_over = rep_memory_over(&rm);
     if (json) rep_memory_json(&rm, &b);
     else rep_memory_text(&rm, &b);
-    if (n_over > 0) warn_nofit(&peak, n_over, p.pp, cap, g->name);
+    if (n_over > 0) warn_nofit(&m, &p, &mo, &peak, n_over, cap, g->name);
     free(st);
     cli_hw_free(&l);
     ts_buf_free(&desc);

@@ -220,6 +220,7 @@ int cmd_simulate(int argc, char **argv)
         cli_hw_free(&hl);
         return cli_fail(&err);
     }
+    sim_fit_alternatives(&in, &r);
     TsBuf out = {0};
     if (a.o.trace && write_trace(a.o.trace, &in, &r, &err) != TS_OK) {
         sim_result_free(&r);

@@ -31,9 +31,13 @@ void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
     const SimWarning *w = &r->warnings[k];
     long long i = (long long)w->i, j = (long long)w->j;
     switch (w->kind) {
-    case SIM_WARN_NO_FIT:
-        snprintf(buf, cap, "does not fit: %.1f GiB per GPU needed, %.1f GiB available (stage %lld)", w->a, w->b, i);
+    case SIM_WARN_NO_FIT: {
+        char hint[256] = "";
+        if (r->memory.n_fit_alt >= 0) part_fit_hint(r->memory.fit_alt, r->memory.n_fit_alt, hint, sizeof hint);
+        snprintf(buf, cap, "does not fit: %.1f GiB per GPU needed, %.1f GiB available (stage %lld)%s%s", w->a, w->b, i,
+                 hint[0] ? "; " : "", hint);
         return;
+    }
     case SIM_WARN_NO_MEMORY: snprintf(buf, cap, "memory not estimated: %s", w->text); return;
     case SIM_WARN_NO_TENSOR_CORES:
         snprintf(buf, cap, "%s has no %s tensor cores: its GEMMs are timed at %s, MFU/HFU are of the %s peak", w->text,

@@ -364,12 +364,23 @@ static void result_memory(const SimSetup *in, SimResult *out)
         sm->total_bytes = pk.total_bytes;
         sm->capacity_bytes = in->hw->gpu.hbm_bytes;
         sm->fits = sm->capacity_bytes <= 0 || sm->total_bytes <= sm->capacity_bytes;
+        sm->n_fit_alt = -1; /* not looked for: sim_fit_alternatives */
         if (!sm->fits)
             warn(out, SIM_WARN_NO_FIT, sm->total_bytes / 1073741824.0, sm->capacity_bytes / 1073741824.0, pk.stage,
                  0, NULL);
     } else {
         warn(out, SIM_WARN_NO_MEMORY, 0, 0, 0, 0, merr.msg);
     }
+}
+
+void sim_fit_alternatives(const SimSetup *in, SimResult *out)
+{
+    if (out->memory.fits || out->memory.capacity_bytes <= 0) return;
+    PartMemOptions mo;
+    part_mem_options_init(&mo);
+    mo.capacity_bytes = out->memory.capacity_bytes;
+    sim_mem_options(&in->opt, in->plan.dtype, &mo);
+    out->memory.n_fit_alt = part_fit_alternatives(in->model, &in->plan, &mo, out->memory.fit_alt, SIM_FIT_ALTS);
 }
 
 /* What the plan should know: memory, tensor cores, bubbles, groups across

@@ -214,6 +214,10 @@ typedef struct SearchStats {
     double plans_per_s;  /* enumerated / elapsed_s */
     int threads;         /* threads per rank */
     int ranks;           /* processes */
+    double leanest_bytes;/* of the plans the memory check rejected, the least peak memory per
+                            GPU, e.g. 9.3e10; 0 when none was rejected */
+    SearchKnobs leanest; /* that plan's knobs (ties: the lowest index) */
+    int64_t leanest_index;
 } SearchStats;
 
 typedef struct SearchResult {

@@ -334,6 +334,28 @@ static int run(SweepOpts *o, int rank)
     return rc;
 }
 
+/* No plan fits: the leanest one the memory check saw, and how far it is
+ * from the GPU's memory. */
+static void nofit_hint(const SearchEvalCtx *x, const SearchStats *st, double cap, TsError *err)
+{
+    if (!(st->leanest_bytes > 0) || !(cap > 0)) {
+        ts_err_hint(err, "use more GPUs, allow recompute / ZeRO / larger tp or pp, or a smaller micro-batch");
+        return;
+    }
+    ParallelPlan p;
+    search_plan_from_knobs(x, &st->leanest, &p);
+    TsBuf d = {0};
+    plan_describe(&p, &d);
+    char h[512];
+    snprintf(h, sizeof h,
+             "the leanest plan (%s) needs %.1f GiB per GPU of %.1f: memory per GPU must fall %.1fx, with more GPUs "
+             "per model replica (larger --gpus for pp, or ZeRO-3 over more dp) or a GPU with more memory; "
+             "the knob lists (--tp, --pp, --recompute, --zero, --micro-batch) may also be too narrow",
+             d.data ? d.data : "?", st->leanest_bytes / 1073741824.0, cap / 1073741824.0, st->leanest_bytes / cap);
+    ts_buf_free(&d);
+    ts_err_hint(err, "%s", h);
+}
+
 static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, const SearchEvalCtx *x,
                       const SearchConfig *cp, const SearchEvaluator *ev, int rank, SearchResult *rp)
 {
@@ -361,7 +383,7 @@ static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, con
     if (r.n_top == 0) {
         ts_err(&err, TS_ERR_PLAN, "no plan fits: %lld valid plans, all %lld need more than the GPU's memory",
                (long long)r.stats.enumerated, (long long)r.stats.pruned);
-        ts_err_hint(&err, "use more GPUs, allow recompute / ZeRO / larger tp or pp, or a smaller micro-batch");
+        nofit_hint(x, &r.stats, gpu->hbm_bytes, &err);
         if (r.stats.enumerated == 0) {
             ts_err(&err, TS_ERR_PLAN, "no valid plan among %lld candidates", (long long)r.stats.candidates);
             ts_err_hint(&err, "every candidate breaks a plan rule (tp must divide the heads, dp x micro-batch the "

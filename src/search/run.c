@@ -105,6 +105,7 @@ typedef struct Worker {
     int64_t n_cand;
     size_t cap_cand;
     int64_t enumerated, pruned, bounded, simulated;
+    SearchPoint leanest; /* the rejected plan with the least memory (memory_bytes 0: none) */
     char pad[128]; /* workers sit side by side in one array: keep their hot
                       fields on different cache lines (no false sharing) */
 } Worker;
@@ -143,6 +144,7 @@ static void run_chunk(Worker *w, void *scratch, int64_t lo, int64_t hi)
         enumerated++;
         if (st == SEARCH_EVAL_NOFIT) {
             pruned++;
+            if (!(w->leanest.memory_bytes > 0) || p.memory_bytes < w->leanest.memory_bytes) w->leanest = p;
             continue;
         }
         if (sh->bnb) { /* pass A: the bound only (ranked by memory: check gave the key itself) */
@@ -318,6 +320,14 @@ TsStatus search_merge(const SearchConfig *c, const SearchResult *parts, int n_pa
         if (p->stats.elapsed_s > out->stats.elapsed_s) out->stats.elapsed_s = p->stats.elapsed_s;
         out->stats.threads = p->stats.threads;
         out->stats.ranks += p->stats.ranks;
+        const SearchStats *ps = &p->stats;
+        if (ps->leanest_bytes > 0 &&
+            (!(out->stats.leanest_bytes > 0) || ps->leanest_bytes < out->stats.leanest_bytes ||
+             (ps->leanest_bytes == out->stats.leanest_bytes && ps->leanest_index < out->stats.leanest_index))) {
+            out->stats.leanest_bytes = ps->leanest_bytes;
+            out->stats.leanest = ps->leanest;
+            out->stats.leanest_index = ps->leanest_index;
+        }
     }
     if (out->n_all > 1) qsort(out->all, (size_t)out->n_all, sizeof *out->all, cmp_index);
     out->stats.plans_per_s = out->stats.elapsed_s > 0 ? (double)out->stats.enumerated / out->stats.elapsed_s : 0;
@@ -344,7 +354,9 @@ static TsStatus collect(Shared *sh, Worker *ws, int n, SearchResult *r, TsError 
         parts[i].stats = (SearchStats){.candidates = sh->space.total, .enumerated = ws[i].enumerated,
                                        .pruned = ws[i].pruned, .bounded = ws[i].bounded,
                                        .simulated = ws[i].simulated,
-                                       .threads = n, .ranks = i == 0 ? 1 : 0};
+                                       .threads = n, .ranks = i == 0 ? 1 : 0,
+                                       .leanest_bytes = ws[i].leanest.memory_bytes,
+                                       .leanest = ws[i].leanest.k, .leanest_index = ws[i].leanest.index};
     }
     TsStatus st = search_merge(sh->c, parts, n, r, err);
     free(parts);

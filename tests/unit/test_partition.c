@@ -271,6 +271,48 @@ static void test_sharding(void **state)
     near(d.gradients_bytes, 4 * z0.params, 1e-12, "dist-opt grads");
 }
 
+/* part_fit_alternatives: llama3-8b on 8 GPUs at 4096 tokens (mb 1) does not
+ * fit 80 GiB; the first way is the optimizer state sharded (a single knob,
+ * cheapest first), and each way, applied by hand, gives the memory it
+ * names and fits. With no capacity, or room for none, there is nothing. */
+static void test_fit_alternatives(void **state)
+{
+    (void)state;
+    ModelSpec m;
+    assert_int_equal(model_preset("llama3-8b", &m, NULL), TS_OK);
+    ParallelPlan p;
+    plan_init(&p);
+    p.gpus = 8; p.seq = 4096; p.micro_batch = 1; p.global_batch = 64;
+    TsError err = {0};
+    assert_int_equal(plan_resolve(&m, &p, &err), TS_OK);
+    PartMemOptions o;
+    part_mem_options_init(&o);
+    o.capacity_bytes = 80.0 * 1073741824.0;
+    PartMemory pk;
+    assert_int_equal(part_memory(&m, &p, &o, NULL, &pk, &err), TS_OK);
+    assert_true(pk.total_bytes > o.capacity_bytes);
+    PartFitAlt alt[2];
+    int n = part_fit_alternatives(&m, &p, &o, alt, 2);
+    assert_int_equal(n, 2);
+    assert_string_equal(alt[0].flags, "--dist-opt");
+    assert_string_equal(alt[1].flags, "--zero 3"); /* neither recompute nor a smaller batch is enough */
+    ParallelPlan q = p;
+    q.dist_opt = true;
+    assert_int_equal(part_memory(&m, &q, &o, NULL, &pk, &err), TS_OK);
+    near(alt[0].total_bytes, pk.total_bytes, 1e-12, "dist-opt alternative");
+    for (int i = 0; i < n; i++) assert_true(alt[i].total_bytes <= o.capacity_bytes);
+    char h[256];
+    part_fit_hint(alt, n, h, sizeof h);
+    assert_non_null(strstr(h, "fits with --dist-opt ("));
+    assert_non_null(strstr(h, " or "));
+    o.capacity_bytes = 0; /* unknown capacity: nothing to fit */
+    assert_int_equal(part_fit_alternatives(&m, &p, &o, alt, 2), 0);
+    o.capacity_bytes = 1073741824.0; /* 1 GiB: no knob, nor two, fits */
+    assert_int_equal(part_fit_alternatives(&m, &p, &o, alt, 2), 0);
+    part_fit_hint(alt, 0, h, sizeof h);
+    assert_non_null(strstr(h, "no knob of this layout"));
+}
+
 /* The peak asked for alone (middle stages with the layers of an earlier one
  * skipped) is the first stage of the largest total of all stages', exactly:
  * uneven splits of a dense and a MoE model under 1F1B and GPipe. */
@@ -357,7 +399,7 @@ int main(void)
         cmocka_unit_test(test_megatron_gpt3), cmocka_unit_test(test_counts_vs_model),
         cmocka_unit_test(test_ranks_add_up), cmocka_unit_test(test_params_expert_slice),
         cmocka_unit_test(test_korthikanti_layer), cmocka_unit_test(test_sac_ops_layer),
-        cmocka_unit_test(test_sharding), cmocka_unit_test(test_build_gpt3), cmocka_unit_test(test_peak_alone),
+        cmocka_unit_test(test_sharding), cmocka_unit_test(test_fit_alternatives), cmocka_unit_test(test_build_gpt3), cmocka_unit_test(test_peak_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,6 +41,7 @@ typedef struct RepSweep {
     int64_t seq;              /* tokens per sequence, 4096 */
     int64_t global_batch;     /* sequences per iteration, 1024 */
     TsDtype dtype;            /* training dtype of every plan, bf16 */
+    double headroom_bytes;    /* --headroom: what each GPU keeps free, 0 */
 } RepSweep;
 
 /* The ranked table and the notes under it. */

@@ -40,6 +40,7 @@ typedef struct SweepOpts {
     const char *tp, *pp, *vpp, *cp, *ep, *mbs, *recompute, *schedule, *zero, *dp_shard, *sp, *overlap, *cp_comm;
     int64_t max_tp, max_pp, max_vpp, max_cp, max_ep, max_mbs;
     int64_t seq, global_batch, top, jobs;
+    double headroom;          /* --headroom: bytes each GPU keeps free, 0 by default */
     bool seq_given;           /* --seq on the command line (else plan_default_seq) */
     bool json;
 } SweepOpts;
@@ -173,6 +174,9 @@ static void add_options(CliSpec *s, SweepOpts *o)
             "rank by throughput (default), time, memory, cost (the run's GPU-hours with --train-tokens, else "
             "GPU-seconds per token) or time-to-train (wall clock with goodput; needs --train-tokens)");
     cli_add(s, "top", CLI_INT, &o->top, "K", "plans in the ranking (default 10)");
+    cli_add(s, "headroom", CLI_BYTES, &o->headroom, "GIB",
+            "memory each GPU keeps free (the memory model's error, allocator spikes): plans must fit in the "
+            "capacity less it; GiB, or a size such as 512MiB (default 0)");
     cli_add(s, "jobs", CLI_INT, &o->jobs, "N", "threads (also -j N); default: all cores");
     cli_sim_add_sweep(s, &o->sim);
     cli_plan_add_knobs(s, &o->knobs);
@@ -306,6 +310,14 @@ static int run(SweepOpts *o, int rank)
     CliHwLoaded l;
     if ((rc = cli_hw_load(&o->hw, "dgx-h100", c.gpus.v[0], &l)) != 0) return rc;
     o->cluster = l.cluster.name;
+    if (o->headroom >= l.model.gpu.hbm_bytes) {
+        TsError e = {.code = TS_ERR_USAGE};
+        ts_err(&e, TS_ERR_USAGE, "--headroom %.1f GiB leaves nothing of the %.1f GiB of %s",
+               o->headroom / 1073741824.0, l.model.gpu.hbm_bytes / 1073741824.0, l.model.gpu.name);
+        ts_err_hint(&e, "the memory each GPU keeps free, below its capacity, e.g. --headroom 4");
+        cli_hw_free(&l);
+        return cli_fail(&e);
+    }
     /* Transformer Engine's TP overlap (Userbuffers) is built on CUDA
      * multicast within an NVLink domain (TransformerEngine#1071): not offered
      * where the GPUs talk over PCIe, unless --tp-overlap asks */
@@ -323,6 +335,7 @@ static int run(SweepOpts *o, int rank)
     x.precision = o->precision;
     x.knobs = o->kp;
     x.train = o->want_train ? &o->topt : NULL;
+    x.headroom_bytes = o->headroom;
     cli_sim_options(&o->sim, &x.sim_opts);
     sim_mem_options(&x.sim_opts, x.dtype, &x.mem_opts); /* prune with the memory the simulator will count */
     for (int i = 0; i < c.gpus.n; i++) search_eval_add_net(&x, c.gpus.v[i], &nets[i]);
@@ -383,7 +396,7 @@ static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, con
     if (r.n_top == 0) {
         ts_err(&err, TS_ERR_PLAN, "no plan fits: %lld valid plans, all %lld need more than the GPU's memory",
                (long long)r.stats.enumerated, (long long)r.stats.pruned);
-        nofit_hint(x, &r.stats, gpu->hbm_bytes, &err);
+        nofit_hint(x, &r.stats, gpu->hbm_bytes - x->headroom_bytes, &err);
         if (r.stats.enumerated == 0) {
             ts_err(&err, TS_ERR_PLAN, "no valid plan among %lld candidates", (long long)r.stats.candidates);
             ts_err_hint(&err, "every candidate breaks a plan rule (tp must divide the heads, dp x micro-batch the "
@@ -394,6 +407,7 @@ static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, con
         return cli_fail(&err);
     }
     RepSweep rs = {.model = &m, .gpu = gpu, .cluster = o->cluster, .gpus = o->gpus, .seq = o->seq,
+                   .headroom_bytes = o->headroom,
                    .global_batch = o->global_batch, .dtype = o->dt};
     TsBuf b = {0};
     rc = 0;

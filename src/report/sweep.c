@@ -77,6 +77,8 @@ void rep_sweep_json(const RepSweep *o, const SearchConfig *c, const SearchResult
     ts_buf_printf(b, ",\"seq\":%lld,\"global_batch\":%lld,\"dtype\":\"%s\",\"objective\":\"%s\",\"capacity_bytes\":",
                   (long long)o->seq, (long long)o->global_batch, ts_dtype_name(o->dtype), search_objective_name(c->objective));
     ts_json_fmt_double(b, hw->hbm_bytes);
+    ts_buf_puts(b, ",\"headroom_bytes\":");
+    ts_json_fmt_double(b, o->headroom_bytes);
     const SearchStats *s = &r->stats;
     ts_buf_printf(b, ",\"stats\":{\"candidates\":%lld,\"enumerated\":%lld,\"pruned\":%lld,\"bounded\":%lld,"
                      "\"simulated\":%lld,\"elapsed_s\":",
@@ -239,8 +241,14 @@ void rep_sweep_text(const RepSweep *o, const SearchConfig *c, const SearchResult
     const ModelSpec *m = o->model;
     const GpuSpec *hw = o->gpu;
     const SearchStats *s = &r->stats;
-    char cap[32];
-    rep_fmt_bytes(cap, sizeof cap, hw->hbm_bytes);
+    char cap[96], full[32], room[32];
+    rep_fmt_bytes(cap, sizeof cap, hw->hbm_bytes - o->headroom_bytes);
+    if (o->headroom_bytes > 0) {
+        rep_fmt_bytes(full, sizeof full, hw->hbm_bytes);
+        rep_fmt_bytes(room, sizeof room, o->headroom_bytes);
+        size_t k = strlen(cap);
+        snprintf(cap + k, sizeof cap - k, ": %s less %s of --headroom", full, room);
+    }
     ts_buf_printf(b, "sweep: %s on %s x %s (%s)%s, seq %lld, global batch %lld, %s, ranked by %s\n", m->name,
                   o->gpus, hw->name, o->cluster, hw_software_suffix(hw),
                   (long long)o->seq, (long long)o->global_batch, ts_dtype_name(o->dtype),

@@ -318,8 +318,8 @@ def time_ms(fn, iters, warmup, host_ahead=True):
     return out
 
 
-def median_ms(fn, iters, warmup):
-    return float(statistics.median(time_ms(fn, iters, warmup)))
+def median_ms(fn, iters, warmup, host_ahead=True):
+    return float(statistics.median(time_ms(fn, iters, warmup, host_ahead)))
 
 
 def sustained_ms(fn, seconds, clock):
@@ -799,7 +799,8 @@ def cmd_shard(args, ctx, rows, budget):
         elif args.sustained:  # each op back to back for --sustained seconds: (ms, its SM clock)
             timed = {k: sustained_ms(fn, args.sustained, ctx.clock) for k, fn in fns.items()}
         else:
-            timed = {k: (median_ms(fn, iters, warm), None) for k, fn in fns.items()}
+            ahead = not args.host_in_loop
+            timed = {k: (median_ms(fn, iters, warm, ahead), None) for k, fn in fns.items()}
     ops, clocks = {}, {}
     for (op, ps), (ms, mhz_op) in timed.items():
         ops.setdefault(op, {"fwd": 0.0, "dgrad": 0.0, "wgrad": 0.0})[ps] = ms
@@ -835,6 +836,8 @@ def cmd_shard(args, ctx, rows, budget):
     ctx.stamp(row, mhz)
     if args.sustained or args.in_layer:  # ctx.stamp's host-ahead is time_ms's
         row["timing"] = "in-layer" if args.in_layer else "sustained"
+    elif args.host_in_loop:
+        row["timing"] = "host-in-loop"
     rows.write(row)
     log(f"shard {row['shard']}: layer forward {fwd_sum:.3f} ms, backward {bwd_sum:.3f} ms (sum of ops)")
     free_cuda()
@@ -1523,6 +1526,9 @@ def make_parser():
                         help="run the layer's ops in training order, the whole layer over and over for "
                              "SECONDS (one clock for the layer's mix, as in training); each op's time from "
                              "the second half")
+    timing.add_argument("--host-in-loop", action="store_true",
+                        help="time each op alone with the GPU idle while the host dispatches it (the dispatch "
+                             "inside the timed interval, as harnesses without a spin kernel time it)")
     common(s, 20, 5)
 
     s = sub.add_parser("kernels", help="parts C, D-fp8, D-attn, F: single kernels")

@@ -111,8 +111,9 @@ typedef struct PartFitAlt {
 int part_fit_alternatives(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o, PartFitAlt *out,
                           int max);
 /* "fits with --dist-opt (61.3 GiB) or --recompute selective (72.0 GiB);
- * `trainsim sweep` searches every plan", or what to do when n is 0. */
-void part_fit_hint(const PartFitAlt *alt, int n, char *buf, size_t cap);
+ * `trainsim sweep` searches every plan", or, when n is 0, what plan p then
+ * needs (more GPUs: model parallelism, or under --framework hf, ZeRO-3). */
+void part_fit_hint(const ParallelPlan *p, const PartFitAlt *alt, int n, char *buf, size_t cap);
 
 /* Model FLOPs (the MFU convention): forward FLOPs per token of one layer
  * (dense or MoE) at sequence S, from the model alone, never the plan: 2 x

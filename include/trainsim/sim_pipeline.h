@@ -298,13 +298,12 @@ typedef struct SimWarning {
 } SimWarning;
 
 #define SIM_MAX_WARNINGS 8
-#define SIM_FIT_ALTS 2
 typedef struct SimMemory {
     double weights_bytes, gradients_bytes, optimizer_bytes, activations_bytes, other_bytes;
     double total_bytes, capacity_bytes;
     bool fits;
-    PartFitAlt fit_alt[SIM_FIT_ALTS]; /* when it does not fit: knobs that make it fit */
-    int n_fit_alt;                    /* how many; -1: not looked for (sim_fit_alternatives) */
+    char fit_hint[320]; /* when it does not fit: what makes it fit (part_fit_hint), as
+                           sim_fit_alternatives found it; "" when not looked for */
 } SimMemory;
 
 /* A split of the layers over the stages (balance.c). */

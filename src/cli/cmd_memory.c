@@ -25,8 +25,8 @@ static void warn_nofit(const ModelSpec *m, const ParallelPlan *p, const PartMemO
             (long long)n_over, (long long)pp, pp == 1 ? "" : "s", n_over == 1 ? "s" : "", cap / GIB, gpu,
             peak->stage, peak->total_bytes / GIB, (peak->total_bytes - cap) / GIB);
     PartFitAlt alt[2];
-    char hint[256];
-    part_fit_hint(alt, part_fit_alternatives(m, p, mo, alt, 2), hint, sizeof hint);
+    char hint[320];
+    part_fit_hint(p, alt, part_fit_alternatives(m, p, mo, alt, 2), hint, sizeof hint);
     fprintf(stderr, "hint: %s\n", hint);
 }
 

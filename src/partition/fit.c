@@ -107,13 +107,17 @@ int part_fit_alternatives(const ModelSpec *m, const ParallelPlan *p, const PartM
     return n;
 }
 
-void part_fit_hint(const PartFitAlt *alt, int n, char *buf, size_t cap)
+void part_fit_hint(const ParallelPlan *p, const PartFitAlt *alt, int n, char *buf, size_t cap)
 {
     size_t k = 0;
     if (n <= 0) {
+        /* HuggingFace's own modules train data-parallel only (plan_validate) */
         snprintf(buf, cap,
                  "no knob of this layout (optimizer sharding, recompute, micro-batch, ZeRO-3) fits it, nor two of "
-                 "them: it needs more GPUs per model replica (tp, pp); `trainsim sweep` searches every plan");
+                 "them: it needs %s, or a GPU with more memory; `trainsim sweep` searches every plan",
+                 p->framework == PLAN_FRAMEWORK_HF ? "more GPUs to shard it over (--gpus with --zero 3)"
+                 : p->ep > 1                       ? "more GPUs per model replica (tp, pp, ep)"
+                                                   : "more GPUs per model replica (tp, pp)");
         return;
     }
     k += (size_t)snprintf(buf, cap, "fits with ");

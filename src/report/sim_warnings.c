@@ -32,8 +32,7 @@ void rep_sim_warning(const SimResult *r, int k, char *buf, size_t cap)
     long long i = (long long)w->i, j = (long long)w->j;
     switch (w->kind) {
     case SIM_WARN_NO_FIT: {
-        char hint[256] = "";
-        if (r->memory.n_fit_alt >= 0) part_fit_hint(r->memory.fit_alt, r->memory.n_fit_alt, hint, sizeof hint);
+        const char *hint = r->memory.fit_hint;
         snprintf(buf, cap, "does not fit: %.1f GiB per GPU needed, %.1f GiB available (stage %lld)%s%s", w->a, w->b, i,
                  hint[0] ? "; " : "", hint);
         return;

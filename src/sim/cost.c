@@ -364,7 +364,6 @@ static void result_memory(const SimSetup *in, SimResult *out)
         sm->total_bytes = pk.total_bytes;
         sm->capacity_bytes = in->hw->gpu.hbm_bytes;
         sm->fits = sm->capacity_bytes <= 0 || sm->total_bytes <= sm->capacity_bytes;
-        sm->n_fit_alt = -1; /* not looked for: sim_fit_alternatives */
         if (!sm->fits)
             warn(out, SIM_WARN_NO_FIT, sm->total_bytes / 1073741824.0, sm->capacity_bytes / 1073741824.0, pk.stage,
                  0, NULL);
@@ -380,7 +379,9 @@ void sim_fit_alternatives(const SimSetup *in, SimResult *out)
     part_mem_options_init(&mo);
     mo.capacity_bytes = out->memory.capacity_bytes;
     sim_mem_options(&in->opt, in->plan.dtype, &mo);
-    out->memory.n_fit_alt = part_fit_alternatives(in->model, &in->plan, &mo, out->memory.fit_alt, SIM_FIT_ALTS);
+    PartFitAlt alt[2];
+    int n = part_fit_alternatives(in->model, &in->plan, &mo, alt, 2);
+    part_fit_hint(&in->plan, alt, n, out->memory.fit_hint, sizeof out->memory.fit_hint);
 }
 
 /* What the plan should know: memory, tensor cores, bubbles, groups across

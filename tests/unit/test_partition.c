@@ -301,16 +301,20 @@ static void test_fit_alternatives(void **state)
     assert_int_equal(part_memory(&m, &q, &o, NULL, &pk, &err), TS_OK);
     near(alt[0].total_bytes, pk.total_bytes, 1e-12, "dist-opt alternative");
     for (int i = 0; i < n; i++) assert_true(alt[i].total_bytes <= o.capacity_bytes);
-    char h[256];
-    part_fit_hint(alt, n, h, sizeof h);
+    char h[320];
+    part_fit_hint(&p, alt, n, h, sizeof h);
     assert_non_null(strstr(h, "fits with --dist-opt ("));
     assert_non_null(strstr(h, " or "));
     o.capacity_bytes = 0; /* unknown capacity: nothing to fit */
     assert_int_equal(part_fit_alternatives(&m, &p, &o, alt, 2), 0);
     o.capacity_bytes = 1073741824.0; /* 1 GiB: no knob, nor two, fits */
     assert_int_equal(part_fit_alternatives(&m, &p, &o, alt, 2), 0);
-    part_fit_hint(alt, 0, h, sizeof h);
+    part_fit_hint(&p, alt, 0, h, sizeof h);
     assert_non_null(strstr(h, "no knob of this layout"));
+    assert_non_null(strstr(h, "more GPUs per model replica (tp, pp)"));
+    p.framework = PLAN_FRAMEWORK_HF; /* data-parallel only */
+    part_fit_hint(&p, alt, 0, h, sizeof h);
+    assert_non_null(strstr(h, "more GPUs to shard it over (--gpus with --zero 3)"));
 }
 
 /* The peak asked for alone (middle stages with the layers of an earlier one

@@ -78,10 +78,9 @@ static bool try_knobs(const ModelSpec *m, const ParallelPlan *p, const PartMemOp
     if (a == KNOB_FULL || b == KNOB_FULL) {
         for (int64_t n = 1; n < m->layers && bytes < 0; n++) {
             q.recompute_layers = n;
-            ParallelPlan v = q;
             TsError err;
             err.msg[0] = '\0';
-            if (plan_validate(m, &v, &err) != TS_OK) break; /* more than a chunk's layers */
+            if (plan_validate(m, &q, &err) != TS_OK) break; /* more than a chunk's layers */
             if ((bytes = fits(m, &q, o)) >= 0) snprintf(fl, sizeof fl, " --recompute-layers %lld", (long long)n);
         }
         if (bytes < 0) q.recompute_layers = 0;

@@ -35,6 +35,7 @@ typedef struct RepMemory {
     const char *ce_fusion;    /* the loss's kernels: "none", "native" or "te" (--ce-fusion) */
     const char *gpu;          /* "h100-sxm5-80gb" */
     double capacity_bytes;    /* its HBM, e.g. 85899345920 */
+    double min_headroom_bytes;/* --headroom: what a stage must leave free to fit, 0 */
     const PartMemory *stages; /* [n_stages] */
     int64_t n_stages;
     const PartMemory *peak;   /* the most loaded stage */

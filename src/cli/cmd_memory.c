@@ -16,14 +16,16 @@
 /* The plan does not fit: say so on stderr (exit code stays 0: memory
  * reports, simulate and sweep decide). */
 static void warn_nofit(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *mo, const PartMemory *peak,
-                       int64_t n_over, double cap, const char *gpu)
+                       int64_t n_over, double cap, double room, const char *gpu)
 {
     const int64_t pp = p->pp;
+    char less[64] = "";
+    if (room > 0) snprintf(less, sizeof less, " less the %.2f GiB of --headroom", room / GIB);
     fprintf(stderr,
             "trainsim memory: warning: the plan does not fit: %lld of %lld stage%s exceed%s the %.2f GiB of "
-            "%s; stage %d needs %.2f GiB, %.2f GiB more\n",
-            (long long)n_over, (long long)pp, pp == 1 ? "" : "s", n_over == 1 ? "s" : "", cap / GIB, gpu,
-            peak->stage, peak->total_bytes / GIB, (peak->total_bytes - cap) / GIB);
+            "%s%s; stage %d needs %.2f GiB, %.2f GiB more\n",
+            (long long)n_over, (long long)pp, pp == 1 ? "" : "s", n_over == 1 ? "s" : "", cap / GIB, gpu, less,
+            peak->stage, peak->total_bytes / GIB, (peak->total_bytes - (cap - room)) / GIB);
     PartFitAlt alt[2];
     char hint[320];
     part_fit_hint(p, alt, part_fit_alternatives(m, p, mo, alt, 2), hint, sizeof hint);
@@ -46,6 +48,7 @@ int cmd_memory(int argc, char **argv)
     CliHw hw;
     const char *mm = NULL, *out_path = NULL, *ce = NULL;
     bool json = false, sel_ops = false, grads16 = false, freed = false;
+    double room = 0; /* --headroom */
     cli_model_init(&cm);
     cli_plan_init(&cp);
     cli_hw_init(&hw);
@@ -58,6 +61,9 @@ int cmd_memory(int argc, char **argv)
     cli_add(&s, "fp16-grad-reduce", CLI_FLAG, &grads16, NULL, "gradient buffer at 16 bit (default fp32)");
     cli_add(&s, "ce-fusion", CLI_STR, &ce, "K", CLI_CE_FUSION_HELP);
     cli_add(&s, "grads-freed", CLI_FLAG, &freed, NULL, CLI_GRADS_FREED_HELP);
+    cli_add(&s, "headroom", CLI_BYTES, &room, "GIB",
+            "memory a stage must leave free to fit (the memory model's error, allocator spikes); GiB, or a size "
+            "such as 512MiB (default 0)");
     cli_add(&s, "json", CLI_FLAG, &json, NULL, "JSON output");
     cli_add(&s, "output", CLI_STR, &out_path, "FILE", "write to FILE instead of stdout");
     int rc = cli_parse(&s, argc, argv);
@@ -98,7 +104,15 @@ int cmd_memory(int argc, char **argv)
     /* the gradient buffer at the activation dtype (bf16 under fp8), as simulate's */
     if (grads16) mo.grad_bytes = (double)ts_dtype_bytes(sim_activation_dtype(p.dtype));
     double cap = g->hbm_bytes;
-    mo.capacity_bytes = cap;
+    if (room >= cap) {
+        TsError e = {.code = TS_ERR_USAGE};
+        ts_err(&e, TS_ERR_USAGE, "--headroom %.1f GiB leaves nothing of the %.1f GiB of %s", room / GIB, cap / GIB,
+               g->name);
+        ts_err_hint(&e, "the memory each GPU keeps free, below its capacity, e.g. --headroom 4");
+        cli_hw_free(&l);
+        return cli_fail(&e);
+    }
+    mo.capacity_bytes = cap - room; /* what a stage may use: part_fit_alternatives fits plans in it */
 
     TsError err = {0};
     PartMemory *st = calloc((size_t)p.pp, sizeof *st), peak;
@@ -113,12 +127,12 @@ int cmd_memory(int argc, char **argv)
     RepMemory rm = {.model = m.name, .plan = desc.data, .memory_model = part_memmodel_name(mo.model),
                     .selective_ops = sel_ops, .grads_16bit = grads16, .grads_freed = freed && plan_hf(&p),
                     .ce_fusion = sim_ce_fusion_name(cef),
-                    .gpu = g->name, .capacity_bytes = cap, .stages = st,
+                    .gpu = g->name, .capacity_bytes = cap, .min_headroom_bytes = room, .stages = st,
                     .n_stages = p.pp, .peak = &peak};
     int64_t n_over = rep_memory_over(&rm);
     if (json) rep_memory_json(&rm, &b);
     else rep_memory_text(&rm, &b);
-    if (n_over > 0) warn_nofit(&m, &p, &mo, &peak, n_over, cap, g->name);
+    if (n_over > 0) warn_nofit(&m, &p, &mo, &peak, n_over, cap, room, g->name);
     free(st);
     cli_hw_free(&l);
     ts_buf_free(&desc);

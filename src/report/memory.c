@@ -6,7 +6,7 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-static void mem_json(TsBuf *b, const PartMemory *x, double cap, bool detail)
+static void mem_json(TsBuf *b, const PartMemory *x, double cap, double lim, bool detail)
 {
     ts_buf_printf(b, "{\"stage\": %d, \"weights_bytes\": ", x->stage);
     ts_json_fmt_double(b, x->weights_bytes);
@@ -22,7 +22,7 @@ static void mem_json(TsBuf *b, const PartMemory *x, double cap, bool detail)
     ts_json_fmt_double(b, x->total_bytes);
     ts_buf_puts(b, ", \"capacity_bytes\": ");
     ts_json_fmt_double(b, cap);
-    ts_buf_printf(b, ", \"fits\": %s, \"headroom_bytes\": ", x->total_bytes <= cap ? "true" : "false");
+    ts_buf_printf(b, ", \"fits\": %s, \"headroom_bytes\": ", x->total_bytes <= lim ? "true" : "false");
     ts_json_fmt_double(b, cap - x->total_bytes);
     if (detail) {
         const struct { const char *k; double v; } d[] = {
@@ -43,25 +43,26 @@ static void mem_json(TsBuf *b, const PartMemory *x, double cap, bool detail)
 }
 
 /* One stage: the categories, the total, the headroom (capacity - total,
- * negative when it does not fit) and the verdict. */
-static void mem_row(TsBuf *b, const char *label, const PartMemory *x, double cap)
+ * negative when it does not fit) and the verdict against lim (the capacity
+ * less --headroom). */
+static void mem_row(TsBuf *b, const char *label, const PartMemory *x, double cap, double lim)
 {
     ts_buf_printf(b, "%-7s %9.2f %9.2f %9.2f %11.2f %9.2f %9.2f %9.2f  %s\n", label,
                   x->weights_bytes / GIB, x->gradients_bytes / GIB, x->optimizer_bytes / GIB,
                   x->activations_bytes / GIB, x->other_bytes / GIB, x->total_bytes / GIB,
-                  (cap - x->total_bytes) / GIB, x->total_bytes <= cap ? "fits" : "DOES NOT FIT");
+                  (cap - x->total_bytes) / GIB, x->total_bytes <= lim ? "fits" : "DOES NOT FIT");
 }
 
 int64_t rep_memory_over(const RepMemory *r)
 {
     int64_t n = 0;
-    for (int64_t i = 0; i < r->n_stages; i++) n += r->stages[i].total_bytes > r->capacity_bytes;
+    for (int64_t i = 0; i < r->n_stages; i++) n += r->stages[i].total_bytes > r->capacity_bytes - r->min_headroom_bytes;
     return n;
 }
 
 void rep_memory_json(const RepMemory *r, TsBuf *b)
 {
-    const double cap = r->capacity_bytes;
+    const double cap = r->capacity_bytes, lim = cap - r->min_headroom_bytes;
     ts_buf_puts(b, "{\"format\": \"trainsim-memory\", \"version\": 1, \"model\": ");
     ts_json_escape(b, r->model);
     ts_buf_puts(b, ", \"plan\": ");
@@ -72,20 +73,22 @@ void rep_memory_json(const RepMemory *r, TsBuf *b)
                   r->memory_model, r->selective_ops ? "ops" : "attention", r->grads_16bit ? "16-bit" : "fp32",
                   r->ce_fusion ? r->ce_fusion : "none", r->grads_freed ? "freed" : "kept");
     ts_json_escape(b, r->gpu);
+    ts_buf_puts(b, ", \"min_headroom_bytes\": ");
+    ts_json_fmt_double(b, r->min_headroom_bytes);
     ts_buf_printf(b, ", \"stages_not_fitting\": %lld", (long long)rep_memory_over(r));
     ts_buf_puts(b, ",\n \"memory\": ");
-    mem_json(b, r->peak, cap, true);
+    mem_json(b, r->peak, cap, lim, true);
     ts_buf_puts(b, ",\n \"stages\": [");
     for (int64_t i = 0; i < r->n_stages; i++) {
         ts_buf_puts(b, i ? ",\n  " : "\n  ");
-        mem_json(b, &r->stages[i], cap, true);
+        mem_json(b, &r->stages[i], cap, lim, true);
     }
     ts_buf_puts(b, "\n ]}\n");
 }
 
 void rep_memory_text(const RepMemory *r, TsBuf *b)
 {
-    const double cap = r->capacity_bytes;
+    const double cap = r->capacity_bytes, lim = cap - r->min_headroom_bytes;
     const PartMemory *peak = r->peak;
     int64_t n_over = rep_memory_over(r);
     ts_buf_printf(b, "memory per GPU of %s, %s\n", r->model, r->plan ? r->plan : "");
@@ -101,12 +104,15 @@ void rep_memory_text(const RepMemory *r, TsBuf *b)
     for (int64_t i = 0; i < r->n_stages; i++) {
         char lab[24];
         snprintf(lab, sizeof lab, "%lld", (long long)i);
-        mem_row(b, lab, &r->stages[i], cap);
+        mem_row(b, lab, &r->stages[i], cap, lim);
     }
-    ts_buf_printf(b, "\nmost loaded GPU: stage %d, %.2f GiB of %.2f GiB (%.1f%%), headroom %.2f GiB: %s\n", peak->stage,
+    char asked[64] = "";
+    if (r->min_headroom_bytes > 0) snprintf(asked, sizeof asked, " (%.2f GiB asked, --headroom)", r->min_headroom_bytes / GIB);
+    ts_buf_printf(b, "\nmost loaded GPU: stage %d, %.2f GiB of %.2f GiB (%.1f%%), headroom %.2f GiB%s: %s\n", peak->stage,
                   peak->total_bytes / GIB, cap / GIB, 100.0 * peak->total_bytes / cap, (cap - peak->total_bytes) / GIB,
-                  peak->total_bytes <= cap ? "fits" : "does not fit");
+                  asked, peak->total_bytes <= lim ? "fits" : "does not fit");
     if (n_over > 0)
-        ts_buf_printf(b, "DOES NOT FIT: %lld of %lld stage%s over capacity\n", (long long)n_over,
-                      (long long)r->n_stages, r->n_stages == 1 ? "" : "s");
+        ts_buf_printf(b, "DOES NOT FIT: %lld of %lld stage%s over capacity%s\n", (long long)n_over,
+                      (long long)r->n_stages, r->n_stages == 1 ? "" : "s",
+                      r->min_headroom_bytes > 0 ? " less --headroom" : "");
 }

@@ -77,7 +77,7 @@ void rep_sweep_json(const RepSweep *o, const SearchConfig *c, const SearchResult
     ts_buf_printf(b, ",\"seq\":%lld,\"global_batch\":%lld,\"dtype\":\"%s\",\"objective\":\"%s\",\"capacity_bytes\":",
                   (long long)o->seq, (long long)o->global_batch, ts_dtype_name(o->dtype), search_objective_name(c->objective));
     ts_json_fmt_double(b, hw->hbm_bytes);
-    ts_buf_puts(b, ",\"headroom_bytes\":");
+    ts_buf_puts(b, ",\"min_headroom_bytes\":");
     ts_json_fmt_double(b, o->headroom_bytes);
     const SearchStats *s = &r->stats;
     ts_buf_printf(b, ",\"stats\":{\"candidates\":%lld,\"enumerated\":%lld,\"pruned\":%lld,\"bounded\":%lld,"

@@ -273,8 +273,8 @@ typedef struct SearchEvalCtx {
                                  FP8 recipe, Adam moments, and recompute modules (under
                                  selective recompute); plan_init's defaults */
     SimOptions sim_opts;      /* sim_options_init defaults */
-    PartMemOptions mem_opts;  /* memory model for pruning, as sim_simulate uses it */
-    double headroom_bytes;    /* memory each GPU keeps free: a plan fits in the HBM less it, 0 */
+    PartMemOptions mem_opts;  /* memory model for pruning, as sim_simulate uses it; a plan fits
+                                 in the HBM less sim_opts.min_headroom_bytes */
 } SearchEvalCtx;
 
 void search_eval_init(SearchEvalCtx *x, const ModelSpec *m, const HwModel *hw, int64_t global_batch, int64_t seq);

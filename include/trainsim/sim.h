@@ -136,6 +136,8 @@ typedef struct SimOptions {
     bool mfu_causal;            /* model FLOPs count causal attention as half the square
                                    (--mfu-convention causal); false: the full square, as
                                    Megatron's num_floating_point_operations */
+    double min_headroom_bytes;  /* memory a GPU must leave free for the plan to fit
+                                   (--headroom), 0 */
     bool record;                /* keep spans for --trace */
 } SimOptions;
 void sim_options_init(SimOptions *o);

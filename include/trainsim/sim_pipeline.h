@@ -301,7 +301,8 @@ typedef struct SimWarning {
 typedef struct SimMemory {
     double weights_bytes, gradients_bytes, optimizer_bytes, activations_bytes, other_bytes;
     double total_bytes, capacity_bytes;
-    bool fits;
+    double min_headroom_bytes; /* what the plan had to leave free (SimOptions), 0 */
+    bool fits;                 /* total_bytes <= capacity_bytes - min_headroom_bytes */
     char fit_hint[320]; /* when it does not fit: what makes it fit (part_fit_hint), as
                            sim_fit_alternatives found it; "" when not looked for */
 } SimMemory;

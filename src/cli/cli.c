@@ -54,7 +54,7 @@ static const CliLimit LIMITS[] = {
     {"max-tp", 1, P2(20), 0}, {"max-pp", 1, P2(20), 0}, {"max-vpp", 1, P2(20), 0},
     {"max-cp", 1, P2(20), 0}, {"max-ep", 1, P2(20), 0}, {"max-micro-batch", 1, P2(20), 0},
     {"top", 1, 100000, 0}, {"jobs", 1, 1024, 0},
-    {"headroom", 0, 1e15, 1073741824.0}, /* sweep, memory: memory kept free per GPU; a bare number in GiB */
+    {"headroom", 0, 1e15, 1073741824.0}, /* sweep, memory, simulate: memory kept free per GPU; a bare number in GiB */
     /* profile: the printout */
     {"module-depth", -1, 1024, 0}, /* -1: all levels but the innermost */
     {"top-modules", 1, 100000, 0}, {"profile-step", 0, P2(31) - 1, 0},

@@ -156,6 +156,16 @@ void cli_hw_net_sized(const CliHwLoaded *l, int64_t gpus, HwNet *net)
     net->busbw = l->busbw;
 }
 
+int cli_headroom_check(double room, const GpuSpec *gpu)
+{
+    if (room < gpu->hbm_bytes) return 0;
+    TsError e = {.code = TS_ERR_USAGE};
+    ts_err(&e, TS_ERR_USAGE, "--headroom %.1f GiB leaves nothing of the %.1f GiB of %s", room / 1073741824.0,
+           gpu->hbm_bytes / 1073741824.0, gpu->name);
+    ts_err_hint(&e, "the memory each GPU keeps free, below its capacity, e.g. --headroom 4");
+    return cli_fail(&e);
+}
+
 void cli_hw_free(CliHwLoaded *l)
 {
     hw_calib_free(l->calib);

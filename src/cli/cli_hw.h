@@ -45,6 +45,9 @@ void cli_hw_add_list(CliSpec *s, CliHw *h, const char *gpus_help);
  * and returns its exit code (2 usage, 3 bad input). */
 int cli_hw_load(const CliHw *h, const char *default_cluster, int64_t default_gpus, CliHwLoaded *out);
 void cli_hw_free(CliHwLoaded *l);
+/* --headroom (sweep, memory, simulate): 0 when `room` bytes leave some of
+ * gpu's memory, else the usage error, printed, and its exit code. */
+int cli_headroom_check(double room, const GpuSpec *gpu);
 /* --software 2025|2024 alone (for a command with its own --gpu: profile),
  * and putting a loaded GPU on the libraries it names (NULL: 2025; checked
  * when parsed). */

@@ -104,13 +104,9 @@ int cmd_memory(int argc, char **argv)
     /* the gradient buffer at the activation dtype (bf16 under fp8), as simulate's */
     if (grads16) mo.grad_bytes = (double)ts_dtype_bytes(sim_activation_dtype(p.dtype));
     double cap = g->hbm_bytes;
-    if (room >= cap) {
-        TsError e = {.code = TS_ERR_USAGE};
-        ts_err(&e, TS_ERR_USAGE, "--headroom %.1f GiB leaves nothing of the %.1f GiB of %s", room / GIB, cap / GIB,
-               g->name);
-        ts_err_hint(&e, "the memory each GPU keeps free, below its capacity, e.g. --headroom 4");
+    if ((rc = cli_headroom_check(room, g)) != 0) {
         cli_hw_free(&l);
-        return cli_fail(&e);
+        return rc;
     }
     mo.capacity_bytes = cap - room; /* what a stage may use: part_fit_alternatives fits plans in it */
 

@@ -41,6 +41,7 @@ static int workload_options_check(const CliSpec *s)
 
 typedef struct SimCli {
     bool json;
+    double headroom;          /* --headroom: bytes a GPU must leave free, 0 */
     const char *trace, *trace_ranks, *workload, *html;
 } SimCli;
 
@@ -78,6 +79,9 @@ static void add_options(CliSpec *s, SimArgs *a)
     cli_train_add(s, &a->ct);
     cli_emit_add(s, &a->em);
     cli_add(s, "json", CLI_FLAG, &a->o.json, NULL, "JSON output");
+    cli_add(s, "headroom", CLI_BYTES, &a->o.headroom, "GIB",
+            "memory each GPU must leave free for the plan to fit (as sweep --headroom); GiB, or a size such as "
+            "512MiB (default 0)");
     cli_add(s, "trace", CLI_STR, &a->o.trace, "FILE", "write a Chrome trace (Perfetto, chrome://tracing)");
     cli_add(s, "trace-ranks", CLI_STR, &a->o.trace_ranks, "A-B",
             "Chakra replay: the ranks --trace writes (default 0-63)");
@@ -166,6 +170,7 @@ int cmd_simulate(int argc, char **argv)
     SimOptions so;
     cli_sim_options(&a.cs, &so);
     so.record = a.o.trace != NULL || a.o.html != NULL;
+    so.min_headroom_bytes = a.o.headroom;
 
     int64_t default_gpus = 0;
     if (a.o.workload && a.o.html) {
@@ -206,6 +211,10 @@ int cmd_simulate(int argc, char **argv)
     CliHwLoaded hl;
     rc = cli_hw_load(&a.ch, DEFAULT_CLUSTER, default_gpus, &hl);
     if (rc) return rc;
+    if ((rc = cli_headroom_check(a.o.headroom, &hl.model.gpu)) != 0) {
+        cli_hw_free(&hl);
+        return rc;
+    }
     ParallelPlan p;
     rc = cli_plan_load(&s, &a.cp, &m, hl.cluster.gpus, &p);
     if (!rc) rc = cli_sim_framework(&s, &a.cs, &p.framework);

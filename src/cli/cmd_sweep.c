@@ -310,13 +310,9 @@ static int run(SweepOpts *o, int rank)
     CliHwLoaded l;
     if ((rc = cli_hw_load(&o->hw, "dgx-h100", c.gpus.v[0], &l)) != 0) return rc;
     o->cluster = l.cluster.name;
-    if (o->headroom >= l.model.gpu.hbm_bytes) {
-        TsError e = {.code = TS_ERR_USAGE};
-        ts_err(&e, TS_ERR_USAGE, "--headroom %.1f GiB leaves nothing of the %.1f GiB of %s",
-               o->headroom / 1073741824.0, l.model.gpu.hbm_bytes / 1073741824.0, l.model.gpu.name);
-        ts_err_hint(&e, "the memory each GPU keeps free, below its capacity, e.g. --headroom 4");
+    if ((rc = cli_headroom_check(o->headroom, &l.model.gpu)) != 0) {
         cli_hw_free(&l);
-        return cli_fail(&e);
+        return rc;
     }
     /* Transformer Engine's TP overlap (Userbuffers) is built on CUDA
      * multicast within an NVLink domain (TransformerEngine#1071): not offered
@@ -335,8 +331,8 @@ static int run(SweepOpts *o, int rank)
     x.precision = o->precision;
     x.knobs = o->kp;
     x.train = o->want_train ? &o->topt : NULL;
-    x.headroom_bytes = o->headroom;
     cli_sim_options(&o->sim, &x.sim_opts);
+    x.sim_opts.min_headroom_bytes = o->headroom;
     sim_mem_options(&x.sim_opts, x.dtype, &x.mem_opts); /* prune with the memory the simulator will count */
     for (int i = 0; i < c.gpus.n; i++) search_eval_add_net(&x, c.gpus.v[i], &nets[i]);
     SearchEvaluator ev = search_eval_sim(&x);
@@ -396,7 +392,7 @@ static int run_search(SweepOpts *o, const ModelSpec *mp, const HwModel *hwp, con
     if (r.n_top == 0) {
         ts_err(&err, TS_ERR_PLAN, "no plan fits: %lld valid plans, all %lld need more than the GPU's memory",
                (long long)r.stats.enumerated, (long long)r.stats.pruned);
-        nofit_hint(x, &r.stats, gpu->hbm_bytes - x->headroom_bytes, &err);
+        nofit_hint(x, &r.stats, gpu->hbm_bytes - x->sim_opts.min_headroom_bytes, &err);
         if (r.stats.enumerated == 0) {
             ts_err(&err, TS_ERR_PLAN, "no valid plan among %lld candidates", (long long)r.stats.candidates);
             ts_err_hint(&err, "every candidate breaks a plan rule (tp must divide the heads, dp x micro-batch the "

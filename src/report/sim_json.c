@@ -243,6 +243,7 @@ void rep_sim_json(const SimSetup *in, const SimResult *r, const RepTrain *train,
     num(b, "other_bytes", mm->other_bytes, true);
     num(b, "total_bytes", mm->total_bytes, true);
     num(b, "capacity_bytes", mm->capacity_bytes, true);
+    num(b, "min_headroom_bytes", mm->min_headroom_bytes, true);
     ts_buf_printf(b, "\"fits\": %s}, ", mm->fits ? "true" : "false");
     ts_buf_puts(b, "\"breakdown_s\": ");
     breakdown_json(&r->breakdown, b);

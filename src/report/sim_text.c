@@ -238,9 +238,11 @@ void rep_sim_text(const SimSetup *in, const SimResult *r, const RepTrain *train,
                   ts_dtype_name(pk), in->opt.mfu_causal ? "; attention causal-halved" : "");
     clock_line(in, b);
     const SimMemory *mm = &r->memory;
-    ts_buf_printf(b, "  memory per GPU        %.1f GiB of %.1f GiB%s  (weights %.1f, grads %.1f, optimizer %.1f, "
+    char asked[64] = "";
+    if (mm->min_headroom_bytes > 0) snprintf(asked, sizeof asked, ", %.1f GiB to keep free", gib(mm->min_headroom_bytes));
+    ts_buf_printf(b, "  memory per GPU        %.1f GiB of %.1f GiB%s%s  (weights %.1f, grads %.1f, optimizer %.1f, "
                      "activations %.1f, other %.1f)\n",
-                  gib(mm->total_bytes), gib(mm->capacity_bytes), mm->fits ? "" : "  DOES NOT FIT",
+                  gib(mm->total_bytes), gib(mm->capacity_bytes), asked, mm->fits ? "" : "  DOES NOT FIT",
                   gib(mm->weights_bytes), gib(mm->gradients_bytes), gib(mm->optimizer_bytes),
                   gib(mm->activations_bytes), gib(mm->other_bytes));
     ts_buf_printf(b, "\nwhere the time goes (critical stage %d of %d):\n", r->critical_stage, r->n_stages);

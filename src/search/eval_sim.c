@@ -108,7 +108,7 @@ static SearchEvalStatus check(void *ctx, void *scratch, SearchPoint *pt)
     PartMemory peak;
     if (part_memory(x->model, &p, &x->mem_opts, NULL, &peak, NULL) != TS_OK) return SEARCH_EVAL_INVALID;
     pt->memory_bytes = peak.total_bytes;
-    pt->capacity_bytes = x->hw->gpu.hbm_bytes - x->headroom_bytes;
+    pt->capacity_bytes = x->hw->gpu.hbm_bytes - x->sim_opts.min_headroom_bytes;
     return pt->memory_bytes > pt->capacity_bytes ? SEARCH_EVAL_NOFIT : SEARCH_EVAL_OK;
 }
 

@@ -363,10 +363,10 @@ static void result_memory(const SimSetup *in, SimResult *out)
         sm->other_bytes = pk.other_bytes;
         sm->total_bytes = pk.total_bytes;
         sm->capacity_bytes = in->hw->gpu.hbm_bytes;
-        sm->fits = sm->capacity_bytes <= 0 || sm->total_bytes <= sm->capacity_bytes;
-        if (!sm->fits)
-            warn(out, SIM_WARN_NO_FIT, sm->total_bytes / 1073741824.0, sm->capacity_bytes / 1073741824.0, pk.stage,
-                 0, NULL);
+        sm->min_headroom_bytes = in->opt.min_headroom_bytes;
+        double lim = sm->capacity_bytes - sm->min_headroom_bytes;
+        sm->fits = sm->capacity_bytes <= 0 || sm->total_bytes <= lim;
+        if (!sm->fits) warn(out, SIM_WARN_NO_FIT, sm->total_bytes / 1073741824.0, lim / 1073741824.0, pk.stage, 0, NULL);
     } else {
         warn(out, SIM_WARN_NO_MEMORY, 0, 0, 0, 0, merr.msg);
     }
@@ -377,7 +377,7 @@ void sim_fit_alternatives(const SimSetup *in, SimResult *out)
     if (out->memory.fits || out->memory.capacity_bytes <= 0) return;
     PartMemOptions mo;
     part_mem_options_init(&mo);
-    mo.capacity_bytes = out->memory.capacity_bytes;
+    mo.capacity_bytes = out->memory.capacity_bytes - out->memory.min_headroom_bytes;
     sim_mem_options(&in->opt, in->plan.dtype, &mo);
     PartFitAlt alt[2];
     int n = part_fit_alternatives(in->model, &in->plan, &mo, alt, 2);

@@ -324,7 +324,14 @@ TsStatus rep_sweep_html(const RepSweep *o, const SearchConfig *c, const SearchRe
     snprintf(st[2], 32, "%lld", (long long)r->stats.pruned);
     snprintf(st[3], 32, "%lld", (long long)r->stats.simulated);
     RepKV metrics[] = {{"candidates", st[0]}, {"valid plans", st[1]}, {"pruned (memory)", st[2]},
-                       {"simulated", st[3]}, {"ranked by", search_objective_name(c->objective)}};
+                       {"simulated", st[3]}, {"ranked by", search_objective_name(c->objective)}, {NULL, NULL}};
+    int n_metrics = 5;
+    if (o->headroom_bytes > 0) { /* what the pruning kept free */
+        char lim[32], room[32];
+        rep_fmt_bytes(lim, sizeof lim, o->gpu->hbm_bytes - o->headroom_bytes);
+        rep_fmt_bytes(room, sizeof room, o->headroom_bytes);
+        metrics[n_metrics++] = (RepKV){"memory per GPU at most", ts_arena_printf(a, "%s (%s kept free)", lim, room)};
+    }
     /* two headings, a line a plan under each */
     const char **notes = ts_arena_alloc(a, (size_t)(2 * r->n_top + 2) * sizeof *notes);
     int n_notes = 0;
@@ -336,7 +343,7 @@ TsStatus rep_sweep_html(const RepSweep *o, const SearchConfig *c, const SearchRe
     RepSweepView v = {.title = ts_arena_printf(a, "sweep: %s on %s x %s, seq %lld, global batch %lld, %s", m->name,
                                                o->gpus, o->gpu->name, (long long)o->seq, (long long)o->global_batch,
                                                ts_dtype_name(o->dtype)),
-                      .generator = "trainsim " TRAINSIM_VERSION " sweep", .metrics = metrics, .n_metrics = 5,
+                      .generator = "trainsim " TRAINSIM_VERSION " sweep", .metrics = metrics, .n_metrics = n_metrics,
                       .points = pts, .n_points = (int)r->n_all, .capacity_bytes = o->gpu->hbm_bytes,
                       .columns = heads, .n_columns = nc, .cells = cells, .n_rows = r->n_top, .best = best,
                       .notes = notes, .n_notes = n_notes};

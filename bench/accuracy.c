@@ -814,6 +814,7 @@ static void print_row(const Row *r, const RowSetup *s, const SimResult *res, dou
     printf("  mem %.1f GiB (w %.1f g %.1f o %.1f a %.1f x %.1f)\n", mm->total_bytes / 1073741824.0,
            mm->weights_bytes / 1073741824.0, mm->gradients_bytes / 1073741824.0, mm->optimizer_bytes / 1073741824.0,
            mm->activations_bytes / 1073741824.0, mm->other_bytes / 1073741824.0);
+    if (mm->fit_hint[0]) printf("            memory: %s\n", mm->fit_hint);
 }
 
 /* One row: its plan by the fixed rules, simulated, and the error of the
@@ -852,6 +853,7 @@ static bool eval_row(const Row *r, SimWork *w, const EvalOpts *o, Score *out)
     out->re = NAN;
     if (o->csv) csv_record(o, r, "scored", &s, &res, pred, e);
     if (!o->print) return true;
+    if (o->verbose) sim_fit_alternatives(&s.in, &res); /* a stated plan that does not fit: what would */
     print_row(r, &s, &res, pub, pred, e, tfl, its, o->verbose);
     double tr = o->replay ? replay_time(&s.in, &s.net) : 0;
     if (tr > 0) { /* every compared figure is inversely proportional to the step time */

@@ -10,7 +10,8 @@ target_compile_definitions(accuracy PRIVATE TS_BENCH_DIR="${CMAKE_SOURCE_DIR}/be
 foreach(c runs_user runs_notes runs_gpu_variants runs_tp_overlap runs_software runs_2022 runs_moe runs_framework runs_quoted k22_table5
     runs_flops runs_bad_flops runs_bad_framework runs_missing_column runs_short_row runs_bad_dtype runs_bad_software runs_bad_count
     runs_bad_value runs_bad_metric runs_empty_gpu runs_bad_recompute runs_bad_rc_modules runs_bad_distopt runs_open_quote
-    runs_after_quote runs_dup_column runs_late_value runs_header_only runs_nothing_scored runs_xval runs_xval_one)
+    runs_after_quote runs_dup_column runs_late_value runs_header_only runs_nothing_scored runs_xval runs_xval_one
+    runs_nofit_hint)
   add_test(NAME accuracy/${c}
     COMMAND bash ${CMAKE_SOURCE_DIR}/tests/accuracy/run.sh $<TARGET_FILE:accuracy> ${c})
   set_tests_properties(accuracy/${c} PROPERTIES ENVIRONMENT "TRAINSIM_DATA=${CMAKE_SOURCE_DIR}/data")

@@ -39,6 +39,8 @@ typedef struct RepMemory {
     const PartMemory *stages; /* [n_stages] */
     int64_t n_stages;
     const PartMemory *peak;   /* the most loaded stage */
+    const PartFitAlt *fit;    /* when a stage does not fit: the ways that fit (part_fit_alternatives) */
+    int n_fit;
 } RepMemory;
 
 /* Stages whose total exceeds the capacity. */

@@ -15,20 +15,20 @@
 
 /* The plan does not fit: say so on stderr (exit code stays 0: memory
  * reports, simulate and sweep decide). */
-static void warn_nofit(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *mo, const PartMemory *peak,
-                       int64_t n_over, double cap, double room, const char *gpu)
+static void warn_nofit(const ParallelPlan *p, const RepMemory *rm, int64_t n_over, double room)
 {
+    const PartMemory *peak = rm->peak;
+    const double cap = rm->capacity_bytes;
     const int64_t pp = p->pp;
     char less[64] = "";
     if (room > 0) snprintf(less, sizeof less, " less the %.2f GiB of --headroom", room / GIB);
     fprintf(stderr,
             "trainsim memory: warning: the plan does not fit: %lld of %lld stage%s exceed%s the %.2f GiB of "
             "%s%s; stage %d needs %.2f GiB, %.2f GiB more\n",
-            (long long)n_over, (long long)pp, pp == 1 ? "" : "s", n_over == 1 ? "s" : "", cap / GIB, gpu, less,
+            (long long)n_over, (long long)pp, pp == 1 ? "" : "s", n_over == 1 ? "s" : "", cap / GIB, rm->gpu, less,
             peak->stage, peak->total_bytes / GIB, (peak->total_bytes - (cap - room)) / GIB);
-    PartFitAlt alt[2];
     char hint[320];
-    part_fit_hint(p, alt, part_fit_alternatives(m, p, mo, alt, 2), hint, sizeof hint);
+    part_fit_hint(p, rm->fit, rm->n_fit, hint, sizeof hint);
     fprintf(stderr, "hint: %s\n", hint);
 }
 
@@ -126,9 +126,14 @@ int cmd_memory(int argc, char **argv)
                     .gpu = g->name, .capacity_bytes = cap, .min_headroom_bytes = room, .stages = st,
                     .n_stages = p.pp, .peak = &peak};
     int64_t n_over = rep_memory_over(&rm);
+    PartFitAlt alt[2];
+    if (n_over > 0) { /* what would fit: the JSON's fits_with and the warning's hint */
+        rm.fit = alt;
+        rm.n_fit = part_fit_alternatives(&m, &p, &mo, alt, 2);
+    }
     if (json) rep_memory_json(&rm, &b);
     else rep_memory_text(&rm, &b);
-    if (n_over > 0) warn_nofit(&m, &p, &mo, &peak, n_over, cap, room, g->name);
+    if (n_over > 0) warn_nofit(&p, &rm, n_over, room);
     free(st);
     cli_hw_free(&l);
     ts_buf_free(&desc);

@@ -76,6 +76,17 @@ void rep_memory_json(const RepMemory *r, TsBuf *b)
     ts_buf_puts(b, ", \"min_headroom_bytes\": ");
     ts_json_fmt_double(b, r->min_headroom_bytes);
     ts_buf_printf(b, ", \"stages_not_fitting\": %lld", (long long)rep_memory_over(r));
+    if (rep_memory_over(r) > 0) { /* what would fit on the same GPUs and layout */
+        ts_buf_puts(b, ", \"fits_with\": [");
+        for (int i = 0; i < r->n_fit; i++) {
+            ts_buf_puts(b, i ? ", {\"flags\": " : "{\"flags\": ");
+            ts_json_escape(b, r->fit[i].flags);
+            ts_buf_puts(b, ", \"total_bytes\": ");
+            ts_json_fmt_double(b, r->fit[i].total_bytes);
+            ts_buf_puts(b, "}");
+        }
+        ts_buf_puts(b, "]");
+    }
     ts_buf_puts(b, ",\n \"memory\": ");
     mem_json(b, r->peak, cap, lim, true);
     ts_buf_puts(b, ",\n \"stages\": [");

@@ -107,10 +107,13 @@ static int run_case(const Case *cs, int max_threads)
             printf("   %lld candidates, %lld valid, %lld pruned by memory, %lld bounded, %lld simulated\n",
                    (long long)r.stats.candidates, (long long)r.stats.enumerated, (long long)r.stats.pruned,
                    (long long)r.stats.bounded, (long long)r.stats.simulated);
+            char rc[24]; /* full:N, the fewest layers a chunk recomputes (SearchKnobs.rc_layers) */
+            if (r.n_top && r.top[0].k.rc_layers > 0) snprintf(rc, sizeof rc, "full:%d", r.top[0].k.rc_layers);
+            else if (r.n_top) snprintf(rc, sizeof rc, "%s", plan_recompute_name((PlanRecompute)r.top[0].k.recompute));
             if (r.n_top)
                 printf("   best: tp %d pp %d vpp %d cp %d ep %d dp %d mbs %d %s zero %d %s: %.0f tokens/s, %.1f%% MFU\n",
                        r.top[0].k.tp, r.top[0].k.pp, r.top[0].k.vpp, r.top[0].k.cp, r.top[0].k.ep, r.top[0].k.dp,
-                       r.top[0].k.mbs, plan_recompute_name((PlanRecompute)r.top[0].k.recompute), r.top[0].k.zero,
+                       r.top[0].k.mbs, rc, r.top[0].k.zero,
                        plan_sched_name((PlanSchedule)r.top[0].k.schedule), r.top[0].tokens_per_s,
                        100 * r.top[0].mfu);
         }

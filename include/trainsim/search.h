@@ -111,7 +111,10 @@ typedef struct SearchKnobs {
     int8_t schedule;     /* PlanSchedule */
     int8_t tp_overlap;   /* TP communication overlapped with GEMMs: 0/1 */
     int8_t cp_comm;      /* SimCpComm: how CP exchanges K/V (SIM_CP_P2P when cp = 1) */
-    int8_t reserved;     /* 0: no padding, so knobs compare and travel (MPI) as bytes */
+    int8_t rc_layers;    /* full recompute: layers per chunk recomputed (Megatron's
+                            --recompute-num-layers, the block method), the fewest that fit
+                            (set by the memory check, not enumerated); 0 = all. Also keeps the
+                            struct without padding, so knobs compare and travel (MPI) as bytes */
     int16_t dp_shard;    /* HSDP shard degree (zero 3 only), e.g. 8; 0 = plain FSDP / not HSDP */
 } SearchKnobs;
 _Static_assert(sizeof(SearchKnobs) == 28, "SearchKnobs has no padding");
@@ -275,6 +278,8 @@ typedef struct SearchEvalCtx {
     SimOptions sim_opts;      /* sim_options_init defaults */
     PartMemOptions mem_opts;  /* memory model for pruning, as sim_simulate uses it; a plan fits
                                  in the HBM less sim_opts.min_headroom_bytes */
+    bool rc_all;              /* full recompute of every layer, not the fewest that fit
+                                 (SearchKnobs.rc_layers): ranking by memory, false */
 } SearchEvalCtx;
 
 void search_eval_init(SearchEvalCtx *x, const ModelSpec *m, const HwModel *hw, int64_t global_batch, int64_t seq);

@@ -333,6 +333,7 @@ static int run(SweepOpts *o, int rank)
     x.train = o->want_train ? &o->topt : NULL;
     cli_sim_options(&o->sim, &x.sim_opts);
     x.sim_opts.min_headroom_bytes = o->headroom;
+    x.rc_all = c.objective == SEARCH_OBJ_MEMORY; /* the least memory: every layer recomputed */
     sim_mem_options(&x.sim_opts, x.dtype, &x.mem_opts); /* prune with the memory the simulator will count */
     for (int i = 0; i < c.gpus.n; i++) search_eval_add_net(&x, c.gpus.v[i], &nets[i]);
     SearchEvaluator ev = search_eval_sim(&x);

@@ -588,6 +588,8 @@ void plan_describe(const ParallelPlan *p, TsBuf *out)
                   (long long)p->micro_batch, (long long)p->global_batch, (long long)p->seq,
                   ts_dtype_name(p->dtype), plan_sched_name(p->schedule),
                   plan_recompute_name(p->recompute));
+    if (p->recompute == PLAN_RECOMPUTE_FULL && p->recompute_layers > 0)
+        ts_buf_printf(out, ":%lld", (long long)p->recompute_layers); /* layers per chunk, as sweep shows it */
     if (p->optimizer != PLAN_OPTIM_ADAM)
         ts_buf_printf(out, " %s(%lld)", plan_optim_name(p->optimizer), (long long)p->shampoo_blocks);
     if (p->framework != PLAN_FRAMEWORK_MEGATRON) ts_buf_printf(out, " %s", plan_framework_name(p->framework));

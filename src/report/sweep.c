@@ -36,6 +36,7 @@ static void knobs_json(TsBuf *b, const SearchPoint *p, int64_t layers)
                   sim_cp_comm_name((SimCpComm)k->cp_comm));
     ts_json_fmt_double(b, p->iteration_s);
     if (k->dp_shard > 0) ts_buf_printf(b, ",\"dp_shard\":%d", k->dp_shard);
+    if (k->rc_layers > 0) ts_buf_printf(b, ",\"recompute_layers\":%d", k->rc_layers);
     if (p->vpp_group > 0) ts_buf_printf(b, ",\"vpp_group\":%d", p->vpp_group);
     TsBuf split = {0};
     if (uneven_split(p, layers, ",", &split)) ts_buf_printf(b, ",\"stage_layers\":[%s]", split.data);
@@ -102,17 +103,17 @@ void rep_sweep_json(const RepSweep *o, const SearchConfig *c, const SearchResult
 
 void rep_sweep_csv(const SearchResult *r, TsBuf *b)
 {
-    ts_buf_puts(b, "# trainsim " TRAINSIM_VERSION " sweep, every simulated plan (trainsim-sweep-csv v3)\n"
-                   "index,gpus,tp,pp,vpp,cp,ep,dp,micro_batch,sp,recompute,zero,schedule,tp_overlap,cp_comm,vpp_group,"
-                   "iteration_time_s,tokens_per_s,mfu,memory_bytes");
+    ts_buf_puts(b, "# trainsim " TRAINSIM_VERSION " sweep, every simulated plan (trainsim-sweep-csv v4)\n"
+                   "index,gpus,tp,pp,vpp,cp,ep,dp,micro_batch,sp,recompute,recompute_layers,zero,schedule,tp_overlap,"
+                   "cp_comm,vpp_group,iteration_time_s,tokens_per_s,mfu,memory_bytes");
     for (int e = 0; e < SEARCH_EXPOSED_COUNT; e++) ts_buf_printf(b, ",%s_s", search_exposed_name((SearchExposed)e));
     ts_buf_puts(b, "\n");
     for (int64_t i = 0; i < r->n_all; i++) {
         const SearchPoint *p = &r->all[i];
         const SearchKnobs *k = &p->k;
-        ts_buf_printf(b, "%lld,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%d,%s,%d,%.9g,%.9g,%.6f,%.0f", (long long)p->index,
+        ts_buf_printf(b, "%lld,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%d,%s,%d,%.9g,%.9g,%.6f,%.0f", (long long)p->index,
                       k->gpus, k->tp, k->pp, k->vpp, k->cp, k->ep, k->dp, k->mbs, k->sp,
-                      plan_recompute_name((PlanRecompute)k->recompute), k->zero,
+                      plan_recompute_name((PlanRecompute)k->recompute), k->rc_layers, k->zero,
                       plan_sched_name((PlanSchedule)k->schedule), k->tp_overlap,
                       sim_cp_comm_name((SimCpComm)k->cp_comm), p->vpp_group, p->iteration_s, p->tokens_per_s, p->mfu,
                       p->memory_bytes);
@@ -178,7 +179,8 @@ static void row_cells(const SearchPoint *p, int rank, char cells[N_COLS][24])
     snprintf(cells[6], 24, "%d", k->dp);
     snprintf(cells[7], 24, "%d", k->mbs);
     snprintf(cells[8], 24, "%s", onoff(k->sp));
-    snprintf(cells[9], 24, "%s", plan_recompute_name((PlanRecompute)k->recompute));
+    if (k->rc_layers > 0) snprintf(cells[9], 24, "full:%d", k->rc_layers); /* the fewest layers that fit */
+    else snprintf(cells[9], 24, "%s", plan_recompute_name((PlanRecompute)k->recompute));
     if (k->dp_shard > 0) snprintf(cells[10], 24, "%d/s%d", k->zero, k->dp_shard); /* HSDP: shard degree */
     else snprintf(cells[10], 24, "%d", k->zero);
     snprintf(cells[11], 24, "%s", plan_sched_name((PlanSchedule)k->schedule));

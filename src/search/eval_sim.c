@@ -30,6 +30,7 @@ void search_plan_from_knobs(const SearchEvalCtx *x, const SearchKnobs *k, Parall
     p->dist_opt = dist_opt;
     p->dp_shard = k->dp_shard;
     p->recompute = (PlanRecompute)k->recompute;
+    p->recompute_layers = p->recompute == PLAN_RECOMPUTE_FULL ? k->rc_layers : 0;
     p->tp_overlap = k->tp_overlap != 0;
     p->micro_batch = k->mbs;
     p->global_batch = x->global_batch;
@@ -94,6 +95,44 @@ static void point_group(SearchPoint *pt, const ParallelPlan *p)
     pt->vpp_group_flag = p->vpp_group > 0;
 }
 
+/* A plan with full recompute of every layer that fits (memory *bytes):
+ * the fewest layers per chunk recomputed that still fit (memory falls as
+ * layers are recomputed: a bisection), as Megatron runs it
+ * (--recompute-method block --recompute-num-layers N) and Megatron-DeepSpeed
+ * too; torchtitan and HuggingFace recompute every layer or none. The count
+ * goes to k->rc_layers (0: all, where no fewer fit or it exceeds int8). */
+static void fewest_rc_layers(const SearchEvalCtx *x, ParallelPlan *p, SearchKnobs *k, double cap, double *bytes)
+{
+    k->rc_layers = 0;
+    if (x->rc_all || p->recompute != PLAN_RECOMPUTE_FULL ||
+        (p->framework != PLAN_FRAMEWORK_MEGATRON && p->framework != PLAN_FRAMEWORK_DEEPSPEED))
+        return;
+    /* hi: past a chunk's layers (the uneven rule's largest chunk; an N past
+     * a chunk's layers is refused, as all of them); one recomputed layer
+     * first, the common case */
+    int64_t chunks = p->pp * (p->vpp > 0 ? p->vpp : 1), lo = 1, hi = (x->model->layers + chunks - 1) / chunks + 1;
+    int64_t fit_n = 0;
+    double fit_bytes = 0;
+    while (lo < hi) {
+        int64_t mid = lo == 1 ? 1 : lo + (hi - lo) / 2;
+        p->recompute_layers = mid;
+        PartMemory pk;
+        if (plan_validate(x->model, p, NULL) != TS_OK || part_memory(x->model, p, &x->mem_opts, NULL, &pk, NULL) != TS_OK)
+            hi = mid;
+        else if (pk.total_bytes <= cap)
+            hi = mid, fit_n = mid, fit_bytes = pk.total_bytes;
+        else
+            lo = mid + 1;
+    }
+    if (fit_n != lo || lo > 127) { /* every layer: the memory the caller had */
+        p->recompute_layers = 0;
+        return;
+    }
+    p->recompute_layers = lo;
+    k->rc_layers = (int8_t)lo;
+    *bytes = fit_bytes;
+}
+
 static SearchEvalStatus check(void *ctx, void *scratch, SearchPoint *pt)
 {
     (void)scratch;
@@ -109,7 +148,9 @@ static SearchEvalStatus check(void *ctx, void *scratch, SearchPoint *pt)
     if (part_memory(x->model, &p, &x->mem_opts, NULL, &peak, NULL) != TS_OK) return SEARCH_EVAL_INVALID;
     pt->memory_bytes = peak.total_bytes;
     pt->capacity_bytes = x->hw->gpu.hbm_bytes - x->sim_opts.min_headroom_bytes;
-    return pt->memory_bytes > pt->capacity_bytes ? SEARCH_EVAL_NOFIT : SEARCH_EVAL_OK;
+    if (pt->memory_bytes > pt->capacity_bytes) return SEARCH_EVAL_NOFIT;
+    fewest_rc_layers(x, &p, &pt->k, pt->capacity_bytes, &pt->memory_bytes);
+    return SEARCH_EVAL_OK;
 }
 
 /* --train-tokens: the run at iteration time it_s (monotone in it_s, so a

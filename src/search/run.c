@@ -89,6 +89,7 @@ typedef struct Shared {
 typedef struct Cand {
     int64_t index;
     double key, memory, capacity;
+    int8_t rc_layers; /* the memory check's (SearchKnobs.rc_layers): not in the index */
 } Cand;
 
 typedef struct Worker {
@@ -120,7 +121,7 @@ static bool keep(Worker *w, const SearchPoint *p)
 static bool keep_cand(Worker *w, const SearchPoint *p, SearchObjective o)
 {
     if (!ts_grow((void **)&w->cand, &w->cap_cand, (size_t)w->n_cand + 1, sizeof *w->cand)) return false;
-    w->cand[w->n_cand++] = (Cand){p->index, key_of(o, p), p->memory_bytes, p->capacity_bytes};
+    w->cand[w->n_cand++] = (Cand){p->index, key_of(o, p), p->memory_bytes, p->capacity_bytes, p->k.rc_layers};
     return true;
 }
 
@@ -223,6 +224,7 @@ static void *batch_main(void *arg)
         SearchPoint *p = &b->pts[j];
         memset(p, 0, sizeof *p);
         search_space_decode(&b->sh->space, b->cand[j].index, &p->k);
+        p->k.rc_layers = b->cand[j].rc_layers;
         p->index = b->cand[j].index;
         p->memory_bytes = b->cand[j].memory;
         p->capacity_bytes = b->cand[j].capacity;

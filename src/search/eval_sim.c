@@ -98,15 +98,14 @@ static void point_group(SearchPoint *pt, const ParallelPlan *p)
 /* A plan with full recompute of every layer that fits (memory *bytes):
  * the fewest layers per chunk recomputed that still fit (memory falls as
  * layers are recomputed: a bisection), as Megatron runs it
- * (--recompute-method block --recompute-num-layers N) and Megatron-DeepSpeed
- * too; torchtitan and HuggingFace recompute every layer or none. The count
+ * (--recompute-method block --recompute-num-layers N); DeepSpeed's pipeline
+ * engine recomputes uniformly (activation_checkpoint_interval), torchtitan and
+ * HuggingFace every layer or none. The count
  * goes to k->rc_layers (0: all, where no fewer fit or it exceeds int8). */
 static void fewest_rc_layers(const SearchEvalCtx *x, ParallelPlan *p, SearchKnobs *k, double cap, double *bytes)
 {
     k->rc_layers = 0;
-    if (x->rc_all || p->recompute != PLAN_RECOMPUTE_FULL ||
-        (p->framework != PLAN_FRAMEWORK_MEGATRON && p->framework != PLAN_FRAMEWORK_DEEPSPEED))
-        return;
+    if (x->rc_all || p->recompute != PLAN_RECOMPUTE_FULL || p->framework != PLAN_FRAMEWORK_MEGATRON) return;
     /* hi: past a chunk's layers (the uneven rule's largest chunk; an N past
      * a chunk's layers is refused, as all of them); one recomputed layer
      * first, the common case */

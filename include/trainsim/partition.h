@@ -110,6 +110,14 @@ typedef struct PartFitAlt {
 } PartFitAlt;
 int part_fit_alternatives(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o, PartFitAlt *out,
                           int max);
+/* A full-recompute plan p (resolved): the fewest layers per chunk it can
+ * recompute and still fit in cap bytes (Megatron's --recompute-method block
+ * --recompute-num-layers N), set in p->recompute_layers with its memory in
+ * *bytes; 0 (p->recompute_layers 0: every layer) when no fewer than a
+ * chunk's layers fit. What the fit hint and sweep's full-recompute plans
+ * recompute. */
+int64_t part_fewest_recompute_layers(const ModelSpec *m, ParallelPlan *p, const PartMemOptions *o, double cap,
+                                     double *bytes);
 /* "fits with --dist-opt (61.3 GiB) or --recompute selective (72.0 GiB);
  * `trainsim sweep` searches every plan", or, when n is 0, what plan p then
  * needs (more GPUs: model parallelism, or under --framework hf, ZeRO-3). */

@@ -63,10 +63,39 @@ static double fits(const ModelSpec *m, const ParallelPlan *q, const PartMemOptio
     return pk.total_bytes <= o->capacity_bytes ? pk.total_bytes : -1;
 }
 
+int64_t part_fewest_recompute_layers(const ModelSpec *m, ParallelPlan *p, const PartMemOptions *o, double cap,
+                                     double *bytes)
+{
+    /* past a chunk's layers (the uneven rule's largest chunk; an N past a
+     * chunk's layers is refused, as all of them); one layer first, the
+     * common case, then a bisection: memory falls as layers are recomputed */
+    int64_t chunks = p->pp * (p->vpp > 0 ? p->vpp : 1), lo = 1, hi = (m->layers + chunks - 1) / chunks + 1;
+    int64_t fit_n = 0;
+    double fit_bytes = 0;
+    while (lo < hi) {
+        int64_t mid = lo == 1 ? 1 : lo + (hi - lo) / 2;
+        p->recompute_layers = mid;
+        PartMemory pk;
+        if (plan_validate(m, p, NULL) != TS_OK || part_memory(m, p, o, NULL, &pk, NULL) != TS_OK)
+            hi = mid;
+        else if (pk.total_bytes <= cap)
+            hi = mid, fit_n = mid, fit_bytes = pk.total_bytes;
+        else
+            lo = mid + 1;
+    }
+    if (fit_n != lo) {
+        p->recompute_layers = 0;
+        return 0;
+    }
+    p->recompute_layers = lo;
+    *bytes = fit_bytes;
+    return lo;
+}
+
 /* The plan with knobs a (and b, unless KNOB_COUNT) when it is valid and
  * fits: its flags and memory in *alt. Full recompute takes the fewest
- * layers per chunk that fit (Megatron's --recompute-num-layers), all of
- * them only where no fewer do. */
+ * layers per chunk that fit (part_fewest_recompute_layers), all of them
+ * only where no fewer do. */
 static bool try_knobs(const ModelSpec *m, const ParallelPlan *p, const PartMemOptions *o, Knob a, Knob b,
                       PartFitAlt *alt)
 {
@@ -75,17 +104,9 @@ static bool try_knobs(const ModelSpec *m, const ParallelPlan *p, const PartMemOp
     if (!apply(a, &q, fa, sizeof fa)) return false;
     if (b != KNOB_COUNT && !apply(b, &q, fb, sizeof fb)) return false;
     double bytes = -1;
-    if (a == KNOB_FULL || b == KNOB_FULL) {
-        for (int64_t n = 1; n < m->layers && bytes < 0; n++) {
-            q.recompute_layers = n;
-            TsError err;
-            err.msg[0] = '\0';
-            if (plan_validate(m, &q, &err) != TS_OK) break; /* more than a chunk's layers */
-            if ((bytes = fits(m, &q, o)) >= 0) snprintf(fl, sizeof fl, " --recompute-layers %lld", (long long)n);
-        }
-        if (bytes < 0) q.recompute_layers = 0;
-    }
-    if (bytes < 0 && (bytes = fits(m, &q, o)) < 0) return false;
+    int64_t n = a == KNOB_FULL || b == KNOB_FULL ? part_fewest_recompute_layers(m, &q, o, o->capacity_bytes, &bytes) : 0;
+    if (n > 0) snprintf(fl, sizeof fl, " --recompute-layers %lld", (long long)n);
+    else if ((bytes = fits(m, &q, o)) < 0) return false;
     snprintf(alt->flags, sizeof alt->flags, "%s%s%s%s%s", fa, a == KNOB_FULL ? fl : "", fb[0] ? " " : "", fb,
              b == KNOB_FULL ? fl : "");
     alt->total_bytes = bytes;

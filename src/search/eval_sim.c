@@ -96,40 +96,23 @@ static void point_group(SearchPoint *pt, const ParallelPlan *p)
 }
 
 /* A plan with full recompute of every layer that fits (memory *bytes):
- * the fewest layers per chunk recomputed that still fit (memory falls as
- * layers are recomputed: a bisection), as Megatron runs it
- * (--recompute-method block --recompute-num-layers N); DeepSpeed's pipeline
- * engine recomputes uniformly (activation_checkpoint_interval), torchtitan and
- * HuggingFace every layer or none. The count
- * goes to k->rc_layers (0: all, where no fewer fit or it exceeds int8). */
+ * the fewest layers per chunk recomputed that still fit
+ * (part_fewest_recompute_layers), as Megatron runs it; DeepSpeed's pipeline
+ * engine recomputes uniformly (activation_checkpoint_interval), torchtitan
+ * and HuggingFace every layer or none. The count goes to k->rc_layers (0:
+ * all, where no fewer fit or it exceeds int8). */
 static void fewest_rc_layers(const SearchEvalCtx *x, ParallelPlan *p, SearchKnobs *k, double cap, double *bytes)
 {
     k->rc_layers = 0;
     if (x->rc_all || p->recompute != PLAN_RECOMPUTE_FULL || p->framework != PLAN_FRAMEWORK_MEGATRON) return;
-    /* hi: past a chunk's layers (the uneven rule's largest chunk; an N past
-     * a chunk's layers is refused, as all of them); one recomputed layer
-     * first, the common case */
-    int64_t chunks = p->pp * (p->vpp > 0 ? p->vpp : 1), lo = 1, hi = (x->model->layers + chunks - 1) / chunks + 1;
-    int64_t fit_n = 0;
-    double fit_bytes = 0;
-    while (lo < hi) {
-        int64_t mid = lo == 1 ? 1 : lo + (hi - lo) / 2;
-        p->recompute_layers = mid;
-        PartMemory pk;
-        if (plan_validate(x->model, p, NULL) != TS_OK || part_memory(x->model, p, &x->mem_opts, NULL, &pk, NULL) != TS_OK)
-            hi = mid;
-        else if (pk.total_bytes <= cap)
-            hi = mid, fit_n = mid, fit_bytes = pk.total_bytes;
-        else
-            lo = mid + 1;
-    }
-    if (fit_n != lo || lo > 127) { /* every layer: the memory the caller had */
+    double b = *bytes;
+    int64_t n = part_fewest_recompute_layers(x->model, p, &x->mem_opts, cap, &b);
+    if (n < 1 || n > 127) { /* every layer: the memory the caller had */
         p->recompute_layers = 0;
         return;
     }
-    p->recompute_layers = lo;
-    k->rc_layers = (int8_t)lo;
-    *bytes = fit_bytes;
+    k->rc_layers = (int8_t)n;
+    *bytes = b;
 }
 
 static SearchEvalStatus check(void *ctx, void *scratch, SearchPoint *pt)

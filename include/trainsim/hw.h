@@ -183,6 +183,12 @@ double hw_sustained_clock_mhz(const GpuSpec *g);
 const char *hw_software_suffix(const GpuSpec *g);
 
 /* ---- clusters ------------------------------------------------------------------- */
+/* What carries GPU-to-GPU traffic inside a node (a cluster's scaleup.link):
+ * over PCIe NCCL runs no LL128 and the pipeline fill is a time (hw/net.c). */
+typedef enum { HW_LINK_NVLINK, HW_LINK_XGMI, HW_LINK_PCIE, HW_LINK_COUNT } HwLink;
+const char *hw_link_name(HwLink l);    /* "nvlink", "xgmi", "pcie": the file's spelling */
+const char *hw_link_display(HwLink l); /* "NVLink", "xGMI", "PCIe" */
+
 typedef struct ClusterSpec {
     char name[64];                        /* "dgx-h100" */
     char source[1024];
@@ -194,8 +200,7 @@ typedef struct ClusterSpec {
     double scaleup_bw_bytes_per_s;        /* per GPU per direction, 450e9 */
     double scaleup_lat_s;                 /* per hop, 0.6e-6 (NCCL NVLink LL hwLat) */
     double scaleup_eff;                   /* achieved / line rate for ring traffic, 0.82 */
-    char scaleup_link[8];                 /* scaleup.link: nvlink (default), xgmi, pcie */
-    bool scaleup_pcie;                    /* link pcie: GPUs talk over PCIe (no LL128, as NCCL) */
+    HwLink scaleup_link;                  /* scaleup.link: nvlink (default), xgmi, pcie */
     int64_t nics_per_node;                /* 8 */
     double nic_bw_bytes_per_s;            /* per NIC per direction, 50e9 (NDR 400 Gb/s) */
     double nic_lat_s;                     /* per hop, 2.7e-6 (NCCL NET ring LL hwLat) */

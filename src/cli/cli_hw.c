@@ -57,7 +57,7 @@ static int cluster_fit(const ClusterSpec *c, const GpuSpec *g, const char *fam)
 {
     if (!strcmp(c->gpu.name, g->name)) return 2;
     const char *cf = hw_gpu_family(c->gpu.name);
-    return fam && cf && !strcmp(cf, fam) && c->scaleup_pcie == pcie_card(g) ? 1 : 0;
+    return fam && cf && !strcmp(cf, fam) && (c->scaleup_link == HW_LINK_PCIE) == pcie_card(g) ? 1 : 0;
 }
 
 /* The cluster preset that fits `gpu` best (cluster_fit, the first by name

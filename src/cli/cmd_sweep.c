@@ -317,7 +317,7 @@ static int run(SweepOpts *o, int rank)
     /* Transformer Engine's TP overlap (Userbuffers) is built on CUDA
      * multicast within an NVLink domain (TransformerEngine#1071): not offered
      * where the GPUs talk over PCIe, unless --tp-overlap asks */
-    if (l.cluster.scaleup_pcie && !o->overlap) c.overlap_mask = 1u;
+    if (l.cluster.scaleup_link == HW_LINK_PCIE && !o->overlap) c.overlap_mask = 1u;
     HwNet *nets = calloc((size_t)c.gpus.n, sizeof *nets);
     if (!nets) {
         cli_hw_free(&l);

@@ -18,8 +18,12 @@ static const char *const TOP_KEYS[] = {"format", "version", "name", "source", "g
                                        "scaleup", "scaleout", "notes", "gpus", "nodes", NULL};
 static const char *const UP_KEYS[] = {"gb_per_s", "latency_us", "efficiency", "nvls", "nvls_efficiency",
                                       "link", NULL};
-/* scaleup.link: what carries GPU-to-GPU traffic inside a node */
+/* scaleup.link (HwLink order): what carries GPU-to-GPU traffic inside a node */
 static const char *const LINKS[] = {"nvlink", "xgmi", "pcie", NULL};
+static const char *const LINK_SHOWN[] = {"NVLink", "xGMI", "PCIe"};
+
+const char *hw_link_name(HwLink l) { return l >= 0 && l < HW_LINK_COUNT ? LINKS[l] : "?"; }
+const char *hw_link_display(HwLink l) { return l >= 0 && l < HW_LINK_COUNT ? LINK_SHOWN[l] : "?"; }
 static const char *const OUT_KEYS[] = {"nics_per_node", "nic_gbit_per_s", "latency_us", "efficiency",
                                        "sharp", "oversubscription", "nodes_per_leaf", NULL};
 
@@ -64,8 +68,7 @@ static TsStatus parse(const TsJsonDoc *doc, ClusterSpec *c, TsError *err)
         snprintf(msg, sizeof msg, "unknown scaleup.link '%.15s'", link);
         return hw_err_path(doc, "scaleup.link", err, msg, "one of nvlink, xgmi, pcie (default nvlink)");
     }
-    snprintf(c->scaleup_link, sizeof c->scaleup_link, "%s", LINKS[li]);
-    c->scaleup_pcie = !strcmp(link, "pcie");
+    c->scaleup_link = (HwLink)li;
     if ((st = hw_json_obj(doc, r, "scaleout", "scaleout", true, &out, err))) return st;
     if ((st = hw_check_keys(doc, out, "scaleout", OUT_KEYS, err))) return st;
     double gbit = 0;
@@ -100,7 +103,7 @@ TsStatus hw_cluster_load(const char *name_or_path, int64_t gpus, ClusterSpec *ou
     }
     ClusterSpec c;
     memset(&c, 0, sizeof c);
-    snprintf(c.scaleup_link, sizeof c.scaleup_link, "nvlink");
+    c.scaleup_link = HW_LINK_NVLINK;
     c.scaleup_lat_s = 0.6e-6;
     c.scaleup_eff = 0.8;
     c.nvls_eff = 0.85;
@@ -153,7 +156,7 @@ void hw_cluster_to_json(const ClusterSpec *c, TsBuf *b)
     ts_json_fmt_double(b, c->scaleup_eff);
     ts_buf_printf(b, ", \"nvls\": %s, \"nvls_efficiency\": ", c->nvls ? "true" : "false");
     ts_json_fmt_double(b, c->nvls_eff);
-    ts_buf_printf(b, ", \"link\": \"%s\"", c->scaleup_link[0] ? c->scaleup_link : "nvlink");
+    ts_buf_printf(b, ", \"link\": \"%s\"", hw_link_name(c->scaleup_link));
     ts_buf_printf(b, "},\n  \"scaleout\": {\"nics_per_node\": %lld, \"nic_gbit_per_s\": ",
                   (long long)c->nics_per_node);
     ts_json_fmt_double(b, c->nic_bw_bytes_per_s * 8 / 1e9);

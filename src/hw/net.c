@@ -110,12 +110,12 @@ static double nic_gpu_bw(const ClusterSpec *cl, int64_t nodes, int64_t sharing)
 #define FILL_REF_BW 232e9
 static double fill_scale(const ClusterSpec *cl, double bw)
 {
-    return cl->scaleup_pcie ? fmin(1.0, bw / FILL_REF_BW) : 1.0;
+    return cl->scaleup_link == HW_LINK_PCIE ? fmin(1.0, bw / FILL_REF_BW) : 1.0;
 }
 
 /* NCCL enables LL128 only where the paths inside a node are NVLink
  * (tuning.cc: typeIntra <= PATH_NVB): not over PCIe (scaleup.link pcie). */
-static bool proto_on(const ClusterSpec *cl, int p) { return !(p == HW_PROTO_LL128 && cl->scaleup_pcie); }
+static bool proto_on(const ClusterSpec *cl, int p) { return !(p == HW_PROTO_LL128 && cl->scaleup_link == HW_LINK_PCIE); }
 
 static void consider(HwCollCost *best, HwAlgo a, HwProto p, double lat_s, double bw, double bytes,
                      double factor, double fscale)

@@ -48,7 +48,7 @@ void rep_clusters_table(const ClusterSpec *clusters, const char (*names)[64], co
             continue;
         }
         ts_buf_printf(b, "  %-*s %-*s %9lld %13.0f %-6s %5lld %9.0f %5s\n", w, c->name, wg, c->gpu_name,
-                      (long long)c->gpus_per_node, c->scaleup_bw_bytes_per_s / 1e9, c->scaleup_link,
+                      (long long)c->gpus_per_node, c->scaleup_bw_bytes_per_s / 1e9, hw_link_name(c->scaleup_link),
                       (long long)c->nics_per_node, c->nic_bw_bytes_per_s * 8 / 1e9, c->nvls ? "yes" : "no");
     }
 }
@@ -107,7 +107,7 @@ void rep_cluster_text(const ClusterSpec *c, TsBuf *b)
 {
     ts_buf_printf(b, "cluster: %s: %lld GPUs = %lld node%s x %lld %s\n", c->name, (long long)c->gpus,
                   (long long)c->nodes, c->nodes == 1 ? "" : "s", (long long)c->gpus_per_node, c->gpu_name);
-    const char *via = c->scaleup_pcie ? "PCIe" : !strcmp(c->scaleup_link, "xgmi") ? "xGMI" : "NVLink";
+    const char *via = hw_link_display(c->scaleup_link);
     ts_buf_printf(b, "  scale-up: %.0f GB/s per GPU per direction over %s, %.3g us/hop, efficiency %.3g, NVLS %s",
                   c->scaleup_bw_bytes_per_s / 1e9, via, c->scaleup_lat_s * 1e6, c->scaleup_eff, c->nvls ? "yes" : "no");
     if (c->nvls) ts_buf_printf(b, " (efficiency %.3g)", c->nvls_eff);

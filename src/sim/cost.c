@@ -406,7 +406,7 @@ static void result_warnings(const SimSetup *in, const Ctx *x, SimResult *out)
     if (out->balance.n) warn(out, SIM_WARN_BALANCE, 0, 0, 0, 0, NULL);
     if (x->tpg.nodes > 1)
         warn(out, SIM_WARN_TP_NODES, 0, 0, x->tpg.size, x->tpg.nodes, NULL);
-    if (p->tp > 1 && p->tp_overlap && in->net && in->net->cl.scaleup_pcie)
+    if (p->tp > 1 && p->tp_overlap && in->net && in->net->cl.scaleup_link == HW_LINK_PCIE)
         warn(out, SIM_WARN_TP_OVERLAP_PCIE, 0, 0, 0, 0, in->net->cl.name);
     if (p->cp > 1 && x->cpg.nodes > 1)
         warn(out, SIM_WARN_CP_NODES, 0, 0, x->cpg.nodes, 0, NULL);
